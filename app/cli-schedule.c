@@ -1,0 +1,311 @@
+/* pipescope-cli schedule — a schedule, its simulated timeline and its bubble. */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+
+typedef enum { FMT_ASCII, FMT_ACTIONS, FMT_CSV, FMT_JSON } Format;
+
+static void
+schedule_usage (FILE *out)
+{
+  const PpScheduleInfo *i;
+
+  fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
+         "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
+         "                              [--format ascii|actions|csv|json]\n"
+         "       pipescope-cli schedule --csv FILE [--cost F,B,W,C] [--format ...]\n"
+         "\n"
+         "Prints a pipeline schedule: the compute order of every rank and the timeline\n"
+         "the simulator plans for it under a cost model.\n"
+         "\n"
+         "  -s, --schedule NAME        schedule (names are case-insensitive)\n"
+         "  -p, --ranks P              pipeline ranks (GPUs), at least 2\n"
+         "  -m, --microbatches M       micro-batches per step\n"
+         "  -v, --stages-per-rank V    model chunks per rank (interleaved schedules)\n"
+         "  -c, --cost F,B,W[,C]       time of a forward, a full backward (B = I + W),\n"
+         "                             its weight-gradient part W, and a transfer C;\n"
+         "                             default 1,2,1,0\n"
+         "      --csv FILE             read a custom order in PyTorch's compute_only CSV\n"
+         "  -f, --format FORMAT        ascii (Gantt on a unit grid, default), actions\n"
+         "                             (one line per rank), csv (PyTorch compute_only),\n"
+         "                             json (the simulated timeline)\n"
+         "\n"
+         "Schedules:\n", out);
+  for (i = pp_schedule_list (); i->name; i++)
+    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
+}
+
+static bool
+parse_int (const char *text, int lo, int hi, int *out)
+{
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    return false;
+  *out = (int) v;
+  return true;
+}
+
+/* Cell label of an action on the ascii grid: "F3" with one stage per rank,
+ * "2F3" with several (the stage tells the chunks apart). */
+static void
+cell_label (const PpSchedule *s, const PpAction *a, char *buf, size_t size)
+{
+  bool one = s->stages_per_rank == 1;
+  if (a->kind == PP_ACT_OVERLAP_F_B)
+    {
+      if (one)
+        snprintf (buf, size, "F%d+%s%d", a->microbatch, pp_action_kind_name (a->sub_kind), a->sub_microbatch);
+      else
+        snprintf (buf, size, "%dF%d+%d%s%d", a->stage, a->microbatch, a->sub_stage,
+                  pp_action_kind_name (a->sub_kind), a->sub_microbatch);
+    }
+  else if (one)
+    snprintf (buf, size, "%s%d", pp_action_kind_name (a->kind), a->microbatch);
+  else
+    pp_action_to_string (a, buf, size);
+}
+
+static void
+print_ascii (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
+{
+  int cols = (int) ceil (sim->makespan - 1e-9);
+  int width = 1;
+  char label[PP_ACTION_STR_MAX];
+
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        cell_label (s, &s->rank[r].actions[k], label, sizeof label);
+        int n = (int) strlen (label);
+        if (n > width)
+          width = n;
+      }
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int k = 0;
+      printf ("GPU %d:", r);
+      for (int t = 0; t < cols; t++)
+        {
+          double mid = t + 0.5;
+          while (k < s->rank[r].n_actions && sim->timeline[r][k].end <= mid)
+            k++;
+          if (k < s->rank[r].n_actions && sim->timeline[r][k].start <= mid)
+            cell_label (s, &s->rank[r].actions[k], label, sizeof label);
+          else
+            strcpy (label, ".");
+          printf (" %*s", width, label);
+        }
+      putchar ('\n');
+    }
+  printf ("bubble: %.1f%%\n", 100.0 * sim->bubble);
+  printf ("peak in-flight micro-batches:");
+  for (int r = 0; r < s->ranks; r++)
+    printf ("%s GPU %d: %d", r ? "," : "", r, sim->rank[r].peak_inflight);
+  putchar ('\n');
+  printf ("one column = 1 time unit (F=%g, B=%g of which W=%g, transfer=%g)\n",
+          cost[0], cost[1], cost[2], cost[3]);
+}
+
+static void
+print_actions (const PpSchedule *s)
+{
+  char buf[PP_ACTION_STR_MAX];
+  for (int r = 0; r < s->ranks; r++)
+    {
+      printf ("rank %d:", r);
+      for (int k = 0; k < s->rank[r].n_actions; k++)
+        if (pp_action_is_compute (&s->rank[r].actions[k]))
+          printf (" %s", pp_action_to_string (&s->rank[r].actions[k], buf, sizeof buf));
+      putchar ('\n');
+    }
+}
+
+static void
+json_action (const PpSimAction *sa, int kind, int stage, int mb, bool overlap, bool *first)
+{
+  printf ("%s\n    {\"rank\": %d, \"stage\": %d, \"microbatch\": %d, \"kind\": \"%s\", "
+          "\"start\": %.9g, \"end\": %.9g%s}",
+          *first ? "" : ",", sa->rank, stage, mb, pp_action_kind_name (kind), sa->start, sa->end,
+          overlap ? ", \"overlap\": true" : "");
+  *first = false;
+}
+
+static void
+print_json (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
+{
+  bool first = true;
+
+  printf ("{\n  \"schedule\": \"%s\",\n  \"ranks\": %d,\n  \"microbatches\": %d,\n"
+          "  \"stages_per_rank\": %d,\n  \"stages\": %d,\n",
+          s->name, s->ranks, s->microbatches, s->stages_per_rank, s->n_stages);
+  printf ("  \"cost\": {\"F\": %.9g, \"B\": %.9g, \"W\": %.9g, \"I\": %.9g, \"transfer\": %.9g},\n",
+          cost[0], cost[1], cost[2], cost[1] - cost[2], cost[3]);
+  printf ("  \"makespan\": %.9g,\n  \"bubble\": %.9g,\n", sim->makespan, sim->bubble);
+  printf ("  \"stage_rank\": [");
+  for (int i = 0; i < s->n_stages; i++)
+    printf ("%s%d", i ? ", " : "", s->stage_rank[i]);
+  printf ("],\n  \"per_rank\": [");
+  for (int r = 0; r < s->ranks; r++)
+    printf ("%s\n    {\"rank\": %d, \"busy\": %.9g, \"idle\": %.9g, \"bubble\": %.9g, \"peak_inflight\": %d}",
+            r ? "," : "", r, sim->rank[r].busy, sim->rank[r].idle, sim->rank[r].bubble,
+            sim->rank[r].peak_inflight);
+  printf ("\n  ],\n  \"actions\": [");
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        const PpSimAction *sa = &sim->timeline[r][k];
+        if (a->kind == PP_ACT_OVERLAP_F_B)
+          {
+            /* Both halves share the slot; "overlap" marks them. */
+            json_action (sa, PP_ACT_F, a->stage, a->microbatch, true, &first);
+            json_action (sa, a->sub_kind, a->sub_stage, a->sub_microbatch, true, &first);
+          }
+        else
+          json_action (sa, a->kind, a->stage, a->microbatch, false, &first);
+      }
+  printf ("\n  ]\n}\n");
+}
+
+int
+pp_cli_schedule (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "schedule", required_argument, NULL, 's' },
+    { "ranks", required_argument, NULL, 'p' },
+    { "microbatches", required_argument, NULL, 'm' },
+    { "stages-per-rank", required_argument, NULL, 'v' },
+    { "cost", required_argument, NULL, 'c' },
+    { "format", required_argument, NULL, 'f' },
+    { "csv", required_argument, NULL, 'C' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *name = NULL, *csv = NULL;
+  int P = 0, M = 0, V = 0, opt;
+  double cost[4] = { 1, 2, 1, 0 };
+  Format format = FMT_ASCII;
+  PpError err = { 0 };
+  PpSchedule *s = NULL;
+  PpCostModel *cm = NULL;
+  PpSimulation *sim = NULL;
+  int status = 0;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":s:p:m:v:c:f:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 's': name = optarg; break;
+        case 'C': csv = optarg; break;
+        case 'p':
+          if (!parse_int (optarg, 1, 4096, &P))
+            return pp_cli_usage_error ("--ranks takes a whole number from 2 to 4096 (got '%s')", optarg);
+          break;
+        case 'm':
+          if (!parse_int (optarg, 1, 1 << 20, &M))
+            return pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')",
+                                       1 << 20, optarg);
+          break;
+        case 'v':
+          if (!parse_int (optarg, 1, 64, &V))
+            return pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", optarg);
+          break;
+        case 'c':
+          if (pp_cost_parse (optarg, cost, &err) != PP_OK)
+            return pp_cli_usage_error ("%s", err.msg);
+          break;
+        case 'f':
+          if (strcmp (optarg, "ascii") == 0) format = FMT_ASCII;
+          else if (strcmp (optarg, "actions") == 0) format = FMT_ACTIONS;
+          else if (strcmp (optarg, "csv") == 0) format = FMT_CSV;
+          else if (strcmp (optarg, "json") == 0) format = FMT_JSON;
+          else
+            return pp_cli_usage_error ("unknown format '%s'; use ascii, actions, csv or json", optarg);
+          break;
+        case 'h':
+          schedule_usage (stdout);
+          return 0;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli schedule --help'",
+                                     argv[optind - 1]);
+        }
+    }
+  if (optind < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'; see 'pipescope-cli schedule --help'", argv[optind]);
+
+  if (csv != NULL)
+    {
+      if (name || P || M || V)
+        return pp_cli_usage_error ("--csv takes the ranks, stages and micro-batches from the file; "
+                                   "drop --schedule, --ranks, --microbatches and --stages-per-rank");
+      FILE *in = fopen (csv, "r");
+      if (in == NULL)
+        return pp_cli_usage_error ("cannot open '%s': %s", csv, strerror (errno));
+      PpStatus st = pp_schedule_read_csv (in, "custom", &s, &err);
+      fclose (in);
+      if (st != PP_OK)
+        return pp_cli_usage_error ("%s: %s", csv, err.msg);
+    }
+  else
+    {
+      if (name == NULL)
+        return pp_cli_usage_error ("--schedule is required (or --csv FILE); see 'pipescope-cli schedule --help'");
+      if (P == 0)
+        return pp_cli_usage_error ("--ranks is required");
+      if (M == 0)
+        return pp_cli_usage_error ("--microbatches is required");
+      if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+        return pp_cli_usage_error ("%s", err.msg);
+    }
+
+  cm = pp_cost_model_new_uniform (s->n_stages, cost[0], cost[1], cost[2], cost[3]);
+  if (cm == NULL)
+    {
+      pp_schedule_free (s);
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      return 1;
+    }
+  if (pp_simulate (s, cm, &sim, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      status = 1;
+      goto out;
+    }
+
+  switch (format)
+    {
+    case FMT_ASCII: print_ascii (s, sim, cost); break;
+    case FMT_ACTIONS: print_actions (s); break;
+    case FMT_CSV:
+      if (pp_schedule_write_csv (s, stdout, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          status = 1;
+        }
+      break;
+    case FMT_JSON: print_json (s, sim, cost); break;
+    }
+  if (fflush (stdout) != 0)
+    status = 1;
+out:
+  pp_simulation_free (sim);
+  pp_cost_model_free (cm);
+  pp_schedule_free (s);
+  return status;
+}

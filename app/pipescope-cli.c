@@ -1,0 +1,55 @@
+/* pipescope-cli — everything headless, one binary with subcommands (as nsys). */
+#include "pipescope-cli.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+#ifndef PIPESCOPE_VERSION
+#define PIPESCOPE_VERSION "0.1.0"
+#endif
+
+int
+pp_cli_usage_error (const char *fmt, ...)
+{
+  va_list ap;
+  fputs ("pipescope-cli: error: ", stderr);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+  return 2;
+}
+
+static void
+usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli COMMAND [OPTIONS]\n"
+         "\n"
+         "Commands:\n"
+         "  schedule   print a pipeline schedule and its simulated timeline\n"
+         "\n"
+         "Run 'pipescope-cli COMMAND --help' for a command's options.\n", out);
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 2)
+    {
+      usage (stderr);
+      return 2;
+    }
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      usage (stdout);
+      return 0;
+    }
+  if (strcmp (argv[1], "--version") == 0)
+    {
+      printf ("pipescope-cli %s\n", PIPESCOPE_VERSION);
+      return 0;
+    }
+  if (strcmp (argv[1], "schedule") == 0)
+    return pp_cli_schedule (argc - 1, argv + 1);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule", argv[1]);
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# dev.sh — the two commands of the README.
+#   ./dev.sh run    install what is missing, build, start pipescope
+#   ./dev.sh test   install what is missing, build, run the whole test suite
+# Both are idempotent and quiet when all is well: apt-get runs only when a
+# package is missing, meson configures once, ninja rebuilds what changed.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build="${PIPESCOPE_BUILD_DIR:-$here/build}"
+
+# Debian 12 packages the build and the tests need.
+packages=(gcc pkg-config meson ninja-build python3 libglib2.0-dev)
+
+die() { echo "dev.sh: $*" >&2; exit 1; }
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  command -v apt-get >/dev/null || die "apt-get not found; install by hand: ${missing[*]}"
+  echo "dev.sh: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq >/dev/null || die "apt-get update failed"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+build_all() {
+  local log="$build.log"
+  if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" "$here" >"$log" 2>&1 || { cat "$log" >&2; die "meson setup failed (log above)"; }
+  fi
+  ninja -C "$build" >"$log" 2>&1 || { cat "$log" >&2; die "build failed (log above)"; }
+}
+
+case "${1:-}" in
+  run)
+    shift
+    install_missing
+    build_all
+    # Until the app lands, the main job is the schedule demo: GPipe on 4 GPUs
+    # with 6 micro-batches, the staircase and its 33% bubble.
+    if [ $# -eq 0 ]; then
+      set -- schedule --schedule GPipe --ranks 4 --microbatches 6
+    fi
+    exec "$build/app/pipescope-cli" "$@"
+    ;;
+  test)
+    shift
+    install_missing
+    build_all
+    exec meson test -C "$build" --no-rebuild --print-errorlogs -q "$@"
+    ;;
+  *)
+    echo "usage: ./dev.sh run [pipescope-cli arguments] | ./dev.sh test [meson test arguments]" >&2
+    exit 2
+    ;;
+esac

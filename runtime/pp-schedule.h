@@ -1,0 +1,107 @@
+/* pp-schedule.h — a pipeline schedule: per rank, the ordered actions it runs.
+ *
+ * Stages form chains: a forward goes from a stage to stage_next[s], gradients
+ * come back from it.  Every schedule but DualPipe has one chain
+ * 0 → 1 → … → n_stages-1; DualPipe has two (one per direction, each holding a
+ * copy of the model).  Stage s handles micro-batches [stage_mb_lo[s],
+ * stage_mb_hi[s]); for one chain that is [0, M).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "pp-action.h"
+#include "pp-status.h"
+
+typedef struct {
+  PpAction *actions;
+  int       n_actions;
+  int       capacity;
+} PpRankActions;
+
+typedef struct {
+  char           name[32];       /* canonical: "GPipe", "1F1B", "ZB-H1", ... */
+  int            ranks;          /* P */
+  int            microbatches;   /* M */
+  int            stages_per_rank;/* V */
+  int            n_stages;
+  int           *stage_rank;     /* [n_stages] rank holding the stage */
+  int           *stage_prev;     /* [n_stages] previous stage in its chain, -1 at a head */
+  int           *stage_next;     /* [n_stages] next stage in its chain, -1 at a tail */
+  int           *stage_mb_lo;    /* [n_stages] first micro-batch the stage sees */
+  int           *stage_mb_hi;    /* [n_stages] one past the last */
+  PpRankActions *rank;           /* [ranks] */
+} PpSchedule;
+
+/* Stage placements for pp_schedule_new. */
+typedef enum {
+  PP_PLACE_LOOP,  /* stage s on rank s % P (GPipe, 1F1B, interleaved) */
+  PP_PLACE_V,     /* rank r holds stages r and 2P-1-r (ZBV, DualPipeV) */
+  PP_PLACE_CUSTOM /* caller fills stage_rank (and chains) itself */
+} PpPlacement;
+
+/* A schedule with P ranks, V stages per rank (n_stages = P*V), one chain over
+ * all stages, every stage seeing micro-batches [0, M), and no actions yet. */
+PpSchedule *pp_schedule_new (const char *name, int ranks, int microbatches,
+                             int stages_per_rank, PpPlacement placement);
+void        pp_schedule_free (PpSchedule *s);
+
+/* Appends an action to a rank; returns PP_ENOMEM on allocation failure. */
+PpStatus    pp_schedule_push (PpSchedule *s, int rank, PpAction a);
+
+/* Total number of actions on all ranks. */
+long        pp_schedule_total_actions (const PpSchedule *s);
+
+/* ---- generators ---------------------------------------------------------
+ * Each builds the compute order of one schedule for P ranks, M micro-batches
+ * and V stages per rank (ignored where a schedule fixes it).  A (P, M, V) the
+ * schedule cannot be built for is PP_EINVAL with a one-line reason.  */
+typedef PpStatus (*PpScheduleGenerator) (int ranks, int microbatches, int stages_per_rank,
+                                         PpSchedule **out, PpError *err);
+
+PpStatus pp_schedule_new_gpipe             (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_1f1b              (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_interleaved_1f1b  (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_looped_bfs        (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_interleaved_zb    (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_zb_h1             (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_zb_h2             (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_zbv               (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_dualpipev         (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_dualpipe          (int P, int M, int V, PpSchedule **out, PpError *err);
+
+typedef struct {
+  const char          *name;          /* canonical name */
+  const char          *aliases;       /* other accepted names, space separated */
+  PpScheduleGenerator  generate;
+  int                  takes_v;       /* 1: V is a free parameter */
+  int                  default_v;     /* V used when the user gives none */
+  const char          *summary;       /* one line for --help */
+} PpScheduleInfo;
+
+/* All known schedules, terminated by an entry with name == NULL. */
+const PpScheduleInfo *pp_schedule_list (void);
+
+/* Looks a schedule up by canonical name or alias, case-insensitively; NULL if unknown. */
+const PpScheduleInfo *pp_schedule_lookup (const char *name);
+
+/* Looks up `name` and generates it; V <= 0 means the schedule's default.
+ * Unknown names are PP_EINVAL with the accepted names listed. */
+PpStatus pp_schedule_generate (const char *name, int ranks, int microbatches,
+                               int stages_per_rank, PpSchedule **out, PpError *err);
+
+/* ---- PyTorch "compute_only" CSV ---------------------------------------
+ * One row per rank, one cell per action in PyTorch's repr; empty cells are
+ * idle steps and are skipped on reading.  The reader infers P from the rows,
+ * the stages from the actions, the stage-to-rank mapping from where each
+ * stage appears and M from the largest micro-batch, then validates. */
+PpStatus pp_schedule_write_csv (const PpSchedule *s, FILE *out, PpError *err);
+PpStatus pp_schedule_read_csv  (FILE *in, const char *name, PpSchedule **out, PpError *err);
+
+/* ---- validation -------------------------------------------------------
+ * Every (stage, micro-batch) gets exactly one F and either one B or one I and
+ * one W, on the rank that holds the stage; the order honours dependencies
+ * across ranks.  A schedule that would deadlock is PP_EDEADLOCK with the rank,
+ * the step and the action where it stalls and what that action waits for. */
+PpStatus pp_schedule_validate (const PpSchedule *s, PpError *err);

@@ -1,0 +1,58 @@
+/* pp-simulate.h — the planned timeline of a schedule under a cost model.
+ *
+ * Each rank runs its actions in order, one at a time; an action starts when
+ * its rank is free and its inputs are there:
+ *   F(s,m)   after F(prev(s),m) + transfer (nothing at a chain head),
+ *   B/I(s,m) after B/I(next(s),m) + transfer (nothing at a chain tail) and F(s,m),
+ *   W(s,m)   after I(s,m).
+ * A transfer costs nothing between two stages on the same rank.  An
+ * OVERLAP_F_B starts when both halves may start and lasts F + B.
+ */
+#pragma once
+
+#include "pp-schedule.h"
+
+typedef struct {
+  int     n_stages;
+  double *f;      /* [n_stages] forward time */
+  double *b;      /* [n_stages] full backward time; I = b - w */
+  double *w;      /* [n_stages] weight-gradient time */
+  double *comm;   /* [n_stages] transfer time from stage s to its next (and back) */
+} PpCostModel;
+
+/* Uniform costs for every stage: F, B (= I + W), W, transfer C. */
+PpCostModel *pp_cost_model_new_uniform (int n_stages, double f, double b, double w, double c);
+void         pp_cost_model_free (PpCostModel *c);
+
+/* Parses "F,B,W,C" (C optional, default 0); requires F > 0, B > 0, 0 <= W < B, C >= 0. */
+PpStatus     pp_cost_parse (const char *text, double out[4], PpError *err);
+
+typedef struct {
+  int    rank;
+  int    index;      /* position in the rank's action list */
+  double start, end;
+} PpSimAction;
+
+typedef struct {
+  double busy;          /* time spent computing */
+  double idle;          /* makespan - busy */
+  double bubble;        /* idle / makespan */
+  int    peak_inflight; /* most (stage, micro-batch) pairs whose activations are held at once */
+} PpSimRank;
+
+typedef struct {
+  const PpSchedule *schedule;  /* borrowed */
+  double            makespan;
+  double            bubble;    /* sum idle / (P * makespan) */
+  PpSimRank        *rank;      /* [P] */
+  PpSimAction     **timeline;  /* [P][n_actions of the rank] */
+} PpSimulation;
+
+/* Simulates; PP_EDEADLOCK (with the rank, step and action that stall) if the
+ * order cannot complete.  The schedule must outlive the result. */
+PpStatus pp_simulate (const PpSchedule *s, const PpCostModel *cost,
+                      PpSimulation **out, PpError *err);
+void     pp_simulation_free (PpSimulation *sim);
+
+/* (P-1)/(M+P-1): the bubble of GPipe and 1F1B under uniform costs. */
+double   pp_bubble_closed_form_gpipe (int ranks, int microbatches);
