@@ -16,6 +16,14 @@ pp_schedule_write_csv (const PpSchedule *s, FILE *out, PpError *err)
 {
   char buf[PP_ACTION_STR_MAX];
 
+  /* The format knows one chain of stages that all see every micro-batch. */
+  for (int st = 0; st < s->n_stages; st++)
+    if (s->stage_prev[st] != st - 1 || s->stage_next[st] != (st + 1 < s->n_stages ? st + 1 : -1)
+        || s->stage_mb_lo[st] != 0 || s->stage_mb_hi[st] != s->microbatches)
+      return pp_error_set (err, PP_EUNSUPPORTED,
+                           "%s runs stages that are not one chain over all micro-batches "
+                           "(as DualPipe's two directions), which PyTorch's CSV cannot express",
+                           s->name);
   for (int r = 0; r < s->ranks; r++)
     {
       for (int k = 0; k < s->rank[r].n_actions; k++)

@@ -1,0 +1,292 @@
+/* The simulator: closed forms, dependencies, activation memory, deadlocks. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+
+static PpSimulation *
+simulate (const PpSchedule *s, double f, double b, double w, double c)
+{
+  PpCostModel *cm = pp_cost_model_new_uniform (s->n_stages, f, b, w, c);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  if (pp_simulate (s, cm, &sim, &err) != PP_OK)
+    g_error ("simulate %s: %s", s->name, err.msg);
+  pp_cost_model_free (cm);
+  return sim;
+}
+
+static PpSchedule *
+generate (const char *name, int P, int M, int V)
+{
+  PpSchedule *s = NULL;
+  PpError err = { 0 };
+  if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+    g_error ("generate %s P=%d M=%d V=%d: %s", name, P, M, V, err.msg);
+  return s;
+}
+
+/* (P-1)/(M+P-1) for GPipe and 1F1B under uniform costs, for any M (also M < P). */
+static void
+test_closed_form_gpipe_1f1b (void)
+{
+  const char *names[] = { "GPipe", "1F1B" };
+  for (int n = 0; n < 2; n++)
+    for (int P = 2; P <= 8; P++)
+      for (int M = 1; M <= 4 * P; M++)
+        {
+          PpSchedule *s = generate (names[n], P, M, 1);
+          PpSimulation *sim = simulate (s, 1, 2, 1, 0);
+          double want = pp_bubble_closed_form_gpipe (P, M);
+          if (fabs (sim->bubble - want) > 1e-12)
+            g_error ("%s P=%d M=%d: bubble %.6f, closed form %.6f", names[n], P, M, sim->bubble, want);
+          /* makespan = (M + P - 1)(F + B) */
+          g_assert_cmpfloat_with_epsilon (sim->makespan, (M + P - 1) * 3.0, 1e-9);
+          pp_simulation_free (sim);
+          pp_schedule_free (s);
+        }
+}
+
+static void
+test_seed_numbers (void)
+{
+  PpSchedule *s = generate ("GPipe", 4, 6, 1);
+  PpSimulation *sim = simulate (s, 1, 2, 1, 0);
+  g_assert_cmpfloat_with_epsilon (sim->bubble, 1.0 / 3.0, 1e-12);
+  for (int r = 0; r < 4; r++)
+    g_assert_cmpfloat_with_epsilon (sim->rank[r].bubble, 1.0 / 3.0, 1e-12);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+
+  s = generate ("GPipe", 4, 24, 1);
+  sim = simulate (s, 1, 2, 1, 0);
+  g_assert_cmpfloat_with_epsilon (sim->bubble, 3.0 / 27.0, 1e-12);
+  g_assert_cmpint ((int) lround (1000 * sim->bubble), ==, 111);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+}
+
+/* 1F1B holds at most P micro-batches in flight on any rank (P - r on rank r);
+ * GPipe holds all M. */
+static void
+test_inflight (void)
+{
+  for (int P = 2; P <= 8; P++)
+    for (int M = 1; M <= 4 * P; M++)
+      {
+        PpSchedule *g = generate ("GPipe", P, M, 1), *o = generate ("1F1B", P, M, 1);
+        PpSimulation *gs = simulate (g, 1, 2, 1, 0), *os = simulate (o, 1, 2, 1, 0);
+        for (int r = 0; r < P; r++)
+          {
+            g_assert_cmpint (gs->rank[r].peak_inflight, ==, M);
+            g_assert_cmpint (os->rank[r].peak_inflight, <=, P);
+            g_assert_cmpint (os->rank[r].peak_inflight, ==, MIN (M, P - r));
+          }
+        pp_simulation_free (gs);
+        pp_simulation_free (os);
+        pp_schedule_free (g);
+        pp_schedule_free (o);
+      }
+}
+
+/* Whatever the schedule and costs, the timeline honours every dependency and
+ * never runs two actions on one rank at once. */
+static void
+check_dependencies (const PpSchedule *s, const PpSimulation *sim, const PpCostModel *cm)
+{
+  const int M = s->microbatches;
+  gsize cells = (gsize) s->n_stages * M;
+  double *fs = g_new (double, cells), *fe = g_new (double, cells);
+  double *gs = g_new (double, cells), *ge = g_new (double, cells), *ie = g_new (double, cells);
+  double *ws = g_new (double, cells);
+  for (gsize i = 0; i < cells; i++)
+    fs[i] = fe[i] = gs[i] = ge[i] = ie[i] = ws[i] = NAN;
+
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        const PpSimAction *t = &sim->timeline[r][k];
+        g_assert_cmpfloat (t->end, >=, t->start);
+        if (k > 0)
+          g_assert_cmpfloat (t->start, >=, sim->timeline[r][k - 1].end - 1e-9);
+        int parts[2][3] = { { a->kind, a->stage, a->microbatch }, { -1, -1, -1 } };
+        if (a->kind == PP_ACT_OVERLAP_F_B)
+          {
+            parts[0][0] = PP_ACT_F;
+            parts[1][0] = a->sub_kind;
+            parts[1][1] = a->sub_stage;
+            parts[1][2] = a->sub_microbatch;
+          }
+        for (int p = 0; p < 2; p++)
+          {
+            if (parts[p][0] < 0)
+              continue;
+            gsize c = (gsize) parts[p][1] * M + parts[p][2];
+            switch (parts[p][0])
+              {
+              case PP_ACT_F: fs[c] = t->start; fe[c] = t->end; break;
+              case PP_ACT_B: gs[c] = t->start; ge[c] = t->end; break;
+              case PP_ACT_I: gs[c] = t->start; ge[c] = t->end; ie[c] = t->end; break;
+              case PP_ACT_W: ws[c] = t->start; break;
+              default: break;
+              }
+          }
+      }
+  for (int st = 0; st < s->n_stages; st++)
+    for (int m = s->stage_mb_lo[st]; m < s->stage_mb_hi[st]; m++)
+      {
+        gsize c = (gsize) st * M + m;
+        int prev = s->stage_prev[st], next = s->stage_next[st];
+        if (prev >= 0)
+          {
+            double x = s->stage_rank[prev] == s->stage_rank[st] ? 0 : cm->comm[prev];
+            g_assert_cmpfloat (fs[c], >=, fe[(gsize) prev * M + m] + x - 1e-9);
+          }
+        g_assert_cmpfloat (gs[c], >=, fe[c] - 1e-9);
+        if (next >= 0)
+          {
+            double x = s->stage_rank[next] == s->stage_rank[st] ? 0 : cm->comm[st];
+            g_assert_cmpfloat (gs[c], >=, ge[(gsize) next * M + m] + x - 1e-9);
+          }
+        if (!isnan (ws[c]))
+          g_assert_cmpfloat (ws[c], >=, ie[c] - 1e-9);
+      }
+  g_free (fs); g_free (fe); g_free (gs); g_free (ge); g_free (ie); g_free (ws);
+}
+
+static void
+test_dependencies (void)
+{
+  const double costs[][4] = { { 1, 2, 1, 0 }, { 1.3, 2.9, 0.7, 0.25 }, { 2, 2.5, 1.5, 1 } };
+  for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
+    for (gsize c = 0; c < G_N_ELEMENTS (costs); c++)
+      {
+        PpSchedule *s = NULL;
+        PpError err = { 0 };
+        if (pp_schedule_generate (i->name, 4, 8, i->default_v, &s, &err) != PP_OK)
+          g_error ("%s P=4 M=8: %s", i->name, err.msg);
+        PpCostModel *cm = pp_cost_model_new_uniform (s->n_stages, costs[c][0], costs[c][1],
+                                                     costs[c][2], costs[c][3]);
+        PpSimulation *sim = NULL;
+        g_assert_cmpint (pp_simulate (s, cm, &sim, &err), ==, PP_OK);
+        check_dependencies (s, sim, cm);
+        pp_simulation_free (sim);
+        pp_cost_model_free (cm);
+        pp_schedule_free (s);
+      }
+}
+
+/* A transfer cost delays the pipeline: GPipe's makespan grows by 2(P-1)C. */
+static void
+test_transfer_cost (void)
+{
+  PpSchedule *s = generate ("GPipe", 4, 6, 1);
+  PpSimulation *a = simulate (s, 1, 2, 1, 0), *b = simulate (s, 1, 2, 1, 0.5);
+  g_assert_cmpfloat_with_epsilon (b->makespan - a->makespan, 2 * 3 * 0.5, 1e-9);
+  g_assert_cmpfloat (b->bubble, >, a->bubble);
+  pp_simulation_free (a);
+  pp_simulation_free (b);
+  pp_schedule_free (s);
+}
+
+/* rank 0: 0F0 0B0 0F1 0B1; rank 1: 1F1 1F0 1B0 1B1 — rank 1 waits for 0F1,
+ * which comes after 0B0, which waits for 1B0: a cycle. */
+static void
+test_deadlock_reported (void)
+{
+  PpSchedule *s = pp_schedule_new ("custom", 2, 2, 1, PP_PLACE_LOOP);
+  PpError err = { 0 };
+  PpSimulation *sim = NULL;
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 0));
+  pp_schedule_push (s, 0, pp_action (PP_ACT_B, 0, 0));
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 1));
+  pp_schedule_push (s, 0, pp_action (PP_ACT_B, 0, 1));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_F, 1, 1));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_F, 1, 0));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_B, 1, 0));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_B, 1, 1));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EDEADLOCK);
+  g_assert_nonnull (strstr (err.msg, "rank 0 stalls at step 1 on 0B0"));
+  g_assert_nonnull (strstr (err.msg, "rank 1"));
+  g_assert_null (strchr (err.msg, '\n'));
+
+  PpCostModel *cm = pp_cost_model_new_uniform (2, 1, 2, 1, 0);
+  g_assert_cmpint (pp_simulate (s, cm, &sim, &err), ==, PP_EDEADLOCK);
+  g_assert_null (sim);
+  pp_cost_model_free (cm);
+  pp_schedule_free (s);
+}
+
+static void
+test_validate_errors (void)
+{
+  PpError err = { 0 };
+  /* missing backward */
+  PpSchedule *s = pp_schedule_new ("custom", 2, 1, 1, PP_PLACE_LOOP);
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 0));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_F, 1, 0));
+  pp_schedule_push (s, 1, pp_action (PP_ACT_B, 1, 0));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EFORMAT);
+  g_assert_nonnull (strstr (err.msg, "stage 0"));
+  /* a W without its I */
+  pp_schedule_push (s, 0, pp_action (PP_ACT_W, 0, 0));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EFORMAT);
+  g_assert_nonnull (strstr (err.msg, "I"));
+  pp_schedule_free (s);
+
+  /* a stage on the wrong rank */
+  s = pp_schedule_new ("custom", 2, 1, 1, PP_PLACE_LOOP);
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 1, 0));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EFORMAT);
+  g_assert_nonnull (strstr (err.msg, "belongs to rank 1"));
+  pp_schedule_free (s);
+
+  /* twice the same forward; micro-batch out of range */
+  s = pp_schedule_new ("custom", 2, 1, 1, PP_PLACE_LOOP);
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 0));
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 0));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EFORMAT);
+  g_assert_nonnull (strstr (err.msg, "second time"));
+  pp_schedule_free (s);
+  s = pp_schedule_new ("custom", 2, 1, 1, PP_PLACE_LOOP);
+  pp_schedule_push (s, 0, pp_action (PP_ACT_F, 0, 5));
+  g_assert_cmpint (pp_schedule_validate (s, &err), ==, PP_EFORMAT);
+  pp_schedule_free (s);
+}
+
+static void
+test_cost_parse (void)
+{
+  double c[4];
+  PpError err = { 0 };
+  g_assert_cmpint (pp_cost_parse ("1,2,1,0.5", c, &err), ==, PP_OK);
+  g_assert_cmpfloat (c[3], ==, 0.5);
+  g_assert_cmpint (pp_cost_parse ("1,2,1", c, &err), ==, PP_OK);
+  g_assert_cmpfloat (c[3], ==, 0);
+  const char *bad[] = { "", "1,2", "1,2,1,0,3", "a,b,c", "1,2,2", "0,2,1", "1,2,-1", "1,2,1,-1",
+                        "1;2;1", "1,2,1,", "nan,2,1", "1,inf,0" };
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      if (pp_cost_parse (bad[i], c, &err) == PP_OK)
+        g_error ("cost '%s' accepted", bad[i]);
+      g_assert_cmpstr (err.msg, !=, "");
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/simulate/closed-form-gpipe-1f1b", test_closed_form_gpipe_1f1b);
+  g_test_add_func ("/simulate/seed-numbers", test_seed_numbers);
+  g_test_add_func ("/simulate/inflight", test_inflight);
+  g_test_add_func ("/simulate/dependencies", test_dependencies);
+  g_test_add_func ("/simulate/transfer-cost", test_transfer_cost);
+  g_test_add_func ("/simulate/deadlock", test_deadlock_reported);
+  g_test_add_func ("/simulate/validate-errors", test_validate_errors);
+  g_test_add_func ("/simulate/cost-parse", test_cost_parse);
+  return g_test_run ();
+}
