@@ -110,6 +110,9 @@ print_ascii (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
       putchar ('\n');
     }
   printf ("bubble: %.1f%%\n", 100.0 * sim->bubble);
+  if (fabs (sim->steady_bubble - sim->bubble) >= 0.0005)
+    printf ("steady-state bubble, steps back to back without a barrier: %.1f%%\n",
+            100.0 * sim->steady_bubble);
   printf ("peak in-flight micro-batches:");
   for (int r = 0; r < s->ranks; r++)
     printf ("%s GPU %d: %d", r ? "," : "", r, sim->rank[r].peak_inflight);
@@ -152,7 +155,8 @@ print_json (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
           s->name, s->ranks, s->microbatches, s->stages_per_rank, s->n_stages);
   printf ("  \"cost\": {\"F\": %.9g, \"B\": %.9g, \"W\": %.9g, \"I\": %.9g, \"transfer\": %.9g},\n",
           cost[0], cost[1], cost[2], cost[1] - cost[2], cost[3]);
-  printf ("  \"makespan\": %.9g,\n  \"bubble\": %.9g,\n", sim->makespan, sim->bubble);
+  printf ("  \"makespan\": %.9g,\n  \"bubble\": %.9g,\n  \"period\": %.9g,\n  \"steady_bubble\": %.9g,\n",
+          sim->makespan, sim->bubble, sim->period, sim->steady_bubble);
   printf ("  \"stage_rank\": [");
   for (int i = 0; i < s->n_stages; i++)
     printf ("%s%d", i ? ", " : "", s->stage_rank[i]);

@@ -123,7 +123,7 @@ static const PpScheduleInfo schedules[] = {
   { "ZB-H1", "zbh1 zb_h1", pp_schedule_new_zb_h1, 0, 1,
     "Zero Bubble handcrafted H1: 1F1B memory, a third of its bubble" },
   { "ZB-H2", "zbh2 zb_h2", pp_schedule_new_zb_h2, 0, 1,
-    "Zero Bubble handcrafted H2: twice 1F1B memory, no bubble" },
+    "Zero Bubble handcrafted H2: twice 1F1B memory, no bubble between steps" },
   { "ZBV", "ZBVZeroBubble zb-v zb_v", pp_schedule_new_zbv, 0, 2,
     "Zero Bubble V: two stages per rank in a V shape" },
   { "DualPipeV", "dualpipe-v dualpipe_v", pp_schedule_new_dualpipev, 0, 2,

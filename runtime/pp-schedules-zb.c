@@ -38,8 +38,6 @@
  */
 #include "pp-schedule.h"
 
-#include <stdlib.h>
-
 #define PUSH(s, r, a)                                 \
   do {                                                \
     if (pp_schedule_push ((s), (r), (a)) != PP_OK)    \

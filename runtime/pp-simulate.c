@@ -351,6 +351,9 @@ pp_simulate (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpEr
               else
                 finish (&ss, a->kind, a->stage, a->microbatch, end);
               free_at[r] = end;
+              if (pos[r] == 0)
+                sim->rank[r].first_start = start;
+              sim->rank[r].last_end = end;
               sim->rank[r].busy += dur;
               pos[r]++;
               done++;
@@ -395,6 +398,17 @@ pp_simulate (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpEr
       sr->peak_inflight = peak;
     }
   sim->bubble = sim->makespan > 0 ? idle_sum / ((double) s->ranks * sim->makespan) : 0;
+
+  double busy_sum = 0;
+  sim->period = 0;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      busy_sum += sim->rank[r].busy;
+      if (sim->rank[r].last_end - sim->rank[r].first_start > sim->period)
+        sim->period = sim->rank[r].last_end - sim->rank[r].first_start;
+    }
+  sim->steady_bubble = sim->period > 0
+    ? fmax (0, 1 - busy_sum / ((double) s->ranks * sim->period)) : 0;
 
   free (ss.f_end);
   free (pos);

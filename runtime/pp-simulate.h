@@ -34,6 +34,8 @@ typedef struct {
 } PpSimAction;
 
 typedef struct {
+  double first_start;   /* the rank's first action starts */
+  double last_end;      /* its last action ends */
   double busy;          /* time spent computing */
   double idle;          /* makespan - busy */
   double bubble;        /* idle / makespan */
@@ -43,7 +45,13 @@ typedef struct {
 typedef struct {
   const PpSchedule *schedule;  /* borrowed */
   double            makespan;
-  double            bubble;    /* sum idle / (P * makespan) */
+  double            bubble;    /* sum idle / (P * makespan): one step between barriers */
+  /* Steps run back to back with no barrier between them (the next step's
+   * work on a rank may start when the rank finishes this one, as Zero
+   * Bubble's optimizer post-validation allows): the period is the longest
+   * first-start-to-last-end of any rank, and this is the idle share of it. */
+  double            period;
+  double            steady_bubble;
   PpSimRank        *rank;      /* [P] */
   PpSimAction     **timeline;  /* [P][n_actions of the rank] */
 } PpSimulation;

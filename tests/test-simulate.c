@@ -276,6 +276,39 @@ test_cost_parse (void)
     }
 }
 
+/* The Zero Bubble paper's table with T_F = T_I = T_W: 1F1B idles (P-1)(F+I+W)
+ * per rank, ZB-H1 a third of that, and ZB-H2 and ZBV none once M >= 2P-1 —
+ * with steps back to back, since within one step the pipeline still fills
+ * (the paper's post-validation removes the barrier between steps). */
+static void
+test_zero_bubble_table (void)
+{
+  for (int P = 2; P <= 8; P++)
+    for (int M = 2 * P - 1; M <= 4 * P; M++)
+      {
+        PpSchedule *o = generate ("1F1B", P, M, 1), *h1 = generate ("ZB-H1", P, M, 1);
+        PpSchedule *h2 = generate ("ZB-H2", P, M, 1), *v = generate ("ZBV", P, M, 2);
+        PpSimulation *so = simulate (o, 1, 2, 1, 0), *s1 = simulate (h1, 1, 2, 1, 0);
+        PpSimulation *s2 = simulate (h2, 1, 2, 1, 0), *sv = simulate (v, 1, 2, 1, 0);
+        for (int r = 0; r < P; r++)
+          {
+            g_assert_cmpfloat_with_epsilon (so->rank[r].idle, 3.0 * (P - 1), 1e-9);
+            g_assert_cmpfloat_with_epsilon (s1->rank[r].idle, 1.0 * (P - 1), 1e-9);
+          }
+        /* barrier-free: 1F1B and ZB-H1 keep their bubble, H2 and ZBV lose it */
+        g_assert_cmpfloat_with_epsilon (so->steady_bubble, so->bubble, 1e-12);
+        g_assert_cmpfloat (s1->steady_bubble, >, 0);
+        if (s2->steady_bubble > 1e-12 || sv->steady_bubble > 1e-12)
+          g_error ("P=%d M=%d: steady bubble ZB-H2 %.4f ZBV %.4f, want 0", P, M,
+                   s2->steady_bubble, sv->steady_bubble);
+        /* and H2/ZBV never do worse than H1 within a step */
+        g_assert_cmpfloat (s2->bubble, <=, s1->bubble + 1e-12);
+        pp_simulation_free (so); pp_simulation_free (s1);
+        pp_simulation_free (s2); pp_simulation_free (sv);
+        pp_schedule_free (o); pp_schedule_free (h1); pp_schedule_free (h2); pp_schedule_free (v);
+      }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -288,5 +321,6 @@ main (int argc, char **argv)
   g_test_add_func ("/simulate/deadlock", test_deadlock_reported);
   g_test_add_func ("/simulate/validate-errors", test_validate_errors);
   g_test_add_func ("/simulate/cost-parse", test_cost_parse);
+  g_test_add_func ("/simulate/zero-bubble-table", test_zero_bubble_table);
   return g_test_run ();
 }
