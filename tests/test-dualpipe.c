@@ -33,6 +33,7 @@
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "pp-test-util.h"
 
 static PpSchedule *
 make_dualpipe (int P, int M)
@@ -45,24 +46,6 @@ make_dualpipe (int P, int M)
     g_error ("DualPipe P=%d M=%d: %s: %s", P, M, pp_status_name (st), err.msg);
   g_assert_nonnull (s);
   return s;
-}
-
-static PpSimulation *
-simulate (const PpSchedule *s, double f, double b, double w)
-{
-  PpCostModel *cost = pp_cost_model_new_uniform (s->n_stages, f, b, w, 0.0);
-  PpSimulation *sim = NULL;
-  PpError err = { 0 };
-  PpStatus st;
-
-  g_assert_nonnull (cost);
-  st = pp_simulate (s, cost, &sim, &err);
-  if (st != PP_OK)
-    g_error ("simulating %s P=%d M=%d: %s: %s", s->name, s->ranks, s->microbatches,
-             pp_status_name (st), err.msg);
-  pp_cost_model_free (cost);
-  g_assert_nonnull (sim);
-  return sim;
 }
 
 /* ---- stage layout ------------------------------------------------------ */
@@ -239,7 +222,7 @@ test_valid (void)
           if (st != PP_OK)
             g_error ("DualPipe P=%d M=%d does not validate: %s", P, M, err.msg);
           check_complete (s);
-          sim = simulate (s, 1.0, 2.0, 1.0);
+          sim = pp_test_simulate (s, 1.0, 2.0, 1.0, 0);
           g_assert_cmpfloat (sim->makespan, >, 0.0);
           pp_simulation_free (sim);
           pp_schedule_free (s);
@@ -321,7 +304,7 @@ readme_bubble (int PP, double f, double b, double w)
 static void
 check_bubble (const PpSchedule *s, double f, double b, double w, double bubble)
 {
-  PpSimulation *sim = simulate (s, f, b, w);
+  PpSimulation *sim = pp_test_simulate (s, f, b, w, 0);
   /* every rank: each (stage, micro-batch) it holds once forward, once backward */
   double busy = (double) s->stages_per_rank * (s->stage_mb_hi[0] - s->stage_mb_lo[0]) * (f + b);
 
@@ -432,7 +415,7 @@ test_bubble_off_regime (void)
 static void
 check_peak (const PpSchedule *s, int PP, int middle_lo, int middle_hi)
 {
-  PpSimulation *sim = simulate (s, 1.0, 2.0, 1.0);
+  PpSimulation *sim = pp_test_simulate (s, 1.0, 2.0, 1.0, 0);
   int peak = 0;
 
   for (int r = 0; r < s->ranks; r++)

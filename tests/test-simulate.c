@@ -5,28 +5,7 @@
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
-
-static PpSimulation *
-simulate (const PpSchedule *s, double f, double b, double w, double c)
-{
-  PpCostModel *cm = pp_cost_model_new_uniform (s->n_stages, f, b, w, c);
-  PpSimulation *sim = NULL;
-  PpError err = { 0 };
-  if (pp_simulate (s, cm, &sim, &err) != PP_OK)
-    g_error ("simulate %s: %s", s->name, err.msg);
-  pp_cost_model_free (cm);
-  return sim;
-}
-
-static PpSchedule *
-generate (const char *name, int P, int M, int V)
-{
-  PpSchedule *s = NULL;
-  PpError err = { 0 };
-  if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
-    g_error ("generate %s P=%d M=%d V=%d: %s", name, P, M, V, err.msg);
-  return s;
-}
+#include "pp-test-util.h"
 
 /* (P-1)/(M+P-1) for GPipe and 1F1B under uniform costs, for any M (also M < P). */
 static void
@@ -37,8 +16,8 @@ test_closed_form_gpipe_1f1b (void)
     for (int P = 2; P <= 8; P++)
       for (int M = 1; M <= 4 * P; M++)
         {
-          PpSchedule *s = generate (names[n], P, M, 1);
-          PpSimulation *sim = simulate (s, 1, 2, 1, 0);
+          PpSchedule *s = pp_test_generate (names[n], P, M, 1);
+          PpSimulation *sim = pp_test_simulate (s, 1, 2, 1, 0);
           double want = pp_bubble_closed_form_gpipe (P, M);
           if (fabs (sim->bubble - want) > 1e-12)
             g_error ("%s P=%d M=%d: bubble %.6f, closed form %.6f", names[n], P, M, sim->bubble, want);
@@ -52,16 +31,16 @@ test_closed_form_gpipe_1f1b (void)
 static void
 test_seed_numbers (void)
 {
-  PpSchedule *s = generate ("GPipe", 4, 6, 1);
-  PpSimulation *sim = simulate (s, 1, 2, 1, 0);
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpSimulation *sim = pp_test_simulate (s, 1, 2, 1, 0);
   g_assert_cmpfloat_with_epsilon (sim->bubble, 1.0 / 3.0, 1e-12);
   for (int r = 0; r < 4; r++)
     g_assert_cmpfloat_with_epsilon (sim->rank[r].bubble, 1.0 / 3.0, 1e-12);
   pp_simulation_free (sim);
   pp_schedule_free (s);
 
-  s = generate ("GPipe", 4, 24, 1);
-  sim = simulate (s, 1, 2, 1, 0);
+  s = pp_test_generate ("GPipe", 4, 24, 1);
+  sim = pp_test_simulate (s, 1, 2, 1, 0);
   g_assert_cmpfloat_with_epsilon (sim->bubble, 3.0 / 27.0, 1e-12);
   g_assert_cmpint ((int) lround (1000 * sim->bubble), ==, 111);
   pp_simulation_free (sim);
@@ -76,8 +55,8 @@ test_inflight (void)
   for (int P = 2; P <= 8; P++)
     for (int M = 1; M <= 4 * P; M++)
       {
-        PpSchedule *g = generate ("GPipe", P, M, 1), *o = generate ("1F1B", P, M, 1);
-        PpSimulation *gs = simulate (g, 1, 2, 1, 0), *os = simulate (o, 1, 2, 1, 0);
+        PpSchedule *g = pp_test_generate ("GPipe", P, M, 1), *o = pp_test_generate ("1F1B", P, M, 1);
+        PpSimulation *gs = pp_test_simulate (g, 1, 2, 1, 0), *os = pp_test_simulate (o, 1, 2, 1, 0);
         for (int r = 0; r < P; r++)
           {
             g_assert_cmpint (gs->rank[r].peak_inflight, ==, M);
@@ -183,8 +162,8 @@ test_dependencies (void)
 static void
 test_transfer_cost (void)
 {
-  PpSchedule *s = generate ("GPipe", 4, 6, 1);
-  PpSimulation *a = simulate (s, 1, 2, 1, 0), *b = simulate (s, 1, 2, 1, 0.5);
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpSimulation *a = pp_test_simulate (s, 1, 2, 1, 0), *b = pp_test_simulate (s, 1, 2, 1, 0.5);
   g_assert_cmpfloat_with_epsilon (b->makespan - a->makespan, 2 * 3 * 0.5, 1e-9);
   g_assert_cmpfloat (b->bubble, >, a->bubble);
   pp_simulation_free (a);
@@ -286,10 +265,10 @@ test_zero_bubble_table (void)
   for (int P = 2; P <= 8; P++)
     for (int M = 2 * P - 1; M <= 4 * P; M++)
       {
-        PpSchedule *o = generate ("1F1B", P, M, 1), *h1 = generate ("ZB-H1", P, M, 1);
-        PpSchedule *h2 = generate ("ZB-H2", P, M, 1), *v = generate ("ZBV", P, M, 2);
-        PpSimulation *so = simulate (o, 1, 2, 1, 0), *s1 = simulate (h1, 1, 2, 1, 0);
-        PpSimulation *s2 = simulate (h2, 1, 2, 1, 0), *sv = simulate (v, 1, 2, 1, 0);
+        PpSchedule *o = pp_test_generate ("1F1B", P, M, 1), *h1 = pp_test_generate ("ZB-H1", P, M, 1);
+        PpSchedule *h2 = pp_test_generate ("ZB-H2", P, M, 1), *v = pp_test_generate ("ZBV", P, M, 2);
+        PpSimulation *so = pp_test_simulate (o, 1, 2, 1, 0), *s1 = pp_test_simulate (h1, 1, 2, 1, 0);
+        PpSimulation *s2 = pp_test_simulate (h2, 1, 2, 1, 0), *sv = pp_test_simulate (v, 1, 2, 1, 0);
         for (int r = 0; r < P; r++)
           {
             g_assert_cmpfloat_with_epsilon (so->rank[r].idle, 3.0 * (P - 1), 1e-9);

@@ -42,6 +42,7 @@
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "pp-test-util.h"
 
 #define EPS 1e-9
 
@@ -58,24 +59,6 @@ make (Gen gen, int P, int M)
     g_error ("P=%d M=%d: %s: %s", P, M, pp_status_name (st), err.msg);
   g_assert_nonnull (s);
   return s;
-}
-
-static PpSimulation *
-simulate (const PpSchedule *s, double f, double b, double w, double c)
-{
-  PpCostModel *cost = pp_cost_model_new_uniform (s->n_stages, f, b, w, c);
-  PpSimulation *sim = NULL;
-  PpError err = { 0 };
-  PpStatus st;
-
-  g_assert_nonnull (cost);
-  st = pp_simulate (s, cost, &sim, &err);
-  if (st != PP_OK)
-    g_error ("simulating %s P=%d M=%d: %s: %s", s->name, s->ranks, s->microbatches,
-             pp_status_name (st), err.msg);
-  pp_cost_model_free (cost);
-  g_assert_nonnull (sim);
-  return sim;
 }
 
 /* Idle time of rank r between the start of its first action and the end of
@@ -202,8 +185,8 @@ test_grid (void)
               }
 
           /* Deadlock-free under uniform costs, uneven costs and transfers. */
-          PpSimulation *sim = simulate (s, 1, 2, 1, 0);
-          PpSimulation *sim2 = simulate (s, 1.3, 3.1, 0.7, 0.25);
+          PpSimulation *sim = pp_test_simulate (s, 1, 2, 1, 0);
+          PpSimulation *sim2 = pp_test_simulate (s, 1.3, 3.1, 0.7, 0.25);
 
           /* Memory: ZB-H1 never above 1F1B's P, ZB-H2 never above 2P-1, on
            * any rank; both reach their cap when there are enough batches. */
@@ -228,8 +211,8 @@ test_h1_uniform (void)
       {
         PpSchedule *zb = make (pp_schedule_new_zb_h1, P, M);
         PpSchedule *ob = make (pp_schedule_new_1f1b, P, M);
-        PpSimulation *szb = simulate (zb, 1, 2, 1, 0);
-        PpSimulation *sob = simulate (ob, 1, 2, 1, 0);
+        PpSimulation *szb = pp_test_simulate (zb, 1, 2, 1, 0);
+        PpSimulation *sob = pp_test_simulate (ob, 1, 2, 1, 0);
 
         /* (P-1)(T_F + T_I - T_W) = P-1 on every rank; 1F1B's 3(P-1). */
         for (int r = 0; r < P; r++)
@@ -291,7 +274,7 @@ test_h1_costs (void)
         for (gsize c = 0; c < G_N_ELEMENTS (in_regime); c++)
           {
             double f = in_regime[c][0], b = in_regime[c][1], w = in_regime[c][2];
-            PpSimulation *sim = simulate (s, f, b, w, 0);
+            PpSimulation *sim = pp_test_simulate (s, f, b, w, 0);
             double closed = (P - 1) * (f + (b - w) - w);
 
             for (int r = 0; r < P; r++)
@@ -304,7 +287,7 @@ test_h1_costs (void)
         for (gsize c = 0; c < G_N_ELEMENTS (off_regime); c++)
           {
             double f = off_regime[c][0], b = off_regime[c][1], w = off_regime[c][2];
-            PpSimulation *sim = simulate (s, f, b, w, 0);
+            PpSimulation *sim = pp_test_simulate (s, f, b, w, 0);
             double closed = (P - 1) * (f + (b - w) - w);
 
             g_assert_cmpfloat (sim->rank[0].idle, >, closed + EPS);
@@ -323,7 +306,7 @@ test_h2_uniform (void)
     for (int M = 1; M <= 4 * P; M++)
       {
         PpSchedule *s = make (pp_schedule_new_zb_h2, P, M);
-        PpSimulation *sim = simulate (s, 1, 2, 1, 0);
+        PpSimulation *sim = pp_test_simulate (s, 1, 2, 1, 0);
         int short_by = MAX (0, 2 * P - 1 - M);
 
         /* Rank 0 idles exactly as long as its warm-up lacks forwards; it has
@@ -371,8 +354,8 @@ test_h2_single_iteration (void)
       {
         PpSchedule *h1 = make (pp_schedule_new_zb_h1, P, M);
         PpSchedule *h2 = make (pp_schedule_new_zb_h2, P, M);
-        PpSimulation *s1 = simulate (h1, 1, 2, 1, 0);
-        PpSimulation *s2 = simulate (h2, 1, 2, 1, 0);
+        PpSimulation *s1 = pp_test_simulate (h1, 1, 2, 1, 0);
+        PpSimulation *s2 = pp_test_simulate (h2, 1, 2, 1, 0);
 
         g_assert_cmpfloat_with_epsilon (s2->makespan, s1->makespan, EPS);
         g_assert_cmpfloat_with_epsilon (s2->bubble, (double) (P - 1) / (3 * M + P - 1), EPS);
@@ -397,8 +380,8 @@ test_h2_costs (void)
         for (gsize c = 0; c < G_N_ELEMENTS (in_regime); c++)
           {
             double f = in_regime[c][0], b = in_regime[c][1], w = in_regime[c][2];
-            PpSimulation *s1 = simulate (h1, f, b, w, 0);
-            PpSimulation *s2 = simulate (h2, f, b, w, 0);
+            PpSimulation *s1 = pp_test_simulate (h1, f, b, w, 0);
+            PpSimulation *s2 = pp_test_simulate (h2, f, b, w, 0);
             double closed = (P - 1) * (f + (b - w) - 2 * w);
 
             /* (P-1)(T_F + T_I - 2 T_W) inside rank 0's span, the widest. */
