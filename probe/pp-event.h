@@ -1,0 +1,63 @@
+/* pp-event.h — what the probe records: spans of work and counters.
+ *
+ * One record per block of work on a rank (DESIGN.md, The event model).  Times
+ * are CLOCK_MONOTONIC nanoseconds on the recording host; a per-rank clock
+ * offset (carried in the trace) aligns hosts.  No GLib here: the probe loads
+ * into any process.
+ */
+#pragma once
+
+#include <stdint.h>
+
+typedef enum {
+  PP_SPAN_F = 0,        /* forward */
+  PP_SPAN_B,            /* full backward */
+  PP_SPAN_I,            /* backward, input gradient */
+  PP_SPAN_W,            /* backward, weight gradient */
+  PP_SPAN_SEND_F,
+  PP_SPAN_RECV_F,
+  PP_SPAN_SEND_B,
+  PP_SPAN_RECV_B,
+  PP_SPAN_OPT,          /* optimizer step */
+  PP_SPAN_WAIT,         /* the rank waits for a peer: never work */
+  PP_SPAN_KERNEL,       /* device kernel, child of the F/B/I/W that launched it */
+  PP_SPAN_MEMCPY,       /* device copy */
+  PP_SPAN_MEMSET,
+  PP_SPAN_OVERLAP_F_B,  /* a forward and a backward run together (DualPipe) */
+  PP_N_SPAN_KINDS
+} PpSpanKind;
+
+typedef enum {
+  PP_COUNTER_LOSS = 0,         /* value: loss of the step (last stage) */
+  PP_COUNTER_ACTIVATION_BYTES, /* activation memory held by the rank */
+  PP_COUNTER_DEVICE_BYTES,     /* device memory in use */
+  PP_COUNTER_INFLIGHT,         /* micro-batches whose activations the rank holds */
+  PP_N_COUNTER_KINDS
+} PpCounterKind;
+
+/* A span as the recording API takes it and the reader gives it back. */
+typedef struct {
+  int64_t  start_ns;
+  int64_t  end_ns;
+  uint64_t bytes;        /* transfers and copies; 0 otherwise */
+  int32_t  rank;
+  int32_t  stage;        /* -1 where none */
+  int32_t  microbatch;   /* -1 where none */
+  int32_t  step;         /* training step, from 0 */
+  uint32_t name_id;      /* interned short name (kernel name, ...); 0 = none */
+  uint16_t kind;         /* PpSpanKind */
+  uint16_t device;       /* GPU index; 0xffff = host */
+  uint32_t stream;       /* device stream; 0 = none */
+  int32_t  peer_rank;    /* SEND/RECV/WAIT: the other rank; -1 where none */
+} PpSpan;
+
+typedef struct {
+  int64_t  time_ns;
+  double   value;
+  int32_t  rank;
+  int32_t  step;
+  uint16_t kind;         /* PpCounterKind */
+} PpCounter;
+
+const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", "KERNEL", ... */
+const char *pp_counter_kind_name (PpCounterKind kind); /* "loss", ... */

@@ -1,0 +1,188 @@
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.0.
+ *
+ * docs/trace-format.md is the specification; this header is its C form and
+ * must agree with it.  Every struct is laid out with natural alignment and no
+ * hidden padding; its size is pinned below with a static assert, as Sysprof's
+ * capture format does.  Multi-byte fields are in the byte order the file
+ * header names; the reader swaps when that is not the host's.
+ *
+ * Private to the writer and reader (and tests that forge frames).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
+#define PP_TRACE_VERSION_MAJOR  1
+#define PP_TRACE_VERSION_MINOR  0
+
+#define PP_TRACE_ORDER_LITTLE_CODE 1
+#define PP_TRACE_ORDER_BIG_CODE    2
+
+/* A frame larger than this is malformed: it bounds every allocation. */
+#define PP_TRACE_FRAME_MAX      (64u * 1024u * 1024u)
+/* A file header larger than this is malformed. */
+#define PP_TRACE_HEADER_MAX     4096u
+
+typedef struct {
+  char     magic[8];        /* "PPTRACE\0" */
+  uint8_t  byte_order;      /* PP_TRACE_ORDER_*_CODE */
+  uint8_t  reserved0[3];
+  uint16_t version_major;
+  uint16_t version_minor;
+  uint32_t header_size;     /* bytes from file start to the first frame */
+  uint32_t reserved1;
+  uint64_t reserved2;
+} PpTraceFileHeader;
+_Static_assert (sizeof (PpTraceFileHeader) == 32, "file header is 32 bytes");
+
+typedef enum {
+  PP_TRACE_FRAME_DESCRIPTION  = 1,
+  PP_TRACE_FRAME_PLAN         = 2,
+  PP_TRACE_FRAME_SPANS        = 3,
+  PP_TRACE_FRAME_COUNTER      = 4,
+  PP_TRACE_FRAME_STEP_MARKER  = 5,
+  PP_TRACE_FRAME_CLOCK_OFFSET = 6,
+  PP_TRACE_FRAME_STRING       = 7,
+  PP_TRACE_FRAME_DROPPED      = 8,
+} PpTraceFrameType;
+
+typedef struct {
+  uint32_t size;            /* whole frame, this header included; multiple of 8 */
+  uint16_t type;            /* PpTraceFrameType */
+  uint16_t reserved;        /* written 0, ignored */
+} PpTraceFrameHeader;
+_Static_assert (sizeof (PpTraceFrameHeader) == 8, "frame header is 8 bytes");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  n_ranks;         /* P */
+  int32_t  n_microbatches;  /* M */
+  int32_t  n_virtual;       /* V: stages per rank */
+  int32_t  reserved;
+  int64_t  start_unix_ns;   /* CLOCK_REALTIME at start */
+  int64_t  start_monotonic_ns; /* CLOCK_MONOTONIC at the same instant */
+  char     schedule[64];
+  char     backend[32];
+  char     host[64];
+  char     model[256];
+  char     cmdline[1024];
+} PpTraceFrameDescription;
+_Static_assert (sizeof (PpTraceFrameDescription) == 1480, "description frame");
+_Static_assert (offsetof (PpTraceFrameDescription, schedule) == 40, "description layout");
+_Static_assert (offsetof (PpTraceFrameDescription, cmdline) == 456, "description layout");
+
+typedef struct {
+  int32_t  kind;            /* PpActionKind value */
+  int32_t  stage;
+  int32_t  microbatch;
+  int32_t  sub_kind;        /* OVERLAP_F_B only, else -1 */
+  int32_t  sub_stage;
+  int32_t  sub_microbatch;
+  double   planned_start;   /* seconds of simulated time; 0 without a timeline */
+  double   planned_end;
+} PpTraceDiskPlanAction;
+_Static_assert (sizeof (PpTraceDiskPlanAction) == 40, "plan action record");
+
+#define PP_TRACE_PLAN_HAS_TIMELINE 0x1u
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  rank;
+  uint32_t n_actions;
+  uint32_t flags;           /* PP_TRACE_PLAN_HAS_TIMELINE */
+  uint32_t reserved;
+  /* PpTraceDiskPlanAction actions[n_actions]; */
+} PpTraceFramePlan;
+_Static_assert (sizeof (PpTraceFramePlan) == 24, "plan frame fixed part");
+
+/* A span batch frame is the header and then (size - 8) / 40 slots.  A span is
+ * one compact slot, or — when a field does not fit the compact form — a
+ * compact slot with PP_TRACE_SPAN_EXT and an extension slot right after it. */
+#define PP_TRACE_SPAN_EXT       0x01u  /* next slot is this span's extension */
+#define PP_TRACE_SPAN_IS_EXT    0x02u  /* this slot is an extension */
+
+typedef struct {
+  int64_t  start_ns;
+  uint32_t duration_ns;     /* end_ns - start_ns; 0 when EXT */
+  uint32_t bytes;
+  int32_t  step;
+  uint32_t name_id;
+  uint32_t stream;
+  int16_t  rank;
+  int16_t  stage;
+  int16_t  microbatch;
+  int16_t  peer_rank;
+  uint16_t device;
+  uint8_t  kind;
+  uint8_t  flags;           /* PP_TRACE_SPAN_EXT */
+} PpTraceDiskSpan;
+_Static_assert (sizeof (PpTraceDiskSpan) == 40, "compact span record");
+
+typedef struct {
+  int64_t  end_ns;
+  uint64_t bytes;
+  int32_t  rank;
+  int32_t  stage;
+  int32_t  microbatch;
+  int32_t  peer_rank;
+  uint16_t kind;
+  uint8_t  reserved[5];
+  uint8_t  flags;           /* PP_TRACE_SPAN_IS_EXT */
+} PpTraceDiskSpanExt;
+_Static_assert (sizeof (PpTraceDiskSpanExt) == 40, "span extension record");
+_Static_assert (offsetof (PpTraceDiskSpanExt, flags) == offsetof (PpTraceDiskSpan, flags),
+                "flags byte at the same place in both slots");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  /* PpTraceDiskSpan slots[(size - 8) / 40]; */
+} PpTraceFrameSpans;
+_Static_assert (sizeof (PpTraceFrameSpans) == 8, "span batch fixed part");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int64_t  time_ns;
+  double   value;
+  int32_t  rank;
+  int32_t  step;
+  uint16_t kind;            /* PpCounterKind */
+  uint16_t reserved0;
+  uint32_t reserved1;
+} PpTraceFrameCounter;
+_Static_assert (sizeof (PpTraceFrameCounter) == 40, "counter frame");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int64_t  time_ns;
+  int32_t  rank;
+  int32_t  step;
+  uint32_t phase;           /* 0 begin, 1 end */
+  uint32_t reserved;
+} PpTraceFrameStepMarker;
+_Static_assert (sizeof (PpTraceFrameStepMarker) == 32, "step marker frame");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  rank;
+  uint32_t reserved;
+  int64_t  offset_ns;       /* reference time = rank's time + offset_ns */
+} PpTraceFrameClockOffset;
+_Static_assert (sizeof (PpTraceFrameClockOffset) == 24, "clock offset frame");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  uint32_t id;              /* name_id, never 0 */
+  uint32_t length;          /* bytes of name, NUL not counted */
+  /* char name[length], NUL, zero padding to a multiple of 8 */
+} PpTraceFrameString;
+_Static_assert (sizeof (PpTraceFrameString) == 16, "string frame fixed part");
+
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  rank;            /* -1: not known */
+  uint32_t reserved;
+  uint64_t count;           /* dropped since this rank's previous DROPPED frame */
+} PpTraceFrameDropped;
+_Static_assert (sizeof (PpTraceFrameDropped) == 24, "dropped frame");

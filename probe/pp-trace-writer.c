@@ -1,0 +1,528 @@
+/* pp-trace-writer.c — builds trace frames in place in a buffer and writes
+ * whole frames only (docs/trace-format.md). */
+#include "pp-trace.h"
+#include "pp-trace-format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BUFFER_SIZE      (1u << 20)
+#define SPANS_PER_FRAME  4096u   /* worst case 8 + 4096 * 80 bytes fits the buffer */
+
+struct _PpTraceWriter {
+  int      fd;
+  int      owns_fd;
+  int      swap;          /* file order differs from the host's */
+  uint8_t *buf;
+  size_t   len;
+  size_t   cap;
+  PpStatus failed;        /* sticky I/O error */
+  char     failed_msg[PP_ERROR_MSG_MAX];
+};
+
+static inline uint16_t w16 (const PpTraceWriter *w, uint16_t v) { return w->swap ? __builtin_bswap16 (v) : v; }
+static inline uint32_t w32 (const PpTraceWriter *w, uint32_t v) { return w->swap ? __builtin_bswap32 (v) : v; }
+static inline uint64_t w64 (const PpTraceWriter *w, uint64_t v) { return w->swap ? __builtin_bswap64 (v) : v; }
+
+static inline uint64_t
+wdouble (const PpTraceWriter *w, double d)
+{
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  return w64 (w, u);
+}
+
+static PpStatus
+writer_failed (PpTraceWriter *w, PpError *err)
+{
+  return pp_error_set (err, w->failed, "%s", w->failed_msg);
+}
+
+static PpStatus
+write_all (PpTraceWriter *w, PpError *err)
+{
+  size_t off = 0;
+  while (off < w->len)
+    {
+      ssize_t n = write (w->fd, w->buf + off, w->len - off);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          w->failed = PP_EIO;
+          snprintf (w->failed_msg, sizeof w->failed_msg,
+                    "trace: cannot write: %s", strerror (errno));
+          /* Keep what was not written out of the file: a later call must not
+           * append a frame after a partial one. */
+          w->len = 0;
+          return writer_failed (w, err);
+        }
+      off += (size_t) n;
+    }
+  w->len = 0;
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_writer_flush (PpTraceWriter *w, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (w->failed != PP_OK)
+    return writer_failed (w, err);
+  return write_all (w, err);
+}
+
+/* Space for a frame of size bytes at the end of the buffer, zeroed so that
+ * reserved fields and padding are 0.  NULL on failure with err set. */
+static uint8_t *
+reserve (PpTraceWriter *w, size_t size, int zero, PpError *err)
+{
+  if (w->failed != PP_OK)
+    {
+      writer_failed (w, err);
+      return NULL;
+    }
+  if (w->cap - w->len < size)
+    {
+      if (write_all (w, err) != PP_OK)
+        return NULL;
+      if (w->cap < size)
+        {
+          uint8_t *nb = realloc (w->buf, size);
+          if (nb == NULL)
+            {
+              pp_error_set (err, PP_ENOMEM, "trace: out of memory for a %zu-byte frame", size);
+              return NULL;
+            }
+          w->buf = nb;
+          w->cap = size;
+        }
+    }
+  uint8_t *p = w->buf + w->len;
+  if (zero)
+    memset (p, 0, size);
+  return p;
+}
+
+/* reserve() fails with err filled; callers without err still need a status. */
+#define RESERVE_OR_RETURN(p, w, size, zero, err)                        \
+  do {                                                                  \
+    PpError local_;                                                     \
+    PpError *e_ = (err) ? (err) : &local_;                              \
+    (p) = reserve ((w), (size), (zero), e_);                            \
+    if ((p) == NULL)                                                    \
+      return e_->status;                                                \
+  } while (0)
+
+static inline void
+commit (PpTraceWriter *w, uint8_t *frame, uint32_t size, uint16_t type)
+{
+  PpTraceFrameHeader h = { w32 (w, size), w16 (w, type), 0 };
+  memcpy (frame, &h, sizeof h);
+  w->len += size;
+}
+
+static int
+host_is_little (void)
+{
+  const uint16_t one = 1;
+  return *(const uint8_t *) &one == 1;
+}
+
+PpTraceWriter *
+pp_trace_writer_new_fd (int fd, int byte_order, PpError *err)
+{
+  if (fd < 0)
+    {
+      pp_error_set (err, PP_EINVAL, "trace: invalid file descriptor %d", fd);
+      return NULL;
+    }
+  if (byte_order != PP_TRACE_NATIVE && byte_order != PP_TRACE_LITTLE && byte_order != PP_TRACE_BIG)
+    {
+      pp_error_set (err, PP_EINVAL, "trace: byte order %d is not PP_TRACE_NATIVE, _LITTLE or _BIG",
+                    byte_order);
+      return NULL;
+    }
+  PpTraceWriter *w = calloc (1, sizeof *w);
+  if (w != NULL)
+    w->buf = malloc (BUFFER_SIZE);
+  if (w == NULL || w->buf == NULL)
+    {
+      free (w);
+      pp_error_set (err, PP_ENOMEM, "trace: out of memory for a writer");
+      return NULL;
+    }
+  w->fd = fd;
+  w->cap = BUFFER_SIZE;
+  int little = byte_order == PP_TRACE_NATIVE ? host_is_little () : byte_order == PP_TRACE_LITTLE;
+  w->swap = little != host_is_little ();
+
+  PpTraceFileHeader fh;
+  memset (&fh, 0, sizeof fh);
+  memcpy (fh.magic, PP_TRACE_MAGIC, sizeof fh.magic);
+  fh.byte_order = little ? PP_TRACE_ORDER_LITTLE_CODE : PP_TRACE_ORDER_BIG_CODE;
+  fh.version_major = w16 (w, PP_TRACE_VERSION_MAJOR);
+  fh.version_minor = w16 (w, PP_TRACE_VERSION_MINOR);
+  fh.header_size = w32 (w, sizeof fh);
+  memcpy (w->buf, &fh, sizeof fh);
+  w->len = sizeof fh;
+  return w;
+}
+
+PpTraceWriter *
+pp_trace_writer_new_path (const char *path, int byte_order, PpError *err)
+{
+  if (path == NULL)
+    {
+      pp_error_set (err, PP_EINVAL, "trace: no path");
+      return NULL;
+    }
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    {
+      pp_error_set (err, PP_EIO, "trace: cannot create %s: %s", path, strerror (errno));
+      return NULL;
+    }
+  PpTraceWriter *w = pp_trace_writer_new_fd (fd, byte_order, err);
+  if (w == NULL)
+    {
+      close (fd);
+      return NULL;
+    }
+  w->owns_fd = 1;
+  return w;
+}
+
+PpStatus
+pp_trace_writer_close (PpTraceWriter *w, PpError *err)
+{
+  if (w == NULL)
+    return PP_OK;
+  PpStatus st = pp_trace_writer_flush (w, err);
+  if (w->owns_fd && close (w->fd) != 0 && st == PP_OK)
+    st = pp_error_set (err, PP_EIO, "trace: cannot close: %s", strerror (errno));
+  free (w->buf);
+  free (w);
+  return st;
+}
+
+static int
+rank_ok (int32_t rank)
+{
+  return rank >= 0 && rank < PP_TRACE_MAX_RANKS;
+}
+
+static void
+copy_str (char *dst, const char *src, size_t size)
+{
+  size_t n = strnlen (src, size - 1);
+  memcpy (dst, src, n);
+  memset (dst + n, 0, size - n);
+}
+
+PpStatus
+pp_trace_write_description (PpTraceWriter *w, const PpTraceDescription *d, PpError *err)
+{
+  if (w == NULL || d == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or description");
+  if (d->n_ranks < 0 || d->n_ranks > PP_TRACE_MAX_RANKS
+      || d->n_microbatches < 0 || d->n_microbatches > PP_TRACE_MAX_MICROBATCHES
+      || d->n_virtual < 0 || d->n_virtual > PP_TRACE_MAX_VIRTUAL)
+    return pp_error_set (err, PP_EINVAL,
+                         "trace: description P=%d M=%d V=%d out of range",
+                         d->n_ranks, d->n_microbatches, d->n_virtual);
+  PpTraceFrameDescription f;
+  memset (&f, 0, sizeof f);
+  f.n_ranks = (int32_t) w32 (w, (uint32_t) d->n_ranks);
+  f.n_microbatches = (int32_t) w32 (w, (uint32_t) d->n_microbatches);
+  f.n_virtual = (int32_t) w32 (w, (uint32_t) d->n_virtual);
+  f.start_unix_ns = (int64_t) w64 (w, (uint64_t) d->start_unix_ns);
+  f.start_monotonic_ns = (int64_t) w64 (w, (uint64_t) d->start_monotonic_ns);
+  copy_str (f.schedule, d->schedule, sizeof f.schedule);
+  copy_str (f.backend, d->backend, sizeof f.backend);
+  copy_str (f.host, d->host, sizeof f.host);
+  copy_str (f.model, d->model, sizeof f.model);
+  copy_str (f.cmdline, d->cmdline, sizeof f.cmdline);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_DESCRIPTION);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_plan (PpTraceWriter *w, int n_ranks, const PpTracePlanAction *const *actions,
+                     const size_t *n_actions, int has_timeline, PpError *err)
+{
+  if (w == NULL || n_ranks < 0 || n_ranks > PP_TRACE_MAX_RANKS
+      || (n_ranks > 0 && (actions == NULL || n_actions == NULL)))
+    return pp_error_set (err, PP_EINVAL, "trace: invalid plan (%d ranks)", n_ranks);
+  for (int r = 0; r < n_ranks; r++)
+    {
+      if (n_actions[r] > PP_TRACE_PLAN_MAX_ACTIONS)
+        return pp_error_set (err, PP_EINVAL, "trace: plan of rank %d has %zu actions, at most %u fit",
+                             r, n_actions[r], PP_TRACE_PLAN_MAX_ACTIONS);
+      if (n_actions[r] > 0 && actions[r] == NULL)
+        return pp_error_set (err, PP_EINVAL, "trace: plan of rank %d has no actions array", r);
+    }
+  for (int r = 0; r < n_ranks; r++)
+    {
+      size_t size = sizeof (PpTraceFramePlan) + n_actions[r] * sizeof (PpTraceDiskPlanAction);
+      uint8_t *p;
+      RESERVE_OR_RETURN (p, w, size, 1, err);
+      PpTraceFramePlan f;
+      memset (&f, 0, sizeof f);
+      f.rank = (int32_t) w32 (w, (uint32_t) r);
+      f.n_actions = w32 (w, (uint32_t) n_actions[r]);
+      f.flags = w32 (w, has_timeline ? PP_TRACE_PLAN_HAS_TIMELINE : 0);
+      memcpy (p, &f, sizeof f);
+      uint8_t *q = p + sizeof f;
+      for (size_t i = 0; i < n_actions[r]; i++, q += sizeof (PpTraceDiskPlanAction))
+        {
+          const PpTracePlanAction *a = &actions[r][i];
+          PpTraceDiskPlanAction d;
+          d.kind = (int32_t) w32 (w, (uint32_t) a->kind);
+          d.stage = (int32_t) w32 (w, (uint32_t) a->stage);
+          d.microbatch = (int32_t) w32 (w, (uint32_t) a->microbatch);
+          d.sub_kind = (int32_t) w32 (w, (uint32_t) a->sub_kind);
+          d.sub_stage = (int32_t) w32 (w, (uint32_t) a->sub_stage);
+          d.sub_microbatch = (int32_t) w32 (w, (uint32_t) a->sub_microbatch);
+          uint64_t s = has_timeline ? wdouble (w, a->planned_start) : 0;
+          uint64_t e = has_timeline ? wdouble (w, a->planned_end) : 0;
+          memcpy (&d.planned_start, &s, 8);
+          memcpy (&d.planned_end, &e, 8);
+          memcpy (q, &d, sizeof d);
+        }
+      commit (w, p, (uint32_t) size, PP_TRACE_FRAME_PLAN);
+    }
+  return PP_OK;
+}
+
+static inline int
+fits16 (int32_t v)
+{
+  return v >= INT16_MIN && v <= INT16_MAX;
+}
+
+static inline void
+swap_disk_span (PpTraceDiskSpan *d)
+{
+  d->start_ns = (int64_t) __builtin_bswap64 ((uint64_t) d->start_ns);
+  d->duration_ns = __builtin_bswap32 (d->duration_ns);
+  d->bytes = __builtin_bswap32 (d->bytes);
+  d->step = (int32_t) __builtin_bswap32 ((uint32_t) d->step);
+  d->name_id = __builtin_bswap32 (d->name_id);
+  d->stream = __builtin_bswap32 (d->stream);
+  d->rank = (int16_t) __builtin_bswap16 ((uint16_t) d->rank);
+  d->stage = (int16_t) __builtin_bswap16 ((uint16_t) d->stage);
+  d->microbatch = (int16_t) __builtin_bswap16 ((uint16_t) d->microbatch);
+  d->peer_rank = (int16_t) __builtin_bswap16 ((uint16_t) d->peer_rank);
+  d->device = __builtin_bswap16 (d->device);
+}
+
+static inline void
+swap_disk_span_ext (PpTraceDiskSpanExt *x)
+{
+  x->end_ns = (int64_t) __builtin_bswap64 ((uint64_t) x->end_ns);
+  x->bytes = __builtin_bswap64 (x->bytes);
+  x->rank = (int32_t) __builtin_bswap32 ((uint32_t) x->rank);
+  x->stage = (int32_t) __builtin_bswap32 ((uint32_t) x->stage);
+  x->microbatch = (int32_t) __builtin_bswap32 ((uint32_t) x->microbatch);
+  x->peer_rank = (int32_t) __builtin_bswap32 ((uint32_t) x->peer_rank);
+  x->kind = __builtin_bswap16 (x->kind);
+}
+
+PpStatus
+pp_trace_write_spans (PpTraceWriter *w, const PpSpan *spans, size_t n, PpError *err)
+{
+  if (w == NULL || (n > 0 && spans == NULL))
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or spans");
+  for (size_t i = 0; i < n; i++)
+    if (!rank_ok (spans[i].rank))
+      return pp_error_set (err, PP_EINVAL, "trace: span %zu has rank %d, outside [0, %d)",
+                           i, spans[i].rank, PP_TRACE_MAX_RANKS);
+
+  const int swap = w->swap;
+  while (n > 0)
+    {
+      size_t k = n < SPANS_PER_FRAME ? n : SPANS_PER_FRAME;
+      uint8_t *p;
+      RESERVE_OR_RETURN (p, w, sizeof (PpTraceFrameSpans) + 2 * k * sizeof (PpTraceDiskSpan), 0, err);
+      uint8_t *q = p + sizeof (PpTraceFrameSpans);
+      for (size_t i = 0; i < k; i++)
+        {
+          const PpSpan *s = &spans[i];
+          /* end - start in unsigned arithmetic: no overflow UB for any times. */
+          uint64_t dur = (uint64_t) s->end_ns - (uint64_t) s->start_ns;
+          PpTraceDiskSpan d;
+          d.start_ns = s->start_ns;
+          d.step = s->step;
+          d.name_id = s->name_id;
+          d.stream = s->stream;
+          d.device = s->device;
+          if (__builtin_expect (s->end_ns >= s->start_ns && dur <= UINT32_MAX
+                                && s->bytes <= UINT32_MAX && s->kind <= UINT8_MAX
+                                && fits16 (s->rank) && fits16 (s->stage)
+                                && fits16 (s->microbatch) && fits16 (s->peer_rank), 1))
+            {
+              d.duration_ns = (uint32_t) dur;
+              d.bytes = (uint32_t) s->bytes;
+              d.rank = (int16_t) s->rank;
+              d.stage = (int16_t) s->stage;
+              d.microbatch = (int16_t) s->microbatch;
+              d.peer_rank = (int16_t) s->peer_rank;
+              d.kind = (uint8_t) s->kind;
+              d.flags = 0;
+              if (swap)
+                swap_disk_span (&d);
+              memcpy (q, &d, sizeof d);
+              q += sizeof d;
+            }
+          else
+            {
+              PpTraceDiskSpanExt x;
+              memset (&x, 0, sizeof x);
+              d.duration_ns = 0;
+              d.bytes = 0;
+              d.rank = d.stage = d.microbatch = d.peer_rank = 0;
+              d.kind = 0;
+              d.flags = PP_TRACE_SPAN_EXT;
+              x.end_ns = s->end_ns;
+              x.bytes = s->bytes;
+              x.rank = s->rank;
+              x.stage = s->stage;
+              x.microbatch = s->microbatch;
+              x.peer_rank = s->peer_rank;
+              x.kind = s->kind;
+              x.flags = PP_TRACE_SPAN_IS_EXT;
+              if (swap)
+                {
+                  swap_disk_span (&d);
+                  swap_disk_span_ext (&x);
+                }
+              memcpy (q, &d, sizeof d);
+              memcpy (q + sizeof d, &x, sizeof x);
+              q += sizeof d + sizeof x;
+            }
+        }
+      commit (w, p, (uint32_t) (q - p), PP_TRACE_FRAME_SPANS);
+      spans += k;
+      n -= k;
+    }
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_counter (PpTraceWriter *w, const PpCounter *c, PpError *err)
+{
+  if (w == NULL || c == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or counter");
+  if (!rank_ok (c->rank))
+    return pp_error_set (err, PP_EINVAL, "trace: counter rank %d outside [0, %d)",
+                         c->rank, PP_TRACE_MAX_RANKS);
+  PpTraceFrameCounter f;
+  memset (&f, 0, sizeof f);
+  f.time_ns = (int64_t) w64 (w, (uint64_t) c->time_ns);
+  uint64_t v = wdouble (w, c->value);
+  memcpy (&f.value, &v, 8);
+  f.rank = (int32_t) w32 (w, (uint32_t) c->rank);
+  f.step = (int32_t) w32 (w, (uint32_t) c->step);
+  f.kind = w16 (w, c->kind);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_COUNTER);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_step_marker (PpTraceWriter *w, int32_t rank, int32_t step,
+                            PpTraceStepPhase phase, int64_t time_ns, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (!rank_ok (rank))
+    return pp_error_set (err, PP_EINVAL, "trace: step marker rank %d outside [0, %d)",
+                         rank, PP_TRACE_MAX_RANKS);
+  if (phase != PP_TRACE_STEP_BEGIN && phase != PP_TRACE_STEP_END)
+    return pp_error_set (err, PP_EINVAL, "trace: step phase %d is not BEGIN or END", (int) phase);
+  PpTraceFrameStepMarker f;
+  memset (&f, 0, sizeof f);
+  f.time_ns = (int64_t) w64 (w, (uint64_t) time_ns);
+  f.rank = (int32_t) w32 (w, (uint32_t) rank);
+  f.step = (int32_t) w32 (w, (uint32_t) step);
+  f.phase = w32 (w, (uint32_t) phase);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_STEP_MARKER);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_clock_offset (PpTraceWriter *w, int32_t rank, int64_t offset_ns, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (!rank_ok (rank))
+    return pp_error_set (err, PP_EINVAL, "trace: clock offset rank %d outside [0, %d)",
+                         rank, PP_TRACE_MAX_RANKS);
+  PpTraceFrameClockOffset f;
+  memset (&f, 0, sizeof f);
+  f.rank = (int32_t) w32 (w, (uint32_t) rank);
+  f.offset_ns = (int64_t) w64 (w, (uint64_t) offset_ns);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_CLOCK_OFFSET);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name, PpError *err)
+{
+  if (w == NULL || name == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or string");
+  if (id == 0)
+    return pp_error_set (err, PP_EINVAL, "trace: string id 0 is reserved for \"no name\"");
+  size_t len = strnlen (name, PP_TRACE_STRING_MAX + 1);
+  if (len > PP_TRACE_STRING_MAX)
+    return pp_error_set (err, PP_EINVAL, "trace: string %u is longer than %d bytes",
+                         id, PP_TRACE_STRING_MAX);
+  size_t size = (sizeof (PpTraceFrameString) + len + 1 + 7) & ~(size_t) 7;
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, size, 1, err);
+  PpTraceFrameString f;
+  memset (&f, 0, sizeof f);
+  f.id = w32 (w, id);
+  f.length = w32 (w, (uint32_t) len);
+  memcpy (p, &f, sizeof f);
+  memcpy (p + sizeof f, name, len);
+  commit (w, p, (uint32_t) size, PP_TRACE_FRAME_STRING);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_dropped (PpTraceWriter *w, int32_t rank, uint64_t count, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (rank != -1 && !rank_ok (rank))
+    return pp_error_set (err, PP_EINVAL, "trace: dropped-events rank %d outside [-1, %d)",
+                         rank, PP_TRACE_MAX_RANKS);
+  PpTraceFrameDropped f;
+  memset (&f, 0, sizeof f);
+  f.rank = (int32_t) w32 (w, (uint32_t) rank);
+  f.count = w64 (w, count);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_DROPPED);
+  return PP_OK;
+}

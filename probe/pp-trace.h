@@ -1,0 +1,193 @@
+/* pp-trace.h — write and read pipescope trace files.
+ *
+ * The format is specified in docs/trace-format.md (layout in
+ * pp-trace-format.h).  No GLib: the writer runs inside training jobs.
+ *
+ * Writer: every call returns a PpStatus and fills err (may be NULL) on
+ * failure.  Frames are built in place in a buffer and only whole frames are
+ * handed to write(2), so a process killed at any moment leaves a file that is
+ * whole frames plus at most one partial frame, which a reader accepts.  After
+ * an I/O error the writer keeps failing with that error.
+ *
+ * Reader: pp_trace_reader_next() hands out one item at a time.  Pointers in an
+ * item (description, plan actions, string names) stay valid until the next
+ * call on that reader.  The end of the trace is PP_OK with item->type ==
+ * PP_TRACE_ITEM_END; item->truncated is 1 when the file ended inside the
+ * header or a frame (a job killed mid-write).  Malformed input is PP_EFORMAT
+ * with a message naming the byte offset and frame type; after it the reader
+ * keeps returning that error.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-event.h"
+#include "pp-status.h"
+
+/* Byte order of a written file.  The non-native one exists for tests. */
+enum {
+  PP_TRACE_NATIVE = 0,
+  PP_TRACE_LITTLE = 1,
+  PP_TRACE_BIG    = 2,
+};
+
+/* Ranks in any frame lie in [0, PP_TRACE_MAX_RANKS). */
+#define PP_TRACE_MAX_RANKS       65536
+#define PP_TRACE_MAX_MICROBATCHES (1 << 24)
+#define PP_TRACE_MAX_VIRTUAL     4096
+/* Longest interned string, NUL not counted. */
+#define PP_TRACE_STRING_MAX      4095
+/* Most actions one rank's plan may hold (bounded by the frame size). */
+#define PP_TRACE_PLAN_MAX_ACTIONS ((64u * 1024u * 1024u - 24u) / 40u)
+
+/* Same numbers as PpActionKind in runtime/pp-action.h (the probe does not
+ * depend on the runtime; tests check that the two agree). */
+typedef enum {
+  PP_TRACE_ACT_F = 0,
+  PP_TRACE_ACT_B,
+  PP_TRACE_ACT_I,
+  PP_TRACE_ACT_W,
+  PP_TRACE_ACT_SEND_F,
+  PP_TRACE_ACT_RECV_F,
+  PP_TRACE_ACT_SEND_B,
+  PP_TRACE_ACT_RECV_B,
+  PP_TRACE_ACT_OVERLAP_F_B,
+  PP_TRACE_ACT_OPT,
+} PpTraceActionKind;
+
+/* The run's description.  Strings are NUL-terminated within their array;
+ * the writer cuts one that is not at its last byte. */
+typedef struct {
+  char    schedule[64];        /* "1F1B", "ZBV", ... */
+  char    backend[32];         /* "cpu", "cuda" */
+  char    host[64];
+  char    model[256];          /* model description */
+  char    cmdline[1024];
+  int32_t n_ranks;             /* P */
+  int32_t n_microbatches;      /* M */
+  int32_t n_virtual;           /* V, stages per rank */
+  int64_t start_unix_ns;       /* wall clock at start */
+  int64_t start_monotonic_ns;  /* CLOCK_MONOTONIC at the same instant */
+} PpTraceDescription;
+
+/* One planned action; planned_start/end (seconds, from the simulator) are
+ * meaningful only in a plan written with has_timeline. */
+typedef struct {
+  int32_t kind;                /* PpActionKind / PpTraceActionKind */
+  int32_t stage;
+  int32_t microbatch;          /* -1 where none */
+  int32_t sub_kind;            /* OVERLAP_F_B: the backward half; else -1 */
+  int32_t sub_stage;
+  int32_t sub_microbatch;
+  double  planned_start;
+  double  planned_end;
+} PpTracePlanAction;
+
+typedef enum {
+  PP_TRACE_STEP_BEGIN = 0,
+  PP_TRACE_STEP_END   = 1,
+} PpTraceStepPhase;
+
+typedef struct _PpTraceWriter PpTraceWriter;
+typedef struct _PpTraceReader PpTraceReader;
+
+/* ---- writer ---- */
+
+/* Writes to fd, which the writer does not close.  The file header goes out
+ * with the first flush.  NULL on failure, with err filled. */
+PpTraceWriter *pp_trace_writer_new_fd (int fd, int byte_order, PpError *err);
+/* Creates (truncates) path, mode 0600; the writer closes it. */
+PpTraceWriter *pp_trace_writer_new_path (const char *path, int byte_order, PpError *err);
+
+PpStatus pp_trace_write_description (PpTraceWriter *w, const PpTraceDescription *desc,
+                                     PpError *err);
+/* One PLAN frame per rank: actions[r] holds n_actions[r] actions of rank r.
+ * has_timeline says planned_start/end are filled in. */
+PpStatus pp_trace_write_plan (PpTraceWriter *w, int n_ranks,
+                              const PpTracePlanAction *const *actions,
+                              const size_t *n_actions, int has_timeline,
+                              PpError *err);
+/* Batched: n spans go into as few frames as fit.  Every field round-trips. */
+PpStatus pp_trace_write_spans (PpTraceWriter *w, const PpSpan *spans, size_t n,
+                               PpError *err);
+PpStatus pp_trace_write_counter (PpTraceWriter *w, const PpCounter *counter,
+                                 PpError *err);
+PpStatus pp_trace_write_step_marker (PpTraceWriter *w, int32_t rank, int32_t step,
+                                     PpTraceStepPhase phase, int64_t time_ns,
+                                     PpError *err);
+/* Reference time = rank's time + offset_ns.  The last frame for a rank wins. */
+PpStatus pp_trace_write_clock_offset (PpTraceWriter *w, int32_t rank, int64_t offset_ns,
+                                      PpError *err);
+/* Interns name under id (>= 1) for PpSpan.name_id.  The last one for an id wins. */
+PpStatus pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name,
+                                PpError *err);
+/* count events of rank (-1: unknown) were dropped since the previous call for
+ * that rank; readers sum the frames. */
+PpStatus pp_trace_write_dropped (PpTraceWriter *w, int32_t rank, uint64_t count,
+                                 PpError *err);
+/* Hands everything buffered to write(2). */
+PpStatus pp_trace_writer_flush (PpTraceWriter *w, PpError *err);
+/* Flushes, closes a path's fd, frees w (always, even on error).  NULL is fine. */
+PpStatus pp_trace_writer_close (PpTraceWriter *w, PpError *err);
+
+/* ---- reader ---- */
+
+typedef enum {
+  PP_TRACE_ITEM_END = 0,
+  PP_TRACE_ITEM_DESCRIPTION,
+  PP_TRACE_ITEM_PLAN,
+  PP_TRACE_ITEM_SPAN,
+  PP_TRACE_ITEM_COUNTER,
+  PP_TRACE_ITEM_STEP_MARKER,
+  PP_TRACE_ITEM_CLOCK_OFFSET,
+  PP_TRACE_ITEM_STRING,
+  PP_TRACE_ITEM_DROPPED,
+} PpTraceItemType;
+
+typedef struct {
+  PpTraceItemType type;
+  int             truncated;   /* END only: the file ended inside a frame */
+  uint64_t        offset;      /* byte offset of the frame the item came from */
+  union {
+    const PpTraceDescription *description;
+    struct {
+      int32_t                  rank;
+      int                      has_timeline;
+      size_t                   n_actions;
+      const PpTracePlanAction *actions;
+    } plan;
+    PpSpan    span;
+    PpCounter counter;
+    struct {
+      int64_t          time_ns;
+      int32_t          rank;
+      int32_t          step;
+      PpTraceStepPhase phase;
+    } step_marker;
+    struct {
+      int32_t rank;
+      int64_t offset_ns;
+    } clock_offset;
+    struct {
+      uint32_t    id;
+      size_t      length;
+      const char *name;        /* NUL-terminated */
+    } string;
+    struct {
+      int32_t  rank;
+      uint64_t count;
+    } dropped;
+  };
+} PpTraceItem;
+
+PpTraceReader *pp_trace_reader_new_path (const char *path, PpError *err);
+/* Reads fd from its current position; the reader does not close it. */
+PpTraceReader *pp_trace_reader_new_fd (int fd, PpError *err);
+/* Reads data in place; it must outlive the reader. */
+PpTraceReader *pp_trace_reader_new_memory (const void *data, size_t size, PpError *err);
+
+PpStatus pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err);
+/* Version of the file, known once the first call to next has returned. */
+void     pp_trace_reader_get_version (PpTraceReader *r, int *major, int *minor);
+void     pp_trace_reader_free (PpTraceReader *r);
