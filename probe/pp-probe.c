@@ -281,10 +281,12 @@ count_drop (PpRing *r, int32_t rank)
   atomic_store_explicit (&r->drop_count[i], c + 1, memory_order_release);
 }
 
-bool
-pp_probe_record_span (PpProbe *p, const PpSpan *span)
+/* The hot path, shared by spans and counters: reserve a slot in this thread's
+ * ring, copy the record in, publish it with a release store. */
+static inline bool
+record (PpProbe *p, bool is_span, const void *rec, size_t size, int32_t rank)
 {
-  if (PP_UNLIKELY (p == NULL || span == NULL))
+  if (PP_UNLIKELY (p == NULL || rec == NULL))
     return false;
   PpRing *r = ring_get (p);
   if (PP_UNLIKELY (r == NULL))
@@ -292,37 +294,28 @@ pp_probe_record_span (PpProbe *p, const PpSpan *span)
       atomic_fetch_add_explicit (&p->unregistered_dropped, 1, memory_order_relaxed);
       return false;
     }
+  PpSpsc *q = is_span ? &r->spans : &r->counters;
   uint64_t h;
-  if (PP_UNLIKELY (!spsc_reserve (&r->spans, &h)))
+  if (PP_UNLIKELY (!spsc_reserve (q, &h)))
     {
-      count_drop (r, span->rank);
+      count_drop (r, rank);
       return false;
     }
-  ((PpSpan *) r->spans.slots)[h & r->spans.mask] = *span;
-  atomic_store_explicit (&r->spans.head, h + 1, memory_order_release);
+  memcpy ((char *) q->slots + (h & q->mask) * size, rec, size);
+  atomic_store_explicit (&q->head, h + 1, memory_order_release);
   return true;
+}
+
+bool
+pp_probe_record_span (PpProbe *p, const PpSpan *span)
+{
+  return record (p, true, span, sizeof *span, span ? span->rank : -1);
 }
 
 bool
 pp_probe_record_counter (PpProbe *p, const PpCounter *counter)
 {
-  if (PP_UNLIKELY (p == NULL || counter == NULL))
-    return false;
-  PpRing *r = ring_get (p);
-  if (PP_UNLIKELY (r == NULL))
-    {
-      atomic_fetch_add_explicit (&p->unregistered_dropped, 1, memory_order_relaxed);
-      return false;
-    }
-  uint64_t h;
-  if (PP_UNLIKELY (!spsc_reserve (&r->counters, &h)))
-    {
-      count_drop (r, counter->rank);
-      return false;
-    }
-  ((PpCounter *) r->counters.slots)[h & r->counters.mask] = *counter;
-  atomic_store_explicit (&r->counters.head, h + 1, memory_order_release);
-  return true;
+  return record (p, false, counter, sizeof *counter, counter ? counter->rank : -1);
 }
 
 /* ---- drain ------------------------------------------------------------- */
