@@ -31,7 +31,8 @@ install_missing() {
 }
 
 build_all() {
-  local log="$build.log"
+  local log="$build/dev-build.log"
+  mkdir -p "$build"
   if [ ! -f "$build/build.ninja" ]; then
     meson setup "$build" "$here" >"$log" 2>&1 || { cat "$log" >&2; die "meson setup failed (log above)"; }
   fi
