@@ -268,6 +268,17 @@ PpStatus
 pp_simulate (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpError *err)
 {
   PpStatus st;
+
+  *out = NULL;
+  if ((st = pp_schedule_check_structure (s, err)) != PP_OK)
+    return st;
+  return pp_simulate_checked (s, c, out, err);
+}
+
+PpStatus
+pp_simulate_checked (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpError *err)
+{
+  PpStatus st;
   PpSimulation *sim = NULL;
   SimState ss = { s, c, NULL, NULL, NULL };
   int *pos = NULL;
@@ -276,8 +287,6 @@ pp_simulate (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpEr
   long total;
 
   *out = NULL;
-  if ((st = pp_schedule_check_structure (s, err)) != PP_OK)
-    return st;
   if (c == NULL || c->n_stages != s->n_stages)
     return pp_error_set (err, PP_EINVAL, "the cost model has %d stages, the schedule %d",
                          c ? c->n_stages : 0, s->n_stages);

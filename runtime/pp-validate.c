@@ -99,8 +99,9 @@ new_seen (const PpSchedule *s)
   return calloc ((size_t) s->n_stages * (size_t) s->microbatches, 1);
 }
 
-PpStatus
-pp_schedule_check_structure (const PpSchedule *s, PpError *err)
+/* Structure checks; fills seen (stage x micro-batch bits) for the caller. */
+static PpStatus
+check_structure_seen (const PpSchedule *s, uint8_t **seen_out, PpError *err)
 {
   PpStatus st;
   uint8_t *seen;
@@ -116,7 +117,20 @@ pp_schedule_check_structure (const PpSchedule *s, PpError *err)
       return pp_error_set (err, PP_EFORMAT, "stage %d is described inconsistently", st_i);
   if ((seen = new_seen (s)) == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory while checking the schedule");
-  st = walk (s, seen, err);
+  if ((st = walk (s, seen, err)) != PP_OK)
+    {
+      free (seen);
+      return st;
+    }
+  *seen_out = seen;
+  return PP_OK;
+}
+
+PpStatus
+pp_schedule_check_structure (const PpSchedule *s, PpError *err)
+{
+  uint8_t *seen = NULL;
+  PpStatus st = check_structure_seen (s, &seen, err);
   free (seen);
   return st;
 }
@@ -129,11 +143,8 @@ pp_schedule_validate (const PpSchedule *s, PpError *err)
   PpCostModel *unit;
   PpSimulation *sim = NULL;
 
-  if ((st = pp_schedule_check_structure (s, err)) != PP_OK)
+  if ((st = check_structure_seen (s, &seen, err)) != PP_OK)
     return st;
-  if ((seen = new_seen (s)) == NULL)
-    return pp_error_set (err, PP_ENOMEM, "out of memory while checking the schedule");
-  walk (s, seen, NULL);
   for (int stage = 0; stage < s->n_stages; stage++)
     for (int mb = s->stage_mb_lo[stage]; mb < s->stage_mb_hi[stage]; mb++)
       {
@@ -159,7 +170,7 @@ pp_schedule_validate (const PpSchedule *s, PpError *err)
   /* Dependencies across ranks: simulate with unit costs; a stall is a deadlock. */
   if ((unit = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0)) == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory while checking the schedule");
-  st = pp_simulate (s, unit, &sim, err);
+  st = pp_simulate_checked (s, unit, &sim, err);
   pp_simulation_free (sim);
   pp_cost_model_free (unit);
   return st;
