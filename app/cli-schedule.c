@@ -20,7 +20,7 @@ schedule_usage (FILE *out)
 
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
          "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
-         "                              [--format ascii|actions|csv|json]\n"
+         "                              [--format ascii|actions|csv|json] [--trace FILE]\n"
          "       pipescope-cli schedule --csv FILE [--cost F,B,W,C] [--format ...]\n"
          "\n"
          "Prints a pipeline schedule: the compute order of every rank and the timeline\n"
@@ -37,6 +37,10 @@ schedule_usage (FILE *out)
          "  -f, --format FORMAT        ascii (Gantt on a unit grid, default), actions\n"
          "                             (one line per rank), csv (PyTorch compute_only),\n"
          "                             json (the simulated timeline)\n"
+         "      --trace FILE           also write the simulated plan as a pipescope trace\n"
+         "                             (description, plan, one span per compute action\n"
+         "                             and step markers); 1 time unit = 1 ms\n"
+         "                             (1,000,000 ns) in the trace\n"
          "\n"
          "Schedules:\n", out);
   for (i = pp_schedule_list (); i->name; i++)
@@ -194,10 +198,11 @@ pp_cli_schedule (int argc, char **argv)
     { "cost", required_argument, NULL, 'c' },
     { "format", required_argument, NULL, 'f' },
     { "csv", required_argument, NULL, 'C' },
+    { "trace", required_argument, NULL, 'T' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *name = NULL, *csv = NULL;
+  const char *name = NULL, *csv = NULL, *trace = NULL;
   int P = 0, M = 0, V = 0, opt;
   double cost[4] = { 1, 2, 1, 0 };
   Format format = FMT_ASCII;
@@ -215,6 +220,7 @@ pp_cli_schedule (int argc, char **argv)
         {
         case 's': name = optarg; break;
         case 'C': csv = optarg; break;
+        case 'T': trace = optarg; break;
         case 'p':
           if (!parse_int (optarg, 1, 4096, &P))
             return pp_cli_usage_error ("--ranks takes a whole number from 2 to 4096 (got '%s')", optarg);
@@ -307,6 +313,8 @@ pp_cli_schedule (int argc, char **argv)
     }
   if (fflush (stdout) != 0)
     status = 1;
+  if (status == 0 && trace != NULL)
+    status = pp_cli_write_sim_trace (trace, s, sim, argc, argv);
 out:
   pp_simulation_free (sim);
   pp_cost_model_free (cm);

@@ -27,6 +27,8 @@ usage (FILE *out)
          "\n"
          "Commands:\n"
          "  schedule   print a pipeline schedule and its simulated timeline\n"
+         "  info       summarise a trace file: run, spans, measured bubble\n"
+         "  export     convert a trace file to Chrome trace JSON or CSV\n"
          "\n"
          "Run 'pipescope-cli COMMAND --help' for a command's options.\n", out);
 }
@@ -51,5 +53,9 @@ main (int argc, char **argv)
     }
   if (strcmp (argv[1], "schedule") == 0)
     return pp_cli_schedule (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule", argv[1]);
+  if (strcmp (argv[1], "info") == 0)
+    return pp_cli_info (argc - 1, argv + 1);
+  if (strcmp (argv[1], "export") == 0)
+    return pp_cli_export (argc - 1, argv + 1);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export", argv[1]);
 }

@@ -1,0 +1,834 @@
+/* pipescope-cli trace commands: write a simulated plan as a trace
+ * (schedule --trace), summarise a trace (info) and export it (export). */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pp-trace.h"
+
+/* ---- schedule --trace ---------------------------------------------------- */
+
+static int
+span_kind_of_action (int kind)
+{
+  switch (kind)
+    {
+    case PP_ACT_F: return PP_SPAN_F;
+    case PP_ACT_B: return PP_SPAN_B;
+    case PP_ACT_I: return PP_SPAN_I;
+    case PP_ACT_W: return PP_SPAN_W;
+    case PP_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
+    default: return -1;
+    }
+}
+
+static int64_t
+units_to_ns (double t)
+{
+  return (int64_t) llround (t * PP_CLI_TRACE_NS_PER_UNIT);
+}
+
+int
+pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulation *sim,
+                        int argc, char **argv)
+{
+  PpError err = { 0 };
+  PpTraceDescription desc;
+  PpTracePlanAction **plan = NULL;
+  size_t *n_plan = NULL;
+  PpSpan *spans = NULL;
+  size_t n_spans = 0;
+  struct timespec rt, mono;
+  PpTraceWriter *w = NULL;
+  int status = 1;
+
+  memset (&desc, 0, sizeof desc);
+  snprintf (desc.schedule, sizeof desc.schedule, "%s", s->name);
+  snprintf (desc.backend, sizeof desc.backend, "simulated");
+  if (gethostname (desc.host, sizeof desc.host - 1) != 0)
+    snprintf (desc.host, sizeof desc.host, "unknown");
+  snprintf (desc.model, sizeof desc.model, "none");
+  {
+    size_t len = 0;
+    len += snprintf (desc.cmdline, sizeof desc.cmdline, "pipescope-cli");
+    for (int i = 0; i < argc && len < sizeof desc.cmdline; i++)
+      len += snprintf (desc.cmdline + len, sizeof desc.cmdline - len, " %s", argv[i]);
+  }
+  desc.n_ranks = s->ranks;
+  desc.n_microbatches = s->microbatches;
+  desc.n_virtual = s->stages_per_rank;
+  clock_gettime (CLOCK_REALTIME, &rt);
+  clock_gettime (CLOCK_MONOTONIC, &mono);
+  desc.start_unix_ns = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
+  desc.start_monotonic_ns = (int64_t) mono.tv_sec * 1000000000 + mono.tv_nsec;
+
+  plan = calloc ((size_t) s->ranks, sizeof *plan);
+  n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
+  spans = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *spans);
+  if (plan == NULL || n_plan == NULL || spans == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      plan[r] = calloc ((size_t) n + 1, sizeof **plan);
+      if (plan[r] == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          goto out;
+        }
+      n_plan[r] = (size_t) n;
+      for (int k = 0; k < n; k++)
+        {
+          const PpAction *a = &s->rank[r].actions[k];
+          const PpSimAction *sa = &sim->timeline[r][k];
+          PpTracePlanAction *p = &plan[r][k];
+          int sk;
+          p->kind = a->kind;
+          p->stage = a->stage;
+          p->microbatch = a->microbatch;
+          p->sub_kind = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_kind : -1;
+          p->sub_stage = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_stage : -1;
+          p->sub_microbatch = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_microbatch : -1;
+          /* Plan times are seconds: one time unit is PP_CLI_TRACE_NS_PER_UNIT ns. */
+          p->planned_start = sa->start * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
+          p->planned_end = sa->end * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
+          sk = span_kind_of_action (a->kind);
+          if (sk >= 0)
+            {
+              PpSpan *sp = &spans[n_spans++];
+              memset (sp, 0, sizeof *sp);
+              sp->start_ns = desc.start_monotonic_ns + units_to_ns (sa->start);
+              sp->end_ns = desc.start_monotonic_ns + units_to_ns (sa->end);
+              sp->rank = r;
+              sp->stage = a->stage;
+              sp->microbatch = a->microbatch;
+              sp->step = 0;
+              sp->kind = (uint16_t) sk;
+              sp->device = 0xffff;
+              sp->peer_rank = -1;
+            }
+        }
+    }
+
+  w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  if (w == NULL)
+    goto fail;
+  if (pp_trace_write_description (w, &desc, &err) != PP_OK
+      || pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan, 1, &err) != PP_OK)
+    goto fail;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      double t0 = n > 0 ? sim->timeline[r][0].start : 0;
+      if (pp_trace_write_step_marker (w, r, 0, PP_TRACE_STEP_BEGIN,
+                                      desc.start_monotonic_ns + units_to_ns (t0), &err) != PP_OK)
+        goto fail;
+    }
+  if (pp_trace_write_spans (w, spans, n_spans, &err) != PP_OK)
+    goto fail;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      double t1 = n > 0 ? sim->timeline[r][n - 1].end : 0;
+      if (pp_trace_write_step_marker (w, r, 0, PP_TRACE_STEP_END,
+                                      desc.start_monotonic_ns + units_to_ns (t1), &err) != PP_OK)
+        goto fail;
+    }
+  {
+    PpTraceWriter *tmp = w;
+    w = NULL;
+    if (pp_trace_writer_close (tmp, &err) != PP_OK)
+      goto fail;
+  }
+  status = 0;
+  goto out;
+
+fail:
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot write trace");
+  status = 1;
+out:
+  if (w)
+    pp_trace_writer_close (w, NULL);
+  if (plan)
+    for (int r = 0; r < s->ranks; r++)
+      free (plan[r]);
+  free (plan);
+  free (n_plan);
+  free (spans);
+  return status;
+}
+
+/* ---- reading a whole trace ------------------------------------------------ */
+
+typedef struct {
+  uint32_t id;
+  char    *name;
+} NamedString;
+
+typedef struct {
+  bool               has_desc;
+  PpTraceDescription desc;
+  PpSpan            *spans;
+  size_t             n_spans, cap_spans;
+  int                max_rank;       /* -1: none seen */
+  int                n_plans;
+  int                max_step;       /* -1: none seen */
+  uint64_t           dropped;
+  int                truncated;
+  NamedString       *strings;
+  size_t             n_strings, cap_strings;
+} Trace;
+
+static void
+trace_clear (Trace *t)
+{
+  free (t->spans);
+  for (size_t i = 0; i < t->n_strings; i++)
+    free (t->strings[i].name);
+  free (t->strings);
+}
+
+static void
+see_rank (Trace *t, int r)
+{
+  if (r > t->max_rank)
+    t->max_rank = r;
+}
+
+static const char *
+trace_string (const Trace *t, uint32_t id)
+{
+  if (id == 0)
+    return NULL;
+  for (size_t i = t->n_strings; i-- > 0;)   /* the last one for an id wins */
+    if (t->strings[i].id == id)
+      return t->strings[i].name;
+  return NULL;
+}
+
+/* Returns 0, or prints one line and returns 1. */
+static int
+trace_load (const char *path, Trace *t)
+{
+  PpError err = { 0 };
+  PpTraceReader *r;
+  PpTraceItem item;
+
+  memset (t, 0, sizeof *t);
+  t->max_rank = -1;
+  t->max_step = -1;
+  r = pp_trace_reader_new_path (path, &err);
+  if (r == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : strerror (errno));
+      return 1;
+    }
+  for (;;)
+    {
+      if (pp_trace_reader_next (r, &item, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+          pp_trace_reader_free (r);
+          trace_clear (t);
+          memset (t, 0, sizeof *t);
+          return 1;
+        }
+      switch (item.type)
+        {
+        case PP_TRACE_ITEM_END:
+          t->truncated = item.truncated;
+          pp_trace_reader_free (r);
+          return 0;
+        case PP_TRACE_ITEM_DESCRIPTION:
+          t->has_desc = true;
+          t->desc = *item.description;
+          break;
+        case PP_TRACE_ITEM_PLAN:
+          t->n_plans++;
+          see_rank (t, item.plan.rank);
+          break;
+        case PP_TRACE_ITEM_SPAN:
+          if (t->n_spans == t->cap_spans)
+            {
+              size_t cap = t->cap_spans ? 2 * t->cap_spans : 1024;
+              PpSpan *n = realloc (t->spans, cap * sizeof *n);
+              if (n == NULL)
+                goto oom;
+              t->spans = n;
+              t->cap_spans = cap;
+            }
+          t->spans[t->n_spans++] = item.span;
+          see_rank (t, item.span.rank);
+          if (item.span.step > t->max_step)
+            t->max_step = item.span.step;
+          break;
+        case PP_TRACE_ITEM_STEP_MARKER:
+          see_rank (t, item.step_marker.rank);
+          if (item.step_marker.step > t->max_step)
+            t->max_step = item.step_marker.step;
+          break;
+        case PP_TRACE_ITEM_STRING:
+          if (t->n_strings == t->cap_strings)
+            {
+              size_t cap = t->cap_strings ? 2 * t->cap_strings : 64;
+              NamedString *n = realloc (t->strings, cap * sizeof *n);
+              if (n == NULL)
+                goto oom;
+              t->strings = n;
+              t->cap_strings = cap;
+            }
+          t->strings[t->n_strings].id = item.string.id;
+          t->strings[t->n_strings].name = strdup (item.string.name);
+          if (t->strings[t->n_strings].name == NULL)
+            goto oom;
+          t->n_strings++;
+          break;
+        case PP_TRACE_ITEM_DROPPED:
+          t->dropped += item.dropped.count;
+          if (item.dropped.rank >= 0)
+            see_rank (t, item.dropped.rank);
+          break;
+        default:
+          break;
+        }
+    }
+oom:
+  fprintf (stderr, "pipescope-cli: error: out of memory\n");
+  pp_trace_reader_free (r);
+  trace_clear (t);
+  memset (t, 0, sizeof *t);
+  return 1;
+}
+
+static bool
+is_compute_span (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B;
+}
+
+static int
+n_ranks_of (const Trace *t)
+{
+  int n = t->max_rank + 1;
+  if (t->has_desc && t->desc.n_ranks > n)
+    n = t->desc.n_ranks;
+  return n;
+}
+
+static const char *
+kind_name (int kind)
+{
+  const char *n = kind < PP_N_SPAN_KINDS ? pp_span_kind_name ((PpSpanKind) kind) : NULL;
+  return n ? n : "UNKNOWN";
+}
+
+static int
+cmp_interval (const void *a, const void *b)
+{
+  const int64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* ---- info ------------------------------------------------------------------ */
+
+static void
+info_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli info FILE\n"
+         "\n"
+         "Summarises a trace: the run's description, ranks, steps, span counts per\n"
+         "kind, each rank's measured bubble (the time it computes nothing between the\n"
+         "trace's first span start and last span end, over that length), dropped\n"
+         "events and whether the file was cut short.\n", out);
+}
+
+int
+pp_cli_info (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *path;
+  Trace t;
+  int opt, n_ranks;
+  size_t per_kind[PP_N_SPAN_KINDS + 1] = { 0 };
+  int64_t gstart = INT64_MAX, gend = INT64_MIN;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":h", options, NULL)) != -1)
+    {
+      if (opt == 'h')
+        {
+          info_usage (stdout);
+          return 0;
+        }
+      return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli info --help'", argv[optind - 1]);
+    }
+  if (optind >= argc)
+    return pp_cli_usage_error ("info needs a trace FILE; see 'pipescope-cli info --help'");
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  path = argv[optind];
+  if (trace_load (path, &t) != 0)
+    return 1;
+
+  n_ranks = n_ranks_of (&t);
+  printf ("trace: %s\n", path);
+  if (t.has_desc)
+    {
+      printf ("schedule: %s (P=%d, M=%d, V=%d)\n", t.desc.schedule, t.desc.n_ranks,
+              t.desc.n_microbatches, t.desc.n_virtual);
+      printf ("backend: %s\nhost: %s\nmodel: %s\ncommand: %s\n", t.desc.backend, t.desc.host,
+              t.desc.model, t.desc.cmdline);
+      {
+        time_t secs = (time_t) (t.desc.start_unix_ns / 1000000000);
+        struct tm tm;
+        char when[64] = "unknown";
+        if (t.desc.start_unix_ns > 0 && gmtime_r (&secs, &tm) != NULL)
+          strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+        printf ("started: %s\n", when);
+      }
+    }
+  else
+    printf ("description: none\n");
+  printf ("ranks: %d\n", n_ranks);
+  printf ("steps: %d\n", t.max_step + 1);
+  printf ("plans: %d\n", t.n_plans);
+
+  for (size_t i = 0; i < t.n_spans; i++)
+    {
+      const PpSpan *sp = &t.spans[i];
+      per_kind[sp->kind < PP_N_SPAN_KINDS ? sp->kind : PP_N_SPAN_KINDS]++;
+      if (sp->start_ns < gstart)
+        gstart = sp->start_ns;
+      if (sp->end_ns > gend)
+        gend = sp->end_ns;
+    }
+  printf ("spans: %zu", t.n_spans);
+  {
+    bool first = true;
+    for (int k = 0; k <= PP_N_SPAN_KINDS; k++)
+      if (per_kind[k])
+        {
+          printf ("%s%s %zu", first ? " (" : ", ", k < PP_N_SPAN_KINDS ? kind_name (k) : "other",
+                  per_kind[k]);
+          first = false;
+        }
+    if (!first)
+      putchar (')');
+    putchar ('\n');
+  }
+
+  if (t.n_spans > 0 && gend > gstart && n_ranks > 0)
+    {
+      double len = (double) (gend - gstart), sum = 0;
+      int64_t (*iv)[2] = malloc ((t.n_spans + 1) * sizeof *iv);
+      if (iv == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          trace_clear (&t);
+          return 1;
+        }
+      printf ("measured bubble (idle between %.3f ms and %.3f ms of the trace):\n", 0.0, len / 1e6);
+      for (int r = 0; r < n_ranks; r++)
+        {
+          size_t n = 0;
+          int64_t busy = 0, cs = 0, ce = 0;
+          for (size_t i = 0; i < t.n_spans; i++)
+            if (t.spans[i].rank == r && is_compute_span (t.spans[i].kind) && t.spans[i].end_ns > t.spans[i].start_ns)
+              {
+                iv[n][0] = t.spans[i].start_ns;
+                iv[n][1] = t.spans[i].end_ns;
+                n++;
+              }
+          qsort (iv, n, sizeof *iv, cmp_interval);
+          for (size_t i = 0; i < n; i++)
+            {
+              if (i == 0 || iv[i][0] > ce)
+                {
+                  if (i > 0)
+                    busy += ce - cs;
+                  cs = iv[i][0];
+                  ce = iv[i][1];
+                }
+              else if (iv[i][1] > ce)
+                ce = iv[i][1];
+            }
+          if (n > 0)
+            busy += ce - cs;
+          double bubble = (len - (double) busy) / len;
+          sum += bubble;
+          printf ("  rank %d bubble: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, (double) busy / 1e6);
+        }
+      free (iv);
+      printf ("mean bubble: %.1f%%\n", 100.0 * sum / n_ranks);
+    }
+  else
+    printf ("measured bubble: n/a (no spans)\n");
+  printf ("dropped events: %" PRIu64 "\n", t.dropped);
+  printf ("truncated: %s\n", t.truncated ? "yes (the file ends inside a frame)" : "no");
+  trace_clear (&t);
+  return fflush (stdout) == 0 ? 0 : 1;
+}
+
+/* ---- export ---------------------------------------------------------------- */
+
+static void
+export_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli export FILE [--format chrome|csv] -o OUT\n"
+         "\n"
+         "Converts a trace.\n"
+         "\n"
+         "  -f, --format FORMAT   chrome (Chrome trace JSON for chrome://tracing and\n"
+         "                        Perfetto, default) or csv (one line per span)\n"
+         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed)\n", out);
+}
+
+static void
+json_string (FILE *f, const char *s)
+{
+  fputc ('"', f);
+  for (; *s; s++)
+    {
+      unsigned char c = (unsigned char) *s;
+      if (c == '"' || c == '\\')
+        fprintf (f, "\\%c", c);
+      else if (c < 0x20)
+        fprintf (f, "\\u%04x", c);
+      else
+        fputc (c, f);
+    }
+  fputc ('"', f);
+}
+
+static void
+csv_field (FILE *f, const char *s)
+{
+  if (strpbrk (s, ",\"\n\r") == NULL)
+    {
+      fputs (s, f);
+      return;
+    }
+  fputc ('"', f);
+  for (; *s; s++)
+    {
+      if (*s == '"')
+        fputc ('"', f);
+      fputc (*s, f);
+    }
+  fputc ('"', f);
+}
+
+/* "1234.567" for a duration in ns, as µs. */
+static void
+print_us (FILE *f, int64_t ns)
+{
+  if (ns < 0)
+    {
+      fputc ('-', f);
+      ns = -ns;
+    }
+  fprintf (f, "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+}
+
+static int
+row_of (int kind)
+{
+  switch (kind)
+    {
+    case PP_SPAN_SEND_F: case PP_SPAN_RECV_F: case PP_SPAN_SEND_B: case PP_SPAN_RECV_B:
+    case PP_SPAN_WAIT:
+      return 1;
+    case PP_SPAN_KERNEL: case PP_SPAN_MEMCPY: case PP_SPAN_MEMSET:
+      return 2;
+    default:
+      return 0;
+    }
+}
+
+static const Trace *sort_trace;
+
+static int
+cmp_comm (const void *a, const void *b)
+{
+  const PpSpan *x = &sort_trace->spans[*(const size_t *) a], *y = &sort_trace->spans[*(const size_t *) b];
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  if (x->microbatch != y->microbatch) return x->microbatch < y->microbatch ? -1 : 1;
+  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+  return 0;
+}
+
+static bool
+pairs (const PpSpan *send, const PpSpan *recv)
+{
+  int want = send->kind == PP_SPAN_SEND_F ? PP_SPAN_RECV_F : PP_SPAN_RECV_B;
+  if (recv->kind != want || recv->microbatch != send->microbatch || recv->step != send->step)
+    return false;
+  if (send->peer_rank >= 0 && recv->rank != send->peer_rank)
+    return false;
+  if (recv->peer_rank >= 0 && send->rank != recv->peer_rank)
+    return false;
+  /* The send names its stage and the receive its own: neighbours in a
+   * chain, or the same number where both name the transfer's stage. */
+  return abs (recv->stage - send->stage) <= 1;
+}
+
+static int
+write_flows (FILE *f, const Trace *t, int64_t base)
+{
+  size_t n_send = 0, n_recv = 0, id = 0;
+  size_t *send = malloc ((t->n_spans + 1) * sizeof *send);
+  size_t *recv = malloc ((t->n_spans + 1) * sizeof *recv);
+  bool *used = calloc (t->n_spans + 1, sizeof *used);
+  if (send == NULL || recv == NULL || used == NULL)
+    {
+      free (send); free (recv); free (used);
+      return -1;
+    }
+  for (size_t i = 0; i < t->n_spans; i++)
+    {
+      int k = t->spans[i].kind;
+      if (k == PP_SPAN_SEND_F || k == PP_SPAN_SEND_B)
+        send[n_send++] = i;
+      else if (k == PP_SPAN_RECV_F || k == PP_SPAN_RECV_B)
+        recv[n_recv++] = i;
+    }
+  sort_trace = t;
+  qsort (recv, n_recv, sizeof *recv, cmp_comm);
+  for (size_t i = 0; i < n_send; i++)
+    {
+      const PpSpan *s = &t->spans[send[i]];
+      /* Binary search the first receive of the same (step, microbatch). */
+      size_t lo = 0, hi = n_recv;
+      while (lo < hi)
+        {
+          size_t mid = (lo + hi) / 2;
+          const PpSpan *m = &t->spans[recv[mid]];
+          if (m->step < s->step || (m->step == s->step && m->microbatch < s->microbatch))
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+      for (size_t j = lo; j < n_recv; j++)
+        {
+          const PpSpan *rc = &t->spans[recv[j]];
+          if (rc->step != s->step || rc->microbatch != s->microbatch)
+            break;
+          if (used[recv[j]] || !pairs (s, rc))
+            continue;
+          used[recv[j]] = true;
+          id++;
+          fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, s->rank);
+          print_us (f, s->start_ns - base);
+          fprintf (f, "}");
+          fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, rc->rank);
+          print_us (f, (rc->end_ns > rc->start_ns ? rc->end_ns : rc->start_ns) - base);
+          fprintf (f, "}");
+          break;
+        }
+    }
+  free (send); free (recv); free (used);
+  return 0;
+}
+
+static int
+write_chrome (FILE *f, const Trace *t)
+{
+  int64_t base = INT64_MAX;
+  int n_ranks = n_ranks_of (t);
+  int V = t->has_desc && t->desc.n_virtual > 1 ? t->desc.n_virtual : 1;
+  unsigned char *rows = calloc ((size_t) n_ranks + 1, 1);   /* bit per used row */
+  static const char *row_names[3] = { "compute", "communication", "device" };
+  bool first = true;
+
+  if (rows == NULL)
+    return -1;
+  for (size_t i = 0; i < t->n_spans; i++)
+    {
+      if (t->spans[i].start_ns < base)
+        base = t->spans[i].start_ns;
+      rows[t->spans[i].rank] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+    }
+  if (base == INT64_MAX)
+    base = 0;
+
+  fputs ("{\"traceEvents\":[", f);
+  for (int r = 0; r < n_ranks; r++)
+    {
+      fprintf (f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
+               first ? "" : ",", r, r);
+      first = false;
+      fprintf (f, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
+               r, r);
+      for (int row = 0; row < 3; row++)
+        if (rows[r] & (1u << row))
+          fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                   r, row, row_names[row]);
+    }
+  for (size_t i = 0; i < t->n_spans; i++)
+    {
+      const PpSpan *s = &t->spans[i];
+      const char *kn = kind_name (s->kind);
+      const char *str = trace_string (t, s->name_id);
+      char name[64];
+
+      if (s->microbatch < 0)
+        snprintf (name, sizeof name, "%s", kn);
+      else if (V > 1 && s->stage >= 0)
+        snprintf (name, sizeof name, "%d%s%d", s->stage, kn, s->microbatch);
+      else
+        snprintf (name, sizeof name, "%s%d", kn, s->microbatch);
+      fprintf (f, "%s\n{\"name\":", first ? "" : ",");
+      first = false;
+      json_string (f, str ? str : name);
+      fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, s->rank, row_of (s->kind));
+      print_us (f, s->start_ns - base);
+      fputs (",\"dur\":", f);
+      print_us (f, s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0);
+      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\"",
+               s->stage, s->microbatch, s->step, kn);
+      if (s->peer_rank >= 0)
+        fprintf (f, ",\"peer_rank\":%d", s->peer_rank);
+      if (s->bytes)
+        fprintf (f, ",\"bytes\":%" PRIu64, s->bytes);
+      if (s->device != 0xffff)
+        fprintf (f, ",\"device\":%u,\"stream\":%u", (unsigned) s->device, (unsigned) s->stream);
+      fputs ("}}", f);
+    }
+  free (rows);
+  if (!first && write_flows (f, t, base) != 0)
+    return -1;
+  fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+  return 0;
+}
+
+static int
+write_csv (FILE *f, const Trace *t)
+{
+  fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name\n", f);
+  for (size_t i = 0; i < t->n_spans; i++)
+    {
+      const PpSpan *s = &t->spans[i];
+      const char *str = trace_string (t, s->name_id);
+      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",%u,%u,%" PRIu64 ",",
+               s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step, s->start_ns, s->end_ns,
+               (unsigned) s->device, (unsigned) s->stream, s->bytes);
+      csv_field (f, str ? str : "");
+      fputc ('\n', f);
+    }
+  return 0;
+}
+
+int
+pp_cli_export (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "format", required_argument, NULL, 'f' },
+    { "output", required_argument, NULL, 'o' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *path, *out = NULL;
+  bool chrome = true;
+  int opt, status = 1;
+  Trace t;
+  char *tmp = NULL;
+  FILE *f = NULL;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":f:o:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 'f':
+          if (strcmp (optarg, "chrome") == 0) chrome = true;
+          else if (strcmp (optarg, "csv") == 0) chrome = false;
+          else
+            return pp_cli_usage_error ("unknown format '%s'; use chrome or csv", optarg);
+          break;
+        case 'o': out = optarg; break;
+        case 'h':
+          export_usage (stdout);
+          return 0;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli export --help'",
+                                     argv[optind - 1]);
+        }
+    }
+  if (optind >= argc)
+    return pp_cli_usage_error ("export needs a trace FILE; see 'pipescope-cli export --help'");
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  if (out == NULL)
+    return pp_cli_usage_error ("export needs -o OUT");
+  path = argv[optind];
+  if (trace_load (path, &t) != 0)
+    return 1;
+
+  tmp = malloc (strlen (out) + 5);
+  if (tmp == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto done;
+    }
+  sprintf (tmp, "%s.tmp", out);
+  f = fopen (tmp, "w");
+  if (f == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: cannot create '%s': %s\n", tmp, strerror (errno));
+      goto done;
+    }
+  if ((chrome ? write_chrome (f, &t) : write_csv (f, &t)) != 0)
+    {
+      fclose (f);
+      unlink (tmp);
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto done;
+    }
+  if (ferror (f) | (fflush (f) != 0) | (fsync (fileno (f)) != 0 && errno != EINVAL))
+    {
+      int e = errno;
+      fclose (f);
+      unlink (tmp);
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", tmp, strerror (e));
+      goto done;
+    }
+  if (fclose (f) != 0)
+    {
+      unlink (tmp);
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", tmp, strerror (errno));
+      goto done;
+    }
+  if (rename (tmp, out) != 0)
+    {
+      int e = errno;
+      unlink (tmp);
+      fprintf (stderr, "pipescope-cli: error: cannot rename '%s' to '%s': %s\n", tmp, out, strerror (e));
+      goto done;
+    }
+  status = 0;
+done:
+  free (tmp);
+  trace_clear (&t);
+  return status;
+}

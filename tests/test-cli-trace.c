@@ -1,0 +1,218 @@
+/* pipescope-cli schedule --trace, info and export as a user runs them. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <sys/wait.h>
+#include <string.h>
+
+static const char *
+cli (void)
+{
+  const char *p = g_getenv ("PIPESCOPE_CLI");
+  if (p == NULL)
+    g_error ("PIPESCOPE_CLI is not set (meson sets it)");
+  return p;
+}
+
+static int
+spawn (char **argv, char **out, char **err)
+{
+  int status = -1;
+  GError *error = NULL;
+  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, out, err, &status, &error))
+    g_error ("spawn: %s", error->message);
+  if (!WIFEXITED (status))
+    g_error ("%s did not exit normally", argv[0]);
+  return WEXITSTATUS (status);
+}
+
+/* Runs the CLI with a NULL-terminated argument list; returns the exit status. */
+static int
+run (char **out, char **err, ...)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  va_list ap;
+  const char *a;
+  int rc;
+
+  g_ptr_array_add (argv, (char *) cli ());
+  va_start (ap, err);
+  while ((a = va_arg (ap, const char *)) != NULL)
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  rc = spawn ((char **) argv->pdata, out, err);
+  g_ptr_array_free (argv, TRUE);
+  return rc;
+}
+
+static int
+count (const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = strstr (hay, needle); p; p = strstr (p + 1, needle))
+    n++;
+  return n;
+}
+
+static void
+assert_one_line (const char *err)
+{
+  g_assert_true (g_str_has_prefix (err, "pipescope-cli: error: "));
+  g_assert_cmpint (count (err, "\n"), ==, 1);
+  g_assert_true (g_str_has_suffix (err, "\n"));
+}
+
+static void
+test_trace_roundtrip (void)
+{
+  char *dir = g_dir_make_tmp ("pp-cli-trace-XXXXXX", NULL);
+  char *t = g_build_filename (dir, "t.pptrace", NULL);
+  char *j = g_build_filename (dir, "t.json", NULL);
+  char *c = g_build_filename (dir, "t.csv", NULL);
+  char *tmp = g_strconcat (j, ".tmp", NULL);
+  char *out, *err, *data;
+  gsize len;
+
+  g_assert_nonnull (dir);
+  g_assert_cmpint (run (&out, &err, "schedule", "-s", "GPipe", "-p", "4", "-m", "6", "--trace", t, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "bubble: 33.3%"));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&out, &err, "info", t, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, "schedule: GPipe (P=4, M=6, V=1)\n"));
+  g_assert_nonnull (strstr (out, "backend: simulated\n"));
+  g_assert_nonnull (strstr (out, "model: none\n"));
+  g_assert_nonnull (strstr (out, "ranks: 4\n"));
+  g_assert_nonnull (strstr (out, "steps: 1\n"));
+  g_assert_nonnull (strstr (out, "spans: 48 (F 24, B 24)\n"));
+  for (int r = 0; r < 4; r++)
+    {
+      char *want = g_strdup_printf ("rank %d bubble: 33.3%%", r);
+      g_assert_nonnull (strstr (out, want));
+      g_free (want);
+    }
+  g_assert_nonnull (strstr (out, "mean bubble: 33.3%\n"));
+  g_assert_nonnull (strstr (out, "dropped events: 0\n"));
+  g_assert_nonnull (strstr (out, "truncated: no\n"));
+  g_free (out); g_free (err);
+
+  /* Chrome JSON: 48 complete events; rank 3's F0 starts at 3 units = 3 ms. */
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", j, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_false (g_file_test (tmp, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_get_contents (j, &data, &len, NULL));
+  g_assert_true (g_str_has_prefix (data, "{\"traceEvents\":["));
+  g_assert_nonnull (strstr (data, "\"displayTimeUnit\":\"ms\"}"));
+  g_assert_cmpint (count (data, "\"ph\":\"X\""), ==, 48);
+  g_assert_nonnull (strstr (data, "{\"name\":\"F0\",\"cat\":\"F\",\"ph\":\"X\",\"pid\":3,\"tid\":0,"
+                                  "\"ts\":3000.000,\"dur\":1000.000,"
+                                  "\"args\":{\"stage\":3,\"microbatch\":0,\"step\":0,\"kind\":\"F\"}}"));
+  g_assert_nonnull (strstr (data, "{\"name\":\"B5\",\"cat\":\"B\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"
+                                  "\"ts\":25000.000,\"dur\":2000.000,"));
+  g_assert_nonnull (strstr (data, "\"args\":{\"name\":\"rank 2\"}"));
+  g_assert_cmpint (count (data, "\"name\":\"thread_name\""), ==, 4);
+  g_free (data);
+  {
+    char *py[] = { "python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", j, NULL };
+    g_assert_cmpint (spawn (py, &out, &err), ==, 0);
+    g_free (out); g_free (err);
+  }
+
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", c, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (c, &data, &len, NULL));
+  g_assert_cmpint (count (data, "\n"), ==, 49);
+  g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name\n"));
+  g_free (data);
+
+  /* A copy cut mid-file still reads, and says so. */
+  {
+    char *cut = g_build_filename (dir, "cut.pptrace", NULL);
+    g_assert_true (g_file_get_contents (t, &data, &len, NULL));
+    g_assert_cmpuint (len, >, 64);
+    g_assert_true (g_file_set_contents (cut, data, (gssize) (len - 7), NULL));
+    g_free (data);
+    g_assert_cmpint (run (&out, &err, "info", cut, NULL), ==, 0);
+    g_assert_nonnull (strstr (out, "truncated: yes"));
+    g_free (out); g_free (err);
+    g_unlink (cut);
+    g_free (cut);
+  }
+
+  /* Unknown export format: a usage error. */
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "svg", "-o", j, NULL), ==, 2);
+  assert_one_line (err);
+  g_free (out); g_free (err);
+
+  g_unlink (t); g_unlink (j); g_unlink (c);
+  g_rmdir (dir);
+  g_free (t); g_free (j); g_free (c); g_free (tmp); g_free (dir);
+}
+
+static void
+test_bad_files (void)
+{
+  char *dir = g_dir_make_tmp ("pp-cli-trace-XXXXXX", NULL);
+  char *g = g_build_filename (dir, "garbage", NULL);
+  char *m = g_build_filename (dir, "missing", NULL);
+  char *o = g_build_filename (dir, "out.json", NULL);
+  char *out, *err;
+  char junk[4096];
+
+  for (size_t i = 0; i < sizeof junk; i++)
+    junk[i] = (char) (i * 131 + 7);
+  g_assert_true (g_file_set_contents (g, junk, sizeof junk, NULL));
+
+  g_assert_cmpint (run (&out, &err, "info", g, NULL), ==, 1);
+  assert_one_line (err);
+  g_assert_nonnull (strstr (err, g));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&out, &err, "export", g, "-o", o, NULL), ==, 1);
+  assert_one_line (err);
+  g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&out, &err, "info", m, NULL), !=, 0);
+  assert_one_line (err);
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&out, &err, "export", m, "--format", "csv", "-o", o, NULL), !=, 0);
+  assert_one_line (err);
+  g_free (out); g_free (err);
+
+  /* Usage errors. */
+  g_assert_cmpint (run (&out, &err, "info", NULL), ==, 2);
+  assert_one_line (err);
+  g_free (out); g_free (err);
+
+  /* An unwritable trace path: one line, exit 1. */
+  g_assert_cmpint (run (&out, &err, "schedule", "-s", "1F1B", "-p", "2", "-m", "2",
+                        "--trace", "/nonexistent-dir/x.pptrace", NULL), ==, 1);
+  assert_one_line (err);
+  g_free (out); g_free (err);
+
+  g_unlink (g);
+  g_rmdir (dir);
+  g_free (g); g_free (m); g_free (o); g_free (dir);
+}
+
+static void
+test_unknown_command (void)
+{
+  char *out, *err;
+  g_assert_cmpint (run (&out, &err, "frobnicate", NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "known commands: schedule, info, export"));
+  g_free (out); g_free (err);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
+  g_test_add_func ("/cli-trace/bad-files", test_bad_files);
+  g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
+  return g_test_run ();
+}
