@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct _PpTraceReader {
   uint8_t       *buf;          /* fd mode: owns data */
   size_t         cap;
   int            eof;          /* nothing more will be loaded */
+  int            stream;       /* bytes come from pp_trace_reader_feed */
 
   int            header_done;
   int            swap;
@@ -108,7 +110,7 @@ ensure (PpTraceReader *r, size_t n, PpError *err)
 {
   if (r->len - r->pos >= n)
     return 1;
-  if (r->eof)
+  if (r->eof || r->stream)
     return 0;
   /* fd mode: keep the unread tail, then read until n bytes are there. */
   size_t tail = r->len - r->pos;
@@ -247,8 +249,25 @@ end (PpTraceReader *r, PpTraceItem *item, int truncated)
   r->truncated = truncated;
   item->type = PP_TRACE_ITEM_END;
   item->truncated = truncated;
+  item->need_more = 0;
   item->offset = r->base + r->pos;
   return PP_OK;
+}
+
+/* The input holds no whole header or frame at pos.  A stream that may still
+ * grow asks for more; otherwise this is the end (truncated: bytes are left). */
+static PpStatus
+short_input (PpTraceReader *r, PpTraceItem *item, int truncated)
+{
+  if (r->stream && !r->eof)
+    {
+      item->type = PP_TRACE_ITEM_END;
+      item->truncated = 0;
+      item->need_more = 1;
+      item->offset = r->base + r->pos;
+      return PP_OK;
+    }
+  return end (r, item, truncated);
 }
 
 /* 1: header read; 0: input ended inside it (item set to END); <0: failed. */
@@ -274,7 +293,7 @@ read_header (PpTraceReader *r, PpTraceItem *item, PpError *err)
     }
   if (got == 0)
     {
-      end (r, item, 1);
+      short_input (r, item, 1);
       return 0;
     }
   const uint16_t one = 1;
@@ -307,7 +326,7 @@ read_header (PpTraceReader *r, PpTraceItem *item, PpError *err)
     return -1;
   if (got == 0)
     {
-      end (r, item, 1);
+      short_input (r, item, 1);
       return 0;
     }
   r->pos += hsize;
@@ -486,6 +505,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
     return pp_error_set (err, PP_EINVAL, "trace: no reader or item");
   if (r->failed != PP_OK)
     return pp_error_set (err, r->failed, "%s", r->failed_msg);
+  item->need_more = 0;
   if (r->batch_i < r->batch_slots)
     return decode_span (r, item, err);
   if (r->ended)
@@ -505,7 +525,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
       if (got < 0)
         return r->failed;
       if (got == 0)
-        return end (r, item, r->len - r->pos > 0);
+        return short_input (r, item, r->len - r->pos > 0);
       const uint8_t *f = r->data + r->pos;
       uint64_t off = r->base + r->pos;
       uint32_t size = ld32 (r, f);
@@ -522,7 +542,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
       if (got < 0)
         return r->failed;
       if (got == 0)
-        return end (r, item, 1);
+        return short_input (r, item, 1);
       f = r->data + r->pos;   /* ensure() may have moved the bytes */
       off = r->base + r->pos;
       r->pos += size;
@@ -626,4 +646,84 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
           continue;
         }
     }
+}
+
+/* ---- streaming ---- */
+
+PpTraceReader *
+pp_trace_reader_new_stream (PpError *err)
+{
+  PpTraceReader *r = reader_new (err);
+  if (r == NULL)
+    return NULL;
+  r->fd = -1;
+  r->stream = 1;
+  return r;
+}
+
+PpStatus
+pp_trace_reader_feed (PpTraceReader *r, const void *data, size_t size, PpError *err)
+{
+  if (r == NULL || !r->stream)
+    return pp_error_set (err, PP_EINVAL, "trace: not a stream reader");
+  if (data == NULL && size > 0)
+    return pp_error_set (err, PP_EINVAL, "trace: no data");
+  if (r->failed != PP_OK)
+    return pp_error_set (err, r->failed, "%s", r->failed_msg);
+  if (r->eof)
+    return pp_error_set (err, PP_EINVAL, "trace: bytes fed after the end of the stream");
+  if (size == 0)
+    return PP_OK;
+
+  /* Drop what has been consumed; a span batch still being handed out points
+   * into the buffer and is kept. */
+  int in_batch = r->batch_i < r->batch_slots;
+  size_t keep = r->pos;
+  if (in_batch && (size_t) (r->batch - r->buf) < keep)
+    keep = (size_t) (r->batch - r->buf);
+  size_t unread = r->len - keep;
+  /* Drained down to need_more, the unread bytes are less than one frame.
+   * More means the caller feeds without reading: refuse rather than grow. */
+  if (unread > PP_TRACE_FRAME_MAX)
+    return pp_error_set (err, PP_EINVAL,
+                         "trace: stream reader already holds %zu unread bytes; "
+                         "call pp_trace_reader_next until it needs more before feeding",
+                         unread);
+  if (keep > 0)
+    {
+      memmove (r->buf, r->buf + keep, unread);
+      r->base += keep;
+      r->pos -= keep;
+      r->len = unread;
+      if (in_batch)
+        r->batch -= keep;
+    }
+  if (size > SIZE_MAX - r->len)
+    return pp_error_set (err, PP_ENOMEM, "trace: feed of %zu bytes is too large", size);
+  size_t need = r->len + size;
+  if (r->cap < need)
+    {
+      size_t ncap = r->cap > 0 ? r->cap : 65536;
+      while (ncap < need)
+        ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+      size_t batch_at = in_batch ? (size_t) (r->batch - r->buf) : 0;
+      uint8_t *nb = realloc (r->buf, ncap);
+      if (nb == NULL)
+        return pp_error_set (err, PP_ENOMEM, "trace: out of memory buffering %zu bytes", need);
+      if (in_batch)
+        r->batch = nb + batch_at;
+      r->buf = nb;
+      r->cap = ncap;
+    }
+  memcpy (r->buf + r->len, data, size);
+  r->len = need;
+  r->data = r->buf;
+  return PP_OK;
+}
+
+void
+pp_trace_reader_feed_end (PpTraceReader *r)
+{
+  if (r != NULL && r->stream)
+    r->eof = 1;
 }

@@ -15,8 +15,16 @@
 #define SPANS_PER_FRAME  4096u   /* worst case 8 + 4096 * 80 bytes fits the buffer */
 
 struct _PpTraceWriter {
-  int      fd;
+  int      fd;            /* -1 with a callback */
   int      owns_fd;
+  PpTraceWriteFunc write_fn;  /* NULL: write(2) to fd */
+  void    *user;
+  size_t   header_pending; /* callback: the header is the first header_pending bytes */
+  /* write_item: the last frame in buf is a SPANS frame at this offset that
+   * more spans may join; SIZE_MAX when not. */
+  size_t   open_spans;
+  size_t   open_spans_size;  /* its size so far */
+  uint64_t open_spans_from;  /* item offset its spans came from */
   int      swap;          /* file order differs from the host's */
   uint8_t *buf;
   size_t   len;
@@ -43,9 +51,37 @@ writer_failed (PpTraceWriter *w, PpError *err)
   return pp_error_set (err, w->failed, "%s", w->failed_msg);
 }
 
+/* Callback output: the header in a call of its own, then the buffered
+ * frames (always whole frames) in one call. */
+static PpStatus
+write_callback (PpTraceWriter *w, PpError *err)
+{
+  size_t off = 0;
+  if (w->header_pending > 0)
+    {
+      if (w->write_fn (w->user, w->buf, w->header_pending) != 0)
+        goto failed;
+      off = w->header_pending;
+      w->header_pending = 0;
+    }
+  if (off < w->len && w->write_fn (w->user, w->buf + off, w->len - off) != 0)
+    goto failed;
+  w->len = 0;
+  return PP_OK;
+
+failed:
+  w->failed = PP_EIO;
+  snprintf (w->failed_msg, sizeof w->failed_msg, "trace: the output callback failed");
+  w->len = 0;
+  return writer_failed (w, err);
+}
+
 static PpStatus
 write_all (PpTraceWriter *w, PpError *err)
 {
+  w->open_spans = SIZE_MAX;
+  if (w->write_fn != NULL)
+    return write_callback (w, err);
   size_t off = 0;
   while (off < w->len)
     {
@@ -123,6 +159,7 @@ reserve (PpTraceWriter *w, size_t size, int zero, PpError *err)
 static inline void
 commit (PpTraceWriter *w, uint8_t *frame, uint32_t size, uint16_t type)
 {
+  w->open_spans = SIZE_MAX;
   PpTraceFrameHeader h = { w32 (w, size), w16 (w, type), 0 };
   memcpy (frame, &h, sizeof h);
   w->len += size;
@@ -135,14 +172,9 @@ host_is_little (void)
   return *(const uint8_t *) &one == 1;
 }
 
-PpTraceWriter *
-pp_trace_writer_new_fd (int fd, int byte_order, PpError *err)
+static PpTraceWriter *
+writer_new (int byte_order, PpError *err)
 {
-  if (fd < 0)
-    {
-      pp_error_set (err, PP_EINVAL, "trace: invalid file descriptor %d", fd);
-      return NULL;
-    }
   if (byte_order != PP_TRACE_NATIVE && byte_order != PP_TRACE_LITTLE && byte_order != PP_TRACE_BIG)
     {
       pp_error_set (err, PP_EINVAL, "trace: byte order %d is not PP_TRACE_NATIVE, _LITTLE or _BIG",
@@ -158,8 +190,9 @@ pp_trace_writer_new_fd (int fd, int byte_order, PpError *err)
       pp_error_set (err, PP_ENOMEM, "trace: out of memory for a writer");
       return NULL;
     }
-  w->fd = fd;
+  w->fd = -1;
   w->cap = BUFFER_SIZE;
+  w->open_spans = SIZE_MAX;
   int little = byte_order == PP_TRACE_NATIVE ? host_is_little () : byte_order == PP_TRACE_LITTLE;
   w->swap = little != host_is_little ();
 
@@ -172,6 +205,38 @@ pp_trace_writer_new_fd (int fd, int byte_order, PpError *err)
   fh.header_size = w32 (w, sizeof fh);
   memcpy (w->buf, &fh, sizeof fh);
   w->len = sizeof fh;
+  return w;
+}
+
+PpTraceWriter *
+pp_trace_writer_new_fd (int fd, int byte_order, PpError *err)
+{
+  if (fd < 0)
+    {
+      pp_error_set (err, PP_EINVAL, "trace: invalid file descriptor %d", fd);
+      return NULL;
+    }
+  PpTraceWriter *w = writer_new (byte_order, err);
+  if (w != NULL)
+    w->fd = fd;
+  return w;
+}
+
+PpTraceWriter *
+pp_trace_writer_new_callback (PpTraceWriteFunc write_fn, void *user, int byte_order, PpError *err)
+{
+  if (write_fn == NULL)
+    {
+      pp_error_set (err, PP_EINVAL, "trace: no output callback");
+      return NULL;
+    }
+  PpTraceWriter *w = writer_new (byte_order, err);
+  if (w != NULL)
+    {
+      w->write_fn = write_fn;
+      w->user = user;
+      w->header_pending = w->len;
+    }
   return w;
 }
 
@@ -205,7 +270,7 @@ pp_trace_writer_close (PpTraceWriter *w, PpError *err)
   if (w == NULL)
     return PP_OK;
   PpStatus st = pp_trace_writer_flush (w, err);
-  if (w->owns_fd && close (w->fd) != 0 && st == PP_OK)
+  if (w->owns_fd && w->fd >= 0 && close (w->fd) != 0 && st == PP_OK)
     st = pp_error_set (err, PP_EIO, "trace: cannot close: %s", strerror (errno));
   free (w->buf);
   free (w);
@@ -256,6 +321,41 @@ pp_trace_write_description (PpTraceWriter *w, const PpTraceDescription *d, PpErr
   return PP_OK;
 }
 
+/* One PLAN frame: rank's n actions (checked by the caller). */
+static PpStatus
+write_plan_frame (PpTraceWriter *w, int32_t rank, const PpTracePlanAction *actions, size_t n,
+                  int has_timeline, PpError *err)
+{
+  size_t size = sizeof (PpTraceFramePlan) + n * sizeof (PpTraceDiskPlanAction);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, size, 1, err);
+  PpTraceFramePlan f;
+  memset (&f, 0, sizeof f);
+  f.rank = (int32_t) w32 (w, (uint32_t) rank);
+  f.n_actions = w32 (w, (uint32_t) n);
+  f.flags = w32 (w, has_timeline ? PP_TRACE_PLAN_HAS_TIMELINE : 0);
+  memcpy (p, &f, sizeof f);
+  uint8_t *q = p + sizeof f;
+  for (size_t i = 0; i < n; i++, q += sizeof (PpTraceDiskPlanAction))
+    {
+      const PpTracePlanAction *a = &actions[i];
+      PpTraceDiskPlanAction d;
+      d.kind = (int32_t) w32 (w, (uint32_t) a->kind);
+      d.stage = (int32_t) w32 (w, (uint32_t) a->stage);
+      d.microbatch = (int32_t) w32 (w, (uint32_t) a->microbatch);
+      d.sub_kind = (int32_t) w32 (w, (uint32_t) a->sub_kind);
+      d.sub_stage = (int32_t) w32 (w, (uint32_t) a->sub_stage);
+      d.sub_microbatch = (int32_t) w32 (w, (uint32_t) a->sub_microbatch);
+      uint64_t s = has_timeline ? wdouble (w, a->planned_start) : 0;
+      uint64_t e = has_timeline ? wdouble (w, a->planned_end) : 0;
+      memcpy (&d.planned_start, &s, 8);
+      memcpy (&d.planned_end, &e, 8);
+      memcpy (q, &d, sizeof d);
+    }
+  commit (w, p, (uint32_t) size, PP_TRACE_FRAME_PLAN);
+  return PP_OK;
+}
+
 PpStatus
 pp_trace_write_plan (PpTraceWriter *w, int n_ranks, const PpTracePlanAction *const *actions,
                      const size_t *n_actions, int has_timeline, PpError *err)
@@ -273,33 +373,9 @@ pp_trace_write_plan (PpTraceWriter *w, int n_ranks, const PpTracePlanAction *con
     }
   for (int r = 0; r < n_ranks; r++)
     {
-      size_t size = sizeof (PpTraceFramePlan) + n_actions[r] * sizeof (PpTraceDiskPlanAction);
-      uint8_t *p;
-      RESERVE_OR_RETURN (p, w, size, 1, err);
-      PpTraceFramePlan f;
-      memset (&f, 0, sizeof f);
-      f.rank = (int32_t) w32 (w, (uint32_t) r);
-      f.n_actions = w32 (w, (uint32_t) n_actions[r]);
-      f.flags = w32 (w, has_timeline ? PP_TRACE_PLAN_HAS_TIMELINE : 0);
-      memcpy (p, &f, sizeof f);
-      uint8_t *q = p + sizeof f;
-      for (size_t i = 0; i < n_actions[r]; i++, q += sizeof (PpTraceDiskPlanAction))
-        {
-          const PpTracePlanAction *a = &actions[r][i];
-          PpTraceDiskPlanAction d;
-          d.kind = (int32_t) w32 (w, (uint32_t) a->kind);
-          d.stage = (int32_t) w32 (w, (uint32_t) a->stage);
-          d.microbatch = (int32_t) w32 (w, (uint32_t) a->microbatch);
-          d.sub_kind = (int32_t) w32 (w, (uint32_t) a->sub_kind);
-          d.sub_stage = (int32_t) w32 (w, (uint32_t) a->sub_stage);
-          d.sub_microbatch = (int32_t) w32 (w, (uint32_t) a->sub_microbatch);
-          uint64_t s = has_timeline ? wdouble (w, a->planned_start) : 0;
-          uint64_t e = has_timeline ? wdouble (w, a->planned_end) : 0;
-          memcpy (&d.planned_start, &s, 8);
-          memcpy (&d.planned_end, &e, 8);
-          memcpy (q, &d, sizeof d);
-        }
-      commit (w, p, (uint32_t) size, PP_TRACE_FRAME_PLAN);
+      PpStatus st = write_plan_frame (w, r, actions[r], n_actions[r], has_timeline, err);
+      if (st != PP_OK)
+        return st;
     }
   return PP_OK;
 }
@@ -338,6 +414,62 @@ swap_disk_span_ext (PpTraceDiskSpanExt *x)
   x->kind = __builtin_bswap16 (x->kind);
 }
 
+/* Encodes s at q as one slot, or two when it needs the extension; returns
+ * the bytes written (24 or 48). */
+static inline size_t
+encode_span (const PpSpan *s, int swap, uint8_t *q)
+{
+  /* end - start in unsigned arithmetic: no overflow UB for any times. */
+  uint64_t dur = (uint64_t) s->end_ns - (uint64_t) s->start_ns;
+  PpTraceDiskSpan d;
+  d.start_ns = s->start_ns;
+  d.step = s->step;
+  d.name_id = s->name_id;
+  d.stream = s->stream;
+  d.device = s->device;
+  if (__builtin_expect (s->end_ns >= s->start_ns && dur <= UINT32_MAX
+                        && s->bytes <= UINT32_MAX && s->kind <= UINT8_MAX
+                        && fits16 (s->rank) && fits16 (s->stage)
+                        && fits16 (s->microbatch) && fits16 (s->peer_rank), 1))
+    {
+      d.duration_ns = (uint32_t) dur;
+      d.bytes = (uint32_t) s->bytes;
+      d.rank = (int16_t) s->rank;
+      d.stage = (int16_t) s->stage;
+      d.microbatch = (int16_t) s->microbatch;
+      d.peer_rank = (int16_t) s->peer_rank;
+      d.kind = (uint8_t) s->kind;
+      d.flags = 0;
+      if (swap)
+        swap_disk_span (&d);
+      memcpy (q, &d, sizeof d);
+      return sizeof d;
+    }
+  PpTraceDiskSpanExt x;
+  memset (&x, 0, sizeof x);
+  d.duration_ns = 0;
+  d.bytes = 0;
+  d.rank = d.stage = d.microbatch = d.peer_rank = 0;
+  d.kind = 0;
+  d.flags = PP_TRACE_SPAN_EXT;
+  x.end_ns = s->end_ns;
+  x.bytes = s->bytes;
+  x.rank = s->rank;
+  x.stage = s->stage;
+  x.microbatch = s->microbatch;
+  x.peer_rank = s->peer_rank;
+  x.kind = s->kind;
+  x.flags = PP_TRACE_SPAN_IS_EXT;
+  if (swap)
+    {
+      swap_disk_span (&d);
+      swap_disk_span_ext (&x);
+    }
+  memcpy (q, &d, sizeof d);
+  memcpy (q + sizeof d, &x, sizeof x);
+  return sizeof d + sizeof x;
+}
+
 PpStatus
 pp_trace_write_spans (PpTraceWriter *w, const PpSpan *spans, size_t n, PpError *err)
 {
@@ -356,61 +488,7 @@ pp_trace_write_spans (PpTraceWriter *w, const PpSpan *spans, size_t n, PpError *
       RESERVE_OR_RETURN (p, w, sizeof (PpTraceFrameSpans) + 2 * k * sizeof (PpTraceDiskSpan), 0, err);
       uint8_t *q = p + sizeof (PpTraceFrameSpans);
       for (size_t i = 0; i < k; i++)
-        {
-          const PpSpan *s = &spans[i];
-          /* end - start in unsigned arithmetic: no overflow UB for any times. */
-          uint64_t dur = (uint64_t) s->end_ns - (uint64_t) s->start_ns;
-          PpTraceDiskSpan d;
-          d.start_ns = s->start_ns;
-          d.step = s->step;
-          d.name_id = s->name_id;
-          d.stream = s->stream;
-          d.device = s->device;
-          if (__builtin_expect (s->end_ns >= s->start_ns && dur <= UINT32_MAX
-                                && s->bytes <= UINT32_MAX && s->kind <= UINT8_MAX
-                                && fits16 (s->rank) && fits16 (s->stage)
-                                && fits16 (s->microbatch) && fits16 (s->peer_rank), 1))
-            {
-              d.duration_ns = (uint32_t) dur;
-              d.bytes = (uint32_t) s->bytes;
-              d.rank = (int16_t) s->rank;
-              d.stage = (int16_t) s->stage;
-              d.microbatch = (int16_t) s->microbatch;
-              d.peer_rank = (int16_t) s->peer_rank;
-              d.kind = (uint8_t) s->kind;
-              d.flags = 0;
-              if (swap)
-                swap_disk_span (&d);
-              memcpy (q, &d, sizeof d);
-              q += sizeof d;
-            }
-          else
-            {
-              PpTraceDiskSpanExt x;
-              memset (&x, 0, sizeof x);
-              d.duration_ns = 0;
-              d.bytes = 0;
-              d.rank = d.stage = d.microbatch = d.peer_rank = 0;
-              d.kind = 0;
-              d.flags = PP_TRACE_SPAN_EXT;
-              x.end_ns = s->end_ns;
-              x.bytes = s->bytes;
-              x.rank = s->rank;
-              x.stage = s->stage;
-              x.microbatch = s->microbatch;
-              x.peer_rank = s->peer_rank;
-              x.kind = s->kind;
-              x.flags = PP_TRACE_SPAN_IS_EXT;
-              if (swap)
-                {
-                  swap_disk_span (&d);
-                  swap_disk_span_ext (&x);
-                }
-              memcpy (q, &d, sizeof d);
-              memcpy (q + sizeof d, &x, sizeof x);
-              q += sizeof d + sizeof x;
-            }
-        }
+        q += encode_span (&spans[i], swap, q);
       commit (w, p, (uint32_t) (q - p), PP_TRACE_FRAME_SPANS);
       spans += k;
       n -= k;
@@ -525,4 +603,90 @@ pp_trace_write_dropped (PpTraceWriter *w, int32_t rank, uint64_t count, PpError 
   memcpy (p, &f, sizeof f);
   commit (w, p, sizeof f, PP_TRACE_FRAME_DROPPED);
   return PP_OK;
+}
+
+/* One span into the open SPANS frame, or a new one: span items that came
+ * from one frame (same item offset) go into one frame again, so a copy keeps
+ * the original's batches, not one frame per span. */
+static PpStatus
+write_one_span (PpTraceWriter *w, const PpSpan *span, uint64_t from, PpError *err)
+{
+  if (!rank_ok (span->rank))
+    return pp_error_set (err, PP_EINVAL, "trace: span has rank %d, outside [0, %d)",
+                         span->rank, PP_TRACE_MAX_RANKS);
+  const size_t most = 2 * sizeof (PpTraceDiskSpan);
+  if (w->failed == PP_OK && w->open_spans != SIZE_MAX && w->open_spans_from == from
+      && w->open_spans_size + most <= sizeof (PpTraceFrameSpans) + SPANS_PER_FRAME * most
+      && w->cap - w->len >= most)
+    {
+      size_t n = encode_span (span, w->swap, w->buf + w->len);
+      w->len += n;
+      w->open_spans_size += n;
+      uint32_t size = w32 (w, (uint32_t) w->open_spans_size);
+      memcpy (w->buf + w->open_spans + offsetof (PpTraceFrameHeader, size), &size, sizeof size);
+      return PP_OK;
+    }
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof (PpTraceFrameSpans) + most, 0, err);
+  size_t n = sizeof (PpTraceFrameSpans) + encode_span (span, w->swap, p + sizeof (PpTraceFrameSpans));
+  commit (w, p, (uint32_t) n, PP_TRACE_FRAME_SPANS);
+  w->open_spans = (size_t) (p - w->buf);
+  w->open_spans_size = n;
+  w->open_spans_from = from;
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
+{
+  if (w == NULL || item == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or item");
+  if (w->failed != PP_OK)
+    return writer_failed (w, err);
+  switch (item->type)
+    {
+    case PP_TRACE_ITEM_DESCRIPTION:
+      if (item->description == NULL)
+        return pp_error_set (err, PP_EINVAL, "trace: description item without a description");
+      return pp_trace_write_description (w, item->description, err);
+
+    case PP_TRACE_ITEM_PLAN:
+      if (!rank_ok (item->plan.rank))
+        return pp_error_set (err, PP_EINVAL, "trace: plan rank %d outside [0, %d)",
+                             item->plan.rank, PP_TRACE_MAX_RANKS);
+      if (item->plan.n_actions > PP_TRACE_PLAN_MAX_ACTIONS)
+        return pp_error_set (err, PP_EINVAL, "trace: plan of rank %d has %zu actions, at most %u fit",
+                             item->plan.rank, item->plan.n_actions, PP_TRACE_PLAN_MAX_ACTIONS);
+      if (item->plan.n_actions > 0 && item->plan.actions == NULL)
+        return pp_error_set (err, PP_EINVAL, "trace: plan of rank %d has no actions array",
+                             item->plan.rank);
+      return write_plan_frame (w, item->plan.rank, item->plan.actions, item->plan.n_actions,
+                               item->plan.has_timeline, err);
+
+    case PP_TRACE_ITEM_SPAN:
+      return write_one_span (w, &item->span, item->offset, err);
+
+    case PP_TRACE_ITEM_COUNTER:
+      return pp_trace_write_counter (w, &item->counter, err);
+
+    case PP_TRACE_ITEM_STEP_MARKER:
+      return pp_trace_write_step_marker (w, item->step_marker.rank, item->step_marker.step,
+                                         item->step_marker.phase, item->step_marker.time_ns, err);
+
+    case PP_TRACE_ITEM_CLOCK_OFFSET:
+      return pp_trace_write_clock_offset (w, item->clock_offset.rank, item->clock_offset.offset_ns,
+                                          err);
+
+    case PP_TRACE_ITEM_STRING:
+      if (item->string.name == NULL)
+        return pp_error_set (err, PP_EINVAL, "trace: string item without a name");
+      return pp_trace_write_string (w, item->string.id, item->string.name, err);
+
+    case PP_TRACE_ITEM_DROPPED:
+      return pp_trace_write_dropped (w, item->dropped.rank, item->dropped.count, err);
+
+    case PP_TRACE_ITEM_END:
+    default:
+      return pp_error_set (err, PP_EINVAL, "trace: item type %d cannot be written", (int) item->type);
+    }
 }

@@ -148,6 +148,8 @@ typedef enum {
 typedef struct {
   PpTraceItemType type;
   int             truncated;   /* END only: the file ended inside a frame */
+  int             need_more;   /* END only, stream readers: no whole frame buffered
+                                * yet; feed more bytes and call next again */
   uint64_t        offset;      /* byte offset of the frame the item came from */
   union {
     const PpTraceDescription *description;
@@ -191,3 +193,31 @@ PpStatus pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err
 /* Version of the file, known once the first call to next has returned. */
 void     pp_trace_reader_get_version (PpTraceReader *r, int *major, int *minor);
 void     pp_trace_reader_free (PpTraceReader *r);
+
+/* ---- streaming: live endpoints ------------------------------------------
+ * A writer can hand its bytes to a function instead of a file: it calls
+ * write with the file header first, then with whole frames only, so whatever
+ * the function has received is always a valid trace prefix.  write returns 0,
+ * or -1 on failure (the writer then returns PP_EIO from then on). */
+typedef int (*PpTraceWriteFunc) (void *user, const void *data, size_t size);
+
+PpTraceWriter *pp_trace_writer_new_callback (PpTraceWriteFunc write, void *user,
+                                             int byte_order, PpError *err);
+
+/* Writes what a reader delivered (any item but END), so a viewer can store
+ * what it receives; PLAN items are written as one rank's plan. */
+PpStatus pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err);
+
+/* A reader over bytes that arrive in pieces (a socket).  Feed bytes as they
+ * come; pp_trace_reader_next delivers the items of whole frames and returns
+ * PP_OK with an END item with need_more = 1 when it needs more.  After
+ * pp_trace_reader_feed_end (the peer closed), END has need_more = 0 and
+ * truncated = 1 if a partial frame was left.  Buffered bytes never exceed the
+ * largest legal frame plus one feed: call next until need_more between feeds;
+ * a feed while more than a frame's worth is unread is refused (PP_EINVAL,
+ * nothing taken).  Malformed input fails as in the file reader, and the
+ * reader (feed included) keeps returning that error. */
+PpTraceReader *pp_trace_reader_new_stream (PpError *err);
+PpStatus       pp_trace_reader_feed (PpTraceReader *r, const void *data, size_t size,
+                                     PpError *err);
+void           pp_trace_reader_feed_end (PpTraceReader *r);

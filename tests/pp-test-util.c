@@ -1,6 +1,9 @@
 #include "pp-test-util.h"
 
 #include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/wait.h>
 
 PpSchedule *
 pp_test_generate (const char *name, int P, int M, int V)
@@ -30,4 +33,74 @@ pp_test_simulate (const PpSchedule *s, double f, double b, double w, double c)
   pp_cost_model_free (cost);
   g_assert_nonnull (sim);
   return sim;
+}
+
+const char *
+pp_test_cli_path (void)
+{
+  const char *p = g_getenv ("PIPESCOPE_CLI");
+  if (p == NULL)
+    g_error ("PIPESCOPE_CLI is not set (meson sets it)");
+  return p;
+}
+
+int
+pp_test_cli_run (char **envp, char **out, char **err, ...)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  GError *error = NULL;
+  va_list ap;
+  const char *a;
+  int status = -1;
+
+  g_ptr_array_add (argv, (char *) pp_test_cli_path ());
+  va_start (ap, err);
+  while ((a = va_arg (ap, const char *)) != NULL)
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL,
+                     out, err, &status, &error))
+    g_error ("spawn %s: %s", pp_test_cli_path (), error->message);
+  g_ptr_array_free (argv, TRUE);
+  if (!WIFEXITED (status))
+    g_error ("pipescope-cli did not exit normally");
+  return WEXITSTATUS (status);
+}
+
+int
+pp_test_count (const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = strstr (hay, needle); p; p = strstr (p + 1, needle))
+    n++;
+  return n;
+}
+
+void
+pp_test_assert_one_line_error (const char *err)
+{
+  g_assert_true (g_str_has_prefix (err, "pipescope-cli: error: "));
+  g_assert_cmpint (pp_test_count (err, "\n"), ==, 1);
+  g_assert_true (g_str_has_suffix (err, "\n"));
+}
+
+void
+pp_test_rm_rf (const char *path)
+{
+  GDir *d = g_dir_open (path, 0, NULL);
+  if (d != NULL)
+    {
+      const char *n;
+      while ((n = g_dir_read_name (d)) != NULL)
+        {
+          char *p = g_build_filename (path, n, NULL);
+          pp_test_rm_rf (p);
+          g_free (p);
+        }
+      g_dir_close (d);
+      g_rmdir (path);
+    }
+  else
+    g_unlink (path);
 }

@@ -4,14 +4,9 @@
 #include <sys/wait.h>
 #include <string.h>
 
-static const char *
-cli (void)
-{
-  const char *p = g_getenv ("PIPESCOPE_CLI");
-  if (p == NULL)
-    g_error ("PIPESCOPE_CLI is not set (meson sets it)");
-  return p;
-}
+#include "pp-test-util.h"
+
+#define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 
 static int
 spawn (char **argv, char **out, char **err)
@@ -23,43 +18,6 @@ spawn (char **argv, char **out, char **err)
   if (!WIFEXITED (status))
     g_error ("%s did not exit normally", argv[0]);
   return WEXITSTATUS (status);
-}
-
-/* Runs the CLI with a NULL-terminated argument list; returns the exit status. */
-static int
-run (char **out, char **err, ...)
-{
-  GPtrArray *argv = g_ptr_array_new ();
-  va_list ap;
-  const char *a;
-  int rc;
-
-  g_ptr_array_add (argv, (char *) cli ());
-  va_start (ap, err);
-  while ((a = va_arg (ap, const char *)) != NULL)
-    g_ptr_array_add (argv, (char *) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  rc = spawn ((char **) argv->pdata, out, err);
-  g_ptr_array_free (argv, TRUE);
-  return rc;
-}
-
-static int
-count (const char *hay, const char *needle)
-{
-  int n = 0;
-  for (const char *p = strstr (hay, needle); p; p = strstr (p + 1, needle))
-    n++;
-  return n;
-}
-
-static void
-assert_one_line (const char *err)
-{
-  g_assert_true (g_str_has_prefix (err, "pipescope-cli: error: "));
-  g_assert_cmpint (count (err, "\n"), ==, 1);
-  g_assert_true (g_str_has_suffix (err, "\n"));
 }
 
 static void
@@ -104,14 +62,14 @@ test_trace_roundtrip (void)
   g_assert_true (g_file_get_contents (j, &data, &len, NULL));
   g_assert_true (g_str_has_prefix (data, "{\"traceEvents\":["));
   g_assert_nonnull (strstr (data, "\"displayTimeUnit\":\"ms\"}"));
-  g_assert_cmpint (count (data, "\"ph\":\"X\""), ==, 48);
+  g_assert_cmpint (pp_test_count (data, "\"ph\":\"X\""), ==, 48);
   g_assert_nonnull (strstr (data, "{\"name\":\"F0\",\"cat\":\"F\",\"ph\":\"X\",\"pid\":3,\"tid\":0,"
                                   "\"ts\":3000.000,\"dur\":1000.000,"
                                   "\"args\":{\"stage\":3,\"microbatch\":0,\"step\":0,\"kind\":\"F\"}}"));
   g_assert_nonnull (strstr (data, "{\"name\":\"B5\",\"cat\":\"B\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"
                                   "\"ts\":25000.000,\"dur\":2000.000,"));
   g_assert_nonnull (strstr (data, "\"args\":{\"name\":\"rank 2\"}"));
-  g_assert_cmpint (count (data, "\"name\":\"thread_name\""), ==, 4);
+  g_assert_cmpint (pp_test_count (data, "\"name\":\"thread_name\""), ==, 4);
   g_free (data);
   {
     char *py[] = { "python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", j, NULL };
@@ -122,7 +80,7 @@ test_trace_roundtrip (void)
   g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", c, NULL), ==, 0);
   g_free (out); g_free (err);
   g_assert_true (g_file_get_contents (c, &data, &len, NULL));
-  g_assert_cmpint (count (data, "\n"), ==, 49);
+  g_assert_cmpint (pp_test_count (data, "\n"), ==, 49);
   g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name\n"));
   g_free (data);
 
@@ -142,7 +100,7 @@ test_trace_roundtrip (void)
 
   /* Unknown export format: a usage error. */
   g_assert_cmpint (run (&out, &err, "export", t, "--format", "svg", "-o", j, NULL), ==, 2);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_free (out); g_free (err);
 
   g_unlink (t); g_unlink (j); g_unlink (c);
@@ -165,32 +123,32 @@ test_bad_files (void)
   g_assert_true (g_file_set_contents (g, junk, sizeof junk, NULL));
 
   g_assert_cmpint (run (&out, &err, "info", g, NULL), ==, 1);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_assert_nonnull (strstr (err, g));
   g_free (out); g_free (err);
 
   g_assert_cmpint (run (&out, &err, "export", g, "-o", o, NULL), ==, 1);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
   g_free (out); g_free (err);
 
   g_assert_cmpint (run (&out, &err, "info", m, NULL), !=, 0);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_free (out); g_free (err);
 
   g_assert_cmpint (run (&out, &err, "export", m, "--format", "csv", "-o", o, NULL), !=, 0);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_free (out); g_free (err);
 
   /* Usage errors. */
   g_assert_cmpint (run (&out, &err, "info", NULL), ==, 2);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_free (out); g_free (err);
 
   /* An unwritable trace path: one line, exit 1. */
   g_assert_cmpint (run (&out, &err, "schedule", "-s", "1F1B", "-p", "2", "-m", "2",
                         "--trace", "/nonexistent-dir/x.pptrace", NULL), ==, 1);
-  assert_one_line (err);
+  pp_test_assert_one_line_error (err);
   g_free (out); g_free (err);
 
   g_unlink (g);

@@ -4,39 +4,9 @@
 #include <sys/wait.h>
 #include <string.h>
 
-static const char *
-cli (void)
-{
-  const char *p = g_getenv ("PIPESCOPE_CLI");
-  if (p == NULL)
-    g_error ("PIPESCOPE_CLI is not set (meson sets it)");
-  return p;
-}
+#include "pp-test-util.h"
 
-/* Runs the CLI with a NULL-terminated argument list; returns the exit status. */
-static int
-run (char **out, char **err, ...)
-{
-  GPtrArray *argv = g_ptr_array_new ();
-  va_list ap;
-  const char *a;
-  int status = -1;
-  GError *error = NULL;
-
-  g_ptr_array_add (argv, (char *) cli ());
-  va_start (ap, err);
-  while ((a = va_arg (ap, const char *)) != NULL)
-    g_ptr_array_add (argv, (char *) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                     out, err, &status, &error))
-    g_error ("spawn: %s", error->message);
-  g_ptr_array_free (argv, TRUE);
-  if (!WIFEXITED (status))
-    g_error ("pipescope-cli did not exit normally");
-  return WEXITSTATUS (status);
-}
+#define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 
 /* The seed's staircase: GPU 0 runs F0..F5 in the first six of nine forward
  * steps, GPU 3 waits three; a backward takes two columns. */

@@ -1,0 +1,1527 @@
+/* pp-live.c — a job's live endpoint and the viewer side of it (pp-live.h).
+ *
+ * Server.  pp_live_server_write appends whole frames to an in-memory history
+ * (a list of chunks, each holding whole frames) and indexes them: a sequence
+ * number, logical byte offset, type, and the number of events the frame holds
+ * (SPANS: its spans; COUNTER, STEP_MARKER: 1; DROPPED: its count).  Essential
+ * frames (DESCRIPTION, PLAN, CLOCK_OFFSET, STRING) are also copied to a
+ * separate store that is never evicted.  When the history grows past
+ * history_max_bytes the oldest chunks are freed; a viewer that reaches the
+ * freed part gets the essential frames from the store and a DROPPED count for
+ * the rest.
+ *
+ * One server thread polls the listeners, the viewers and a wake pipe.  Every
+ * viewer has a cursor (the sequence number of its next frame) and a staging
+ * buffer: under the lock, whole frames are copied from the history into it
+ * (skipping non-essential frames while the viewer lags more than
+ * viewer_lag_bytes, down to half of it, and counting what it skipped); out of
+ * the lock, the staging buffer goes to the socket with non-blocking sends.
+ * Before the next non-essential frame after a skip, and when the viewer has
+ * caught up, a DROPPED frame (rank -1) carries the count.
+ *
+ * Client.  A socket and a streaming trace reader.
+ */
+#include "pp-live.h"
+#include "pp-trace-format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+
+#define DEFAULT_LAG_BYTES     (64u * 1024u * 1024u)
+#define DEFAULT_HISTORY_MAX   (1024ull * 1024u * 1024u)
+#define STAGE_MAX             (256u * 1024u)
+#define AUTH_TIMEOUT_MS       5000
+#define AUTH_LINE_MAX         256
+#define DRAIN_TOTAL_MS        1000
+#define DRAIN_IDLE_MS         200
+#define TOKEN_HEX             32
+
+/* ---- small helpers ---- */
+
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+set_nonblock_cloexec (int fd)
+{
+  int fl = fcntl (fd, F_GETFL);
+  if (fl < 0 || fcntl (fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return -1;
+  fl = fcntl (fd, F_GETFD);
+  if (fl < 0 || fcntl (fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+    return -1;
+  return 0;
+}
+
+static void
+no_sigpipe (int fd)
+{
+#ifdef SO_NOSIGPIPE
+  int one = 1;
+  setsockopt (fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#else
+  (void) fd;
+#endif
+}
+
+/* ---- server ---- */
+
+typedef struct {
+  uint64_t off;        /* logical byte offset in the stream */
+  uint64_t cum;        /* events in non-essential frames before this one */
+  uint64_t events;     /* events this frame holds (0 for essential frames) */
+  uint8_t *data;       /* in a chunk */
+  uint32_t size;
+  uint16_t type;
+  uint8_t  essential;
+} Frame;
+
+typedef struct {
+  uint64_t seq;
+  uint64_t cum;
+  size_t   store_off;
+  uint32_t size;
+} EssFrame;
+
+typedef struct {
+  uint8_t *data;
+  size_t   len, cap;
+  uint64_t first_seq;  /* of the first frame in it */
+} Chunk;
+
+typedef struct {
+  int      fd;
+  int      is_tcp;
+  int      authed;
+  int      dead;
+  int64_t  auth_deadline;
+  char     line[AUTH_LINE_MAX];
+  size_t   line_len;
+
+  int      header_sent;
+  uint64_t seq;        /* next frame to stage */
+  uint64_t cum;        /* events before seq */
+  size_t   ess_idx;    /* cursor in the essential store (evicted region) */
+  uint64_t pend_drop;  /* events skipped, not yet reported */
+  int      skipping;
+  uint8_t *buf;        /* staging: whole frames */
+  size_t   off, len, cap;
+} Viewer;
+
+struct _PpLiveServer {
+  pthread_mutex_t lock;
+  pthread_t       thread;
+  int             thread_started;
+  int             wake_r, wake_w;
+  atomic_int      wake_pending;
+  atomic_int      stop;
+
+  int   unix_fd, tcp_fd;
+  char  sock_path[sizeof (((struct sockaddr_un *) 0)->sun_path)];
+  char  priv_dir[PATH_MAX];       /* no_register: our temp dir, else "" */
+  int   registered;
+  int32_t pid;
+  char  token[TOKEN_HEX + 1];
+  char  auth_line[AUTH_LINE_MAX];
+  size_t auth_line_len;
+  int   tcp_port;
+
+  size_t lag_bytes;
+  size_t history_max;
+  size_t chunk_size;
+
+  /* history, under lock */
+  int      broken;
+  int      swap;             /* stream byte order differs from the host's */
+  uint8_t  hdr[PP_TRACE_HEADER_MAX];
+  size_t   hdr_len, hdr_size; /* hdr_size 0 until known */
+  int      hdr_done;
+  uint8_t *tail;             /* a partial frame */
+  size_t   tail_len, tail_cap;
+
+  Chunk   *chunks;
+  size_t   n_chunks, chunks_cap;
+  size_t   window_bytes;
+
+  Frame   *frames;           /* frames[head..n_frames): seq first_seq.. */
+  size_t   head, n_frames, frames_cap;
+  uint64_t first_seq, next_seq;
+  uint64_t base_cum;         /* events before first_seq */
+  uint64_t cum_end;          /* events before next_seq */
+  uint64_t end_off;          /* logical offset after the last frame */
+
+  uint8_t *ess_store;
+  size_t   ess_len, ess_cap;
+  EssFrame *ess;
+  size_t   n_ess, ess_arr_cap;
+
+  uint64_t dropped;
+
+  /* server thread only */
+  Viewer **viewers;
+  size_t   n_viewers_arr, viewers_cap;
+  atomic_uint n_viewers;
+};
+
+static inline uint16_t s16 (const PpLiveServer *s, uint16_t v) { return s->swap ? __builtin_bswap16 (v) : v; }
+static inline uint32_t s32 (const PpLiveServer *s, uint32_t v) { return s->swap ? __builtin_bswap32 (v) : v; }
+static inline uint64_t s64 (const PpLiveServer *s, uint64_t v) { return s->swap ? __builtin_bswap64 (v) : v; }
+
+static int
+grow (void **p, size_t *cap, size_t need, size_t elem)
+{
+  if (need <= *cap)
+    return 0;
+  size_t n = *cap ? *cap : 16;
+  while (n < need)
+    n *= 2;
+  void *q = realloc (*p, n * elem);
+  if (q == NULL)
+    return -1;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+static int
+is_essential (uint16_t type)
+{
+  return type == PP_TRACE_FRAME_DESCRIPTION || type == PP_TRACE_FRAME_PLAN
+         || type == PP_TRACE_FRAME_CLOCK_OFFSET || type == PP_TRACE_FRAME_STRING;
+}
+
+static uint64_t
+frame_events (PpLiveServer *s, const uint8_t *f, uint32_t size, uint16_t type)
+{
+  switch (type)
+    {
+    case PP_TRACE_FRAME_SPANS:
+      {
+        uint64_t n = 0;
+        for (uint32_t o = 8; o + 40 <= size; o += 40)
+          if (!(f[o + 39] & PP_TRACE_SPAN_IS_EXT))
+            n++;
+        return n;
+      }
+    case PP_TRACE_FRAME_DROPPED:
+      if (size >= 24)
+        {
+          uint64_t c;
+          memcpy (&c, f + 16, 8);
+          return s64 (s, c);
+        }
+      return 0;
+    default:
+      return 1;
+    }
+}
+
+/* Frees the oldest chunks while the history is over its cap. */
+static void
+evict (PpLiveServer *s)
+{
+  size_t drop = 0;
+  while (s->n_chunks - drop > 1 && s->window_bytes > s->history_max)
+    {
+      Chunk *c = &s->chunks[drop];
+      Chunk *next = &s->chunks[drop + 1];
+      uint64_t n = next->first_seq - c->first_seq;
+      s->head += n;
+      s->first_seq = next->first_seq;
+      s->base_cum = s->frames[s->head].cum;
+      s->window_bytes -= c->len;
+      free (c->data);
+      drop++;
+    }
+  if (drop > 0)
+    {
+      memmove (s->chunks, s->chunks + drop, (s->n_chunks - drop) * sizeof *s->chunks);
+      s->n_chunks -= drop;
+    }
+  if (s->head > 0 && s->head >= s->n_frames / 2)
+    {
+      memmove (s->frames, s->frames + s->head, (s->n_frames - s->head) * sizeof *s->frames);
+      s->n_frames -= s->head;
+      s->head = 0;
+    }
+}
+
+static int
+add_frame (PpLiveServer *s, const uint8_t *data, uint32_t size)
+{
+  uint16_t type;
+  memcpy (&type, data + 4, 2);
+  type = s16 (s, type);
+
+  Chunk *c = s->n_chunks ? &s->chunks[s->n_chunks - 1] : NULL;
+  if (c == NULL || c->cap - c->len < size)
+    {
+      if (grow ((void **) &s->chunks, &s->chunks_cap, s->n_chunks + 1, sizeof *s->chunks) < 0)
+        return -1;
+      size_t cap = size > s->chunk_size ? size : s->chunk_size;
+      uint8_t *d = malloc (cap);
+      if (d == NULL)
+        return -1;
+      c = &s->chunks[s->n_chunks++];
+      c->data = d;
+      c->len = 0;
+      c->cap = cap;
+      c->first_seq = s->next_seq;
+    }
+  if (grow ((void **) &s->frames, &s->frames_cap, s->n_frames + 1, sizeof *s->frames) < 0)
+    return -1;
+  int ess = is_essential (type);
+  if (ess)
+    {
+      if (grow ((void **) &s->ess_store, &s->ess_cap, s->ess_len + size, 1) < 0
+          || grow ((void **) &s->ess, &s->ess_arr_cap, s->n_ess + 1, sizeof *s->ess) < 0)
+        return -1;
+      memcpy (s->ess_store + s->ess_len, data, size);
+      s->ess[s->n_ess++] = (EssFrame) { .seq = s->next_seq, .cum = s->cum_end,
+                                        .store_off = s->ess_len, .size = size };
+      s->ess_len += size;
+    }
+  uint8_t *dst = c->data + c->len;
+  memcpy (dst, data, size);
+  c->len += size;
+  s->window_bytes += size;
+  Frame *f = &s->frames[s->n_frames++];
+  f->off = s->end_off;
+  f->cum = s->cum_end;
+  f->events = ess ? 0 : frame_events (s, dst, size, type);
+  f->data = dst;
+  f->size = size;
+  f->type = type;
+  f->essential = (uint8_t) ess;
+  s->next_seq++;
+  s->cum_end += f->events;
+  s->end_off += size;
+  evict (s);
+  return 0;
+}
+
+static int
+frame_size_ok (PpLiveServer *s, const uint8_t *h, uint32_t *size)
+{
+  uint32_t sz;
+  memcpy (&sz, h, 4);
+  sz = s32 (s, sz);
+  if (sz < 8 || sz % 8 != 0 || sz > PP_TRACE_FRAME_MAX)
+    return 0;
+  *size = sz;
+  return 1;
+}
+
+/* Appends bytes of frames (possibly partial) to the history; lock held. */
+static int
+append_locked (PpLiveServer *s, const uint8_t *p, size_t n)
+{
+  /* the file header */
+  while (!s->hdr_done && n > 0)
+    {
+      size_t want = s->hdr_size ? s->hdr_size : 20;
+      size_t k = want - s->hdr_len;
+      if (k > n)
+        k = n;
+      memcpy (s->hdr + s->hdr_len, p, k);
+      s->hdr_len += k;
+      p += k;
+      n -= k;
+      if (s->hdr_len < want)
+        return 0;
+      if (s->hdr_size == 0)
+        {
+          if (memcmp (s->hdr, PP_TRACE_MAGIC, 8) != 0)
+            return -1;
+          uint8_t bo = s->hdr[8];
+          int host_little = 1;
+          {
+            uint16_t one = 1;
+            uint8_t b;
+            memcpy (&b, &one, 1);
+            host_little = b == 1;
+          }
+          if (bo == PP_TRACE_ORDER_LITTLE_CODE)
+            s->swap = !host_little;
+          else if (bo == PP_TRACE_ORDER_BIG_CODE)
+            s->swap = host_little;
+          else
+            return -1;
+          uint32_t hs;
+          memcpy (&hs, s->hdr + 16, 4);
+          hs = s32 (s, hs);
+          if (hs < 32 || hs > PP_TRACE_HEADER_MAX || hs % 8 != 0)
+            return -1;
+          s->hdr_size = hs;
+          if (s->hdr_len == hs)
+            s->hdr_done = 1;
+        }
+      else
+        s->hdr_done = 1;
+      if (s->hdr_done)
+        s->end_off = s->hdr_size;
+    }
+
+  while (n > 0)
+    {
+      uint32_t size;
+      if (s->tail_len == 0 && n >= 8)
+        {
+          if (!frame_size_ok (s, p, &size))
+            return -1;
+          if (size <= n)
+            {
+              if (add_frame (s, p, size) < 0)
+                return -2;
+              p += size;
+              n -= size;
+              continue;
+            }
+        }
+      /* a partial frame: gather it in the tail */
+      size_t want = 8;
+      if (s->tail_len >= 8 || (s->tail_len == 0 && n >= 8))
+        {
+          const uint8_t *h = s->tail_len >= 8 ? s->tail : p;
+          if (!frame_size_ok (s, h, &size))
+            return -1;
+          want = size;
+        }
+      if (grow ((void **) &s->tail, &s->tail_cap, want, 1) < 0)
+        return -2;
+      size_t k = want - s->tail_len;
+      if (k > n)
+        k = n;
+      memcpy (s->tail + s->tail_len, p, k);
+      s->tail_len += k;
+      p += k;
+      n -= k;
+      if (s->tail_len == want && want >= 8)
+        {
+          if (want == 8)
+            {
+              if (!frame_size_ok (s, s->tail, &size))
+                return -1;
+              if (size > 8)
+                continue;   /* now gather the body */
+            }
+          if (add_frame (s, s->tail, (uint32_t) s->tail_len) < 0)
+            return -2;
+          s->tail_len = 0;
+        }
+    }
+  return 0;
+}
+
+static void
+wake (PpLiveServer *s)
+{
+  if (!atomic_exchange (&s->wake_pending, 1))
+    {
+      char c = 1;
+      ssize_t r = write (s->wake_w, &c, 1);
+      (void) r;
+    }
+}
+
+int
+pp_live_server_write (void *server, const void *data, size_t size)
+{
+  PpLiveServer *s = server;
+  if (s == NULL)
+    return -1;
+  pthread_mutex_lock (&s->lock);
+  int r = -1;
+  if (!s->broken)
+    {
+      r = append_locked (s, data, size);
+      if (r < 0)
+        s->broken = 1;
+    }
+  pthread_mutex_unlock (&s->lock);
+  if (r == 0)
+    wake (s);
+  return r == 0 ? 0 : -1;
+}
+
+/* -- staging -- */
+
+static int
+stage (Viewer *v, const void *data, size_t n)
+{
+  if (v->off > 0 && v->off == v->len)
+    v->off = v->len = 0;
+  if (v->len + n > v->cap && v->off > 0)
+    {
+      memmove (v->buf, v->buf + v->off, v->len - v->off);
+      v->len -= v->off;
+      v->off = 0;
+    }
+  if (grow ((void **) &v->buf, &v->cap, v->len + n, 1) < 0)
+    return -1;
+  memcpy (v->buf + v->len, data, n);
+  v->len += n;
+  return 0;
+}
+
+static void
+put16 (PpLiveServer *s, uint8_t *p, uint16_t v) { v = s16 (s, v); memcpy (p, &v, 2); }
+static void
+put32 (PpLiveServer *s, uint8_t *p, uint32_t v) { v = s32 (s, v); memcpy (p, &v, 4); }
+static void
+put64 (PpLiveServer *s, uint8_t *p, uint64_t v) { v = s64 (s, v); memcpy (p, &v, 8); }
+
+static int
+stage_dropped (PpLiveServer *s, Viewer *v)
+{
+  uint8_t f[sizeof (PpTraceFrameDropped)] = { 0 };
+  put32 (s, f, sizeof f);
+  put16 (s, f + 4, PP_TRACE_FRAME_DROPPED);
+  put32 (s, f + 8, (uint32_t) -1);
+  put64 (s, f + 16, v->pend_drop);
+  if (stage (v, f, sizeof f) < 0)
+    return -1;
+  v->pend_drop = 0;
+  return 0;
+}
+
+static void
+count_drop (PpLiveServer *s, Viewer *v, uint64_t n)
+{
+  v->pend_drop += n;
+  s->dropped += n;
+}
+
+static size_t
+pending (const Viewer *v)
+{
+  return v->len - v->off;
+}
+
+/* Copies whole frames from the history to the viewer's staging buffer, lock
+ * held.  Returns -1 when out of memory (the viewer is then dropped). */
+static int
+viewer_fill (PpLiveServer *s, Viewer *v)
+{
+  if (!v->header_sent)
+    {
+      if (!s->hdr_done)
+        return 0;
+      if (stage (v, s->hdr, s->hdr_size) < 0)
+        return -1;
+      v->header_sent = 1;
+    }
+  for (;;)
+    {
+      if (v->seq < s->first_seq)
+        {
+          /* the history has lost what comes next: essential frames only */
+          while (v->ess_idx < s->n_ess && s->ess[v->ess_idx].seq < v->seq)
+            v->ess_idx++;
+          if (v->ess_idx < s->n_ess && s->ess[v->ess_idx].seq < s->first_seq)
+            {
+              EssFrame *e = &s->ess[v->ess_idx];
+              count_drop (s, v, e->cum - v->cum);
+              if (stage (v, s->ess_store + e->store_off, e->size) < 0)
+                return -1;
+              v->cum = e->cum;
+              v->seq = e->seq + 1;
+              v->ess_idx++;
+              continue;
+            }
+          count_drop (s, v, s->base_cum - v->cum);
+          v->cum = s->base_cum;
+          v->seq = s->first_seq;
+          continue;
+        }
+      if (v->seq >= s->next_seq)
+        {
+          /* caught up: report what was skipped once the socket took the
+           * rest (a stalled viewer gets one DROPPED frame, not one a wake) */
+          if (v->pend_drop > 0 && pending (v) == 0 && stage_dropped (s, v) < 0)
+            return -1;
+          return 0;
+        }
+      Frame *f = &s->frames[s->head + (v->seq - s->first_seq)];
+      uint64_t lag = s->end_off - (f->off + f->size);   /* bytes written after this frame */
+      int lagging = lag > s->lag_bytes || (v->skipping && lag > s->lag_bytes / 2);
+      if (!f->essential)
+        {
+          if (lagging)
+            {
+              v->skipping = 1;
+              count_drop (s, v, f->events);
+              v->cum += f->events;
+              v->seq++;
+              continue;
+            }
+          v->skipping = 0;
+          if (pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+            return 0;
+          if (v->pend_drop > 0 && stage_dropped (s, v) < 0)
+            return -1;
+          if (stage (v, f->data, f->size) < 0)
+            return -1;
+          v->cum += f->events;
+          v->seq++;
+        }
+      else
+        {
+          if (!lagging && pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+            return 0;
+          if (stage (v, f->data, f->size) < 0)
+            return -1;
+          v->seq++;
+        }
+    }
+}
+
+/* Sends what the viewer has, refilling from the history; never blocks.
+ * Returns 1 if some bytes went out. */
+static int
+viewer_pump (PpLiveServer *s, Viewer *v)
+{
+  int progress = 0;
+  pthread_mutex_lock (&s->lock);
+  int r = viewer_fill (s, v);
+  pthread_mutex_unlock (&s->lock);
+  if (r < 0)
+    {
+      v->dead = 1;
+      return 0;
+    }
+  for (;;)
+    {
+      if (pending (v) == 0)
+        {
+          v->off = v->len = 0;
+          pthread_mutex_lock (&s->lock);
+          r = viewer_fill (s, v);
+          pthread_mutex_unlock (&s->lock);
+          if (r < 0)
+            {
+              v->dead = 1;
+              return progress;
+            }
+          if (pending (v) == 0)
+            return progress;
+        }
+      ssize_t n = send (v->fd, v->buf + v->off, pending (v), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0)
+        {
+          v->off += (size_t) n;
+          progress = 1;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return progress;
+      v->dead = 1;
+      return progress;
+    }
+}
+
+static int
+viewer_caught_up (PpLiveServer *s, Viewer *v)
+{
+  pthread_mutex_lock (&s->lock);
+  int r = pending (v) == 0 && v->pend_drop == 0
+          && (!s->hdr_done || (v->header_sent && v->seq >= s->next_seq));
+  pthread_mutex_unlock (&s->lock);
+  return r;
+}
+
+static int
+token_ok (PpLiveServer *s, const char *line, size_t len)
+{
+  /* constant time in the expected line's length */
+  unsigned diff = len != s->auth_line_len;
+  for (size_t i = 0; i < s->auth_line_len; i++)
+    diff |= (unsigned) (uint8_t) s->auth_line[i] ^ (unsigned) (uint8_t) (i < len ? line[i] : 0);
+  return diff == 0;
+}
+
+/* Reads what a viewer sends: the token line for TCP, then nothing (read and
+ * thrown away; EOF means it left). */
+static void
+viewer_read (PpLiveServer *s, Viewer *v)
+{
+  for (;;)
+    {
+      char buf[512];
+      ssize_t n = recv (v->fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0)
+        {
+          v->dead = 1;
+          return;
+        }
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno != EAGAIN && errno != EWOULDBLOCK)
+            v->dead = 1;
+          return;
+        }
+      if (v->authed)
+        continue;
+      for (ssize_t i = 0; i < n; i++)
+        {
+          if (buf[i] == '\n')
+            {
+              if (token_ok (s, v->line, v->line_len))
+                {
+                  v->authed = 1;
+                  atomic_fetch_add (&s->n_viewers, 1);
+                }
+              else
+                v->dead = 1;
+              return;   /* anything after the line is ignored */
+            }
+          if (v->line_len >= sizeof v->line)
+            {
+              v->dead = 1;
+              return;
+            }
+          v->line[v->line_len++] = buf[i];
+        }
+    }
+}
+
+static void
+viewer_free (PpLiveServer *s, Viewer *v)
+{
+  if (v->authed)
+    atomic_fetch_sub (&s->n_viewers, 1);
+  close (v->fd);
+  free (v->buf);
+  free (v);
+}
+
+static void
+accept_all (PpLiveServer *s, int lfd, int is_tcp)
+{
+  for (;;)
+    {
+      int fd = accept (lfd, NULL, NULL);
+      if (fd < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return;   /* EAGAIN, or out of descriptors: try again later */
+        }
+      if (set_nonblock_cloexec (fd) < 0)
+        {
+          close (fd);
+          continue;
+        }
+      no_sigpipe (fd);
+      if (is_tcp)
+        {
+          int one = 1;
+          setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+      Viewer *v = calloc (1, sizeof *v);
+      if (v == NULL
+          || grow ((void **) &s->viewers, &s->viewers_cap, s->n_viewers_arr + 1,
+                   sizeof *s->viewers) < 0)
+        {
+          free (v);
+          close (fd);
+          continue;
+        }
+      v->fd = fd;
+      v->is_tcp = is_tcp;
+      v->authed = !is_tcp;
+      v->auth_deadline = now_ms () + AUTH_TIMEOUT_MS;
+      if (v->authed)
+        atomic_fetch_add (&s->n_viewers, 1);
+      s->viewers[s->n_viewers_arr++] = v;
+    }
+}
+
+static void
+reap (PpLiveServer *s)
+{
+  size_t j = 0;
+  for (size_t i = 0; i < s->n_viewers_arr; i++)
+    {
+      Viewer *v = s->viewers[i];
+      if (v->dead)
+        viewer_free (s, v);
+      else
+        s->viewers[j++] = v;
+    }
+  s->n_viewers_arr = j;
+}
+
+static void
+drain_wake (PpLiveServer *s)
+{
+  atomic_store (&s->wake_pending, 0);
+  char buf[64];
+  while (read (s->wake_r, buf, sizeof buf) > 0)
+    ;
+}
+
+/* At the end: give viewers what is left, for a bounded time. */
+static void
+final_drain (PpLiveServer *s)
+{
+  int64_t start = now_ms (), last_progress = start;
+  struct pollfd *pfds = NULL;
+  size_t pcap = 0;
+  for (;;)
+    {
+      int all_done = 1;
+      for (size_t i = 0; i < s->n_viewers_arr; i++)
+        {
+          Viewer *v = s->viewers[i];
+          if (!v->authed)
+            {
+              v->dead = 1;
+              continue;
+            }
+          if (viewer_pump (s, v))
+            last_progress = now_ms ();
+          if (!v->dead && !viewer_caught_up (s, v))
+            all_done = 0;
+        }
+      reap (s);
+      int64_t t = now_ms ();
+      if (all_done || t - start >= DRAIN_TOTAL_MS || t - last_progress >= DRAIN_IDLE_MS)
+        break;
+      if (grow ((void **) &pfds, &pcap, s->n_viewers_arr + 1, sizeof *pfds) < 0)
+        break;
+      for (size_t i = 0; i < s->n_viewers_arr; i++)
+        pfds[i] = (struct pollfd) { .fd = s->viewers[i]->fd,
+                                    .events = pending (s->viewers[i]) ? POLLOUT : 0 };
+      poll (pfds, s->n_viewers_arr, 20);
+    }
+  free (pfds);
+}
+
+static void *
+server_thread (void *data)
+{
+  PpLiveServer *s = data;
+  struct pollfd *pfds = NULL;
+  size_t pcap = 0;
+
+  /* never take signals meant for the job's threads */
+  sigset_t all;
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, NULL);
+
+  while (!atomic_load (&s->stop))
+    {
+      size_t nv = s->n_viewers_arr;
+      if (grow ((void **) &pfds, &pcap, nv + 3, sizeof *pfds) < 0)
+        {
+          poll (NULL, 0, 10);
+          continue;
+        }
+      size_t np = 0;
+      pfds[np++] = (struct pollfd) { .fd = s->wake_r, .events = POLLIN };
+      pfds[np++] = (struct pollfd) { .fd = s->unix_fd, .events = POLLIN };
+      pfds[np++] = (struct pollfd) { .fd = s->tcp_fd, .events = POLLIN };  /* -1 is ignored */
+      int timeout = -1;
+      int64_t t = now_ms ();
+      for (size_t i = 0; i < nv; i++)
+        {
+          Viewer *v = s->viewers[i];
+          short ev = POLLIN;
+          if (v->authed && pending (v) > 0)
+            ev |= POLLOUT;
+          if (!v->authed)
+            {
+              int64_t left = v->auth_deadline - t;
+              int l = left < 0 ? 0 : (int) left;
+              if (timeout < 0 || l < timeout)
+                timeout = l;
+            }
+          pfds[np++] = (struct pollfd) { .fd = v->fd, .events = ev };
+        }
+      int r = poll (pfds, np, timeout);
+      if (r < 0 && errno != EINTR)
+        poll (NULL, 0, 10);
+      if (atomic_load (&s->stop))
+        break;
+      if (r > 0 && (pfds[0].revents & POLLIN))
+        drain_wake (s);
+      t = now_ms ();
+      for (size_t i = 0; i < nv; i++)
+        {
+          Viewer *v = s->viewers[i];
+          short re = r > 0 ? pfds[3 + i].revents : 0;
+          if (re & (POLLIN | POLLHUP | POLLERR))
+            viewer_read (s, v);
+          if (re & POLLERR)
+            v->dead = 1;
+          if (!v->authed && !v->dead && t >= v->auth_deadline)
+            v->dead = 1;
+          if (v->authed && !v->dead)
+            viewer_pump (s, v);
+        }
+      reap (s);
+      size_t before = s->n_viewers_arr;
+      if (r > 0 && (pfds[1].revents & POLLIN))
+        accept_all (s, s->unix_fd, 0);
+      if (r > 0 && s->tcp_fd >= 0 && (pfds[2].revents & POLLIN))
+        accept_all (s, s->tcp_fd, 1);
+      /* new viewers start at once */
+      for (size_t i = before; i < s->n_viewers_arr; i++)
+        {
+          Viewer *v = s->viewers[i];
+          if (v->authed)
+            viewer_pump (s, v);
+        }
+      reap (s);
+    }
+  free (pfds);
+  final_drain (s);
+  for (size_t i = 0; i < s->n_viewers_arr; i++)
+    viewer_free (s, s->viewers[i]);
+  s->n_viewers_arr = 0;
+  return NULL;
+}
+
+static PpStatus
+make_token (char *out, PpError *err)
+{
+  uint8_t b[TOKEN_HEX / 2];
+  int fd = open ("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return pp_error_set (err, PP_EIO, "live: cannot open /dev/urandom for a token: %s",
+                         strerror (errno));
+  size_t got = 0;
+  while (got < sizeof b)
+    {
+      ssize_t n = read (fd, b + got, sizeof b - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          close (fd);
+          return pp_error_set (err, PP_EIO, "live: cannot read /dev/urandom for a token");
+        }
+      got += (size_t) n;
+    }
+  close (fd);
+  for (size_t i = 0; i < sizeof b; i++)
+    snprintf (out + 2 * i, 3, "%02x", b[i]);
+  return PP_OK;
+}
+
+/* Splits "HOST:PORT" (HOST may be "[v6]" or empty). */
+static int
+split_host_port (const char *spec, char *host, size_t hsize, char *port, size_t psize)
+{
+  const char *colon = strrchr (spec, ':');
+  if (colon == NULL || colon[1] == '\0' || strlen (colon + 1) >= psize)
+    return -1;
+  for (const char *p = colon + 1; *p; p++)
+    if (*p < '0' || *p > '9')
+      return -1;
+  size_t hl = (size_t) (colon - spec);
+  const char *h = spec;
+  if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
+    {
+      h++;
+      hl -= 2;
+    }
+  if (hl >= hsize)
+    return -1;
+  memcpy (host, h, hl);
+  host[hl] = '\0';
+  strcpy (port, colon + 1);
+  return 0;
+}
+
+static PpStatus
+listen_tcp (PpLiveServer *s, const char *spec, PpError *err)
+{
+  char host[256], port[16];
+  if (split_host_port (spec, host, sizeof host, port, sizeof port) < 0)
+    return pp_error_set (err, PP_EINVAL, "live: bad listen address '%s' (want HOST:PORT)", spec);
+  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                            .ai_flags = AI_PASSIVE };
+  struct addrinfo *res = NULL;
+  int gai = getaddrinfo (host[0] ? host : NULL, port, &hints, &res);
+  if (gai != 0)
+    return pp_error_set (err, PP_EINVAL, "live: cannot resolve listen address '%s': %s", spec,
+                         gai_strerror (gai));
+  int saved = 0;
+  for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
+    {
+      int fd = socket (ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+      if (fd < 0)
+        {
+          saved = errno;
+          continue;
+        }
+      int one = 1;
+      setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen (fd, 16) < 0
+          || set_nonblock_cloexec (fd) < 0)
+        {
+          saved = errno;
+          close (fd);
+          continue;
+        }
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      if (getsockname (fd, (struct sockaddr *) &ss, &sl) == 0)
+        {
+          if (ss.ss_family == AF_INET)
+            s->tcp_port = ntohs (((struct sockaddr_in *) &ss)->sin_port);
+          else if (ss.ss_family == AF_INET6)
+            s->tcp_port = ntohs (((struct sockaddr_in6 *) &ss)->sin6_port);
+        }
+      s->tcp_fd = fd;
+      break;
+    }
+  freeaddrinfo (res);
+  if (s->tcp_fd < 0)
+    return pp_error_set (err, PP_EIO, "live: cannot listen on %s: %s", spec,
+                         strerror (saved ? saved : EADDRNOTAVAIL));
+  return PP_OK;
+}
+
+static PpStatus
+listen_unix (PpLiveServer *s, PpError *err)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (strlen (s->sock_path) >= sizeof sa.sun_path)
+    return pp_error_set (err, PP_EINVAL, "live: socket path too long: %s", s->sock_path);
+  strcpy (sa.sun_path, s->sock_path);
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0)
+    return pp_error_set (err, PP_EIO, "live: socket: %s", strerror (errno));
+  if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+    {
+      if (errno != EADDRINUSE)
+        goto bind_failed;
+      /* a stale socket of a dead process with our pid, unless someone answers */
+      int probe = socket (AF_UNIX, SOCK_STREAM, 0);
+      int alive = probe >= 0 && connect (probe, (struct sockaddr *) &sa, sizeof sa) == 0;
+      if (probe >= 0)
+        close (probe);
+      if (alive)
+        {
+          close (fd);
+          return pp_error_set (err, PP_EIO, "live: %s is already served (another live server in this process?)",
+                               s->sock_path);
+        }
+      unlink (s->sock_path);
+      if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+        goto bind_failed;
+    }
+  /* the directory is 0700 already; the socket itself is 0600 too */
+  if (chmod (s->sock_path, 0600) < 0 || listen (fd, 64) < 0 || set_nonblock_cloexec (fd) < 0)
+    {
+      int e = errno;
+      close (fd);
+      unlink (s->sock_path);
+      return pp_error_set (err, PP_EIO, "live: cannot serve %s: %s", s->sock_path, strerror (e));
+    }
+  s->unix_fd = fd;
+  return PP_OK;
+
+bind_failed:
+  {
+    int e = errno;
+    close (fd);
+    return pp_error_set (err, PP_EIO, "live: cannot bind %s: %s", s->sock_path, strerror (e));
+  }
+}
+
+PpLiveServer *
+pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
+{
+  PpLiveConfig dflt = { 0 };
+  if (cfg == NULL)
+    cfg = &dflt;
+  PpLiveServer *s = calloc (1, sizeof *s);
+  if (s == NULL)
+    {
+      pp_error_set (err, PP_ENOMEM, "live: out of memory");
+      return NULL;
+    }
+  pthread_mutex_init (&s->lock, NULL);
+  s->unix_fd = s->tcp_fd = s->wake_r = s->wake_w = -1;
+  s->pid = (int32_t) getpid ();
+  s->lag_bytes = cfg->viewer_lag_bytes ? cfg->viewer_lag_bytes : DEFAULT_LAG_BYTES;
+  s->history_max = cfg->history_max_bytes ? cfg->history_max_bytes : (size_t) DEFAULT_HISTORY_MAX;
+  s->chunk_size = s->history_max / 8;
+  if (s->chunk_size < 64 * 1024)
+    s->chunk_size = 64 * 1024;
+  if (s->chunk_size > 4 * 1024 * 1024)
+    s->chunk_size = 4 * 1024 * 1024;
+
+  int p[2];
+  if (pipe (p) < 0)
+    {
+      pp_error_set (err, PP_EIO, "live: pipe: %s", strerror (errno));
+      goto fail;
+    }
+  s->wake_r = p[0];
+  s->wake_w = p[1];
+  if (set_nonblock_cloexec (p[0]) < 0 || set_nonblock_cloexec (p[1]) < 0)
+    {
+      pp_error_set (err, PP_EIO, "live: pipe: %s", strerror (errno));
+      goto fail;
+    }
+
+  PpJobInfo job;
+  memset (&job, 0, sizeof job);
+  if (cfg->no_register)
+    {
+      const char *tmp = getenv ("TMPDIR");
+      if (tmp == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+      snprintf (s->priv_dir, sizeof s->priv_dir, "%s/pipescope-live-XXXXXX", tmp);
+      if (mkdtemp (s->priv_dir) == NULL)
+        {
+          pp_error_set (err, PP_EIO, "live: cannot create a private directory in %s: %s", tmp,
+                        strerror (errno));
+          s->priv_dir[0] = '\0';
+          goto fail;
+        }
+      if ((size_t) snprintf (s->sock_path, sizeof s->sock_path, "%s/%d.sock", s->priv_dir,
+                             (int) s->pid) >= sizeof s->sock_path)
+        {
+          pp_error_set (err, PP_EINVAL, "live: socket path too long under %s", s->priv_dir);
+          goto fail;
+        }
+    }
+  else
+    {
+      char dir[PATH_MAX];
+      if (pp_registry_dir (dir, sizeof dir, err) != PP_OK)
+        goto fail;
+      if ((size_t) snprintf (s->sock_path, sizeof s->sock_path, "%s/%d.sock", dir, (int) s->pid)
+          >= sizeof s->sock_path)
+        {
+          pp_error_set (err, PP_EINVAL, "live: socket path too long under %s", dir);
+          goto fail;
+        }
+    }
+  if (listen_unix (s, err) != PP_OK)
+    {
+      s->sock_path[0] = '\0';
+      goto fail;
+    }
+
+  if (cfg->listen != NULL)
+    {
+      if (cfg->token != NULL)
+        {
+          if (cfg->token[0] == '\0' || strlen (cfg->token) > TOKEN_HEX
+              || strpbrk (cfg->token, " \t\r\n") != NULL)
+            {
+              pp_error_set (err, PP_EINVAL, "live: the token must be 1 to %d characters without spaces",
+                            TOKEN_HEX);
+              goto fail;
+            }
+          strcpy (s->token, cfg->token);
+        }
+      else if (make_token (s->token, err) != PP_OK)
+        goto fail;
+      s->auth_line_len = (size_t) snprintf (s->auth_line, sizeof s->auth_line, "PIPESCOPE 1 %s",
+                                            s->token);
+      if (listen_tcp (s, cfg->listen, err) != PP_OK)
+        goto fail;
+    }
+
+  if (!cfg->no_register)
+    {
+      if (pp_registry_self (&job, err) != PP_OK)
+        goto fail;
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      job.start_unix_ns = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+      const char *sched = cfg->schedule ? cfg->schedule : "job";
+      if (cfg->name != NULL)
+        snprintf (job.name, sizeof job.name, "%s", cfg->name);
+      else
+        snprintf (job.name, sizeof job.name, "%s-%d", sched, (int) job.pid);
+      snprintf (job.schedule, sizeof job.schedule, "%s", cfg->schedule ? cfg->schedule : "");
+      snprintf (job.cmdline, sizeof job.cmdline, "%s", cfg->cmdline ? cfg->cmdline : "");
+      snprintf (job.endpoint, sizeof job.endpoint, "unix:%s", s->sock_path);
+      if (s->tcp_fd >= 0)
+        {
+          char host[256], port[16];
+          split_host_port (cfg->listen, host, sizeof host, port, sizeof port);
+          if (strchr (host, ':'))
+            snprintf (job.tcp, sizeof job.tcp, "[%.100s]:%d", host, s->tcp_port);
+          else
+            snprintf (job.tcp, sizeof job.tcp, "%.100s:%d", host[0] ? host : "0.0.0.0", s->tcp_port);
+        }
+      if (pp_registry_add (&job, err) != PP_OK)
+        goto fail;
+      s->registered = 1;
+    }
+
+  if (pthread_create (&s->thread, NULL, server_thread, s) != 0)
+    {
+      pp_error_set (err, PP_EIO, "live: cannot start the server thread");
+      goto fail;
+    }
+  s->thread_started = 1;
+  return s;
+
+fail:
+  pp_live_server_free (s);
+  return NULL;
+}
+
+const char *
+pp_live_server_socket_path (PpLiveServer *s)
+{
+  return s ? s->sock_path : NULL;
+}
+
+const char *
+pp_live_server_token (PpLiveServer *s)
+{
+  return s && s->tcp_fd >= 0 ? s->token : NULL;
+}
+
+int
+pp_live_server_tcp_port (PpLiveServer *s)
+{
+  return s && s->tcp_fd >= 0 ? s->tcp_port : 0;
+}
+
+unsigned
+pp_live_server_n_viewers (PpLiveServer *s)
+{
+  return s ? atomic_load (&s->n_viewers) : 0;
+}
+
+uint64_t
+pp_live_server_dropped (PpLiveServer *s)
+{
+  if (s == NULL)
+    return 0;
+  pthread_mutex_lock (&s->lock);
+  uint64_t d = s->dropped;
+  pthread_mutex_unlock (&s->lock);
+  return d;
+}
+
+void
+pp_live_server_free (PpLiveServer *s)
+{
+  if (s == NULL)
+    return;
+  if (s->thread_started)
+    {
+      atomic_store (&s->stop, 1);
+      char c = 1;
+      ssize_t r = write (s->wake_w, &c, 1);
+      (void) r;
+      pthread_join (s->thread, NULL);
+    }
+  if (s->unix_fd >= 0)
+    close (s->unix_fd);
+  if (s->tcp_fd >= 0)
+    close (s->tcp_fd);
+  if (s->sock_path[0])
+    unlink (s->sock_path);
+  if (s->priv_dir[0])
+    rmdir (s->priv_dir);
+  if (s->registered)
+    pp_registry_remove (s->pid, NULL);
+  if (s->wake_r >= 0)
+    close (s->wake_r);
+  if (s->wake_w >= 0)
+    close (s->wake_w);
+  for (size_t i = 0; i < s->n_chunks; i++)
+    free (s->chunks[i].data);
+  free (s->chunks);
+  free (s->frames);
+  free (s->ess_store);
+  free (s->ess);
+  free (s->tail);
+  free (s->viewers);
+  pthread_mutex_destroy (&s->lock);
+  free (s);
+}
+
+/* ---- client ---- */
+
+struct _PpLiveClient {
+  int            fd;
+  int            is_tcp;
+  int            eof;
+  uint64_t       received;
+  PpTraceReader *reader;
+  char           job[256];
+  uint8_t        buf[64 * 1024];
+};
+
+static int
+connect_unix (const char *path, int *err_no)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (strlen (path) >= sizeof sa.sun_path)
+    {
+      *err_no = ENAMETOOLONG;
+      return -1;
+    }
+  strcpy (sa.sun_path, path);
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0)
+    {
+      *err_no = errno;
+      return -1;
+    }
+  while (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+    {
+      if (errno == EINTR)
+        continue;
+      *err_no = errno;
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+static int
+connect_tcp (const char *spec, int *err_no, int *gai_err)
+{
+  char host[256], port[16];
+  if (split_host_port (spec, host, sizeof host, port, sizeof port) < 0 || host[0] == '\0')
+    {
+      *err_no = EINVAL;
+      return -1;
+    }
+  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+  struct addrinfo *res = NULL;
+  int g = getaddrinfo (host, port, &hints, &res);
+  if (g != 0)
+    {
+      *gai_err = g;
+      return -1;
+    }
+  int fd = -1;
+  *err_no = ECONNREFUSED;
+  for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
+    {
+      fd = socket (ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+      if (fd < 0)
+        {
+          *err_no = errno;
+          continue;
+        }
+      if (connect (fd, ai->ai_addr, ai->ai_addrlen) < 0)
+        {
+          *err_no = errno;
+          close (fd);
+          fd = -1;
+        }
+    }
+  freeaddrinfo (res);
+  if (fd >= 0)
+    {
+      int one = 1;
+      setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+  return fd;
+}
+
+PpLiveClient *
+pp_live_client_connect (const char *job, const char *token, PpError *err)
+{
+  if (job == NULL || job[0] == '\0')
+    {
+      pp_error_set (err, PP_EINVAL, "attach: no job given");
+      return NULL;
+    }
+  int fd = -1, e = 0, gai = 0, is_tcp = 0;
+  if (strchr (job, ':') != NULL && strchr (job, '/') == NULL)
+    {
+      if (token == NULL || token[0] == '\0')
+        {
+          pp_error_set (err, PP_EINVAL, "attach %s: HOST:PORT needs --token", job);
+          return NULL;
+        }
+      if (strlen (token) > TOKEN_HEX || strpbrk (token, " \t\r\n") != NULL)
+        {
+          pp_error_set (err, PP_EINVAL, "attach %s: malformed token", job);
+          return NULL;
+        }
+      is_tcp = 1;
+      fd = connect_tcp (job, &e, &gai);
+      if (fd < 0)
+        {
+          if (gai != 0)
+            pp_error_set (err, PP_EIO, "attach %s: %s", job, gai_strerror (gai));
+          else if (e == EINVAL)
+            pp_error_set (err, PP_EINVAL, "attach %s: want HOST:PORT", job);
+          else
+            pp_error_set (err, PP_EIO, "attach %s: %s", job, strerror (e));
+          return NULL;
+        }
+      char line[AUTH_LINE_MAX];
+      int n = snprintf (line, sizeof line, "PIPESCOPE 1 %s\n", token);
+      size_t sent = 0;
+      while (sent < (size_t) n)
+        {
+          ssize_t k = send (fd, line + sent, (size_t) n - sent, MSG_NOSIGNAL);
+          if (k < 0 && errno == EINTR)
+            continue;
+          if (k <= 0)
+            {
+              e = errno;
+              close (fd);
+              pp_error_set (err, PP_EIO, "attach %s: %s", job, strerror (e));
+              return NULL;
+            }
+          sent += (size_t) k;
+        }
+    }
+  else
+    {
+      const char *path = job;
+      PpJobInfo info;
+      if (strchr (job, '/') == NULL)
+        {
+          if (pp_registry_find (job, &info, err) != PP_OK)
+            return NULL;
+          if (strncmp (info.endpoint, "unix:", 5) != 0)
+            {
+              pp_error_set (err, PP_EUNSUPPORTED, "attach %s: unknown endpoint '%s'", job,
+                            info.endpoint);
+              return NULL;
+            }
+          path = info.endpoint + 5;
+        }
+      fd = connect_unix (path, &e);
+      if (fd < 0)
+        {
+          if (e == ENOENT || e == ECONNREFUSED)
+            pp_error_set (err, PP_EIO, "attach %s: no job is serving %s (%s)", job, path,
+                          e == ENOENT ? "no such socket" : "connection refused");
+          else
+            pp_error_set (err, PP_EIO, "attach %s: %s: %s", job, path, strerror (e));
+          return NULL;
+        }
+    }
+  no_sigpipe (fd);
+  int fl = fcntl (fd, F_GETFD);
+  if (fl >= 0)
+    fcntl (fd, F_SETFD, fl | FD_CLOEXEC);
+
+  PpLiveClient *c = calloc (1, sizeof *c);
+  if (c == NULL)
+    {
+      close (fd);
+      pp_error_set (err, PP_ENOMEM, "attach %s: out of memory", job);
+      return NULL;
+    }
+  c->fd = fd;
+  c->is_tcp = is_tcp;
+  snprintf (c->job, sizeof c->job, "%s", job);
+  c->reader = pp_trace_reader_new_stream (err);
+  if (c->reader == NULL)
+    {
+      close (fd);
+      free (c);
+      return NULL;
+    }
+  return c;
+}
+
+PpStatus
+pp_live_client_next (PpLiveClient *c, PpTraceItem *item, int timeout_ms, PpError *err)
+{
+  if (c == NULL || item == NULL)
+    return pp_error_set (err, PP_EINVAL, "attach: no client");
+  int64_t deadline = timeout_ms >= 0 ? now_ms () + timeout_ms : 0;
+  for (;;)
+    {
+      PpStatus st = pp_trace_reader_next (c->reader, item, err);
+      if (st != PP_OK)
+        return st;
+      if (item->type != PP_TRACE_ITEM_END || !item->need_more)
+        {
+          if (item->type == PP_TRACE_ITEM_END && c->is_tcp && c->received == 0)
+            return pp_error_set (err, PP_EIO, "attach %s: the job closed the connection "
+                                 "(wrong token?)", c->job);
+          return PP_OK;
+        }
+      if (c->eof)
+        return PP_OK;   /* the reader should not ask for more after the end */
+      int wait = -1;
+      if (timeout_ms >= 0)
+        {
+          int64_t left = deadline - now_ms ();
+          wait = left < 0 ? 0 : (int) left;
+        }
+      struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+      int r = poll (&pfd, 1, wait);
+      if (r < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return pp_error_set (err, PP_EIO, "attach %s: poll: %s", c->job, strerror (errno));
+        }
+      if (r == 0)
+        return PP_OK;   /* item is END with need_more = 1 */
+      ssize_t n = recv (c->fd, c->buf, sizeof c->buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+        continue;
+      if (n < 0 && errno != ECONNRESET)
+        return pp_error_set (err, PP_EIO, "attach %s: %s", c->job, strerror (errno));
+      if (n <= 0)
+        {
+          c->eof = 1;
+          pp_trace_reader_feed_end (c->reader);
+          continue;
+        }
+      c->received += (uint64_t) n;
+      st = pp_trace_reader_feed (c->reader, c->buf, (size_t) n, err);
+      if (st != PP_OK)
+        return st;
+    }
+}
+
+void
+pp_live_client_free (PpLiveClient *c)
+{
+  if (c == NULL)
+    return;
+  close (c->fd);
+  pp_trace_reader_free (c->reader);
+  free (c);
+}

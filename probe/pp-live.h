@@ -1,0 +1,69 @@
+/* pp-live.h — the live endpoint of a job, and the viewer side of it.
+ *
+ * A job serves its trace as it grows: the stream a viewer reads is exactly
+ * the trace file format (docs/trace-format.md), header first, whole frames
+ * after.  A viewer that attaches gets the run description and every event so
+ * far (the job keeps its trace in memory), then the live stream.  Serving
+ * never slows the job: pp_live_server_write only appends to memory; a server
+ * thread writes to viewers with non-blocking sockets.  A viewer that falls
+ * more than viewer_lag_bytes behind loses span, counter and step frames (never
+ * the description, plan, strings or clock offsets), and is told how many
+ * events it lost with a DROPPED frame (rank -1) when it catches up.
+ *
+ * Local viewers connect to <registry dir>/<pid>.sock (mode 0600).  TCP only
+ * when asked (listen = "HOST:PORT"); a TCP viewer first sends the line
+ * "PIPESCOPE 1 <token>\n" and is disconnected if the token is wrong.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-registry.h"
+#include "pp-status.h"
+#include "pp-trace.h"
+
+typedef struct _PpLiveServer PpLiveServer;
+typedef struct _PpLiveClient PpLiveClient;
+
+typedef struct {
+  const char *name;              /* registry name; NULL: "<schedule>-<pid>" */
+  const char *schedule;          /* for the registry entry */
+  const char *cmdline;           /* for the registry entry */
+  const char *listen;            /* NULL, or "HOST:PORT" to serve on TCP too (port 0: any) */
+  const char *token;             /* TCP token; NULL: a random one (pp_live_server_token) */
+  size_t      viewer_lag_bytes;  /* 0: 64 MiB */
+  size_t      history_max_bytes; /* 0: 1 GiB; past it, new viewers get only what is essential + live */
+  int         no_register;       /* 1: serve without a registry entry (tests) */
+} PpLiveConfig;
+
+/* Creates the socket, registers the job, starts the server thread. */
+PpLiveServer *pp_live_server_new (const PpLiveConfig *cfg, PpError *err);
+
+/* Appends trace bytes (header first, then whole frames) to the history and
+ * wakes the server thread.  Never blocks on viewers.  The signature is a
+ * PpTraceWriteFunc: pass the server as the user data of
+ * pp_trace_writer_new_callback.  Returns 0, or -1 when out of memory. */
+int           pp_live_server_write (void *server, const void *data, size_t size);
+
+const char   *pp_live_server_socket_path (PpLiveServer *s);
+const char   *pp_live_server_token (PpLiveServer *s);     /* NULL without TCP */
+int           pp_live_server_tcp_port (PpLiveServer *s);  /* 0 without TCP */
+unsigned      pp_live_server_n_viewers (PpLiveServer *s);
+uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for slow viewers, all viewers */
+
+/* Stops serving: viewers see the stream end; the registry entry and the
+ * socket are removed. */
+void          pp_live_server_free (PpLiveServer *s);
+
+/* Attaches to a job: a pid, a job name, a socket path, or HOST:PORT (with a
+ * token).  One-line errors: no such job, refused, bad token. */
+PpLiveClient *pp_live_client_connect (const char *job, const char *token, PpError *err);
+
+/* The next item of the stream, waiting at most timeout_ms (-1: forever).
+ * PP_OK with END and need_more = 1: nothing arrived in time.  PP_OK with END
+ * and need_more = 0: the job ended (truncated = 1 if it ended mid-frame).
+ * Items stay valid until the next call. */
+PpStatus      pp_live_client_next (PpLiveClient *c, PpTraceItem *item, int timeout_ms,
+                                   PpError *err);
+void          pp_live_client_free (PpLiveClient *c);

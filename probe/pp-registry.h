@@ -1,0 +1,46 @@
+/* pp-registry.h — running jobs find each other: one small file per job.
+ *
+ * The directory is $XDG_RUNTIME_DIR/pipescope, or, when that is unset, a
+ * private directory pipescope-<uid> in the system's temporary folder
+ * ($TMPDIR or /tmp).  It is created with mode 0700; one that exists but is
+ * not owned by the user or is open to others is refused (another user could
+ * otherwise plant entries or sockets).  A job writes <pid>.job there
+ * (atomically: a temporary file, then rename) and serves <pid>.sock beside
+ * it; it removes both when it ends.  A job that died leaves a stale entry:
+ * readers recognise it (no such process, or a process with another start
+ * time, i.e. a reused pid) and skip and remove it.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-status.h"
+
+typedef struct {
+  int32_t pid;
+  int64_t start_unix_ns;      /* when the job started (wall clock) */
+  int64_t proc_start_ticks;   /* the process's start time from /proc/<pid>/stat, to tell a reused pid */
+  char    host[64];
+  char    name[64];           /* job name: "<schedule>-<pid>" unless given */
+  char    schedule[64];
+  char    cmdline[1024];
+  char    endpoint[512];      /* "unix:/run/user/1000/pipescope/4242.sock" */
+  char    tcp[128];           /* "HOST:PORT" when it also listens on TCP, else "" */
+} PpJobInfo;
+
+/* The registry directory (created if needed) into buf. */
+PpStatus pp_registry_dir (char *buf, size_t size, PpError *err);
+
+/* Fills pid, proc_start_ticks and host of the calling process. */
+PpStatus pp_registry_self (PpJobInfo *job, PpError *err);
+
+PpStatus pp_registry_add (const PpJobInfo *job, PpError *err);
+PpStatus pp_registry_remove (int32_t pid, PpError *err);
+
+/* The live jobs, sorted by start time; *jobs is malloc'd (free with free()). */
+PpStatus pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err);
+
+/* Finds a job by pid ("4242"), by name ("1F1B-4242") or by socket path.
+ * PP_EINVAL with a one-line message listing the running jobs if none matches. */
+PpStatus pp_registry_find (const char *spec, PpJobInfo *out, PpError *err);

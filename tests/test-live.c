@@ -1,0 +1,757 @@
+/* The live endpoint: viewers attached from the start or midway get the whole
+ * trace; a span reaches a viewer quickly; a viewer that never reads neither
+ * slows the job nor loses count of what it missed; attach/detach cycles, TCP
+ * with a token, and the socket's mode and cleanup. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pp-live.h"
+#include "pp-registry.h"
+#include "pp-trace.h"
+
+/* ---- the "job": a server, a callback writer, spans we can recognise ---- */
+
+#define SPAN_T0 1000000
+
+static PpSpan
+make_span (uint64_t i)
+{
+  PpSpan s;
+  memset (&s, 0, sizeof s);
+  s.start_ns = SPAN_T0 + (int64_t) i * 1000;
+  s.end_ns = s.start_ns + 500 + (int64_t) (i % 7);
+  if (i % 1000 == 999)
+    s.end_ns = s.start_ns + (INT64_C (1) << 33);   /* needs an extension slot */
+  s.bytes = i % 4096;
+  s.rank = (int32_t) (i % 4);
+  s.stage = (int32_t) (i % 8);
+  s.microbatch = (int32_t) (i % 32);
+  s.step = (int32_t) (i / 1000);
+  s.name_id = 1 + (uint32_t) (i % 3);
+  s.kind = (uint16_t) (i % 4);
+  s.device = 0xffff;
+  s.stream = 0;
+  s.peer_rank = -1;
+  return s;
+}
+
+/* The index of a span made by make_span, or UINT64_MAX if it is not one. */
+static uint64_t
+span_index (const PpSpan *s)
+{
+  if (s->start_ns < SPAN_T0 || (s->start_ns - SPAN_T0) % 1000 != 0)
+    return UINT64_MAX;
+  uint64_t i = (uint64_t) (s->start_ns - SPAN_T0) / 1000;
+  PpSpan e = make_span (i);
+  if (e.end_ns != s->end_ns || e.bytes != s->bytes || e.rank != s->rank || e.stage != s->stage
+      || e.microbatch != s->microbatch || e.step != s->step || e.name_id != s->name_id
+      || e.kind != s->kind || e.device != s->device || e.stream != s->stream
+      || e.peer_rank != s->peer_rank)
+    return UINT64_MAX;
+  return i;
+}
+
+typedef struct {
+  PpLiveServer  *server;
+  PpTraceWriter *writer;
+} Job;
+
+static void
+job_start (Job *job, const PpLiveConfig *cfg)
+{
+  PpError err = { 0 };
+  job->server = pp_live_server_new (cfg, &err);
+  g_assert_true (job->server != NULL || (g_printerr ("%s\n", err.msg), 0));
+  job->writer = pp_trace_writer_new_callback (pp_live_server_write, job->server, PP_TRACE_NATIVE,
+                                              &err);
+  g_assert_nonnull (job->writer);
+
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  strcpy (d.schedule, "1F1B");
+  strcpy (d.backend, "cpu");
+  strcpy (d.host, "testhost");
+  strcpy (d.model, "live test");
+  strcpy (d.cmdline, "test-live");
+  d.n_ranks = 4;
+  d.n_microbatches = 32;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (job->writer, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (job->writer, 1, "alpha", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (job->writer, 2, "beta", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (job->writer, 3, "gamma", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_flush (job->writer, &err), ==, PP_OK);
+}
+
+/* Writes spans [from, to) in batches, flushing each batch. */
+static void
+job_write (Job *job, uint64_t from, uint64_t to, size_t batch, int sleep_us)
+{
+  PpSpan *spans = g_new (PpSpan, batch);
+  PpError err = { 0 };
+  for (uint64_t i = from; i < to;)
+    {
+      size_t n = 0;
+      for (; n < batch && i < to; n++, i++)
+        spans[n] = make_span (i);
+      g_assert_cmpint (pp_trace_write_spans (job->writer, spans, n, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_flush (job->writer, &err), ==, PP_OK);
+      if (sleep_us > 0)
+        g_usleep (sleep_us);
+    }
+  g_free (spans);
+}
+
+static void
+job_end (Job *job)
+{
+  g_assert_cmpint (pp_trace_writer_close (job->writer, NULL), ==, PP_OK);
+  pp_live_server_free (job->server);
+  job->writer = NULL;
+  job->server = NULL;
+}
+
+/* ---- a viewer ---- */
+
+typedef struct {
+  char      job[512];
+  char      token[64];
+  uint64_t  n_expected;     /* spans 0..n_expected-1 */
+  int       stop_when_complete;
+  /* results */
+  uint8_t  *seen;
+  uint64_t  n_spans, n_bad, n_dup, dropped, n_dropped_items;
+  int       got_desc, n_strings, ended, truncated, failed;
+  char      err[PP_ERROR_MSG_MAX];
+} Viewer;
+
+static Viewer *
+viewer_new (const char *job, uint64_t n_expected)
+{
+  Viewer *v = g_new0 (Viewer, 1);
+  g_strlcpy (v->job, job, sizeof v->job);
+  v->n_expected = n_expected;
+  v->seen = g_malloc0 (n_expected ? n_expected : 1);
+  return v;
+}
+
+static void
+viewer_free (Viewer *v)
+{
+  g_free (v->seen);
+  g_free (v);
+}
+
+static void
+viewer_take (Viewer *v, const PpTraceItem *item)
+{
+  switch (item->type)
+    {
+    case PP_TRACE_ITEM_DESCRIPTION:
+      if (strcmp (item->description->schedule, "1F1B") == 0 && item->description->n_ranks == 4)
+        v->got_desc = 1;
+      break;
+    case PP_TRACE_ITEM_STRING:
+      v->n_strings++;
+      break;
+    case PP_TRACE_ITEM_SPAN:
+      {
+        uint64_t i = span_index (&item->span);
+        if (i == UINT64_MAX || i >= v->n_expected)
+          v->n_bad++;
+        else if (v->seen[i]++)
+          v->n_dup++;
+        v->n_spans++;
+        break;
+      }
+    case PP_TRACE_ITEM_DROPPED:
+      v->dropped += item->dropped.count;
+      v->n_dropped_items++;
+      break;
+    default:
+      break;
+    }
+}
+
+/* Reads until the stream ends (or, with stop_when_complete, until every
+ * expected span arrived), at most 120 s. */
+static gpointer
+viewer_run (gpointer data)
+{
+  Viewer *v = data;
+  PpError err = { 0 };
+  PpLiveClient *c = pp_live_client_connect (v->job, v->token[0] ? v->token : NULL, &err);
+  if (c == NULL)
+    {
+      v->failed = 1;
+      g_strlcpy (v->err, err.msg, sizeof v->err);
+      return NULL;
+    }
+  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < deadline)
+    {
+      PpTraceItem item;
+      if (pp_live_client_next (c, &item, 100, &err) != PP_OK)
+        {
+          v->failed = 1;
+          g_strlcpy (v->err, err.msg, sizeof v->err);
+          break;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        {
+          if (item.need_more)
+            continue;
+          v->ended = 1;
+          v->truncated = item.truncated;
+          break;
+        }
+      viewer_take (v, &item);
+      if (v->stop_when_complete && v->n_spans >= v->n_expected)
+        break;
+    }
+  pp_live_client_free (c);
+  return NULL;
+}
+
+static void
+assert_complete (const Viewer *v, uint64_t n)
+{
+  if (v->failed)
+    g_error ("viewer failed: %s", v->err);
+  g_assert_true (v->got_desc);
+  g_assert_cmpint (v->n_strings, ==, 3);
+  g_assert_cmpuint (v->n_bad, ==, 0);
+  g_assert_cmpuint (v->n_dup, ==, 0);
+  g_assert_cmpuint (v->dropped, ==, 0);
+  g_assert_cmpuint (v->n_spans, ==, n);
+  for (uint64_t i = 0; i < n; i++)
+    g_assert_cmpuint (v->seen[i], ==, 1);
+}
+
+static void
+wait_viewers (PpLiveServer *s, unsigned n)
+{
+  gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (pp_live_server_n_viewers (s) != n && g_get_monotonic_time () < deadline)
+    g_usleep (1000);
+  g_assert_cmpuint (pp_live_server_n_viewers (s), ==, n);
+}
+
+/* ---- (a) from the start and midway: everything, then the end ---- */
+
+typedef struct {
+  Job        *job;
+  uint64_t    n;
+  atomic_ulong written;
+} Recorder;
+
+static gpointer
+recorder_run (gpointer data)
+{
+  Recorder *r = data;
+  for (uint64_t i = 0; i < r->n; i += 1000)
+    {
+      uint64_t to = i + 1000 < r->n ? i + 1000 : r->n;
+      job_write (r->job, i, to, 1000, 0);
+      atomic_store (&r->written, to);
+      g_usleep (500);
+    }
+  return NULL;
+}
+
+static void
+test_live_everything (void)
+{
+  const uint64_t N = 200000;
+  PpLiveConfig cfg = { .no_register = 1 };
+  Job job;
+  job_start (&job, &cfg);
+  const char *path = pp_live_server_socket_path (job.server);
+
+  Viewer *a = viewer_new (path, N), *b = viewer_new (path, N);
+  GThread *ta = g_thread_new ("viewer-a", viewer_run, a);
+  wait_viewers (job.server, 1);
+
+  Recorder rec = { .job = &job, .n = N };
+  GThread *tr = g_thread_new ("recorder", recorder_run, &rec);
+  while (atomic_load (&rec.written) < N / 2)
+    g_usleep (200);
+  GThread *tb = g_thread_new ("viewer-b", viewer_run, b);
+  g_thread_join (tr);
+  g_assert_cmpuint (pp_live_server_dropped (job.server), ==, 0);
+  job_end (&job);
+  g_thread_join (ta);
+  g_thread_join (tb);
+
+  assert_complete (a, N);
+  assert_complete (b, N);
+  g_assert_true (a->ended && !a->truncated);
+  g_assert_true (b->ended && !b->truncated);
+  viewer_free (a);
+  viewer_free (b);
+}
+
+/* ---- (b) latency ---- */
+
+static int
+cmp_double (const void *x, const void *y)
+{
+  double a = *(const double *) x, b = *(const double *) y;
+  return a < b ? -1 : a > b;
+}
+
+static void
+test_live_latency (void)
+{
+  PpLiveConfig cfg = { .no_register = 1 };
+  Job job;
+  job_start (&job, &cfg);
+  PpError err = { 0 };
+  PpLiveClient *c = pp_live_client_connect (pp_live_server_socket_path (job.server), NULL, &err);
+  g_assert_nonnull (c);
+  wait_viewers (job.server, 1);
+
+  /* read the description and strings first */
+  PpTraceItem item;
+  int n_strings = 0;
+  while (n_strings < 3)
+    {
+      g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+      g_assert_false (item.type == PP_TRACE_ITEM_END && !item.need_more);
+      g_assert_false (item.type == PP_TRACE_ITEM_END);
+      n_strings += item.type == PP_TRACE_ITEM_STRING;
+    }
+
+  double lat[50];
+  for (int k = 0; k < 50; k++)
+    {
+      PpSpan s = make_span ((uint64_t) k);
+      gint64 t0 = g_get_monotonic_time ();
+      g_assert_cmpint (pp_trace_write_spans (job.writer, &s, 1, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_flush (job.writer, &err), ==, PP_OK);
+      for (;;)
+        {
+          g_assert_cmpint (pp_live_client_next (c, &item, 2000, &err), ==, PP_OK);
+          g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_SPAN);
+          break;
+        }
+      lat[k] = (double) (g_get_monotonic_time () - t0) / 1000.0;
+      g_assert_cmpuint (span_index (&item.span), ==, (uint64_t) k);
+      g_usleep (2000);
+    }
+  qsort (lat, 50, sizeof lat[0], cmp_double);
+  printf ("# live latency: median %.3f ms, max %.3f ms\n", lat[25], lat[49]);
+  g_assert_cmpfloat (lat[25], <, 100.0);
+
+  job_end (&job);
+  g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+  g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_END);
+  g_assert_cmpint (item.need_more, ==, 0);
+  pp_live_client_free (c);
+}
+
+/* ---- (c) a viewer that never reads ---- */
+
+static double
+timed_write (Job *job, uint64_t n)
+{
+  gint64 t0 = g_get_monotonic_time ();
+  job_write (job, 0, n, 4096, 0);
+  return (double) (g_get_monotonic_time () - t0) / 1000.0;
+}
+
+static double
+median3 (double *t)
+{
+  qsort (t, 3, sizeof t[0], cmp_double);
+  return t[1];
+}
+
+static void
+test_live_stalled_viewer (void)
+{
+  const uint64_t N = 2000000;
+  PpLiveConfig cfg = { .no_register = 1, .viewer_lag_bytes = 64 * 1024 };
+  double alone[3], stalled[3];
+
+  for (int run = 0; run < 3; run++)
+    {
+      Job job;
+      job_start (&job, &cfg);
+      alone[run] = timed_write (&job, N);
+      job_end (&job);
+    }
+
+  for (int run = 0; run < 3; run++)
+    {
+      Job job;
+      job_start (&job, &cfg);
+      PpError err = { 0 };
+      PpLiveClient *c = pp_live_client_connect (pp_live_server_socket_path (job.server), NULL, &err);
+      g_assert_nonnull (c);
+      wait_viewers (job.server, 1);
+      stalled[run] = timed_write (&job, N);
+      /* the server thread counts as it skips; give it a moment to catch up
+       * with the last batches */
+      gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+      while (pp_live_server_dropped (job.server) == 0 && g_get_monotonic_time () < deadline)
+        g_usleep (1000);
+      g_assert_cmpuint (pp_live_server_dropped (job.server), >, 0);
+
+      /* now read: what arrives plus what was dropped is everything */
+      Viewer *v = viewer_new ("", N);
+      PpTraceItem item;
+      for (;;)
+        {
+          g_assert_cmpint (pp_live_client_next (c, &item, 500, &err), ==, PP_OK);
+          if (item.type == PP_TRACE_ITEM_END)
+            break;  /* idle for 500 ms: the server has sent what it keeps */
+          viewer_take (v, &item);
+        }
+      g_assert_true (item.need_more);
+      job_end (&job);
+      for (;;)
+        {
+          g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+          if (item.type == PP_TRACE_ITEM_END)
+            break;
+          viewer_take (v, &item);
+        }
+      g_assert_cmpint (item.need_more, ==, 0);
+      pp_live_client_free (c);
+      g_assert_true (v->got_desc);
+      g_assert_cmpint (v->n_strings, ==, 3);
+      g_assert_cmpuint (v->n_bad, ==, 0);
+      g_assert_cmpuint (v->n_dup, ==, 0);
+      g_assert_cmpuint (v->n_dropped_items, >, 0);
+      g_assert_cmpuint (v->dropped, >, 0);
+      g_assert_cmpuint (v->dropped + v->n_spans, ==, N);
+      if (run == 0)
+        printf ("# stalled viewer: received %" G_GUINT64_FORMAT " spans, %" G_GUINT64_FORMAT
+                " dropped in %" G_GUINT64_FORMAT " DROPPED frames\n",
+                v->n_spans, v->dropped, v->n_dropped_items);
+      viewer_free (v);
+    }
+  double ma = median3 (alone), ms = median3 (stalled);
+  printf ("# writing %" G_GUINT64_FORMAT " spans: %.1f ms alone, %.1f ms with a stalled viewer "
+          "(ratio %.2f)\n", N, ma, ms, ms / ma);
+  g_assert_true (ms / ma < 1.5 || ms - ma < 50.0);
+}
+
+/* ---- (d) attach and detach, many times ---- */
+
+static void
+test_live_attach_detach (void)
+{
+  const uint64_t N1 = 20000, N = 40000;
+  PpLiveConfig cfg = { .no_register = 1 };
+  Job job;
+  job_start (&job, &cfg);
+  job_write (&job, 0, N1, 1000, 0);
+  const char *path = pp_live_server_socket_path (job.server);
+  for (int k = 0; k < 100; k++)
+    {
+      PpError err = { 0 };
+      PpLiveClient *c = pp_live_client_connect (path, NULL, &err);
+      g_assert_nonnull (c);
+      for (int j = 0; j < 5; j++)
+        {
+          PpTraceItem item;
+          g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+          if (item.type == PP_TRACE_ITEM_END)
+            g_printerr ("k %d j %d need_more %d viewers %u\n", k, j, item.need_more, pp_live_server_n_viewers (job.server));
+          g_assert_cmpint (item.type, !=, PP_TRACE_ITEM_END);
+        }
+      pp_live_client_free (c);
+      if (k % 10 == 0)
+        job_write (&job, N1 + (uint64_t) k * 10, N1 + (uint64_t) k * 10 + 10, 10, 0);
+    }
+  job_write (&job, N1 + 1000, N, 1000, 0);
+  wait_viewers (job.server, 0);
+  /* spans N1 + k*10 .. +10 for k = 0, 10, ..., 90 were written as well */
+  Viewer *v = viewer_new (path, N);
+  v->stop_when_complete = 0;
+  GThread *t = g_thread_new ("viewer", viewer_run, v);
+  wait_viewers (job.server, 1);
+  job_end (&job);
+  g_thread_join (t);
+  if (v->failed)
+    g_error ("viewer failed: %s", v->err);
+  g_assert_true (v->got_desc);
+  g_assert_cmpuint (v->n_bad, ==, 0);
+  g_assert_cmpuint (v->n_dup, ==, 0);
+  g_assert_cmpuint (v->dropped, ==, 0);
+  g_assert_cmpuint (v->n_spans, ==, N1 + 100 + (N - N1 - 1000));
+  g_assert_true (v->ended);
+  viewer_free (v);
+}
+
+/* ---- (e) TCP with a token ---- */
+
+static void
+test_live_tcp (void)
+{
+  PpLiveConfig cfg = { .no_register = 1, .listen = "127.0.0.1:0" };
+  Job job;
+  job_start (&job, &cfg);
+  int port = pp_live_server_tcp_port (job.server);
+  const char *token = pp_live_server_token (job.server);
+  g_assert_cmpint (port, >, 0);
+  g_assert_nonnull (token);
+  g_assert_cmpuint (strlen (token), ==, 32);
+  job_write (&job, 0, 5000, 1000, 0);
+  char addr[64];
+  snprintf (addr, sizeof addr, "127.0.0.1:%d", port);
+
+  /* no token */
+  PpError err = { 0 };
+  g_assert_null (pp_live_client_connect (addr, NULL, &err));
+  g_assert_nonnull (strstr (err.msg, "--token"));
+  g_assert_null (strchr (err.msg, '\n'));
+
+  /* a wrong token: an error or the end, quickly */
+  PpLiveClient *c = pp_live_client_connect (addr, "0123456789abcdef0123456789abcdef", &err);
+  g_assert_nonnull (c);
+  gint64 t0 = g_get_monotonic_time ();
+  PpTraceItem item;
+  PpStatus st;
+  int n_items = 0;
+  for (;;)
+    {
+      st = pp_live_client_next (c, &item, 2000, &err);
+      if (st != PP_OK || item.type == PP_TRACE_ITEM_END)
+        break;
+      n_items++;
+    }
+  g_assert_cmpint (n_items, ==, 0);
+  g_assert_true (st != PP_OK || !item.need_more);
+  if (st != PP_OK)
+    g_assert_null (strchr (err.msg, '\n'));
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 1 * G_USEC_PER_SEC);
+  pp_live_client_free (c);
+
+  /* the right one */
+  Viewer *v = viewer_new (addr, 5000);
+  g_strlcpy (v->token, token, sizeof v->token);
+  GThread *t = g_thread_new ("viewer", viewer_run, v);
+  wait_viewers (job.server, 1);
+  job_end (&job);
+  g_thread_join (t);
+  assert_complete (v, 5000);
+  g_assert_true (v->ended);
+  viewer_free (v);
+
+  /* a given token */
+  PpLiveConfig cfg2 = { .no_register = 1, .listen = "127.0.0.1:0", .token = "sekrit" };
+  job_start (&job, &cfg2);
+  g_assert_cmpstr (pp_live_server_token (job.server), ==, "sekrit");
+  snprintf (addr, sizeof addr, "127.0.0.1:%d", pp_live_server_tcp_port (job.server));
+  c = pp_live_client_connect (addr, "sekrit", &err);
+  g_assert_nonnull (c);
+  g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+  g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_DESCRIPTION);
+  pp_live_client_free (c);
+  job_end (&job);
+}
+
+/* ---- (f) the socket's mode, cleanup, a dead job ---- */
+
+static void
+test_live_registry (void)
+{
+  PpLiveConfig cfg = { .name = "livetest", .schedule = "1F1B", .cmdline = "test-live" };
+  Job job;
+  job_start (&job, &cfg);
+  job_write (&job, 0, 100, 100, 0);
+  char *path = g_strdup (pp_live_server_socket_path (job.server));
+  struct stat st;
+  g_assert_cmpint (stat (path, &st), ==, 0);
+  g_assert_true (S_ISSOCK (st.st_mode));
+  g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+
+  PpJobInfo info;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_registry_find ("livetest", &info, &err), ==, PP_OK);
+  g_assert_cmpint (info.pid, ==, getpid ());
+  g_assert_true (g_str_has_suffix (info.endpoint, path));
+
+  /* attach by name and by pid */
+  char pid[32];
+  snprintf (pid, sizeof pid, "%d", (int) getpid ());
+  const char *specs[] = { "livetest", pid };
+  for (int k = 0; k < 2; k++)
+    {
+      PpLiveClient *c = pp_live_client_connect (specs[k], NULL, &err);
+      g_assert_true (c != NULL || (g_printerr ("%s\n", err.msg), 0));
+      PpTraceItem item;
+      g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+      if (item.type == PP_TRACE_ITEM_END)
+        g_printerr ("END need_more %d truncated %d\n", item.need_more, item.truncated);
+      g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_DESCRIPTION);
+      pp_live_client_free (c);
+    }
+
+  job_end (&job);
+  g_assert_cmpint (stat (path, &st), ==, -1);
+  g_assert_cmpint (errno, ==, ENOENT);
+  g_assert_cmpint (pp_registry_find ("livetest", &info, &err), !=, PP_OK);
+
+  memset (&err, 0, sizeof err);
+  g_assert_null (pp_live_client_connect ("livetest", NULL, &err));
+  g_assert_cmpuint (strlen (err.msg), >, 0);
+  g_assert_null (strchr (err.msg, '\n'));
+  memset (&err, 0, sizeof err);
+  g_assert_null (pp_live_client_connect (path, NULL, &err));
+  g_assert_nonnull (strstr (err.msg, path));
+  g_assert_null (strchr (err.msg, '\n'));
+  g_free (path);
+
+  /* a private socket goes away too, with its directory */
+  PpLiveConfig priv = { .no_register = 1 };
+  job_start (&job, &priv);
+  path = g_strdup (pp_live_server_socket_path (job.server));
+  g_assert_cmpint (stat (path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+  char *dir = g_path_get_dirname (path);
+  g_assert_cmpint (stat (dir, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0700);
+  job_end (&job);
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+  g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  g_free (dir);
+  g_free (path);
+}
+
+/* ---- history cap: a late viewer gets what is essential, and the count ---- */
+
+static void
+test_live_history_cap (void)
+{
+  const uint64_t N = 100000;   /* ~4 MB of spans */
+  PpLiveConfig cfg = { .no_register = 1, .history_max_bytes = 512 * 1024 };
+  Job job;
+  job_start (&job, &cfg);
+  job_write (&job, 0, N, 1000, 0);
+  Viewer *v = viewer_new (pp_live_server_socket_path (job.server), N);
+  GThread *t = g_thread_new ("viewer", viewer_run, v);
+  wait_viewers (job.server, 1);
+  job_end (&job);
+  g_thread_join (t);
+  if (v->failed)
+    g_error ("viewer failed: %s", v->err);
+  g_assert_true (v->got_desc);
+  g_assert_cmpint (v->n_strings, ==, 3);
+  g_assert_cmpuint (v->n_bad, ==, 0);
+  g_assert_cmpuint (v->n_dup, ==, 0);
+  g_assert_cmpuint (v->dropped, >, 0);
+  g_assert_cmpuint (v->n_spans, >, 0);
+  g_assert_cmpuint (v->n_spans + v->dropped, ==, N);
+  /* what it got is the newest spans */
+  g_assert_cmpuint (v->seen[N - 1], ==, 1);
+  viewer_free (v);
+}
+
+/* ---- bytes in odd pieces, in the other byte order, with a small cap ---- */
+
+static int
+collect (void *user, const void *data, size_t size)
+{
+  g_byte_array_append (user, data, (guint) size);
+  return 0;
+}
+
+static void
+test_live_pieces (void)
+{
+  const uint64_t N = 30000;
+  int host_little = G_BYTE_ORDER == G_LITTLE_ENDIAN;
+  GByteArray *bytes = g_byte_array_new ();
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_callback (collect, bytes,
+                                                   host_little ? PP_TRACE_BIG : PP_TRACE_LITTLE,
+                                                   &err);
+  g_assert_nonnull (w);
+  Job tmp = { .writer = w };
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  strcpy (d.schedule, "1F1B");
+  d.n_ranks = 4;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (w, 1, "alpha", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (w, 2, "beta", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (w, 3, "gamma", &err), ==, PP_OK);
+  job_write (&tmp, 0, N, 500, 0);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  for (int pass = 0; pass < 2; pass++)
+    {
+      /* pass 0: everything kept; pass 1: a 128 KiB history, the late viewer
+       * gets the description, the strings, a DROPPED count and the rest */
+      PpLiveConfig cfg = { .no_register = 1, .history_max_bytes = pass ? 128 * 1024 : 0 };
+      PpLiveServer *s = pp_live_server_new (&cfg, &err);
+      g_assert_nonnull (s);
+      GRand *rand = g_rand_new_with_seed (42 + pass);
+      for (guint off = 0; off < bytes->len;)
+        {
+          guint n = (guint) g_rand_int_range (rand, 1, pass ? 5000 : 100);
+          if (n > bytes->len - off)
+            n = bytes->len - off;
+          g_assert_cmpint (pp_live_server_write (s, bytes->data + off, n), ==, 0);
+          off += n;
+        }
+      g_rand_free (rand);
+      Viewer *v = viewer_new (pp_live_server_socket_path (s), N);
+      GThread *t = g_thread_new ("viewer", viewer_run, v);
+      wait_viewers (s, 1);
+      pp_live_server_free (s);
+      g_thread_join (t);
+      if (v->failed)
+        g_error ("viewer failed: %s", v->err);
+      g_assert_true (v->got_desc);
+      g_assert_cmpint (v->n_strings, ==, 3);
+      g_assert_cmpuint (v->n_bad, ==, 0);
+      g_assert_cmpuint (v->n_dup, ==, 0);
+      g_assert_cmpuint (v->n_spans + v->dropped, ==, N);
+      if (pass == 0)
+        g_assert_cmpuint (v->dropped, ==, 0);
+      else
+        g_assert_cmpuint (v->dropped, >, 0);
+      g_assert_true (v->ended && !v->truncated);
+      viewer_free (v);
+    }
+  g_byte_array_unref (bytes);
+}
+
+int
+main (int argc, char **argv)
+{
+  GError *error = NULL;
+  char *runtime = g_dir_make_tmp ("pp-live-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_setenv ("XDG_RUNTIME_DIR", runtime, TRUE);
+
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/live/everything", test_live_everything);
+  g_test_add_func ("/live/latency", test_live_latency);
+  g_test_add_func ("/live/stalled-viewer", test_live_stalled_viewer);
+  g_test_add_func ("/live/attach-detach", test_live_attach_detach);
+  g_test_add_func ("/live/tcp", test_live_tcp);
+  g_test_add_func ("/live/registry", test_live_registry);
+  g_test_add_func ("/live/history-cap", test_live_history_cap);
+  g_test_add_func ("/live/pieces", test_live_pieces);
+  int r = g_test_run ();
+
+  char *pdir = g_build_filename (runtime, "pipescope", NULL);
+  g_rmdir (pdir);
+  g_free (pdir);
+  g_rmdir (runtime);
+  g_free (runtime);
+  return r;
+}
