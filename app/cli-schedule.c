@@ -21,6 +21,7 @@ schedule_usage (FILE *out)
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
          "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
          "                              [--format ascii|actions|csv|json] [--trace FILE]\n"
+         "                              [--serve [--listen HOST:PORT] [--steps N]]\n"
          "       pipescope-cli schedule --csv FILE [--cost F,B,W,C] [--format ...]\n"
          "\n"
          "Prints a pipeline schedule: the compute order of every rank and the timeline\n"
@@ -41,6 +42,14 @@ schedule_usage (FILE *out)
          "                             (description, plan, one span per compute action\n"
          "                             and step markers); 1 time unit = 1 ms\n"
          "                             (1,000,000 ns) in the trace\n"
+         "      --serve                then act as a running job: register, serve the\n"
+         "                             simulated timeline live (replayed in real time,\n"
+         "                             1 unit = 1 ms, step after step) to 'pipescope-cli\n"
+         "                             record' and viewers, until Ctrl-C; with --trace,\n"
+         "                             the file gets every replayed step\n"
+         "      --listen HOST:PORT     with --serve, also serve on TCP (port 0: any); a\n"
+         "                             viewer needs the token printed at start\n"
+         "      --steps N              with --serve, stop after N steps\n"
          "\n"
          "Schedules:\n", out);
   for (i = pp_schedule_list (); i->name; i++)
@@ -199,11 +208,15 @@ pp_cli_schedule (int argc, char **argv)
     { "format", required_argument, NULL, 'f' },
     { "csv", required_argument, NULL, 'C' },
     { "trace", required_argument, NULL, 'T' },
+    { "serve", no_argument, NULL, 'S' },
+    { "listen", required_argument, NULL, 'L' },
+    { "steps", required_argument, NULL, 'N' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *name = NULL, *csv = NULL, *trace = NULL;
-  int P = 0, M = 0, V = 0, opt;
+  const char *name = NULL, *csv = NULL, *trace = NULL, *listen = NULL;
+  int P = 0, M = 0, V = 0, opt, steps = 0;
+  bool serve = false;
   double cost[4] = { 1, 2, 1, 0 };
   Format format = FMT_ASCII;
   PpError err = { 0 };
@@ -221,6 +234,12 @@ pp_cli_schedule (int argc, char **argv)
         case 's': name = optarg; break;
         case 'C': csv = optarg; break;
         case 'T': trace = optarg; break;
+        case 'S': serve = true; break;
+        case 'L': listen = optarg; break;
+        case 'N':
+          if (!parse_int (optarg, 1, INT_MAX, &steps))
+            return pp_cli_usage_error ("--steps takes a whole number from 1 to %d (got '%s')", INT_MAX, optarg);
+          break;
         case 'p':
           if (!parse_int (optarg, 1, 4096, &P))
             return pp_cli_usage_error ("--ranks takes a whole number from 2 to 4096 (got '%s')", optarg);
@@ -258,6 +277,10 @@ pp_cli_schedule (int argc, char **argv)
     }
   if (optind < argc)
     return pp_cli_usage_error ("unexpected argument '%s'; see 'pipescope-cli schedule --help'", argv[optind]);
+  if (!serve && listen != NULL)
+    return pp_cli_usage_error ("--listen needs --serve");
+  if (!serve && steps != 0)
+    return pp_cli_usage_error ("--steps needs --serve");
 
   if (csv != NULL)
     {
@@ -313,7 +336,9 @@ pp_cli_schedule (int argc, char **argv)
     }
   if (fflush (stdout) != 0)
     status = 1;
-  if (status == 0 && trace != NULL)
+  if (status == 0 && serve)
+    status = pp_cli_serve (s, sim, listen, steps, trace, argc, argv);
+  else if (status == 0 && trace != NULL)
     status = pp_cli_write_sim_trace (trace, s, sim, argc, argv);
 out:
   pp_simulation_free (sim);

@@ -16,8 +16,8 @@
 
 /* ---- schedule --trace ---------------------------------------------------- */
 
-static int
-span_kind_of_action (int kind)
+int
+pp_cli_span_kind_of_action (int kind)
 {
   switch (kind)
     {
@@ -36,46 +36,41 @@ units_to_ns (double t)
   return (int64_t) llround (t * PP_CLI_TRACE_NS_PER_UNIT);
 }
 
-int
-pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulation *sim,
-                        int argc, char **argv)
+void
+pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc, char **argv)
 {
-  PpError err = { 0 };
-  PpTraceDescription desc;
-  PpTracePlanAction **plan = NULL;
-  size_t *n_plan = NULL;
-  PpSpan *spans = NULL;
-  size_t n_spans = 0;
   struct timespec rt, mono;
-  PpTraceWriter *w = NULL;
-  int status = 1;
+  size_t len = 0;
 
-  memset (&desc, 0, sizeof desc);
-  snprintf (desc.schedule, sizeof desc.schedule, "%s", s->name);
-  snprintf (desc.backend, sizeof desc.backend, "simulated");
-  if (gethostname (desc.host, sizeof desc.host - 1) != 0)
-    snprintf (desc.host, sizeof desc.host, "unknown");
-  snprintf (desc.model, sizeof desc.model, "none");
-  {
-    size_t len = 0;
-    len += snprintf (desc.cmdline, sizeof desc.cmdline, "pipescope-cli");
-    for (int i = 0; i < argc && len < sizeof desc.cmdline; i++)
-      len += snprintf (desc.cmdline + len, sizeof desc.cmdline - len, " %s", argv[i]);
-  }
-  desc.n_ranks = s->ranks;
-  desc.n_microbatches = s->microbatches;
-  desc.n_virtual = s->stages_per_rank;
+  memset (desc, 0, sizeof *desc);
+  snprintf (desc->schedule, sizeof desc->schedule, "%s", s->name);
+  snprintf (desc->backend, sizeof desc->backend, "simulated");
+  if (gethostname (desc->host, sizeof desc->host - 1) != 0)
+    snprintf (desc->host, sizeof desc->host, "unknown");
+  snprintf (desc->model, sizeof desc->model, "none");
+  len += snprintf (desc->cmdline, sizeof desc->cmdline, "pipescope-cli");
+  for (int i = 0; i < argc && len < sizeof desc->cmdline; i++)
+    len += snprintf (desc->cmdline + len, sizeof desc->cmdline - len, " %s", argv[i]);
+  desc->n_ranks = s->ranks;
+  desc->n_microbatches = s->microbatches;
+  desc->n_virtual = s->stages_per_rank;
   clock_gettime (CLOCK_REALTIME, &rt);
   clock_gettime (CLOCK_MONOTONIC, &mono);
-  desc.start_unix_ns = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
-  desc.start_monotonic_ns = (int64_t) mono.tv_sec * 1000000000 + mono.tv_nsec;
+  desc->start_unix_ns = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
+  desc->start_monotonic_ns = (int64_t) mono.tv_sec * 1000000000 + mono.tv_nsec;
+}
 
-  plan = calloc ((size_t) s->ranks, sizeof *plan);
-  n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
-  spans = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *spans);
-  if (plan == NULL || n_plan == NULL || spans == NULL)
+PpStatus
+pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const PpSchedule *s,
+                         const PpSimulation *sim, PpError *err)
+{
+  PpTracePlanAction **plan = calloc ((size_t) s->ranks, sizeof *plan);
+  size_t *n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
+  PpStatus st;
+
+  if (plan == NULL || n_plan == NULL)
     {
-      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
     }
   for (int r = 0; r < s->ranks; r++)
@@ -84,7 +79,7 @@ pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulatio
       plan[r] = calloc ((size_t) n + 1, sizeof **plan);
       if (plan[r] == NULL)
         {
-          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
           goto out;
         }
       n_plan[r] = (size_t) n;
@@ -93,7 +88,6 @@ pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulatio
           const PpAction *a = &s->rank[r].actions[k];
           const PpSimAction *sa = &sim->timeline[r][k];
           PpTracePlanAction *p = &plan[r][k];
-          int sk;
           p->kind = a->kind;
           p->stage = a->stage;
           p->microbatch = a->microbatch;
@@ -103,29 +97,64 @@ pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulatio
           /* Plan times are seconds: one time unit is PP_CLI_TRACE_NS_PER_UNIT ns. */
           p->planned_start = sa->start * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
           p->planned_end = sa->end * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
-          sk = span_kind_of_action (a->kind);
-          if (sk >= 0)
-            {
-              PpSpan *sp = &spans[n_spans++];
-              memset (sp, 0, sizeof *sp);
-              sp->start_ns = desc.start_monotonic_ns + units_to_ns (sa->start);
-              sp->end_ns = desc.start_monotonic_ns + units_to_ns (sa->end);
-              sp->rank = r;
-              sp->stage = a->stage;
-              sp->microbatch = a->microbatch;
-              sp->step = 0;
-              sp->kind = (uint16_t) sk;
-              sp->device = 0xffff;
-              sp->peer_rank = -1;
-            }
         }
     }
+  st = pp_trace_write_description (w, desc, err);
+  if (st == PP_OK)
+    st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan, 1, err);
+out:
+  if (plan)
+    for (int r = 0; r < s->ranks; r++)
+      free (plan[r]);
+  free (plan);
+  free (n_plan);
+  return st;
+}
+
+int
+pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulation *sim,
+                        int argc, char **argv)
+{
+  PpError err = { 0 };
+  PpTraceDescription desc;
+  PpSpan *spans = NULL;
+  size_t n_spans = 0;
+  PpTraceWriter *w = NULL;
+  int status = 1;
+
+  pp_cli_sim_description (&desc, s, argc, argv);
+  spans = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *spans);
+  if (spans == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        const PpSimAction *sa = &sim->timeline[r][k];
+        int sk = pp_cli_span_kind_of_action (a->kind);
+        if (sk >= 0)
+          {
+            PpSpan *sp = &spans[n_spans++];
+            memset (sp, 0, sizeof *sp);
+            sp->start_ns = desc.start_monotonic_ns + units_to_ns (sa->start);
+            sp->end_ns = desc.start_monotonic_ns + units_to_ns (sa->end);
+            sp->rank = r;
+            sp->stage = a->stage;
+            sp->microbatch = a->microbatch;
+            sp->step = 0;
+            sp->kind = (uint16_t) sk;
+            sp->device = 0xffff;
+            sp->peer_rank = -1;
+          }
+      }
 
   w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
   if (w == NULL)
     goto fail;
-  if (pp_trace_write_description (w, &desc, &err) != PP_OK
-      || pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan, 1, &err) != PP_OK)
+  if (pp_cli_write_sim_header (w, &desc, s, sim, &err) != PP_OK)
     goto fail;
   for (int r = 0; r < s->ranks; r++)
     {
@@ -160,11 +189,6 @@ fail:
 out:
   if (w)
     pp_trace_writer_close (w, NULL);
-  if (plan)
-    for (int r = 0; r < s->ranks; r++)
-      free (plan[r]);
-  free (plan);
-  free (n_plan);
   free (spans);
   return status;
 }

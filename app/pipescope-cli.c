@@ -27,6 +27,9 @@ usage (FILE *out)
          "\n"
          "Commands:\n"
          "  schedule   print a pipeline schedule and its simulated timeline\n"
+         "             (--serve: run it as a live job)\n"
+         "  jobs       list the running pipescope jobs on this machine\n"
+         "  record     attach to a running job and record its trace to a file\n"
          "  info       summarise a trace file: run, spans, measured bubble\n"
          "  export     convert a trace file to Chrome trace JSON or CSV\n"
          "\n"
@@ -53,9 +56,13 @@ main (int argc, char **argv)
     }
   if (strcmp (argv[1], "schedule") == 0)
     return pp_cli_schedule (argc - 1, argv + 1);
+  if (strcmp (argv[1], "jobs") == 0)
+    return pp_cli_jobs (argc - 1, argv + 1);
+  if (strcmp (argv[1], "record") == 0)
+    return pp_cli_record (argc - 1, argv + 1);
   if (strcmp (argv[1], "info") == 0)
     return pp_cli_info (argc - 1, argv + 1);
   if (strcmp (argv[1], "export") == 0)
     return pp_cli_export (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export", argv[1]);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, jobs, record", argv[1]);
 }

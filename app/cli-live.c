@@ -1,0 +1,596 @@
+/* pipescope-cli live commands: schedule --serve (a simulated job serving its
+ * trace live), jobs (the running jobs) and record (attach to one and keep
+ * what it streams in a trace file). */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pp-live.h"
+#include "pp-probe.h"
+#include "pp-registry.h"
+#include "pp-trace-sink.h"
+
+/* ---- signals ----------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void
+on_stop_signal (int sig)
+{
+  stop_signal = sig;
+}
+
+/* SIGINT and SIGTERM set stop_signal.  No SA_RESTART: a sleep or poll in
+ * the main thread returns early with EINTR. */
+static void
+catch_stop_signals (void)
+{
+  struct sigaction sa;
+
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset (&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+}
+
+static void
+mask_stop_signals (int how)
+{
+  sigset_t set;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGINT);
+  sigaddset (&set, SIGTERM);
+  pthread_sigmask (how, &set, NULL);
+}
+
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleeps until CLOCK_MONOTONIC reaches t (ns) or a stop signal arrives;
+ * returns false in the latter case. */
+static bool
+sleep_until (int64_t t)
+{
+  struct timespec ts = { .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
+
+  while (!stop_signal)
+    {
+      int rc = clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+      if (rc == 0)
+        return !stop_signal;
+      if (rc != EINTR)
+        return !stop_signal;
+    }
+  return false;
+}
+
+/* ---- schedule --serve ----------------------------------------------------------- */
+
+typedef struct {
+  double start, end;          /* time units, from the step's start */
+  int    rank, stage, microbatch, kind;
+} ReplayAction;
+
+static int
+cmp_replay (const void *a, const void *b)
+{
+  const ReplayAction *x = a, *y = b;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int64_t
+units_ns (double t)
+{
+  return (int64_t) llround (t * PP_CLI_TRACE_NS_PER_UNIT);
+}
+
+typedef struct {
+  PpTraceWriter *w[2];
+  const char    *what[2];     /* for messages: "live stream", the file's path */
+  int            n;
+} Writers;
+
+/* Writes every rank's step marker of one phase to every writer and flushes
+ * them.  Only called while the probe's drain has nothing to deliver (right
+ * after pp_probe_flush, before the next record), so the drain thread never
+ * touches a writer at the same time. */
+static PpStatus
+write_markers (Writers *ws, const PpSchedule *s, const PpSimulation *sim, int step,
+               PpTraceStepPhase phase, int64_t base, PpError *err, int *which)
+{
+  for (int i = 0; i < ws->n; i++)
+    {
+      *which = i;
+      for (int r = 0; r < s->ranks; r++)
+        {
+          int n = s->rank[r].n_actions;
+          double t = n == 0 ? 0 : phase == PP_TRACE_STEP_BEGIN ? sim->timeline[r][0].start
+                                                               : sim->timeline[r][n - 1].end;
+          if (pp_trace_write_step_marker (ws->w[i], r, step, phase, base + units_ns (t), err) != PP_OK)
+            return err->status;
+        }
+      if (pp_trace_writer_flush (ws->w[i], err) != PP_OK)
+        return err->status;
+    }
+  return PP_OK;
+}
+
+int
+pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
+              int steps, const char *trace, int argc, char **argv)
+{
+  PpError err = { 0 };
+  PpTraceDescription desc;
+  PpLiveConfig cfg;
+  PpLiveServer *server = NULL;
+  PpTraceSink *sink = NULL;
+  PpProbe *probe = NULL;
+  PpProbeConfig pcfg;
+  Writers ws = { { NULL, NULL }, { "live stream", trace }, 0 };
+  ReplayAction *acts = NULL;
+  size_t n_acts = 0;
+  char name[64];
+  int status = 1, which = 0;
+  int64_t base, step_ns;
+
+  /* The probe's drain thread and the server's thread inherit this mask, so
+   * a Ctrl-C lands on the main thread and cuts its sleep short. */
+  stop_signal = 0;
+  catch_stop_signals ();
+  mask_stop_signals (SIG_BLOCK);
+
+  acts = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *acts);
+  if (acts == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        int sk = pp_cli_span_kind_of_action (a->kind);
+        if (sk < 0)
+          continue;
+        acts[n_acts].start = sim->timeline[r][k].start;
+        acts[n_acts].end = sim->timeline[r][k].end;
+        acts[n_acts].rank = r;
+        acts[n_acts].stage = a->stage;
+        acts[n_acts].microbatch = a->microbatch;
+        acts[n_acts].kind = sk;
+        n_acts++;
+      }
+  qsort (acts, n_acts, sizeof *acts, cmp_replay);
+
+  pp_cli_sim_description (&desc, s, argc, argv);
+  snprintf (name, sizeof name, "%s-%ld", s->name, (long) getpid ());
+  memset (&cfg, 0, sizeof cfg);
+  cfg.name = name;
+  cfg.schedule = s->name;
+  cfg.cmdline = desc.cmdline;
+  cfg.listen = listen;
+  server = pp_live_server_new (&cfg, &err);
+  if (server == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
+      goto out;
+    }
+
+  ws.w[0] = pp_trace_writer_new_callback (pp_live_server_write, server, PP_TRACE_NATIVE, &err);
+  if (ws.w[0] == NULL)
+    goto fail;
+  ws.n = 1;
+  if (trace != NULL)
+    {
+      which = 1;
+      ws.w[1] = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err);
+      if (ws.w[1] == NULL)
+        goto fail;
+      ws.n = 2;
+    }
+  for (int i = 0; i < ws.n; i++)
+    {
+      which = i;
+      if (pp_cli_write_sim_header (ws.w[i], &desc, s, sim, &err) != PP_OK
+          || pp_trace_writer_flush (ws.w[i], &err) != PP_OK)
+        goto fail;
+    }
+
+  sink = pp_trace_sink_new (ws.w, ws.n, &err);
+  if (sink == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot create the trace sink");
+      goto out;
+    }
+  memset (&pcfg, 0, sizeof pcfg);
+  pcfg.sink = pp_trace_sink_probe_sink (sink);
+  probe = pp_probe_new (&pcfg, &err);
+  if (probe == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot start the probe");
+      goto out;
+    }
+
+  if (pp_live_server_token (server) != NULL)
+    {
+      /* The host as asked, the port as bound (port 0 picks one). */
+      const char *colon = strrchr (listen, ':');
+      int hl = colon ? (int) (colon - listen) : (int) strlen (listen);
+      fprintf (stderr, "serving %s (pid %ld) on %s and %.*s:%d, token %s; Ctrl-C stops\n", name,
+               (long) getpid (), pp_live_server_socket_path (server), hl, listen,
+               pp_live_server_tcp_port (server), pp_live_server_token (server));
+    }
+  else
+    fprintf (stderr, "serving %s (pid %ld) on %s; Ctrl-C stops\n", name, (long) getpid (),
+             pp_live_server_socket_path (server));
+  fflush (stderr);
+
+  mask_stop_signals (SIG_UNBLOCK);
+
+  step_ns = units_ns (sim->makespan);
+  if (step_ns <= 0)
+    step_ns = 1;
+  base = desc.start_monotonic_ns;
+  for (int step = 0; (steps == 0 || step < steps) && !stop_signal; step++)
+    {
+      bool whole = true;
+
+      if (write_markers (&ws, s, sim, step, PP_TRACE_STEP_BEGIN, base, &err, &which) != PP_OK)
+        goto fail;
+      for (size_t i = 0; i < n_acts; i++)
+        {
+          const ReplayAction *a = &acts[i];
+          PpSpan sp;
+
+          if (!sleep_until (base + units_ns (a->end)))
+            {
+              whole = false;
+              break;
+            }
+          memset (&sp, 0, sizeof sp);
+          sp.start_ns = base + units_ns (a->start);
+          sp.end_ns = base + units_ns (a->end);
+          sp.rank = a->rank;
+          sp.stage = a->stage;
+          sp.microbatch = a->microbatch;
+          sp.step = step;
+          sp.kind = (uint16_t) a->kind;
+          sp.device = 0xffff;
+          sp.peer_rank = -1;
+          pp_probe_record_span (probe, &sp);
+        }
+      if (pp_probe_flush (probe, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          goto out;
+        }
+      if (!whole)
+        break;
+      if (write_markers (&ws, s, sim, step, PP_TRACE_STEP_END, base, &err, &which) != PP_OK)
+        goto fail;
+      /* The next step starts when this one's plan ends, or now if the
+       * flush made us late. */
+      base += step_ns;
+      if (base < now_ns ())
+        base = now_ns ();
+      if (!sleep_until (base))
+        break;
+    }
+
+  pp_probe_free (probe);
+  probe = NULL;
+  if (pp_trace_sink_status (sink, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      goto out;
+    }
+  for (int i = ws.n - 1; i >= 0; i--)
+    {
+      PpTraceWriter *w = ws.w[i];
+      ws.w[i] = NULL;
+      which = i;
+      if (pp_trace_writer_close (w, &err) != PP_OK)
+        goto fail;
+    }
+  status = 0;
+  goto out;
+
+fail:
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", ws.what[which] ? ws.what[which] : "trace",
+           err.msg[0] ? err.msg : "cannot write trace");
+  status = 1;
+out:
+  pp_probe_free (probe);
+  pp_trace_sink_free (sink);
+  for (int i = 0; i < 2; i++)
+    if (ws.w[i])
+      pp_trace_writer_close (ws.w[i], NULL);
+  pp_live_server_free (server);
+  free (acts);
+  mask_stop_signals (SIG_UNBLOCK);
+  return status;
+}
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+static void
+jobs_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli jobs\n"
+         "\n"
+         "Lists the pipescope jobs running on this machine for this user, one line\n"
+         "each: PID, name, schedule, when it started (local time) and where to\n"
+         "attach ('pipescope-cli record PID|NAME').\n", out);
+}
+
+int
+pp_cli_jobs (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  PpError err = { 0 };
+  PpJobInfo *jobs = NULL;
+  size_t n = 0;
+  int opt, wname = 4, wsched = 8;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":h", options, NULL)) != -1)
+    {
+      if (opt == 'h')
+        {
+          jobs_usage (stdout);
+          return 0;
+        }
+      return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli jobs --help'", argv[optind - 1]);
+    }
+  if (optind < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'; see 'pipescope-cli jobs --help'", argv[optind]);
+
+  if (pp_registry_list (&jobs, &n, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return 1;
+    }
+  if (n == 0)
+    printf ("no running pipescope jobs\n");
+  for (size_t i = 0; i < n; i++)
+    {
+      int a = (int) strlen (jobs[i].name), b = (int) strlen (jobs[i].schedule);
+      if (a > wname) wname = a;
+      if (b > wsched) wsched = b;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      const PpJobInfo *j = &jobs[i];
+      time_t secs = (time_t) (j->start_unix_ns / 1000000000);
+      struct tm tm;
+      char when[32] = "unknown";
+
+      if (j->start_unix_ns > 0 && localtime_r (&secs, &tm) != NULL)
+        strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+      printf ("%-7ld  %-*s  %-*s  %s  %s", (long) j->pid, wname, j->name, wsched,
+              j->schedule[0] ? j->schedule : "-", when, j->endpoint);
+      if (j->tcp[0])
+        printf (" tcp:%s", j->tcp);
+      putchar ('\n');
+    }
+  free (jobs);
+  return fflush (stdout) == 0 ? 0 : 1;
+}
+
+/* ---- record ---------------------------------------------------------------------- */
+
+static void
+record_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli record JOB -o FILE [--duration S] [--token T]\n"
+         "\n"
+         "Attaches to a running job and writes what it streams to FILE as a trace:\n"
+         "the run's description and plan, everything recorded so far, then live\n"
+         "events as they come (FILE is written as it goes, so it is readable at any\n"
+         "moment).  Stops after --duration, on Ctrl-C, or when the job ends (an\n"
+         "error: the file keeps everything received).\n"
+         "\n"
+         "  JOB                   a pid or a job name from 'pipescope-cli jobs', a\n"
+         "                        socket path, or HOST:PORT of a job serving on TCP\n"
+         "  -o, --output FILE     trace file to write\n"
+         "  -d, --duration S      stop after S seconds (default: until Ctrl-C)\n"
+         "  -t, --token T         the job's token (HOST:PORT only)\n", out);
+}
+
+/* HOST:PORT rather than a pid, a name or a socket path (the rule
+ * pp_live_client_connect applies). */
+static bool
+is_tcp_spec (const char *job)
+{
+  return strchr (job, ':') != NULL && strchr (job, '/') == NULL;
+}
+
+/* The output file is created when the first item arrives, so a refused
+ * attach leaves none. */
+static PpStatus
+ensure_writer (PpTraceWriter **w, const char *path, PpError *err)
+{
+  if (*w == NULL)
+    *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, err);
+  return *w ? PP_OK : err->status != PP_OK ? err->status : PP_EIO;
+}
+
+/* Closes *w (creating it first if nothing arrived: a valid empty trace). */
+static PpStatus
+finish_writer (PpTraceWriter **w, const char *path, PpError *err)
+{
+  PpTraceWriter *tmp;
+  if (ensure_writer (w, path, err) != PP_OK)
+    return err->status;
+  tmp = *w;
+  *w = NULL;
+  return pp_trace_writer_close (tmp, err);
+}
+
+int
+pp_cli_record (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "output", required_argument, NULL, 'o' },
+    { "duration", required_argument, NULL, 'd' },
+    { "token", required_argument, NULL, 't' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *job, *path = NULL, *token = NULL;
+  double duration = -1;
+  int opt, status = 1;
+  PpError err = { 0 };
+  PpLiveClient *c = NULL;
+  PpTraceWriter *w = NULL;
+  uint64_t n_events = 0;
+  int64_t deadline = INT64_MAX, last_flush;
+  bool dirty = false;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":o:d:t:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 'o': path = optarg; break;
+        case 't': token = optarg; break;
+        case 'd':
+          {
+            char *end;
+            errno = 0;
+            duration = strtod (optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !(duration > 0) || duration > 1e9)
+              return pp_cli_usage_error ("--duration takes a number of seconds above 0 (got '%s')", optarg);
+          }
+          break;
+        case 'h':
+          record_usage (stdout);
+          return 0;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli record --help'",
+                                     argv[optind - 1]);
+        }
+    }
+  if (optind >= argc)
+    return pp_cli_usage_error ("record needs a JOB (see 'pipescope-cli jobs'); see 'pipescope-cli record --help'");
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  job = argv[optind];
+  if (path == NULL)
+    return pp_cli_usage_error ("record needs -o FILE");
+  if (is_tcp_spec (job) && token == NULL)
+    return pp_cli_usage_error ("attaching to %s over TCP needs --token (printed by the job when it started)", job);
+
+  stop_signal = 0;
+  catch_stop_signals ();
+
+  c = pp_live_client_connect (job, token, &err);
+  if (c == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot attach");
+      return 1;
+    }
+  last_flush = now_ns ();
+  if (duration > 0)
+    deadline = last_flush + (int64_t) (duration * 1e9);
+
+  for (;;)
+    {
+      PpTraceItem item;
+      int64_t now = now_ns ();
+      int timeout_ms = 100;
+
+      if (stop_signal || now >= deadline)
+        break;
+      if (deadline - now < 100 * 1000000LL)
+        timeout_ms = (int) ((deadline - now + 999999) / 1000000);
+      if (pp_live_client_next (c, &item, timeout_ms, &err) != PP_OK)
+        {
+          if (stop_signal)
+            break;
+          if (w != NULL)
+            {
+              pp_trace_writer_close (w, NULL);
+              w = NULL;
+              fprintf (stderr, "pipescope-cli: error: %s; kept %" PRIu64 " events in %s\n",
+                       err.msg, n_events, path);
+            }
+          else
+            fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          goto out;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        {
+          if (item.need_more)
+            {
+              if (dirty && w != NULL)
+                {
+                  if (pp_trace_writer_flush (w, &err) != PP_OK)
+                    goto write_fail;
+                  dirty = false;
+                  last_flush = now_ns ();
+                }
+              continue;
+            }
+          /* The job ended (or went away) while we recorded. */
+          if (finish_writer (&w, path, &err) != PP_OK)
+            goto write_fail;
+          fprintf (stderr, "pipescope-cli: error: job %s ended while recording; kept %" PRIu64
+                   " events in %s\n", job, n_events, path);
+          goto out;
+        }
+      if (ensure_writer (&w, path, &err) != PP_OK || pp_trace_write_item (w, &item, &err) != PP_OK)
+        goto write_fail;
+      if (item.type == PP_TRACE_ITEM_SPAN || item.type == PP_TRACE_ITEM_COUNTER)
+        n_events++;
+      dirty = true;
+      if (now_ns () - last_flush >= 100 * 1000000LL)
+        {
+          if (pp_trace_writer_flush (w, &err) != PP_OK)
+            goto write_fail;
+          dirty = false;
+          last_flush = now_ns ();
+        }
+    }
+
+  if (finish_writer (&w, path, &err) != PP_OK)
+    goto write_fail;
+  printf ("recorded %" PRIu64 " events from %s in %s\n", n_events, job, path);
+  status = fflush (stdout) == 0 ? 0 : 1;
+  goto out;
+
+write_fail:
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot write trace");
+out:
+  if (w)
+    pp_trace_writer_close (w, NULL);
+  pp_live_client_free (c);
+  return status;
+}
