@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -491,7 +492,7 @@ pp_registry_find (const char *spec, PpJobInfo *out, PpError *err)
       else if (by_path)
         match = strncmp (j->endpoint, "unix:", 5) == 0 && strcmp (j->endpoint + 5, spec) == 0;
       else
-        match = strcmp (j->name, spec) == 0;
+        match = strcasecmp (j->name, spec) == 0;  /* names as users type them */
       if (match)
         {
           *out = *j;

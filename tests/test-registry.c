@@ -144,6 +144,11 @@ test_add_list_find (Fixture *fx, gconstpointer unused)
   assert_job_equal (&found, &parent);
   g_assert_cmpint (pp_registry_find ("mine", &found, &err), ==, PP_OK);
   g_assert_cmpint (found.pid, ==, self.pid);
+  /* names match as users type them: case-insensitively */
+  char *lower = g_ascii_strdown (pname, -1);
+  g_assert_cmpint (pp_registry_find (lower, &found, &err), ==, PP_OK);
+  g_assert_cmpint (found.pid, ==, parent.pid);
+  g_free (lower);
   g_assert_cmpint (pp_registry_find (self.endpoint + 5, &found, &err), ==, PP_OK);
   g_assert_cmpint (found.pid, ==, self.pid);
 
