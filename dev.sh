@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 
 # Debian 12 packages the build and the tests need.
-packages=(gcc pkg-config meson ninja-build python3 libglib2.0-dev)
+packages=(gcc pkg-config meson ninja-build python3 libglib2.0-dev libopenblas-dev)
 
 die() { echo "dev.sh: $*" >&2; exit 1; }
 

@@ -22,21 +22,23 @@
 
 /* ---- signals ----------------------------------------------------------------- */
 
-static volatile sig_atomic_t stop_signal;
+volatile sig_atomic_t pp_cli_stop_signal;
+volatile sig_atomic_t pp_cli_stop_flag;
 
 static void
 on_stop_signal (int sig)
 {
-  stop_signal = sig;
+  pp_cli_stop_signal = sig;
+  pp_cli_stop_flag = 1;
 }
 
-/* SIGINT and SIGTERM set stop_signal.  No SA_RESTART: a sleep or poll in
- * the main thread returns early with EINTR. */
-static void
-catch_stop_signals (void)
+void
+pp_cli_catch_stop_signals (void)
 {
   struct sigaction sa;
 
+  pp_cli_stop_signal = 0;
+  pp_cli_stop_flag = 0;
   memset (&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset (&sa.sa_mask);
@@ -45,8 +47,8 @@ catch_stop_signals (void)
   sigaction (SIGTERM, &sa, NULL);
 }
 
-static void
-mask_stop_signals (int how)
+void
+pp_cli_mask_stop_signals (int how)
 {
   sigset_t set;
 
@@ -56,13 +58,16 @@ mask_stop_signals (int how)
   pthread_sigmask (how, &set, NULL);
 }
 
-static int64_t
-now_ns (void)
+int64_t
+pp_cli_now_ns (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+#define stop_signal pp_cli_stop_signal
+#define now_ns pp_cli_now_ns
 
 /* Sleeps until CLOCK_MONOTONIC reaches t (ns) or a stop signal arrives;
  * returns false in the latter case. */
@@ -80,6 +85,214 @@ sleep_until (int64_t t)
         return !stop_signal;
     }
   return false;
+}
+
+/* ---- a job's outputs: live server, trace file, probe ------------------------------ */
+
+static void
+job_error (PpCliJob *job, int which, const PpError *err)
+{
+  const char *what = which >= 0 && which < 2 ? job->what[which] : NULL;
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", what ? what : "trace",
+           err->msg[0] ? err->msg : "cannot write trace");
+}
+
+int
+pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                 const char *listen, const char *trace)
+{
+  PpError err = { 0 };
+  PpLiveConfig cfg;
+
+  memset (job, 0, sizeof *job);
+  snprintf (job->name, sizeof job->name, "%s-%ld", schedule, (long) getpid ());
+  if (live)
+    {
+      memset (&cfg, 0, sizeof cfg);
+      cfg.name = job->name;
+      cfg.schedule = schedule;
+      cfg.cmdline = cmdline;
+      cfg.listen = listen;
+      job->server = pp_live_server_new (&cfg, &err);
+      if (job->server == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
+          return 1;
+        }
+      job->what[job->n] = "live stream";
+      job->w[job->n] = pp_trace_writer_new_callback (pp_live_server_write, job->server,
+                                                     PP_TRACE_NATIVE, &err);
+      if (job->w[job->n] == NULL)
+        {
+          job_error (job, job->n, &err);
+          pp_cli_job_abort (job);
+          return 1;
+        }
+      job->n++;
+    }
+  if (trace != NULL)
+    {
+      job->what[job->n] = trace;
+      job->w[job->n] = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err);
+      if (job->w[job->n] == NULL)
+        {
+          job_error (job, job->n, &err);
+          pp_cli_job_abort (job);
+          return 1;
+        }
+      job->n++;
+    }
+  return 0;
+}
+
+int
+pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
+{
+  PpError err = { 0 };
+
+  for (int i = 0; i < job->n; i++)
+    if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
+      {
+        job_error (job, i, &err);
+        return 1;
+      }
+  return 0;
+}
+
+/* The probe's sink: the trace sink's callbacks, then the tap's. */
+static void
+job_spans (void *user, const PpSpan *spans, size_t n)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.spans)
+    job->trace_sink.spans (job->trace_sink.user, spans, n);
+  if (job->tap.spans)
+    job->tap.spans (job->tap.user, spans, n);
+}
+
+static void
+job_counters (void *user, const PpCounter *counters, size_t n)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.counters)
+    job->trace_sink.counters (job->trace_sink.user, counters, n);
+  if (job->tap.counters)
+    job->tap.counters (job->tap.user, counters, n);
+}
+
+static void
+job_dropped (void *user, int32_t rank, uint64_t total)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.dropped)
+    job->trace_sink.dropped (job->trace_sink.user, rank, total);
+  if (job->tap.dropped)
+    job->tap.dropped (job->tap.user, rank, total);
+}
+
+int
+pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap)
+{
+  PpError err = { 0 };
+  PpProbeConfig pcfg;
+
+  if (job->n > 0)
+    {
+      job->sink = pp_trace_sink_new (job->w, job->n, &err);
+      if (job->sink == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot create the trace sink");
+          return 1;
+        }
+      job->trace_sink = pp_trace_sink_probe_sink (job->sink);
+    }
+  if (tap != NULL)
+    job->tap = *tap;
+  memset (&pcfg, 0, sizeof pcfg);
+  if (tap == NULL)
+    pcfg.sink = job->trace_sink;
+  else
+    {
+      pcfg.sink.user = job;
+      pcfg.sink.spans = job_spans;
+      pcfg.sink.counters = job_counters;
+      pcfg.sink.dropped = job_dropped;
+    }
+  job->probe = pp_probe_new (&pcfg, &err);
+  if (job->probe == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot start the probe");
+      return 1;
+    }
+  return 0;
+}
+
+void
+pp_cli_job_announce (PpCliJob *job, const char *listen)
+{
+  PpLiveServer *server = job->server;
+
+  if (server == NULL)
+    return;
+  if (pp_live_server_token (server) != NULL)
+    {
+      /* The host as asked, the port as bound (port 0 picks one). */
+      const char *colon = strrchr (listen, ':');
+      int hl = colon ? (int) (colon - listen) : (int) strlen (listen);
+      fprintf (stderr, "serving %s (pid %ld) on %s and %.*s:%d, token %s; Ctrl-C stops\n", job->name,
+               (long) getpid (), pp_live_server_socket_path (server), hl, listen,
+               pp_live_server_tcp_port (server), pp_live_server_token (server));
+    }
+  else
+    fprintf (stderr, "serving %s (pid %ld) on %s; Ctrl-C stops\n", job->name, (long) getpid (),
+             pp_live_server_socket_path (server));
+  fflush (stderr);
+}
+
+int
+pp_cli_job_close (PpCliJob *job)
+{
+  PpError err = { 0 };
+  int status = 0;
+
+  /* A final drain pass: everything recorded reaches the writers. */
+  pp_probe_free (job->probe);
+  job->probe = NULL;
+  if (job->sink != NULL && pp_trace_sink_status (job->sink, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      status = 1;
+    }
+  for (int i = job->n - 1; i >= 0; i--)
+    {
+      PpTraceWriter *w = job->w[i];
+      job->w[i] = NULL;
+      if (pp_trace_writer_close (w, &err) != PP_OK && status == 0)
+        {
+          job_error (job, i, &err);
+          status = 1;
+        }
+    }
+  pp_cli_job_abort (job);
+  return status;
+}
+
+void
+pp_cli_job_abort (PpCliJob *job)
+{
+  pp_probe_free (job->probe);
+  job->probe = NULL;
+  pp_trace_sink_free (job->sink);
+  job->sink = NULL;
+  for (int i = 0; i < 2; i++)
+    if (job->w[i])
+      {
+        pp_trace_writer_close (job->w[i], NULL);
+        job->w[i] = NULL;
+      }
+  job->n = 0;
+  pp_live_server_free (job->server);
+  job->server = NULL;
 }
 
 /* ---- schedule --serve ----------------------------------------------------------- */
@@ -105,34 +318,43 @@ units_ns (double t)
 }
 
 typedef struct {
-  PpTraceWriter *w[2];
-  const char    *what[2];     /* for messages: "live stream", the file's path */
-  int            n;
-} Writers;
+  const PpSchedule   *s;
+  const PpSimulation *sim;
+  int                 step;
+  PpTraceStepPhase    phase;
+  int64_t             base;
+} Markers;
 
-/* Writes every rank's step marker of one phase to every writer and flushes
- * them.  Only called while the probe's drain has nothing to deliver (right
- * after pp_probe_flush, before the next record), so the drain thread never
- * touches a writer at the same time. */
+/* Every rank's step marker of one phase, into one writer.  Only called while
+ * the probe's drain has nothing to deliver (right after pp_probe_flush,
+ * before the next record), so the drain thread never touches a writer at the
+ * same time. */
 static PpStatus
-write_markers (Writers *ws, const PpSchedule *s, const PpSimulation *sim, int step,
-               PpTraceStepPhase phase, int64_t base, PpError *err, int *which)
+write_markers (PpTraceWriter *w, void *user, PpError *err)
 {
-  for (int i = 0; i < ws->n; i++)
+  const Markers *m = user;
+  for (int r = 0; r < m->s->ranks; r++)
     {
-      *which = i;
-      for (int r = 0; r < s->ranks; r++)
-        {
-          int n = s->rank[r].n_actions;
-          double t = n == 0 ? 0 : phase == PP_TRACE_STEP_BEGIN ? sim->timeline[r][0].start
-                                                               : sim->timeline[r][n - 1].end;
-          if (pp_trace_write_step_marker (ws->w[i], r, step, phase, base + units_ns (t), err) != PP_OK)
-            return err->status;
-        }
-      if (pp_trace_writer_flush (ws->w[i], err) != PP_OK)
+      int n = m->s->rank[r].n_actions;
+      double t = n == 0 ? 0 : m->phase == PP_TRACE_STEP_BEGIN ? m->sim->timeline[r][0].start
+                                                              : m->sim->timeline[r][n - 1].end;
+      if (pp_trace_write_step_marker (w, r, m->step, m->phase, m->base + units_ns (t), err) != PP_OK)
         return err->status;
     }
   return PP_OK;
+}
+
+typedef struct {
+  const PpTraceDescription *desc;
+  const PpSchedule         *s;
+  const PpSimulation       *sim;
+} SimHeader;
+
+static PpStatus
+write_sim_header (PpTraceWriter *w, void *user, PpError *err)
+{
+  const SimHeader *h = user;
+  return pp_cli_write_sim_header (w, h->desc, h->s, h->sim, err);
 }
 
 int
@@ -141,23 +363,17 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
 {
   PpError err = { 0 };
   PpTraceDescription desc;
-  PpLiveConfig cfg;
-  PpLiveServer *server = NULL;
-  PpTraceSink *sink = NULL;
-  PpProbe *probe = NULL;
-  PpProbeConfig pcfg;
-  Writers ws = { { NULL, NULL }, { "live stream", trace }, 0 };
+  PpCliJob job;
   ReplayAction *acts = NULL;
   size_t n_acts = 0;
-  char name[64];
-  int status = 1, which = 0;
+  int status = 1;
   int64_t base, step_ns;
 
+  memset (&job, 0, sizeof job);
   /* The probe's drain thread and the server's thread inherit this mask, so
    * a Ctrl-C lands on the main thread and cuts its sleep short. */
-  stop_signal = 0;
-  catch_stop_signals ();
-  mask_stop_signals (SIG_BLOCK);
+  pp_cli_catch_stop_signals ();
+  pp_cli_mask_stop_signals (SIG_BLOCK);
 
   acts = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *acts);
   if (acts == NULL)
@@ -183,69 +399,18 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
   qsort (acts, n_acts, sizeof *acts, cmp_replay);
 
   pp_cli_sim_description (&desc, s, argc, argv);
-  snprintf (name, sizeof name, "%s-%ld", s->name, (long) getpid ());
-  memset (&cfg, 0, sizeof cfg);
-  cfg.name = name;
-  cfg.schedule = s->name;
-  cfg.cmdline = desc.cmdline;
-  cfg.listen = listen;
-  server = pp_live_server_new (&cfg, &err);
-  if (server == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
+  if (pp_cli_job_open (&job, s->name, desc.cmdline, true, listen, trace) != 0)
+    goto out;
+  {
+    SimHeader h = { &desc, s, sim };
+    if (pp_cli_job_write (&job, write_sim_header, &h) != 0)
       goto out;
-    }
+  }
+  if (pp_cli_job_start_probe (&job, NULL) != 0)
+    goto out;
+  pp_cli_job_announce (&job, listen);
 
-  ws.w[0] = pp_trace_writer_new_callback (pp_live_server_write, server, PP_TRACE_NATIVE, &err);
-  if (ws.w[0] == NULL)
-    goto fail;
-  ws.n = 1;
-  if (trace != NULL)
-    {
-      which = 1;
-      ws.w[1] = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err);
-      if (ws.w[1] == NULL)
-        goto fail;
-      ws.n = 2;
-    }
-  for (int i = 0; i < ws.n; i++)
-    {
-      which = i;
-      if (pp_cli_write_sim_header (ws.w[i], &desc, s, sim, &err) != PP_OK
-          || pp_trace_writer_flush (ws.w[i], &err) != PP_OK)
-        goto fail;
-    }
-
-  sink = pp_trace_sink_new (ws.w, ws.n, &err);
-  if (sink == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot create the trace sink");
-      goto out;
-    }
-  memset (&pcfg, 0, sizeof pcfg);
-  pcfg.sink = pp_trace_sink_probe_sink (sink);
-  probe = pp_probe_new (&pcfg, &err);
-  if (probe == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot start the probe");
-      goto out;
-    }
-
-  if (pp_live_server_token (server) != NULL)
-    {
-      /* The host as asked, the port as bound (port 0 picks one). */
-      const char *colon = strrchr (listen, ':');
-      int hl = colon ? (int) (colon - listen) : (int) strlen (listen);
-      fprintf (stderr, "serving %s (pid %ld) on %s and %.*s:%d, token %s; Ctrl-C stops\n", name,
-               (long) getpid (), pp_live_server_socket_path (server), hl, listen,
-               pp_live_server_tcp_port (server), pp_live_server_token (server));
-    }
-  else
-    fprintf (stderr, "serving %s (pid %ld) on %s; Ctrl-C stops\n", name, (long) getpid (),
-             pp_live_server_socket_path (server));
-  fflush (stderr);
-
-  mask_stop_signals (SIG_UNBLOCK);
+  pp_cli_mask_stop_signals (SIG_UNBLOCK);
 
   step_ns = units_ns (sim->makespan);
   if (step_ns <= 0)
@@ -254,9 +419,10 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
   for (int step = 0; (steps == 0 || step < steps) && !stop_signal; step++)
     {
       bool whole = true;
+      Markers m = { s, sim, step, PP_TRACE_STEP_BEGIN, base };
 
-      if (write_markers (&ws, s, sim, step, PP_TRACE_STEP_BEGIN, base, &err, &which) != PP_OK)
-        goto fail;
+      if (pp_cli_job_write (&job, write_markers, &m) != 0)
+        goto out;
       for (size_t i = 0; i < n_acts; i++)
         {
           const ReplayAction *a = &acts[i];
@@ -277,17 +443,18 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
           sp.kind = (uint16_t) a->kind;
           sp.device = 0xffff;
           sp.peer_rank = -1;
-          pp_probe_record_span (probe, &sp);
+          pp_probe_record_span (job.probe, &sp);
         }
-      if (pp_probe_flush (probe, &err) != PP_OK)
+      if (pp_probe_flush (job.probe, &err) != PP_OK)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
           goto out;
         }
       if (!whole)
         break;
-      if (write_markers (&ws, s, sim, step, PP_TRACE_STEP_END, base, &err, &which) != PP_OK)
-        goto fail;
+      m.phase = PP_TRACE_STEP_END;
+      if (pp_cli_job_write (&job, write_markers, &m) != 0)
+        goto out;
       /* The next step starts when this one's plan ends, or now if the
        * flush made us late. */
       base += step_ns;
@@ -297,37 +464,12 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
         break;
     }
 
-  pp_probe_free (probe);
-  probe = NULL;
-  if (pp_trace_sink_status (sink, &err) != PP_OK)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
-      goto out;
-    }
-  for (int i = ws.n - 1; i >= 0; i--)
-    {
-      PpTraceWriter *w = ws.w[i];
-      ws.w[i] = NULL;
-      which = i;
-      if (pp_trace_writer_close (w, &err) != PP_OK)
-        goto fail;
-    }
-  status = 0;
-  goto out;
+  status = pp_cli_job_close (&job);
 
-fail:
-  fprintf (stderr, "pipescope-cli: error: %s: %s\n", ws.what[which] ? ws.what[which] : "trace",
-           err.msg[0] ? err.msg : "cannot write trace");
-  status = 1;
 out:
-  pp_probe_free (probe);
-  pp_trace_sink_free (sink);
-  for (int i = 0; i < 2; i++)
-    if (ws.w[i])
-      pp_trace_writer_close (ws.w[i], NULL);
-  pp_live_server_free (server);
+  pp_cli_job_abort (&job);
   free (acts);
-  mask_stop_signals (SIG_UNBLOCK);
+  pp_cli_mask_stop_signals (SIG_UNBLOCK);
   return status;
 }
 
@@ -508,8 +650,7 @@ pp_cli_record (int argc, char **argv)
   if (is_tcp_spec (job) && token == NULL)
     return pp_cli_usage_error ("attaching to %s over TCP needs --token (printed by the job when it started)", job);
 
-  stop_signal = 0;
-  catch_stop_signals ();
+  pp_cli_catch_stop_signals ();
 
   c = pp_live_client_connect (job, token, &err);
   if (c == NULL)

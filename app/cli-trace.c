@@ -61,8 +61,8 @@ pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc,
 }
 
 PpStatus
-pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const PpSchedule *s,
-                         const PpSimulation *sim, PpError *err)
+pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
+                   double seconds_per_unit, PpError *err)
 {
   PpTracePlanAction **plan = calloc ((size_t) s->ranks, sizeof *plan);
   size_t *n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
@@ -86,7 +86,6 @@ pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const
       for (int k = 0; k < n; k++)
         {
           const PpAction *a = &s->rank[r].actions[k];
-          const PpSimAction *sa = &sim->timeline[r][k];
           PpTracePlanAction *p = &plan[r][k];
           p->kind = a->kind;
           p->stage = a->stage;
@@ -94,20 +93,33 @@ pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const
           p->sub_kind = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_kind : -1;
           p->sub_stage = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_stage : -1;
           p->sub_microbatch = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_microbatch : -1;
-          /* Plan times are seconds: one time unit is PP_CLI_TRACE_NS_PER_UNIT ns. */
-          p->planned_start = sa->start * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
-          p->planned_end = sa->end * PP_CLI_TRACE_NS_PER_UNIT * 1e-9;
+          if (sim != NULL)
+            {
+              /* Plan times are seconds. */
+              p->planned_start = sim->timeline[r][k].start * seconds_per_unit;
+              p->planned_end = sim->timeline[r][k].end * seconds_per_unit;
+            }
         }
     }
-  st = pp_trace_write_description (w, desc, err);
-  if (st == PP_OK)
-    st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan, 1, err);
+  st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan,
+                            sim != NULL, err);
 out:
   if (plan)
     for (int r = 0; r < s->ranks; r++)
       free (plan[r]);
   free (plan);
   free (n_plan);
+  return st;
+}
+
+PpStatus
+pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const PpSchedule *s,
+                         const PpSimulation *sim, PpError *err)
+{
+  PpStatus st = pp_trace_write_description (w, desc, err);
+  if (st == PP_OK)
+    /* One time unit is PP_CLI_TRACE_NS_PER_UNIT ns. */
+    st = pp_cli_write_plan (w, s, sim, PP_CLI_TRACE_NS_PER_UNIT * 1e-9, err);
   return st;
 }
 
@@ -200,6 +212,14 @@ typedef struct {
   char    *name;
 } NamedString;
 
+/* The last plan of a rank (a later PLAN for a rank replaces the earlier). */
+typedef struct {
+  bool   seen;
+  bool   has_timeline;
+  size_t n_actions;
+  double start, end, busy;   /* seconds: first start, last end, compute time */
+} PlanSummary;
+
 typedef struct {
   bool               has_desc;
   PpTraceDescription desc;
@@ -207,6 +227,8 @@ typedef struct {
   size_t             n_spans, cap_spans;
   int                max_rank;       /* -1: none seen */
   int                n_plans;
+  PlanSummary       *plans;          /* [cap_plans] by rank */
+  int                cap_plans;
   int                max_step;       /* -1: none seen */
   uint64_t           dropped;
   int                truncated;
@@ -221,6 +243,57 @@ trace_clear (Trace *t)
   for (size_t i = 0; i < t->n_strings; i++)
     free (t->strings[i].name);
   free (t->strings);
+  free (t->plans);
+}
+
+static bool
+is_compute_plan_action (int kind)
+{
+  return kind == PP_TRACE_ACT_F || kind == PP_TRACE_ACT_B || kind == PP_TRACE_ACT_I
+         || kind == PP_TRACE_ACT_W || kind == PP_TRACE_ACT_OVERLAP_F_B;
+}
+
+/* Keeps the summary of a rank's plan, replacing an earlier one; false when
+ * out of memory. */
+static bool
+see_plan (Trace *t, const PpTraceItem *item)
+{
+  int r = item->plan.rank;
+  PlanSummary *ps;
+
+  if (r < 0)
+    return true;
+  if (r >= t->cap_plans)
+    {
+      int cap = t->cap_plans ? t->cap_plans : 8;
+      while (cap <= r)
+        cap *= 2;
+      PlanSummary *n = realloc (t->plans, (size_t) cap * sizeof *n);
+      if (n == NULL)
+        return false;
+      memset (n + t->cap_plans, 0, (size_t) (cap - t->cap_plans) * sizeof *n);
+      t->plans = n;
+      t->cap_plans = cap;
+    }
+  ps = &t->plans[r];
+  memset (ps, 0, sizeof *ps);
+  ps->seen = true;
+  ps->has_timeline = item->plan.has_timeline != 0;
+  ps->n_actions = item->plan.n_actions;
+  bool any = false;
+  for (size_t k = 0; k < item->plan.n_actions; k++)
+    {
+      const PpTracePlanAction *a = &item->plan.actions[k];
+      if (!is_compute_plan_action (a->kind))
+        continue;
+      if (!any || a->planned_start < ps->start)
+        ps->start = a->planned_start;
+      any = true;
+      if (a->planned_end > ps->end)
+        ps->end = a->planned_end;
+      ps->busy += a->planned_end - a->planned_start;
+    }
+  return true;
 }
 
 static void
@@ -281,6 +354,8 @@ trace_load (const char *path, Trace *t)
         case PP_TRACE_ITEM_PLAN:
           t->n_plans++;
           see_rank (t, item.plan.rank);
+          if (!see_plan (t, &item))
+            goto oom;
           break;
         case PP_TRACE_ITEM_SPAN:
           if (t->n_spans == t->cap_spans)
@@ -432,6 +507,29 @@ pp_cli_info (int argc, char **argv)
   printf ("ranks: %d\n", n_ranks);
   printf ("steps: %d\n", t.max_step + 1);
   printf ("plans: %d\n", t.n_plans);
+  /* The planned bubble of the last plan of every rank, when they all carry
+   * the simulator's timeline (a later plan replaces an earlier one). */
+  {
+    bool all = n_ranks > 0 && t.cap_plans >= n_ranks;
+    double ps = INFINITY, pe = -INFINITY;
+    for (int r = 0; all && r < n_ranks; r++)
+      {
+        if (!t.plans[r].seen || !t.plans[r].has_timeline)
+          all = false;
+        else
+          {
+            if (t.plans[r].start < ps) ps = t.plans[r].start;
+            if (t.plans[r].end > pe) pe = t.plans[r].end;
+          }
+      }
+    if (all && pe > ps)
+      {
+        printf ("planned bubble (last plan of each rank, one step %.3f ms):", (pe - ps) * 1e3);
+        for (int r = 0; r < n_ranks; r++)
+          printf ("%s rank %d %.1f%%", r ? "," : "", r, 100.0 * (1.0 - t.plans[r].busy / (pe - ps)));
+        putchar ('\n');
+      }
+  }
 
   for (size_t i = 0; i < t.n_spans; i++)
     {

@@ -28,6 +28,8 @@ usage (FILE *out)
          "Commands:\n"
          "  schedule   print a pipeline schedule and its simulated timeline\n"
          "             (--serve: run it as a live job)\n"
+         "  run        train the bundled network under a schedule, live and\n"
+         "             measured (--trace: also into a file)\n"
          "  jobs       list the running pipescope jobs on this machine\n"
          "  record     attach to a running job and record its trace to a file\n"
          "  info       summarise a trace file: run, spans, measured bubble\n"
@@ -56,6 +58,8 @@ main (int argc, char **argv)
     }
   if (strcmp (argv[1], "schedule") == 0)
     return pp_cli_schedule (argc - 1, argv + 1);
+  if (strcmp (argv[1], "run") == 0)
+    return pp_cli_run (argc - 1, argv + 1);
   if (strcmp (argv[1], "jobs") == 0)
     return pp_cli_jobs (argc - 1, argv + 1);
   if (strcmp (argv[1], "record") == 0)
@@ -64,5 +68,5 @@ main (int argc, char **argv)
     return pp_cli_info (argc - 1, argv + 1);
   if (strcmp (argv[1], "export") == 0)
     return pp_cli_export (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, jobs, record", argv[1]);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, jobs, record, run", argv[1]);
 }

@@ -9,6 +9,7 @@ int pp_cli_info (int argc, char **argv);
 int pp_cli_export (int argc, char **argv);
 int pp_cli_jobs (int argc, char **argv);
 int pp_cli_record (int argc, char **argv);
+int pp_cli_run (int argc, char **argv);
 
 /* schedule --trace: one simulated time unit is this many nanoseconds (1 ms). */
 #define PP_CLI_TRACE_NS_PER_UNIT 1000000.0
@@ -32,11 +33,74 @@ void pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int 
 PpStatus pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc,
                                   const PpSchedule *s, const PpSimulation *sim, PpError *err);
 
+/* The plan of s into w: one PLAN frame per rank, with sim's timeline (one
+ * time unit = seconds_per_unit s) unless sim is NULL. */
+PpStatus pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
+                            double seconds_per_unit, PpError *err);
+
 /* schedule --serve: acts as a job would, serving the simulated timeline live,
  * replayed in real time for steps steps (0: until SIGINT/SIGTERM); with trace,
  * also into that file.  0, or 1 with one line on stderr. */
 int pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
                   int steps, const char *trace, int argc, char **argv);
+
+/* ---- shared by the commands that act as a job (cli-live.c) ---------------- */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pp-live.h"
+#include "pp-probe.h"
+#include "pp-trace-sink.h"
+
+/* The signal (SIGINT, SIGTERM) that asked to stop, 0 if none; and a flag that
+ * is 1 once one did (a PpRunConfig.stop). */
+extern volatile sig_atomic_t pp_cli_stop_signal;
+extern volatile sig_atomic_t pp_cli_stop_flag;
+/* Clears both, then SIGINT and SIGTERM set them.  No SA_RESTART: a sleep or
+ * poll in the main thread returns early with EINTR. */
+void    pp_cli_catch_stop_signals (void);
+/* SIG_BLOCK / SIG_UNBLOCK SIGINT and SIGTERM in the calling thread (threads
+ * started while blocked inherit it, so a Ctrl-C lands on the main thread). */
+void    pp_cli_mask_stop_signals (int how);
+int64_t pp_cli_now_ns (void);
+
+/* Where a job's events go: a live server (registered, attachable with
+ * record) and/or a trace file, both fed by one probe through a trace sink. */
+typedef struct {
+  PpLiveServer  *server;
+  PpTraceWriter *w[2];
+  const char    *what[2];      /* for messages: "live stream", the file's path */
+  int            n;
+  PpTraceSink   *sink;
+  PpProbe       *probe;
+  PpProbeSink    trace_sink;   /* the trace sink's callbacks (none without writers) */
+  PpProbeSink    tap;          /* the caller's, called after them on the drain thread */
+  char           name[64];     /* "<schedule>-<pid>" */
+} PpCliJob;
+
+/* Creates the live server (when live; TCP too with listen) registered as
+ * "<schedule>-<pid>", and the trace file (when trace).  0, or 1 with one
+ * line on stderr (and nothing left open). */
+int  pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                      const char *listen, const char *trace);
+/* Calls fn on every writer, then flushes it.  Only while the probe's drain
+ * has nothing to deliver (before the probe starts, or right after
+ * pp_probe_flush with no recorder running).  0, or 1 with one line. */
+typedef PpStatus (*PpCliWriteFunc) (PpTraceWriter *w, void *user, PpError *err);
+int  pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user);
+/* Starts the probe, its records going to the writers and to tap (may be
+ * NULL).  0, or 1 with one line. */
+int  pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap);
+/* Prints "serving NAME (pid N) on SOCKET[ and HOST:PORT, token T]; Ctrl-C
+ * stops" on stderr (nothing without a live server). */
+void pp_cli_job_announce (PpCliJob *job, const char *listen);
+/* Stops the probe (a final drain), closes the writers and the server (its
+ * registry entry goes).  0, or 1 with one line if a writer failed. */
+int  pp_cli_job_close (PpCliJob *job);
+/* The same without messages, for error paths; idempotent. */
+void pp_cli_job_abort (PpCliJob *job);
 
 /* Prints "pipescope-cli: error: <msg>" on stderr and returns 2. */
 int pp_cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));

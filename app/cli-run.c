@@ -1,0 +1,749 @@
+/* pipescope-cli run — trains the bundled network under a schedule with the
+ * runtime (runtime/pp-executor.h), live by default, and compares the
+ * measured bubble with the simulator's prediction from the measured costs. */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pp-executor.h"
+#include "pp-model.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+
+/* pp_run_measured_costs gives nanoseconds. */
+#define RUN_SECONDS_PER_COST_UNIT 1e-9
+/* The measured bubble and the mean step time are taken over the last half
+ * of the steps run (the first ones warm caches and allocators), at most this
+ * many. */
+#define RUN_WINDOW_MAX 50
+
+static void
+run_usage (FILE *out)
+{
+  const PpScheduleInfo *i;
+
+  fputs ("Usage: pipescope-cli run --schedule NAME --ranks P --microbatches M\n"
+         "                         [--stages-per-rank V] [--layers L] [--width D]\n"
+         "                         [--batch B] [--steps N] [--lr X] [--seed S]\n"
+         "                         [--partition auto|LIST] [--recompute]\n"
+         "                         [--backend auto|cpu|cuda] [--trace FILE]\n"
+         "                         [--no-live] [--listen HOST:PORT] [--pin]\n"
+         "\n"
+         "Trains the bundled network (a residual MLP on a synthetic, learnable task)\n"
+         "with P ranks, one thread each in this process, under the schedule, and\n"
+         "records every forward, backward and wait.  While it runs it is a job:\n"
+         "registered ('pipescope-cli jobs') and attachable ('pipescope-cli record').\n"
+         "It prints the loss, step time and throughput as it goes, then per rank\n"
+         "the measured bubble, the simulator's prediction from the measured costs\n"
+         "and the closed form (GPipe and 1F1B).\n"
+         "\n"
+         "  -s, --schedule NAME        schedule (names are case-insensitive)\n"
+         "  -p, --ranks P              pipeline ranks\n"
+         "  -m, --microbatches M       micro-batches per step\n"
+         "  -v, --stages-per-rank V    model chunks per rank (interleaved schedules)\n"
+         "      --layers L             residual blocks (default 8), split over the stages\n"
+         "      --width D              model width (default 64); hidden width 4D\n"
+         "      --batch B              rows per step, a multiple of M (default 4M)\n"
+         "      --steps N              training steps (default 100)\n"
+         "      --lr X                 AdamW learning rate (default 1e-3)\n"
+         "      --seed S               weights, teacher and data seed (default 1)\n"
+         "      --partition auto|LIST  blocks per part: auto (balance the estimated cost,\n"
+         "                             default) or a comma list summing to L (\"3,2,3\")\n"
+         "      --recompute            keep only each part's input; recompute the\n"
+         "                             forward in the backward\n"
+         "      --backend auto|cpu|cuda\n"
+         "                             where to compute (auto: cpu in this build)\n"
+         "      --trace FILE           also write the trace to FILE\n"
+         "      --no-live              do not register or serve the job\n"
+         "      --listen HOST:PORT     also serve on TCP (port 0: any); a viewer needs\n"
+         "                             the token printed at start\n"
+         "      --pin                  pin rank r's thread to CPU r mod the number of\n"
+         "                             CPUs (steadier timings on an otherwise idle\n"
+         "                             machine with at least P cores; off by default)\n"
+         "\n"
+         "A step line: every step for N <= 20, else step 1, every N/20 steps and the\n"
+         "last.  The trace gets the description, the plan (after the first step, and\n"
+         "again at the end, with the simulator's timeline under the measured costs),\n"
+         "every span and counter, and step markers per rank.\n"
+         "\n"
+         "Ctrl-C (SIGINT) or SIGTERM stops cleanly: the current step is abandoned,\n"
+         "'stopped after N steps' is printed with the summary of the steps done, the\n"
+         "trace file is closed (readable), the job leaves the registry, and the exit\n"
+         "status is 0.  A request that cannot run (a schedule that rejects P, M or\n"
+         "V, fewer layers than stages, a batch the micro-batches do not divide, a bad\n"
+         "partition, more memory than the machine has free) exits 2 before any work.\n"
+         "\n"
+         "Schedules:\n", out);
+  for (i = pp_schedule_list (); i->name; i++)
+    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
+}
+
+static bool
+parse_int (const char *text, int lo, int hi, int *out)
+{
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    return false;
+  *out = (int) v;
+  return true;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, or -1 when unknown. */
+static double
+mem_available_bytes (void)
+{
+  FILE *f = fopen ("/proc/meminfo", "r");
+  char line[256];
+  double kb = -1;
+
+  if (f == NULL)
+    return -1;
+  while (fgets (line, sizeof line, f) != NULL)
+    if (sscanf (line, "MemAvailable: %lf kB", &kb) == 1)
+      break;
+  fclose (f);
+  return kb < 0 ? -1 : kb * 1024.0;
+}
+
+static int
+memory_refusal (double need, double avail)
+{
+  return pp_cli_usage_error ("needs about %.1f GiB, the machine has %.1f GiB free; lower --width, "
+                             "--layers, --batch or --microbatches",
+                             need / (1024.0 * 1024.0 * 1024.0), avail / (1024.0 * 1024.0 * 1024.0));
+}
+
+/* ---- what the probe delivers, per rank and step (drain thread) ------------------- */
+
+typedef struct {
+  int32_t step;                 /* the step these are for; -1: none */
+  int64_t first, last;          /* any span: first start, last end */
+  int64_t cfirst, clast;        /* compute spans */
+  int64_t busy;                 /* compute time */
+  bool    any, cany;
+} RankStep;
+
+typedef struct {
+  pthread_mutex_t lock;
+  int             ranks;
+  RankStep       *r;            /* [ranks] */
+} Tap;
+
+static bool
+is_compute_span (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B;
+}
+
+static void
+tap_spans (void *user, const PpSpan *spans, size_t n)
+{
+  Tap *t = user;
+
+  pthread_mutex_lock (&t->lock);
+  for (size_t i = 0; i < n; i++)
+    {
+      const PpSpan *sp = &spans[i];
+      RankStep *rs;
+
+      if (sp->rank < 0 || sp->rank >= t->ranks || sp->kind == PP_SPAN_KERNEL
+          || sp->kind == PP_SPAN_MEMCPY || sp->kind == PP_SPAN_MEMSET)
+        continue;
+      rs = &t->r[sp->rank];
+      if (rs->step != sp->step)
+        {
+          memset (rs, 0, sizeof *rs);
+          rs->step = sp->step;
+        }
+      if (!rs->any || sp->start_ns < rs->first) rs->first = sp->start_ns;
+      if (!rs->any || sp->end_ns > rs->last) rs->last = sp->end_ns;
+      rs->any = true;
+      if (is_compute_span (sp->kind))
+        {
+          if (!rs->cany || sp->start_ns < rs->cfirst) rs->cfirst = sp->start_ns;
+          if (!rs->cany || sp->end_ns > rs->clast) rs->clast = sp->end_ns;
+          rs->cany = true;
+          rs->busy += sp->end_ns - sp->start_ns;
+        }
+    }
+  pthread_mutex_unlock (&t->lock);
+}
+
+/* ---- trace items written from the main thread ---------------------------------- */
+
+typedef struct {
+  const PpTraceDescription *desc;
+  const PpSchedule         *s;
+} Header;
+
+static PpStatus
+write_header (PpTraceWriter *w, void *user, PpError *err)
+{
+  const Header *h = user;
+  if (pp_trace_write_description (w, h->desc, err) != PP_OK)
+    return err->status;
+  /* The order only: the times come after the first step, measured. */
+  return pp_cli_write_plan (w, h->s, NULL, 0, err);
+}
+
+typedef struct {
+  const PpSchedule   *s;
+  const PpSimulation *sim;
+} Plan;
+
+static PpStatus
+write_plan (PpTraceWriter *w, void *user, PpError *err)
+{
+  const Plan *p = user;
+  return pp_cli_write_plan (w, p->s, p->sim, RUN_SECONDS_PER_COST_UNIT, err);
+}
+
+typedef struct {
+  int            ranks, step;
+  const int64_t *begin, *end;   /* [ranks] */
+} Markers;
+
+static PpStatus
+write_markers (PpTraceWriter *w, void *user, PpError *err)
+{
+  const Markers *m = user;
+  for (int r = 0; r < m->ranks; r++)
+    if (pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_BEGIN, m->begin[r], err) != PP_OK
+        || pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_END, m->end[r], err) != PP_OK)
+      return err->status;
+  return PP_OK;
+}
+
+/* The simulator's timeline under the run's measured costs (NULL if it
+ * cannot). */
+static PpSimulation *
+simulate_measured (const PpRun *run, const PpSchedule *s)
+{
+  PpCostModel *cm = pp_run_measured_costs (run);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+
+  if (cm == NULL)
+    return NULL;
+  if (pp_simulate (s, cm, &sim, &err) != PP_OK)
+    sim = NULL;
+  pp_cost_model_free (cm);
+  return sim;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+enum {
+  OPT_LAYERS = 256, OPT_WIDTH, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_SEED, OPT_PARTITION,
+  OPT_RECOMPUTE, OPT_BACKEND, OPT_TRACE, OPT_NO_LIVE, OPT_LISTEN, OPT_PIN,
+};
+
+int
+pp_cli_run (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "schedule", required_argument, NULL, 's' },
+    { "ranks", required_argument, NULL, 'p' },
+    { "microbatches", required_argument, NULL, 'm' },
+    { "stages-per-rank", required_argument, NULL, 'v' },
+    { "layers", required_argument, NULL, OPT_LAYERS },
+    { "width", required_argument, NULL, OPT_WIDTH },
+    { "batch", required_argument, NULL, OPT_BATCH },
+    { "steps", required_argument, NULL, OPT_STEPS },
+    { "lr", required_argument, NULL, OPT_LR },
+    { "seed", required_argument, NULL, OPT_SEED },
+    { "partition", required_argument, NULL, OPT_PARTITION },
+    { "recompute", no_argument, NULL, OPT_RECOMPUTE },
+    { "backend", required_argument, NULL, OPT_BACKEND },
+    { "trace", required_argument, NULL, OPT_TRACE },
+    { "no-live", no_argument, NULL, OPT_NO_LIVE },
+    { "listen", required_argument, NULL, OPT_LISTEN },
+    { "pin", no_argument, NULL, OPT_PIN },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *name = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
+  int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
+  bool recompute = false, live = true, pin = false;
+  double lr = 1e-3;
+  uint64_t seed = 1;
+  PpError err = { 0 };
+  PpSchedule *s = NULL;
+  PpCostModel *ucm = NULL;
+  PpSimulation *usim = NULL, *msim = NULL;
+  PpModel *model = NULL;
+  PpRun *run = NULL;
+  PpCliJob job;
+  Tap tap;
+  PpTraceDescription desc;
+  int *blocks = NULL, *part_of_stage = NULL;
+  int n_parts = 0, n_chains = 0, status = 1, done = 0, every;
+  bool stopped = false, tap_init = false;
+  /* The last RUN_WINDOW_MAX steps: per rank busy and per step makespan and seconds. */
+  int64_t (*win_busy)[RUN_WINDOW_MAX] = NULL;
+  int64_t win_span[RUN_WINDOW_MAX];
+  double win_secs[RUN_WINDOW_MAX];
+  int64_t *mbegin = NULL, *mend = NULL;
+  double first_loss = NAN, last_loss = NAN;
+
+  memset (&job, 0, sizeof job);
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":s:p:m:v:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 's': name = optarg; break;
+        case 'p':
+          if (!parse_int (optarg, 1, 4096, &P))
+            return pp_cli_usage_error ("--ranks takes a whole number from 1 to 4096 (got '%s')", optarg);
+          break;
+        case 'm':
+          if (!parse_int (optarg, 1, 1 << 20, &M))
+            return pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')",
+                                       1 << 20, optarg);
+          break;
+        case 'v':
+          if (!parse_int (optarg, 1, 64, &V))
+            return pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", optarg);
+          break;
+        case OPT_LAYERS:
+          if (!parse_int (optarg, 1, 1 << 20, &L))
+            return pp_cli_usage_error ("--layers takes a whole number from 1 to %d (got '%s')", 1 << 20, optarg);
+          break;
+        case OPT_WIDTH:
+          if (!parse_int (optarg, 1, 1 << 24, &D))
+            return pp_cli_usage_error ("--width takes a whole number from 1 to %d (got '%s')", 1 << 24, optarg);
+          break;
+        case OPT_BATCH:
+          if (!parse_int (optarg, 1, 1 << 24, &B))
+            return pp_cli_usage_error ("--batch takes a whole number from 1 to %d (got '%s')", 1 << 24, optarg);
+          break;
+        case OPT_STEPS:
+          if (!parse_int (optarg, 1, INT_MAX, &N))
+            return pp_cli_usage_error ("--steps takes a whole number from 1 to %d (got '%s')", INT_MAX, optarg);
+          break;
+        case OPT_LR:
+          {
+            char *end;
+            errno = 0;
+            lr = strtod (optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !(lr > 0) || lr > 1e3)
+              return pp_cli_usage_error ("--lr takes a number above 0 (got '%s')", optarg);
+          }
+          break;
+        case OPT_SEED:
+          {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull (optarg, &end, 10);
+            if (end == optarg || *end != '\0' || errno != 0 || optarg[0] == '-')
+              return pp_cli_usage_error ("--seed takes a whole number from 0 to %llu (got '%s')",
+                                         (unsigned long long) UINT64_MAX, optarg);
+            seed = v;
+          }
+          break;
+        case OPT_PARTITION: partition = optarg; break;
+        case OPT_RECOMPUTE: recompute = true; break;
+        case OPT_BACKEND:
+          if (strcmp (optarg, "auto") != 0 && strcmp (optarg, "cpu") != 0 && strcmp (optarg, "cuda") != 0)
+            return pp_cli_usage_error ("unknown backend '%s'; use auto, cpu or cuda", optarg);
+          backend = optarg;
+          break;
+        case OPT_TRACE: trace = optarg; break;
+        case OPT_NO_LIVE: live = false; break;
+        case OPT_LISTEN: listen = optarg; break;
+        case OPT_PIN: pin = true; break;
+        case 'h':
+          run_usage (stdout);
+          return 0;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli run --help'", argv[optind - 1]);
+        }
+    }
+  if (optind < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'; see 'pipescope-cli run --help'", argv[optind]);
+  if (name == NULL)
+    return pp_cli_usage_error ("--schedule is required; see 'pipescope-cli run --help'");
+  if (P == 0)
+    return pp_cli_usage_error ("--ranks is required");
+  if (M == 0)
+    return pp_cli_usage_error ("--microbatches is required");
+  if (!live && listen != NULL)
+    return pp_cli_usage_error ("--listen serves the job live; drop --no-live or --listen");
+  if (strcmp (backend, "cuda") == 0)
+    return pp_cli_usage_error ("this build has no CUDA backend yet; use --backend cpu");
+  if (partition != NULL && strcmp (partition, "auto") == 0)
+    partition = NULL;
+  if (B == 0)
+    B = 4 * M;   /* a multiple of M */
+  if (B % M != 0)
+    {
+      int lo = B / M * M, hi = lo + M;
+      if (lo > 0)
+        return pp_cli_usage_error ("--batch %d is not a multiple of --microbatches %d; use --batch %d or %d",
+                                   B, M, lo, hi);
+      return pp_cli_usage_error ("--batch %d is not a multiple of --microbatches %d; use --batch %d",
+                                 B, M, hi);
+    }
+
+  if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+    return pp_cli_usage_error ("%s", err.msg);
+
+  /* Parts: the stages of one chain (DualPipe's second chain holds a copy). */
+  part_of_stage = calloc ((size_t) s->n_stages, sizeof *part_of_stage);
+  if (part_of_stage == NULL)
+    goto oom;
+  for (int st = 0; st < s->n_stages; st++)
+    if (s->stage_prev[st] < 0)
+      {
+        int k = 0;
+        n_chains++;
+        for (int x = st; x >= 0 && k < s->n_stages; x = s->stage_next[x])
+          part_of_stage[x] = k++;
+        if (k > n_parts)
+          n_parts = k;
+      }
+  if (L < n_parts)
+    {
+      status = pp_cli_usage_error ("--layers %d cannot be split over %d stages; use --layers %d or more",
+                                   L, n_parts, n_parts);
+      goto out;
+    }
+
+  /* A first, rough memory check before anything is allocated: the
+   * parameters alone (weights, gradients, two Adam moments). */
+  {
+    double avail = mem_available_bytes ();
+    double H = 4.0 * D;
+    double params = (double) D * D + D + (double) L * (2.0 * D * H + H + 3.0 * D) + 16.0 * D + 16.0;
+    double need = params * 4.0 * 4.0 * (n_chains > 1 ? n_chains : 1);
+    if (avail > 0 && need > avail)
+      {
+        status = memory_refusal (need, avail);
+        goto out;
+      }
+  }
+
+  {
+    PpModelConfig mc = { .layers = L, .width = D, .hidden_mult = 4, .seed = seed };
+    model = pp_model_new (&mc, &err);
+    if (model == NULL)
+      {
+        status = pp_cli_usage_error ("%s", err.msg[0] ? err.msg : "cannot build the model");
+        goto out;
+      }
+  }
+  blocks = calloc ((size_t) n_parts, sizeof *blocks);
+  if (blocks == NULL)
+    goto oom;
+  if (pp_model_partition (model, n_parts, partition, blocks, &err) != PP_OK)
+    {
+      status = pp_cli_usage_error ("%s", err.msg);
+      goto out;
+    }
+
+  /* The memory a run needs: parameters x 4 (weights, gradients, two Adam
+   * moments) per copy, and per rank the activations of as many micro-batches
+   * as the schedule holds at once (the simulator's peak under uniform costs). */
+  ucm = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0);
+  if (ucm == NULL)
+    goto oom;
+  if (pp_simulate (s, ucm, &usim, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      goto out;
+    }
+  {
+    double avail = mem_available_bytes ();
+    double rows = (double) B / M;
+    double need = (double) pp_model_n_params (model) * 4.0 * 4.0 * (n_chains > 1 ? n_chains : 1);
+    for (int r = 0; r < s->ranks; r++)
+      {
+        double per_row = 0, in_row = 0;
+        for (int st = 0; st < s->n_stages; st++)
+          if (s->stage_rank[st] == r)
+            {
+              int part = part_of_stage[st];
+              double b = (double) pp_model_activation_bytes_per_row (model, blocks[part], part == 0,
+                                                                      part == n_parts - 1);
+              double in = 4.0 * D;
+              if (b > per_row) per_row = b;
+              if (in > in_row) in_row = in;
+            }
+        if (recompute)
+          need += rows * (per_row + in_row * usim->rank[r].peak_inflight);
+        else
+          need += rows * per_row * usim->rank[r].peak_inflight;
+      }
+    if (avail > 0 && need > avail)
+      {
+        status = memory_refusal (need, avail);
+        goto out;
+      }
+  }
+
+  /* ---- the run ---- */
+  pp_cli_sim_description (&desc, s, argc, argv);
+  snprintf (desc.backend, sizeof desc.backend, "cpu");
+  snprintf (desc.model, sizeof desc.model, "residual MLP: %d blocks, width %d, hidden %d, batch %d",
+            L, D, 4 * D, B);
+
+  win_busy = calloc ((size_t) s->ranks, sizeof *win_busy);
+  mbegin = calloc ((size_t) s->ranks, sizeof *mbegin);
+  mend = calloc ((size_t) s->ranks, sizeof *mend);
+  tap.r = calloc ((size_t) s->ranks, sizeof *tap.r);
+  if (win_busy == NULL || mbegin == NULL || mend == NULL || tap.r == NULL)
+    {
+      free (tap.r);
+      goto oom;
+    }
+  pthread_mutex_init (&tap.lock, NULL);
+  tap.ranks = s->ranks;
+  for (int r = 0; r < s->ranks; r++)
+    tap.r[r].step = -1;
+  tap_init = true;
+
+  /* The server's, the drain's and the ranks' threads inherit this mask, so
+   * a Ctrl-C lands on the main thread, which sets the run's stop flag. */
+  pp_cli_catch_stop_signals ();
+  pp_cli_mask_stop_signals (SIG_BLOCK);
+
+  if (pp_cli_job_open (&job, s->name, desc.cmdline, live, listen, trace) != 0)
+    goto out;
+  {
+    Header h = { &desc, s };
+    if (pp_cli_job_write (&job, write_header, &h) != 0)
+      goto out;
+  }
+  {
+    PpProbeSink ts = { .user = &tap, .spans = tap_spans };
+    if (pp_cli_job_start_probe (&job, &ts) != 0)
+      goto out;
+  }
+  {
+    PpRunConfig rc;
+    memset (&rc, 0, sizeof rc);
+    rc.schedule = s;
+    rc.model = *pp_model_config (model);
+    rc.partition = partition;
+    rc.batch = B;
+    rc.lr = (float) lr;
+    rc.data_seed = seed;
+    rc.recompute = recompute;
+    rc.pin_threads = pin;
+    rc.probe = job.probe;
+    rc.stop = &pp_cli_stop_flag;
+    run = pp_run_new (&rc, &err);
+    if (run == NULL)
+      {
+        status = err.status == PP_EINVAL ? pp_cli_usage_error ("%s", err.msg)
+                                         : (fprintf (stderr, "pipescope-cli: error: %s\n", err.msg), 1);
+        goto out;
+      }
+  }
+  pp_model_free (model);
+  model = NULL;
+
+  {
+    int np = 0;
+    const int *bp = pp_run_blocks_per_part (run, &np);
+    char parts[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < np && len < sizeof parts; i++)
+      len += (size_t) snprintf (parts + len, sizeof parts - len, "%s%d", i ? "," : "", bp[i]);
+    printf ("run %s: P=%d, M=%d, V=%d; %s (blocks per part %s); %d steps, lr %g, seed %" PRIu64
+            "%s%s; backend: cpu\n",
+            s->name, s->ranks, s->microbatches, s->stages_per_rank, desc.model, parts, N, lr, seed,
+            recompute ? ", recompute" : "", pin ? ", pinned" : "");
+    fflush (stdout);
+  }
+  pp_cli_job_announce (&job, listen);
+  pp_cli_mask_stop_signals (SIG_UNBLOCK);
+
+  every = N <= 20 ? 1 : N / 20;
+  for (int step = 0; step < N; step++)
+    {
+      PpStepStats st;
+      int slot = done % RUN_WINDOW_MAX;
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+
+      if (pp_cli_stop_flag)
+        {
+          stopped = true;
+          break;
+        }
+      memset (&st, 0, sizeof st);
+      if (pp_run_step (run, &st, &err) != PP_OK)
+        {
+          if (pp_cli_stop_flag)
+            {
+              stopped = true;
+              break;
+            }
+          fprintf (stderr, "pipescope-cli: error: step %d: %s\n", step + 1, err.msg);
+          goto out;
+        }
+      done++;
+      if (isnan (first_loss))
+        first_loss = st.loss;
+      last_loss = st.loss;
+
+      /* Everything the step recorded reaches the writers and the tap; the
+       * ranks are idle until the next step, so the writers are ours. */
+      if (pp_probe_flush (job.probe, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          goto out;
+        }
+      pthread_mutex_lock (&tap.lock);
+      for (int r = 0; r < s->ranks; r++)
+        {
+          const RankStep *rs = &tap.r[r];
+          bool ok = rs->step == st.step;
+          mbegin[r] = ok && rs->any ? rs->first : st.start_ns;
+          mend[r] = ok && rs->any ? rs->last : st.end_ns;
+          if (ok && rs->cany)
+            {
+              if (rs->cfirst < lo) lo = rs->cfirst;
+              if (rs->clast > hi) hi = rs->clast;
+              win_busy[r][slot] = rs->busy;
+            }
+          else
+            {
+              int64_t busy = 0, wait = 0, span = 0;
+              pp_run_rank_times (run, r, &busy, &wait, &span);
+              win_busy[r][slot] = busy;
+            }
+        }
+      pthread_mutex_unlock (&tap.lock);
+      win_span[slot] = hi > lo ? hi - lo : st.end_ns - st.start_ns;
+      win_secs[slot] = st.seconds;
+      {
+        Markers mk = { s->ranks, st.step, mbegin, mend };
+        if (pp_cli_job_write (&job, write_markers, &mk) != 0)
+          goto out;
+      }
+      if (done == 1)
+        {
+          /* Costs are measured now: the plan with its timeline. */
+          msim = simulate_measured (run, s);
+          if (msim != NULL)
+            {
+              Plan p = { s, msim };
+              if (pp_cli_job_write (&job, write_plan, &p) != 0)
+                goto out;
+            }
+        }
+      if (every == 1 || done == 1 || done % every == 0 || done == N)
+        {
+          printf ("step %d  loss %.4f  time %.1f ms  samples/s %.0f\n", done, st.loss,
+                  st.seconds * 1e3, st.samples_per_s);
+          fflush (stdout);
+        }
+    }
+
+  if (stopped)
+    printf ("stopped after %d step%s\n", done, done == 1 ? "" : "s");
+
+  /* The plan again, under the costs measured over the whole run. */
+  pp_simulation_free (msim);
+  msim = done > 0 ? simulate_measured (run, s) : NULL;
+  if (msim != NULL)
+    {
+      Plan p = { s, msim };
+      if (pp_cli_job_write (&job, write_plan, &p) != 0)
+        goto out;
+    }
+
+  if (done > 0)
+    {
+      int k = done / 2 > 0 ? done / 2 : 1;
+      bool closed = strcmp (s->name, "GPipe") == 0 || strcmp (s->name, "1F1B") == 0;
+      double secs = 0;
+      int64_t span = 0;
+
+      if (k > RUN_WINDOW_MAX)
+        k = RUN_WINDOW_MAX;
+      for (int i = 0; i < k; i++)
+        {
+          int slot = (done - 1 - i) % RUN_WINDOW_MAX;
+          secs += win_secs[slot];
+          span += win_span[slot];
+        }
+      printf ("\nrank  measured bubble  predicted (measured costs)  closed form\n");
+      for (int r = 0; r < s->ranks; r++)
+        {
+          int64_t busy = 0;
+          char meas[32], pred[32], cf[32];
+          for (int i = 0; i < k; i++)
+            busy += win_busy[r][(done - 1 - i) % RUN_WINDOW_MAX];
+          if (span > 0)
+            snprintf (meas, sizeof meas, "%.1f%%", 100.0 * (1.0 - (double) busy / (double) span));
+          else
+            snprintf (meas, sizeof meas, "-");
+          if (msim != NULL)
+            snprintf (pred, sizeof pred, "%.1f%%", 100.0 * msim->rank[r].bubble);
+          else
+            snprintf (pred, sizeof pred, "-");
+          if (closed)
+            snprintf (cf, sizeof cf, "%.1f%%", 100.0 * pp_bubble_closed_form_gpipe (s->ranks, s->microbatches));
+          else
+            snprintf (cf, sizeof cf, "-");
+          printf ("%4d  %15s  %26s  %11s\n", r, meas, pred, cf);
+        }
+      printf ("over the last %d step%s: mean step time %.1f ms, %.0f samples/s; loss %.4f -> %.4f\n",
+              k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
+              first_loss, last_loss);
+    }
+  fflush (stdout);
+
+  pp_run_free (run);
+  run = NULL;
+  status = pp_cli_job_close (&job);
+  if (fflush (stdout) != 0)
+    status = 1;
+  goto out;
+
+oom:
+  fprintf (stderr, "pipescope-cli: error: out of memory\n");
+  status = 1;
+out:
+  if (run != NULL)
+    pp_run_free (run);
+  pp_cli_job_abort (&job);
+  pp_cli_mask_stop_signals (SIG_UNBLOCK);
+  if (tap_init)
+    {
+      pthread_mutex_destroy (&tap.lock);
+      free (tap.r);
+    }
+  free (win_busy);
+  free (mbegin);
+  free (mend);
+  free (blocks);
+  free (part_of_stage);
+  if (model != NULL)
+    pp_model_free (model);
+  pp_simulation_free (msim);
+  pp_simulation_free (usim);
+  pp_cost_model_free (ucm);
+  pp_schedule_free (s);
+  return status;
+}

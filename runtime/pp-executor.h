@@ -1,0 +1,77 @@
+/* pp-executor.h — trains the bundled network under any valid schedule.
+ *
+ * P ranks run as threads in this process; rank r executes its actions of the
+ * schedule in order.  A local transport hands activations forward and
+ * gradients backward through bounded per-edge queues of pointers (no copy).
+ * The gradients of all micro-batches are summed, then one AdamW step: a step
+ * is the same update as training on the whole batch with the same
+ * micro-batch split.  Every action becomes a probe span (rank, stage,
+ * micro-batch, kind, step); the time a rank waits for a peer is a WAIT span;
+ * loss and activation memory are counters.
+ *
+ * Schedule stages map to model parts along their chains: on one chain (every
+ * schedule but DualPipe) stage s runs part s; DualPipe's second chain holds a
+ * second copy of every part, whose gradients are summed with the first
+ * copy's before the optimizer step, so both copies stay equal.
+ */
+#pragma once
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "pp-model.h"
+#include "pp-probe.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-status.h"
+
+typedef struct {
+  const PpSchedule *schedule;     /* borrowed; validated by pp_run_new */
+  PpModelConfig     model;
+  const char       *partition;    /* NULL/"auto", or blocks per part "7,8,8,7" */
+  int               batch;        /* rows per step; a multiple of the micro-batches */
+  float             lr;           /* 0: 1e-3 */
+  float             weight_decay; /* AdamW's decoupled decay */
+  uint64_t          data_seed;
+  int               recompute;    /* drop activations inside a part, recompute in backward */
+  int               pin_threads;  /* pin rank r to CPU r % n_cpus */
+  PpProbe          *probe;        /* NULL: nothing recorded */
+  volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
+} PpRunConfig;
+
+typedef struct {
+  int     step;                   /* from 0 */
+  double  loss;                   /* mean loss over the batch */
+  int64_t start_ns, end_ns;       /* CLOCK_MONOTONIC */
+  double  seconds;
+  double  samples_per_s;
+} PpStepStats;
+
+typedef struct _PpRun PpRun;
+
+/* Builds the parts (one-line errors for an impossible request: fewer blocks
+ * than parts, a batch that the micro-batches do not divide, ...) and starts
+ * the rank threads, idle until the first step. */
+PpRun     *pp_run_new (const PpRunConfig *cfg, PpError *err);
+
+/* Runs one training step on every rank and waits for it.  PP_EINVAL with
+ * "stopped" if *stop was set (the step is abandoned cleanly). */
+PpStatus   pp_run_step (PpRun *run, PpStepStats *stats, PpError *err);
+
+/* Mean measured time of F, B (or I + W), W per stage and of a transfer over
+ * the steps run so far, as a cost model for the simulator (caller frees). */
+PpCostModel *pp_run_measured_costs (const PpRun *run);
+
+/* Per rank over the last step: time computing and time waiting, ns. */
+void       pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int64_t *wait_ns,
+                              int64_t *span_ns);
+
+/* The model's parameters in the order of the whole model as one part (for
+ * the correctness test); out has pp_run_n_params floats. */
+size_t     pp_run_n_params (const PpRun *run);
+void       pp_run_copy_params (const PpRun *run, float *out);
+
+/* Blocks per part chosen by the partition, for reports. */
+const int *pp_run_blocks_per_part (const PpRun *run, int *n_parts);
+
+void       pp_run_free (PpRun *run);
