@@ -37,6 +37,7 @@ run_usage (FILE *out)
          "                         [--partition auto|LIST] [--recompute]\n"
          "                         [--backend auto|cpu|cuda] [--trace FILE]\n"
          "                         [--no-live] [--listen HOST:PORT] [--pin]\n"
+         "       pipescope-cli run --csv FILE [same options but -s, -p, -m, -v]\n"
          "\n"
          "Trains the bundled network (a residual MLP on a synthetic, learnable task)\n"
          "with P ranks, one thread each in this process, under the schedule, and\n"
@@ -66,6 +67,9 @@ run_usage (FILE *out)
          "      --no-live              do not register or serve the job\n"
          "      --listen HOST:PORT     also serve on TCP (port 0: any); a viewer needs\n"
          "                             the token printed at start\n"
+         "      --csv FILE             run a custom order: PyTorch's compute_only CSV\n"
+         "                             (as 'pipescope-cli schedule -f csv' writes it);\n"
+         "                             it sets P, M and V\n"
          "      --pin                  pin rank r's thread to CPU r mod the number of\n"
          "                             CPUs (steadier timings on an otherwise idle\n"
          "                             machine with at least P cores; off by default)\n"
@@ -249,7 +253,7 @@ simulate_measured (const PpRun *run, const PpSchedule *s)
 
 enum {
   OPT_LAYERS = 256, OPT_WIDTH, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_SEED, OPT_PARTITION,
-  OPT_RECOMPUTE, OPT_BACKEND, OPT_TRACE, OPT_NO_LIVE, OPT_LISTEN, OPT_PIN,
+  OPT_RECOMPUTE, OPT_BACKEND, OPT_TRACE, OPT_NO_LIVE, OPT_LISTEN, OPT_PIN, OPT_CSV,
 };
 
 int
@@ -273,10 +277,11 @@ pp_cli_run (int argc, char **argv)
     { "no-live", no_argument, NULL, OPT_NO_LIVE },
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "pin", no_argument, NULL, OPT_PIN },
+    { "csv", required_argument, NULL, OPT_CSV },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *name = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
+  const char *name = NULL, *csv = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false;
   double lr = 1e-3;
@@ -368,6 +373,7 @@ pp_cli_run (int argc, char **argv)
         case OPT_NO_LIVE: live = false; break;
         case OPT_LISTEN: listen = optarg; break;
         case OPT_PIN: pin = true; break;
+        case OPT_CSV: csv = optarg; break;
         case 'h':
           run_usage (stdout);
           return 0;
@@ -379,8 +385,26 @@ pp_cli_run (int argc, char **argv)
     }
   if (optind < argc)
     return pp_cli_usage_error ("unexpected argument '%s'; see 'pipescope-cli run --help'", argv[optind]);
+  if (csv != NULL)
+    {
+      /* A custom order (PyTorch's compute_only CSV) brings its own P, M, V. */
+      FILE *in;
+      if (name != NULL || P != 0 || M != 0 || V != 0)
+        return pp_cli_usage_error ("--csv takes the ranks, stages and micro-batches from the file; "
+                                   "drop --schedule, --ranks, --microbatches and --stages-per-rank");
+      if ((in = fopen (csv, "r")) == NULL)
+        return pp_cli_usage_error ("cannot open '%s': %s", csv, strerror (errno));
+      PpStatus rs = pp_schedule_read_csv (in, "custom", &s, &err);
+      fclose (in);
+      if (rs != PP_OK)
+        return pp_cli_usage_error ("%s: %s", csv, err.msg);
+      name = "custom";
+      P = s->ranks;
+      M = s->microbatches;
+      V = s->stages_per_rank;
+    }
   if (name == NULL)
-    return pp_cli_usage_error ("--schedule is required; see 'pipescope-cli run --help'");
+    return pp_cli_usage_error ("--schedule is required (or --csv FILE); see 'pipescope-cli run --help'");
   if (P == 0)
     return pp_cli_usage_error ("--ranks is required");
   if (M == 0)
@@ -403,7 +427,7 @@ pp_cli_run (int argc, char **argv)
                                  B, M, hi);
     }
 
-  if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+  if (s == NULL && pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
     return pp_cli_usage_error ("%s", err.msg);
 
   /* Parts: the stages of one chain (DualPipe's second chain holds a copy). */

@@ -100,6 +100,7 @@ struct _PpRun {
   unsigned long   gen;
   int             remaining;
   int             quit;
+  int             task;      /* what a wake-up asks of the ranks: TASK_* */
   atomic_int      abort;
   int             failed;
   PpError         first_err;
@@ -503,6 +504,28 @@ run_rank_step (PpRun *run, Rank *rk)
   rk->completed = 1;
 }
 
+enum { TASK_ACTIONS, TASK_OPTIMIZER };
+
+/* The optimizer step of the rank's own parts, on the rank's thread, so the
+ * ranks update in parallel. */
+static void
+run_rank_optimizer (PpRun *run, Rank *rk)
+{
+  int64_t t0 = pp_probe_now_ns (), t1;
+  for (int i = 0; i < rk->n_stages; i++)
+    {
+      PpChunk *c = run->stages[rk->stages[i]].chunk;
+      pp_chunk_adamw (c, run->cfg.lr, 0.9f, 0.999f, 1e-8f, run->cfg.weight_decay, run->step + 1);
+      pp_chunk_zero_grads (c);
+    }
+  t1 = pp_probe_now_ns ();
+  if (rk->n_stages > 0)
+    record_span (run, rk->rank, -1, -1, PP_SPAN_OPT, t0, t1, -1);
+  rk->last_busy = rk->busy_ns;
+  rk->last_wait = rk->wait_ns;
+  rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
+}
+
 static void *
 rank_main (void *data)
 {
@@ -533,9 +556,13 @@ rank_main (void *data)
           break;
         }
       seen = run->gen;
+      int task = run->task;
       pthread_mutex_unlock (&run->mu);
 
-      run_rank_step (run, rk);
+      if (task == TASK_OPTIMIZER)
+        run_rank_optimizer (run, rk);
+      else
+        run_rank_step (run, rk);
 
       pthread_mutex_lock (&run->mu);
       if (--run->remaining == 0)
@@ -850,6 +877,7 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   run->failed = 0;
   memset (&run->first_err, 0, sizeof run->first_err);
   run->remaining = run->P;
+  run->task = TASK_ACTIONS;
   run->gen++;
   pthread_cond_broadcast (&run->start);
   while (run->remaining > 0)
@@ -886,39 +914,24 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
     }
 
   /* Every copy of a part gets the sum of the copies' gradients (DualPipe),
-   * then one AdamW step per chunk. */
+   * summed in double like the micro-batches; then every rank takes its
+   * parts' AdamW step on its own thread. */
   for (int p = 0; p < run->n_parts && run->n_chains > 1; p++)
     {
-      Stage *s0 = &run->stages[run->chain_stage[p]];
-      float *g0 = pp_chunk_grads (s0->chunk);
-      size_t n = pp_chunk_n_params (s0->chunk);
+      PpChunk *c0 = run->stages[run->chain_stage[p]].chunk;
       for (int c = 1; c < run->n_chains; c++)
-        {
-          const float *gc = pp_chunk_grads (run->stages[run->chain_stage[c * run->n_parts + p]].chunk);
-          for (size_t i = 0; i < n; i++)
-            g0[i] += gc[i];
-        }
+        pp_chunk_add_grads (c0, run->stages[run->chain_stage[c * run->n_parts + p]].chunk);
       for (int c = 1; c < run->n_chains; c++)
-        memcpy (pp_chunk_grads (run->stages[run->chain_stage[c * run->n_parts + p]].chunk), g0,
-                n * sizeof (float));
+        pp_chunk_copy_grads (run->stages[run->chain_stage[c * run->n_parts + p]].chunk, c0);
     }
-  for (int r = 0; r < run->P; r++)
-    {
-      Rank *rk = &run->ranks[r];
-      int64_t t0 = pp_probe_now_ns (), t1;
-      for (int i = 0; i < rk->n_stages; i++)
-        {
-          PpChunk *c = run->stages[rk->stages[i]].chunk;
-          pp_chunk_adamw (c, run->cfg.lr, 0.9f, 0.999f, 1e-8f, run->cfg.weight_decay, run->step + 1);
-          pp_chunk_zero_grads (c);
-        }
-      t1 = pp_probe_now_ns ();
-      if (rk->n_stages > 0)
-        record_span (run, r, -1, -1, PP_SPAN_OPT, t0, t1, -1);
-      rk->last_busy = rk->busy_ns;
-      rk->last_wait = rk->wait_ns;
-      rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
-    }
+  pthread_mutex_lock (&run->mu);
+  run->remaining = run->P;
+  run->task = TASK_OPTIMIZER;
+  run->gen++;
+  pthread_cond_broadcast (&run->start);
+  while (run->remaining > 0)
+    pthread_cond_wait (&run->done, &run->mu);
+  pthread_mutex_unlock (&run->mu);
 
   for (int m = 0; m < run->M; m++)
     loss += run->loss_mb[m];

@@ -556,7 +556,15 @@ struct _PpChunk {
   int has_input, has_head;
   int D, H, in_dim, C, L;
   size_t n_params;
-  float *params, *grads, *adam_m, *adam_v;
+  float *params, *adam_m, *adam_v;
+  /* Gradients sum in double, so the order in which a schedule adds its
+   * micro-batches (LoopedBFS runs them backwards, DualPipe adds two copies)
+   * cannot change the rounded result: every schedule then takes the same
+   * optimizer step as training on the whole batch.  W writes one
+   * micro-batch's gradients into gscratch, then adds them into gacc. */
+  double *gacc;
+  float  *gscratch;
+  float  *grads;          /* gacc rounded to float, refreshed on demand */
   /* parameter offsets */
   size_t off_in_W, off_in_b, off_blocks, off_head_W, off_head_b;
   size_t block_stride;
@@ -606,9 +614,9 @@ block_params_at (const PpChunk *c, const float *base, int k)
 }
 
 static BlockGrads
-block_grads_at (PpChunk *c, int k)
+block_grads_at (PpChunk *c, float *base, int k)
 {
-  BlockParams b = block_params_at (c, c->grads, k);
+  BlockParams b = block_params_at (c, base, k);
   BlockGrads g = { (float *) b.gamma, (float *) b.beta, (float *) b.W1,
                    (float *) b.b1, (float *) b.W2, (float *) b.b2 };
   return g;
@@ -840,13 +848,16 @@ pp_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int n_bl
   size_t dx_width = (size_t) (m->in_dim > m->D ? m->in_dim : m->D);
   c->params = alloc_floats (c->n_params);
   c->grads = alloc_floats (c->n_params);
+  c->gscratch = alloc_floats (c->n_params);
+  c->gacc = calloc (c->n_params ? c->n_params : 1, sizeof (double));
   c->adam_m = alloc_floats (c->n_params);
   c->adam_v = alloc_floats (c->n_params);
   c->slots = calloc (max_inflight, sizeof (Slot));
   c->scratch_dx = alloc_floats (R * dx_width);
   c->scratch_out = alloc_floats (R * D);
   c->scratch_logits = alloc_floats (R * C);
-  if (c->params == NULL || c->grads == NULL || c->adam_m == NULL || c->adam_v == NULL
+  if (c->params == NULL || c->grads == NULL || c->gscratch == NULL || c->gacc == NULL
+      || c->adam_m == NULL || c->adam_v == NULL
       || c->slots == NULL || c->scratch_dx == NULL || c->scratch_out == NULL
       || c->scratch_logits == NULL)
     {
@@ -873,6 +884,8 @@ pp_chunk_free (PpChunk *c)
   free (c->slots);
   free (c->params);
   free (c->grads);
+  free (c->gscratch);
+  free (c->gacc);
   free (c->adam_m);
   free (c->adam_v);
   free (c->scratch_dx);
@@ -911,22 +924,51 @@ pp_chunk_params (PpChunk *c)
   return c->params;
 }
 
-float *
+const float *
 pp_chunk_grads (PpChunk *c)
 {
+  for (size_t i = 0; i < c->n_params; i++)
+    c->grads[i] = (float) c->gacc[i];
   return c->grads;
+}
+
+void
+pp_chunk_set_grads (PpChunk *c, const float *grads)
+{
+  for (size_t i = 0; i < c->n_params; i++)
+    c->gacc[i] = grads[i];
+}
+
+PpStatus
+pp_chunk_add_grads (PpChunk *dst, const PpChunk *src)
+{
+  if (dst->n_params != src->n_params)
+    return PP_EINVAL;
+  for (size_t i = 0; i < dst->n_params; i++)
+    dst->gacc[i] += src->gacc[i];
+  return PP_OK;
+}
+
+PpStatus
+pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src)
+{
+  if (dst->n_params != src->n_params)
+    return PP_EINVAL;
+  memcpy (dst->gacc, src->gacc, sizeof (double) * dst->n_params);
+  return PP_OK;
 }
 
 void
 pp_chunk_zero_grads (PpChunk *c)
 {
-  memset (c->grads, 0, sizeof (float) * c->n_params);
+  memset (c->gacc, 0, sizeof (double) * c->n_params);
 }
 
 void
 pp_chunk_adamw (PpChunk *c, float lr, float beta1, float beta2, float eps, float weight_decay,
                 int t)
 {
+  pp_chunk_grads (c);
   pp_adamw (c->params, c->grads, c->adam_m, c->adam_v, c->n_params, lr, beta1, beta2, eps,
             weight_decay, t);
 }
@@ -1114,13 +1156,14 @@ pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err)
                          "part %d: weight gradient of micro-batch %d before its input gradient",
                          c->part, mb);
   int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
-  float *G = c->grads;
+  float *G = c->gscratch;
+  memset (G, 0, sizeof (float) * c->n_params);
   if (c->has_head)
     pp_linear_backward_weight (s->hid[n], s->dlogits, G + c->off_head_W, G + c->off_head_b, R,
                                D, c->C);
   for (int k = n - 1; k >= 0; k--)
     {
-      BlockGrads g = block_grads_at (c, k);
+      BlockGrads g = block_grads_at (c, G, k);
       pp_linear_backward_weight (s->g[k], s->dhid[k + 1], g.W2, g.b2, R, H, D);
       pp_linear_backward_weight (s->ln[k], s->dh1[k], g.W1, g.b1, R, D, H);
       pp_layernorm_backward_weight (s->dln[k], s->hid[k], s->mean[k], s->rstd[k], g.gamma,
@@ -1129,6 +1172,8 @@ pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err)
   if (c->has_input)
     pp_linear_backward_weight (s->input, s->dhid[0], G + c->off_in_W, G + c->off_in_b, R,
                                c->in_dim, D);
+  for (size_t i = 0; i < c->n_params; i++)
+    c->gacc[i] += G[i];
 
   slot_hold (c, s, 0);
   s->mb = -1;

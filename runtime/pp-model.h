@@ -107,10 +107,19 @@ PpStatus   pp_chunk_backward_input (PpChunk *c, int mb, const float *dout, float
                                     float loss_scale, PpError *err);
 PpStatus   pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err);
 
-/* Parameters, gradients: contiguous float arrays of pp_chunk_n_params. */
+/* Parameters: a contiguous float array of pp_chunk_n_params. */
 size_t     pp_chunk_n_params (const PpChunk *c);
 float     *pp_chunk_params (PpChunk *c);
-float     *pp_chunk_grads (PpChunk *c);
+
+/* Gradients are summed in double, so the order in which a schedule adds its
+ * micro-batches does not change the result.  pp_chunk_grads returns them
+ * rounded to float (valid until the next call on the chunk); set replaces
+ * them; add sums another copy's into this one (DualPipe's two copies, in
+ * double); copy makes this copy's equal to another's. */
+const float *pp_chunk_grads (PpChunk *c);
+void       pp_chunk_set_grads (PpChunk *c, const float *grads);
+PpStatus   pp_chunk_add_grads (PpChunk *dst, const PpChunk *src);
+PpStatus   pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src);
 void       pp_chunk_zero_grads (PpChunk *c);
 
 /* AdamW over the chunk's parameters with its own moments; t counts from 1. */

@@ -400,11 +400,49 @@ test_live (void)
   ctx_clear (&c);
 }
 
+/* A custom order from PyTorch's CSV trains like the named schedule it was
+ * written from: the same losses, step by step. */
+static void
+test_csv (void)
+{
+  Ctx c;
+  char *out, *err, *csv, *out2, *err2;
+  ctx_init (&c);
+  csv = ctx_path (&c, "zbv.csv");
+  g_assert_cmpint (run (&c, &out, &err, "schedule", "-s", "ZBV", "-p", "2", "-m", "4", "-f", "csv", NULL), ==, 0);
+  g_assert_true (g_file_set_contents (csv, out, -1, NULL));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&c, &out, &err, "run", "--csv", csv, "--layers", "4", "--width", "16",
+                        "--steps", "5", "--no-live", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "run custom: P=2, M=4, V=2"));
+  g_assert_cmpint (run (&c, &out2, &err2, "run", "-s", "ZBV", "-p", "2", "-m", "4", "--layers", "4",
+                        "--width", "16", "--steps", "5", "--no-live", NULL), ==, 0);
+  GArray *a = step_losses (out, NULL), *b = step_losses (out2, NULL);
+  g_assert_cmpuint (a->len, ==, 5);
+  g_assert_cmpuint (b->len, ==, 5);
+  for (guint i = 0; i < a->len; i++)
+    g_assert_cmpfloat (g_array_index (a, double, i), ==, g_array_index (b, double, i));
+  g_array_free (a, TRUE); g_array_free (b, TRUE);
+  g_free (out); g_free (err); g_free (out2); g_free (err2);
+
+  /* --csv with --schedule is a usage error; a missing file is one line */
+  g_assert_cmpint (run (&c, &out, &err, "run", "--csv", csv, "-s", "ZBV", NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&c, &out, &err, "run", "--csv", "/nonexistent.csv", NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  g_free (csv);
+  ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cli-run/trace", test_run_trace);
+  g_test_add_func ("/cli-run/csv", test_csv);
   g_test_add_func ("/cli-run/rejections", test_rejections);
   g_test_add_func ("/cli-run/sigint", test_sigint);
   g_test_add_func ("/cli-run/live", test_live);

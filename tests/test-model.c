@@ -433,7 +433,7 @@ chunk_loss (PpChunk *c, const float *x, const int32_t *labels)
   PpError err = { 0 };
   g_assert_cmpint (pp_chunk_forward (c, 0, x, labels, NULL, &loss, &err), ==, PP_OK);
   g_assert_cmpint (pp_chunk_backward (c, 0, NULL, NULL, 1.0f, &err), ==, PP_OK);
-  memcpy (pp_chunk_grads (c), save, n * sizeof (float));
+  pp_chunk_set_grads (c, save);
   g_free (save);
   return loss;
 }

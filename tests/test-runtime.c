@@ -21,21 +21,19 @@
 #define REL_TOL 1e-5
 /* The relative tolerance is taken against max(|b|, FLOOR).  Parameters that
  * start at zero (biases, LayerNorm shifts) move by about lr = 1e-3 per AdamW
- * step, and one whose gradient is tiny can land anywhere in [0, 3e-3] after
- * three steps; the reference and the pipeline sum the micro-batch gradients
- * in a different order (DualPipe adds two copies' sums), so such a parameter
- * may differ by a few float ulps of the update, i.e. ~1e-10 absolute, which
- * is a huge *relative* error when the parameter itself is ~1e-6.  The floor
- * turns the bound into 1e-8 absolute for parameters below 1e-3: still 100x
- * below one ulp of a typical O(0.1) weight's change per step (lr = 1e-3), so
- * a wrong gradient or a missed micro-batch cannot hide under it. */
+ * step and can sit at ~1e-6 after three steps, where one float ulp of the
+ * update is a large *relative* error.  The floor turns the bound into 1e-8
+ * absolute for parameters below 1e-3: still 100x below one ulp of a typical
+ * O(0.1) weight's change per step (lr = 1e-3), so a wrong gradient or a
+ * missed micro-batch cannot hide under it. */
 #define ABS_FLOOR 1e-3
 
 typedef struct {
-  int   layers;
-  int   width;
-  int   batch;
-  int   recompute;
+  int      layers;
+  int      width;
+  int      batch;
+  int      recompute;
+  uint64_t seed;     /* model seed; 0 means 11 */
 } Setup;
 
 typedef struct {
@@ -53,7 +51,7 @@ config_for (PpRunConfig *cfg, const PpSchedule *s, const Setup *su)
   cfg->model.width = su->width;
   cfg->model.hidden_mult = 2;
   cfg->model.classes = 8;
-  cfg->model.seed = 11;
+  cfg->model.seed = su->seed ? su->seed : 11;
   cfg->batch = su->batch;
   cfg->lr = 1e-3f;
   cfg->weight_decay = 0.01f;
@@ -87,98 +85,25 @@ train (const PpSchedule *s, const Setup *su, Trained *out)
   pp_run_free (run);
 }
 
-/* The micro-batches in the order in which stage st adds their parameter
- * gradients: at B (also inside an OVERLAP_F_B) or at W.  Returns how many. */
-static int
-accumulation_order (const PpSchedule *s, int st, int *order)
-{
-  const PpRankActions *ra = &s->rank[s->stage_rank[st]];
-  int n = 0;
-
-  for (int i = 0; i < ra->n_actions; i++)
-    {
-      const PpAction *a = &ra->actions[i];
-      if ((a->kind == PP_ACT_B || a->kind == PP_ACT_W) && a->stage == st)
-        order[n++] = a->microbatch;
-      else if (a->kind == PP_ACT_OVERLAP_F_B && a->sub_kind == PP_ACT_B && a->sub_stage == st)
-        order[n++] = a->sub_microbatch;
-    }
-  return n;
-}
-
-/* The reference: the same model trained without a pipeline, on one rank,
- * the whole model as one part, the whole batch with the same micro-batch
- * split: F0..F(M-1), then the backwards.
- *
- * in_order: B0..B(M-1), literally.
- * Otherwise the backwards come in the order in which the schedule adds each
- * micro-batch's gradients (every stage of a chain must agree; the test fails
- * if not), and a schedule with several chains (DualPipe: two copies of the
- * model, each seeing half of the micro-batches, gradients summed) gets one
- * whole-model stage per chain.  Why: float32 addition is not associative.
- * Summing the same M micro-batch gradients in another order (LoopedBFS runs
- * its backwards M-1..0, as PyTorch's does; DualPipe adds two half sums)
- * changes the last bits of a gradient, and AdamW divides by sqrt(v) + 1e-8,
- * so a component whose micro-batch gradients nearly cancel turns those bits
- * into visible differences of the update — measured up to ~1e-4 relative
- * after 3 steps with some model seeds, for LoopedBFS and DualPipe alike, while
- * the order-matched reference agrees to the bit.  The pin is therefore taken
- * against the order-matched reference, at the full 1e-5. */
+/* The reference, as the issue states it: the same network trained without a
+ * pipeline — one rank, the whole model as one part, the whole batch with the
+ * same micro-batch split: F0..F(M-1), then B0..B(M-1).  The parts sum their
+ * micro-batch gradients in double (pp-model.h), so the order in which a
+ * schedule adds them (LoopedBFS runs its backwards M-1..0 as PyTorch's does;
+ * DualPipe adds two copies' sums) cannot change the update: with float sums
+ * AdamW's division by sqrt(v) + 1e-8 turned those last bits into ~1e-4
+ * relative differences after 3 steps for some model seeds. */
 static PpSchedule *
-reference_schedule (const PpSchedule *s, int in_order)
+reference_schedule (const PpSchedule *s)
 {
-  int M = s->microbatches, n_chains = 0;
-  int *heads = g_new (int, s->n_stages);
-  int *order = g_new (int, (gsize) M + 1), *other = g_new (int, (gsize) M + 1);
-  PpSchedule *ref;
+  int M = s->microbatches;
+  PpSchedule *ref = pp_schedule_new ("reference", 1, M, 1, PP_PLACE_LOOP);
 
-  if (in_order)
-    heads[n_chains++] = 0;
-  else
-    for (int st = 0; st < s->n_stages; st++)
-      if (s->stage_prev[st] < 0)
-        heads[n_chains++] = st;
-
-  ref = pp_schedule_new ("reference", 1, M, n_chains, PP_PLACE_CUSTOM);
   g_assert_nonnull (ref);
-  for (int c = 0; c < n_chains; c++)
-    {
-      ref->stage_rank[c] = 0;
-      ref->stage_prev[c] = -1;
-      ref->stage_next[c] = -1;
-      ref->stage_mb_lo[c] = in_order ? 0 : s->stage_mb_lo[heads[c]];
-      ref->stage_mb_hi[c] = in_order ? M : s->stage_mb_hi[heads[c]];
-    }
   for (int m = 0; m < M; m++)
-    for (int c = 0; c < n_chains; c++)
-      if (m >= ref->stage_mb_lo[c] && m < ref->stage_mb_hi[c])
-        g_assert_cmpint (pp_schedule_push (ref, 0, pp_action (PP_ACT_F, c, m)), ==, PP_OK);
-  for (int c = 0; c < n_chains; c++)
-    {
-      int n;
-      if (in_order)
-        {
-          n = M;
-          for (int m = 0; m < M; m++)
-            order[m] = m;
-        }
-      else
-        {
-          n = accumulation_order (s, heads[c], order);
-          for (int st = s->stage_next[heads[c]]; st >= 0; st = s->stage_next[st])
-            {
-              int n2 = accumulation_order (s, st, other);
-              if (n2 != n || memcmp (order, other, (size_t) n * sizeof (int)) != 0)
-                g_error ("%s: stages %d and %d add micro-batch gradients in different orders; "
-                         "no single-part reference can match both", s->name, heads[c], st);
-            }
-        }
-      for (int i = 0; i < n; i++)
-        g_assert_cmpint (pp_schedule_push (ref, 0, pp_action (PP_ACT_B, c, order[i])), ==, PP_OK);
-    }
-  g_free (heads);
-  g_free (order);
-  g_free (other);
+    g_assert_cmpint (pp_schedule_push (ref, 0, pp_action (PP_ACT_F, 0, m)), ==, PP_OK);
+  for (int m = 0; m < M; m++)
+    g_assert_cmpint (pp_schedule_push (ref, 0, pp_action (PP_ACT_B, 0, m)), ==, PP_OK);
   return ref;
 }
 
@@ -209,28 +134,26 @@ max_rel_diff (const Trained *a, const Trained *b, size_t *worst_i, double *worst
   return worst;
 }
 
-/* Trains s and the references; asserts the pin; returns the max relative
- * parameter difference against the order-matched reference. */
+/* Trains s and the reference; asserts the pin; returns the max relative
+ * parameter difference. */
 static double
 check_against_reference (const PpSchedule *s, const Setup *su)
 {
-  PpSchedule *ref = reference_schedule (s, 0), *lit = reference_schedule (s, 1);
+  PpSchedule *ref = reference_schedule (s);
   Setup ref_setup = *su;
-  Trained a = { 0 }, b = { 0 }, c = { 0 };
-  double worst, worst_loss, lit_worst, lit_worst_loss;
-  size_t worst_i, lit_i;
+  Trained a = { 0 }, b = { 0 };
+  double worst, worst_loss;
+  size_t worst_i;
 
   ref_setup.recompute = 0;
   train (s, su, &a);
   train (ref, &ref_setup, &b);
-  train (lit, &ref_setup, &c);
   worst = max_rel_diff (&a, &b, &worst_i, &worst_loss);
-  lit_worst = max_rel_diff (&a, &c, &lit_i, &lit_worst_loss);
-  g_test_message ("%-16s P=%d M=%d V=%d stages=%d%s: max rel diff params %.3g, losses %.3g "
-                  "(against B0..B(M-1) in one part: params %.3g, losses %.3g); losses %.6f %.6f %.6f",
+  g_test_message ("%-16s P=%d M=%d V=%d stages=%d seed=%d%s: max rel diff params %.3g, "
+                  "losses %.3g; losses %.6f %.6f %.6f",
                   s->name, s->ranks, s->microbatches, s->stages_per_rank, s->n_stages,
-                  su->recompute ? " recompute" : "", worst, worst_loss, lit_worst, lit_worst_loss,
-                  a.loss[0], a.loss[1], a.loss[2]);
+                  (int) (su->seed ? su->seed : 11), su->recompute ? " recompute" : "",
+                  worst, worst_loss, a.loss[0], a.loss[1], a.loss[2]);
   if (!(worst <= REL_TOL))
     g_error ("%s P=%d M=%d: parameter %zu is %.9g, the reference has %.9g (rel %.3g)",
              s->name, s->ranks, s->microbatches, worst_i, (double) a.params[worst_i],
@@ -240,13 +163,12 @@ check_against_reference (const PpSchedule *s, const Setup *su)
              s->name, s->ranks, s->microbatches, worst_loss);
   /* training moved the parameters (the comparison is not of two initial states) */
   {
-    PpSchedule *none = reference_schedule (s, 1);
     PpRunConfig cfg;
     PpError err = { 0 };
     PpRun *run;
     float *init;
     double moved = 0;
-    config_for (&cfg, none, &ref_setup);
+    config_for (&cfg, ref, &ref_setup);
     run = pp_run_new (&cfg, &err);
     g_assert_nonnull (run);
     init = g_new (float, pp_run_n_params (run));
@@ -256,14 +178,28 @@ check_against_reference (const PpSchedule *s, const Setup *su)
     g_assert_cmpfloat (moved, >, 1e-3);
     g_free (init);
     pp_run_free (run);
-    pp_schedule_free (none);
   }
   g_free (a.params);
   g_free (b.params);
-  g_free (c.params);
   pp_schedule_free (ref);
-  pp_schedule_free (lit);
   return worst;
+}
+
+/* The schedules that add micro-batch gradients out of order, over several
+ * model seeds: with float sums some seeds broke 1e-5 (up to 1.25e-4). */
+static void
+test_out_of_order_seeds (void)
+{
+  static const char *const names[] = { "LoopedBFS", "DualPipe", "ZBV", "DualPipeV" };
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    for (uint64_t seed = 1; seed <= 8; seed++)
+      {
+        const PpScheduleInfo *info = pp_schedule_lookup (names[i]);
+        PpSchedule *s = pp_test_generate (info->name, 2, 4, info->default_v);
+        Setup su = { .layers = 8, .width = 16, .batch = 8, .recompute = 0, .seed = seed };
+        check_against_reference (s, &su);
+        pp_schedule_free (s);
+      }
 }
 
 static void
@@ -579,7 +515,7 @@ test_rank_failure (void)
   PpRun *run;
   PpAction *victim = NULL, saved;
   Trained a = { 0 }, b = { 0 };
-  PpSchedule *ref = reference_schedule (s, 1);
+  PpSchedule *ref = reference_schedule (s);
   size_t wi;
   double wl;
 
@@ -667,6 +603,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/runtime/bad-requests", test_bad_requests);
   g_test_add_func ("/runtime/every-schedule", test_every_schedule);
+  g_test_add_func ("/runtime/out-of-order-seeds", test_out_of_order_seeds);
   g_test_add_func ("/runtime/csv-schedule", test_csv_schedule);
   g_test_add_func ("/runtime/recompute", test_recompute);
   g_test_add_func ("/runtime/probe-spans", test_probe_spans);
