@@ -972,13 +972,25 @@ pp_run_measured_costs (const PpRun *run)
       double w = st->n_w ? st->sum_w / (double) st->n_w : 0;
       double i_mean = st->n_i ? st->sum_i / (double) st->n_i : 0;
       cm->f[i] = st->n_f ? st->sum_f / (double) st->n_f : 0;
-      if (st->n_b && st->n_i)        /* both kinds (DualPipe): weight by how often */
-        cm->b[i] = (st->sum_b + (double) st->n_i * (i_mean + w)) / (double) (st->n_b + st->n_i);
+      if (st->n_b && st->n_i)
+        {
+          /* Both kinds (DualPipe): B and I + W both measure the full backward;
+           * weight them by how often each ran, and give W the share of it
+           * that W took where the backward was split, so I = b - w stays
+           * positive however noisy the means of tiny actions are. */
+          cm->b[i] = (st->sum_b + (double) st->n_i * (i_mean + w)) / (double) (st->n_b + st->n_i);
+          cm->w[i] = i_mean + w > 0 ? cm->b[i] * (w / (i_mean + w)) : 0;
+        }
       else if (st->n_b)
-        cm->b[i] = st->sum_b / (double) st->n_b;
+        {
+          cm->b[i] = st->sum_b / (double) st->n_b;
+          cm->w[i] = 0;
+        }
       else
-        cm->b[i] = i_mean + w;
-      cm->w[i] = w;
+        {
+          cm->b[i] = i_mean + w;
+          cm->w[i] = w;
+        }
       cm->comm[i] = 0;
     }
   return cm;
