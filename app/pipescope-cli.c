@@ -8,6 +8,9 @@
 #define PIPESCOPE_VERSION "0.1.0"
 #endif
 
+int pp_cli_suggest (int argc, char **argv);   /* cli-suggest.c */
+int pp_cli_render (int argc, char **argv);    /* cli-render.c */
+
 int
 pp_cli_usage_error (const char *fmt, ...)
 {
@@ -34,6 +37,9 @@ usage (FILE *out)
          "  record     attach to a running job and record its trace to a file\n"
          "  info       summarise a trace file: run, spans, measured bubble\n"
          "  export     convert a trace file to Chrome trace JSON or CSV\n"
+         "  render     draw a trace's timeline as PNG, SVG or PDF\n"
+         "  suggest    rank schedules and micro-batch counts by the step time\n"
+         "             predicted from the costs measured in a trace\n"
          "\n"
          "Run 'pipescope-cli COMMAND --help' for a command's options.\n", out);
 }
@@ -68,5 +74,9 @@ main (int argc, char **argv)
     return pp_cli_info (argc - 1, argv + 1);
   if (strcmp (argv[1], "export") == 0)
     return pp_cli_export (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, jobs, record, run", argv[1]);
+  if (strcmp (argv[1], "render") == 0)
+    return pp_cli_render (argc - 1, argv + 1);
+  if (strcmp (argv[1], "suggest") == 0)
+    return pp_cli_suggest (argc - 1, argv + 1);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, jobs, record, run", argv[1]);
 }

@@ -1,0 +1,193 @@
+/* pipescope-cli render: a trace's timeline as PNG, SVG or PDF, drawn by the
+ * same function as the app's window. */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
+
+static void
+render_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli render FILE -o OUT.png|OUT.svg|OUT.pdf [OPTIONS]\n"
+         "\n"
+         "Draws a trace's timeline (one row per GPU, the bubble in its own color,\n"
+         "steps, a time ruler, the run's description and a legend) into an image.\n"
+         "\n"
+         "  -o, --output OUT      image to write; the type follows the extension\n"
+         "  -W, --width W         width in pixels (default 1600)\n"
+         "  -H, --height H        height in pixels (default: fits the ranks)\n"
+         "      --from T          start of the time range, from the run's start\n"
+         "      --to T            end of the time range (times as 300us, 12ms, 1.5s)\n"
+         "      --plan            draw the plan lane under each rank\n"
+         "      --dark            dark palette\n", out);
+}
+
+/* "12ms", "1.5s", "300us", "250ns" -> ns; -1 if not a time. */
+static int
+parse_time (const char *s, double *ns)
+{
+  char *end;
+  double v;
+  static const struct { const char *unit; double scale; } units[] = {
+    { "ns", 1 }, { "us", 1e3 }, { "µs", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+  };
+
+  errno = 0;
+  v = strtod (s, &end);
+  if (end == s || errno != 0 || !isfinite (v) || v < 0)
+    return -1;
+  while (*end == ' ')
+    end++;
+  if (*end == 0 && v == 0)
+    {
+      *ns = 0;
+      return 0;
+    }
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp (end, units[i].unit) == 0)
+      {
+        *ns = v * units[i].scale;
+        return *ns < 9e18 ? 0 : -1;
+      }
+  return -1;
+}
+
+static int
+parse_size (const char *s, const char *what, double *out)
+{
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol (s, &end, 10);
+  if (end == s || *end != 0 || errno != 0 || v < 16 || v > 32767)
+    return pp_cli_usage_error ("%s '%s' is not a size in pixels (16 to 32767)", what, s);
+  *out = (double) v;
+  return 0;
+}
+
+/* Declared where main dispatches (pipescope-cli.c). */
+int pp_cli_render (int argc, char **argv);
+
+int
+pp_cli_render (int argc, char **argv)
+{
+  enum { OPT_FROM = 256, OPT_TO, OPT_PLAN, OPT_DARK };
+  static const struct option options[] = {
+    { "output", required_argument, NULL, 'o' },
+    { "width", required_argument, NULL, 'W' },
+    { "height", required_argument, NULL, 'H' },
+    { "from", required_argument, NULL, OPT_FROM },
+    { "to", required_argument, NULL, OPT_TO },
+    { "plan", no_argument, NULL, OPT_PLAN },
+    { "dark", no_argument, NULL, OPT_DARK },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *out = NULL, *path;
+  double width = 1600, height = 0, from = -1, to = -1;
+  int plan = 0, dark = 0, opt;
+  PpError err = { 0 };
+  PpTimelineModel *m;
+  PpTimelineView v;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":o:W:H:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 'h':
+          render_usage (stdout);
+          return 0;
+        case 'o':
+          out = optarg;
+          break;
+        case 'W':
+          if (parse_size (optarg, "width", &width) != 0)
+            return 2;
+          break;
+        case 'H':
+          if (parse_size (optarg, "height", &height) != 0)
+            return 2;
+          break;
+        case OPT_FROM:
+        case OPT_TO:
+          if (parse_time (optarg, opt == OPT_FROM ? &from : &to) != 0)
+            return pp_cli_usage_error ("'%s' is not a time; write it as 300us, 12ms or 1.5s", optarg);
+          break;
+        case OPT_PLAN:
+          plan = 1;
+          break;
+        case OPT_DARK:
+          dark = 1;
+          break;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value; see 'pipescope-cli render --help'",
+                                     argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli render --help'",
+                                     argv[optind - 1]);
+        }
+    }
+  if (optind >= argc)
+    return pp_cli_usage_error ("render needs a trace FILE; see 'pipescope-cli render --help'");
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  if (out == NULL)
+    return pp_cli_usage_error ("render needs an image to write: -o OUT.png, OUT.svg or OUT.pdf");
+  {
+    const char *dot = strrchr (out, '.');
+    if (dot == NULL || (strcasecmp (dot, ".png") != 0 && strcasecmp (dot, ".svg") != 0
+                        && strcasecmp (dot, ".pdf") != 0))
+      return pp_cli_usage_error ("'%s': name the image .png, .svg or .pdf", out);
+  }
+  if (from >= 0 && to >= 0 && to <= from)
+    return pp_cli_usage_error ("--to must be later than --from");
+  path = argv[optind];
+
+  m = pp_timeline_model_new_from_file (path, &err);
+  if (m == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot read trace");
+      return 1;
+    }
+  if (height <= 0)
+    {
+      int n = pp_timeline_model_n_ranks (m);
+      height = 48 + 34 + 30 + 8 + (n > 0 ? n : 1) * (plan ? 84 : 62);
+      if (height > 4000)
+        height = 4000;
+    }
+  pp_timeline_view_init (&v, m, width, height);
+  {
+    int64_t s = pp_timeline_model_start_ns (m), e = pp_timeline_model_end_ns (m);
+    if (from >= 0)
+      v.t0_ns = s + (int64_t) llround (from);
+    if (to >= 0)
+      v.t1_ns = s + (int64_t) llround (to);
+    if (v.t1_ns <= v.t0_ns)
+      {
+        pp_timeline_model_free (m);
+        return pp_cli_usage_error ("the range is empty: the run lasts %.3f ms", (double) (e - s) / 1e6);
+      }
+  }
+  v.show_plan = plan;
+  v.dark = dark;
+  v.show_header = 1;
+  v.show_legend = 1;
+  if (pp_timeline_export (m, &v, out, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      pp_timeline_model_free (m);
+      return 1;
+    }
+  pp_timeline_model_free (m);
+  return 0;
+}

@@ -1,0 +1,218 @@
+/* pipescope-cli suggest — what if: rank schedules and micro-batch counts by
+ * the step time the simulator predicts from the costs measured in a trace. */
+#include "pipescope-cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-suggest.h"
+#include "pp-trace.h"
+
+int pp_cli_suggest (int argc, char **argv);
+
+static void
+suggest_usage (FILE *out)
+{
+  fputs ("Usage: pipescope-cli suggest FILE [--memory-budget MICROBATCHES] [--top N]\n"
+         "\n"
+         "Reads the costs measured in a trace (per rank, the mean forward, full\n"
+         "backward and weight-gradient time of one micro-batch through all the\n"
+         "rank's layers) and ranks every schedule, with P = the measured ranks,\n"
+         "V = 2 where V is free, and M' in {P, 2P, 4P, 8P, measured M}, by the step\n"
+         "time the simulator predicts.  The batch stays the same: with M' micro-\n"
+         "batches each costs M/M' of a measured one.\n"
+         "\n"
+         "  -b, --memory-budget MB   keep only candidates whose peak activation\n"
+         "                           memory, in measured micro-batches held by one\n"
+         "                           rank, is at most MB (0: no limit, default)\n"
+         "  -n, --top N              print only the best N (default: all)\n", out);
+}
+
+/* The description of the trace, if any; 0, or 1 with one line printed. */
+static int
+read_description (const char *path, PpTraceDescription *desc, bool *has)
+{
+  PpError err = { 0 };
+  PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+  PpTraceItem item;
+
+  *has = false;
+  if (r == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : strerror (errno));
+      return 1;
+    }
+  for (;;)
+    {
+      if (pp_trace_reader_next (r, &item, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+          pp_trace_reader_free (r);
+          return 1;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          *desc = *item.description;   /* the last one wins, as in info */
+          *has = true;
+        }
+    }
+  pp_trace_reader_free (r);
+  return 0;
+}
+
+static bool
+is_measured (const PpSuggestion *s, const char *name, int M, int V)
+{
+  return name != NULL && strcmp (s->schedule, name) == 0 && s->microbatches == M
+         && s->stages_per_rank == V;
+}
+
+int
+pp_cli_suggest (int argc, char **argv)
+{
+  static const struct option options[] = {
+    { "memory-budget", required_argument, NULL, 'b' },
+    { "top", required_argument, NULL, 'n' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  PpMeasuredCosts costs = { 0 };
+  PpSuggestion *all = NULL, *kept = NULL;
+  size_t n_all = 0, n_kept = 0;
+  PpTraceDescription desc;
+  PpError err = { 0 };
+  const char *path, *measured = NULL;
+  double budget = 0;
+  long top = 0;
+  int opt, status = 1, mV = 0;
+  bool has_desc, any_w = false;
+  char *end;
+
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long (argc, argv, ":b:n:h", options, NULL)) != -1)
+    {
+      switch (opt)
+        {
+        case 'b':
+          errno = 0;
+          budget = strtod (optarg, &end);
+          if (end == optarg || *end != '\0' || errno != 0 || !isfinite (budget) || budget < 0)
+            return pp_cli_usage_error ("--memory-budget needs a number of micro-batches >= 0, not '%s'",
+                                       optarg);
+          break;
+        case 'n':
+          errno = 0;
+          top = strtol (optarg, &end, 10);
+          if (end == optarg || *end != '\0' || errno != 0 || top < 1 || top > 1000000)
+            return pp_cli_usage_error ("--top needs a count of at least 1, not '%s'", optarg);
+          break;
+        case 'h':
+          suggest_usage (stdout);
+          return 0;
+        case ':':
+          return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
+        default:
+          return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli suggest --help'",
+                                     argv[optind - 1]);
+        }
+    }
+  if (optind >= argc)
+    return pp_cli_usage_error ("suggest needs a trace FILE; see 'pipescope-cli suggest --help'");
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  path = argv[optind];
+
+  if (pp_measured_costs_from_trace (path, &costs, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return 1;
+    }
+  if (read_description (path, &desc, &has_desc) != 0)
+    goto out;
+  if (has_desc)
+    {
+      const PpScheduleInfo *info = pp_schedule_lookup (desc.schedule);
+      measured = info ? info->name : desc.schedule;
+      mV = desc.n_virtual > 0 ? desc.n_virtual : (info ? info->default_v : 1);
+    }
+
+  /* All candidates (to find the measured one), then those within the budget. */
+  if (pp_suggest (&costs, 0, &all, &n_all, &err) != PP_OK
+      || pp_suggest (&costs, budget, &kept, &n_kept, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      goto out;
+    }
+
+  if (has_desc)
+    printf ("measured: %s, P=%d, M=%d, V=%d (%s)\n", measured, costs.ranks, costs.microbatches, mV,
+            desc.backend[0] ? desc.backend : "unknown backend");
+  else
+    printf ("measured: P=%d, M=%d (no description)\n", costs.ranks, costs.microbatches);
+  printf ("measured per micro-batch, all of a rank's layers:\n");
+  for (int r = 0; r < costs.ranks; r++)
+    {
+      printf ("  rank %d: F %.3f ms, B %.3f ms, W %.3f ms\n", r, costs.f[r] * 1e3, costs.b[r] * 1e3,
+              costs.w[r] * 1e3);
+      any_w = any_w || costs.w[r] > 0;
+    }
+  printf ("  transfer: %.3f ms\n", costs.comm * 1e3);
+  if (!any_w)
+    printf ("note: the run never split a backward (no W spans), so W = 0: zero-bubble\n"
+            "      schedules are predicted without deferred weight gradients\n");
+  if (budget > 0)
+    printf ("memory budget: %g micro-batches per rank (%zu of %zu candidates fit)\n", budget, n_kept, n_all);
+  putchar ('\n');
+
+  if (n_kept == 0)
+    printf ("no candidate fits the memory budget\n");
+  else
+    {
+      size_t shown = top > 0 && (size_t) top < n_kept ? (size_t) top : n_kept;
+      bool measured_shown = false;
+      printf ("%4s  %-22s %6s %3s %11s %7s %21s\n", "rank", "schedule", "M", "V",
+              "step (ms)", "bubble", "peak activation (mb)");
+      for (size_t i = 0; i < shown; i++)
+        {
+          const PpSuggestion *s = &kept[i];
+          bool m = is_measured (s, measured, costs.microbatches, mV);
+          measured_shown = measured_shown || m;
+          printf ("%4zu  %-22s %6d %3d %11.3f %6.1f%% %21.2f%s\n", i + 1, s->schedule, s->microbatches,
+                  s->stages_per_rank, s->step_time * 1e3, 100.0 * s->bubble, s->peak_activation,
+                  m ? "  ← measured" : "");
+        }
+      if (shown < n_kept)
+        printf ("(%zu more; --top to see them)\n", n_kept - shown);
+      if (!measured_shown && measured != NULL)
+        {
+          size_t i;
+          for (i = 0; i < n_kept && !is_measured (&kept[i], measured, costs.microbatches, mV); i++)
+            ;
+          if (i < n_kept)
+            printf ("measured configuration: #%zu, %s M %d V %d, predicted %.3f ms\n", i + 1, measured,
+                    costs.microbatches, mV, kept[i].step_time * 1e3);
+          else
+            {
+              for (i = 0; i < n_all && !is_measured (&all[i], measured, costs.microbatches, mV); i++)
+                ;
+              if (i < n_all)
+                printf ("measured configuration: %s M %d V %d, predicted %.3f ms, peak activation %.2f: "
+                        "over the memory budget\n", measured, costs.microbatches, mV,
+                        all[i].step_time * 1e3, all[i].peak_activation);
+            }
+        }
+    }
+  status = fflush (stdout) == 0 ? 0 : 1;
+out:
+  free (all);
+  free (kept);
+  pp_measured_costs_clear (&costs);
+  return status;
+}

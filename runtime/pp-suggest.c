@@ -1,0 +1,463 @@
+/* pp-suggest.c — what if: candidates simulated under measured costs, and the
+ * measured costs read from a trace. */
+#include "pp-suggest.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-trace.h"
+
+/* ---- candidates ------------------------------------------------------------ */
+
+/* How many of rank r's stages one micro-batch passes through: V for a single
+ * chain, 1 for DualPipe (whose two stages per rank serve different halves of
+ * the micro-batches).  The rank's measured cost of one micro-batch is spread
+ * over that many stage visits. */
+static void
+visits_per_microbatch (const PpSchedule *s, double *k)
+{
+  for (int r = 0; r < s->ranks; r++)
+    k[r] = 0;
+  for (int st = 0; st < s->n_stages; st++)
+    k[s->stage_rank[st]] += (double) (s->stage_mb_hi[st] - s->stage_mb_lo[st])
+                            / (double) s->microbatches;
+}
+
+static int
+cmp_suggestion (const void *pa, const void *pb)
+{
+  const PpSuggestion *a = pa, *b = pb;
+  double ta = a->step_time, tb = b->step_time;
+  double tol = 1e-9 * fmax (fabs (ta), fabs (tb));
+  int c;
+
+  if (fabs (ta - tb) > tol)
+    return ta < tb ? -1 : 1;
+  tol = 1e-9 * fmax (fabs (a->peak_activation), fabs (b->peak_activation));
+  if (fabs (a->peak_activation - b->peak_activation) > tol)
+    return a->peak_activation < b->peak_activation ? -1 : 1;
+  c = strcmp (a->schedule, b->schedule);
+  if (c != 0)
+    return c;
+  if (a->microbatches != b->microbatches)
+    return a->microbatches < b->microbatches ? -1 : 1;
+  return (a->stages_per_rank > b->stages_per_rank) - (a->stages_per_rank < b->stages_per_rank);
+}
+
+static PpStatus
+check_costs (const PpMeasuredCosts *c, PpError *err)
+{
+  if (c == NULL || c->f == NULL || c->b == NULL || c->w == NULL)
+    return pp_error_set (err, PP_EINVAL, "no measured costs");
+  if (c->ranks < 1 || c->ranks > PP_TRACE_MAX_RANKS)
+    return pp_error_set (err, PP_EINVAL, "measured ranks must be 1..%d, not %d",
+                         PP_TRACE_MAX_RANKS, c->ranks);
+  if (c->microbatches < 1 || c->microbatches > PP_TRACE_MAX_MICROBATCHES)
+    return pp_error_set (err, PP_EINVAL, "measured micro-batches must be 1..%d, not %d",
+                         PP_TRACE_MAX_MICROBATCHES, c->microbatches);
+  if (!isfinite (c->comm) || c->comm < 0)
+    return pp_error_set (err, PP_EINVAL, "measured transfer time must be finite and >= 0");
+  for (int r = 0; r < c->ranks; r++)
+    {
+      if (!isfinite (c->f[r]) || c->f[r] <= 0)
+        return pp_error_set (err, PP_EINVAL, "rank %d: measured F must be > 0", r);
+      if (!isfinite (c->b[r]) || c->b[r] <= 0)
+        return pp_error_set (err, PP_EINVAL, "rank %d: measured B must be > 0", r);
+      if (!isfinite (c->w[r]) || c->w[r] < 0 || c->w[r] > c->b[r])
+        return pp_error_set (err, PP_EINVAL, "rank %d: measured W must lie in [0, B]", r);
+    }
+  return PP_OK;
+}
+
+/* Simulates one candidate; PP_OK with *keep = 0 when the schedule does not
+ * accept (P, M', V). */
+static PpStatus
+simulate_candidate (const PpMeasuredCosts *c, const PpScheduleInfo *info, int M2, int V,
+                    PpSuggestion *out, int *keep, PpError *err)
+{
+  PpSchedule *s = NULL;
+  PpCostModel *cm = NULL;
+  PpSimulation *sim = NULL;
+  double *k = NULL, scale = (double) c->microbatches / (double) M2, peak = 0;
+  PpError gerr = { 0 };
+  PpStatus st;
+
+  *keep = 0;
+  st = info->generate (c->ranks, M2, V, &s, &gerr);
+  if (st == PP_EINVAL || st == PP_EUNSUPPORTED)
+    return PP_OK;                     /* this schedule cannot take (P, M', V) */
+  if (st != PP_OK)
+    return pp_error_set (err, st, "%s", gerr.msg[0] ? gerr.msg : pp_status_message (st));
+
+  k = calloc ((size_t) s->ranks, sizeof *k);
+  cm = pp_cost_model_new_uniform (s->n_stages, 1, 1, 0, c->comm);
+  if (k == NULL || cm == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  visits_per_microbatch (s, k);
+  for (int st_i = 0; st_i < s->n_stages; st_i++)
+    {
+      int r = s->stage_rank[st_i];
+      double share = k[r] > 0 ? scale / k[r] : 0;
+      cm->f[st_i] = c->f[r] * share;
+      cm->b[st_i] = c->b[r] * share;
+      cm->w[st_i] = c->w[r] * share;
+    }
+  st = pp_simulate (s, cm, &sim, &gerr);
+  if (st == PP_EDEADLOCK)
+    {
+      st = PP_OK;                     /* a generated order never should; skip it */
+      goto out;
+    }
+  if (st != PP_OK)
+    {
+      pp_error_set (err, st, "%s", gerr.msg[0] ? gerr.msg : pp_status_message (st));
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    if (k[r] > 0)
+      peak = fmax (peak, sim->rank[r].peak_inflight / k[r] * scale);
+
+  memset (out, 0, sizeof *out);
+  snprintf (out->schedule, sizeof out->schedule, "%s", s->name);
+  out->ranks = s->ranks;
+  out->microbatches = s->microbatches;
+  out->stages_per_rank = s->stages_per_rank;
+  out->step_time = sim->makespan;
+  out->bubble = sim->bubble;
+  out->peak_activation = peak;
+  *keep = 1;
+out:
+  pp_simulation_free (sim);
+  pp_cost_model_free (cm);
+  pp_schedule_free (s);
+  free (k);
+  return st;
+}
+
+PpStatus
+pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
+            PpSuggestion **out, size_t *n_out, PpError *err)
+{
+  const PpScheduleInfo *list = pp_schedule_list ();
+  PpSuggestion *res = NULL;
+  size_t n = 0, cap = 0;
+  PpStatus st;
+  int P, Ms[5], n_ms = 0;
+
+  if (out == NULL || n_out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_suggest: out and n_out are required");
+  *out = NULL;
+  *n_out = 0;
+  if ((st = check_costs (costs, err)) != PP_OK)
+    return st;
+  if (isnan (memory_budget))
+    return pp_error_set (err, PP_EINVAL, "memory budget is not a number");
+
+  P = costs->ranks;
+  {
+    long want[5] = { P, 2L * P, 4L * P, 8L * P, costs->microbatches };
+    for (int i = 0; i < 5; i++)
+      {
+        bool dup = false;
+        if (want[i] > PP_TRACE_MAX_MICROBATCHES)
+          continue;
+        for (int j = 0; j < n_ms; j++)
+          dup = dup || Ms[j] == want[i];
+        if (!dup)
+          Ms[n_ms++] = (int) want[i];
+      }
+  }
+
+  for (const PpScheduleInfo *info = list; info->name; info++)
+    for (int i = 0; i < n_ms; i++)
+      {
+        PpSuggestion cand;
+        int keep;
+        int V = info->takes_v ? 2 : info->default_v;
+
+        st = simulate_candidate (costs, info, Ms[i], V, &cand, &keep, err);
+        if (st != PP_OK)
+          {
+            free (res);
+            return st;
+          }
+        if (!keep)
+          continue;
+        if (memory_budget > 0 && cand.peak_activation > memory_budget * (1 + 1e-9))
+          continue;
+        if (n == cap)
+          {
+            size_t nc = cap ? 2 * cap : 32;
+            PpSuggestion *g = realloc (res, nc * sizeof *g);
+            if (g == NULL)
+              {
+                free (res);
+                return pp_error_set (err, PP_ENOMEM, "out of memory");
+              }
+            res = g;
+            cap = nc;
+          }
+        res[n++] = cand;
+      }
+  if (n > 1)
+    qsort (res, n, sizeof *res, cmp_suggestion);
+  if (n == 0)
+    {
+      /* malloc(0) may be NULL; hand out a real (empty) block all the same. */
+      free (res);
+      res = malloc (sizeof *res);
+      if (res == NULL)
+        return pp_error_set (err, PP_ENOMEM, "out of memory");
+    }
+  *out = res;
+  *n_out = n;
+  return PP_OK;
+}
+
+/* ---- measured costs from a trace ------------------------------------------- */
+
+enum { K_F, K_B, K_I, K_W, K_OVF, K_N };
+
+/* Sums of one (rank, stage) over all steps. */
+typedef struct {
+  int32_t rank, stage;
+  int     used;
+  double  sum[K_N];
+  long    n[K_N];
+} StageAcc;
+
+typedef struct {
+  StageAcc *slots;
+  size_t    cap, used;
+} StageMap;
+
+static size_t
+stage_hash (int32_t rank, int32_t stage)
+{
+  uint64_t x = ((uint64_t) (uint32_t) rank << 32) | (uint32_t) stage;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t) x;
+}
+
+static StageAcc *
+stage_get (StageMap *m, int32_t rank, int32_t stage)
+{
+  if (2 * (m->used + 1) > m->cap)
+    {
+      size_t nc = m->cap ? 2 * m->cap : 64;
+      StageAcc *ns = calloc (nc, sizeof *ns);
+      if (ns == NULL)
+        return NULL;
+      for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].used)
+          {
+            size_t j = stage_hash (m->slots[i].rank, m->slots[i].stage) & (nc - 1);
+            while (ns[j].used)
+              j = (j + 1) & (nc - 1);
+            ns[j] = m->slots[i];
+          }
+      free (m->slots);
+      m->slots = ns;
+      m->cap = nc;
+    }
+  size_t j = stage_hash (rank, stage) & (m->cap - 1);
+  while (m->slots[j].used)
+    {
+      if (m->slots[j].rank == rank && m->slots[j].stage == stage)
+        return &m->slots[j];
+      j = (j + 1) & (m->cap - 1);
+    }
+  memset (&m->slots[j], 0, sizeof m->slots[j]);
+  m->slots[j].used = 1;
+  m->slots[j].rank = rank;
+  m->slots[j].stage = stage;
+  m->used++;
+  return &m->slots[j];
+}
+
+static int
+acc_kind (int span_kind)
+{
+  switch (span_kind)
+    {
+    case PP_SPAN_F: return K_F;
+    case PP_SPAN_B: return K_B;
+    case PP_SPAN_I: return K_I;
+    case PP_SPAN_W: return K_W;
+    case PP_SPAN_OVERLAP_F_B: return K_OVF;
+    default: return -1;
+    }
+}
+
+static double
+mean (const StageAcc *a, int k)
+{
+  return a->n[k] > 0 ? a->sum[k] / (double) a->n[k] : 0;
+}
+
+void
+pp_measured_costs_clear (PpMeasuredCosts *c)
+{
+  if (c == NULL)
+    return;
+  free (c->f);
+  free (c->b);
+  free (c->w);
+  memset (c, 0, sizeof *c);
+}
+
+PpStatus
+pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err)
+{
+  PpTraceReader *rd = NULL;
+  PpTraceItem item;
+  PpTraceDescription desc;
+  bool has_desc = false;
+  StageMap map = { 0 };
+  PpSchedule *sched = NULL;
+  double sum_send = 0;
+  long n_send = 0;
+  int max_rank = -1, max_mb = -1, P, M;
+  PpError rerr = { 0 };
+  PpStatus st = PP_OK;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_measured_costs_from_trace: out is required");
+  memset (out, 0, sizeof *out);
+  if (path == NULL)
+    return pp_error_set (err, PP_EINVAL, "no trace path");
+
+  rd = pp_trace_reader_new_path (path, &rerr);
+  if (rd == NULL)
+    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
+                         rerr.msg[0] ? rerr.msg : strerror (errno));
+  for (;;)
+    {
+      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
+        {
+          pp_error_set (err, st, "%s: %s", path, rerr.msg);
+          goto out;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          desc = *item.description;
+          has_desc = true;
+        }
+      else if (item.type == PP_TRACE_ITEM_SPAN)
+        {
+          const PpSpan *sp = &item.span;
+          int k = acc_kind (sp->kind);
+          double d = (double) (sp->end_ns - sp->start_ns) * 1e-9;
+
+          if (sp->end_ns < sp->start_ns || sp->rank < 0)
+            continue;
+          if (sp->kind == PP_SPAN_SEND_F || sp->kind == PP_SPAN_SEND_B)
+            {
+              sum_send += d;
+              n_send++;
+              continue;
+            }
+          if (k < 0)
+            continue;
+          StageAcc *a = stage_get (&map, sp->rank, sp->stage);
+          if (a == NULL)
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          a->sum[k] += d;
+          a->n[k]++;
+          if (sp->rank > max_rank)
+            max_rank = sp->rank;
+          if (sp->microbatch > max_mb)
+            max_mb = sp->microbatch;
+        }
+    }
+
+  if (map.used == 0)
+    {
+      st = pp_error_set (err, PP_EINVAL, "%s has no measured F/B spans; record a run first", path);
+      goto out;
+    }
+  P = has_desc && desc.n_ranks > max_rank ? desc.n_ranks : max_rank + 1;
+  M = has_desc && desc.n_microbatches > 0 ? desc.n_microbatches : max_mb + 1;
+  if (M < 1)
+    M = 1;
+
+  /* Where the run's schedule can be rebuilt, its stages tell which share of
+   * the micro-batches each one sees (all for one chain, half for DualPipe);
+   * otherwise every stage is taken to see them all. */
+  if (has_desc && desc.n_ranks == P && desc.n_microbatches == M)
+    {
+      char name[sizeof desc.schedule];
+      snprintf (name, sizeof name, "%s", desc.schedule);
+      if (pp_schedule_generate (name, P, M, desc.n_virtual > 0 ? desc.n_virtual : 0,
+                                &sched, NULL) != PP_OK)
+        sched = NULL;
+    }
+
+  out->ranks = P;
+  out->microbatches = M;
+  out->comm = n_send > 0 ? sum_send / (double) n_send : 0;
+  out->f = calloc ((size_t) P, sizeof *out->f);
+  out->b = calloc ((size_t) P, sizeof *out->b);
+  out->w = calloc ((size_t) P, sizeof *out->w);
+  if (out->f == NULL || out->b == NULL || out->w == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (size_t i = 0; i < map.cap; i++)
+    {
+      const StageAcc *a = &map.slots[i];
+      double share = 1, f, b, w, ov;
+
+      if (!a->used || a->rank >= P)
+        continue;
+      if (sched != NULL && a->stage >= 0 && a->stage < sched->n_stages)
+        share = (double) (sched->stage_mb_hi[a->stage] - sched->stage_mb_lo[a->stage]) / (double) M;
+
+      /* Overlapped F&B spans (DualPipe) count only where the stage has no
+       * plain span of that kind, split F : B = 1 : 2. */
+      ov = mean (a, K_OVF);
+      f = a->n[K_F] > 0 ? mean (a, K_F) : ov / 3;
+      w = mean (a, K_W);
+      if (a->n[K_B] + a->n[K_I] > 0)
+        /* B spans are whole backwards; I spans are completed by a mean W. */
+        b = (a->sum[K_B] + a->sum[K_I] + (double) a->n[K_I] * w)
+            / (double) (a->n[K_B] + a->n[K_I]);
+      else
+        b = ov * 2 / 3;
+      out->f[a->rank] += f * share;
+      out->b[a->rank] += b * share;
+      out->w[a->rank] += w * share;
+    }
+  for (int r = 0; r < P; r++)
+    if (out->f[r] <= 0 || out->b[r] <= 0)
+      {
+        st = pp_error_set (err, PP_EINVAL,
+                           "%s: rank %d has no measured %s spans; record a whole step",
+                           path, r, out->f[r] <= 0 ? "F" : "B");
+        goto out;
+      }
+    else if (out->w[r] > out->b[r])
+      out->w[r] = out->b[r];
+
+out:
+  if (st != PP_OK)
+    pp_measured_costs_clear (out);
+  pp_schedule_free (sched);
+  free (map.slots);
+  pp_trace_reader_free (rd);
+  return st;
+}

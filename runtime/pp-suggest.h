@@ -1,0 +1,59 @@
+/* pp-suggest.h — what if: rank schedules and micro-batch counts by the step
+ * time the simulator predicts from the costs measured in a run.
+ *
+ * The measured run gives, per rank, the mean time of a forward, a full
+ * backward and its weight part for one micro-batch of that run (all of the
+ * rank's layers).  A candidate with V stages per rank gives each chunk 1/V of
+ * its rank's cost; one with M' micro-batches gives each micro-batch M/M' of
+ * the measured micro-batch's cost (the batch stays the same).  Activation
+ * memory is counted in units of one measured micro-batch's activations on one
+ * rank: peak (stage, micro-batch) pairs held x (1/V) x (M/M').
+ * (Exactly: V is the number of the rank's stages one micro-batch passes
+ * through — V for one chain, 1 for DualPipe, whose two stages per rank each
+ * serve half of the micro-batches.)  Candidates take V = 2 where V is free,
+ * the schedule's own V otherwise; the transfer time stays costs->comm.
+ */
+#pragma once
+
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-status.h"
+
+typedef struct {
+  int     ranks;              /* P of the measured run */
+  int     microbatches;       /* M of the measured run */
+  double *f, *b, *w;          /* [ranks] measured seconds per micro-batch (all the rank's layers) */
+  double  comm;               /* measured transfer seconds (0 for the local transport) */
+} PpMeasuredCosts;
+
+typedef struct {
+  char   schedule[32];
+  int    ranks, microbatches, stages_per_rank;
+  double step_time;           /* predicted seconds, one step between barriers */
+  double bubble;              /* predicted, 0..1 */
+  double peak_activation;     /* in measured micro-batches (see above), worst rank */
+} PpSuggestion;
+
+/* Every schedule x M' in {P, 2P, 4P, 8P, M} (deduplicated, only what the
+ * schedule accepts) whose peak_activation <= memory_budget (<= 0: no limit),
+ * sorted by predicted step time, then memory.  *out is malloc'd. */
+PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
+                     PpSuggestion **out, size_t *n_out, PpError *err);
+
+/* ---- measured costs from a trace ------------------------------------------
+ * Reads the trace at path (every step in it).  Per (rank, stage): the mean
+ * duration of its F spans, of its full backwards (a B span, or an I span plus
+ * the stage's mean W) and of its W spans (0 when the run never split the
+ * backward).  A rank's cost is the sum over its stages of those means, each
+ * weighted by the share of the micro-batches the stage sees when the run's
+ * schedule (the description's name, P, M, V) can be rebuilt — 1 for one
+ * chain, so plainly the sum; 1/2 for DualPipe's stages — and 1 otherwise.
+ * OVERLAP_F_B spans count only for a stage with no plain F (resp. B/I) spans,
+ * split F : B = 1 : 2.  P and M come from the description (else the largest
+ * rank and micro-batch seen + 1); comm is the mean SEND_F/SEND_B span, 0
+ * without any.  A trace with no F/B/I/W/OVERLAP spans is PP_EINVAL "PATH has
+ * no measured F/B spans; record a run first"; a rank without F or backward
+ * spans is PP_EINVAL too.  On failure *out is left cleared.  Free with
+ * pp_measured_costs_clear (NULL and cleared structs are fine). */
+PpStatus pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err);
+void     pp_measured_costs_clear (PpMeasuredCosts *c);

@@ -1,0 +1,420 @@
+/* The timeline model and its one drawing function, checked on pixels: a
+ * GPipe 4x6 trace (1 unit = 1 ms) drawn into an image surface must show F,
+ * B and the bubble where the schedule puts them.  No display needed. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-test-util.h"
+#include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
+
+#define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
+#define MS 1000000
+
+typedef struct {
+  char            *dir, *trace;
+  PpTimelineModel *m;
+} Fixture;
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  char *out, *err;
+  PpError e = { 0 };
+  f->dir = g_dir_make_tmp ("pp-render-XXXXXX", NULL);
+  g_assert_nonnull (f->dir);
+  f->trace = g_build_filename (f->dir, "g.pptrace", NULL);
+  g_assert_cmpint (run (&out, &err, "schedule", "-s", "GPipe", "-p", "4", "-m", "6",
+                        "--trace", f->trace, NULL), ==, 0);
+  g_free (out);
+  g_free (err);
+  f->m = pp_timeline_model_new_from_file (f->trace, &e);
+  g_assert_nonnull (f->m);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  pp_timeline_model_free (f->m);
+  pp_test_rm_rf (f->dir);
+  g_free (f->dir);
+  g_free (f->trace);
+}
+
+/* ---- the model -------------------------------------------------------------- */
+
+static void
+test_model_gpipe (Fixture *f, gconstpointer data)
+{
+  const PpTimelineModel *m = f->m;
+  int64_t t0 = pp_timeline_model_start_ns (m);
+  PpTimelineRankStats st;
+
+  g_assert_nonnull (pp_timeline_model_description (m));
+  g_assert_cmpstr (pp_timeline_model_description (m)->schedule, ==, "GPipe");
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 4);
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (m), ==, 48);
+  g_assert_cmpint (pp_timeline_model_end_ns (m) - t0, ==, 27 * MS);
+  for (int r = 0; r < 4; r++)
+    {
+      const PpSpan *s = pp_timeline_model_spans (m, r);
+      g_assert_cmpuint (pp_timeline_model_n_spans (m, r), ==, 12);
+      g_assert_cmpint (pp_timeline_model_max_span_ns (m, r), ==, 2 * MS);
+      for (size_t i = 1; i < 12; i++)
+        g_assert_cmpint (s[i - 1].start_ns, <=, s[i].start_ns);
+      /* F0 of rank r starts at r ms; the plan lies on the spans. */
+      g_assert_cmpint (s[0].start_ns - t0, ==, (int64_t) r * MS);
+      g_assert_cmpuint (pp_timeline_model_n_planned (m, r), ==, 12);
+      g_assert_cmpint (pp_timeline_model_planned (m, r)[0].start_ns, ==, s[0].start_ns);
+      pp_timeline_model_rank_stats (m, r, t0, pp_timeline_model_end_ns (m), &st);
+      g_assert_cmpfloat (fabs (st.busy_ns - 18.0 * MS), <, 1);
+      g_assert_cmpfloat (fabs (st.bubble - 1.0 / 3), <, 1e-9);
+      g_assert_cmpfloat (fabs (st.planned_bubble - 1.0 / 3), <, 1e-9);
+      g_assert_cmpfloat (st.peak_activation_bytes, ==, -1);
+    }
+  /* Over GPU 0's forwards only, no bubble. */
+  pp_timeline_model_rank_stats (m, 0, t0, t0 + 6 * MS, &st);
+  g_assert_cmpfloat (fabs (st.bubble), <, 1e-9);
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 1);
+  g_assert_cmpint (pp_timeline_model_step_starts (m)[0], ==, t0);
+}
+
+static void
+test_model_items (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it;
+  int64_t starts[] = { 100, 300, 200, 50, 300, 400 };
+
+  memset (&it, 0, sizeof it);
+  it.type = PP_TRACE_ITEM_SPAN;
+  for (size_t i = 0; i < G_N_ELEMENTS (starts); i++)
+    {
+      memset (&it.span, 0, sizeof it.span);
+      it.span.rank = 2;
+      it.span.start_ns = starts[i];
+      it.span.end_ns = starts[i] + 10 + (int64_t) i;
+      it.span.microbatch = (int32_t) i;
+      g_assert_cmpint (pp_timeline_model_add (m, &it), ==, 1);
+    }
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 3);
+  const PpSpan *s = pp_timeline_model_spans (m, 2);
+  int want[] = { 3, 0, 2, 1, 4, 5 };   /* equal starts keep arrival order */
+  for (size_t i = 0; i < 6; i++)
+    g_assert_cmpint (s[i].microbatch, ==, want[i]);
+  g_assert_cmpint (pp_timeline_model_start_ns (m), ==, 50);
+  g_assert_cmpint (pp_timeline_model_end_ns (m), ==, 415);
+
+  /* A clock offset moves the rank's spans, earlier and later ones. */
+  it.type = PP_TRACE_ITEM_CLOCK_OFFSET;
+  it.clock_offset.rank = 2;
+  it.clock_offset.offset_ns = 1000;
+  pp_timeline_model_add (m, &it);
+  g_assert_cmpint (pp_timeline_model_spans (m, 2)[0].start_ns, ==, 1050);
+  g_assert_cmpint (pp_timeline_model_start_ns (m), ==, 1050);
+
+  /* Counters, steps, strings, dropped. */
+  it.type = PP_TRACE_ITEM_COUNTER;
+  it.counter = (PpCounter) { .time_ns = 0, .value = 2.5, .rank = 3, .step = 2, .kind = PP_COUNTER_LOSS };
+  pp_timeline_model_add (m, &it);
+  g_assert_cmpuint (pp_timeline_model_n_losses (m), ==, 3);
+  g_assert_true (isnan (pp_timeline_model_losses (m)[0]));
+  g_assert_cmpfloat (pp_timeline_model_losses (m)[2], ==, 2.5);
+  it.counter = (PpCounter) { .value = 4096, .rank = 1, .kind = PP_COUNTER_ACTIVATION_BYTES };
+  pp_timeline_model_add (m, &it);
+  it.counter = (PpCounter) { .value = 1024, .rank = 1, .kind = PP_COUNTER_ACTIVATION_BYTES };
+  pp_timeline_model_add (m, &it);
+  it.counter = (PpCounter) { .value = 3, .rank = 1, .kind = PP_COUNTER_INFLIGHT };
+  pp_timeline_model_add (m, &it);
+  {
+    PpTimelineRankStats st;
+    pp_timeline_model_rank_stats (m, 1, 0, 100, &st);
+    g_assert_cmpfloat (st.peak_activation_bytes, ==, 4096);
+    g_assert_cmpint (st.peak_inflight, ==, 3);
+    g_assert_cmpfloat (st.planned_bubble, ==, -1);
+  }
+  it.type = PP_TRACE_ITEM_STEP_MARKER;
+  it.step_marker.phase = PP_TRACE_STEP_BEGIN;
+  int64_t marks[][3] = { { 0, 1, 700 }, { 1, 1, 650 }, { 0, 0, 200 }, { 1, 0, 180 } };
+  for (size_t i = 0; i < 4; i++)
+    {
+      it.step_marker.rank = (int32_t) marks[i][0];
+      it.step_marker.step = (int32_t) marks[i][1];
+      it.step_marker.time_ns = marks[i][2];
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 2);
+  g_assert_cmpint (pp_timeline_model_step_starts (m)[0], ==, 180);
+  g_assert_cmpint (pp_timeline_model_step_starts (m)[1], ==, 650);
+  it.type = PP_TRACE_ITEM_STRING;
+  it.string.id = 7;
+  it.string.name = "gemm";
+  pp_timeline_model_add (m, &it);
+  it.string.name = "gemm_v2";
+  pp_timeline_model_add (m, &it);
+  g_assert_cmpstr (pp_timeline_model_string (m, 7), ==, "gemm_v2");
+  g_assert_null (pp_timeline_model_string (m, 8));
+  it.type = PP_TRACE_ITEM_DROPPED;
+  it.dropped.rank = 5;
+  it.dropped.count = 4;
+  pp_timeline_model_add (m, &it);
+  pp_timeline_model_add (m, &it);
+  g_assert_cmpuint (pp_timeline_model_dropped (m), ==, 8);
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 6);
+  pp_timeline_model_free (m);
+}
+
+/* ---- pixels ------------------------------------------------------------------- */
+
+static guint32
+pixel (cairo_surface_t *s, int x, int y)
+{
+  const unsigned char *d = cairo_image_surface_get_data (s);
+  return ((const guint32 *) (d + (size_t) y * cairo_image_surface_get_stride (s)))[x];
+}
+
+static double
+dist (guint32 px, const double rgb[3])
+{
+  double r = (px >> 16 & 0xff) / 255.0, g = (px >> 8 & 0xff) / 255.0, b = (px & 0xff) / 255.0;
+  return fmax (fabs (r - rgb[0]), fmax (fabs (g - rgb[1]), fabs (b - rgb[2])));
+}
+
+/* The share of a 9x9 patch around (x, y) within tol of rgb. */
+static double
+patch_share (cairo_surface_t *s, double x, double y, const double rgb[3], double tol)
+{
+  int hit = 0;
+  for (int dy = -4; dy <= 4; dy++)
+    for (int dx = -4; dx <= 4; dx++)
+      hit += dist (pixel (s, (int) x + dx, (int) y + dy), rgb) <= tol;
+  return hit / 81.0;
+}
+
+static void
+test_render_pixels (Fixture *f, gconstpointer data)
+{
+  PpTimelineView v;
+  PpTimelineLayout l;
+  double fc[3], bc[3], bub[3];
+  int64_t t0 = pp_timeline_model_start_ns (f->m);
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 400);
+  cairo_t *cr = cairo_create (s);
+
+  pp_timeline_view_init (&v, f->m, 1200, 400);
+  g_assert_cmpint (v.t0_ns, ==, t0);
+  g_assert_cmpint (v.t1_ns, ==, t0 + 27 * MS);
+  pp_timeline_render (cr, f->m, &v);
+  g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
+  cairo_surface_flush (s);
+  pp_timeline_layout (f->m, &v, &l);
+  g_assert_cmpfloat (l.block_h, >=, 30);
+  pp_timeline_color (PP_SPAN_F, 0, fc);
+  pp_timeline_color (PP_SPAN_B, 0, bc);
+  pp_timeline_color (-1, 0, bub);
+  /* The three colors are far apart. */
+  g_assert_cmpfloat (fmax (fabs (fc[0] - bub[0]), fmax (fabs (fc[1] - bub[1]), fabs (fc[2] - bub[2]))), >, 0.3);
+
+  /* Near the top of the block lane: above the micro-batch numbers. */
+  for (int r = 0; r < 4; r++)
+    {
+      double y = l.rows_y + r * l.row_h + l.block_h * 0.2;
+      for (int k = 0; k < 6; k++)
+        {
+          double xf = pp_timeline_x_of (&v, &l, t0 + (int64_t) (r + k) * MS + MS / 2);
+          double xb = pp_timeline_x_of (&v, &l, t0 + (int64_t) (15 - 2 * r + 2 * k) * MS + MS);
+          g_assert_cmpfloat (patch_share (s, xf, y, fc, 0.02), ==, 1.0);
+          g_assert_cmpfloat (patch_share (s, xb, y, bc, 0.02), ==, 1.0);
+        }
+      /* The bubble: before the first forward (GPU 3: three cells) and
+       * between the last forward and the first backward; hatched, so most
+       * of a patch is the tint and none of it is F or B. */
+      for (int cell = 0; cell < r; cell++)
+        {
+          double x = pp_timeline_x_of (&v, &l, t0 + (int64_t) cell * MS + MS / 2);
+          g_assert_cmpfloat (patch_share (s, x, y, bub, 0.05), >=, 0.5);
+          g_assert_cmpfloat (patch_share (s, x, y, fc, 0.1), ==, 0);
+        }
+      for (int cell = r + 6; cell < 15 - 2 * r; cell++)
+        {
+          double x = pp_timeline_x_of (&v, &l, t0 + (int64_t) cell * MS + MS / 2);
+          g_assert_cmpfloat (patch_share (s, x, y, bub, 0.05), >=, 0.5);
+          g_assert_cmpfloat (patch_share (s, x, y, bc, 0.1), ==, 0);
+        }
+    }
+
+  /* Hit testing: the center of GPU 2's F3 (2 + 3 ms .. 6 ms). */
+  {
+    PpTimelineHit hit;
+    double x = pp_timeline_x_of (&v, &l, t0 + 5 * MS + MS / 2);
+    double y = l.rows_y + 2 * l.row_h + l.block_h / 2;
+    g_assert_cmpint (pp_timeline_hit (f->m, &v, x, y, &hit), ==, 1);
+    g_assert_cmpint (hit.rank, ==, 2);
+    g_assert_cmpint (hit.planned, ==, 0);
+    g_assert_cmpint (hit.index, >=, 0);
+    const PpSpan *sp = &pp_timeline_model_spans (f->m, 2)[hit.index];
+    g_assert_cmpint (sp->kind, ==, PP_SPAN_F);
+    g_assert_cmpint (sp->microbatch, ==, 3);
+    /* Left of the plot: nothing. */
+    g_assert_cmpint (pp_timeline_hit (f->m, &v, l.x0 - 5, y, &hit), ==, 0);
+  }
+
+  /* A zoomed view: F1 of GPU 0 fills the middle. */
+  v.t0_ns = t0 + MS;
+  v.t1_ns = t0 + 2 * MS;
+  pp_timeline_render (cr, f->m, &v);
+  cairo_surface_flush (s);
+  g_assert_cmpfloat (patch_share (s, (l.x0 + l.x1) / 2 - 100, l.rows_y + l.block_h * 0.2, fc, 0.02), ==, 1.0);
+
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+}
+
+/* A million-span-like case in small: spans narrower than a pixel are
+ * aggregated, and the columns they cover are not left blank. */
+static void
+test_render_aggregated (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it;
+  PpTimelineView v;
+  PpTimelineLayout l;
+  double fc[3];
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 400, 200);
+  cairo_t *cr = cairo_create (s);
+
+  memset (&it, 0, sizeof it);
+  it.type = PP_TRACE_ITEM_SPAN;
+  for (int i = 0; i < 100000; i++)
+    {
+      it.span.rank = 0;
+      it.span.kind = PP_SPAN_F;
+      it.span.start_ns = (int64_t) i * 100;
+      it.span.end_ns = (int64_t) i * 100 + 100;   /* back to back: full coverage */
+      it.span.microbatch = i;
+      pp_timeline_model_add (m, &it);
+    }
+  pp_timeline_view_init (&v, m, 400, 200);
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  pp_timeline_layout (m, &v, &l);
+  pp_timeline_color (PP_SPAN_F, 0, fc);
+  for (double x = l.x0 + 10; x < l.x1 - 10; x += 37)
+    g_assert_cmpfloat (patch_share (s, x, l.rows_y + l.block_h / 2, fc, 0.02), ==, 1.0);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
+/* ---- exports and the CLI -------------------------------------------------------- */
+
+static void
+assert_magic (const char *path, const char *magic, const char *magic2)
+{
+  char *data;
+  gsize len;
+  g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+  g_assert_true ((len >= strlen (magic) && memcmp (data, magic, strlen (magic)) == 0)
+                 || (magic2 && len >= strlen (magic2) && memcmp (data, magic2, strlen (magic2)) == 0));
+  g_free (data);
+}
+
+static void
+test_export (Fixture *f, gconstpointer data)
+{
+  PpTimelineView v;
+  PpError err = { 0 };
+  char *png = g_build_filename (f->dir, "t.png", NULL);
+  char *svg = g_build_filename (f->dir, "t.svg", NULL);
+  char *pdf = g_build_filename (f->dir, "t.pdf", NULL);
+  char *bmp = g_build_filename (f->dir, "t.bmp", NULL);
+  char *bad = g_build_filename (f->dir, "no", "such", "t.png", NULL);
+
+  pp_timeline_view_init (&v, f->m, 900, 350);
+  v.show_plan = 1;
+  g_assert_cmpint (pp_timeline_export (f->m, &v, png, &err), ==, PP_OK);
+  assert_magic (png, "\x89PNG", NULL);
+  {
+    cairo_surface_t *s = cairo_image_surface_create_from_png (png);
+    g_assert_cmpint (cairo_surface_status (s), ==, CAIRO_STATUS_SUCCESS);
+    g_assert_cmpint (cairo_image_surface_get_width (s), ==, 900);
+    g_assert_cmpint (cairo_image_surface_get_height (s), ==, 350);
+    cairo_surface_destroy (s);
+  }
+  g_assert_cmpint (pp_timeline_export (f->m, &v, svg, &err), ==, PP_OK);
+  assert_magic (svg, "<?xml", "<svg");
+  v.dark = 1;
+  g_assert_cmpint (pp_timeline_export (f->m, &v, pdf, &err), ==, PP_OK);
+  assert_magic (pdf, "%PDF", NULL);
+
+  g_assert_cmpint (pp_timeline_export (f->m, &v, bmp, &err), ==, PP_EINVAL);
+  g_assert_nonnull (strstr (err.msg, ".png"));
+  g_assert_null (strchr (err.msg, '\n'));
+  g_assert_false (g_file_test (bmp, G_FILE_TEST_EXISTS));
+  g_assert_cmpint (pp_timeline_export (f->m, &v, bad, &err), ==, PP_EIO);
+  g_assert_null (strchr (err.msg, '\n'));
+  g_free (png); g_free (svg); g_free (pdf); g_free (bmp); g_free (bad);
+}
+
+static void
+test_cli_render (Fixture *f, gconstpointer data)
+{
+  char *out, *err;
+  char *png = g_build_filename (f->dir, "c.png", NULL);
+  char *pdf = g_build_filename (f->dir, "c.pdf", NULL);
+  char *missing = g_build_filename (f->dir, "missing.pptrace", NULL);
+
+  g_assert_cmpint (run (&out, &err, "render", f->trace, "-o", png, "--width", "800", "--height", "300", NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_free (out); g_free (err);
+  {
+    cairo_surface_t *s = cairo_image_surface_create_from_png (png);
+    g_assert_cmpint (cairo_surface_status (s), ==, CAIRO_STATUS_SUCCESS);
+    g_assert_cmpint (cairo_image_surface_get_width (s), ==, 800);
+    g_assert_cmpint (cairo_image_surface_get_height (s), ==, 300);
+    cairo_surface_destroy (s);
+  }
+  g_assert_cmpint (run (&out, &err, "render", f->trace, "-o", pdf, "--from", "1.5ms", "--to", "12ms",
+                        "--plan", "--dark", NULL), ==, 0);
+  g_free (out); g_free (err);
+  assert_magic (pdf, "%PDF", NULL);
+
+  /* Mistakes: one line, exit 2 for usage, 1 for a file that cannot be read. */
+  static const char *const bad[][8] = {
+    { "render", NULL },
+    { "render", "T", NULL },                                  /* no -o */
+    { "render", "T", "-o", "x.bmp", NULL },
+    { "render", "T", "-o", "x.png", "--width", "wide", NULL },
+    { "render", "T", "-o", "x.png", "--from", "12 parsecs", NULL },
+    { "render", "T", "-o", "x.png", "--from", "5ms", "--to", "2ms" },
+    { "render", "T", "-o", "x.png", "--bogus", NULL },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      const char *a[8] = { 0 };
+      for (int k = 0; k < 8 && bad[i][k]; k++)
+        a[k] = strcmp (bad[i][k], "T") == 0 ? f->trace : bad[i][k];
+      g_assert_cmpint (run (&out, &err, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], NULL), ==, 2);
+      pp_test_assert_one_line_error (err);
+      g_free (out); g_free (err);
+    }
+  g_assert_cmpint (run (&out, &err, "render", missing, "-o", png, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  g_free (png); g_free (pdf); g_free (missing);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add ("/render/model-gpipe", Fixture, NULL, fixture_setup, test_model_gpipe, fixture_teardown);
+  g_test_add_func ("/render/model-items", test_model_items);
+  g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
+  g_test_add_func ("/render/aggregated", test_render_aggregated);
+  g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);
+  g_test_add ("/render/cli", Fixture, NULL, fixture_setup, test_cli_render, fixture_teardown);
+  return g_test_run ();
+}

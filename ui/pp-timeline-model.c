@@ -1,0 +1,829 @@
+/* pp-timeline-model.c — a run's trace in memory, for drawing and stats.
+ *
+ * Spans live per rank in one array sorted by start.  Live traces deliver
+ * spans nearly in order, so an add is an append in the common case and a
+ * binary search plus memmove of the short tail otherwise: queries stay
+ * const and never sort.
+ */
+#include "pp-timeline-model-private.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  PpSpan            *spans;
+  size_t             n_spans, cap_spans;
+  int64_t            max_span_ns;
+  int64_t            max_end_ns;
+  int64_t            offset_ns;      /* CLOCK_OFFSET: reference = rank's time + offset */
+  PpTimelinePlanned *plan;
+  size_t             n_plan;
+  double             peak_activation;
+  int                peak_inflight;
+} Rank;
+
+typedef struct {
+  uint32_t id;
+  char    *name;
+} String;
+
+struct _PpTimelineModel {
+  int                has_desc;
+  PpTraceDescription desc;
+  Rank              *ranks;
+  int                n_ranks, cap_ranks;
+  size_t             n_spans_total;
+  int64_t            start_ns, end_ns;   /* INT64_MAX / INT64_MIN until something is seen */
+  int64_t            span_start_ns, span_end_ns;   /* the same, spans only */
+  /* Plans arrive before any span in a file; they are kept as read (seconds)
+   * and placed again when the origin moves (description seen later). */
+  int64_t            plan_origin_ns;     /* INT64_MIN: not known yet */
+  struct { PpTracePlanAction *a; size_t n; } *raw_plans;   /* [cap_ranks] */
+  int64_t           *step_min;           /* [n_step_min], by step; INT64_MAX: none */
+  size_t             n_step_min;
+  int64_t           *step_starts;        /* ascending, steps with a marker */
+  int32_t           *step_numbers;
+  size_t             n_steps;
+  double            *losses;
+  size_t             n_losses;
+  String            *strings;            /* sorted by id */
+  size_t             n_strings, cap_strings;
+  uint64_t           dropped;
+  uint32_t           kinds_seen;         /* bit per PpSpanKind */
+};
+
+int
+pp_timeline_kind_is_compute (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
+}
+
+static int
+plan_kind_is_compute (int kind)
+{
+  return kind == PP_TRACE_ACT_F || kind == PP_TRACE_ACT_B || kind == PP_TRACE_ACT_I
+         || kind == PP_TRACE_ACT_W || kind == PP_TRACE_ACT_OVERLAP_F_B || kind == PP_TRACE_ACT_OPT;
+}
+
+PpTimelineModel *
+pp_timeline_model_new (void)
+{
+  PpTimelineModel *m = calloc (1, sizeof *m);
+  if (m == NULL)
+    return NULL;
+  m->start_ns = INT64_MAX;
+  m->end_ns = INT64_MIN;
+  m->span_start_ns = INT64_MAX;
+  m->span_end_ns = INT64_MIN;
+  m->plan_origin_ns = INT64_MIN;
+  return m;
+}
+
+void
+pp_timeline_model_free (PpTimelineModel *m)
+{
+  if (m == NULL)
+    return;
+  for (int r = 0; r < m->cap_ranks; r++)
+    {
+      free (m->ranks[r].spans);
+      free (m->ranks[r].plan);
+      free (m->raw_plans[r].a);
+    }
+  free (m->ranks);
+  free (m->raw_plans);
+  free (m->step_min);
+  free (m->step_starts);
+  free (m->step_numbers);
+  free (m->losses);
+  for (size_t i = 0; i < m->n_strings; i++)
+    free (m->strings[i].name);
+  free (m->strings);
+  free (m);
+}
+
+/* Makes rank r exist (and every rank below it); 0, or -1 out of memory. */
+static int
+ensure_rank (PpTimelineModel *m, int r)
+{
+  if (r < 0 || r >= PP_TRACE_MAX_RANKS)
+    return -1;
+  if (r >= m->cap_ranks)
+    {
+      int cap = m->cap_ranks ? m->cap_ranks : 8;
+      while (cap <= r)
+        cap *= 2;
+      Rank *nr = realloc (m->ranks, (size_t) cap * sizeof *nr);
+      if (nr == NULL)
+        return -1;
+      m->ranks = nr;
+      void *np = realloc (m->raw_plans, (size_t) cap * sizeof *m->raw_plans);
+      if (np == NULL)
+        return -1;
+      m->raw_plans = np;
+      memset (m->ranks + m->cap_ranks, 0, (size_t) (cap - m->cap_ranks) * sizeof *nr);
+      memset (m->raw_plans + m->cap_ranks, 0, (size_t) (cap - m->cap_ranks) * sizeof *m->raw_plans);
+      for (int i = m->cap_ranks; i < cap; i++)
+        {
+          m->ranks[i].max_end_ns = INT64_MIN;
+          m->ranks[i].peak_activation = -1;
+          m->ranks[i].peak_inflight = -1;
+        }
+      m->cap_ranks = cap;
+    }
+  if (r >= m->n_ranks)
+    m->n_ranks = r + 1;
+  return 0;
+}
+
+static void
+see_time (PpTimelineModel *m, int64_t a, int64_t b)
+{
+  if (a < m->start_ns)
+    m->start_ns = a;
+  if (b > m->end_ns)
+    m->end_ns = b;
+}
+
+/* Recomputes the extent from scratch (after a clock offset moved a rank). */
+static void
+recompute_extent (PpTimelineModel *m)
+{
+  m->start_ns = INT64_MAX;
+  m->end_ns = INT64_MIN;
+  m->span_start_ns = INT64_MAX;
+  m->span_end_ns = INT64_MIN;
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      const Rank *rk = &m->ranks[r];
+      if (rk->n_spans > 0)
+        {
+          see_time (m, rk->spans[0].start_ns, rk->max_end_ns);
+          if (rk->spans[0].start_ns < m->span_start_ns)
+            m->span_start_ns = rk->spans[0].start_ns;
+          if (rk->max_end_ns > m->span_end_ns)
+            m->span_end_ns = rk->max_end_ns;
+        }
+      for (size_t k = 0; k < rk->n_plan; k++)
+        see_time (m, rk->plan[k].start_ns, rk->plan[k].end_ns);
+    }
+}
+
+static int64_t
+seconds_to_ns (double s)
+{
+  if (!isfinite (s))
+    return 0;
+  return (int64_t) llround (s * 1e9);
+}
+
+/* Places rank r's stored plan on the spans' clock. */
+static int
+place_plan (PpTimelineModel *m, int r)
+{
+  Rank *rk = &m->ranks[r];
+  size_t n = m->raw_plans[r].n;
+  PpTimelinePlanned *p;
+
+  free (rk->plan);
+  rk->plan = NULL;
+  rk->n_plan = 0;
+  if (n == 0 || m->plan_origin_ns == INT64_MIN)
+    return 0;
+  p = malloc (n * sizeof *p);
+  if (p == NULL)
+    return -1;
+  for (size_t k = 0; k < n; k++)
+    {
+      const PpTracePlanAction *a = &m->raw_plans[r].a[k];
+      p[k].kind = a->kind;
+      p[k].stage = a->stage;
+      p[k].microbatch = a->microbatch;
+      p[k].sub_kind = a->sub_kind;
+      p[k].sub_stage = a->sub_stage;
+      p[k].sub_microbatch = a->sub_microbatch;
+      p[k].start_ns = m->plan_origin_ns + seconds_to_ns (a->planned_start);
+      p[k].end_ns = m->plan_origin_ns + seconds_to_ns (a->planned_end);
+      if (p[k].end_ns < p[k].start_ns)
+        p[k].end_ns = p[k].start_ns;
+      see_time (m, p[k].start_ns, p[k].end_ns);
+    }
+  rk->plan = p;
+  rk->n_plan = n;
+  return 0;
+}
+
+static int
+set_plan_origin (PpTimelineModel *m, int64_t origin)
+{
+  if (origin == m->plan_origin_ns)
+    return 0;
+  m->plan_origin_ns = origin;
+  for (int r = 0; r < m->n_ranks; r++)
+    if (place_plan (m, r) != 0)
+      return -1;
+  recompute_extent (m);
+  return 0;
+}
+
+static int
+add_plan (PpTimelineModel *m, const PpTraceItem *item)
+{
+  int r = item->plan.rank;
+  size_t n = item->plan.has_timeline ? item->plan.n_actions : 0;
+
+  if (ensure_rank (m, r) != 0)
+    return 0;
+  free (m->raw_plans[r].a);
+  m->raw_plans[r].a = NULL;
+  m->raw_plans[r].n = 0;
+  /* A plan without times is the order only: nothing to place in time. */
+  if (n > 0)
+    {
+      m->raw_plans[r].a = malloc (n * sizeof *m->raw_plans[r].a);
+      if (m->raw_plans[r].a == NULL)
+        return 0;
+      memcpy (m->raw_plans[r].a, item->plan.actions, n * sizeof *m->raw_plans[r].a);
+      m->raw_plans[r].n = n;
+    }
+  if (place_plan (m, r) != 0)
+    return 0;
+  if (m->ranks[r].n_plan == 0)
+    recompute_extent (m);   /* a replaced plan may have held the extent */
+  return 1;
+}
+
+static void
+add_span (PpTimelineModel *m, const PpSpan *in)
+{
+  PpSpan s = *in;
+  Rank *rk;
+
+  if (ensure_rank (m, s.rank) != 0)
+    return;
+  rk = &m->ranks[s.rank];
+  s.start_ns += rk->offset_ns;
+  s.end_ns += rk->offset_ns;
+  if (s.end_ns < s.start_ns)
+    s.end_ns = s.start_ns;
+  if (rk->n_spans == rk->cap_spans)
+    {
+      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
+      PpSpan *n = realloc (rk->spans, cap * sizeof *n);
+      if (n == NULL)
+        return;
+      rk->spans = n;
+      rk->cap_spans = cap;
+    }
+  if (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns)
+    rk->spans[rk->n_spans] = s;
+  else
+    {
+      /* After the last span that starts at or before s: equal starts keep
+       * their arrival order. */
+      size_t lo = 0, hi = rk->n_spans;
+      while (lo < hi)
+        {
+          size_t mid = lo + (hi - lo) / 2;
+          if (rk->spans[mid].start_ns <= s.start_ns)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+      memmove (rk->spans + lo + 1, rk->spans + lo, (rk->n_spans - lo) * sizeof *rk->spans);
+      rk->spans[lo] = s;
+    }
+  rk->n_spans++;
+  m->n_spans_total++;
+  if (s.kind < 32)
+    m->kinds_seen |= 1u << s.kind;
+  if (s.end_ns - s.start_ns > rk->max_span_ns)
+    rk->max_span_ns = s.end_ns - s.start_ns;
+  if (s.end_ns > rk->max_end_ns)
+    rk->max_end_ns = s.end_ns;
+  see_time (m, s.start_ns, s.end_ns);
+  if (s.start_ns < m->span_start_ns)
+    m->span_start_ns = s.start_ns;
+  if (s.end_ns > m->span_end_ns)
+    m->span_end_ns = s.end_ns;
+  /* No description: the plan's origin is the first span's start. */
+  if (!m->has_desc && m->plan_origin_ns == INT64_MIN)
+    set_plan_origin (m, s.start_ns);
+}
+
+static int
+rebuild_steps (PpTimelineModel *m)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_step_min; i++)
+    n += m->step_min[i] != INT64_MAX;
+  int64_t *st = realloc (m->step_starts, (n + 1) * sizeof *st);
+  if (st == NULL)
+    return -1;
+  m->step_starts = st;
+  int32_t *nums = realloc (m->step_numbers, (n + 1) * sizeof *nums);
+  if (nums == NULL)
+    return -1;
+  m->step_numbers = nums;
+  n = 0;
+  for (size_t i = 0; i < m->n_step_min; i++)
+    if (m->step_min[i] != INT64_MAX)
+      {
+        /* Steps follow each other: a later step that begins before an
+         * earlier one (clock skew) is kept in time order. */
+        size_t j = n++;
+        while (j > 0 && st[j - 1] > m->step_min[i])
+          {
+            st[j] = st[j - 1];
+            nums[j] = nums[j - 1];
+            j--;
+          }
+        st[j] = m->step_min[i];
+        nums[j] = (int32_t) i;
+      }
+  m->n_steps = n;
+  return 0;
+}
+
+static int
+add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
+{
+  int step = item->step_marker.step;
+  int64_t t = item->step_marker.time_ns;
+
+  if (ensure_rank (m, item->step_marker.rank) != 0)
+    return 0;
+  t += m->ranks[item->step_marker.rank].offset_ns;
+  if (item->step_marker.phase != PP_TRACE_STEP_BEGIN || step < 0 || step > (1 << 26))
+    return 0;
+  if ((size_t) step >= m->n_step_min)
+    {
+      size_t n = (size_t) step + 1;
+      int64_t *sm = realloc (m->step_min, n * sizeof *sm);
+      if (sm == NULL)
+        return 0;
+      for (size_t i = m->n_step_min; i < n; i++)
+        sm[i] = INT64_MAX;
+      m->step_min = sm;
+      m->n_step_min = n;
+    }
+  if (t >= m->step_min[step])
+    return 0;
+  m->step_min[step] = t;
+  return rebuild_steps (m) == 0;
+}
+
+static int
+add_counter (PpTimelineModel *m, const PpCounter *c)
+{
+  switch (c->kind)
+    {
+    case PP_COUNTER_LOSS:
+      if (c->step < 0 || c->step > (1 << 26))
+        return 0;
+      if ((size_t) c->step >= m->n_losses)
+        {
+          size_t n = (size_t) c->step + 1;
+          double *l = realloc (m->losses, n * sizeof *l);
+          if (l == NULL)
+            return 0;
+          for (size_t i = m->n_losses; i < n; i++)
+            l[i] = NAN;
+          m->losses = l;
+          m->n_losses = n;
+        }
+      m->losses[c->step] = c->value;
+      return 1;
+    case PP_COUNTER_ACTIVATION_BYTES:
+      if (ensure_rank (m, c->rank) != 0)
+        return 0;
+      if (c->value > m->ranks[c->rank].peak_activation)
+        m->ranks[c->rank].peak_activation = c->value;
+      return 1;
+    case PP_COUNTER_INFLIGHT:
+      if (ensure_rank (m, c->rank) != 0)
+        return 0;
+      if (c->value > m->ranks[c->rank].peak_inflight)
+        m->ranks[c->rank].peak_inflight = (int) c->value;
+      return 1;
+    default:
+      return 0;
+    }
+}
+
+static int
+add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
+{
+  Rank *rk;
+  int64_t delta;
+
+  if (ensure_rank (m, r) != 0)
+    return 0;
+  rk = &m->ranks[r];
+  delta = offset - rk->offset_ns;
+  if (delta == 0)
+    return 0;
+  rk->offset_ns = offset;
+  /* Moving every span by the same amount keeps them sorted. */
+  for (size_t i = 0; i < rk->n_spans; i++)
+    {
+      rk->spans[i].start_ns += delta;
+      rk->spans[i].end_ns += delta;
+    }
+  if (rk->n_spans > 0)
+    rk->max_end_ns += delta;
+  recompute_extent (m);
+  return rk->n_spans > 0;
+}
+
+static int
+add_string (PpTimelineModel *m, uint32_t id, const char *name)
+{
+  size_t lo = 0, hi = m->n_strings;
+  char *copy;
+
+  if (id == 0)
+    return 0;
+  copy = strdup (name);
+  if (copy == NULL)
+    return 0;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (m->strings[mid].id < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo < m->n_strings && m->strings[lo].id == id)
+    {
+      free (m->strings[lo].name);   /* the last one for an id wins */
+      m->strings[lo].name = copy;
+      return 1;
+    }
+  if (m->n_strings == m->cap_strings)
+    {
+      size_t cap = m->cap_strings ? 2 * m->cap_strings : 64;
+      String *n = realloc (m->strings, cap * sizeof *n);
+      if (n == NULL)
+        {
+          free (copy);
+          return 0;
+        }
+      m->strings = n;
+      m->cap_strings = cap;
+    }
+  memmove (m->strings + lo + 1, m->strings + lo, (m->n_strings - lo) * sizeof *m->strings);
+  m->strings[lo].id = id;
+  m->strings[lo].name = copy;
+  m->n_strings++;
+  return 1;
+}
+
+int
+pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
+{
+  if (m == NULL || item == NULL)
+    return 0;
+  switch (item->type)
+    {
+    case PP_TRACE_ITEM_DESCRIPTION:
+      m->has_desc = 1;
+      m->desc = *item->description;
+      if (m->desc.n_ranks > 0 && m->desc.n_ranks <= PP_TRACE_MAX_RANKS)
+        ensure_rank (m, m->desc.n_ranks - 1);
+      set_plan_origin (m, m->desc.start_monotonic_ns);
+      return 1;
+    case PP_TRACE_ITEM_PLAN:
+      return add_plan (m, item);
+    case PP_TRACE_ITEM_SPAN:
+      add_span (m, &item->span);
+      return 1;
+    case PP_TRACE_ITEM_COUNTER:
+      return add_counter (m, &item->counter);
+    case PP_TRACE_ITEM_STEP_MARKER:
+      return add_step_marker (m, item);
+    case PP_TRACE_ITEM_CLOCK_OFFSET:
+      return add_clock_offset (m, item->clock_offset.rank, item->clock_offset.offset_ns);
+    case PP_TRACE_ITEM_STRING:
+      return add_string (m, item->string.id, item->string.name);
+    case PP_TRACE_ITEM_DROPPED:
+      m->dropped += item->dropped.count;
+      if (item->dropped.rank >= 0)
+        ensure_rank (m, item->dropped.rank);
+      return 1;
+    case PP_TRACE_ITEM_END:
+    default:
+      return 0;
+    }
+}
+
+PpTimelineModel *
+pp_timeline_model_new_from_file (const char *path, PpError *err)
+{
+  PpTraceReader *r;
+  PpTraceItem item;
+  PpTimelineModel *m;
+
+  r = pp_trace_reader_new_path (path, err);
+  if (r == NULL)
+    return NULL;
+  m = pp_timeline_model_new ();
+  if (m == NULL)
+    {
+      pp_trace_reader_free (r);
+      pp_error_set (err, PP_ENOMEM, "out of memory");
+      return NULL;
+    }
+  for (;;)
+    {
+      if (pp_trace_reader_next (r, &item, err) != PP_OK)
+        {
+          pp_trace_reader_free (r);
+          pp_timeline_model_free (m);
+          return NULL;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      pp_timeline_model_add (m, &item);
+    }
+  pp_trace_reader_free (r);
+  return m;
+}
+
+const PpTraceDescription *
+pp_timeline_model_description (const PpTimelineModel *m)
+{
+  return m != NULL && m->has_desc ? &m->desc : NULL;
+}
+
+int
+pp_timeline_model_n_ranks (const PpTimelineModel *m)
+{
+  return m ? m->n_ranks : 0;
+}
+
+int64_t
+pp_timeline_model_start_ns (const PpTimelineModel *m)
+{
+  if (m == NULL || m->start_ns == INT64_MAX)
+    return m != NULL && m->has_desc ? m->desc.start_monotonic_ns : 0;
+  return m->start_ns;
+}
+
+int64_t
+pp_timeline_model_end_ns (const PpTimelineModel *m)
+{
+  if (m == NULL || m->end_ns == INT64_MIN)
+    return pp_timeline_model_start_ns (m);
+  return m->end_ns;
+}
+
+size_t
+pp_timeline_model_n_spans_total (const PpTimelineModel *m)
+{
+  return m ? m->n_spans_total : 0;
+}
+
+size_t
+pp_timeline_model_n_spans (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].n_spans : 0;
+}
+
+const PpSpan *
+pp_timeline_model_spans (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].spans : NULL;
+}
+
+int64_t
+pp_timeline_model_max_span_ns (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].max_span_ns : 0;
+}
+
+size_t
+pp_timeline_model_first_overlapping (const PpTimelineModel *m, int rank, int64_t t)
+{
+  const Rank *rk;
+  size_t lo = 0, hi;
+  int64_t from;
+
+  if (m == NULL || rank < 0 || rank >= m->n_ranks)
+    return 0;
+  rk = &m->ranks[rank];
+  hi = rk->n_spans;
+  /* No span is longer than max_span_ns: one that starts before
+   * t - max_span_ns ends before t. */
+  from = t - rk->max_span_ns;
+  if (from > t)   /* overflow */
+    from = INT64_MIN;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (rk->spans[mid].start_ns < from)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+size_t
+pp_timeline_model_n_planned (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].n_plan : 0;
+}
+
+const PpTimelinePlanned *
+pp_timeline_model_planned (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].plan : NULL;
+}
+
+size_t
+pp_timeline_model_n_steps (const PpTimelineModel *m)
+{
+  return m ? m->n_steps : 0;
+}
+
+const int64_t *
+pp_timeline_model_step_starts (const PpTimelineModel *m)
+{
+  return m ? m->step_starts : NULL;
+}
+
+const int32_t *
+pp_timeline_model_step_numbers (const PpTimelineModel *m)
+{
+  return m ? m->step_numbers : NULL;
+}
+
+size_t
+pp_timeline_model_n_losses (const PpTimelineModel *m)
+{
+  return m ? m->n_losses : 0;
+}
+
+const double *
+pp_timeline_model_losses (const PpTimelineModel *m)
+{
+  return m ? m->losses : NULL;
+}
+
+const char *
+pp_timeline_model_string (const PpTimelineModel *m, uint32_t id)
+{
+  size_t lo = 0, hi;
+  if (m == NULL || id == 0)
+    return NULL;
+  hi = m->n_strings;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (m->strings[mid].id < id)
+        lo = mid + 1;
+      else if (m->strings[mid].id > id)
+        hi = mid;
+      else
+        return m->strings[mid].name;
+    }
+  return NULL;
+}
+
+uint32_t
+pp_timeline_model_kinds_seen (const PpTimelineModel *m)
+{
+  return m ? m->kinds_seen : 0;
+}
+
+uint64_t
+pp_timeline_model_dropped (const PpTimelineModel *m)
+{
+  return m ? m->dropped : 0;
+}
+
+/* Length of the union of [a, b) intervals fed in order of start, clipped
+ * to [t0, t1). */
+typedef struct {
+  int64_t t0, t1, cs, ce;
+  double  sum;
+  int     open;
+} Union;
+
+static void
+union_add (Union *u, int64_t a, int64_t b)
+{
+  if (a < u->t0)
+    a = u->t0;
+  if (b > u->t1)
+    b = u->t1;
+  if (b <= a)
+    return;
+  if (u->open && a <= u->ce)
+    {
+      if (b > u->ce)
+        u->ce = b;
+      return;
+    }
+  if (u->open)
+    u->sum += (double) (u->ce - u->cs);
+  u->cs = a;
+  u->ce = b;
+  u->open = 1;
+}
+
+static double
+union_total (Union *u)
+{
+  return u->sum + (u->open ? (double) (u->ce - u->cs) : 0.0);
+}
+
+void
+pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, int64_t t1,
+                              PpTimelineRankStats *out)
+{
+  Union busy = { t0, t1, 0, 0, 0, 0 }, wait = { t0, t1, 0, 0, 0, 0 };
+  const Rank *rk;
+  double len = t1 > t0 ? (double) (t1 - t0) : 0;
+
+  if (out == NULL)
+    return;
+  memset (out, 0, sizeof *out);
+  out->bubble = len > 0 ? 1 : 0;
+  out->planned_bubble = -1;
+  out->peak_activation_bytes = -1;
+  out->peak_inflight = -1;
+  if (m == NULL || rank < 0 || rank >= m->n_ranks)
+    return;
+  rk = &m->ranks[rank];
+  out->peak_activation_bytes = rk->peak_activation;
+  out->peak_inflight = rk->peak_inflight;
+
+  for (size_t i = pp_timeline_model_first_overlapping (m, rank, t0);
+       i < rk->n_spans && rk->spans[i].start_ns < t1; i++)
+    {
+      const PpSpan *s = &rk->spans[i];
+      if (pp_timeline_kind_is_compute (s->kind))
+        union_add (&busy, s->start_ns, s->end_ns);
+      else if (s->kind == PP_SPAN_WAIT)
+        union_add (&wait, s->start_ns, s->end_ns);
+    }
+  out->busy_ns = union_total (&busy);
+  out->wait_ns = union_total (&wait);
+  if (len > 0)
+    out->bubble = 1.0 - out->busy_ns / len;
+
+  out->planned_bubble = pp_timeline_model_planned_bubble (m, rank, t0, t1);
+}
+
+int
+pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
+{
+  if (m == NULL || m->span_start_ns == INT64_MAX)
+    return 0;
+  *start = m->span_start_ns;
+  *end = m->span_end_ns;
+  return 1;
+}
+
+double
+pp_timeline_model_planned_bubble (const PpTimelineModel *m, int rank, int64_t t0, int64_t t1)
+{
+  Union pbusy = { 0 };
+  const Rank *rk;
+  int64_t ps = INT64_MAX, pe = INT64_MIN;
+
+  if (m == NULL || rank < 0 || rank >= m->n_ranks || m->ranks[rank].n_plan == 0)
+    return -1;
+  rk = &m->ranks[rank];
+  /* The plan covers one step: its bubble is taken over the part of the
+   * window the plans of all ranks span, so a whole-run window gives the
+   * planned bubble of a step (as `info` prints it). */
+  for (int r = 0; r < m->n_ranks; r++)
+    for (size_t k = 0; k < m->ranks[r].n_plan; k++)
+      if (plan_kind_is_compute (m->ranks[r].plan[k].kind))
+        {
+          if (m->ranks[r].plan[k].start_ns < ps)
+            ps = m->ranks[r].plan[k].start_ns;
+          if (m->ranks[r].plan[k].end_ns > pe)
+            pe = m->ranks[r].plan[k].end_ns;
+        }
+  if (ps < t0)
+    ps = t0;
+  if (pe > t1)
+    pe = t1;
+  if (pe <= ps)
+    return -1;
+  pbusy.t0 = ps;
+  pbusy.t1 = pe;
+  /* Plan entries of a rank follow each other in time. */
+  for (size_t k = 0; k < rk->n_plan; k++)
+    if (plan_kind_is_compute (rk->plan[k].kind))
+      union_add (&pbusy, rk->plan[k].start_ns, rk->plan[k].end_ns);
+  double b = 1.0 - union_total (&pbusy) / (double) (pe - ps);
+  return b < 0 ? 0 : b;
+}

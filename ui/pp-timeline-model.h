@@ -1,0 +1,80 @@
+/* pp-timeline-model.h — what the timeline shows: a run's trace, in memory.
+ *
+ * Fed item by item from a trace file or a live stream (PpTraceItem from
+ * pp-trace.h), it keeps per rank the spans sorted by start time, the planned
+ * schedule with its simulated times, step markers, counters (loss per step,
+ * activation memory), the description and the dropped-event count, and
+ * answers what the renderer, the widgets and `pipescope-cli render` ask.
+ * Plain C over cairo-free data; no GTK.  Not thread-safe: feed it on the
+ * thread that draws (the app's main loop).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-trace.h"
+
+typedef struct _PpTimelineModel PpTimelineModel;
+
+typedef struct {
+  int     kind;          /* PpTraceActionKind */
+  int     stage, microbatch;
+  int     sub_kind, sub_stage, sub_microbatch;   /* OVERLAP_F_B */
+  int64_t start_ns, end_ns;                      /* planned, on the spans' clock */
+} PpTimelinePlanned;
+
+typedef struct {
+  double  busy_ns;        /* compute (F, B, I, W, OVERLAP_F_B, OPT) inside the extent */
+  double  wait_ns;        /* WAIT spans */
+  double  bubble;         /* 1 - busy / extent (idle and waiting), 0..1 */
+  double  planned_bubble; /* from the plan, -1 if none */
+  double  peak_activation_bytes;   /* from counters, -1 if none */
+  int     peak_inflight;           /* from counters, -1 if none */
+} PpTimelineRankStats;
+
+PpTimelineModel *pp_timeline_model_new (void);
+void             pp_timeline_model_free (PpTimelineModel *m);
+
+/* Takes one item (any type; END is ignored).  Returns 1 if what is drawn
+ * changed.  Plans: the last plan seen for a rank replaces the earlier one;
+ * its times (seconds from the run's start) are placed on the spans' clock
+ * using the description's start_monotonic_ns. */
+int              pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item);
+
+/* Reads a whole trace file into a new model; NULL with a one-line error. */
+PpTimelineModel *pp_timeline_model_new_from_file (const char *path, PpError *err);
+
+const PpTraceDescription *pp_timeline_model_description (const PpTimelineModel *m); /* NULL until seen */
+int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
+int64_t          pp_timeline_model_start_ns (const PpTimelineModel *m);  /* earliest span or plan start */
+int64_t          pp_timeline_model_end_ns (const PpTimelineModel *m);    /* latest end */
+size_t           pp_timeline_model_n_spans_total (const PpTimelineModel *m);
+
+/* Spans of a rank, sorted by start_ns; valid until the next add. */
+size_t           pp_timeline_model_n_spans (const PpTimelineModel *m, int rank);
+const PpSpan    *pp_timeline_model_spans (const PpTimelineModel *m, int rank);
+/* The longest span of a rank (bounds a search for what overlaps a range). */
+int64_t          pp_timeline_model_max_span_ns (const PpTimelineModel *m, int rank);
+
+size_t           pp_timeline_model_n_planned (const PpTimelineModel *m, int rank);
+const PpTimelinePlanned *pp_timeline_model_planned (const PpTimelineModel *m, int rank);
+
+/* Step boundaries: the times where a step begins (any rank's first begin
+ * marker of the step), ascending. */
+size_t           pp_timeline_model_n_steps (const PpTimelineModel *m);
+const int64_t   *pp_timeline_model_step_starts (const PpTimelineModel *m);
+
+/* Loss per step (NaN where unknown), indexed by step. */
+size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
+const double    *pp_timeline_model_losses (const PpTimelineModel *m);
+
+/* Resolves a span's name_id; NULL if none. */
+const char      *pp_timeline_model_string (const PpTimelineModel *m, uint32_t id);
+
+uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
+
+/* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
+void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,
+                                               int64_t t0, int64_t t1,
+                                               PpTimelineRankStats *out);

@@ -1,0 +1,1391 @@
+/* pp-timeline-render.c — the Gantt chart of a run, drawn with cairo only.
+ *
+ * One function draws everything (STYLE.md: drawing as a free function); the
+ * widget, the exports and the pixel tests share it.  Cost is bounded by the
+ * pixels, not the spans: per rank a binary search finds the first span that
+ * can overlap the view, spans wider than SPAN_MIN_PX become rectangles
+ * batched by color, narrower ones add their coverage to per-pixel columns
+ * that are drawn once (an ARGB32 strip on image surfaces, merged runs of
+ * rectangles on vector ones).
+ */
+#include "pp-timeline-render.h"
+#include "pp-timeline-model-private.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SPAN_MIN_PX     1.5    /* narrower spans are aggregated per column */
+#define KERNEL_BLOCK_PX 80.0   /* kernels show under blocks at least this wide */
+#define LABEL_W         78.0   /* rank labels, left of the plot */
+#define RIGHT_MARGIN    14.0
+#define HEADER_H        48.0
+#define RULER_H         30.0
+#define LEGEND_H        30.0
+
+/* ---- palette ----------------------------------------------------------------- */
+
+typedef struct { double r, g, b; } Rgb;
+
+#define HEX(h) { ((h) >> 16 & 0xff) / 255.0, ((h) >> 8 & 0xff) / 255.0, ((h) & 0xff) / 255.0 }
+
+/* Okabe & Ito's colorblind-safe set.  Vermillion is kept for what is lost
+ * (bubble, waits), so the eye finds it first. */
+static const Rgb light_kind[PP_N_SPAN_KINDS] = {
+  [PP_SPAN_F]           = HEX (0x0072B2),   /* blue */
+  [PP_SPAN_B]           = HEX (0x009E73),   /* bluish green */
+  [PP_SPAN_I]           = HEX (0xE69F00),   /* orange */
+  [PP_SPAN_W]           = HEX (0xCC79A7),   /* reddish purple */
+  [PP_SPAN_SEND_F]      = HEX (0x56B4E9),   /* sky blue */
+  [PP_SPAN_RECV_F]      = HEX (0x56B4E9),
+  [PP_SPAN_SEND_B]      = HEX (0x6FCFAE),   /* light green */
+  [PP_SPAN_RECV_B]      = HEX (0x6FCFAE),
+  [PP_SPAN_OPT]         = HEX (0x4D4D4D),   /* near black */
+  [PP_SPAN_WAIT]        = HEX (0xD55E00),   /* vermillion */
+  [PP_SPAN_KERNEL]      = HEX (0x333333),
+  [PP_SPAN_MEMCPY]      = HEX (0xF0E442),   /* yellow */
+  [PP_SPAN_MEMSET]      = HEX (0x999999),
+  [PP_SPAN_OVERLAP_F_B] = HEX (0x56B4E9),   /* sky blue */
+};
+static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
+  [PP_SPAN_F]           = HEX (0x2E8FD0),
+  [PP_SPAN_B]           = HEX (0x14B889),
+  [PP_SPAN_I]           = HEX (0xF0AE1E),
+  [PP_SPAN_W]           = HEX (0xDA8CB8),
+  [PP_SPAN_SEND_F]      = HEX (0x6CC2F0),
+  [PP_SPAN_RECV_F]      = HEX (0x6CC2F0),
+  [PP_SPAN_SEND_B]      = HEX (0x7DDBB9),
+  [PP_SPAN_RECV_B]      = HEX (0x7DDBB9),
+  [PP_SPAN_OPT]         = HEX (0xB5B5B5),
+  [PP_SPAN_WAIT]        = HEX (0xF07A2A),
+  [PP_SPAN_KERNEL]      = HEX (0xE0E0E0),
+  [PP_SPAN_MEMCPY]      = HEX (0xF0E442),
+  [PP_SPAN_MEMSET]      = HEX (0x8C8C8C),
+  [PP_SPAN_OVERLAP_F_B] = HEX (0x6CC2F0),
+};
+static const Rgb light_bubble = HEX (0xF8CDB8), dark_bubble = HEX (0x5C2A1A);
+
+typedef struct {
+  Rgb bg, fg, dim, ruler_bg, grid, bubble, hatch;
+} Theme;
+
+static void
+theme_of (int dark, Theme *t)
+{
+  static const Theme light = { HEX (0xFFFFFF), HEX (0x1A1A1A), HEX (0x666666), HEX (0xF2F2F2),
+                               HEX (0x8A8A8A), HEX (0xF8CDB8), HEX (0xD55E00) };
+  static const Theme darkt = { HEX (0x1E1E1E), HEX (0xE8E8E8), HEX (0xA0A0A0), HEX (0x2A2A2A),
+                               HEX (0x9A9A9A), HEX (0x5C2A1A), HEX (0xF07A2A) };
+  *t = dark ? darkt : light;
+}
+
+void
+pp_timeline_color (int kind, int dark, double rgb[3])
+{
+  Rgb c;
+  if (kind < 0)
+    c = dark ? dark_bubble : light_bubble;
+  else if (kind < PP_N_SPAN_KINDS)
+    c = dark ? dark_kind[kind] : light_kind[kind];
+  else
+    c = (Rgb) { 0.5, 0.5, 0.5 };
+  rgb[0] = c.r;
+  rgb[1] = c.g;
+  rgb[2] = c.b;
+}
+
+static Rgb
+kind_rgb (int kind, int dark)
+{
+  double c[3];
+  pp_timeline_color (kind, dark, c);
+  return (Rgb) { c[0], c[1], c[2] };
+}
+
+/* The local chunk (0, 1, ...) of an interleaved or V schedule: lighter or
+ * darker shades of the kind's color. */
+static Rgb
+shade (Rgb c, int chunk)
+{
+  static const double f[] = { 0, 0.42, -0.32, 0.66, -0.52 };
+  double k = f[chunk % (int) (sizeof f / sizeof f[0])];
+  if (k > 0)
+    return (Rgb) { c.r + (1 - c.r) * k, c.g + (1 - c.g) * k, c.b + (1 - c.b) * k };
+  return (Rgb) { c.r * (1 + k), c.g * (1 + k), c.b * (1 + k) };
+}
+
+static double
+luminance (Rgb c)
+{
+  return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+}
+
+static void
+set_rgb (cairo_t *cr, Rgb c)
+{
+  cairo_set_source_rgb (cr, c.r, c.g, c.b);
+}
+
+static void
+set_rgba (cairo_t *cr, Rgb c, double a)
+{
+  cairo_set_source_rgba (cr, c.r, c.g, c.b, a);
+}
+
+/* ---- geometry ------------------------------------------------------------------ */
+
+void
+pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m, double width, double height)
+{
+  memset (v, 0, sizeof *v);
+  /* The run's work: a live job's description comes well before its first
+   * span (set-up), and its plan is drawn under the steps anyway. */
+  if (!pp_timeline_model_span_extent (m, &v->t0_ns, &v->t1_ns))
+    {
+      v->t0_ns = pp_timeline_model_start_ns (m);
+      v->t1_ns = pp_timeline_model_end_ns (m);
+    }
+  if (v->t1_ns <= v->t0_ns)
+    v->t1_ns = v->t0_ns + 1000000;
+  v->width = width;
+  v->height = height;
+  v->hover_rank = -1;
+  v->hover_index = -1;
+  v->selected_rank = -1;
+  v->selected_index = -1;
+}
+
+void
+pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelineLayout *out)
+{
+  int n = pp_timeline_model_n_ranks (m);
+  double label_w = v->width >= 320 ? LABEL_W : floor (v->width * 0.2);
+  double y = 0, avail, inner, gap;
+
+  if (n < 1)
+    n = 1;
+  memset (out, 0, sizeof *out);
+  out->x0 = label_w;
+  out->x1 = v->width - RIGHT_MARGIN;
+  if (out->x1 < out->x0 + 1)
+    out->x1 = out->x0 + 1;
+  if (v->show_header)
+    y += HEADER_H;
+  out->ruler_y = y;
+  out->ruler_h = RULER_H;
+  out->rows_y = y + RULER_H + 4;
+  avail = v->height - out->rows_y - (v->show_legend ? LEGEND_H : 0) - 4;
+  out->row_h = avail > n ? avail / n : 1;
+  gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
+  inner = out->row_h - gap;
+  if (v->show_plan)
+    {
+      out->block_h = inner * 0.60;
+      out->thin_h = inner * 0.14;
+      out->plan_h = inner * 0.26;
+    }
+  else
+    {
+      out->block_h = inner * 0.80;
+      out->thin_h = inner * 0.20;
+    }
+}
+
+double
+pp_timeline_x_of (const PpTimelineView *v, const PpTimelineLayout *l, int64_t t_ns)
+{
+  double span = (double) (v->t1_ns - v->t0_ns);
+  if (span <= 0)
+    span = 1;
+  return l->x0 + (double) (t_ns - v->t0_ns) * (l->x1 - l->x0) / span;
+}
+
+int64_t
+pp_timeline_t_of (const PpTimelineView *v, const PpTimelineLayout *l, double x)
+{
+  double w = l->x1 - l->x0;
+  if (w <= 0)
+    w = 1;
+  return v->t0_ns + (int64_t) llround ((x - l->x0) * (double) (v->t1_ns - v->t0_ns) / w);
+}
+
+/* Which lane a span kind lives in. */
+enum { LANE_BLOCK, LANE_THIN, LANE_KERNEL, LANE_NONE };
+
+static int
+lane_of (int kind)
+{
+  switch (kind)
+    {
+    case PP_SPAN_F: case PP_SPAN_B: case PP_SPAN_I: case PP_SPAN_W:
+    case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT:
+      return LANE_BLOCK;
+    case PP_SPAN_SEND_F: case PP_SPAN_RECV_F: case PP_SPAN_SEND_B: case PP_SPAN_RECV_B:
+    case PP_SPAN_WAIT:
+      return LANE_THIN;
+    case PP_SPAN_KERNEL: case PP_SPAN_MEMCPY: case PP_SPAN_MEMSET:
+      return LANE_KERNEL;
+    default:
+      return LANE_NONE;
+    }
+}
+
+/* Vertical extent of a lane of rank r. */
+static void
+lane_y (const PpTimelineLayout *l, int r, int lane, double *y, double *h)
+{
+  double top = l->rows_y + r * l->row_h;
+  switch (lane)
+    {
+    case LANE_BLOCK:
+      *y = top;
+      *h = l->block_h;
+      break;
+    case LANE_THIN:   /* comm and waits: upper part of the thin lane */
+      *y = top + l->block_h + (l->thin_h >= 4 ? 1 : 0);
+      *h = l->thin_h - (l->thin_h >= 4 ? 1 : 0);
+      break;
+    case LANE_KERNEL: /* kernels: lower half of the thin lane, over comm */
+      *y = top + l->block_h + l->thin_h * 0.5;
+      *h = l->thin_h * 0.5;
+      break;
+    default:          /* plan */
+      *y = top + l->block_h + l->thin_h + (l->plan_h >= 6 ? 2 : 0);
+      *h = l->plan_h - (l->plan_h >= 6 ? 2 : 0);
+      break;
+    }
+}
+
+static int
+plan_span_kind (int action_kind)
+{
+  switch (action_kind)
+    {
+    case PP_TRACE_ACT_F: return PP_SPAN_F;
+    case PP_TRACE_ACT_B: return PP_SPAN_B;
+    case PP_TRACE_ACT_I: return PP_SPAN_I;
+    case PP_TRACE_ACT_W: return PP_SPAN_W;
+    case PP_TRACE_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
+    case PP_TRACE_ACT_OPT: return PP_SPAN_OPT;
+    default: return -1;
+    }
+}
+
+/* ---- the per-render scratch ------------------------------------------------------ */
+
+/* Aggregation slots: the kinds of the block lane, then those of the thin lane. */
+enum { N_SLOTS = 11 };
+static const int slot_kind[N_SLOTS] = {
+  PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
+  PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
+};
+static int
+slot_of (int kind)
+{
+  for (int i = 0; i < N_SLOTS; i++)
+    if (slot_kind[i] == kind)
+      return i;
+  return -1;
+}
+
+typedef struct {
+  float    x, w;
+  uint16_t kind;
+  uint8_t  chunk, lane;
+  int32_t  mb, stage;
+} Box;
+
+typedef struct {
+  const PpTimelineModel *m;
+  const PpTimelineView  *v;
+  PpTimelineLayout       l;
+  Theme                  th;
+  int                    image;      /* target is an image surface */
+  int                    n_ranks, P, V;
+  int64_t                run0, run1; /* the run's extent */
+  int64_t                plan0, plan1;   /* the plans' extent (one step) */
+  int64_t                origin;     /* the ruler's zero: the model's start */
+  int                    ncols;
+  float                 *cov;        /* [ncols][N_SLOTS] */
+  int                    cmin[2], cmax[2];   /* touched columns, per lane */
+  uint32_t              *strip;      /* [ncols] */
+  Box                   *boxes;
+  size_t                 n_boxes, cap_boxes;
+  double                 font;       /* block label size */
+  double                 bubble_sum; int bubble_n;
+} Ctx;
+
+static int
+push_box (Ctx *c, const Box *b)
+{
+  if (c->n_boxes == c->cap_boxes)
+    {
+      size_t cap = c->cap_boxes ? 2 * c->cap_boxes : 1024;
+      Box *n = realloc (c->boxes, cap * sizeof *n);
+      if (n == NULL)
+        return -1;
+      c->boxes = n;
+      c->cap_boxes = cap;
+    }
+  c->boxes[c->n_boxes++] = *b;
+  return 0;
+}
+
+/* Adds [xa, xb) (plot-relative px) of slot to the columns. */
+static inline void
+cover (Ctx *c, int lane, int slot, double xa, double xb)
+{
+  int ca, cb;
+  if (xa < 0)
+    xa = 0;
+  if (xb > c->ncols)
+    xb = c->ncols;
+  if (xb <= xa)
+    {
+      if (xa >= c->ncols || xb < 0)
+        return;
+      xb = xa + 0.05;   /* an instant still shows, faintly */
+    }
+  ca = (int) xa;
+  float *cv = &c->cov[(size_t) ca * N_SLOTS + slot];
+  if (xb <= ca + 1)
+    {
+      /* The common case: inside one column. */
+      cv[0] += (float) (xb - xa);
+      cb = ca;
+    }
+  else
+    {
+      cb = (int) xb;
+      if (cb >= c->ncols || cb == xb)
+        cb--;
+      cv[0] += (float) (ca + 1 - xa);
+      for (int col = ca + 1; col < cb; col++)
+        c->cov[(size_t) col * N_SLOTS + slot] += 1.0f;
+      c->cov[(size_t) cb * N_SLOTS + slot] += (float) (xb - cb);
+    }
+  if (ca < c->cmin[lane])
+    c->cmin[lane] = ca;
+  if (cb > c->cmax[lane])
+    c->cmax[lane] = cb;
+}
+
+/* Draws and clears the aggregated columns of one lane. */
+static void
+flush_columns (Ctx *c, cairo_t *cr, int lane, double y, double h)
+{
+  int s0 = lane == 0 ? 0 : 6, s1 = lane == 0 ? 6 : N_SLOTS;
+  int ca = c->cmin[lane], cb = c->cmax[lane];
+  Rgb col[N_SLOTS];
+
+  if (ca > cb)
+    return;
+  for (int s = s0; s < s1; s++)
+    col[s] = kind_rgb (slot_kind[s], c->v->dark);
+  y = round (y);
+  h = round (h);
+  if (h < 1)
+    h = 1;
+
+  if (c->image)
+    {
+      int n = cb - ca + 1;
+      for (int i = ca; i <= cb; i++)
+        {
+          float *cv = &c->cov[(size_t) i * N_SLOTS];
+          float tot = 0, best = 0;
+          int bs = -1;
+          for (int s = s0; s < s1; s++)
+            {
+              tot += cv[s];
+              if (cv[s] > best)
+                {
+                  best = cv[s];
+                  bs = s;
+                }
+              cv[s] = 0;
+            }
+          uint32_t px = 0;
+          if (bs >= 0)
+            {
+              double a = tot > 1 ? 1 : tot;
+              if (a < 0.25)
+                a = 0.25;   /* a lone tiny span must stay visible */
+              px = (uint32_t) (a * 255 + 0.5) << 24
+                   | (uint32_t) (col[bs].r * a * 255 + 0.5) << 16
+                   | (uint32_t) (col[bs].g * a * 255 + 0.5) << 8
+                   | (uint32_t) (col[bs].b * a * 255 + 0.5);
+            }
+          c->strip[i - ca] = px;
+        }
+      cairo_surface_t *s = cairo_image_surface_create_for_data ((unsigned char *) c->strip,
+                                                                CAIRO_FORMAT_ARGB32, n, 1, n * 4);
+      cairo_save (cr);
+      cairo_rectangle (cr, c->l.x0 + ca, y, n, h);
+      cairo_clip (cr);
+      cairo_translate (cr, c->l.x0 + ca, y);
+      cairo_scale (cr, 1, h);
+      cairo_set_source_surface (cr, s, 0, 0);
+      cairo_pattern_set_filter (cairo_get_source (cr), CAIRO_FILTER_NEAREST);
+      cairo_paint (cr);
+      cairo_restore (cr);
+      cairo_surface_destroy (s);
+    }
+  else
+    {
+      /* Vector output: one rectangle per run of equal columns. */
+      int run_s = -1, run_bs = -1, run_a = 0;
+      for (int i = ca; i <= cb + 1; i++)
+        {
+          int bs = -1, aq = 0;
+          if (i <= cb)
+            {
+              float *cv = &c->cov[(size_t) i * N_SLOTS];
+              float tot = 0, best = 0;
+              for (int s = s0; s < s1; s++)
+                {
+                  tot += cv[s];
+                  if (cv[s] > best)
+                    {
+                      best = cv[s];
+                      bs = s;
+                    }
+                  cv[s] = 0;
+                }
+              aq = bs >= 0 ? (int) lround (fmax (0.25, fmin (1.0, tot)) * 16) : 0;
+            }
+          if (run_s >= 0 && (bs != run_bs || aq != run_a))
+            {
+              set_rgba (cr, col[run_bs], run_a / 16.0);
+              cairo_rectangle (cr, c->l.x0 + run_s, y, i - run_s, h);
+              cairo_fill (cr);
+              run_s = -1;
+            }
+          if (bs >= 0 && run_s < 0)
+            {
+              run_s = i;
+              run_bs = bs;
+              run_a = aq;
+            }
+        }
+    }
+  c->cmin[lane] = c->ncols;
+  c->cmax[lane] = -1;
+}
+
+/* ---- text helpers ------------------------------------------------------------------ */
+
+static void
+font (cairo_t *cr, double size, int bold)
+{
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
+                          bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, size);
+}
+
+static double
+text_w (cairo_t *cr, const char *s)
+{
+  cairo_text_extents_t e;
+  cairo_text_extents (cr, s, &e);
+  return e.x_advance;
+}
+
+/* Text at x (align 0 left, 0.5 center, 1 right), baseline y. */
+static void
+text_at (cairo_t *cr, const char *s, double x, double y, double align)
+{
+  cairo_move_to (cr, x - align * text_w (cr, s), y);
+  cairo_show_text (cr, s);
+}
+
+static const char *
+kind_letter (int kind)
+{
+  switch (kind)
+    {
+    case PP_SPAN_F: return "F";
+    case PP_SPAN_B: return "B";
+    case PP_SPAN_I: return "I";
+    case PP_SPAN_W: return "W";
+    case PP_SPAN_OVERLAP_F_B: return "FB";
+    case PP_SPAN_OPT: return "OPT";
+    default: return "";
+    }
+}
+
+/* "1.5 ms" style: value in ns with a unit chosen for a step of step_ns. */
+static void
+format_time (char *buf, size_t n, double ns, double step_ns)
+{
+  const char *unit;
+  double scale;
+  int dec;
+
+  if (step_ns >= 1e8 || fabs (ns) >= 1e10)
+    unit = "s", scale = 1e9;
+  else if (step_ns >= 1e5)
+    unit = "ms", scale = 1e6;
+  else if (step_ns >= 1e2)
+    unit = "µs", scale = 1e3;
+  else
+    unit = "ns", scale = 1;
+  dec = (int) ceil (-log10 (step_ns / scale) - 1e-9);
+  if (dec < 0)
+    dec = 0;
+  if (dec > 6)
+    dec = 6;
+  snprintf (buf, n, "%.*f %s", dec, ns / scale, unit);
+}
+
+/* A 1-2-5 step near raw. */
+static double
+nice_step (double raw)
+{
+  double p = pow (10, floor (log10 (raw)));
+  double f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+/* ---- the parts ---------------------------------------------------------------------- */
+
+static void
+draw_header (Ctx *c, cairo_t *cr, double mean_bubble, double mean_planned)
+{
+  const PpTraceDescription *d = pp_timeline_model_description (c->m);
+  char line[1024], dur[64];
+  double span = (double) (c->v->t1_ns - c->v->t0_ns);
+
+  set_rgb (cr, c->th.fg);
+  font (cr, 16, 1);
+  if (d != NULL)
+    snprintf (line, sizeof line, "%s   P=%d  M=%d  V=%d", d->schedule, d->n_ranks,
+              d->n_microbatches, d->n_virtual > 0 ? d->n_virtual : 1);
+  else
+    snprintf (line, sizeof line, "trace without description   P=%d", c->n_ranks);
+  text_at (cr, line, 12, 20, 0);
+
+  format_time (dur, sizeof dur, span, nice_step (span / 10));
+  {
+    size_t len = 0;
+    line[0] = 0;
+    if (d != NULL)
+      len += snprintf (line + len, sizeof line - len, "backend %s  ·  model %s  ·  host %s  ·  ",
+                       d->backend, d->model, d->host);
+    if (len < sizeof line)
+      len += snprintf (line + len, sizeof line - len, "%s shown", dur);
+    if (mean_bubble >= 0 && len < sizeof line)
+      len += snprintf (line + len, sizeof line - len, "  ·  mean bubble %.1f%%", 100 * mean_bubble);
+    if (mean_planned >= 0 && len < sizeof line)
+      len += snprintf (line + len, sizeof line - len, "  ·  planned %.1f%% a step", 100 * mean_planned);
+    if (pp_timeline_model_dropped (c->m) > 0 && len < sizeof line)
+      snprintf (line + len, sizeof line - len, "  ·  %llu events dropped",
+                (unsigned long long) pp_timeline_model_dropped (c->m));
+  }
+  set_rgb (cr, c->th.dim);
+  font (cr, 12, 0);
+  text_at (cr, line, 12, 39, 0);
+}
+
+static void
+draw_ruler (Ctx *c, cairo_t *cr)
+{
+  const PpTimelineLayout *l = &c->l;
+  double span = (double) (c->v->t1_ns - c->v->t0_ns);
+  double px_per_ns = (l->x1 - l->x0) / (span > 0 ? span : 1);
+  double step = nice_step (90 / px_per_ns);   /* a label every ~90 px or more */
+  double origin = (double) c->origin;
+  double first = ceil (((double) c->v->t0_ns - origin) / step) * step;
+  double ybot = l->ruler_y + l->ruler_h;
+  char buf[64];
+
+  set_rgb (cr, c->th.ruler_bg);
+  cairo_rectangle (cr, l->x0, l->ruler_y, l->x1 - l->x0, l->ruler_h);
+  cairo_fill (cr);
+  font (cr, 11, 0);
+  cairo_set_line_width (cr, 1);
+  for (double t = first; t <= (double) c->v->t1_ns - origin + step * 1e-6; t += step)
+    {
+      double x = round (l->x0 + (t + origin - (double) c->v->t0_ns) * px_per_ns) + 0.5;
+      set_rgb (cr, c->th.dim);
+      cairo_move_to (cr, x, ybot - 6);
+      cairo_line_to (cr, x, ybot);
+      cairo_stroke (cr);
+      /* Minor ticks, five per step. */
+      for (int k = 1; k < 5; k++)
+        {
+          double xm = round (x + k * step / 5 * px_per_ns);
+          if (xm < l->x1)
+            {
+              cairo_move_to (cr, xm + 0.5, ybot - 3);
+              cairo_line_to (cr, xm + 0.5, ybot);
+              cairo_stroke (cr);
+            }
+        }
+      format_time (buf, sizeof buf, fabs (t) < step * 1e-6 ? 0 : t, step);
+      set_rgb (cr, c->th.fg);
+      double w = text_w (cr, buf);
+      double tx = x - w / 2;
+      if (tx < l->x0 - 10)
+        tx = l->x0 - 10;
+      if (tx + w > c->v->width - 2)
+        tx = c->v->width - 2 - w;
+      cairo_move_to (cr, tx, ybot - 9);
+      cairo_show_text (cr, buf);
+    }
+  set_rgb (cr, c->th.dim);
+  cairo_move_to (cr, l->x0, ybot - 0.5);
+  cairo_line_to (cr, l->x1, ybot - 0.5);
+  cairo_stroke (cr);
+}
+
+static void
+draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
+{
+  const int64_t *st = pp_timeline_model_step_starts (c->m);
+  const int32_t *num = pp_timeline_model_step_numbers (c->m);
+  size_t n = pp_timeline_model_n_steps (c->m);
+  double last_label_end = -1e9;
+  const double dash[] = { 4, 3 };
+  char buf[32];
+
+  font (cr, 10, 1);
+  for (size_t i = 0; i < n; i++)
+    {
+      if (st[i] < c->v->t0_ns || st[i] > c->v->t1_ns)
+        continue;
+      double x = round (pp_timeline_x_of (c->v, &c->l, st[i])) + 0.5;
+      cairo_save (cr);
+      cairo_set_dash (cr, dash, 2, 0);
+      cairo_set_line_width (cr, 1);
+      set_rgba (cr, c->th.fg, 0.55);
+      cairo_move_to (cr, x, c->l.ruler_y + 2);
+      cairo_line_to (cr, x, rows_bottom);
+      cairo_stroke (cr);
+      cairo_restore (cr);
+      snprintf (buf, sizeof buf, "step %d", num[i]);
+      double w = text_w (cr, buf);
+      if (x + 3 > last_label_end + 6 && x + 3 + w <= c->l.x1 + RIGHT_MARGIN)
+        {
+          set_rgb (cr, c->th.fg);
+          text_at (cr, buf, x + 3, c->l.ruler_y + 11, 0);
+          last_label_end = x + 3 + w;
+        }
+    }
+}
+
+static void
+draw_legend (Ctx *c, cairo_t *cr)
+{
+  uint32_t seen = pp_timeline_model_kinds_seen (c->m);
+  struct { int kind; const char *label; } items[] = {
+    { PP_SPAN_F, "forward F" }, { PP_SPAN_B, "backward B" }, { PP_SPAN_I, "input grad I" },
+    { PP_SPAN_W, "weight grad W" }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped" },
+    { PP_SPAN_OPT, "optimizer" }, { PP_SPAN_SEND_F, "send/recv act." },
+    { PP_SPAN_SEND_B, "send/recv grad." }, { PP_SPAN_WAIT, "wait" },
+    { PP_SPAN_KERNEL, "kernel" }, { PP_SPAN_MEMCPY, "memcpy" },
+  };
+  double x = c->l.x0, y = c->v->height - LEGEND_H + 9;
+
+  font (cr, 11, 0);
+  /* The bubble first: it is what the chart is for. */
+  cairo_rectangle (cr, x, y, 14, 12);
+  set_rgb (cr, c->th.bubble);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, c->th.hatch);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+  set_rgb (cr, c->th.fg);
+  text_at (cr, "bubble (idle or waiting)", x + 19, y + 10, 0);
+  x += 19 + text_w (cr, "bubble (idle or waiting)") + 16;
+  for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+    {
+      int k = items[i].kind;
+      uint32_t bits = 1u << k;
+      if (k == PP_SPAN_SEND_F)
+        bits |= 1u << PP_SPAN_RECV_F;
+      if (k == PP_SPAN_SEND_B)
+        bits |= 1u << PP_SPAN_RECV_B;
+      if (!(seen & bits) && k != PP_SPAN_F)
+        continue;
+      double w = 19 + text_w (cr, items[i].label) + 16;
+      if (x + w > c->v->width)
+        break;
+      cairo_rectangle (cr, x, y, 14, 12);
+      set_rgb (cr, kind_rgb (k, c->v->dark));
+      cairo_fill (cr);
+      set_rgb (cr, c->th.fg);
+      text_at (cr, items[i].label, x + 19, y + 10, 0);
+      x += w;
+    }
+  if (c->V > 1 && x + 150 < c->v->width)
+    {
+      Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
+      for (int k = 0; k < 2; k++)
+        {
+          cairo_rectangle (cr, x + k * 8, y, 8, 12);
+          set_rgb (cr, shade (f, k));
+          cairo_fill (cr);
+        }
+      set_rgb (cr, c->th.fg);
+      text_at (cr, "chunk 0 / 1 (shade)", x + 21, y + 10, 0);
+      x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 16;
+    }
+  if (c->v->show_plan && x + 80 < c->v->width)
+    {
+      Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
+      cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
+      set_rgba (cr, f, 0.3);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, f);
+      cairo_stroke (cr);
+      set_rgb (cr, c->th.fg);
+      text_at (cr, "plan", x + 19, y + 10, 0);
+    }
+}
+
+/* The label inside a block: "3", or "2F3" for a chunked schedule. */
+static void
+block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
+{
+  if (b->mb < 0)
+    snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
+  else if (c->V > 1 && wide && b->stage >= 0)
+    snprintf (buf, n, "%d%s%d", b->stage, kind_letter (b->kind), b->mb);
+  else
+    snprintf (buf, n, "%d", b->mb);
+}
+
+/* Fills the boxes of one lane, batched by color; outlines wide ones. */
+static void
+draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
+{
+  double y, h;
+  int dark = c->v->dark;
+  /* A color is (kind, chunk); at most 16 x 8 of them. */
+  uint64_t used[2] = { 0, 0 };
+
+  lane_y (&c->l, r, plan ? 3 : lane, &y, &h);
+  y = round (y);
+  h = round (y + h) - y;
+  if (h < 1)
+    h = 1;
+  for (size_t i = 0; i < c->n_boxes; i++)
+    if (c->boxes[i].lane == lane)
+      {
+        int key = (c->boxes[i].kind & 15) * 8 + (c->boxes[i].chunk & 7);
+        used[key >> 6] |= 1ull << (key & 63);
+      }
+  for (int key = 0; key < 128; key++)
+    {
+      if (!(used[key >> 6] >> (key & 63) & 1))
+        continue;
+      int kind = key / 8, chunk = key % 8, any_wide = 0;
+      Rgb col = shade (kind_rgb (kind, dark), chunk);
+      for (size_t i = 0; i < c->n_boxes; i++)
+        {
+          const Box *b = &c->boxes[i];
+          if (b->lane != lane || b->kind != kind || b->chunk != chunk)
+            continue;
+          double xa = round (b->x), xb = round (b->x + b->w);
+          if (xb <= xa)
+            xb = xa + 1;
+          cairo_rectangle (cr, xa, y, xb - xa, h);
+          any_wide |= b->w >= 5;
+        }
+      if (plan)
+        {
+          set_rgba (cr, col, 0.28);
+          cairo_fill (cr);
+        }
+      else
+        {
+          set_rgb (cr, col);
+          cairo_fill (cr);
+        }
+      if (!any_wide || h < 4)
+        continue;
+      /* Outlines tell adjacent blocks of one kind apart. */
+      for (size_t i = 0; i < c->n_boxes; i++)
+        {
+          const Box *b = &c->boxes[i];
+          if (b->lane != lane || b->kind != kind || b->chunk != chunk || b->w < 5)
+            continue;
+          double xa = round (b->x), xb = round (b->x + b->w);
+          cairo_rectangle (cr, xa + 0.5, y + 0.5, xb - xa - 1, h - 1);
+        }
+      if (plan)
+        set_rgb (cr, col);
+      else
+        set_rgb (cr, shade (col, 2));
+      cairo_set_line_width (cr, 1);
+      cairo_stroke (cr);
+    }
+
+  /* Micro-batch numbers where they fit. */
+  if (lane != LANE_BLOCK || h < 9)
+    return;
+  double fs = fmin (12, fmax (7, h * (plan ? 0.7 : 0.45)));
+  font (cr, fs, !plan);
+  char buf[48];
+  for (size_t i = 0; i < c->n_boxes; i++)
+    {
+      const Box *b = &c->boxes[i];
+      if (b->lane != lane || b->w < fs * 0.7 + 3)
+        continue;
+      int wide = b->w >= fs * 2.4 + 4;
+      block_label (c, b, buf, sizeof buf, wide);
+      if (!buf[0])
+        continue;
+      double est = fs * 0.62 * strlen (buf);
+      if (est + 3 > b->w)
+        {
+          if (!wide)
+            continue;
+          block_label (c, b, buf, sizeof buf, 0);
+          if (fs * 0.62 * strlen (buf) + 3 > b->w)
+            continue;
+        }
+      Rgb col = shade (kind_rgb (b->kind, dark), b->chunk);
+      if (plan)
+        set_rgb (cr, c->th.fg);
+      else
+        set_rgb (cr, luminance (col) < 0.5 ? (Rgb) { 1, 1, 1 } : (Rgb) { 0.08, 0.08, 0.08 });
+      double xc = fmax (b->x, c->l.x0) + fmin (b->w, c->l.x1 - fmax (b->x, c->l.x0)) / 2;
+      text_at (cr, buf, xc, y + h / 2 + fs * 0.36, 0.5);
+    }
+}
+
+static cairo_pattern_t *
+hatch_pattern (const Theme *th)
+{
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 8, 8);
+  cairo_t *cr = cairo_create (s);
+  set_rgb (cr, th->bubble);
+  cairo_paint (cr);
+  set_rgba (cr, th->hatch, 0.55);
+  cairo_set_line_width (cr, 1.2);
+  cairo_move_to (cr, -1, 9);
+  cairo_line_to (cr, 9, -1);
+  cairo_move_to (cr, -1, 1);
+  cairo_line_to (cr, 1, -1);
+  cairo_move_to (cr, 7, 9);
+  cairo_line_to (cr, 9, 7);
+  cairo_stroke (cr);
+  cairo_destroy (cr);
+  cairo_pattern_t *p = cairo_pattern_create_for_surface (s);
+  cairo_surface_destroy (s);
+  cairo_pattern_set_extend (p, CAIRO_EXTEND_REPEAT);
+  return p;
+}
+
+/* First planned start and last planned end over all ranks. */
+static void
+plan_extent (const PpTimelineModel *m, int64_t *p0, int64_t *p1)
+{
+  *p0 = INT64_MAX;
+  *p1 = INT64_MIN;
+  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+    {
+      const PpTimelinePlanned *p = pp_timeline_model_planned (m, r);
+      for (size_t k = 0; k < pp_timeline_model_n_planned (m, r); k++)
+        if (plan_span_kind (p[k].kind) >= 0)
+          {
+            if (p[k].start_ns < *p0)
+              *p0 = p[k].start_ns;
+            if (p[k].end_ns > *p1)
+              *p1 = p[k].end_ns;
+          }
+    }
+}
+
+/* The plan is one step: it is drawn under every step, its start on the
+ * step's first begin marker (where it already is for a simulated trace);
+ * without step markers, where the model placed it.  The number of copies;
+ * copy k is shifted by plan_shift (k). */
+static size_t
+plan_copies (const PpTimelineModel *m, int64_t plan0)
+{
+  size_t n = pp_timeline_model_n_steps (m);
+  return plan0 == INT64_MAX ? 0 : n > 0 ? n : 1;
+}
+
+static int64_t
+plan_shift (const PpTimelineModel *m, int64_t plan0, size_t k)
+{
+  if (pp_timeline_model_n_steps (m) == 0)
+    return 0;
+  return pp_timeline_model_step_starts (m)[k] - plan0;
+}
+
+/* Draws rank r; returns its bubble over the visible part of the run (-1
+ * if none of the run is visible). */
+static double
+draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+  size_t n = pp_timeline_model_n_spans (c->m, r);
+  double span_ns = (double) (v->t1_ns - v->t0_ns);
+  double px_per_ns = (l->x1 - l->x0) / (span_ns > 0 ? span_ns : 1);
+  int64_t w0 = c->run0 > v->t0_ns ? c->run0 : v->t0_ns;
+  int64_t w1 = c->run1 < v->t1_ns ? c->run1 : v->t1_ns;
+  double by, bh;
+  double last_block_px = 0;
+  int64_t last_block_end = INT64_MIN;
+  /* Busy time (union of compute) inside [w0, w1), for the row's label. */
+  int64_t cs = 0, ce = INT64_MIN;
+  double busy = 0;
+
+  c->n_boxes = 0;
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+
+  /* The bubble: the whole run's lane, compute drawn over it. */
+  if (w1 > w0)
+    {
+      double xa = round (pp_timeline_x_of (v, l, w0)), xb = round (pp_timeline_x_of (v, l, w1));
+      cairo_rectangle (cr, xa, round (by), fmax (1, xb - xa), round (by + bh) - round (by));
+      cairo_set_source (cr, hatch);
+      cairo_fill (cr);
+    }
+
+  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
+       i < n && sp[i].start_ns < v->t1_ns; i++)
+    {
+      const PpSpan *s = &sp[i];
+      int lane;
+      double x, w;
+
+      if (s->end_ns < v->t0_ns)
+        continue;
+      lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
+      if (lane == LANE_NONE)
+        continue;
+      x = (double) (s->start_ns - v->t0_ns) * px_per_ns;   /* plot-relative */
+      w = (double) (s->end_ns - s->start_ns) * px_per_ns;
+      if (lane == LANE_BLOCK)
+        {
+          int64_t a = s->start_ns > w0 ? s->start_ns : w0, b = s->end_ns < w1 ? s->end_ns : w1;
+          if (b > a)
+            {
+              if (a > ce)
+                {
+                  if (ce > cs)
+                    busy += (double) (ce - cs);
+                  cs = a;
+                  ce = b;
+                }
+              else if (b > ce)
+                ce = b;
+            }
+          last_block_px = w;
+          last_block_end = s->end_ns;
+        }
+      else if (lane == LANE_KERNEL)
+        {
+          /* Kernels only under a block zoomed in far enough. */
+          if (last_block_px < KERNEL_BLOCK_PX || s->start_ns > last_block_end + (int64_t) (span_ns / 4))
+            continue;
+          if (w < 1)
+            w = 1;
+        }
+      if (w < SPAN_MIN_PX && lane != LANE_KERNEL)
+        {
+          cover (c, lane == LANE_BLOCK ? 0 : 1, slot_of (s->kind), x, x + w);
+          continue;
+        }
+      {
+        /* Clip far-off edges so coordinates stay small. */
+        double xa = x > -4 ? x : -4, xb = x + w < l->x1 - l->x0 + 4 ? x + w : l->x1 - l->x0 + 4;
+        Box b = { (float) (l->x0 + xa), (float) (xb - xa), s->kind,
+                  (uint8_t) (c->P > 0 && s->stage >= 0 ? (s->stage / c->P) & 7 : 0),
+                  (uint8_t) lane, s->microbatch, s->stage };
+        if (push_box (c, &b) != 0)
+          break;
+      }
+    }
+  if (ce > cs)
+    busy += (double) (ce - cs);
+
+  /* Aggregated columns first, whole blocks over them. */
+  {
+    double ty, tht;
+    lane_y (l, r, LANE_THIN, &ty, &tht);
+    flush_columns (c, cr, 0, by, bh);
+    flush_columns (c, cr, 1, ty, tht);
+  }
+  draw_boxes (c, cr, r, LANE_BLOCK, 0);
+  draw_boxes (c, cr, r, LANE_THIN, 0);
+  draw_boxes (c, cr, r, LANE_KERNEL, 0);
+
+  /* The plan lane: the same colors, see-through. */
+  if (v->show_plan && l->plan_h >= 2)
+    {
+      const PpTimelinePlanned *p = pp_timeline_model_planned (c->m, r);
+      size_t np = pp_timeline_model_n_planned (c->m, r);
+      c->n_boxes = 0;
+      for (size_t copy = 0; copy < plan_copies (c->m, c->plan0); copy++)
+        {
+          int64_t sh = plan_shift (c->m, c->plan0, copy);
+          if (c->plan1 + sh < v->t0_ns || c->plan0 + sh > v->t1_ns)
+            continue;
+          for (size_t k = 0; k < np; k++)
+            {
+              int kind = plan_span_kind (p[k].kind);
+              int64_t ps = p[k].start_ns + sh, pe = p[k].end_ns + sh;
+              if (kind < 0 || pe < v->t0_ns || ps > v->t1_ns)
+                continue;
+              double x = (double) (ps - v->t0_ns) * px_per_ns;
+              double w = (double) (pe - ps) * px_per_ns;
+              double xa = fmax (x, -4), xb = fmin (x + w, l->x1 - l->x0 + 4);
+              Box b = { (float) (l->x0 + xa), (float) fmax (1, xb - xa), (uint16_t) kind,
+                        (uint8_t) (c->P > 0 && p[k].stage >= 0 ? (p[k].stage / c->P) & 7 : 0),
+                        LANE_BLOCK, p[k].microbatch, p[k].stage };
+              if (push_box (c, &b) != 0)
+                break;
+            }
+        }
+      draw_boxes (c, cr, r, LANE_BLOCK, 1);
+    }
+  return w1 > w0 ? 1.0 - busy / (double) (w1 - w0) : -1;
+}
+
+static void
+draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
+{
+  const PpTimelineLayout *l = &c->l;
+  double by, bh;
+  char buf[48];
+  double fs = fmin (13, fmax (7, l->row_h * 0.32));
+
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  snprintf (buf, sizeof buf, "GPU %d", r);
+  set_rgb (cr, c->th.fg);
+  font (cr, fs, 1);
+  if (l->row_h >= 30 && bubble >= 0)
+    {
+      text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
+      snprintf (buf, sizeof buf, "bubble %.0f%%", 100 * bubble);
+      font (cr, fmin (11, fs - 1), 0);
+      set_rgb (cr, c->v->dark ? kind_rgb (PP_SPAN_WAIT, 1) : (Rgb) HEX (0xB04A00));
+      text_at (cr, buf, l->x0 - 8, by + bh / 2 + fs, 1);
+    }
+  else
+    text_at (cr, buf, l->x0 - 8, by + bh / 2 + fs * 0.36, 1);
+  if (c->v->show_plan && l->plan_h >= 9)
+    {
+      double py, ph;
+      lane_y (l, r, 3, &py, &ph);
+      font (cr, fmin (10, ph * 0.8), 0);
+      set_rgb (cr, c->th.dim);
+      text_at (cr, "plan", l->x0 - 8, py + ph / 2 + 3.5, 1);
+    }
+}
+
+/* The rectangle of span index of rank r as drawn; 0 if not drawn. */
+static int
+span_rect (const Ctx *c, int r, long index, double *x, double *y, double *w, double *h)
+{
+  if (r < 0 || r >= c->n_ranks || index < 0 || (size_t) index >= pp_timeline_model_n_spans (c->m, r))
+    return 0;
+  const PpSpan *s = &pp_timeline_model_spans (c->m, r)[index];
+  int lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
+  if (lane == LANE_NONE || s->end_ns < c->v->t0_ns || s->start_ns > c->v->t1_ns)
+    return 0;
+  double xa = fmax (pp_timeline_x_of (c->v, &c->l, s->start_ns), c->l.x0 - 3);
+  double xb = fmin (pp_timeline_x_of (c->v, &c->l, s->end_ns), c->l.x1 + 3);
+  lane_y (&c->l, r, lane, y, h);
+  *x = xa;
+  *w = fmax (2, xb - xa);
+  return 1;
+}
+
+void
+pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v)
+{
+  Ctx c;
+  double sum_planned = 0;
+  int n_planned = 0;
+
+  if (cr == NULL || m == NULL || v == NULL || v->width < 1 || v->height < 1)
+    return;
+  memset (&c, 0, sizeof c);
+  c.m = m;
+  c.v = v;
+  pp_timeline_layout (m, v, &c.l);
+  theme_of (v->dark, &c.th);
+  c.image = cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE;
+  c.n_ranks = pp_timeline_model_n_ranks (m);
+  c.P = c.n_ranks;
+  {
+    const PpTraceDescription *d = pp_timeline_model_description (m);
+    c.V = d != NULL && d->n_virtual > 1 ? d->n_virtual : 1;
+    if (d != NULL && d->n_ranks > 0)
+      c.P = d->n_ranks;
+  }
+  /* The bubble spans the run's work: first span to last span. */
+  if (!pp_timeline_model_span_extent (m, &c.run0, &c.run1))
+    {
+      c.run0 = pp_timeline_model_start_ns (m);
+      c.run1 = pp_timeline_model_end_ns (m);
+    }
+  plan_extent (m, &c.plan0, &c.plan1);
+  c.origin = pp_timeline_model_start_ns (m);
+  c.ncols = (int) ceil (c.l.x1 - c.l.x0) + 1;
+  c.cov = calloc ((size_t) c.ncols * N_SLOTS, sizeof *c.cov);
+  c.strip = malloc ((size_t) c.ncols * sizeof *c.strip);
+  c.cmin[0] = c.cmin[1] = c.ncols;
+  c.cmax[0] = c.cmax[1] = -1;
+
+  cairo_save (cr);
+  set_rgb (cr, c.th.bg);
+  cairo_rectangle (cr, 0, 0, v->width, v->height);
+  cairo_fill (cr);
+  if (c.cov == NULL || c.strip == NULL)
+    goto out;
+
+  {
+    cairo_pattern_t *hatch = hatch_pattern (&c.th);
+    double rows_bottom = c.l.rows_y + c.n_ranks * c.l.row_h;
+    double *bubbles = calloc ((size_t) c.n_ranks + 1, sizeof *bubbles);
+
+    /* Rows are clipped to the plot; labels live left of it. */
+    cairo_save (cr);
+    cairo_rectangle (cr, c.l.x0, c.l.rows_y - 2, c.l.x1 - c.l.x0, rows_bottom - c.l.rows_y + 2);
+    cairo_clip (cr);
+    for (int r = 0; r < c.n_ranks; r++)
+      {
+        double ry = c.l.rows_y + r * c.l.row_h;
+        if (ry > v->height || ry + c.l.row_h < c.l.rows_y)
+          continue;
+        double b = draw_rank (&c, cr, r, hatch);
+        if (bubbles)
+          bubbles[r] = b;
+        if (b >= 0)
+          {
+            c.bubble_sum += b;
+            c.bubble_n++;
+          }
+      }
+    cairo_restore (cr);
+    cairo_pattern_destroy (hatch);
+
+    for (int r = 0; r < c.n_ranks; r++)
+      draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1);
+    free (bubbles);
+
+    draw_ruler (&c, cr);
+    draw_steps (&c, cr, rows_bottom);
+
+    /* Hover and selection: outlines over everything. */
+    {
+      double x, y, w, h;
+      if (span_rect (&c, v->hover_rank, v->hover_index, &x, &y, &w, &h))
+        {
+          set_rgb (cr, c.th.fg);
+          cairo_set_line_width (cr, 1.5);
+          cairo_rectangle (cr, x - 0.75, y - 0.75, w + 1.5, h + 1.5);
+          cairo_stroke (cr);
+        }
+      if (span_rect (&c, v->selected_rank, v->selected_index, &x, &y, &w, &h))
+        {
+          set_rgb (cr, v->dark ? (Rgb) { 1, 1, 1 } : (Rgb) { 0, 0, 0 });
+          cairo_set_line_width (cr, 2.5);
+          cairo_rectangle (cr, x - 1.25, y - 1.25, w + 2.5, h + 2.5);
+          cairo_stroke (cr);
+          set_rgb (cr, kind_rgb (PP_SPAN_MEMCPY, 0));
+          cairo_set_line_width (cr, 1);
+          cairo_rectangle (cr, x - 2.5, y - 2.5, w + 5, h + 5);
+          cairo_stroke (cr);
+        }
+    }
+
+    if (v->show_header)
+      {
+        int64_t w0 = c.run0 > v->t0_ns ? c.run0 : v->t0_ns, w1 = c.run1 < v->t1_ns ? c.run1 : v->t1_ns;
+        for (int r = 0; r < c.n_ranks && w1 > w0; r++)
+          {
+            double pb = pp_timeline_model_planned_bubble (m, r, INT64_MIN, INT64_MAX);
+            if (pb >= 0)
+              {
+                sum_planned += pb;
+                n_planned++;
+              }
+          }
+        draw_header (&c, cr, c.bubble_n ? c.bubble_sum / c.bubble_n : -1,
+                     n_planned == c.n_ranks && n_planned > 0 ? sum_planned / n_planned : -1);
+      }
+    if (v->show_legend)
+      draw_legend (&c, cr);
+  }
+out:
+  cairo_restore (cr);
+  free (c.cov);
+  free (c.strip);
+  free (c.boxes);
+}
+
+/* ---- hit testing ---------------------------------------------------------------------- */
+
+int
+pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, double y,
+                 PpTimelineHit *out)
+{
+  PpTimelineLayout l;
+  int n, r, lane;
+  double dy;
+
+  if (out == NULL)
+    return 0;
+  out->rank = -1;
+  out->index = -1;
+  out->planned = 0;
+  if (m == NULL || v == NULL)
+    return 0;
+  pp_timeline_layout (m, v, &l);
+  n = pp_timeline_model_n_ranks (m);
+  if (x < l.x0 || x > l.x1 || y < l.rows_y || n <= 0 || l.row_h <= 0)
+    return 0;
+  r = (int) floor ((y - l.rows_y) / l.row_h);
+  if (r >= n)
+    return 0;
+  out->rank = r;
+  dy = y - l.rows_y - r * l.row_h;
+  if (dy < l.block_h)
+    lane = LANE_BLOCK;
+  else if (dy < l.block_h + l.thin_h)
+    lane = LANE_THIN;
+  else if (dy < l.block_h + l.thin_h + l.plan_h)
+    lane = 3;
+  else
+    return 0;
+
+  int64_t t = pp_timeline_t_of (v, &l, x);
+  int64_t tol = (int64_t) (2.0 * (double) (v->t1_ns - v->t0_ns) / (l.x1 - l.x0)) + 1;
+
+  if (lane == 3)
+    {
+      const PpTimelinePlanned *p = pp_timeline_model_planned (m, r);
+      size_t np = pp_timeline_model_n_planned (m, r);
+      long best = -1;
+      int64_t best_d = INT64_MAX;
+      int64_t p0, p1;
+      plan_extent (m, &p0, &p1);
+      for (size_t copy = 0; copy < plan_copies (m, p0); copy++)
+        {
+          int64_t tt = t - plan_shift (m, p0, copy);
+          for (size_t k = 0; k < np; k++)
+            {
+              if (plan_span_kind (p[k].kind) < 0)
+                continue;
+              int64_t d = tt < p[k].start_ns ? p[k].start_ns - tt
+                          : tt > p[k].end_ns ? tt - p[k].end_ns : 0;
+              if (d <= tol && d < best_d)
+                {
+                  best = (long) k;
+                  best_d = d;
+                }
+            }
+        }
+      out->index = best;
+      out->planned = best >= 0;
+      return best >= 0;
+    }
+
+  /* The span containing t (the shortest, so a kernel beats its block), else
+   * the nearest within two pixels. */
+  const PpSpan *sp = pp_timeline_model_spans (m, r);
+  size_t ns = pp_timeline_model_n_spans (m, r);
+  long best = -1;
+  int64_t best_d = INT64_MAX, best_len = INT64_MAX;
+  double kernel_from = l.block_h + l.thin_h * 0.5;
+  for (size_t i = pp_timeline_model_first_overlapping (m, r, t - tol);
+       i < ns && sp[i].start_ns <= t + tol; i++)
+    {
+      int sl = sp[i].kind < PP_N_SPAN_KINDS ? lane_of (sp[i].kind) : LANE_NONE;
+      if (sl == LANE_NONE)
+        continue;
+      if (lane == LANE_BLOCK ? sl != LANE_BLOCK : sl == LANE_BLOCK)
+        continue;
+      /* In the thin lane, kernels are in its lower half. */
+      if (lane == LANE_THIN && sl == LANE_KERNEL && dy < kernel_from)
+        continue;
+      int64_t d = t < sp[i].start_ns ? sp[i].start_ns - t : t > sp[i].end_ns ? t - sp[i].end_ns : 0;
+      int64_t len = sp[i].end_ns - sp[i].start_ns;
+      if (d > tol)
+        continue;
+      if (d < best_d || (d == best_d && len < best_len))
+        {
+          best = (long) i;
+          best_d = d;
+          best_len = len;
+        }
+    }
+  out->index = best;
+  return best >= 0;
+}
+
+/* ---- export ---------------------------------------------------------------------------- */
+
+PpStatus
+pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const char *path,
+                    PpError *err)
+{
+  PpTimelineView view;
+  const char *dot;
+  cairo_surface_t *s;
+  cairo_status_t cs;
+  cairo_t *cr;
+  int kind;   /* 0 png, 1 svg, 2 pdf */
+
+  if (m == NULL || v == NULL || path == NULL)
+    return pp_error_set (err, PP_EINVAL, "nothing to export");
+  view = *v;
+  view.show_header = 1;
+  view.show_legend = 1;
+  if (view.width < 1 || view.height < 1 || view.width > 32767 || view.height > 32767)
+    return pp_error_set (err, PP_EINVAL, "%s: size %.0fx%.0f is out of range (1 to 32767 px)",
+                         path, view.width, view.height);
+  dot = strrchr (path, '.');
+  if (dot != NULL && strcasecmp (dot, ".png") == 0)
+    kind = 0;
+  else if (dot != NULL && strcasecmp (dot, ".svg") == 0)
+    kind = 1;
+  else if (dot != NULL && strcasecmp (dot, ".pdf") == 0)
+    kind = 2;
+  else
+    return pp_error_set (err, PP_EINVAL, "%s: unknown image type; name the file .png, .svg or .pdf",
+                         path);
+
+  if (kind == 0)
+    s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (view.width),
+                                    (int) ceil (view.height));
+  else if (kind == 1)
+    s = cairo_svg_surface_create (path, view.width, view.height);
+  else
+    s = cairo_pdf_surface_create (path, view.width, view.height);
+  cs = cairo_surface_status (s);
+  if (cs != CAIRO_STATUS_SUCCESS)
+    {
+      cairo_surface_destroy (s);
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+    }
+  cr = cairo_create (s);
+  pp_timeline_render (cr, m, &view);
+  cs = cairo_status (cr);
+  cairo_destroy (cr);
+  if (cs == CAIRO_STATUS_SUCCESS && kind == 0)
+    cs = cairo_surface_write_to_png (s, path);
+  cairo_surface_finish (s);
+  if (cs == CAIRO_STATUS_SUCCESS)
+    cs = cairo_surface_status (s);
+  cairo_surface_destroy (s);
+  if (cs != CAIRO_STATUS_SUCCESS)
+    return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+  return PP_OK;
+}

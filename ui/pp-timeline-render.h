@@ -1,0 +1,76 @@
+/* pp-timeline-render.h — the one drawing function of the timeline.
+ *
+ * pp_timeline_render draws the Gantt chart of a PpTimelineModel with cairo:
+ * the widget calls it on screen, `pipescope-cli render` and the app's
+ * screenshot call it on PNG/SVG/PDF surfaces, the pixel tests on an image
+ * surface.  What the window shows is what the report gets.
+ *
+ * Layout, top to bottom: an optional header (run description), the time ruler
+ * (units adapt to the zoom), one row per rank (label on the left; a block lane
+ * colored by kind with the micro-batch number inside a block when it fits and
+ * the stage told apart by shade for interleaved/V schedules; a thin lane
+ * below for sends, receives and waits; the plan lane under it when asked),
+ * step boundaries as vertical lines, and an optional legend.  The bubble —
+ * time a rank sits idle or waits between its first and last work — is filled
+ * in its own color under the blocks.  Spans narrower than a pixel are
+ * aggregated per pixel column; a million spans never become a million
+ * rectangles.
+ */
+#pragma once
+
+#include <cairo.h>
+#include <stdint.h>
+
+#include "pp-timeline-model.h"
+
+typedef struct {
+  int64_t t0_ns, t1_ns;     /* visible time range, on the spans' clock */
+  double  width, height;    /* of the drawing, in cairo units (px) */
+  int     show_header;      /* run description at the top (exports) */
+  int     show_legend;      /* legend at the bottom */
+  int     show_plan;        /* the plan lane under each rank */
+  int     dark;             /* palette for a dark background */
+  int     hover_rank;       /* highlight: rank and span index, -1 for none */
+  long    hover_index;
+  int     selected_rank;
+  long    selected_index;
+} PpTimelineView;
+
+/* A view of the whole run at width x height, everything else off. */
+void    pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m,
+                               double width, double height);
+
+void    pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v);
+
+/* Geometry shared with the widget (hit testing, scrolling). */
+typedef struct {
+  double  x0, x1;           /* plot area, x */
+  double  ruler_y, ruler_h;
+  double  rows_y;           /* first row's top */
+  double  row_h;            /* one rank: block lane + thin lane (+ plan lane) + gap */
+  double  block_h, thin_h, plan_h;
+} PpTimelineLayout;
+
+void    pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v,
+                            PpTimelineLayout *out);
+double  pp_timeline_x_of (const PpTimelineView *v, const PpTimelineLayout *l, int64_t t_ns);
+int64_t pp_timeline_t_of (const PpTimelineView *v, const PpTimelineLayout *l, double x);
+
+typedef struct {
+  int   rank;
+  long  index;              /* into pp_timeline_model_spans (rank), -1 if none */
+  int   planned;            /* 1: a plan entry (index into planned) */
+} PpTimelineHit;
+
+/* What is under (x, y): a span of the block or thin lane, or a plan entry. */
+int     pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, double y,
+                         PpTimelineHit *out);
+
+/* The palette (colorblind-safe, Okabe–Ito based); kind is a PpSpanKind, or
+ * -1 for the bubble. */
+void    pp_timeline_color (int kind, int dark, double rgb[3]);
+
+/* Writes the timeline to path as PNG, SVG or PDF (by extension) at
+ * width x height with header and legend; one-line errors. */
+PpStatus pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v,
+                             const char *path, PpError *err);
