@@ -1,0 +1,166 @@
+/* pp-application.c — command line (FILE, --attach JOB, --self-test), the
+ * app-wide actions and keyboard shortcuts. */
+#include "pp-application.h"
+
+#include "pp-window.h"
+
+struct _PpApplication
+{
+  AdwApplication parent_instance;
+};
+
+G_DEFINE_FINAL_TYPE (PpApplication, pp_application, ADW_TYPE_APPLICATION)
+
+static const GOptionEntry options[] = {
+  { "attach", 'a', 0, G_OPTION_ARG_STRING, NULL,
+    "Attach to a running job (pid, name, socket or HOST:PORT)", "JOB" },
+  { "token", 't', 0, G_OPTION_ARG_STRING, NULL, "Token of a job served on TCP", "TOKEN" },
+  { "no-run", 0, 0, G_OPTION_ARG_NONE, NULL, "Do not start the default run", NULL },
+  { "self-test", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, NULL,
+    "Drive the window from inside (tests): run or attach", "MODE" },
+  { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, "[FILE…]" },
+  { NULL }
+};
+
+char *
+pp_application_find_cli (void)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  if (self)
+    {
+      g_autofree char *dir = g_path_get_dirname (self);
+      g_autofree char *beside = g_build_filename (dir, "pipescope-cli", NULL);
+      if (g_file_test (beside, G_FILE_TEST_IS_EXECUTABLE))
+        return g_steal_pointer (&beside);
+    }
+  return g_find_program_in_path ("pipescope-cli");
+}
+
+static int
+pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline)
+{
+  GVariantDict *opts = g_application_command_line_get_options_dict (cmdline);
+  const char *attach = NULL, *token = NULL, *self_test = NULL;
+  g_autofree const char **files = NULL;
+  gboolean no_run = FALSE;
+
+  g_variant_dict_lookup (opts, "attach", "&s", &attach);
+  g_variant_dict_lookup (opts, "token", "&s", &token);
+  g_variant_dict_lookup (opts, "self-test", "&s", &self_test);
+  g_variant_dict_lookup (opts, "no-run", "b", &no_run);
+  g_variant_dict_lookup (opts, G_OPTION_REMAINING, "^a&ay", &files);
+
+  if (self_test && !g_strv_contains ((const char *const[]) { "run", "attach", "demo", "demo-compare",
+                                                             "demo-attach", "demo-screenshot", NULL },
+                                      self_test))
+    {
+      g_application_command_line_printerr (cmdline,
+                                           "pipescope: --self-test takes run, attach, demo or demo-compare\n");
+      return 2;
+    }
+
+  PpWindow *win = pp_window_new (GTK_APPLICATION (app));
+  gtk_window_present (GTK_WINDOW (win));
+
+  if (files && files[0])
+    {
+      for (guint i = 0; files[i]; i++)
+        {
+          g_autoptr (GFile) file = g_application_command_line_create_file_for_arg (cmdline, files[i]);
+          pp_window_open_file (win, file);
+        }
+    }
+  else if (attach)
+    pp_window_attach (win, attach, token);
+  else if (!no_run)
+    pp_window_run (win);
+
+  if (self_test)
+    pp_window_start_self_test (win, self_test);
+  return 0;
+}
+
+static void
+pp_application_activate (GApplication *app)
+{
+  PpWindow *win = pp_window_new (GTK_APPLICATION (app));
+  gtk_window_present (GTK_WINDOW (win));
+  pp_window_run (win);
+}
+
+static void
+quit_activated (GSimpleAction *action, GVariant *param, gpointer data)
+{
+  /* Each window stops its jobs as it closes; the app ends with the last. */
+  GList *windows = g_list_copy (gtk_application_get_windows (GTK_APPLICATION (data)));
+  for (GList *l = windows; l; l = l->next)
+    gtk_window_close (GTK_WINDOW (l->data));
+  g_list_free (windows);
+}
+
+static void
+about_activated (GSimpleAction *action, GVariant *param, gpointer data)
+{
+  const char *developers[] = { "The pipescope authors", NULL };
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (data));
+  adw_show_about_window (parent,
+                         "application-name", "pipescope",
+                         "application-icon", "io.github.pipescope.Pipescope",
+                         "developer-name", "The pipescope authors",
+                         "version", "0.1.0",
+                         "comments", "See your pipeline: a profiler and live schedule visualizer "
+                                     "for pipeline-parallel training.",
+                         "license-type", GTK_LICENSE_MIT_X11,
+                         "developers", developers,
+                         NULL);
+}
+
+static void
+pp_application_startup (GApplication *app)
+{
+  G_APPLICATION_CLASS (pp_application_parent_class)->startup (app);
+
+  static const GActionEntry entries[] = {
+    { "quit", quit_activated },
+    { "about", about_activated },
+  };
+  g_action_map_add_action_entries (G_ACTION_MAP (app), entries, G_N_ELEMENTS (entries), app);
+
+  static const struct { const char *action; const char *accels[2]; } accels[] = {
+    { "app.quit",               { "<Control>q", NULL } },
+    { "win.run",                { "<Control>r", NULL } },
+    { "win.open",               { "<Control>o", NULL } },
+    { "win.screenshot",         { "<Control>s", NULL } },
+    { "win.show-help-overlay",  { "<Control>question", NULL } },
+    { "win.zoom-fit",           { "<Control>0", NULL } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (accels); i++)
+    gtk_application_set_accels_for_action (GTK_APPLICATION (app), accels[i].action, accels[i].accels);
+}
+
+static void
+pp_application_class_init (PpApplicationClass *klass)
+{
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+  app_class->command_line = pp_application_command_line;
+  app_class->activate = pp_application_activate;
+  app_class->startup = pp_application_startup;
+}
+
+static void
+pp_application_init (PpApplication *self)
+{
+  g_application_add_main_option_entries (G_APPLICATION (self), options);
+  g_application_set_option_context_summary (G_APPLICATION (self),
+    "Without arguments, starts a 1F1B run (one rank per core, 2 to 4; 8 micro-batches) and shows it live.");
+}
+
+PpApplication *
+pp_application_new (void)
+{
+  /* Non-unique: every pipescope is its own process with its own jobs. */
+  return g_object_new (PP_TYPE_APPLICATION,
+                       "application-id", "io.github.pipescope.Pipescope",
+                       "flags", G_APPLICATION_HANDLES_COMMAND_LINE | G_APPLICATION_NON_UNIQUE,
+                       NULL);
+}

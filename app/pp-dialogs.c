@@ -1,0 +1,463 @@
+/* pp-dialogs.c — Attach…, Open…, Save Screenshot…, Export Chrome JSON…. */
+#include "pp-window-private.h"
+
+#include "pp-registry.h"
+#include "pp-timeline-render.h"
+
+/* ---- Open trace ------------------------------------------------------------------ */
+
+static void
+open_response (GtkNativeDialog *dialog, int response, PpWindow *self)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      pp_window_open_file (self, file);
+    }
+  g_object_unref (dialog);
+}
+
+void
+pp_window_show_open_dialog (PpWindow *self)
+{
+  GtkFileChooserNative *dialog =
+    gtk_file_chooser_native_new ("Open Trace", GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN,
+                                 "_Open", "_Cancel");
+  GtkFileFilter *filter = gtk_file_filter_new ();
+  gtk_file_filter_set_name (filter, "pipescope traces");
+  gtk_file_filter_add_pattern (filter, "*.pptrace");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  g_object_unref (filter);
+  filter = gtk_file_filter_new ();
+  gtk_file_filter_set_name (filter, "All files");
+  gtk_file_filter_add_pattern (filter, "*");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  g_object_unref (filter);
+  g_signal_connect (dialog, "response", G_CALLBACK (open_response), self);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+/* ---- Attach ------------------------------------------------------------------------ */
+
+typedef struct {
+  PpJobInfo *jobs;
+  size_t     n;
+} JobList;
+
+static void
+job_list_free (gpointer p)
+{
+  JobList *l = p;
+  free (l->jobs);
+  g_free (l);
+}
+
+static void
+list_jobs_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  JobList *l = g_new0 (JobList, 1);
+  PpError err = { 0 };
+  if (pp_registry_list (&l->jobs, &l->n, &err) != PP_OK)
+    {
+      job_list_free (l);
+      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err.msg);
+      return;
+    }
+  g_task_return_pointer (task, l, job_list_free);
+}
+
+static void
+attach_row_activated (GtkButton *button, PpWindow *self)
+{
+  const char *pid = g_object_get_data (G_OBJECT (button), "pp-pid");
+  pp_window_attach (self, pid, NULL);
+  if (self->attach_dialog)
+    gtk_window_destroy (GTK_WINDOW (self->attach_dialog));
+}
+
+static void
+list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  PpWindow *self = PP_WINDOW (source);
+  g_autoptr (GError) error = NULL;
+  JobList *l = g_task_propagate_pointer (G_TASK (result), &error);
+  if (!self->attach_dialog)
+    {
+      if (l)
+        job_list_free (l);
+      return;
+    }
+  GtkListBox *list = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-list");
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (list))))
+    gtk_list_box_remove (list, child);
+  g_array_set_size (self->attach_pids, 0);
+
+  if (!l || l->n == 0)
+    {
+      GtkWidget *row = adw_action_row_new ();
+      adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row),
+                                     l ? "No running jobs" : error->message);
+      adw_action_row_set_subtitle (ADW_ACTION_ROW (row),
+                                   "Jobs started with pipescope-cli run appear here while they run");
+      gtk_list_box_append (list, row);
+    }
+  for (size_t i = 0; l && i < l->n; i++)
+    {
+      const PpJobInfo *j = &l->jobs[i];
+      g_autoptr (GDateTime) started = g_date_time_new_from_unix_local (j->start_unix_ns / 1000000000);
+      g_autofree char *when = started ? g_date_time_format (started, "%H:%M:%S") : g_strdup ("?");
+      g_autofree char *sub = g_strdup_printf ("pid %d · %s · started %s%s%s", (int) j->pid,
+                                              j->schedule[0] ? j->schedule : "?", when,
+                                              j->tcp[0] ? " · tcp " : "", j->tcp);
+      GtkWidget *row = adw_action_row_new ();
+      adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), j->name);
+      adw_action_row_set_subtitle (ADW_ACTION_ROW (row), sub);
+      gtk_widget_set_tooltip_text (row, j->cmdline);
+      GtkWidget *button = gtk_button_new_with_label ("Attach");
+      gtk_widget_set_valign (button, GTK_ALIGN_CENTER);
+      gtk_widget_add_css_class (button, "suggested-action");
+      g_object_set_data_full (G_OBJECT (button), "pp-pid", g_strdup_printf ("%d", (int) j->pid), g_free);
+      g_signal_connect (button, "clicked", G_CALLBACK (attach_row_activated), self);
+      adw_action_row_add_suffix (ADW_ACTION_ROW (row), button);
+      adw_action_row_set_activatable_widget (ADW_ACTION_ROW (row), button);
+      gtk_list_box_append (list, row);
+      int pid = j->pid;
+      g_array_append_val (self->attach_pids, pid);
+    }
+  if (l)
+    job_list_free (l);
+}
+
+static void
+attach_refresh (PpWindow *self)
+{
+  g_autoptr (GTask) task = g_task_new (self, NULL, list_jobs_done, NULL);
+  g_task_run_in_thread (task, list_jobs_thread);
+}
+
+static void
+attach_remote (GtkButton *button, PpWindow *self)
+{
+  GtkEditable *addr = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-addr");
+  GtkEditable *token = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-token");
+  const char *a = gtk_editable_get_text (addr);
+  if (!a || !*a)
+    {
+      pp_window_toast (self, "Give HOST:PORT of a job served with --listen");
+      return;
+    }
+  pp_window_attach (self, a, gtk_editable_get_text (token));
+  gtk_window_destroy (GTK_WINDOW (self->attach_dialog));
+}
+
+static void
+attach_dialog_destroyed (GtkWidget *dialog, PpWindow *self)
+{
+  self->attach_dialog = NULL;
+}
+
+void
+pp_window_show_attach_dialog (PpWindow *self)
+{
+  if (self->attach_dialog)
+    {
+      gtk_window_present (GTK_WINDOW (self->attach_dialog));
+      return;
+    }
+  if (!self->attach_pids)
+    self->attach_pids = g_array_new (FALSE, FALSE, sizeof (int));
+
+  GtkWidget *win = adw_window_new ();
+  gtk_window_set_title (GTK_WINDOW (win), "Attach to Job");
+  gtk_window_set_modal (GTK_WINDOW (win), TRUE);
+  gtk_window_set_transient_for (GTK_WINDOW (win), GTK_WINDOW (self));
+  gtk_window_set_default_size (GTK_WINDOW (win), 560, 520);
+  gtk_window_set_destroy_with_parent (GTK_WINDOW (win), TRUE);
+
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *header = adw_header_bar_new ();
+  GtkWidget *refresh = gtk_button_new_from_icon_name ("view-refresh-symbolic");
+  gtk_widget_set_tooltip_text (refresh, "Refresh the list of jobs");
+  g_signal_connect_swapped (refresh, "clicked", G_CALLBACK (attach_refresh), self);
+  adw_header_bar_pack_start (ADW_HEADER_BAR (header), refresh);
+  gtk_box_append (GTK_BOX (box), header);
+
+  GtkWidget *page = adw_preferences_page_new ();
+  GtkWidget *jobs = adw_preferences_group_new ();
+  adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (jobs), "Running Jobs");
+  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (jobs), "On this machine, from the job registry");
+  GtkWidget *list = gtk_list_box_new ();
+  gtk_list_box_set_selection_mode (GTK_LIST_BOX (list), GTK_SELECTION_NONE);
+  gtk_widget_add_css_class (list, "boxed-list");
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (jobs), list);
+  adw_preferences_page_add (ADW_PREFERENCES_PAGE (page), ADW_PREFERENCES_GROUP (jobs));
+
+  GtkWidget *remote = adw_preferences_group_new ();
+  adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (remote), "Remote Job");
+  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (remote),
+                                         "A job started with --listen HOST:PORT prints its token");
+  GtkWidget *addr = adw_entry_row_new ();
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (addr), "HOST:PORT");
+  GtkWidget *token = adw_password_entry_row_new ();
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (token), "Token");
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), addr);
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), token);
+  GtkWidget *go = gtk_button_new_with_label ("Attach");
+  gtk_widget_add_css_class (go, "suggested-action");
+  gtk_widget_add_css_class (go, "pill");
+  gtk_widget_set_halign (go, GTK_ALIGN_CENTER);
+  gtk_widget_set_margin_top (go, 12);
+  g_signal_connect (go, "clicked", G_CALLBACK (attach_remote), self);
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), go);
+  adw_preferences_page_add (ADW_PREFERENCES_PAGE (page), ADW_PREFERENCES_GROUP (remote));
+  gtk_widget_set_vexpand (page, TRUE);
+  gtk_box_append (GTK_BOX (box), page);
+  adw_window_set_content (ADW_WINDOW (win), box);
+
+  g_object_set_data (G_OBJECT (win), "pp-list", list);
+  g_object_set_data (G_OBJECT (win), "pp-addr", addr);
+  g_object_set_data (G_OBJECT (win), "pp-token", token);
+  g_signal_connect (win, "destroy", G_CALLBACK (attach_dialog_destroyed), self);
+  self->attach_dialog = win;
+  g_array_set_size (self->attach_pids, 0);
+  attach_refresh (self);
+  gtk_window_present (GTK_WINDOW (win));
+}
+
+/* ---- Save screenshot ------------------------------------------------------------------ */
+
+gboolean
+pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, int width,
+                           int height, GError **error)
+{
+  PpRun *run = self->shown[0];
+  if (!run)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Nothing to save: select a run first");
+      return FALSE;
+    }
+  PpTimelineModel *m = pp_run_get_model (run);
+  PpTimelineView v;
+  if (as_shown)
+    {
+      pp_timeline_widget_get_view (self->timeline[0], &v);
+      v.width = width;
+      v.height = height;
+    }
+  else
+    {
+      pp_timeline_view_init (&v, m, width, height);
+      v.show_plan = gtk_toggle_button_get_active (self->plan_toggle);
+    }
+  /* A report gets the description and the legend, on white. */
+  v.show_header = 1;
+  v.show_legend = 1;
+  v.dark = 0;
+  v.hover_rank = -1;
+  v.hover_index = -1;
+  PpError err = { 0 };
+  if (pp_timeline_export (m, &v, path, &err) != PP_OK)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", err.msg);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+typedef struct {
+  PpWindow      *self;
+  GtkWidget     *dialog;
+  GtkDropDown   *format;
+  GtkDropDown   *range;
+  GtkSpinButton *width;
+  GtkSpinButton *height;
+} ShotDialog;
+
+static const char *const shot_formats[] = { "PNG", "SVG", "PDF", NULL };
+static const char *const shot_exts[] = { "png", "svg", "pdf" };
+
+static void
+shot_file_response (GtkNativeDialog *chooser, int response, ShotDialog *d)
+{
+  PpWindow *self = d->self;
+  PpRun *run = self->shown[0];
+  if (response == GTK_RESPONSE_ACCEPT && run)
+    {
+      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (chooser));
+      g_autofree char *path = g_file_get_path (file);
+      guint fmt = gtk_drop_down_get_selected (d->format);
+      /* The format is the file's extension; add the chosen one if it has none. */
+      if (!g_str_has_suffix (path, ".png") && !g_str_has_suffix (path, ".svg") && !g_str_has_suffix (path, ".pdf"))
+        {
+          char *with = g_strconcat (path, ".", shot_exts[fmt], NULL);
+          g_free (path);
+          path = with;
+        }
+      g_autoptr (GError) error = NULL;
+      g_autofree char *msg = NULL;
+      if (pp_window_save_screenshot (self, path, gtk_drop_down_get_selected (d->range) == 0,
+                                     gtk_spin_button_get_value_as_int (d->width),
+                                     gtk_spin_button_get_value_as_int (d->height), &error))
+        msg = g_strdup_printf ("Saved %s", path);
+      else
+        msg = g_strdup (error->message);
+      pp_window_toast (self, msg);
+    }
+  g_object_unref (chooser);
+  gtk_window_destroy (GTK_WINDOW (d->dialog));
+}
+
+static void
+shot_save_clicked (GtkButton *button, ShotDialog *d)
+{
+  GtkFileChooserNative *chooser =
+    gtk_file_chooser_native_new ("Save Screenshot", GTK_WINDOW (d->dialog), GTK_FILE_CHOOSER_ACTION_SAVE,
+                                 "_Save", "_Cancel");
+  g_autofree char *name = g_strdup_printf ("pipescope-timeline.%s",
+                                           shot_exts[gtk_drop_down_get_selected (d->format)]);
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), name);
+  g_signal_connect (chooser, "response", G_CALLBACK (shot_file_response), d);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));
+}
+
+static GtkWidget *
+shot_row (const char *title, GtkWidget *control)
+{
+  GtkWidget *row = adw_action_row_new ();
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), title);
+  gtk_widget_set_valign (control, GTK_ALIGN_CENTER);
+  adw_action_row_add_suffix (ADW_ACTION_ROW (row), control);
+  return row;
+}
+
+void
+pp_window_show_screenshot_dialog (PpWindow *self)
+{
+  if (!self->shown[0])
+    {
+      pp_window_toast (self, "Nothing to save: select a run first");
+      return;
+    }
+  ShotDialog *d = g_new0 (ShotDialog, 1);
+  d->self = self;
+  d->dialog = adw_window_new ();
+  g_object_set_data_full (G_OBJECT (d->dialog), "pp-shot", d, g_free);
+  gtk_window_set_title (GTK_WINDOW (d->dialog), "Save Screenshot");
+  gtk_window_set_modal (GTK_WINDOW (d->dialog), TRUE);
+  gtk_window_set_transient_for (GTK_WINDOW (d->dialog), GTK_WINDOW (self));
+  gtk_window_set_default_size (GTK_WINDOW (d->dialog), 460, -1);
+  gtk_window_set_destroy_with_parent (GTK_WINDOW (d->dialog), TRUE);
+
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *header = adw_header_bar_new ();
+  adw_header_bar_set_show_end_title_buttons (ADW_HEADER_BAR (header), FALSE);
+  adw_header_bar_set_show_start_title_buttons (ADW_HEADER_BAR (header), FALSE);
+  GtkWidget *cancel = gtk_button_new_with_mnemonic ("_Cancel");
+  g_signal_connect_swapped (cancel, "clicked", G_CALLBACK (gtk_window_destroy), d->dialog);
+  adw_header_bar_pack_start (ADW_HEADER_BAR (header), cancel);
+  GtkWidget *save = gtk_button_new_with_mnemonic ("_Save…");
+  gtk_widget_add_css_class (save, "suggested-action");
+  g_signal_connect (save, "clicked", G_CALLBACK (shot_save_clicked), d);
+  adw_header_bar_pack_end (ADW_HEADER_BAR (header), save);
+  gtk_box_append (GTK_BOX (box), header);
+
+  d->format = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (shot_formats));
+  const char *ranges[] = { "As shown", "Whole run", NULL };
+  d->range = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (ranges));
+  d->width = GTK_SPIN_BUTTON (gtk_spin_button_new_with_range (200, 16384, 10));
+  gtk_spin_button_set_value (d->width, 1920);
+  d->height = GTK_SPIN_BUTTON (gtk_spin_button_new_with_range (150, 16384, 10));
+  gtk_spin_button_set_value (d->height, 1080);
+
+  GtkWidget *group = adw_preferences_group_new ();
+  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
+    "The timeline with the run's description and a legend, drawn by the same code as the window.");
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Format", GTK_WIDGET (d->format)));
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Time range", GTK_WIDGET (d->range)));
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Width (px)", GTK_WIDGET (d->width)));
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Height (px)", GTK_WIDGET (d->height)));
+  gtk_widget_set_margin_start (group, 18);
+  gtk_widget_set_margin_end (group, 18);
+  gtk_widget_set_margin_top (group, 18);
+  gtk_widget_set_margin_bottom (group, 18);
+  gtk_box_append (GTK_BOX (box), group);
+  adw_window_set_content (ADW_WINDOW (d->dialog), box);
+  gtk_window_present (GTK_WINDOW (d->dialog));
+}
+
+/* ---- Export Chrome JSON ------------------------------------------------------------------- */
+
+static void
+export_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  g_autoptr (PpWindow) self = data;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *err_text = NULL;
+  GSubprocess *child = G_SUBPROCESS (source);
+  const char *out = g_object_get_data (source, "pp-out");
+  g_autofree char *msg = NULL;
+  if (!g_subprocess_communicate_utf8_finish (child, result, NULL, &err_text, &error))
+    msg = g_strdup (error->message);
+  else if (!g_subprocess_get_successful (child))
+    msg = g_strdup_printf ("Export failed: %s", err_text && *err_text ? g_strstrip (err_text) : "?");
+  else
+    msg = g_strdup_printf ("Exported %s", out);
+  pp_window_toast (self, msg);
+}
+
+void
+pp_window_export_chrome_to (PpWindow *self, const char *out)
+{
+  PpRun *run = self->shown[0];
+  if (run && pp_run_get_trace_path (run) && self->cli_path)
+    {
+      g_autoptr (GError) error = NULL;
+      GSubprocess *child = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                                             &error, self->cli_path, "export", pp_run_get_trace_path (run),
+                                             "--format", "chrome", "-o", out, NULL);
+      if (!child)
+        pp_window_toast (self, error->message);
+      else
+        {
+          g_object_set_data_full (G_OBJECT (child), "pp-out", g_strdup (out), g_free);
+          g_subprocess_communicate_utf8_async (child, NULL, NULL, export_done, g_object_ref (self));
+          g_object_unref (child);
+        }
+    }
+}
+
+static void
+export_response (GtkNativeDialog *chooser, int response, PpWindow *self)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (chooser));
+      g_autofree char *out = g_file_get_path (file);
+      if (out)
+        pp_window_export_chrome_to (self, out);
+    }
+  g_object_unref (chooser);
+}
+
+void
+pp_window_export_chrome (PpWindow *self)
+{
+  PpRun *run = self->shown[0];
+  if (!run || !pp_run_get_trace_path (run))
+    {
+      pp_window_toast (self, "Nothing to export: select a run with a trace");
+      return;
+    }
+  if (!self->cli_path)
+    {
+      pp_window_toast (self, "pipescope-cli not found beside pipescope or on PATH");
+      return;
+    }
+  GtkFileChooserNative *chooser =
+    gtk_file_chooser_native_new ("Export Chrome Trace JSON", GTK_WINDOW (self),
+                                 GTK_FILE_CHOOSER_ACTION_SAVE, "_Export", "_Cancel");
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), "pipescope-trace.json");
+  g_signal_connect (chooser, "response", G_CALLBACK (export_response), self);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));
+}

@@ -1,0 +1,673 @@
+/* pp-run.c — a run: its model, and the thread that reads a live job into it. */
+#include "pp-run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "pp-live.h"
+#include "pp-trace.h"
+
+#define PP_RUN_ATTACH_TIMEOUT_US  (3 * G_USEC_PER_SEC)
+#define PP_RUN_BATCH_US           (33 * 1000)
+#define PP_RUN_FLUSH_US           (250 * 1000)
+
+/* ---- what the reader thread hands to the main loop ------------------------ */
+
+typedef enum {
+  BATCH_DATA,
+  BATCH_CONNECTED,
+  BATCH_ENDED,
+  BATCH_FAILED,
+} BatchKind;
+
+typedef struct {
+  PpTraceItem item;
+  gpointer    owned;      /* what item's pointers point into */
+} QueuedItem;
+
+typedef struct {
+  BatchKind  kind;
+  GPtrArray *items;       /* QueuedItem, DATA only */
+  char      *message;
+  int        pid;         /* CONNECTED: the job's pid, 0 if not in the registry */
+} Batch;
+
+static void
+queued_item_free (gpointer p)
+{
+  QueuedItem *q = p;
+  g_free (q->owned);
+  g_free (q);
+}
+
+static Batch *
+batch_new (BatchKind kind, const char *message)
+{
+  Batch *b = g_new0 (Batch, 1);
+  b->kind = kind;
+  if (kind == BATCH_DATA)
+    b->items = g_ptr_array_new_with_free_func (queued_item_free);
+  b->message = g_strdup (message);
+  return b;
+}
+
+static void
+batch_free (gpointer p)
+{
+  Batch *b = p;
+  if (b->items)
+    g_ptr_array_unref (b->items);
+  g_free (b->message);
+  g_free (b);
+}
+
+/* Items' pointers live until the next call on the client: copy them. */
+static QueuedItem *
+queued_item_copy (const PpTraceItem *item)
+{
+  QueuedItem *q = g_new0 (QueuedItem, 1);
+  q->item = *item;
+  switch (item->type)
+    {
+    case PP_TRACE_ITEM_DESCRIPTION:
+      q->owned = g_memdup2 (item->description, sizeof *item->description);
+      q->item.description = q->owned;
+      break;
+    case PP_TRACE_ITEM_PLAN:
+      q->owned = g_memdup2 (item->plan.actions, item->plan.n_actions * sizeof (PpTracePlanAction));
+      q->item.plan.actions = q->owned;
+      break;
+    case PP_TRACE_ITEM_STRING:
+      q->owned = g_strndup (item->string.name, item->string.length);
+      q->item.string.name = q->owned;
+      break;
+    default:
+      break;
+    }
+  return q;
+}
+
+/* Shared by the run (main thread) and its reader thread; the thread never
+ * touches the GObject. */
+typedef struct {
+  char         *job;
+  char         *token;
+  char         *copy_path;
+  GAsyncQueue  *queue;      /* Batch */
+  gint          stop;       /* atomic */
+} Live;
+
+static void
+live_clear (gpointer p)
+{
+  Live *l = p;
+  g_free (l->job);
+  g_free (l->token);
+  g_free (l->copy_path);
+  g_async_queue_unref (l->queue);
+}
+
+static gpointer
+live_thread (gpointer data)
+{
+  Live *l = data;
+  PpError err = { 0 };
+  PpLiveClient *client = NULL;
+  gint64 deadline = g_get_monotonic_time () + PP_RUN_ATTACH_TIMEOUT_US;
+
+  while (!g_atomic_int_get (&l->stop))
+    {
+      client = pp_live_client_connect (l->job, l->token, &err);
+      if (client || g_get_monotonic_time () > deadline)
+        break;
+      g_usleep (100 * 1000);
+    }
+  if (!client)
+    {
+      g_async_queue_push (l->queue, batch_new (BATCH_FAILED,
+                                               g_atomic_int_get (&l->stop) ? "stopped" : err.msg));
+      g_atomic_rc_box_release_full (l, live_clear);
+      return NULL;
+    }
+  /* The job's pid, for the list (a HOST:PORT job has none here). */
+  Batch *connected = batch_new (BATCH_CONNECTED, NULL);
+  PpJobInfo info;
+  if (pp_registry_find (l->job, &info, NULL) == PP_OK)
+    connected->pid = info.pid;
+  g_async_queue_push (l->queue, connected);
+
+  PpTraceWriter *copy = NULL;
+  if (l->copy_path)
+    {
+      PpError werr = { 0 };
+      copy = pp_trace_writer_new_path (l->copy_path, PP_TRACE_NATIVE, &werr);
+      if (!copy)
+        {
+          g_autofree char *msg = g_strdup_printf ("No copy of this run for export: %s", werr.msg);
+          g_async_queue_push (l->queue, batch_new (BATCH_DATA, msg));
+        }
+    }
+
+  Batch *batch = batch_new (BATCH_DATA, NULL);
+  gint64 last_push = g_get_monotonic_time (), last_flush = last_push;
+  const char *end_message = NULL;
+  char end_buf[PP_ERROR_MSG_MAX + 64];
+
+  for (;;)
+    {
+      PpTraceItem item;
+      if (g_atomic_int_get (&l->stop))
+        {
+          end_message = "detached";
+          break;
+        }
+      PpStatus st = pp_live_client_next (client, &item, 50, &err);
+      if (st != PP_OK)
+        {
+          g_snprintf (end_buf, sizeof end_buf, "stream error: %s", err.msg);
+          end_message = end_buf;
+          break;
+        }
+      if (item.type == PP_TRACE_ITEM_END && !item.need_more)
+        {
+          end_message = item.truncated ? "job ended mid-frame (killed?)" : "job ended";
+          break;
+        }
+      if (item.type != PP_TRACE_ITEM_END)
+        {
+          g_ptr_array_add (batch->items, queued_item_copy (&item));
+          if (copy && pp_trace_write_item (copy, &item, NULL) != PP_OK)
+            {
+              pp_trace_writer_close (copy, NULL);
+              copy = NULL;
+            }
+        }
+      gint64 now = g_get_monotonic_time ();
+      if (batch->items->len > 0 && (now - last_push >= PP_RUN_BATCH_US || batch->items->len >= 8192))
+        {
+          g_async_queue_push (l->queue, batch);
+          batch = batch_new (BATCH_DATA, NULL);
+          last_push = now;
+        }
+      if (copy && now - last_flush >= PP_RUN_FLUSH_US)
+        {
+          pp_trace_writer_flush (copy, NULL);
+          last_flush = now;
+        }
+    }
+
+  if (batch->items->len > 0)
+    g_async_queue_push (l->queue, batch);
+  else
+    batch_free (batch);
+  pp_trace_writer_close (copy, NULL);
+  pp_live_client_free (client);
+  g_async_queue_push (l->queue, batch_new (BATCH_ENDED, end_message));
+  g_atomic_rc_box_release_full (l, live_clear);
+  return NULL;
+}
+
+/* ---- the run ----------------------------------------------------------------- */
+
+struct _PpRun
+{
+  GObject          parent_instance;
+
+  PpTimelineModel *model;
+  PpRunState       state;
+  char            *title;
+  char            *status;
+  char            *trace_path;
+  char            *what;          /* "child", "attach", "file" */
+
+  /* live */
+  Live            *live;
+  GThread         *thread;
+  guint            drain_id;
+  int              pid;
+
+  /* child */
+  GSubprocess     *child;
+  GCancellable    *cancellable;
+  gboolean         child_exited;
+  int              child_status;  /* exit status, or 128 + signal */
+  char            *child_last_line;
+  gboolean         desc_seen;
+};
+
+G_DEFINE_FINAL_TYPE (PpRun, pp_run, G_TYPE_OBJECT)
+
+enum { PROP_0, PROP_STATE, PROP_TITLE, PROP_STATUS, N_PROPS };
+static GParamSpec *properties[N_PROPS];
+
+enum { SIGNAL_CHANGED, SIGNAL_MESSAGE, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+static void
+pp_run_set_status (PpRun *self, const char *status)
+{
+  if (g_strcmp0 (self->status, status) == 0)
+    return;
+  g_free (self->status);
+  self->status = g_strdup (status);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATUS]);
+}
+
+static void
+pp_run_set_title (PpRun *self, const char *title)
+{
+  if (g_strcmp0 (self->title, title) == 0)
+    return;
+  g_free (self->title);
+  self->title = g_strdup (title);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_TITLE]);
+}
+
+static void
+pp_run_set_state (PpRun *self, PpRunState state)
+{
+  if (self->state == state)
+    return;
+  self->state = state;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
+}
+
+static void
+pp_run_update_status (PpRun *self)
+{
+  g_autofree char *s = NULL;
+  size_t n = self->model ? pp_timeline_model_n_steps (self->model) : 0;
+  switch (self->state)
+    {
+    case PP_RUN_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
+    case PP_RUN_LIVE:     s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n); break;
+    case PP_RUN_ENDED:    s = g_strdup_printf ("ended · %zu steps", n); break;
+    case PP_RUN_FAILED:   s = g_strdup ("failed"); break;
+    case PP_RUN_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
+    default: break;
+    }
+  pp_run_set_status (self, s);
+}
+
+/* "1F1B · P=4 · M=8 (V=2)": short enough for the sidebar. */
+static char *
+pp_run_format_title (const char *schedule, int ranks, int microbatches, int stages_per_rank)
+{
+  if (stages_per_rank > 1)
+    return g_strdup_printf ("%s · P=%d · M=%d · V=%d", schedule, ranks, microbatches, stages_per_rank);
+  return g_strdup_printf ("%s · P=%d · M=%d", schedule, ranks, microbatches);
+}
+
+static void
+pp_run_title_from_description (PpRun *self)
+{
+  const PpTraceDescription *d = pp_timeline_model_description (self->model);
+  if (!d)
+    return;
+  g_autofree char *t = NULL;
+  t = pp_run_format_title (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual);
+  pp_run_set_title (self, t);
+  self->desc_seen = TRUE;
+}
+
+static void
+pp_run_dispose (GObject *object)
+{
+  PpRun *self = PP_RUN (object);
+
+  if (self->live)
+    g_atomic_int_set (&self->live->stop, 1);
+  if (self->thread)
+    {
+      g_thread_join (self->thread);
+      self->thread = NULL;
+    }
+  g_clear_handle_id (&self->drain_id, g_source_remove);
+  if (self->live)
+    {
+      Batch *b;
+      while ((b = g_async_queue_try_pop (self->live->queue)))
+        batch_free (b);
+      g_atomic_rc_box_release_full (self->live, live_clear);
+      self->live = NULL;
+    }
+  if (self->child && !self->child_exited)
+    g_subprocess_send_signal (self->child, SIGTERM);
+  if (self->cancellable)
+    g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_object (&self->child);
+
+  G_OBJECT_CLASS (pp_run_parent_class)->dispose (object);
+}
+
+static void
+pp_run_finalize (GObject *object)
+{
+  PpRun *self = PP_RUN (object);
+  pp_timeline_model_free (self->model);
+  g_free (self->title);
+  g_free (self->status);
+  g_free (self->trace_path);
+  g_free (self->what);
+  g_free (self->child_last_line);
+  G_OBJECT_CLASS (pp_run_parent_class)->finalize (object);
+}
+
+static void
+pp_run_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  PpRun *self = PP_RUN (object);
+  switch (prop_id)
+    {
+    case PROP_STATE:  g_value_set_int (value, self->state); break;
+    case PROP_TITLE:  g_value_set_string (value, self->title); break;
+    case PROP_STATUS: g_value_set_string (value, self->status); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+pp_run_class_init (PpRunClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  object_class->dispose = pp_run_dispose;
+  object_class->finalize = pp_run_finalize;
+  object_class->get_property = pp_run_get_property;
+
+  properties[PROP_STATE] = g_param_spec_int ("state", NULL, NULL, 0, PP_RUN_FILE, 0,
+                                             G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_TITLE] = g_param_spec_string ("title", NULL, NULL, NULL,
+                                                G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_STATUS] = g_param_spec_string ("status", NULL, NULL, NULL,
+                                                 G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  signals[SIGNAL_CHANGED] = g_signal_new ("changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                          0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  signals[SIGNAL_MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                          0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void
+pp_run_init (PpRun *self)
+{
+  self->model = pp_timeline_model_new ();
+}
+
+/* The main-loop side of the reader thread: ~30 times a second. */
+static gboolean
+pp_run_drain (gpointer data)
+{
+  PpRun *self = data;
+  Batch *b;
+  gboolean changed = FALSE, finished = FALSE;
+
+  while (!finished && (b = g_async_queue_try_pop (self->live->queue)))
+    {
+      switch (b->kind)
+        {
+        case BATCH_DATA:
+          if (b->message)
+            g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, b->message);
+          for (guint i = 0; i < b->items->len; i++)
+            {
+              QueuedItem *q = g_ptr_array_index (b->items, i);
+              if (pp_timeline_model_add (self->model, &q->item))
+                changed = TRUE;
+            }
+          break;
+        case BATCH_CONNECTED:
+          if (self->pid == 0)
+            self->pid = b->pid;
+          pp_run_set_state (self, PP_RUN_LIVE);
+          break;
+        case BATCH_ENDED:
+        case BATCH_FAILED:
+          {
+            g_autofree char *msg = NULL;
+            const char *why = b->message;
+            if (b->kind == BATCH_FAILED && self->child_exited && self->child_last_line)
+              why = self->child_last_line;
+            pp_run_set_state (self, b->kind == BATCH_ENDED ? PP_RUN_ENDED : PP_RUN_FAILED);
+            msg = g_strdup_printf ("%s: %s", self->title, why ? why : "ended");
+            g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
+            finished = TRUE;
+          }
+          break;
+        default:
+          break;
+        }
+      batch_free (b);
+    }
+
+  if (changed && !self->desc_seen)
+    pp_run_title_from_description (self);
+  pp_run_update_status (self);
+  if (changed)
+    g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
+
+  if (finished)
+    {
+      g_thread_join (self->thread);
+      self->thread = NULL;
+      self->drain_id = 0;
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static char *
+pp_run_copy_path (const char *label)
+{
+  g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "pipescope", "runs", NULL);
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    {
+      g_free (dir);
+      dir = g_build_filename (g_get_tmp_dir (), "pipescope-runs", NULL);
+      if (g_mkdir_with_parents (dir, 0700) != 0)
+        return NULL;
+    }
+  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+  g_autofree char *stamp = g_date_time_format (now, "%Y%m%d-%H%M%S");
+  g_autofree char *safe = g_strdup (label);
+  g_strcanon (safe, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", '_');
+  static guint counter;
+  g_autofree char *name = g_strdup_printf ("%s-%d-%u-%s.pptrace", stamp, (int) getpid (), ++counter, safe);
+  return g_build_filename (dir, name, NULL);
+}
+
+static void
+pp_run_start_live (PpRun *self, const char *job, const char *token)
+{
+  Live *l = g_atomic_rc_box_new0 (Live);
+  l->job = g_strdup (job);
+  l->token = g_strdup (token);
+  l->copy_path = pp_run_copy_path (job);
+  l->queue = g_async_queue_new_full (batch_free);
+  self->live = l;
+  self->trace_path = g_strdup (l->copy_path);
+  self->thread = g_thread_new ("pp-live", live_thread, g_atomic_rc_box_acquire (l));
+  self->drain_id = g_timeout_add (33, pp_run_drain, self);
+  pp_run_update_status (self);
+}
+
+static void
+pp_run_stderr_line_cb (GObject *source, GAsyncResult *result, gpointer data)
+{
+  g_autoptr (PpRun) self = data;
+  g_autofree char *line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (source),
+                                                                      result, NULL, NULL);
+  if (!line)
+    return;
+  if (g_getenv ("PIPESCOPE_DEBUG"))
+    g_printerr ("child: %s\n", line);
+  g_strstrip (line);
+  if (*line)
+    {
+      g_free (self->child_last_line);
+      self->child_last_line = g_strdup (line);
+    }
+  g_data_input_stream_read_line_async (G_DATA_INPUT_STREAM (source), G_PRIORITY_DEFAULT,
+                                       self->cancellable, pp_run_stderr_line_cb, g_object_ref (self));
+}
+
+static void
+pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
+{
+  g_autoptr (PpRun) self = data;
+  GSubprocess *child = G_SUBPROCESS (source);
+  if (!g_subprocess_wait_finish (child, result, NULL))
+    return;
+  self->child_exited = TRUE;
+  if (g_subprocess_get_if_signaled (child))
+    self->child_status = 128 + g_subprocess_get_term_sig (child);
+  else
+    self->child_status = g_subprocess_get_exit_status (child);
+  /* Exited before it served anything: the reader need not wait its 3 s. */
+  if (self->state == PP_RUN_STARTING && self->live)
+    g_atomic_int_set (&self->live->stop, 1);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
+}
+
+PpRun *
+pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
+                  int stages_per_rank, const char *backend, GError **error)
+{
+  g_return_val_if_fail (cli_path && schedule, NULL);
+
+  char p[16], m[16], v[16], layers[16];
+  g_snprintf (p, sizeof p, "%d", ranks);
+  g_snprintf (m, sizeof m, "%d", microbatches);
+  g_snprintf (v, sizeof v, "%d", stages_per_rank);
+  /* Every stage needs a block of its own. */
+  g_snprintf (layers, sizeof layers, "%d", MAX (8, ranks * MAX (stages_per_rank, 1) * 2));
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *fixed[] = { cli_path, "run", "-s", schedule, "-p", p, "-m", m };
+  for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+    g_ptr_array_add (argv, (gpointer) fixed[i]);
+  if (stages_per_rank > 0)
+    {
+      g_ptr_array_add (argv, "-v");
+      g_ptr_array_add (argv, v);
+    }
+  /* Big enough that one action takes about a millisecond on a CPU: with
+   * microsecond actions, handing work between threads is all one measures. */
+  char batch[16];
+  g_snprintf (batch, sizeof batch, "%d", 8 * microbatches);
+  const char *tail[] = { "--steps", "300", "--layers", layers, "--width", "256",
+                         "--batch", batch, "--backend", backend ? backend : "auto" };
+  for (guint i = 0; i < G_N_ELEMENTS (tail); i++)
+    g_ptr_array_add (argv, (gpointer) tail[i]);
+  g_ptr_array_add (argv, NULL);
+
+  g_autoptr (GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  GSubprocess *child = g_subprocess_launcher_spawnv (launcher, (const char *const *) argv->pdata, error);
+  if (!child)
+    return NULL;
+
+  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  self->what = g_strdup ("child");
+  self->child = child;
+  self->cancellable = g_cancellable_new ();
+  self->pid = atoi (g_subprocess_get_identifier (child));
+  self->title = pp_run_format_title (schedule, ranks, microbatches, stages_per_rank);
+
+  GDataInputStream *err_stream = g_data_input_stream_new (g_subprocess_get_stderr_pipe (child));
+  g_data_input_stream_read_line_async (err_stream, G_PRIORITY_DEFAULT, self->cancellable,
+                                       pp_run_stderr_line_cb, g_object_ref (self));
+  g_object_unref (err_stream);
+  g_subprocess_wait_async (child, self->cancellable, pp_run_child_exited_cb, g_object_ref (self));
+
+  /* The same path as attaching to a job started elsewhere: by pid. */
+  char pid[16];
+  g_snprintf (pid, sizeof pid, "%d", self->pid);
+  pp_run_start_live (self, pid, NULL);
+  return self;
+}
+
+PpRun *
+pp_run_new_attach (const char *job, const char *token)
+{
+  g_return_val_if_fail (job != NULL, NULL);
+  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  self->what = g_strdup ("attach");
+  self->title = g_strdup_printf ("job %s", job);
+  pp_run_start_live (self, job, token && *token ? token : NULL);
+  return self;
+}
+
+PpRun *
+pp_run_new_file (PpTimelineModel *model, const char *path)
+{
+  g_return_val_if_fail (model && path, NULL);
+  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  pp_timeline_model_free (self->model);
+  self->model = model;
+  self->what = g_strdup ("file");
+  self->trace_path = g_strdup (path);
+  self->title = g_path_get_basename (path);
+  self->state = PP_RUN_FILE;
+  pp_run_title_from_description (self);
+  pp_run_update_status (self);
+  return self;
+}
+
+PpTimelineModel *pp_run_get_model (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->model; }
+PpRunState pp_run_get_state (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), 0); return self->state; }
+const char *pp_run_get_title (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->title; }
+const char *pp_run_get_status (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->status; }
+const char *pp_run_get_trace_path (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->trace_path; }
+int pp_run_get_pid (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), 0); return self->pid; }
+gboolean pp_run_is_child (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), FALSE); return self->child != NULL; }
+
+gboolean
+pp_run_child_running (PpRun *self)
+{
+  g_return_val_if_fail (PP_IS_RUN (self), FALSE);
+  return self->child && !self->child_exited;
+}
+
+gboolean
+pp_run_has_spans_on_every_rank (PpRun *self)
+{
+  g_return_val_if_fail (PP_IS_RUN (self), FALSE);
+  const PpTraceDescription *d = pp_timeline_model_description (self->model);
+  int n = d ? d->n_ranks : pp_timeline_model_n_ranks (self->model);
+  if (n <= 0)
+    return FALSE;
+  for (int r = 0; r < n; r++)
+    if (pp_timeline_model_n_spans (self->model, r) == 0)
+      return FALSE;
+  return TRUE;
+}
+
+void
+pp_run_stop (PpRun *self)
+{
+  g_return_if_fail (PP_IS_RUN (self));
+  if (self->child)
+    {
+      /* The job ends cleanly on SIGTERM and closes the stream itself. */
+      if (!self->child_exited)
+        g_subprocess_send_signal (self->child, SIGTERM);
+    }
+  else if (self->live)
+    g_atomic_int_set (&self->live->stop, 1);
+}
+
+void
+pp_run_kill (PpRun *self)
+{
+  g_return_if_fail (PP_IS_RUN (self));
+  if (self->child && !self->child_exited)
+    g_subprocess_force_exit (self->child);
+}

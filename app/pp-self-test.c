@@ -1,0 +1,445 @@
+/* pp-self-test.c — `pipescope --self-test=run|attach`: the window drives
+ * itself the way a person would (tests/test-app.c runs it under Xvfb).
+ * Prints one "self-test: ..." line per step and sets the exit status.
+ * `--self-test=demo|demo-compare|demo-attach|demo-screenshot` only sets the
+ * window up for a screenshot (a zoomed run, two runs compared, a dialog)
+ * and leaves it open. */
+#include "pp-window-private.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-registry.h"
+
+#define STEP_TIMEOUT_US (30 * G_USEC_PER_SEC)
+
+struct PpSelfTest
+{
+  PpWindow *win;
+  char     *mode;
+  int       step;
+  gint64    deadline;
+  guint     tick_id;
+  GArray   *pids;      /* our children */
+  gboolean  done;
+  char     *png, *svg, *json;
+};
+
+static int self_test_result = 0;
+
+int
+pp_window_self_test_result (void)
+{
+  return self_test_result;
+}
+
+static void
+say (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+static void
+say (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *s = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  printf ("self-test: %s\n", s);
+  fflush (stdout);
+}
+
+static void
+fail (struct PpSelfTest *t, const char *why)
+{
+  say ("FAIL: %s", why);
+  self_test_result = 1;
+  t->done = TRUE;
+  t->tick_id = 0;
+  gtk_window_close (GTK_WINDOW (t->win));
+}
+
+static PpRun *
+run_at (PpWindow *w, guint i)
+{
+  if (i >= g_list_model_get_n_items (G_LIST_MODEL (w->runs)))
+    return NULL;
+  PpRun *r = g_list_model_get_item (G_LIST_MODEL (w->runs), i);
+  g_object_unref (r);   /* the store keeps it */
+  return r;
+}
+
+static void
+next_step (struct PpSelfTest *t)
+{
+  t->step++;
+  t->deadline = g_get_monotonic_time () + STEP_TIMEOUT_US;
+}
+
+static void
+remember_pid (struct PpSelfTest *t, PpRun *r)
+{
+  int pid = pp_run_get_pid (r);
+  if (pp_run_is_child (r) && pid > 0)
+    g_array_append_val (t->pids, pid);
+}
+
+static gboolean
+tick_run (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRun *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  switch (t->step)
+    {
+    case 0:
+      if (!r0 || !pp_run_has_spans_on_every_rank (r0))
+        return FALSE;
+      {
+        PpTimelineModel *m = pp_run_get_model (r0);
+        say ("run 1 (pid %d) live: spans on all %d ranks (%zu spans)", pp_run_get_pid (r0),
+             pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m));
+        int want = CLAMP ((int) g_get_num_processors (), 2, 4);
+        if (pp_timeline_model_n_ranks (m) != want)
+          {
+            fail (t, "the default run should have one rank per core (2 to 4)");
+            return TRUE;
+          }
+        remember_pid (t, r0);
+      }
+      /* Values a schedule rejects are explained before the run. */
+      {
+        GListModel *names = gtk_drop_down_get_model (w->schedule);
+        guint dualpipe = GTK_INVALID_LIST_POSITION, onef1b = gtk_drop_down_get_selected (w->schedule);
+        for (guint i = 0; i < g_list_model_get_n_items (names); i++)
+          {
+            g_autoptr (GtkStringObject) s = g_list_model_get_item (names, i);
+            if (strcmp (gtk_string_object_get_string (s), "DualPipe") == 0)
+              dualpipe = i;
+          }
+        if (dualpipe != GTK_INVALID_LIST_POSITION)
+          {
+            gtk_drop_down_set_selected (w->schedule, dualpipe);
+            gtk_spin_button_set_value (w->ranks, 3);
+            gboolean enabled = g_action_group_get_action_enabled (G_ACTION_GROUP (w), "run");
+            say ("DualPipe with 3 ranks: Run %s, \"%s\"", enabled ? "enabled" : "disabled",
+                 gtk_label_get_text (w->verdict));
+            if (enabled || !*gtk_label_get_text (w->verdict))
+              {
+                fail (t, "a rejected configuration must disable Run and say why");
+                return TRUE;
+              }
+            gtk_drop_down_set_selected (w->schedule, onef1b);
+            gtk_spin_button_set_value (w->ranks, 4);
+          }
+      }
+      gtk_spin_button_set_value (w->microbatches, 12);
+      if (!g_action_group_get_action_enabled (G_ACTION_GROUP (w), "run"))
+        {
+          fail (t, "1F1B, 4 ranks, 12 micro-batches should be accepted");  /* ranks set to 4 above */
+          return TRUE;
+        }
+      g_action_group_activate_action (G_ACTION_GROUP (w), "run", NULL);
+      next_step (t);
+      return FALSE;
+
+    case 1:
+      if (!r1 || !pp_run_has_spans_on_every_rank (r1))
+        return FALSE;
+      {
+        const PpTraceDescription *d = pp_timeline_model_description (pp_run_get_model (r1));
+        say ("run 2 (pid %d) live: %s, %d micro-batches, spans on all ranks", pp_run_get_pid (r1),
+             pp_run_get_title (r1), d ? d->n_microbatches : -1);
+        if (!d || d->n_microbatches != 12)
+          {
+            fail (t, "the second run should have 12 micro-batches");
+            return TRUE;
+          }
+        remember_pid (t, r1);
+        if (!pp_run_has_spans_on_every_rank (r0))
+          {
+            fail (t, "the first run lost its data");
+            return TRUE;
+          }
+      }
+      /* Save Screenshot and Export, as their dialogs do once a file is chosen. */
+      {
+        g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "pipescope-self-test", NULL);
+        g_mkdir_with_parents (dir, 0700);
+        t->png = g_build_filename (dir, "shot.png", NULL);
+        t->svg = g_build_filename (dir, "shot.svg", NULL);
+        t->json = g_build_filename (dir, "run.json", NULL);
+        g_autoptr (GError) error = NULL;
+        if (!pp_window_save_screenshot (w, t->png, TRUE, 1920, 1080, &error) ||
+            !pp_window_save_screenshot (w, t->svg, FALSE, 1920, 1080, &error))
+          {
+            fail (t, error->message);
+            return TRUE;
+          }
+        g_autofree char *png = NULL;
+        gsize len = 0;
+        if (!g_file_get_contents (t->png, &png, &len, NULL) || len < 8 || memcmp (png, "\x89PNG", 4) != 0)
+          {
+            fail (t, "the screenshot is not a PNG");
+            return TRUE;
+          }
+        say ("saved %s (%zu bytes) and %s", t->png, (size_t) len, t->svg);
+        pp_window_export_chrome_to (w, t->json);
+      }
+      next_step (t);
+      return FALSE;
+
+    case 2:
+      {
+        g_autofree char *json = NULL;
+        gsize len = 0;
+        if (!g_file_get_contents (t->json, &json, &len, NULL) || len < 2)
+          return FALSE;
+        if (!strstr (json, "traceEvents") && json[0] != '[')
+          {
+            fail (t, "the Chrome export is not a trace");
+            return TRUE;
+          }
+        say ("exported Chrome JSON %s (%zu bytes)", t->json, (size_t) len);
+      }
+      /* Compare: both selected, two timelines. */
+      gtk_list_box_select_all (w->run_list);
+      if (w->shown[0] != r0 || w->shown[1] != r1 || !gtk_widget_get_visible (w->timeline_box[1]))
+        {
+          fail (t, "selecting two runs should show both");
+          return TRUE;
+        }
+      say ("two runs selected: two timelines");
+      next_step (t);
+      return FALSE;
+
+    case 3:
+      /* Let the comparison be drawn once, then close. */
+      say ("closing the window");
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+tick_attach (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRun *r0 = run_at (w, 0);
+  switch (t->step)
+    {
+    case 0:
+      if (!r0 || !pp_run_has_spans_on_every_rank (r0))
+        return FALSE;
+      say ("attached to pid %d: spans on all %d ranks (%zu spans)", pp_run_get_pid (r0),
+           pp_timeline_model_n_ranks (pp_run_get_model (r0)),
+           pp_timeline_model_n_spans_total (pp_run_get_model (r0)));
+      pp_window_show_attach_dialog (w);
+      next_step (t);
+      return FALSE;
+
+    case 1:
+      {
+        gboolean listed = FALSE;
+        for (guint i = 0; w->attach_pids && i < w->attach_pids->len; i++)
+          if (g_array_index (w->attach_pids, int, i) == pp_run_get_pid (r0))
+            listed = TRUE;
+        if (!listed)
+          {
+            /* The job may have ended on its own meanwhile: then it is not listed. */
+            if (pp_run_get_state (r0) == PP_RUN_ENDED)
+              say ("job ended before the dialog listed it");
+            else
+              return FALSE;
+          }
+        else
+          say ("the attach dialog lists pid %d", pp_run_get_pid (r0));
+        if (w->attach_dialog)
+          gtk_window_destroy (GTK_WINDOW (w->attach_dialog));
+        say ("attached");   /* the test kills the job now */
+        next_step (t);
+        return FALSE;
+      }
+
+    case 2:
+      if (pp_run_get_state (r0) != PP_RUN_ENDED)
+        return FALSE;
+      {
+        const char *sub = adw_window_title_get_subtitle (w->title);
+        say ("run ended: subtitle \"%s\", %zu spans kept", sub,
+             pp_timeline_model_n_spans_total (pp_run_get_model (r0)));
+        if (!pp_run_has_spans_on_every_rank (r0) || !strstr (sub, "ended"))
+          {
+            fail (t, "an ended run keeps its data and says it ended");
+            return TRUE;
+          }
+      }
+      say ("closing the window");
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* Zooms the first timeline to `count` steps from step `first` (from the
+ * end when first < 0). */
+static void
+zoom_to_steps (PpWindow *w, int first, int count)
+{
+  PpTimelineModel *m = pp_run_get_model (w->shown[0]);
+  size_t n = pp_timeline_model_n_steps (m);
+  const int64_t *starts = pp_timeline_model_step_starts (m);
+  if (n < 2)
+    return;
+  if (first < 0)
+    first = MAX (0, (int) n - 1 - count);
+  int last = MIN ((int) n - 1, first + count);
+  gint64 t0 = starts[first], t1 = starts[last];
+  gint64 pad = (t1 - t0) / 50;
+  if (t1 > t0)
+    pp_timeline_widget_set_range (w->timeline[0], t0 - pad, t1 + pad);
+}
+
+/* demo, demo-compare: set the window up for a screenshot and stay open. */
+static gboolean
+tick_demo (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRun *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  gboolean compare = strcmp (t->mode, "demo-compare") == 0;
+  switch (t->step)
+    {
+    case 0:
+      if (!r0 || pp_run_get_state (r0) != PP_RUN_ENDED)
+        return FALSE;
+      if (strcmp (t->mode, "demo-attach") == 0 || strcmp (t->mode, "demo-screenshot") == 0)
+        {
+          if (t->mode[5] == 'a')
+            pp_window_show_attach_dialog (w);
+          else
+            pp_window_show_screenshot_dialog (w);
+          say ("demo ready");
+          t->done = TRUE;
+          return TRUE;
+        }
+      if (!compare)
+        {
+          gtk_toggle_button_set_active (w->plan_toggle, TRUE);
+          zoom_to_steps (w, -1, 3);
+          say ("demo ready");
+          t->done = TRUE;
+          return TRUE;
+        }
+      gtk_spin_button_set_value (w->microbatches, 16);
+      g_action_group_activate_action (G_ACTION_GROUP (w), "run", NULL);
+      next_step (t);
+      return FALSE;
+    case 1:
+      if (!r1 || pp_run_get_state (r1) != PP_RUN_ENDED)
+        return FALSE;
+      gtk_list_box_select_all (w->run_list);
+      zoom_to_steps (w, 100, 3);
+      say ("demo ready");
+      t->done = TRUE;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+self_test_tick (gpointer data)
+{
+  struct PpSelfTest *t = data;
+  if (t->done)
+    {
+      t->tick_id = 0;
+      return G_SOURCE_REMOVE;
+    }
+  if (g_get_monotonic_time () > t->deadline)
+    {
+      g_autofree char *why = g_strdup_printf ("step %d of '%s' timed out", t->step, t->mode);
+      fail (t, why);
+      return G_SOURCE_REMOVE;
+    }
+  gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
+                    : strcmp (t->mode, "attach") == 0 ? tick_attach (t) : tick_demo (t);
+  if (finished)
+    {
+      t->tick_id = 0;
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+void
+pp_window_start_self_test (PpWindow *self, const char *mode)
+{
+  g_return_if_fail (PP_IS_WINDOW (self));
+  struct PpSelfTest *t = g_new0 (struct PpSelfTest, 1);
+  t->win = self;
+  t->mode = g_strdup (mode);
+  t->pids = g_array_new (FALSE, FALSE, sizeof (int));
+  t->deadline = g_get_monotonic_time () + STEP_TIMEOUT_US;
+  self->self_test = t;
+  t->tick_id = g_timeout_add (100, self_test_tick, t);
+  say ("mode %s", mode);
+}
+
+void
+pp_self_test_window_closed (struct PpSelfTest *t)
+{
+  if (t->tick_id)
+    g_source_remove (t->tick_id);
+  t->tick_id = 0;
+  if (self_test_result != 0)
+    return;
+  if (!t->done)
+    {
+      say ("FAIL: the window closed before the test ended");
+      self_test_result = 1;
+      return;
+    }
+  for (guint i = 0; i < t->pids->len; i++)
+    {
+      int pid = g_array_index (t->pids, int, i);
+      if (kill (pid, 0) == 0 || errno != ESRCH)
+        {
+          say ("FAIL: job pid %d still exists after the window closed", pid);
+          self_test_result = 1;
+          return;
+        }
+    }
+  if (strcmp (t->mode, "run") == 0)
+    {
+      PpJobInfo *jobs = NULL;
+      size_t n = 0;
+      if (pp_registry_list (&jobs, &n, NULL) == PP_OK)
+        {
+          free (jobs);
+          if (n != 0)
+            {
+              say ("FAIL: %zu jobs still registered after the window closed", n);
+              self_test_result = 1;
+              return;
+            }
+        }
+    }
+  say ("PASS: %s (%u job(s) of ours, all exited)", t->mode, t->pids->len);
+}
+
+void
+pp_self_test_free (struct PpSelfTest *t)
+{
+  if (!t)
+    return;
+  if (t->tick_id)
+    g_source_remove (t->tick_id);
+  g_array_unref (t->pids);
+  g_free (t->mode);
+  g_free (t->png);
+  g_free (t->svg);
+  g_free (t->json);
+  g_free (t);
+}

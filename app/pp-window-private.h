@@ -1,0 +1,79 @@
+/* pp-window-private.h — what the window's other files (dialogs, self-test)
+ * reach inside it. */
+#pragma once
+
+#include "pp-panels.h"
+#include "pp-run.h"
+#include "pp-timeline-widget.h"
+#include "pp-window.h"
+
+struct _PpWindow
+{
+  AdwApplicationWindow parent_instance;
+
+  /* header */
+  AdwWindowTitle   *title;
+  GtkWidget        *run_button;
+  GtkWidget        *stop_button;
+
+  /* controls */
+  GtkDropDown      *schedule;
+  GtkSpinButton    *ranks;
+  GtkSpinButton    *microbatches;
+  GtkSpinButton    *stages_per_rank;
+  GtkDropDown      *backend;
+  GtkLabel         *verdict;
+  GtkImage         *verdict_icon;
+  gboolean          controls_ok;
+
+  /* main area */
+  AdwToastOverlay  *toasts;
+  GtkListBox       *run_list;
+  GtkStack         *main_stack;     /* "empty" / "timeline" */
+  GtkPaned         *vpaned;         /* timelines above, panels below */
+  int               single_position;/* the divider before comparing */
+  PpTimelineWidget *timeline[2];
+  GtkWidget        *timeline_box[2];
+  GtkLabel         *timeline_label[2];
+  GtkToggleButton  *plan_toggle;
+  PpStatsPanel     *stats;
+  PpLossChart      *loss;
+  PpWhatifPanel    *whatif;
+
+  /* the session */
+  GListStore       *runs;           /* PpRun */
+  PpRun            *shown[2];       /* what the timelines show (borrowed from runs) */
+  gboolean          syncing_range;
+  gboolean          panels_dirty;
+  guint             panels_id;
+  guint             closing_id;
+  gint64            closing_since;
+  gboolean          closing;
+  char             *cli_path;
+
+  /* the attach dialog while open; its jobs' pids (GArray of int) */
+  GtkWidget        *attach_dialog;
+  GArray           *attach_pids;
+
+  /* self-test */
+  struct PpSelfTest *self_test;
+};
+
+/* pp-dialogs.c */
+void pp_window_show_attach_dialog     (PpWindow *self);
+void pp_window_show_screenshot_dialog (PpWindow *self);
+void pp_window_export_chrome          (PpWindow *self);
+void pp_window_show_open_dialog       (PpWindow *self);
+/* What the dialogs do once a file is chosen (also used by the self-test).
+ * The export runs `pipescope-cli export` as a child and toasts the result. */
+gboolean pp_window_save_screenshot    (PpWindow *self, const char *path, gboolean as_shown,
+                                       int width, int height, GError **error);
+void pp_window_export_chrome_to       (PpWindow *self, const char *out);
+void pp_window_toast                  (PpWindow *self, const char *message);
+/* The primary run shown (NULL if none). */
+PpRun *pp_window_get_shown_run        (PpWindow *self);
+
+/* pp-self-test.c */
+void pp_self_test_free                (struct PpSelfTest *t);
+/* The window is gone and its jobs are reaped: final checks. */
+void pp_self_test_window_closed       (struct PpSelfTest *t);

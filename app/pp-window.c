@@ -1,0 +1,906 @@
+/* pp-window.c — the window: run controls with validation before the run,
+ * the session's runs, one or two timelines sharing a time scale, panels. */
+#include "pp-window-private.h"
+
+#include "pp-application.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+
+G_DEFINE_FINAL_TYPE (PpWindow, pp_window, ADW_TYPE_APPLICATION_WINDOW)
+
+static const char *const backends[] = { "auto", "cpu", NULL };
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+void
+pp_window_toast (PpWindow *self, const char *message)
+{
+  AdwToast *toast = adw_toast_new (message);
+  adw_toast_set_timeout (toast, 4);
+  adw_toast_overlay_add_toast (self->toasts, toast);
+}
+
+PpRun *
+pp_window_get_shown_run (PpWindow *self)
+{
+  return self->shown[0];
+}
+
+static const char *
+pp_window_schedule_name (PpWindow *self)
+{
+  GtkStringObject *item = gtk_drop_down_get_selected_item (self->schedule);
+  return item ? gtk_string_object_get_string (item) : "1F1B";
+}
+
+static void
+pp_window_update_subtitle (PpWindow *self)
+{
+  g_autofree char *sub = NULL;
+  PpRun *run = self->shown[0];
+  if (run && self->shown[1])
+    sub = g_strdup_printf ("%s  vs  %s", pp_run_get_title (run), pp_run_get_title (self->shown[1]));
+  else if (run)
+    sub = g_strdup_printf ("%s — %s", pp_run_get_title (run), pp_run_get_status (run));
+  else
+    sub = g_strdup ("no run");
+  adw_window_title_set_subtitle (self->title, sub);
+
+  gboolean any_child = FALSE;
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+    {
+      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_run_child_running (r) || pp_run_get_state (r) == PP_RUN_LIVE)
+        any_child = TRUE;
+    }
+  GAction *stop = g_action_map_lookup_action (G_ACTION_MAP (self), "stop");
+  g_simple_action_set_enabled (G_SIMPLE_ACTION (stop), any_child);
+}
+
+/* ---- validation before the run --------------------------------------------- */
+
+static void
+pp_window_validate (PpWindow *self)
+{
+  const char *name = pp_window_schedule_name (self);
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+  int P = gtk_spin_button_get_value_as_int (self->ranks);
+  int M = gtk_spin_button_get_value_as_int (self->microbatches);
+  int V = gtk_spin_button_get_value_as_int (self->stages_per_rank);
+  PpSchedule *s = NULL;
+  PpError err = { 0 };
+
+  if (info && !info->takes_v)
+    {
+      gtk_spin_button_set_value (self->stages_per_rank, info->default_v);
+      V = info->default_v;
+    }
+  gtk_widget_set_sensitive (GTK_WIDGET (self->stages_per_rank), info && info->takes_v);
+
+  PpStatus st = pp_schedule_generate (name, P, M, info && info->takes_v ? V : 0, &s, &err);
+  g_autofree char *text = NULL;
+  if (st == PP_OK)
+    {
+      /* What the plan promises under unit costs (F=1, B=2, W=1). */
+      PpCostModel *cost = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0);
+      PpSimulation *sim = NULL;
+      if (cost && pp_simulate (s, cost, &sim, NULL) == PP_OK)
+        text = g_strdup_printf ("Ready: %d stages, planned bubble %.1f%% (F=1, B=2)",
+                                s->n_stages, 100.0 * sim->bubble);
+      else
+        text = g_strdup_printf ("Ready: %d stages", s->n_stages);
+      pp_simulation_free (sim);
+      pp_cost_model_free (cost);
+      pp_schedule_free (s);
+      gtk_image_set_from_icon_name (self->verdict_icon, "emblem-ok-symbolic");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->verdict), "error");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->verdict_icon), "error");
+      gtk_widget_add_css_class (GTK_WIDGET (self->verdict_icon), "success");
+    }
+  else
+    {
+      text = g_strdup (err.msg[0] ? err.msg : pp_status_message (st));
+      gtk_image_set_from_icon_name (self->verdict_icon, "dialog-warning-symbolic");
+      gtk_widget_add_css_class (GTK_WIDGET (self->verdict), "error");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->verdict_icon), "success");
+      gtk_widget_add_css_class (GTK_WIDGET (self->verdict_icon), "error");
+    }
+  gtk_label_set_text (self->verdict, text);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->verdict), text);
+  self->controls_ok = st == PP_OK;
+  GAction *run = g_action_map_lookup_action (G_ACTION_MAP (self), "run");
+  g_simple_action_set_enabled (G_SIMPLE_ACTION (run), self->controls_ok);
+}
+
+static void
+on_control_changed (PpWindow *self)
+{
+  pp_window_validate (self);
+}
+
+/* ---- showing runs -------------------------------------------------------------- */
+
+static void
+pp_window_update_panels (PpWindow *self)
+{
+  PpRun *run = self->shown[0];
+  if (!run)
+    return;
+  PpTimelineModel *m = pp_run_get_model (run);
+  pp_stats_panel_update (self->stats, m);
+  pp_loss_chart_update (self->loss, m);
+  pp_whatif_panel_update (self->whatif, m);
+  self->panels_dirty = FALSE;
+}
+
+static gboolean
+pp_window_panels_tick (gpointer data)
+{
+  PpWindow *self = data;
+  if (self->panels_dirty)
+    pp_window_update_panels (self);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+on_run_changed (PpRun *run, PpWindow *self)
+{
+  for (int i = 0; i < 2; i++)
+    if (self->shown[i] == run)
+      pp_timeline_widget_model_changed (self->timeline[i]);
+  if (self->shown[0] == run)
+    self->panels_dirty = TRUE;
+}
+
+static void
+on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
+{
+  for (int i = 0; i < 2; i++)
+    if (self->shown[i] == run)
+      {
+        pp_timeline_widget_set_live (self->timeline[i], pp_run_get_state (run) == PP_RUN_LIVE);
+        gtk_label_set_text (self->timeline_label[i], pp_run_get_title (run));
+      }
+  if (self->shown[0] == run)
+    self->panels_dirty = TRUE;
+  pp_window_update_subtitle (self);
+}
+
+static void
+on_run_message (PpRun *run, const char *message, PpWindow *self)
+{
+  pp_window_toast (self, message);
+}
+
+static void
+pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
+{
+  self->shown[0] = a;
+  self->shown[1] = b;
+  for (int i = 0; i < 2; i++)
+    {
+      PpRun *r = self->shown[i];
+      pp_timeline_widget_set_model (self->timeline[i], r ? pp_run_get_model (r) : NULL);
+      pp_timeline_widget_set_live (self->timeline[i], r && pp_run_get_state (r) == PP_RUN_LIVE);
+      if (r)
+        {
+          gtk_label_set_text (self->timeline_label[i], pp_run_get_title (r));
+          pp_timeline_widget_zoom_to_fit (self->timeline[i]);
+        }
+    }
+  /* Comparing: the timelines take most of the height, the panels the rest. */
+  gboolean comparing = gtk_widget_get_visible (self->timeline_box[1]);
+  if (b && !comparing)
+    {
+      int h = gtk_widget_get_height (GTK_WIDGET (self->vpaned));
+      self->single_position = gtk_paned_get_position (self->vpaned);
+      gtk_paned_set_position (self->vpaned, MAX (self->single_position, (h > 0 ? h : 870) - 190));
+    }
+  else if (!b && comparing && self->single_position > 0)
+    gtk_paned_set_position (self->vpaned, self->single_position);
+  gtk_widget_set_visible (self->timeline_box[1], b != NULL);
+  gtk_widget_set_visible (GTK_WIDGET (self->timeline_label[0]), b != NULL);
+  gtk_stack_set_visible_child_name (self->main_stack, a ? "timeline" : "empty");
+  if (a)
+    pp_window_update_panels (self);
+  pp_window_update_subtitle (self);
+}
+
+static void
+on_selected_rows_changed (GtkListBox *list, PpWindow *self)
+{
+  PpRun *picked[2] = { NULL, NULL };
+  int n = 0;
+  for (int i = 0; n < 2; i++)
+    {
+      GtkListBoxRow *row = gtk_list_box_get_row_at_index (list, i);
+      if (!row)
+        break;
+      if (gtk_list_box_row_is_selected (row))
+        picked[n++] = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+    }
+  /* The store holds the runs; the timelines borrow them. */
+  for (int i = 0; i < n; i++)
+    g_object_unref (picked[i]);
+  pp_window_show_runs (self, picked[0], picked[1]);
+}
+
+/* Two runs share the time scale: offsets from each run's own start. */
+static void
+on_range_changed (PpTimelineWidget *widget, PpWindow *self)
+{
+  if (self->syncing_range || !self->shown[1])
+    return;
+  int from = widget == self->timeline[0] ? 0 : 1, to = 1 - from;
+  gint64 t0, t1;
+  pp_timeline_widget_get_range (widget, &t0, &t1);
+  gint64 off = pp_timeline_model_start_ns (pp_run_get_model (self->shown[to]))
+             - pp_timeline_model_start_ns (pp_run_get_model (self->shown[from]));
+  self->syncing_range = TRUE;
+  pp_timeline_widget_set_range (self->timeline[to], t0 + off, t1 + off);
+  self->syncing_range = FALSE;
+}
+
+static void
+pp_window_zoom_to_fit (PpWindow *self)
+{
+  if (!self->shown[0])
+    return;
+  if (!self->shown[1])
+    {
+      pp_timeline_widget_zoom_to_fit (self->timeline[0]);
+      return;
+    }
+  gint64 span = 0;
+  for (int i = 0; i < 2; i++)
+    {
+      PpTimelineModel *m = pp_run_get_model (self->shown[i]);
+      span = MAX (span, pp_timeline_model_end_ns (m) - pp_timeline_model_start_ns (m));
+    }
+  self->syncing_range = TRUE;
+  for (int i = 0; i < 2; i++)
+    {
+      gint64 s = pp_timeline_model_start_ns (pp_run_get_model (self->shown[i]));
+      pp_timeline_widget_set_range (self->timeline[i], s, s + MAX (span, 1));
+    }
+  self->syncing_range = FALSE;
+}
+
+static GtkWidget *
+pp_window_create_row (gpointer item, gpointer data)
+{
+  PpRun *run = item;
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  gtk_widget_set_margin_top (box, 6);
+  gtk_widget_set_margin_bottom (box, 6);
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  GtkWidget *title = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (title), 0);
+  gtk_label_set_ellipsize (GTK_LABEL (title), PANGO_ELLIPSIZE_END);
+  gtk_widget_add_css_class (title, "heading");
+  GtkWidget *status = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (status), 0);
+  gtk_label_set_ellipsize (GTK_LABEL (status), PANGO_ELLIPSIZE_END);
+  gtk_widget_add_css_class (status, "caption");
+  gtk_widget_add_css_class (status, "dim-label");
+  g_object_bind_property (run, "title", title, "label", G_BINDING_SYNC_CREATE);
+  g_object_bind_property (run, "title", box, "tooltip-text", G_BINDING_SYNC_CREATE);
+  g_object_bind_property (run, "status", status, "label", G_BINDING_SYNC_CREATE);
+  gtk_box_append (GTK_BOX (box), title);
+  gtk_box_append (GTK_BOX (box), status);
+  return box;
+}
+
+static void
+pp_window_add_run (PpWindow *self, PpRun *run)
+{
+  g_signal_connect_object (run, "changed", G_CALLBACK (on_run_changed), self, 0);
+  g_signal_connect_object (run, "notify", G_CALLBACK (on_run_notify), self, 0);
+  g_signal_connect_object (run, "message", G_CALLBACK (on_run_message), self, 0);
+  g_list_store_append (self->runs, run);
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+  gtk_list_box_unselect_all (self->run_list);
+  gtk_list_box_select_row (self->run_list, gtk_list_box_get_row_at_index (self->run_list, n - 1));
+}
+
+/* ---- what the window does ------------------------------------------------------- */
+
+void
+pp_window_run (PpWindow *self)
+{
+  g_return_if_fail (PP_IS_WINDOW (self));
+  if (!self->controls_ok)
+    {
+      pp_window_toast (self, gtk_label_get_text (self->verdict));
+      return;
+    }
+  if (!self->cli_path)
+    {
+      pp_window_toast (self, "pipescope-cli not found beside pipescope or on PATH");
+      return;
+    }
+  /* One job of ours at a time: the current one stops, its data stays. */
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+    {
+      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_run_child_running (r))
+        pp_run_stop (r);
+    }
+
+  const char *name = pp_window_schedule_name (self);
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+  GtkStringObject *be = gtk_drop_down_get_selected_item (self->backend);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PpRun) run = pp_run_new_child (self->cli_path, name,
+                                            gtk_spin_button_get_value_as_int (self->ranks),
+                                            gtk_spin_button_get_value_as_int (self->microbatches),
+                                            info && info->takes_v
+                                              ? gtk_spin_button_get_value_as_int (self->stages_per_rank) : 0,
+                                            be ? gtk_string_object_get_string (be) : "auto",
+                                            &error);
+  if (!run)
+    {
+      g_autofree char *msg = g_strdup_printf ("Could not start pipescope-cli: %s", error->message);
+      pp_window_toast (self, msg);
+      return;
+    }
+  pp_window_add_run (self, run);
+}
+
+void
+pp_window_attach (PpWindow *self, const char *job, const char *token)
+{
+  g_return_if_fail (PP_IS_WINDOW (self));
+  g_return_if_fail (job != NULL);
+  g_autoptr (PpRun) run = pp_run_new_attach (job, token);
+  pp_window_add_run (self, run);
+}
+
+static void
+open_file_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+  const char *path = data;
+  PpError err = { 0 };
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  if (m)
+    g_task_return_pointer (task, m, (GDestroyNotify) pp_timeline_model_free);
+  else
+    {
+      g_autofree char *base = g_path_get_basename (path);
+      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", base, err.msg);
+    }
+}
+
+static void
+open_file_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  PpWindow *self = PP_WINDOW (source);
+  g_autoptr (GError) error = NULL;
+  PpTimelineModel *m = g_task_propagate_pointer (G_TASK (result), &error);
+  const char *path = g_task_get_task_data (G_TASK (result));
+  if (!m)
+    {
+      pp_window_toast (self, error->message);
+      return;
+    }
+  g_autoptr (PpRun) run = pp_run_new_file (m, path);
+  pp_window_add_run (self, run);
+}
+
+void
+pp_window_open_file (PpWindow *self, GFile *file)
+{
+  g_return_if_fail (PP_IS_WINDOW (self));
+  char *path = g_file_get_path (file);
+  if (!path)
+    {
+      pp_window_toast (self, "Only local trace files can be opened");
+      return;
+    }
+  g_autoptr (GTask) task = g_task_new (self, NULL, open_file_done, NULL);
+  g_task_set_task_data (task, path, g_free);
+  g_task_run_in_thread (task, open_file_thread);
+}
+
+/* ---- actions ---------------------------------------------------------------------- */
+
+static void
+action_run (GSimpleAction *a, GVariant *param, gpointer w)
+{
+  pp_window_run (PP_WINDOW (w));
+}
+
+static void
+action_stop (GSimpleAction *a, GVariant *param, gpointer w)
+{
+  PpWindow *self = PP_WINDOW (w);
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+    {
+      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      pp_run_stop (r);
+    }
+}
+
+static void action_open (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_open_dialog (PP_WINDOW (w)); }
+static void action_attach (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_attach_dialog (PP_WINDOW (w)); }
+static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_export_chrome (PP_WINDOW (w)); }
+static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
+static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
+
+static void
+on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
+                 int stages_per_rank, PpWindow *self)
+{
+  GListModel *names = gtk_drop_down_get_model (self->schedule);
+  for (guint i = 0; i < g_list_model_get_n_items (names); i++)
+    {
+      g_autoptr (GtkStringObject) s = g_list_model_get_item (names, i);
+      if (g_ascii_strcasecmp (gtk_string_object_get_string (s), schedule) == 0)
+        gtk_drop_down_set_selected (self->schedule, i);
+    }
+  gtk_spin_button_set_value (self->ranks, ranks);
+  gtk_spin_button_set_value (self->microbatches, microbatches);
+  if (stages_per_rank > 0)
+    gtk_spin_button_set_value (self->stages_per_rank, stages_per_rank);
+  pp_window_validate (self);
+  pp_window_toast (self, "Controls set from the what-if panel; Run (Ctrl+R) to try it");
+}
+
+static gboolean
+on_drop (GtkDropTarget *target, const GValue *value, double x, double y, PpWindow *self)
+{
+  if (!G_VALUE_HOLDS (value, G_TYPE_FILE))
+    return FALSE;
+  pp_window_open_file (self, g_value_get_object (value));
+  return TRUE;
+}
+
+/* ---- closing: our jobs stop with the window --------------------------------------- */
+
+static gboolean
+pp_window_any_child_running (PpWindow *self)
+{
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+    {
+      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_run_child_running (r))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+pp_window_closing_tick (gpointer data)
+{
+  PpWindow *self = data;
+  gboolean running = pp_window_any_child_running (self);
+  if (running && g_get_monotonic_time () - self->closing_since > 5 * G_USEC_PER_SEC)
+    for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+      {
+        g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+        pp_run_kill (r);
+      }
+  if (running)
+    return G_SOURCE_CONTINUE;
+  self->closing_id = 0;
+  self->closing = TRUE;
+  GApplication *app = G_APPLICATION (gtk_window_get_application (GTK_WINDOW (self)));
+  if (self->self_test)
+    pp_self_test_window_closed (self->self_test);
+  gtk_window_destroy (GTK_WINDOW (self));
+  g_application_release (app);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+pp_window_close_request (GtkWindow *window)
+{
+  PpWindow *self = PP_WINDOW (window);
+  if (self->closing)
+    return FALSE;
+  if (self->closing_id)
+    return TRUE;
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+    {
+      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      pp_run_stop (r);
+    }
+  /* Wait for the children off screen, then go; the app stays until then. */
+  g_application_hold (G_APPLICATION (gtk_window_get_application (window)));
+  gtk_widget_set_visible (GTK_WIDGET (window), FALSE);
+  self->closing_since = g_get_monotonic_time ();
+  self->closing_id = g_timeout_add (50, pp_window_closing_tick, self);
+  return TRUE;
+}
+
+/* ---- construction ------------------------------------------------------------------ */
+
+static GtkWidget *
+control_row (const char *title, GtkWidget *control)
+{
+  GtkWidget *row = adw_action_row_new ();
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), title);
+  gtk_widget_set_valign (control, GTK_ALIGN_CENTER);
+  adw_action_row_add_suffix (ADW_ACTION_ROW (row), control);
+  return row;
+}
+
+static GtkSpinButton *
+spin_new (int lo, int hi, int value)
+{
+  GtkWidget *spin = gtk_spin_button_new_with_range (lo, hi, 1);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (spin), value);
+  gtk_spin_button_set_numeric (GTK_SPIN_BUTTON (spin), TRUE);
+  return GTK_SPIN_BUTTON (spin);
+}
+
+static const char shortcuts_ui[] =
+  "<interface>"
+  " <object class='GtkShortcutsWindow' id='help_overlay'>"
+  "  <property name='modal'>1</property>"
+  "  <child><object class='GtkShortcutsSection'><property name='section-name'>shortcuts</property>"
+  "   <child><object class='GtkShortcutsGroup'><property name='title'>Runs</property>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Run with these settings</property><property name='accelerator'>&lt;Control&gt;r</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Open a trace</property><property name='accelerator'>&lt;Control&gt;o</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Save a screenshot of the timeline</property><property name='accelerator'>&lt;Control&gt;s</property></object></child>"
+  "   </object></child>"
+  "   <child><object class='GtkShortcutsGroup'><property name='title'>Timeline</property>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom to fit</property><property name='accelerator'>&lt;Control&gt;0</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom in / out</property><property name='accelerator'>plus minus</property></object></child>"
+  "   </object></child>"
+  "   <child><object class='GtkShortcutsGroup'><property name='title'>General</property>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Keyboard shortcuts</property><property name='accelerator'>&lt;Control&gt;question</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Quit</property><property name='accelerator'>&lt;Control&gt;q</property></object></child>"
+  "   </object></child>"
+  "  </object></child>"
+  " </object>"
+  "</interface>";
+
+static GMenuModel *
+pp_window_menu (void)
+{
+  GMenu *menu = g_menu_new ();
+  GMenu *s1 = g_menu_new ();
+  g_menu_append (s1, "_Open Trace…", "win.open");
+  g_menu_append (s1, "_Attach to Job…", "win.attach");
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (s1));
+  GMenu *s2 = g_menu_new ();
+  g_menu_append (s2, "_Save Screenshot…", "win.screenshot");
+  g_menu_append (s2, "_Export Chrome JSON…", "win.export-chrome");
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (s2));
+  GMenu *s3 = g_menu_new ();
+  g_menu_append (s3, "_Keyboard Shortcuts", "win.show-help-overlay");
+  g_menu_append (s3, "_About pipescope", "app.about");
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (s3));
+  g_object_unref (s1);
+  g_object_unref (s2);
+  g_object_unref (s3);
+  return G_MENU_MODEL (menu);
+}
+
+static GtkWidget *
+pp_window_build_sidebar (PpWindow *self)
+{
+  GtkWidget *side = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_size_request (side, 300, -1);
+
+  GtkWidget *controls = gtk_list_box_new ();
+  gtk_list_box_set_selection_mode (GTK_LIST_BOX (controls), GTK_SELECTION_NONE);
+  gtk_widget_add_css_class (controls, "boxed-list");
+  gtk_widget_set_margin_start (controls, 12);
+  gtk_widget_set_margin_end (controls, 12);
+  gtk_widget_set_margin_top (controls, 12);
+
+  GtkStringList *names = gtk_string_list_new (NULL);
+  guint default_index = 0, i = 0;
+  for (const PpScheduleInfo *s = pp_schedule_list (); s->name; s++, i++)
+    {
+      gtk_string_list_append (names, s->name);
+      if (g_ascii_strcasecmp (s->name, "1F1B") == 0)
+        default_index = i;
+    }
+  self->schedule = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (names), NULL));
+  gtk_drop_down_set_selected (self->schedule, default_index);
+  /* One rank per core by default (at least 2, at most 4): CPU ranks are
+   * threads, and more of them than cores would measure the scheduler's
+   * bubble, not the pipeline's. */
+  self->ranks = spin_new (1, 64, CLAMP (g_get_num_processors (), 2, 4));
+  self->microbatches = spin_new (1, 512, 8);
+  self->stages_per_rank = spin_new (1, 16, 1);
+  self->backend = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (backends));
+  gtk_drop_down_set_selected (self->backend, 1);   /* cpu */
+
+  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Schedule", GTK_WIDGET (self->schedule)));
+  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Ranks", GTK_WIDGET (self->ranks)));
+  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Micro-batches", GTK_WIDGET (self->microbatches)));
+  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Stages per rank", GTK_WIDGET (self->stages_per_rank)));
+  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Backend", GTK_WIDGET (self->backend)));
+  gtk_box_append (GTK_BOX (side), controls);
+
+  g_signal_connect_swapped (self->schedule, "notify::selected", G_CALLBACK (on_control_changed), self);
+  g_signal_connect_swapped (self->ranks, "value-changed", G_CALLBACK (on_control_changed), self);
+  g_signal_connect_swapped (self->microbatches, "value-changed", G_CALLBACK (on_control_changed), self);
+  g_signal_connect_swapped (self->stages_per_rank, "value-changed", G_CALLBACK (on_control_changed), self);
+
+  GtkWidget *verdict = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_widget_set_margin_start (verdict, 14);
+  gtk_widget_set_margin_end (verdict, 12);
+  self->verdict_icon = GTK_IMAGE (gtk_image_new ());
+  gtk_widget_set_valign (GTK_WIDGET (self->verdict_icon), GTK_ALIGN_START);
+  self->verdict = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_xalign (self->verdict, 0);
+  gtk_label_set_wrap (self->verdict, TRUE);
+  gtk_label_set_lines (self->verdict, 3);
+  gtk_label_set_ellipsize (self->verdict, PANGO_ELLIPSIZE_END);
+  gtk_widget_set_hexpand (GTK_WIDGET (self->verdict), TRUE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->verdict), "caption");
+  gtk_box_append (GTK_BOX (verdict), GTK_WIDGET (self->verdict_icon));
+  gtk_box_append (GTK_BOX (verdict), GTK_WIDGET (self->verdict));
+  gtk_box_append (GTK_BOX (side), verdict);
+
+  GtkWidget *run = gtk_button_new_with_mnemonic ("_Run");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (run), "win.run");
+  gtk_widget_add_css_class (run, "suggested-action");
+  gtk_widget_add_css_class (run, "pill");
+  gtk_widget_set_margin_start (run, 12);
+  gtk_widget_set_margin_end (run, 12);
+  gtk_widget_set_margin_top (run, 6);
+  gtk_widget_set_tooltip_text (run, "Start pipescope-cli run with these settings (Ctrl+R)");
+  gtk_box_append (GTK_BOX (side), run);
+
+  GtkWidget *heading = gtk_label_new ("Runs");
+  gtk_label_set_xalign (GTK_LABEL (heading), 0);
+  gtk_widget_add_css_class (heading, "heading");
+  gtk_widget_set_margin_start (heading, 14);
+  gtk_widget_set_margin_top (heading, 18);
+  gtk_box_append (GTK_BOX (side), heading);
+  GtkWidget *hint = gtk_label_new ("Ctrl-click a second run to compare");
+  gtk_label_set_xalign (GTK_LABEL (hint), 0);
+  gtk_widget_add_css_class (hint, "caption");
+  gtk_widget_add_css_class (hint, "dim-label");
+  gtk_widget_set_margin_start (hint, 14);
+  gtk_box_append (GTK_BOX (side), hint);
+
+  self->run_list = GTK_LIST_BOX (gtk_list_box_new ());
+  gtk_list_box_set_selection_mode (self->run_list, GTK_SELECTION_MULTIPLE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->run_list), "navigation-sidebar");
+  gtk_list_box_bind_model (self->run_list, G_LIST_MODEL (self->runs), pp_window_create_row, self, NULL);
+  g_signal_connect (self->run_list, "selected-rows-changed", G_CALLBACK (on_selected_rows_changed), self);
+  GtkWidget *scroll = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroll), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroll), GTK_WIDGET (self->run_list));
+  gtk_widget_set_vexpand (scroll, TRUE);
+  gtk_box_append (GTK_BOX (side), scroll);
+  return side;
+}
+
+static GtkWidget *
+pp_window_build_main (PpWindow *self)
+{
+  self->main_stack = GTK_STACK (gtk_stack_new ());
+  GtkWidget *empty = adw_status_page_new ();
+  adw_status_page_set_icon_name (ADW_STATUS_PAGE (empty), "io.github.pipescope.Pipescope");
+  adw_status_page_set_title (ADW_STATUS_PAGE (empty), "No Run Selected");
+  adw_status_page_set_description (ADW_STATUS_PAGE (empty),
+    "Run a schedule (Ctrl+R), open a trace (Ctrl+O) or drop one here, or attach to a running job.");
+  gtk_stack_add_named (self->main_stack, empty, "empty");
+
+  GtkWidget *top = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *bar = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_widget_set_margin_start (bar, 12);
+  gtk_widget_set_margin_end (bar, 12);
+  gtk_widget_set_margin_top (bar, 6);
+  gtk_widget_set_margin_bottom (bar, 6);
+  GtkWidget *label = gtk_label_new ("Timeline");
+  gtk_widget_add_css_class (label, "heading");
+  gtk_box_append (GTK_BOX (bar), label);
+  GtkWidget *spacer = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
+  gtk_widget_set_hexpand (spacer, TRUE);
+  gtk_box_append (GTK_BOX (bar), spacer);
+  self->plan_toggle = GTK_TOGGLE_BUTTON (gtk_toggle_button_new_with_label ("Plan"));
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->plan_toggle), "Show the simulated plan under each rank");
+  gtk_box_append (GTK_BOX (bar), GTK_WIDGET (self->plan_toggle));
+  GtkWidget *fit = gtk_button_new_from_icon_name ("zoom-fit-best-symbolic");
+  gtk_widget_set_tooltip_text (fit, "Zoom to fit (Ctrl+0)");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (fit), "win.zoom-fit");
+  gtk_box_append (GTK_BOX (bar), fit);
+  gtk_box_append (GTK_BOX (top), bar);
+
+  GtkWidget *timelines = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_box_set_homogeneous (GTK_BOX (timelines), TRUE);
+  gtk_widget_set_vexpand (timelines, TRUE);
+  for (int i = 0; i < 2; i++)
+    {
+      GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+      self->timeline_label[i] = GTK_LABEL (gtk_label_new (NULL));
+      gtk_label_set_xalign (self->timeline_label[i], 0);
+      gtk_widget_set_margin_start (GTK_WIDGET (self->timeline_label[i]), 12);
+      gtk_widget_add_css_class (GTK_WIDGET (self->timeline_label[i]), "caption-heading");
+      self->timeline[i] = PP_TIMELINE_WIDGET (pp_timeline_widget_new ());
+      gtk_widget_set_vexpand (GTK_WIDGET (self->timeline[i]), TRUE);
+      gtk_widget_set_hexpand (GTK_WIDGET (self->timeline[i]), TRUE);
+      g_object_bind_property (self->plan_toggle, "active", self->timeline[i], "show-plan", G_BINDING_SYNC_CREATE);
+      g_signal_connect (self->timeline[i], "range-changed", G_CALLBACK (on_range_changed), self);
+      gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->timeline_label[i]));
+      gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->timeline[i]));
+      gtk_box_append (GTK_BOX (timelines), box);
+      self->timeline_box[i] = box;
+    }
+  gtk_widget_set_visible (self->timeline_box[1], FALSE);
+  gtk_widget_set_visible (GTK_WIDGET (self->timeline_label[0]), FALSE);
+  /* Two runs stacked may need more height than there is: scroll, never clip. */
+  GtkWidget *scroll = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroll), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroll), timelines);
+  gtk_widget_set_vexpand (scroll, TRUE);
+  gtk_box_append (GTK_BOX (top), scroll);
+
+  GtkWidget *bottom = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  AdwViewStack *stack = ADW_VIEW_STACK (adw_view_stack_new ());
+  self->stats = PP_STATS_PANEL (pp_stats_panel_new ());
+  self->loss = PP_LOSS_CHART (pp_loss_chart_new ());
+  self->whatif = PP_WHATIF_PANEL (pp_whatif_panel_new ());
+  g_signal_connect (self->whatif, "apply", G_CALLBACK (on_whatif_apply), self);
+  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->stats), "stats", "Statistics",
+                                       "view-list-symbolic");
+  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->loss), "loss", "Loss",
+                                       "utilities-system-monitor-symbolic");
+  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->whatif), "whatif", "What If",
+                                       "view-sort-ascending-symbolic");
+  gtk_widget_set_vexpand (GTK_WIDGET (stack), TRUE);
+  gtk_widget_set_margin_start (GTK_WIDGET (stack), 12);
+  gtk_widget_set_margin_end (GTK_WIDGET (stack), 12);
+  gtk_widget_set_margin_bottom (GTK_WIDGET (stack), 12);
+  GtkWidget *switcher = adw_view_switcher_new ();
+  adw_view_switcher_set_stack (ADW_VIEW_SWITCHER (switcher), stack);
+  adw_view_switcher_set_policy (ADW_VIEW_SWITCHER (switcher), ADW_VIEW_SWITCHER_POLICY_WIDE);
+  gtk_widget_set_halign (switcher, GTK_ALIGN_CENTER);
+  gtk_widget_set_margin_top (switcher, 6);
+  gtk_widget_set_margin_bottom (switcher, 6);
+  gtk_box_append (GTK_BOX (bottom), gtk_separator_new (GTK_ORIENTATION_HORIZONTAL));
+  gtk_box_append (GTK_BOX (bottom), switcher);
+  gtk_box_append (GTK_BOX (bottom), GTK_WIDGET (stack));
+
+  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
+  gtk_paned_set_start_child (GTK_PANED (paned), top);
+  gtk_paned_set_end_child (GTK_PANED (paned), bottom);
+  gtk_paned_set_resize_end_child (GTK_PANED (paned), FALSE);
+  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
+  gtk_paned_set_position (GTK_PANED (paned), 560);
+  self->vpaned = GTK_PANED (paned);
+  gtk_stack_add_named (self->main_stack, paned, "timeline");
+  gtk_stack_set_visible_child_name (self->main_stack, "empty");
+  return GTK_WIDGET (self->main_stack);
+}
+
+static void
+pp_window_dispose (GObject *object)
+{
+  PpWindow *self = PP_WINDOW (object);
+  g_clear_handle_id (&self->panels_id, g_source_remove);
+  g_clear_handle_id (&self->closing_id, g_source_remove);
+  g_clear_pointer (&self->self_test, pp_self_test_free);
+  g_clear_pointer (&self->attach_pids, g_array_unref);
+  if (self->run_list)
+    g_signal_handlers_disconnect_by_data (self->run_list, self);
+  for (int i = 0; i < 2; i++)
+    if (self->timeline[i])
+      g_signal_handlers_disconnect_by_data (self->timeline[i], self);
+  if (self->runs)
+    for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
+      {
+        g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+        g_signal_handlers_disconnect_by_data (r, self);
+      }
+  for (int i = 0; i < 2; i++)
+    if (self->timeline[i])
+      pp_timeline_widget_set_model (self->timeline[i], NULL);
+  self->shown[0] = self->shown[1] = NULL;
+  G_OBJECT_CLASS (pp_window_parent_class)->dispose (object);
+  /* The models die with the runs, after the widgets let go of them. */
+  g_clear_object (&self->runs);
+}
+
+static void
+pp_window_finalize (GObject *object)
+{
+  PpWindow *self = PP_WINDOW (object);
+  g_free (self->cli_path);
+  G_OBJECT_CLASS (pp_window_parent_class)->finalize (object);
+}
+
+static void
+pp_window_class_init (PpWindowClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
+
+  object_class->dispose = pp_window_dispose;
+  object_class->finalize = pp_window_finalize;
+  window_class->close_request = pp_window_close_request;
+
+}
+
+static const GActionEntry win_entries[] = {
+  { "run", action_run },
+  { "stop", action_stop },
+  { "open", action_open },
+  { "attach", action_attach },
+  { "export-chrome", action_export },
+  { "screenshot", action_screenshot },
+  { "zoom-fit", action_zoom_fit },
+};
+
+static void
+pp_window_init (PpWindow *self)
+{
+  self->runs = g_list_store_new (PP_TYPE_RUN);
+  self->cli_path = pp_application_find_cli ();
+  g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
+
+  gtk_window_set_title (GTK_WINDOW (self), "pipescope");
+  gtk_window_set_default_size (GTK_WINDOW (self), 1500, 920);
+  gtk_window_set_icon_name (GTK_WINDOW (self), "io.github.pipescope.Pipescope");
+
+  GtkWidget *content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *header = adw_header_bar_new ();
+  self->title = ADW_WINDOW_TITLE (adw_window_title_new ("pipescope", "no run"));
+  adw_header_bar_set_title_widget (ADW_HEADER_BAR (header), GTK_WIDGET (self->title));
+
+  self->run_button = gtk_button_new_from_icon_name ("media-playback-start-symbolic");
+  gtk_widget_set_tooltip_text (self->run_button, "Run (Ctrl+R)");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.run");
+  adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->run_button);
+  self->stop_button = gtk_button_new_from_icon_name ("media-playback-stop-symbolic");
+  gtk_widget_set_tooltip_text (self->stop_button, "Stop the running job (its data stays)");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->stop_button), "win.stop");
+  adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->stop_button);
+  GtkWidget *open = gtk_button_new_from_icon_name ("document-open-symbolic");
+  gtk_widget_set_tooltip_text (open, "Open a trace (Ctrl+O)");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (open), "win.open");
+  adw_header_bar_pack_start (ADW_HEADER_BAR (header), open);
+
+  GtkWidget *menu = gtk_menu_button_new ();
+  gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (menu), "open-menu-symbolic");
+  gtk_menu_button_set_primary (GTK_MENU_BUTTON (menu), TRUE);
+  g_autoptr (GMenuModel) model = pp_window_menu ();
+  gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (menu), model);
+  gtk_widget_set_tooltip_text (menu, "Main menu");
+  adw_header_bar_pack_end (ADW_HEADER_BAR (header), menu);
+  GtkWidget *shot = gtk_button_new_from_icon_name ("camera-photo-symbolic");
+  gtk_widget_set_tooltip_text (shot, "Save a screenshot of the timeline (Ctrl+S)");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (shot), "win.screenshot");
+  adw_header_bar_pack_end (ADW_HEADER_BAR (header), shot);
+  gtk_box_append (GTK_BOX (content), header);
+
+  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
+  gtk_paned_set_start_child (GTK_PANED (paned), pp_window_build_sidebar (self));
+  gtk_paned_set_end_child (GTK_PANED (paned), pp_window_build_main (self));
+  gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
+  gtk_paned_set_resize_start_child (GTK_PANED (paned), FALSE);
+  gtk_widget_set_vexpand (paned, TRUE);
+
+  self->toasts = ADW_TOAST_OVERLAY (adw_toast_overlay_new ());
+  adw_toast_overlay_set_child (self->toasts, paned);
+  gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->toasts));
+  adw_application_window_set_content (ADW_APPLICATION_WINDOW (self), content);
+
+  GtkDropTarget *drop = gtk_drop_target_new (G_TYPE_FILE, GDK_ACTION_COPY);
+  g_signal_connect (drop, "drop", G_CALLBACK (on_drop), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drop));
+
+  self->panels_id = g_timeout_add (250, pp_window_panels_tick, self);
+  pp_window_validate (self);
+  pp_window_update_subtitle (self);
+}
+
+PpWindow *
+pp_window_new (GtkApplication *app)
+{
+  PpWindow *self = g_object_new (PP_TYPE_WINDOW, "application", app, NULL);
+  g_autoptr (GtkBuilder) builder = gtk_builder_new_from_string (shortcuts_ui, -1);
+  gtk_application_window_set_help_overlay (GTK_APPLICATION_WINDOW (self),
+                                           GTK_SHORTCUTS_WINDOW (gtk_builder_get_object (builder, "help_overlay")));
+  return self;
+}

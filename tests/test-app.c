@@ -1,0 +1,223 @@
+/* test-app.c — the real pipescope window under Xvfb, driven by its own
+ * --self-test: the default run starts and draws, Run starts a second one,
+ * closing the window stops our jobs; attaching to an outside job draws it,
+ * and the job's death leaves the data on screen.
+ *
+ * Runs itself again under `xvfb-run -a` when there is no display; exits 77
+ * (skip) when there is neither. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "pp-registry.h"
+#include "pp-test-util.h"
+
+static char *tmp_dir;
+
+static const char *
+app_path (void)
+{
+  const char *p = g_getenv ("PIPESCOPE_APP");
+  if (!p)
+    g_error ("PIPESCOPE_APP is not set (meson sets it)");
+  return p;
+}
+
+static GSubprocess *
+spawn_app (GError **error, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) app_path ());
+  va_list ap;
+  va_start (ap, error);
+  for (const char *a; (a = va_arg (ap, const char *));)
+    g_ptr_array_add (argv, (gpointer) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  return g_subprocess_newv ((const char *const *) argv->pdata,
+                            G_SUBPROCESS_FLAGS_STDOUT_PIPE, error);
+}
+
+/* Reads the app's lines until it exits; calls on_line for each. */
+static char *
+read_all_lines (GSubprocess *app, void (*on_line) (const char *line, gpointer data), gpointer data)
+{
+  g_autoptr (GDataInputStream) in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (app));
+  GString *all = g_string_new (NULL);
+  char *line;
+  while ((line = g_data_input_stream_read_line_utf8 (in, NULL, NULL, NULL)))
+    {
+      g_test_message ("app: %s", line);
+      g_string_append_printf (all, "%s\n", line);
+      if (on_line)
+        on_line (line, data);
+      g_free (line);
+    }
+  g_assert_true (g_subprocess_wait (app, NULL, NULL));
+  return g_string_free (all, FALSE);
+}
+
+static void
+assert_gone (int pid)
+{
+  g_assert_cmpint (pid, >, 0);
+  errno = 0;
+  g_assert_cmpint (kill (pid, 0), ==, -1);
+  g_assert_cmpint (errno, ==, ESRCH);
+}
+
+static size_t
+n_registered (void)
+{
+  PpJobInfo *jobs = NULL;
+  size_t n = 0;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_registry_list (&jobs, &n, &err), ==, PP_OK);
+  free (jobs);
+  return n;
+}
+
+/* ---- the default run, a second run, close --------------------------------------- */
+
+static void
+test_app_run (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=run", NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "self-test: PASS: run"));
+  /* the default run has one rank per core, 2 to 4 */
+  g_autofree char *ranks = g_strdup_printf ("spans on all %d ranks",
+                                            CLAMP ((int) g_get_num_processors (), 2, 4));
+  g_assert_nonnull (strstr (out, ranks));
+  g_assert_nonnull (strstr (out, "12 micro-batches"));
+  g_assert_nonnull (strstr (out, "Run disabled"));
+  g_assert_nonnull (strstr (out, "exported Chrome JSON"));
+
+  /* Both jobs the window started are gone, and unregistered. */
+  int n_pids = 0;
+  for (const char *p = out; (p = strstr (p, "(pid ")); p++)
+    {
+      assert_gone (atoi (p + 5));
+      n_pids++;
+    }
+  g_assert_cmpint (n_pids, ==, 2);
+  g_assert_cmpuint (n_registered (), ==, 0);
+}
+
+/* ---- attach to a job started elsewhere, which then dies ----------------------------- */
+
+typedef struct {
+  int      job_pid;
+  gboolean killed;
+} AttachState;
+
+static void
+on_attach_line (const char *line, gpointer data)
+{
+  AttachState *s = data;
+  if (!s->killed && strcmp (line, "self-test: attached") == 0)
+    {
+      g_assert_cmpint (kill (s->job_pid, SIGKILL), ==, 0);
+      s->killed = TRUE;
+    }
+}
+
+static void
+test_app_attach (void)
+{
+  g_autoptr (GError) error = NULL;
+  /* Many steps: the job must outlive the app's start-up; the test kills it. */
+  g_autoptr (GSubprocess) job =
+    g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error,
+                      pp_test_cli_path (), "run", "-s", "1F1B", "-p", "2", "-m", "4",
+                      "--steps", "100000", "--layers", "4", "--width", "32", NULL);
+  g_assert_no_error (error);
+  AttachState s = { atoi (g_subprocess_get_identifier (job)), FALSE };
+
+  /* Wait until it registered. */
+  char spec[16];
+  g_snprintf (spec, sizeof spec, "%d", s.job_pid);
+  PpJobInfo info;
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (pp_registry_find (spec, &info, NULL) != PP_OK)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (20000);
+    }
+
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--attach", spec, "--self-test=attach", NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, on_attach_line, &s);
+  if (!s.killed)
+    kill (s.job_pid, SIGKILL);
+  g_subprocess_wait (job, NULL, NULL);
+
+  g_assert_true (s.killed);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "spans on all 2 ranks"));
+  g_assert_nonnull (strstr (out, "the attach dialog lists pid"));
+  g_assert_nonnull (strstr (out, "run ended"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: attach"));
+}
+
+int
+main (int argc, char **argv)
+{
+  if (!g_getenv ("DISPLAY") && !g_getenv ("WAYLAND_DISPLAY"))
+    {
+      g_autofree char *xvfb = g_find_program_in_path ("xvfb-run");
+      if (!xvfb || g_getenv ("PP_TEST_APP_REEXEC"))
+        {
+          printf ("no display and no xvfb-run: skipped\n");
+          return 77;
+        }
+      g_setenv ("PP_TEST_APP_REEXEC", "1", TRUE);
+      g_autoptr (GPtrArray) args = g_ptr_array_new ();
+      g_ptr_array_add (args, xvfb);
+      g_ptr_array_add (args, "-a");
+      g_ptr_array_add (args, "-s");
+      g_ptr_array_add (args, "-screen 0 1600x1000x24");
+      g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+      g_ptr_array_add (args, self ? self : argv[0]);
+      for (int i = 1; i < argc; i++)
+        g_ptr_array_add (args, argv[i]);
+      g_ptr_array_add (args, NULL);
+      execv (xvfb, (char **) args->pdata);
+      printf ("could not run xvfb-run: %s: skipped\n", g_strerror (errno));
+      return 77;
+    }
+
+  /* A private world: registry, cache, no accessibility bus, one renderer. */
+  tmp_dir = g_dir_make_tmp ("test-app-XXXXXX", NULL);
+  g_assert_nonnull (tmp_dir);
+  g_autofree char *cache = g_build_filename (tmp_dir, "cache", NULL);
+  g_setenv ("XDG_RUNTIME_DIR", tmp_dir, TRUE);
+  g_setenv ("XDG_CACHE_HOME", cache, TRUE);
+  g_setenv ("GTK_A11Y", "none", TRUE);
+  g_setenv ("NO_AT_BRIDGE", "1", TRUE);
+  g_setenv ("GSK_RENDERER", "cairo", TRUE);
+  g_setenv ("GSETTINGS_BACKEND", "memory", TRUE);
+  g_setenv ("G_DEBUG", "fatal-criticals", TRUE);
+
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/app/run", test_app_run);
+  g_test_add_func ("/app/attach", test_app_attach);
+  int rc = g_test_run ();
+  pp_test_rm_rf (tmp_dir);
+  g_free (tmp_dir);
+  return rc;
+}

@@ -1,0 +1,657 @@
+/* The GTK widgets: the timeline's pixels (F blocks and the bubble where
+ * GPipe 4x6 puts them), zoom, fit, range round trip and its signal, live
+ * following, tooltips (and "waited ... for GPU k"), and that the stats, loss
+ * and what-if panels show what the model holds without a warning.
+ *
+ * Needs a display: meson runs it under xvfb-run; without one it skips (77).
+ * Pixels go through GSK_RENDERER=cairo so every machine agrees. */
+#include <gtk/gtk.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-panels.h"
+#include "pp-suggest.h"
+#include "pp-test-util.h"
+#include "pp-timeline-widget.h"
+
+/* Not in the headers: the widgets expose these for tests. */
+char    *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
+gboolean pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out);
+
+#define WIN_W 900
+#define WIN_H 420
+#define MS    G_GINT64_CONSTANT (1000000)
+
+static char *tmpdir;
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static PpTimelineModel *
+gpipe_model (void)
+{
+  char *path = g_build_filename (tmpdir, "gpipe.pptrace", NULL);
+  char *out = NULL, *err = NULL;
+  int rc = pp_test_cli_run (NULL, &out, &err, "schedule", "-s", "GPipe", "-p", "4", "-m", "6",
+                            "--trace", path, NULL);
+  if (rc != 0)
+    g_error ("pipescope-cli schedule failed (%d): %s", rc, err);
+  PpError perr = { 0 };
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &perr);
+  if (m == NULL)
+    g_error ("%s: %s", path, perr.msg);
+  g_free (out);
+  g_free (err);
+  g_free (path);
+  return m;
+}
+
+static void
+add_span (PpTimelineModel *m, int rank, int kind, int stage, int mb, int peer,
+          gint64 start, gint64 end)
+{
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  it.span.rank = rank;
+  it.span.kind = (uint16_t) kind;
+  it.span.stage = stage;
+  it.span.microbatch = mb;
+  it.span.peer_rank = peer;
+  it.span.start_ns = start;
+  it.span.end_ns = end;
+  it.span.device = 0xffff;
+  pp_timeline_model_add (m, &it);
+}
+
+static void
+add_description (PpTimelineModel *m, int P, int M, gint64 start)
+{
+  PpTraceDescription d = { 0 };
+  g_strlcpy (d.schedule, "1F1B", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  g_strlcpy (d.model, "test, batch 8", sizeof d.model);
+  d.n_ranks = P;
+  d.n_microbatches = M;
+  d.n_virtual = 1;
+  d.start_monotonic_ns = start;
+  PpTraceItem it = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &d };
+  pp_timeline_model_add (m, &it);
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Spins the main loop until the widget has its final size (or 5 s pass). */
+static void
+wait_for_size (GtkWidget *w, int width, int height)
+{
+  gboolean timed_out = FALSE;
+  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  while (!timed_out && !(gtk_widget_get_mapped (w) && gtk_widget_get_width (w) == width
+                         && gtk_widget_get_height (w) == height))
+    g_main_context_iteration (NULL, TRUE);
+  if (!timed_out)
+    g_source_remove (id);
+  /* a few more frames: the first may still be in flight */
+  for (int i = 0; i < 20 && g_main_context_pending (NULL); i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpint (gtk_widget_get_width (w), ==, width);
+  g_assert_cmpint (gtk_widget_get_height (w), ==, height);
+}
+
+static GtkWidget *
+window_with (GtkWidget *child, int width, int height)
+{
+  GtkWidget *win = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (win), width, height);
+  gtk_window_set_decorated (GTK_WINDOW (win), FALSE);
+  gtk_window_set_child (GTK_WINDOW (win), child);
+  gtk_window_present (GTK_WINDOW (win));
+  wait_for_size (child, width, height);
+  return win;
+}
+
+/* The widget's pixels, through its paintable, drawn by GSK's cairo path. */
+static cairo_surface_t *
+render_widget (GtkWidget *w)
+{
+  int width = gtk_widget_get_width (w), height = gtk_widget_get_height (w);
+  GdkPaintable *paintable = gtk_widget_paintable_new (w);
+  gboolean drawn = FALSE, timed_out = FALSE;
+
+  /* The paintable holds what the widget drew in its last frame: draw one. */
+  g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (on_timeout), &drawn);
+  gtk_widget_queue_draw (w);
+  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  while (!drawn && !timed_out)
+    g_main_context_iteration (NULL, TRUE);
+  if (!timed_out)
+    g_source_remove (id);
+  g_assert_true (drawn);
+
+  GtkSnapshot *snapshot = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snapshot, width, height);
+  GskRenderNode *node = gtk_snapshot_free_to_node (snapshot);
+  g_assert_nonnull (node);
+
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
+  cairo_t *cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 0, 1);       /* magenta: anything not drawn shows */
+  cairo_paint (cr);
+  gsk_render_node_draw (node, cr);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+  gsk_render_node_unref (node);
+  g_object_unref (paintable);
+  return surface;
+}
+
+static void
+pixel (cairo_surface_t *s, double x, double y, double rgb[3])
+{
+  int ix = (int) floor (x), iy = (int) floor (y);
+  g_assert_cmpint (ix, >=, 0);
+  g_assert_cmpint (iy, >=, 0);
+  g_assert_cmpint (ix, <, cairo_image_surface_get_width (s));
+  g_assert_cmpint (iy, <, cairo_image_surface_get_height (s));
+  const unsigned char *row = cairo_image_surface_get_data (s) + iy * cairo_image_surface_get_stride (s);
+  guint32 p = ((const guint32 *) (const void *) row)[ix];
+  rgb[0] = ((p >> 16) & 0xff) / 255.0;
+  rgb[1] = ((p >> 8) & 0xff) / 255.0;
+  rgb[2] = (p & 0xff) / 255.0;
+}
+
+/* Most of the 7x7 square around (x, y) has the color: hatching, outlines
+ * and text may cover a few pixels, not half of them. */
+static void
+assert_region_color (cairo_surface_t *s, double x, double y, const double want[3], const char *what)
+{
+  int hits = 0, n = 0;
+  double got[3];
+  for (int dy = -3; dy <= 3; dy++)
+    for (int dx = -3; dx <= 3; dx++, n++)
+      {
+        pixel (s, x + dx, y + dy, got);
+        hits += fabs (got[0] - want[0]) + fabs (got[1] - want[1]) + fabs (got[2] - want[2]) <= 0.06;
+      }
+  if (2 * hits < n)
+    {
+      pixel (s, x, y, got);
+      g_error ("%s: %d of %d pixels near (%.0f, %.0f) are rgb(%.3f, %.3f, %.3f); "
+               "rgb(%.3f, %.3f, %.3f) at the centre",
+               what, hits, n, x, y, want[0], want[1], want[2], got[0], got[1], got[2]);
+    }
+}
+
+static void
+save_png (cairo_surface_t *s, const char *name)
+{
+  const char *dir = g_getenv ("PP_WIDGETS_SCREENSHOT_DIR");
+  if (dir == NULL || !*dir)
+    return;
+  char *path = g_build_filename (dir, name, NULL);
+  g_assert_cmpint (cairo_surface_write_to_png (s, path), ==, CAIRO_STATUS_SUCCESS);
+  g_free (path);
+}
+
+static void
+collect_labels (GtkWidget *w, GString *out)
+{
+  if (GTK_IS_LABEL (w))
+    {
+      g_string_append (out, gtk_label_get_text (GTK_LABEL (w)));
+      g_string_append_c (out, '\n');
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    collect_labels (c, out);
+}
+
+static void
+count_cb (gpointer instance, gpointer data)
+{
+  (*(int *) data)++;
+}
+
+static void
+count_notify_cb (GObject *object, GParamSpec *pspec, gpointer data)
+{
+  (*(int *) data)++;
+}
+
+/* ---- timeline ------------------------------------------------------------------ */
+
+static void
+test_timeline_pixels (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  pp_timeline_widget_set_model (PP_TIMELINE_WIDGET (tl), m);
+  GtkWidget *win = window_with (tl, WIN_W, WIN_H);
+
+  PpTimelineView v;
+  PpTimelineLayout l;
+  pp_timeline_widget_get_view (PP_TIMELINE_WIDGET (tl), &v);
+  g_assert_cmpfloat (v.width, ==, WIN_W);
+  g_assert_cmpfloat (v.height, ==, WIN_H);
+  gint64 start = pp_timeline_model_start_ns (m);
+  g_assert_cmpint (v.t0_ns, ==, start);
+  g_assert_cmpint (v.t1_ns, ==, pp_timeline_model_end_ns (m));
+  g_assert_cmpint (v.t1_ns - v.t0_ns, ==, 27 * MS);
+  pp_timeline_layout (m, &v, &l);
+
+  cairo_surface_t *s = render_widget (tl);
+  save_png (s, "timeline.png");
+
+  double want[3];
+  /* rank 0: F0 on [0, 1) ms, idle from 6 to 15 ms, B0 from 15 ms;
+   * rank 3: F0 on [3, 4) ms.  Sample off the block's centre (its number). */
+  double y0 = l.rows_y + 0.25 * l.block_h;
+  double y3 = l.rows_y + 3 * l.row_h + 0.25 * l.block_h;
+  pp_timeline_color (PP_SPAN_F, v.dark, want);
+  assert_region_color (s, pp_timeline_x_of (&v, &l, start + MS / 5), y0, want, "rank 0 F0");
+  assert_region_color (s, pp_timeline_x_of (&v, &l, start + 3 * MS + MS / 5), y3, want, "rank 3 F0");
+  pp_timeline_color (-1, v.dark, want);
+  assert_region_color (s, pp_timeline_x_of (&v, &l, start + 10 * MS), y0, want, "rank 0 bubble");
+  assert_region_color (s, pp_timeline_x_of (&v, &l, start + 1 * MS + MS / 2), y3, want, "rank 3 bubble before its first F");
+  pp_timeline_color (PP_SPAN_B, v.dark, want);
+  assert_region_color (s, pp_timeline_x_of (&v, &l, start + 15 * MS + MS / 5), y0, want, "rank 0 B0");
+  cairo_surface_destroy (s);
+
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+static void
+test_timeline_range (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  int changed = 0;
+  gint64 a, b;
+
+  g_object_ref_sink (tl);
+  g_signal_connect (tl, "range-changed", G_CALLBACK (count_cb), &changed);
+  pp_timeline_widget_set_model (t, m);
+  gint64 start = pp_timeline_model_start_ns (m), end = pp_timeline_model_end_ns (m);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, start);
+  g_assert_cmpint (b, ==, end);
+  g_assert_cmpint (changed, ==, 1);
+
+  /* zoom 2: half the width, same centre */
+  pp_timeline_widget_zoom (t, 2.0);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (llabs ((b - a) - (end - start) / 2), <=, 1);
+  g_assert_cmpint (llabs ((a + b) - (start + end)), <=, 2);
+  g_assert_cmpint (changed, ==, 2);
+  pp_timeline_widget_zoom (t, 0.5);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (llabs ((b - a) - (end - start)), <=, 2);
+
+  /* fit restores the whole run */
+  pp_timeline_widget_zoom (t, 8.0);
+  pp_timeline_widget_zoom_to_fit (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, start);
+  g_assert_cmpint (b, ==, end);
+
+  /* set/get round trip; one signal per change, none for the same range */
+  changed = 0;
+  pp_timeline_widget_set_range (t, start + 2 * MS, start + 7 * MS);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, start + 2 * MS);
+  g_assert_cmpint (b, ==, start + 7 * MS);
+  g_assert_cmpint (changed, ==, 1);
+  pp_timeline_widget_set_range (t, start + 2 * MS, start + 7 * MS);
+  g_assert_cmpint (changed, ==, 1);
+  PpTimelineView v;
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_cmpint (v.t0_ns, ==, start + 2 * MS);
+  g_assert_cmpint (v.t1_ns, ==, start + 7 * MS);
+
+  /* properties notify only on change */
+  int notified = 0;
+  g_signal_connect (tl, "notify::show-plan", G_CALLBACK (count_notify_cb), &notified);
+  pp_timeline_widget_set_show_plan (t, TRUE);
+  pp_timeline_widget_set_show_plan (t, TRUE);
+  g_assert_true (pp_timeline_widget_get_show_plan (t));
+  g_assert_cmpint (notified, ==, 1);
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_true (v.show_plan);
+
+  pp_timeline_widget_set_model (t, NULL);
+  g_assert_null (pp_timeline_widget_get_model (t));
+  g_object_unref (tl);
+  pp_timeline_model_free (m);
+}
+
+static void
+test_timeline_live_follow (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  const gint64 S = G_GINT64_CONSTANT (5000000000);   /* 5 s on the monotonic clock */
+  const gint64 SEC = 1000 * MS;
+  gint64 a, b;
+
+  g_object_ref_sink (tl);
+  add_description (m, 1, 1, S);
+  pp_timeline_widget_set_model (t, m);
+  pp_timeline_widget_set_live (t, TRUE);
+  g_assert_true (gtk_widget_get_focusable (tl));
+
+  /* short run: everything in view */
+  add_span (m, 0, PP_SPAN_F, 0, 0, -1, S, S + 1 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, S);
+  g_assert_cmpint (b, ==, S + 1 * SEC);
+  add_span (m, 0, PP_SPAN_B, 0, 0, -1, S + 1 * SEC, S + 4 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, S);
+  g_assert_cmpint (b, ==, S + 4 * SEC);
+
+  /* past 10 s: the width stays, the end follows */
+  add_span (m, 0, PP_SPAN_F, 0, 1, -1, S + 4 * SEC, S + 9 * SEC);
+  pp_timeline_widget_model_changed (t);
+  add_span (m, 0, PP_SPAN_B, 0, 1, -1, S + 9 * SEC, S + 12 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (b, ==, S + 12 * SEC);
+  g_assert_cmpint (b - a, ==, 9 * SEC);
+  add_span (m, 0, PP_SPAN_F, 0, 2, -1, S + 12 * SEC, S + 14 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, S + 5 * SEC);
+  g_assert_cmpint (b, ==, S + 14 * SEC);
+
+  /* the user zooms: the view stays where it is */
+  pp_timeline_widget_zoom (t, 2.0);
+  gint64 za, zb;
+  pp_timeline_widget_get_range (t, &za, &zb);
+  add_span (m, 0, PP_SPAN_B, 0, 2, -1, S + 14 * SEC, S + 16 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, za);
+  g_assert_cmpint (b, ==, zb);
+
+  /* fit: follows again */
+  pp_timeline_widget_zoom_to_fit (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, S);
+  g_assert_cmpint (b, ==, S + 16 * SEC);
+  add_span (m, 0, PP_SPAN_F, 0, 3, -1, S + 16 * SEC, S + 17 * SEC);
+  pp_timeline_widget_model_changed (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (b, ==, S + 17 * SEC);
+  g_assert_cmpint (b - a, ==, 16 * SEC);
+
+  pp_timeline_widget_set_model (t, NULL);
+  g_object_unref (tl);
+  pp_timeline_model_free (m);
+}
+
+static void
+test_timeline_tooltip (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (tl, WIN_W, WIN_H);
+
+  PpTimelineView v;
+  PpTimelineLayout l;
+  PpTimelineHit hit;
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (m, &v, &l);
+  gint64 start = pp_timeline_model_start_ns (m);
+
+  /* rank 1, F2 runs [3, 4) ms */
+  double x = pp_timeline_x_of (&v, &l, start + 3 * MS + MS / 2);
+  double y = l.rows_y + l.row_h + 0.5 * l.block_h;
+  g_assert_true (pp_timeline_hit (m, &v, x, y, &hit));
+  g_assert_cmpint (hit.rank, ==, 1);
+  g_assert_false (hit.planned);
+  const PpSpan *sp = &pp_timeline_model_spans (m, 1)[hit.index];
+  g_assert_cmpint (sp->kind, ==, PP_SPAN_F);
+  g_assert_cmpint (sp->microbatch, ==, 2);
+  char *text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_cmpstr (text, ==, "GPU 1 · stage 1 · micro-batch 2 · F · start 3.000 ms · 1.000 ms");
+  g_free (text);
+
+  /* the bubble has no tooltip */
+  x = pp_timeline_x_of (&v, &l, start + 10 * MS);
+  y = l.rows_y + 0.5 * l.block_h;
+  text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_null (text);
+
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+
+  /* a block after a WAIT says what it waited for */
+  const gint64 S = G_GINT64_CONSTANT (1000000000);
+  m = pp_timeline_model_new ();
+  add_description (m, 2, 1, S);
+  add_span (m, 0, PP_SPAN_F, 0, 0, -1, S, S + 1 * MS);
+  add_span (m, 0, PP_SPAN_SEND_F, 0, 0, 1, S + 1 * MS, S + 1 * MS + MS / 5);
+  add_span (m, 1, PP_SPAN_WAIT, 1, 0, 0, S + MS / 5, S + 1 * MS);
+  add_span (m, 1, PP_SPAN_RECV_F, 1, 0, 0, S + 1 * MS, S + 1 * MS + MS / 5);
+  add_span (m, 1, PP_SPAN_F, 1, 0, -1, S + 1 * MS + MS / 5, S + 2 * MS + MS / 5);
+  tl = pp_timeline_widget_new ();
+  t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  win = window_with (tl, WIN_W, WIN_H);
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (m, &v, &l);
+  x = pp_timeline_x_of (&v, &l, S + 1 * MS + MS / 2 + MS / 5);
+  y = l.rows_y + l.row_h + 0.5 * l.block_h;
+  text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_cmpstr (text, ==, "GPU 1 · stage 1 · micro-batch 0 · F · start 1.200 ms · 1.000 ms\n"
+                             "waited 0.800 ms for GPU 0");
+  g_free (text);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+/* ---- panels -------------------------------------------------------------------- */
+
+static void
+test_stats_panel (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *p = pp_stats_panel_new ();
+  GString *text = g_string_new (NULL);
+
+  g_object_ref_sink (p);
+  pp_stats_panel_update (PP_STATS_PANEL (p), m);
+  pp_stats_panel_update (PP_STATS_PANEL (p), m);   /* again: rows are reused */
+  collect_labels (p, text);
+  /* 4 ranks x (measured, plan, closed form) */
+  g_assert_cmpint (pp_test_count (text->str, "33.3%"), ==, 12);
+  g_assert_nonnull (strstr (text->str, "GPU 3"));
+  g_assert_null (strstr (text->str, "GPU 4"));
+  g_assert_nonnull (strstr (text->str, "Dropped events: 0"));
+
+  if (g_getenv ("PP_WIDGETS_SCREENSHOT_DIR"))
+    {
+      GtkWidget *win = window_with (g_object_ref (p), 900, 220);
+      cairo_surface_t *shot = render_widget (p);
+      save_png (shot, "stats.png");
+      cairo_surface_destroy (shot);
+      gtk_window_set_child (GTK_WINDOW (win), NULL);
+      gtk_window_destroy (GTK_WINDOW (win));
+    }
+
+  pp_stats_panel_update (PP_STATS_PANEL (p), NULL);
+  g_string_truncate (text, 0);
+  collect_labels (p, text);
+  g_assert_null (strstr (text->str, "GPU 0"));
+
+  g_string_free (text, TRUE);
+  g_object_unref (p);
+  pp_timeline_model_free (m);
+}
+
+static void
+test_loss_chart (void)
+{
+  const gint64 S = G_GINT64_CONSTANT (1000000000);
+  PpTimelineModel *m = pp_timeline_model_new ();
+  add_description (m, 1, 1, S);
+  add_span (m, 0, PP_SPAN_F, 0, 0, -1, S, S + 10 * MS);
+  for (int step = 0; step < 30; step++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER };
+      it.counter.kind = PP_COUNTER_LOSS;
+      it.counter.step = step;
+      it.counter.rank = 0;
+      it.counter.time_ns = S + step * MS;
+      it.counter.value = 2.5 * exp (-step / 10.0) + 0.1;
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpuint (pp_timeline_model_n_losses (m), ==, 30);
+
+  GtkWidget *chart = pp_loss_chart_new ();
+  GtkWidget *win = window_with (chart, 400, 200);
+  cairo_surface_t *empty = render_widget (chart);
+  pp_loss_chart_update (PP_LOSS_CHART (chart), m);
+  pp_loss_chart_update (PP_LOSS_CHART (chart), m);
+  cairo_surface_t *full = render_widget (chart);
+  save_png (full, "loss-chart.png");
+
+  /* the line is there: many more pixels differ from the background once
+   * the losses arrived */
+  int w = cairo_image_surface_get_width (full), h = cairo_image_surface_get_height (full);
+  int differ = 0;
+  for (int y = 0; y < h; y += 2)
+    for (int x = 0; x < w; x += 2)
+      {
+        double a[3], b[3];
+        pixel (empty, x, y, a);
+        pixel (full, x, y, b);
+        differ += fabs (a[0] - b[0]) + fabs (a[1] - b[1]) + fabs (a[2] - b[2]) > 0.1;
+      }
+  g_assert_cmpint (differ, >, 100);
+  cairo_surface_destroy (empty);
+  cairo_surface_destroy (full);
+
+  pp_loss_chart_update (PP_LOSS_CHART (chart), NULL);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+static void
+on_apply (GtkWidget *panel, const char *schedule, int P, int M, int V, gpointer data)
+{
+  *(char **) data = g_strdup_printf ("%s %d %d %d", schedule, P, M, V);
+}
+
+static void
+test_whatif_panel (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  PpMeasuredCosts c;
+
+  g_assert_true (pp_whatif_measured_costs (m, &c));
+  g_assert_cmpint (c.ranks, ==, 4);
+  g_assert_cmpint (c.microbatches, ==, 6);
+  for (int r = 0; r < 4; r++)
+    {
+      g_assert_cmpfloat_with_epsilon (c.f[r], 1e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (c.b[r], 2e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (c.w[r], 1e-3, 1e-9);
+    }
+  g_free (c.f);
+  g_free (c.b);
+  g_free (c.w);
+
+  GtkWidget *p = pp_whatif_panel_new ();
+  GtkWidget *win = window_with (p, 700, 500);
+  char *applied = NULL;
+  g_signal_connect (p, "apply", G_CALLBACK (on_apply), &applied);
+  pp_whatif_panel_update (PP_WHATIF_PANEL (p), m);
+  pp_whatif_panel_update (PP_WHATIF_PANEL (p), m);  /* same costs: nothing to do */
+
+  /* the list box: the first GtkListBox under the panel */
+  GtkWidget *list = NULL;
+  GPtrArray *stack = g_ptr_array_new ();
+  g_ptr_array_add (stack, p);
+  while (stack->len && list == NULL)
+    {
+      GtkWidget *w = g_ptr_array_steal_index (stack, stack->len - 1);
+      if (GTK_IS_LIST_BOX (w))
+        list = w;
+      for (GtkWidget *ch = gtk_widget_get_first_child (w); ch; ch = gtk_widget_get_next_sibling (ch))
+        g_ptr_array_add (stack, ch);
+    }
+  g_ptr_array_unref (stack);
+  g_assert_nonnull (list);
+  GtkListBoxRow *row = gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), 0);
+  g_assert_nonnull (row);
+
+  GString *text = g_string_new (NULL);
+  collect_labels (GTK_WIDGET (row), text);
+  g_assert_nonnull (strstr (text->str, " ms"));
+  g_assert_nonnull (strstr (text->str, "bubble"));
+  g_string_free (text, TRUE);
+
+  cairo_surface_t *shot = render_widget (p);
+  save_png (shot, "whatif.png");
+  cairo_surface_destroy (shot);
+
+  g_signal_emit_by_name (row, "activate");
+  g_assert_nonnull (applied);
+  /* P stays the measured run's */
+  g_assert_nonnull (strstr (applied, " 4 "));
+  g_free (applied);
+
+  pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+int
+main (int argc, char **argv)
+{
+  gboolean tap = FALSE;
+  for (int i = 1; i < argc; i++)
+    tap |= strcmp (argv[i], "--tap") == 0;
+
+  g_setenv ("GSK_RENDERER", "cairo", TRUE);
+  g_setenv ("GTK_A11Y", "none", TRUE);
+  gtk_disable_setlocale ();
+  g_test_init (&argc, &argv, NULL);
+  if (!gtk_init_check ())
+    {
+      /* No display: skip (meson's TAP reads the plan, a plain run the 77). */
+      if (tap)
+        {
+          g_print ("1..0 # SKIP no display: run under xvfb-run\n");
+          return 0;
+        }
+      g_printerr ("test-widgets: no display, skipped (run under xvfb-run)\n");
+      return 77;
+    }
+
+  tmpdir = g_dir_make_tmp ("pp-widgets-XXXXXX", NULL);
+  g_assert_nonnull (tmpdir);
+
+  g_test_add_func ("/widgets/timeline/pixels", test_timeline_pixels);
+  g_test_add_func ("/widgets/timeline/range", test_timeline_range);
+  g_test_add_func ("/widgets/timeline/live-follow", test_timeline_live_follow);
+  g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
+  g_test_add_func ("/widgets/stats", test_stats_panel);
+  g_test_add_func ("/widgets/loss-chart", test_loss_chart);
+  g_test_add_func ("/widgets/whatif", test_whatif_panel);
+  int rc = g_test_run ();
+  pp_test_rm_rf (tmpdir);
+  g_free (tmpdir);
+  return rc;
+}

@@ -1,0 +1,264 @@
+/* pp-loss-chart.c — loss over training steps, drawn with cairo.
+ *
+ * update() copies the model's per-step losses (a few doubles per step), so
+ * drawing never touches the model.  Axes with "nice" ticks, the line, and
+ * the last value written at its end; colors follow libadwaita's dark mode.
+ */
+#include "pp-panels.h"
+
+#include <adwaita.h>
+#include <math.h>
+#include <string.h>
+
+struct _PpLossChart
+{
+  GtkWidget        parent_instance;
+
+  GArray          *losses;         /* double, NaN where unknown */
+  AdwStyleManager *style_manager;
+};
+
+G_DEFINE_FINAL_TYPE (PpLossChart, pp_loss_chart, GTK_TYPE_WIDGET)
+
+GtkWidget *
+pp_loss_chart_new (void)
+{
+  return g_object_new (PP_TYPE_LOSS_CHART, NULL);
+}
+
+void
+pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_LOSS_CHART (self));
+
+  size_t n = model ? pp_timeline_model_n_losses (model) : 0;
+  const double *v = n ? pp_timeline_model_losses (model) : NULL;
+
+  if (n == self->losses->len
+      && (n == 0 || memcmp (v, self->losses->data, n * sizeof (double)) == 0))
+    return;
+  g_array_set_size (self->losses, 0);
+  if (n)
+    g_array_append_vals (self->losses, v, (guint) n);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+/* A tick step of 1, 2 or 5 x 10^k giving about `target` ticks over span. */
+static double
+nice_step (double span, int target)
+{
+  if (!(span > 0))
+    return 1;
+  double raw = span / MAX (1, target);
+  double mag = pow (10, floor (log10 (raw)));
+  double f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+static void
+draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
+{
+  gboolean dark = self->style_manager && adw_style_manager_get_dark (self->style_manager);
+  double fg[3] = { 0.14, 0.14, 0.16 }, grid[3] = { 0.85, 0.85, 0.87 };
+  double line[3] = { 0.0, 0.447, 0.698 };         /* Okabe–Ito blue */
+  if (dark)
+    {
+      fg[0] = fg[1] = fg[2] = 0.92;
+      grid[0] = grid[1] = grid[2] = 0.30;
+      line[0] = 0.34; line[1] = 0.71; line[2] = 0.91; /* sky blue */
+    }
+
+  cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 11);
+
+  guint n = self->losses->len;
+  const double *v = (const double *) (void *) self->losses->data;
+  double lo = INFINITY, hi = -INFINITY;
+  int last = -1;
+  for (guint i = 0; i < n; i++)
+    if (isfinite (v[i]))
+      {
+        lo = MIN (lo, v[i]);
+        hi = MAX (hi, v[i]);
+        last = (int) i;
+      }
+
+  if (last < 0)
+    {
+      cairo_text_extents_t ext;
+      const char *msg = "No loss reported yet";
+      cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+      cairo_text_extents (cr, msg, &ext);
+      cairo_move_to (cr, (w - ext.width) / 2 - ext.x_bearing, h / 2);
+      cairo_show_text (cr, msg);
+      return;
+    }
+  if (hi - lo < 1e-12)
+    {
+      double pad = fabs (hi) > 0 ? fabs (hi) * 0.05 : 0.5;
+      lo -= pad;
+      hi += pad;
+    }
+
+  double left = 52, right = w - 56, top = 10, bottom = h - 24;
+  if (right - left < 20 || bottom - top < 20)
+    return;
+
+  double ystep = nice_step (hi - lo, 4);
+  double ylo = floor (lo / ystep) * ystep, yhi = ceil (hi / ystep) * ystep;
+  double xmax = MAX (1, (double) n - 1);
+  double xstep = nice_step (xmax, 5);
+  if (xstep < 1)
+    xstep = 1;
+
+#define X(i) (left + (double) (i) / xmax * (right - left))
+#define Y(val) (bottom - ((val) - ylo) / (yhi - ylo) * (bottom - top))
+
+  /* grid and y ticks */
+  cairo_set_line_width (cr, 1);
+  for (double y = ylo; y <= yhi + ystep * 0.5; y += ystep)
+    {
+      char label[32];
+      cairo_text_extents_t ext;
+      double py = round (Y (y)) + 0.5;
+      cairo_set_source_rgb (cr, grid[0], grid[1], grid[2]);
+      cairo_move_to (cr, left, py);
+      cairo_line_to (cr, right, py);
+      cairo_stroke (cr);
+      g_snprintf (label, sizeof label, "%g", fabs (y) < ystep * 1e-6 ? 0.0 : y);
+      cairo_text_extents (cr, label, &ext);
+      cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+      cairo_move_to (cr, left - 6 - ext.width - ext.x_bearing, py + ext.height / 2);
+      cairo_show_text (cr, label);
+    }
+
+  /* x ticks (steps) */
+  for (double s = 0; s <= xmax + 0.5; s += xstep)
+    {
+      char label[32];
+      cairo_text_extents_t ext;
+      double px = round (X (s)) + 0.5;
+      cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+      cairo_move_to (cr, px, bottom);
+      cairo_line_to (cr, px, bottom + 4);
+      cairo_stroke (cr);
+      g_snprintf (label, sizeof label, "%.0f", s);
+      cairo_text_extents (cr, label, &ext);
+      cairo_move_to (cr, px - ext.width / 2 - ext.x_bearing, bottom + 16);
+      cairo_show_text (cr, label);
+    }
+
+  /* axes */
+  cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+  cairo_move_to (cr, left + 0.5, top);
+  cairo_line_to (cr, left + 0.5, bottom + 0.5);
+  cairo_line_to (cr, right, bottom + 0.5);
+  cairo_stroke (cr);
+
+  /* the line; unknown steps break it */
+  cairo_set_source_rgb (cr, line[0], line[1], line[2]);
+  cairo_set_line_width (cr, 2);
+  cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+  gboolean pen_down = FALSE;
+  int points = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      if (!isfinite (v[i]))
+        {
+          pen_down = FALSE;
+          continue;
+        }
+      if (pen_down)
+        cairo_line_to (cr, X (i), Y (v[i]));
+      else
+        cairo_move_to (cr, X (i), Y (v[i]));
+      pen_down = TRUE;
+      points++;
+    }
+  cairo_stroke (cr);
+  if (points == 1 || n == 1)
+    {
+      cairo_arc (cr, X (last), Y (v[last]), 3, 0, 2 * G_PI);
+      cairo_fill (cr);
+    }
+
+  /* the last value */
+  char label[32];
+  cairo_text_extents_t ext;
+  g_snprintf (label, sizeof label, "%.4g", v[last]);
+  cairo_text_extents (cr, label, &ext);
+  double lx = X (last) + 6, ly = Y (v[last]) + ext.height / 2;
+  if (lx + ext.width > w - 2)
+    lx = w - 2 - ext.width;
+  cairo_move_to (cr, lx - ext.x_bearing, CLAMP (ly, top + ext.height, bottom));
+  cairo_show_text (cr, label);
+
+#undef X
+#undef Y
+}
+
+static void
+pp_loss_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
+{
+  PpLossChart *self = PP_LOSS_CHART (widget);
+  int w = gtk_widget_get_width (widget), h = gtk_widget_get_height (widget);
+
+  if (w <= 0 || h <= 0)
+    return;
+  cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, w, h));
+  draw_chart (self, cr, w, h);
+  cairo_destroy (cr);
+}
+
+static void
+pp_loss_chart_measure (GtkWidget *widget, GtkOrientation orientation, int for_size,
+                       int *minimum, int *natural, int *min_baseline, int *nat_baseline)
+{
+  *minimum = orientation == GTK_ORIENTATION_HORIZONTAL ? 160 : 100;
+  *natural = orientation == GTK_ORIENTATION_HORIZONTAL ? 320 : 160;
+}
+
+static void
+pp_loss_chart_dispose (GObject *object)
+{
+  PpLossChart *self = PP_LOSS_CHART (object);
+
+  if (self->style_manager != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (self->style_manager, self);
+      self->style_manager = NULL;
+    }
+  G_OBJECT_CLASS (pp_loss_chart_parent_class)->dispose (object);
+}
+
+static void
+pp_loss_chart_finalize (GObject *object)
+{
+  PpLossChart *self = PP_LOSS_CHART (object);
+
+  g_array_unref (self->losses);
+  G_OBJECT_CLASS (pp_loss_chart_parent_class)->finalize (object);
+}
+
+static void
+pp_loss_chart_class_init (PpLossChartClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = pp_loss_chart_dispose;
+  object_class->finalize = pp_loss_chart_finalize;
+  widget_class->snapshot = pp_loss_chart_snapshot;
+  widget_class->measure = pp_loss_chart_measure;
+  gtk_widget_class_set_css_name (widget_class, "pp-loss-chart");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+pp_loss_chart_init (PpLossChart *self)
+{
+  self->losses = g_array_new (FALSE, FALSE, sizeof (double));
+  self->style_manager = adw_style_manager_get_default ();
+  g_signal_connect_swapped (self->style_manager, "notify::dark",
+                            G_CALLBACK (gtk_widget_queue_draw), self);
+}

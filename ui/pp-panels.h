@@ -1,0 +1,35 @@
+/* pp-panels.h — the widgets around the timeline: stats per rank, the loss
+ * chart, and "what if" (the simulator's ranking of schedules and
+ * micro-batch counts under the costs measured in this run). */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "pp-timeline-model.h"
+
+G_BEGIN_DECLS
+
+/* Per rank: measured bubble beside the plan's and the closed form, step time,
+ * samples/s, peak in-flight micro-batches and activation memory, dropped
+ * events.  update() re-reads the model (call it at most a few times a second). */
+#define PP_TYPE_STATS_PANEL (pp_stats_panel_get_type ())
+G_DECLARE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, PP, STATS_PANEL, GtkWidget)
+GtkWidget *pp_stats_panel_new (void);
+void       pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model);
+
+/* Loss over steps. */
+#define PP_TYPE_LOSS_CHART (pp_loss_chart_get_type ())
+G_DECLARE_FINAL_TYPE (PpLossChart, pp_loss_chart, PP, LOSS_CHART, GtkWidget)
+GtkWidget *pp_loss_chart_new (void);
+void       pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model);
+
+/* What if: a memory budget spin button and a list of (schedule, M, V,
+ * predicted step time, bubble, peak activation) best first.  Choosing a row
+ * emits "apply" (const char *schedule, int ranks, int microbatches,
+ * int stages_per_rank) so the window can set its controls. */
+#define PP_TYPE_WHATIF_PANEL (pp_whatif_panel_get_type ())
+G_DECLARE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, PP, WHATIF_PANEL, GtkWidget)
+GtkWidget *pp_whatif_panel_new (void);
+void       pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model);
+
+G_END_DECLS

@@ -1,0 +1,243 @@
+/* pp-stats-panel.c — per-rank statistics of a run as a grid of labels.
+ *
+ * A summary line (mean step time, samples/s when the batch is known, dropped
+ * events) over one row per rank: measured bubble, the plan's, the closed form
+ * (P-1)/(M+P-1) for GPipe and 1F1B, peak in-flight micro-batches and peak
+ * activation memory.  update() reads only the model's per-rank statistics;
+ * labels are reused while the number of ranks stays the same.
+ */
+#include "pp-panels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-schedule.h"
+
+#define N_COLUMNS 6
+
+struct _PpStatsPanel
+{
+  GtkWidget  parent_instance;
+
+  GtkWidget *box;
+  GtkWidget *summary;        /* GtkLabel */
+  GtkWidget *grid;
+  int        n_rows;         /* ranks shown */
+};
+
+G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
+
+static const char *const column_titles[N_COLUMNS] = {
+  "Rank", "Bubble (measured)", "Bubble (plan)", "Closed form",
+  "Peak in-flight", "Peak activation (MiB)",
+};
+
+static GtkWidget *
+cell_label (const char *text, gboolean header)
+{
+  GtkWidget *l = gtk_label_new (text);
+  gtk_label_set_xalign (GTK_LABEL (l), header ? 0.0 : 1.0);
+  if (header)
+    gtk_widget_add_css_class (l, "heading");
+  else
+    gtk_widget_add_css_class (l, "numeric");
+  return l;
+}
+
+static void
+set_cell (PpStatsPanel *self, int column, int row, const char *text)
+{
+  GtkWidget *l = gtk_grid_get_child_at (GTK_GRID (self->grid), column, row);
+  if (l != NULL && g_strcmp0 (gtk_label_get_text (GTK_LABEL (l)), text) != 0)
+    gtk_label_set_text (GTK_LABEL (l), text);
+}
+
+/* Rows 1..n_ranks exist, the header is row 0. */
+static void
+ensure_rows (PpStatsPanel *self, int n_ranks)
+{
+  GtkGrid *grid = GTK_GRID (self->grid);
+
+  while (self->n_rows > n_ranks)
+    {
+      gtk_grid_remove_row (grid, self->n_rows);
+      self->n_rows--;
+    }
+  while (self->n_rows < n_ranks)
+    {
+      int row = ++self->n_rows;
+      char rank[32];
+      g_snprintf (rank, sizeof rank, "GPU %d", row - 1);
+      GtkWidget *l = cell_label (rank, FALSE);
+      gtk_label_set_xalign (GTK_LABEL (l), 0.0);
+      gtk_grid_attach (grid, l, 0, row, 1, 1);
+      for (int c = 1; c < N_COLUMNS; c++)
+        gtk_grid_attach (grid, cell_label ("–", FALSE), c, row, 1, 1);
+    }
+}
+
+static void
+format_percent (char *buf, size_t size, double fraction)
+{
+  if (fraction < 0 || !isfinite (fraction))
+    g_strlcpy (buf, "–", size);
+  else
+    g_snprintf (buf, size, "%.1f%%", 100.0 * fraction);
+}
+
+/* The closed-form bubble of GPipe and 1F1B; -1 for other schedules. */
+static double
+closed_form_bubble (const PpTraceDescription *d)
+{
+  if (d == NULL || d->n_ranks < 1 || d->n_microbatches < 1)
+    return -1;
+  const PpScheduleInfo *info = pp_schedule_lookup (d->schedule);
+  const char *name = info ? info->name : d->schedule;
+  if (g_ascii_strcasecmp (name, "GPipe") != 0 && g_ascii_strcasecmp (name, "1F1B") != 0)
+    return -1;
+  if (d->n_virtual > 1)
+    return -1;
+  double P = d->n_ranks, M = d->n_microbatches;
+  return (P - 1) / (M + P - 1);
+}
+
+/* "batch N" (or "batch=N", "batch: N") in the model description; 0 if none. */
+static long
+batch_from_description (const PpTraceDescription *d)
+{
+  if (d == NULL)
+    return 0;
+  const char *p = d->model;
+  while ((p = strstr (p, "batch")) != NULL)
+    {
+      const char *q = p + 5;
+      while (*q == ' ' || *q == '=' || *q == ':')
+        q++;
+      if (g_ascii_isdigit (*q))
+        return strtol (q, NULL, 10);
+      p += 5;
+    }
+  return 0;
+}
+
+static void
+update_summary (PpStatsPanel *self, const PpTimelineModel *model)
+{
+  GString *s = g_string_new (NULL);
+  size_t n_steps = pp_timeline_model_n_steps (model);
+  const int64_t *starts = pp_timeline_model_step_starts (model);
+  double step_ns = 0;
+
+  if (n_steps >= 2)
+    step_ns = (double) (starts[n_steps - 1] - starts[0]) / (double) (n_steps - 1);
+  else if (n_steps == 1 && pp_timeline_model_end_ns (model) > starts[0])
+    step_ns = (double) (pp_timeline_model_end_ns (model) - starts[0]);
+
+  if (step_ns > 0)
+    {
+      g_string_append_printf (s, "Mean step time: %.3f ms", step_ns / 1e6);
+      long batch = batch_from_description (pp_timeline_model_description (model));
+      if (batch > 0)
+        g_string_append_printf (s, " · %.1f samples/s", (double) batch / (step_ns / 1e9));
+    }
+  else
+    g_string_append (s, "Mean step time: –");
+  g_string_append_printf (s, " · Steps: %zu", n_steps);
+  g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
+                          (guint64) pp_timeline_model_dropped (model));
+
+  if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->summary)), s->str) != 0)
+    gtk_label_set_text (GTK_LABEL (self->summary), s->str);
+  g_string_free (s, TRUE);
+}
+
+void
+pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_STATS_PANEL (self));
+
+  if (model == NULL)
+    {
+      ensure_rows (self, 0);
+      gtk_label_set_text (GTK_LABEL (self->summary), "No run");
+      return;
+    }
+
+  int n_ranks = pp_timeline_model_n_ranks (model);
+  int64_t t0 = pp_timeline_model_start_ns (model);
+  int64_t t1 = pp_timeline_model_end_ns (model);
+  double closed = closed_form_bubble (pp_timeline_model_description (model));
+  char buf[64];
+
+  update_summary (self, model);
+  ensure_rows (self, n_ranks);
+  for (int r = 0; r < n_ranks; r++)
+    {
+      PpTimelineRankStats st;
+      int row = r + 1;
+
+      pp_timeline_model_rank_stats (model, r, t0, t1, &st);
+      format_percent (buf, sizeof buf, t1 > t0 ? st.bubble : -1);
+      set_cell (self, 1, row, buf);
+      format_percent (buf, sizeof buf, st.planned_bubble);
+      set_cell (self, 2, row, buf);
+      format_percent (buf, sizeof buf, closed);
+      set_cell (self, 3, row, buf);
+      if (st.peak_inflight >= 0)
+        g_snprintf (buf, sizeof buf, "%d", st.peak_inflight);
+      else
+        g_strlcpy (buf, "–", sizeof buf);
+      set_cell (self, 4, row, buf);
+      if (st.peak_activation_bytes >= 0)
+        g_snprintf (buf, sizeof buf, "%.1f", st.peak_activation_bytes / (1024.0 * 1024.0));
+      else
+        g_strlcpy (buf, "–", sizeof buf);
+      set_cell (self, 5, row, buf);
+    }
+}
+
+GtkWidget *
+pp_stats_panel_new (void)
+{
+  return g_object_new (PP_TYPE_STATS_PANEL, NULL);
+}
+
+static void
+pp_stats_panel_dispose (GObject *object)
+{
+  PpStatsPanel *self = PP_STATS_PANEL (object);
+
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  G_OBJECT_CLASS (pp_stats_panel_parent_class)->dispose (object);
+}
+
+static void
+pp_stats_panel_class_init (PpStatsPanelClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = pp_stats_panel_dispose;
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "pp-stats-panel");
+}
+
+static void
+pp_stats_panel_init (PpStatsPanel *self)
+{
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+
+  self->summary = gtk_label_new ("No run");
+  gtk_label_set_xalign (GTK_LABEL (self->summary), 0.0);
+  gtk_label_set_wrap (GTK_LABEL (self->summary), TRUE);
+  gtk_box_append (GTK_BOX (self->box), self->summary);
+
+  self->grid = gtk_grid_new ();
+  gtk_grid_set_column_spacing (GTK_GRID (self->grid), 18);
+  gtk_grid_set_row_spacing (GTK_GRID (self->grid), 3);
+  gtk_box_append (GTK_BOX (self->box), self->grid);
+  for (int c = 0; c < N_COLUMNS; c++)
+    gtk_grid_attach (GTK_GRID (self->grid), cell_label (column_titles[c], TRUE), c, 0, 1, 1);
+}

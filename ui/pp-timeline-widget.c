@@ -1,0 +1,901 @@
+/* pp-timeline-widget.c — the Gantt chart as a GTK widget.
+ *
+ * All drawing is pp_timeline_render (the same function as the exports); this
+ * file only keeps a PpTimelineView and turns input into changes of it.  Time
+ * is kept as int64 ns on the spans' clock; zoom and pan compute in double and
+ * round once.  Nothing here does I/O or walks all spans: hover and tooltips
+ * go through pp_timeline_hit, live following reads only the model's extent.
+ */
+#include "pp-timeline-widget.h"
+
+#include <adwaita.h>
+#include <math.h>
+#include <string.h>
+
+/* The narrowest range one can zoom to, and how wide a live view may grow
+ * (fitting everything) before it starts scrolling with a fixed width. */
+#define PP_MIN_RANGE_NS   1000              /* 1 µs */
+#define PP_LIVE_GROW_NS   G_GINT64_CONSTANT (10000000000)   /* 10 s */
+#define PP_KEY_ZOOM       1.5
+
+struct _PpTimelineWidget
+{
+  GtkWidget        parent_instance;
+
+  PpTimelineModel *model;             /* borrowed */
+  PpTimelineView   view;              /* t0/t1, show_plan, hover, selection */
+  gboolean         range_valid;       /* t0/t1 were set from data or by a caller */
+  gboolean         live;
+  gboolean         follow;            /* live: track the newest events */
+  gboolean         model_dirty;       /* new data since the last frame */
+
+  /* pointer */
+  gboolean         pointer_inside;
+  double           pointer_x, pointer_y;
+
+  /* drag and pinch start from the range they began with */
+  gint64           gesture_t0, gesture_t1;
+  double           pinch_anchor_x;
+
+  AdwStyleManager *style_manager;
+};
+
+G_DEFINE_FINAL_TYPE (PpTimelineWidget, pp_timeline_widget, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_SHOW_PLAN,
+  PROP_LIVE,
+  N_PROPS
+};
+
+enum {
+  SIGNAL_SPAN_SELECTED,
+  SIGNAL_RANGE_CHANGED,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+/* ---- view and geometry --------------------------------------------------- */
+
+/* The view at the widget's current size: what the next frame will draw. */
+static void
+current_view (PpTimelineWidget *self, PpTimelineView *v, PpTimelineLayout *l)
+{
+  *v = self->view;
+  v->width = MAX (1, gtk_widget_get_width (GTK_WIDGET (self)));
+  v->height = MAX (1, gtk_widget_get_height (GTK_WIDGET (self)));
+  v->dark = self->style_manager != NULL && adw_style_manager_get_dark (self->style_manager);
+  if (l != NULL)
+    {
+      if (self->model != NULL)
+        pp_timeline_layout (self->model, v, l);
+      else
+        {
+          memset (l, 0, sizeof *l);
+          l->x1 = v->width;
+        }
+    }
+}
+
+static double
+ns_per_px (PpTimelineWidget *self)
+{
+  PpTimelineView v;
+  PpTimelineLayout l;
+
+  current_view (self, &v, &l);
+  double plot = l.x1 - l.x0;
+  if (plot < 1)
+    plot = v.width;
+  return (double) (self->view.t1_ns - self->view.t0_ns) / plot;
+}
+
+/* The time under widget x (x clamped to the plot area). */
+static double
+time_at_x (PpTimelineWidget *self, double x)
+{
+  PpTimelineView v;
+  PpTimelineLayout l;
+
+  current_view (self, &v, &l);
+  if (l.x1 - l.x0 < 1)
+    return 0.5 * (double) (v.t0_ns + v.t1_ns);
+  x = CLAMP (x, l.x0, l.x1);
+  return (double) v.t0_ns + (x - l.x0) / (l.x1 - l.x0) * (double) (v.t1_ns - v.t0_ns);
+}
+
+/* The model's extent; FALSE when it holds nothing to draw yet. */
+static gboolean
+model_extent (PpTimelineWidget *self, gint64 *start, gint64 *end)
+{
+  if (self->model == NULL)
+    return FALSE;
+  *start = pp_timeline_model_start_ns (self->model);
+  *end = pp_timeline_model_end_ns (self->model);
+  return *end > *start;
+}
+
+/* Every change of the range goes through here. */
+static void
+set_range_internal (PpTimelineWidget *self, gint64 t0, gint64 t1)
+{
+  if (t1 - t0 < PP_MIN_RANGE_NS)
+    {
+      gint64 mid = t0 + (t1 - t0) / 2;
+      t0 = mid - PP_MIN_RANGE_NS / 2;
+      t1 = t0 + PP_MIN_RANGE_NS;
+    }
+  self->range_valid = TRUE;
+  if (t0 == self->view.t0_ns && t1 == self->view.t1_ns)
+    return;
+  self->view.t0_ns = t0;
+  self->view.t1_ns = t1;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_RANGE_CHANGED], 0);
+}
+
+/* Zoom by factor (> 1: in) keeping time `anchor` at the same x. */
+static void
+zoom_around (PpTimelineWidget *self, double anchor, double factor)
+{
+  if (!self->range_valid || !(factor > 0) || !isfinite (factor))
+    return;
+  double t0 = (double) self->view.t0_ns, t1 = (double) self->view.t1_ns;
+  double width = (t1 - t0) / factor;
+  if (width < PP_MIN_RANGE_NS)
+    width = PP_MIN_RANGE_NS;
+  if (width > 1e18)
+    width = 1e18;
+  double frac = (t1 > t0) ? (anchor - t0) / (t1 - t0) : 0.5;
+  double n0 = anchor - frac * width;
+  set_range_internal (self, (gint64) llround (n0), (gint64) llround (n0 + width));
+}
+
+static void
+pan_by (PpTimelineWidget *self, double dt)
+{
+  if (!self->range_valid || dt == 0)
+    return;
+  gint64 d = (gint64) llround (dt);
+  set_range_internal (self, self->view.t0_ns + d, self->view.t1_ns + d);
+}
+
+/* The user moved the view: stop following the live edge. */
+static void
+user_moved (PpTimelineWidget *self)
+{
+  self->follow = FALSE;
+}
+
+/* While live, show the last PP_LIVE_STEPS steps (the one running and the
+ * ones before it), so blocks stay readable however long the run has been
+ * going; before there are that many steps, or in a trace without step
+ * markers, fit the whole run while it is shorter than PP_LIVE_GROW_NS, then
+ * keep the visible width and end at the newest event. */
+#define PP_LIVE_STEPS 3
+
+static void
+follow_live_edge (PpTimelineWidget *self)
+{
+  gint64 start, end;
+
+  if (!model_extent (self, &start, &end))
+    return;
+  size_t n_steps = self->model ? pp_timeline_model_n_steps (self->model) : 0;
+  if (n_steps > PP_LIVE_STEPS)
+    {
+      const int64_t *steps = pp_timeline_model_step_starts (self->model);
+      gint64 from = steps[n_steps - PP_LIVE_STEPS];
+      if (from > start && from < end)
+        {
+          set_range_internal (self, from, end);
+          return;
+        }
+    }
+  if (!self->range_valid)
+    {
+      set_range_internal (self, start, end);
+      return;
+    }
+  gint64 width = self->view.t1_ns - self->view.t0_ns;
+  gint64 length = end - start;
+  if (length <= width)
+    set_range_internal (self, start, start + width);
+  else if (length <= PP_LIVE_GROW_NS)
+    set_range_internal (self, start, end);
+  else
+    set_range_internal (self, end - width, end);
+}
+
+/* ---- public API ------------------------------------------------------------ */
+
+GtkWidget *
+pp_timeline_widget_new (void)
+{
+  return g_object_new (PP_TYPE_TIMELINE_WIDGET, NULL);
+}
+
+static void
+clear_hover_and_selection (PpTimelineWidget *self)
+{
+  self->view.hover_rank = -1;
+  self->view.hover_index = -1;
+  self->view.selected_rank = -1;
+  self->view.selected_index = -1;
+}
+
+void
+pp_timeline_widget_set_model (PpTimelineWidget *self, PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+
+  if (self->model == model)
+    return;
+  self->model = model;
+  clear_hover_and_selection (self);
+  self->range_valid = FALSE;
+  self->follow = TRUE;
+  self->model_dirty = TRUE;
+  gint64 start, end;
+  if (model_extent (self, &start, &end))
+    set_range_internal (self, start, end);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+PpTimelineModel *
+pp_timeline_widget_get_model (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), NULL);
+  return self->model;
+}
+
+void
+pp_timeline_widget_model_changed (PpTimelineWidget *self)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+
+  /* Span indices may have shifted (sorted inserts): a stale hover would
+   * highlight the wrong block until the pointer moves. */
+  self->view.hover_rank = -1;
+  self->view.hover_index = -1;
+  self->model_dirty = TRUE;
+  if (self->live && self->follow)
+    follow_live_edge (self);
+  else if (!self->range_valid)
+    {
+      gint64 start, end;
+      if (model_extent (self, &start, &end))
+        set_range_internal (self, start, end);
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+pp_timeline_widget_set_live (PpTimelineWidget *self, gboolean live)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+
+  live = !!live;
+  if (self->live == live)
+    return;
+  self->live = live;
+  if (live)
+    {
+      self->follow = TRUE;
+      follow_live_edge (self);
+    }
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LIVE]);
+}
+
+void
+pp_timeline_widget_zoom_to_fit (PpTimelineWidget *self)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+
+  gint64 start, end;
+  self->follow = TRUE;
+  if (model_extent (self, &start, &end))
+    set_range_internal (self, start, end);
+}
+
+void
+pp_timeline_widget_zoom (PpTimelineWidget *self, double factor)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  g_return_if_fail (factor > 0);
+
+  user_moved (self);
+  zoom_around (self, 0.5 * ((double) self->view.t0_ns + (double) self->view.t1_ns), factor);
+}
+
+void
+pp_timeline_widget_get_range (PpTimelineWidget *self, gint64 *t0_ns, gint64 *t1_ns)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (t0_ns)
+    *t0_ns = self->view.t0_ns;
+  if (t1_ns)
+    *t1_ns = self->view.t1_ns;
+}
+
+/* A caller setting the range (another widget sharing the time scale) counts
+ * as the user moving away from the live edge. */
+void
+pp_timeline_widget_set_range (PpTimelineWidget *self, gint64 t0_ns, gint64 t1_ns)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  g_return_if_fail (t1_ns > t0_ns);
+
+  user_moved (self);
+  set_range_internal (self, t0_ns, t1_ns);
+}
+
+void
+pp_timeline_widget_get_view (PpTimelineWidget *self, PpTimelineView *out)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  g_return_if_fail (out != NULL);
+  current_view (self, out, NULL);
+}
+
+void
+pp_timeline_widget_set_show_plan (PpTimelineWidget *self, gboolean show)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+
+  show = !!show;
+  if (self->view.show_plan == show)
+    return;
+  self->view.show_plan = show;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SHOW_PLAN]);
+}
+
+gboolean
+pp_timeline_widget_get_show_plan (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), FALSE);
+  return self->view.show_plan;
+}
+
+/* ---- drawing ----------------------------------------------------------------- */
+
+static void
+pp_timeline_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (widget);
+  int w = gtk_widget_get_width (widget);
+  int h = gtk_widget_get_height (widget);
+
+  self->model_dirty = FALSE;
+  if (w <= 0 || h <= 0 || self->model == NULL)
+    return;
+
+  PpTimelineView v;
+  current_view (self, &v, NULL);
+  if (v.t1_ns <= v.t0_ns)
+    return;                       /* nothing recorded yet */
+
+  cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, w, h));
+  pp_timeline_render (cr, self->model, &v);
+  cairo_destroy (cr);
+}
+
+/* ---- tooltip ------------------------------------------------------------------ */
+
+static void
+append_ms (GString *s, double ns)
+{
+  /* ms throughout, as the ruler; only what would read 0.00x ms in µs/ns */
+  if (fabs (ns) < 1e3)
+    g_string_append_printf (s, "%.0f ns", ns);
+  else if (fabs (ns) < 1e4)
+    g_string_append_printf (s, "%.2f µs", ns / 1e3);
+  else
+    g_string_append_printf (s, "%.3f ms", ns / 1e6);
+}
+
+static gboolean
+is_compute (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
+}
+
+/* The WAIT right before span `index` of `rank`: the latest one that ended by
+ * its start with no other work in between.  NULL if none. */
+static const PpSpan *
+wait_before (const PpTimelineModel *m, int rank, long index)
+{
+  const PpSpan *spans = pp_timeline_model_spans (m, rank);
+  const PpSpan *target = &spans[index];
+
+  /* Spans are sorted by start; a few dozen back is enough (sends, receives
+   * and kernels sit between a wait and the block it held up). */
+  for (long i = index - 1; i >= 0 && i >= index - 64; i--)
+    {
+      const PpSpan *s = &spans[i];
+      if (s->kind == PP_SPAN_WAIT && s->end_ns <= target->start_ns + 1000)
+        return s;
+      if (is_compute (s->kind) && s->kind != PP_SPAN_KERNEL)
+        return NULL;
+    }
+  return NULL;
+}
+
+/* The tooltip of a span; NULL for none.  Public to the tests through
+ * pp_timeline_widget_tooltip_text () below. */
+static char *
+span_tooltip (const PpTimelineModel *m, int rank, long index)
+{
+  if (rank < 0 || rank >= pp_timeline_model_n_ranks (m) || index < 0
+      || (size_t) index >= pp_timeline_model_n_spans (m, rank))
+    return NULL;
+
+  const PpSpan *s = &pp_timeline_model_spans (m, rank)[index];
+  GString *t = g_string_new (NULL);
+  gint64 origin = pp_timeline_model_start_ns (m);
+
+  g_string_append_printf (t, "GPU %d", rank);
+  if (s->stage >= 0)
+    g_string_append_printf (t, " · stage %d", s->stage);
+  if (s->microbatch >= 0)
+    g_string_append_printf (t, " · micro-batch %d", s->microbatch);
+  g_string_append_printf (t, " · %s", pp_span_kind_name ((PpSpanKind) s->kind));
+  if (s->peer_rank >= 0)
+    {
+      switch (s->kind)
+        {
+        case PP_SPAN_SEND_F: case PP_SPAN_SEND_B:
+          g_string_append_printf (t, " to GPU %d", s->peer_rank);
+          break;
+        case PP_SPAN_WAIT:
+          g_string_append_printf (t, " for GPU %d", s->peer_rank);
+          break;
+        default:
+          g_string_append_printf (t, " from GPU %d", s->peer_rank);
+          break;
+        }
+    }
+  const char *name = s->name_id ? pp_timeline_model_string (m, s->name_id) : NULL;
+  if (name != NULL && *name)
+    g_string_append_printf (t, " · %s", name);
+  g_string_append (t, " · start ");
+  append_ms (t, (double) (s->start_ns - origin));
+  g_string_append (t, " · ");
+  append_ms (t, (double) (s->end_ns - s->start_ns));
+  if (s->bytes > 0)
+    {
+      char *b = g_format_size (s->bytes);
+      g_string_append_printf (t, " · %s", b);
+      g_free (b);
+    }
+
+  if (is_compute (s->kind))
+    {
+      const PpSpan *w = wait_before (m, rank, index);
+      if (w != NULL)
+        {
+          g_string_append (t, "\nwaited ");
+          append_ms (t, (double) (w->end_ns - w->start_ns));
+          if (w->peer_rank >= 0)
+            g_string_append_printf (t, " for GPU %d", w->peer_rank);
+        }
+    }
+  return g_string_free (t, FALSE);
+}
+
+static char *
+planned_tooltip (const PpTimelineModel *m, int rank, long index)
+{
+  static const char *const kinds[] = {
+    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OVERLAP_F_B", "OPT",
+  };
+
+  if (rank < 0 || rank >= pp_timeline_model_n_ranks (m) || index < 0
+      || (size_t) index >= pp_timeline_model_n_planned (m, rank))
+    return NULL;
+  const PpTimelinePlanned *p = &pp_timeline_model_planned (m, rank)[index];
+  GString *t = g_string_new (NULL);
+  g_string_append_printf (t, "GPU %d · plan · stage %d", rank, p->stage);
+  if (p->microbatch >= 0)
+    g_string_append_printf (t, " · micro-batch %d", p->microbatch);
+  if (p->kind >= 0 && p->kind < (int) G_N_ELEMENTS (kinds))
+    g_string_append_printf (t, " · %s", kinds[p->kind]);
+  g_string_append (t, " · start ");
+  append_ms (t, (double) (p->start_ns - pp_timeline_model_start_ns (m)));
+  g_string_append (t, " · ");
+  append_ms (t, (double) (p->end_ns - p->start_ns));
+  return g_string_free (t, FALSE);
+}
+
+/* What the tooltip says at widget (x, y); NULL where nothing is.  Exposed
+ * for the tests (declared there; not part of the header). */
+char *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
+
+char *
+pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
+{
+  PpTimelineView v;
+  PpTimelineHit hit;
+
+  if (self->model == NULL || !self->range_valid)
+    return NULL;
+  current_view (self, &v, NULL);
+  if (!pp_timeline_hit (self->model, &v, x, y, &hit) || hit.index < 0)
+    return NULL;
+  return hit.planned ? planned_tooltip (self->model, hit.rank, hit.index)
+                     : span_tooltip (self->model, hit.rank, hit.index);
+}
+
+static gboolean
+on_query_tooltip (GtkWidget  *widget,
+                  int         x,
+                  int         y,
+                  gboolean    keyboard_mode,
+                  GtkTooltip *tooltip,
+                  gpointer    user_data)
+{
+  if (keyboard_mode)
+    return FALSE;
+  char *text = pp_timeline_widget_tooltip_text (PP_TIMELINE_WIDGET (widget), x, y);
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  g_free (text);
+  return TRUE;
+}
+
+/* ---- input --------------------------------------------------------------------- */
+
+static void
+update_hover (PpTimelineWidget *self)
+{
+  int rank = -1;
+  long index = -1;
+
+  if (self->pointer_inside && self->model != NULL && self->range_valid)
+    {
+      PpTimelineView v;
+      PpTimelineHit hit;
+      current_view (self, &v, NULL);
+      if (pp_timeline_hit (self->model, &v, self->pointer_x, self->pointer_y, &hit)
+          && !hit.planned && hit.index >= 0)
+        {
+          rank = hit.rank;
+          index = hit.index;
+        }
+    }
+  if (rank == self->view.hover_rank && index == self->view.hover_index)
+    return;
+  self->view.hover_rank = rank;
+  self->view.hover_index = index;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
+}
+
+static void
+on_motion (GtkEventControllerMotion *c, double x, double y, PpTimelineWidget *self)
+{
+  self->pointer_inside = TRUE;
+  self->pointer_x = x;
+  self->pointer_y = y;
+  update_hover (self);
+}
+
+static void
+on_leave (GtkEventControllerMotion *c, PpTimelineWidget *self)
+{
+  self->pointer_inside = FALSE;
+  update_hover (self);
+}
+
+static gboolean
+on_scroll (GtkEventControllerScroll *c, double dx, double dy, PpTimelineWidget *self)
+{
+  GdkModifierType mods = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (c));
+  gboolean wheel = gtk_event_controller_scroll_get_unit (c) == GDK_SCROLL_UNIT_WHEEL;
+
+  if (!self->range_valid)
+    return FALSE;
+  user_moved (self);
+  if (mods & GDK_CONTROL_MASK)
+    {
+      double x = self->pointer_inside ? self->pointer_x : 0.5 * gtk_widget_get_width (GTK_WIDGET (self));
+      double factor = pow (wheel ? 1.25 : 1.01, -dy);
+      zoom_around (self, time_at_x (self, x), factor);
+      return TRUE;
+    }
+
+  /* Both axes pan time (rows shrink to fit the height, so vertical
+   * scrolling has nothing else to do).  Shift swaps as usual. */
+  double d = dx + dy;
+  if (wheel)
+    pan_by (self, d * 0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
+  else
+    pan_by (self, d * ns_per_px (self));
+  update_hover (self);
+  return TRUE;
+}
+
+static void
+on_drag_begin (GtkGestureDrag *g, double x, double y, PpTimelineWidget *self)
+{
+  self->gesture_t0 = self->view.t0_ns;
+  self->gesture_t1 = self->view.t1_ns;
+}
+
+static void
+on_drag_update (GtkGestureDrag *g, double ox, double oy, PpTimelineWidget *self)
+{
+  if (!self->range_valid)
+    return;
+  /* Below the threshold it may still be a click (selection). */
+  if (gtk_gesture_get_sequence_state (GTK_GESTURE (g), gtk_gesture_single_get_current_sequence (GTK_GESTURE_SINGLE (g)))
+      != GTK_EVENT_SEQUENCE_CLAIMED)
+    {
+      if (fabs (ox) < 4 && fabs (oy) < 4)
+        return;
+    }
+  gtk_gesture_set_state (GTK_GESTURE (g), GTK_EVENT_SEQUENCE_CLAIMED);
+  user_moved (self);
+  PpTimelineView v;
+  PpTimelineLayout l;
+  current_view (self, &v, &l);
+  double plot = MAX (1, l.x1 - l.x0);
+  double dt = -ox * (double) (self->gesture_t1 - self->gesture_t0) / plot;
+  gint64 d = (gint64) llround (dt);
+  set_range_internal (self, self->gesture_t0 + d, self->gesture_t1 + d);
+}
+
+static void
+on_zoom_begin (GtkGesture *g, GdkEventSequence *seq, PpTimelineWidget *self)
+{
+  double x, y;
+  self->gesture_t0 = self->view.t0_ns;
+  self->gesture_t1 = self->view.t1_ns;
+  if (!gtk_gesture_get_bounding_box_center (g, &x, &y))
+    x = 0.5 * gtk_widget_get_width (GTK_WIDGET (self));
+  self->pinch_anchor_x = x;
+}
+
+static void
+on_zoom_scale_changed (GtkGestureZoom *g, double scale, PpTimelineWidget *self)
+{
+  if (!self->range_valid || !(scale > 0))
+    return;
+  user_moved (self);
+  /* Scale from the range the pinch began with, so it does not compound. */
+  self->view.t0_ns = self->gesture_t0;
+  self->view.t1_ns = self->gesture_t1;
+  zoom_around (self, time_at_x (self, self->pinch_anchor_x), scale);
+}
+
+static void
+on_click_pressed (GtkGestureClick *g, int n_press, double x, double y, PpTimelineWidget *self)
+{
+  gtk_widget_grab_focus (GTK_WIDGET (self));
+}
+
+static void
+on_click_released (GtkGestureClick *g, int n_press, double x, double y, PpTimelineWidget *self)
+{
+  PpTimelineView v;
+  PpTimelineHit hit;
+  int rank = -1;
+  long index = -1;
+
+  if (self->model == NULL || !self->range_valid)
+    return;
+  current_view (self, &v, NULL);
+  if (pp_timeline_hit (self->model, &v, x, y, &hit) && !hit.planned && hit.index >= 0)
+    {
+      rank = hit.rank;
+      index = hit.index;
+    }
+  if (rank == self->view.selected_rank && index == self->view.selected_index)
+    return;
+  self->view.selected_rank = rank;
+  self->view.selected_index = index;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, rank, index);
+}
+
+static gboolean
+on_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
+                GdkModifierType state, PpTimelineWidget *self)
+{
+  switch (keyval)
+    {
+    case GDK_KEY_plus: case GDK_KEY_equal: case GDK_KEY_KP_Add:
+      pp_timeline_widget_zoom (self, PP_KEY_ZOOM);
+      return TRUE;
+    case GDK_KEY_minus: case GDK_KEY_KP_Subtract:
+      pp_timeline_widget_zoom (self, 1.0 / PP_KEY_ZOOM);
+      return TRUE;
+    case GDK_KEY_0: case GDK_KEY_KP_0: case GDK_KEY_Home: case GDK_KEY_KP_Home:
+      pp_timeline_widget_zoom_to_fit (self);
+      return TRUE;
+    case GDK_KEY_Left: case GDK_KEY_KP_Left:
+      user_moved (self);
+      pan_by (self, -0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
+      return TRUE;
+    case GDK_KEY_Right: case GDK_KEY_KP_Right:
+      user_moved (self);
+      pan_by (self, 0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
+      return TRUE;
+    case GDK_KEY_Escape:
+      if (self->view.selected_rank >= 0)
+        {
+          self->view.selected_rank = -1;
+          self->view.selected_index = -1;
+          gtk_widget_queue_draw (GTK_WIDGET (self));
+          g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, -1, (glong) -1);
+          return TRUE;
+        }
+      return FALSE;
+    default:
+      return FALSE;
+    }
+}
+
+/* ---- GObject ------------------------------------------------------------------- */
+
+static void
+pp_timeline_widget_measure (GtkWidget      *widget,
+                            GtkOrientation  orientation,
+                            int             for_size,
+                            int            *minimum,
+                            int            *natural,
+                            int            *minimum_baseline,
+                            int            *natural_baseline)
+{
+  /* Small minimum so the window can shrink; a useful natural size. */
+  if (orientation == GTK_ORIENTATION_HORIZONTAL)
+    {
+      *minimum = 200;
+      *natural = 600;
+    }
+  else
+    {
+      *minimum = 100;
+      *natural = 300;
+    }
+}
+
+static void
+pp_timeline_widget_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (object);
+
+  switch (prop_id)
+    {
+    case PROP_SHOW_PLAN:
+      g_value_set_boolean (value, self->view.show_plan);
+      break;
+    case PROP_LIVE:
+      g_value_set_boolean (value, self->live);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+pp_timeline_widget_set_property (GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (object);
+
+  switch (prop_id)
+    {
+    case PROP_SHOW_PLAN:
+      pp_timeline_widget_set_show_plan (self, g_value_get_boolean (value));
+      break;
+    case PROP_LIVE:
+      pp_timeline_widget_set_live (self, g_value_get_boolean (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+pp_timeline_widget_dispose (GObject *object)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (object);
+
+  self->model = NULL;
+  if (self->style_manager != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (self->style_manager, self);
+      self->style_manager = NULL;
+    }
+  G_OBJECT_CLASS (pp_timeline_widget_parent_class)->dispose (object);
+}
+
+static void
+pp_timeline_widget_class_init (PpTimelineWidgetClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->get_property = pp_timeline_widget_get_property;
+  object_class->set_property = pp_timeline_widget_set_property;
+  object_class->dispose = pp_timeline_widget_dispose;
+  widget_class->snapshot = pp_timeline_widget_snapshot;
+  widget_class->measure = pp_timeline_widget_measure;
+
+  properties[PROP_SHOW_PLAN] =
+    g_param_spec_boolean ("show-plan", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_LIVE] =
+    g_param_spec_boolean ("live", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  signals[SIGNAL_SPAN_SELECTED] =
+    g_signal_new ("span-selected", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_INT, G_TYPE_LONG);
+  signals[SIGNAL_RANGE_CHANGED] =
+    g_signal_new ("range-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+
+  gtk_widget_class_set_css_name (widget_class, "pp-timeline");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+pp_timeline_widget_init (PpTimelineWidget *self)
+{
+  GtkWidget *widget = GTK_WIDGET (self);
+  GtkEventController *c;
+  GtkGesture *g;
+
+  clear_hover_and_selection (self);
+  self->follow = TRUE;
+
+  gtk_widget_set_focusable (widget, TRUE);
+  gtk_widget_set_overflow (widget, GTK_OVERFLOW_HIDDEN);
+  gtk_widget_set_size_request (widget, 600, 300);
+  gtk_widget_set_has_tooltip (widget, TRUE);
+  g_signal_connect (widget, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
+
+  c = gtk_event_controller_motion_new ();
+  g_signal_connect (c, "enter", G_CALLBACK (on_motion), self);
+  g_signal_connect (c, "motion", G_CALLBACK (on_motion), self);
+  g_signal_connect (c, "leave", G_CALLBACK (on_leave), self);
+  gtk_widget_add_controller (widget, c);
+
+  c = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
+  g_signal_connect (c, "scroll", G_CALLBACK (on_scroll), self);
+  gtk_widget_add_controller (widget, c);
+
+  c = gtk_event_controller_key_new ();
+  g_signal_connect (c, "key-pressed", G_CALLBACK (on_key_pressed), self);
+  gtk_widget_add_controller (widget, c);
+
+  g = gtk_gesture_drag_new ();
+  gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (g), GDK_BUTTON_PRIMARY);
+  g_signal_connect (g, "drag-begin", G_CALLBACK (on_drag_begin), self);
+  g_signal_connect (g, "drag-update", G_CALLBACK (on_drag_update), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (g));
+
+  g = gtk_gesture_zoom_new ();
+  g_signal_connect (g, "begin", G_CALLBACK (on_zoom_begin), self);
+  g_signal_connect (g, "scale-changed", G_CALLBACK (on_zoom_scale_changed), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (g));
+
+  g = gtk_gesture_click_new ();
+  gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (g), GDK_BUTTON_PRIMARY);
+  g_signal_connect (g, "pressed", G_CALLBACK (on_click_pressed), self);
+  g_signal_connect (g, "released", G_CALLBACK (on_click_released), self);
+  gtk_widget_add_controller (widget, GTK_EVENT_CONTROLLER (g));
+
+  /* Dark mode follows libadwaita; redraw when it flips. */
+  self->style_manager = adw_style_manager_get_default ();
+  g_signal_connect_swapped (self->style_manager, "notify::dark",
+                            G_CALLBACK (gtk_widget_queue_draw), self);
+}

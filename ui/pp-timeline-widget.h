@@ -1,0 +1,49 @@
+/* pp-timeline-widget.h — the Gantt chart as a GTK widget.
+ *
+ * Draws with pp_timeline_render (the same function as the exports).  Zoom
+ * with Ctrl+scroll, pinch and +/-, pan by dragging and scrolling, zoom to fit;
+ * while live it follows the newest events unless the user has moved away.
+ * Hover shows a tooltip (rank, stage, micro-batch, kind, start, duration and
+ * what it waited for); a click selects a span ("span-selected").
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
+
+G_BEGIN_DECLS
+
+#define PP_TYPE_TIMELINE_WIDGET (pp_timeline_widget_get_type ())
+G_DECLARE_FINAL_TYPE (PpTimelineWidget, pp_timeline_widget, PP, TIMELINE_WIDGET, GtkWidget)
+
+GtkWidget *pp_timeline_widget_new (void);
+
+/* The model to draw (borrowed: the caller keeps it alive and calls
+ * set_model (NULL) before freeing it). */
+void       pp_timeline_widget_set_model (PpTimelineWidget *self, PpTimelineModel *model);
+PpTimelineModel *pp_timeline_widget_get_model (PpTimelineWidget *self);
+
+/* New data arrived in the model: redraw (coalesced to the frame clock), and
+ * follow the newest events if live and the user has not moved away. */
+void       pp_timeline_widget_model_changed (PpTimelineWidget *self);
+
+void       pp_timeline_widget_set_live (PpTimelineWidget *self, gboolean live);
+void       pp_timeline_widget_zoom_to_fit (PpTimelineWidget *self);
+void       pp_timeline_widget_zoom (PpTimelineWidget *self, double factor);   /* > 1 zooms in */
+
+/* The visible range; setting it lets two widgets share a time scale. */
+void       pp_timeline_widget_get_range (PpTimelineWidget *self, gint64 *t0_ns, gint64 *t1_ns);
+void       pp_timeline_widget_set_range (PpTimelineWidget *self, gint64 t0_ns, gint64 t1_ns);
+
+/* The view as shown (for "save screenshot of the timeline as shown"). */
+void       pp_timeline_widget_get_view (PpTimelineWidget *self, PpTimelineView *out);
+
+/* Properties: "show-plan" (gboolean), "live" (gboolean).
+ * Signals: "span-selected" (int rank, long index: -1 when cleared),
+ *          "range-changed" (the visible range moved). */
+void       pp_timeline_widget_set_show_plan (PpTimelineWidget *self, gboolean show);
+gboolean   pp_timeline_widget_get_show_plan (PpTimelineWidget *self);
+
+G_END_DECLS

@@ -1,0 +1,404 @@
+/* pp-whatif-panel.c — "what if": the simulator's ranking of schedules and
+ * micro-batch counts under the costs measured in this run.
+ *
+ * update() turns the model's spans into PpMeasuredCosts (per rank, the mean
+ * F, full backward and W of one micro-batch, summed over the rank's stages)
+ * and, when they changed, asks pp_suggest again, at most once a second: the
+ * costs are kept, so a late change is not lost, only delayed.  Choosing a
+ * row emits "apply" (schedule, ranks, micro-batches, stages per rank).
+ */
+#include "pp-panels.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pp-suggest.h"
+
+#define PP_WHATIF_MIN_INTERVAL_US G_USEC_PER_SEC
+
+struct _PpWhatifPanel
+{
+  GtkWidget        parent_instance;
+
+  GtkWidget       *box;
+  GtkWidget       *budget;         /* GtkSpinButton */
+  GtkWidget       *status;         /* GtkLabel */
+  GtkWidget       *list;           /* GtkListBox */
+
+  PpMeasuredCosts  costs;          /* f, b, w: g_new'd [ranks] */
+  gboolean         have_costs;
+  PpSuggestion    *suggestions;    /* malloc'd by pp_suggest */
+  size_t           n_suggestions;
+  gint64           last_compute_us;
+  guint            pending_id;     /* timeout for a throttled recompute */
+};
+
+G_DEFINE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, GTK_TYPE_WIDGET)
+
+enum {
+  SIGNAL_APPLY,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+/* ---- measured costs ---------------------------------------------------------- */
+
+static void
+measured_costs_clear (PpMeasuredCosts *c)
+{
+  g_clear_pointer (&c->f, g_free);
+  g_clear_pointer (&c->b, g_free);
+  g_clear_pointer (&c->w, g_free);
+  memset (c, 0, sizeof *c);
+}
+
+typedef struct {
+  double sum[4];      /* F, B, I, W durations, seconds */
+  long   n[4];
+} StageSums;
+
+/* Fills out (arrays g_new'd) from the model's spans: per rank, per stage the
+ * mean F and backward (B, or I + W) and W, summed over the rank's stages.
+ * Without W spans the weight part is taken as half the backward (what the
+ * simulator assumes for a split it cannot see).  FALSE until every rank has
+ * a forward and a backward.  Exposed for the tests. */
+gboolean pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out);
+
+gboolean
+pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out)
+{
+  const PpTraceDescription *d = pp_timeline_model_description (m);
+  int P = pp_timeline_model_n_ranks (m);
+  double comm_sum = 0;
+  long comm_n = 0;
+
+  memset (out, 0, sizeof *out);
+  if (P < 1)
+    return FALSE;
+  out->ranks = P;
+  out->microbatches = d && d->n_microbatches > 0 ? d->n_microbatches : 1;
+  out->f = g_new0 (double, P);
+  out->b = g_new0 (double, P);
+  out->w = g_new0 (double, P);
+
+  GHashTable *stages = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  for (int r = 0; r < P; r++)
+    {
+      size_t n = pp_timeline_model_n_spans (m, r);
+      const PpSpan *spans = pp_timeline_model_spans (m, r);
+
+      g_hash_table_remove_all (stages);
+      for (size_t i = 0; i < n; i++)
+        {
+          const PpSpan *s = &spans[i];
+          double dur = (double) (s->end_ns - s->start_ns) / 1e9;
+          int k;
+          switch (s->kind)
+            {
+            case PP_SPAN_F: k = 0; break;
+            case PP_SPAN_B: k = 1; break;
+            case PP_SPAN_I: k = 2; break;
+            case PP_SPAN_W: k = 3; break;
+            case PP_SPAN_SEND_F: case PP_SPAN_SEND_B:
+              comm_sum += dur;
+              comm_n++;
+              continue;
+            default:
+              continue;
+            }
+          gpointer key = GINT_TO_POINTER (s->stage + 1);
+          StageSums *ss = g_hash_table_lookup (stages, key);
+          if (ss == NULL)
+            {
+              ss = g_new0 (StageSums, 1);
+              g_hash_table_insert (stages, key, ss);
+            }
+          ss->sum[k] += dur;
+          ss->n[k]++;
+        }
+
+      GHashTableIter it;
+      StageSums *ss;
+      g_hash_table_iter_init (&it, stages);
+      while (g_hash_table_iter_next (&it, NULL, (gpointer *) &ss))
+        {
+          double mf = ss->n[0] ? ss->sum[0] / ss->n[0] : 0;
+          double mi = ss->n[2] ? ss->sum[2] / ss->n[2] : 0;
+          double mw = ss->n[3] ? ss->sum[3] / ss->n[3] : 0;
+          double b;
+          if (ss->n[1] && ss->n[2])     /* both kinds: weigh by count */
+            b = (ss->sum[1] + (mi + mw) * ss->n[2]) / (ss->n[1] + ss->n[2]);
+          else if (ss->n[1])
+            b = ss->sum[1] / ss->n[1];
+          else
+            b = mi + mw;
+          out->f[r] += mf;
+          out->b[r] += b;
+          out->w[r] += ss->n[3] ? mw : b / 2;
+        }
+      if (!(out->f[r] > 0) || !(out->b[r] > 0))
+        {
+          g_hash_table_unref (stages);
+          measured_costs_clear (out);
+          return FALSE;
+        }
+    }
+  g_hash_table_unref (stages);
+  out->comm = comm_n ? comm_sum / comm_n : 0;
+  return TRUE;
+}
+
+static gboolean
+measured_costs_equal (const PpMeasuredCosts *a, const PpMeasuredCosts *b)
+{
+  if (a->ranks != b->ranks || a->microbatches != b->microbatches || a->comm != b->comm)
+    return FALSE;
+  size_t n = (size_t) a->ranks * sizeof (double);
+  return memcmp (a->f, b->f, n) == 0 && memcmp (a->b, b->b, n) == 0 && memcmp (a->w, b->w, n) == 0;
+}
+
+/* ---- the list ------------------------------------------------------------------ */
+
+static GtkWidget *
+row_label (const char *text, int width_chars, float xalign)
+{
+  GtkWidget *l = gtk_label_new (text);
+  gtk_label_set_width_chars (GTK_LABEL (l), width_chars);
+  gtk_label_set_xalign (GTK_LABEL (l), xalign);
+  return l;
+}
+
+static GtkWidget *
+suggestion_row (const PpSuggestion *s)
+{
+  char buf[64];
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_margin_top (box, 4);
+  gtk_widget_set_margin_bottom (box, 4);
+
+  GtkWidget *name = row_label (s->schedule, 14, 0.0);
+  gtk_widget_add_css_class (name, "heading");
+  gtk_widget_set_hexpand (name, TRUE);
+  gtk_box_append (GTK_BOX (box), name);
+  g_snprintf (buf, sizeof buf, "M = %d", s->microbatches);
+  gtk_box_append (GTK_BOX (box), row_label (buf, 8, 0.0));
+  g_snprintf (buf, sizeof buf, "V = %d", s->stages_per_rank);
+  gtk_box_append (GTK_BOX (box), row_label (buf, 6, 0.0));
+  g_snprintf (buf, sizeof buf, "%.3f ms", s->step_time * 1e3);
+  gtk_box_append (GTK_BOX (box), row_label (buf, 11, 1.0));
+  g_snprintf (buf, sizeof buf, "bubble %.1f%%", s->bubble * 100);
+  gtk_box_append (GTK_BOX (box), row_label (buf, 13, 1.0));
+  g_snprintf (buf, sizeof buf, "act. %.2f", s->peak_activation);
+  GtkWidget *act = row_label (buf, 10, 1.0);
+  gtk_widget_set_tooltip_text (act, "Peak activation memory, in measured micro-batches");
+  gtk_box_append (GTK_BOX (box), act);
+
+  GtkWidget *row = gtk_list_box_row_new ();
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), TRUE);
+  return row;
+}
+
+static void
+clear_list (PpWhatifPanel *self)
+{
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (self->list)) != NULL)
+    gtk_list_box_remove (GTK_LIST_BOX (self->list), child);
+}
+
+static void
+recompute (PpWhatifPanel *self)
+{
+  PpError err = { 0 };
+  PpSuggestion *out = NULL;
+  size_t n = 0;
+
+  self->last_compute_us = g_get_monotonic_time ();
+  clear_list (self);
+  g_clear_pointer (&self->suggestions, free);
+  self->n_suggestions = 0;
+
+  if (!self->have_costs)
+    {
+      gtk_label_set_text (GTK_LABEL (self->status),
+                          "Waiting for a forward and a backward on every GPU");
+      return;
+    }
+
+  double budget = gtk_spin_button_get_value (GTK_SPIN_BUTTON (self->budget));
+  if (pp_suggest (&self->costs, budget, &out, &n, &err) != PP_OK)
+    {
+      gtk_label_set_text (GTK_LABEL (self->status), err.msg[0] ? err.msg : "Cannot rank schedules");
+      free (out);
+      return;
+    }
+  self->suggestions = out;
+  self->n_suggestions = n;
+
+  char *msg;
+  if (n == 0)
+    msg = g_strdup ("No schedule fits this memory budget");
+  else
+    msg = g_strdup_printf ("Predicted from the costs measured on %d GPUs with %d micro-batches",
+                           self->costs.ranks, self->costs.microbatches);
+  gtk_label_set_text (GTK_LABEL (self->status), msg);
+  g_free (msg);
+  for (size_t i = 0; i < n; i++)
+    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i]));
+}
+
+static gboolean
+on_pending_timeout (gpointer data)
+{
+  PpWhatifPanel *self = data;
+
+  self->pending_id = 0;
+  recompute (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* Now if the last computation is a second old, else once it is. */
+static void
+schedule_recompute (PpWhatifPanel *self)
+{
+  gint64 since = g_get_monotonic_time () - self->last_compute_us;
+
+  if (self->last_compute_us == 0 || since >= PP_WHATIF_MIN_INTERVAL_US)
+    {
+      g_clear_handle_id (&self->pending_id, g_source_remove);
+      recompute (self);
+    }
+  else if (self->pending_id == 0)
+    self->pending_id = g_timeout_add ((guint) ((PP_WHATIF_MIN_INTERVAL_US - since) / 1000) + 1,
+                                      on_pending_timeout, self);
+}
+
+void
+pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_WHATIF_PANEL (self));
+
+  PpMeasuredCosts c = { 0 };
+  gboolean have = model != NULL && pp_whatif_measured_costs (model, &c);
+
+  if (have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
+    {
+      measured_costs_clear (&c);
+      if (self->last_compute_us == 0)
+        schedule_recompute (self);     /* first call: say what we wait for */
+      return;
+    }
+  measured_costs_clear (&self->costs);
+  self->costs = c;
+  self->have_costs = have;
+  schedule_recompute (self);
+}
+
+static void
+on_budget_changed (GtkSpinButton *spin, PpWhatifPanel *self)
+{
+  /* The user asked: answer now. */
+  g_clear_handle_id (&self->pending_id, g_source_remove);
+  recompute (self);
+}
+
+static void
+on_row_activated (GtkListBox *list, GtkListBoxRow *row, PpWhatifPanel *self)
+{
+  int i = gtk_list_box_row_get_index (row);
+
+  if (i < 0 || (size_t) i >= self->n_suggestions)
+    return;
+  const PpSuggestion *s = &self->suggestions[i];
+  g_signal_emit (self, signals[SIGNAL_APPLY], 0,
+                 s->schedule, s->ranks, s->microbatches, s->stages_per_rank);
+}
+
+GtkWidget *
+pp_whatif_panel_new (void)
+{
+  return g_object_new (PP_TYPE_WHATIF_PANEL, NULL);
+}
+
+static void
+pp_whatif_panel_dispose (GObject *object)
+{
+  PpWhatifPanel *self = PP_WHATIF_PANEL (object);
+
+  g_clear_handle_id (&self->pending_id, g_source_remove);
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  G_OBJECT_CLASS (pp_whatif_panel_parent_class)->dispose (object);
+}
+
+static void
+pp_whatif_panel_finalize (GObject *object)
+{
+  PpWhatifPanel *self = PP_WHATIF_PANEL (object);
+
+  measured_costs_clear (&self->costs);
+  g_clear_pointer (&self->suggestions, free);
+  G_OBJECT_CLASS (pp_whatif_panel_parent_class)->finalize (object);
+}
+
+static void
+pp_whatif_panel_class_init (PpWhatifPanelClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = pp_whatif_panel_dispose;
+  object_class->finalize = pp_whatif_panel_finalize;
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "pp-whatif-panel");
+
+  signals[SIGNAL_APPLY] =
+    g_signal_new ("apply", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 4,
+                  G_TYPE_STRING, G_TYPE_INT, G_TYPE_INT, G_TYPE_INT);
+}
+
+static void
+pp_whatif_panel_init (PpWhatifPanel *self)
+{
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+
+  GtkWidget *line = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  GtkWidget *label = gtk_label_new_with_mnemonic ("_Memory budget (micro-batches)");
+  gtk_box_append (GTK_BOX (line), label);
+  self->budget = gtk_spin_button_new_with_range (0, 1024, 1);
+  gtk_spin_button_set_digits (GTK_SPIN_BUTTON (self->budget), 1);
+  gtk_spin_button_set_increments (GTK_SPIN_BUTTON (self->budget), 0.5, 4);
+  gtk_widget_set_tooltip_text (self->budget,
+                               "The most activation memory a GPU may hold, in micro-batches "
+                               "of the measured run; 0 = no limit");
+  gtk_label_set_mnemonic_widget (GTK_LABEL (label), self->budget);
+  g_signal_connect (self->budget, "value-changed", G_CALLBACK (on_budget_changed), self);
+  gtk_box_append (GTK_BOX (line), self->budget);
+  gtk_box_append (GTK_BOX (self->box), line);
+
+  self->status = gtk_label_new ("No run");
+  gtk_label_set_xalign (GTK_LABEL (self->status), 0.0);
+  gtk_label_set_wrap (GTK_LABEL (self->status), TRUE);
+  gtk_widget_add_css_class (self->status, "dim-label");
+  gtk_box_append (GTK_BOX (self->box), self->status);
+
+  self->list = gtk_list_box_new ();
+  gtk_list_box_set_selection_mode (GTK_LIST_BOX (self->list), GTK_SELECTION_NONE);
+  gtk_list_box_set_activate_on_single_click (GTK_LIST_BOX (self->list), TRUE);
+  gtk_widget_add_css_class (self->list, "boxed-list");
+  g_signal_connect (self->list, "row-activated", G_CALLBACK (on_row_activated), self);
+
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller),
+                                  GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), self->list);
+  gtk_widget_set_vexpand (scroller, TRUE);
+  gtk_box_append (GTK_BOX (self->box), scroller);
+}
