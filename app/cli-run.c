@@ -70,6 +70,8 @@ run_usage (FILE *out)
          "      --csv FILE             run a custom order: PyTorch's compute_only CSV\n"
          "                             (as 'pipescope-cli schedule -f csv' writes it);\n"
          "                             it sets P, M and V\n"
+         "      --exact-grads          sum micro-batch gradients in double, so every\n"
+         "                             schedule takes bit for bit the same step (slower)\n"
          "      --pin                  pin rank r's thread to CPU r mod the number of\n"
          "                             CPUs (steadier timings on an otherwise idle\n"
          "                             machine with at least P cores; off by default)\n"
@@ -254,6 +256,7 @@ simulate_measured (const PpRun *run, const PpSchedule *s)
 enum {
   OPT_LAYERS = 256, OPT_WIDTH, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_SEED, OPT_PARTITION,
   OPT_RECOMPUTE, OPT_BACKEND, OPT_TRACE, OPT_NO_LIVE, OPT_LISTEN, OPT_PIN, OPT_CSV,
+  OPT_EXACT_GRADS,
 };
 
 int
@@ -278,12 +281,13 @@ pp_cli_run (int argc, char **argv)
     { "listen", required_argument, NULL, OPT_LISTEN },
     { "pin", no_argument, NULL, OPT_PIN },
     { "csv", required_argument, NULL, OPT_CSV },
+    { "exact-grads", no_argument, NULL, OPT_EXACT_GRADS },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
-  bool recompute = false, live = true, pin = false;
+  bool recompute = false, live = true, pin = false, exact_grads = false;
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -374,6 +378,7 @@ pp_cli_run (int argc, char **argv)
         case OPT_LISTEN: listen = optarg; break;
         case OPT_PIN: pin = true; break;
         case OPT_CSV: csv = optarg; break;
+        case OPT_EXACT_GRADS: exact_grads = true; break;
         case 'h':
           run_usage (stdout);
           return 0;
@@ -571,6 +576,7 @@ pp_cli_run (int argc, char **argv)
     rc.lr = (float) lr;
     rc.data_seed = seed;
     rc.recompute = recompute;
+    rc.exact_grads = exact_grads;
     rc.pin_threads = pin;
     rc.probe = job.probe;
     rc.stop = &pp_cli_stop_flag;

@@ -752,6 +752,12 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
           free (first);
           goto fail;
         }
+      if (cfg->exact_grads && pp_chunk_set_exact_grads (st->chunk, 1) != PP_OK)
+        {
+          free (first);
+          pp_error_set (err, PP_ENOMEM, "out of memory for the gradients of stage %d", i);
+          goto fail;
+        }
       st->in_dim = pp_chunk_in_dim (st->chunk);
       st->out_dim = pp_chunk_out_dim (st->chunk);
       if ((size_t) st->in_dim > maxdim) maxdim = (size_t) st->in_dim;

@@ -35,6 +35,8 @@ typedef struct {
   uint64_t          data_seed;
   int               recompute;    /* drop activations inside a part, recompute in backward */
   int               pin_threads;  /* pin rank r to CPU r % n_cpus */
+  int               exact_grads;  /* sum micro-batch gradients in double (pp-model.h):
+                                   * bit-identical steps whatever the schedule's order */
   PpProbe          *probe;        /* NULL: nothing recorded */
   volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
 } PpRunConfig;

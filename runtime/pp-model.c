@@ -557,14 +557,16 @@ struct _PpChunk {
   int D, H, in_dim, C, L;
   size_t n_params;
   float *params, *adam_m, *adam_v;
-  /* Gradients sum in double, so the order in which a schedule adds its
-   * micro-batches (LoopedBFS runs them backwards, DualPipe adds two copies)
-   * cannot change the rounded result: every schedule then takes the same
-   * optimizer step as training on the whole batch.  W writes one
-   * micro-batch's gradients into gscratch, then adds them into gacc. */
-  double *gacc;
-  float  *gscratch;
-  float  *grads;          /* gacc rounded to float, refreshed on demand */
+  /* Gradients accumulate in float (W adds into grads), as in any fp32
+   * training.  With exact_grads they sum in double instead: W writes one
+   * micro-batch's gradients into gscratch, then adds them into gacc, so the
+   * order in which a schedule adds its micro-batches (LoopedBFS runs them
+   * backwards, DualPipe adds two copies) cannot change the result.  That
+   * costs a pass over the parameters per micro-batch. */
+  int     exact_grads;
+  double *gacc;           /* exact_grads only */
+  float  *gscratch;       /* exact_grads only */
+  float  *grads;          /* the gradients; with exact_grads, gacc rounded */
   /* parameter offsets */
   size_t off_in_W, off_in_b, off_blocks, off_head_W, off_head_b;
   size_t block_stride;
@@ -848,16 +850,13 @@ pp_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int n_bl
   size_t dx_width = (size_t) (m->in_dim > m->D ? m->in_dim : m->D);
   c->params = alloc_floats (c->n_params);
   c->grads = alloc_floats (c->n_params);
-  c->gscratch = alloc_floats (c->n_params);
-  c->gacc = calloc (c->n_params ? c->n_params : 1, sizeof (double));
   c->adam_m = alloc_floats (c->n_params);
   c->adam_v = alloc_floats (c->n_params);
   c->slots = calloc (max_inflight, sizeof (Slot));
   c->scratch_dx = alloc_floats (R * dx_width);
   c->scratch_out = alloc_floats (R * D);
   c->scratch_logits = alloc_floats (R * C);
-  if (c->params == NULL || c->grads == NULL || c->gscratch == NULL || c->gacc == NULL
-      || c->adam_m == NULL || c->adam_v == NULL
+  if (c->params == NULL || c->grads == NULL || c->adam_m == NULL || c->adam_v == NULL
       || c->slots == NULL || c->scratch_dx == NULL || c->scratch_out == NULL
       || c->scratch_logits == NULL)
     {
@@ -924,44 +923,82 @@ pp_chunk_params (PpChunk *c)
   return c->params;
 }
 
+PpStatus
+pp_chunk_set_exact_grads (PpChunk *c, int exact)
+{
+  exact = exact != 0;
+  if (exact == c->exact_grads)
+    return PP_OK;
+  if (exact && c->gacc == NULL)
+    {
+      c->gacc = calloc (c->n_params ? c->n_params : 1, sizeof (double));
+      c->gscratch = alloc_floats (c->n_params);
+      if (c->gacc == NULL || c->gscratch == NULL)
+        return PP_ENOMEM;
+    }
+  /* carry what has accumulated so far into the other representation */
+  if (exact)
+    for (size_t i = 0; i < c->n_params; i++)
+      c->gacc[i] = c->grads[i];
+  else
+    for (size_t i = 0; i < c->n_params; i++)
+      c->grads[i] = (float) c->gacc[i];
+  c->exact_grads = exact;
+  return PP_OK;
+}
+
 const float *
 pp_chunk_grads (PpChunk *c)
 {
-  for (size_t i = 0; i < c->n_params; i++)
-    c->grads[i] = (float) c->gacc[i];
+  if (c->exact_grads)
+    for (size_t i = 0; i < c->n_params; i++)
+      c->grads[i] = (float) c->gacc[i];
   return c->grads;
 }
 
 void
 pp_chunk_set_grads (PpChunk *c, const float *grads)
 {
-  for (size_t i = 0; i < c->n_params; i++)
-    c->gacc[i] = grads[i];
+  if (c->exact_grads)
+    for (size_t i = 0; i < c->n_params; i++)
+      c->gacc[i] = grads[i];
+  else
+    memcpy (c->grads, grads, sizeof (float) * c->n_params);
 }
 
 PpStatus
 pp_chunk_add_grads (PpChunk *dst, const PpChunk *src)
 {
-  if (dst->n_params != src->n_params)
+  if (dst->n_params != src->n_params || dst->exact_grads != src->exact_grads)
     return PP_EINVAL;
-  for (size_t i = 0; i < dst->n_params; i++)
-    dst->gacc[i] += src->gacc[i];
+  if (dst->exact_grads)
+    for (size_t i = 0; i < dst->n_params; i++)
+      dst->gacc[i] += src->gacc[i];
+  else
+    for (size_t i = 0; i < dst->n_params; i++)
+      dst->grads[i] += src->grads[i];
   return PP_OK;
 }
 
 PpStatus
 pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src)
 {
-  if (dst->n_params != src->n_params)
+  if (dst->n_params != src->n_params || dst->exact_grads != src->exact_grads)
     return PP_EINVAL;
-  memcpy (dst->gacc, src->gacc, sizeof (double) * dst->n_params);
+  if (dst->exact_grads)
+    memcpy (dst->gacc, src->gacc, sizeof (double) * dst->n_params);
+  else
+    memcpy (dst->grads, src->grads, sizeof (float) * dst->n_params);
   return PP_OK;
 }
 
 void
 pp_chunk_zero_grads (PpChunk *c)
 {
-  memset (c->gacc, 0, sizeof (double) * c->n_params);
+  if (c->exact_grads)
+    memset (c->gacc, 0, sizeof (double) * c->n_params);
+  else
+    memset (c->grads, 0, sizeof (float) * c->n_params);
 }
 
 void
@@ -1156,8 +1193,12 @@ pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err)
                          "part %d: weight gradient of micro-batch %d before its input gradient",
                          c->part, mb);
   int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
-  float *G = c->gscratch;
-  memset (G, 0, sizeof (float) * c->n_params);
+  float *G = c->grads;
+  if (c->exact_grads)
+    {
+      G = c->gscratch;
+      memset (G, 0, sizeof (float) * c->n_params);
+    }
   if (c->has_head)
     pp_linear_backward_weight (s->hid[n], s->dlogits, G + c->off_head_W, G + c->off_head_b, R,
                                D, c->C);
@@ -1172,8 +1213,9 @@ pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err)
   if (c->has_input)
     pp_linear_backward_weight (s->input, s->dhid[0], G + c->off_in_W, G + c->off_in_b, R,
                                c->in_dim, D);
-  for (size_t i = 0; i < c->n_params; i++)
-    c->gacc[i] += G[i];
+  if (c->exact_grads)
+    for (size_t i = 0; i < c->n_params; i++)
+      c->gacc[i] += G[i];
 
   slot_hold (c, s, 0);
   s->mb = -1;

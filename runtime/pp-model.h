@@ -111,11 +111,16 @@ PpStatus   pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err);
 size_t     pp_chunk_n_params (const PpChunk *c);
 float     *pp_chunk_params (PpChunk *c);
 
-/* Gradients are summed in double, so the order in which a schedule adds its
- * micro-batches does not change the result.  pp_chunk_grads returns them
- * rounded to float (valid until the next call on the chunk); set replaces
- * them; add sums another copy's into this one (DualPipe's two copies, in
- * double); copy makes this copy's equal to another's. */
+/* Gradients accumulate in float, micro-batch after micro-batch in the order
+ * the schedule runs them, as in any fp32 training.  With exact grads
+ * (pp_chunk_set_exact_grads) they sum in double, so that order cannot change
+ * the result: every schedule then takes bit for bit the step of training on
+ * the whole batch (the correctness test); it costs a pass over the parameters
+ * per micro-batch.  pp_chunk_grads returns the gradients as floats (valid
+ * until the next call on the chunk); set replaces them; add sums another
+ * copy's into this one (DualPipe's two copies); copy makes this copy's equal
+ * to another's (both chunks in the same mode). */
+PpStatus   pp_chunk_set_exact_grads (PpChunk *c, int exact);
 const float *pp_chunk_grads (PpChunk *c);
 void       pp_chunk_set_grads (PpChunk *c, const float *grads);
 PpStatus   pp_chunk_add_grads (PpChunk *dst, const PpChunk *src);
