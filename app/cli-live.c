@@ -76,6 +76,11 @@ sleep_until (int64_t t)
 {
   struct timespec ts = { .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
 
+  /* Already due (most spans of a fast replay): no syscall.  clock_gettime
+   * is a vDSO call, clock_nanosleep a real one (tens of µs each, which
+   * capped schedule --serve near 60,000 spans/s whatever its --speed). */
+  if (now_ns () >= t)
+    return !stop_signal;
   while (!stop_signal)
     {
       int rc = clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -311,10 +316,11 @@ cmp_replay (const void *a, const void *b)
   return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+/* t time units in ns on the replay's clock (ns_per_unit = 1 ms / speed). */
 static int64_t
-units_ns (double t)
+units_ns (double t, double ns_per_unit)
 {
-  return (int64_t) llround (t * PP_CLI_TRACE_NS_PER_UNIT);
+  return (int64_t) llround (t * ns_per_unit);
 }
 
 typedef struct {
@@ -323,6 +329,7 @@ typedef struct {
   int                 step;
   PpTraceStepPhase    phase;
   int64_t             base;
+  double              ns_per_unit;
 } Markers;
 
 /* Every rank's step marker of one phase, into one writer.  Only called while
@@ -338,7 +345,7 @@ write_markers (PpTraceWriter *w, void *user, PpError *err)
       int n = m->s->rank[r].n_actions;
       double t = n == 0 ? 0 : m->phase == PP_TRACE_STEP_BEGIN ? m->sim->timeline[r][0].start
                                                               : m->sim->timeline[r][n - 1].end;
-      if (pp_trace_write_step_marker (w, r, m->step, m->phase, m->base + units_ns (t), err) != PP_OK)
+      if (pp_trace_write_step_marker (w, r, m->step, m->phase, m->base + units_ns (t, m->ns_per_unit), err) != PP_OK)
         return err->status;
     }
   return PP_OK;
@@ -348,19 +355,28 @@ typedef struct {
   const PpTraceDescription *desc;
   const PpSchedule         *s;
   const PpSimulation       *sim;
+  double                    ns_per_unit;
 } SimHeader;
 
+/* The description and the plan, one unit = h->ns_per_unit ns (the replay's
+ * clock, so the plan lines up with the spans at any --speed). */
 static PpStatus
 write_sim_header (PpTraceWriter *w, void *user, PpError *err)
 {
   const SimHeader *h = user;
-  return pp_cli_write_sim_header (w, h->desc, h->s, h->sim, err);
+  if (h->ns_per_unit == PP_CLI_TRACE_NS_PER_UNIT)
+    return pp_cli_write_sim_header (w, h->desc, h->s, h->sim, err);
+  PpStatus st = pp_trace_write_description (w, h->desc, err);
+  if (st == PP_OK)
+    st = pp_cli_write_plan (w, h->s, h->sim, h->ns_per_unit * 1e-9, err);
+  return st;
 }
 
 int
 pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
-              int steps, const char *trace, int argc, char **argv)
+              int steps, double speed, const char *trace, int argc, char **argv)
 {
+  const double ns_per_unit = PP_CLI_TRACE_NS_PER_UNIT / (speed > 0 ? speed : 1.0);
   PpError err = { 0 };
   PpTraceDescription desc;
   PpCliJob job;
@@ -402,7 +418,7 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
   if (pp_cli_job_open (&job, s->name, desc.cmdline, true, listen, trace) != 0)
     goto out;
   {
-    SimHeader h = { &desc, s, sim };
+    SimHeader h = { &desc, s, sim, ns_per_unit };
     if (pp_cli_job_write (&job, write_sim_header, &h) != 0)
       goto out;
   }
@@ -412,14 +428,14 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
 
   pp_cli_mask_stop_signals (SIG_UNBLOCK);
 
-  step_ns = units_ns (sim->makespan);
+  step_ns = units_ns (sim->makespan, ns_per_unit);
   if (step_ns <= 0)
     step_ns = 1;
   base = desc.start_monotonic_ns;
   for (int step = 0; (steps == 0 || step < steps) && !stop_signal; step++)
     {
       bool whole = true;
-      Markers m = { s, sim, step, PP_TRACE_STEP_BEGIN, base };
+      Markers m = { s, sim, step, PP_TRACE_STEP_BEGIN, base, ns_per_unit };
 
       if (pp_cli_job_write (&job, write_markers, &m) != 0)
         goto out;
@@ -428,14 +444,14 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
           const ReplayAction *a = &acts[i];
           PpSpan sp;
 
-          if (!sleep_until (base + units_ns (a->end)))
+          if (!sleep_until (base + units_ns (a->end, ns_per_unit)))
             {
               whole = false;
               break;
             }
           memset (&sp, 0, sizeof sp);
-          sp.start_ns = base + units_ns (a->start);
-          sp.end_ns = base + units_ns (a->end);
+          sp.start_ns = base + units_ns (a->start, ns_per_unit);
+          sp.end_ns = base + units_ns (a->end, ns_per_unit);
           sp.rank = a->rank;
           sp.stage = a->stage;
           sp.microbatch = a->microbatch;

@@ -21,7 +21,8 @@ schedule_usage (FILE *out)
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
          "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
          "                              [--format ascii|actions|csv|json] [--trace FILE]\n"
-         "                              [--serve [--listen HOST:PORT] [--steps N]]\n"
+         "                              [--serve [--listen HOST:PORT] [--steps N]\n"
+         "                                       [--speed X]]\n"
          "       pipescope-cli schedule --csv FILE [--cost F,B,W,C] [--format ...]\n"
          "\n"
          "Prints a pipeline schedule: the compute order of every rank and the timeline\n"
@@ -50,6 +51,9 @@ schedule_usage (FILE *out)
          "      --listen HOST:PORT     with --serve, also serve on TCP (port 0: any); a\n"
          "                             viewer needs the token printed at start\n"
          "      --steps N              with --serve, stop after N steps\n"
+         "      --speed X              with --serve, replay X time units per millisecond\n"
+         "                             (X > 0, default 1; 10 replays ten times faster);\n"
+         "                             the served spans and plan use the replay's clock\n"
          "\n"
          "Schedules:\n", out);
   for (i = pp_schedule_list (); i->name; i++)
@@ -211,12 +215,14 @@ pp_cli_schedule (int argc, char **argv)
     { "serve", no_argument, NULL, 'S' },
     { "listen", required_argument, NULL, 'L' },
     { "steps", required_argument, NULL, 'N' },
+    { "speed", required_argument, NULL, 'X' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *trace = NULL, *listen = NULL;
   int P = 0, M = 0, V = 0, opt, steps = 0;
-  bool serve = false;
+  bool serve = false, speed_set = false;
+  double speed = 1.0;
   double cost[4] = { 1, 2, 1, 0 };
   Format format = FMT_ASCII;
   PpError err = { 0 };
@@ -239,6 +245,16 @@ pp_cli_schedule (int argc, char **argv)
         case 'N':
           if (!parse_int (optarg, 1, INT_MAX, &steps))
             return pp_cli_usage_error ("--steps takes a whole number from 1 to %d (got '%s')", INT_MAX, optarg);
+          break;
+        case 'X':
+          {
+            char *end;
+            errno = 0;
+            speed = strtod (optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !isfinite (speed) || !(speed > 0))
+              return pp_cli_usage_error ("--speed takes a number above 0 (got '%s')", optarg);
+            speed_set = true;
+          }
           break;
         case 'p':
           if (!parse_int (optarg, 1, 4096, &P))
@@ -281,6 +297,8 @@ pp_cli_schedule (int argc, char **argv)
     return pp_cli_usage_error ("--listen needs --serve");
   if (!serve && steps != 0)
     return pp_cli_usage_error ("--steps needs --serve");
+  if (!serve && speed_set)
+    return pp_cli_usage_error ("--speed needs --serve");
 
   if (csv != NULL)
     {
@@ -337,7 +355,7 @@ pp_cli_schedule (int argc, char **argv)
   if (fflush (stdout) != 0)
     status = 1;
   if (status == 0 && serve)
-    status = pp_cli_serve (s, sim, listen, steps, trace, argc, argv);
+    status = pp_cli_serve (s, sim, listen, steps, speed, trace, argc, argv);
   else if (status == 0 && trace != NULL)
     status = pp_cli_write_sim_trace (trace, s, sim, argc, argv);
 out:

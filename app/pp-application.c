@@ -4,6 +4,8 @@
 
 #include "pp-window.h"
 
+#include <string.h>
+
 struct _PpApplication
 {
   AdwApplication parent_instance;
@@ -17,7 +19,7 @@ static const GOptionEntry options[] = {
   { "token", 't', 0, G_OPTION_ARG_STRING, NULL, "Token of a job served on TCP", "TOKEN" },
   { "no-run", 0, 0, G_OPTION_ARG_NONE, NULL, "Do not start the default run", NULL },
   { "self-test", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, NULL,
-    "Drive the window from inside (tests): run or attach", "MODE" },
+    "Drive the window from inside (tests): run, attach or bench-stream", "MODE" },
   { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, "[FILE…]" },
   { NULL }
 };
@@ -51,11 +53,18 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
   g_variant_dict_lookup (opts, G_OPTION_REMAINING, "^a&ay", &files);
 
   if (self_test && !g_strv_contains ((const char *const[]) { "run", "attach", "demo", "demo-compare",
-                                                             "demo-attach", "demo-screenshot", NULL },
+                                                             "demo-attach", "demo-screenshot",
+                                                             "bench-stream", NULL },
                                       self_test))
     {
       g_application_command_line_printerr (cmdline,
-                                           "pipescope: --self-test takes run, attach, demo or demo-compare\n");
+                                           "pipescope: --self-test takes run, attach, bench-stream, demo or demo-compare\n");
+      return 2;
+    }
+
+  if (self_test && strcmp (self_test, "bench-stream") == 0 && (!attach || (files && files[0])))
+    {
+      g_application_command_line_printerr (cmdline, "pipescope: --self-test=bench-stream needs --attach JOB\n");
       return 2;
     }
 

@@ -1,6 +1,9 @@
 /* pp-self-test.c — `pipescope --self-test=run|attach`: the window drives
  * itself the way a person would (tests/test-app.c runs it under Xvfb).
  * Prints one "self-test: ..." line per step and sets the exit status.
+ * `--self-test=bench-stream --attach JOB` measures the window for 5 s while
+ * the job streams (tests/bench/bench-app-stream) and prints one
+ * "bench-stream: ..." line.
  * `--self-test=demo|demo-compare|demo-attach|demo-screenshot` only sets the
  * window up for a screenshot (a zoomed run, two runs compared, a dialog)
  * and leaves it open. */
@@ -26,6 +29,17 @@ struct PpSelfTest
   GArray   *pids;      /* our children */
   gboolean  done;
   char     *png, *svg, *json;
+
+  /* bench-stream */
+  gint64    bench_start, bench_last_loop;
+  size_t    bench_spans0;
+  guint     bench_frames;
+  guint     bench_tick_cb;       /* on the timeline widget */
+  GtkWidget *bench_widget;
+  GdkFrameClock *bench_clock;
+  gulong    bench_paint_id;
+  guint     bench_loop_id;       /* the 1 ms probe of the main loop */
+  GArray   *bench_gaps;          /* gint64 µs between two probe runs */
 };
 
 static int self_test_result = 0;
@@ -348,6 +362,122 @@ tick_demo (struct PpSelfTest *t)
   return FALSE;
 }
 
+/* ---- bench-stream -------------------------------------------------------------- */
+
+#define BENCH_US (5 * G_USEC_PER_SEC)
+
+/* Every frame: the timeline is drawn again (as a view that keeps moving
+ * would be), so the frames counted are frames the window could draw. */
+static gboolean
+bench_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+  gtk_widget_queue_draw (widget);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+bench_after_paint (GdkFrameClock *clock, struct PpSelfTest *t)
+{
+  t->bench_frames++;
+}
+
+/* Runs every millisecond when the main loop is free: the gaps between two
+ * runs are how long the loop was busy elsewhere. */
+static gboolean
+bench_loop_probe (gpointer data)
+{
+  struct PpSelfTest *t = data;
+  gint64 now = g_get_monotonic_time ();
+  gint64 gap = now - t->bench_last_loop;
+  g_array_append_val (t->bench_gaps, gap);
+  t->bench_last_loop = now;
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+bench_stop (struct PpSelfTest *t)
+{
+  if (t->bench_tick_cb && t->bench_widget)
+    gtk_widget_remove_tick_callback (t->bench_widget, t->bench_tick_cb);
+  t->bench_tick_cb = 0;
+  g_clear_object (&t->bench_widget);
+  if (t->bench_paint_id && t->bench_clock)
+    g_signal_handler_disconnect (t->bench_clock, t->bench_paint_id);
+  t->bench_paint_id = 0;
+  g_clear_object (&t->bench_clock);
+  g_clear_handle_id (&t->bench_loop_id, g_source_remove);
+}
+
+static int
+cmp_gint64 (gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+  return (x > y) - (x < y);
+}
+
+static gboolean
+tick_bench_stream (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRun *r0 = run_at (w, 0);
+  switch (t->step)
+    {
+    case 0:
+      if (!r0 || pp_run_get_state (r0) != PP_RUN_LIVE || !pp_run_has_spans_on_every_rank (r0) ||
+          w->shown[0] != r0 || !gtk_widget_get_realized (GTK_WIDGET (w->timeline[0])))
+        return FALSE;
+      say ("attached to pid %d: %d ranks, measuring for %d s", pp_run_get_pid (r0),
+           pp_timeline_model_n_ranks (pp_run_get_model (r0)), (int) (BENCH_US / G_USEC_PER_SEC));
+      t->bench_widget = g_object_ref (GTK_WIDGET (w->timeline[0]));
+      t->bench_clock = g_object_ref (gtk_widget_get_frame_clock (GTK_WIDGET (w)));
+      t->bench_gaps = g_array_sized_new (FALSE, FALSE, sizeof (gint64), 8192);
+      t->bench_tick_cb = gtk_widget_add_tick_callback (t->bench_widget, bench_tick, t, NULL);
+      t->bench_paint_id = g_signal_connect (t->bench_clock, "after-paint", G_CALLBACK (bench_after_paint), t);
+      t->bench_frames = 0;
+      t->bench_spans0 = pp_timeline_model_n_spans_total (pp_run_get_model (r0));
+      t->bench_start = t->bench_last_loop = g_get_monotonic_time ();
+      t->bench_loop_id = g_timeout_add_full (G_PRIORITY_HIGH, 1, bench_loop_probe, t, NULL);
+      next_step (t);
+      return FALSE;
+
+    case 1:
+      {
+        gint64 now = g_get_monotonic_time ();
+        if (now - t->bench_start < BENCH_US)
+          return FALSE;
+        double secs = (now - t->bench_start) / (double) G_USEC_PER_SEC;
+        size_t spans = pp_timeline_model_n_spans_total (pp_run_get_model (r0)) - t->bench_spans0;
+        guint frames = t->bench_frames;
+        bench_stop (t);
+        double gap_max = 0, gap_p99 = 0;
+        if (t->bench_gaps->len > 0)
+          {
+            g_array_sort (t->bench_gaps, cmp_gint64);
+            guint n = t->bench_gaps->len;
+            gap_max = g_array_index (t->bench_gaps, gint64, n - 1) / 1000.0;
+            gap_p99 = g_array_index (t->bench_gaps, gint64, MIN (n - 1, (guint) (n * 0.99))) / 1000.0;
+          }
+        say ("%u frames, %u main-loop probes, %zu spans in %.2f s (run %s)", frames,
+             t->bench_gaps->len, spans, secs,
+             pp_run_get_state (r0) == PP_RUN_LIVE ? "still live" : "no longer live");
+        printf ("bench-stream: %.0f spans/s, %.1f fps, main-loop gap max %.1f ms p99 %.1f ms\n",
+                spans / secs, frames / secs, gap_max, gap_p99);
+        fflush (stdout);
+        if (pp_run_get_state (r0) != PP_RUN_LIVE)
+          {
+            fail (t, "the job stopped streaming during the measurement");
+            return TRUE;
+          }
+      }
+      /* Attached, so the job is not ours: it keeps running. */
+      say ("closing the window");
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  return FALSE;
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -364,7 +494,8 @@ self_test_tick (gpointer data)
       return G_SOURCE_REMOVE;
     }
   gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
-                    : strcmp (t->mode, "attach") == 0 ? tick_attach (t) : tick_demo (t);
+                    : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
+                    : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t) : tick_demo (t);
   if (finished)
     {
       t->tick_id = 0;
@@ -393,6 +524,7 @@ pp_self_test_window_closed (struct PpSelfTest *t)
   if (t->tick_id)
     g_source_remove (t->tick_id);
   t->tick_id = 0;
+  bench_stop (t);
   if (self_test_result != 0)
     return;
   if (!t->done)
@@ -436,6 +568,9 @@ pp_self_test_free (struct PpSelfTest *t)
     return;
   if (t->tick_id)
     g_source_remove (t->tick_id);
+  bench_stop (t);
+  if (t->bench_gaps)
+    g_array_unref (t->bench_gaps);
   g_array_unref (t->pids);
   g_free (t->mode);
   g_free (t->png);

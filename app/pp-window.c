@@ -133,12 +133,21 @@ pp_window_update_panels (PpWindow *self)
   self->panels_dirty = FALSE;
 }
 
+/* The panels recompute over the whole run (statistics, measured costs), so
+ * their cost grows with a live run: after an update that took d, the next
+ * waits at least 10 d, which keeps them under a tenth of the main loop
+ * however long the job streams. */
 static gboolean
 pp_window_panels_tick (gpointer data)
 {
   PpWindow *self = data;
-  if (self->panels_dirty)
-    pp_window_update_panels (self);
+  static gint64 next_allowed;   /* one main loop: shared by the windows */
+  gint64 now = g_get_monotonic_time ();
+  if (self->panels_dirty && now >= next_allowed)
+    {
+      pp_window_update_panels (self);
+      next_allowed = now + 10 * (g_get_monotonic_time () - now);
+    }
   return G_SOURCE_CONTINUE;
 }
 
