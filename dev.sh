@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dev.sh — the two commands of the README.
-#   ./dev.sh run    install what is missing, build, start pipescope
+#   ./dev.sh run    install what is missing, build, start the pipescope app
 #   ./dev.sh test   install what is missing, build, run the whole test suite
 # Both are idempotent and quiet when all is well: apt-get runs only when a
 # package is missing, meson configures once, ninja rebuilds what changed.
@@ -46,9 +46,16 @@ case "${1:-}" in
     shift
     install_missing
     build_all
-    # Until the app lands, the main job is the schedule demo: GPipe on 4 GPUs
-    # with 6 micro-batches, the staircase and its 33% bubble.
+    # The main job is the app: it opens and starts a default run at once.
+    # Arguments go to the app (a trace file, --attach JOB).  Without a
+    # display (ssh, CI) it cannot open a window: show the schedule demo of
+    # the command line instead, GPipe on 4 GPUs with 6 micro-batches.
+    if [ -x "$build/app/pipescope" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+      exec "$build/app/pipescope" "$@"
+    fi
     if [ $# -eq 0 ]; then
+      [ -x "$build/app/pipescope" ] \
+        && echo "dev.sh: no display for the app; here is pipescope-cli's schedule demo instead" >&2
       set -- schedule --schedule GPipe --ranks 4 --microbatches 6
     fi
     exec "$build/app/pipescope-cli" "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/screenshot.sh [OUT.png] — the README's screenshot, made the way a user
-# sees the app: pipescope starts its default run under a virtual X server, and
+# sees the app: pipescope starts its default run under a virtual X server (wide,
+# so the pointer, at its centre, rests beside the window, not on a block), and
 # after a few seconds of live training the whole screen is captured.
 # Needs: the build (./dev.sh test or ./dev.sh run once), xvfb, imagemagick.
 set -euo pipefail
@@ -13,6 +14,6 @@ command -v xvfb-run >/dev/null && command -v import >/dev/null \
   || { echo "screenshot.sh: needs xvfb-run and import (apt-get install xvfb imagemagick)" >&2; exit 1; }
 runtime=$(mktemp -d)
 trap 'rm -rf "$runtime"' EXIT
-XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none xvfb-run -a -s "-screen 0 1600x1000x24" \
+XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none xvfb-run -a -s "-screen 0 3200x1000x24" \
   bash -c "\"$app\" & pid=\$!; sleep $wait_s; import -window root png:- | convert - -trim +repage \"$out\"; kill \$pid; wait \$pid || true"
 echo "$out"
