@@ -73,7 +73,6 @@ parse_size (const char *s, const char *what, double *out)
 }
 
 /* Declared where main dispatches (pipescope-cli.c). */
-int pp_cli_render (int argc, char **argv);
 
 int
 pp_cli_render (int argc, char **argv)

@@ -29,7 +29,6 @@
 static void
 run_usage (FILE *out)
 {
-  const PpScheduleInfo *i;
 
   fputs ("Usage: pipescope-cli run --schedule NAME --ranks P --microbatches M\n"
          "                         [--stages-per-rank V] [--layers L] [--width D]\n"
@@ -89,22 +88,7 @@ run_usage (FILE *out)
          "partition, more memory than the machine has free) exits 2 before any work.\n"
          "\n"
          "Schedules:\n", out);
-  for (i = pp_schedule_list (); i->name; i++)
-    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
-}
-
-static bool
-parse_int (const char *text, int lo, int hi, int *out)
-{
-  char *end;
-  long v;
-
-  errno = 0;
-  v = strtol (text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
-    return false;
-  *out = (int) v;
-  return true;
+  pp_cli_print_schedules (out);
 }
 
 /* MemAvailable from /proc/meminfo in bytes, or -1 when unknown. */
@@ -318,32 +302,32 @@ pp_cli_run (int argc, char **argv)
         {
         case 's': name = optarg; break;
         case 'p':
-          if (!parse_int (optarg, 1, 4096, &P))
+          if (!pp_cli_parse_int (optarg, 1, 4096, &P))
             return pp_cli_usage_error ("--ranks takes a whole number from 1 to 4096 (got '%s')", optarg);
           break;
         case 'm':
-          if (!parse_int (optarg, 1, 1 << 20, &M))
+          if (!pp_cli_parse_int (optarg, 1, 1 << 20, &M))
             return pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')",
                                        1 << 20, optarg);
           break;
         case 'v':
-          if (!parse_int (optarg, 1, 64, &V))
+          if (!pp_cli_parse_int (optarg, 1, 64, &V))
             return pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", optarg);
           break;
         case OPT_LAYERS:
-          if (!parse_int (optarg, 1, 1 << 20, &L))
+          if (!pp_cli_parse_int (optarg, 1, 1 << 20, &L))
             return pp_cli_usage_error ("--layers takes a whole number from 1 to %d (got '%s')", 1 << 20, optarg);
           break;
         case OPT_WIDTH:
-          if (!parse_int (optarg, 1, 1 << 24, &D))
+          if (!pp_cli_parse_int (optarg, 1, 1 << 24, &D))
             return pp_cli_usage_error ("--width takes a whole number from 1 to %d (got '%s')", 1 << 24, optarg);
           break;
         case OPT_BATCH:
-          if (!parse_int (optarg, 1, 1 << 24, &B))
+          if (!pp_cli_parse_int (optarg, 1, 1 << 24, &B))
             return pp_cli_usage_error ("--batch takes a whole number from 1 to %d (got '%s')", 1 << 24, optarg);
           break;
         case OPT_STEPS:
-          if (!parse_int (optarg, 1, INT_MAX, &N))
+          if (!pp_cli_parse_int (optarg, 1, INT_MAX, &N))
             return pp_cli_usage_error ("--steps takes a whole number from 1 to %d (got '%s')", INT_MAX, optarg);
           break;
         case OPT_LR:

@@ -16,7 +16,6 @@ typedef enum { FMT_ASCII, FMT_ACTIONS, FMT_CSV, FMT_JSON } Format;
 static void
 schedule_usage (FILE *out)
 {
-  const PpScheduleInfo *i;
 
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
          "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
@@ -56,22 +55,7 @@ schedule_usage (FILE *out)
          "                             the served spans and plan use the replay's clock\n"
          "\n"
          "Schedules:\n", out);
-  for (i = pp_schedule_list (); i->name; i++)
-    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
-}
-
-static bool
-parse_int (const char *text, int lo, int hi, int *out)
-{
-  char *end;
-  long v;
-
-  errno = 0;
-  v = strtol (text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
-    return false;
-  *out = (int) v;
-  return true;
+  pp_cli_print_schedules (out);
 }
 
 /* Cell label of an action on the ascii grid: "F3" with one stage per rank,
@@ -243,7 +227,7 @@ pp_cli_schedule (int argc, char **argv)
         case 'S': serve = true; break;
         case 'L': listen = optarg; break;
         case 'N':
-          if (!parse_int (optarg, 1, INT_MAX, &steps))
+          if (!pp_cli_parse_int (optarg, 1, INT_MAX, &steps))
             return pp_cli_usage_error ("--steps takes a whole number from 1 to %d (got '%s')", INT_MAX, optarg);
           break;
         case 'X':
@@ -257,16 +241,16 @@ pp_cli_schedule (int argc, char **argv)
           }
           break;
         case 'p':
-          if (!parse_int (optarg, 1, 4096, &P))
+          if (!pp_cli_parse_int (optarg, 1, 4096, &P))
             return pp_cli_usage_error ("--ranks takes a whole number from 2 to 4096 (got '%s')", optarg);
           break;
         case 'm':
-          if (!parse_int (optarg, 1, 1 << 20, &M))
+          if (!pp_cli_parse_int (optarg, 1, 1 << 20, &M))
             return pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')",
                                        1 << 20, optarg);
           break;
         case 'v':
-          if (!parse_int (optarg, 1, 64, &V))
+          if (!pp_cli_parse_int (optarg, 1, 64, &V))
             return pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", optarg);
           break;
         case 'c':

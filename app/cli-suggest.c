@@ -12,7 +12,6 @@
 #include "pp-suggest.h"
 #include "pp-trace.h"
 
-int pp_cli_suggest (int argc, char **argv);
 
 static void
 suggest_usage (FILE *out)

@@ -2,14 +2,16 @@
 #include "pipescope-cli.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+
+#include "pp-schedule.h"
 
 #ifndef PIPESCOPE_VERSION
 #define PIPESCOPE_VERSION "0.1.0"
 #endif
 
-int pp_cli_suggest (int argc, char **argv);   /* cli-suggest.c */
-int pp_cli_render (int argc, char **argv);    /* cli-render.c */
 
 int
 pp_cli_usage_error (const char *fmt, ...)
@@ -79,4 +81,25 @@ main (int argc, char **argv)
   if (strcmp (argv[1], "suggest") == 0)
     return pp_cli_suggest (argc - 1, argv + 1);
   return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, jobs, record, run", argv[1]);
+}
+
+bool
+pp_cli_parse_int (const char *text, int lo, int hi, int *out)
+{
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    return false;
+  *out = (int) v;
+  return true;
+}
+
+void
+pp_cli_print_schedules (FILE *out)
+{
+  for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
+    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
 }

@@ -1,10 +1,13 @@
 /* pipescope-cli.h — subcommands of pipescope-cli. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Each returns the process exit status: 0 success, 1 failure, 2 usage error. */
 int pp_cli_schedule (int argc, char **argv);
+int pp_cli_render (int argc, char **argv);     /* cli-render.c */
+int pp_cli_suggest (int argc, char **argv);    /* cli-suggest.c */
 int pp_cli_info (int argc, char **argv);
 int pp_cli_export (int argc, char **argv);
 int pp_cli_jobs (int argc, char **argv);
@@ -106,3 +109,9 @@ void pp_cli_job_abort (PpCliJob *job);
 
 /* Prints "pipescope-cli: error: <msg>" on stderr and returns 2. */
 int pp_cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* Parses a whole decimal number in [lo, hi]; false for anything else. */
+bool pp_cli_parse_int (const char *text, int lo, int hi, int *out);
+
+/* The schedules, one line each, for --help texts. */
+void pp_cli_print_schedules (FILE *out);
