@@ -104,3 +104,27 @@ pp_test_rm_rf (const char *path)
   else
     g_unlink (path);
 }
+
+void
+pp_test_ctx_init (PpTestCtx *c, const char *prefix)
+{
+  char *tmpl = g_strdup_printf ("%s-XXXXXX", prefix);
+  c->dir = g_dir_make_tmp (tmpl, NULL);
+  g_free (tmpl);
+  g_assert_nonnull (c->dir);
+  c->envp = g_environ_setenv (g_get_environ (), "XDG_RUNTIME_DIR", c->dir, TRUE);
+}
+
+void
+pp_test_ctx_clear (PpTestCtx *c)
+{
+  pp_test_rm_rf (c->dir);
+  g_free (c->dir);
+  g_strfreev (c->envp);
+}
+
+char *
+pp_test_ctx_path (PpTestCtx *c, const char *name)
+{
+  return g_build_filename (c->dir, name, NULL);
+}

@@ -30,3 +30,14 @@ int  pp_test_count (const char *hay, const char *needle);
 
 /* Removes a file or a directory tree; for test temporary folders. */
 void pp_test_rm_rf (const char *path);
+
+/* A fresh temporary folder that is also the XDG_RUNTIME_DIR of the children
+ * a test spawns with envp (jobs register there, not in the user's). */
+typedef struct {
+  char  *dir;
+  char **envp;
+} PpTestCtx;
+
+void  pp_test_ctx_init (PpTestCtx *c, const char *prefix);
+void  pp_test_ctx_clear (PpTestCtx *c);   /* removes the folder */
+char *pp_test_ctx_path (PpTestCtx *c, const char *name);   /* g_free */

@@ -20,32 +20,10 @@
 
 #define run(c, out, err, ...) pp_test_cli_run ((c)->envp, out, err, __VA_ARGS__)
 
-typedef struct {
-  char  *dir;
-  char **envp;
-} Ctx;
-
-static void
-ctx_init (Ctx *c)
-{
-  c->dir = g_dir_make_tmp ("pp-cli-run-XXXXXX", NULL);
-  g_assert_nonnull (c->dir);
-  c->envp = g_environ_setenv (g_get_environ (), "XDG_RUNTIME_DIR", c->dir, TRUE);
-}
-
-static void
-ctx_clear (Ctx *c)
-{
-  pp_test_rm_rf (c->dir);
-  g_free (c->dir);
-  g_strfreev (c->envp);
-}
-
-static char *
-ctx_path (Ctx *c, const char *name)
-{
-  return g_build_filename (c->dir, name, NULL);
-}
+typedef PpTestCtx Ctx;
+#define ctx_init(c) pp_test_ctx_init ((c), "pp-cli-run")
+#define ctx_clear(c) pp_test_ctx_clear (c)
+#define ctx_path(c, name) pp_test_ctx_path ((c), (name))
 
 /* The losses of the "step N  loss X  time T ms  samples/s S" lines, in order. */
 static GArray *
