@@ -90,6 +90,11 @@ struct _PpRun {
   Rank        *ranks;        /* [P] */
   float       *x;            /* [batch * in_dim] */
   int32_t     *labels;       /* [batch] */
+  /* The next step's batch, made by the main thread while the ranks take
+   * their optimizer step, so no rank waits for data at the next step's start. */
+  float       *x_next;
+  int32_t     *labels_next;
+  int          next_step;    /* the step x_next holds, -1 if none */
   float       *zeros;        /* [rows * max dim] for releasing abandoned micro-batches */
   double      *loss_mb;      /* [M] loss sum per micro-batch */
   int          step;         /* steps completed */
@@ -782,6 +787,10 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->x = xcalloc ((size_t) cfg->batch * (size_t) run->stages[run->chain_stage[0]].in_dim,
                     sizeof (float), &oom);
   run->labels = xcalloc ((size_t) cfg->batch, sizeof (int32_t), &oom);
+  run->x_next = xcalloc ((size_t) cfg->batch * (size_t) run->stages[run->chain_stage[0]].in_dim,
+                         sizeof (float), &oom);
+  run->labels_next = xcalloc ((size_t) cfg->batch, sizeof (int32_t), &oom);
+  run->next_step = -1;
   run->zeros = xcalloc ((size_t) run->rows * maxdim, sizeof (float), &oom);
   run->loss_mb = xcalloc ((size_t) run->M, sizeof (double), &oom);
   if (oom)
@@ -865,7 +874,18 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
     return pp_error_set (err, PP_EINVAL, "stopped");
 
   t_start = pp_probe_now_ns ();
-  pp_model_batch (run->model, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
+  if (run->next_step == run->step)
+    {
+      float *x = run->x;
+      int32_t *labels = run->labels;
+      run->x = run->x_next;
+      run->labels = run->labels_next;
+      run->x_next = x;
+      run->labels_next = labels;
+    }
+  else
+    pp_model_batch (run->model, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
+  run->next_step = -1;
   for (int i = 0; i < s->n_stages; i++)
     {
       Stage *st = &run->stages[i];
@@ -935,6 +955,11 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   run->task = TASK_OPTIMIZER;
   run->gen++;
   pthread_cond_broadcast (&run->start);
+  pthread_mutex_unlock (&run->mu);
+  pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
+                  run->labels_next);
+  run->next_step = run->step + 1;
+  pthread_mutex_lock (&run->mu);
   while (run->remaining > 0)
     pthread_cond_wait (&run->done, &run->mu);
   pthread_mutex_unlock (&run->mu);
@@ -1083,6 +1108,8 @@ pp_run_free (PpRun *run)
   free (run->chain_stage);
   free (run->x);
   free (run->labels);
+  free (run->x_next);
+  free (run->labels_next);
   free (run->zeros);
   free (run->loss_mb);
   pthread_mutex_destroy (&run->mu);
