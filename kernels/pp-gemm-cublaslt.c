@@ -1,0 +1,333 @@
+/* pp-gemm-cublaslt.c — row-major GEMMs (pp_gemm's semantics) through cuBLASLt,
+ * with the bias and GELU epilogues, and the linear layers built on them.
+ *
+ * cuBLASLt is column-major.  A row-major [r,c] matrix is, byte for byte, a
+ * column-major [c,r] one, so row-major C = op(A) op(B) is column-major
+ * C^T = op(B)^T op(A)^T: swap the operands, keep the transposes, and C^T's
+ * rows are C's columns — which is also why a cuBLASLt bias (one value per
+ * column-major row) is our per-column bias b[n].
+ */
+#include "pp-kernels-cuda.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* What llm.c gives cuBLASLt on Hopper; some sm_90 kernels want more than 4 MiB. */
+#define PP_CUBLASLT_WORKSPACE ((size_t) 32 << 20)
+
+struct PpCublasLt {
+  cublasLtHandle_t handle;
+  void            *workspace;
+  size_t           workspace_size;
+};
+
+static PpStatus
+lt_error (PpError *err, const char *what, cublasStatus_t s)
+{
+  return pp_error_set (err, PP_EIO, "cuBLASLt %s failed: %s (%s)", what,
+                       cublasLtGetStatusName (s), cublasLtGetStatusString (s));
+}
+
+PpCublasLt *
+pp_cublaslt_new (PpError *err)
+{
+  int count;
+  if (pp_cuda_device_count (&count, err) != PP_OK)
+    return NULL;
+
+  PpCublasLt *ctx = calloc (1, sizeof *ctx);
+  if (ctx == NULL)
+    {
+      pp_error_set (err, PP_ENOMEM, "cuBLASLt context: out of memory");
+      return NULL;
+    }
+  cublasStatus_t s = cublasLtCreate (&ctx->handle);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    {
+      lt_error (err, "handle creation", s);
+      free (ctx);
+      return NULL;
+    }
+  cudaError_t e = cudaMalloc (&ctx->workspace, PP_CUBLASLT_WORKSPACE);
+  if (e != cudaSuccess)
+    {
+      (void) cudaGetLastError ();
+      pp_error_set (err, PP_ENOMEM, "cuBLASLt workspace (%zu MiB): %s",
+                    PP_CUBLASLT_WORKSPACE >> 20, cudaGetErrorString (e));
+      cublasLtDestroy (ctx->handle);
+      free (ctx);
+      return NULL;
+    }
+  ctx->workspace_size = PP_CUBLASLT_WORKSPACE;
+  return ctx;
+}
+
+void
+pp_cublaslt_free (PpCublasLt *ctx)
+{
+  if (ctx == NULL)
+    return;
+  /* cudaFree waits for the device, so no call still uses the workspace */
+  cudaFree (ctx->workspace);
+  cublasLtDestroy (ctx->handle);
+  free (ctx);
+}
+
+/* The largest power of two (at most 256) dividing the address: what we may
+ * promise cuBLASLt about alignment (its default assumes 256). */
+static uint32_t
+alignment_of (const void *p)
+{
+  uintptr_t a = (uintptr_t) p;
+  uint32_t al = 256;
+  while (al > 1 && (a & (al - 1)) != 0)
+    al >>= 1;
+  return al;
+}
+
+typedef struct {
+  int trans_a, trans_b, m, n, k;
+  float alpha, beta;
+  const float *A, *B, *C;
+  float *D;
+  cublasComputeType_t compute;
+  cublasLtEpilogue_t epilogue;
+  const float *bias;
+  float *aux;
+} LtCall;
+
+/* One cublasLtMatmul.  PP_EUNSUPPORTED (message set) when cuBLASLt offers no
+ * algorithm for this shape and epilogue, so the caller can fall back. */
+static PpStatus
+lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
+{
+  cublasLtMatmulDesc_t desc = NULL;
+  cublasLtMatrixLayout_t lay_b = NULL, lay_a = NULL, lay_c = NULL;
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasStatus_t s;
+  PpStatus st = PP_OK;
+  const char *what = "";
+
+#define LT_TRY(call, name) \
+  do { what = (name); s = (call); if (s != CUBLAS_STATUS_SUCCESS) goto lt_fail; } while (0)
+
+  /* column-major view: D^T[n,m] = op(B)^T[n,k] op(A)^T[k,m] */
+  cublasOperation_t op_b = c->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_a = c->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LT_TRY (cublasLtMatmulDescCreate (&desc, c->compute, CUDA_R_32F), "descriptor");
+  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                          &op_b, sizeof op_b), "TRANSA");
+  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &op_a, sizeof op_a), "TRANSB");
+  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &c->epilogue, sizeof c->epilogue), "EPILOGUE");
+  if (c->bias != NULL)
+    LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &c->bias, sizeof c->bias), "BIAS_POINTER");
+  if (c->aux != NULL)
+    {
+      int64_t ld_aux = c->n;
+      LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                              &c->aux, sizeof c->aux), "AUX_POINTER");
+      LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                              &ld_aux, sizeof ld_aux), "AUX_LD");
+    }
+
+  /* row-major B [k,n] is column-major [n,k] (ld n); B^T stored [n,k] is [k,n] (ld k) */
+  if (c->trans_b)
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, CUDA_R_32F, c->k, c->n, c->k), "layout B");
+  else
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, CUDA_R_32F, c->n, c->k, c->n), "layout B");
+  if (c->trans_a)
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, CUDA_R_32F, c->m, c->k, c->m), "layout A");
+  else
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, CUDA_R_32F, c->k, c->m, c->k), "layout A");
+  LT_TRY (cublasLtMatrixLayoutCreate (&lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
+
+  uint64_t ws = ctx->workspace_size;
+  uint32_t al_b = alignment_of (c->B), al_a = alignment_of (c->A);
+  uint32_t al_c = alignment_of (c->C), al_d = alignment_of (c->D);
+  LT_TRY (cublasLtMatmulPreferenceCreate (&pref), "preference");
+  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &ws, sizeof ws), "workspace preference");
+  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                &al_b, sizeof al_b), "alignment preference");
+  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                &al_a, sizeof al_a), "alignment preference");
+  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                &al_c, sizeof al_c), "alignment preference");
+  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                &al_d, sizeof al_d), "alignment preference");
+
+  cublasLtMatmulHeuristicResult_t heur;
+  int found = 0;
+  s = cublasLtMatmulAlgoGetHeuristic (ctx->handle, desc, lay_b, lay_a, lay_c, lay_c, pref,
+                                      1, &heur, &found);
+  if (s != CUBLAS_STATUS_SUCCESS || found == 0)
+    {
+      st = pp_error_set (err, PP_EUNSUPPORTED,
+                         "cuBLASLt has no algorithm for %s%s GEMM %dx%dx%d (epilogue %d): %s",
+                         c->trans_a ? "T" : "N", c->trans_b ? "T" : "N", c->m, c->n, c->k,
+                         (int) c->epilogue, cublasLtGetStatusName (s));
+      goto done;
+    }
+
+  LT_TRY (cublasLtMatmul (ctx->handle, desc, &c->alpha, c->B, lay_b, c->A, lay_a,
+                          &c->beta, c->C, lay_c, c->D, lay_c, &heur.algo,
+                          ctx->workspace, ctx->workspace_size, (cudaStream_t) stream),
+          "matmul");
+  goto done;
+
+lt_fail:
+  st = lt_error (err, what, s);
+done:
+  if (pref != NULL)
+    cublasLtMatmulPreferenceDestroy (pref);
+  if (lay_c != NULL)
+    cublasLtMatrixLayoutDestroy (lay_c);
+  if (lay_a != NULL)
+    cublasLtMatrixLayoutDestroy (lay_a);
+  if (lay_b != NULL)
+    cublasLtMatrixLayoutDestroy (lay_b);
+  if (desc != NULL)
+    cublasLtMatmulDescDestroy (desc);
+  return st;
+#undef LT_TRY
+}
+
+/* A tensor-core mode may have no kernel for a layout (4-byte aligned
+ * pointers, odd leading dimensions): then the plain fp32 one, which is only
+ * more accurate, rather than a failure. */
+static PpStatus
+lt_matmul_any (PpCublasLt *ctx, void *stream, LtCall *c, PpError *err)
+{
+  PpStatus st = lt_matmul (ctx, stream, c, err);
+  if (st != PP_EUNSUPPORTED || c->compute == CUBLAS_COMPUTE_32F)
+    return st;
+  c->compute = CUBLAS_COMPUTE_32F;
+  return lt_matmul (ctx, stream, c, err);
+}
+
+PpStatus
+pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
+                  int trans_a, int trans_b, int m, int n, int k,
+                  float alpha, const float *A, const float *B,
+                  float beta, float *C,
+                  PpCompute compute, PpEpilogue epilogue,
+                  const float *bias, float *aux, PpError *err)
+{
+  if (ctx == NULL)
+    return pp_error_set (err, PP_EINVAL, "gemm: no cuBLASLt context");
+  if (m < 0 || n < 0 || k < 0)
+    return pp_error_set (err, PP_EINVAL, "gemm: negative shape %dx%dx%d", m, n, k);
+  if (epilogue == PP_EPI_BIAS && bias == NULL)
+    return pp_error_set (err, PP_EINVAL, "gemm: the bias epilogue needs a bias");
+  if (epilogue != PP_EPI_NONE && epilogue != PP_EPI_BIAS && epilogue != PP_EPI_GELU_BIAS)
+    return pp_error_set (err, PP_EINVAL, "gemm: unknown epilogue %d", (int) epilogue);
+  if (epilogue == PP_EPI_NONE)
+    bias = NULL;
+  if (epilogue != PP_EPI_GELU_BIAS)
+    aux = NULL;
+
+  cublasComputeType_t ct;
+  switch (compute)
+    {
+    case PP_COMPUTE_FP32: ct = CUBLAS_COMPUTE_32F; break;
+    case PP_COMPUTE_TF32: ct = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+    case PP_COMPUTE_BF16: ct = CUBLAS_COMPUTE_32F_FAST_16BF; break;
+    default:
+      return pp_error_set (err, PP_EINVAL, "gemm: unknown compute mode %d", (int) compute);
+    }
+
+  if (m == 0 || n == 0)
+    return PP_OK;
+  if (C == NULL || (k > 0 && (A == NULL || B == NULL)))
+    return pp_error_set (err, PP_EINVAL, "gemm: a NULL matrix");
+  if (k == 0)
+    return pp_cuda_gemm_empty_epilogue (stream, C, m, n, beta, bias, aux,
+                                        epilogue == PP_EPI_GELU_BIAS, err);
+
+  LtCall call = {
+    .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+    .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = C,
+    .compute = ct, .bias = bias, .aux = NULL,
+  };
+
+  if (epilogue != PP_EPI_GELU_BIAS)
+    {
+      call.epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      return lt_matmul_any (ctx, stream, &call, err);
+    }
+
+  /* Fused GELU: cuBLASLt wants the aux leading dimension (our n) a multiple
+   * of 8 and the aux buffer 16-byte aligned. */
+  if (n % 8 == 0 && ((uintptr_t) aux & 15u) == 0)
+    {
+      call.aux = aux;
+      if (aux != NULL)
+        call.epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+      else
+        call.epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+      PpStatus st = lt_matmul (ctx, stream, &call, err);
+      if (st != PP_EUNSUPPORTED)
+        return st;
+    }
+
+  /* Unfused: the pre-activation into aux (or C), then GELU into C. */
+  call.aux = NULL;
+  call.epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  call.D = aux != NULL ? aux : C;
+  PpStatus st = lt_matmul_any (ctx, stream, &call, err);
+  if (st != PP_OK)
+    return st;
+  return pp_cuda_gelu_forward (stream, call.D, C, (size_t) m * n, err);
+}
+
+/* ---- Linear layers ---- */
+
+PpStatus
+pp_cuda_linear_forward (PpCublasLt *ctx, void *stream,
+                        const float *x, const float *W, const float *b,
+                        float *y, int n, int in, int out,
+                        PpCompute compute, PpError *err)
+{
+  return pp_cublaslt_gemm (ctx, stream, 0, 0, n, out, in, 1.0f, x, W, 0.0f, y, compute,
+                           b != NULL ? PP_EPI_BIAS : PP_EPI_NONE, b, NULL, err);
+}
+
+PpStatus
+pp_cuda_linear_gelu_forward (PpCublasLt *ctx, void *stream,
+                             const float *x, const float *W, const float *b,
+                             float *pre, float *y, int n, int in, int out,
+                             PpCompute compute, PpError *err)
+{
+  if (pre == NULL)
+    return pp_error_set (err, PP_EINVAL, "linear+gelu: the pre-activation buffer is NULL");
+  return pp_cublaslt_gemm (ctx, stream, 0, 0, n, out, in, 1.0f, x, W, 0.0f, y, compute,
+                           PP_EPI_GELU_BIAS, b, pre, err);
+}
+
+PpStatus
+pp_cuda_linear_backward_input (PpCublasLt *ctx, void *stream,
+                               const float *dy, const float *W, float *dx,
+                               int n, int in, int out,
+                               PpCompute compute, PpError *err)
+{
+  return pp_cublaslt_gemm (ctx, stream, 0, 1, n, in, out, 1.0f, dy, W, 0.0f, dx, compute,
+                           PP_EPI_NONE, NULL, NULL, err);
+}
+
+PpStatus
+pp_cuda_linear_backward_weight (PpCublasLt *ctx, void *stream,
+                                const float *x, const float *dy,
+                                float *dW, float *db, int n, int in, int out,
+                                PpCompute compute, PpError *err)
+{
+  PpStatus st = pp_cublaslt_gemm (ctx, stream, 1, 0, in, out, n, 1.0f, x, dy, 1.0f, dW,
+                                  compute, PP_EPI_NONE, NULL, NULL, err);
+  if (st != PP_OK || db == NULL)
+    return st;
+  return pp_cuda_column_sum_add (stream, dy, db, n, out, err);
+}

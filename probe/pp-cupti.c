@@ -1,0 +1,870 @@
+/* pp-cupti.c — the CUPTI collector (see pp-cupti.h for the contract).
+ *
+ * CUPTI's activity API is process-global: one set of buffer callbacks, one
+ * timestamp callback.  So the collector is a singleton (g_owner), and every
+ * buffer completion is handled under g_lock, which also guards the
+ * correlation map, the pending records and the name table.  Block slots have
+ * their own lock (blocks_lock) so a training thread pushing a block never
+ * waits for a whole buffer to be parsed.
+ *
+ * Tagging: push assigns the block an id and pushes it as the external
+ * correlation id (CUSTOM0).  CUPTI then writes, before each API record made
+ * inside the block, an EXTERNAL_CORRELATION record (externalId = block id,
+ * correlationId = the API call's).  Device records carry the correlationId
+ * of the call that launched them, so: correlationId -> block id -> tags.
+ * A device record can come before the correlation record of its call: CUPTI
+ * keeps API records in per-thread buffers and device records elsewhere.  So
+ * an untagged device record waits in a bounded pending list until its tags
+ * come or two whole flushes (cuptiActivityFlushAll calls that started after
+ * it was read) have returned: by then every API record completed before it
+ * has been delivered, and it is untagged for good.  While no block has ever
+ * been pushed, nothing waits.
+ */
+#include "pp-cupti.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#define CORR_MAP_SIZE   (1u << 18)   /* correlation id -> block id, direct-mapped */
+#define PENDING_MAX     16384        /* device records waiting for their tags */
+#define PENDING_FLUSHES 2            /* whole flushes a record waits for its tags */
+#define NAME_HASH_SIZE  (1u << 17)   /* > 2 * PP_CUPTI_MAX_NAMES */
+#define NAME_MAX_LEN    4095         /* PP_TRACE_STRING_MAX */
+#define NAME_PTR_CACHE  1024
+#define EXT_KIND        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
+
+typedef struct {
+  uint64_t id;          /* 0 = empty */
+  int32_t  rank, stage, microbatch, kind, step;
+  int64_t  gpu_start, gpu_end;
+  uint32_t n;
+} Block;
+
+typedef struct {
+  uint32_t corr;
+  uint64_t block;       /* 0 = empty */
+} CorrEntry;
+
+typedef struct {
+  PpSpan   span;
+  uint32_t corr;
+  uint64_t gen;         /* flushes done when it began to wait */
+} Pending;
+
+struct _PpCupti {
+  PpProbe        *probe;
+  int             rank;
+
+  /* flush thread */
+  pthread_t       flush_thread;
+  bool            thread_started;
+  pthread_mutex_t flush_lock;
+  pthread_cond_t  flush_cond;
+  bool            stop_requested;
+  _Atomic bool    stopped;
+
+  /* blocks (blocks_lock) */
+  pthread_mutex_t blocks_lock;
+  Block          *blocks;            /* PP_CUPTI_MAX_BLOCKS */
+  _Atomic uint64_t next_block;
+  _Atomic int32_t last_step;
+
+  /* under g_lock */
+  CorrEntry      *corr;              /* CORR_MAP_SIZE */
+  Pending        *pending;           /* PENDING_MAX */
+  size_t          n_pending;
+  uint32_t       *name_hash;         /* ids; 0 = empty */
+  const char     *ptr_cache_key[NAME_PTR_CACHE];
+  uint32_t        ptr_cache_id[NAME_PTR_CACHE];
+  uint32_t        memcpy_names[11];
+  uint32_t        memset_name;
+
+  /* names: written once under g_lock, read anywhere */
+  _Atomic(char *) *names;            /* PP_CUPTI_MAX_NAMES + 1 */
+  _Atomic uint32_t n_names;
+
+  /* stats */
+  _Atomic uint64_t flushes, buffers, records, spans, tagged, dropped;
+  _Atomic int64_t  last_flush_ns;
+
+  /* first error after start */
+  pthread_mutex_t status_lock;
+  PpStatus        status;
+  char            status_msg[PP_ERROR_MSG_MAX];
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static PpCupti        *g_active;          /* whose records buffers feed, under g_lock */
+static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static PpCupti        *g_owner;           /* the running collector, under g_start_lock */
+static bool            g_callbacks_registered;   /* under g_start_lock */
+
+static void
+set_active (PpCupti *c)
+{
+  pthread_mutex_lock (&g_lock);
+  g_active = c;
+  pthread_mutex_unlock (&g_lock);
+}
+
+/* ---- the buffer pool (global: CUPTI may hand buffers back late) ---- */
+
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t        *g_pool_free[PP_CUPTI_BUFFER_COUNT];
+static int             g_pool_n_free;
+static int             g_pool_allocated;
+
+static void CUPTIAPI
+buffer_requested (uint8_t **buffer, size_t *size, size_t *max_records)
+{
+  uint8_t *b = NULL;
+
+  pthread_mutex_lock (&g_pool_lock);
+  if (g_pool_n_free > 0)
+    b = g_pool_free[--g_pool_n_free];
+  else if (g_pool_allocated < PP_CUPTI_BUFFER_COUNT)
+    {
+      b = aligned_alloc (64, PP_CUPTI_BUFFER_SIZE);
+      if (b)
+        g_pool_allocated++;
+    }
+  pthread_mutex_unlock (&g_pool_lock);
+
+  /* No buffer: CUPTI drops records and counts them (pp_cupti_dropped). */
+  *buffer = b;
+  *size = b ? PP_CUPTI_BUFFER_SIZE : 0;
+  *max_records = 0;
+}
+
+static void
+buffer_release (uint8_t *b)
+{
+  if (!b)
+    return;
+  pthread_mutex_lock (&g_pool_lock);
+  if (g_pool_n_free < PP_CUPTI_BUFFER_COUNT)
+    {
+      g_pool_free[g_pool_n_free++] = b;
+      b = NULL;
+    }
+  pthread_mutex_unlock (&g_pool_lock);
+  free (b);
+}
+
+/* ---- errors ---- */
+
+static const char *
+cupti_str (CUptiResult r)
+{
+  const char *s = NULL;
+  if (cuptiGetResultString (r, &s) != CUPTI_SUCCESS || !s)
+    return "unknown CUPTI error";
+  return s;
+}
+
+static void
+note_error (PpCupti *c, PpStatus st, const char *what, CUptiResult r)
+{
+  pthread_mutex_lock (&c->status_lock);
+  if (c->status == PP_OK)
+    {
+      c->status = st;
+      snprintf (c->status_msg, sizeof c->status_msg, "CUPTI: %s failed: %s", what, cupti_str (r));
+    }
+  pthread_mutex_unlock (&c->status_lock);
+}
+
+/* ---- names (g_lock held for interning) ---- */
+
+static uint64_t
+hash_str (const char *s)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; s[i] && i < NAME_MAX_LEN; i++)
+    h = (h ^ (uint8_t) s[i]) * 1099511628211ull;
+  return h;
+}
+
+static uint32_t
+intern (PpCupti *c, const char *name)
+{
+  if (!name || !*name)
+    return 0;
+
+  size_t slot_p = ((uintptr_t) name >> 4) % NAME_PTR_CACHE;
+  if (c->ptr_cache_key[slot_p] == name)
+    {
+      /* A module unloaded and its name's memory reused: check. */
+      uint32_t cid = c->ptr_cache_id[slot_p];
+      const char *have = atomic_load_explicit (&c->names[cid], memory_order_relaxed);
+      size_t hl = strlen (have);
+      if (strncmp (have, name, hl) == 0 && (name[hl] == '\0' || hl == NAME_MAX_LEN))
+        return cid;
+    }
+
+  uint64_t h = hash_str (name);
+  size_t len = strnlen (name, NAME_MAX_LEN);
+  uint32_t id = 0;
+  for (size_t i = 0; i < NAME_HASH_SIZE; i++)
+    {
+      size_t slot = (h + i) & (NAME_HASH_SIZE - 1);
+      uint32_t cand = c->name_hash[slot];
+      if (cand == 0)
+        {
+          uint32_t n = atomic_load_explicit (&c->n_names, memory_order_relaxed);
+          if (n >= PP_CUPTI_MAX_NAMES)
+            return 0;
+          char *copy = malloc (len + 1);
+          if (!copy)
+            return 0;
+          memcpy (copy, name, len);
+          copy[len] = '\0';
+          id = n + 1;
+          atomic_store_explicit (&c->names[id], copy, memory_order_release);
+          atomic_store_explicit (&c->n_names, id, memory_order_release);
+          c->name_hash[slot] = id;
+          break;
+        }
+      const char *have = atomic_load_explicit (&c->names[cand], memory_order_relaxed);
+      if (strncmp (have, name, len) == 0 && have[len] == '\0')
+        {
+          id = cand;
+          break;
+        }
+    }
+  /* Only a kernel's name pointer is stable (shared by its records). */
+  if (id)
+    {
+      c->ptr_cache_key[slot_p] = name;
+      c->ptr_cache_id[slot_p] = id;
+    }
+  return id;
+}
+
+const char *
+pp_cupti_name (PpCupti *c, uint32_t id)
+{
+  if (!c || id == 0 || id > PP_CUPTI_MAX_NAMES)
+    return NULL;
+  if (id > atomic_load_explicit (&c->n_names, memory_order_acquire))
+    return NULL;
+  return atomic_load_explicit (&c->names[id], memory_order_acquire);
+}
+
+/* ---- blocks ---- */
+
+uint64_t
+pp_cupti_push_block (PpCupti *c, int stage, int microbatch, int kind, int step)
+{
+  if (!c)
+    return 0;
+
+  uint64_t id = atomic_fetch_add (&c->next_block, 1);
+  Block *b = &c->blocks[id % PP_CUPTI_MAX_BLOCKS];
+  pthread_mutex_lock (&c->blocks_lock);
+  *b = (Block) {
+    .id = id, .rank = c->rank, .stage = stage, .microbatch = microbatch,
+    .kind = kind, .step = step, .gpu_start = INT64_MAX, .gpu_end = INT64_MIN,
+  };
+  pthread_mutex_unlock (&c->blocks_lock);
+  atomic_store_explicit (&c->last_step, step, memory_order_relaxed);
+
+  CUptiResult r = cuptiActivityPushExternalCorrelationId (EXT_KIND, id);
+  if (r != CUPTI_SUCCESS)
+    {
+      note_error (c, PP_EIO, "cuptiActivityPushExternalCorrelationId", r);
+      return 0;
+    }
+  return id;
+}
+
+void
+pp_cupti_pop_block (PpCupti *c)
+{
+  if (!c)
+    return;
+  uint64_t last = 0;
+  CUptiResult r = cuptiActivityPopExternalCorrelationId (EXT_KIND, &last);
+  if (r != CUPTI_SUCCESS)
+    note_error (c, PP_EIO, "cuptiActivityPopExternalCorrelationId", r);
+}
+
+/* Fills the span's tags from block id; false when the id is gone. */
+static bool
+block_tag (PpCupti *c, uint64_t id, PpSpan *s)
+{
+  bool ok = false;
+  Block *b = &c->blocks[id % PP_CUPTI_MAX_BLOCKS];
+  pthread_mutex_lock (&c->blocks_lock);
+  if (b->id == id)
+    {
+      s->rank = b->rank;
+      s->stage = b->stage;
+      s->microbatch = b->microbatch;
+      s->step = b->step;
+      if (s->start_ns < b->gpu_start)
+        b->gpu_start = s->start_ns;
+      if (s->end_ns > b->gpu_end)
+        b->gpu_end = s->end_ns;
+      b->n++;
+      ok = true;
+    }
+  pthread_mutex_unlock (&c->blocks_lock);
+  return ok;
+}
+
+bool
+pp_cupti_block_gpu_time (PpCupti *c, uint64_t block_id, int64_t *start_ns,
+                         int64_t *end_ns, uint32_t *n_records)
+{
+  if (!c || block_id == 0)
+    return false;
+  bool ok = false;
+  Block *b = &c->blocks[block_id % PP_CUPTI_MAX_BLOCKS];
+  pthread_mutex_lock (&c->blocks_lock);
+  if (b->id == block_id && b->n > 0)
+    {
+      if (start_ns)
+        *start_ns = b->gpu_start;
+      if (end_ns)
+        *end_ns = b->gpu_end;
+      if (n_records)
+        *n_records = b->n;
+      ok = true;
+    }
+  pthread_mutex_unlock (&c->blocks_lock);
+  return ok;
+}
+
+/* ---- records (g_lock held) ---- */
+
+static void
+emit (PpCupti *c, PpSpan *s, uint64_t block)
+{
+  if (block && block_tag (c, block, s))
+    atomic_fetch_add_explicit (&c->tagged, 1, memory_order_relaxed);
+  pp_probe_record_span (c->probe, s);
+  atomic_fetch_add_explicit (&c->spans, 1, memory_order_relaxed);
+}
+
+static uint64_t
+corr_lookup (PpCupti *c, uint32_t corr)
+{
+  CorrEntry *e = &c->corr[corr % CORR_MAP_SIZE];
+  return (e->block && e->corr == corr) ? e->block : 0;
+}
+
+/* A device record: tag and emit it now, or let it wait for its tags. */
+static void
+device_record (PpCupti *c, PpSpan *s, uint32_t corr)
+{
+  uint64_t block = corr_lookup (c, corr);
+  if (block || c->n_pending == PENDING_MAX
+      || atomic_load_explicit (&c->next_block, memory_order_relaxed) == 1)
+    {
+      emit (c, s, block);
+      return;
+    }
+  c->pending[c->n_pending++] = (Pending) {
+    .span = *s, .corr = corr, .gen = atomic_load (&c->flushes),
+  };
+}
+
+static void
+retry_pending (PpCupti *c, bool all)
+{
+  size_t kept = 0;
+  uint64_t done = atomic_load (&c->flushes);
+  for (size_t i = 0; i < c->n_pending; i++)
+    {
+      Pending *p = &c->pending[i];
+      uint64_t block = corr_lookup (c, p->corr);
+      if (block || all || done >= p->gen + PENDING_FLUSHES)
+        emit (c, &p->span, block);
+      else
+        c->pending[kept++] = *p;
+    }
+  c->n_pending = kept;
+}
+
+static const char *
+memcpy_kind_name (uint8_t k)
+{
+  switch (k)
+    {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "memcpy HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "memcpy AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "memcpy AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "memcpy AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "memcpy DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
+    default: return "memcpy";
+    }
+}
+
+static PpSpan
+base_span (PpCupti *c, PpSpanKind kind, uint64_t start, uint64_t end,
+           uint32_t device, uint32_t stream)
+{
+  return (PpSpan) {
+    .start_ns = (int64_t) start,
+    .end_ns = (int64_t) (end >= start ? end : start),
+    .rank = c->rank,
+    .stage = -1,
+    .microbatch = -1,
+    .step = atomic_load_explicit (&c->last_step, memory_order_relaxed),
+    .kind = (uint16_t) kind,
+    .device = (uint16_t) (device < 0xffff ? device : 0xfffe),
+    .stream = stream,
+    .peer_rank = -1,
+  };
+}
+
+static void
+handle_record (PpCupti *c, CUpti_Activity *rec)
+{
+  switch (rec->kind)
+    {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      {
+        CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *) rec;
+        if (k->start == 0 || k->end == 0)
+          return;
+        PpSpan s = base_span (c, PP_SPAN_KERNEL, k->start, k->end, k->deviceId, k->streamId);
+        s.name_id = intern (c, k->name);
+        device_record (c, &s, k->correlationId);
+        break;
+      }
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      {
+        CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *) rec;
+        if (m->start == 0 || m->end == 0)
+          return;
+        PpSpan s = base_span (c, PP_SPAN_MEMCPY, m->start, m->end, m->deviceId, m->streamId);
+        s.bytes = m->bytes;
+        uint8_t k = m->copyKind <= 10 ? m->copyKind : 0;
+        if (!c->memcpy_names[k])
+          c->memcpy_names[k] = intern (c, memcpy_kind_name (k));
+        s.name_id = c->memcpy_names[k];
+        device_record (c, &s, m->correlationId);
+        break;
+      }
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      {
+        CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *) rec;
+        if (m->start == 0 || m->end == 0)
+          return;
+        PpSpan s = base_span (c, PP_SPAN_MEMSET, m->start, m->end, m->deviceId, m->streamId);
+        s.bytes = m->bytes;
+        if (!c->memset_name)
+          c->memset_name = intern (c, "memset");
+        s.name_id = c->memset_name;
+        device_record (c, &s, m->correlationId);
+        break;
+      }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      {
+        CUpti_ActivityExternalCorrelation *x = (CUpti_ActivityExternalCorrelation *) rec;
+        if (x->externalKind != EXT_KIND || x->externalId == 0)
+          return;
+        CorrEntry *e = &c->corr[x->correlationId % CORR_MAP_SIZE];
+        e->corr = x->correlationId;
+        e->block = x->externalId;
+        break;
+      }
+    /* DRIVER / RUNTIME records: enabled only so that CUPTI writes the
+     * EXTERNAL_CORRELATION records; nothing to keep. */
+    default:
+      break;
+    }
+}
+
+static void CUPTIAPI
+buffer_completed (CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+                  size_t size, size_t valid)
+{
+  /* Asked before g_lock: no CUPTI call while holding it (see start). */
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords (ctx, stream_id, &dropped) != CUPTI_SUCCESS)
+    dropped = 0;
+
+  pthread_mutex_lock (&g_lock);
+  PpCupti *c = g_active;
+  if (c && buffer)
+    {
+      CUpti_Activity *rec = NULL;
+      uint64_t n = 0;
+      while (valid > 0 && cuptiActivityGetNextRecord (buffer, valid, &rec) == CUPTI_SUCCESS)
+        {
+          handle_record (c, rec);
+          n++;
+        }
+      retry_pending (c, false);
+      atomic_fetch_add_explicit (&c->records, n, memory_order_relaxed);
+      atomic_fetch_add_explicit (&c->buffers, 1, memory_order_relaxed);
+    }
+  if (c && dropped)
+    atomic_fetch_add_explicit (&c->dropped, dropped, memory_order_relaxed);
+  pthread_mutex_unlock (&g_lock);
+  buffer_release (buffer);
+}
+
+/* ---- the clock ---- */
+
+static uint64_t CUPTIAPI
+monotonic_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* ---- flushing ---- */
+
+static CUptiResult
+flush_all (PpCupti *c, uint32_t flag)
+{
+  CUptiResult r = cuptiActivityFlushAll (flag);
+  if (r == CUPTI_SUCCESS)
+    {
+      atomic_fetch_add (&c->flushes, 1);
+      atomic_store (&c->last_flush_ns, pp_probe_now_ns ());
+      /* Records that waited for their tags: found now, or never. */
+      pthread_mutex_lock (&g_lock);
+      if (g_active == c)
+        retry_pending (c, false);
+      pthread_mutex_unlock (&g_lock);
+    }
+  return r;
+}
+
+static void *
+flush_main (void *data)
+{
+  PpCupti *c = data;
+  struct timespec deadline;
+
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  pthread_mutex_lock (&c->flush_lock);
+  while (!c->stop_requested)
+    {
+      deadline.tv_nsec += PP_CUPTI_FLUSH_PERIOD_NS % 1000000000LL;
+      deadline.tv_sec += PP_CUPTI_FLUSH_PERIOD_NS / 1000000000LL;
+      if (deadline.tv_nsec >= 1000000000L)
+        {
+          deadline.tv_nsec -= 1000000000L;
+          deadline.tv_sec++;
+        }
+      while (!c->stop_requested
+             && pthread_cond_timedwait (&c->flush_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
+        ;
+      if (c->stop_requested)
+        break;
+      pthread_mutex_unlock (&c->flush_lock);
+      CUptiResult r = flush_all (c, 0);
+      if (r != CUPTI_SUCCESS)
+        note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+      pthread_mutex_lock (&c->flush_lock);
+
+      /* Behind by more than a period (a stalled machine): no catch-up burst. */
+      struct timespec now;
+      clock_gettime (CLOCK_MONOTONIC, &now);
+      if (now.tv_sec > deadline.tv_sec + 1)
+        deadline = now;
+    }
+  pthread_mutex_unlock (&c->flush_lock);
+  return NULL;
+}
+
+PpStatus
+pp_cupti_flush (PpCupti *c, PpError *err)
+{
+  if (!c)
+    return PP_OK;
+  if (c->stopped)
+    return PP_OK;
+  CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (r != CUPTI_SUCCESS)
+    {
+      note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+      return pp_error_set (err, PP_EIO, "CUPTI: cuptiActivityFlushAll failed: %s", cupti_str (r));
+    }
+  return PP_OK;
+}
+
+/* ---- start / stop ---- */
+
+static const CUpti_ActivityKind kinds[] = {
+  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+  CUPTI_ACTIVITY_KIND_MEMCPY,
+  CUPTI_ACTIVITY_KIND_MEMSET,
+  CUPTI_ACTIVITY_KIND_RUNTIME,
+  CUPTI_ACTIVITY_KIND_DRIVER,
+  CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+static const char *const kind_names[] = {
+  "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "DRIVER", "EXTERNAL_CORRELATION",
+};
+#define N_KINDS (sizeof kinds / sizeof kinds[0])
+
+static void
+disable_kinds (size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    cuptiActivityDisable (kinds[i]);
+}
+
+static PpStatus
+unavailable (PpError *err, const char *what, CUptiResult r)
+{
+  const char *why;
+  switch ((int) r)
+    {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      why = "another profiler (nsys, ncu, a PyTorch profiler) already holds CUPTI in this process";
+      break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_UNKNOWN:
+    case CUPTI_ERROR_INVALID_DEVICE:
+      why = "no usable GPU or CUDA driver";
+      break;
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      why = "not permitted (profiling is restricted to admin users)";
+      break;
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_SUPPORTED:
+      why = "not supported on this GPU or setup";
+      break;
+    default:
+      why = "CUPTI refused";
+      break;
+    }
+  return pp_error_set (err, PP_EUNSUPPORTED, "GPU tracing unavailable: %s (%s: %s)",
+                       why, what, cupti_str (r));
+}
+
+static void
+cupti_free_memory (PpCupti *c)
+{
+  if (c->names)
+    {
+      uint32_t n = atomic_load (&c->n_names);
+      for (uint32_t i = 1; i <= n; i++)
+        free (atomic_load (&c->names[i]));
+    }
+  free (c->names);
+  free (c->name_hash);
+  free (c->pending);
+  free (c->corr);
+  free (c->blocks);
+  pthread_mutex_destroy (&c->blocks_lock);
+  pthread_mutex_destroy (&c->status_lock);
+  pthread_mutex_destroy (&c->flush_lock);
+  pthread_cond_destroy (&c->flush_cond);
+  free (c);
+}
+
+PpCupti *
+pp_cupti_start (PpProbe *probe, int rank, PpError *err)
+{
+  if (!probe)
+    {
+      pp_error_set (err, PP_EINVAL, "pp_cupti_start: no probe");
+      return NULL;
+    }
+  const char *env = getenv ("PIPESCOPE_CUPTI");
+  if (env && strcmp (env, "0") == 0)
+    {
+      pp_error_set (err, PP_EUNSUPPORTED, "GPU tracing unavailable: turned off (PIPESCOPE_CUPTI=0)");
+      return NULL;
+    }
+
+  PpCupti *c = calloc (1, sizeof *c);
+  if (!c)
+    {
+      pp_error_set (err, PP_ENOMEM, "CUPTI collector: out of memory");
+      return NULL;
+    }
+  c->probe = probe;
+  c->rank = rank;
+  atomic_init (&c->next_block, 1);
+  pthread_mutex_init (&c->blocks_lock, NULL);
+  pthread_mutex_init (&c->status_lock, NULL);
+  pthread_mutex_init (&c->flush_lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init (&ca);
+  pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+  pthread_cond_init (&c->flush_cond, &ca);
+  pthread_condattr_destroy (&ca);
+  c->blocks = calloc (PP_CUPTI_MAX_BLOCKS, sizeof *c->blocks);
+  c->corr = calloc (CORR_MAP_SIZE, sizeof *c->corr);
+  c->pending = calloc (PENDING_MAX, sizeof *c->pending);
+  c->name_hash = calloc (NAME_HASH_SIZE, sizeof *c->name_hash);
+  c->names = calloc (PP_CUPTI_MAX_NAMES + 1, sizeof *c->names);
+  if (!c->blocks || !c->corr || !c->pending || !c->name_hash || !c->names)
+    {
+      cupti_free_memory (c);
+      pp_error_set (err, PP_ENOMEM, "CUPTI collector: out of memory");
+      return NULL;
+    }
+
+  /* g_start_lock, not g_lock, around CUPTI calls: a CUPTI thread may hold
+   * CUPTI's own locks while it waits for g_lock in buffer_completed. */
+  pthread_mutex_lock (&g_start_lock);
+  if (g_owner)
+    {
+      pthread_mutex_unlock (&g_start_lock);
+      cupti_free_memory (c);
+      pp_error_set (err, PP_EUNSUPPORTED,
+                    "GPU tracing unavailable: a CUPTI collector already runs in this process");
+      return NULL;
+    }
+
+  CUptiResult r;
+  const char *what = NULL;
+  char what_buf[96];
+  /* The clock first: every record after this is CLOCK_MONOTONIC. */
+  if ((r = cuptiActivityRegisterTimestampCallback (monotonic_ns)) != CUPTI_SUCCESS)
+    what = "cuptiActivityRegisterTimestampCallback";
+  else if (!g_callbacks_registered
+           && (r = cuptiActivityRegisterCallbacks (buffer_requested, buffer_completed)) != CUPTI_SUCCESS)
+    what = "cuptiActivityRegisterCallbacks";
+  else
+    {
+      g_callbacks_registered = true;
+      set_active (c);
+      for (size_t i = 0; i < N_KINDS; i++)
+        if ((r = cuptiActivityEnable (kinds[i])) != CUPTI_SUCCESS)
+          {
+            snprintf (what_buf, sizeof what_buf, "cuptiActivityEnable(%s)", kind_names[i]);
+            what = what_buf;
+            disable_kinds (i);
+            set_active (NULL);
+            break;
+          }
+    }
+  if (what)
+    {
+      pthread_mutex_unlock (&g_start_lock);
+      cupti_free_memory (c);
+      unavailable (err, what, r);
+      return NULL;
+    }
+
+  if (pthread_create (&c->flush_thread, NULL, flush_main, c) != 0)
+    {
+      disable_kinds (N_KINDS);
+      cuptiActivityFlushAll (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      set_active (NULL);
+      pthread_mutex_unlock (&g_start_lock);
+      cupti_free_memory (c);
+      pp_error_set (err, PP_EIO, "CUPTI collector: cannot start the flush thread");
+      return NULL;
+    }
+  g_owner = c;
+  pthread_mutex_unlock (&g_start_lock);
+  c->thread_started = true;
+  return c;
+}
+
+void
+pp_cupti_stop (PpCupti *c)
+{
+  if (!c || c->stopped)
+    return;
+
+  if (c->thread_started)
+    {
+      pthread_mutex_lock (&c->flush_lock);
+      c->stop_requested = true;
+      pthread_cond_signal (&c->flush_cond);
+      pthread_mutex_unlock (&c->flush_lock);
+      pthread_join (c->flush_thread, NULL);
+      c->thread_started = false;
+    }
+
+  CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (r != CUPTI_SUCCESS)
+    note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+  disable_kinds (N_KINDS);
+  /* Whatever disabling pushed out, then the records still waiting. */
+  cuptiActivityFlushAll (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+
+  pthread_mutex_lock (&g_lock);
+  if (g_active == c)
+    {
+      retry_pending (c, true);
+      g_active = NULL;
+    }
+  pthread_mutex_unlock (&g_lock);
+  c->stopped = true;
+
+  pthread_mutex_lock (&g_start_lock);
+  if (g_owner == c)
+    g_owner = NULL;
+  pthread_mutex_unlock (&g_start_lock);
+}
+
+void
+pp_cupti_free (PpCupti *c)
+{
+  if (!c)
+    return;
+  pp_cupti_stop (c);
+  cupti_free_memory (c);
+}
+
+uint64_t
+pp_cupti_dropped (PpCupti *c)
+{
+  return c ? atomic_load (&c->dropped) : 0;
+}
+
+void
+pp_cupti_get_stats (PpCupti *c, PpCuptiStats *out)
+{
+  if (!out)
+    return;
+  memset (out, 0, sizeof *out);
+  if (!c)
+    return;
+  out->flushes = atomic_load (&c->flushes);
+  out->last_flush_ns = atomic_load (&c->last_flush_ns);
+  out->buffers = atomic_load (&c->buffers);
+  out->records = atomic_load (&c->records);
+  out->spans = atomic_load (&c->spans);
+  out->tagged = atomic_load (&c->tagged);
+  out->dropped = atomic_load (&c->dropped);
+}
+
+PpStatus
+pp_cupti_status (PpCupti *c, PpError *err)
+{
+  if (!c)
+    return PP_OK;
+  pthread_mutex_lock (&c->status_lock);
+  PpStatus st = c->status;
+  if (st != PP_OK)
+    pp_error_set (err, st, "%s", c->status_msg);
+  pthread_mutex_unlock (&c->status_lock);
+  return st;
+}

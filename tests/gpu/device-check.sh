@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# device-check.sh — run the GPU tests and GPU benchmarks of an existing build
+# on the GPU machine, and write one report.  Builds nothing.
+#
+#   tests/gpu/device-check.sh BUILD_DIR OUT_DIR
+#
+# BUILD_DIR: a build made elsewhere (e.g. `meson setup build -Dgui=disabled`
+# on a machine without a GPU) and carried here.  OUT_DIR: created; gets
+# report.txt (closing line "N passed, N failed, N skipped"), logs/ and the
+# JSON test logs.
+#
+# Steps, each with its own time limit (seconds; environment overrides):
+#   nvidia-smi -q header            PP_DEVICE_SMI_TIMEOUT   (15)
+#   meson test --suite gpu          PP_DEVICE_TEST_TIMEOUT  (300)
+#   meson test --benchmark --suite gpu   PP_DEVICE_BENCH_TIMEOUT (120)
+# so the whole check ends in well under 10 minutes.  Always --no-rebuild.
+#
+# Where meson is missing here, or refuses the build folder (another meson
+# version, a build configured under another path), the tests are run
+# straight from the build's meson-info/intro-{tests,benchmarks}.json, paths
+# rewritten from the configured build and source folders to these ones, with
+# meson's rules: exit 0 pass, 77 skip, else fail; TAP output parsed.
+#
+# Exit status: 0 when no GPU test failed (all skipped counts as 0: the report
+# says so), 1 when one failed or the test step ran out of time, 2 on bad usage,
+# an unusable build folder, or a build with no GPU tests at all.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 BUILD_DIR OUT_DIR" >&2
+  exit 2
+fi
+if [ ! -f "$1/meson-info/meson-info.json" ]; then
+  echo "$0: $1 is not a meson build folder (no meson-info/meson-info.json)" >&2
+  exit 2
+fi
+PY=$(command -v python3 || command -v python || true)
+if [ -z "$PY" ]; then
+  echo "$0: python3 is needed to run and summarize the tests" >&2
+  exit 2
+fi
+mkdir -p "$2" || exit 2
+SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
+
+exec "$PY" - "$1" "$2" "$SRC_DIR" <<'PYEOF'
+import json, os, platform, re, shutil, signal, socket, subprocess, sys, time
+
+build = os.path.realpath(sys.argv[1])
+out = os.path.realpath(sys.argv[2])
+src = os.path.realpath(sys.argv[3])
+logs = os.path.join(out, "logs")
+os.makedirs(logs, exist_ok=True)
+
+SMI_T = int(os.environ.get("PP_DEVICE_SMI_TIMEOUT", "15"))
+TEST_T = int(os.environ.get("PP_DEVICE_TEST_TIMEOUT", "300"))
+BENCH_T = int(os.environ.get("PP_DEVICE_BENCH_TIMEOUT", "120"))
+
+report = []
+def say(line=""):
+    report.append(line)
+
+def run(cmd, timeout, env=None, cwd=None):
+    """Runs cmd in its own process group; kills the group on timeout.
+    Returns (rc, output, timed_out, seconds); rc None if it could not start."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=env, cwd=cwd, start_new_session=True)
+    except OSError as e:
+        return None, "cannot run %s: %s\n" % (cmd[0], e), False, 0.0
+    try:
+        o, _ = p.communicate(timeout=max(1, timeout))
+        return p.returncode, o.decode("utf-8", "replace"), False, time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                pass
+            try:
+                o, _ = p.communicate(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                o = b""
+        return p.returncode, o.decode("utf-8", "replace"), True, time.monotonic() - t0
+
+def tail(text, n):
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) > n:
+        lines = ["[... %d lines cut ...]" % (len(lines) - n)] + lines[-n:]
+    return lines
+
+# ---- header ----
+info = json.load(open(os.path.join(build, "meson-info", "meson-info.json")))
+conf_build = info["directories"]["build"]
+conf_src = info["directories"]["source"]
+conf_meson = info.get("meson_version", {}).get("full", "?")
+say("pipescope device check, %s" % time.strftime("%Y-%m-%d %H:%M:%S %z"))
+say("host: %s (%s %s)" % (socket.gethostname(), platform.system(), platform.release()))
+say("build: %s (configured as %s by meson %s)" % (build, conf_build, conf_meson))
+say("source: %s" % src)
+say()
+
+# ---- the GPU ----
+say("== GPU (nvidia-smi -q) ==")
+smi = shutil.which("nvidia-smi")
+if not smi:
+    say("nvidia-smi: not found (no NVIDIA driver here?); GPU tests will skip")
+else:
+    rc, o, to, _ = run([smi, "-q"], SMI_T)
+    open(os.path.join(logs, "nvidia-smi.txt"), "w").write(o)
+    if to:
+        say("nvidia-smi -q: timed out after %ds" % SMI_T)
+    elif rc != 0:
+        say("nvidia-smi -q: exit %s" % rc)
+        say("  " + " | ".join(tail(o, 5)))
+    else:
+        keep = ("Timestamp", "Driver Version", "CUDA Version", "Attached GPUs", "Product Name",
+                "Product Architecture", "Persistence Mode", "MIG Mode", "Current",
+                "Compute Mode", "Total", "Used", "GPU UUID", "Bus Id")
+        shown = 0
+        in_fb = False
+        prev = ""
+        for line in o.split("\n"):
+            s = line.strip()
+            if prev == "MIG Mode" and s.startswith("Current"):
+                say(line.rstrip())
+            prev = s.split(":")[0].strip()
+            if s.startswith("FB Memory Usage"):
+                in_fb = True
+                say(line.rstrip())
+                continue
+            if in_fb and not re.match(r"\s{8,}", line):
+                in_fb = False
+            key = s.split(":")[0].strip()
+            if (in_fb and key in ("Total", "Used")) or (not in_fb and key in keep and key not in ("Total", "Used", "Current")):
+                say(line.rstrip())
+                shown += 1
+            if shown > 40:
+                break
+        rc, o2, _, _ = run([smi, "--query-gpu=name,driver_version,memory.total,compute_cap,clocks.sm,temperature.gpu,utilization.gpu",
+                            "--format=csv"], SMI_T)
+        if rc == 0:
+            say("")
+            for line in o2.strip().split("\n"):
+                say(line)
+say()
+
+# ---- how to run: meson, or straight from the introspection files ----
+def meson_usable():
+    m = shutil.which("meson")
+    if not m:
+        return None, "meson not found here"
+    if os.path.realpath(conf_build) != build:
+        return None, "build folder configured as %s, now at %s" % (conf_build, build)
+    rc, o, to, _ = run([m, "test", "-C", build, "--no-rebuild", "--list"], 60)
+    if rc != 0 or to:
+        return None, "meson test --list failed: %s" % " | ".join(tail(o, 3))
+    return m, "meson %s" % run([m, "--version"], 15)[1].strip()
+
+meson, why = meson_usable()
+say("runner: %s" % (why if meson else "direct from meson-info (%s)" % why))
+say()
+
+def rewrite(s):
+    if not isinstance(s, str):
+        return s
+    if conf_build != build:
+        s = s.replace(conf_build, build)
+    if conf_src != src:
+        s = s.replace(conf_src, src)
+    return s
+
+def in_suite(t, suite):
+    return any(x == suite or x.split(":")[-1] == suite for x in t.get("suite", []))
+
+def tap_result(output):
+    plan_skip = re.search(r"^1\.\.0\b.*#\s*skip", output, re.M | re.I)
+    if plan_skip:
+        return "SKIP"
+    if re.search(r"^not ok\b(?!.*#\s*TODO)", output, re.M):
+        return "FAIL"
+    if re.search(r"^Bail out!", output, re.M):
+        return "ERROR"
+    return None
+
+def direct(kind, budget, logname):
+    """Runs the suite-gpu tests (or benchmarks) one by one; writes a meson-like
+    JSON log.  Returns (results, step_timed_out)."""
+    f = os.path.join(build, "meson-info", "intro-%s.json" % kind)
+    tests = [t for t in json.load(open(f)) if in_suite(t, "gpu")] if os.path.exists(f) else []
+    results = []
+    deadline = time.monotonic() + budget
+    with open(os.path.join(out, logname + ".json"), "w") as jf:
+        for t in tests:
+            left = deadline - time.monotonic()
+            if left < 1:
+                results.append({"name": t["name"], "result": "TIMEOUT", "duration": 0,
+                                "returncode": None, "stdout": "not run: step time limit reached\n"})
+                return results, True
+            env = dict(os.environ)
+            for k, v in (t.get("env") or {}).items():
+                env[k] = rewrite(v if isinstance(v, str) else os.pathsep.join(v))
+            env.setdefault("MESON_TEST_ITERATION", "1")
+            cmd = [rewrite(c) for c in t["cmd"]]
+            lim = min(t.get("timeout") or 30, left) if (t.get("timeout") or 0) > 0 else left
+            rc, o, to, dur = run(cmd, lim, env=env, cwd=rewrite(t.get("workdir")) or build)
+            if to:
+                res = "TIMEOUT"
+            elif rc is None:
+                res = "ERROR"
+            elif rc == 77:
+                res = "SKIP"
+            else:
+                res = "OK" if rc == 0 else "FAIL"
+                if t.get("protocol") == "tap":
+                    res = tap_result(o) or res
+            r = {"name": t["name"], "result": res, "duration": dur, "returncode": rc, "stdout": o}
+            results.append(r)
+            jf.write(json.dumps(r) + "\n")
+            print("%-40s %s (%.1fs)" % (t["name"], res, dur), flush=True)
+    return results, False
+
+def via_meson(benchmark, budget, logname):
+    cmd = [meson, "test", "-C", build, "--suite", "gpu", "--no-rebuild", "--print-errorlogs",
+           "--logbase", logname]
+    if benchmark:
+        cmd.insert(2, "--benchmark")
+    logf = os.path.join(build, "meson-logs", logname + ".json")
+    if os.path.exists(logf):
+        os.unlink(logf)
+    rc, o, to, dur = run(cmd, budget)
+    open(os.path.join(logs, logname + ".out"), "w").write(o)
+    print(o, end="", flush=True)
+    results = []
+    if os.path.exists(logf):
+        shutil.copy(logf, os.path.join(out, logname + ".json"))
+        for line in open(logf):
+            line = line.strip()
+            if line:
+                try:
+                    results.append(json.loads(line))
+                except ValueError:
+                    pass
+    if not to and rc not in (0, None) and not results and "No suitable tests" not in o:
+        results.append({"name": "meson test", "result": "ERROR", "duration": dur,
+                        "returncode": rc, "stdout": o})
+    return results, to
+
+def step(title, benchmark, budget, logname):
+    say("== %s ==" % title)
+    if meson:
+        results, to = via_meson(benchmark, budget, logname)
+    else:
+        results, to = direct("benchmarks" if benchmark else "tests", budget, logname)
+    if not results and not to:
+        say("(none in suite gpu)")
+    for r in results:
+        name = r["name"].split(" / ")[-1]
+        say("%-32s %-8s %6.1fs  exit %s" % (name, r["result"], r.get("duration") or 0, r.get("returncode")))
+        o = r.get("stdout") or ""
+        if r["result"] == "SKIP":
+            first = [l for l in o.split("\n") if l.strip() and not l.startswith("# random seed")]
+            if first:
+                say("    " + first[0][:200])
+        else:
+            for l in tail(o, 200 if benchmark else 80):
+                say("    " + l)
+    if to:
+        say("STEP TIMED OUT after %ds (raise PP_DEVICE_%s_TIMEOUT)" % (budget, "BENCH" if benchmark else "TEST"))
+    say()
+    return results, to
+
+tests, tests_to = step("GPU tests (suite gpu)", False, TEST_T, "gpu-tests")
+bench, bench_to = step("GPU benchmarks (suite gpu)", True, BENCH_T, "gpu-bench")
+
+GOOD = ("OK", "EXPECTEDFAIL")
+BAD = ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS")
+passed = sum(r["result"] in GOOD for r in tests)
+failed = sum(r["result"] in BAD for r in tests)
+skipped = sum(r["result"] == "SKIP" for r in tests)
+bench_bad = sum(r["result"] in BAD for r in bench)
+if tests_to and failed == 0:
+    failed = 1
+say("== summary ==")
+if not tests:
+    say("no GPU test ran: is this a CUDA build (meson summary 'cuda: YES')?")
+if tests and skipped == len(tests):
+    say("every GPU test skipped: no usable GPU here")
+if bench_bad or bench_to:
+    say("GPU benchmarks: %d failed%s" % (bench_bad, ", step timed out" if bench_to else ""))
+say("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+
+text = "\n".join(report) + "\n"
+open(os.path.join(out, "report.txt"), "w").write(text)
+sys.stdout.write("\n" + text)
+sys.exit(1 if failed else 2 if not tests else 0)
+PYEOF
