@@ -241,17 +241,10 @@ pp_cli_schedule (int argc, char **argv)
           }
           break;
         case 'p':
-          if (!pp_cli_parse_int (optarg, 1, 4096, &P))
-            return pp_cli_usage_error ("--ranks takes a whole number from 2 to 4096 (got '%s')", optarg);
-          break;
         case 'm':
-          if (!pp_cli_parse_int (optarg, 1, 1 << 20, &M))
-            return pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')",
-                                       1 << 20, optarg);
-          break;
         case 'v':
-          if (!pp_cli_parse_int (optarg, 1, 64, &V))
-            return pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", optarg);
+          if (!pp_cli_shape_option (opt, optarg, &P, &M, &V))
+            return 2;
           break;
         case 'c':
           if (pp_cost_parse (optarg, cost, &err) != PP_OK)

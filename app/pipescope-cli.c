@@ -103,3 +103,30 @@ pp_cli_print_schedules (FILE *out)
   for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
     fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
 }
+
+bool
+pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
+                     int *stages_per_rank)
+{
+  switch (opt)
+    {
+    case 'p':
+      /* 1 parses: the schedule then says why it needs at least 2 */
+      if (pp_cli_parse_int (arg, 1, 4096, ranks))
+        return true;
+      pp_cli_usage_error ("--ranks takes a whole number up to 4096 (got '%s')", arg);
+      return false;
+    case 'm':
+      if (pp_cli_parse_int (arg, 1, 1 << 20, microbatches))
+        return true;
+      pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')", 1 << 20, arg);
+      return false;
+    case 'v':
+      if (pp_cli_parse_int (arg, 1, 64, stages_per_rank))
+        return true;
+      pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", arg);
+      return false;
+    default:
+      return false;
+    }
+}

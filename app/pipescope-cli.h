@@ -115,3 +115,9 @@ bool pp_cli_parse_int (const char *text, int lo, int hi, int *out);
 
 /* The schedules, one line each, for --help texts. */
 void pp_cli_print_schedules (FILE *out);
+
+/* -p/--ranks, -m/--microbatches, -v/--stages-per-rank, the same in every
+ * subcommand: stores the value, or prints the one-line error (the caller
+ * then exits 2). */
+bool pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
+                          int *stages_per_rank);
