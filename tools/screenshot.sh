@@ -14,6 +14,8 @@ command -v xvfb-run >/dev/null && command -v import >/dev/null \
   || { echo "screenshot.sh: needs xvfb-run and import (apt-get install xvfb imagemagick)" >&2; exit 1; }
 runtime=$(mktemp -d)
 trap 'rm -rf "$runtime"' EXIT
-XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none xvfb-run -a -s "-screen 0 3200x1000x24" \
+# GL under Xvfb is llvmpipe, which competes with the training threads for the
+# cores; the cairo renderer leaves them the machine.
+XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none GSK_RENDERER="${GSK_RENDERER:-cairo}" xvfb-run -a -s "-screen 0 3200x1000x24" \
   bash -c "\"$app\" & pid=\$!; sleep $wait_s; import -window root png:- | convert - -trim +repage \"$out\"; kill \$pid; wait \$pid || true"
 echo "$out"
