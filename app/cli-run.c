@@ -76,7 +76,7 @@ run_usage (FILE *out)
          "                             machine with at least P cores; off by default)\n"
          "\n"
          "A step line: every step for N <= 20, else step 1, every N/20 steps and the\n"
-         "last.  The trace gets the description, the plan (after the first step, and\n"
+         "last.  The trace gets the description, the plan (after steps 1 and 3, and\n"
          "again at the end, with the simulator's timeline under the measured costs),\n"
          "every span and counter, and step markers per rank.\n"
          "\n"
@@ -647,9 +647,11 @@ pp_cli_run (int argc, char **argv)
         if (pp_cli_job_write (&job, write_markers, &mk) != 0)
           goto out;
       }
-      if (done == 1)
+      if (done == 1 || done == 3)
         {
-          /* Costs are measured now: the plan with its timeline. */
+          /* Costs are measured now: the plan with its timeline.  Again after
+           * step 3, once the first (warm-up) step no longer counts. */
+          pp_simulation_free (msim);
           msim = simulate_measured (run, s);
           if (msim != NULL)
             {

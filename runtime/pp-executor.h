@@ -61,7 +61,8 @@ PpRun     *pp_run_new (const PpRunConfig *cfg, PpError *err);
 PpStatus   pp_run_step (PpRun *run, PpStepStats *stats, PpError *err);
 
 /* Mean measured time of F, B (or I + W), W per stage and of a transfer over
- * the steps run so far, as a cost model for the simulator (caller frees). */
+ * the steps run so far but the first (warm-up) one, once there are two, as a
+ * cost model for the simulator, in nanoseconds (caller frees). */
 PpCostModel *pp_run_measured_costs (const PpRun *run);
 
 /* Per rank over the last step: time computing and time waiting, ns. */
