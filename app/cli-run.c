@@ -132,6 +132,8 @@ typedef struct {
   RankStep       *r;            /* [ranks] */
 } Tap;
 
+/* The actions of the schedule, what the simulator plans (the optimizer step
+ * is not one of them): the measured side of "measured against predicted". */
 static bool
 is_compute_span (int kind)
 {

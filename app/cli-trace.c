@@ -410,12 +410,6 @@ oom:
   return 1;
 }
 
-static bool
-is_compute_span (int kind)
-{
-  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B;
-}
 
 static int
 n_ranks_of (const Trace *t)
@@ -571,7 +565,7 @@ pp_cli_info (int argc, char **argv)
           size_t n = 0;
           int64_t busy = 0, cs = 0, ce = 0;
           for (size_t i = 0; i < t.n_spans; i++)
-            if (t.spans[i].rank == r && is_compute_span (t.spans[i].kind) && t.spans[i].end_ns > t.spans[i].start_ns)
+            if (t.spans[i].rank == r && pp_span_kind_is_work (t.spans[i].kind) && t.spans[i].end_ns > t.spans[i].start_ns)
               {
                 iv[n][0] = t.spans[i].start_ns;
                 iv[n][1] = t.spans[i].end_ns;

@@ -18,3 +18,10 @@ pp_counter_kind_name (PpCounterKind kind)
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }
+
+int
+pp_span_kind_is_work (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
+}

@@ -60,4 +60,9 @@ typedef struct {
 } PpCounter;
 
 const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", "KERNEL", ... */
+
+/* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT), as
+ * opposed to communication, waiting, or device detail under a block?  What
+ * is not work between a rank's first and last work is its bubble. */
+int         pp_span_kind_is_work (int kind);
 const char *pp_counter_kind_name (PpCounterKind kind); /* "loss", ... */

@@ -11,9 +11,6 @@ const int32_t *pp_timeline_model_step_numbers (const PpTimelineModel *m);
  * before it ends before t. */
 size_t pp_timeline_model_first_overlapping (const PpTimelineModel *m, int rank, int64_t t);
 
-/* 1 for the kinds that count as compute (F, B, I, W, OVERLAP_F_B, OPT). */
-int pp_timeline_kind_is_compute (int kind);
-
 /* Bit k set: a span of PpSpanKind k was added. */
 uint32_t pp_timeline_model_kinds_seen (const PpTimelineModel *m);
 

@@ -53,12 +53,6 @@ struct _PpTimelineModel {
   uint32_t           kinds_seen;         /* bit per PpSpanKind */
 };
 
-int
-pp_timeline_kind_is_compute (int kind)
-{
-  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
-}
 
 static int
 plan_kind_is_compute (int kind)
@@ -767,7 +761,7 @@ pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, in
        i < rk->n_spans && rk->spans[i].start_ns < t1; i++)
     {
       const PpSpan *s = &rk->spans[i];
-      if (pp_timeline_kind_is_compute (s->kind))
+      if (pp_span_kind_is_work (s->kind))
         union_add (&busy, s->start_ns, s->end_ns);
       else if (s->kind == PP_SPAN_WAIT)
         union_add (&wait, s->start_ns, s->end_ns);
