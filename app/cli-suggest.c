@@ -88,7 +88,7 @@ pp_cli_suggest (int argc, char **argv)
   PpError err = { 0 };
   const char *path, *measured = NULL;
   double budget = 0;
-  long top = 0;
+  int top = 0;
   int opt, status = 1, mV = 0;
   bool has_desc, any_w = false;
   char *end;
@@ -107,9 +107,7 @@ pp_cli_suggest (int argc, char **argv)
                                        optarg);
           break;
         case 'n':
-          errno = 0;
-          top = strtol (optarg, &end, 10);
-          if (end == optarg || *end != '\0' || errno != 0 || top < 1 || top > 1000000)
+          if (!pp_cli_parse_int (optarg, 1, 1000000, &top))
             return pp_cli_usage_error ("--top needs a count of at least 1, not '%s'", optarg);
           break;
         case 'h':
