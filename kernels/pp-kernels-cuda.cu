@@ -598,3 +598,26 @@ pp_cuda_adamw (void *stream, float *p, const float *g, float *m, float *v, size_
     (p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2);
   return launch_status ("adamw", err);
 }
+
+/* ---- Element-wise sum (residual adds, summing gradient copies) ---- */
+
+/* y may alias a or b: no __restrict__; y[i] is written after a[i] and b[i]
+ * are read, by the same thread */
+static __global__ void
+add_kernel (const float *a, const float *b, float *y, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+       i += (size_t) gridDim.x * blockDim.x)
+    y[i] = a[i] + b[i];
+}
+
+extern "C" PpStatus
+pp_cuda_add (void *stream, const float *a, const float *b, float *y, size_t n, PpError *err)
+{
+  if (n == 0)
+    return PP_OK;
+  if (!a || !b || !y)
+    return pp_error_set (err, PP_EINVAL, "add: a NULL buffer");
+  add_kernel<<<ew_blocks (n), EW_BLOCK, 0, as_stream (stream)>>> (a, b, y, n);
+  return launch_status ("add", err);
+}

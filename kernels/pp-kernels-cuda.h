@@ -147,6 +147,11 @@ PpStatus pp_cuda_gemm_empty_epilogue (void *stream, float *C, int m, int n, floa
                                       const float *bias, float *aux, int gelu,
                                       PpError *err);
 
+/* y[i] = a[i] + b[i] for i < n; y may alias a or b (y == a: a += b).
+ * The residual adds of the blocks and the sum of two gradient copies. */
+PpStatus pp_cuda_add (void *stream, const float *a, const float *b, float *y, size_t n,
+                      PpError *err);
+
 #ifdef __cplusplus
 }
 #endif

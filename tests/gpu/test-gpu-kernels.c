@@ -693,6 +693,49 @@ test_determinism (void)
   g_rand_free (r);
 }
 
+/* ---- element-wise add ---- */
+
+/* One float addition per element on both sides, correctly rounded by IEEE
+ * (no FMA to contract): the results must match bit for bit.  Also in place
+ * (y aliases a, then b), as the residual adds and the gradient sums use it. */
+static void
+test_add (void)
+{
+  GRand *r = g_rand_new_with_seed (SEED + 10);
+  size_t n = 100003;                     /* not a multiple of the block */
+  float *a = rand_floats (r, n, -1, 1), *b = rand_floats (r, n, -1000, 1000);
+  float *want = g_new (float, n);
+  for (size_t i = 0; i < n; i++)
+    want[i] = a[i] + b[i];
+
+  float *d_a = upload_f (a, n), *d_b = upload_f (b, n);
+  float *d_y = dev_alloc (n * sizeof (float));
+  CHECK_PP (pp_cuda_add, stream, d_a, d_b, d_y, n);
+  float *got = download_f (d_y, n);
+  assert_same_bits ("add", got, want, n);
+  g_free (got);
+
+  CHECK_PP (pp_cuda_add, stream, d_a, d_b, d_a, n);     /* a += b */
+  got = download_f (d_a, n);
+  assert_same_bits ("add (y aliases a)", got, want, n);
+  g_free (got);
+
+  copy_to_dev (d_a, a, n);
+  CHECK_PP (pp_cuda_add, stream, d_a, d_b, d_b, n);     /* b += a */
+  got = download_f (d_b, n);
+  assert_same_bits ("add (y aliases b)", got, want, n);
+  g_free (got);
+
+  CHECK_PP (pp_cuda_add, stream, NULL, NULL, NULL, 0);  /* n == 0: nothing */
+  PpError e = { 0 };
+  g_assert_cmpint (pp_cuda_add (stream, d_a, NULL, d_y, n, &e), ==, PP_EINVAL);
+  g_assert_cmpstr (e.msg, !=, "");
+
+  cudaFree (d_a); cudaFree (d_b); cudaFree (d_y);
+  g_free (a); g_free (b); g_free (want);
+  g_rand_free (r);
+}
+
 /* ---- main ---- */
 
 int
@@ -735,6 +778,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu/xent", test_xent);
   g_test_add_func ("/gpu/adamw", test_adamw);
   g_test_add_func ("/gpu/determinism", test_determinism);
+  g_test_add_func ("/gpu/add", test_add);
 
   int rc = g_test_run ();
   cudaStreamDestroy (stream);
