@@ -39,6 +39,7 @@ run_usage (FILE *out)
          "                         [--batch B] [--steps N] [--lr X] [--seed S]\n"
          "                         [--partition auto|LIST] [--recompute]\n"
          "                         [--backend auto|cpu|cuda] [--trace FILE]\n"
+         "                         [--gpu-partition green|streams] [--compute tf32|bf16|fp32]\n"
          "                         [--no-live] [--listen HOST:PORT] [--pin]\n"
          "       pipescope-cli run --csv FILE [same options but -s, -p, -m, -v]\n"
          "\n"
@@ -65,9 +66,19 @@ run_usage (FILE *out)
          "      --recompute            keep only each part's input; recompute the\n"
          "                             forward in the backward\n"
          "      --backend auto|cpu|cuda\n"
-         "                             where to compute; auto trains on the CPU (a\n"
-         "                             CUDA build says why in one line: no GPU, or no\n"
-         "                             CUDA training backend yet); cuda is refused\n"
+         "                             where to compute; auto uses the GPUs when this\n"
+         "                             build has CUDA and the machine a GPU, else the\n"
+         "                             CPU (saying why in one line); cuda insists\n"
+         "      --gpu-partition green|streams|auto\n"
+         "                             with fewer GPUs than ranks: green gives each rank\n"
+         "                             its own SMs (CUDA green contexts), streams lets\n"
+         "                             the ranks share every SM; auto (default): green\n"
+         "                             where the driver offers it, else streams\n"
+         "      --compute tf32|bf16|fp32\n"
+         "                             GEMM compute type on the GPU (default tf32);\n"
+         "                             weights, gradients and Adam stay fp32\n"
+         "      --no-cupti             on the GPU, time blocks with CUDA events only\n"
+         "                             (no kernel spans)\n"
          "      --trace FILE           also write the trace to FILE\n"
          "      --no-live              do not register or serve the job\n"
          "      --listen HOST:PORT     also serve on TCP (port 0: any); a viewer needs\n"
@@ -249,6 +260,9 @@ enum {
   OPT_LAYERS = 256, OPT_WIDTH, OPT_BATCH, OPT_STEPS, OPT_LR, OPT_SEED, OPT_PARTITION,
   OPT_RECOMPUTE, OPT_BACKEND, OPT_TRACE, OPT_NO_LIVE, OPT_LISTEN, OPT_PIN, OPT_CSV,
   OPT_EXACT_GRADS,
+  OPT_GPU_PARTITION,
+  OPT_COMPUTE,
+  OPT_NO_CUPTI,
 };
 
 int
@@ -274,12 +288,16 @@ pp_cli_run (int argc, char **argv)
     { "pin", no_argument, NULL, OPT_PIN },
     { "csv", required_argument, NULL, OPT_CSV },
     { "exact-grads", no_argument, NULL, OPT_EXACT_GRADS },
+    { "gpu-partition", required_argument, NULL, OPT_GPU_PARTITION },
+    { "compute", required_argument, NULL, OPT_COMPUTE },
+    { "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
-  bool recompute = false, live = true, pin = false, exact_grads = false;
+  bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
+  int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -364,6 +382,21 @@ pp_cli_run (int argc, char **argv)
         case OPT_PIN: pin = true; break;
         case OPT_CSV: csv = optarg; break;
         case OPT_EXACT_GRADS: exact_grads = true; break;
+        case OPT_GPU_PARTITION:
+          if (strcmp (optarg, "green") == 0) gpu_partition = PP_RUN_GPU_GREEN;
+          else if (strcmp (optarg, "streams") == 0) gpu_partition = PP_RUN_GPU_STREAMS;
+          else if (strcmp (optarg, "auto") == 0) gpu_partition = PP_RUN_GPU_AUTO;
+          else
+            return pp_cli_usage_error ("unknown --gpu-partition '%s'; use green, streams or auto", optarg);
+          break;
+        case OPT_COMPUTE:
+          if (strcmp (optarg, "tf32") == 0) compute = PP_RUN_COMPUTE_TF32;
+          else if (strcmp (optarg, "fp32") == 0) compute = PP_RUN_COMPUTE_FP32;
+          else if (strcmp (optarg, "bf16") == 0) compute = PP_RUN_COMPUTE_BF16;
+          else
+            return pp_cli_usage_error ("unknown --compute '%s'; use tf32, bf16 or fp32", optarg);
+          break;
+        case OPT_NO_CUPTI: no_cupti = true; break;
         case 'h':
           run_usage (stdout);
           return 0;
@@ -401,30 +434,42 @@ pp_cli_run (int argc, char **argv)
     return pp_cli_usage_error ("--microbatches is required");
   if (!live && listen != NULL)
     return pp_cli_usage_error ("--listen serves the job live; drop --no-live or --listen");
-  /* Where to compute.  The GPU kernels exist (kernels/pp-kernels-cuda.h) but
-   * the CUDA training backend does not yet: cuda is refused in one line, and
-   * auto says once why it trains on the CPU when this build has CUDA. */
+  /* Where to compute: cuda needs a GPU (one line and exit 2 without one);
+   * auto trains on the GPUs when there are any, else on the CPU, and a CUDA
+   * build says once why it did not use a GPU. */
   char backend_note[PP_ERROR_MSG_MAX] = "";
   {
     char why[PP_ERROR_MSG_MAX] = "";
 #ifdef PP_HAVE_CUDA
     int n_gpus = 0;
     PpError gerr = { 0 };
-    if (pp_cuda_device_count (&n_gpus, &gerr) == PP_OK && n_gpus > 0)
-      snprintf (why, sizeof why, "%d CUDA device%s found, but the CUDA training backend is not built yet",
-                n_gpus, n_gpus == 1 ? "" : "s");
-    else
-      snprintf (why, sizeof why, "%s", gerr.msg[0] ? gerr.msg : "no CUDA device");
+    if (strcmp (backend, "cpu") != 0)
+      {
+        if (pp_cuda_device_count (&n_gpus, &gerr) == PP_OK && n_gpus > 0)
+          use_cuda = 1;
+        else
+          snprintf (why, sizeof why, "%s", gerr.msg[0] ? gerr.msg : "no CUDA device");
+      }
 #else
     snprintf (why, sizeof why, "this build has no CUDA support");
 #endif
-    if (strcmp (backend, "cuda") == 0)
+    if (strcmp (backend, "cuda") == 0 && !use_cuda)
       return pp_cli_usage_error ("--backend cuda: %s; use --backend cpu", why);
 #ifdef PP_HAVE_CUDA
-    if (strcmp (backend, "auto") == 0)   /* said once the request is accepted */
+    if (strcmp (backend, "auto") == 0 && !use_cuda)   /* said once the request is accepted */
       snprintf (backend_note, sizeof backend_note, "pipescope-cli: %s; using the CPU backend", why);
 #endif
   }
+  if (use_cuda && exact_grads)
+    {
+      /* exact (double) gradient sums are a CPU-backend feature */
+      if (strcmp (backend, "cuda") == 0)
+        return pp_cli_usage_error ("--exact-grads is for the CPU backend (the GPU sums in float); "
+                                   "use --backend cpu or drop --exact-grads");
+      use_cuda = 0;
+      snprintf (backend_note, sizeof backend_note,
+                "pipescope-cli: --exact-grads sums in double on the CPU; using the CPU backend");
+    }
   if (partition != NULL && strcmp (partition, "auto") == 0)
     partition = NULL;
   if (B == 0)
@@ -528,7 +573,7 @@ pp_cli_run (int argc, char **argv)
         else
           need += rows * per_row * usim->rank[r].peak_inflight;
       }
-    if (avail > 0 && need > avail)
+    if (avail > 0 && need > avail && !use_cuda)
       {
         status = memory_refusal (need, avail);
         goto out;
@@ -537,7 +582,7 @@ pp_cli_run (int argc, char **argv)
 
   /* ---- the run ---- */
   pp_cli_sim_description (&desc, s, argc, argv);
-  snprintf (desc.backend, sizeof desc.backend, "cpu");
+  snprintf (desc.backend, sizeof desc.backend, "%s", use_cuda ? "cuda" : "cpu");
   snprintf (desc.model, sizeof desc.model, "residual MLP: %d blocks, width %d, hidden %d, batch %d",
             L, D, 4 * D, B);
 
@@ -587,7 +632,21 @@ pp_cli_run (int argc, char **argv)
     rc.pin_threads = pin;
     rc.probe = job.probe;
     rc.stop = &pp_cli_stop_flag;
+    rc.backend = use_cuda ? PP_BACKEND_CUDA : PP_BACKEND_CPU;
+    rc.gpu_partition = gpu_partition;
+    rc.compute = compute;
+    rc.no_cupti = no_cupti;
     run = pp_run_new (&rc, &err);
+    if (run == NULL && use_cuda && strcmp (backend, "auto") == 0 && err.status == PP_EUNSUPPORTED)
+      {
+        /* the GPU is there but cannot take the run: train on the CPU */
+        snprintf (backend_note, sizeof backend_note, "pipescope-cli: %.300s; using the CPU backend", err.msg);
+        use_cuda = 0;
+        rc.backend = PP_BACKEND_CPU;
+        snprintf (desc.backend, sizeof desc.backend, "cpu");
+        memset (&err, 0, sizeof err);
+        run = pp_run_new (&rc, &err);
+      }
     if (run == NULL)
       {
         status = err.status == PP_EINVAL ? pp_cli_usage_error ("%s", err.msg)
@@ -607,10 +666,15 @@ pp_cli_run (int argc, char **argv)
     size_t len = 0;
     for (int i = 0; i < np && len < sizeof parts; i++)
       len += (size_t) snprintf (parts + len, sizeof parts - len, "%s%d", i ? "," : "", bp[i]);
+    static const char *const computes[] = { "tf32", "fp32", "bf16" };
     printf ("run %s: P=%d, M=%d, V=%d; %s (blocks per part %s); %d steps, lr %g, seed %" PRIu64
-            "%s%s; backend: cpu\n",
+            "%s%s; backend: %s",
             s->name, s->ranks, s->microbatches, s->stages_per_rank, desc.model, parts, N, lr, seed,
-            recompute ? ", recompute" : "", pin ? ", pinned" : "");
+            recompute ? ", recompute" : "", pin ? ", pinned" : "", use_cuda ? "cuda" : "cpu");
+    if (use_cuda)
+      printf (" (%s; %s GEMMs; %s)", pp_run_device_note (run), computes[compute],
+              pp_run_timing_note (run));
+    printf ("\n");
     fflush (stdout);
   }
   pp_cli_job_announce (&job, listen);

@@ -264,6 +264,12 @@ pp_cupti_name (PpCupti *c, uint32_t id)
 uint64_t
 pp_cupti_push_block (PpCupti *c, int stage, int microbatch, int kind, int step)
 {
+  return c ? pp_cupti_push_block_rank (c, c->rank, stage, microbatch, kind, step) : 0;
+}
+
+uint64_t
+pp_cupti_push_block_rank (PpCupti *c, int rank, int stage, int microbatch, int kind, int step)
+{
   if (!c)
     return 0;
 
@@ -271,7 +277,7 @@ pp_cupti_push_block (PpCupti *c, int stage, int microbatch, int kind, int step)
   Block *b = &c->blocks[id % PP_CUPTI_MAX_BLOCKS];
   pthread_mutex_lock (&c->blocks_lock);
   *b = (Block) {
-    .id = id, .rank = c->rank, .stage = stage, .microbatch = microbatch,
+    .id = id, .rank = rank, .stage = stage, .microbatch = microbatch,
     .kind = kind, .step = step, .gpu_start = INT64_MAX, .gpu_end = INT64_MIN,
   };
   pthread_mutex_unlock (&c->blocks_lock);

@@ -116,6 +116,10 @@ PpCupti    *pp_cupti_start (PpProbe *probe, int rank, PpError *err);
  * (PP_SPAN_F, ...), kept for the caller's bookkeeping.  Returns the block id,
  * or 0 when c is NULL or the push failed (then the calls go untagged). */
 uint64_t    pp_cupti_push_block (PpCupti *c, int stage, int microbatch, int kind, int step);
+/* The same for a process that runs several ranks (a thread per rank): the
+ * block's device records carry `rank` instead of the collector's. */
+uint64_t    pp_cupti_push_block_rank (PpCupti *c, int rank, int stage, int microbatch,
+                                      int kind, int step);
 void        pp_cupti_pop_block (PpCupti *c);
 
 /* Earliest start and latest end of block id's device records so far (see

@@ -42,6 +42,15 @@
 
 #include "pp-kernels.h"
 
+#ifdef PP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include "pp-chunk-cuda.h"
+#include "pp-gpu.h"
+#ifdef PP_HAVE_CUPTI
+#include "pp-cupti.h"
+#endif
+#endif
+
 #define WAIT_POLL_NS     10000000LL /* re-check stop/abort while waiting */
 #define WAIT_RECORD_NS   1000LL     /* shorter waits are not worth a span */
 
@@ -62,9 +71,33 @@ typedef struct {
   uint8_t *mb_state;      /* [n_mb] MB_*, touched by the owning rank only */
 
   /* measured: sums of ns and counts over all steps (owning rank only) */
-  double   sum_f, sum_b, sum_i, sum_w;
-  long     n_f, n_b, n_i, n_w;
+  double   sum_f, sum_b, sum_i, sum_w, sum_x;
+  long     n_f, n_b, n_i, n_w, n_x;
+
+#ifdef PP_HAVE_CUDA
+  /* CUDA backend: device buffers on the stage's rank, [n_mb][rows * dim] */
+  PpGpuChunk *gchunk;
+  float      *d_out, *d_din;    /* produced here (NULL on a tail / head) */
+  float      *d_in;             /* head: the batch rows; else prev's out, copied */
+  float      *d_dout;           /* next's din, copied (NULL on a tail) */
+  int32_t    *d_labels;         /* tail */
+  float      *d_losses;         /* tail: per-row losses */
+  cudaEvent_t *ev_out, *ev_din; /* [n_mb]: recorded once out / din is written */
+#endif
 } Stage;
+
+#ifdef PP_HAVE_CUDA
+/* What a rank queued in a step, timed once the step has completed. */
+typedef struct {
+  int         span;        /* PP_SPAN_* */
+  int         stage, mb, peer;
+  int         works;       /* 1 or 2 (OVERLAP_F_B) */
+  int         work_kind[2];/* PP_ACT_* of each work (cost sums) */
+  int         work_stage[2];
+  cudaEvent_t ev[3];       /* start, between the works, end */
+  uint64_t    block;       /* CUPTI block id, 0 = none */
+} GpuRec;
+#endif
 
 typedef struct {
   struct _PpRun *run;
@@ -77,6 +110,11 @@ typedef struct {
   int64_t        last_busy, last_wait, last_span;
   int           *stages;     /* stages this rank holds */
   int            n_stages;
+#ifdef PP_HAVE_CUDA
+  GpuRec        *recs;       /* [cap_recs] with their events */
+  int            n_recs, cap_recs;
+  float         *d_zeros;    /* [rows * max dim] on the rank's device */
+#endif
 } Rank;
 
 struct _PpRun {
@@ -109,6 +147,11 @@ struct _PpRun {
   atomic_int      abort;
   int             failed;
   PpError         first_err;
+  int             gpu_mode;   /* cfg.backend == PP_BACKEND_CUDA */
+#ifdef PP_HAVE_CUDA
+  PpGpu          *gpu;
+  float          *h_losses;   /* [rows] host copy of a micro-batch's losses */
+#endif
 };
 
 static void
@@ -250,7 +293,7 @@ wait_ready (PpRun *run, Rank *rk, int ps, int grad, int stage, int mb, PpError *
   pthread_mutex_unlock (&p->mu);
   t1 = pp_probe_now_ns ();
   rk->wait_ns += t1 - t0;
-  if (t1 - t0 > WAIT_RECORD_NS)
+  if (t1 - t0 > WAIT_RECORD_NS && !run->gpu_mode)
     record_span (run, rk->rank, stage, mb, PP_SPAN_WAIT, t0, t1, p->rank);
   return ready ? PP_OK : PP_EIO;
 }
@@ -273,24 +316,39 @@ typedef struct {
   const int32_t *labels;
 } Work;
 
+/* The checks every action passes before it runs; fills w's identity. */
 static PpStatus
-prepare (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *err)
+check_action (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *err)
 {
   const PpSchedule *s = run->sched;
   Stage *st;
-  PpStatus rc;
 
   if (stage < 0 || stage >= s->n_stages || s->stage_rank[stage] != rk->rank)
     return pp_error_set (err, PP_EINVAL, "rank %d: stage %d is not on this rank", rk->rank, stage);
   st = &run->stages[stage];
   if (mb < st->mb_lo || mb >= st->mb_hi)
     return pp_error_set (err, PP_EINVAL, "stage %d does not see micro-batch %d", stage, mb);
+  if (kind != PP_ACT_F && kind != PP_ACT_B && kind != PP_ACT_I && kind != PP_ACT_W)
+    return pp_error_set (err, PP_EINVAL, "rank %d: cannot run action kind %s",
+                         rk->rank, pp_action_kind_name ((PpActionKind) kind));
   w->kind = kind;
   w->stage = stage;
   w->mb = mb;
   w->k = mb - st->mb_lo;
   w->input = NULL;
   w->labels = NULL;
+  return PP_OK;
+}
+
+static PpStatus
+prepare (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *err)
+{
+  Stage *st;
+  PpStatus rc;
+
+  if ((rc = check_action (run, rk, kind, stage, mb, w, err)) != PP_OK)
+    return rc;
+  st = &run->stages[stage];
   switch (kind)
     {
     case PP_ACT_F:
@@ -473,6 +531,627 @@ run_action (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
   return PP_OK;
 }
 
+/* ---- the CUDA backend: the same actions, queued on the ranks' streams ---- */
+
+#ifdef PP_HAVE_CUDA
+static PpStatus
+cuda_check (PpError *err, const char *what, cudaError_t e)
+{
+  if (e == cudaSuccess)
+    return PP_OK;
+  (void) cudaGetLastError ();
+  return pp_error_set (err, e == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_EIO, "%s: %s", what,
+                       cudaGetErrorString (e));
+}
+
+static cudaStream_t
+rank_stream (PpRun *run, int rank)
+{
+  return (cudaStream_t) pp_gpu_stream (run->gpu, rank);
+}
+
+static PpCupti *
+run_cupti (PpRun *run)
+{
+#ifdef PP_HAVE_CUPTI
+  return pp_gpu_cupti (run->gpu);
+#else
+  (void) run;
+  return NULL;
+#endif
+}
+
+static uint64_t
+tag_push (PpRun *run, int rank, int stage, int mb, int kind)
+{
+#ifdef PP_HAVE_CUPTI
+  return pp_cupti_push_block_rank (run_cupti (run), rank, stage, mb, kind, run->step);
+#else
+  (void) run; (void) rank; (void) stage; (void) mb; (void) kind;
+  return 0;
+#endif
+}
+
+static void
+tag_pop (PpRun *run, uint64_t block)
+{
+#ifdef PP_HAVE_CUPTI
+  if (block != 0)
+    pp_cupti_pop_block (run_cupti (run));
+#else
+  (void) run; (void) block;
+#endif
+}
+
+static GpuRec *
+gpu_rec (Rank *rk, PpError *err)
+{
+  GpuRec *r;
+  if (rk->n_recs >= rk->cap_recs)
+    {
+      pp_error_set (err, PP_EINVAL, "rank %d: more GPU work in one step than planned (%d records)",
+                    rk->rank, rk->cap_recs);
+      return NULL;
+    }
+  r = &rk->recs[rk->n_recs++];
+  r->block = 0;
+  r->works = 0;
+  r->peer = -1;
+  return r;
+}
+
+/* Copies what producer stage ps published for mb (its forward output, or
+ * with grad its input gradient) into stage `stage`'s receive buffer, on this
+ * rank's stream, after the producer's event: the stage boundary. */
+static PpStatus
+gpu_receive (PpRun *run, Rank *rk, int stage, int ps, int grad, int mb, PpError *err)
+{
+  Stage *st = &run->stages[stage], *p = &run->stages[ps];
+  int kp = mb - p->mb_lo, k = mb - st->mb_lo;
+  size_t rows = (size_t) run->rows;
+  size_t dim = grad ? (size_t) st->out_dim : (size_t) st->in_dim;
+  size_t bytes = rows * dim * sizeof (float);
+  const float *src = (grad ? p->d_din : p->d_out) + (size_t) kp * rows * dim;
+  float *dst = (grad ? st->d_dout : st->d_in) + (size_t) k * rows * dim;
+  cudaStream_t s = rank_stream (run, rk->rank);
+  int dd = pp_gpu_device (run->gpu, rk->rank), sd = pp_gpu_device (run->gpu, p->rank);
+  GpuRec *r;
+  cudaError_t e;
+  PpStatus rc = PP_OK;
+
+  if ((r = gpu_rec (rk, err)) == NULL)
+    return PP_EINVAL;
+  r->span = grad ? PP_SPAN_RECV_B : PP_SPAN_RECV_F;
+  r->stage = stage;
+  r->mb = mb;
+  r->peer = p->rank;
+  if ((e = cudaStreamWaitEvent (s, (grad ? p->ev_din : p->ev_out)[kp], 0)) != cudaSuccess)
+    return cuda_check (err, "cudaStreamWaitEvent", e);
+  r->block = tag_push (run, rk->rank, stage, mb, r->span);
+  if ((e = cudaEventRecord (r->ev[0], s)) != cudaSuccess)
+    rc = cuda_check (err, "cudaEventRecord", e);
+  else if (dd == sd)
+    rc = cuda_check (err, "stage transfer (device to device)",
+                     cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+  else
+    rc = cuda_check (err, "stage transfer (peer copy)",
+                     cudaMemcpyPeerAsync (dst, dd, src, sd, bytes, s));
+  if (rc == PP_OK)
+    rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
+  tag_pop (run, r->block);
+  return rc;
+}
+
+static PpStatus
+prepare_gpu (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *err)
+{
+  Stage *st;
+  PpStatus rc;
+  size_t rows = (size_t) run->rows;
+
+  if ((rc = check_action (run, rk, kind, stage, mb, w, err)) != PP_OK)
+    return rc;
+  st = &run->stages[stage];
+  switch (kind)
+    {
+    case PP_ACT_F:
+      if (st->prev >= 0)
+        {
+          if ((rc = wait_ready (run, rk, st->prev, 0, stage, mb, err)) != PP_OK
+              || (rc = gpu_receive (run, rk, stage, st->prev, 0, mb, err)) != PP_OK)
+            return rc;
+        }
+      w->input = st->d_in + (size_t) w->k * rows * (size_t) st->in_dim;
+      if (st->next < 0)
+        w->labels = st->d_labels + (size_t) w->k * rows;
+      return PP_OK;
+    case PP_ACT_B:
+    case PP_ACT_I:
+      if (st->next >= 0)
+        {
+          if ((rc = wait_ready (run, rk, st->next, 1, stage, mb, err)) != PP_OK
+              || (rc = gpu_receive (run, rk, stage, st->next, 1, mb, err)) != PP_OK)
+            return rc;
+          w->input = st->d_dout + (size_t) w->k * rows * (size_t) st->out_dim;
+        }
+      return PP_OK;
+    default:
+      return PP_OK;
+    }
+}
+
+/* Queues one work and, once queued, publishes its output behind an event. */
+static PpStatus
+compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
+{
+  Stage *st = &run->stages[w->stage];
+  size_t rows = (size_t) run->rows;
+  float loss_scale = 1.0f / (float) run->cfg.batch;
+  cudaStream_t s = rank_stream (run, rk->rank);
+  PpStatus rc;
+
+  switch (w->kind)
+    {
+    case PP_ACT_F:
+      rc = pp_gpu_chunk_forward (st->gchunk, w->mb, w->input, w->labels,
+                                 st->d_out ? st->d_out + (size_t) w->k * rows * (size_t) st->out_dim : NULL,
+                                 st->next < 0 ? st->d_losses + (size_t) w->k * rows : NULL, err);
+      if (rc != PP_OK)
+        return rc;
+      st->mb_state[w->k] |= MB_FWD;
+      if (st->next >= 0)
+        {
+          if ((rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (st->ev_out[w->k], s))) != PP_OK)
+            return rc;
+          publish (st, 0, w->mb);
+        }
+      return PP_OK;
+    case PP_ACT_B:
+    case PP_ACT_I:
+      {
+        float *din = st->d_din ? st->d_din + (size_t) w->k * rows * (size_t) st->in_dim : NULL;
+        if (w->kind == PP_ACT_B)
+          rc = pp_gpu_chunk_backward (st->gchunk, w->mb, w->input, din, loss_scale, err);
+        else
+          rc = pp_gpu_chunk_backward_input (st->gchunk, w->mb, w->input, din, loss_scale, err);
+        if (rc != PP_OK)
+          return rc;
+        st->mb_state[w->k] |= (w->kind == PP_ACT_B) ? (MB_INPUT | MB_DONE) : MB_INPUT;
+        if (st->prev >= 0)
+          {
+            if ((rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (st->ev_din[w->k], s))) != PP_OK)
+              return rc;
+            publish (st, 1, w->mb);
+          }
+        return PP_OK;
+      }
+    case PP_ACT_W:
+      rc = pp_gpu_chunk_backward_weight (st->gchunk, w->mb, err);
+      if (rc == PP_OK)
+        st->mb_state[w->k] |= MB_DONE;
+      return rc;
+    default:
+      return pp_error_set (err, PP_EINVAL, "cannot run action kind %d", w->kind);
+    }
+}
+
+static void
+record_memory_gpu (PpRun *run, Rank *rk, int64_t t)
+{
+  size_t bytes = 0;
+  int inflight = 0;
+
+  if (run->cfg.probe == NULL)
+    return;
+  for (int i = 0; i < rk->n_stages; i++)
+    {
+      PpGpuChunk *c = run->stages[rk->stages[i]].gchunk;
+      bytes += pp_gpu_chunk_activation_bytes (c);
+      inflight += pp_gpu_chunk_inflight (c);
+    }
+  record_counter (run, rk->rank, PP_COUNTER_ACTIVATION_BYTES, (double) bytes, t);
+  record_counter (run, rk->rank, PP_COUNTER_INFLIGHT, (double) inflight, t);
+}
+
+/* Queues one action; PP_EIO without a message: the step was abandoned. */
+static PpStatus
+run_action_gpu (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
+{
+  Work w[2];
+  int n = 1;
+  GpuRec *r;
+  cudaStream_t s = rank_stream (run, rk->rank);
+  PpStatus rc;
+
+  switch (a->kind)
+    {
+    case PP_ACT_F: case PP_ACT_B: case PP_ACT_I: case PP_ACT_W:
+      if ((rc = prepare_gpu (run, rk, a->kind, a->stage, a->microbatch, &w[0], err)) != PP_OK)
+        return rc;
+      break;
+    case PP_ACT_OVERLAP_F_B:
+      if (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I)
+        return pp_error_set (err, PP_EINVAL, "rank %d: OVERLAP_F_B must pair a forward with B or I",
+                             rk->rank);
+      if ((rc = prepare_gpu (run, rk, PP_ACT_F, a->stage, a->microbatch, &w[0], err)) != PP_OK
+          || (rc = prepare_gpu (run, rk, a->sub_kind, a->sub_stage, a->sub_microbatch, &w[1], err)) != PP_OK)
+        return rc;
+      n = 2;
+      break;
+    default:
+      return PP_OK;
+    }
+
+  if ((r = gpu_rec (rk, err)) == NULL)
+    return PP_EINVAL;
+  r->span = span_kind (a->kind);
+  r->stage = a->stage;
+  r->mb = a->microbatch;
+  r->works = n;
+  for (int i = 0; i < n; i++)
+    {
+      r->work_kind[i] = w[i].kind;
+      r->work_stage[i] = w[i].stage;
+    }
+  r->block = tag_push (run, rk->rank, a->stage, a->microbatch, r->span);
+  rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[0], s));
+  if (rc == PP_OK)
+    rc = compute_gpu (run, rk, &w[0], err);
+  if (rc == PP_OK)
+    rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[1], s));
+  if (rc == PP_OK && n == 2)
+    rc = compute_gpu (run, rk, &w[1], err);
+  if (rc == PP_OK)
+    rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
+  tag_pop (run, r->block);
+  if (rc == PP_OK)
+    record_memory_gpu (run, rk, pp_probe_now_ns ());
+  return rc;
+}
+
+/* Start of a step on a rank: its context, its clock reference, and the
+ * batch rows its head stages read and the labels its tail stages need. */
+static PpStatus
+gpu_step_begin (PpRun *run, Rank *rk, PpError *err)
+{
+  cudaStream_t s = rank_stream (run, rk->rank);
+  size_t rows = (size_t) run->rows;
+  PpStatus rc;
+
+  rk->n_recs = 0;
+  if ((rc = pp_gpu_bind (run->gpu, rk->rank, err)) != PP_OK
+      || (rc = pp_gpu_calibrate (run->gpu, rk->rank, err)) != PP_OK)
+    return rc;
+  for (int i = 0; i < rk->n_stages; i++)
+    {
+      Stage *st = &run->stages[rk->stages[i]];
+      if (st->prev < 0
+          && (rc = cuda_check (err, "copying the batch to the GPU",
+                               cudaMemcpyAsync (st->d_in, run->x + (size_t) st->mb_lo * rows * (size_t) st->in_dim,
+                                                (size_t) st->n_mb * rows * (size_t) st->in_dim * sizeof (float),
+                                                cudaMemcpyHostToDevice, s))) != PP_OK)
+        return rc;
+      if (st->next < 0
+          && (rc = cuda_check (err, "copying the labels to the GPU",
+                               cudaMemcpyAsync (st->d_labels, run->labels + (size_t) st->mb_lo * rows,
+                                                (size_t) st->n_mb * rows * sizeof (int32_t),
+                                                cudaMemcpyHostToDevice, s))) != PP_OK)
+        return rc;
+    }
+  return PP_OK;
+}
+
+static PpStatus
+gpu_step_end (PpRun *run, Rank *rk, PpError *err)
+{
+  return cuda_check (err, "running the step on the GPU",
+                     cudaStreamSynchronize (rank_stream (run, rk->rank)));
+}
+
+static void
+add_cost (Stage *st, int kind, double ns)
+{
+  switch (kind)
+    {
+    case PP_ACT_F: st->sum_f += ns; st->n_f++; break;
+    case PP_ACT_B: st->sum_b += ns; st->n_b++; break;
+    case PP_ACT_I: st->sum_i += ns; st->n_i++; break;
+    case PP_ACT_W: st->sum_w += ns; st->n_w++; break;
+    default: break;
+    }
+}
+
+/* After the step has completed on the device (and CUPTI was flushed): the
+ * rank's spans with GPU times, its busy / wait times, the measured costs, and
+ * the losses of its tail stages. */
+static PpStatus
+gpu_finalize (PpRun *run, Rank *rk, PpError *err)
+{
+  PpCupti *cu = run_cupti (run);
+  int64_t prev_end = -1, busy = 0, wait = 0, first = -1, last = -1;
+
+  for (int i = 0; i < rk->n_recs; i++)
+    {
+      GpuRec *r = &rk->recs[i];
+      int64_t t0 = pp_gpu_event_ns (run->gpu, rk->rank, r->ev[0]);
+      int64_t t2 = pp_gpu_event_ns (run->gpu, rk->rank, r->ev[2]);
+      int64_t t1 = r->works == 2 ? pp_gpu_event_ns (run->gpu, rk->rank, r->ev[1]) : t2;
+      int64_t s0 = t0, s1 = t2;
+#ifdef PP_HAVE_CUPTI
+      int64_t cs, ce;
+      if (cu != NULL && r->block != 0 && pp_cupti_block_gpu_time (cu, r->block, &cs, &ce, NULL))
+        {
+          s0 = cs;
+          s1 = ce;
+        }
+#else
+      (void) cu;
+#endif
+      if (s1 < s0)
+        s1 = s0;
+      if (r->peer >= 0 && prev_end >= 0 && s0 - prev_end > WAIT_RECORD_NS)
+        {
+          record_span (run, rk->rank, r->stage, r->mb, PP_SPAN_WAIT, prev_end, s0, r->peer);
+          wait += s0 - prev_end;
+        }
+      record_span (run, rk->rank, r->stage, r->mb, r->span, s0, s1, r->peer);
+      if (r->works == 0)
+        {
+          Stage *st = &run->stages[r->stage];
+          st->sum_x += (double) (s1 - s0);
+          st->n_x++;
+        }
+      else
+        {
+          busy += s1 - s0;
+          if (r->works == 1)
+            add_cost (&run->stages[r->work_stage[0]], r->work_kind[0], (double) (s1 - s0));
+          else
+            {
+              add_cost (&run->stages[r->work_stage[0]], r->work_kind[0], (double) (t1 - t0));
+              add_cost (&run->stages[r->work_stage[1]], r->work_kind[1], (double) (t2 - t1));
+            }
+        }
+      if (first < 0 || s0 < first)
+        first = s0;
+      if (s1 > last)
+        last = s1;
+      if (s1 > prev_end)
+        prev_end = s1;
+    }
+  rk->busy_ns = busy;
+  rk->wait_ns = wait;
+  rk->first_ns = first;
+  rk->last_ns = last;
+
+  for (int i = 0; i < rk->n_stages; i++)
+    {
+      Stage *st = &run->stages[rk->stages[i]];
+      size_t n = (size_t) st->n_mb * (size_t) run->rows;
+      float *h;
+      PpStatus rc;
+      if (st->next >= 0)
+        continue;
+      if ((h = malloc (n * sizeof (float))) == NULL)
+        return pp_error_set (err, PP_ENOMEM, "out of memory");
+      rc = cuda_check (err, "copying the losses from the GPU",
+                       cudaMemcpy (h, st->d_losses, n * sizeof (float), cudaMemcpyDeviceToHost));
+      for (int k = 0; rc == PP_OK && k < st->n_mb; k++)
+        {
+          double sum = 0;
+          for (int j = 0; j < run->rows; j++)
+            sum += h[(size_t) k * (size_t) run->rows + (size_t) j];
+          run->loss_mb[st->mb_lo + k] = sum;
+        }
+      free (h);
+      if (rc != PP_OK)
+        return rc;
+    }
+  return PP_OK;
+}
+
+static void
+run_rank_optimizer_gpu (PpRun *run, Rank *rk)
+{
+  PpError err;
+  PpStatus rc;
+  int64_t t0, t1;
+
+  memset (&err, 0, sizeof err);
+  if ((rc = pp_gpu_bind (run->gpu, rk->rank, &err)) != PP_OK
+      || (rc = gpu_finalize (run, rk, &err)) != PP_OK)
+    {
+      fail (run, &err);
+      return;
+    }
+  t0 = pp_probe_now_ns ();
+  for (int i = 0; i < rk->n_stages && rc == PP_OK; i++)
+    {
+      PpGpuChunk *c = run->stages[rk->stages[i]].gchunk;
+      rc = pp_gpu_chunk_adamw (c, run->cfg.lr, 0.9f, 0.999f, 1e-8f, run->cfg.weight_decay,
+                               run->step + 1, &err);
+      if (rc == PP_OK)
+        rc = pp_gpu_chunk_zero_grads (c, &err);
+    }
+  if (rc == PP_OK)
+    rc = gpu_step_end (run, rk, &err);
+  if (rc != PP_OK)
+    {
+      fail (run, &err);
+      return;
+    }
+  t1 = pp_probe_now_ns ();
+  if (rk->n_stages > 0)
+    record_span (run, rk->rank, -1, -1, PP_SPAN_OPT, t0, t1, -1);
+  rk->last_busy = rk->busy_ns;
+  rk->last_wait = rk->wait_ns;
+  rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
+}
+
+/* DualPipe: every copy of a part gets the sum of the copies' gradients.
+ * Main thread, ranks parked, streams idle. */
+static PpStatus
+gpu_sum_copies (PpRun *run, PpError *err)
+{
+  PpStatus rc = PP_OK;
+  for (int p = 0; p < run->n_parts && run->n_chains > 1 && rc == PP_OK; p++)
+    {
+      Stage *s0 = &run->stages[run->chain_stage[p]];
+      if ((rc = pp_gpu_bind (run->gpu, s0->rank, err)) != PP_OK)
+        return rc;
+      for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
+        rc = pp_gpu_chunk_add_grads (s0->gchunk,
+                                     run->stages[run->chain_stage[c * run->n_parts + p]].gchunk, err);
+      if (rc == PP_OK)
+        rc = cuda_check (err, "summing gradient copies", cudaStreamSynchronize (rank_stream (run, s0->rank)));
+      for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
+        {
+          Stage *sc = &run->stages[run->chain_stage[c * run->n_parts + p]];
+          if ((rc = pp_gpu_bind (run->gpu, sc->rank, err)) == PP_OK
+              && (rc = pp_gpu_chunk_copy_grads (sc->gchunk, s0->gchunk, err)) == PP_OK)
+            rc = cuda_check (err, "copying summed gradients",
+                             cudaStreamSynchronize (rank_stream (run, sc->rank)));
+        }
+    }
+  return rc;
+}
+
+static PpCompute
+run_compute (int c)
+{
+  switch (c)
+    {
+    case PP_RUN_COMPUTE_FP32: return PP_COMPUTE_FP32;
+    case PP_RUN_COMPUTE_BF16: return PP_COMPUTE_BF16;
+    default: return PP_COMPUTE_TF32;
+    }
+}
+
+static void *
+dev_alloc (size_t bytes, const char *what, int stage, PpError *err)
+{
+  void *p = NULL;
+  cudaError_t e = cudaMalloc (&p, bytes ? bytes : 16);
+  if (e != cudaSuccess)
+    {
+      (void) cudaGetLastError ();
+      pp_error_set (err, PP_ENOMEM, "stage %d: no GPU memory for %s (%.1f MiB): %s", stage, what,
+                    (double) bytes / 1048576.0, cudaGetErrorString (e));
+      return NULL;
+    }
+  (void) cudaMemset (p, 0, bytes ? bytes : 16);
+  return p;
+}
+
+/* The stage's chunk, buffers and events, on its rank's device. */
+static PpStatus
+setup_stage_gpu (PpRun *run, int i, int first_block, PpError *err)
+{
+  Stage *st = &run->stages[i];
+  size_t rows = (size_t) run->rows, n = (size_t) st->n_mb;
+  PpStatus rc;
+
+  if ((rc = pp_gpu_bind (run->gpu, st->rank, err)) != PP_OK)
+    return rc;
+  st->gchunk = pp_gpu_chunk_new (run->model, st->part, run->n_parts, first_block,
+                                 run->blocks[st->part], run->rows, st->n_mb, run->cfg.recompute,
+                                 run_compute (run->cfg.compute), pp_gpu_lt (run->gpu, st->rank),
+                                 pp_gpu_stream (run->gpu, st->rank), err);
+  if (st->gchunk == NULL)
+    return err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
+  st->in_dim = pp_gpu_chunk_in_dim (st->gchunk);
+  st->out_dim = pp_gpu_chunk_out_dim (st->gchunk);
+  if ((st->d_in = dev_alloc (n * rows * (size_t) st->in_dim * sizeof (float), "inputs", i, err)) == NULL)
+    return PP_ENOMEM;
+  if (st->next >= 0)
+    {
+      if ((st->d_out = dev_alloc (n * rows * (size_t) st->out_dim * sizeof (float), "outputs", i, err)) == NULL
+          || (st->d_dout = dev_alloc (n * rows * (size_t) st->out_dim * sizeof (float), "output gradients", i, err)) == NULL)
+        return PP_ENOMEM;
+    }
+  else if ((st->d_labels = dev_alloc (n * rows * sizeof (int32_t), "labels", i, err)) == NULL
+           || (st->d_losses = dev_alloc (n * rows * sizeof (float), "losses", i, err)) == NULL)
+    return PP_ENOMEM;
+  if (st->prev >= 0
+      && (st->d_din = dev_alloc (n * rows * (size_t) st->in_dim * sizeof (float), "input gradients", i, err)) == NULL)
+    return PP_ENOMEM;
+  st->ev_out = calloc (n, sizeof (cudaEvent_t));
+  st->ev_din = calloc (n, sizeof (cudaEvent_t));
+  if (st->ev_out == NULL || st->ev_din == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (size_t k = 0; k < n; k++)
+    if ((rc = cuda_check (err, "cudaEventCreate", cudaEventCreateWithFlags (&st->ev_out[k], cudaEventDisableTiming))) != PP_OK
+        || (rc = cuda_check (err, "cudaEventCreate", cudaEventCreateWithFlags (&st->ev_din[k], cudaEventDisableTiming))) != PP_OK)
+      return rc;
+  return PP_OK;
+}
+
+static void
+free_stage_gpu (PpRun *run, Stage *st)
+{
+  if (run->gpu == NULL)
+    return;
+  (void) pp_gpu_bind (run->gpu, st->rank, NULL);
+  pp_gpu_chunk_free (st->gchunk);
+  cudaFree (st->d_in);
+  cudaFree (st->d_out);
+  cudaFree (st->d_dout);
+  cudaFree (st->d_din);
+  cudaFree (st->d_labels);
+  cudaFree (st->d_losses);
+  for (int k = 0; k < st->n_mb; k++)
+    {
+      if (st->ev_out != NULL && st->ev_out[k] != NULL)
+        cudaEventDestroy (st->ev_out[k]);
+      if (st->ev_din != NULL && st->ev_din[k] != NULL)
+        cudaEventDestroy (st->ev_din[k]);
+    }
+  free (st->ev_out);
+  free (st->ev_din);
+  (void) cudaGetLastError ();
+}
+
+/* The rank's timing records (3 events each) and its zero rows. */
+static PpStatus
+setup_rank_gpu (PpRun *run, Rank *rk, size_t maxdim, PpError *err)
+{
+  const PpRankActions *ra = &run->sched->rank[rk->rank];
+  PpStatus rc;
+
+  if ((rc = pp_gpu_bind (run->gpu, rk->rank, err)) != PP_OK)
+    return rc;
+  /* an action is one record, plus a transfer per input it receives (two for
+   * OVERLAP_F_B) */
+  rk->cap_recs = 3 * ra->n_actions + 4;
+  rk->recs = calloc ((size_t) rk->cap_recs, sizeof (GpuRec));
+  if (rk->recs == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (int i = 0; i < rk->cap_recs; i++)
+    for (int j = 0; j < 3; j++)
+      if ((rc = cuda_check (err, "cudaEventCreate", cudaEventCreate (&rk->recs[i].ev[j]))) != PP_OK)
+        return rc;
+  if ((rk->d_zeros = dev_alloc ((size_t) run->rows * maxdim * sizeof (float), "zero rows", -1, err)) == NULL)
+    return PP_ENOMEM;
+  return PP_OK;
+}
+
+static void
+free_rank_gpu (PpRun *run, Rank *rk)
+{
+  if (run->gpu == NULL)
+    return;
+  (void) pp_gpu_bind (run->gpu, rk->rank, NULL);
+  if (rk->recs != NULL)
+    for (int i = 0; i < rk->cap_recs; i++)
+      for (int j = 0; j < 3; j++)
+        if (rk->recs[i].ev[j] != NULL)
+          cudaEventDestroy (rk->recs[i].ev[j]);
+  free (rk->recs);
+  cudaFree (rk->d_zeros);
+  (void) cudaGetLastError ();
+}
+#endif /* PP_HAVE_CUDA */
+
 static void
 run_rank_step (PpRun *run, Rank *rk)
 {
@@ -482,6 +1161,17 @@ run_rank_step (PpRun *run, Rank *rk)
   rk->busy_ns = rk->wait_ns = 0;
   rk->first_ns = rk->last_ns = -1;
   rk->completed = 0;
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode)
+    {
+      memset (&err, 0, sizeof err);
+      if (gpu_step_begin (run, rk, &err) != PP_OK)
+        {
+          fail (run, &err);
+          return;
+        }
+    }
+#endif
   for (int i = 0; i < ra->n_actions; i++)
     {
       PpStatus rc;
@@ -494,7 +1184,12 @@ run_rank_step (PpRun *run, Rank *rk)
           return;
         }
       memset (&err, 0, sizeof err);
-      rc = run_action (run, rk, &ra->actions[i], &err);
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode)
+        rc = run_action_gpu (run, rk, &ra->actions[i], &err);
+      else
+#endif
+        rc = run_action (run, rk, &ra->actions[i], &err);
       if (rc == PP_EIO && err.msg[0] == '\0')
         return;            /* abandoned while waiting */
       if (rc != PP_OK)
@@ -506,6 +1201,23 @@ run_rank_step (PpRun *run, Rank *rk)
           return;
         }
     }
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode)
+    {
+      /* While the GPU runs what was queued: this rank's share of the next
+       * step's batch (the host would otherwise be the slower side). */
+      int B = run->cfg.batch;
+      pp_model_batch_rows (run->model, run->cfg.data_seed, run->step + 1,
+                           (int) ((int64_t) B * rk->rank / run->P),
+                           (int) ((int64_t) B * (rk->rank + 1) / run->P), run->x_next, run->labels_next);
+      memset (&err, 0, sizeof err);
+      if (gpu_step_end (run, rk, &err) != PP_OK)
+        {
+          fail (run, &err);
+          return;
+        }
+    }
+#endif
   rk->completed = 1;
 }
 
@@ -565,7 +1277,14 @@ rank_main (void *data)
       pthread_mutex_unlock (&run->mu);
 
       if (task == TASK_OPTIMIZER)
-        run_rank_optimizer (run, rk);
+        {
+#ifdef PP_HAVE_CUDA
+          if (run->gpu_mode)
+            run_rank_optimizer_gpu (run, rk);
+          else
+#endif
+            run_rank_optimizer (run, rk);
+        }
       else
         run_rank_step (run, rk);
 
@@ -725,6 +1444,26 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->model = pp_model_new (&cfg->model, err);
   if (run->model == NULL)
     goto fail;
+  if (cfg->backend == PP_BACKEND_CUDA)
+    {
+#ifdef PP_HAVE_CUDA
+      PpGpuPartition want = cfg->gpu_partition == PP_RUN_GPU_GREEN ? PP_GPU_PARTITION_GREEN
+                            : cfg->gpu_partition == PP_RUN_GPU_STREAMS ? PP_GPU_PARTITION_STREAMS
+                            : PP_GPU_PARTITION_AUTO;
+      run->gpu_mode = 1;
+      run->gpu = pp_gpu_open (run->P, want, cfg->probe, !cfg->no_cupti, err);
+      if (run->gpu == NULL)
+        goto fail;
+#else
+      pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without CUDA");
+      goto fail;
+#endif
+    }
+  else if (cfg->backend != PP_BACKEND_CPU)
+    {
+      pp_error_set (err, PP_EINVAL, "unknown backend %d", cfg->backend);
+      goto fail;
+    }
   run->blocks = xcalloc ((size_t) run->n_parts, sizeof (int), &oom);
   first = xcalloc ((size_t) run->n_parts, sizeof (int), &oom);
   if (oom)
@@ -750,6 +1489,27 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       st->mb_lo = s->stage_mb_lo[i];
       st->mb_hi = s->stage_mb_hi[i];
       st->n_mb = st->mb_hi - st->mb_lo;
+      st->out_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
+      st->din_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
+      st->mb_state = xcalloc ((size_t) st->n_mb, 1, &oom);
+      if (oom)
+        {
+          free (first);
+          goto nomem;
+        }
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode)
+        {
+          if (setup_stage_gpu (run, i, first[st->part], err) != PP_OK)
+            {
+              free (first);
+              goto fail;
+            }
+          if ((size_t) st->in_dim > maxdim) maxdim = (size_t) st->in_dim;
+          if ((size_t) st->out_dim > maxdim) maxdim = (size_t) st->out_dim;
+          continue;
+        }
+#endif
       st->chunk = pp_chunk_new (run->model, st->part, run->n_parts, first[st->part],
                                 run->blocks[st->part], run->rows, st->n_mb, cfg->recompute, err);
       if (st->chunk == NULL)
@@ -773,9 +1533,6 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       if (st->prev >= 0)
         st->din = xcalloc ((size_t) st->n_mb * (size_t) run->rows * (size_t) st->in_dim,
                            sizeof (float), &oom);
-      st->out_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
-      st->din_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
-      st->mb_state = xcalloc ((size_t) st->n_mb, 1, &oom);
       if (oom)
         {
           free (first);
@@ -807,6 +1564,10 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       for (int i = 0; i < s->n_stages; i++)
         if (s->stage_rank[i] == r)
           rk->stages[rk->n_stages++] = i;
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode && setup_rank_gpu (run, rk, maxdim, err) != PP_OK)
+        goto fail;
+#endif
     }
   for (int r = 0; r < run->P; r++)
     {
@@ -832,9 +1593,56 @@ fail:
 /* ---- steps -------------------------------------------------------------- */
 
 /* Releases what an abandoned step left in the chunks and zeroes gradients. */
+#ifdef PP_HAVE_CUDA
+static void
+recover_gpu (PpRun *run)
+{
+  for (int r = 0; r < run->P; r++)
+    if (pp_gpu_bind (run->gpu, r, NULL) != PP_OK
+        || cudaStreamSynchronize (rank_stream (run, r)) != cudaSuccess)
+      run->broken = 1;
+  for (int i = 0; i < run->sched->n_stages; i++)
+    {
+      Stage *st = &run->stages[i];
+      float *zeros = run->ranks[st->rank].d_zeros;
+      if (pp_gpu_bind (run->gpu, st->rank, NULL) != PP_OK)
+        {
+          run->broken = 1;
+          continue;
+        }
+      for (int k = 0; k < st->n_mb; k++)
+        {
+          uint8_t m = st->mb_state[k];
+          PpStatus rc = PP_OK;
+          if (!(m & MB_FWD) || (m & MB_DONE))
+            continue;
+          if (m & MB_INPUT)
+            rc = pp_gpu_chunk_backward_weight (st->gchunk, st->mb_lo + k, NULL);
+          else
+            rc = pp_gpu_chunk_backward (st->gchunk, st->mb_lo + k, st->next >= 0 ? zeros : NULL,
+                                        st->d_din ? st->d_din + (size_t) k * (size_t) run->rows * (size_t) st->in_dim : NULL,
+                                        1.0f, NULL);
+          if (rc != PP_OK)
+            run->broken = 1;
+        }
+      if (pp_gpu_chunk_zero_grads (st->gchunk, NULL) != PP_OK
+          || cudaStreamSynchronize (rank_stream (run, st->rank)) != cudaSuccess)
+        run->broken = 1;
+    }
+  (void) cudaGetLastError ();
+}
+#endif
+
 static void
 recover (PpRun *run)
 {
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode)
+    {
+      recover_gpu (run);
+      return;
+    }
+#endif
   for (int i = 0; i < run->sched->n_stages; i++)
     {
       Stage *st = &run->stages[i];
@@ -879,8 +1687,8 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
     for (int i = 0; i < s->n_stages; i++)
       {
         Stage *st = &run->stages[i];
-        st->sum_f = st->sum_b = st->sum_i = st->sum_w = 0;
-        st->n_f = st->n_b = st->n_i = st->n_w = 0;
+        st->sum_f = st->sum_b = st->sum_i = st->sum_w = st->sum_x = 0;
+        st->n_f = st->n_b = st->n_i = st->n_w = st->n_x = 0;
       }
 
   t_start = pp_probe_now_ns ();
@@ -952,7 +1760,22 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   /* Every copy of a part gets the sum of the copies' gradients (DualPipe),
    * summed in double like the micro-batches; then every rank takes its
    * parts' AdamW step on its own thread. */
-  for (int p = 0; p < run->n_parts && run->n_chains > 1; p++)
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode)
+    {
+      PpStatus rc;
+#ifdef PP_HAVE_CUPTI
+      /* the step's device records, so the ranks can give spans GPU times */
+      (void) pp_cupti_flush (run_cupti (run), NULL);
+#endif
+      if ((rc = gpu_sum_copies (run, err)) != PP_OK)
+        {
+          run->broken = 1;
+          return rc;
+        }
+    }
+#endif
+  for (int p = 0; p < run->n_parts && run->n_chains > 1 && !run->gpu_mode; p++)
     {
       PpChunk *c0 = run->stages[run->chain_stage[p]].chunk;
       for (int c = 1; c < run->n_chains; c++)
@@ -966,13 +1789,23 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   run->gen++;
   pthread_cond_broadcast (&run->start);
   pthread_mutex_unlock (&run->mu);
-  pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
-                  run->labels_next);
+  if (!run->gpu_mode)   /* the GPU ranks made it during the step */
+    pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
+                    run->labels_next);
   run->next_step = run->step + 1;
   pthread_mutex_lock (&run->mu);
   while (run->remaining > 0)
     pthread_cond_wait (&run->done, &run->mu);
   pthread_mutex_unlock (&run->mu);
+  if (run->failed)
+    {
+      /* only the GPU optimizer step can fail (a CUDA error): the weights
+       * are no longer those of a complete step */
+      if (err != NULL)
+        *err = run->first_err;
+      run->broken = 1;
+      return run->first_err.status != PP_OK ? run->first_err.status : PP_EIO;
+    }
 
   for (int m = 0; m < run->M; m++)
     loss += run->loss_mb[m];
@@ -1032,7 +1865,7 @@ pp_run_measured_costs (const PpRun *run)
           cm->b[i] = i_mean + w;
           cm->w[i] = w;
         }
-      cm->comm[i] = 0;
+      cm->comm[i] = st->n_x ? st->sum_x / (double) st->n_x : 0;
     }
   return cm;
 }
@@ -1053,7 +1886,16 @@ pp_run_n_params (const PpRun *run)
 {
   size_t n = 0;
   for (int p = 0; p < run->n_parts; p++)
-    n += pp_chunk_n_params (run->stages[run->chain_stage[p]].chunk);
+    {
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode)
+        {
+          n += pp_gpu_chunk_n_params (run->stages[run->chain_stage[p]].gchunk);
+          continue;
+        }
+#endif
+      n += pp_chunk_n_params (run->stages[run->chain_stage[p]].chunk);
+    }
   return n;
 }
 
@@ -1062,11 +1904,68 @@ pp_run_copy_params (const PpRun *run, float *out)
 {
   for (int p = 0; p < run->n_parts; p++)
     {
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode)
+        {
+          Stage *st = &run->stages[run->chain_stage[p]];
+          (void) pp_gpu_bind (run->gpu, st->rank, NULL);
+          (void) pp_gpu_chunk_copy_params_to_host (st->gchunk, out, NULL);
+          out += pp_gpu_chunk_n_params (st->gchunk);
+          continue;
+        }
+#endif
       PpChunk *c = run->stages[run->chain_stage[p]].chunk;
       size_t n = pp_chunk_n_params (c);
       memcpy (out, pp_chunk_params (c), n * sizeof (float));
       out += n;
     }
+}
+
+int
+pp_run_have_cuda (void)
+{
+#ifdef PP_HAVE_CUDA
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+const char *
+pp_run_device_note (const PpRun *run)
+{
+#ifdef PP_HAVE_CUDA
+  if (run != NULL && run->gpu != NULL)
+    return pp_gpu_describe (run->gpu);
+#else
+  (void) run;
+#endif
+  return "";
+}
+
+const char *
+pp_run_timing_note (const PpRun *run)
+{
+#ifdef PP_HAVE_CUDA
+  if (run != NULL && run->gpu != NULL)
+    return pp_gpu_cupti_note (run->gpu);
+#else
+  (void) run;
+#endif
+  return "";
+}
+
+int
+pp_run_rank_sms (const PpRun *run, int rank)
+{
+#ifdef PP_HAVE_CUDA
+  if (run != NULL && run->gpu != NULL && rank >= 0 && rank < run->P)
+    return pp_gpu_sms (run->gpu, rank);
+#else
+  (void) run;
+  (void) rank;
+#endif
+  return 0;
 }
 
 const int *
@@ -1092,7 +1991,12 @@ pp_run_free (PpRun *run)
         if (run->ranks[r].started)
           pthread_join (run->ranks[r].thread, NULL);
       for (int r = 0; r < run->P; r++)
-        free (run->ranks[r].stages);
+        {
+#ifdef PP_HAVE_CUDA
+          free_rank_gpu (run, &run->ranks[r]);
+#endif
+          free (run->ranks[r].stages);
+        }
       free (run->ranks);
     }
   if (run->stages != NULL)
@@ -1100,6 +2004,9 @@ pp_run_free (PpRun *run)
       for (int i = 0; i < run->sched->n_stages; i++)
         {
           Stage *st = &run->stages[i];
+#ifdef PP_HAVE_CUDA
+          free_stage_gpu (run, st);
+#endif
           if (st->chunk != NULL)
             pp_chunk_free (st->chunk);
           free (st->out);
@@ -1112,6 +2019,9 @@ pp_run_free (PpRun *run)
         }
       free (run->stages);
     }
+#ifdef PP_HAVE_CUDA
+  pp_gpu_close (run->gpu);
+#endif
   if (run->model != NULL)
     pp_model_free (run->model);
   free (run->blocks);

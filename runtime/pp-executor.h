@@ -9,6 +9,17 @@
  * micro-batch, kind, step); the time a rank waits for a peer is a WAIT span;
  * loss and activation memory are counters.
  *
+ * With cfg.backend == PP_BACKEND_CUDA (builds with CUDA) the same executor
+ * runs on GPUs: each rank queues its actions on its own stream (its own GPU,
+ * or its green-context SM partition of a shared one), a stage boundary is a
+ * device-to-device (or peer) copy on the consumer's stream ordered after the
+ * producer's event, so the host threads only wait for each other's
+ * *launches* and the GPUs run the schedule asynchronously.  Spans carry GPU
+ * times: from CUPTI (each block's first kernel start to last kernel end,
+ * kernels and copies as child spans) or, where CUPTI cannot trace, from CUDA
+ * events; they reach the probe once the step has completed.  Transfers are
+ * RECV_F / RECV_B spans; the GPU idling before a transfer is a WAIT span.
+ *
  * Schedule stages map to model parts along their chains: on one chain (every
  * schedule but DualPipe) stage s runs part s; DualPipe's second chain holds a
  * second copy of every part, whose gradients are summed with the first
@@ -25,6 +36,15 @@
 #include "pp-simulate.h"
 #include "pp-status.h"
 
+enum { PP_BACKEND_CPU = 0, PP_BACKEND_CUDA = 1 };
+/* How ranks share a GPU when there are fewer GPUs than ranks (pp-gpu.h). */
+enum { PP_RUN_GPU_AUTO = 0, PP_RUN_GPU_GREEN = 1, PP_RUN_GPU_STREAMS = 2 };
+/* GEMM compute type of the CUDA backend; weights stay fp32. */
+enum { PP_RUN_COMPUTE_TF32 = 0, PP_RUN_COMPUTE_FP32 = 1, PP_RUN_COMPUTE_BF16 = 2 };
+
+/* Whether this build has the CUDA backend. */
+int        pp_run_have_cuda (void);
+
 typedef struct {
   const PpSchedule *schedule;     /* borrowed; validated by pp_run_new */
   PpModelConfig     model;
@@ -37,6 +57,10 @@ typedef struct {
   int               pin_threads;  /* pin rank r to CPU r % n_cpus */
   int               exact_grads;  /* sum micro-batch gradients in double (pp-model.h):
                                    * bit-identical steps whatever the schedule's order */
+  int               backend;      /* PP_BACKEND_CPU (0) or PP_BACKEND_CUDA */
+  int               gpu_partition;/* PP_RUN_GPU_* (CUDA backend): 0 auto */
+  int               compute;      /* PP_RUN_COMPUTE_* (CUDA backend): 0 TF32 */
+  int               no_cupti;     /* CUDA backend: time blocks with CUDA events only */
   PpProbe          *probe;        /* NULL: nothing recorded */
   volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
 } PpRunConfig;
@@ -73,6 +97,14 @@ void       pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int6
  * the correctness test); out has pp_run_n_params floats. */
 size_t     pp_run_n_params (const PpRun *run);
 void       pp_run_copy_params (const PpRun *run, float *out);
+
+/* CUDA backend: where the ranks run and how blocks are timed, one line
+ * each ("1 x NVIDIA H200 (132 SMs): 4 green-context partitions of 32 SMs",
+ * "CUPTI traces kernels and copies"); "" on the CPU backend. */
+const char *pp_run_device_note (const PpRun *run);
+const char *pp_run_timing_note (const PpRun *run);
+/* SMs rank may use (CUDA backend), 0 on the CPU backend. */
+int        pp_run_rank_sms (const PpRun *run, int rank);
 
 /* Blocks per part chosen by the partition, for reports. */
 const int *pp_run_blocks_per_part (const PpRun *run, int *n_parts);

@@ -34,6 +34,8 @@ enum {
   STREAM_DATA    = 3,
 };
 
+#define TEACHER_MAX 128
+
 /* ---- counter-based normal generator -------------------------------------- */
 
 static inline uint64_t
@@ -81,14 +83,37 @@ fill_normal (float *p, size_t n, uint64_t key, double scale)
     p[i] = (float) (rng_normal (key, i) * scale);
 }
 
+/* x[i] = (float) rng_normal (key, i) for i < n, each Box-Muller pair computed
+ * once (the same values, half the work). */
+static void
+fill_normal_pairs (float *x, size_t n, uint64_t key)
+{
+  size_t i = 0;
+  for (; i + 1 < n; i += 2)
+    {
+      uint64_t pair = i >> 1;
+      double u1 = rng_uniform (key, 2 * pair), u2 = rng_uniform (key, 2 * pair + 1);
+      double r = sqrt (-2.0 * log (u1));
+      double t = 2.0 * M_PI * u2;
+      x[i] = (float) (r * cos (t));
+      x[i + 1] = (float) (r * sin (t));
+    }
+  if (i < n)
+    x[i] = (float) rng_normal (key, i);
+}
+
 /* ---- the model ----------------------------------------------------------- */
 
 struct _PpModel {
   PpModelConfig cfg;
   int    D, H, in_dim, C, L;
-  /* the teacher: in_dim -> 2D (tanh) -> C, biases zero, in double */
-  double *t_w1;    /* [in_dim, 2D] */
-  double *t_w2;    /* [2D, C] */
+  /* the teacher: its first t_in inputs -> t_h (tanh) -> C, biases zero, in
+   * double; t_in = min(in_dim, 128), t_h = min(2D, 128), so a batch costs
+   * O(rows * 128^2) whatever the width (a wide model on a GPU must not wait
+   * for its labels) */
+  int     t_in, t_h;
+  double *t_w1;    /* [t_in, t_h] */
+  double *t_w2;    /* [t_h, C] */
 };
 
 static size_t
@@ -178,8 +203,10 @@ pp_model_new (const PpModelConfig *cfg, PpError *err)
   m->in_dim = m->cfg.in_dim;
   m->C = m->cfg.classes;
 
-  size_t th = 2 * (size_t) m->D;
-  m->t_w1 = malloc (sizeof (double) * m->in_dim * th);
+  m->t_in = m->in_dim < TEACHER_MAX ? m->in_dim : TEACHER_MAX;
+  m->t_h = 2 * m->D < TEACHER_MAX ? 2 * m->D : TEACHER_MAX;
+  size_t th = (size_t) m->t_h;
+  m->t_w1 = malloc (sizeof (double) * m->t_in * th);
   m->t_w2 = malloc (sizeof (double) * th * m->C);
   if (m->t_w1 == NULL || m->t_w2 == NULL)
     {
@@ -191,8 +218,8 @@ pp_model_new (const PpModelConfig *cfg, PpError *err)
    * not just linear; logits ~ N(0, 1) per class, so labels are balanced. */
   uint64_t k1 = rng_key (m->cfg.seed, STREAM_TEACHER, 0, 0);
   uint64_t k2 = rng_key (m->cfg.seed, STREAM_TEACHER, 1, 0);
-  for (size_t i = 0; i < (size_t) m->in_dim * th; i++)
-    m->t_w1[i] = rng_normal (k1, i) * 1.5 / sqrt ((double) m->in_dim);
+  for (size_t i = 0; i < (size_t) m->t_in * th; i++)
+    m->t_w1[i] = rng_normal (k1, i) * 1.5 / sqrt ((double) m->t_in);
   for (size_t i = 0; i < th * m->C; i++)
     m->t_w2[i] = rng_normal (k2, i) / sqrt ((double) th);
   return m;
@@ -478,17 +505,23 @@ void
 pp_model_batch (const PpModel *m, uint64_t data_seed, int step, int batch, float *x,
                 int32_t *labels)
 {
-  int in = m->in_dim, th = 2 * m->D, C = m->C;
+  pp_model_batch_rows (m, data_seed, step, 0, batch, x, labels);
+}
+
+void
+pp_model_batch_rows (const PpModel *m, uint64_t data_seed, int step, int row0, int row1,
+                     float *x, int32_t *labels)
+{
+  int in = m->in_dim, th = m->t_h, C = m->C;
   double *h = malloc (sizeof (double) * (th + C));
   double *z = h + th;
-  for (int r = 0; r < batch; r++)
+  for (int r = row0; r < row1; r++)
     {
       /* Row r depends on (data_seed, step, r) only: any split into
        * micro-batches sees the same rows. */
       uint64_t key = rng_key (data_seed, STREAM_DATA, (uint64_t) (uint32_t) step, (uint64_t) r);
       float *xr = x + (size_t) r * in;
-      for (int i = 0; i < in; i++)
-        xr[i] = (float) rng_normal (key, i);
+      fill_normal_pairs (xr, (size_t) in, key);
       if (h == NULL)
         {
           labels[r] = 0;
@@ -497,7 +530,7 @@ pp_model_batch (const PpModel *m, uint64_t data_seed, int step, int batch, float
       /* Teacher in double, on the float inputs the student sees. */
       for (int j = 0; j < th; j++)
         h[j] = 0.0;
-      for (int i = 0; i < in; i++)
+      for (int i = 0; i < m->t_in; i++)
         {
           const double *w = m->t_w1 + (size_t) i * th;
           double xi = xr[i];

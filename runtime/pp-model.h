@@ -67,6 +67,10 @@ PpStatus   pp_model_partition (const PpModel *m, int n_parts, const char *spec,
  * the same for the same (model seed, data_seed, step, batch). */
 void       pp_model_batch (const PpModel *m, uint64_t data_seed, int step, int batch,
                            float *x, int32_t *labels);
+/* Rows [row0, row1) of that batch only, into x + row0 * in_dim and
+ * labels + row0 (threads may make disjoint ranges at once). */
+void       pp_model_batch_rows (const PpModel *m, uint64_t data_seed, int step, int row0,
+                                int row1, float *x, int32_t *labels);
 
 /* ---- parts ------------------------------------------------------------- */
 

@@ -42,6 +42,18 @@ fi
 mkdir -p "$2" || exit 2
 SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 
+# A GPU machine may lack the build's non-CUDA libraries (GLib, OpenBLAS,
+# cairo): tests/gpu/bundle-libs.sh BUILD_DIR packs them into
+# BUILD_DIR/device-libs.tar.xz, unpacked here and put on LD_LIBRARY_PATH.
+if [ -f "$1/device-libs.tar.xz" ]; then
+  PP_LIBS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pipescope-libs.XXXXXX") || exit 2
+  if tar -C "$PP_LIBS_DIR" -xJf "$1/device-libs.tar.xz"; then
+    export LD_LIBRARY_PATH="$PP_LIBS_DIR/device-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    echo "$0: cannot unpack $1/device-libs.tar.xz; going on without it" >&2
+  fi
+fi
+
 exec "$PY" - "$1" "$2" "$SRC_DIR" <<'PYEOF'
 import json, os, platform, re, shutil, signal, socket, subprocess, sys, time
 
@@ -272,6 +284,23 @@ def step(title, benchmark, budget, logname):
     return results, to
 
 tests, tests_to = step("GPU tests (suite gpu)", False, TEST_T, "gpu-tests")
+
+# ---- the CLI as a user runs it: a 4-rank ZBV run on the GPU, its trace ----
+CLI_T = int(os.environ.get("PP_DEVICE_CLI_TIMEOUT", "120"))
+cli = os.path.join(build, "app", "pipescope-cli")
+if os.path.exists(cli):
+    say("== pipescope-cli on the GPU ==")
+    trace = os.path.join(out, "zbv-gpu.pptrace")
+    for args in (["run", "-s", "zbv", "-p", "4", "-m", "8", "-v", "2", "--backend", "cuda",
+                  "--layers", "16", "--width", "1024", "--batch", "2048", "--steps", "30",
+                  "--no-live", "--trace", trace],
+                 ["info", trace]):
+        rc, o, to, dur = run([cli] + args, CLI_T)
+        say("$ pipescope-cli %s   (exit %s%s, %.1fs)" % (" ".join(os.path.basename(a) for a in args), rc,
+                                                        ", timed out" if to else "", dur))
+        for l in tail(o, 40):
+            say("    " + l)
+    say()
 bench, bench_to = step("GPU benchmarks (suite gpu)", True, BENCH_T, "gpu-bench")
 
 GOOD = ("OK", "EXPECTEDFAIL")
