@@ -77,6 +77,11 @@ run_usage (FILE *out)
          "      --compute tf32|bf16|fp32\n"
          "                             GEMM compute type on the GPU (default tf32);\n"
          "                             weights, gradients and Adam stay fp32\n"
+         "      --gpu-transport auto|nccl|copy\n"
+         "                             stage boundaries: auto (default) sends through\n"
+         "                             NCCL between GPUs and copies within one GPU\n"
+         "                             (ordered by events); nccl also within one GPU;\n"
+         "                             copy never uses NCCL (peer copies)\n"
          "      --no-cupti             on the GPU, time blocks with CUDA events only\n"
          "                             (no kernel spans)\n"
          "      --trace FILE           also write the trace to FILE\n"
@@ -263,6 +268,7 @@ enum {
   OPT_GPU_PARTITION,
   OPT_COMPUTE,
   OPT_NO_CUPTI,
+  OPT_GPU_TRANSPORT,
 };
 
 int
@@ -291,6 +297,7 @@ pp_cli_run (int argc, char **argv)
     { "gpu-partition", required_argument, NULL, OPT_GPU_PARTITION },
     { "compute", required_argument, NULL, OPT_COMPUTE },
     { "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
+    { "gpu-transport", required_argument, NULL, OPT_GPU_TRANSPORT },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -298,6 +305,7 @@ pp_cli_run (int argc, char **argv)
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
+  int gpu_transport = PP_RUN_TRANSPORT_AUTO;
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -397,6 +405,13 @@ pp_cli_run (int argc, char **argv)
             return pp_cli_usage_error ("unknown --compute '%s'; use tf32, bf16 or fp32", optarg);
           break;
         case OPT_NO_CUPTI: no_cupti = true; break;
+        case OPT_GPU_TRANSPORT:
+          if (strcmp (optarg, "auto") == 0) gpu_transport = PP_RUN_TRANSPORT_AUTO;
+          else if (strcmp (optarg, "copy") == 0) gpu_transport = PP_RUN_TRANSPORT_COPY;
+          else if (strcmp (optarg, "nccl") == 0) gpu_transport = PP_RUN_TRANSPORT_NCCL;
+          else
+            return pp_cli_usage_error ("unknown --gpu-transport '%s'; use auto, nccl or copy", optarg);
+          break;
         case 'h':
           run_usage (stdout);
           return 0;
@@ -636,6 +651,7 @@ pp_cli_run (int argc, char **argv)
     rc.gpu_partition = gpu_partition;
     rc.compute = compute;
     rc.no_cupti = no_cupti;
+    rc.gpu_transport = gpu_transport;
     run = pp_run_new (&rc, &err);
     if (run == NULL && use_cuda && strcmp (backend, "auto") == 0 && err.status == PP_EUNSUPPORTED)
       {

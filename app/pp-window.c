@@ -8,7 +8,7 @@
 
 G_DEFINE_FINAL_TYPE (PpWindow, pp_window, ADW_TYPE_APPLICATION_WINDOW)
 
-static const char *const backends[] = { "auto", "cpu", NULL };
+static const char *const backends[] = { "auto", "cpu", "cuda", NULL };
 
 /* ---- helpers ----------------------------------------------------------------- */
 

@@ -82,7 +82,9 @@ typedef struct {
   float      *d_dout;           /* next's din, copied (NULL on a tail) */
   int32_t    *d_labels;         /* tail */
   float      *d_losses;         /* tail: per-row losses */
-  cudaEvent_t *ev_out, *ev_din; /* [n_mb]: recorded once out / din is written */
+  cudaEvent_t *ev_out, *ev_din; /* [n_mb]: the event (a GpuRec's, not owned) recorded
+                                 * once out / din is written, set before publishing */
+  PpGpuEdge  *edge_f, *edge_b;  /* NCCL edges receiving from prev / next, or NULL */
 #endif
 } Stage;
 
@@ -107,7 +109,7 @@ typedef struct {
   int            completed;  /* ran every action of the step */
   int64_t        busy_ns, wait_ns, first_ns, last_ns;
   /* of the last finished step, for pp_run_rank_times */
-  int64_t        last_busy, last_wait, last_span;
+  int64_t        last_busy, last_wait, last_span, last_first, last_last;
   int           *stages;     /* stages this rank holds */
   int            n_stages;
 #ifdef PP_HAVE_CUDA
@@ -148,6 +150,8 @@ struct _PpRun {
   int             failed;
   PpError         first_err;
   int             gpu_mode;   /* cfg.backend == PP_BACKEND_CUDA */
+  int             spans_ready;/* GPU: CUPTI flushed for this step (under mu) */
+  pthread_cond_t  spans_cv;
 #ifdef PP_HAVE_CUDA
   PpGpu          *gpu;
   float          *h_losses;   /* [rows] host copy of a micro-batch's losses */
@@ -625,6 +629,20 @@ gpu_receive (PpRun *run, Rank *rk, int stage, int ps, int grad, int mb, PpError 
   r->stage = stage;
   r->mb = mb;
   r->peer = p->rank;
+  if ((grad ? st->edge_b : st->edge_f) != NULL)
+    {
+      /* NCCL: the receive itself waits for the send, which waits for the
+       * producer's event */
+      r->block = tag_push (run, rk->rank, stage, mb, r->span);
+      rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[0], s));
+      if (rc == PP_OK)
+        rc = pp_gpu_edge_transfer (run->gpu, grad ? st->edge_b : st->edge_f, src, dst, rows * dim,
+                                   (grad ? p->ev_din : p->ev_out)[kp], err);
+      if (rc == PP_OK)
+        rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
+      tag_pop (run, r->block);
+      return rc;
+    }
   if ((e = cudaStreamWaitEvent (s, (grad ? p->ev_din : p->ev_out)[kp], 0)) != cudaSuccess)
     return cuda_check (err, "cudaStreamWaitEvent", e);
   r->block = tag_push (run, rk->rank, stage, mb, r->span);
@@ -680,14 +698,13 @@ prepare_gpu (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError
     }
 }
 
-/* Queues one work and, once queued, publishes its output behind an event. */
+/* Queues one work (published by publish_gpu once its end event is recorded). */
 static PpStatus
 compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
 {
   Stage *st = &run->stages[w->stage];
   size_t rows = (size_t) run->rows;
   float loss_scale = 1.0f / (float) run->cfg.batch;
-  cudaStream_t s = rank_stream (run, rk->rank);
   PpStatus rc;
 
   switch (w->kind)
@@ -699,12 +716,6 @@ compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
       if (rc != PP_OK)
         return rc;
       st->mb_state[w->k] |= MB_FWD;
-      if (st->next >= 0)
-        {
-          if ((rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (st->ev_out[w->k], s))) != PP_OK)
-            return rc;
-          publish (st, 0, w->mb);
-        }
       return PP_OK;
     case PP_ACT_B:
     case PP_ACT_I:
@@ -717,12 +728,6 @@ compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
         if (rc != PP_OK)
           return rc;
         st->mb_state[w->k] |= (w->kind == PP_ACT_B) ? (MB_INPUT | MB_DONE) : MB_INPUT;
-        if (st->prev >= 0)
-          {
-            if ((rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (st->ev_din[w->k], s))) != PP_OK)
-              return rc;
-            publish (st, 1, w->mb);
-          }
         return PP_OK;
       }
     case PP_ACT_W:
@@ -732,6 +737,24 @@ compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
       return rc;
     default:
       return pp_error_set (err, PP_EINVAL, "cannot run action kind %d", w->kind);
+    }
+}
+
+/* The work's output is ready once `done` (recorded after it on the rank's
+ * stream) is: consumers wait for that event. */
+static void
+publish_gpu (PpRun *run, const Work *w, cudaEvent_t done)
+{
+  Stage *st = &run->stages[w->stage];
+  if (w->kind == PP_ACT_F && st->next >= 0)
+    {
+      st->ev_out[w->k] = done;
+      publish (st, 0, w->mb);
+    }
+  else if ((w->kind == PP_ACT_B || w->kind == PP_ACT_I) && st->prev >= 0)
+    {
+      st->ev_din[w->k] = done;
+      publish (st, 1, w->mb);
     }
 }
 
@@ -793,16 +816,25 @@ run_action_gpu (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
       r->work_kind[i] = w[i].kind;
       r->work_stage[i] = w[i].stage;
     }
+  /* Two events per action (three for OVERLAP_F_B): its start, and the end
+   * of each work, which is also what consumers of that work wait for —
+   * every event recorded between two blocks widens the gap between them. */
   r->block = tag_push (run, rk->rank, a->stage, a->microbatch, r->span);
   rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[0], s));
   if (rc == PP_OK)
     rc = compute_gpu (run, rk, &w[0], err);
   if (rc == PP_OK)
     rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[1], s));
-  if (rc == PP_OK && n == 2)
-    rc = compute_gpu (run, rk, &w[1], err);
   if (rc == PP_OK)
-    rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
+    publish_gpu (run, &w[0], r->ev[1]);
+  if (rc == PP_OK && n == 2)
+    {
+      rc = compute_gpu (run, rk, &w[1], err);
+      if (rc == PP_OK)
+        rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
+      if (rc == PP_OK)
+        publish_gpu (run, &w[1], r->ev[2]);
+    }
   tag_pop (run, r->block);
   if (rc == PP_OK)
     record_memory_gpu (run, rk, pp_probe_now_ns ());
@@ -873,9 +905,13 @@ gpu_finalize (PpRun *run, Rank *rk, PpError *err)
   for (int i = 0; i < rk->n_recs; i++)
     {
       GpuRec *r = &rk->recs[i];
+      /* ev[0] start; works: ev[1] end of the first, ev[2] of the second;
+       * transfers: ev[2] their end */
       int64_t t0 = pp_gpu_event_ns (run->gpu, rk->rank, r->ev[0]);
-      int64_t t2 = pp_gpu_event_ns (run->gpu, rk->rank, r->ev[2]);
-      int64_t t1 = r->works == 2 ? pp_gpu_event_ns (run->gpu, rk->rank, r->ev[1]) : t2;
+      int64_t t1 = r->works >= 1 ? pp_gpu_event_ns (run->gpu, rk->rank, r->ev[1]) : 0;
+      int64_t t2 = r->works != 1 ? pp_gpu_event_ns (run->gpu, rk->rank, r->ev[2]) : t1;
+      if (r->works == 0)
+        t1 = t2;
       int64_t s0 = t0, s1 = t2;
 #ifdef PP_HAVE_CUPTI
       int64_t cs, ce;
@@ -958,13 +994,8 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
   int64_t t0, t1;
 
   memset (&err, 0, sizeof err);
-  if ((rc = pp_gpu_bind (run->gpu, rk->rank, &err)) != PP_OK
-      || (rc = gpu_finalize (run, rk, &err)) != PP_OK)
-    {
-      fail (run, &err);
-      return;
-    }
   t0 = pp_probe_now_ns ();
+  rc = pp_gpu_bind (run->gpu, rk->rank, &err);
   for (int i = 0; i < rk->n_stages && rc == PP_OK; i++)
     {
       PpGpuChunk *c = run->stages[rk->stages[i]].gchunk;
@@ -973,6 +1004,14 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
       if (rc == PP_OK)
         rc = pp_gpu_chunk_zero_grads (c, &err);
     }
+  /* While the GPU takes the optimizer step, the main thread flushes CUPTI;
+   * the step's spans get their GPU times once it has. */
+  pthread_mutex_lock (&run->mu);
+  while (!run->spans_ready)
+    pthread_cond_wait (&run->spans_cv, &run->mu);
+  pthread_mutex_unlock (&run->mu);
+  if (rc == PP_OK)
+    rc = gpu_finalize (run, rk, &err);
   if (rc == PP_OK)
     rc = gpu_step_end (run, rk, &err);
   if (rc != PP_OK)
@@ -986,6 +1025,8 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
   rk->last_busy = rk->busy_ns;
   rk->last_wait = rk->wait_ns;
   rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
+  rk->last_first = rk->first_ns;
+  rk->last_last = rk->last_ns;
 }
 
 /* DualPipe: every copy of a part gets the sum of the copies' gradients.
@@ -1079,10 +1120,6 @@ setup_stage_gpu (PpRun *run, int i, int first_block, PpError *err)
   st->ev_din = calloc (n, sizeof (cudaEvent_t));
   if (st->ev_out == NULL || st->ev_din == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
-  for (size_t k = 0; k < n; k++)
-    if ((rc = cuda_check (err, "cudaEventCreate", cudaEventCreateWithFlags (&st->ev_out[k], cudaEventDisableTiming))) != PP_OK
-        || (rc = cuda_check (err, "cudaEventCreate", cudaEventCreateWithFlags (&st->ev_din[k], cudaEventDisableTiming))) != PP_OK)
-      return rc;
   return PP_OK;
 }
 
@@ -1091,6 +1128,8 @@ free_stage_gpu (PpRun *run, Stage *st)
 {
   if (run->gpu == NULL)
     return;
+  pp_gpu_edge_free (run->gpu, st->edge_f);
+  pp_gpu_edge_free (run->gpu, st->edge_b);
   (void) pp_gpu_bind (run->gpu, st->rank, NULL);
   pp_gpu_chunk_free (st->gchunk);
   cudaFree (st->d_in);
@@ -1099,16 +1138,45 @@ free_stage_gpu (PpRun *run, Stage *st)
   cudaFree (st->d_din);
   cudaFree (st->d_labels);
   cudaFree (st->d_losses);
-  for (int k = 0; k < st->n_mb; k++)
-    {
-      if (st->ev_out != NULL && st->ev_out[k] != NULL)
-        cudaEventDestroy (st->ev_out[k]);
-      if (st->ev_din != NULL && st->ev_din[k] != NULL)
-        cudaEventDestroy (st->ev_din[k]);
-    }
   free (st->ev_out);
   free (st->ev_din);
   (void) cudaGetLastError ();
+}
+
+/* NCCL edges into every stage whose neighbour runs on another rank, where
+ * the transport asks for them (pp-executor.h). */
+static PpStatus
+setup_edges_gpu (PpRun *run, PpError *err)
+{
+  int t = run->cfg.gpu_transport;
+  if (t == PP_RUN_TRANSPORT_COPY)
+    return PP_OK;
+  if (!pp_gpu_have_nccl ())
+    return t == PP_RUN_TRANSPORT_NCCL
+           ? pp_error_set (err, PP_EUNSUPPORTED, "--gpu-transport nccl: this pipescope was built without NCCL")
+           : PP_OK;
+  for (int i = 0; i < run->sched->n_stages; i++)
+    {
+      Stage *st = &run->stages[i];
+      for (int dir = 0; dir < 2; dir++)
+        {
+          int ps = dir == 0 ? st->prev : st->next;
+          int src;
+          if (ps < 0 || (src = run->stages[ps].rank) == st->rank)
+            continue;
+          if (t != PP_RUN_TRANSPORT_NCCL
+              && pp_gpu_device (run->gpu, src) == pp_gpu_device (run->gpu, st->rank))
+            continue;
+          PpGpuEdge *e = pp_gpu_edge_new (run->gpu, src, st->rank, err);
+          if (e == NULL)
+            return err != NULL && err->status ? err->status : PP_EIO;
+          if (dir == 0)
+            st->edge_f = e;
+          else
+            st->edge_b = e;
+        }
+    }
+  return PP_OK;
 }
 
 /* The rank's timing records (3 events each) and its zero rows. */
@@ -1241,6 +1309,8 @@ run_rank_optimizer (PpRun *run, Rank *rk)
   rk->last_busy = rk->busy_ns;
   rk->last_wait = rk->wait_ns;
   rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
+  rk->last_first = rk->first_ns;
+  rk->last_last = rk->last_ns;
 }
 
 static void *
@@ -1425,6 +1495,7 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->rows = cfg->batch / s->microbatches;
   pthread_mutex_init (&run->mu, NULL);
   pthread_cond_init (&run->start, NULL);
+  pthread_cond_init (&run->spans_cv, NULL);
   cond_init_monotonic (&run->done);
   atomic_init (&run->abort, 0);
 
@@ -1569,6 +1640,10 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
         goto fail;
 #endif
     }
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode && setup_edges_gpu (run, err) != PP_OK)
+    goto fail;
+#endif
   for (int r = 0; r < run->P; r++)
     {
       int e = pthread_create (&run->ranks[r].thread, NULL, rank_main, &run->ranks[r]);
@@ -1764,10 +1839,6 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   if (run->gpu_mode)
     {
       PpStatus rc;
-#ifdef PP_HAVE_CUPTI
-      /* the step's device records, so the ranks can give spans GPU times */
-      (void) pp_cupti_flush (run_cupti (run), NULL);
-#endif
       if ((rc = gpu_sum_copies (run, err)) != PP_OK)
         {
           run->broken = 1;
@@ -1786,9 +1857,23 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   pthread_mutex_lock (&run->mu);
   run->remaining = run->P;
   run->task = TASK_OPTIMIZER;
+  run->spans_ready = !run->gpu_mode;
   run->gen++;
   pthread_cond_broadcast (&run->start);
   pthread_mutex_unlock (&run->mu);
+#ifdef PP_HAVE_CUDA
+  if (run->gpu_mode)
+    {
+#ifdef PP_HAVE_CUPTI
+      /* the step's device records, so the ranks can give spans GPU times */
+      (void) pp_cupti_flush (run_cupti (run), NULL);
+#endif
+      pthread_mutex_lock (&run->mu);
+      run->spans_ready = 1;
+      pthread_cond_broadcast (&run->spans_cv);
+      pthread_mutex_unlock (&run->mu);
+    }
+#endif
   if (!run->gpu_mode)   /* the GPU ranks made it during the step */
     pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
                     run->labels_next);
@@ -1879,6 +1964,15 @@ pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int64_t *wait_n
   if (busy_ns) *busy_ns = rk ? rk->last_busy : 0;
   if (wait_ns) *wait_ns = rk ? rk->last_wait : 0;
   if (span_ns) *span_ns = rk ? rk->last_span : 0;
+}
+
+void
+pp_run_rank_window (const PpRun *run, int rank, int64_t *first_ns, int64_t *last_ns)
+{
+  const Rank *rk = (run != NULL && rank >= 0 && rank < run->P) ? &run->ranks[rank] : NULL;
+
+  if (first_ns) *first_ns = rk ? rk->last_first : -1;
+  if (last_ns) *last_ns = rk ? rk->last_last : -1;
 }
 
 size_t
@@ -2034,6 +2128,7 @@ pp_run_free (PpRun *run)
   free (run->loss_mb);
   pthread_mutex_destroy (&run->mu);
   pthread_cond_destroy (&run->start);
+  pthread_cond_destroy (&run->spans_cv);
   pthread_cond_destroy (&run->done);
   free (run);
 }

@@ -39,6 +39,12 @@
 enum { PP_BACKEND_CPU = 0, PP_BACKEND_CUDA = 1 };
 /* How ranks share a GPU when there are fewer GPUs than ranks (pp-gpu.h). */
 enum { PP_RUN_GPU_AUTO = 0, PP_RUN_GPU_GREEN = 1, PP_RUN_GPU_STREAMS = 2 };
+/* Stage boundaries on the CUDA backend: auto = NCCL send/receive between
+ * ranks on different GPUs (when built with NCCL), copies ordered by events
+ * on one GPU; copy = always copies (peer copies across GPUs); nccl = NCCL
+ * for every boundary between two ranks, also on one GPU (a communicator
+ * that sends to itself). */
+enum { PP_RUN_TRANSPORT_AUTO = 0, PP_RUN_TRANSPORT_COPY = 1, PP_RUN_TRANSPORT_NCCL = 2 };
 /* GEMM compute type of the CUDA backend; weights stay fp32. */
 enum { PP_RUN_COMPUTE_TF32 = 0, PP_RUN_COMPUTE_FP32 = 1, PP_RUN_COMPUTE_BF16 = 2 };
 
@@ -61,6 +67,7 @@ typedef struct {
   int               gpu_partition;/* PP_RUN_GPU_* (CUDA backend): 0 auto */
   int               compute;      /* PP_RUN_COMPUTE_* (CUDA backend): 0 TF32 */
   int               no_cupti;     /* CUDA backend: time blocks with CUDA events only */
+  int               gpu_transport;/* PP_RUN_TRANSPORT_*: 0 auto */
   PpProbe          *probe;        /* NULL: nothing recorded */
   volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
 } PpRunConfig;
@@ -92,6 +99,12 @@ PpCostModel *pp_run_measured_costs (const PpRun *run);
 /* Per rank over the last step: time computing and time waiting, ns. */
 void       pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int64_t *wait_ns,
                               int64_t *span_ns);
+
+/* Start of the rank's first action and end of its last in the last step
+ * (CLOCK_MONOTONIC ns; GPU times on the CUDA backend), -1 before any.  The
+ * step's makespan is the latest end minus the earliest start over the ranks:
+ * what the simulator's per-rank bubble is a fraction of. */
+void       pp_run_rank_window (const PpRun *run, int rank, int64_t *first_ns, int64_t *last_ns);
 
 /* The model's parameters in the order of the whole model as one part (for
  * the correctness test); out has pp_run_n_params floats. */

@@ -11,6 +11,11 @@
 #ifdef PP_HAVE_CUPTI
 #include "pp-cupti.h"
 #endif
+#ifdef PP_HAVE_NCCL
+#include <dlfcn.h>
+#include <pthread.h>
+#include <nccl.h>
+#endif
 
 /* The driver functions we use, resolved once per open. */
 typedef struct {
@@ -507,4 +512,181 @@ const char *
 pp_gpu_cupti_note (const PpGpu *g)
 {
   return g ? g->cupti_note : "";
+}
+
+/* ---- NCCL edges ---- */
+
+#ifdef PP_HAVE_NCCL
+/* NCCL is opened at run time (libnccl.so.2), not linked: the binaries load
+ * where it is not installed, and the transport falls back to copies there. */
+static struct {
+  ncclResult_t (*CommInitAll) (ncclComm_t *, int, const int *);
+  ncclResult_t (*CommDestroy) (ncclComm_t);
+  ncclResult_t (*GroupStart) (void);
+  ncclResult_t (*GroupEnd) (void);
+  ncclResult_t (*Send) (const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Recv) (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  const char  *(*GetErrorString) (ncclResult_t);
+  int ok;
+} nccl;
+static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
+
+static void
+nccl_load (void)
+{
+  void *h = dlopen ("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL)
+    h = dlopen ("libnccl.so", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL)
+    return;
+  *(void **) &nccl.CommInitAll = dlsym (h, "ncclCommInitAll");
+  *(void **) &nccl.CommDestroy = dlsym (h, "ncclCommDestroy");
+  *(void **) &nccl.GroupStart = dlsym (h, "ncclGroupStart");
+  *(void **) &nccl.GroupEnd = dlsym (h, "ncclGroupEnd");
+  *(void **) &nccl.Send = dlsym (h, "ncclSend");
+  *(void **) &nccl.Recv = dlsym (h, "ncclRecv");
+  *(void **) &nccl.GetErrorString = dlsym (h, "ncclGetErrorString");
+  nccl.ok = nccl.CommInitAll && nccl.CommDestroy && nccl.GroupStart && nccl.GroupEnd
+            && nccl.Send && nccl.Recv && nccl.GetErrorString;
+}
+#endif
+
+int
+pp_gpu_have_nccl (void)
+{
+#ifdef PP_HAVE_NCCL
+  pthread_once (&nccl_once, nccl_load);
+  return nccl.ok;
+#else
+  return 0;
+#endif
+}
+
+#ifdef PP_HAVE_NCCL
+struct _PpGpuEdge {
+  int          src, dst;      /* ranks */
+  int          self;          /* one device: one communicator sending to itself */
+  ncclComm_t   comm[2];       /* [0] on src's device, [1] on dst's (== [0] if self) */
+  cudaStream_t send;          /* on src's device, in src's context */
+};
+
+static PpStatus
+nccl_fail (PpError *err, const char *what, ncclResult_t r)
+{
+  return pp_error_set (err, PP_EIO, "NCCL %s: %s", what, nccl.GetErrorString (r));
+}
+#endif
+
+PpGpuEdge *
+pp_gpu_edge_new (PpGpu *g, int src, int dst, PpError *err)
+{
+#ifdef PP_HAVE_NCCL
+  PpGpuEdge *e = calloc (1, sizeof *e);
+  int devs[2] = { g->place[src].device, g->place[dst].device };
+  ncclResult_t r;
+  cudaError_t ce;
+
+  if (!pp_gpu_have_nccl ())
+    {
+      free (e);
+      pp_error_set (err, PP_EUNSUPPORTED, "NCCL (libnccl.so.2) cannot be loaded here");
+      return NULL;
+    }
+  if (e == NULL)
+    {
+      pp_error_set (err, PP_ENOMEM, "out of memory");
+      return NULL;
+    }
+  e->src = src;
+  e->dst = dst;
+  e->self = devs[0] == devs[1];
+  r = nccl.CommInitAll (e->comm, e->self ? 1 : 2, devs);
+  if (r != ncclSuccess)
+    {
+      nccl_fail (err, "communicator for a stage edge", r);
+      free (e);
+      return NULL;
+    }
+  if (e->self)
+    e->comm[1] = e->comm[0];
+  if (pp_gpu_bind (g, src, err) != PP_OK)
+    {
+      pp_gpu_edge_free (g, e);
+      return NULL;
+    }
+  if ((ce = cudaStreamCreateWithFlags (&e->send, cudaStreamNonBlocking)) != cudaSuccess)
+    {
+      cuda_fail (err, "cudaStreamCreate (NCCL sends)", ce);
+      pp_gpu_edge_free (g, e);
+      return NULL;
+    }
+  return e;
+#else
+  (void) g; (void) src; (void) dst;
+  pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without NCCL");
+  return NULL;
+#endif
+}
+
+PpStatus
+pp_gpu_edge_transfer (PpGpu *g, PpGpuEdge *e, const float *src, float *dst, size_t count,
+                      void *ready, PpError *err)
+{
+#ifdef PP_HAVE_NCCL
+  ncclResult_t r, r2;
+  cudaError_t ce;
+  PpStatus rc;
+
+  /* the send side waits for the producer, on src's device */
+  if ((rc = pp_gpu_bind (g, e->src, err)) != PP_OK)
+    return rc;
+  if ((ce = cudaStreamWaitEvent (e->send, (cudaEvent_t) ready, 0)) != cudaSuccess)
+    {
+      cuda_fail (err, "cudaStreamWaitEvent (NCCL send)", ce);
+      (void) pp_gpu_bind (g, e->dst, NULL);
+      return PP_EIO;
+    }
+  if ((r = nccl.GroupStart ()) != ncclSuccess)
+    {
+      (void) pp_gpu_bind (g, e->dst, NULL);
+      return nccl_fail (err, "group start", r);
+    }
+  r = nccl.Send (src, count, ncclFloat32, e->self ? 0 : 1, e->comm[0], e->send);
+  if (r == ncclSuccess)
+    r = nccl.Recv (dst, count, ncclFloat32, 0, e->comm[1], g->place[e->dst].stream);
+  r2 = nccl.GroupEnd ();
+  if ((rc = pp_gpu_bind (g, e->dst, err)) != PP_OK)
+    return rc;
+  if (r != ncclSuccess)
+    return nccl_fail (err, "send/receive of a stage boundary", r);
+  if (r2 != ncclSuccess)
+    return nccl_fail (err, "group end", r2);
+  return PP_OK;
+#else
+  (void) g; (void) e; (void) src; (void) dst; (void) count; (void) ready;
+  return pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without NCCL");
+#endif
+}
+
+void
+pp_gpu_edge_free (PpGpu *g, PpGpuEdge *e)
+{
+#ifdef PP_HAVE_NCCL
+  if (e == NULL)
+    return;
+  if (e->send != NULL)
+    {
+      (void) pp_gpu_bind (g, e->src, NULL);
+      (void) cudaStreamSynchronize (e->send);
+      cudaStreamDestroy (e->send);
+    }
+  if (e->comm[0] != NULL)
+    nccl.CommDestroy (e->comm[0]);
+  if (!e->self && e->comm[1] != NULL)
+    nccl.CommDestroy (e->comm[1]);
+  (void) cudaGetLastError ();
+  free (e);
+#else
+  (void) g; (void) e;
+#endif
 }

@@ -53,6 +53,14 @@ if [ -f "$1/device-libs.tar.xz" ]; then
     echo "$0: cannot unpack $1/device-libs.tar.xz; going on without it" >&2
   fi
 fi
+# NCCL is opened at run time (libnccl.so.2): where the loader does not know
+# one, use the first found under /usr or /opt (a PyTorch install brings one).
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2' && [ ! -e /usr/local/cuda/lib64/libnccl.so.2 ]; then
+  PP_NCCL=$(find /usr /opt -name 'libnccl.so.2' 2>/dev/null | head -n 1)
+  if [ -n "$PP_NCCL" ]; then
+    export LD_LIBRARY_PATH="$(dirname "$PP_NCCL")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
 
 exec "$PY" - "$1" "$2" "$SRC_DIR" <<'PYEOF'
 import json, os, platform, re, shutil, signal, socket, subprocess, sys, time
@@ -109,6 +117,7 @@ conf_src = info["directories"]["source"]
 conf_meson = info.get("meson_version", {}).get("full", "?")
 say("pipescope device check, %s" % time.strftime("%Y-%m-%d %H:%M:%S %z"))
 say("host: %s (%s %s)" % (socket.gethostname(), platform.system(), platform.release()))
+say("LD_LIBRARY_PATH: %s" % os.environ.get("LD_LIBRARY_PATH", ""))
 say("build: %s (configured as %s by meson %s)" % (build, conf_build, conf_meson))
 say("source: %s" % src)
 say()
@@ -292,7 +301,7 @@ if os.path.exists(cli):
     say("== pipescope-cli on the GPU ==")
     trace = os.path.join(out, "zbv-gpu.pptrace")
     for args in (["run", "-s", "zbv", "-p", "4", "-m", "8", "-v", "2", "--backend", "cuda",
-                  "--layers", "16", "--width", "1024", "--batch", "2048", "--steps", "30",
+                  "--layers", "16", "--width", "1024", "--batch", "2048", "--steps", "30", "--lr", "5e-5",
                   "--no-live", "--trace", trace],
                  ["info", trace]):
         rc, o, to, dur = run([cli] + args, CLI_T)

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "pp-executor.h"
+#include "pp-gpu.h"
 #include "pp-kernels-cuda.h"
 #include "pp-probe.h"
 #include "pp-schedule.h"
@@ -69,6 +70,8 @@ gen (const char *name, int P, int M, int V)
   return s;
 }
 
+static int transport = PP_RUN_TRANSPORT_AUTO, partition = PP_RUN_GPU_AUTO;
+
 typedef struct {
   float  *w0, *w3;
   double  loss[3];
@@ -91,6 +94,8 @@ base_config (const PpSchedule *s, int backend, int compute)
   rc.backend = backend;
   rc.compute = compute;
   rc.exact_grads = backend == PP_BACKEND_CPU;
+  rc.gpu_transport = transport;
+  rc.gpu_partition = partition;
   return rc;
 }
 
@@ -180,6 +185,29 @@ test_correctness (void)
       compare (what, s, PP_RUN_COMPUTE_FP32, 1e-2, 1e-4);
       pp_schedule_free (s);
     }
+}
+
+/* NCCL send/receive at every boundary; on one GPU through communicators that
+ * send to themselves (two ranks on one GPU cannot share one), on streams. */
+static void
+test_nccl (void)
+{
+  PpSchedule *s;
+  if (!pp_gpu_have_nccl ())
+    {
+      g_test_skip ("libnccl.so.2 cannot be loaded here");
+      return;
+    }
+  transport = PP_RUN_TRANSPORT_NCCL;
+  partition = PP_RUN_GPU_STREAMS;
+  s = gen ("1F1B", 4, 8, 0);
+  compare ("1F1B P=4 M=8 fp32, NCCL", s, PP_RUN_COMPUTE_FP32, 1e-2, 1e-4);
+  pp_schedule_free (s);
+  s = gen ("ZBV", 2, 4, 2);
+  compare ("ZBV P=2 M=4 fp32, NCCL", s, PP_RUN_COMPUTE_FP32, 1e-2, 1e-4);
+  pp_schedule_free (s);
+  transport = PP_RUN_TRANSPORT_AUTO;
+  partition = PP_RUN_GPU_AUTO;
 }
 
 static void
@@ -385,6 +413,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu-run/partitions", test_partitions);
   g_test_add_func ("/gpu-run/correctness", test_correctness);
   g_test_add_func ("/gpu-run/compute-types", test_compute_types);
+  g_test_add_func ("/gpu-run/nccl", test_nccl);
   g_test_add_func ("/gpu-run/spans", test_spans);
   g_test_add_func ("/gpu-run/spans-events", test_spans_events);
   g_test_add_func ("/gpu-run/trains", test_trains);
