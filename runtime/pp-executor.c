@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pp-batch-pool.h"
 #include "pp-kernels.h"
 
 #ifdef PP_HAVE_CUDA
@@ -151,6 +152,7 @@ struct _PpRun {
   PpError         first_err;
   int             gpu_mode;   /* cfg.backend == PP_BACKEND_CUDA */
   int             spans_ready;/* GPU: CUPTI flushed for this step (under mu) */
+  PpBatchPool    *pool;       /* GPU: makes the next batch while the GPUs run */
   pthread_cond_t  spans_cv;
 #ifdef PP_HAVE_CUDA
   PpGpu          *gpu;
@@ -1272,12 +1274,6 @@ run_rank_step (PpRun *run, Rank *rk)
 #ifdef PP_HAVE_CUDA
   if (run->gpu_mode)
     {
-      /* While the GPU runs what was queued: this rank's share of the next
-       * step's batch (the host would otherwise be the slower side). */
-      int B = run->cfg.batch;
-      pp_model_batch_rows (run->model, run->cfg.data_seed, run->step + 1,
-                           (int) ((int64_t) B * rk->rank / run->P),
-                           (int) ((int64_t) B * (rk->rank + 1) / run->P), run->x_next, run->labels_next);
       memset (&err, 0, sizeof err);
       if (gpu_step_end (run, rk, &err) != PP_OK)
         {
@@ -1525,6 +1521,15 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       run->gpu = pp_gpu_open (run->P, want, cfg->probe, !cfg->no_cupti, err);
       if (run->gpu == NULL)
         goto fail;
+      {
+        /* the cores the rank threads (and the main thread) leave free */
+        long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
+        long n = ncpu - run->P - 1;
+        if (n < 1) n = 1;
+        if (n > 16) n = 16;
+        if ((run->pool = pp_batch_pool_new (run->model, (int) n, err)) == NULL)
+          goto fail;
+      }
 #else
       pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without CUDA");
       goto fail;
@@ -1776,9 +1781,20 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
       run->x_next = x;
       run->labels_next = labels;
     }
+  else if (run->pool != NULL)
+    {
+      pp_batch_pool_start (run->pool, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
+      pp_batch_pool_wait (run->pool);
+    }
   else
     pp_model_batch (run->model, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
   run->next_step = -1;
+  /* GPU: the next step's batch is made by the pool while the GPUs run this
+   * one (on the CPU backend the cores are the ranks', and the main thread
+   * makes it during the optimizer step) */
+  if (run->pool != NULL)
+    pp_batch_pool_start (run->pool, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
+                         run->labels_next);
   for (int i = 0; i < s->n_stages; i++)
     {
       Stage *st = &run->stages[i];
@@ -1819,6 +1835,8 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   stopped = !all_done;
   if (run->failed || stopped)
     {
+      if (run->pool != NULL)
+        pp_batch_pool_wait (run->pool);   /* it writes x_next; next_step stays -1 */
       PpStatus rc;
       if (run->failed)
         {
@@ -1842,6 +1860,7 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
       if ((rc = gpu_sum_copies (run, err)) != PP_OK)
         {
           run->broken = 1;
+          pp_batch_pool_wait (run->pool);
           return rc;
         }
     }
@@ -1874,7 +1893,9 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
       pthread_mutex_unlock (&run->mu);
     }
 #endif
-  if (!run->gpu_mode)   /* the GPU ranks made it during the step */
+  if (run->pool != NULL)
+    pp_batch_pool_wait (run->pool);
+  else
     pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
                     run->labels_next);
   run->next_step = run->step + 1;
@@ -1885,7 +1906,7 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   if (run->failed)
     {
       /* only the GPU optimizer step can fail (a CUDA error): the weights
-       * are no longer those of a complete step */
+       * are no longer those of a complete step (the pool was waited for) */
       if (err != NULL)
         *err = run->first_err;
       run->broken = 1;
@@ -2075,6 +2096,7 @@ pp_run_free (PpRun *run)
 {
   if (run == NULL)
     return;
+  pp_batch_pool_free (run->pool);   /* before the buffers it may write */
   if (run->ranks != NULL)
     {
       pthread_mutex_lock (&run->mu);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pp-batch-pool.h"
 #include "pp-kernels.h"
 #include "pp-model.h"
 
@@ -784,6 +785,62 @@ test_loss_falls (void)
   pp_model_free (m);
 }
 
+/* The batch pool (what the GPU backend makes batches with) writes exactly
+ * pp_model_batch's rows, whatever its number of threads, batch after batch
+ * into reused buffers; pp_model_batch_rows over disjoint ranges does too.
+ * The teacher reads at most 128 inputs, so a wide model's labels are still
+ * spread over the classes (a broken teacher gives one class). */
+static void
+test_batch_pool (void)
+{
+  static const int widths[] = { 16, 200 };
+  for (guint w = 0; w < G_N_ELEMENTS (widths); w++)
+    {
+      PpModelConfig cfg = { .layers = 2, .width = widths[w], .seed = 5 };
+      PpError err = { 0 };
+      PpModel *m = pp_model_new (&cfg, &err);
+      int in = pp_model_config (m)->in_dim, B = 301;
+      float *want = g_new (float, (gsize) B * in), *got = g_new (float, (gsize) B * in);
+      int32_t *lwant = g_new (int32_t, B), *lgot = g_new (int32_t, B);
+      g_assert_nonnull (m);
+      for (int threads = 1; threads <= 8; threads += 3)
+        {
+          PpBatchPool *p = pp_batch_pool_new (m, threads, &err);
+          g_assert_nonnull (p);
+          g_assert_cmpint (pp_batch_pool_threads (p), ==, threads);
+          for (int step = 0; step < 3; step++)
+            {
+              int classes[64] = { 0 }, used = 0;
+              pp_model_batch (m, 9, step, B, want, lwant);
+              memset (got, 0xff, sizeof (float) * (gsize) B * in);
+              memset (lgot, 0xff, sizeof (int32_t) * B);
+              pp_batch_pool_start (p, 9, step, B, got, lgot);
+              pp_batch_pool_wait (p);
+              g_assert_cmpmem (got, sizeof (float) * (gsize) B * in, want, sizeof (float) * (gsize) B * in);
+              g_assert_cmpmem (lgot, sizeof (int32_t) * B, lwant, sizeof (int32_t) * B);
+              for (int r = 0; r < B; r++)
+                if (lwant[r] >= 0 && lwant[r] < 64 && classes[lwant[r]]++ == 0)
+                  used++;
+              g_assert_cmpint (used, >=, 8);   /* of 16 classes */
+            }
+          /* freed while a batch is in progress: it waits, nothing leaks */
+          pp_batch_pool_start (p, 9, 7, B, got, lgot);
+          pp_batch_pool_free (p);
+        }
+      /* rows in two ranges == the whole batch */
+      pp_model_batch (m, 3, 4, B, want, lwant);
+      pp_model_batch_rows (m, 3, 4, 100, B, got, lgot);
+      pp_model_batch_rows (m, 3, 4, 0, 100, got, lgot);
+      g_assert_cmpmem (got, sizeof (float) * (gsize) B * in, want, sizeof (float) * (gsize) B * in);
+      g_assert_cmpmem (lgot, sizeof (int32_t) * B, lwant, sizeof (int32_t) * B);
+      g_free (want);
+      g_free (got);
+      g_free (lwant);
+      g_free (lgot);
+      pp_model_free (m);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -793,6 +850,7 @@ main (int argc, char **argv)
   g_test_add_func ("/model/partition", test_partition);
   g_test_add_func ("/model/init-partition-invariant", test_init_partition_invariant);
   g_test_add_func ("/model/batch", test_batch);
+  g_test_add_func ("/model/batch-pool", test_batch_pool);
   g_test_add_func ("/model/finite-difference", test_finite_difference);
   g_test_add_func ("/model/chained-parts", test_chained_parts);
   g_test_add_func ("/model/split-and-recompute", test_split_and_recompute);
