@@ -52,7 +52,7 @@ step_losses (const char *out, GArray *steps)
 }
 
 /* A run's stderr is quiet, but for the one-line notice of a CUDA build that
- * trains on the CPU (no GPU here, or no CUDA training backend yet). */
+ * trains on the CPU (these tests run where there is no GPU). */
 static void
 assert_run_stderr_quiet (const char *err)
 {
@@ -145,6 +145,9 @@ test_rejections (void)
       "the machine has" },
     { { "-s", "1F1B", "-p", "2", "-m", "4", "--backend", "cuda", NULL }, "use --backend cpu" },
     { { "-s", "1F1B", "-p", "2", "-m", "4", "--backend", "tpu", NULL }, NULL },
+    { { "-s", "1F1B", "-p", "2", "-m", "4", "--gpu-partition", "mig", NULL }, "unknown --gpu-partition 'mig'" },
+    { { "-s", "1F1B", "-p", "2", "-m", "4", "--compute", "fp8", NULL }, "unknown --compute 'fp8'" },
+    { { "-s", "1F1B", "-p", "2", "-m", "4", "--gpu-transport", "ib", NULL }, "unknown --gpu-transport 'ib'" },
     { { "-s", "1F1B", "-p", "2", "-m", "4", "--no-live", "--listen", "127.0.0.1:0", NULL }, NULL },
     { { "-s", "1F1B", "-p", "2", NULL }, "--microbatches" },
     { { "-s", "1F1B", "-p", "2", "-m", "4", "--steps", "0", NULL }, NULL },

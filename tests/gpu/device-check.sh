@@ -11,8 +11,9 @@
 #
 # Steps, each with its own time limit (seconds; environment overrides):
 #   nvidia-smi -q header            PP_DEVICE_SMI_TIMEOUT   (15)
-#   meson test --suite gpu          PP_DEVICE_TEST_TIMEOUT  (300)
-#   meson test --benchmark --suite gpu   PP_DEVICE_BENCH_TIMEOUT (120)
+#   meson test --suite gpu          PP_DEVICE_TEST_TIMEOUT  (240)
+#   pipescope-cli run + info        PP_DEVICE_CLI_TIMEOUT   (60 each)
+#   meson test --benchmark --suite gpu   PP_DEVICE_BENCH_TIMEOUT (200)
 # so the whole check ends in well under 10 minutes.  Always --no-rebuild.
 #
 # Where meson is missing here, or refuses the build folder (another meson
@@ -72,8 +73,8 @@ logs = os.path.join(out, "logs")
 os.makedirs(logs, exist_ok=True)
 
 SMI_T = int(os.environ.get("PP_DEVICE_SMI_TIMEOUT", "15"))
-TEST_T = int(os.environ.get("PP_DEVICE_TEST_TIMEOUT", "300"))
-BENCH_T = int(os.environ.get("PP_DEVICE_BENCH_TIMEOUT", "120"))
+TEST_T = int(os.environ.get("PP_DEVICE_TEST_TIMEOUT", "240"))
+BENCH_T = int(os.environ.get("PP_DEVICE_BENCH_TIMEOUT", "200"))
 
 report = []
 def say(line=""):
@@ -295,7 +296,7 @@ def step(title, benchmark, budget, logname):
 tests, tests_to = step("GPU tests (suite gpu)", False, TEST_T, "gpu-tests")
 
 # ---- the CLI as a user runs it: a 4-rank ZBV run on the GPU, its trace ----
-CLI_T = int(os.environ.get("PP_DEVICE_CLI_TIMEOUT", "120"))
+CLI_T = int(os.environ.get("PP_DEVICE_CLI_TIMEOUT", "60"))
 cli = os.path.join(build, "app", "pipescope-cli")
 if os.path.exists(cli):
     say("== pipescope-cli on the GPU ==")
