@@ -478,9 +478,17 @@ record_memory (PpRun *run, Rank *rk, int64_t t)
     return;
   for (int i = 0; i < rk->n_stages; i++)
     {
-      PpChunk *c = run->stages[rk->stages[i]].chunk;
-      bytes += pp_chunk_activation_bytes (c);
-      inflight += pp_chunk_inflight (c);
+      const Stage *st = &run->stages[rk->stages[i]];
+#ifdef PP_HAVE_CUDA
+      if (run->gpu_mode)
+        {
+          bytes += pp_gpu_chunk_activation_bytes (st->gchunk);
+          inflight += pp_gpu_chunk_inflight (st->gchunk);
+          continue;
+        }
+#endif
+      bytes += pp_chunk_activation_bytes (st->chunk);
+      inflight += pp_chunk_inflight (st->chunk);
     }
   record_counter (run, rk->rank, PP_COUNTER_ACTIVATION_BYTES, (double) bytes, t);
   record_counter (run, rk->rank, PP_COUNTER_INFLIGHT, (double) inflight, t);
@@ -760,24 +768,6 @@ publish_gpu (PpRun *run, const Work *w, cudaEvent_t done)
     }
 }
 
-static void
-record_memory_gpu (PpRun *run, Rank *rk, int64_t t)
-{
-  size_t bytes = 0;
-  int inflight = 0;
-
-  if (run->cfg.probe == NULL)
-    return;
-  for (int i = 0; i < rk->n_stages; i++)
-    {
-      PpGpuChunk *c = run->stages[rk->stages[i]].gchunk;
-      bytes += pp_gpu_chunk_activation_bytes (c);
-      inflight += pp_gpu_chunk_inflight (c);
-    }
-  record_counter (run, rk->rank, PP_COUNTER_ACTIVATION_BYTES, (double) bytes, t);
-  record_counter (run, rk->rank, PP_COUNTER_INFLIGHT, (double) inflight, t);
-}
-
 /* Queues one action; PP_EIO without a message: the step was abandoned. */
 static PpStatus
 run_action_gpu (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
@@ -839,7 +829,7 @@ run_action_gpu (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
     }
   tag_pop (run, r->block);
   if (rc == PP_OK)
-    record_memory_gpu (run, rk, pp_probe_now_ns ());
+    record_memory (run, rk, pp_probe_now_ns ());
   return rc;
 }
 
