@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pp-timeline-model.h"
 #include "pp-trace.h"
 
 /* ---- schedule --trace ---------------------------------------------------- */
@@ -436,6 +437,41 @@ cmp_interval (const void *a, const void *b)
 
 /* ---- info ------------------------------------------------------------------ */
 
+/* Each rank's bubble inside the steps' compute windows (what `run` prints
+ * and what compares with a plan's bubble a step); nothing when the trace
+ * has no step. */
+static void
+print_step_bubbles (const char *path, int n_ranks)
+{
+  PpError err = { 0 };
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  double *b;
+  int n_steps;
+
+  if (m == NULL || n_ranks <= 0 || (b = calloc ((size_t) n_ranks, sizeof *b)) == NULL)
+    {
+      pp_timeline_model_free (m);
+      return;
+    }
+  if (pp_timeline_model_n_ranks (m) < n_ranks)
+    n_ranks = pp_timeline_model_n_ranks (m);
+  n_steps = pp_timeline_model_step_bubbles (m, b);
+  if (n_steps > 0)
+    {
+      double sum = 0;
+      printf ("measured bubble inside the steps (%d step%s, median over the steps, each from its first F/B/I/W start to its last end):\n",
+              n_steps, n_steps == 1 ? "" : "s");
+      for (int r = 0; r < n_ranks; r++)
+        {
+          printf ("  rank %d bubble: %.1f%%\n", r, 100.0 * b[r]);
+          sum += b[r];
+        }
+      printf ("mean bubble inside the steps: %.1f%%\n", 100.0 * sum / n_ranks);
+    }
+  free (b);
+  pp_timeline_model_free (m);
+}
+
 static void
 info_usage (FILE *out)
 {
@@ -443,8 +479,10 @@ info_usage (FILE *out)
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
          "kind, each rank's measured bubble (the time it computes nothing between the\n"
-         "trace's first span start and last span end, over that length), dropped\n"
-         "events and whether the file was cut short.\n", out);
+         "trace's first span start and last span end, over that length) and, for a\n"
+         "trace with steps, inside the steps only (set-up and the time between steps\n"
+         "left out: what compares with the plan's bubble a step), dropped events and\n"
+         "whether the file was cut short.\n", out);
 }
 
 int
@@ -592,6 +630,7 @@ pp_cli_info (int argc, char **argv)
         }
       free (iv);
       printf ("mean bubble: %.1f%%\n", 100.0 * sum / n_ranks);
+      print_step_bubbles (path, n_ranks);
     }
   else
     printf ("measured bubble: n/a (no spans)\n");

@@ -170,6 +170,12 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   double closed = closed_form_bubble (pp_timeline_model_description (model));
   char buf[64];
 
+  /* Measured inside the steps (their compute windows), as the plan's bubble
+   * is per step: a GPU run's set-up and the time between steps would
+   * otherwise swamp it.  The whole run's idle share where no step is known. */
+  double *step_bubble = g_new (double, n_ranks > 0 ? n_ranks : 1);
+  int n_steps = pp_timeline_model_step_bubbles (model, step_bubble);
+
   update_summary (self, model);
   ensure_rows (self, n_ranks);
   for (int r = 0; r < n_ranks; r++)
@@ -178,7 +184,10 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
       int row = r + 1;
 
       pp_timeline_model_rank_stats (model, r, t0, t1, &st);
-      format_percent (buf, sizeof buf, t1 > t0 ? st.bubble : -1);
+      if (n_steps > 0 && step_bubble[r] >= 0)
+        format_percent (buf, sizeof buf, step_bubble[r]);
+      else
+        format_percent (buf, sizeof buf, t1 > t0 ? st.bubble : -1);
       set_cell (self, 1, row, buf);
       format_percent (buf, sizeof buf, st.planned_bubble);
       set_cell (self, 2, row, buf);
@@ -195,6 +204,7 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
         g_strlcpy (buf, "–", sizeof buf);
       set_cell (self, 5, row, buf);
     }
+  g_free (step_bubble);
 }
 
 GtkWidget *

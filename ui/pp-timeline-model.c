@@ -774,6 +774,111 @@ pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, in
   out->planned_bubble = pp_timeline_model_planned_bubble (m, rank, t0, t1);
 }
 
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static int
+is_compute (int kind)
+{
+  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
+         || kind == PP_SPAN_OVERLAP_F_B;
+}
+
+int
+pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+{
+  int32_t max_step = -1;
+  int64_t *lo, *hi;
+  double *busy, *per;
+  int n_steps = 0;
+
+  if (m == NULL)
+    return 0;
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      bubble[r] = -1;
+      for (size_t i = 0; i < m->ranks[r].n_spans; i++)
+        {
+          const PpSpan *s = &m->ranks[r].spans[i];
+          if (is_compute (s->kind) && s->step > max_step)
+            max_step = s->step;
+        }
+    }
+  if (max_step < 0)
+    return 0;
+  lo = malloc (sizeof (int64_t) * ((size_t) max_step + 1));
+  hi = malloc (sizeof (int64_t) * ((size_t) max_step + 1));
+  if (lo == NULL || hi == NULL)
+    {
+      free (lo);
+      free (hi);
+      return 0;
+    }
+  for (int32_t k = 0; k <= max_step; k++)
+    {
+      lo[k] = INT64_MAX;
+      hi[k] = INT64_MIN;
+    }
+  for (int r = 0; r < m->n_ranks; r++)
+    for (size_t i = 0; i < m->ranks[r].n_spans; i++)
+      {
+        const PpSpan *s = &m->ranks[r].spans[i];
+        if (!is_compute (s->kind) || s->step < 0)
+          continue;
+        if (s->start_ns < lo[s->step]) lo[s->step] = s->start_ns;
+        if (s->end_ns > hi[s->step]) hi[s->step] = s->end_ns;
+      }
+  for (int32_t k = 0; k <= max_step; k++)
+    if (hi[k] > lo[k])
+      n_steps++;
+  busy = calloc ((size_t) max_step + 1, sizeof *busy);
+  per = malloc (sizeof *per * (size_t) (n_steps > 0 ? n_steps : 1));
+  for (int r = 0; r < m->n_ranks && n_steps > 0 && busy != NULL && per != NULL; r++)
+    {
+      /* spans are sorted by start: a step's spans come in order, and a
+       * union over each step's window is one pass */
+      int32_t cur = -1;
+      Union u = { 0 };
+      int n = 0;
+      memset (busy, 0, sizeof *busy * ((size_t) max_step + 1));
+      for (size_t i = 0; i < m->ranks[r].n_spans; i++)
+        {
+          const PpSpan *s = &m->ranks[r].spans[i];
+          if (!is_compute (s->kind) || s->step < 0 || hi[s->step] <= lo[s->step])
+            continue;
+          if (s->step != cur)
+            {
+              if (cur >= 0)
+                busy[cur] += union_total (&u);
+              memset (&u, 0, sizeof u);
+              u.t0 = lo[s->step];
+              u.t1 = hi[s->step];
+              cur = s->step;
+            }
+          union_add (&u, s->start_ns, s->end_ns);
+        }
+      if (cur >= 0)
+        busy[cur] += union_total (&u);
+      for (int32_t k = 0; k <= max_step; k++)
+        if (hi[k] > lo[k])
+          {
+            double b = 1.0 - busy[k] / (double) (hi[k] - lo[k]);
+            per[n++] = b < 0 ? 0 : b;   /* out-of-order steps can overcount */
+          }
+      qsort (per, (size_t) n, sizeof *per, cmp_double);
+      bubble[r] = n % 2 ? per[n / 2] : 0.5 * (per[n / 2 - 1] + per[n / 2]);
+    }
+  free (busy);
+  free (per);
+  free (lo);
+  free (hi);
+  return n_steps;
+}
+
 int
 pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
 {

@@ -74,6 +74,16 @@ const char      *pp_timeline_model_string (const PpTimelineModel *m, uint32_t id
 
 uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
 
+/* Each rank's bubble inside the steps: for every step, its compute window
+ * runs from the earliest start to the latest end of any rank's F, B, I, W
+ * or OVERLAP_F_B span of that step, and the rank's bubble in that step is
+ * 1 - (its compute inside the window) / (the window's length); bubble[r]
+ * receives the median over the steps (a warm-up step does not move it).
+ * That is what compares with a plan's bubble a step: set-up, the optimizer
+ * and the time between steps are left out.  bubble[n_ranks] gets -1 for
+ * every rank when there is no step.  Returns the number of steps seen. */
+int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
+
 /* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,
                                                int64_t t0, int64_t t1,
