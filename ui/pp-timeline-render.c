@@ -143,11 +143,20 @@ pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m, double width
 {
   memset (v, 0, sizeof *v);
   /* The run's work: a live job's description comes well before its first
-   * span (set-up), and its plan is drawn under the steps anyway. */
+   * span (set-up), and its plan is drawn under the steps anyway.  From the
+   * first step on where steps are known: a GPU run's set-up (contexts,
+   * weights uploaded: seconds of memsets and copies) is not what one
+   * opens a trace to see, and stays a scroll away. */
   if (!pp_timeline_model_span_extent (m, &v->t0_ns, &v->t1_ns))
     {
       v->t0_ns = pp_timeline_model_start_ns (m);
       v->t1_ns = pp_timeline_model_end_ns (m);
+    }
+  else if (pp_timeline_model_n_steps (m) > 0)
+    {
+      int64_t first_step = pp_timeline_model_step_starts (m)[0];
+      if (first_step > v->t0_ns && first_step < v->t1_ns)
+        v->t0_ns = first_step;
     }
   if (v->t1_ns <= v->t0_ns)
     v->t1_ns = v->t0_ns + 1000000;

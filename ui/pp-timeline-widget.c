@@ -107,7 +107,9 @@ time_at_x (PpTimelineWidget *self, double x)
   return (double) v.t0_ns + (x - l.x0) / (l.x1 - l.x0) * (double) (v.t1_ns - v.t0_ns);
 }
 
-/* The model's extent; FALSE when it holds nothing to draw yet. */
+/* The model's extent, from its first step on where steps are known (a GPU
+ * run's seconds of set-up stay a scroll away, as in the exports); FALSE
+ * when it holds nothing to draw yet. */
 static gboolean
 model_extent (PpTimelineWidget *self, gint64 *start, gint64 *end)
 {
@@ -115,6 +117,12 @@ model_extent (PpTimelineWidget *self, gint64 *start, gint64 *end)
     return FALSE;
   *start = pp_timeline_model_start_ns (self->model);
   *end = pp_timeline_model_end_ns (self->model);
+  if (pp_timeline_model_n_steps (self->model) > 0)
+    {
+      gint64 first = pp_timeline_model_step_starts (self->model)[0];
+      if (first > *start && first < *end)
+        *start = first;
+    }
   return *end > *start;
 }
 
