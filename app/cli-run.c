@@ -833,6 +833,9 @@ pp_cli_run (int argc, char **argv)
               k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
               first_loss, last_loss);
     }
+  if (pp_run_cupti_dropped (run) > 0)
+    printf ("CUPTI dropped %" PRIu64 " device records (its buffers were full): kernel spans are missing\n",
+            pp_run_cupti_dropped (run));
   fflush (stdout);
 
   pp_run_free (run);

@@ -2060,6 +2060,18 @@ pp_run_timing_note (const PpRun *run)
   return "";
 }
 
+uint64_t
+pp_run_cupti_dropped (const PpRun *run)
+{
+#if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
+  if (run != NULL && run->gpu != NULL)
+    return pp_cupti_dropped (pp_gpu_cupti (run->gpu));
+#else
+  (void) run;
+#endif
+  return 0;
+}
+
 int
 pp_run_rank_sms (const PpRun *run, int rank)
 {

@@ -116,6 +116,9 @@ void       pp_run_copy_params (const PpRun *run, float *out);
  * "CUPTI traces kernels and copies"); "" on the CPU backend. */
 const char *pp_run_device_note (const PpRun *run);
 const char *pp_run_timing_note (const PpRun *run);
+/* Device records CUPTI dropped so far (its buffers were full); 0 without
+ * CUPTI. */
+uint64_t   pp_run_cupti_dropped (const PpRun *run);
 /* SMs rank may use (CUDA backend), 0 on the CPU backend. */
 int        pp_run_rank_sms (const PpRun *run, int rank);
 
