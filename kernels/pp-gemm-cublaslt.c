@@ -21,6 +21,8 @@ struct PpCublasLt {
   cublasLtHandle_t handle;
   void            *workspace;
   size_t           workspace_size;
+  void            *bf16;           /* BF16 compute: both operands rounded, grown on demand */
+  size_t           bf16_size;
 };
 
 static PpStatus
@@ -71,6 +73,7 @@ pp_cublaslt_free (PpCublasLt *ctx)
     return;
   /* cudaFree waits for the device, so no call still uses the workspace */
   cudaFree (ctx->workspace);
+  cudaFree (ctx->bf16);
   cublasLtDestroy (ctx->handle);
   free (ctx);
 }
@@ -92,6 +95,8 @@ typedef struct {
   float alpha, beta;
   const float *A, *B, *C;
   float *D;
+  const void *Ain, *Bin;          /* what cuBLASLt reads: A, B or their bf16 copies */
+  cudaDataType_t ab_type;         /* CUDA_R_32F or CUDA_R_16BF */
   cublasComputeType_t compute;
   cublasLtEpilogue_t epilogue;
   const float *bias;
@@ -137,17 +142,17 @@ lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
 
   /* row-major B [k,n] is column-major [n,k] (ld n); B^T stored [n,k] is [k,n] (ld k) */
   if (c->trans_b)
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, CUDA_R_32F, c->k, c->n, c->k), "layout B");
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, c->ab_type, c->k, c->n, c->k), "layout B");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, CUDA_R_32F, c->n, c->k, c->n), "layout B");
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, c->ab_type, c->n, c->k, c->n), "layout B");
   if (c->trans_a)
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, CUDA_R_32F, c->m, c->k, c->m), "layout A");
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, c->ab_type, c->m, c->k, c->m), "layout A");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, CUDA_R_32F, c->k, c->m, c->k), "layout A");
+    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, c->ab_type, c->k, c->m, c->k), "layout A");
   LT_TRY (cublasLtMatrixLayoutCreate (&lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
 
   uint64_t ws = ctx->workspace_size;
-  uint32_t al_b = alignment_of (c->B), al_a = alignment_of (c->A);
+  uint32_t al_b = alignment_of (c->Bin), al_a = alignment_of (c->Ain);
   uint32_t al_c = alignment_of (c->C), al_d = alignment_of (c->D);
   LT_TRY (cublasLtMatmulPreferenceCreate (&pref), "preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -174,7 +179,7 @@ lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
       goto done;
     }
 
-  LT_TRY (cublasLtMatmul (ctx->handle, desc, &c->alpha, c->B, lay_b, c->A, lay_a,
+  LT_TRY (cublasLtMatmul (ctx->handle, desc, &c->alpha, c->Bin, lay_b, c->Ain, lay_a,
                           &c->beta, c->C, lay_c, c->D, lay_c, &heur.algo,
                           ctx->workspace, ctx->workspace_size, (cudaStream_t) stream),
           "matmul");
@@ -198,16 +203,57 @@ done:
 }
 
 /* A tensor-core mode may have no kernel for a layout (4-byte aligned
- * pointers, odd leading dimensions): then the plain fp32 one, which is only
- * more accurate, rather than a failure. */
+ * pointers, odd leading dimensions): then the next more accurate one rather
+ * than a failure — bf16 operands, then FAST_16BF on the fp32 ones, then
+ * plain fp32. */
 static PpStatus
 lt_matmul_any (PpCublasLt *ctx, void *stream, LtCall *c, PpError *err)
 {
   PpStatus st = lt_matmul (ctx, stream, c, err);
-  if (st != PP_EUNSUPPORTED || c->compute == CUBLAS_COMPUTE_32F)
+  if (st != PP_EUNSUPPORTED)
+    return st;
+  if (c->ab_type == CUDA_R_16BF)
+    {
+      c->ab_type = CUDA_R_32F;
+      c->Ain = c->A;
+      c->Bin = c->B;
+      c->compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+      st = lt_matmul (ctx, stream, c, err);
+      if (st != PP_EUNSUPPORTED)
+        return st;
+    }
+  if (c->compute == CUBLAS_COMPUTE_32F)
     return st;
   c->compute = CUBLAS_COMPUTE_32F;
   return lt_matmul (ctx, stream, c, err);
+}
+
+/* The context's bf16 scratch holds at least `bytes`.  Growing it waits for
+ * the stream: earlier calls on it may still read the old one. */
+static PpStatus
+bf16_scratch (PpCublasLt *ctx, void *stream, size_t bytes, PpError *err)
+{
+  cudaError_t e;
+  if (bytes <= ctx->bf16_size)
+    return PP_OK;
+  if ((e = cudaStreamSynchronize ((cudaStream_t) stream)) != cudaSuccess)
+    {
+      (void) cudaGetLastError ();
+      return pp_error_set (err, PP_EIO, "gemm: waiting for the stream: %s", cudaGetErrorString (e));
+    }
+  cudaFree (ctx->bf16);
+  ctx->bf16 = NULL;
+  ctx->bf16_size = 0;
+  bytes += bytes / 4;
+  if ((e = cudaMalloc (&ctx->bf16, bytes)) != cudaSuccess)
+    {
+      (void) cudaGetLastError ();
+      ctx->bf16 = NULL;
+      return pp_error_set (err, PP_ENOMEM, "gemm: bf16 operands (%.1f MiB): %s",
+                           (double) bytes / 1048576.0, cudaGetErrorString (e));
+    }
+  ctx->bf16_size = bytes;
+  return PP_OK;
 }
 
 PpStatus
@@ -252,8 +298,27 @@ pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
   LtCall call = {
     .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
     .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = C,
+    .Ain = A, .Bin = B, .ab_type = CUDA_R_32F,
     .compute = ct, .bias = bias, .aux = NULL,
   };
+
+  if (compute == PP_COMPUTE_BF16)
+    {
+      /* both operands rounded to bf16, 256-byte aligned, products summed in fp32 */
+      size_t na = (size_t) m * (size_t) k, nb = (size_t) k * (size_t) n;
+      size_t off_b = (na * 2 + 255) & ~(size_t) 255;
+      PpStatus st = bf16_scratch (ctx, stream, off_b + nb * 2, err);
+      if (st == PP_OK)
+        st = pp_cuda_to_bf16 (stream, A, ctx->bf16, na, err);
+      if (st == PP_OK)
+        st = pp_cuda_to_bf16 (stream, B, (char *) ctx->bf16 + off_b, nb, err);
+      if (st != PP_OK)
+        return st;
+      call.Ain = ctx->bf16;
+      call.Bin = (const char *) ctx->bf16 + off_b;
+      call.ab_type = CUDA_R_16BF;
+      call.compute = CUBLAS_COMPUTE_32F;
+    }
 
   if (epilogue != PP_EPI_GELU_BIAS)
     {

@@ -14,6 +14,7 @@
  */
 #include "pp-kernels-cuda.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -620,4 +621,25 @@ pp_cuda_add (void *stream, const float *a, const float *b, float *y, size_t n, P
     return pp_error_set (err, PP_EINVAL, "add: a NULL buffer");
   add_kernel<<<ew_blocks (n), EW_BLOCK, 0, as_stream (stream)>>> (a, b, y, n);
   return launch_status ("add", err);
+}
+
+/* ---- fp32 -> bf16 (GEMM operands in BF16 compute) ---- */
+
+static __global__ void
+to_bf16_kernel (const float *__restrict__ x, __nv_bfloat16 *__restrict__ y, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+       i += (size_t) gridDim.x * blockDim.x)
+    y[i] = __float2bfloat16_rn (x[i]);
+}
+
+extern "C" PpStatus
+pp_cuda_to_bf16 (void *stream, const float *x, void *y, size_t n, PpError *err)
+{
+  if (n == 0)
+    return PP_OK;
+  if (!x || !y)
+    return pp_error_set (err, PP_EINVAL, "to_bf16: a NULL buffer");
+  to_bf16_kernel<<<ew_blocks (n), EW_BLOCK, 0, as_stream (stream)>>> (x, (__nv_bfloat16 *) y, n);
+  return launch_status ("to_bf16", err);
 }

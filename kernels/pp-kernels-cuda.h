@@ -40,7 +40,12 @@ PpStatus pp_cuda_device_count (int *n, PpError *err);
 typedef enum {
   PP_COMPUTE_FP32,   /* full fp32 FMAs: matches pp_gemm to rounding */
   PP_COMPUTE_TF32,   /* fp32 storage, tensor cores with 10-bit-mantissa inputs */
-  PP_COMPUTE_BF16,   /* fp32 storage, inputs rounded to bf16 (CUBLAS_COMPUTE_32F_FAST_16BF) */
+  PP_COMPUTE_BF16,   /* fp32 storage; both operands rounded to bf16 (round to nearest
+                      * even) into the context's scratch, products summed in fp32 on
+                      * the tensor cores.  (CUBLAS_COMPUTE_32F_FAST_16BF alone only
+                      * permits that: on an H200 it chose the TF32 kernels.)  Where
+                      * cuBLASLt has no bf16 kernel for a layout, FAST_16BF on the
+                      * fp32 operands, then plain fp32. */
 } PpCompute;
 
 typedef enum {
@@ -151,6 +156,10 @@ PpStatus pp_cuda_gemm_empty_epilogue (void *stream, float *C, int m, int n, floa
  * The residual adds of the blocks and the sum of two gradient copies. */
 PpStatus pp_cuda_add (void *stream, const float *a, const float *b, float *y, size_t n,
                       PpError *err);
+
+/* y[i] = x[i] rounded to bfloat16 (round to nearest even); y holds n
+ * 2-byte values. */
+PpStatus pp_cuda_to_bf16 (void *stream, const float *x, void *y, size_t n, PpError *err);
 
 #ifdef __cplusplus
 }

@@ -219,6 +219,57 @@ test_gemm_transposes (void)
   g_rand_free (r);
 }
 
+/* Round to bfloat16 as __float2bfloat16_rn does (nearest, ties to even). */
+static float
+round_bf16 (float f)
+{
+  uint32_t u;
+  memcpy (&u, &f, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  memcpy (&f, &u, sizeof f);
+  return f;
+}
+
+/* BF16 compute rounds both operands to bf16 and sums the (exact) products in
+ * fp32: the result matches the fp32 product of the rounded operands to fp32
+ * accumulation error, and is measurably off the product of the unrounded
+ * ones (2^-9 relative per operand: far above the 1e-5 the first check
+ * allows) — so a mode that quietly ran TF32 or fp32 fails here. */
+static void
+test_gemm_bf16_rounds (void)
+{
+  GRand *r = g_rand_new_with_seed (SEED + 7);
+  int m = 96, n = 80, k = 72;
+  float *A = rand_floats (r, (size_t) m * k, -1, 1);
+  float *B = rand_floats (r, (size_t) k * n, -1, 1);
+  float *Ar = dup_f (A, (size_t) m * k), *Br = dup_f (B, (size_t) k * n);
+  for (size_t i = 0; i < (size_t) m * k; i++)
+    Ar[i] = round_bf16 (Ar[i]);
+  for (size_t i = 0; i < (size_t) k * n; i++)
+    Br[i] = round_bf16 (Br[i]);
+  float *want = g_new0 (float, (size_t) m * n), *exact = g_new0 (float, (size_t) m * n);
+  pp_gemm (0, 0, m, n, k, 1.0f, Ar, Br, 0.0f, want);
+  pp_gemm (0, 0, m, n, k, 1.0f, A, B, 0.0f, exact);
+
+  float *dA = upload_f (A, (size_t) m * k), *dB = upload_f (B, (size_t) k * n);
+  float *dC = dev_alloc ((size_t) m * n * sizeof (float));
+  CHECK_PP (pp_cublaslt_gemm, lt, stream, 0, 0, m, n, k, 1.0f, dA, dB, 0.0f, dC,
+            PP_COMPUTE_BF16, PP_EPI_NONE, NULL, NULL);
+  float *got = download_f (dC, (size_t) m * n);
+  check_scaled ("gemm bf16 against the rounded operands", got, want, (size_t) m * n, 1e-5);
+  double off = excess (got, exact, (size_t) m * n, 1e-5, 1e-5 * max_abs (exact, (size_t) m * n));
+  g_test_message ("gemm bf16 against the unrounded operands: %.3g times an fp32 tolerance", off);
+  if (!(off > 5.0))
+    g_error ("gemm bf16: the result is within %.3g fp32 tolerances of the unrounded product: "
+             "the operands were not rounded to bf16", off);
+
+  g_free (got);
+  cudaFree (dA); cudaFree (dB); cudaFree (dC);
+  g_free (A); g_free (B); g_free (Ar); g_free (Br); g_free (want); g_free (exact);
+  g_rand_free (r);
+}
+
 static void
 test_gemm_empty (void)
 {
@@ -770,6 +821,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/gpu/gemm/transposes", test_gemm_transposes);
   g_test_add_func ("/gpu/gemm/empty", test_gemm_empty);
+  g_test_add_func ("/gpu/gemm/bf16-rounds", test_gemm_bf16_rounds);
   g_test_add_func ("/gpu/gemm/bias", test_gemm_bias);
   g_test_add_func ("/gpu/gemm/gelu", test_gemm_gelu);
   g_test_add_func ("/gpu/linear", test_linear);
