@@ -614,6 +614,38 @@ test_bad_requests (void)
     g_assert_cmpint (b[1], ==, 3);
     pp_run_free (run);
   }
+
+  /* The CUDA backend where it cannot run (a build without CUDA, or no
+   * driver or GPU: CI): NULL, PP_EUNSUPPORTED and one line a user can read,
+   * so `run --backend auto` falls back to the CPU.  Where a GPU is there it
+   * runs a step (then its device note names it). */
+  memset (&err, 0, sizeof err);
+  cfg.partition = NULL;
+  cfg.backend = PP_BACKEND_CUDA;
+  {
+    PpRun *run = pp_run_new (&cfg, &err);
+    if (run == NULL)
+      {
+        g_assert_cmpint (err.status, ==, PP_EUNSUPPORTED);
+        assert_one_line (&err);
+        g_test_message ("CUDA backend here: %s", err.msg);
+        if (!pp_run_have_cuda ())
+          g_assert_cmpstr (err.msg, ==, "this pipescope was built without CUDA");
+      }
+    else
+      {
+        PpStepStats st;
+        g_assert_true (pp_run_have_cuda ());
+        g_assert_cmpstr (pp_run_device_note (run), !=, "");
+        g_assert_cmpint (pp_run_step (run, &st, &err), ==, PP_OK);
+        pp_run_free (run);
+      }
+  }
+  memset (&err, 0, sizeof err);
+  cfg.backend = 7;
+  g_assert_null (pp_run_new (&cfg, &err));
+  g_assert_cmpint (err.status, ==, PP_EINVAL);
+  assert_one_line (&err);
   pp_schedule_free (s);
 }
 
