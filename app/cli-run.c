@@ -243,6 +243,49 @@ write_markers (PpTraceWriter *w, void *user, PpError *err)
   return PP_OK;
 }
 
+/* The names of span name_ids [from, to) (CUPTI's kernel names). */
+typedef struct {
+  const PpRun *run;
+  uint32_t     from, to;
+} Names;
+
+static PpStatus
+write_names (PpTraceWriter *w, void *user, PpError *err)
+{
+  const Names *n = user;
+  for (uint32_t id = n->from; id < n->to; id++)
+    {
+      const char *name = pp_run_span_name (n->run, id);
+      char cut[PP_TRACE_STRING_MAX + 1];
+      if (name == NULL)
+        continue;
+      if (strlen (name) > PP_TRACE_STRING_MAX)
+        {
+          /* a mangled template name can be longer than a trace string */
+          memcpy (cut, name, PP_TRACE_STRING_MAX);
+          cut[PP_TRACE_STRING_MAX] = '\0';
+          name = cut;
+        }
+      if (pp_trace_write_string (w, id, name, err) != PP_OK)
+        return err->status;
+    }
+  return PP_OK;
+}
+
+/* Writes the names the run interned since the last call (kernel names of
+ * a GPU run's spans), so that readers can show them. */
+static int
+write_new_names (PpCliJob *job, const PpRun *run, uint32_t *next)
+{
+  Names n = { run, *next, *next };
+  while (pp_run_span_name (run, n.to) != NULL)
+    n.to++;
+  if (n.to == n.from)
+    return 0;
+  *next = n.to;
+  return pp_cli_job_write (job, write_names, &n);
+}
+
 /* The simulator's timeline under the run's measured costs (NULL if it
  * cannot). */
 static PpSimulation *
@@ -307,6 +350,7 @@ pp_cli_run (int argc, char **argv)
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
   int gpu_transport = PP_RUN_TRANSPORT_AUTO;
+  uint32_t next_name = 1;   /* the first span name not yet written */
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -757,7 +801,8 @@ pp_cli_run (int argc, char **argv)
       win_secs[slot] = st.seconds;
       {
         Markers mk = { s->ranks, st.step, mbegin, mend };
-        if (pp_cli_job_write (&job, write_markers, &mk) != 0)
+        if (pp_cli_job_write (&job, write_markers, &mk) != 0
+            || write_new_names (&job, run, &next_name) != 0)
           goto out;
       }
       if (done == 1 || done == 3)
@@ -783,6 +828,11 @@ pp_cli_run (int argc, char **argv)
 
   if (stopped)
     printf ("stopped after %d step%s\n", done, done == 1 ? "" : "s");
+
+  /* Names interned since the last step (CUPTI delivers late records). */
+  pp_run_flush_device_records (run);
+  if (write_new_names (&job, run, &next_name) != 0)
+    goto out;
 
   /* The plan again, under the costs measured over the whole run. */
   pp_simulation_free (msim);

@@ -2060,6 +2060,30 @@ pp_run_timing_note (const PpRun *run)
   return "";
 }
 
+void
+pp_run_flush_device_records (PpRun *run)
+{
+#if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
+  if (run != NULL && run->gpu != NULL)
+    (void) pp_cupti_flush (pp_gpu_cupti (run->gpu), NULL);
+#else
+  (void) run;
+#endif
+}
+
+const char *
+pp_run_span_name (const PpRun *run, uint32_t id)
+{
+#if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
+  if (run != NULL && run->gpu != NULL)
+    return pp_cupti_name (pp_gpu_cupti (run->gpu), id);
+#else
+  (void) run;
+  (void) id;
+#endif
+  return NULL;
+}
+
 uint64_t
 pp_run_cupti_dropped (const PpRun *run)
 {

@@ -116,6 +116,13 @@ void       pp_run_copy_params (const PpRun *run, float *out);
  * "CUPTI traces kernels and copies"); "" on the CPU backend. */
 const char *pp_run_device_note (const PpRun *run);
 const char *pp_run_timing_note (const PpRun *run);
+/* Hands every completed device record (CUPTI) to the probe now; nothing on
+ * the CPU backend or without CUPTI. */
+void       pp_run_flush_device_records (PpRun *run);
+/* The name of a span's name_id (a kernel's, "memcpy DtoD", ...), or NULL:
+ * ids run 1, 2, 3, ... in order of first use, so a trace writer writes
+ * every id from the last it wrote until this returns NULL. */
+const char *pp_run_span_name (const PpRun *run, uint32_t id);
 /* Device records CUPTI dropped so far (its buffers were full); 0 without
  * CUPTI. */
 uint64_t   pp_run_cupti_dropped (const PpRun *run);
