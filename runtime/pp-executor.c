@@ -388,6 +388,41 @@ prepare (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *er
     }
 }
 
+typedef PpStatus (*PrepareFn) (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w,
+                               PpError *err);
+
+/* The works of an action (one; two for OVERLAP_F_B), their inputs got
+ * ready by `prep` (which may wait).  *n = 0 for an action with nothing to
+ * compute: SEND/RECV are implicit in the transports, OPT runs at the step's
+ * end. */
+static PpStatus
+prepare_action (PpRun *run, Rank *rk, const PpAction *a, PrepareFn prep, Work w[2], int *n,
+                PpError *err)
+{
+  PpStatus rc;
+
+  *n = 0;
+  switch (a->kind)
+    {
+    case PP_ACT_F: case PP_ACT_B: case PP_ACT_I: case PP_ACT_W:
+      if ((rc = prep (run, rk, a->kind, a->stage, a->microbatch, &w[0], err)) != PP_OK)
+        return rc;
+      *n = 1;
+      return PP_OK;
+    case PP_ACT_OVERLAP_F_B:
+      if (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I)
+        return pp_error_set (err, PP_EINVAL, "rank %d: OVERLAP_F_B must pair a forward with B or I",
+                             rk->rank);
+      if ((rc = prep (run, rk, PP_ACT_F, a->stage, a->microbatch, &w[0], err)) != PP_OK
+          || (rc = prep (run, rk, a->sub_kind, a->sub_stage, a->sub_microbatch, &w[1], err)) != PP_OK)
+        return rc;
+      *n = 2;
+      return PP_OK;
+    default:
+      return PP_OK;
+    }
+}
+
 static PpStatus
 compute (PpRun *run, const Work *w, PpError *err)
 {
@@ -499,29 +534,12 @@ static PpStatus
 run_action (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
 {
   Work w[2];
-  int n = 1;
+  int n = 0;
   int64_t t0, tm, t1;
   PpStatus rc;
 
-  switch (a->kind)
-    {
-    case PP_ACT_F: case PP_ACT_B: case PP_ACT_I: case PP_ACT_W:
-      if ((rc = prepare (run, rk, a->kind, a->stage, a->microbatch, &w[0], err)) != PP_OK)
-        return rc;
-      break;
-    case PP_ACT_OVERLAP_F_B:
-      if (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I)
-        return pp_error_set (err, PP_EINVAL, "rank %d: OVERLAP_F_B must pair a forward with B or I",
-                             rk->rank);
-      if ((rc = prepare (run, rk, PP_ACT_F, a->stage, a->microbatch, &w[0], err)) != PP_OK
-          || (rc = prepare (run, rk, a->sub_kind, a->sub_stage, a->sub_microbatch, &w[1], err)) != PP_OK)
-        return rc;
-      n = 2;
-      break;
-    default:
-      /* SEND/RECV are implicit in the local transport; OPT runs at the step end. */
-      return PP_OK;
-    }
+  if ((rc = prepare_action (run, rk, a, prepare, w, &n, err)) != PP_OK || n == 0)
+    return rc;
 
   t0 = pp_probe_now_ns ();
   if ((rc = compute (run, &w[0], err)) != PP_OK)
@@ -773,29 +791,13 @@ static PpStatus
 run_action_gpu (PpRun *run, Rank *rk, const PpAction *a, PpError *err)
 {
   Work w[2];
-  int n = 1;
+  int n = 0;
   GpuRec *r;
   cudaStream_t s = rank_stream (run, rk->rank);
   PpStatus rc;
 
-  switch (a->kind)
-    {
-    case PP_ACT_F: case PP_ACT_B: case PP_ACT_I: case PP_ACT_W:
-      if ((rc = prepare_gpu (run, rk, a->kind, a->stage, a->microbatch, &w[0], err)) != PP_OK)
-        return rc;
-      break;
-    case PP_ACT_OVERLAP_F_B:
-      if (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I)
-        return pp_error_set (err, PP_EINVAL, "rank %d: OVERLAP_F_B must pair a forward with B or I",
-                             rk->rank);
-      if ((rc = prepare_gpu (run, rk, PP_ACT_F, a->stage, a->microbatch, &w[0], err)) != PP_OK
-          || (rc = prepare_gpu (run, rk, a->sub_kind, a->sub_stage, a->sub_microbatch, &w[1], err)) != PP_OK)
-        return rc;
-      n = 2;
-      break;
-    default:
-      return PP_OK;
-    }
+  if ((rc = prepare_action (run, rk, a, prepare_gpu, w, &n, err)) != PP_OK || n == 0)
+    return rc;
 
   if ((r = gpu_rec (rk, err)) == NULL)
     return PP_EINVAL;
