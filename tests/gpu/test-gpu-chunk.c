@@ -50,6 +50,7 @@
 #include "pp-chunk-cuda.h"
 #include "pp-kernels.h"
 #include "pp-kernels-cuda.h"
+#include "gpu-test-util.h"
 #include "pp-model.h"
 
 #define NMB     2           /* micro-batches */
@@ -81,8 +82,6 @@ static const int part_first[NPARTS] = { 0, 1 };
 /* the shape in use (use_shape) */
 static int width, hidden, in_dim, classes, rows;
 static PpModel *model;
-static PpCublasLt *lt;
-static cudaStream_t stream;
 static float *batch_x;        /* [NMB * rows, in_dim] */
 static int32_t *batch_labels; /* [NMB * rows] */
 
@@ -119,51 +118,9 @@ use_shape (const Shape *sh)
 
 /* ---- helpers ---- */
 
-#define CHECK_PP(fn, ...) \
-  G_STMT_START { PpError e_ = { 0 }; \
-    if (fn (__VA_ARGS__, &e_) != PP_OK) g_error ("%s: %s", #fn, e_.msg); \
-  } G_STMT_END
 
-#define CHECK_CUDA(call) \
-  G_STMT_START { cudaError_t c_ = (call); \
-    if (c_ != cudaSuccess) g_error ("%s: %s", #call, cudaGetErrorString (c_)); \
-  } G_STMT_END
 
-static void *
-dev_alloc (size_t bytes)
-{
-  void *p = NULL;
-  CHECK_CUDA (cudaMalloc (&p, bytes > 0 ? bytes : 1));
-  return p;
-}
 
-static void *
-upload (const void *host, size_t bytes)
-{
-  void *d = dev_alloc (bytes);
-  CHECK_CUDA (cudaMemcpyAsync (d, host, bytes, cudaMemcpyHostToDevice, stream));
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  return d;
-}
-
-static float *
-download_f (const float *dev, size_t n)
-{
-  float *h = g_new (float, n > 0 ? n : 1);
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  CHECK_CUDA (cudaMemcpyAsync (h, dev, n * sizeof (float), cudaMemcpyDeviceToHost, stream));
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  return h;
-}
-
-static double
-max_abs (const float *v, size_t n)
-{
-  double m = 0.0;
-  for (size_t i = 0; i < n; i++)
-    m = fmax (m, fabs ((double) v[i]));
-  return m;
-}
 
 /* every element within rtol of the largest |want| (see the top of the file) */
 static void
@@ -743,32 +700,7 @@ test_errors (void)
 int
 main (int argc, char **argv)
 {
-  int ndev = 0;
-  PpError err = { 0 };
-  if (pp_cuda_device_count (&ndev, &err) != PP_OK)
-    {
-      int tap = 0;
-      for (int i = 1; i < argc; i++)
-        tap |= strcmp (argv[i], "--tap") == 0;
-      if (tap)
-        {
-          printf ("1..0 # SKIP %s\n", err.msg);
-          return 0;
-        }
-      printf ("test-gpu-chunk: SKIP: %s\n", err.msg);
-      return 77;
-    }
-
-  g_test_init (&argc, &argv, NULL);
-  pp_kernels_init ();
-
-  lt = pp_cublaslt_new (&err);
-  if (lt == NULL)
-    {
-      fprintf (stderr, "test-gpu-chunk: %s\n", err.msg);
-      return 1;
-    }
-  CHECK_CUDA (cudaStreamCreateWithFlags (&stream, cudaStreamNonBlocking));
+  gpu_test_init (&argc, &argv, "test-gpu-chunk");
 
   const Shape *shapes[] = { &shape_even, &shape_odd };
   for (size_t i = 0; i < G_N_ELEMENTS (shapes); i++)
@@ -790,8 +722,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu/chunk/errors", test_errors);
 
   int rc = g_test_run ();
-  cudaStreamDestroy (stream);
-  pp_cublaslt_free (lt);
+  gpu_test_finish ();
   use_shape (NULL);
   return rc;
 }

@@ -20,25 +20,13 @@
 
 #include "pp-kernels.h"
 #include "pp-kernels-cuda.h"
+#include "gpu-test-util.h"
 
 #define SEED 0x6b75da7au
 
-static PpCublasLt *lt;
-static cudaStream_t stream;
 
 /* ---- helpers ---- */
 
-/* CHECK_PP (fn, args...) calls fn (args..., &err) and fails the test with
- * err's message unless it returns PP_OK */
-#define CHECK_PP(fn, ...) \
-  G_STMT_START { PpError e_ = { 0 }; \
-    if (fn (__VA_ARGS__, &e_) != PP_OK) g_error ("%s: %s", #fn, e_.msg); \
-  } G_STMT_END
-
-#define CHECK_CUDA(call) \
-  G_STMT_START { cudaError_t c_ = (call); \
-    if (c_ != cudaSuccess) g_error ("%s: %s", #call, cudaGetErrorString (c_)); \
-  } G_STMT_END
 
 static float *
 rand_floats (GRand *r, size_t n, double lo, double hi)
@@ -49,24 +37,6 @@ rand_floats (GRand *r, size_t n, double lo, double hi)
   return v;
 }
 
-static void *
-dev_alloc (size_t bytes)
-{
-  void *p = NULL;
-  CHECK_CUDA (cudaMalloc (&p, bytes > 0 ? bytes : 1));
-  return p;
-}
-
-static void *
-upload (const void *host, size_t bytes)
-{
-  void *d = dev_alloc (bytes);
-  /* on the test's stream: a plain cudaMemcpy (legacy stream) is not ordered
-   * with a non-blocking stream */
-  CHECK_CUDA (cudaMemcpyAsync (d, host, bytes, cudaMemcpyHostToDevice, stream));
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  return d;
-}
 
 static float *
 upload_f (const float *host, size_t n)
@@ -74,16 +44,6 @@ upload_f (const float *host, size_t n)
   return upload (host, n * sizeof (float));
 }
 
-/* waits for the stream, then copies back; fails the test on a device error */
-static float *
-download_f (const float *dev, size_t n)
-{
-  float *h = g_new (float, n > 0 ? n : 1);
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  CHECK_CUDA (cudaMemcpyAsync (h, dev, n * sizeof (float), cudaMemcpyDeviceToHost, stream));
-  CHECK_CUDA (cudaStreamSynchronize (stream));
-  return h;
-}
 
 static void
 copy_to_dev (float *dev, const float *host, size_t n)
@@ -98,14 +58,6 @@ dup_f (const float *v, size_t n)
   return g_memdup2 (v, n * sizeof (float));
 }
 
-static double
-max_abs (const float *v, size_t n)
-{
-  double m = 0.0;
-  for (size_t i = 0; i < n; i++)
-    m = fmax (m, fabs ((double) v[i]));
-  return m;
-}
 
 /* max_i |got - want| / (atol + rtol |want|); NaN counts as infinitely bad */
 static double
@@ -792,32 +744,7 @@ test_add (void)
 int
 main (int argc, char **argv)
 {
-  int ndev = 0;
-  PpError err = { 0 };
-  if (pp_cuda_device_count (&ndev, &err) != PP_OK)
-    {
-      int tap = 0;
-      for (int i = 1; i < argc; i++)
-        tap |= strcmp (argv[i], "--tap") == 0;
-      if (tap)
-        {
-          printf ("1..0 # SKIP %s\n", err.msg);
-          return 0;
-        }
-      printf ("test-gpu-kernels: SKIP: %s\n", err.msg);
-      return 77;
-    }
-
-  g_test_init (&argc, &argv, NULL);
-  pp_kernels_init ();
-
-  lt = pp_cublaslt_new (&err);
-  if (lt == NULL)
-    {
-      fprintf (stderr, "test-gpu-kernels: %s\n", err.msg);
-      return 1;
-    }
-  CHECK_CUDA (cudaStreamCreateWithFlags (&stream, cudaStreamNonBlocking));
+  gpu_test_init (&argc, &argv, "test-gpu-kernels");
 
   g_test_add_func ("/gpu/gemm/transposes", test_gemm_transposes);
   g_test_add_func ("/gpu/gemm/empty", test_gemm_empty);
@@ -833,7 +760,6 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu/add", test_add);
 
   int rc = g_test_run ();
-  cudaStreamDestroy (stream);
-  pp_cublaslt_free (lt);
+  gpu_test_finish ();
   return rc;
 }
