@@ -155,15 +155,6 @@ typedef struct {
   RankStep       *r;            /* [ranks] */
 } Tap;
 
-/* The actions of the schedule, what the simulator plans (the optimizer step
- * is not one of them): the measured side of "measured against predicted". */
-static bool
-is_compute_span (int kind)
-{
-  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B;
-}
-
 static void
 tap_spans (void *user, const PpSpan *spans, size_t n)
 {
@@ -187,7 +178,9 @@ tap_spans (void *user, const PpSpan *spans, size_t n)
       if (!rs->any || sp->start_ns < rs->first) rs->first = sp->start_ns;
       if (!rs->any || sp->end_ns > rs->last) rs->last = sp->end_ns;
       rs->any = true;
-      if (is_compute_span (sp->kind))
+      /* the schedule's blocks, what the simulator plans (not the optimizer
+       * step): the measured side of "measured against predicted" */
+      if (pp_span_kind_is_block (sp->kind))
         {
           if (!rs->cany || sp->start_ns < rs->cfirst) rs->cfirst = sp->start_ns;
           if (!rs->cany || sp->end_ns > rs->clast) rs->clast = sp->end_ns;

@@ -441,10 +441,10 @@ cmp_interval (const void *a, const void *b)
  * and what compares with a plan's bubble a step); nothing when the trace
  * has no step. */
 static void
-print_step_bubbles (const char *path, int n_ranks)
+print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
 {
-  PpError err = { 0 };
-  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it;
   double *b;
   int n_steps;
 
@@ -453,6 +453,15 @@ print_step_bubbles (const char *path, int n_ranks)
       pp_timeline_model_free (m);
       return;
     }
+  /* the spans info has read already, not the file again */
+  memset (&it, 0, sizeof it);
+  it.type = PP_TRACE_ITEM_SPAN;
+  for (size_t i = 0; i < n_spans; i++)
+    if (pp_span_kind_is_block (spans[i].kind))
+      {
+        it.span = spans[i];
+        pp_timeline_model_add (m, &it);
+      }
   if (pp_timeline_model_n_ranks (m) < n_ranks)
     n_ranks = pp_timeline_model_n_ranks (m);
   n_steps = pp_timeline_model_step_bubbles (m, b);
@@ -630,7 +639,7 @@ pp_cli_info (int argc, char **argv)
         }
       free (iv);
       printf ("mean bubble: %.1f%%\n", 100.0 * sum / n_ranks);
-      print_step_bubbles (path, n_ranks);
+      print_step_bubbles (t.spans, t.n_spans, n_ranks);
     }
   else
     printf ("measured bubble: n/a (no spans)\n");

@@ -20,8 +20,14 @@ pp_counter_kind_name (PpCounterKind kind)
 }
 
 int
-pp_span_kind_is_work (int kind)
+pp_span_kind_is_block (int kind)
 {
   return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
+         || kind == PP_SPAN_OVERLAP_F_B;
+}
+
+int
+pp_span_kind_is_work (int kind)
+{
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT;
 }

@@ -65,4 +65,7 @@ const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", 
  * opposed to communication, waiting, or device detail under a block?  What
  * is not work between a rank's first and last work is its bubble. */
 int         pp_span_kind_is_work (int kind);
+/* A schedule's block: F, B, I, W or OVERLAP_F_B (work without OPT).  A
+ * step's compute window runs from its first block to its last. */
+int         pp_span_kind_is_block (int kind);
 const char *pp_counter_kind_name (PpCounterKind kind); /* "loss", ... */

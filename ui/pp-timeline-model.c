@@ -781,13 +781,6 @@ cmp_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static int
-is_compute (int kind)
-{
-  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B;
-}
-
 int
 pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
 {
@@ -804,7 +797,7 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
       for (size_t i = 0; i < m->ranks[r].n_spans; i++)
         {
           const PpSpan *s = &m->ranks[r].spans[i];
-          if (is_compute (s->kind) && s->step > max_step)
+          if (pp_span_kind_is_block (s->kind) && s->step > max_step)
             max_step = s->step;
         }
     }
@@ -827,7 +820,7 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
     for (size_t i = 0; i < m->ranks[r].n_spans; i++)
       {
         const PpSpan *s = &m->ranks[r].spans[i];
-        if (!is_compute (s->kind) || s->step < 0)
+        if (!pp_span_kind_is_block (s->kind) || s->step < 0)
           continue;
         if (s->start_ns < lo[s->step]) lo[s->step] = s->start_ns;
         if (s->end_ns > hi[s->step]) hi[s->step] = s->end_ns;
@@ -848,7 +841,7 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
       for (size_t i = 0; i < m->ranks[r].n_spans; i++)
         {
           const PpSpan *s = &m->ranks[r].spans[i];
-          if (!is_compute (s->kind) || s->step < 0 || hi[s->step] <= lo[s->step])
+          if (!pp_span_kind_is_block (s->kind) || s->step < 0 || hi[s->step] <= lo[s->step])
             continue;
           if (s->step != cur)
             {

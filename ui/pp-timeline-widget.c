@@ -406,13 +406,6 @@ append_ms (GString *s, double ns)
     g_string_append_printf (s, "%.3f ms", ns / 1e6);
 }
 
-static gboolean
-is_compute (int kind)
-{
-  return kind == PP_SPAN_F || kind == PP_SPAN_B || kind == PP_SPAN_I || kind == PP_SPAN_W
-         || kind == PP_SPAN_OVERLAP_F_B || kind == PP_SPAN_OPT;
-}
-
 /* The WAIT right before span `index` of `rank`: the latest one that ended by
  * its start with no other work in between.  NULL if none. */
 static const PpSpan *
@@ -428,7 +421,7 @@ wait_before (const PpTimelineModel *m, int rank, long index)
       const PpSpan *s = &spans[i];
       if (s->kind == PP_SPAN_WAIT && s->end_ns <= target->start_ns + 1000)
         return s;
-      if (is_compute (s->kind) && s->kind != PP_SPAN_KERNEL)
+      if (pp_span_kind_is_work (s->kind) && s->kind != PP_SPAN_KERNEL)
         return NULL;
     }
   return NULL;
@@ -482,7 +475,7 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
       g_free (b);
     }
 
-  if (is_compute (s->kind))
+  if (pp_span_kind_is_work (s->kind))
     {
       const PpSpan *w = wait_before (m, rank, index);
       if (w != NULL)
