@@ -57,6 +57,21 @@
 
 enum { MB_FWD = 1, MB_INPUT = 2, MB_DONE = 4 };
 
+/* What a micro-batch has been through once a work of this kind ran on it
+ * (what recover() must undo after an abandoned step). */
+static uint8_t
+work_done_bits (int kind)
+{
+  switch (kind)
+    {
+    case PP_ACT_F: return MB_FWD;
+    case PP_ACT_B: return MB_INPUT | MB_DONE;
+    case PP_ACT_I: return MB_INPUT;
+    case PP_ACT_W: return MB_DONE;
+    default: return 0;
+    }
+}
+
 typedef struct {
   int      rank, part, chain, prev, next;
   int      mb_lo, mb_hi, n_mb;
@@ -110,7 +125,7 @@ typedef struct {
   int            completed;  /* ran every action of the step */
   int64_t        busy_ns, wait_ns, first_ns, last_ns;
   /* of the last finished step, for pp_run_rank_times */
-  int64_t        last_busy, last_wait, last_span, last_first, last_last;
+  int64_t        last_busy, last_wait, last_first, last_last;
   int           *stages;     /* stages this rank holds */
   int            n_stages;
 #ifdef PP_HAVE_CUDA
@@ -437,9 +452,7 @@ compute (PpRun *run, const Work *w, PpError *err)
       rc = pp_chunk_forward (st->chunk, w->mb, w->input, w->labels,
                              st->out ? st->out + (size_t) w->k * rows * (size_t) st->out_dim : NULL,
                              st->next < 0 ? &run->loss_mb[w->mb] : NULL, err);
-      if (rc == PP_OK)
-        st->mb_state[w->k] |= MB_FWD;
-      return rc;
+      break;
     case PP_ACT_B:
     case PP_ACT_I:
       {
@@ -448,18 +461,17 @@ compute (PpRun *run, const Work *w, PpError *err)
           rc = pp_chunk_backward (st->chunk, w->mb, w->input, din, loss_scale, err);
         else
           rc = pp_chunk_backward_input (st->chunk, w->mb, w->input, din, loss_scale, err);
-        if (rc == PP_OK)
-          st->mb_state[w->k] |= (w->kind == PP_ACT_B) ? (MB_INPUT | MB_DONE) : MB_INPUT;
-        return rc;
+        break;
       }
     case PP_ACT_W:
       rc = pp_chunk_backward_weight (st->chunk, w->mb, err);
-      if (rc == PP_OK)
-        st->mb_state[w->k] |= MB_DONE;
-      return rc;
+      break;
     default:
       return pp_error_set (err, PP_EINVAL, "cannot run action kind %d", w->kind);
     }
+  if (rc == PP_OK)
+    st->mb_state[w->k] |= work_done_bits (w->kind);
+  return rc;
 }
 
 static void
@@ -527,6 +539,19 @@ record_memory (PpRun *run, Rank *rk, int64_t t)
     }
   record_counter (run, rk->rank, PP_COUNTER_ACTIVATION_BYTES, (double) bytes, t);
   record_counter (run, rk->rank, PP_COUNTER_INFLIGHT, (double) inflight, t);
+}
+
+/* The end of a rank's step: its optimizer span [t0, t1] and the times
+ * pp_run_rank_times and pp_run_rank_window report until the next one. */
+static void
+end_rank_step (PpRun *run, Rank *rk, int64_t t0, int64_t t1)
+{
+  if (rk->n_stages > 0)
+    record_span (run, rk->rank, -1, -1, PP_SPAN_OPT, t0, t1, -1);
+  rk->last_busy = rk->busy_ns;
+  rk->last_wait = rk->wait_ns;
+  rk->last_first = rk->first_ns;
+  rk->last_last = rk->last_ns;
 }
 
 /* Runs one action.  PP_EIO without a message: the step was abandoned. */
@@ -741,10 +766,7 @@ compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
       rc = pp_gpu_chunk_forward (st->gchunk, w->mb, w->input, w->labels,
                                  st->d_out ? st->d_out + (size_t) w->k * rows * (size_t) st->out_dim : NULL,
                                  st->next < 0 ? st->d_losses + (size_t) w->k * rows : NULL, err);
-      if (rc != PP_OK)
-        return rc;
-      st->mb_state[w->k] |= MB_FWD;
-      return PP_OK;
+      break;
     case PP_ACT_B:
     case PP_ACT_I:
       {
@@ -753,19 +775,17 @@ compute_gpu (PpRun *run, Rank *rk, const Work *w, PpError *err)
           rc = pp_gpu_chunk_backward (st->gchunk, w->mb, w->input, din, loss_scale, err);
         else
           rc = pp_gpu_chunk_backward_input (st->gchunk, w->mb, w->input, din, loss_scale, err);
-        if (rc != PP_OK)
-          return rc;
-        st->mb_state[w->k] |= (w->kind == PP_ACT_B) ? (MB_INPUT | MB_DONE) : MB_INPUT;
-        return PP_OK;
+        break;
       }
     case PP_ACT_W:
       rc = pp_gpu_chunk_backward_weight (st->gchunk, w->mb, err);
-      if (rc == PP_OK)
-        st->mb_state[w->k] |= MB_DONE;
-      return rc;
+      break;
     default:
       return pp_error_set (err, PP_EINVAL, "cannot run action kind %d", w->kind);
     }
+  if (rc == PP_OK)
+    st->mb_state[w->k] |= work_done_bits (w->kind);
+  return rc;
 }
 
 /* The work's output is ready once `done` (recorded after it on the rank's
@@ -985,7 +1005,7 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
 {
   PpError err;
   PpStatus rc;
-  int64_t t0, t1;
+  int64_t t0;
 
   memset (&err, 0, sizeof err);
   t0 = pp_probe_now_ns ();
@@ -1013,14 +1033,7 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
       fail (run, &err);
       return;
     }
-  t1 = pp_probe_now_ns ();
-  if (rk->n_stages > 0)
-    record_span (run, rk->rank, -1, -1, PP_SPAN_OPT, t0, t1, -1);
-  rk->last_busy = rk->busy_ns;
-  rk->last_wait = rk->wait_ns;
-  rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
-  rk->last_first = rk->first_ns;
-  rk->last_last = rk->last_ns;
+  end_rank_step (run, rk, t0, pp_probe_now_ns ());
 }
 
 /* DualPipe: every copy of a part gets the sum of the copies' gradients.
@@ -1284,21 +1297,14 @@ enum { TASK_ACTIONS, TASK_OPTIMIZER };
 static void
 run_rank_optimizer (PpRun *run, Rank *rk)
 {
-  int64_t t0 = pp_probe_now_ns (), t1;
+  int64_t t0 = pp_probe_now_ns ();
   for (int i = 0; i < rk->n_stages; i++)
     {
       PpChunk *c = run->stages[rk->stages[i]].chunk;
       pp_chunk_adamw (c, run->cfg.lr, 0.9f, 0.999f, 1e-8f, run->cfg.weight_decay, run->step + 1);
       pp_chunk_zero_grads (c);
     }
-  t1 = pp_probe_now_ns ();
-  if (rk->n_stages > 0)
-    record_span (run, rk->rank, -1, -1, PP_SPAN_OPT, t0, t1, -1);
-  rk->last_busy = rk->busy_ns;
-  rk->last_wait = rk->wait_ns;
-  rk->last_span = rk->first_ns >= 0 ? rk->last_ns - rk->first_ns : 0;
-  rk->last_first = rk->first_ns;
-  rk->last_last = rk->last_ns;
+  end_rank_step (run, rk, t0, pp_probe_now_ns ());
 }
 
 static void *
@@ -1626,6 +1632,7 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       Rank *rk = &run->ranks[r];
       rk->run = run;
       rk->rank = r;
+      rk->last_first = rk->last_last = -1;   /* no step yet */
       rk->stages = xcalloc ((size_t) s->n_stages, sizeof (int), &oom);
       if (oom)
         goto nomem;
@@ -1976,7 +1983,7 @@ pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int64_t *wait_n
 
   if (busy_ns) *busy_ns = rk ? rk->last_busy : 0;
   if (wait_ns) *wait_ns = rk ? rk->last_wait : 0;
-  if (span_ns) *span_ns = rk ? rk->last_span : 0;
+  if (span_ns) *span_ns = rk && rk->last_first >= 0 ? rk->last_last - rk->last_first : 0;
 }
 
 void
