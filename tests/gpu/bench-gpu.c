@@ -51,6 +51,26 @@ die (const char *what, const PpError *err)
   exit (1);
 }
 
+/* The benchmarks' model: 16 blocks of width 1024 (hidden 4096), 256 rows
+ * per micro-batch, TF32, on the GPUs. */
+static PpRunConfig
+bench_config (const PpSchedule *s)
+{
+  PpRunConfig rc;
+  memset (&rc, 0, sizeof rc);
+  rc.schedule = s;
+  rc.model.layers = 16;
+  rc.model.width = 1024;
+  rc.model.hidden_mult = 4;
+  rc.model.seed = 1;
+  rc.batch = 256 * s->microbatches;
+  rc.lr = 5e-5f;   /* width 1024: AdamW at 1e-3 throws the loss to ~30 */
+  rc.data_seed = 1;
+  rc.backend = PP_BACKEND_CUDA;
+  rc.compute = PP_RUN_COMPUTE_TF32;
+  return rc;
+}
+
 /* ---- 1. bubble ---- */
 
 static double
@@ -78,17 +98,7 @@ bench_bubble (void)
 
       if (pp_schedule_generate (sched[i].name, P, M, sched[i].V, &s, &err) != PP_OK)
         die (sched[i].name, &err);
-      memset (&rc, 0, sizeof rc);
-      rc.schedule = s;
-      rc.model.layers = 16;
-      rc.model.width = 1024;
-      rc.model.hidden_mult = 4;
-      rc.model.seed = 1;
-      rc.batch = 256 * M;
-      rc.lr = 5e-5f;   /* width 1024: AdamW at 1e-3 throws the loss to ~30 */
-      rc.data_seed = 1;
-      rc.backend = PP_BACKEND_CUDA;
-      rc.compute = PP_RUN_COMPUTE_TF32;
+      rc = bench_config (s);
       if ((run = pp_run_new (&rc, &err)) == NULL)
         die (sched[i].name, &err);
       if (i == 0)
@@ -299,16 +309,7 @@ timed_run (int no_cupti, double *out, int n_out)
     die ("probe", &err);
   if (pp_schedule_generate ("1F1B", 4, 8, 0, &s, &err) != PP_OK)
     die ("1F1B", &err);
-  memset (&rc, 0, sizeof rc);
-  rc.schedule = s;
-  rc.model.layers = 16;
-  rc.model.width = 1024;
-  rc.model.hidden_mult = 4;
-  rc.model.seed = 1;
-  rc.batch = 256 * 8;
-  rc.lr = 5e-5f;
-  rc.data_seed = 1;
-  rc.backend = PP_BACKEND_CUDA;
+  rc = bench_config (s);
   rc.probe = probe;
   rc.no_cupti = no_cupti;
   if ((run = pp_run_new (&rc, &err)) == NULL)
