@@ -70,6 +70,14 @@ struct _PpCupti {
   pthread_cond_t  flush_cond;
   bool            stop_requested;
   _Atomic bool    stopped;
+  uint64_t        flush_wanted;      /* pp_cupti_request_flush tickets (flush_lock) */
+  uint64_t        flush_served;      /* every ticket up to this one is flushed */
+  pthread_cond_t  flush_done_cond;
+
+  /* API records: the launch and copy calls only (api_cbids), or all */
+  bool            api_all;
+  uint32_t       *api_cbids[2];      /* [runtime, driver] enabled one by one */
+  uint32_t        n_api_cbids[2];
 
   /* blocks (blocks_lock) */
   pthread_mutex_t blocks_lock;
@@ -574,16 +582,25 @@ flush_main (void *data)
           deadline.tv_nsec -= 1000000000L;
           deadline.tv_sec++;
         }
-      while (!c->stop_requested
+      while (!c->stop_requested && c->flush_wanted == c->flush_served
              && pthread_cond_timedwait (&c->flush_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
         ;
       if (c->stop_requested)
         break;
+      /* A request (pp_cupti_request_flush) is served at once and forced:
+       * its caller's work has completed and it wants all of it. */
+      uint64_t serving = c->flush_wanted;
+      bool forced = serving != c->flush_served;
       pthread_mutex_unlock (&c->flush_lock);
-      CUptiResult r = flush_all (c, 0);
+      CUptiResult r = flush_all (c, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
       if (r != CUPTI_SUCCESS)
         note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
       pthread_mutex_lock (&c->flush_lock);
+      if (forced)
+        {
+          c->flush_served = serving;
+          pthread_cond_broadcast (&c->flush_done_cond);
+        }
 
       /* Behind by more than a period (a stalled machine): no catch-up burst. */
       struct timespec now;
@@ -591,8 +608,62 @@ flush_main (void *data)
       if (now.tv_sec > deadline.tv_sec + 1)
         deadline = now;
     }
+  /* Stopping: a ticket still open gets its flush (no new ones are given). */
+  if (c->flush_wanted != c->flush_served)
+    {
+      uint64_t serving = c->flush_wanted;
+      pthread_mutex_unlock (&c->flush_lock);
+      CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      if (r != CUPTI_SUCCESS)
+        note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+      pthread_mutex_lock (&c->flush_lock);
+      c->flush_served = serving;
+      pthread_cond_broadcast (&c->flush_done_cond);
+    }
   pthread_mutex_unlock (&c->flush_lock);
   return NULL;
+}
+
+uint64_t
+pp_cupti_request_flush (PpCupti *c)
+{
+  uint64_t ticket;
+  if (!c || c->stopped)
+    return 0;
+  pthread_mutex_lock (&c->flush_lock);
+  if (c->stop_requested)
+    {
+      pthread_mutex_unlock (&c->flush_lock);
+      return 0;
+    }
+  ticket = ++c->flush_wanted;
+  pthread_cond_signal (&c->flush_cond);
+  pthread_mutex_unlock (&c->flush_lock);
+  return ticket;
+}
+
+bool
+pp_cupti_wait_flush (PpCupti *c, uint64_t ticket, int64_t timeout_ns)
+{
+  struct timespec deadline;
+  bool done;
+  if (!c || ticket == 0)
+    return true;
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += (time_t) (timeout_ns / 1000000000LL);
+  deadline.tv_nsec += (long) (timeout_ns % 1000000000LL);
+  if (deadline.tv_nsec >= 1000000000L)
+    {
+      deadline.tv_nsec -= 1000000000L;
+      deadline.tv_sec++;
+    }
+  pthread_mutex_lock (&c->flush_lock);
+  while (c->flush_served < ticket
+         && pthread_cond_timedwait (&c->flush_done_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
+    ;
+  done = c->flush_served >= ticket;
+  pthread_mutex_unlock (&c->flush_lock);
+  return done;
 }
 
 PpStatus
@@ -613,28 +684,123 @@ pp_cupti_flush (PpCupti *c, PpError *err)
 
 /* ---- start / stop ---- */
 
+/* Device records, and the correlation of API calls with our blocks.  The API
+ * records themselves are enabled by enable_api_records. */
 static const CUpti_ActivityKind kinds[] = {
   CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
   CUPTI_ACTIVITY_KIND_MEMCPY,
   CUPTI_ACTIVITY_KIND_MEMSET,
-  CUPTI_ACTIVITY_KIND_RUNTIME,
-  CUPTI_ACTIVITY_KIND_DRIVER,
   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
 static const char *const kind_names[] = {
-  "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "DRIVER", "EXTERNAL_CORRELATION",
+  "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "EXTERNAL_CORRELATION",
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
-
-/* Both API layers are traced: with the driver's alone (tried on the H200),
- * the kernels our runtime calls launch lost their block tags, and a ZBV run's
- * blocks measured 25.9% bubble against the simulator's 11.0%. */
 
 static void
 disable_kinds (size_t n)
 {
   for (size_t i = 0; i < n; i++)
     cuptiActivityDisable (kinds[i]);
+}
+
+/* ---- API records ----
+ *
+ * A device record finds its block through the API record of the call that
+ * launched it (its EXTERNAL_CORRELATION record precedes that API record).
+ * Both API layers are needed: with the driver's alone (tried on the H200)
+ * the kernels our runtime calls launch lost their tags.  But only the calls
+ * that make device records need one: every other call (event records,
+ * stream waits, context switches: about half of a step's calls) would cost
+ * a record and its correlation record for nothing.  So the launch, copy and
+ * memset calls of both layers are enabled one by one, by name, from the
+ * CUPTI in use; PIPESCOPE_CUPTI_API=all, or a CUPTI without per-call
+ * control, records every call. */
+
+bool
+pp_cupti_traces_api (bool driver, const char *name)
+{
+  const char *prefix = driver ? "cu" : "cuda";
+  size_t n = strlen (prefix);
+  if (name == NULL)
+    return false;
+  if (strstr (name, "Launch") != NULL)   /* kernels, cooperative, Ex, graphs */
+    return true;
+  if (name[0] == '_')                    /* __cudaLaunchKernel: matched above */
+    return false;
+  if (strncmp (name, prefix, n) != 0)
+    return false;
+  return strncmp (name + n, "Memcpy", 6) == 0 || strncmp (name + n, "Memset", 6) == 0;
+}
+
+static CUptiResult
+enable_api (int layer, uint32_t cbid, uint8_t on)
+{
+  return layer == 0 ? cuptiActivityEnableRuntimeApi ((CUpti_CallbackId) cbid, on)
+                    : cuptiActivityEnableDriverApi ((CUpti_CallbackId) cbid, on);
+}
+
+static void
+disable_api_records (PpCupti *c)
+{
+  if (c->api_all)
+    {
+      cuptiActivityDisable (CUPTI_ACTIVITY_KIND_RUNTIME);
+      cuptiActivityDisable (CUPTI_ACTIVITY_KIND_DRIVER);
+      return;
+    }
+  for (int layer = 0; layer < 2; layer++)
+    for (uint32_t i = 0; i < c->n_api_cbids[layer]; i++)
+      (void) enable_api (layer, c->api_cbids[layer][i], 0);
+}
+
+static bool
+enable_selected_api_records (PpCupti *c)
+{
+  static const uint32_t size[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
+  static const CUpti_CallbackDomain domain[2] = { CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                  CUPTI_CB_DOMAIN_DRIVER_API };
+  for (int layer = 0; layer < 2; layer++)
+    {
+      c->api_cbids[layer] = calloc (size[layer], sizeof (uint32_t));
+      if (c->api_cbids[layer] == NULL)
+        return false;
+      for (uint32_t cbid = 1; cbid < size[layer]; cbid++)
+        {
+          const char *name = NULL;
+          if (cuptiGetCallbackName (domain[layer], cbid, &name) != CUPTI_SUCCESS
+              || !pp_cupti_traces_api (layer == 1, name))
+            continue;
+          if (enable_api (layer, cbid, 1) != CUPTI_SUCCESS)
+            return false;
+          c->api_cbids[layer][c->n_api_cbids[layer]++] = cbid;
+        }
+    }
+  /* a kernel launch of each layer, or this CUPTI names its calls otherwise */
+  return c->n_api_cbids[0] > 0 && c->n_api_cbids[1] > 0;
+}
+
+static CUptiResult
+enable_api_records (PpCupti *c, const char **what)
+{
+  const char *env = getenv ("PIPESCOPE_CUPTI_API");
+  CUptiResult r;
+  c->api_all = env != NULL && strcmp (env, "all") == 0;
+  if (!c->api_all && !enable_selected_api_records (c))
+    {
+      disable_api_records (c);
+      c->api_all = true;
+    }
+  if (!c->api_all)
+    return CUPTI_SUCCESS;
+  if ((r = cuptiActivityEnable (CUPTI_ACTIVITY_KIND_RUNTIME)) != CUPTI_SUCCESS)
+    *what = "cuptiActivityEnable(RUNTIME)";
+  else if ((r = cuptiActivityEnable (CUPTI_ACTIVITY_KIND_DRIVER)) != CUPTI_SUCCESS)
+    {
+      cuptiActivityDisable (CUPTI_ACTIVITY_KIND_RUNTIME);
+      *what = "cuptiActivityEnable(DRIVER)";
+    }
+  return r;
 }
 
 static PpStatus
@@ -686,10 +852,13 @@ cupti_free_memory (PpCupti *c)
   free (c->pending);
   free (c->corr);
   free (c->blocks);
+  free (c->api_cbids[0]);
+  free (c->api_cbids[1]);
   pthread_mutex_destroy (&c->blocks_lock);
   pthread_mutex_destroy (&c->status_lock);
   pthread_mutex_destroy (&c->flush_lock);
   pthread_cond_destroy (&c->flush_cond);
+  pthread_cond_destroy (&c->flush_done_cond);
   free (c);
 }
 
@@ -724,6 +893,7 @@ pp_cupti_start (PpProbe *probe, int rank, PpError *err)
   pthread_condattr_init (&ca);
   pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
   pthread_cond_init (&c->flush_cond, &ca);
+  pthread_cond_init (&c->flush_done_cond, &ca);
   pthread_condattr_destroy (&ca);
   c->blocks = calloc (PP_CUPTI_MAX_BLOCKS, sizeof *c->blocks);
   c->corr = calloc (CORR_MAP_SIZE, sizeof *c->corr);
@@ -771,6 +941,11 @@ pp_cupti_start (PpProbe *probe, int rank, PpError *err)
             set_active (NULL);
             break;
           }
+      if (!what && (r = enable_api_records (c, &what)) != CUPTI_SUCCESS)
+        {
+          disable_kinds (N_KINDS);
+          set_active (NULL);
+        }
     }
   if (what)
     {
@@ -782,6 +957,7 @@ pp_cupti_start (PpProbe *probe, int rank, PpError *err)
 
   if (pthread_create (&c->flush_thread, NULL, flush_main, c) != 0)
     {
+      disable_api_records (c);
       disable_kinds (N_KINDS);
       cuptiActivityFlushAll (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       set_active (NULL);
@@ -815,6 +991,7 @@ pp_cupti_stop (PpCupti *c)
   CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (r != CUPTI_SUCCESS)
     note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+  disable_api_records (c);
   disable_kinds (N_KINDS);
   /* Whatever disabling pushed out, then the records still waiting. */
   cuptiActivityFlushAll (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -864,6 +1041,7 @@ pp_cupti_get_stats (PpCupti *c, PpCuptiStats *out)
   out->spans = atomic_load (&c->spans);
   out->tagged = atomic_load (&c->tagged);
   out->dropped = atomic_load (&c->dropped);
+  out->api_calls = c->api_all ? 0 : c->n_api_cbids[0] + c->n_api_cbids[1];
 }
 
 PpStatus

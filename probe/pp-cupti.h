@@ -10,9 +10,12 @@
  * pp_cupti_start registers a CLOCK_MONOTONIC timestamp callback (so every
  * record's start/end is on pp_probe_now_ns's clock), the buffer callbacks
  * (a bounded pool of PP_CUPTI_BUFFER_COUNT buffers of PP_CUPTI_BUFFER_SIZE
- * bytes, allocated on demand), enables CONCURRENT_KERNEL, MEMCPY, MEMSET,
- * RUNTIME, DRIVER and EXTERNAL_CORRELATION activity, and starts a flush thread
- * that calls cuptiActivityFlushAll(0) every PP_CUPTI_FLUSH_PERIOD_NS, so
+ * bytes, allocated on demand), enables CONCURRENT_KERNEL, MEMCPY, MEMSET and
+ * EXTERNAL_CORRELATION activity, and API records for the launch, memcpy and
+ * memset calls of the runtime and the driver only (pp_cupti_traces_api; every
+ * call with PIPESCOPE_CUPTI_API=all, or where CUPTI cannot pick calls), and
+ * starts a flush thread that calls cuptiActivityFlushAll(0) every
+ * PP_CUPTI_FLUSH_PERIOD_NS, so
  * device records reach the probe within about that period plus the probe's
  * drain period.  Call it before the process's first CUDA call when you can
  * (records of contexts created earlier are still collected, but work queued
@@ -107,6 +110,7 @@ typedef struct {
   uint64_t spans;          /* spans handed to pp_probe_record_span */
   uint64_t tagged;         /* of those, inside a pushed block */
   uint64_t dropped;        /* records CUPTI dropped (no buffer) */
+  uint32_t api_calls;      /* API calls (runtime + driver) with records; 0 = all */
 } PpCuptiStats;
 
 /* Starts collecting for rank into probe (which must outlive c).  See above. */
@@ -134,6 +138,20 @@ bool        pp_cupti_block_gpu_time (PpCupti *c, uint64_t block_id,
  * cuptiActivityFlushAll with FORCED: buffers not yet full too).  Device
  * work that has not finished is not waited for.  PP_OK for NULL. */
 PpStatus    pp_cupti_flush (PpCupti *c, PpError *err);
+
+/* The same without waiting: the flush thread does it now.  Returns a ticket
+ * for pp_cupti_wait_flush (0 for NULL or once stopping, which waits for
+ * nothing).  Every device record completed before the call is delivered once
+ * the ticket is served. */
+uint64_t    pp_cupti_request_flush (PpCupti *c);
+/* Waits until the flush of ticket has returned, at most timeout_ns; false
+ * if it has not by then. */
+bool        pp_cupti_wait_flush (PpCupti *c, uint64_t ticket, int64_t timeout_ns);
+
+/* Whether a call of that name (cuptiGetCallbackName's) gets an API record:
+ * the calls that make device records (launches, copies, memsets) of the
+ * runtime (driver false) or the driver. */
+bool        pp_cupti_traces_api (bool driver, const char *name);
 
 /* The interned name of a span's name_id, or NULL.  The string lives until
  * pp_cupti_free. */

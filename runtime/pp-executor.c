@@ -113,6 +113,7 @@ typedef struct {
   int         work_kind[2];/* PP_ACT_* of each work (cost sums) */
   int         work_stage[2];
   cudaEvent_t ev[3];       /* start, between the works, end */
+  int64_t     t[3];        /* their times once the step has completed */
   uint64_t    block;       /* CUPTI block id, 0 = none */
 } GpuRec;
 #endif
@@ -131,6 +132,12 @@ typedef struct {
 #ifdef PP_HAVE_CUDA
   GpuRec        *recs;       /* [cap_recs] with their events */
   int            n_recs, cap_recs;
+  /* With CUPTI, a step's spans go out at the next step's end (or when the
+   * run flushes or ends), once a flush requested after the step has
+   * delivered its kernels: no rank waits for CUPTI.  [cap_recs], times set */
+  GpuRec        *pend;
+  int            n_pend, pend_step;
+  uint64_t       pend_ticket;
   float         *d_zeros;    /* [rows * max dim] on the rank's device */
 #endif
 } Rank;
@@ -166,9 +173,8 @@ struct _PpRun {
   int             failed;
   PpError         first_err;
   int             gpu_mode;   /* cfg.backend == PP_BACKEND_CUDA */
-  int             spans_ready;/* GPU: CUPTI flushed for this step (under mu) */
+  uint64_t        flush_ticket;/* GPU: the CUPTI flush asked for after this step */
   PpBatchPool    *pool;       /* GPU: makes the next batch while the GPUs run */
-  pthread_cond_t  spans_cv;
 #ifdef PP_HAVE_CUDA
   PpGpu          *gpu;
   float          *h_losses;   /* [rows] host copy of a micro-batch's losses */
@@ -235,8 +241,8 @@ deadline_after (struct timespec *ts, int64_t ns)
 }
 
 static void
-record_span (PpRun *run, int rank, int stage, int mb, int kind, int64_t t0, int64_t t1,
-             int peer)
+record_step_span (PpRun *run, int step, int rank, int stage, int mb, int kind, int64_t t0,
+                  int64_t t1, int peer)
 {
   PpSpan sp;
 
@@ -248,12 +254,19 @@ record_span (PpRun *run, int rank, int stage, int mb, int kind, int64_t t0, int6
   sp.rank = rank;
   sp.stage = stage;
   sp.microbatch = mb;
-  sp.step = run->step;
+  sp.step = step;
   sp.kind = (uint16_t) kind;
   sp.device = 0xffff;
   sp.stream = 0;
   sp.peer_rank = peer;
   pp_probe_record_span (run->cfg.probe, &sp);
+}
+
+static void
+record_span (PpRun *run, int rank, int stage, int mb, int kind, int64_t t0, int64_t t1,
+             int peer)
+{
+  record_step_span (run, run->step, rank, stage, mb, kind, t0, t1, peer);
 }
 
 static void
@@ -907,9 +920,60 @@ add_cost (Stage *st, int kind, double ns)
     }
 }
 
-/* After the step has completed on the device (and CUPTI was flushed): the
- * rank's spans with GPU times, its busy / wait times, the measured costs, and
- * the losses of its tail stages. */
+/* A rank's spans for recs of step `step`: GPU start and end from CUPTI's
+ * records of the block where it has them (cu != NULL), else from the CUDA
+ * events; a WAIT span where the GPU idled before a transfer. */
+static void
+emit_gpu_spans (PpRun *run, Rank *rk, const GpuRec *recs, int n, int step, PpCupti *cu)
+{
+  int64_t prev_end = -1;
+
+  for (int i = 0; i < n; i++)
+    {
+      const GpuRec *r = &recs[i];
+      int64_t s0 = r->t[0], s1 = r->t[2];
+#ifdef PP_HAVE_CUPTI
+      int64_t cs, ce;
+      if (cu != NULL && r->block != 0 && pp_cupti_block_gpu_time (cu, r->block, &cs, &ce, NULL))
+        {
+          s0 = cs;
+          s1 = ce;
+        }
+#else
+      (void) cu;
+#endif
+      if (s1 < s0)
+        s1 = s0;
+      if (r->peer >= 0 && prev_end >= 0 && s0 - prev_end > WAIT_RECORD_NS)
+        record_step_span (run, step, rk->rank, r->stage, r->mb, PP_SPAN_WAIT, prev_end, s0, r->peer);
+      record_step_span (run, step, rk->rank, r->stage, r->mb, r->span, s0, s1, r->peer);
+      if (s1 > prev_end)
+        prev_end = s1;
+    }
+}
+
+/* The rank's previous step's spans, now that CUPTI has its records (a
+ * flush was asked for after that step's work completed). */
+static void
+emit_pending_spans (PpRun *run, Rank *rk)
+{
+  PpCupti *cu = run_cupti (run);
+  if (rk->n_pend == 0)
+    return;
+#ifdef PP_HAVE_CUPTI
+  /* served within milliseconds; past a second CUPTI is stuck, and the
+   * events' times are better than partial kernel times */
+  if (!pp_cupti_wait_flush (cu, rk->pend_ticket, 1000000000LL))
+    cu = NULL;
+#endif
+  emit_gpu_spans (run, rk, rk->pend, rk->n_pend, rk->pend_step, cu);
+  rk->n_pend = 0;
+}
+
+/* After the step has completed on the device: its times from the CUDA
+ * events (the rank's busy / wait times and window, the measured costs), its
+ * spans (now, or at the next step's end with CUPTI's kernel times), and the
+ * losses of its tail stages. */
 static PpStatus
 gpu_finalize (PpRun *run, Rank *rk, PpError *err)
 {
@@ -926,53 +990,50 @@ gpu_finalize (PpRun *run, Rank *rk, PpError *err)
       int64_t t2 = r->works != 1 ? pp_gpu_event_ns (run->gpu, rk->rank, r->ev[2]) : t1;
       if (r->works == 0)
         t1 = t2;
-      int64_t s0 = t0, s1 = t2;
-#ifdef PP_HAVE_CUPTI
-      int64_t cs, ce;
-      if (cu != NULL && r->block != 0 && pp_cupti_block_gpu_time (cu, r->block, &cs, &ce, NULL))
-        {
-          s0 = cs;
-          s1 = ce;
-        }
-#else
-      (void) cu;
-#endif
-      if (s1 < s0)
-        s1 = s0;
-      if (r->peer >= 0 && prev_end >= 0 && s0 - prev_end > WAIT_RECORD_NS)
-        {
-          record_span (run, rk->rank, r->stage, r->mb, PP_SPAN_WAIT, prev_end, s0, r->peer);
-          wait += s0 - prev_end;
-        }
-      record_span (run, rk->rank, r->stage, r->mb, r->span, s0, s1, r->peer);
+      if (t1 < t0)
+        t1 = t0;
+      if (t2 < t1)
+        t2 = t1;
+      r->t[0] = t0;
+      r->t[1] = t1;
+      r->t[2] = t2;
+      if (r->peer >= 0 && prev_end >= 0 && t0 - prev_end > WAIT_RECORD_NS)
+        wait += t0 - prev_end;
       if (r->works == 0)
         {
           Stage *st = &run->stages[r->stage];
-          st->sum_x += (double) (s1 - s0);
+          st->sum_x += (double) (t2 - t0);
           st->n_x++;
         }
       else
         {
-          busy += s1 - s0;
-          if (r->works == 1)
-            add_cost (&run->stages[r->work_stage[0]], r->work_kind[0], (double) (s1 - s0));
-          else
-            {
-              add_cost (&run->stages[r->work_stage[0]], r->work_kind[0], (double) (t1 - t0));
-              add_cost (&run->stages[r->work_stage[1]], r->work_kind[1], (double) (t2 - t1));
-            }
+          busy += t2 - t0;
+          add_cost (&run->stages[r->work_stage[0]], r->work_kind[0], (double) (t1 - t0));
+          if (r->works == 2)
+            add_cost (&run->stages[r->work_stage[1]], r->work_kind[1], (double) (t2 - t1));
         }
-      if (first < 0 || s0 < first)
-        first = s0;
-      if (s1 > last)
-        last = s1;
-      if (s1 > prev_end)
-        prev_end = s1;
+      if (first < 0 || t0 < first)
+        first = t0;
+      if (t2 > last)
+        last = t2;
+      if (t2 > prev_end)
+        prev_end = t2;
     }
   rk->busy_ns = busy;
   rk->wait_ns = wait;
   rk->first_ns = first;
   rk->last_ns = last;
+
+  if (cu == NULL)
+    emit_gpu_spans (run, rk, rk->recs, rk->n_recs, run->step, NULL);
+  else
+    {
+      emit_pending_spans (run, rk);
+      memcpy (rk->pend, rk->recs, (size_t) rk->n_recs * sizeof *rk->recs);
+      rk->n_pend = rk->n_recs;
+      rk->pend_step = run->step;
+      rk->pend_ticket = run->flush_ticket;
+    }
 
   for (int i = 0; i < rk->n_stages; i++)
     {
@@ -1000,6 +1061,23 @@ gpu_finalize (PpRun *run, Rank *rk, PpError *err)
   return PP_OK;
 }
 
+/* Every rank's spans still waiting for CUPTI, after a forced flush.  Ranks
+ * parked (between steps, or joined). */
+static void
+emit_all_pending_spans (PpRun *run)
+{
+  int any = 0;
+  for (int r = 0; r < run->P; r++)
+    any |= run->ranks[r].n_pend > 0;
+  if (!any)
+    return;
+#ifdef PP_HAVE_CUPTI
+  (void) pp_cupti_flush (run_cupti (run), NULL);
+#endif
+  for (int r = 0; r < run->P; r++)
+    emit_pending_spans (run, &run->ranks[r]);
+}
+
 static void
 run_rank_optimizer_gpu (PpRun *run, Rank *rk)
 {
@@ -1018,12 +1096,6 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
       if (rc == PP_OK)
         rc = pp_gpu_chunk_zero_grads (c, &err);
     }
-  /* While the GPU takes the optimizer step, the main thread flushes CUPTI;
-   * the step's spans get their GPU times once it has. */
-  pthread_mutex_lock (&run->mu);
-  while (!run->spans_ready)
-    pthread_cond_wait (&run->spans_cv, &run->mu);
-  pthread_mutex_unlock (&run->mu);
   if (rc == PP_OK)
     rc = gpu_finalize (run, rk, &err);
   if (rc == PP_OK)
@@ -1199,7 +1271,8 @@ setup_rank_gpu (PpRun *run, Rank *rk, size_t maxdim, PpError *err)
    * OVERLAP_F_B) */
   rk->cap_recs = 3 * ra->n_actions + 4;
   rk->recs = calloc ((size_t) rk->cap_recs, sizeof (GpuRec));
-  if (rk->recs == NULL)
+  rk->pend = calloc ((size_t) rk->cap_recs, sizeof (GpuRec));
+  if (rk->recs == NULL || rk->pend == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
   for (int i = 0; i < rk->cap_recs; i++)
     for (int j = 0; j < 3; j++)
@@ -1222,6 +1295,7 @@ free_rank_gpu (PpRun *run, Rank *rk)
         if (rk->recs[i].ev[j] != NULL)
           cudaEventDestroy (rk->recs[i].ev[j]);
   free (rk->recs);
+  free (rk->pend);
   cudaFree (rk->d_zeros);
   (void) cudaGetLastError ();
 }
@@ -1489,7 +1563,6 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->rows = cfg->batch / s->microbatches;
   pthread_mutex_init (&run->mu, NULL);
   pthread_cond_init (&run->start, NULL);
-  pthread_cond_init (&run->spans_cv, NULL);
   cond_init_monotonic (&run->done);
   atomic_init (&run->abort, 0);
 
@@ -1875,23 +1948,16 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   pthread_mutex_lock (&run->mu);
   run->remaining = run->P;
   run->task = TASK_OPTIMIZER;
-  run->spans_ready = !run->gpu_mode;
+#if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
+  /* Every stream is synchronised: a flush from now on delivers the step's
+   * kernels, for its spans at the next step's end.  The flush thread does
+   * it while the GPUs work; nobody waits for it now. */
+  if (run->gpu_mode)
+    run->flush_ticket = pp_cupti_request_flush (run_cupti (run));
+#endif
   run->gen++;
   pthread_cond_broadcast (&run->start);
   pthread_mutex_unlock (&run->mu);
-#ifdef PP_HAVE_CUDA
-  if (run->gpu_mode)
-    {
-#ifdef PP_HAVE_CUPTI
-      /* the step's device records, so the ranks can give spans GPU times */
-      (void) pp_cupti_flush (run_cupti (run), NULL);
-#endif
-      pthread_mutex_lock (&run->mu);
-      run->spans_ready = 1;
-      pthread_cond_broadcast (&run->spans_cv);
-      pthread_mutex_unlock (&run->mu);
-    }
-#endif
   if (run->pool != NULL)
     pp_batch_pool_wait (run->pool);
   else
@@ -2074,7 +2140,11 @@ pp_run_flush_device_records (PpRun *run)
 {
 #if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
   if (run != NULL && run->gpu != NULL)
-    (void) pp_cupti_flush (pp_gpu_cupti (run->gpu), NULL);
+    {
+      (void) pp_cupti_flush (pp_gpu_cupti (run->gpu), NULL);
+      if (run->ranks != NULL)
+        emit_all_pending_spans (run);
+    }
 #else
   (void) run;
 #endif
@@ -2141,6 +2211,11 @@ pp_run_free (PpRun *run)
       for (int r = 0; r < run->P; r++)
         if (run->ranks[r].started)
           pthread_join (run->ranks[r].thread, NULL);
+#ifdef PP_HAVE_CUDA
+      /* the last step's spans, before CUPTI stops */
+      if (run->gpu != NULL)
+        emit_all_pending_spans (run);
+#endif
       for (int r = 0; r < run->P; r++)
         {
 #ifdef PP_HAVE_CUDA
@@ -2185,7 +2260,6 @@ pp_run_free (PpRun *run)
   free (run->loss_mb);
   pthread_mutex_destroy (&run->mu);
   pthread_cond_destroy (&run->start);
-  pthread_cond_destroy (&run->spans_cv);
   pthread_cond_destroy (&run->done);
   free (run);
 }

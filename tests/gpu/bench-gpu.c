@@ -13,6 +13,9 @@
  *     The whole GPU's throughput for the same call is printed for scale.
  *  3. CUPTI on against off: 1F1B with a probe, step time median with the
  *     collector and with CUDA events only, runs alternated.  Target: < 3%.
+ *     Also the collector with an API record for every call
+ *     (PIPESCOPE_CUPTI_API=all) instead of the launches and copies only: what
+ *     that choice saves.
  *
  * Environment: PP_BENCH_STEPS (default 14) steps per bubble run.
  */
@@ -291,7 +294,7 @@ count_spans (void *user, const PpSpan *spans, size_t n)
 }
 
 static double
-timed_run (int no_cupti, double *out, int n_out)
+timed_run (int no_cupti, int all_api, double *out, int n_out)
 {
   KernelCount kc = { 0, 0 };
   PpSchedule *s = NULL;
@@ -312,7 +315,11 @@ timed_run (int no_cupti, double *out, int n_out)
   rc = bench_config (s);
   rc.probe = probe;
   rc.no_cupti = no_cupti;
-  if ((run = pp_run_new (&rc, &err)) == NULL)
+  if (all_api)
+    setenv ("PIPESCOPE_CUPTI_API", "all", 1);
+  run = pp_run_new (&rc, &err);
+  unsetenv ("PIPESCOPE_CUPTI_API");
+  if (run == NULL)
     die ("CUPTI run", &err);
   for (int k = 0; k < n_out + 2; k++)
     {
@@ -327,7 +334,8 @@ timed_run (int no_cupti, double *out, int n_out)
   pp_run_free (run);
   pp_probe_free (probe);   /* after a last drain: every span counted */
   if (!no_cupti)
-    printf ("  %s; %ld kernel spans, %ld tagged\n", note, kc.kernels, kc.tagged);
+    printf ("  %s%s; %ld kernel spans, %ld tagged\n", note,
+            all_api ? " (every API call recorded)" : "", kc.kernels, kc.tagged);
   pp_schedule_free (s);
   med = median (out, n_out);
   return med;
@@ -337,17 +345,19 @@ static double
 bench_cupti (void)
 {
   enum { N = 20, ROUNDS = 3 };
-  double on[ROUNDS], off[ROUNDS], v[N];
+  double on[ROUNDS], off[ROUNDS], all[ROUNDS], v[N];
   printf ("== CUPTI (1F1B P=4 M=8, width 1024, with a probe) ==\n");
   for (int i = 0; i < ROUNDS; i++)
     {
-      off[i] = timed_run (1, v, N);
-      on[i] = timed_run (0, v, N);
+      off[i] = timed_run (1, 0, v, N);
+      on[i] = timed_run (0, 0, v, N);
+      all[i] = timed_run (0, 1, v, N);
     }
-  double mon = median (on, ROUNDS), moff = median (off, ROUNDS);
-  printf ("step time: CUDA events only %.3f ms, CUPTI %.3f ms\n"
+  double mon = median (on, ROUNDS), moff = median (off, ROUNDS), mall = median (all, ROUNDS);
+  printf ("step time: CUDA events only %.3f ms, CUPTI %.3f ms, CUPTI recording every API call %.3f ms\n"
           "(medians over %d runs of the median of %d steps, runs alternated)\n",
-          moff * 1e3, mon * 1e3, ROUNDS, N);
+          moff * 1e3, mon * 1e3, mall * 1e3, ROUNDS, N);
+  printf ("CUPTI every API call vs off: %+.2f%%\n", 100 * (mall / moff - 1));
   printf ("CUPTI on vs off: %+.2f%% of step time (target < 3%%)\n\n", 100 * (mon / moff - 1));
   return 100 * (mon / moff - 1);
 }

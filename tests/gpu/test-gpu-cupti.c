@@ -17,6 +17,7 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <cupti.h>
 
 #include "pp-cupti.h"
 #include "pp-probe.h"
@@ -175,6 +176,76 @@ test_null_is_safe (void)
   g_assert_cmpint (pp_cupti_status (NULL, &err), ==, PP_OK);
   pp_cupti_stop (NULL);
   pp_cupti_free (NULL);
+  g_assert_cmpuint (pp_cupti_request_flush (NULL), ==, 0);
+  g_assert_true (pp_cupti_wait_flush (NULL, 3, 0));
+}
+
+/* The API calls that get records: those that make device records (so their
+ * kernels, copies and memsets find their blocks), and few others.  Read from
+ * the names of this CUPTI's calls, as pp_cupti_start does. */
+static void
+test_api_selection (void)
+{
+  static const struct { bool driver; const char *name; bool traced; } want[] = {
+    { false, "cudaLaunchKernel_v7000", true },        /* <<< >>> before CUDA 13 */
+    { false, "cudaLaunchKernelExC_v11060", true },    /* NCCL, cuBLASLt */
+    { false, "cudaMemcpyAsync_v3020", true },
+    { false, "cudaMemcpyPeerAsync_v4000", true },
+    { false, "cudaMemsetAsync_v3020", true },
+    { false, "cudaMemcpy_v3020", true },
+    { false, "cudaEventRecord_v3020", false },
+    { false, "cudaStreamWaitEvent_v3020", false },
+    { false, "cudaGetLastError_v3020", false },
+    { false, "cudaMalloc_v3020", false },
+    { false, "cudaStreamSynchronize_v3020", false },
+    { true, "cuLaunchKernel", true },
+    { true, "cuLaunchKernelEx", true },
+    { true, "cuMemcpyDtoDAsync_v2", true },
+    { true, "cuMemsetD32Async", true },
+    { true, "cuCtxSetCurrent", false },
+    { true, "cuEventRecord", false },
+    { true, "cuStreamWaitEvent", false },
+    { true, "cuMemAlloc_v2", false },
+  };
+  static const uint32_t size[2] = { CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_DRIVER_TRACE_CBID_SIZE };
+  static const CUpti_CallbackDomain domain[2] = { CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                  CUPTI_CB_DOMAIN_DRIVER_API };
+  int seen[G_N_ELEMENTS (want)] = { 0 };
+  uint32_t named[2] = { 0, 0 }, traced[2] = { 0, 0 };
+
+  /* the same names from the other layer are not that layer's */
+  g_assert_false (pp_cupti_traces_api (true, "cudaMemcpyAsync_v3020"));
+  g_assert_false (pp_cupti_traces_api (false, "cuMemcpyDtoDAsync_v2"));
+  g_assert_false (pp_cupti_traces_api (false, NULL));
+
+  for (int layer = 0; layer < 2; layer++)
+    for (uint32_t cbid = 1; cbid < size[layer]; cbid++)
+      {
+        const char *name = NULL;
+        if (cuptiGetCallbackName (domain[layer], cbid, &name) != CUPTI_SUCCESS || name == NULL)
+          continue;
+        named[layer]++;
+        bool t = pp_cupti_traces_api (layer == 1, name);
+        traced[layer] += t;
+        for (size_t i = 0; i < G_N_ELEMENTS (want); i++)
+          if (want[i].driver == (layer == 1) && strcmp (want[i].name, name) == 0)
+            {
+              seen[i] = 1;
+              if (t != want[i].traced)
+                g_error ("%s: traced %d, want %d", name, t, want[i].traced);
+            }
+      }
+  g_test_message ("runtime: %u of %u calls traced; driver: %u of %u", traced[0], named[0],
+                  traced[1], named[1]);
+  for (size_t i = 0; i < G_N_ELEMENTS (want); i++)
+    if (!seen[i])
+      g_error ("this CUPTI does not name %s", want[i].name);
+  /* launches and copies are a small share of either API */
+  for (int layer = 0; layer < 2; layer++)
+    {
+      g_assert_cmpuint (traced[layer], >, 10);
+      g_assert_cmpuint (traced[layer] * 4, <, named[layer]);
+    }
 }
 
 /* ============================ suite gpu ============================ */
@@ -424,6 +495,43 @@ test_gpu_tagged_live (void)
   g_assert_cmpint (pp_cupti_status (G.c, &err), ==, PP_OK);
 }
 
+/* A flush asked for after the work completed delivers that work's records,
+ * at once, without the caller waiting: how the executor gets its kernel
+ * times a step late.  And only the launch and copy calls had API records. */
+static void
+test_gpu_request_flush (void)
+{
+  PpCuptiStats st;
+  int64_t s = 0, e = 0;
+  uint32_t n = 0;
+
+  uint64_t id = pp_cupti_push_block (G.c, 3, 1, PP_SPAN_W, 6);
+  launch_spin (50000);
+  pp_cupti_pop_block (G.c);
+  CUDA_OK (cudaStreamSynchronize (G.stream));
+  int64_t t0 = pp_probe_now_ns ();
+  uint64_t ticket = pp_cupti_request_flush (G.c);
+  int64_t asked = pp_probe_now_ns () - t0;
+  g_assert_cmpuint (ticket, >, 0);
+  g_assert_true (pp_cupti_wait_flush (G.c, ticket, 2000000000LL));
+  int64_t served = pp_probe_now_ns () - t0;
+  g_assert_true (pp_cupti_block_gpu_time (G.c, id, &s, &e, &n));
+  g_assert_cmpuint (n, ==, 1);
+  g_assert_cmpint (e - s, >=, 50000);
+  /* a later ticket, and one already served answers at once */
+  g_assert_cmpuint (pp_cupti_request_flush (G.c), >, ticket);
+  g_assert_true (pp_cupti_wait_flush (G.c, ticket, 0));
+  pp_cupti_get_stats (G.c, &st);
+  g_test_message ("request took %.3f ms, served after %.1f ms; API calls with records: %u",
+                  asked / 1e6, served / 1e6, st.api_calls);
+  printf ("# cupti requested flush: asked %.3f ms, served %.1f ms; %u API calls traced\n",
+          asked / 1e6, served / 1e6, st.api_calls);
+  g_assert_cmpint (asked, <, 5000000);
+  g_assert_cmpint (served, <, PP_CUPTI_FLUSH_PERIOD_NS * 9 / 10);   /* not the periodic one */
+  if (g_strcmp0 (g_getenv ("PIPESCOPE_CUPTI_API"), "all") != 0)
+    g_assert_cmpuint (st.api_calls, >, 20);
+}
+
 static void
 test_gpu_flush_period (void)
 {
@@ -576,6 +684,7 @@ main (int argc, char **argv)
       g_test_add_func ("/cupti/start-or-unavailable", test_start_or_unavailable);
       g_test_add_func ("/cupti/turned-off", test_turned_off);
       g_test_add_func ("/cupti/null-is-safe", test_null_is_safe);
+      g_test_add_func ("/cupti/api-selection", test_api_selection);
       return g_test_run ();
     }
 
@@ -590,6 +699,7 @@ main (int argc, char **argv)
   /* In order: they share one collector. */
   g_test_add_func ("/cupti/gpu/start", test_gpu_start);
   g_test_add_func ("/cupti/gpu/tagged-live", test_gpu_tagged_live);
+  g_test_add_func ("/cupti/gpu/request-flush", test_gpu_request_flush);
   g_test_add_func ("/cupti/gpu/flush-period", test_gpu_flush_period);
   g_test_add_func ("/cupti/gpu/many-blocks", test_gpu_many_blocks);
   g_test_add_func ("/cupti/gpu/stop-restart", test_gpu_stop_restart);
