@@ -1593,9 +1593,11 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       if (run->gpu == NULL)
         goto fail;
       {
-        /* the cores the rank threads (and the main thread) leave free */
+        /* the cores the rank threads, the main thread, the probe's drain
+         * thread and CUPTI's two (its flush thread, its own worker) leave
+         * free: a rank thread that loses its core stops feeding its GPU */
         long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
-        long n = ncpu - run->P - 1;
+        long n = ncpu - run->P - 1 - (cfg->probe != NULL) - 2 * (run_cupti (run) != NULL);
         if (n < 1) n = 1;
         if (n > 16) n = 16;
         if ((run->pool = pp_batch_pool_new (run->model, (int) n, err)) == NULL)
