@@ -75,7 +75,7 @@ struct _PpCupti {
   pthread_cond_t  flush_done_cond;
 
   /* API records: the launch and copy calls only (api_cbids), or all */
-  bool            api_all;
+  _Atomic bool    api_all;
   uint32_t       *api_cbids[2];      /* [runtime, driver] enabled one by one */
   uint32_t        n_api_cbids[2];
 
@@ -778,6 +778,28 @@ enable_selected_api_records (PpCupti *c)
     }
   /* a kernel launch of each layer, or this CUPTI names its calls otherwise */
   return c->n_api_cbids[0] > 0 && c->n_api_cbids[1] > 0;
+}
+
+bool
+pp_cupti_record_all_api (PpCupti *c)
+{
+  bool done = false;
+  if (!c || c->stopped)
+    return false;
+  pthread_mutex_lock (&g_start_lock);
+  if (!c->api_all && g_owner == c
+      && cuptiActivityEnable (CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS)
+    {
+      if (cuptiActivityEnable (CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS)
+        {
+          c->api_all = true;
+          done = true;
+        }
+      else
+        cuptiActivityDisable (CUPTI_ACTIVITY_KIND_RUNTIME);
+    }
+  pthread_mutex_unlock (&g_start_lock);
+  return done;
 }
 
 static CUptiResult

@@ -153,6 +153,11 @@ bool        pp_cupti_wait_flush (PpCupti *c, uint64_t ticket, int64_t timeout_ns
  * runtime (driver false) or the driver. */
 bool        pp_cupti_traces_api (bool driver, const char *name);
 
+/* From now on every API call gets a record, as with PIPESCOPE_CUPTI_API=all:
+ * for a caller whose blocks found no device records with the launch and
+ * copy calls alone.  True if it switched now. */
+bool        pp_cupti_record_all_api (PpCupti *c);
+
 /* The interned name of a span's name_id, or NULL.  The string lives until
  * pp_cupti_free. */
 const char *pp_cupti_name (PpCupti *c, uint32_t id);

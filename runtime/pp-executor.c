@@ -967,6 +967,24 @@ emit_pending_spans (PpRun *run, Rank *rk)
     cu = NULL;
 #endif
   emit_gpu_spans (run, rk, rk->pend, rk->n_pend, rk->pend_step, cu);
+#ifdef PP_HAVE_CUPTI
+  /* A safety net under the launch/copy-only API records: blocks that got no
+   * kernel at all mean CUPTI did not correlate those calls; record every
+   * call from now on (the spans lost so far keep the events' times). */
+  if (cu != NULL)
+    {
+      int blocks = 0, timed = 0;
+      for (int i = 0; i < rk->n_pend; i++)
+        if (rk->pend[i].block != 0 && rk->pend[i].works > 0)
+          {
+            int64_t a, b;
+            blocks++;
+            timed += pp_cupti_block_gpu_time (cu, rk->pend[i].block, &a, &b, NULL);
+          }
+      if (blocks >= 4 && timed == 0)
+        (void) pp_cupti_record_all_api (cu);
+    }
+#endif
   rk->n_pend = 0;
 }
 
