@@ -565,6 +565,18 @@ flush_all (PpCupti *c, uint32_t flag)
   return r;
 }
 
+static void
+add_period (struct timespec *t)
+{
+  t->tv_nsec += PP_CUPTI_FLUSH_PERIOD_NS % 1000000000LL;
+  t->tv_sec += PP_CUPTI_FLUSH_PERIOD_NS / 1000000000LL;
+  if (t->tv_nsec >= 1000000000L)
+    {
+      t->tv_nsec -= 1000000000L;
+      t->tv_sec++;
+    }
+}
+
 static void *
 flush_main (void *data)
 {
@@ -572,25 +584,32 @@ flush_main (void *data)
   struct timespec deadline;
 
   clock_gettime (CLOCK_MONOTONIC, &deadline);
+  add_period (&deadline);
   pthread_mutex_lock (&c->flush_lock);
   while (!c->stop_requested)
     {
-      deadline.tv_nsec += PP_CUPTI_FLUSH_PERIOD_NS % 1000000000LL;
-      deadline.tv_sec += PP_CUPTI_FLUSH_PERIOD_NS / 1000000000LL;
-      if (deadline.tv_nsec >= 1000000000L)
-        {
-          deadline.tv_nsec -= 1000000000L;
-          deadline.tv_sec++;
-        }
       while (!c->stop_requested && c->flush_wanted == c->flush_served
              && pthread_cond_timedwait (&c->flush_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
         ;
       if (c->stop_requested)
         break;
       /* A request (pp_cupti_request_flush) is served at once and forced:
-       * its caller's work has completed and it wants all of it. */
+       * its caller's work has completed and it wants all of it.  It does
+       * not move the periodic flushes. */
       uint64_t serving = c->flush_wanted;
       bool forced = serving != c->flush_served;
+      if (!forced)
+        {
+          struct timespec now;
+          add_period (&deadline);
+          /* Behind by more than a period (a stalled machine): no catch-up burst. */
+          clock_gettime (CLOCK_MONOTONIC, &now);
+          if (now.tv_sec > deadline.tv_sec + 1)
+            {
+              deadline = now;
+              add_period (&deadline);
+            }
+        }
       pthread_mutex_unlock (&c->flush_lock);
       CUptiResult r = flush_all (c, forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
       if (r != CUPTI_SUCCESS)
@@ -601,12 +620,6 @@ flush_main (void *data)
           c->flush_served = serving;
           pthread_cond_broadcast (&c->flush_done_cond);
         }
-
-      /* Behind by more than a period (a stalled machine): no catch-up burst. */
-      struct timespec now;
-      clock_gettime (CLOCK_MONOTONIC, &now);
-      if (now.tv_sec > deadline.tv_sec + 1)
-        deadline = now;
     }
   /* Stopping: a ticket still open gets its flush (no new ones are given). */
   if (c->flush_wanted != c->flush_served)
@@ -747,7 +760,6 @@ disable_api_records (PpCupti *c)
     {
       cuptiActivityDisable (CUPTI_ACTIVITY_KIND_RUNTIME);
       cuptiActivityDisable (CUPTI_ACTIVITY_KIND_DRIVER);
-      return;
     }
   for (int layer = 0; layer < 2; layer++)
     for (uint32_t i = 0; i < c->n_api_cbids[layer]; i++)
@@ -811,6 +823,7 @@ enable_api_records (PpCupti *c, const char **what)
   if (!c->api_all && !enable_selected_api_records (c))
     {
       disable_api_records (c);
+      c->n_api_cbids[0] = c->n_api_cbids[1] = 0;
       c->api_all = true;
     }
   if (!c->api_all)
