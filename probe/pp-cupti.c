@@ -566,10 +566,10 @@ flush_all (PpCupti *c, uint32_t flag)
 }
 
 static void
-add_period (struct timespec *t)
+add_ns (struct timespec *t, int64_t ns)
 {
-  t->tv_nsec += PP_CUPTI_FLUSH_PERIOD_NS % 1000000000LL;
-  t->tv_sec += PP_CUPTI_FLUSH_PERIOD_NS / 1000000000LL;
+  t->tv_sec += (time_t) (ns / 1000000000LL);
+  t->tv_nsec += (long) (ns % 1000000000LL);
   if (t->tv_nsec >= 1000000000L)
     {
       t->tv_nsec -= 1000000000L;
@@ -584,30 +584,31 @@ flush_main (void *data)
   struct timespec deadline;
 
   clock_gettime (CLOCK_MONOTONIC, &deadline);
-  add_period (&deadline);
+  add_ns (&deadline, PP_CUPTI_FLUSH_PERIOD_NS);
   pthread_mutex_lock (&c->flush_lock);
-  while (!c->stop_requested)
+  for (;;)
     {
       while (!c->stop_requested && c->flush_wanted == c->flush_served
              && pthread_cond_timedwait (&c->flush_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
         ;
-      if (c->stop_requested)
-        break;
       /* A request (pp_cupti_request_flush) is served at once and forced:
        * its caller's work has completed and it wants all of it.  It does
-       * not move the periodic flushes. */
+       * not move the periodic flushes.  Stopping, a ticket still open gets
+       * its flush (no new ones are given). */
       uint64_t serving = c->flush_wanted;
       bool forced = serving != c->flush_served;
+      if (c->stop_requested && !forced)
+        break;
       if (!forced)
         {
           struct timespec now;
-          add_period (&deadline);
+          add_ns (&deadline, PP_CUPTI_FLUSH_PERIOD_NS);
           /* Behind by more than a period (a stalled machine): no catch-up burst. */
           clock_gettime (CLOCK_MONOTONIC, &now);
           if (now.tv_sec > deadline.tv_sec + 1)
             {
               deadline = now;
-              add_period (&deadline);
+              add_ns (&deadline, PP_CUPTI_FLUSH_PERIOD_NS);
             }
         }
       pthread_mutex_unlock (&c->flush_lock);
@@ -620,18 +621,6 @@ flush_main (void *data)
           c->flush_served = serving;
           pthread_cond_broadcast (&c->flush_done_cond);
         }
-    }
-  /* Stopping: a ticket still open gets its flush (no new ones are given). */
-  if (c->flush_wanted != c->flush_served)
-    {
-      uint64_t serving = c->flush_wanted;
-      pthread_mutex_unlock (&c->flush_lock);
-      CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-      if (r != CUPTI_SUCCESS)
-        note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
-      pthread_mutex_lock (&c->flush_lock);
-      c->flush_served = serving;
-      pthread_cond_broadcast (&c->flush_done_cond);
     }
   pthread_mutex_unlock (&c->flush_lock);
   return NULL;
@@ -663,13 +652,7 @@ pp_cupti_wait_flush (PpCupti *c, uint64_t ticket, int64_t timeout_ns)
   if (!c || ticket == 0)
     return true;
   clock_gettime (CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += (time_t) (timeout_ns / 1000000000LL);
-  deadline.tv_nsec += (long) (timeout_ns % 1000000000LL);
-  if (deadline.tv_nsec >= 1000000000L)
-    {
-      deadline.tv_nsec -= 1000000000L;
-      deadline.tv_sec++;
-    }
+  add_ns (&deadline, timeout_ns);
   pthread_mutex_lock (&c->flush_lock);
   while (c->flush_served < ticket
          && pthread_cond_timedwait (&c->flush_done_cond, &c->flush_lock, &deadline) != ETIMEDOUT)
@@ -737,10 +720,8 @@ pp_cupti_traces_api (bool driver, const char *name)
   size_t n = strlen (prefix);
   if (name == NULL)
     return false;
-  if (strstr (name, "Launch") != NULL)   /* kernels, cooperative, Ex, graphs */
+  if (strstr (name, "Launch") != NULL)   /* kernels, cooperative, Ex, graphs, __cudaLaunchKernel */
     return true;
-  if (name[0] == '_')                    /* __cudaLaunchKernel: matched above */
-    return false;
   if (strncmp (name, prefix, n) != 0)
     return false;
   return strncmp (name + n, "Memcpy", 6) == 0 || strncmp (name + n, "Memset", 6) == 0;
@@ -792,42 +773,11 @@ enable_selected_api_records (PpCupti *c)
   return c->n_api_cbids[0] > 0 && c->n_api_cbids[1] > 0;
 }
 
-bool
-pp_cupti_record_all_api (PpCupti *c)
-{
-  bool done = false;
-  if (!c || c->stopped)
-    return false;
-  pthread_mutex_lock (&g_start_lock);
-  if (!c->api_all && g_owner == c
-      && cuptiActivityEnable (CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS)
-    {
-      if (cuptiActivityEnable (CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS)
-        {
-          c->api_all = true;
-          done = true;
-        }
-      else
-        cuptiActivityDisable (CUPTI_ACTIVITY_KIND_RUNTIME);
-    }
-  pthread_mutex_unlock (&g_start_lock);
-  return done;
-}
-
+/* Every call of both layers; on failure neither, and *what names the call. */
 static CUptiResult
-enable_api_records (PpCupti *c, const char **what)
+enable_every_api_record (const char **what)
 {
-  const char *env = getenv ("PIPESCOPE_CUPTI_API");
   CUptiResult r;
-  c->api_all = env != NULL && strcmp (env, "all") == 0;
-  if (!c->api_all && !enable_selected_api_records (c))
-    {
-      disable_api_records (c);
-      c->n_api_cbids[0] = c->n_api_cbids[1] = 0;
-      c->api_all = true;
-    }
-  if (!c->api_all)
-    return CUPTI_SUCCESS;
   if ((r = cuptiActivityEnable (CUPTI_ACTIVITY_KIND_RUNTIME)) != CUPTI_SUCCESS)
     *what = "cuptiActivityEnable(RUNTIME)";
   else if ((r = cuptiActivityEnable (CUPTI_ACTIVITY_KIND_DRIVER)) != CUPTI_SUCCESS)
@@ -836,6 +786,34 @@ enable_api_records (PpCupti *c, const char **what)
       *what = "cuptiActivityEnable(DRIVER)";
     }
   return r;
+}
+
+bool
+pp_cupti_record_all_api (PpCupti *c)
+{
+  const char *what = NULL;
+  bool done = false;
+  if (!c || c->stopped)
+    return false;
+  pthread_mutex_lock (&g_start_lock);
+  if (!c->api_all && g_owner == c && enable_every_api_record (&what) == CUPTI_SUCCESS)
+    done = c->api_all = true;
+  pthread_mutex_unlock (&g_start_lock);
+  return done;
+}
+
+static CUptiResult
+enable_api_records (PpCupti *c, const char **what)
+{
+  const char *env = getenv ("PIPESCOPE_CUPTI_API");
+  c->api_all = env != NULL && strcmp (env, "all") == 0;
+  if (!c->api_all && !enable_selected_api_records (c))
+    {
+      disable_api_records (c);
+      c->n_api_cbids[0] = c->n_api_cbids[1] = 0;
+      c->api_all = true;
+    }
+  return c->api_all ? enable_every_api_record (what) : CUPTI_SUCCESS;
 }
 
 static PpStatus

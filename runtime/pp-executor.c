@@ -922,11 +922,13 @@ add_cost (Stage *st, int kind, double ns)
 
 /* A rank's spans for recs of step `step`: GPU start and end from CUPTI's
  * records of the block where it has them (cu != NULL), else from the CUDA
- * events; a WAIT span where the GPU idled before a transfer. */
-static void
+ * events; a WAIT span where the GPU idled before a transfer.  Returns how
+ * many of its F/B/I/W blocks had CUPTI records. */
+static int
 emit_gpu_spans (PpRun *run, Rank *rk, const GpuRec *recs, int n, int step, PpCupti *cu)
 {
   int64_t prev_end = -1;
+  int timed = 0;
 
   for (int i = 0; i < n; i++)
     {
@@ -938,6 +940,7 @@ emit_gpu_spans (PpRun *run, Rank *rk, const GpuRec *recs, int n, int step, PpCup
         {
           s0 = cs;
           s1 = ce;
+          timed += r->works > 0;
         }
 #else
       (void) cu;
@@ -950,6 +953,7 @@ emit_gpu_spans (PpRun *run, Rank *rk, const GpuRec *recs, int n, int step, PpCup
       if (s1 > prev_end)
         prev_end = s1;
     }
+  return timed;
 }
 
 /* The rank's previous step's spans, now that CUPTI has its records (a
@@ -966,24 +970,18 @@ emit_pending_spans (PpRun *run, Rank *rk)
   if (!pp_cupti_wait_flush (cu, rk->pend_ticket, 1000000000LL))
     cu = NULL;
 #endif
-  emit_gpu_spans (run, rk, rk->pend, rk->n_pend, rk->pend_step, cu);
+  int timed = emit_gpu_spans (run, rk, rk->pend, rk->n_pend, rk->pend_step, cu);
 #ifdef PP_HAVE_CUPTI
   /* A safety net under the launch/copy-only API records: blocks that got no
    * kernel at all mean CUPTI did not correlate those calls; record every
    * call from now on (the spans lost so far keep the events' times). */
-  if (cu != NULL)
-    {
-      int blocks = 0, timed = 0;
-      for (int i = 0; i < rk->n_pend; i++)
-        if (rk->pend[i].block != 0 && rk->pend[i].works > 0)
-          {
-            int64_t a, b;
-            blocks++;
-            timed += pp_cupti_block_gpu_time (cu, rk->pend[i].block, &a, &b, NULL);
-          }
-      if (blocks >= 4 && timed == 0)
-        (void) pp_cupti_record_all_api (cu);
-    }
+  int blocks = 0;
+  for (int i = 0; i < rk->n_pend; i++)
+    blocks += rk->pend[i].block != 0 && rk->pend[i].works > 0;
+  if (cu != NULL && blocks >= 4 && timed == 0)
+    (void) pp_cupti_record_all_api (cu);
+#else
+  (void) timed;
 #endif
   rk->n_pend = 0;
 }
@@ -1043,7 +1041,7 @@ gpu_finalize (PpRun *run, Rank *rk, PpError *err)
   rk->last_ns = last;
 
   if (cu == NULL)
-    emit_gpu_spans (run, rk, rk->recs, rk->n_recs, run->step, NULL);
+    (void) emit_gpu_spans (run, rk, rk->recs, rk->n_recs, run->step, NULL);
   else
     {
       emit_pending_spans (run, rk);
