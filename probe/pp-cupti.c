@@ -15,10 +15,13 @@
  * A device record can come before the correlation record of its call: CUPTI
  * keeps API records in per-thread buffers and device records elsewhere.  So
  * an untagged device record waits in a bounded pending list until its tags
- * come or two whole flushes (cuptiActivityFlushAll calls that started after
- * it was read) have returned: by then every API record completed before it
- * has been delivered, and it is untagged for good.  While no block has ever
- * been pushed, nothing waits.
+ * come, or two whole forced flushes (cuptiActivityFlushAll calls with
+ * FORCED that started after it was read) have returned: a forced flush
+ * hands back every buffer, so by then every API record made before it has
+ * been delivered, and it is untagged for good.  Default (periodic) flushes
+ * keep back any buffer holding an incomplete record, such as the API record
+ * of a thread blocked in a synchronous copy, so they count only after
+ * PENDING_ANY of them.  While no block has ever been pushed, nothing waits.
  */
 #include "pp-cupti.h"
 
@@ -34,8 +37,10 @@
 #include <cupti.h>
 
 #define CORR_MAP_SIZE   (1u << 18)   /* correlation id -> block id, direct-mapped */
-#define PENDING_MAX     16384        /* device records waiting for their tags */
-#define PENDING_FLUSHES 2            /* whole flushes a record waits for its tags */
+#define PENDING_FIRST   16384        /* device records waiting for their tags: first room */
+#define PENDING_MAX     (1u << 20)   /* ... and at most (~90 MiB) */
+#define PENDING_FLUSHES 2            /* whole forced flushes a record waits for its tags */
+#define PENDING_ANY     50           /* ... or whole flushes of any kind (5 s of periodic ones) */
 #define NAME_HASH_SIZE  (1u << 17)   /* > 2 * PP_CUPTI_MAX_NAMES */
 #define NAME_MAX_LEN    4095         /* PP_TRACE_STRING_MAX */
 #define NAME_PTR_CACHE  1024
@@ -56,7 +61,7 @@ typedef struct {
 typedef struct {
   PpSpan   span;
   uint32_t corr;
-  uint64_t gen;         /* flushes done when it began to wait */
+  uint64_t any, forced; /* flushes started (every kind, forced) when it began to wait */
 } Pending;
 
 struct _PpCupti {
@@ -76,6 +81,7 @@ struct _PpCupti {
 
   /* API records: the launch and copy calls only (api_cbids), or all */
   _Atomic bool    api_all;
+  bool            api_closed;        /* stopping: no more switching (g_start_lock) */
   uint32_t       *api_cbids[2];      /* [runtime, driver] enabled one by one */
   uint32_t        n_api_cbids[2];
 
@@ -87,8 +93,8 @@ struct _PpCupti {
 
   /* under g_lock */
   CorrEntry      *corr;              /* CORR_MAP_SIZE */
-  Pending        *pending;           /* PENDING_MAX */
-  size_t          n_pending;
+  Pending        *pending;           /* pending_cap, grown up to PENDING_MAX */
+  size_t          n_pending, pending_cap;
   uint32_t       *name_hash;         /* ids; 0 = empty */
   const char     *ptr_cache_key[NAME_PTR_CACHE];
   uint32_t        ptr_cache_id[NAME_PTR_CACHE];
@@ -98,6 +104,10 @@ struct _PpCupti {
   /* names: written once under g_lock, read anywhere */
   _Atomic(char *) *names;            /* PP_CUPTI_MAX_NAMES + 1 */
   _Atomic uint32_t n_names;
+
+  /* flushes started and returned, every kind and forced ones (pending
+   * records count them); stats count the successful ones (flushes) */
+  _Atomic uint64_t started, finished, forced_started, forced_finished;
 
   /* stats */
   _Atomic uint64_t flushes, buffers, records, spans, tagged, dropped;
@@ -336,6 +346,18 @@ block_tag (PpCupti *c, uint64_t id, PpSpan *s)
 }
 
 bool
+pp_cupti_block_kept (PpCupti *c, uint64_t block_id)
+{
+  if (!c || block_id == 0)
+    return false;
+  Block *b = &c->blocks[block_id % PP_CUPTI_MAX_BLOCKS];
+  pthread_mutex_lock (&c->blocks_lock);
+  bool kept = b->id == block_id;
+  pthread_mutex_unlock (&c->blocks_lock);
+  return kept;
+}
+
+bool
 pp_cupti_block_gpu_time (PpCupti *c, uint64_t block_id, int64_t *start_ns,
                          int64_t *end_ns, uint32_t *n_records)
 {
@@ -376,32 +398,62 @@ corr_lookup (PpCupti *c, uint32_t corr)
   return (e->block && e->corr == corr) ? e->block : 0;
 }
 
+/* Room for one more pending record (g_lock held). */
+static bool
+pending_room (PpCupti *c)
+{
+  if (c->n_pending < c->pending_cap)
+    return true;
+  if (c->pending_cap >= PENDING_MAX)
+    return false;
+  size_t cap = c->pending_cap ? 2 * c->pending_cap : PENDING_FIRST;
+  Pending *p = realloc (c->pending, cap * sizeof *p);
+  if (!p)
+    return false;
+  c->pending = p;
+  c->pending_cap = cap;
+  return true;
+}
+
 /* A device record: tag and emit it now, or let it wait for its tags. */
 static void
 device_record (PpCupti *c, PpSpan *s, uint32_t corr)
 {
   uint64_t block = corr_lookup (c, corr);
-  if (block || c->n_pending == PENDING_MAX
-      || atomic_load_explicit (&c->next_block, memory_order_relaxed) == 1)
+  if (block || atomic_load_explicit (&c->next_block, memory_order_relaxed) == 1
+      || !pending_room (c))
     {
       emit (c, s, block);
       return;
     }
   c->pending[c->n_pending++] = (Pending) {
-    .span = *s, .corr = corr, .gen = atomic_load (&c->flushes),
+    .span = *s, .corr = corr,
+    .any = atomic_load (&c->started), .forced = atomic_load (&c->forced_started),
   };
+}
+
+/* Whether every record that could carry p's tags has been handed over: two
+ * whole forced flushes (they return every buffer) began after p was read,
+ * or PENDING_ANY whole flushes of any kind (a default flush keeps back a
+ * buffer with an incomplete record: a thread blocked in a traced call
+ * holds its tags).  Started counts were read when p began to wait, so
+ * finished >= started + n means n whole flushes began after it. */
+static bool
+pending_done (PpCupti *c, const Pending *p)
+{
+  return atomic_load (&c->forced_finished) >= p->forced + PENDING_FLUSHES
+         || atomic_load (&c->finished) >= p->any + PENDING_ANY;
 }
 
 static void
 retry_pending (PpCupti *c, bool all)
 {
   size_t kept = 0;
-  uint64_t done = atomic_load (&c->flushes);
   for (size_t i = 0; i < c->n_pending; i++)
     {
       Pending *p = &c->pending[i];
       uint64_t block = corr_lookup (c, p->corr);
-      if (block || all || done >= p->gen + PENDING_FLUSHES)
+      if (block || all || pending_done (c, p))
         emit (c, &p->span, block);
       else
         c->pending[kept++] = *p;
@@ -551,17 +603,24 @@ monotonic_ns (void)
 static CUptiResult
 flush_all (PpCupti *c, uint32_t flag)
 {
+  bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+  atomic_fetch_add (&c->started, 1);
+  if (forced)
+    atomic_fetch_add (&c->forced_started, 1);
   CUptiResult r = cuptiActivityFlushAll (flag);
+  if (forced)
+    atomic_fetch_add (&c->forced_finished, 1);
+  atomic_fetch_add (&c->finished, 1);
   if (r == CUPTI_SUCCESS)
     {
       atomic_fetch_add (&c->flushes, 1);
       atomic_store (&c->last_flush_ns, pp_probe_now_ns ());
-      /* Records that waited for their tags: found now, or never. */
-      pthread_mutex_lock (&g_lock);
-      if (g_active == c)
-        retry_pending (c, false);
-      pthread_mutex_unlock (&g_lock);
     }
+  /* Records that waited for their tags: found now, or never. */
+  pthread_mutex_lock (&g_lock);
+  if (g_active == c)
+    retry_pending (c, false);
+  pthread_mutex_unlock (&g_lock);
   return r;
 }
 
@@ -796,7 +855,8 @@ pp_cupti_record_all_api (PpCupti *c)
   if (!c || c->stopped)
     return false;
   pthread_mutex_lock (&g_start_lock);
-  if (!c->api_all && g_owner == c && enable_every_api_record (&what) == CUPTI_SUCCESS)
+  if (!c->api_all && !c->api_closed && g_owner == c
+      && enable_every_api_record (&what) == CUPTI_SUCCESS)
     done = c->api_all = true;
   pthread_mutex_unlock (&g_start_lock);
   return done;
@@ -910,10 +970,9 @@ pp_cupti_start (PpProbe *probe, int rank, PpError *err)
   pthread_condattr_destroy (&ca);
   c->blocks = calloc (PP_CUPTI_MAX_BLOCKS, sizeof *c->blocks);
   c->corr = calloc (CORR_MAP_SIZE, sizeof *c->corr);
-  c->pending = calloc (PENDING_MAX, sizeof *c->pending);
   c->name_hash = calloc (NAME_HASH_SIZE, sizeof *c->name_hash);
   c->names = calloc (PP_CUPTI_MAX_NAMES + 1, sizeof *c->names);
-  if (!c->blocks || !c->corr || !c->pending || !c->name_hash || !c->names)
+  if (!c->blocks || !c->corr || !c->name_hash || !c->names || !pending_room (c))
     {
       cupti_free_memory (c);
       pp_error_set (err, PP_ENOMEM, "CUPTI collector: out of memory");
@@ -1004,8 +1063,12 @@ pp_cupti_stop (PpCupti *c)
   CUptiResult r = flush_all (c, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (r != CUPTI_SUCCESS)
     note_error (c, PP_EIO, "cuptiActivityFlushAll", r);
+  /* under g_start_lock: pp_cupti_record_all_api may be switching now */
+  pthread_mutex_lock (&g_start_lock);
+  c->api_closed = true;
   disable_api_records (c);
   disable_kinds (N_KINDS);
+  pthread_mutex_unlock (&g_start_lock);
   /* Whatever disabling pushed out, then the records still waiting. */
   cuptiActivityFlushAll (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 

@@ -44,9 +44,10 @@
  * spans with the block's rank, stage, microbatch and step; untagged device
  * work becomes spans with stage = microbatch = -1 and step = the step of the
  * last block pushed (0 before any).  Once any block has been pushed, an
- * untagged record reaches the probe up to two flush periods later than a
- * tagged one (it waits for tags that CUPTI may deliver from another thread's
- * buffer).  push/pop take one short lock each; with c == NULL they do nothing
+ * untagged record reaches the probe later than a tagged one: it waits for
+ * tags that CUPTI may deliver from another thread's buffer, until two forced
+ * flushes (pp_cupti_flush, a served pp_cupti_request_flush) or 50 periodic
+ * ones have begun and returned after it was read, or until stop.  push/pop take one short lock each; with c == NULL they do nothing
  * and push returns 0.
  *
  * Spans
@@ -96,7 +97,7 @@
 #define PP_CUPTI_BUFFER_SIZE     (4u * 1024u * 1024u)  /* bytes per activity buffer */
 #define PP_CUPTI_BUFFER_COUNT    16                     /* buffers at most (64 MiB) */
 #define PP_CUPTI_FLUSH_PERIOD_NS 100000000LL            /* 100 ms */
-#define PP_CUPTI_MAX_BLOCKS      65536                  /* blocks whose GPU time is kept */
+#define PP_CUPTI_MAX_BLOCKS      262144                 /* blocks whose GPU time is kept */
 #define PP_CUPTI_MAX_NAMES       65535                  /* interned names */
 
 typedef struct _PpCupti PpCupti;
@@ -134,8 +135,13 @@ bool        pp_cupti_block_gpu_time (PpCupti *c, uint64_t block_id,
                                      int64_t *start_ns, int64_t *end_ns,
                                      uint32_t *n_records);
 
+/* Whether block id is still among the last PP_CUPTI_MAX_BLOCKS pushed (its
+ * GPU time, if any, can be read).  False for 0 or NULL. */
+bool        pp_cupti_block_kept (PpCupti *c, uint64_t block_id);
+
 /* Hands every completed device record to the probe now (synchronous
- * cuptiActivityFlushAll with FORCED: buffers not yet full too).  Device
+ * cuptiActivityFlushAll with FORCED: buffers not yet full too), except
+ * untagged ones still waiting for their tags (see "Tagging blocks").  Device
  * work that has not finished is not waited for.  PP_OK for NULL. */
 PpStatus    pp_cupti_flush (PpCupti *c, PpError *err);
 

@@ -40,6 +40,7 @@ static struct {
   size_t   limit;
   Stream   api, dev;    /* [API + correlation records], [device records] */
   uint32_t next_corr;
+  int      api_incomplete;   /* API records of calls still running */
   size_t   dropped_unread;
   FakeCuptiStats st;
 } fk = { .next_corr = 1 };
@@ -333,8 +334,8 @@ cuptiActivityFlushAll (uint32_t flag)
   detach (&fk.dev, out, &n_out);
   if (fk.api.held > 0)
     fk.api.held--;
-  else
-    detach (&fk.api, out, &n_out);
+  else if (fk.api_incomplete == 0 || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
+    detach (&fk.api, out, &n_out);   /* a default flush keeps back incomplete records */
   pthread_mutex_unlock (&fk_lock);
   hand_back (out, n_out);
   return CUPTI_SUCCESS;
@@ -426,8 +427,31 @@ fake_cupti_hold_api (int n_flushes)
   pthread_mutex_unlock (&fk_lock);
 }
 
+static uint32_t api_call (bool driver, uint32_t cbid, bool running);
+
 uint32_t
 fake_cupti_api_call (bool driver, uint32_t cbid)
+{
+  return api_call (driver, cbid, false);
+}
+
+uint32_t
+fake_cupti_api_begin (bool driver, uint32_t cbid)
+{
+  return api_call (driver, cbid, true);
+}
+
+void
+fake_cupti_api_end (void)
+{
+  pthread_mutex_lock (&fk_lock);
+  if (fk.api_incomplete > 0)
+    fk.api_incomplete--;
+  pthread_mutex_unlock (&fk_lock);
+}
+
+static uint32_t
+api_call (bool driver, uint32_t cbid, bool running)
 {
   Out out[OUT_ROOM];
   int n_out = 0;
@@ -462,6 +486,11 @@ fake_cupti_api_call (bool driver, uint32_t cbid)
           a->correlationId = corr;
           if (fk.timestamp)
             a->start = a->end = fk.timestamp ();
+          if (running)
+            {
+              a->end = 0;
+              fk.api_incomplete++;
+            }
           fk.st.api_records++;
         }
     }

@@ -23,7 +23,10 @@
  *  - cuptiActivityFlushAll hands back every buffer that holds records, on
  *    the calling thread, except the API buffer while it is held
  *    (fake_cupti_hold_api): so a test can make device records arrive before
- *    the correlation records of their calls, as happens across threads.
+ *    the correlation records of their calls, as happens across threads.  A
+ *    default flush (flag 0) also keeps back the API buffer while a call is
+ *    running (fake_cupti_api_begin): CUPTI's default flush returns only
+ *    buffers whose records are all complete.
  *
  * Not thread-safe against fake_cupti_reset: reset only while no collector
  * runs.  Everything else may be called from any thread. */
@@ -61,6 +64,11 @@ void     fake_cupti_hold_api (int n_flushes);
 /* A runtime (driver false) or driver API call on this thread; returns its
  * correlation id. */
 uint32_t fake_cupti_api_call (bool driver, uint32_t cbid);
+/* The same for a call that has not returned (a synchronous copy): its API
+ * record stays incomplete until fake_cupti_api_end, and a default flush
+ * keeps back the API buffer meanwhile (a forced one does not). */
+uint32_t fake_cupti_api_begin (bool driver, uint32_t cbid);
+void     fake_cupti_api_end (void);
 /* The device records of call corr. */
 void     fake_cupti_kernel (uint32_t corr, const char *name, uint64_t start, uint64_t end);
 void     fake_cupti_memcpy (uint32_t corr, uint8_t copy_kind, uint64_t bytes, uint64_t start,

@@ -575,6 +575,112 @@ test_threads (void)
   sink_free (k);
 }
 
+/* A training thread blocked in a synchronous traced call keeps its API
+ * buffer out of the periodic (default) flushes, with the tags of the
+ * kernels it launched before: those kernels wait for a forced flush instead
+ * of going out untagged after two periodic ones. */
+static void
+test_blocked_thread (void)
+{
+  fake_cupti_reset ();
+  Sink *k = sink_new ();
+  PpCupti *c = start (k, 0);
+  FakeCuptiStats f0, f1;
+  uint64_t T = now ();
+
+  uint64_t id = pp_cupti_push_block (c, 2, 4, PP_SPAN_F, 1);
+  uint32_t corr = fake_cupti_api_call (false, LAUNCH_RT);
+  fake_cupti_api_begin (false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+  fake_cupti_kernel (corr, "before_sync", T + 1, T + 2);
+
+  /* four periodic flushes while the call runs (about 400 ms) */
+  fake_cupti_stats (&f0);
+  int64_t give_up = pp_probe_now_ns () + 5 * SEC_NS;
+  do
+    {
+      g_usleep (20 * 1000);
+      fake_cupti_stats (&f1);
+    }
+  while (f1.flushes - f0.flushes < 4 && pp_probe_now_ns () < give_up);
+  g_assert_cmpuint (f1.flushes - f0.flushes, >=, 4);
+  g_assert_cmpuint (f1.forced_flushes, ==, f0.forced_flushes);
+  GArray *ks = sink_find (k, c, PP_SPAN_KERNEL, "before_sync");
+  g_assert_cmpuint (ks->len, ==, 0);     /* still waiting, not untagged */
+  g_array_free (ks, TRUE);
+
+  fake_cupti_api_end ();
+  pp_cupti_pop_block (c);
+  uint64_t t = pp_cupti_request_flush (c);
+  g_assert_true (pp_cupti_wait_flush (c, t, 5 * SEC_NS));
+  ks = sink_find (k, c, PP_SPAN_KERNEL, "before_sync");
+  g_assert_cmpuint (ks->len, ==, 1);
+  g_assert_cmpint (g_array_index (ks, PpSpan, 0).stage, ==, 2);
+  g_assert_cmpint (g_array_index (ks, PpSpan, 0).microbatch, ==, 4);
+  g_array_free (ks, TRUE);
+  g_assert_true (pp_cupti_block_gpu_time (c, id, NULL, NULL, NULL));
+
+  pp_cupti_free (c);
+  sink_free (k);
+}
+
+/* A step with more device records than the first room for waiting ones
+ * (a long pipeline): all of them keep their tags. */
+static void
+test_many_waiting (void)
+{
+  enum { N = 40000 };
+  fake_cupti_reset ();
+  Sink *k = sink_new ();
+  PpCupti *c = start (k, 0);
+  uint64_t T = now ();
+
+  fake_cupti_hold_api (1);
+  pp_cupti_push_block (c, 1, 0, PP_SPAN_F, 0);
+  for (int i = 0; i < N; i++)
+    fake_cupti_kernel (fake_cupti_api_call (false, LAUNCH_RT), "many", T + (uint64_t) i,
+                       T + (uint64_t) i + 1);
+  pp_cupti_pop_block (c);
+  flush (c);
+  flush (c);
+
+  PpCuptiStats st;
+  pp_cupti_get_stats (c, &st);
+  g_assert_cmpuint (st.dropped, ==, 0);
+  g_assert_cmpuint (st.spans, ==, N);
+  g_assert_cmpuint (st.tagged, ==, N);
+  pp_cupti_free (c);
+  sink_free (k);
+}
+
+/* Block times are kept for the last PP_CUPTI_MAX_BLOCKS blocks; an evicted
+ * block says so, apart from a block without records. */
+static void
+test_blocks_kept (void)
+{
+  fake_cupti_reset ();
+  Sink *k = sink_new ();
+  PpCupti *c = start (k, 0);
+
+  uint64_t first = pp_cupti_push_block (c, 0, 0, PP_SPAN_F, 0);
+  pp_cupti_pop_block (c);
+  g_assert_true (pp_cupti_block_kept (c, first));
+  g_assert_false (pp_cupti_block_gpu_time (c, first, NULL, NULL, NULL));   /* no records */
+  uint64_t last = first;
+  for (int i = 0; i < PP_CUPTI_MAX_BLOCKS; i++)
+    {
+      last = pp_cupti_push_block (c, 0, i % 64, PP_SPAN_F, 0);
+      pp_cupti_pop_block (c);
+    }
+  g_assert_cmpuint (last, ==, first + PP_CUPTI_MAX_BLOCKS);
+  g_assert_false (pp_cupti_block_kept (c, first));
+  g_assert_true (pp_cupti_block_kept (c, first + 1));
+  g_assert_true (pp_cupti_block_kept (c, last));
+  g_assert_false (pp_cupti_block_kept (c, 0));
+  g_assert_false (pp_cupti_block_kept (NULL, last));
+  pp_cupti_free (c);
+  sink_free (k);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -587,5 +693,8 @@ main (int argc, char **argv)
   g_test_add_func ("/cupti-fake/refused", test_refused);
   g_test_add_func ("/cupti-fake/stop", test_stop);
   g_test_add_func ("/cupti-fake/threads", test_threads);
+  g_test_add_func ("/cupti-fake/blocked-thread", test_blocked_thread);
+  g_test_add_func ("/cupti-fake/many-waiting", test_many_waiting);
+  g_test_add_func ("/cupti-fake/blocks-kept", test_blocks_kept);
   return g_test_run ();
 }
