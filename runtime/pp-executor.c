@@ -642,6 +642,17 @@ tag_push (PpRun *run, int rank, int stage, int mb, int kind)
 #endif
 }
 
+/* A rank's device work of the step outside its F/B/I/W blocks (the batch's
+ * upload, the gradient sums, AdamW, the losses' copy): tagged with the rank
+ * and step only (stage and micro-batch -1), so CUPTI's records of it carry
+ * the step that ran them, not the step of the last block when a flush read
+ * them. */
+static uint64_t
+tag_step_work (PpRun *run, int rank)
+{
+  return tag_push (run, rank, -1, -1, PP_SPAN_OPT);
+}
+
 static void
 tag_pop (PpRun *run, uint64_t block)
 {
@@ -881,23 +892,23 @@ gpu_step_begin (PpRun *run, Rank *rk, PpError *err)
   if ((rc = pp_gpu_bind (run->gpu, rk->rank, err)) != PP_OK
       || (rc = pp_gpu_calibrate (run->gpu, rk->rank, err)) != PP_OK)
     return rc;
-  for (int i = 0; i < rk->n_stages; i++)
+  uint64_t tag = tag_step_work (run, rk->rank);
+  for (int i = 0; i < rk->n_stages && rc == PP_OK; i++)
     {
       Stage *st = &run->stages[rk->stages[i]];
-      if (st->prev < 0
-          && (rc = cuda_check (err, "copying the batch to the GPU",
-                               cudaMemcpyAsync (st->d_in, run->x + (size_t) st->mb_lo * rows * (size_t) st->in_dim,
-                                                (size_t) st->n_mb * rows * (size_t) st->in_dim * sizeof (float),
-                                                cudaMemcpyHostToDevice, s))) != PP_OK)
-        return rc;
-      if (st->next < 0
-          && (rc = cuda_check (err, "copying the labels to the GPU",
-                               cudaMemcpyAsync (st->d_labels, run->labels + (size_t) st->mb_lo * rows,
-                                                (size_t) st->n_mb * rows * sizeof (int32_t),
-                                                cudaMemcpyHostToDevice, s))) != PP_OK)
-        return rc;
+      if (st->prev < 0)
+        rc = cuda_check (err, "copying the batch to the GPU",
+                         cudaMemcpyAsync (st->d_in, run->x + (size_t) st->mb_lo * rows * (size_t) st->in_dim,
+                                          (size_t) st->n_mb * rows * (size_t) st->in_dim * sizeof (float),
+                                          cudaMemcpyHostToDevice, s));
+      if (rc == PP_OK && st->next < 0)
+        rc = cuda_check (err, "copying the labels to the GPU",
+                         cudaMemcpyAsync (st->d_labels, run->labels + (size_t) st->mb_lo * rows,
+                                          (size_t) st->n_mb * rows * sizeof (int32_t),
+                                          cudaMemcpyHostToDevice, s));
     }
-  return PP_OK;
+  tag_pop (run, tag);
+  return rc;
 }
 
 static PpStatus
@@ -977,7 +988,7 @@ emit_pending_spans (PpRun *run, Rank *rk)
    * call from now on (the spans lost so far keep the events' times). */
   int blocks = 0;
   for (int i = 0; i < rk->n_pend; i++)
-    blocks += rk->pend[i].block != 0 && rk->pend[i].works > 0;
+    blocks += rk->pend[i].works > 0 && pp_cupti_block_kept (cu, rk->pend[i].block);
   if (cu != NULL && blocks >= 4 && timed == 0)
     (void) pp_cupti_record_all_api (cu);
 #else
@@ -1104,6 +1115,7 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
   memset (&err, 0, sizeof err);
   t0 = pp_probe_now_ns ();
   rc = pp_gpu_bind (run->gpu, rk->rank, &err);
+  uint64_t tag = rc == PP_OK ? tag_step_work (run, rk->rank) : 0;
   for (int i = 0; i < rk->n_stages && rc == PP_OK; i++)
     {
       PpGpuChunk *c = run->stages[rk->stages[i]].gchunk;
@@ -1113,7 +1125,8 @@ run_rank_optimizer_gpu (PpRun *run, Rank *rk)
         rc = pp_gpu_chunk_zero_grads (c, &err);
     }
   if (rc == PP_OK)
-    rc = gpu_finalize (run, rk, &err);
+    rc = gpu_finalize (run, rk, &err);   /* copies the losses */
+  tag_pop (run, tag);
   if (rc == PP_OK)
     rc = gpu_step_end (run, rk, &err);
   if (rc != PP_OK)
@@ -1133,18 +1146,25 @@ gpu_sum_copies (PpRun *run, PpError *err)
   for (int p = 0; p < run->n_parts && run->n_chains > 1 && rc == PP_OK; p++)
     {
       Stage *s0 = &run->stages[run->chain_stage[p]];
+      uint64_t tag;
       if ((rc = pp_gpu_bind (run->gpu, s0->rank, err)) != PP_OK)
         return rc;
+      tag = tag_step_work (run, s0->rank);
       for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
         rc = pp_gpu_chunk_add_grads (s0->gchunk,
                                      run->stages[run->chain_stage[c * run->n_parts + p]].gchunk, err);
+      tag_pop (run, tag);
       if (rc == PP_OK)
         rc = cuda_check (err, "summing gradient copies", cudaStreamSynchronize (rank_stream (run, s0->rank)));
       for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
         {
           Stage *sc = &run->stages[run->chain_stage[c * run->n_parts + p]];
-          if ((rc = pp_gpu_bind (run->gpu, sc->rank, err)) == PP_OK
-              && (rc = pp_gpu_chunk_copy_grads (sc->gchunk, s0->gchunk, err)) == PP_OK)
+          if ((rc = pp_gpu_bind (run->gpu, sc->rank, err)) != PP_OK)
+            break;
+          tag = tag_step_work (run, sc->rank);
+          rc = pp_gpu_chunk_copy_grads (sc->gchunk, s0->gchunk, err);
+          tag_pop (run, tag);
+          if (rc == PP_OK)
             rc = cuda_check (err, "copying summed gradients",
                              cudaStreamSynchronize (rank_stream (run, sc->rank)));
         }
@@ -1397,6 +1417,20 @@ run_rank_optimizer (PpRun *run, Rank *rk)
   end_rank_step (run, rk, t0, pp_probe_now_ns ());
 }
 
+#ifdef PP_HAVE_CUDA
+/* The cores this process may run on (a container's or taskset's share),
+ * or the machine's where that cannot be asked. */
+static long
+usable_cpus (void)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
+    return CPU_COUNT (&set);
+  return sysconf (_SC_NPROCESSORS_ONLN);
+}
+#endif
+
 static void *
 rank_main (void *data)
 {
@@ -1612,7 +1646,7 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
         /* the cores the rank threads, the main thread, the probe's drain
          * thread and CUPTI's two (its flush thread, its own worker) leave
          * free: a rank thread that loses its core stops feeding its GPU */
-        long ncpu = sysconf (_SC_NPROCESSORS_ONLN);
+        long ncpu = usable_cpus ();
         long n = ncpu - run->P - 1 - (cfg->probe != NULL) - 2 * (run_cupti (run) != NULL);
         if (n < 1) n = 1;
         if (n > 16) n = 16;

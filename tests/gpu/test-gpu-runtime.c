@@ -353,15 +353,30 @@ check_spans (int no_cupti)
        * every tagged kernel, copy, memset lies inside a block span of its
        * (rank, stage, micro-batch, step), and every block starts exactly
        * where one of them does. */
-      int outside_block = 0, exact = 0, blocks = 0;
+      int outside_block = 0, exact = 0, blocks = 0, dup = 0, late = 0, misstepped = 0;
+      int step_work[4] = { 0, 0, 0, 0 };
+      GHashTable *seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
       g_assert_cmpint (tagged, >=, work * 5);   /* every block launches several kernels */
       g_mutex_lock (&k.lock);
       for (guint i = 0; i < k.spans->len; i++)
         {
           const PpSpan *d = &g_array_index (k.spans, PpSpan, i);
           int inside = 0;
-          if ((d->kind != PP_SPAN_KERNEL && d->kind != PP_SPAN_MEMCPY && d->kind != PP_SPAN_MEMSET)
-              || d->stage < 0 || d->microbatch < 0 || d->step < 0 || d->step > 2)
+          if (d->kind != PP_SPAN_KERNEL && d->kind != PP_SPAN_MEMCPY && d->kind != PP_SPAN_MEMSET)
+            continue;
+          /* Device work carries the step that ran it, tagged or not (the
+           * batch upload, AdamW, the losses' copy are tagged with their
+           * rank and step only), even though CUPTI's records of a step are
+           * read during the next one. */
+          late += d->step > 2;
+          /* inside a step's host time, 50 us from its ends (CUPTI's GPU
+           * clock maps onto CLOCK_MONOTONIC within microseconds) */
+          for (int q = 0; q < 3; q++)
+            misstepped += d->start_ns > st[q].start_ns + 50000 && d->start_ns < st[q].end_ns - 50000
+                          && d->step != q;
+          if (d->stage < 0 && d->rank >= 0 && d->rank < 4 && d->start_ns >= st[0].start_ns)
+            step_work[d->rank]++;
+          if (d->stage < 0 || d->microbatch < 0 || d->step < 0 || d->step > 2)
             continue;
           for (guint j = 0; j < k.spans->len && !inside; j++)
             {
@@ -381,6 +396,10 @@ check_spans (int no_cupti)
           if (!pp_span_kind_is_block (b->kind) || b->step < 0 || b->step > 2)
             continue;
           blocks++;
+          /* written once, although a step late */
+          if (!g_hash_table_add (seen, g_strdup_printf ("%d/%d/%d/%d/%d", b->rank, b->stage,
+                                                         b->microbatch, b->step, b->kind)))
+            dup++;
           for (guint i = 0; i < k.spans->len && !hit; i++)
             {
               const PpSpan *d = &g_array_index (k.spans, PpSpan, i);
@@ -391,11 +410,20 @@ check_spans (int no_cupti)
           exact += hit;
         }
       g_mutex_unlock (&k.lock);
-      g_test_message ("device spans outside their block: %d; blocks starting at a kernel: %d of %d",
-                      outside_block, exact, blocks);
+      g_test_message ("device spans outside their block: %d; blocks starting at a kernel: %d of %d; "
+                      "blocks written twice: %d; device spans of a later step: %d, with another "
+                      "step's number: %d; step work (batch, AdamW, losses) per rank: %d %d %d %d",
+                      outside_block, exact, blocks, dup, late, misstepped, step_work[0],
+                      step_work[1], step_work[2], step_work[3]);
       g_assert_cmpint (outside_block, ==, 0);
-      g_assert_cmpint (blocks, ==, work);
       g_assert_cmpint (exact, ==, blocks);
+      g_assert_cmpint (dup, ==, 0);
+      g_assert_cmpint ((int) g_hash_table_size (seen), ==, work);
+      g_assert_cmpint (late, ==, 0);
+      g_assert_cmpint (misstepped, ==, 0);
+      for (int r = 0; r < 4; r++)
+        g_assert_cmpint (step_work[r], >=, 3);   /* AdamW at least, every step */
+      g_hash_table_unref (seen);
     }
   g_array_unref (k.spans);
   g_mutex_clear (&k.lock);
