@@ -784,9 +784,21 @@ pp_cli_run (int argc, char **argv)
             }
           else
             {
-              int64_t busy = 0, wait = 0, span = 0;
+              /* The blocks' spans are not in yet: with CUPTI the GPU
+               * backend writes a step's spans at the next step's end.  The
+               * run's own numbers (CUDA events) stand in, and the step
+               * marker covers the rank's blocks too. */
+              int64_t busy = 0, wait = 0, span = 0, f = -1, l = -1;
               pp_run_rank_times (run, r, &busy, &wait, &span);
               win_busy[r][slot] = busy;
+              pp_run_rank_window (run, r, &f, &l);
+              if (f >= 0 && l >= f)
+                {
+                  if (f < lo) lo = f;
+                  if (l > hi) hi = l;
+                  if (!(ok && rs->any) || f < mbegin[r]) mbegin[r] = f;
+                  if (!(ok && rs->any) || l > mend[r]) mend[r] = l;
+                }
             }
         }
       pthread_mutex_unlock (&tap.lock);
