@@ -346,6 +346,12 @@ timed_run (int width, int rows, int no_cupti, int all_api, double *out, int n_ou
             kc.kernels / (n_out + 2), kc.tagged);
   pp_schedule_free (s);
   med = median (out, n_out);
+  /* a CUPTI run that did not trace measured events only: no overhead */
+  if (!no_cupti && (strncmp (note, "CUPTI traces", 12) != 0 || kc.tagged == 0))
+    {
+      printf ("  NOT TRACING: that run is not a CUPTI measurement\n");
+      return NAN;
+    }
   return med;
 }
 
@@ -370,6 +376,13 @@ bench_cupti (int width, int rows, int N)
       all[i] = timed_run (width, rows, 0, 1, v, N);
     }
   double mon = median (on, ROUNDS), moff = median (off, ROUNDS), mall = median (all, ROUNDS);
+  for (int i = 0; i < ROUNDS; i++)
+    {
+      if (isnan (on[i]))
+        mon = NAN;
+      if (isnan (all[i]))
+        mall = NAN;
+    }
   printf ("step time: CUDA events only %.3f ms, CUPTI %.3f ms, CUPTI recording every API call %.3f ms\n"
           "(medians over %d runs of the median of %d steps, runs alternated)\n",
           moff * 1e3, mon * 1e3, mall * 1e3, ROUNDS, N);
