@@ -46,12 +46,20 @@ launch_status (const char *what, PpError *err)
   return PP_OK;
 }
 
+/* Blocks for an elementwise kernel of n items: one item a thread up to
+ * EW_MAX_BLOCKS blocks, grid-stride loops past that.  EW_MAX_BLOCKS fills a
+ * whole H200 about once (132 SMs x 8 blocks of 256) and a quarter of it four
+ * times.  Fewer, longer blocks also suit CUPTI: before Blackwell it times
+ * kernels by instrumenting their code, which profiler authors report costs
+ * most on kernels of many short blocks (a 256 x 4096 GELU was 4096 blocks
+ * of one item a thread).  Unmeasured here; bench-gpu's CUPTI lines tell. */
+#define EW_MAX_BLOCKS 1024u
+
 static unsigned
 ew_blocks (size_t n)
 {
   size_t b = (n + EW_BLOCK - 1) / EW_BLOCK;
-  /* grid-stride loops cover the rest; 2^20 blocks is far more than resident */
-  return (unsigned) (b > (1u << 20) ? (1u << 20) : b);
+  return (unsigned) (b > EW_MAX_BLOCKS ? EW_MAX_BLOCKS : b);
 }
 
 /* ---- device count ---- */

@@ -469,7 +469,7 @@ static void
 test_gelu (void)
 {
   GRand *r = g_rand_new_with_seed (SEED + 6);
-  size_t n = 100003;                     /* not a multiple of the block */
+  size_t n = 600011;   /* not a multiple of the block; past 1024 blocks (grid-stride) */
   float *x = rand_floats (r, n, -6, 6);
   float *dy = rand_floats (r, n, -1, 1);
   float *y = g_new (float, n), *dx = g_new (float, n);
@@ -705,7 +705,7 @@ static void
 test_add (void)
 {
   GRand *r = g_rand_new_with_seed (SEED + 10);
-  size_t n = 100003;                     /* not a multiple of the block */
+  size_t n = 600011;   /* not a multiple of the block; past 1024 blocks (grid-stride) */
   float *a = rand_floats (r, n, -1, 1), *b = rand_floats (r, n, -1000, 1000);
   float *want = g_new (float, n);
   for (size_t i = 0; i < n; i++)
