@@ -321,7 +321,8 @@ static __global__ void
 layernorm_backward_input_kernel (const float *__restrict__ dy, const float *__restrict__ x,
                                  const float *__restrict__ gamma,
                                  const float *__restrict__ mean,
-                                 const float *__restrict__ rstd, float *__restrict__ dx,
+                                 const float *__restrict__ rstd,
+                                 const float *__restrict__ res, float *__restrict__ dx,
                                  int n, int d)
 {
   int lane = threadIdx.x % WARP;
@@ -330,6 +331,7 @@ layernorm_backward_input_kernel (const float *__restrict__ dy, const float *__re
     return;
   const float *dyi = dy + (size_t) row * d;
   const float *xi = x + (size_t) row * d;
+  const float *resi = res ? res + (size_t) row * d : NULL;
   float *dxi = dx + (size_t) row * d;
   float m = mean[row], s = rstd[row];
 
@@ -348,14 +350,16 @@ layernorm_backward_input_kernel (const float *__restrict__ dy, const float *__re
     {
       float xhat = (xi[j] - m) * s;
       float g = dyi[j] * gamma[j];
-      dxi[j] = s * (g - mean_g - xhat * mean_gx);
+      float v = s * (g - mean_g - xhat * mean_gx);
+      /* rounded like add_kernel after this one: no fused multiply-add */
+      dxi[j] = resi ? __fadd_rn (resi[j], v) : v;
     }
 }
 
 extern "C" PpStatus
 pp_cuda_layernorm_backward_input (void *stream, const float *dy, const float *x,
                                   const float *gamma, const float *mean, const float *rstd,
-                                  float *dx, int n, int d, PpError *err)
+                                  const float *residual, float *dx, int n, int d, PpError *err)
 {
   if (n < 0 || d <= 0)
     return pp_error_set (err, PP_EINVAL, "layernorm backward: bad shape (n %d, d %d)", n, d);
@@ -365,7 +369,7 @@ pp_cuda_layernorm_backward_input (void *stream, const float *dy, const float *x,
     return pp_error_set (err, PP_EINVAL, "layernorm backward: a NULL buffer");
   unsigned blocks = (unsigned) ((n + LN_BLOCK / WARP - 1) / (LN_BLOCK / WARP));
   layernorm_backward_input_kernel<<<blocks, LN_BLOCK, 0, as_stream (stream)>>>
-    (dy, x, gamma, mean, rstd, dx, n, d);
+    (dy, x, gamma, mean, rstd, residual, dx, n, d);
   return launch_status ("layernorm backward (input)", err);
 }
 

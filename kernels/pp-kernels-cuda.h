@@ -112,11 +112,13 @@ PpStatus pp_cuda_column_sum_add (void *stream, const float *x, float *sums,
 PpStatus pp_cuda_layernorm_forward (void *stream, const float *x, const float *gamma,
                                     const float *beta, float *y, float *mean, float *rstd,
                                     int n, int d, float eps, PpError *err);
-/* dx (overwritten) from dy, x and the saved statistics */
+/* dx (overwritten) from dy, x and the saved statistics, plus residual[n,d]
+ * where not NULL (a residual block's input gradient in the same kernel:
+ * exactly what pp_cuda_add after it gives).  dx aliases none of the inputs. */
 PpStatus pp_cuda_layernorm_backward_input (void *stream, const float *dy, const float *x,
                                            const float *gamma, const float *mean,
-                                           const float *rstd, float *dx,
-                                           int n, int d, PpError *err);
+                                           const float *rstd, const float *residual,
+                                           float *dx, int n, int d, PpError *err);
 /* dgamma += sum dy * xhat;  dbeta += sum dy  (column reductions, fixed order) */
 PpStatus pp_cuda_layernorm_backward_weight (void *stream, const float *dy, const float *x,
                                             const float *mean, const float *rstd,

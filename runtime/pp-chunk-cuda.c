@@ -80,7 +80,6 @@ struct _PpGpuChunk {
   float  **ptrs;          /* host: every slot's pointer arrays */
   /* device scratch, carved out of scratch */
   float *scratch;
-  float *scratch_dx;      /* [rows, max(D, in_dim)] */
   float *scratch_out;     /* [rows, D]: chunk output during recompute */
   float *scratch_logits;  /* [rows, C] (last part) */
   float *scratch_losses;  /* [rows] (last part) */
@@ -427,17 +426,15 @@ pp_gpu_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int 
   c->adam_v = c->state + 3 * np;
 
   /* device scratch */
-  size_t dx_width = in > D ? in : D;
   size_t bias_width = D > H ? D : H;
   if (C > bias_width)
     bias_width = C;
-  size_t scratch_floats = r64 (R * dx_width) + r64 (R * D) + r64 (bias_width);
+  size_t scratch_floats = r64 (R * D) + r64 (bias_width);
   if (c->has_head)
     scratch_floats += r64 (R * C) + r64 (R) + (size_t) max_inflight * r64 (R);
   if (dev_alloc (c, &c->scratch, sizeof (float) * scratch_floats, "scratch", err) != PP_OK)
     goto fail;
   float *q = c->scratch;
-  c->scratch_dx = take (&q, R * dx_width);
   c->scratch_out = take (&q, R * D);
   c->scratch_bias = take (&q, bias_width);
   if (c->has_head)
@@ -715,13 +712,13 @@ pp_gpu_chunk_backward_input (PpGpuChunk *c, int mb, const float *d_dout, float *
       TRY (pp_cuda_gelu_backward (str, s->h1[k], s->dh1[k], s->dh1[k], (size_t) R * H, err));
       TRY (pp_cuda_linear_backward_input (c->lt, str, s->dh1[k], b.W1, s->dln[k], R, D, H,
                                           c->compute, err));
-      TRY (pp_cuda_layernorm_backward_input (str, s->dln[k], s->hid[k], b.gamma, s->mean[k],
-                                             s->rstd[k], c->scratch_dx, R, D, err));
       /* block 0 of a later part: its input gradient is din itself */
       float *dx = s->dhid[k];
       if (k == 0 && !c->has_input)
         dx = d_din != NULL ? d_din : c->scratch_out;
-      TRY (pp_cuda_add (str, dy, c->scratch_dx, dx, RD, err));
+      /* dx = dy (the residual path) + LayerNorm's input gradient, one kernel */
+      TRY (pp_cuda_layernorm_backward_input (str, s->dln[k], s->hid[k], b.gamma, s->mean[k],
+                                             s->rstd[k], dy, dx, R, D, err));
     }
   if (c->has_input && d_din != NULL)
     TRY (pp_cuda_linear_backward_input (c->lt, str, s->dhid[0], P + c->off_in_W, d_din, R,

@@ -421,9 +421,22 @@ layernorm_case (GRand *r, int n, int d, double offset)
   CHECK_PP (pp_cuda_layernorm_forward, stream, d_x, d_gamma, d_beta, d_y, d_mean, d_rstd,
             n, d, eps);
   CHECK_PP (pp_cuda_layernorm_backward_input, stream, d_dy, d_x, d_gamma, d_mean, d_rstd,
-            d_dx, n, d);
+            NULL, d_dx, n, d);
   CHECK_PP (pp_cuda_layernorm_backward_weight, stream, d_dy, d_x, d_mean, d_rstd,
             d_dgamma, d_dbeta, n, d);
+  /* with a residual: the same as adding it after, bit for bit */
+  float *res = rand_floats (r, nd, -1, 1);
+  float *d_res = upload_f (res, nd), *d_dxr = dev_alloc (nd * sizeof (float));
+  float *d_sum = dev_alloc (nd * sizeof (float));
+  CHECK_PP (pp_cuda_layernorm_backward_input, stream, d_dy, d_x, d_gamma, d_mean, d_rstd,
+            d_res, d_dxr, n, d);
+  CHECK_PP (pp_cuda_add, stream, d_res, d_dx, d_sum, nd);
+  float *got_dxr = download_f (d_dxr, nd), *got_sum = download_f (d_sum, nd);
+  if (memcmp (got_dxr, got_sum, nd * sizeof (float)) != 0)
+    g_error ("layernorm %dx%d: dx with a residual differs from dx + residual", n, d);
+  float *want_dxr = g_new (float, nd);
+  for (size_t i = 0; i < nd; i++)
+    want_dxr[i] = res[i] + dx[i];
   float *got_y = download_f (d_y, nd), *got_dx = download_f (d_dx, nd);
   float *got_mean = download_f (d_mean, n), *got_rstd = download_f (d_rstd, n);
   float *got_dgamma = download_f (d_dgamma, d), *got_dbeta = download_f (d_dbeta, d);
@@ -437,6 +450,9 @@ layernorm_case (GRand *r, int n, int d, double offset)
   check_elementwise ("layernorm mean", got_mean, mean, n, 1e-6, 1e-7);
   check_elementwise ("layernorm rstd", got_rstd, rstd, n, 1e-6, 0.0);
   CHECK_LN ("dx", got_dx, dx, nd);
+  CHECK_LN ("dx + residual", got_dxr, want_dxr, nd);
+  g_free (res); g_free (want_dxr); g_free (got_dxr); g_free (got_sum);
+  cudaFree (d_res); cudaFree (d_dxr); cudaFree (d_sum);
   CHECK_LN ("dgamma (+=)", got_dgamma, want_dgamma, d);
   CHECK_LN ("dbeta (+=)", got_dbeta, want_dbeta, d);
 #undef CHECK_LN
@@ -665,7 +681,7 @@ test_determinism (void)
       CHECK_PP (pp_cuda_layernorm_forward, stream, d_x, d_gamma, d_beta, d_y, d_mean, d_rstd,
                 rows, d, 1e-5f);
       CHECK_PP (pp_cuda_layernorm_backward_input, stream, d_dy, d_x, d_gamma, d_mean, d_rstd,
-                d_dx, rows, d);
+                NULL, d_dx, rows, d);
       CHECK_PP (pp_cuda_layernorm_backward_weight, stream, d_dy, d_x, d_mean, d_rstd,
                 d_dgamma, d_dbeta, rows, d);
       out[i][0] = download_f (d_y, nd);
