@@ -17,6 +17,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <string.h>
 
 #define PP_GELU_SCALE 0.7978845608028654f   /* sqrt(2/pi) */
 #define PP_GELU_CUBE  0.044715f
@@ -159,18 +160,20 @@ block_max (float v, float *sh)
 
 /* ---- column sums (bias and LayerNorm weight gradients) ---- */
 
-/* One block per COL_TILE columns; thread (tx, ty) sums rows ty, ty+COL_ROWS, ...
- * of column tx, then ty == 0 adds the COL_ROWS partials in order.  With
- * x/mean/rstd given it also sums dy * xhat into out2 (LayerNorm dgamma). */
-static __global__ void
-column_sum_kernel (const float *__restrict__ dy, const float *__restrict__ x,
-                   const float *__restrict__ mean, const float *__restrict__ rstd,
-                   float *__restrict__ sums, float *__restrict__ sums_xhat, int n, int d)
+/* Tile `tile` (COL_TILE columns) of a column sum, by a block of COL_TILE x
+ * COL_ROWS threads: thread (tx, ty) sums rows ty, ty+COL_ROWS, ... of column
+ * tx, then ty == 0 adds the COL_ROWS partials in order.  With x/mean/rstd
+ * given it also sums dy * xhat into sums_xhat (LayerNorm dgamma). */
+static __device__ __forceinline__ void
+column_sum_tile (const float *__restrict__ dy, const float *__restrict__ x,
+                 const float *__restrict__ mean, const float *__restrict__ rstd,
+                 float *__restrict__ sums, float *__restrict__ sums_xhat, int n, int d,
+                 int tile)
 {
   __shared__ float sh[COL_ROWS][COL_TILE + 1];
   __shared__ float sh2[COL_ROWS][COL_TILE + 1];
   int tx = threadIdx.x, ty = threadIdx.y;
-  int col = blockIdx.x * COL_TILE + tx;
+  int col = tile * COL_TILE + tx;
   float acc = 0.0f, acc2 = 0.0f;
 
   if (col < d)
@@ -199,6 +202,73 @@ column_sum_kernel (const float *__restrict__ dy, const float *__restrict__ x,
       if (sums_xhat != NULL)
         sums_xhat[col] += s2;
     }
+}
+
+/* One block per tile. */
+static __global__ void
+column_sum_kernel (const float *__restrict__ dy, const float *__restrict__ x,
+                   const float *__restrict__ mean, const float *__restrict__ rstd,
+                   float *__restrict__ sums, float *__restrict__ sums_xhat, int n, int d)
+{
+  column_sum_tile (dy, x, mean, rstd, sums, sums_xhat, n, d, blockIdx.x);
+}
+
+/* Several column sums in one launch: job k takes blocks [first[k],
+ * first[k+1]); each tile runs the code of column_sum_kernel, so every sum is
+ * the one a launch of its own gives, bit for bit. */
+#define COL_JOBS_MAX 4
+
+typedef struct {
+  PpColumnSum job[COL_JOBS_MAX];
+  unsigned    first[COL_JOBS_MAX + 1];
+  int         n_jobs;
+} ColumnJobs;
+
+static __global__ void
+column_sums_kernel (ColumnJobs jobs)
+{
+  int k = 0;
+  while (k + 1 < jobs.n_jobs && blockIdx.x >= jobs.first[k + 1])
+    k++;
+  const PpColumnSum *j = &jobs.job[k];
+  column_sum_tile (j->x, j->x_ln, j->mean, j->rstd, j->sums, j->sums_xhat, j->n, j->d,
+                   (int) (blockIdx.x - jobs.first[k]));
+}
+
+extern "C" PpStatus
+pp_cuda_column_sums_add (void *stream, const PpColumnSum *jobs, int n_jobs, PpError *err)
+{
+  ColumnJobs cj;
+  unsigned blocks = 0;
+  int n = 0;
+  if (n_jobs < 0 || n_jobs > COL_JOBS_MAX || (n_jobs > 0 && jobs == NULL))
+    return pp_error_set (err, PP_EINVAL, "column sums: %d jobs (at most %d)", n_jobs,
+                         COL_JOBS_MAX);
+  memset (&cj, 0, sizeof cj);
+  for (int i = 0; i < n_jobs; i++)
+    {
+      const PpColumnSum *j = &jobs[i];
+      bool ln = j->x_ln != NULL;
+      if (j->n < 0 || j->d < 0 || (j->n > 0 && j->d > 0 && (j->x == NULL || j->sums == NULL))
+          || (ln && (j->mean == NULL || j->rstd == NULL || j->sums_xhat == NULL)))
+        return pp_error_set (err, PP_EINVAL, "column sums: job %d: bad arguments (n %d, d %d)",
+                             i, j->n, j->d);
+      if (j->n == 0 || j->d == 0)
+        continue;
+      cj.job[n] = *j;
+      if (!ln)
+        cj.job[n].mean = cj.job[n].rstd = NULL, cj.job[n].sums_xhat = NULL;
+      cj.first[n] = blocks;
+      blocks += (unsigned) ((j->d + COL_TILE - 1) / COL_TILE);
+      n++;
+    }
+  if (n == 0)
+    return PP_OK;
+  cj.first[n] = blocks;
+  cj.n_jobs = n;
+  dim3 block (COL_TILE, COL_ROWS);
+  column_sums_kernel<<<blocks, block, 0, as_stream (stream)>>> (cj);
+  return launch_status ("column sums", err);
 }
 
 extern "C" PpStatus

@@ -108,6 +108,20 @@ PpStatus pp_cuda_linear_backward_weight (PpCublasLt *ctx, void *stream,
 PpStatus pp_cuda_column_sum_add (void *stream, const float *x, float *sums,
                                  int n, int d, PpError *err);
 
+/* Up to 4 column sums in one launch, each exactly what its own launch gives:
+ * sums[j] += sum over rows of x[n,d] column j, and where x_ln is given (a
+ * LayerNorm's weight gradient: x = dy, x_ln its input) also sums_xhat[j] +=
+ * sum of x * xhat.  The sums of different jobs must not overlap. */
+typedef struct {
+  const float *x;
+  float       *sums;
+  const float *x_ln, *mean, *rstd;   /* LayerNorm only, else NULL */
+  float       *sums_xhat;
+  int          n, d;
+} PpColumnSum;
+PpStatus pp_cuda_column_sums_add (void *stream, const PpColumnSum *jobs, int n_jobs,
+                                  PpError *err);
+
 /* LayerNorm over the last dimension, one warp per row; mean[n], rstd[n] saved. */
 PpStatus pp_cuda_layernorm_forward (void *stream, const float *x, const float *gamma,
                                     const float *beta, float *y, float *mean, float *rstd,

@@ -750,12 +750,19 @@ pp_gpu_chunk_backward_weight (PpGpuChunk *c, int mb, PpError *err)
   for (int k = n - 1; k >= 0; k--)
     {
       BlockGrads g = block_grads_at (c, G, k);
-      TRY (pp_cuda_linear_backward_weight (c->lt, str, s->g[k], s->dhid[k + 1], g.W2, g.b2, R,
+      TRY (pp_cuda_linear_backward_weight (c->lt, str, s->g[k], s->dhid[k + 1], g.W2, NULL, R,
                                            H, D, c->compute, err));
-      TRY (pp_cuda_linear_backward_weight (c->lt, str, s->ln[k], s->dh1[k], g.W1, g.b1, R, D,
+      TRY (pp_cuda_linear_backward_weight (c->lt, str, s->ln[k], s->dh1[k], g.W1, NULL, R, D,
                                            H, c->compute, err));
-      TRY (pp_cuda_layernorm_backward_weight (str, s->dln[k], s->hid[k], s->mean[k],
-                                              s->rstd[k], g.gamma, g.beta, R, D, err));
+      /* the block's three column sums (b2, b1, LayerNorm's beta and gamma)
+       * in one launch, each as its own launch would give it */
+      PpColumnSum sums[3] = {
+        { .x = s->dhid[k + 1], .sums = g.b2, .n = R, .d = D },
+        { .x = s->dh1[k], .sums = g.b1, .n = R, .d = H },
+        { .x = s->dln[k], .sums = g.beta, .x_ln = s->hid[k], .mean = s->mean[k],
+          .rstd = s->rstd[k], .sums_xhat = g.gamma, .n = R, .d = D },
+      };
+      TRY (pp_cuda_column_sums_add (str, sums, 3, err));
     }
   if (c->has_input)
     TRY (pp_cuda_linear_backward_weight (c->lt, str, s->input, s->dhid[0], G + c->off_in_W,

@@ -755,6 +755,81 @@ test_add (void)
   g_rand_free (r);
 }
 
+/* ---- several column sums in one launch ---- */
+
+/* The W step's three column sums (two biases, a LayerNorm's beta and gamma)
+ * in one launch give, bit for bit, what three launches give; an empty job is
+ * skipped; more than 4 jobs are refused. */
+static void
+test_column_sums (void)
+{
+  GRand *r = g_rand_new_with_seed (SEED + 11);
+  int n = 300, d1 = 1000, d2 = 37, d3 = 768;   /* 37: not a multiple of the tile */
+  float *x1 = rand_floats (r, (size_t) n * d1, -1, 1);
+  float *x2 = rand_floats (r, (size_t) n * d2, -1, 1);
+  float *dy3 = rand_floats (r, (size_t) n * d3, -1, 1);
+  float *in3 = rand_floats (r, (size_t) n * d3, -2, 2);
+  float *mean = rand_floats (r, n, -0.5, 0.5), *rstd = rand_floats (r, n, 0.5, 2);
+  float *s1 = rand_floats (r, d1, -1, 1), *s2 = rand_floats (r, d2, -1, 1);
+  float *beta = rand_floats (r, d3, -1, 1), *gamma = rand_floats (r, d3, -1, 1);
+
+  float *d_x1 = upload_f (x1, (size_t) n * d1), *d_x2 = upload_f (x2, (size_t) n * d2);
+  float *d_dy3 = upload_f (dy3, (size_t) n * d3), *d_in3 = upload_f (in3, (size_t) n * d3);
+  float *d_mean = upload_f (mean, n), *d_rstd = upload_f (rstd, n);
+  float *a_s1 = upload_f (s1, d1), *a_s2 = upload_f (s2, d2);
+  float *a_beta = upload_f (beta, d3), *a_gamma = upload_f (gamma, d3);
+  float *b_s1 = upload_f (s1, d1), *b_s2 = upload_f (s2, d2);
+  float *b_beta = upload_f (beta, d3), *b_gamma = upload_f (gamma, d3);
+
+  CHECK_PP (pp_cuda_column_sum_add, stream, d_x1, a_s1, n, d1);
+  CHECK_PP (pp_cuda_column_sum_add, stream, d_x2, a_s2, n, d2);
+  CHECK_PP (pp_cuda_layernorm_backward_weight, stream, d_dy3, d_in3, d_mean, d_rstd, a_gamma,
+            a_beta, n, d3);
+  PpColumnSum jobs[5] = {
+    { .x = d_x1, .sums = b_s1, .n = n, .d = d1 },
+    { .x = NULL, .sums = NULL, .n = 0, .d = 16 },          /* empty: skipped */
+    { .x = d_x2, .sums = b_s2, .n = n, .d = d2 },
+    { .x = d_dy3, .sums = b_beta, .x_ln = d_in3, .mean = d_mean, .rstd = d_rstd,
+      .sums_xhat = b_gamma, .n = n, .d = d3 },
+    { .x = d_x1, .sums = b_s1, .n = n, .d = d1 },
+  };
+  CHECK_PP (pp_cuda_column_sums_add, stream, jobs, 4);
+
+  float *g1a = download_f (a_s1, d1), *g1b = download_f (b_s1, d1);
+  float *g2a = download_f (a_s2, d2), *g2b = download_f (b_s2, d2);
+  float *gba = download_f (a_beta, d3), *gbb = download_f (b_beta, d3);
+  float *gga = download_f (a_gamma, d3), *ggb = download_f (b_gamma, d3);
+  assert_same_bits ("column sums: x1", g1b, g1a, d1);
+  assert_same_bits ("column sums: x2", g2b, g2a, d2);
+  assert_same_bits ("column sums: LayerNorm beta", gbb, gba, d3);
+  assert_same_bits ("column sums: LayerNorm gamma", ggb, gga, d3);
+
+  /* and the sums are sums (the CPU in double) */
+  float *want1 = dup_f (s1, d1);
+  for (int j = 0; j < d1; j++)
+    {
+      double acc = 0;
+      for (int i = 0; i < n; i++)
+        acc += x1[(size_t) i * d1 + j];
+      want1[j] = (float) (want1[j] + acc);
+    }
+  check_scaled ("column sums vs CPU", g1b, want1, d1, 1e-5);
+
+  PpError e = { 0 };
+  g_assert_cmpint (pp_cuda_column_sums_add (stream, jobs, 5, &e), ==, PP_EINVAL);
+  g_assert_cmpstr (e.msg, !=, "");
+
+  cudaFree (d_x1); cudaFree (d_x2); cudaFree (d_dy3); cudaFree (d_in3);
+  cudaFree (d_mean); cudaFree (d_rstd);
+  cudaFree (a_s1); cudaFree (a_s2); cudaFree (a_beta); cudaFree (a_gamma);
+  cudaFree (b_s1); cudaFree (b_s2); cudaFree (b_beta); cudaFree (b_gamma);
+  g_free (x1); g_free (x2); g_free (dy3); g_free (in3); g_free (mean); g_free (rstd);
+  g_free (s1); g_free (s2); g_free (beta); g_free (gamma); g_free (want1);
+  g_free (g1a); g_free (g1b); g_free (g2a); g_free (g2b);
+  g_free (gba); g_free (gbb); g_free (gga); g_free (ggb);
+  g_rand_free (r);
+}
+
 /* ---- main ---- */
 
 int
@@ -774,6 +849,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu/adamw", test_adamw);
   g_test_add_func ("/gpu/determinism", test_determinism);
   g_test_add_func ("/gpu/add", test_add);
+  g_test_add_func ("/gpu/column-sums", test_column_sums);
 
   int rc = g_test_run ();
   gpu_test_finish ();
