@@ -13,9 +13,37 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* What llm.c gives cuBLASLt on Hopper; some sm_90 kernels want more than 4 MiB. */
 #define PP_CUBLASLT_WORKSPACE ((size_t) 32 << 20)
+
+/* A GEMM's plan: its descriptor, layouts and the algorithm cuBLASLt's
+ * heuristic chose, for one shape, types, epilogue and set of alignments.
+ * Asking the heuristic takes tens of microseconds of host time, and a step
+ * makes the same few GEMMs hundreds of times, so each context keeps its
+ * plans; a call only sets its bias / aux pointers on the plan's descriptor.
+ * A plan with found == 0 remembers that no algorithm exists. */
+typedef struct {
+  int                 trans_a, trans_b, m, n, k;
+  cudaDataType_t      ab_type;
+  cublasComputeType_t compute;
+  cublasLtEpilogue_t  epilogue;
+  uint32_t            al_a, al_b, al_c, al_d, al_bias, al_aux;
+  int                 has_bias, has_aux;
+} PlanKey;
+
+typedef struct {
+  int                      used;
+  PlanKey                  key;
+  int                      found;
+  cublasStatus_t           status;      /* the heuristic's answer when not found */
+  cublasLtMatmulDesc_t     desc;
+  cublasLtMatrixLayout_t   lay_a, lay_b, lay_c;
+  cublasLtMatmulAlgo_t     algo;
+} Plan;
+
+#define PP_CUBLASLT_PLANS 64
 
 struct PpCublasLt {
   cublasLtHandle_t handle;
@@ -23,7 +51,24 @@ struct PpCublasLt {
   size_t           workspace_size;
   void            *bf16;           /* BF16 compute: both operands rounded, grown on demand */
   size_t           bf16_size;
+  Plan             plans[PP_CUBLASLT_PLANS];
+  int              next_plan;      /* the slot a new plan takes when all are used */
+  uint64_t         plan_hits, plan_misses;
 };
+
+static void
+plan_clear (Plan *p)
+{
+  if (p->desc != NULL)
+    cublasLtMatmulDescDestroy (p->desc);
+  if (p->lay_a != NULL)
+    cublasLtMatrixLayoutDestroy (p->lay_a);
+  if (p->lay_b != NULL)
+    cublasLtMatrixLayoutDestroy (p->lay_b);
+  if (p->lay_c != NULL)
+    cublasLtMatrixLayoutDestroy (p->lay_c);
+  memset (p, 0, sizeof *p);
+}
 
 static PpStatus
 lt_error (PpError *err, const char *what, cublasStatus_t s)
@@ -71,11 +116,22 @@ pp_cublaslt_free (PpCublasLt *ctx)
 {
   if (ctx == NULL)
     return;
+  for (int i = 0; i < PP_CUBLASLT_PLANS; i++)
+    plan_clear (&ctx->plans[i]);
   /* cudaFree waits for the device, so no call still uses the workspace */
   cudaFree (ctx->workspace);
   cudaFree (ctx->bf16);
   cublasLtDestroy (ctx->handle);
   free (ctx);
+}
+
+void
+pp_cublaslt_plan_stats (const PpCublasLt *ctx, uint64_t *hits, uint64_t *misses)
+{
+  if (hits)
+    *hits = ctx ? ctx->plan_hits : 0;
+  if (misses)
+    *misses = ctx ? ctx->plan_misses : 0;
 }
 
 /* The largest power of two (at most 256) dividing the address: what we may
@@ -103,16 +159,14 @@ typedef struct {
   float *aux;
 } LtCall;
 
-/* One cublasLtMatmul.  PP_EUNSUPPORTED (message set) when cuBLASLt offers no
- * algorithm for this shape and epilogue, so the caller can fall back. */
+/* Builds plan p for call c (p zeroed, key set): descriptor, layouts and the
+ * heuristic's algorithm.  A cuBLASLt failure is returned (p cleared); no
+ * algorithm is a plan with found == 0. */
 static PpStatus
-lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
+plan_build (PpCublasLt *ctx, Plan *p, const LtCall *c, PpError *err)
 {
-  cublasLtMatmulDesc_t desc = NULL;
-  cublasLtMatrixLayout_t lay_b = NULL, lay_a = NULL, lay_c = NULL;
   cublasLtMatmulPreference_t pref = NULL;
   cublasStatus_t s;
-  PpStatus st = PP_OK;
   const char *what = "";
 
 #define LT_TRY(call, name) \
@@ -121,85 +175,150 @@ lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
   /* column-major view: D^T[n,m] = op(B)^T[n,k] op(A)^T[k,m] */
   cublasOperation_t op_b = c->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_a = c->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LT_TRY (cublasLtMatmulDescCreate (&desc, c->compute, CUDA_R_32F), "descriptor");
-  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_TRANSA,
+  LT_TRY (cublasLtMatmulDescCreate (&p->desc, c->compute, CUDA_R_32F), "descriptor");
+  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                           &op_b, sizeof op_b), "TRANSA");
-  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_TRANSB,
+  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                           &op_a, sizeof op_a), "TRANSB");
-  LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                           &c->epilogue, sizeof c->epilogue), "EPILOGUE");
   if (c->bias != NULL)
-    LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+    LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                             &c->bias, sizeof c->bias), "BIAS_POINTER");
   if (c->aux != NULL)
     {
       int64_t ld_aux = c->n;
-      LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+      LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                               &c->aux, sizeof c->aux), "AUX_POINTER");
-      LT_TRY (cublasLtMatmulDescSetAttribute (desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+      LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                                               &ld_aux, sizeof ld_aux), "AUX_LD");
     }
 
   /* row-major B [k,n] is column-major [n,k] (ld n); B^T stored [n,k] is [k,n] (ld k) */
   if (c->trans_b)
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, c->ab_type, c->k, c->n, c->k), "layout B");
+    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_b, c->ab_type, c->k, c->n, c->k), "layout B");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_b, c->ab_type, c->n, c->k, c->n), "layout B");
+    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_b, c->ab_type, c->n, c->k, c->n), "layout B");
   if (c->trans_a)
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, c->ab_type, c->m, c->k, c->m), "layout A");
+    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_a, c->ab_type, c->m, c->k, c->m), "layout A");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&lay_a, c->ab_type, c->k, c->m, c->k), "layout A");
-  LT_TRY (cublasLtMatrixLayoutCreate (&lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
+    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_a, c->ab_type, c->k, c->m, c->k), "layout A");
+  LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
 
   uint64_t ws = ctx->workspace_size;
-  uint32_t al_b = alignment_of (c->Bin), al_a = alignment_of (c->Ain);
-  uint32_t al_c = alignment_of (c->C), al_d = alignment_of (c->D);
   LT_TRY (cublasLtMatmulPreferenceCreate (&pref), "preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &ws, sizeof ws), "workspace preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                &al_b, sizeof al_b), "alignment preference");
+                                                &p->key.al_b, sizeof p->key.al_b),
+          "alignment preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                &al_a, sizeof al_a), "alignment preference");
+                                                &p->key.al_a, sizeof p->key.al_a),
+          "alignment preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                &al_c, sizeof al_c), "alignment preference");
+                                                &p->key.al_c, sizeof p->key.al_c),
+          "alignment preference");
   LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                &al_d, sizeof al_d), "alignment preference");
+                                                &p->key.al_d, sizeof p->key.al_d),
+          "alignment preference");
 
   cublasLtMatmulHeuristicResult_t heur;
   int found = 0;
-  s = cublasLtMatmulAlgoGetHeuristic (ctx->handle, desc, lay_b, lay_a, lay_c, lay_c, pref,
-                                      1, &heur, &found);
-  if (s != CUBLAS_STATUS_SUCCESS || found == 0)
-    {
-      st = pp_error_set (err, PP_EUNSUPPORTED,
-                         "cuBLASLt has no algorithm for %s%s GEMM %dx%dx%d (epilogue %d): %s",
-                         c->trans_a ? "T" : "N", c->trans_b ? "T" : "N", c->m, c->n, c->k,
-                         (int) c->epilogue, cublasLtGetStatusName (s));
-      goto done;
-    }
-
-  LT_TRY (cublasLtMatmul (ctx->handle, desc, &c->alpha, c->Bin, lay_b, c->Ain, lay_a,
-                          &c->beta, c->C, lay_c, c->D, lay_c, &heur.algo,
-                          ctx->workspace, ctx->workspace_size, (cudaStream_t) stream),
-          "matmul");
-  goto done;
+  s = cublasLtMatmulAlgoGetHeuristic (ctx->handle, p->desc, p->lay_b, p->lay_a, p->lay_c,
+                                      p->lay_c, pref, 1, &heur, &found);
+  cublasLtMatmulPreferenceDestroy (pref);
+  p->used = 1;
+  p->status = s;
+  p->found = s == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (p->found)
+    p->algo = heur.algo;
+  return PP_OK;
 
 lt_fail:
-  st = lt_error (err, what, s);
-done:
   if (pref != NULL)
     cublasLtMatmulPreferenceDestroy (pref);
-  if (lay_c != NULL)
-    cublasLtMatrixLayoutDestroy (lay_c);
-  if (lay_a != NULL)
-    cublasLtMatrixLayoutDestroy (lay_a);
-  if (lay_b != NULL)
-    cublasLtMatrixLayoutDestroy (lay_b);
-  if (desc != NULL)
-    cublasLtMatmulDescDestroy (desc);
-  return st;
+  plan_clear (p);
+  return lt_error (err, what, s);
 #undef LT_TRY
+}
+
+/* The plan for call c: kept, or built now in a free slot (or the oldest). */
+static Plan *
+plan_for (PpCublasLt *ctx, const LtCall *c, PpError *err)
+{
+  PlanKey key;
+  memset (&key, 0, sizeof key);   /* padding too: keys are compared with memcmp */
+  key.trans_a = c->trans_a;
+  key.trans_b = c->trans_b;
+  key.m = c->m;
+  key.n = c->n;
+  key.k = c->k;
+  key.ab_type = c->ab_type;
+  key.compute = c->compute;
+  key.epilogue = c->epilogue;
+  key.al_a = alignment_of (c->Ain);
+  key.al_b = alignment_of (c->Bin);
+  key.al_c = alignment_of (c->C);
+  key.al_d = alignment_of (c->D);
+  key.has_bias = c->bias != NULL;
+  key.al_bias = c->bias != NULL ? alignment_of (c->bias) : 0;
+  key.has_aux = c->aux != NULL;
+  key.al_aux = c->aux != NULL ? alignment_of (c->aux) : 0;
+
+  Plan *free_slot = NULL;
+  for (int i = 0; i < PP_CUBLASLT_PLANS; i++)
+    {
+      Plan *p = &ctx->plans[i];
+      if (p->used && memcmp (&p->key, &key, sizeof key) == 0)
+        {
+          ctx->plan_hits++;
+          return p;
+        }
+      if (!p->used && free_slot == NULL)
+        free_slot = p;
+    }
+  if (free_slot == NULL)
+    {
+      free_slot = &ctx->plans[ctx->next_plan];
+      ctx->next_plan = (ctx->next_plan + 1) % PP_CUBLASLT_PLANS;
+      plan_clear (free_slot);
+    }
+  ctx->plan_misses++;
+  free_slot->key = key;
+  if (plan_build (ctx, free_slot, c, err) != PP_OK)
+    return NULL;
+  return free_slot;
+}
+
+/* One cublasLtMatmul.  PP_EUNSUPPORTED (message set) when cuBLASLt offers no
+ * algorithm for this shape and epilogue, so the caller can fall back. */
+static PpStatus
+lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
+{
+  cublasStatus_t s;
+  Plan *p = plan_for (ctx, c, err);
+  if (p == NULL)
+    return err != NULL && err->status != PP_OK ? err->status : PP_EIO;
+  if (!p->found)
+    return pp_error_set (err, PP_EUNSUPPORTED,
+                         "cuBLASLt has no algorithm for %s%s GEMM %dx%dx%d (epilogue %d): %s",
+                         c->trans_a ? "T" : "N", c->trans_b ? "T" : "N", c->m, c->n, c->k,
+                         (int) c->epilogue, cublasLtGetStatusName (p->status));
+  /* this call's pointers: the plan was made for their alignments only */
+  if (c->bias != NULL
+      && (s = cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                              &c->bias, sizeof c->bias)) != CUBLAS_STATUS_SUCCESS)
+    return lt_error (err, "BIAS_POINTER", s);
+  if (c->aux != NULL
+      && (s = cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                              &c->aux, sizeof c->aux)) != CUBLAS_STATUS_SUCCESS)
+    return lt_error (err, "AUX_POINTER", s);
+  s = cublasLtMatmul (ctx->handle, p->desc, &c->alpha, c->Bin, p->lay_b, c->Ain, p->lay_a,
+                      &c->beta, c->C, p->lay_c, c->D, p->lay_c, &p->algo,
+                      ctx->workspace, ctx->workspace_size, (cudaStream_t) stream);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return lt_error (err, "matmul", s);
+  return PP_OK;
 }
 
 /* A tensor-core mode may have no kernel for a layout (4-byte aligned

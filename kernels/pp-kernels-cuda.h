@@ -61,6 +61,10 @@ typedef struct PpCublasLt PpCublasLt;
 
 PpCublasLt *pp_cublaslt_new (PpError *err);
 void        pp_cublaslt_free (PpCublasLt *ctx);   /* NULL is fine */
+/* A context keeps the plan (descriptor, layouts, the heuristic's algorithm)
+ * of each GEMM shape, types, epilogue and alignments it has run, up to 64:
+ * calls that found their plan (hits) and calls that made one (misses). */
+void        pp_cublaslt_plan_stats (const PpCublasLt *ctx, uint64_t *hits, uint64_t *misses);
 
 /* C[m,n] = epi(alpha * op(A) op(B) + beta * C), row-major exactly as pp_gemm:
  * A is [m,k] (or [k,m] if trans_a), B is [k,n] (or [n,k] if trans_b).

@@ -294,6 +294,49 @@ test_gemm_bias (void)
   g_rand_free (r);
 }
 
+/* A kept plan serves the calls of its shape with their own pointers: the
+ * same GEMM with two biases and two outputs gives each its own result, and
+ * only the first call asks cuBLASLt's heuristic. */
+static void
+test_gemm_plans (void)
+{
+  GRand *r = g_rand_new_with_seed (SEED + 12);
+  int m = 77, n = 56, k = 40;       /* a shape no other test uses */
+  float *A = rand_floats (r, (size_t) m * k, -1, 1);
+  float *B = rand_floats (r, (size_t) k * n, -1, 1);
+  float *bias1 = rand_floats (r, n, -1, 1), *bias2 = rand_floats (r, n, 5, 6);
+  float *want1 = g_new (float, (size_t) m * n), *want2 = g_new (float, (size_t) m * n);
+  pp_linear_forward (A, B, bias1, want1, m, k, n);
+  pp_linear_forward (A, B, bias2, want2, m, k, n);
+
+  float *dA = upload_f (A, (size_t) m * k), *dB = upload_f (B, (size_t) k * n);
+  float *db1 = upload_f (bias1, n), *db2 = upload_f (bias2, n);
+  float *dC1 = dev_alloc ((size_t) m * n * sizeof (float));
+  float *dC2 = dev_alloc ((size_t) m * n * sizeof (float));
+  uint64_t h0, m0, h1, m1;
+  pp_cublaslt_plan_stats (lt, &h0, &m0);
+  for (int i = 0; i < 5; i++)
+    {
+      CHECK_PP (pp_cublaslt_gemm, lt, stream, 0, 0, m, n, k, 1.0f, dA, dB, 0.0f, dC1,
+                PP_COMPUTE_FP32, PP_EPI_BIAS, db1, NULL);
+      CHECK_PP (pp_cublaslt_gemm, lt, stream, 0, 0, m, n, k, 1.0f, dA, dB, 0.0f, dC2,
+                PP_COMPUTE_FP32, PP_EPI_BIAS, db2, NULL);
+    }
+  pp_cublaslt_plan_stats (lt, &h1, &m1);
+  g_test_message ("plans: %" G_GUINT64_FORMAT " hits, %" G_GUINT64_FORMAT " made for 10 calls",
+                  h1 - h0, m1 - m0);
+  g_assert_cmpuint (m1 - m0, ==, 1);     /* cudaMalloc aligns both outputs alike */
+  g_assert_cmpuint (h1 - h0, ==, 9);
+  float *got1 = download_f (dC1, (size_t) m * n), *got2 = download_f (dC2, (size_t) m * n);
+  check_scaled ("kept plan, first bias", got1, want1, (size_t) m * n, 1e-5);
+  check_scaled ("kept plan, second bias", got2, want2, (size_t) m * n, 1e-5);
+
+  g_free (got1); g_free (got2);
+  cudaFree (dA); cudaFree (dB); cudaFree (db1); cudaFree (db2); cudaFree (dC1); cudaFree (dC2);
+  g_free (A); g_free (B); g_free (bias1); g_free (bias2); g_free (want1); g_free (want2);
+  g_rand_free (r);
+}
+
 /* n a multiple of 8: cuBLASLt fuses GELU and writes the pre-activation to aux.
  * n = 30: it cannot (aux ld), so the bias GEMM writes aux and our GELU kernel
  * follows.  The pre-activation must match to fp32 rounding either way.  The
@@ -841,6 +884,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpu/gemm/empty", test_gemm_empty);
   g_test_add_func ("/gpu/gemm/bf16-rounds", test_gemm_bf16_rounds);
   g_test_add_func ("/gpu/gemm/bias", test_gemm_bias);
+  g_test_add_func ("/gpu/gemm/plans", test_gemm_plans);
   g_test_add_func ("/gpu/gemm/gelu", test_gemm_gelu);
   g_test_add_func ("/gpu/linear", test_linear);
   g_test_add_func ("/gpu/layernorm", test_layernorm);
