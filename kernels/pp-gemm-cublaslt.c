@@ -375,13 +375,12 @@ bf16_scratch (PpCublasLt *ctx, void *stream, size_t bytes, PpError *err)
   return PP_OK;
 }
 
-PpStatus
-pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
-                  int trans_a, int trans_b, int m, int n, int k,
-                  float alpha, const float *A, const float *B,
-                  float beta, float *C,
-                  PpCompute compute, PpEpilogue epilogue,
-                  const float *bias, float *aux, PpError *err)
+/* pp_cublaslt_gemm with the result in D, C read only (D == C: in place).
+ * Out of place only without GELU, and with k > 0. */
+static PpStatus
+gemm (PpCublasLt *ctx, void *stream, int trans_a, int trans_b, int m, int n, int k,
+      float alpha, const float *A, const float *B, float beta, const float *C, float *D,
+      PpCompute compute, PpEpilogue epilogue, const float *bias, float *aux, PpError *err)
 {
   if (ctx == NULL)
     return pp_error_set (err, PP_EINVAL, "gemm: no cuBLASLt context");
@@ -408,15 +407,17 @@ pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
 
   if (m == 0 || n == 0)
     return PP_OK;
-  if (C == NULL || (k > 0 && (A == NULL || B == NULL)))
+  if (C == NULL || D == NULL || (k > 0 && (A == NULL || B == NULL)))
     return pp_error_set (err, PP_EINVAL, "gemm: a NULL matrix");
+  if (D != C && (k == 0 || epilogue == PP_EPI_GELU_BIAS))
+    return pp_error_set (err, PP_EINVAL, "gemm: out of place only with k > 0 and no GELU");
   if (k == 0)
-    return pp_cuda_gemm_empty_epilogue (stream, C, m, n, beta, bias, aux,
+    return pp_cuda_gemm_empty_epilogue (stream, D, m, n, beta, bias, aux,
                                         epilogue == PP_EPI_GELU_BIAS, err);
 
   LtCall call = {
     .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
-    .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = C,
+    .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .D = D,
     .Ain = A, .Bin = B, .ab_type = CUDA_R_32F,
     .compute = ct, .bias = bias, .aux = NULL,
   };
@@ -462,11 +463,23 @@ pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
   /* Unfused: the pre-activation into aux (or C), then GELU into C. */
   call.aux = NULL;
   call.epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-  call.D = aux != NULL ? aux : C;
+  call.D = aux != NULL ? aux : D;
   PpStatus st = lt_matmul_any (ctx, stream, &call, err);
   if (st != PP_OK)
     return st;
-  return pp_cuda_gelu_forward (stream, call.D, C, (size_t) m * n, err);
+  return pp_cuda_gelu_forward (stream, call.D, D, (size_t) m * n, err);
+}
+
+PpStatus
+pp_cublaslt_gemm (PpCublasLt *ctx, void *stream,
+                  int trans_a, int trans_b, int m, int n, int k,
+                  float alpha, const float *A, const float *B,
+                  float beta, float *C,
+                  PpCompute compute, PpEpilogue epilogue,
+                  const float *bias, float *aux, PpError *err)
+{
+  return gemm (ctx, stream, trans_a, trans_b, m, n, k, alpha, A, B, beta, C, C, compute,
+               epilogue, bias, aux, err);
 }
 
 /* ---- Linear layers ---- */
@@ -479,6 +492,20 @@ pp_cuda_linear_forward (PpCublasLt *ctx, void *stream,
 {
   return pp_cublaslt_gemm (ctx, stream, 0, 0, n, out, in, 1.0f, x, W, 0.0f, y, compute,
                            b != NULL ? PP_EPI_BIAS : PP_EPI_NONE, b, NULL, err);
+}
+
+PpStatus
+pp_cuda_linear_residual_forward (PpCublasLt *ctx, void *stream,
+                                 const float *x, const float *W, const float *b,
+                                 const float *residual, float *y, int n, int in, int out,
+                                 PpCompute compute, PpError *err)
+{
+  if (residual == NULL || residual == y)
+    return pp_error_set (err, PP_EINVAL, "linear + residual: the residual must be its own buffer");
+  if (in == 0)
+    return pp_error_set (err, PP_EINVAL, "linear + residual: no inputs");
+  return gemm (ctx, stream, 0, 0, n, out, in, 1.0f, x, W, 1.0f, residual, y, compute,
+               b != NULL ? PP_EPI_BIAS : PP_EPI_NONE, b, NULL, err);
 }
 
 PpStatus

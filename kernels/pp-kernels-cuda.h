@@ -89,6 +89,14 @@ PpStatus pp_cuda_linear_forward (PpCublasLt *ctx, void *stream,
                                  const float *x, const float *W, const float *b,
                                  float *y, int n, int in, int out,
                                  PpCompute compute, PpError *err);
+/* y[n,out] = x[n,in] W[in,out] + b[out] + residual[n,out], one cuBLASLt call
+ * (beta = 1 on the residual, read in place of C): a residual block's second
+ * linear layer.  residual and y are distinct buffers; in > 0. */
+PpStatus pp_cuda_linear_residual_forward (PpCublasLt *ctx, void *stream,
+                                          const float *x, const float *W, const float *b,
+                                          const float *residual, float *y,
+                                          int n, int in, int out,
+                                          PpCompute compute, PpError *err);
 /* y = gelu(x W + b) with pre[n,out] = x W + b saved for the backward
  * (b may be NULL). */
 PpStatus pp_cuda_linear_gelu_forward (PpCublasLt *ctx, void *stream,

@@ -5,13 +5,14 @@
  * recompute), with the kernels of pp-kernels-cuda.h in place of the CPU ones:
  *  - Linear1 and GELU are one cuBLASLt call (the pre-activation h1 is its
  *    aux output, what the GELU backward needs);
- *  - the residual y += x and the backward's dx = dy + LayerNorm's dx are
- *    pp_cuda_add;
+ *  - the residual y = x + (g W2 + b2) is that GEMM with beta = 1 on x;
+ *  - the backward's dx = dy + LayerNorm's dx is the LayerNorm kernel's;
+ *  - a block's weight step sums its three column sums (b2, b1, LayerNorm)
+ *    in one launch: 10 kernels per block and micro-batch, not 14;
  *  - the head's losses stay on the device, one per row.
  *
  * Memory.  Parameters, gradients and the two Adam moments are one device
- * buffer; the chunk's scratch tensors (LayerNorm dx, the output during a
- * recompute, the logits, the losses nobody asked for, the labels of each
+ * buffer; the chunk's scratch tensors (the output during a recompute, the logits, the losses nobody asked for, the labels of each
  * slot) another.  A slot gets one buffer for its forward activations (on its
  * first forward, or its first backward with recompute) and one for what W
  * needs (on its first backward_input), then keeps them.  Every tensor carved
@@ -595,9 +596,9 @@ run_forward (PpGpuChunk *c, Slot *s, const float *input, const int32_t *labels, 
                                         R, D, H, c->compute, err));
       if ((status = lt_bias (c, b.b2, D, &bias, err)) != PP_OK)
         return status;
-      TRY (pp_cuda_linear_forward (c->lt, st, s->g[k], b.W2, bias, y, R, H, D, c->compute,
-                                   err));
-      TRY (pp_cuda_add (st, y, x, y, (size_t) R * D, err));
+      /* y = g W2 + b2 + x: the residual in the same GEMM */
+      TRY (pp_cuda_linear_residual_forward (c->lt, st, s->g[k], b.W2, bias, x, y, R, H, D,
+                                            c->compute, err));
     }
   if (!c->has_head)
     return PP_OK;

@@ -425,6 +425,24 @@ test_linear (void)
   check_scaled ("linear backward dW (+=)", got_dW, want_dW, (size_t) in * out, 1e-5);
   check_scaled ("linear backward db (+=)", got_db, want_db, out, 1e-5);
 
+  /* the residual block's second layer: + residual in the same call, the
+   * residual untouched */
+  float *res = rand_floats (r, (size_t) n * out, -1, 1);
+  float *want_r = g_new (float, (size_t) n * out);
+  for (size_t i = 0; i < (size_t) n * out; i++)
+    want_r[i] = y[i] + res[i];
+  float *d_res = upload_f (res, (size_t) n * out);
+  CHECK_PP (pp_cuda_linear_residual_forward, lt, stream, d_x, d_W, d_b, d_res, d_y, n, in, out,
+            PP_COMPUTE_FP32);
+  float *got_r = download_f (d_y, (size_t) n * out), *got_res = download_f (d_res, (size_t) n * out);
+  check_scaled ("linear + residual", got_r, want_r, (size_t) n * out, 1e-5);
+  g_assert_cmpint (memcmp (got_res, res, (size_t) n * out * sizeof (float)), ==, 0);
+  PpError e = { 0 };
+  g_assert_cmpint (pp_cuda_linear_residual_forward (lt, stream, d_x, d_W, d_b, d_y, d_y, n, in,
+                                                    out, PP_COMPUTE_FP32, &e), ==, PP_EINVAL);
+  g_free (res); g_free (want_r); g_free (got_r); g_free (got_res);
+  cudaFree (d_res);
+
   g_free (got_y); g_free (got_dx); g_free (got_dW); g_free (got_db);
   cudaFree (d_x); cudaFree (d_W); cudaFree (d_b); cudaFree (d_dy);
   cudaFree (d_dW); cudaFree (d_db); cudaFree (d_y); cudaFree (d_dx);
