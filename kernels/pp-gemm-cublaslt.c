@@ -227,6 +227,14 @@ plan_build (PpCublasLt *ctx, Plan *p, const LtCall *c, PpError *err)
   s = cublasLtMatmulAlgoGetHeuristic (ctx->handle, p->desc, p->lay_b, p->lay_a, p->lay_c,
                                       p->lay_c, pref, 1, &heur, &found);
   cublasLtMatmulPreferenceDestroy (pref);
+  pref = NULL;
+  /* kept: an algorithm, or cuBLASLt's "none for this"; anything else (out
+   * of memory, an internal error) may pass, so it is not remembered */
+  if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED)
+    {
+      what = "algorithm heuristic";
+      goto lt_fail;
+    }
   p->used = 1;
   p->status = s;
   p->found = s == CUBLAS_STATUS_SUCCESS && found > 0;

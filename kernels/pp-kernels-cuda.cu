@@ -437,6 +437,8 @@ pp_cuda_layernorm_backward_input (void *stream, const float *dy, const float *x,
     return PP_OK;
   if (!dy || !x || !gamma || !mean || !rstd || !dx)
     return pp_error_set (err, PP_EINVAL, "layernorm backward: a NULL buffer");
+  if (dx == dy || dx == x || dx == residual)
+    return pp_error_set (err, PP_EINVAL, "layernorm backward: dx overlaps an input");
   unsigned blocks = (unsigned) ((n + LN_BLOCK / WARP - 1) / (LN_BLOCK / WARP));
   layernorm_backward_input_kernel<<<blocks, LN_BLOCK, 0, as_stream (stream)>>>
     (dy, x, gamma, mean, rstd, residual, dx, n, d);

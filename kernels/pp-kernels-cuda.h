@@ -55,8 +55,9 @@ typedef enum {
 } PpEpilogue;
 
 /* One cuBLASLt handle and its workspace.  A context serves one stream at a
- * time (its workspace is shared by every call): give each concurrently
- * running stream or thread its own.  Uses the current device. */
+ * time (its workspace is shared by every call) and one thread at a time (its
+ * kept GEMM plans are not locked): give each concurrently running stream or
+ * thread its own.  Uses the current device. */
 typedef struct PpCublasLt PpCublasLt;
 
 PpCublasLt *pp_cublaslt_new (PpError *err);

@@ -495,6 +495,9 @@ layernorm_case (GRand *r, int n, int d, double offset)
   float *got_dxr = download_f (d_dxr, nd), *got_sum = download_f (d_sum, nd);
   if (memcmp (got_dxr, got_sum, nd * sizeof (float)) != 0)
     g_error ("layernorm %dx%d: dx with a residual differs from dx + residual", n, d);
+  PpError alias_err = { 0 };
+  g_assert_cmpint (pp_cuda_layernorm_backward_input (stream, d_dy, d_x, d_gamma, d_mean, d_rstd,
+                                                     d_dxr, d_dxr, n, d, &alias_err), ==, PP_EINVAL);
   float *want_dxr = g_new (float, nd);
   for (size_t i = 0; i < nd; i++)
     want_dxr[i] = res[i] + dx[i];
