@@ -135,10 +135,9 @@ pp_cli_render (int argc, char **argv)
                                      argv[optind - 1]);
         }
     }
-  if (optind >= argc)
-    return pp_cli_usage_error ("render needs a trace FILE; see 'pipescope-cli render --help'");
-  if (optind + 1 < argc)
-    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  int rc_args;
+  if ((rc_args = pp_cli_one_trace_file (argc, argv, "render", &path)) != 0)
+    return rc_args;
   if (out == NULL)
     return pp_cli_usage_error ("render needs an image to write: -o OUT.png, OUT.svg or OUT.pdf");
   {
@@ -149,7 +148,6 @@ pp_cli_render (int argc, char **argv)
   }
   if (from >= 0 && to >= 0 && to <= from)
     return pp_cli_usage_error ("--to must be later than --from");
-  path = argv[optind];
 
   m = pp_timeline_model_new_from_file (path, &err);
   if (m == NULL)

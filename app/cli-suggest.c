@@ -120,11 +120,9 @@ pp_cli_suggest (int argc, char **argv)
                                      argv[optind - 1]);
         }
     }
-  if (optind >= argc)
-    return pp_cli_usage_error ("suggest needs a trace FILE; see 'pipescope-cli suggest --help'");
-  if (optind + 1 < argc)
-    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
-  path = argv[optind];
+  int rc_args;
+  if ((rc_args = pp_cli_one_trace_file (argc, argv, "suggest", &path)) != 0)
+    return rc_args;
 
   if (pp_measured_costs_from_trace (path, &costs, &err) != PP_OK)
     {

@@ -518,11 +518,9 @@ pp_cli_info (int argc, char **argv)
         }
       return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli info --help'", argv[optind - 1]);
     }
-  if (optind >= argc)
-    return pp_cli_usage_error ("info needs a trace FILE; see 'pipescope-cli info --help'");
-  if (optind + 1 < argc)
-    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
-  path = argv[optind];
+  int rc_args;
+  if ((rc_args = pp_cli_one_trace_file (argc, argv, "info", &path)) != 0)
+    return rc_args;
   if (trace_load (path, &t) != 0)
     return 1;
 
@@ -939,13 +937,11 @@ pp_cli_export (int argc, char **argv)
                                      argv[optind - 1]);
         }
     }
-  if (optind >= argc)
-    return pp_cli_usage_error ("export needs a trace FILE; see 'pipescope-cli export --help'");
-  if (optind + 1 < argc)
-    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  int rc_args;
+  if ((rc_args = pp_cli_one_trace_file (argc, argv, "export", &path)) != 0)
+    return rc_args;
   if (out == NULL)
     return pp_cli_usage_error ("export needs -o OUT");
-  path = argv[optind];
   if (trace_load (path, &t) != 0)
     return 1;
 

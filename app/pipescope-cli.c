@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <getopt.h>
 
 #include "pp-schedule.h"
 
@@ -23,6 +24,18 @@ pp_cli_usage_error (const char *fmt, ...)
   va_end (ap);
   fputc ('\n', stderr);
   return 2;
+}
+
+int
+pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **path)
+{
+  if (optind >= argc)
+    return pp_cli_usage_error ("%s needs a trace FILE; see 'pipescope-cli %s --help'", command,
+                               command);
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  *path = argv[optind];
+  return 0;
 }
 
 static void

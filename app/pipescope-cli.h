@@ -110,6 +110,10 @@ void pp_cli_job_abort (PpCliJob *job);
 /* Prints "pipescope-cli: error: <msg>" on stderr and returns 2. */
 int pp_cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* The one trace FILE operand left after getopt (argv[optind]) into *path;
+ * otherwise the usage error (exit status 2) that `command` would give. */
+int pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **path);
+
 /* Parses a whole decimal number in [lo, hi]; false for anything else. */
 bool pp_cli_parse_int (const char *text, int lo, int hi, int *out);
 
