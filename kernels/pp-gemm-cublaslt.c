@@ -510,8 +510,6 @@ pp_cuda_linear_residual_forward (PpCublasLt *ctx, void *stream,
 {
   if (residual == NULL || residual == y)
     return pp_error_set (err, PP_EINVAL, "linear + residual: the residual must be its own buffer");
-  if (in == 0)
-    return pp_error_set (err, PP_EINVAL, "linear + residual: no inputs");
   return gemm (ctx, stream, 0, 0, n, out, in, 1.0f, x, W, 1.0f, residual, y, compute,
                b != NULL ? PP_EPI_BIAS : PP_EPI_NONE, b, NULL, err);
 }
