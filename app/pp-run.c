@@ -402,6 +402,18 @@ pp_run_init (PpRun *self)
   self->model = pp_timeline_model_new ();
 }
 
+/* Tells the views about the items added since the last call, if any. */
+static void
+pp_run_emit_changed (PpRun *self, gboolean *changed)
+{
+  if (!*changed)
+    return;
+  if (!self->desc_seen)
+    pp_run_title_from_description (self);
+  g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
+  *changed = FALSE;
+}
+
 /* The main-loop side of the reader thread: ~30 times a second. */
 static gboolean
 pp_run_drain (gpointer data)
@@ -436,6 +448,9 @@ pp_run_drain (gpointer data)
             const char *why = b->message;
             if (b->kind == BATCH_FAILED && self->child_exited && self->child_last_line)
               why = self->child_last_line;
+            /* the last items while still live: a view following the live
+             * edge ends on the run's last steps */
+            pp_run_emit_changed (self, &changed);
             pp_run_set_state (self, b->kind == BATCH_ENDED ? PP_RUN_ENDED : PP_RUN_FAILED);
             msg = g_strdup_printf ("%s: %s", self->title, why ? why : "ended");
             g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
@@ -448,11 +463,8 @@ pp_run_drain (gpointer data)
       batch_free (b);
     }
 
-  if (changed && !self->desc_seen)
-    pp_run_title_from_description (self);
   pp_run_update_status (self);
-  if (changed)
-    g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
+  pp_run_emit_changed (self, &changed);
 
   if (finished)
     {

@@ -126,7 +126,10 @@ model_extent (PpTimelineWidget *self, gint64 *start, gint64 *end)
   return *end > *start;
 }
 
-/* Every change of the range goes through here. */
+static void refresh_pointer (PpTimelineWidget *self);
+
+/* Every change of the range goes through here; so does re-reading what is
+ * under a still pointer (live following moves the view under it). */
 static void
 set_range_internal (PpTimelineWidget *self, gint64 t0, gint64 t1)
 {
@@ -142,6 +145,7 @@ set_range_internal (PpTimelineWidget *self, gint64 t0, gint64 t1)
   self->view.t0_ns = t0;
   self->view.t1_ns = t1;
   gtk_widget_queue_draw (GTK_WIDGET (self));
+  refresh_pointer (self);
   g_signal_emit (self, signals[SIGNAL_RANGE_CHANGED], 0);
 }
 
@@ -278,6 +282,7 @@ pp_timeline_widget_model_changed (PpTimelineWidget *self)
       if (model_extent (self, &start, &end))
         set_range_internal (self, start, end);
     }
+  refresh_pointer (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -578,6 +583,16 @@ update_hover (PpTimelineWidget *self)
   gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
 }
 
+/* What lies under a pointer that did not move has changed (the view moved,
+ * or the model): hover and tooltip again, or a stale tooltip stays up. */
+static void
+refresh_pointer (PpTimelineWidget *self)
+{
+  update_hover (self);
+  if (self->pointer_inside)
+    gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
+}
+
 static void
 on_motion (GtkEventControllerMotion *c, double x, double y, PpTimelineWidget *self)
 {
@@ -618,7 +633,6 @@ on_scroll (GtkEventControllerScroll *c, double dx, double dy, PpTimelineWidget *
     pan_by (self, d * 0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
   else
     pan_by (self, d * ns_per_px (self));
-  update_hover (self);
   return TRUE;
 }
 
