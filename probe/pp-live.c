@@ -782,13 +782,19 @@ reap (PpLiveServer *s)
   s->n_viewers_arr = j;
 }
 
+/* Empties the pipe first, then lets writers wake us again: the other order
+ * loses a wake-up when a writer sets the flag and writes its byte between
+ * the two, and the byte is read here; the flag then stays set over an empty
+ * pipe and no later write wakes the thread (the viewers got nothing more
+ * until the job ended).  Whatever a writer appended before this point is
+ * sent by the pumps that follow. */
 static void
 drain_wake (PpLiveServer *s)
 {
-  atomic_store (&s->wake_pending, 0);
   char buf[64];
   while (read (s->wake_r, buf, sizeof buf) > 0)
     ;
+  atomic_store (&s->wake_pending, 0);
 }
 
 /* At the end: give viewers what is left, for a bounded time. */

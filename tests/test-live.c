@@ -298,6 +298,61 @@ test_live_everything (void)
   viewer_free (b);
 }
 
+/* ---- (a2) while the job lives: no write is left unannounced ---- */
+
+typedef struct {
+  Viewer     *v;
+  atomic_int  done;
+} Follower;
+
+static gpointer
+follower_run (gpointer data)
+{
+  Follower *f = data;
+  viewer_run (f->v);
+  atomic_store (&f->done, 1);
+  return NULL;
+}
+
+/* Small writes, as a job makes them a few times a step, race with the server
+ * thread taking its wake-ups; a wake-up lost there leaves the viewer without
+ * anything more until the job ends.  Every span must reach the viewer while
+ * the job still lives. */
+static void
+test_live_keeps_flowing (void)
+{
+  const uint64_t N = 80000;
+  PpLiveConfig cfg = { .no_register = 1 };
+  Job job;
+  job_start (&job, &cfg);
+
+  Follower f = { .v = viewer_new (pp_live_server_socket_path (job.server), N) };
+  f.v->stop_when_complete = 1;
+  GThread *tv = g_thread_new ("follower", follower_run, &f);
+  wait_viewers (job.server, 1);
+
+  GRand *rand = g_rand_new_with_seed (7);
+  for (uint64_t i = 0; i < N;)
+    {
+      uint64_t to = MIN (N, i + (uint64_t) g_rand_int_range (rand, 1, 9));
+      job_write (&job, i, to, 8, g_rand_int_range (rand, 0, 15));
+      i = to;
+    }
+  g_rand_free (rand);
+
+  gint64 deadline = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+  while (!atomic_load (&f.done) && g_get_monotonic_time () < deadline)
+    g_usleep (1000);
+  if (!atomic_load (&f.done))
+    g_error ("the viewer stopped getting spans while the job lived "
+             "(a lost wake-up?): %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+             " spans 3 s after the last write", f.v->n_spans, N);
+  g_thread_join (tv);
+  assert_complete (f.v, N);
+  job_end (&job);
+  viewer_free (f.v);
+}
+
 /* ---- (b) latency ---- */
 
 static int
@@ -739,6 +794,7 @@ main (int argc, char **argv)
 
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/live/everything", test_live_everything);
+  g_test_add_func ("/live/keeps-flowing", test_live_keeps_flowing);
   g_test_add_func ("/live/latency", test_live_latency);
   g_test_add_func ("/live/stalled-viewer", test_live_stalled_viewer);
   g_test_add_func ("/live/attach-detach", test_live_attach_detach);
