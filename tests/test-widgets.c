@@ -460,6 +460,98 @@ test_timeline_tooltip (void)
   pp_timeline_model_free (m);
 }
 
+/* Where the pointer is over w, in w's coordinates, asked of GDK. */
+static gboolean
+pointer_in (GtkWidget *w, double *x, double *y)
+{
+  GtkNative *native = gtk_widget_get_native (w);
+  GdkSeat *seat = gdk_display_get_default_seat (gtk_widget_get_display (w));
+  GdkDevice *pointer = seat ? gdk_seat_get_pointer (seat) : NULL;
+  double sx, sy, nx, ny;
+  if (pointer == NULL
+      || !gdk_surface_get_device_position (gtk_native_get_surface (native), pointer, &sx, &sy, NULL))
+    return FALSE;
+  gtk_native_get_surface_transform (native, &nx, &ny);
+  graphene_point_t p = GRAPHENE_POINT_INIT ((float) (sx - nx), (float) (sy - ny)), q;
+  if (!gtk_widget_compute_point (GTK_WIDGET (native), w, &p, &q) || !gtk_widget_contains (w, q.x, q.y))
+    return FALSE;
+  *x = q.x;
+  *y = q.y;
+  return TRUE;
+}
+
+/* The pointer stays where it is (the app's window opens under it, a live
+ * view scrolls beneath it): no motion, no crossing reaches the widget, and
+ * still its hover (and with it the tooltip) follows the block under the
+ * pointer as the range moves. */
+static void
+test_timeline_still_pointer (void)
+{
+  const gint64 S = G_GINT64_CONSTANT (1000000000);
+  PpTimelineModel *m = pp_timeline_model_new ();
+  add_description (m, 1, 10, S);
+  for (int i = 0; i < 10; i++)
+    add_span (m, 0, PP_SPAN_F, 0, i, -1, S + i * MS, S + (i + 1) * MS);
+  /* a window over the middle of the screen, where Xvfb keeps its pointer */
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (tl, 1000, 900);
+  double px, py;
+  if (!pointer_in (tl, &px, &py))
+    {
+      g_test_skip ("the pointer is not over the test window (run under xvfb-run)");
+      gtk_window_destroy (GTK_WINDOW (win));
+      pp_timeline_model_free (m);
+      return;
+    }
+
+  int targets[] = { 2, 7, -1, 4 };   /* -1: after the last block */
+  for (guint k = 0; k < G_N_ELEMENTS (targets); k++)
+    {
+      int i = targets[k];
+      gint64 mid = i >= 0 ? S + i * MS + MS / 2 : S + 13 * MS;
+      /* a 4 ms range with mid under the pointer */
+      PpTimelineView v;
+      PpTimelineLayout l;
+      pp_timeline_widget_set_range (t, S, S + 4 * MS);
+      pp_timeline_widget_get_view (t, &v);
+      pp_timeline_layout (m, &v, &l);
+      gint64 at = pp_timeline_t_of (&v, &l, px);
+      pp_timeline_widget_set_range (t, S + (mid - at), S + (mid - at) + 4 * MS);
+      for (int n = 0; n < 10 && g_main_context_pending (NULL); n++)
+        g_main_context_iteration (NULL, FALSE);
+
+      pp_timeline_widget_get_view (t, &v);
+      pp_timeline_layout (m, &v, &l);
+      PpTimelineHit hit;
+      gboolean on_block = pp_timeline_hit (m, &v, px, py, &hit) && hit.index >= 0;
+      if (i >= 0)
+        {
+          /* the layout must put a block row under the pointer */
+          if (!on_block)
+            g_error ("no block at the pointer (%.0f, %.0f): rows at %.0f, %.0f high", px, py,
+                     l.rows_y, l.block_h);
+          g_assert_cmpint (pp_timeline_model_spans (m, 0)[hit.index].microbatch, ==, i);
+          g_assert_cmpint (v.hover_rank, ==, 0);
+          g_assert_cmpint (v.hover_index, ==, hit.index);
+          char *text = pp_timeline_widget_tooltip_text (t, px, py);
+          char *want = g_strdup_printf ("micro-batch %d · F", i);
+          g_assert_nonnull (strstr (text, want));
+          g_free (want);
+          g_free (text);
+        }
+      else
+        {
+          g_assert_false (on_block);
+          g_assert_cmpint (v.hover_rank, ==, -1);
+          g_assert_cmpint (v.hover_index, ==, -1);
+        }
+    }
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
 /* ---- panels -------------------------------------------------------------------- */
 
 static void
@@ -647,6 +739,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/range", test_timeline_range);
   g_test_add_func ("/widgets/timeline/live-follow", test_timeline_live_follow);
   g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
+  g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);

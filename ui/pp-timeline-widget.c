@@ -558,18 +558,17 @@ on_query_tooltip (GtkWidget  *widget,
 /* ---- input --------------------------------------------------------------------- */
 
 static void
-update_hover (PpTimelineWidget *self)
+update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
 {
   int rank = -1;
   long index = -1;
 
-  if (self->pointer_inside && self->model != NULL && self->range_valid)
+  if (inside && self->model != NULL && self->range_valid)
     {
       PpTimelineView v;
       PpTimelineHit hit;
       current_view (self, &v, NULL);
-      if (pp_timeline_hit (self->model, &v, self->pointer_x, self->pointer_y, &hit)
-          && !hit.planned && hit.index >= 0)
+      if (pp_timeline_hit (self->model, &v, x, y, &hit) && !hit.planned && hit.index >= 0)
         {
           rank = hit.rank;
           index = hit.index;
@@ -583,13 +582,51 @@ update_hover (PpTimelineWidget *self)
   gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
 }
 
+static void
+update_hover (PpTimelineWidget *self)
+{
+  update_hover_at (self, self->pointer_inside, self->pointer_x, self->pointer_y);
+}
+
+/* Where the pointer is over the widget, in its coordinates, asked of GDK. */
+static gboolean
+pointer_over_widget (PpTimelineWidget *self, double *x, double *y)
+{
+  GtkWidget *w = GTK_WIDGET (self);
+  GtkNative *native = gtk_widget_get_native (w);
+  if (native == NULL || !gtk_widget_get_mapped (w))
+    return FALSE;
+  GdkSurface *surface = gtk_native_get_surface (native);
+  GdkSeat *seat = gdk_display_get_default_seat (gtk_widget_get_display (w));
+  GdkDevice *pointer = seat ? gdk_seat_get_pointer (seat) : NULL;
+  double sx, sy, nx, ny;
+  if (surface == NULL || pointer == NULL
+      || !gdk_surface_get_device_position (surface, pointer, &sx, &sy, NULL))
+    return FALSE;
+  gtk_native_get_surface_transform (native, &nx, &ny);
+  graphene_point_t p = GRAPHENE_POINT_INIT ((float) (sx - nx), (float) (sy - ny)), q;
+  if (!gtk_widget_compute_point (GTK_WIDGET (native), w, &p, &q) || !gtk_widget_contains (w, q.x, q.y))
+    return FALSE;
+  *x = q.x;
+  *y = q.y;
+  return TRUE;
+}
+
 /* What lies under a pointer that did not move has changed (the view moved,
- * or the model): hover and tooltip again, or a stale tooltip stays up. */
+ * or the model): hover and tooltip again, or a stale tooltip stays up.
+ * GTK sends no enter to a widget that appears under a still pointer (the
+ * app's timeline, when the window opens over it), yet it shows that
+ * widget's tooltips: without a crossing of our own, GDK says where the
+ * pointer is. */
 static void
 refresh_pointer (PpTimelineWidget *self)
 {
-  update_hover (self);
-  if (self->pointer_inside)
+  gboolean inside = self->pointer_inside;
+  double x = self->pointer_x, y = self->pointer_y;
+  if (!inside)
+    inside = pointer_over_widget (self, &x, &y);
+  update_hover_at (self, inside, x, y);
+  if (inside)
     gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
 }
 
