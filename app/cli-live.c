@@ -25,11 +25,19 @@
 volatile sig_atomic_t pp_cli_stop_signal;
 volatile sig_atomic_t pp_cli_stop_flag;
 
+/* Lock-free atomic stores: safe in a handler, and other threads (the
+ * ranks, whichever thread the signal did not land on) read the flag. */
 static void
 on_stop_signal (int sig)
 {
-  pp_cli_stop_signal = sig;
-  pp_cli_stop_flag = 1;
+  __atomic_store_n (&pp_cli_stop_signal, sig, __ATOMIC_RELAXED);
+  __atomic_store_n (&pp_cli_stop_flag, 1, __ATOMIC_RELAXED);
+}
+
+bool
+pp_cli_stopping (void)
+{
+  return __atomic_load_n (&pp_cli_stop_flag, __ATOMIC_RELAXED) != 0;
 }
 
 void
@@ -37,8 +45,8 @@ pp_cli_catch_stop_signals (void)
 {
   struct sigaction sa;
 
-  pp_cli_stop_signal = 0;
-  pp_cli_stop_flag = 0;
+  __atomic_store_n (&pp_cli_stop_signal, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&pp_cli_stop_flag, 0, __ATOMIC_RELAXED);
   memset (&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset (&sa.sa_mask);
@@ -66,7 +74,7 @@ pp_cli_now_ns (void)
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-#define stop_signal pp_cli_stop_signal
+#define stop_signal pp_cli_stopping ()
 #define now_ns pp_cli_now_ns
 
 /* Sleeps until CLOCK_MONOTONIC reaches t (ns) or a stop signal arrives;
@@ -74,8 +82,6 @@ pp_cli_now_ns (void)
 static bool
 sleep_until (int64_t t)
 {
-  struct timespec ts = { .tv_sec = (time_t) (t / 1000000000), .tv_nsec = (long) (t % 1000000000) };
-
   /* Already due (most spans of a fast replay): no syscall.  clock_gettime
    * is a vDSO call, clock_nanosleep a real one (tens of µs each, which
    * capped schedule --serve near 60,000 spans/s whatever its --speed). */
@@ -83,10 +89,16 @@ sleep_until (int64_t t)
     return !stop_signal;
   while (!stop_signal)
     {
+      /* 50 ms at most at a time: the signal may land on a thread we did
+       * not start and could not mask (OpenBLAS starts its pool when it is
+       * loaded), and then it does not cut this sleep short. */
+      int64_t until = now_ns () + 50 * 1000000LL;
+      if (until > t)
+        until = t;
+      struct timespec ts = { .tv_sec = (time_t) (until / 1000000000),
+                             .tv_nsec = (long) (until % 1000000000) };
       int rc = clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-      if (rc == 0)
-        return !stop_signal;
-      if (rc != EINTR)
+      if ((rc != 0 && rc != EINTR) || now_ns () >= t)
         return !stop_signal;
     }
   return false;
@@ -150,27 +162,44 @@ pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool 
   return 0;
 }
 
+/* The writers take frames from two threads: the caller's (headers,
+ * markers, plans, names) and the probe's drain (spans, counters).  A stop
+ * in mid-step leaves spans in the probe's buffers that the drain delivers
+ * while the main thread writes the plan; with CUPTI, device spans arrive at
+ * any time.  One job per process, so one lock; never held across
+ * pp_probe_flush (which waits for the drain). */
+static pthread_mutex_t job_writers_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int
 pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
 {
   PpError err = { 0 };
+  int rc = 0;
 
+  pthread_mutex_lock (&job_writers_lock);
   for (int i = 0; i < job->n; i++)
     if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
       {
         job_error (job, i, &err);
-        return 1;
+        rc = 1;
+        break;
       }
-  return 0;
+  pthread_mutex_unlock (&job_writers_lock);
+  return rc;
 }
 
-/* The probe's sink: the trace sink's callbacks, then the tap's. */
+/* The probe's sink: the trace sink's callbacks (under the writers' lock),
+ * then the tap's. */
 static void
 job_spans (void *user, const PpSpan *spans, size_t n)
 {
   PpCliJob *job = user;
   if (job->trace_sink.spans)
-    job->trace_sink.spans (job->trace_sink.user, spans, n);
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.spans (job->trace_sink.user, spans, n);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
   if (job->tap.spans)
     job->tap.spans (job->tap.user, spans, n);
 }
@@ -180,7 +209,11 @@ job_counters (void *user, const PpCounter *counters, size_t n)
 {
   PpCliJob *job = user;
   if (job->trace_sink.counters)
-    job->trace_sink.counters (job->trace_sink.user, counters, n);
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.counters (job->trace_sink.user, counters, n);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
   if (job->tap.counters)
     job->tap.counters (job->tap.user, counters, n);
 }
@@ -190,7 +223,11 @@ job_dropped (void *user, int32_t rank, uint64_t total)
 {
   PpCliJob *job = user;
   if (job->trace_sink.dropped)
-    job->trace_sink.dropped (job->trace_sink.user, rank, total);
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.dropped (job->trace_sink.user, rank, total);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
   if (job->tap.dropped)
     job->tap.dropped (job->tap.user, rank, total);
 }
@@ -214,15 +251,10 @@ pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap)
   if (tap != NULL)
     job->tap = *tap;
   memset (&pcfg, 0, sizeof pcfg);
-  if (tap == NULL)
-    pcfg.sink = job->trace_sink;
-  else
-    {
-      pcfg.sink.user = job;
-      pcfg.sink.spans = job_spans;
-      pcfg.sink.counters = job_counters;
-      pcfg.sink.dropped = job_dropped;
-    }
+  pcfg.sink.user = job;
+  pcfg.sink.spans = job_spans;
+  pcfg.sink.counters = job_counters;
+  pcfg.sink.dropped = job_dropped;
   job->probe = pp_probe_new (&pcfg, &err);
   if (job->probe == NULL)
     {
@@ -387,7 +419,8 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
 
   memset (&job, 0, sizeof job);
   /* The probe's drain thread and the server's thread inherit this mask, so
-   * a Ctrl-C lands on the main thread and cuts its sleep short. */
+   * a Ctrl-C lands on the main thread and cuts its sleep short (or on a
+   * thread OpenBLAS started before main; sleep_until wakes every 50 ms). */
   pp_cli_catch_stop_signals ();
   pp_cli_mask_stop_signals (SIG_BLOCK);
 

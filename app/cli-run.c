@@ -655,7 +655,8 @@ pp_cli_run (int argc, char **argv)
   tap_init = true;
 
   /* The server's, the drain's and the ranks' threads inherit this mask, so
-   * a Ctrl-C lands on the main thread, which sets the run's stop flag. */
+   * a Ctrl-C lands on the main thread (or on OpenBLAS's, started before
+   * main), whose handler sets the run's stop flag; everyone polls it. */
   pp_cli_catch_stop_signals ();
   pp_cli_mask_stop_signals (SIG_BLOCK);
 
@@ -741,7 +742,7 @@ pp_cli_run (int argc, char **argv)
       int slot = done % RUN_WINDOW_MAX;
       int64_t lo = INT64_MAX, hi = INT64_MIN;
 
-      if (pp_cli_stop_flag)
+      if (pp_cli_stopping ())
         {
           stopped = true;
           break;
@@ -749,7 +750,7 @@ pp_cli_run (int argc, char **argv)
       memset (&st, 0, sizeof st);
       if (pp_run_step (run, &st, &err) != PP_OK)
         {
-          if (pp_cli_stop_flag)
+          if (pp_cli_stopping ())
             {
               stopped = true;
               break;

@@ -63,11 +63,14 @@ int pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *list
  * is 1 once one did (a PpRunConfig.stop). */
 extern volatile sig_atomic_t pp_cli_stop_signal;
 extern volatile sig_atomic_t pp_cli_stop_flag;
+/* Whether a stop signal came (an atomic load: any thread may ask). */
+bool    pp_cli_stopping (void);
 /* Clears both, then SIGINT and SIGTERM set them.  No SA_RESTART: a sleep or
  * poll in the main thread returns early with EINTR. */
 void    pp_cli_catch_stop_signals (void);
 /* SIG_BLOCK / SIG_UNBLOCK SIGINT and SIGTERM in the calling thread (threads
- * started while blocked inherit it, so a Ctrl-C lands on the main thread). */
+ * started while blocked inherit it, so a Ctrl-C lands on the main thread,
+ * or on a thread a library started before main: poll pp_cli_stopping). */
 void    pp_cli_mask_stop_signals (int how);
 int64_t pp_cli_now_ns (void);
 
@@ -90,9 +93,10 @@ typedef struct {
  * line on stderr (and nothing left open). */
 int  pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
                       const char *listen, const char *trace);
-/* Calls fn on every writer, then flushes it.  Only while the probe's drain
- * has nothing to deliver (before the probe starts, or right after
- * pp_probe_flush with no recorder running).  0, or 1 with one line. */
+/* Calls fn on every writer, then flushes it, under the lock the probe's
+ * drain takes to deliver; any time, from any thread but the drain's.  What
+ * a step recorded precedes what is written after it only once
+ * pp_probe_flush has returned.  0, or 1 with one line. */
 typedef PpStatus (*PpCliWriteFunc) (PpTraceWriter *w, void *user, PpError *err);
 int  pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user);
 /* Starts the probe, its records going to the writers and to tap (may be
