@@ -44,6 +44,7 @@ struct _PpWindow
   GListStore       *runs;           /* PpRun */
   PpRun            *shown[2];       /* what the timelines show (borrowed from runs) */
   gboolean          syncing_range;
+  gboolean          syncing_selection;
   gboolean          panels_dirty;
   guint             panels_id;
   guint             closing_id;

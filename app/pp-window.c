@@ -215,23 +215,57 @@ pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
   pp_window_update_subtitle (self);
 }
 
+/* A click shows one run; Ctrl-click adds a second to compare (or takes one
+ * away).  A third Ctrl-click replaces the run compared longest. */
 static void
 on_selected_rows_changed (GtkListBox *list, PpWindow *self)
 {
-  PpRun *picked[2] = { NULL, NULL };
-  int n = 0;
-  for (int i = 0; n < 2; i++)
+  GPtrArray *picked = g_ptr_array_new ();   /* borrowed: the store holds the runs */
+  GPtrArray *rows = g_ptr_array_new ();
+  for (int i = 0;; i++)
     {
       GtkListBoxRow *row = gtk_list_box_get_row_at_index (list, i);
       if (!row)
         break;
-      if (gtk_list_box_row_is_selected (row))
-        picked[n++] = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (!gtk_list_box_row_is_selected (row))
+        continue;
+      PpRun *run = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      g_object_unref (run);
+      g_ptr_array_add (picked, run);
+      g_ptr_array_add (rows, row);
     }
-  /* The store holds the runs; the timelines borrow them. */
-  for (int i = 0; i < n; i++)
-    g_object_unref (picked[i]);
-  pp_window_show_runs (self, picked[0], picked[1]);
+  PpRun *a = picked->len > 0 ? picked->pdata[0] : NULL;
+  PpRun *b = picked->len > 1 ? picked->pdata[1] : NULL;
+  if (picked->len > 2 && !self->syncing_selection)
+    {
+      /* keep the newest pick and the run shown first (or second) */
+      PpRun *keep = NULL, *added = NULL;
+      for (guint i = 0; i < picked->len; i++)
+        {
+          PpRun *r = picked->pdata[i];
+          if (r != self->shown[0] && r != self->shown[1])
+            added = r;
+        }
+      if (added == NULL)
+        added = picked->pdata[picked->len - 1];
+      if (self->shown[0] && self->shown[0] != added && g_ptr_array_find (picked, self->shown[0], NULL))
+        keep = self->shown[0];
+      else if (self->shown[1] && self->shown[1] != added && g_ptr_array_find (picked, self->shown[1], NULL))
+        keep = self->shown[1];
+      else
+        keep = picked->pdata[0] != added ? picked->pdata[0] : picked->pdata[1];
+      self->syncing_selection = TRUE;
+      for (guint i = 0; i < picked->len; i++)
+        if (picked->pdata[i] != keep && picked->pdata[i] != added)
+          gtk_list_box_unselect_row (list, rows->pdata[i]);
+      self->syncing_selection = FALSE;
+      a = keep;
+      b = added;
+    }
+  g_ptr_array_unref (picked);
+  g_ptr_array_unref (rows);
+  if (!self->syncing_selection)
+    pp_window_show_runs (self, a, b);
 }
 
 /* Two runs share the time scale: offsets from each run's own start. */
@@ -673,6 +707,9 @@ pp_window_build_sidebar (PpWindow *self)
 
   self->run_list = GTK_LIST_BOX (gtk_list_box_new ());
   gtk_list_box_set_selection_mode (self->run_list, GTK_SELECTION_MULTIPLE);
+  /* A single click that activates only adds to a multiple selection (GTK
+   * 4.8): without it a click selects that row alone, Ctrl-click toggles. */
+  gtk_list_box_set_activate_on_single_click (self->run_list, FALSE);
   gtk_widget_add_css_class (GTK_WIDGET (self->run_list), "navigation-sidebar");
   gtk_list_box_bind_model (self->run_list, G_LIST_MODEL (self->runs), pp_window_create_row, self, NULL);
   g_signal_connect (self->run_list, "selected-rows-changed", G_CALLBACK (on_selected_rows_changed), self);
