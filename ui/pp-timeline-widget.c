@@ -32,6 +32,7 @@ struct _PpTimelineWidget
   /* pointer */
   gboolean         pointer_inside;
   double           pointer_x, pointer_y;
+  char            *tip_text;          /* what the tooltip says under the pointer */
 
   /* drag and pinch start from the range they began with */
   gint64           gesture_t0, gesture_t1;
@@ -574,12 +575,24 @@ update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
           index = hit.index;
         }
     }
-  if (rank == self->view.hover_rank && index == self->view.hover_index)
-    return;
-  self->view.hover_rank = rank;
-  self->view.hover_index = index;
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-  gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
+  if (rank != self->view.hover_rank || index != self->view.hover_index)
+    {
+      self->view.hover_rank = rank;
+      self->view.hover_index = index;
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+  /* Ask GTK again only when the tooltip would say something else: every
+   * query restarts its delay, and one per model change (30 a second while
+   * live) kept the tooltip from ever showing. */
+  char *text = inside ? pp_timeline_widget_tooltip_text (self, x, y) : NULL;
+  if (g_strcmp0 (text, self->tip_text) != 0)
+    {
+      g_free (self->tip_text);
+      self->tip_text = text;
+      gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
+    }
+  else
+    g_free (text);
 }
 
 static void
@@ -626,8 +639,6 @@ refresh_pointer (PpTimelineWidget *self)
   if (!inside)
     inside = pointer_over_widget (self, &x, &y);
   update_hover_at (self, inside, x, y);
-  if (inside)
-    gtk_widget_trigger_tooltip_query (GTK_WIDGET (self));
 }
 
 static void
@@ -860,6 +871,7 @@ pp_timeline_widget_dispose (GObject *object)
   PpTimelineWidget *self = PP_TIMELINE_WIDGET (object);
 
   self->model = NULL;
+  g_clear_pointer (&self->tip_text, g_free);
   if (self->style_manager != NULL)
     {
       g_signal_handlers_disconnect_by_data (self->style_manager, self);
