@@ -240,6 +240,7 @@ struct _PpRun
   int              child_status;  /* exit status, or 128 + signal */
   char            *child_last_line;
   gboolean         desc_seen;
+  gboolean         stop_asked;    /* pp_run_stop: a child told to stop, or detached */
 };
 
 G_DEFINE_FINAL_TYPE (PpRun, pp_run, G_TYPE_OBJECT)
@@ -279,6 +280,18 @@ pp_run_set_state (PpRun *self, PpRunState state)
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
+/* How an ended run ended, in a word: the user stopped it (or detached), a
+ * signal not ours killed our job, or it ran to its end. */
+static const char *
+pp_run_end_word (PpRun *self)
+{
+  if (self->stop_asked)
+    return self->child ? "stopped" : "detached";
+  if (self->child && self->child_exited && self->child_status > 128)
+    return "killed";
+  return "ended";
+}
+
 static void
 pp_run_update_status (PpRun *self)
 {
@@ -288,7 +301,7 @@ pp_run_update_status (PpRun *self)
     {
     case PP_RUN_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
     case PP_RUN_LIVE:     s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n); break;
-    case PP_RUN_ENDED:    s = g_strdup_printf ("ended · %zu steps", n); break;
+    case PP_RUN_ENDED:    s = g_strdup_printf ("%s · %zu steps", pp_run_end_word (self), n); break;
     case PP_RUN_FAILED:   s = g_strdup ("failed"); break;
     case PP_RUN_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
     default: break;
@@ -452,6 +465,8 @@ pp_run_drain (gpointer data)
              * edge ends on the run's last steps */
             pp_run_emit_changed (self, &changed);
             pp_run_set_state (self, b->kind == BATCH_ENDED ? PP_RUN_ENDED : PP_RUN_FAILED);
+            if (b->kind == BATCH_ENDED && self->stop_asked && self->child)
+              why = "stopped";
             msg = g_strdup_printf ("%s: %s", self->title, why ? why : "ended");
             g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
             finished = TRUE;
@@ -546,6 +561,14 @@ pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
   /* Exited before it served anything: the reader need not wait its 3 s. */
   if (self->state == PP_RUN_STARTING && self->live)
     g_atomic_int_set (&self->live->stop, 1);
+  /* The stream may have ended first: "killed" is known only now. */
+  pp_run_update_status (self);
+  if (self->state == PP_RUN_ENDED && self->child_status > 128 && !self->stop_asked)
+    {
+      g_autofree char *msg = g_strdup_printf ("%s: killed by signal %d", self->title,
+                                              self->child_status - 128);
+      g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
+    }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
@@ -670,10 +693,16 @@ pp_run_stop (PpRun *self)
     {
       /* The job ends cleanly on SIGTERM and closes the stream itself. */
       if (!self->child_exited)
-        g_subprocess_send_signal (self->child, SIGTERM);
+        {
+          self->stop_asked = TRUE;
+          g_subprocess_send_signal (self->child, SIGTERM);
+        }
     }
-  else if (self->live)
-    g_atomic_int_set (&self->live->stop, 1);
+  else if (self->live && self->state <= PP_RUN_LIVE)
+    {
+      self->stop_asked = TRUE;
+      g_atomic_int_set (&self->live->stop, 1);
+    }
 }
 
 void

@@ -899,7 +899,7 @@ pp_window_init (PpWindow *self)
   gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.run");
   adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->run_button);
   self->stop_button = gtk_button_new_from_icon_name ("media-playback-stop-symbolic");
-  gtk_widget_set_tooltip_text (self->stop_button, "Stop the running job (its data stays)");
+  gtk_widget_set_tooltip_text (self->stop_button, "Stop the run started here, or detach from an attached job (the data stays)");
   gtk_actionable_set_action_name (GTK_ACTIONABLE (self->stop_button), "win.stop");
   adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->stop_button);
   GtkWidget *open = gtk_button_new_from_icon_name ("document-open-symbolic");
