@@ -406,13 +406,20 @@ open_file_thread (GTask *task, gpointer source, gpointer data, GCancellable *can
   const char *path = data;
   PpError err = { 0 };
   PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
-  if (m)
+  g_autofree char *base = g_path_get_basename (path);
+  if (m && pp_timeline_model_description (m) == NULL && pp_timeline_model_n_spans_total (m) == 0)
+    {
+      /* nothing to show: not a run, whatever the reader let through */
+      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", base,
+                               pp_timeline_model_truncated (m)
+                                 ? "the trace is empty or cut before its first record"
+                                 : "the trace holds no run (no description, no spans)");
+      pp_timeline_model_free (m);
+    }
+  else if (m)
     g_task_return_pointer (task, m, (GDestroyNotify) pp_timeline_model_free);
   else
-    {
-      g_autofree char *base = g_path_get_basename (path);
-      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", base, err.msg);
-    }
+    g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", base, err.msg);
 }
 
 static void
@@ -427,8 +434,16 @@ open_file_done (GObject *source, GAsyncResult *result, gpointer data)
       pp_window_toast (self, error->message);
       return;
     }
+  gboolean cut = pp_timeline_model_truncated (m);
   g_autoptr (PpRun) run = pp_run_new_file (m, path);
   pp_window_add_run (self, run);
+  if (cut)
+    {
+      g_autofree char *base = g_path_get_basename (path);
+      g_autofree char *msg = g_strdup_printf ("%s ends inside a record (cut short?): "
+                                              "showing what it holds", base);
+      pp_window_toast (self, msg);
+    }
 }
 
 void

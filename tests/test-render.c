@@ -450,11 +450,41 @@ test_cli_render (Fixture *f, gconstpointer data)
   g_free (png); g_free (pdf); g_free (missing);
 }
 
+/* A file cut inside a record opens with what it holds, and says so. */
+static void
+test_model_truncated (Fixture *f, gconstpointer data)
+{
+  g_assert_false (pp_timeline_model_truncated (f->m));
+  char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (f->trace, &bytes, &len, NULL));
+  char *cut = g_build_filename (f->dir, "cut.pptrace", NULL);
+  PpError e = { 0 };
+  /* mid-way (not on a record's edge: records are 8-byte aligned), then
+   * before the first record, then nothing at all */
+  gsize sizes[] = { len / 2 + 3, 5, 0 };
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      g_assert_true (g_file_set_contents (cut, bytes, (gssize) sizes[i], NULL));
+      PpTimelineModel *m = pp_timeline_model_new_from_file (cut, &e);
+      g_assert_nonnull (m);
+      g_assert_true (pp_timeline_model_truncated (m));
+      if (i == 0)
+        g_assert_cmpuint (pp_timeline_model_n_spans_total (m), <, pp_timeline_model_n_spans_total (f->m));
+      else
+        g_assert_cmpuint (pp_timeline_model_n_spans_total (m), ==, 0);
+      pp_timeline_model_free (m);
+    }
+  g_free (cut);
+  g_free (bytes);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add ("/render/model-gpipe", Fixture, NULL, fixture_setup, test_model_gpipe, fixture_teardown);
+  g_test_add ("/render/model-truncated", Fixture, NULL, fixture_setup, test_model_truncated, fixture_teardown);
   g_test_add_func ("/render/model-items", test_model_items);
   g_test_add_func ("/render/model-step-bubbles", test_model_step_bubbles);
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);

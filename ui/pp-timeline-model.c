@@ -30,6 +30,7 @@ typedef struct {
 
 struct _PpTimelineModel {
   int                has_desc;
+  int                truncated;     /* read from a file that ends inside a frame */
   PpTraceDescription desc;
   Rank              *ranks;
   int                n_ranks, cap_ranks;
@@ -540,11 +541,20 @@ pp_timeline_model_new_from_file (const char *path, PpError *err)
           return NULL;
         }
       if (item.type == PP_TRACE_ITEM_END)
-        break;
+        {
+          m->truncated = item.truncated;
+          break;
+        }
       pp_timeline_model_add (m, &item);
     }
   pp_trace_reader_free (r);
   return m;
+}
+
+int
+pp_timeline_model_truncated (const PpTimelineModel *m)
+{
+  return m != NULL && m->truncated;
 }
 
 const PpTraceDescription *

@@ -44,6 +44,8 @@ int              pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *i
 
 /* Reads a whole trace file into a new model; NULL with a one-line error. */
 PpTimelineModel *pp_timeline_model_new_from_file (const char *path, PpError *err);
+/* Whether the file it was read from ends inside a frame (cut short). */
+int              pp_timeline_model_truncated (const PpTimelineModel *m);
 
 const PpTraceDescription *pp_timeline_model_description (const PpTimelineModel *m); /* NULL until seen */
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
