@@ -389,6 +389,14 @@ test_export (Fixture *f, gconstpointer data)
   }
   g_assert_cmpint (pp_timeline_export (f->m, &v, svg, &err), ==, PP_OK);
   assert_magic (svg, "<?xml", "<svg");
+  {
+    /* sized in pixels, as asked */
+    char *text = NULL;
+    g_assert_true (g_file_get_contents (svg, &text, NULL, NULL));
+    g_assert_nonnull (strstr (text, "width=\"900px\""));
+    g_assert_nonnull (strstr (text, "height=\"350px\""));
+    g_free (text);
+  }
   v.dark = 1;
   g_assert_cmpint (pp_timeline_export (f->m, &v, pdf, &err), ==, PP_OK);
   assert_magic (pdf, "%PDF", NULL);

@@ -1375,7 +1375,11 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
     s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (view.width),
                                     (int) ceil (view.height));
   else if (kind == 1)
-    s = cairo_svg_surface_create (path, view.width, view.height);
+    {
+      s = cairo_svg_surface_create (path, view.width, view.height);
+      /* a 1920-wide export is 1920 px wide, not 1920 pt (2560 px) */
+      cairo_svg_surface_set_document_unit (s, CAIRO_SVG_UNIT_PX);
+    }
   else
     s = cairo_pdf_surface_create (path, view.width, view.height);
   cs = cairo_surface_status (s);
