@@ -88,6 +88,21 @@ list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
       return;
     }
   GtkListBox *list = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-list");
+  /* refreshed every 2 s: rebuild only when the jobs changed (a rebuild
+   * loses the pointer's row and the keyboard focus) */
+  if (l && g_object_get_data (G_OBJECT (self->attach_dialog), "pp-listed")
+      && l->n == self->attach_pids->len)
+    {
+      gboolean same = TRUE;
+      for (size_t i = 0; i < l->n && same; i++)
+        same = l->jobs[i].pid == g_array_index (self->attach_pids, int, i);
+      if (same)
+        {
+          job_list_free (l);
+          return;
+        }
+    }
+  g_object_set_data (G_OBJECT (self->attach_dialog), "pp-listed", l ? GINT_TO_POINTER (1) : NULL);
   GtkWidget *child;
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (list))))
     gtk_list_box_remove (list, child);
@@ -134,6 +149,21 @@ attach_refresh (PpWindow *self)
 {
   g_autoptr (GTask) task = g_task_new (self, NULL, list_jobs_done, NULL);
   g_task_run_in_thread (task, list_jobs_thread);
+}
+
+/* While the dialog is open its list follows the registry: jobs that end
+ * leave it, new ones appear. */
+static gboolean
+attach_tick (gpointer data)
+{
+  attach_refresh (PP_WINDOW (data));
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+remove_source (gpointer id)
+{
+  g_source_remove (GPOINTER_TO_UINT (id));
 }
 
 static void
@@ -222,6 +252,8 @@ pp_window_show_attach_dialog (PpWindow *self)
   self->attach_dialog = win;
   g_array_set_size (self->attach_pids, 0);
   attach_refresh (self);
+  g_object_set_data_full (G_OBJECT (win), "pp-tick",
+                          GUINT_TO_POINTER (g_timeout_add_seconds (2, attach_tick, self)), remove_source);
   gtk_window_present (GTK_WINDOW (win));
 }
 

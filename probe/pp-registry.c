@@ -53,10 +53,13 @@ pp_registry_dir (char *buf, size_t size, PpError *err)
   return PP_OK;
 }
 
-/* Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or -1. */
+/* Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or
+ * -1; with state, field 3 too (R, S, Z for a zombie...; '?' if unread). */
 static int64_t
-proc_start_ticks (int32_t pid)
+proc_stat (int32_t pid, char *state)
 {
+  if (state)
+    *state = '?';
   char path[64], text[1024];
   snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
   int fd = open (path, O_RDONLY | O_CLOEXEC);
@@ -75,6 +78,8 @@ proc_start_ticks (int32_t pid)
   if (p == NULL)
     return -1;
   p++;
+  if (state && p[0] == ' ' && p[1] != '\0')
+    *state = p[1];
   for (int field = 3; field < 22; field++)
     {
       while (*p == ' ')
@@ -100,7 +105,7 @@ pp_registry_self (PpJobInfo *job, PpError *err)
   if (job == NULL)
     return pp_error_set (err, PP_EINVAL, "registry: no job");
   job->pid = (int32_t) getpid ();
-  job->proc_start_ticks = proc_start_ticks (job->pid);
+  job->proc_start_ticks = proc_stat (job->pid, NULL);
   if (job->proc_start_ticks < 0)
     job->proc_start_ticks = 0;   /* no /proc: liveness falls back to kill(pid, 0) */
   if (gethostname (job->host, sizeof job->host) != 0)
@@ -116,12 +121,14 @@ job_alive (const PpJobInfo *job)
     return 0;
   if (kill ((pid_t) job->pid, 0) != 0 && errno != EPERM)
     return 0;
-  if (job->proc_start_ticks > 0)
-    {
-      int64_t t = proc_start_ticks (job->pid);
-      if (t >= 0 && t != job->proc_start_ticks)
-        return 0;   /* the pid was reused */
-    }
+  char state;
+  int64_t t = proc_stat (job->pid, &state);
+  /* a zombie answers kill(pid, 0) but serves nothing: it exited, and its
+   * parent (the app that started it, say) has not reaped it yet */
+  if (state == 'Z' || state == 'X' || state == 'x')
+    return 0;
+  if (job->proc_start_ticks > 0 && t >= 0 && t != job->proc_start_ticks)
+    return 0;   /* the pid was reused */
   return 1;
 }
 

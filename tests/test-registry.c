@@ -200,6 +200,22 @@ test_stale (Fixture *fx, gconstpointer unused)
   char *dead_sock = g_strdup_printf ("%s/%d.sock", dir, (int) child);
   g_assert_true (g_file_set_contents (dead_sock, "", 0, NULL));
 
+  /* a job that exited and was not reaped yet (a zombie answers kill 0),
+   * without /proc start ticks to tell */
+  pid_t zombie = fork ();
+  g_assert_cmpint (zombie, >=, 0);
+  if (zombie == 0)
+    _exit (0);
+  {
+    /* wait until it is a zombie: waitid with WNOWAIT leaves it one */
+    siginfo_t si;
+    g_assert_cmpint (waitid (P_PID, (id_t) zombie, &si, WEXITED | WNOWAIT), ==, 0);
+  }
+  g_assert_cmpint (kill (zombie, 0), ==, 0);
+  PpJobInfo undead = job_for ((int32_t) zombie, "zombie", 3, dir);
+  undead.proc_start_ticks = 0;
+  g_assert_cmpint (pp_registry_add (&undead, &err), ==, PP_OK);
+
   /* our pid, another start time: a reused pid */
   PpJobInfo reused = job_for ((int32_t) getpid (), "reused", 2, dir);
   reused.proc_start_ticks += 12345;
@@ -223,6 +239,8 @@ test_stale (Fixture *fx, gconstpointer unused)
   g_assert_true (g_file_test (other, G_FILE_TEST_EXISTS));
   PpJobInfo found;
   g_assert_cmpint (pp_registry_find ("dead", &found, &err), ==, PP_EINVAL);
+  g_assert_cmpint (pp_registry_find ("zombie", &found, &err), ==, PP_EINVAL);
+  g_assert_cmpint (waitpid (zombie, &status, 0), ==, zombie);
 
   /* a hand-written entry: unknown keys, an overlong line and CRLF-free
    * escapes are taken in stride */
