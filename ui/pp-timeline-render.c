@@ -562,9 +562,32 @@ nice_step (double raw)
 
 /* ---- the parts ---------------------------------------------------------------------- */
 
+/* The header's measured figure: with steps, the mean over ranks of each
+ * rank's bubble a step (pp_timeline_model_step_bubbles: what the stats
+ * panel, info and run print, and what compares with the plan's); without,
+ * the mean idle share of the visible part (what the row labels say). */
 static void
-draw_header (Ctx *c, cairo_t *cr, double mean_bubble, double mean_planned)
+draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
 {
+  double mean_bubble = -1;
+  int n_steps = 0;
+  {
+    double *per = calloc ((size_t) c->n_ranks + 1, sizeof *per);
+    if (per != NULL && c->n_ranks > 0 && (n_steps = pp_timeline_model_step_bubbles (c->m, per)) > 0)
+      {
+        double sum = 0;
+        int n = 0;
+        for (int r = 0; r < c->n_ranks; r++)
+          if (per[r] >= 0)
+            {
+              sum += per[r];
+              n++;
+            }
+        if (n > 0)
+          mean_bubble = sum / n;
+      }
+    free (per);
+  }
   const PpTraceDescription *d = pp_timeline_model_description (c->m);
   char line[1024], dur[64];
   double span = (double) (c->v->t1_ns - c->v->t0_ns);
@@ -588,7 +611,11 @@ draw_header (Ctx *c, cairo_t *cr, double mean_bubble, double mean_planned)
     if (len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "%s shown", dur);
     if (mean_bubble >= 0 && len < sizeof line)
-      len += snprintf (line + len, sizeof line - len, "  ·  mean bubble %.1f%%", 100 * mean_bubble);
+      len += snprintf (line + len, sizeof line - len, "  ·  bubble %.1f%% a step (median of %d)",
+                       100 * mean_bubble, n_steps);
+    else if (mean_idle_in_view >= 0 && len < sizeof line)
+      len += snprintf (line + len, sizeof line - len, "  ·  idle %.1f%% of what is shown",
+                       100 * mean_idle_in_view);
     if (mean_planned >= 0 && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  planned %.1f%% a step", 100 * mean_planned);
     if (pp_timeline_model_dropped (c->m) > 0 && len < sizeof line)
@@ -931,7 +958,7 @@ plan_shift (const PpTimelineModel *m, int64_t plan0, size_t k)
   return pp_timeline_model_step_starts (m)[k] - plan0;
 }
 
-/* Draws rank r; returns its bubble over the visible part of the run (-1
+/* Draws rank r; returns its idle share of the visible part of the run (-1
  * if none of the run is visible). */
 static double
 draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
@@ -1079,7 +1106,9 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
   if (l->row_h >= 30 && bubble >= 0)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
-      snprintf (buf, sizeof buf, "bubble %.0f%%", 100 * bubble);
+      /* idle over what is shown (zooming changes it; gaps between steps
+       * count): the bubble a step is the stats panel's figure */
+      snprintf (buf, sizeof buf, "idle %.0f%%", 100 * bubble);
       font (cr, fmin (11, fs - 1), 0);
       set_rgb (cr, c->v->dark ? kind_rgb (PP_SPAN_WAIT, 1) : (Rgb) HEX (0xB04A00));
       text_at (cr, buf, l->x0 - 8, by + bh / 2 + fs, 1);
