@@ -736,6 +736,19 @@ pp_window_build_sidebar (PpWindow *self)
   return side;
 }
 
+/* The panels keep their height as the window grows (the timeline takes
+ * it), but as it shrinks they give up theirs first: at most 2/5 of it. */
+static void
+on_vpaned_resized (GObject *object, GParamSpec *pspec, PpWindow *self)
+{
+  GtkPaned *paned = GTK_PANED (object);
+  int max = 0;
+  g_object_get (paned, "max-position", &max, NULL);
+  int cap = MAX (180, max * 2 / 5);
+  if (max > 0 && max - gtk_paned_get_position (paned) > cap)
+    gtk_paned_set_position (paned, max - cap);
+}
+
 static GtkWidget *
 pp_window_build_main (PpWindow *self)
 {
@@ -803,7 +816,12 @@ pp_window_build_main (PpWindow *self)
   self->loss = PP_LOSS_CHART (pp_loss_chart_new ());
   self->whatif = PP_WHATIF_PANEL (pp_whatif_panel_new ());
   g_signal_connect (self->whatif, "apply", G_CALLBACK (on_whatif_apply), self);
-  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->stats), "stats", "Statistics",
+  /* The table is as wide as its columns: scroll it in a narrow window. */
+  GtkWidget *stats_scroll = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (stats_scroll), GTK_POLICY_AUTOMATIC,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (stats_scroll), GTK_WIDGET (self->stats));
+  adw_view_stack_add_titled_with_icon (stack, stats_scroll, "stats", "Statistics",
                                        "view-list-symbolic");
   adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->loss), "loss", "Loss",
                                        "utilities-system-monitor-symbolic");
@@ -827,8 +845,13 @@ pp_window_build_main (PpWindow *self)
   gtk_paned_set_start_child (GTK_PANED (paned), top);
   gtk_paned_set_end_child (GTK_PANED (paned), bottom);
   gtk_paned_set_resize_end_child (GTK_PANED (paned), FALSE);
-  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
+  /* A short window takes height from the panels (they scroll), not from
+   * the timeline below what shows two ranks. */
+  gtk_paned_set_shrink_end_child (GTK_PANED (paned), TRUE);
+  gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
+  gtk_widget_set_size_request (top, -1, 260);
   gtk_paned_set_position (GTK_PANED (paned), 560);
+  g_signal_connect (paned, "notify::max-position", G_CALLBACK (on_vpaned_resized), self);
   self->vpaned = GTK_PANED (paned);
   gtk_stack_add_named (self->main_stack, paned, "timeline");
   gtk_stack_set_visible_child_name (self->main_stack, "empty");
@@ -940,6 +963,9 @@ pp_window_init (PpWindow *self)
   gtk_paned_set_end_child (GTK_PANED (paned), pp_window_build_main (self));
   gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
   gtk_paned_set_resize_start_child (GTK_PANED (paned), FALSE);
+  /* Never clip the timeline's header or the panels: the window stops
+   * narrowing where they would. */
+  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
   gtk_widget_set_vexpand (paned, TRUE);
 
   self->toasts = ADW_TOAST_OVERLAY (adw_toast_overlay_new ());
