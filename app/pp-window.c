@@ -161,6 +161,27 @@ on_run_changed (PpRun *run, PpWindow *self)
     self->panels_dirty = TRUE;
 }
 
+static void pp_window_remove_run (PpWindow *self, PpRun *run);
+
+typedef struct { PpWindow *self; PpRun *run; } RemoveLater;
+
+static gboolean
+pp_window_remove_failed (gpointer data)
+{
+  RemoveLater *r = data;
+  pp_window_remove_run (r->self, r->run);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+remove_later_free (gpointer data)
+{
+  RemoveLater *r = data;
+  g_object_unref (r->self);
+  g_object_unref (r->run);
+  g_free (r);
+}
+
 static void
 on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
 {
@@ -173,6 +194,18 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
   if (self->shown[0] == run)
     self->panels_dirty = TRUE;
   pp_window_update_subtitle (self);
+  /* An attach that failed before anything arrived leaves nothing to look
+   * at: its toast said why, and the row would only clutter the list. */
+  if (pp_run_get_state (run) == PP_RUN_FAILED && !pp_run_is_child (run)
+      && pp_timeline_model_n_spans_total (pp_run_get_model (run)) == 0
+      && pp_timeline_model_description (pp_run_get_model (run)) == NULL)
+    {
+      /* not while the run is emitting */
+      RemoveLater *r = g_new (RemoveLater, 1);
+      r->self = g_object_ref (self);
+      r->run = g_object_ref (run);
+      g_idle_add_full (G_PRIORITY_DEFAULT, pp_window_remove_failed, r, remove_later_free);
+    }
 }
 
 static void
@@ -309,15 +342,46 @@ pp_window_zoom_to_fit (PpWindow *self)
   self->syncing_range = FALSE;
 }
 
+/* Takes run out of the list (and out of the timelines): a job of ours
+ * still running is stopped as the run goes (pp_run's dispose). */
+static void
+pp_window_remove_run (PpWindow *self, PpRun *run)
+{
+  guint pos;
+  if (!g_list_store_find (self->runs, run, &pos))
+    return;
+  GtkListBoxRow *row = gtk_list_box_get_row_at_index (self->run_list, (int) pos);
+  if (row && gtk_list_box_row_is_selected (row))
+    gtk_list_box_unselect_row (self->run_list, row);
+  /* nothing borrowed may outlive it */
+  if (self->shown[0] == run || self->shown[1] == run)
+    pp_window_show_runs (self, self->shown[0] == run ? self->shown[1] : self->shown[0], NULL);
+  g_list_store_remove (self->runs, pos);
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+  if (n > 0 && gtk_list_box_get_selected_rows (self->run_list) == NULL)
+    gtk_list_box_select_row (self->run_list, gtk_list_box_get_row_at_index (self->run_list, (int) n - 1));
+}
+
+static void
+on_remove_clicked (GtkButton *button, PpWindow *self)
+{
+  PpRun *run = g_object_get_data (G_OBJECT (button), "pp-run");
+  if (run)
+    pp_window_remove_run (self, run);
+}
+
 static GtkWidget *
 pp_window_create_row (gpointer item, gpointer data)
 {
   PpRun *run = item;
+  PpWindow *self = data;
+  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
-  gtk_widget_set_margin_top (box, 6);
-  gtk_widget_set_margin_bottom (box, 6);
-  gtk_widget_set_margin_start (box, 6);
-  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_hexpand (box, TRUE);
+  gtk_widget_set_margin_top (row, 6);
+  gtk_widget_set_margin_bottom (row, 6);
+  gtk_widget_set_margin_start (row, 6);
+  gtk_widget_set_margin_end (row, 2);
   GtkWidget *title = gtk_label_new (NULL);
   gtk_label_set_xalign (GTK_LABEL (title), 0);
   gtk_label_set_ellipsize (GTK_LABEL (title), PANGO_ELLIPSIZE_END);
@@ -332,7 +396,31 @@ pp_window_create_row (gpointer item, gpointer data)
   g_object_bind_property (run, "status", status, "label", G_BINDING_SYNC_CREATE);
   gtk_box_append (GTK_BOX (box), title);
   gtk_box_append (GTK_BOX (box), status);
-  return box;
+  gtk_box_append (GTK_BOX (row), box);
+  GtkWidget *remove = gtk_button_new_from_icon_name ("window-close-symbolic");
+  gtk_widget_add_css_class (remove, "flat");
+  gtk_widget_add_css_class (remove, "circular");
+  gtk_widget_set_valign (remove, GTK_ALIGN_CENTER);
+  gtk_widget_set_tooltip_text (remove, "Remove from the list (a run started here stops)");
+  g_object_set_data (G_OBJECT (remove), "pp-run", run);   /* the row dies with the run */
+  g_signal_connect (remove, "clicked", G_CALLBACK (on_remove_clicked), self);
+  gtk_box_append (GTK_BOX (row), remove);
+  return row;
+}
+
+static gboolean
+pp_window_scroll_runs_to_end (gpointer data)
+{
+  PpWindow *self = data;
+  GtkAdjustment *adj = self->run_list ? gtk_list_box_get_adjustment (self->run_list) : NULL;
+  if (adj == NULL)
+    {
+      GtkWidget *scroll = gtk_widget_get_ancestor (GTK_WIDGET (self->run_list), GTK_TYPE_SCROLLED_WINDOW);
+      adj = scroll ? gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroll)) : NULL;
+    }
+  if (adj)
+    gtk_adjustment_set_value (adj, gtk_adjustment_get_upper (adj) - gtk_adjustment_get_page_size (adj));
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -345,6 +433,8 @@ pp_window_add_run (PpWindow *self, PpRun *run)
   guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
   gtk_list_box_unselect_all (self->run_list);
   gtk_list_box_select_row (self->run_list, gtk_list_box_get_row_at_index (self->run_list, n - 1));
+  /* the new run is the last row: show it once the list has its height */
+  g_idle_add_full (G_PRIORITY_LOW, pp_window_scroll_runs_to_end, g_object_ref (self), g_object_unref);
 }
 
 /* ---- what the window does ------------------------------------------------------- */
