@@ -129,6 +129,15 @@ pp_application_startup (GApplication *app)
 {
   G_APPLICATION_CLASS (pp_application_parent_class)->startup (app);
 
+  /* Not installed (run from the build tree): the icon is in the sources. */
+  {
+    GdkDisplay *display = gdk_display_get_default ();
+    GtkIconTheme *theme = display ? gtk_icon_theme_get_for_display (display) : NULL;
+    if (theme && !gtk_icon_theme_has_icon (theme, "io.github.pipescope.Pipescope")
+        && g_file_test (PP_SOURCE_ICONS_DIR, G_FILE_TEST_IS_DIR))
+      gtk_icon_theme_add_search_path (theme, PP_SOURCE_ICONS_DIR);
+  }
+
   static const GActionEntry entries[] = {
     { "quit", quit_activated },
     { "about", about_activated },
