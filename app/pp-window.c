@@ -301,7 +301,19 @@ on_selected_rows_changed (GtkListBox *list, PpWindow *self)
     pp_window_show_runs (self, a, b);
 }
 
-/* Two runs share the time scale: offsets from each run's own start. */
+/* Where a run's time counts from when two are compared: its first step
+ * (set-up differs from run to run and says nothing of the schedule), or
+ * its start when it has no steps. */
+static gint64
+compare_origin (PpRun *run)
+{
+  PpTimelineModel *m = pp_run_get_model (run);
+  if (pp_timeline_model_n_steps (m) > 0)
+    return pp_timeline_model_step_starts (m)[0];
+  return pp_timeline_model_start_ns (m);
+}
+
+/* Two runs share the time scale: offsets from each run's first step. */
 static void
 on_range_changed (PpTimelineWidget *widget, PpWindow *self)
 {
@@ -310,8 +322,7 @@ on_range_changed (PpTimelineWidget *widget, PpWindow *self)
   int from = widget == self->timeline[0] ? 0 : 1, to = 1 - from;
   gint64 t0, t1;
   pp_timeline_widget_get_range (widget, &t0, &t1);
-  gint64 off = pp_timeline_model_start_ns (pp_run_get_model (self->shown[to]))
-             - pp_timeline_model_start_ns (pp_run_get_model (self->shown[from]));
+  gint64 off = compare_origin (self->shown[to]) - compare_origin (self->shown[from]);
   self->syncing_range = TRUE;
   pp_timeline_widget_set_range (self->timeline[to], t0 + off, t1 + off);
   self->syncing_range = FALSE;
@@ -327,16 +338,17 @@ pp_window_zoom_to_fit (PpWindow *self)
       pp_timeline_widget_zoom_to_fit (self->timeline[0]);
       return;
     }
+  /* both from their first step, as long as the longer one */
   gint64 span = 0;
   for (int i = 0; i < 2; i++)
     {
       PpTimelineModel *m = pp_run_get_model (self->shown[i]);
-      span = MAX (span, pp_timeline_model_end_ns (m) - pp_timeline_model_start_ns (m));
+      span = MAX (span, pp_timeline_model_end_ns (m) - compare_origin (self->shown[i]));
     }
   self->syncing_range = TRUE;
   for (int i = 0; i < 2; i++)
     {
-      gint64 s = pp_timeline_model_start_ns (pp_run_get_model (self->shown[i]));
+      gint64 s = compare_origin (self->shown[i]);
       pp_timeline_widget_set_range (self->timeline[i], s, s + MAX (span, 1));
     }
   self->syncing_range = FALSE;
