@@ -690,22 +690,31 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
   char buf[32];
 
   font (cr, 10, 1);
+  double last_line_x = -1e9;
   for (size_t i = 0; i < n; i++)
     {
       if (st[i] < c->v->t0_ns || st[i] > c->v->t1_ns)
         continue;
       double x = round (pp_timeline_x_of (c->v, &c->l, st[i])) + 0.5;
+      snprintf (buf, sizeof buf, "step %d", num[i]);
+      double w = text_w (cr, buf);
+      int labelled = x + 3 > last_label_end + 6 && x + 3 + w <= c->l.x1 + RIGHT_MARGIN;
+      /* Zoomed out, steps come closer than their labels: an unlabelled
+       * step's line starts at the rows (in the ruler it would cross the
+       * labels), and lines closer than 4 px are left out (they would grey
+       * the rows). */
+      if (!labelled && x - last_line_x < 4)
+        continue;
       cairo_save (cr);
       cairo_set_dash (cr, dash, 2, 0);
       cairo_set_line_width (cr, 1);
       set_rgba (cr, c->th.fg, 0.55);
-      cairo_move_to (cr, x, c->l.ruler_y + 2);
+      cairo_move_to (cr, x, labelled ? c->l.ruler_y + 2 : c->l.rows_y);
       cairo_line_to (cr, x, rows_bottom);
       cairo_stroke (cr);
       cairo_restore (cr);
-      snprintf (buf, sizeof buf, "step %d", num[i]);
-      double w = text_w (cr, buf);
-      if (x + 3 > last_label_end + 6 && x + 3 + w <= c->l.x1 + RIGHT_MARGIN)
+      last_line_x = x;
+      if (labelled)
         {
           set_rgb (cr, c->th.fg);
           text_at (cr, buf, x + 3, c->l.ruler_y + 11, 0);
