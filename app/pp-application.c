@@ -148,6 +148,8 @@ pp_application_startup (GApplication *app)
     { "app.quit",               { "<Control>q", NULL } },
     { "win.run",                { "<Control>r", NULL } },
     { "win.open",               { "<Control>o", NULL } },
+    { "win.stop",               { "<Control>period", NULL } },
+    { "win.attach",             { "<Control>j", NULL } },
     { "win.screenshot",         { "<Control>s", NULL } },
     { "win.show-help-overlay",  { "<Control>question", NULL } },
     { "win.zoom-fit",           { "<Control>0", NULL } },

@@ -702,12 +702,16 @@ static const char shortcuts_ui[] =
   "  <child><object class='GtkShortcutsSection'><property name='section-name'>shortcuts</property>"
   "   <child><object class='GtkShortcutsGroup'><property name='title'>Runs</property>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Run with these settings</property><property name='accelerator'>&lt;Control&gt;r</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Stop the run (or detach)</property><property name='accelerator'>&lt;Control&gt;period</property></object></child>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Open a trace</property><property name='accelerator'>&lt;Control&gt;o</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Attach to a running job</property><property name='accelerator'>&lt;Control&gt;j</property></object></child>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Save a screenshot of the timeline</property><property name='accelerator'>&lt;Control&gt;s</property></object></child>"
   "   </object></child>"
   "   <child><object class='GtkShortcutsGroup'><property name='title'>Timeline</property>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom to fit</property><property name='accelerator'>&lt;Control&gt;0</property></object></child>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom in / out</property><property name='accelerator'>plus minus</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Pan (stops following a live run)</property><property name='accelerator'>Left Right</property></object></child>"
+  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Clear the selected block</property><property name='accelerator'>Escape</property></object></child>"
   "   </object></child>"
   "   <child><object class='GtkShortcutsGroup'><property name='title'>General</property>"
   "    <child><object class='GtkShortcutsShortcut'><property name='title'>Keyboard shortcuts</property><property name='accelerator'>&lt;Control&gt;question</property></object></child>"
@@ -859,7 +863,7 @@ pp_window_build_main (PpWindow *self)
   adw_status_page_set_icon_name (ADW_STATUS_PAGE (empty), "io.github.pipescope.Pipescope");
   adw_status_page_set_title (ADW_STATUS_PAGE (empty), "No Run Selected");
   adw_status_page_set_description (ADW_STATUS_PAGE (empty),
-    "Run a schedule (Ctrl+R), open a trace (Ctrl+O) or drop one here, or attach to a running job.");
+    "Run a schedule (Ctrl+R), open a trace (Ctrl+O) or drop one here, or attach to a running job (Ctrl+J).");
   gtk_stack_add_named (self->main_stack, empty, "empty");
 
   GtkWidget *top = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
@@ -1039,7 +1043,7 @@ pp_window_init (PpWindow *self)
   gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.run");
   adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->run_button);
   self->stop_button = gtk_button_new_from_icon_name ("media-playback-stop-symbolic");
-  gtk_widget_set_tooltip_text (self->stop_button, "Stop the run started here, or detach from an attached job (the data stays)");
+  gtk_widget_set_tooltip_text (self->stop_button, "Stop the run started here, or detach from an attached job (Ctrl+.; the data stays)");
   gtk_actionable_set_action_name (GTK_ACTIONABLE (self->stop_button), "win.stop");
   adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->stop_button);
   GtkWidget *open = gtk_button_new_from_icon_name ("document-open-symbolic");
