@@ -49,7 +49,7 @@ run_usage (FILE *out)
          "registered ('pipescope-cli jobs') and attachable ('pipescope-cli record').\n"
          "It prints the loss, step time and throughput as it goes, then per rank\n"
          "the measured bubble, the simulator's prediction from the measured costs\n"
-         "and the closed form (GPipe and 1F1B).\n"
+         "and the closed form (GPipe, 1F1B, Interleaved1F1B).\n"
          "\n"
          "  -s, --schedule NAME        schedule (names are case-insensitive)\n"
          "  -p, --ranks P              pipeline ranks\n"
@@ -853,7 +853,11 @@ pp_cli_run (int argc, char **argv)
   if (done > 0)
     {
       int k = done / 2 > 0 ? done / 2 : 1;
-      bool closed = strcmp (s->name, "GPipe") == 0 || strcmp (s->name, "1F1B") == 0;
+      double closed = strcmp (s->name, "GPipe") == 0 || strcmp (s->name, "1F1B") == 0
+                        ? pp_bubble_closed_form_gpipe (s->ranks, s->microbatches)
+                      : strcmp (s->name, "Interleaved1F1B") == 0
+                        ? pp_bubble_closed_form_interleaved (s->ranks, s->microbatches, s->stages_per_rank)
+                        : -1;
       double secs = 0;
       int64_t span = 0;
 
@@ -880,8 +884,8 @@ pp_cli_run (int argc, char **argv)
             snprintf (pred, sizeof pred, "%.1f%%", 100.0 * msim->rank[r].bubble);
           else
             snprintf (pred, sizeof pred, "-");
-          if (closed)
-            snprintf (cf, sizeof cf, "%.1f%%", 100.0 * pp_bubble_closed_form_gpipe (s->ranks, s->microbatches));
+          if (closed >= 0)
+            snprintf (cf, sizeof cf, "%.1f%%", 100.0 * closed);
           else
             snprintf (cf, sizeof cf, "-");
           printf ("%4d  %15s  %26s  %11s\n", r, meas, pred, cf);

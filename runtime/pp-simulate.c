@@ -92,6 +92,14 @@ pp_bubble_closed_form_gpipe (int ranks, int microbatches)
   return (double) (ranks - 1) / (double) (microbatches + ranks - 1);
 }
 
+double
+pp_bubble_closed_form_interleaved (int ranks, int microbatches, int stages_per_rank)
+{
+  if (microbatches < ranks || stages_per_rank < 1)
+    return -1;
+  return (double) (ranks - 1) / ((double) stages_per_rank * microbatches + ranks - 1);
+}
+
 void
 pp_simulation_free (PpSimulation *sim)
 {

@@ -64,3 +64,6 @@ void     pp_simulation_free (PpSimulation *sim);
 
 /* (P-1)/(M+P-1): the bubble of GPipe and 1F1B under uniform costs. */
 double   pp_bubble_closed_form_gpipe (int ranks, int microbatches);
+/* (P-1)/(VM+P-1): Interleaved1F1B's bubble under uniform costs per stage
+ * (the fill and drain shrink V-fold); holds for M >= P, -1 below that. */
+double   pp_bubble_closed_form_interleaved (int ranks, int microbatches, int stages_per_rank);

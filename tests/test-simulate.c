@@ -28,6 +28,34 @@ test_closed_form_gpipe_1f1b (void)
         }
 }
 
+/* (P-1)/(VM+P-1) for Interleaved1F1B, uniform costs per stage, M >= P
+ * (every combination PyTorch's rules accept). */
+static void
+test_closed_form_interleaved (void)
+{
+  int checked = 0;
+  for (int P = 2; P <= 8; P++)
+    for (int V = 2; V <= 3; V++)
+      for (int M = P; M <= 4 * P; M++)
+        {
+          PpSchedule *s = NULL;
+          PpError err = { 0 };
+          if (pp_schedule_generate ("Interleaved1F1B", P, M, V, &s, &err) != PP_OK)
+            continue;
+          PpSimulation *sim = pp_test_simulate (s, 1, 2, 1, 0);
+          double want = pp_bubble_closed_form_interleaved (P, M, V);
+          if (fabs (sim->bubble - want) > 1e-12)
+            g_error ("Interleaved1F1B P=%d M=%d V=%d: bubble %.6f, closed form %.6f", P, M, V,
+                     sim->bubble, want);
+          checked++;
+          pp_simulation_free (sim);
+          pp_schedule_free (s);
+        }
+  g_assert_cmpint (checked, >, 100);
+  /* below M = P the fill is not shortened V-fold: no closed form */
+  g_assert_cmpfloat (pp_bubble_closed_form_interleaved (4, 3, 2), <, 0);
+}
+
 static void
 test_seed_numbers (void)
 {
@@ -293,6 +321,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/simulate/closed-form-gpipe-1f1b", test_closed_form_gpipe_1f1b);
+  g_test_add_func ("/simulate/closed-form-interleaved", test_closed_form_interleaved);
   g_test_add_func ("/simulate/seed-numbers", test_seed_numbers);
   g_test_add_func ("/simulate/inflight", test_inflight);
   g_test_add_func ("/simulate/dependencies", test_dependencies);

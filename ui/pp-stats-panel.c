@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pp-schedule.h"
+#include "pp-simulate.h"
 
 #define N_COLUMNS 6
 
@@ -86,7 +87,8 @@ format_percent (char *buf, size_t size, double fraction)
     g_snprintf (buf, size, "%.1f%%", 100.0 * fraction);
 }
 
-/* The closed-form bubble of GPipe and 1F1B; -1 for other schedules. */
+/* The closed-form bubble of GPipe, 1F1B and Interleaved1F1B (M >= P); -1
+ * for other schedules. */
 static double
 closed_form_bubble (const PpTraceDescription *d)
 {
@@ -94,12 +96,14 @@ closed_form_bubble (const PpTraceDescription *d)
     return -1;
   const PpScheduleInfo *info = pp_schedule_lookup (d->schedule);
   const char *name = info ? info->name : d->schedule;
+  if (g_ascii_strcasecmp (name, "Interleaved1F1B") == 0)
+    return pp_bubble_closed_form_interleaved (d->n_ranks, d->n_microbatches,
+                                              d->n_virtual > 1 ? d->n_virtual : 1);
   if (g_ascii_strcasecmp (name, "GPipe") != 0 && g_ascii_strcasecmp (name, "1F1B") != 0)
     return -1;
   if (d->n_virtual > 1)
     return -1;
-  double P = d->n_ranks, M = d->n_microbatches;
-  return (P - 1) / (M + P - 1);
+  return pp_bubble_closed_form_gpipe (d->n_ranks, d->n_microbatches);
 }
 
 /* "batch N" (or "batch=N", "batch: N") in the model description; 0 if none. */
