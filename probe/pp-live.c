@@ -1373,6 +1373,11 @@ pp_live_client_connect (const char *job, const char *token, PpError *err)
       pp_error_set (err, PP_EINVAL, "attach: no job given");
       return NULL;
     }
+  /* the endpoints as 'jobs' prints them */
+  if (strncmp (job, "unix:", 5) == 0 && job[5] != '\0')
+    job += 5;
+  else if (strncmp (job, "tcp:", 4) == 0 && job[4] != '\0')
+    job += 4;
   int fd = -1, e = 0, gai = 0, is_tcp = 0;
   if (strchr (job, ':') != NULL && strchr (job, '/') == NULL)
     {

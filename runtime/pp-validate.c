@@ -153,7 +153,7 @@ pp_schedule_validate (const PpSchedule *s, PpError *err)
         if (!(c & SEEN_F))
           missing = "F";
         else if (!(c & (SEEN_B | SEEN_I | SEEN_W)))
-          missing = "a backward (B, or I and W)";
+          missing = "backward (B, or I and W)";
         else if ((c & SEEN_I) && !(c & SEEN_W))
           missing = "W (it has I)";
         else if ((c & SEEN_W) && !(c & SEEN_I))

@@ -607,12 +607,20 @@ test_live_tcp (void)
   PpLiveConfig cfg2 = { .no_register = 1, .listen = "127.0.0.1:0", .token = "sekrit" };
   job_start (&job, &cfg2);
   g_assert_cmpstr (pp_live_server_token (job.server), ==, "sekrit");
-  snprintf (addr, sizeof addr, "127.0.0.1:%d", pp_live_server_tcp_port (job.server));
+  /* addressed as 'jobs' prints the endpoints: tcp:HOST:PORT, unix:PATH */
+  snprintf (addr, sizeof addr, "tcp:127.0.0.1:%d", pp_live_server_tcp_port (job.server));
   c = pp_live_client_connect (addr, "sekrit", &err);
-  g_assert_nonnull (c);
+  g_assert_true (c != NULL || (g_printerr ("%s\n", err.msg), 0));
   g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
   g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_DESCRIPTION);
   pp_live_client_free (c);
+  char *unix_addr = g_strdup_printf ("unix:%s", pp_live_server_socket_path (job.server));
+  c = pp_live_client_connect (unix_addr, NULL, &err);
+  g_assert_true (c != NULL || (g_printerr ("%s\n", err.msg), 0));
+  g_assert_cmpint (pp_live_client_next (c, &item, 5000, &err), ==, PP_OK);
+  g_assert_cmpint (item.type, ==, PP_TRACE_ITEM_DESCRIPTION);
+  pp_live_client_free (c);
+  g_free (unix_addr);
   job_end (&job);
 }
 
