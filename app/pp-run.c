@@ -300,7 +300,13 @@ pp_run_update_status (PpRun *self)
   switch (self->state)
     {
     case PP_RUN_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
-    case PP_RUN_LIVE:     s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n); break;
+    case PP_RUN_LIVE:
+      /* a job attached over TCP has no pid here: its address instead */
+      if (self->pid > 0)
+        s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n);
+      else
+        s = g_strdup_printf ("live · %s · step %zu", self->live ? self->live->job : "?", n);
+      break;
     case PP_RUN_ENDED:    s = g_strdup_printf ("%s · %zu steps", pp_run_end_word (self), n); break;
     case PP_RUN_FAILED:   s = g_strdup ("failed"); break;
     case PP_RUN_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
