@@ -25,6 +25,8 @@ render_usage (FILE *out)
          "  -H, --height H        height in pixels (default: fits the ranks)\n"
          "      --from T          start of the time range, from the run's start\n"
          "      --to T            end of the time range (times as 300us, 12ms, 1.5s)\n"
+         "      --steps A[-B]     the range from step A's start to step B's end\n"
+         "                        (B defaults to A; instead of --from and --to)\n"
          "      --plan            draw the plan lane under each rank\n"
          "      --dark            dark palette\n", out);
 }
@@ -77,13 +79,14 @@ parse_size (const char *s, const char *what, double *out)
 int
 pp_cli_render (int argc, char **argv)
 {
-  enum { OPT_FROM = 256, OPT_TO, OPT_PLAN, OPT_DARK };
+  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK };
   static const struct option options[] = {
     { "output", required_argument, NULL, 'o' },
     { "width", required_argument, NULL, 'W' },
     { "height", required_argument, NULL, 'H' },
     { "from", required_argument, NULL, OPT_FROM },
     { "to", required_argument, NULL, OPT_TO },
+    { "steps", required_argument, NULL, OPT_STEPS },
     { "plan", no_argument, NULL, OPT_PLAN },
     { "dark", no_argument, NULL, OPT_DARK },
     { "help", no_argument, NULL, 'h' },
@@ -91,6 +94,7 @@ pp_cli_render (int argc, char **argv)
   };
   const char *out = NULL, *path;
   double width = 1600, height = 0, from = -1, to = -1;
+  long step_a = -1, step_b = -1;
   int plan = 0, dark = 0, opt;
   PpError err = { 0 };
   PpTimelineModel *m;
@@ -121,6 +125,24 @@ pp_cli_render (int argc, char **argv)
           if (parse_time (optarg, opt == OPT_FROM ? &from : &to) != 0)
             return pp_cli_usage_error ("'%s' is not a time; write it as 300us, 12ms or 1.5s", optarg);
           break;
+        case OPT_STEPS:
+          {
+            char *end;
+            errno = 0;
+            step_a = strtol (optarg, &end, 10);
+            step_b = step_a;
+            if (end != optarg && *end == '-')
+              {
+                const char *b = end + 1;
+                step_b = strtol (b, &end, 10);
+                if (end == b)
+                  step_b = -1;
+              }
+            if (errno != 0 || end == optarg || *end != '\0' || step_a < 0 || step_b < step_a)
+              return pp_cli_usage_error ("--steps takes A or A-B, step numbers with A <= B (got '%s')",
+                                         optarg);
+          }
+          break;
         case OPT_PLAN:
           plan = 1;
           break;
@@ -148,6 +170,8 @@ pp_cli_render (int argc, char **argv)
   }
   if (from >= 0 && to >= 0 && to <= from)
     return pp_cli_usage_error ("--to must be later than --from");
+  if (step_a >= 0 && (from >= 0 || to >= 0))
+    return pp_cli_usage_error ("give --steps or --from/--to, not both");
 
   m = pp_timeline_model_new_from_file (path, &err);
   if (m == NULL)
@@ -169,10 +193,46 @@ pp_cli_render (int argc, char **argv)
       v.t0_ns = s + (int64_t) llround (from);
     if (to >= 0)
       v.t1_ns = s + (int64_t) llround (to);
+    if (step_a >= 0)
+      {
+        /* from step A's first begin to step B+1's (or the end) */
+        size_t n = pp_timeline_model_n_steps (m);
+        const int64_t *st = pp_timeline_model_step_starts (m);
+        const int32_t *num = pp_timeline_model_step_numbers (m);
+        int64_t t0 = -1, t1 = e;
+        for (size_t i = 0; i < n; i++)
+          {
+            if (num[i] == step_a && t0 < 0)
+              t0 = st[i];
+            if (num[i] == step_b + 1)
+              t1 = st[i];
+          }
+        if (t0 < 0)
+          {
+            int first = n > 0 ? (int) num[0] : 0, last = n > 0 ? (int) num[n - 1] : 0;
+            pp_timeline_model_free (m);
+            if (n == 0)
+              return pp_cli_usage_error ("--steps: %s has no step markers", path);
+            return pp_cli_usage_error ("--steps: no step %ld; the trace has steps %d to %d", step_a,
+                                       first, last);
+          }
+        v.t0_ns = t0;
+        v.t1_ns = t1 > t0 ? t1 : e;
+      }
     if (v.t1_ns <= v.t0_ns)
       {
         pp_timeline_model_free (m);
         return pp_cli_usage_error ("the range is empty: the run lasts %.3f ms", (double) (e - s) / 1e6);
+      }
+    /* a range with nothing recorded in it is a mistake, not a picture */
+    int64_t f0, f1;
+    if (pp_timeline_model_span_extent (m, &f0, &f1) && (v.t1_ns <= f0 || v.t0_ns >= f1))
+      {
+        pp_timeline_model_free (m);
+        return pp_cli_usage_error ("nothing was recorded between %.3f and %.3f ms; the spans run "
+                                   "from %.3f to %.3f ms of the run", (double) (v.t0_ns - s) / 1e6,
+                                   (double) (v.t1_ns - s) / 1e6, (double) (f0 - s) / 1e6,
+                                   (double) (f1 - s) / 1e6);
       }
   }
   v.show_plan = plan;

@@ -432,6 +432,10 @@ test_cli_render (Fixture *f, gconstpointer data)
                         "--plan", "--dark", NULL), ==, 0);
   g_free (out); g_free (err);
   assert_magic (pdf, "%PDF", NULL);
+  /* a step by its number */
+  g_assert_cmpint (run (&out, &err, "render", f->trace, "-o", png, "--steps", "0", NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_free (out); g_free (err);
 
   /* Mistakes: one line, exit 2 for usage, 1 for a file that cannot be read. */
   static const char *const bad[][8] = {
@@ -442,6 +446,10 @@ test_cli_render (Fixture *f, gconstpointer data)
     { "render", "T", "-o", "x.png", "--from", "12 parsecs", NULL },
     { "render", "T", "-o", "x.png", "--from", "5ms", "--to", "2ms" },
     { "render", "T", "-o", "x.png", "--bogus", NULL },
+    { "render", "T", "-o", "x.png", "--from", "100s", "--to", "200s" },   /* nothing there */
+    { "render", "T", "-o", "x.png", "--steps", "9", NULL },             /* no such step */
+    { "render", "T", "-o", "x.png", "--steps", "3-1", NULL },
+    { "render", "T", "-o", "x.png", "--steps", "0", "--from", "1ms" },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (bad); i++)
     {

@@ -66,6 +66,11 @@ const PpTimelinePlanned *pp_timeline_model_planned (const PpTimelineModel *m, in
  * marker of the step), ascending. */
 size_t           pp_timeline_model_n_steps (const PpTimelineModel *m);
 const int64_t   *pp_timeline_model_step_starts (const PpTimelineModel *m);
+/* The step number of each entry of pp_timeline_model_step_starts. */
+const int32_t   *pp_timeline_model_step_numbers (const PpTimelineModel *m);
+/* First span start and last span end over all ranks (plans not counted);
+ * 0 if there is no span. */
+int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end);
 
 /* Loss per step (NaN where unknown), indexed by step. */
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
