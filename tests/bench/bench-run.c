@@ -359,7 +359,8 @@ bench_probe (double *diff)
     *diff = 100.0 * median (paired, N);
     printf ("probe off                %8.1f ms/step\n", moff * 1e3);
     printf ("probe on (counting sink) %8.1f ms/step   %+.2f%%  %s   (%llu spans, %llu counters, %llu dropped)\n",
-            mon * 1e3, *diff, fabs (*diff) < 1.0 ? "ok" : "MISS",
+            /* the target bounds the cost; on faster than off is noise */
+            mon * 1e3, *diff, *diff < 1.0 ? (*diff > -1.0 ? "ok" : "ok (on faster: noise)") : "MISS",
             (unsigned long long) tap->n_spans, (unsigned long long) tap->n_counters,
             (unsigned long long) pp_probe_dropped (probe));
   }
