@@ -967,6 +967,16 @@ plan_shift (const PpTimelineModel *m, int64_t plan0, size_t k)
   return pp_timeline_model_step_starts (m)[k] - plan0;
 }
 
+/* Where copy k stops: the next step's start (a plan longer than the step
+ * it stands under is cut there, not drawn into the next step's plan, where
+ * the two copies' labels ran together); INT64_MAX for the last. */
+static int64_t
+plan_limit (const PpTimelineModel *m, size_t k)
+{
+  size_t n = pp_timeline_model_n_steps (m);
+  return k + 1 < n ? pp_timeline_model_step_starts (m)[k + 1] : INT64_MAX;
+}
+
 /* Draws rank r; returns its idle share of the visible part of the run (-1
  * if none of the run is visible). */
 static double
@@ -1076,14 +1086,16 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       c->n_boxes = 0;
       for (size_t copy = 0; copy < plan_copies (c->m, c->plan0); copy++)
         {
-          int64_t sh = plan_shift (c->m, c->plan0, copy);
+          int64_t sh = plan_shift (c->m, c->plan0, copy), limit = plan_limit (c->m, copy);
           if (c->plan1 + sh < v->t0_ns || c->plan0 + sh > v->t1_ns)
             continue;
           for (size_t k = 0; k < np; k++)
             {
               int kind = plan_span_kind (p[k].kind);
               int64_t ps = p[k].start_ns + sh, pe = p[k].end_ns + sh;
-              if (kind < 0 || pe < v->t0_ns || ps > v->t1_ns)
+              if (pe > limit)
+                pe = limit;
+              if (kind < 0 || ps >= limit || pe < v->t0_ns || ps > v->t1_ns)
                 continue;
               double x = (double) (ps - v->t0_ns) * px_per_ns;
               double w = (double) (pe - ps) * px_per_ns;
@@ -1325,10 +1337,11 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, do
       plan_extent (m, &p0, &p1);
       for (size_t copy = 0; copy < plan_copies (m, p0); copy++)
         {
-          int64_t tt = t - plan_shift (m, p0, copy);
+          int64_t sh = plan_shift (m, p0, copy), limit = plan_limit (m, copy);
+          int64_t tt = t - sh;
           for (size_t k = 0; k < np; k++)
             {
-              if (plan_span_kind (p[k].kind) < 0)
+              if (plan_span_kind (p[k].kind) < 0 || p[k].start_ns + sh >= limit || t >= limit)
                 continue;
               int64_t d = tt < p[k].start_ns ? p[k].start_ns - tt
                           : tt > p[k].end_ns ? tt - p[k].end_ns : 0;
