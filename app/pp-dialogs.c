@@ -309,35 +309,57 @@ typedef struct {
 static const char *const shot_formats[] = { "PNG", "SVG", "PDF", NULL };
 static const char *const shot_exts[] = { "png", "svg", "pdf" };
 
+/* What the file chooser needs once it answers, taken when it opens: the
+ * settings dialog may be gone by then (closed behind a chooser that is not
+ * modal on every platform), and its widgets with it. */
+typedef struct {
+  PpWindow *self;        /* a reference */
+  GWeakRef  dialog;
+  guint     format;
+  gboolean  as_shown;
+  int       width, height;
+} ShotRequest;
+
 static void
-shot_file_response (GtkNativeDialog *chooser, int response, ShotDialog *d)
+shot_request_free (gpointer p)
 {
-  PpWindow *self = d->self;
-  PpRun *run = self->shown[0];
-  if (response == GTK_RESPONSE_ACCEPT && run)
+  ShotRequest *r = p;
+  g_object_unref (r->self);
+  g_weak_ref_clear (&r->dialog);
+  g_free (r);
+}
+
+static void
+shot_file_response (GtkNativeDialog *chooser, int response, gpointer data)
+{
+  ShotRequest *r = g_object_get_data (G_OBJECT (chooser), "pp-request");
+  PpWindow *self = r->self;
+  if (response == GTK_RESPONSE_ACCEPT && self->shown[0])
     {
       g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (chooser));
       g_autofree char *path = g_file_get_path (file);
-      guint fmt = gtk_drop_down_get_selected (d->format);
       /* The format is the file's extension; add the chosen one if it has none. */
       if (!g_str_has_suffix (path, ".png") && !g_str_has_suffix (path, ".svg") && !g_str_has_suffix (path, ".pdf"))
         {
-          char *with = g_strconcat (path, ".", shot_exts[fmt], NULL);
+          char *with = g_strconcat (path, ".", shot_exts[r->format], NULL);
           g_free (path);
           path = with;
         }
       g_autoptr (GError) error = NULL;
       g_autofree char *msg = NULL;
-      if (pp_window_save_screenshot (self, path, gtk_drop_down_get_selected (d->range) == 0,
-                                     gtk_spin_button_get_value_as_int (d->width),
-                                     gtk_spin_button_get_value_as_int (d->height), &error))
+      if (pp_window_save_screenshot (self, path, r->as_shown, r->width, r->height, &error))
         msg = g_strdup_printf ("Saved %s", path);
       else
         msg = g_strdup (error->message);
       pp_window_toast (self, msg);
     }
+  GtkWidget *dialog = g_weak_ref_get (&r->dialog);
+  if (dialog)
+    {
+      gtk_window_destroy (GTK_WINDOW (dialog));
+      g_object_unref (dialog);
+    }
   g_object_unref (chooser);
-  gtk_window_destroy (GTK_WINDOW (d->dialog));
 }
 
 static void
@@ -346,10 +368,26 @@ shot_save_clicked (GtkButton *button, ShotDialog *d)
   GtkFileChooserNative *chooser =
     gtk_file_chooser_native_new ("Save Screenshot", GTK_WINDOW (d->dialog), GTK_FILE_CHOOSER_ACTION_SAVE,
                                  "_Save", "_Cancel");
-  g_autofree char *name = g_strdup_printf ("pipescope-timeline.%s",
-                                           shot_exts[gtk_drop_down_get_selected (d->format)]);
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (chooser), TRUE);
+  ShotRequest *r = g_new0 (ShotRequest, 1);
+  r->self = g_object_ref (d->self);
+  g_weak_ref_init (&r->dialog, d->dialog);
+  r->format = gtk_drop_down_get_selected (d->format);
+  r->as_shown = gtk_drop_down_get_selected (d->range) == 0;
+  r->width = gtk_spin_button_get_value_as_int (d->width);
+  r->height = gtk_spin_button_get_value_as_int (d->height);
+  g_object_set_data_full (G_OBJECT (chooser), "pp-request", r, shot_request_free);
+  g_autofree char *name = g_strdup_printf ("pipescope-timeline.%s", shot_exts[r->format]);
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), name);
-  g_signal_connect (chooser, "response", G_CALLBACK (shot_file_response), d);
+  /* Pictures (or home), not wherever the app was started from */
+  {
+    const char *dir = g_get_user_special_dir (G_USER_DIRECTORY_PICTURES);
+    if (dir == NULL || !g_file_test (dir, G_FILE_TEST_IS_DIR))
+      dir = g_get_home_dir ();
+    g_autoptr (GFile) folder = g_file_new_for_path (dir);
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (chooser), folder, NULL);
+  }
+  g_signal_connect (chooser, "response", G_CALLBACK (shot_file_response), NULL);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));
 }
 
