@@ -580,7 +580,7 @@ pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
 
 PpRun *
 pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
-                  int stages_per_rank, const char *backend, GError **error)
+                  int stages_per_rank, const char *backend, const PpRunModel *model, GError **error)
 {
   g_return_val_if_fail (cli_path && schedule, NULL);
 
@@ -589,7 +589,9 @@ pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int mic
   g_snprintf (m, sizeof m, "%d", microbatches);
   g_snprintf (v, sizeof v, "%d", stages_per_rank);
   /* Every stage needs a block of its own. */
-  g_snprintf (layers, sizeof layers, "%d", MAX (8, ranks * MAX (stages_per_rank, 1) * 2));
+  int n_stages = ranks * MAX (stages_per_rank, 1);
+  g_snprintf (layers, sizeof layers, "%d", model && model->layers >= n_stages ? model->layers
+                                           : MAX (8, n_stages * 2));
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   const char *fixed[] = { cli_path, "run", "-s", schedule, "-p", p, "-m", m };
   for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
@@ -601,9 +603,14 @@ pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int mic
     }
   /* Big enough that one action takes about a millisecond on a CPU: with
    * microsecond actions, handing work between threads is all one measures. */
-  char batch[16];
-  g_snprintf (batch, sizeof batch, "%d", 8 * microbatches);
-  const char *tail[] = { "--steps", "300", "--layers", layers, "--width", "256",
+  char batch[16], width[16];
+  /* a given batch, to the nearest multiple of M (the rows split evenly) */
+  g_snprintf (batch, sizeof batch, "%d", model && model->batch > 0
+                                         ? MAX (microbatches, (model->batch + microbatches / 2)
+                                                              / microbatches * microbatches)
+                                         : 8 * microbatches);
+  g_snprintf (width, sizeof width, "%d", model && model->width > 0 ? model->width : 256);
+  const char *tail[] = { "--steps", "300", "--layers", layers, "--width", width,
                          "--batch", batch, "--backend", backend ? backend : "auto" };
   for (guint i = 0; i < G_N_ELEMENTS (tail); i++)
     g_ptr_array_add (argv, (gpointer) tail[i]);

@@ -29,9 +29,12 @@ G_DECLARE_FINAL_TYPE (PpRun, pp_run, PP, RUN, GObject)
 
 /* Starts `cli run -s schedule -p P -m M [-v V] --backend B ...` and attaches
  * to it by pid.  NULL with error if the child cannot be started. */
+/* model: blocks, width and rows per step; 0 for the app's defaults (8 or
+ * two a stage, 256, and 8 rows a micro-batch). */
+typedef struct { int layers, width, batch; } PpRunModel;
 PpRun           *pp_run_new_child  (const char *cli_path, const char *schedule, int ranks,
                                     int microbatches, int stages_per_rank, const char *backend,
-                                    GError **error);
+                                    const PpRunModel *model, GError **error);
 /* Attaches to a running job: pid, name, socket path or HOST:PORT (+ token). */
 PpRun           *pp_run_new_attach (const char *job, const char *token);
 /* A run of a trace file already read into model (taken). */

@@ -146,10 +146,12 @@ tick_run (struct PpSelfTest *t)
             gtk_spin_button_set_value (w->ranks, 4);
           }
       }
-      gtk_spin_button_set_value (w->microbatches, 12);
-      if (!g_action_group_get_action_enabled (G_ACTION_GROUP (w), "run"))
+      /* As if a What if row were chosen: 12 micro-batches, the same model. */
+      g_signal_emit_by_name (w->whatif, "apply", "1F1B", 4, 12, 0);
+      if (!g_action_group_get_action_enabled (G_ACTION_GROUP (w), "run")
+          || gtk_spin_button_get_value_as_int (w->microbatches) != 12)
         {
-          fail (t, "1F1B, 4 ranks, 12 micro-batches should be accepted");  /* ranks set to 4 above */
+          fail (t, "1F1B, 4 ranks, 12 micro-batches should be accepted");
           return TRUE;
         }
       g_action_group_activate_action (G_ACTION_GROUP (w), "run", NULL);
@@ -166,6 +168,17 @@ tick_run (struct PpSelfTest *t)
         if (!d || d->n_microbatches != 12)
           {
             fail (t, "the second run should have 12 micro-batches");
+            return TRUE;
+          }
+        /* What if ranked for the first run's batch: the second keeps it (to
+         * a multiple of 12), not the app's 8 rows a micro-batch (96) */
+        const PpTraceDescription *d0 = pp_timeline_model_description (pp_run_get_model (r0));
+        const char *b0 = d0 ? strstr (d0->model, "batch ") : NULL, *b1 = strstr (d->model, "batch ");
+        int batch0 = b0 ? atoi (b0 + 6) : -1, batch1 = b1 ? atoi (b1 + 6) : -1;
+        say ("batch %d after What if, from a run with batch %d", batch1, batch0);
+        if (batch0 <= 0 || batch1 % 12 != 0 || abs (batch1 - batch0) > 6)
+          {
+            fail (t, "a run applied from What if should train the batch What if ranked for");
             return TRUE;
           }
         remember_pid (t, r1);

@@ -115,6 +115,9 @@ pp_window_validate (PpWindow *self)
 static void
 on_control_changed (PpWindow *self)
 {
+  /* set by hand: the app's own model again */
+  if (!self->applying_whatif)
+    memset (&self->whatif_model, 0, sizeof self->whatif_model);
   pp_window_validate (self);
 }
 
@@ -483,7 +486,7 @@ pp_window_run (PpWindow *self)
                                             info && info->takes_v
                                               ? gtk_spin_button_get_value_as_int (self->stages_per_rank) : 0,
                                             be ? gtk_string_object_get_string (be) : "auto",
-                                            &error);
+                                            &self->whatif_model, &error);
   if (!run)
     {
       g_autofree char *msg = g_strdup_printf ("Could not start pipescope-cli: %s", error->message);
@@ -588,10 +591,36 @@ static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_windo
 static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
 static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
 
+/* A number in a run's model description ("residual MLP: 8 blocks, width
+ * 256, hidden 1024, batch 64"): the one before word, or after it; 0 if
+ * none. */
+static int
+model_int (const char *model, const char *word, gboolean before)
+{
+  const char *p = model ? strstr (model, word) : NULL;
+  if (p == NULL)
+    return 0;
+  if (before)
+    {
+      const char *q = p;
+      while (q > model && q[-1] == ' ')
+        q--;
+      const char *e = q;
+      while (q > model && g_ascii_isdigit (q[-1]))
+        q--;
+      return q < e ? atoi (q) : 0;
+    }
+  p += strlen (word);
+  while (*p == ' ' || *p == '=' || *p == ':')
+    p++;
+  return g_ascii_isdigit (*p) ? atoi (p) : 0;
+}
+
 static void
 on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
                  int stages_per_rank, PpWindow *self)
 {
+  self->applying_whatif = TRUE;
   GListModel *names = gtk_drop_down_get_model (self->schedule);
   for (guint i = 0; i < g_list_model_get_n_items (names); i++)
     {
@@ -603,8 +632,26 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   gtk_spin_button_set_value (self->microbatches, microbatches);
   if (stages_per_rank > 0)
     gtk_spin_button_set_value (self->stages_per_rank, stages_per_rank);
+  self->applying_whatif = FALSE;
+  /* What if predicts for the model and batch it measured: the next Run
+   * trains that one, not the app's default (8 rows a micro-batch would
+   * double the batch with M). */
+  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_run_get_model (self->shown[0])) : NULL;
+  memset (&self->whatif_model, 0, sizeof self->whatif_model);
+  if (d)
+    {
+      self->whatif_model.layers = model_int (d->model, "blocks", TRUE);
+      self->whatif_model.width = model_int (d->model, "width", FALSE);
+      self->whatif_model.batch = model_int (d->model, "batch", FALSE);
+    }
   pp_window_validate (self);
-  pp_window_toast (self, "Controls set from the what-if panel; Run (Ctrl+R) to try it");
+  g_autofree char *msg = NULL;
+  if (self->whatif_model.batch > 0)
+    msg = g_strdup_printf ("Controls set from What if; Run (Ctrl+R) trains the same model "
+                           "(batch %d) to try it", self->whatif_model.batch);
+  else
+    msg = g_strdup ("Controls set from What if; Run (Ctrl+R) to try it");
+  pp_window_toast (self, msg);
 }
 
 static gboolean
