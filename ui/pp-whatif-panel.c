@@ -31,6 +31,9 @@ struct _PpWhatifPanel
   size_t           n_suggestions;
   gint64           last_compute_us;
   guint            pending_id;     /* timeout for a throttled recompute */
+  gboolean         held;           /* pointer or focus in the list: rows stay put */
+  gboolean         held_pointer, held_focus;
+  gboolean         deferred;       /* a recompute waits for the list to be let go */
 };
 
 G_DEFINE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, GTK_TYPE_WIDGET)
@@ -252,21 +255,75 @@ recompute (PpWhatifPanel *self)
     gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i]));
 }
 
+static void schedule_recompute (PpWhatifPanel *self);
+
 static gboolean
 on_pending_timeout (gpointer data)
 {
   PpWhatifPanel *self = data;
 
   self->pending_id = 0;
-  recompute (self);
+  if (self->held)
+    self->deferred = TRUE;
+  else
+    recompute (self);
   return G_SOURCE_REMOVE;
 }
 
-/* Now if the last computation is a second old, else once it is. */
+static void
+set_held (PpWhatifPanel *self)
+{
+  self->held = self->held_pointer || self->held_focus;
+  /* Not from here: the list's rows must not go while GTK delivers the
+   * crossing to them (that crashed GTK) — a moment later instead. */
+  if (!self->held && self->deferred && self->pending_id == 0)
+    {
+      self->deferred = FALSE;
+      self->pending_id = g_timeout_add (50, on_pending_timeout, self);
+    }
+}
+
+static void
+on_list_enter (GtkEventControllerMotion *c, double x, double y, PpWhatifPanel *self)
+{
+  self->held_pointer = TRUE;
+  set_held (self);
+}
+
+static void
+on_list_leave (GtkEventControllerMotion *c, PpWhatifPanel *self)
+{
+  self->held_pointer = FALSE;
+  set_held (self);
+}
+
+static void
+on_list_focus_enter (GtkEventControllerFocus *c, PpWhatifPanel *self)
+{
+  self->held_focus = TRUE;
+  set_held (self);
+}
+
+static void
+on_list_focus_leave (GtkEventControllerFocus *c, PpWhatifPanel *self)
+{
+  self->held_focus = FALSE;
+  set_held (self);
+}
+
+/* Now if the last computation is a second old, else once it is; not while
+ * the list is under the pointer or has the focus (a live run's new costs
+ * reordered the rows about once a second, under a click). */
 static void
 schedule_recompute (PpWhatifPanel *self)
 {
   gint64 since = g_get_monotonic_time () - self->last_compute_us;
+
+  if (self->held && self->last_compute_us != 0)
+    {
+      self->deferred = TRUE;
+      return;
+    }
 
   if (self->last_compute_us == 0 || since >= PP_WHATIF_MIN_INTERVAL_US)
     {
@@ -393,6 +450,14 @@ pp_whatif_panel_init (PpWhatifPanel *self)
   gtk_list_box_set_activate_on_single_click (GTK_LIST_BOX (self->list), TRUE);
   gtk_widget_add_css_class (self->list, "boxed-list");
   g_signal_connect (self->list, "row-activated", G_CALLBACK (on_row_activated), self);
+  GtkEventController *motion = gtk_event_controller_motion_new ();
+  g_signal_connect (motion, "enter", G_CALLBACK (on_list_enter), self);
+  g_signal_connect (motion, "leave", G_CALLBACK (on_list_leave), self);
+  gtk_widget_add_controller (self->list, motion);
+  GtkEventController *focus = gtk_event_controller_focus_new ();
+  g_signal_connect (focus, "enter", G_CALLBACK (on_list_focus_enter), self);
+  g_signal_connect (focus, "leave", G_CALLBACK (on_list_focus_leave), self);
+  gtk_widget_add_controller (self->list, focus);
 
   GtkWidget *scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller),
