@@ -512,9 +512,20 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index)
     g_string_append_printf (t, " · micro-batch %d", p->microbatch);
   if (p->kind >= 0 && p->kind < (int) G_N_ELEMENTS (kinds))
     g_string_append_printf (t, " · %s", kinds[p->kind]);
-  g_string_append (t, " · start ");
-  append_ms (t, (double) (p->start_ns - pp_timeline_model_start_ns (m)));
-  g_string_append (t, " · ");
+  /* The plan is one step, drawn under every step: its time is an offset
+   * into the step (from the plan's first block on any rank), not a time on
+   * the axis. */
+  int64_t origin = INT64_MAX;
+  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+    {
+      const PpTimelinePlanned *q = pp_timeline_model_planned (m, r);
+      for (size_t k = 0; k < pp_timeline_model_n_planned (m, r); k++)
+        if (q[k].start_ns < origin)
+          origin = q[k].start_ns;
+    }
+  g_string_append (t, " · at ");
+  append_ms (t, (double) (p->start_ns - origin));
+  g_string_append (t, " into the step · ");
   append_ms (t, (double) (p->end_ns - p->start_ns));
   return g_string_free (t, FALSE);
 }
