@@ -442,7 +442,10 @@ pp_window_show_screenshot_dialog (PpWindow *self)
 
   GtkWidget *group = adw_preferences_group_new ();
   adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
-    "The timeline with the run's description and a legend, drawn by the same code as the window.");
+    self->shown[1] ? "The upper run's timeline (while comparing, one run a picture) with its "
+                     "description and a legend, drawn by the same code as the window."
+                   : "The timeline with the run's description and a legend, drawn by the same "
+                     "code as the window.");
   adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Format", GTK_WIDGET (d->format)));
   adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Time range", GTK_WIDGET (d->range)));
   adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Width (px)", GTK_WIDGET (d->width)));

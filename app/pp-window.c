@@ -244,6 +244,14 @@ pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
   else if (!b && comparing && self->single_position > 0)
     gtk_paned_set_position (self->vpaned, self->single_position);
   gtk_widget_set_visible (self->timeline_box[1], b != NULL);
+  /* comparing: the panels describe the upper run; say so */
+  if (b != NULL)
+    {
+      g_autofree char *what = g_strdup_printf ("Statistics, loss and What if of the upper run, %s",
+                                               pp_run_get_title (a));
+      gtk_label_set_text (self->panels_label, what);
+    }
+  gtk_widget_set_visible (GTK_WIDGET (self->panels_label), b != NULL);
   gtk_widget_set_visible (GTK_WIDGET (self->timeline_label[0]), b != NULL);
   gtk_stack_set_visible_child_name (self->main_stack, a ? "timeline" : "empty");
   if (a)
@@ -992,6 +1000,12 @@ pp_window_build_main (PpWindow *self)
   gtk_widget_set_margin_bottom (switcher, 6);
   gtk_box_append (GTK_BOX (bottom), gtk_separator_new (GTK_ORIENTATION_HORIZONTAL));
   gtk_box_append (GTK_BOX (bottom), switcher);
+  self->panels_label = GTK_LABEL (gtk_label_new (NULL));
+  gtk_widget_add_css_class (GTK_WIDGET (self->panels_label), "caption");
+  gtk_widget_add_css_class (GTK_WIDGET (self->panels_label), "dim-label");
+  gtk_label_set_ellipsize (self->panels_label, PANGO_ELLIPSIZE_END);
+  gtk_widget_set_visible (GTK_WIDGET (self->panels_label), FALSE);
+  gtk_box_append (GTK_BOX (bottom), GTK_WIDGET (self->panels_label));
   gtk_box_append (GTK_BOX (bottom), GTK_WIDGET (stack));
 
   GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
