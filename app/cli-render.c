@@ -204,7 +204,8 @@ pp_cli_render (int argc, char **argv)
           {
             if (num[i] == step_a && t0 < 0)
               t0 = st[i];
-            if (num[i] == step_b + 1)
+            /* B ends where the first later step begins (markers may skip) */
+            if (num[i] > step_b && st[i] < t1)
               t1 = st[i];
           }
         if (t0 < 0)

@@ -343,9 +343,12 @@ pp_run_dispose (GObject *object)
 
   if (self->live)
     g_atomic_int_set (&self->live->stop, 1);
+  /* Let the reader go, do not wait for it: it may be stuck in a connect()
+   * to an unreachable host for minutes, and it holds its own reference to
+   * what it uses (the queue, the copy's path). */
   if (self->thread)
     {
-      g_thread_join (self->thread);
+      g_thread_unref (self->thread);
       self->thread = NULL;
     }
   g_clear_handle_id (&self->drain_id, g_source_remove);

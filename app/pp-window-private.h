@@ -45,6 +45,7 @@ struct _PpWindow
   PpRun            *shown[2];       /* what the timelines show (borrowed from runs) */
   gboolean          syncing_range;
   gboolean          syncing_selection;
+  guint             pick_seq;       /* runs get a pick number as they join the selection */
   GtkLabel         *panels_label;   /* comparing: which run the panels describe */
   PpRunModel        whatif_model;   /* the model What if ranked for; zeros: defaults */
   gboolean          applying_whatif;

@@ -172,7 +172,8 @@ static gboolean
 pp_window_remove_failed (gpointer data)
 {
   RemoveLater *r = data;
-  pp_window_remove_run (r->self, r->run);
+  if (r->self->runs)
+    pp_window_remove_run (r->self, r->run);
   return G_SOURCE_REMOVE;
 }
 
@@ -195,11 +196,21 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
         gtk_label_set_text (self->timeline_label[i], pp_run_get_title (run));
       }
   if (self->shown[0] == run)
-    self->panels_dirty = TRUE;
+    {
+      self->panels_dirty = TRUE;
+      if (self->shown[1])
+        {
+          g_autofree char *what = g_strdup_printf ("Statistics, loss and What if of the upper run, %s",
+                                                   pp_run_get_title (run));
+          gtk_label_set_text (self->panels_label, what);
+        }
+    }
   pp_window_update_subtitle (self);
-  /* An attach that failed before anything arrived leaves nothing to look
-   * at: its toast said why, and the row would only clutter the list. */
-  if (pp_run_get_state (run) == PP_RUN_FAILED && !pp_run_is_child (run)
+  /* An attach that failed or ended before anything arrived (a refused
+   * connection, something that is not a job) leaves nothing to look at:
+   * its toast said why, and the row would only clutter the list. */
+  if ((pp_run_get_state (run) == PP_RUN_FAILED || pp_run_get_state (run) == PP_RUN_ENDED)
+      && !pp_run_is_child (run)
       && pp_timeline_model_n_spans_total (pp_run_get_model (run)) == 0
       && pp_timeline_model_description (pp_run_get_model (run)) == NULL)
     {
@@ -260,7 +271,7 @@ pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
 }
 
 /* A click shows one run; Ctrl-click adds a second to compare (or takes one
- * away).  A third Ctrl-click replaces the run compared longest. */
+ * away).  A third Ctrl-click replaces the earliest of the two picks. */
 static void
 on_selected_rows_changed (GtkListBox *list, PpWindow *self)
 {
@@ -278,33 +289,40 @@ on_selected_rows_changed (GtkListBox *list, PpWindow *self)
       g_ptr_array_add (picked, run);
       g_ptr_array_add (rows, row);
     }
+  /* every run that joins the selection gets the next pick number */
+  for (guint i = 0; i < picked->len; i++)
+    if (picked->pdata[i] != self->shown[0] && picked->pdata[i] != self->shown[1])
+      g_object_set_data (G_OBJECT (picked->pdata[i]), "pp-pick", GUINT_TO_POINTER (++self->pick_seq));
   PpRun *a = picked->len > 0 ? picked->pdata[0] : NULL;
   PpRun *b = picked->len > 1 ? picked->pdata[1] : NULL;
   if (picked->len > 2 && !self->syncing_selection)
     {
-      /* keep the newest pick and the run shown first (or second) */
-      PpRun *keep = NULL, *added = NULL;
+      /* keep the two latest picks, upper one first */
+      guint best = 0, second = 0;
+      gint i1 = -1, i2 = -1;
       for (guint i = 0; i < picked->len; i++)
         {
-          PpRun *r = picked->pdata[i];
-          if (r != self->shown[0] && r != self->shown[1])
-            added = r;
+          guint seq = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (picked->pdata[i]), "pp-pick"));
+          if (i1 < 0 || seq > best)
+            {
+              second = best;
+              i2 = i1;
+              best = seq;
+              i1 = (gint) i;
+            }
+          else if (i2 < 0 || seq > second)
+            {
+              second = seq;
+              i2 = (gint) i;
+            }
         }
-      if (added == NULL)
-        added = picked->pdata[picked->len - 1];
-      if (self->shown[0] && self->shown[0] != added && g_ptr_array_find (picked, self->shown[0], NULL))
-        keep = self->shown[0];
-      else if (self->shown[1] && self->shown[1] != added && g_ptr_array_find (picked, self->shown[1], NULL))
-        keep = self->shown[1];
-      else
-        keep = picked->pdata[0] != added ? picked->pdata[0] : picked->pdata[1];
       self->syncing_selection = TRUE;
       for (guint i = 0; i < picked->len; i++)
-        if (picked->pdata[i] != keep && picked->pdata[i] != added)
+        if ((gint) i != i1 && (gint) i != i2)
           gtk_list_box_unselect_row (list, rows->pdata[i]);
       self->syncing_selection = FALSE;
-      a = keep;
-      b = added;
+      a = picked->pdata[MIN (i1, i2)];
+      b = picked->pdata[MAX (i1, i2)];
     }
   g_ptr_array_unref (picked);
   g_ptr_array_unref (rows);
@@ -373,6 +391,9 @@ pp_window_remove_run (PpWindow *self, PpRun *run)
   guint pos;
   if (!g_list_store_find (self->runs, run, &pos))
     return;
+  /* A job of ours stops (its wait and stderr reader keep the run alive
+   * until it exits, so dispose would not), an attach lets go. */
+  pp_run_stop (run);
   GtkListBoxRow *row = gtk_list_box_get_row_at_index (self->run_list, (int) pos);
   if (row && gtk_list_box_row_is_selected (row))
     gtk_list_box_unselect_row (self->run_list, row);
@@ -435,7 +456,9 @@ static gboolean
 pp_window_scroll_runs_to_end (gpointer data)
 {
   PpWindow *self = data;
-  GtkAdjustment *adj = self->run_list ? gtk_list_box_get_adjustment (self->run_list) : NULL;
+  if (self->run_list == NULL)
+    return G_SOURCE_REMOVE;
+  GtkAdjustment *adj = gtk_list_box_get_adjustment (self->run_list);
   if (adj == NULL)
     {
       GtkWidget *scroll = gtk_widget_get_ancestor (GTK_WIDGET (self->run_list), GTK_TYPE_SCROLLED_WINDOW);
@@ -605,7 +628,10 @@ static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_win
 static int
 model_int (const char *model, const char *word, gboolean before)
 {
-  const char *p = model ? strstr (model, word) : NULL;
+  /* the word itself, not the end of another ("micro-batch") */
+  const char *p = model;
+  while (p && (p = strstr (p, word)) != NULL && p > model && (g_ascii_isalnum (p[-1]) || p[-1] == '-'))
+    p += strlen (word);
   if (p == NULL)
     return 0;
   if (before)
@@ -640,7 +666,6 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   gtk_spin_button_set_value (self->microbatches, microbatches);
   if (stages_per_rank > 0)
     gtk_spin_button_set_value (self->stages_per_rank, stages_per_rank);
-  self->applying_whatif = FALSE;
   /* What if predicts for the model and batch it measured: the next Run
    * trains that one, not the app's default (8 rows a micro-batch would
    * double the batch with M). */
@@ -653,6 +678,7 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
       self->whatif_model.batch = model_int (d->model, "batch", FALSE);
     }
   pp_window_validate (self);
+  self->applying_whatif = FALSE;
   g_autofree char *msg = NULL;
   if (self->whatif_model.batch > 0)
     msg = g_strdup_printf ("Controls set from What if; Run (Ctrl+R) trains the same model "
@@ -1051,6 +1077,7 @@ pp_window_dispose (GObject *object)
   G_OBJECT_CLASS (pp_window_parent_class)->dispose (object);
   /* The models die with the runs, after the widgets let go of them. */
   g_clear_object (&self->runs);
+  self->run_list = NULL;   /* idles that outlive the window look at these */
 }
 
 static void

@@ -34,6 +34,7 @@ struct _PpWhatifPanel
   gboolean         held;           /* pointer or focus in the list: rows stay put */
   gboolean         held_pointer, held_focus;
   gboolean         deferred;       /* a recompute waits for the list to be let go */
+  const PpTimelineModel *model;   /* the run the rows are for */
 };
 
 G_DEFINE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, GTK_TYPE_WIDGET)
@@ -342,6 +343,12 @@ pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
 
   PpMeasuredCosts c = { 0 };
   gboolean have = model != NULL && pp_whatif_measured_costs (model, &c);
+  /* another run: its rows now, whatever holds the list */
+  if (model != self->model)
+    {
+      self->model = model;
+      self->last_compute_us = 0;
+    }
 
   if (have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
     {
@@ -372,6 +379,9 @@ on_row_activated (GtkListBox *list, GtkListBoxRow *row, PpWhatifPanel *self)
   if (i < 0 || (size_t) i >= self->n_suggestions)
     return;
   const PpSuggestion *s = &self->suggestions[i];
+  /* chosen: the focus a click left in the list holds the rows no longer */
+  self->held_focus = FALSE;
+  self->held = self->held_pointer;
   g_signal_emit (self, signals[SIGNAL_APPLY], 0,
                  s->schedule, s->ranks, s->microbatches, s->stages_per_rank);
 }
