@@ -131,7 +131,11 @@ pp_window_update_panels (PpWindow *self)
     return;
   PpTimelineModel *m = pp_run_get_model (run);
   pp_stats_panel_update (self->stats, m);
-  pp_loss_chart_update (self->loss, m);
+  if (self->shown[1])
+    pp_loss_chart_update_compare (self->loss, m, pp_run_get_title (run),
+                                  pp_run_get_model (self->shown[1]), pp_run_get_title (self->shown[1]));
+  else
+    pp_loss_chart_update (self->loss, m);
   pp_whatif_panel_update (self->whatif, m);
   self->panels_dirty = FALSE;
 }
@@ -160,7 +164,8 @@ on_run_changed (PpRun *run, PpWindow *self)
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
       pp_timeline_widget_model_changed (self->timeline[i]);
-  if (self->shown[0] == run)
+  /* the loss chart draws the compared run too */
+  if (self->shown[0] == run || self->shown[1] == run)
     self->panels_dirty = TRUE;
 }
 
@@ -200,7 +205,7 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
       self->panels_dirty = TRUE;
       if (self->shown[1])
         {
-          g_autofree char *what = g_strdup_printf ("Statistics, loss and What if of the upper run, %s",
+          g_autofree char *what = g_strdup_printf ("Statistics and What if of the upper run, %s (Loss shows both)",
                                                    pp_run_get_title (run));
           gtk_label_set_text (self->panels_label, what);
         }
@@ -258,7 +263,7 @@ pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
   /* comparing: the panels describe the upper run; say so */
   if (b != NULL)
     {
-      g_autofree char *what = g_strdup_printf ("Statistics, loss and What if of the upper run, %s",
+      g_autofree char *what = g_strdup_printf ("Statistics and What if of the upper run, %s (Loss shows both)",
                                                pp_run_get_title (a));
       gtk_label_set_text (self->panels_label, what);
     }

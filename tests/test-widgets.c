@@ -634,6 +634,45 @@ test_loss_chart (void)
   cairo_surface_destroy (empty);
   cairo_surface_destroy (full);
 
+  /* compared with a second run: its line, in a color of its own, and a
+   * legend; the first run's alone does not draw that color anywhere */
+  {
+    PpTimelineModel *m2 = pp_timeline_model_new ();
+    add_description (m2, 1, 1, S);
+    add_span (m2, 0, PP_SPAN_F, 0, 0, -1, S, S + 10 * MS);
+    for (int step = 0; step < 40; step++)
+      {
+        PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER };
+        it.counter.kind = PP_COUNTER_LOSS;
+        it.counter.step = step;
+        it.counter.time_ns = S + step * MS;
+        it.counter.value = 2.0 * exp (-step / 20.0) + 0.3;
+        pp_timeline_model_add (m2, &it);
+      }
+    pp_loss_chart_update (PP_LOSS_CHART (chart), m);
+    cairo_surface_t *one = render_widget (chart);
+    pp_loss_chart_update_compare (PP_LOSS_CHART (chart), m, "1F1B", m2, "ZBV");
+    cairo_surface_t *two = render_widget (chart);
+    save_png (two, "loss-chart-compare.png");
+    int w2 = cairo_image_surface_get_width (two), h2 = cairo_image_surface_get_height (two);
+    int orange_one = 0, orange_two = 0;
+    for (int y = 0; y < h2; y++)
+      for (int x = 0; x < w2; x++)
+        {
+          double a[3], b[3];
+          pixel (one, x, y, a);
+          pixel (two, x, y, b);
+          /* reddish orange: red high, blue low */
+          orange_one += a[0] > 0.6 && a[2] < 0.3 && a[0] - a[1] > 0.2;
+          orange_two += b[0] > 0.6 && b[2] < 0.3 && b[0] - b[1] > 0.2;
+        }
+    g_assert_cmpint (orange_one, ==, 0);
+    g_assert_cmpint (orange_two, >, 50);
+    cairo_surface_destroy (one);
+    cairo_surface_destroy (two);
+    pp_timeline_model_free (m2);
+  }
+
   pp_loss_chart_update (PP_LOSS_CHART (chart), NULL);
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);

@@ -15,6 +15,8 @@ struct _PpLossChart
   GtkWidget        parent_instance;
 
   GArray          *losses;         /* double, NaN where unknown */
+  GArray          *losses2;        /* a second run's, compared (empty: none) */
+  char            *title, *title2; /* the legend when comparing */
   AdwStyleManager *style_manager;
 };
 
@@ -26,21 +28,45 @@ pp_loss_chart_new (void)
   return g_object_new (PP_TYPE_LOSS_CHART, NULL);
 }
 
-void
-pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model)
+/* Copies model's losses into to; TRUE if they changed. */
+static gboolean
+take_losses (GArray *to, const PpTimelineModel *model)
 {
-  g_return_if_fail (PP_IS_LOSS_CHART (self));
-
   size_t n = model ? pp_timeline_model_n_losses (model) : 0;
   const double *v = n ? pp_timeline_model_losses (model) : NULL;
 
-  if (n == self->losses->len
-      && (n == 0 || memcmp (v, self->losses->data, n * sizeof (double)) == 0))
-    return;
-  g_array_set_size (self->losses, 0);
+  if (n == to->len && (n == 0 || memcmp (v, to->data, n * sizeof (double)) == 0))
+    return FALSE;
+  g_array_set_size (to, 0);
   if (n)
-    g_array_append_vals (self->losses, v, (guint) n);
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+    g_array_append_vals (to, v, (guint) n);
+  return TRUE;
+}
+
+void
+pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model)
+{
+  pp_loss_chart_update_compare (self, model, NULL, NULL, NULL);
+}
+
+void
+pp_loss_chart_update_compare (PpLossChart *self, const PpTimelineModel *model, const char *title,
+                              const PpTimelineModel *model2, const char *title2)
+{
+  g_return_if_fail (PP_IS_LOSS_CHART (self));
+
+  gboolean changed = take_losses (self->losses, model);
+  changed |= take_losses (self->losses2, model2);
+  if (g_strcmp0 (title, self->title) != 0 || g_strcmp0 (title2, self->title2) != 0)
+    {
+      g_free (self->title);
+      g_free (self->title2);
+      self->title = g_strdup (title);
+      self->title2 = g_strdup (title2);
+      changed = TRUE;
+    }
+  if (changed)
+    gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
 /* A tick step of 1, 2 or 5 x 10^k giving about `target` ticks over span. */
@@ -71,10 +97,16 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 11);
 
-  guint n = self->losses->len;
+  double line2[3] = { 0.835, 0.369, 0.0 };        /* Okabe–Ito vermillion */
+  if (dark)
+    {
+      line2[0] = 0.95; line2[1] = 0.55; line2[2] = 0.25;
+    }
+  guint n = self->losses->len, n2 = self->losses2->len;
   const double *v = (const double *) (void *) self->losses->data;
+  const double *v2 = (const double *) (void *) self->losses2->data;
   double lo = INFINITY, hi = -INFINITY;
-  int last = -1;
+  int last = -1, last2 = -1;
   for (guint i = 0; i < n; i++)
     if (isfinite (v[i]))
       {
@@ -82,6 +114,24 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
         hi = MAX (hi, v[i]);
         last = (int) i;
       }
+  for (guint i = 0; i < n2; i++)
+    if (isfinite (v2[i]))
+      {
+        lo = MIN (lo, v2[i]);
+        hi = MAX (hi, v2[i]);
+        last2 = (int) i;
+      }
+  if (last < 0 && last2 >= 0)
+    {
+      /* only the compared run has losses: draw it as the one */
+      const double *tv = v; v = v2; v2 = tv;
+      guint tn = n; n = n2; n2 = tn;
+      last = last2;
+      last2 = -1;
+      double tl[3] = { line[0], line[1], line[2] };
+      memcpy (line, line2, sizeof line);
+      memcpy (line2, tl, sizeof line2);
+    }
 
   if (last < 0)
     {
@@ -106,7 +156,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
 
   double ystep = nice_step (hi - lo, 4);
   double ylo = floor (lo / ystep) * ystep, yhi = ceil (hi / ystep) * ystep;
-  double xmax = MAX (1, (double) n - 1);
+  double xmax = MAX (1, (double) MAX (n, n2) - 1);
   double xstep = nice_step (xmax, 5);
   if (xstep < 1)
     xstep = 1;
@@ -155,6 +205,29 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_line_to (cr, right, bottom + 0.5);
   cairo_stroke (cr);
 
+  /* the compared run's line, under the first */
+  if (last2 >= 0)
+    {
+      cairo_set_source_rgb (cr, line2[0], line2[1], line2[2]);
+      cairo_set_line_width (cr, 2);
+      cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+      gboolean down = FALSE;
+      for (guint i = 0; i < n2; i++)
+        {
+          if (!isfinite (v2[i]))
+            {
+              down = FALSE;
+              continue;
+            }
+          if (down)
+            cairo_line_to (cr, X (i), Y (v2[i]));
+          else
+            cairo_move_to (cr, X (i), Y (v2[i]));
+          down = TRUE;
+        }
+      cairo_stroke (cr);
+    }
+
   /* the line; unknown steps break it */
   cairo_set_source_rgb (cr, line[0], line[1], line[2]);
   cairo_set_line_width (cr, 2);
@@ -192,6 +265,26 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
     lx = w - 2 - ext.width;
   cairo_move_to (cr, lx - ext.x_bearing, CLAMP (ly, top + ext.height, bottom));
   cairo_show_text (cr, label);
+
+  /* comparing: which line is which, top right */
+  if (n2 > 0 && self->title && self->title2)
+    {
+      const char *names[2] = { self->title, self->title2 };
+      const double *colors[2] = { line, line2 };
+      double y = top + 12;
+      for (int k = 0; k < 2; k++, y += 16)
+        {
+          cairo_text_extents_t e;
+          cairo_text_extents (cr, names[k], &e);
+          double x = right - e.x_advance;
+          cairo_set_source_rgb (cr, colors[k][0], colors[k][1], colors[k][2]);
+          cairo_rectangle (cr, x - 20, y - 6, 14, 3);
+          cairo_fill (cr);
+          cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+          cairo_move_to (cr, x, y);
+          cairo_show_text (cr, names[k]);
+        }
+    }
 
 #undef X
 #undef Y
@@ -237,6 +330,9 @@ pp_loss_chart_finalize (GObject *object)
   PpLossChart *self = PP_LOSS_CHART (object);
 
   g_array_unref (self->losses);
+  g_array_unref (self->losses2);
+  g_free (self->title);
+  g_free (self->title2);
   G_OBJECT_CLASS (pp_loss_chart_parent_class)->finalize (object);
 }
 
@@ -258,6 +354,7 @@ static void
 pp_loss_chart_init (PpLossChart *self)
 {
   self->losses = g_array_new (FALSE, FALSE, sizeof (double));
+  self->losses2 = g_array_new (FALSE, FALSE, sizeof (double));
   self->style_manager = adw_style_manager_get_default ();
   g_signal_connect_swapped (self->style_manager, "notify::dark",
                             G_CALLBACK (gtk_widget_queue_draw), self);

@@ -22,6 +22,11 @@ void       pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *mod
 G_DECLARE_FINAL_TYPE (PpLossChart, pp_loss_chart, PP, LOSS_CHART, GtkWidget)
 GtkWidget *pp_loss_chart_new (void);
 void       pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model);
+/* Two runs compared: both lines (model2 in a second color) and a legend
+ * naming them. */
+void       pp_loss_chart_update_compare (PpLossChart *self, const PpTimelineModel *model,
+                                         const char *title, const PpTimelineModel *model2,
+                                         const char *title2);
 
 /* What if: a memory budget spin button and a list of (schedule, M, V,
  * predicted step time, bubble, peak activation) best first.  Choosing a row
