@@ -812,10 +812,12 @@ pp_cli_run (int argc, char **argv)
             || write_new_names (&job, run, &next_name) != 0)
           goto out;
       }
-      if (done == 1 || done == 3)
+      if (done == 1 || done == 3 || done % 20 == 0)
         {
           /* Costs are measured now: the plan with its timeline.  Again after
-           * step 3, once the first (warm-up) step no longer counts. */
+           * step 3, once the first (warm-up) step no longer counts, and every
+           * 20 steps, so a viewer's plan follows the costs as the run goes
+           * (from steps 1-3 alone it could be off by 2x for a whole run). */
           pp_simulation_free (msim);
           msim = simulate_measured (run, s);
           if (msim != NULL)
