@@ -856,11 +856,7 @@ pp_cli_run (int argc, char **argv)
   if (done > 0)
     {
       int k = done / 2 > 0 ? done / 2 : 1;
-      double closed = strcmp (s->name, "GPipe") == 0 || strcmp (s->name, "1F1B") == 0
-                        ? pp_bubble_closed_form_gpipe (s->ranks, s->microbatches)
-                      : strcmp (s->name, "Interleaved1F1B") == 0
-                        ? pp_bubble_closed_form_interleaved (s->ranks, s->microbatches, s->stages_per_rank)
-                        : -1;
+      double closed = pp_bubble_closed_form (s->name, s->ranks, s->microbatches, s->stages_per_rank);
       double secs = 0;
       int64_t span = 0;
 

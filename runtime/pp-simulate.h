@@ -67,3 +67,7 @@ double   pp_bubble_closed_form_gpipe (int ranks, int microbatches);
 /* (P-1)/(VM+P-1): Interleaved1F1B's bubble under uniform costs per stage
  * (the fill and drain shrink V-fold); holds for M >= P, -1 below that. */
 double   pp_bubble_closed_form_interleaved (int ranks, int microbatches, int stages_per_rank);
+/* The closed form of schedule (any name pp_schedule_lookup takes) when it
+ * has one: GPipe and 1F1B (V 1), Interleaved1F1B (M >= P); -1 otherwise. */
+double   pp_bubble_closed_form (const char *schedule, int ranks, int microbatches,
+                                int stages_per_rank);

@@ -54,6 +54,14 @@ test_closed_form_interleaved (void)
   g_assert_cmpint (checked, >, 100);
   /* below M = P the fill is not shortened V-fold: no closed form */
   g_assert_cmpfloat (pp_bubble_closed_form_interleaved (4, 3, 2), <, 0);
+  /* by name, as run's table and the stats panel ask */
+  g_assert_cmpfloat (pp_bubble_closed_form ("interleaved1f1b", 4, 8, 2), ==,
+                     pp_bubble_closed_form_interleaved (4, 8, 2));
+  g_assert_cmpfloat_with_epsilon (pp_bubble_closed_form ("GPipe", 4, 6, 1), 1.0 / 3.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (pp_bubble_closed_form ("1f1b", 4, 24, 0), 3.0 / 27.0, 1e-12);
+  g_assert_cmpfloat (pp_bubble_closed_form ("1F1B", 4, 8, 2), <, 0);
+  g_assert_cmpfloat (pp_bubble_closed_form ("ZBV", 4, 8, 2), <, 0);
+  g_assert_cmpfloat (pp_bubble_closed_form ("no such", 4, 8, 1), <, 0);
 }
 
 static void

@@ -87,23 +87,11 @@ format_percent (char *buf, size_t size, double fraction)
     g_snprintf (buf, size, "%.1f%%", 100.0 * fraction);
 }
 
-/* The closed-form bubble of GPipe, 1F1B and Interleaved1F1B (M >= P); -1
- * for other schedules. */
+/* The closed-form bubble of the run's schedule; -1 where it has none. */
 static double
 closed_form_bubble (const PpTraceDescription *d)
 {
-  if (d == NULL || d->n_ranks < 1 || d->n_microbatches < 1)
-    return -1;
-  const PpScheduleInfo *info = pp_schedule_lookup (d->schedule);
-  const char *name = info ? info->name : d->schedule;
-  if (g_ascii_strcasecmp (name, "Interleaved1F1B") == 0)
-    return pp_bubble_closed_form_interleaved (d->n_ranks, d->n_microbatches,
-                                              d->n_virtual > 1 ? d->n_virtual : 1);
-  if (g_ascii_strcasecmp (name, "GPipe") != 0 && g_ascii_strcasecmp (name, "1F1B") != 0)
-    return -1;
-  if (d->n_virtual > 1)
-    return -1;
-  return pp_bubble_closed_form_gpipe (d->n_ranks, d->n_microbatches);
+  return d ? pp_bubble_closed_form (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual) : -1;
 }
 
 /* "batch N" (or "batch=N", "batch: N") in the model description; 0 if none. */
