@@ -173,8 +173,8 @@ tick_run (struct PpSelfTest *t)
         /* What if ranked for the first run's batch: the second keeps it (to
          * a multiple of 12), not the app's 8 rows a micro-batch (96) */
         const PpTraceDescription *d0 = pp_timeline_model_description (pp_run_get_model (r0));
-        const char *b0 = d0 ? strstr (d0->model, "batch ") : NULL, *b1 = strstr (d->model, "batch ");
-        int batch0 = b0 ? atoi (b0 + 6) : -1, batch1 = b1 ? atoi (b1 + 6) : -1;
+        int batch0 = (int) pp_timeline_description_number (d0, "batch", 0);
+        int batch1 = (int) pp_timeline_description_number (d, "batch", 0);
         say ("batch %d after What if, from a run with batch %d", batch1, batch0);
         if (batch0 <= 0 || batch1 % 12 != 0 || abs (batch1 - batch0) > 6)
           {

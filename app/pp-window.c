@@ -627,34 +627,6 @@ static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_windo
 static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
 static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
 
-/* A number in a run's model description ("residual MLP: 8 blocks, width
- * 256, hidden 1024, batch 64"): the one before word, or after it; 0 if
- * none. */
-static int
-model_int (const char *model, const char *word, gboolean before)
-{
-  /* the word itself, not the end of another ("micro-batch") */
-  const char *p = model;
-  while (p && (p = strstr (p, word)) != NULL && p > model && (g_ascii_isalnum (p[-1]) || p[-1] == '-'))
-    p += strlen (word);
-  if (p == NULL)
-    return 0;
-  if (before)
-    {
-      const char *q = p;
-      while (q > model && q[-1] == ' ')
-        q--;
-      const char *e = q;
-      while (q > model && g_ascii_isdigit (q[-1]))
-        q--;
-      return q < e ? atoi (q) : 0;
-    }
-  p += strlen (word);
-  while (*p == ' ' || *p == '=' || *p == ':')
-    p++;
-  return g_ascii_isdigit (*p) ? atoi (p) : 0;
-}
-
 static void
 on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
                  int stages_per_rank, PpWindow *self)
@@ -678,9 +650,9 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   memset (&self->whatif_model, 0, sizeof self->whatif_model);
   if (d)
     {
-      self->whatif_model.layers = model_int (d->model, "blocks", TRUE);
-      self->whatif_model.width = model_int (d->model, "width", FALSE);
-      self->whatif_model.batch = model_int (d->model, "batch", FALSE);
+      self->whatif_model.layers = (int) pp_timeline_description_number (d, "blocks", TRUE);
+      self->whatif_model.width = (int) pp_timeline_description_number (d, "width", FALSE);
+      self->whatif_model.batch = (int) pp_timeline_description_number (d, "batch", FALSE);
     }
   pp_window_validate (self);
   self->applying_whatif = FALSE;

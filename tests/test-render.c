@@ -495,6 +495,24 @@ test_model_truncated (Fixture *f, gconstpointer data)
   g_free (bytes);
 }
 
+/* Numbers in a description's model line, as the stats panel and What if
+ * read them. */
+static void
+test_description_number (void)
+{
+  PpTraceDescription d = { 0 };
+  g_strlcpy (d.model, "residual MLP: 8 blocks, width 256, hidden 1024, batch 64", sizeof d.model);
+  g_assert_cmpint (pp_timeline_description_number (&d, "blocks", 1), ==, 8);
+  g_assert_cmpint (pp_timeline_description_number (&d, "width", 0), ==, 256);
+  g_assert_cmpint (pp_timeline_description_number (&d, "batch", 0), ==, 64);
+  g_assert_cmpint (pp_timeline_description_number (&d, "layers", 0), ==, 0);
+  g_strlcpy (d.model, "gpt: micro-batch 4, batch=32", sizeof d.model);
+  g_assert_cmpint (pp_timeline_description_number (&d, "batch", 0), ==, 32);
+  g_strlcpy (d.model, "test, batch: 8", sizeof d.model);
+  g_assert_cmpint (pp_timeline_description_number (&d, "batch", 0), ==, 8);
+  g_assert_cmpint (pp_timeline_description_number (NULL, "batch", 0), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -502,6 +520,7 @@ main (int argc, char **argv)
   g_test_add ("/render/model-gpipe", Fixture, NULL, fixture_setup, test_model_gpipe, fixture_teardown);
   g_test_add ("/render/model-truncated", Fixture, NULL, fixture_setup, test_model_truncated, fixture_teardown);
   g_test_add_func ("/render/model-items", test_model_items);
+  g_test_add_func ("/render/description-number", test_description_number);
   g_test_add_func ("/render/model-step-bubbles", test_model_step_bubbles);
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);

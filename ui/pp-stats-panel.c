@@ -94,25 +94,6 @@ closed_form_bubble (const PpTraceDescription *d)
   return d ? pp_bubble_closed_form (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual) : -1;
 }
 
-/* "batch N" (or "batch=N", "batch: N") in the model description; 0 if none. */
-static long
-batch_from_description (const PpTraceDescription *d)
-{
-  if (d == NULL)
-    return 0;
-  const char *p = d->model;
-  while ((p = strstr (p, "batch")) != NULL)
-    {
-      const char *q = p + 5;
-      while (*q == ' ' || *q == '=' || *q == ':')
-        q++;
-      if (g_ascii_isdigit (*q))
-        return strtol (q, NULL, 10);
-      p += 5;
-    }
-  return 0;
-}
-
 static void
 update_summary (PpStatsPanel *self, const PpTimelineModel *model)
 {
@@ -129,7 +110,7 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model)
   if (step_ns > 0)
     {
       g_string_append_printf (s, "Mean step time: %.3f ms", step_ns / 1e6);
-      long batch = batch_from_description (pp_timeline_model_description (model));
+      long batch = pp_timeline_description_number (pp_timeline_model_description (model), "batch", 0);
       if (batch > 0)
         g_string_append_printf (s, " · %.1f samples/s", (double) batch / (step_ns / 1e9));
     }

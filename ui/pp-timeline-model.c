@@ -7,6 +7,7 @@
  */
 #include "pp-timeline-model-private.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,40 @@ int
 pp_timeline_model_truncated (const PpTimelineModel *m)
 {
   return m != NULL && m->truncated;
+}
+
+long
+pp_timeline_description_number (const PpTraceDescription *d, const char *word, int before)
+{
+  if (d == NULL || word == NULL || *word == '\0')
+    return 0;
+  const char *model = d->model;
+  size_t len = strlen (word);
+  for (const char *p = strstr (model, word); p != NULL; p = strstr (p + len, word))
+    {
+      if (p > model && (isalnum ((unsigned char) p[-1]) || p[-1] == '-' || p[-1] == '_'))
+        continue;
+      if (before)
+        {
+          const char *q = p;
+          while (q > model && q[-1] == ' ')
+            q--;
+          const char *e = q;
+          while (q > model && isdigit ((unsigned char) q[-1]))
+            q--;
+          if (q < e)
+            return strtol (q, NULL, 10);
+        }
+      else
+        {
+          const char *q = p + len;
+          while (*q == ' ' || *q == '=' || *q == ':')
+            q++;
+          if (isdigit ((unsigned char) *q))
+            return strtol (q, NULL, 10);
+        }
+    }
+  return 0;
 }
 
 const PpTraceDescription *

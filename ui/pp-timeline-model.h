@@ -48,6 +48,12 @@ PpTimelineModel *pp_timeline_model_new_from_file (const char *path, PpError *err
 int              pp_timeline_model_truncated (const PpTimelineModel *m);
 
 const PpTraceDescription *pp_timeline_model_description (const PpTimelineModel *m); /* NULL until seen */
+/* A number in a description's model line ("residual MLP: 8 blocks, width
+ * 256, hidden 1024, batch 64"): the one right before word (before) or
+ * after it (after " ", "=" or ":"), word standing alone ("batch", not
+ * "micro-batch"); 0 if none. */
+long             pp_timeline_description_number (const PpTraceDescription *d, const char *word,
+                                                 int before);
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
 int64_t          pp_timeline_model_start_ns (const PpTimelineModel *m);  /* earliest span or plan start */
 int64_t          pp_timeline_model_end_ns (const PpTimelineModel *m);    /* latest end */
