@@ -948,6 +948,14 @@ plan_extent (const PpTimelineModel *m, int64_t *p0, int64_t *p1)
     }
 }
 
+int64_t
+pp_timeline_plan_origin (const PpTimelineModel *m)
+{
+  int64_t p0, p1;
+  plan_extent (m, &p0, &p1);
+  return p0;
+}
+
 /* The plan is one step: it is drawn under every step, its start on the
  * step's first begin marker (where it already is for a simulated trace);
  * without step markers, where the model placed it.  The number of copies;

@@ -63,6 +63,9 @@ typedef struct {
 } PpTimelineHit;
 
 /* What is under (x, y): a span of the block or thin lane, or a plan entry. */
+/* Where the plan's step starts on its own clock (its first drawn block on
+ * any rank): copies under the steps are shifted from here. */
+int64_t pp_timeline_plan_origin (const PpTimelineModel *m);
 int     pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, double y,
                          PpTimelineHit *out);
 

@@ -515,14 +515,7 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index)
   /* The plan is one step, drawn under every step: its time is an offset
    * into the step (from the plan's first block on any rank), not a time on
    * the axis. */
-  int64_t origin = INT64_MAX;
-  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
-    {
-      const PpTimelinePlanned *q = pp_timeline_model_planned (m, r);
-      for (size_t k = 0; k < pp_timeline_model_n_planned (m, r); k++)
-        if (q[k].start_ns < origin)
-          origin = q[k].start_ns;
-    }
+  int64_t origin = pp_timeline_plan_origin (m);
   g_string_append (t, " · at ");
   append_ms (t, (double) (p->start_ns - origin));
   g_string_append (t, " into the step · ");
@@ -534,6 +527,16 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index)
  * for the tests (declared there; not part of the header). */
 char *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
 
+/* The tooltip of what a hit found; NULL for nothing. */
+static char *
+hit_tooltip (const PpTimelineModel *m, const PpTimelineHit *hit)
+{
+  if (hit->index < 0)
+    return NULL;
+  return hit->planned ? planned_tooltip (m, hit->rank, hit->index)
+                      : span_tooltip (m, hit->rank, hit->index);
+}
+
 char *
 pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
 {
@@ -543,10 +546,9 @@ pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
   if (self->model == NULL || !self->range_valid)
     return NULL;
   current_view (self, &v, NULL);
-  if (!pp_timeline_hit (self->model, &v, x, y, &hit) || hit.index < 0)
+  if (!pp_timeline_hit (self->model, &v, x, y, &hit))
     return NULL;
-  return hit.planned ? planned_tooltip (self->model, hit.rank, hit.index)
-                     : span_tooltip (self->model, hit.rank, hit.index);
+  return hit_tooltip (self->model, &hit);
 }
 
 static gboolean
@@ -574,16 +576,22 @@ update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
 {
   int rank = -1;
   long index = -1;
+  char *text = NULL;
 
+  /* one hit test: the hover outline and the tooltip's text */
   if (inside && self->model != NULL && self->range_valid)
     {
       PpTimelineView v;
       PpTimelineHit hit;
       current_view (self, &v, NULL);
-      if (pp_timeline_hit (self->model, &v, x, y, &hit) && !hit.planned && hit.index >= 0)
+      if (pp_timeline_hit (self->model, &v, x, y, &hit))
         {
-          rank = hit.rank;
-          index = hit.index;
+          if (!hit.planned && hit.index >= 0)
+            {
+              rank = hit.rank;
+              index = hit.index;
+            }
+          text = hit_tooltip (self->model, &hit);
         }
     }
   if (rank != self->view.hover_rank || index != self->view.hover_index)
@@ -595,7 +603,6 @@ update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
   /* Ask GTK again only when the tooltip would say something else: every
    * query restarts its delay, and one per model change (30 a second while
    * live) kept the tooltip from ever showing. */
-  char *text = inside ? pp_timeline_widget_tooltip_text (self, x, y) : NULL;
   if (g_strcmp0 (text, self->tip_text) != 0)
     {
       g_free (self->tip_text);
