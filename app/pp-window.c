@@ -463,12 +463,8 @@ pp_window_scroll_runs_to_end (gpointer data)
   PpWindow *self = data;
   if (self->run_list == NULL)
     return G_SOURCE_REMOVE;
-  GtkAdjustment *adj = gtk_list_box_get_adjustment (self->run_list);
-  if (adj == NULL)
-    {
-      GtkWidget *scroll = gtk_widget_get_ancestor (GTK_WIDGET (self->run_list), GTK_TYPE_SCROLLED_WINDOW);
-      adj = scroll ? gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroll)) : NULL;
-    }
+  GtkWidget *scroll = gtk_widget_get_ancestor (GTK_WIDGET (self->run_list), GTK_TYPE_SCROLLED_WINDOW);
+  GtkAdjustment *adj = scroll ? gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroll)) : NULL;
   if (adj)
     gtk_adjustment_set_value (adj, gtk_adjustment_get_upper (adj) - gtk_adjustment_get_page_size (adj));
   return G_SOURCE_REMOVE;

@@ -97,41 +97,27 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 11);
 
-  double line2[3] = { 0.835, 0.369, 0.0 };        /* Okabe–Ito vermillion */
-  if (dark)
-    {
-      line2[0] = 0.95; line2[1] = 0.55; line2[2] = 0.25;
-    }
-  guint n = self->losses->len, n2 = self->losses2->len;
-  const double *v = (const double *) (void *) self->losses->data;
-  const double *v2 = (const double *) (void *) self->losses2->data;
+  /* the run, and the one compared with it (vermillion, drawn under) */
+  struct { const double *v; guint n; double rgb[3]; const char *title; int last; } sr[2] = {
+    { (const double *) (void *) self->losses->data, self->losses->len,
+      { line[0], line[1], line[2] }, self->title, -1 },
+    { (const double *) (void *) self->losses2->data, self->losses2->len,
+      { dark ? 0.95 : 0.835, dark ? 0.55 : 0.369, dark ? 0.25 : 0.0 }, self->title2, -1 },
+  };
   double lo = INFINITY, hi = -INFINITY;
-  int last = -1, last2 = -1;
-  for (guint i = 0; i < n; i++)
-    if (isfinite (v[i]))
-      {
-        lo = MIN (lo, v[i]);
-        hi = MAX (hi, v[i]);
-        last = (int) i;
-      }
-  for (guint i = 0; i < n2; i++)
-    if (isfinite (v2[i]))
-      {
-        lo = MIN (lo, v2[i]);
-        hi = MAX (hi, v2[i]);
-        last2 = (int) i;
-      }
-  if (last < 0 && last2 >= 0)
-    {
-      /* only the compared run has losses: draw it as the one */
-      const double *tv = v; v = v2; v2 = tv;
-      guint tn = n; n = n2; n2 = tn;
-      last = last2;
-      last2 = -1;
-      double tl[3] = { line[0], line[1], line[2] };
-      memcpy (line, line2, sizeof line);
-      memcpy (line2, tl, sizeof line2);
-    }
+  for (int k = 0; k < 2; k++)
+    for (guint i = 0; i < sr[k].n; i++)
+      if (isfinite (sr[k].v[i]))
+        {
+          lo = MIN (lo, sr[k].v[i]);
+          hi = MAX (hi, sr[k].v[i]);
+          sr[k].last = (int) i;
+        }
+  /* the line whose last value is written: the run's, else the other's */
+  int main_k = sr[0].last >= 0 ? 0 : 1;
+  const double *v = sr[main_k].v;
+  guint n = sr[main_k].n;
+  int last = sr[main_k].last;
 
   if (last < 0)
     {
@@ -156,7 +142,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
 
   double ystep = nice_step (hi - lo, 4);
   double ylo = floor (lo / ystep) * ystep, yhi = ceil (hi / ystep) * ystep;
-  double xmax = MAX (1, (double) MAX (n, n2) - 1);
+  double xmax = MAX (1, (double) MAX (sr[0].n, sr[1].n) - 1);
   double xstep = nice_step (xmax, 5);
   if (xstep < 1)
     xstep = 1;
@@ -205,50 +191,34 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_line_to (cr, right, bottom + 0.5);
   cairo_stroke (cr);
 
-  /* the compared run's line, under the first */
-  if (last2 >= 0)
+  /* the lines, the compared run's under the run's; unknown steps break them */
+  int points = 0;
+  cairo_set_line_width (cr, 2);
+  cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+  for (int k = 1; k >= 0; k--)
     {
-      cairo_set_source_rgb (cr, line2[0], line2[1], line2[2]);
-      cairo_set_line_width (cr, 2);
-      cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
-      gboolean down = FALSE;
-      for (guint i = 0; i < n2; i++)
+      if (sr[k].last < 0)
+        continue;
+      cairo_set_source_rgb (cr, sr[k].rgb[0], sr[k].rgb[1], sr[k].rgb[2]);
+      gboolean pen_down = FALSE;
+      for (guint i = 0; i < sr[k].n; i++)
         {
-          if (!isfinite (v2[i]))
+          double y = sr[k].v[i];
+          if (!isfinite (y))
             {
-              down = FALSE;
+              pen_down = FALSE;
               continue;
             }
-          if (down)
-            cairo_line_to (cr, X (i), Y (v2[i]));
+          if (pen_down)
+            cairo_line_to (cr, X (i), Y (y));
           else
-            cairo_move_to (cr, X (i), Y (v2[i]));
-          down = TRUE;
+            cairo_move_to (cr, X (i), Y (y));
+          pen_down = TRUE;
+          points += k == main_k;
         }
       cairo_stroke (cr);
     }
-
-  /* the line; unknown steps break it */
-  cairo_set_source_rgb (cr, line[0], line[1], line[2]);
-  cairo_set_line_width (cr, 2);
-  cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
-  gboolean pen_down = FALSE;
-  int points = 0;
-  for (guint i = 0; i < n; i++)
-    {
-      if (!isfinite (v[i]))
-        {
-          pen_down = FALSE;
-          continue;
-        }
-      if (pen_down)
-        cairo_line_to (cr, X (i), Y (v[i]));
-      else
-        cairo_move_to (cr, X (i), Y (v[i]));
-      pen_down = TRUE;
-      points++;
-    }
-  cairo_stroke (cr);
+  cairo_set_source_rgb (cr, sr[main_k].rgb[0], sr[main_k].rgb[1], sr[main_k].rgb[2]);
   if (points == 1 || n == 1)
     {
       cairo_arc (cr, X (last), Y (v[last]), 3, 0, 2 * G_PI);
@@ -267,22 +237,20 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_show_text (cr, label);
 
   /* comparing: which line is which, top right */
-  if (n2 > 0 && self->title && self->title2)
+  if (sr[1].n > 0 && sr[0].title && sr[1].title)
     {
-      const char *names[2] = { self->title, self->title2 };
-      const double *colors[2] = { line, line2 };
       double y = top + 12;
       for (int k = 0; k < 2; k++, y += 16)
         {
           cairo_text_extents_t e;
-          cairo_text_extents (cr, names[k], &e);
+          cairo_text_extents (cr, sr[k].title, &e);
           double x = right - e.x_advance;
-          cairo_set_source_rgb (cr, colors[k][0], colors[k][1], colors[k][2]);
+          cairo_set_source_rgb (cr, sr[k].rgb[0], sr[k].rgb[1], sr[k].rgb[2]);
           cairo_rectangle (cr, x - 20, y - 6, 14, 3);
           cairo_fill (cr);
           cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
           cairo_move_to (cr, x, y);
-          cairo_show_text (cr, names[k]);
+          cairo_show_text (cr, sr[k].title);
         }
     }
 

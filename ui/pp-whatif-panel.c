@@ -31,8 +31,7 @@ struct _PpWhatifPanel
   size_t           n_suggestions;
   gint64           last_compute_us;
   guint            pending_id;     /* timeout for a throttled recompute */
-  gboolean         held;           /* pointer or focus in the list: rows stay put */
-  gboolean         held_pointer, held_focus;
+  gboolean         held_pointer, held_focus;   /* in the list: its rows stay put */
   gboolean         deferred;       /* a recompute waits for the list to be let go */
   const PpTimelineModel *model;   /* the run the rows are for */
 };
@@ -259,12 +258,18 @@ recompute (PpWhatifPanel *self)
 static void schedule_recompute (PpWhatifPanel *self);
 
 static gboolean
+is_held (const PpWhatifPanel *self)
+{
+  return self->held_pointer || self->held_focus;
+}
+
+static gboolean
 on_pending_timeout (gpointer data)
 {
   PpWhatifPanel *self = data;
 
   self->pending_id = 0;
-  if (self->held)
+  if (is_held (self))
     self->deferred = TRUE;
   else
     recompute (self);
@@ -274,10 +279,9 @@ on_pending_timeout (gpointer data)
 static void
 set_held (PpWhatifPanel *self)
 {
-  self->held = self->held_pointer || self->held_focus;
   /* Not from here: the list's rows must not go while GTK delivers the
    * crossing to them (that crashed GTK) — a moment later instead. */
-  if (!self->held && self->deferred && self->pending_id == 0)
+  if (!is_held (self) && self->deferred && self->pending_id == 0)
     {
       self->deferred = FALSE;
       self->pending_id = g_timeout_add (50, on_pending_timeout, self);
@@ -320,7 +324,7 @@ schedule_recompute (PpWhatifPanel *self)
 {
   gint64 since = g_get_monotonic_time () - self->last_compute_us;
 
-  if (self->held && self->last_compute_us != 0)
+  if (is_held (self) && self->last_compute_us != 0)
     {
       self->deferred = TRUE;
       return;
@@ -381,7 +385,6 @@ on_row_activated (GtkListBox *list, GtkListBoxRow *row, PpWhatifPanel *self)
   const PpSuggestion *s = &self->suggestions[i];
   /* chosen: the focus a click left in the list holds the rows no longer */
   self->held_focus = FALSE;
-  self->held = self->held_pointer;
   g_signal_emit (self, signals[SIGNAL_APPLY], 0,
                  s->schedule, s->ranks, s->microbatches, s->stages_per_rank);
 }
