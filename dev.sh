@@ -50,15 +50,15 @@ case "${1:-}" in
     # Arguments go to the app (a trace file, --attach JOB).  Without a
     # display (ssh, CI) it cannot open a window: show the schedule demo of
     # the command line instead, GPipe on 4 GPUs with 6 micro-batches.
-    if [ -x "$build/app/pipescope" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-      exec "$build/app/pipescope" "$@"
+    if [ -x "$build/app/gui/pipescope" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+      exec "$build/app/gui/pipescope" "$@"
     fi
     if [ $# -eq 0 ]; then
-      [ -x "$build/app/pipescope" ] \
+      [ -x "$build/app/gui/pipescope" ] \
         && echo "dev.sh: no display for the app; here is pipescope-cli's schedule demo instead" >&2
       set -- schedule --schedule GPipe --ranks 4 --microbatches 6
     fi
-    exec "$build/app/pipescope-cli" "$@"
+    exec "$build/app/cli/pipescope-cli" "$@"
     ;;
   test)
     shift

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pp-executor.h"
+#include "pp-run.h"
 #include "pp-test-util.h"
 
 #define N_STEPS 3

@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out="${1:-$here/docs/screenshot.png}"
-app="${PIPESCOPE_BUILD_DIR:-$here/build}/app/pipescope"
+app="${PIPESCOPE_BUILD_DIR:-$here/build}/app/gui/pipescope"
 wait_s="${SCREENSHOT_WAIT:-10}"
 [ -x "$app" ] || { echo "screenshot.sh: no $app; build first (./dev.sh test)" >&2; exit 1; }
 command -v xvfb-run >/dev/null && command -v import >/dev/null \

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp-executor.h"
+#include "pp-run.h"
 #include "pp-model.h"
 #include "pp-probe.h"
 #include "pp-schedule.h"

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp-executor.h"
+#include "pp-run.h"
 #include "pp-gpu.h"
 #include "pp-kernels-cuda.h"
 #include "pp-probe.h"

@@ -303,7 +303,7 @@ tests, tests_to = step("GPU tests (suite gpu)", False, TEST_T, "gpu-tests")
 
 # ---- the CLI as a user runs it: a 4-rank ZBV run on the GPU, its trace ----
 CLI_T = int(os.environ.get("PP_DEVICE_CLI_TIMEOUT", "60"))
-cli = os.path.join(build, "app", "pipescope-cli")
+cli = os.path.join(build, "app", "cli", "pipescope-cli")
 if os.path.exists(cli):
     say("== pipescope-cli on the GPU ==")
     trace = os.path.join(out, "zbv-gpu.pptrace")

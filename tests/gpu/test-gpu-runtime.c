@@ -1,4 +1,4 @@
-/* The CUDA backend of the executor (pp-executor.h with PP_BACKEND_CUDA)
+/* The CUDA backend of the executor (pp-run.h with PP_BACKEND_CUDA)
  * against the CPU backend, and what it records.
  *
  * Without a GPU or a driver the program says why and exits 77 (meson: SKIP).
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp-executor.h"
+#include "pp-run.h"
 #include "pp-gpu.h"
 #include "pp-kernels-cuda.h"
 #include "pp-probe.h"

@@ -1,4 +1,4 @@
-/* pp-executor.h — trains the bundled network under any valid schedule.
+/* pp-run.h — trains the bundled network under any valid schedule.
  *
  * P ranks run as threads in this process; rank r executes its actions of the
  * schedule in order.  A local transport hands activations forward and

@@ -73,12 +73,12 @@ fail (struct PpSelfTest *t, const char *why)
   gtk_window_close (GTK_WINDOW (t->win));
 }
 
-static PpRun *
+static PpRecording *
 run_at (PpWindow *w, guint i)
 {
   if (i >= g_list_model_get_n_items (G_LIST_MODEL (w->runs)))
     return NULL;
-  PpRun *r = g_list_model_get_item (G_LIST_MODEL (w->runs), i);
+  PpRecording *r = g_list_model_get_item (G_LIST_MODEL (w->runs), i);
   g_object_unref (r);   /* the store keeps it */
   return r;
 }
@@ -91,10 +91,10 @@ next_step (struct PpSelfTest *t)
 }
 
 static void
-remember_pid (struct PpSelfTest *t, PpRun *r)
+remember_pid (struct PpSelfTest *t, PpRecording *r)
 {
-  int pid = pp_run_get_pid (r);
-  if (pp_run_is_child (r) && pid > 0)
+  int pid = pp_recording_get_pid (r);
+  if (pp_recording_is_child (r) && pid > 0)
     g_array_append_val (t->pids, pid);
 }
 
@@ -102,15 +102,15 @@ static gboolean
 tick_run (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRun *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
   switch (t->step)
     {
     case 0:
-      if (!r0 || !pp_run_has_spans_on_every_rank (r0))
+      if (!r0 || !pp_recording_has_spans_on_every_rank (r0))
         return FALSE;
       {
-        PpTimelineModel *m = pp_run_get_model (r0);
-        say ("run 1 (pid %d) live: spans on all %d ranks (%zu spans)", pp_run_get_pid (r0),
+        PpTimelineModel *m = pp_recording_get_model (r0);
+        say ("run 1 (pid %d) live: spans on all %d ranks (%zu spans)", pp_recording_get_pid (r0),
              pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m));
         int want = CLAMP ((int) g_get_num_processors (), 2, 4);
         if (pp_timeline_model_n_ranks (m) != want)
@@ -159,12 +159,12 @@ tick_run (struct PpSelfTest *t)
       return FALSE;
 
     case 1:
-      if (!r1 || !pp_run_has_spans_on_every_rank (r1))
+      if (!r1 || !pp_recording_has_spans_on_every_rank (r1))
         return FALSE;
       {
-        const PpTraceDescription *d = pp_timeline_model_description (pp_run_get_model (r1));
-        say ("run 2 (pid %d) live: %s, %d micro-batches, spans on all ranks", pp_run_get_pid (r1),
-             pp_run_get_title (r1), d ? d->n_microbatches : -1);
+        const PpTraceDescription *d = pp_timeline_model_description (pp_recording_get_model (r1));
+        say ("run 2 (pid %d) live: %s, %d micro-batches, spans on all ranks", pp_recording_get_pid (r1),
+             pp_recording_get_title (r1), d ? d->n_microbatches : -1);
         if (!d || d->n_microbatches != 12)
           {
             fail (t, "the second run should have 12 micro-batches");
@@ -172,7 +172,7 @@ tick_run (struct PpSelfTest *t)
           }
         /* What if ranked for the first run's batch: the second keeps it (to
          * a multiple of 12), not the app's 8 rows a micro-batch (96) */
-        const PpTraceDescription *d0 = pp_timeline_model_description (pp_run_get_model (r0));
+        const PpTraceDescription *d0 = pp_timeline_model_description (pp_recording_get_model (r0));
         int batch0 = (int) pp_timeline_description_number (d0, "batch", 0);
         int batch1 = (int) pp_timeline_description_number (d, "batch", 0);
         say ("batch %d after What if, from a run with batch %d", batch1, batch0);
@@ -182,7 +182,7 @@ tick_run (struct PpSelfTest *t)
             return TRUE;
           }
         remember_pid (t, r1);
-        if (!pp_run_has_spans_on_every_rank (r0))
+        if (!pp_recording_has_spans_on_every_rank (r0))
           {
             fail (t, "the first run lost its data");
             return TRUE;
@@ -253,15 +253,15 @@ static gboolean
 tick_attach (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRun *r0 = run_at (w, 0);
+  PpRecording *r0 = run_at (w, 0);
   switch (t->step)
     {
     case 0:
-      if (!r0 || !pp_run_has_spans_on_every_rank (r0))
+      if (!r0 || !pp_recording_has_spans_on_every_rank (r0))
         return FALSE;
-      say ("attached to pid %d: spans on all %d ranks (%zu spans)", pp_run_get_pid (r0),
-           pp_timeline_model_n_ranks (pp_run_get_model (r0)),
-           pp_timeline_model_n_spans_total (pp_run_get_model (r0)));
+      say ("attached to pid %d: spans on all %d ranks (%zu spans)", pp_recording_get_pid (r0),
+           pp_timeline_model_n_ranks (pp_recording_get_model (r0)),
+           pp_timeline_model_n_spans_total (pp_recording_get_model (r0)));
       pp_window_show_attach_dialog (w);
       next_step (t);
       return FALSE;
@@ -270,18 +270,18 @@ tick_attach (struct PpSelfTest *t)
       {
         gboolean listed = FALSE;
         for (guint i = 0; w->attach_pids && i < w->attach_pids->len; i++)
-          if (g_array_index (w->attach_pids, int, i) == pp_run_get_pid (r0))
+          if (g_array_index (w->attach_pids, int, i) == pp_recording_get_pid (r0))
             listed = TRUE;
         if (!listed)
           {
             /* The job may have ended on its own meanwhile: then it is not listed. */
-            if (pp_run_get_state (r0) == PP_RUN_ENDED)
+            if (pp_recording_get_state (r0) == PP_RECORDING_ENDED)
               say ("job ended before the dialog listed it");
             else
               return FALSE;
           }
         else
-          say ("the attach dialog lists pid %d", pp_run_get_pid (r0));
+          say ("the attach dialog lists pid %d", pp_recording_get_pid (r0));
         if (w->attach_dialog)
           gtk_window_destroy (GTK_WINDOW (w->attach_dialog));
         say ("attached");   /* the test kills the job now */
@@ -290,13 +290,13 @@ tick_attach (struct PpSelfTest *t)
       }
 
     case 2:
-      if (pp_run_get_state (r0) != PP_RUN_ENDED)
+      if (pp_recording_get_state (r0) != PP_RECORDING_ENDED)
         return FALSE;
       {
         const char *sub = adw_window_title_get_subtitle (w->title);
         say ("run ended: subtitle \"%s\", %zu spans kept", sub,
-             pp_timeline_model_n_spans_total (pp_run_get_model (r0)));
-        if (!pp_run_has_spans_on_every_rank (r0) || !strstr (sub, "ended"))
+             pp_timeline_model_n_spans_total (pp_recording_get_model (r0)));
+        if (!pp_recording_has_spans_on_every_rank (r0) || !strstr (sub, "ended"))
           {
             fail (t, "an ended run keeps its data and says it ended");
             return TRUE;
@@ -315,7 +315,7 @@ tick_attach (struct PpSelfTest *t)
 static void
 zoom_to_steps (PpWindow *w, int first, int count)
 {
-  PpTimelineModel *m = pp_run_get_model (w->shown[0]);
+  PpTimelineModel *m = pp_recording_get_model (w->shown[0]);
   size_t n = pp_timeline_model_n_steps (m);
   const int64_t *starts = pp_timeline_model_step_starts (m);
   if (n < 2)
@@ -334,12 +334,12 @@ static gboolean
 tick_demo (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRun *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
   gboolean compare = strcmp (t->mode, "demo-compare") == 0;
   switch (t->step)
     {
     case 0:
-      if (!r0 || pp_run_get_state (r0) != PP_RUN_ENDED)
+      if (!r0 || pp_recording_get_state (r0) != PP_RECORDING_ENDED)
         return FALSE;
       if (strcmp (t->mode, "demo-attach") == 0 || strcmp (t->mode, "demo-screenshot") == 0)
         {
@@ -364,7 +364,7 @@ tick_demo (struct PpSelfTest *t)
       next_step (t);
       return FALSE;
     case 1:
-      if (!r1 || pp_run_get_state (r1) != PP_RUN_ENDED)
+      if (!r1 || pp_recording_get_state (r1) != PP_RECORDING_ENDED)
         return FALSE;
       gtk_list_box_select_all (w->run_list);
       zoom_to_steps (w, 100, 3);
@@ -432,22 +432,22 @@ static gboolean
 tick_bench_stream (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRun *r0 = run_at (w, 0);
+  PpRecording *r0 = run_at (w, 0);
   switch (t->step)
     {
     case 0:
-      if (!r0 || pp_run_get_state (r0) != PP_RUN_LIVE || !pp_run_has_spans_on_every_rank (r0) ||
+      if (!r0 || pp_recording_get_state (r0) != PP_RECORDING_LIVE || !pp_recording_has_spans_on_every_rank (r0) ||
           w->shown[0] != r0 || !gtk_widget_get_realized (GTK_WIDGET (w->timeline[0])))
         return FALSE;
-      say ("attached to pid %d: %d ranks, measuring for %d s", pp_run_get_pid (r0),
-           pp_timeline_model_n_ranks (pp_run_get_model (r0)), (int) (BENCH_US / G_USEC_PER_SEC));
+      say ("attached to pid %d: %d ranks, measuring for %d s", pp_recording_get_pid (r0),
+           pp_timeline_model_n_ranks (pp_recording_get_model (r0)), (int) (BENCH_US / G_USEC_PER_SEC));
       t->bench_widget = g_object_ref (GTK_WIDGET (w->timeline[0]));
       t->bench_clock = g_object_ref (gtk_widget_get_frame_clock (GTK_WIDGET (w)));
       t->bench_gaps = g_array_sized_new (FALSE, FALSE, sizeof (gint64), 8192);
       t->bench_tick_cb = gtk_widget_add_tick_callback (t->bench_widget, bench_tick, t, NULL);
       t->bench_paint_id = g_signal_connect (t->bench_clock, "after-paint", G_CALLBACK (bench_after_paint), t);
       t->bench_frames = 0;
-      t->bench_spans0 = pp_timeline_model_n_spans_total (pp_run_get_model (r0));
+      t->bench_spans0 = pp_timeline_model_n_spans_total (pp_recording_get_model (r0));
       t->bench_start = t->bench_last_loop = g_get_monotonic_time ();
       t->bench_loop_id = g_timeout_add_full (G_PRIORITY_HIGH, 1, bench_loop_probe, t, NULL);
       next_step (t);
@@ -459,7 +459,7 @@ tick_bench_stream (struct PpSelfTest *t)
         if (now - t->bench_start < BENCH_US)
           return FALSE;
         double secs = (now - t->bench_start) / (double) G_USEC_PER_SEC;
-        size_t spans = pp_timeline_model_n_spans_total (pp_run_get_model (r0)) - t->bench_spans0;
+        size_t spans = pp_timeline_model_n_spans_total (pp_recording_get_model (r0)) - t->bench_spans0;
         guint frames = t->bench_frames;
         bench_stop (t);
         double gap_max = 0, gap_p99 = 0;
@@ -472,11 +472,11 @@ tick_bench_stream (struct PpSelfTest *t)
           }
         say ("%u frames, %u main-loop probes, %zu spans in %.2f s (run %s)", frames,
              t->bench_gaps->len, spans, secs,
-             pp_run_get_state (r0) == PP_RUN_LIVE ? "still live" : "no longer live");
+             pp_recording_get_state (r0) == PP_RECORDING_LIVE ? "still live" : "no longer live");
         printf ("bench-stream: %.0f spans/s, %.1f fps, main-loop gap max %.1f ms p99 %.1f ms\n",
                 spans / secs, frames / secs, gap_max, gap_p99);
         fflush (stdout);
-        if (pp_run_get_state (r0) != PP_RUN_LIVE)
+        if (pp_recording_get_state (r0) != PP_RECORDING_LIVE)
           {
             fail (t, "the job stopped streaming during the measurement");
             return TRUE;

@@ -34,6 +34,10 @@ pp_application_find_cli (void)
       g_autofree char *beside = g_build_filename (dir, "pipescope-cli", NULL);
       if (g_file_test (beside, G_FILE_TEST_IS_EXECUTABLE))
         return g_steal_pointer (&beside);
+      /* Run from the build tree, the command line is built in its own
+       * folder (app/cli/ beside app/gui/). */
+      if (strcmp (dir, PP_BUILD_GUI_DIR) == 0 && g_file_test (PP_BUILD_CLI, G_FILE_TEST_IS_EXECUTABLE))
+        return g_strdup (PP_BUILD_CLI);
     }
   return g_find_program_in_path ("pipescope-cli");
 }

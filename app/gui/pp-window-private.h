@@ -3,7 +3,7 @@
 #pragma once
 
 #include "pp-panels.h"
-#include "pp-run.h"
+#include "pp-recording.h"
 #include "pp-timeline-widget.h"
 #include "pp-window.h"
 
@@ -41,13 +41,13 @@ struct _PpWindow
   PpWhatifPanel    *whatif;
 
   /* the session */
-  GListStore       *runs;           /* PpRun */
-  PpRun            *shown[2];       /* what the timelines show (borrowed from runs) */
+  GListStore       *runs;           /* PpRecording */
+  PpRecording            *shown[2];       /* what the timelines show (borrowed from runs) */
   gboolean          syncing_range;
   gboolean          syncing_selection;
   guint             pick_seq;       /* runs get a pick number as they join the selection */
   GtkLabel         *panels_label;   /* comparing: which run the panels describe */
-  PpRunModel        whatif_model;   /* the model What if ranked for; zeros: defaults */
+  PpModelShape        whatif_model;   /* the model What if ranked for; zeros: defaults */
   gboolean          applying_whatif;
   gboolean          panels_dirty;
   guint             panels_id;
@@ -76,7 +76,7 @@ gboolean pp_window_save_screenshot    (PpWindow *self, const char *path, gboolea
 void pp_window_export_chrome_to       (PpWindow *self, const char *out);
 void pp_window_toast                  (PpWindow *self, const char *message);
 /* The primary run shown (NULL if none). */
-PpRun *pp_window_get_shown_run        (PpWindow *self);
+PpRecording *pp_window_get_shown_run        (PpWindow *self);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

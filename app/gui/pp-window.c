@@ -20,7 +20,7 @@ pp_window_toast (PpWindow *self, const char *message)
   adw_toast_overlay_add_toast (self->toasts, toast);
 }
 
-PpRun *
+PpRecording *
 pp_window_get_shown_run (PpWindow *self)
 {
   return self->shown[0];
@@ -37,11 +37,11 @@ static void
 pp_window_update_subtitle (PpWindow *self)
 {
   g_autofree char *sub = NULL;
-  PpRun *run = self->shown[0];
+  PpRecording *run = self->shown[0];
   if (run && self->shown[1])
-    sub = g_strdup_printf ("%s  vs  %s", pp_run_get_title (run), pp_run_get_title (self->shown[1]));
+    sub = g_strdup_printf ("%s  vs  %s", pp_recording_get_title (run), pp_recording_get_title (self->shown[1]));
   else if (run)
-    sub = g_strdup_printf ("%s — %s", pp_run_get_title (run), pp_run_get_status (run));
+    sub = g_strdup_printf ("%s — %s", pp_recording_get_title (run), pp_recording_get_status (run));
   else
     sub = g_strdup ("no run");
   adw_window_title_set_subtitle (self->title, sub);
@@ -49,8 +49,8 @@ pp_window_update_subtitle (PpWindow *self)
   gboolean any_child = FALSE;
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
     {
-      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-      if (pp_run_child_running (r) || pp_run_get_state (r) == PP_RUN_LIVE)
+      g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_recording_child_running (r) || pp_recording_get_state (r) == PP_RECORDING_LIVE)
         any_child = TRUE;
     }
   GAction *stop = g_action_map_lookup_action (G_ACTION_MAP (self), "stop");
@@ -126,14 +126,14 @@ on_control_changed (PpWindow *self)
 static void
 pp_window_update_panels (PpWindow *self)
 {
-  PpRun *run = self->shown[0];
+  PpRecording *run = self->shown[0];
   if (!run)
     return;
-  PpTimelineModel *m = pp_run_get_model (run);
+  PpTimelineModel *m = pp_recording_get_model (run);
   pp_stats_panel_update (self->stats, m);
   if (self->shown[1])
-    pp_loss_chart_update_compare (self->loss, m, pp_run_get_title (run),
-                                  pp_run_get_model (self->shown[1]), pp_run_get_title (self->shown[1]));
+    pp_loss_chart_update_compare (self->loss, m, pp_recording_get_title (run),
+                                  pp_recording_get_model (self->shown[1]), pp_recording_get_title (self->shown[1]));
   else
     pp_loss_chart_update (self->loss, m);
   pp_whatif_panel_update (self->whatif, m);
@@ -159,7 +159,7 @@ pp_window_panels_tick (gpointer data)
 }
 
 static void
-on_run_changed (PpRun *run, PpWindow *self)
+on_run_changed (PpRecording *run, PpWindow *self)
 {
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
@@ -169,9 +169,9 @@ on_run_changed (PpRun *run, PpWindow *self)
     self->panels_dirty = TRUE;
 }
 
-static void pp_window_remove_run (PpWindow *self, PpRun *run);
+static void pp_window_remove_run (PpWindow *self, PpRecording *run);
 
-typedef struct { PpWindow *self; PpRun *run; } RemoveLater;
+typedef struct { PpWindow *self; PpRecording *run; } RemoveLater;
 
 static gboolean
 pp_window_remove_failed (gpointer data)
@@ -192,13 +192,13 @@ remove_later_free (gpointer data)
 }
 
 static void
-on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
+on_run_notify (PpRecording *run, GParamSpec *pspec, PpWindow *self)
 {
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
       {
-        pp_timeline_widget_set_live (self->timeline[i], pp_run_get_state (run) == PP_RUN_LIVE);
-        gtk_label_set_text (self->timeline_label[i], pp_run_get_title (run));
+        pp_timeline_widget_set_live (self->timeline[i], pp_recording_get_state (run) == PP_RECORDING_LIVE);
+        gtk_label_set_text (self->timeline_label[i], pp_recording_get_title (run));
       }
   if (self->shown[0] == run)
     {
@@ -206,7 +206,7 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
       if (self->shown[1])
         {
           g_autofree char *what = g_strdup_printf ("Statistics and What if of the upper run, %s (Loss shows both)",
-                                                   pp_run_get_title (run));
+                                                   pp_recording_get_title (run));
           gtk_label_set_text (self->panels_label, what);
         }
     }
@@ -214,10 +214,10 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
   /* An attach that failed or ended before anything arrived (a refused
    * connection, something that is not a job) leaves nothing to look at:
    * its toast said why, and the row would only clutter the list. */
-  if ((pp_run_get_state (run) == PP_RUN_FAILED || pp_run_get_state (run) == PP_RUN_ENDED)
-      && !pp_run_is_child (run)
-      && pp_timeline_model_n_spans_total (pp_run_get_model (run)) == 0
-      && pp_timeline_model_description (pp_run_get_model (run)) == NULL)
+  if ((pp_recording_get_state (run) == PP_RECORDING_FAILED || pp_recording_get_state (run) == PP_RECORDING_ENDED)
+      && !pp_recording_is_child (run)
+      && pp_timeline_model_n_spans_total (pp_recording_get_model (run)) == 0
+      && pp_timeline_model_description (pp_recording_get_model (run)) == NULL)
     {
       /* not while the run is emitting */
       RemoveLater *r = g_new (RemoveLater, 1);
@@ -228,24 +228,24 @@ on_run_notify (PpRun *run, GParamSpec *pspec, PpWindow *self)
 }
 
 static void
-on_run_message (PpRun *run, const char *message, PpWindow *self)
+on_run_message (PpRecording *run, const char *message, PpWindow *self)
 {
   pp_window_toast (self, message);
 }
 
 static void
-pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
+pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
 {
   self->shown[0] = a;
   self->shown[1] = b;
   for (int i = 0; i < 2; i++)
     {
-      PpRun *r = self->shown[i];
-      pp_timeline_widget_set_model (self->timeline[i], r ? pp_run_get_model (r) : NULL);
-      pp_timeline_widget_set_live (self->timeline[i], r && pp_run_get_state (r) == PP_RUN_LIVE);
+      PpRecording *r = self->shown[i];
+      pp_timeline_widget_set_model (self->timeline[i], r ? pp_recording_get_model (r) : NULL);
+      pp_timeline_widget_set_live (self->timeline[i], r && pp_recording_get_state (r) == PP_RECORDING_LIVE);
       if (r)
         {
-          gtk_label_set_text (self->timeline_label[i], pp_run_get_title (r));
+          gtk_label_set_text (self->timeline_label[i], pp_recording_get_title (r));
           pp_timeline_widget_zoom_to_fit (self->timeline[i]);
         }
     }
@@ -264,7 +264,7 @@ pp_window_show_runs (PpWindow *self, PpRun *a, PpRun *b)
   if (b != NULL)
     {
       g_autofree char *what = g_strdup_printf ("Statistics and What if of the upper run, %s (Loss shows both)",
-                                               pp_run_get_title (a));
+                                               pp_recording_get_title (a));
       gtk_label_set_text (self->panels_label, what);
     }
   gtk_widget_set_visible (GTK_WIDGET (self->panels_label), b != NULL);
@@ -289,7 +289,7 @@ on_selected_rows_changed (GtkListBox *list, PpWindow *self)
         break;
       if (!gtk_list_box_row_is_selected (row))
         continue;
-      PpRun *run = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      PpRecording *run = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
       g_object_unref (run);
       g_ptr_array_add (picked, run);
       g_ptr_array_add (rows, row);
@@ -298,8 +298,8 @@ on_selected_rows_changed (GtkListBox *list, PpWindow *self)
   for (guint i = 0; i < picked->len; i++)
     if (picked->pdata[i] != self->shown[0] && picked->pdata[i] != self->shown[1])
       g_object_set_data (G_OBJECT (picked->pdata[i]), "pp-pick", GUINT_TO_POINTER (++self->pick_seq));
-  PpRun *a = picked->len > 0 ? picked->pdata[0] : NULL;
-  PpRun *b = picked->len > 1 ? picked->pdata[1] : NULL;
+  PpRecording *a = picked->len > 0 ? picked->pdata[0] : NULL;
+  PpRecording *b = picked->len > 1 ? picked->pdata[1] : NULL;
   if (picked->len > 2 && !self->syncing_selection)
     {
       /* keep the two latest picks, upper one first */
@@ -339,9 +339,9 @@ on_selected_rows_changed (GtkListBox *list, PpWindow *self)
  * (set-up differs from run to run and says nothing of the schedule), or
  * its start when it has no steps. */
 static gint64
-compare_origin (PpRun *run)
+compare_origin (PpRecording *run)
 {
-  PpTimelineModel *m = pp_run_get_model (run);
+  PpTimelineModel *m = pp_recording_get_model (run);
   if (pp_timeline_model_n_steps (m) > 0)
     return pp_timeline_model_step_starts (m)[0];
   return pp_timeline_model_start_ns (m);
@@ -376,7 +376,7 @@ pp_window_zoom_to_fit (PpWindow *self)
   gint64 span = 0;
   for (int i = 0; i < 2; i++)
     {
-      PpTimelineModel *m = pp_run_get_model (self->shown[i]);
+      PpTimelineModel *m = pp_recording_get_model (self->shown[i]);
       span = MAX (span, pp_timeline_model_end_ns (m) - compare_origin (self->shown[i]));
     }
   self->syncing_range = TRUE;
@@ -389,16 +389,16 @@ pp_window_zoom_to_fit (PpWindow *self)
 }
 
 /* Takes run out of the list (and out of the timelines): a job of ours
- * still running is stopped as the run goes (pp_run's dispose). */
+ * still running is stopped as the run goes (PpRecording's dispose). */
 static void
-pp_window_remove_run (PpWindow *self, PpRun *run)
+pp_window_remove_run (PpWindow *self, PpRecording *run)
 {
   guint pos;
   if (!g_list_store_find (self->runs, run, &pos))
     return;
   /* A job of ours stops (its wait and stderr reader keep the run alive
    * until it exits, so dispose would not), an attach lets go. */
-  pp_run_stop (run);
+  pp_recording_stop (run);
   GtkListBoxRow *row = gtk_list_box_get_row_at_index (self->run_list, (int) pos);
   if (row && gtk_list_box_row_is_selected (row))
     gtk_list_box_unselect_row (self->run_list, row);
@@ -414,7 +414,7 @@ pp_window_remove_run (PpWindow *self, PpRun *run)
 static void
 on_remove_clicked (GtkButton *button, PpWindow *self)
 {
-  PpRun *run = g_object_get_data (G_OBJECT (button), "pp-run");
+  PpRecording *run = g_object_get_data (G_OBJECT (button), "pp-run");
   if (run)
     pp_window_remove_run (self, run);
 }
@@ -422,7 +422,7 @@ on_remove_clicked (GtkButton *button, PpWindow *self)
 static GtkWidget *
 pp_window_create_row (gpointer item, gpointer data)
 {
-  PpRun *run = item;
+  PpRecording *run = item;
   PpWindow *self = data;
   GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
@@ -471,7 +471,7 @@ pp_window_scroll_runs_to_end (gpointer data)
 }
 
 static void
-pp_window_add_run (PpWindow *self, PpRun *run)
+pp_window_add_run (PpWindow *self, PpRecording *run)
 {
   g_signal_connect_object (run, "changed", G_CALLBACK (on_run_changed), self, 0);
   g_signal_connect_object (run, "notify", G_CALLBACK (on_run_notify), self, 0);
@@ -503,16 +503,16 @@ pp_window_run (PpWindow *self)
   /* One job of ours at a time: the current one stops, its data stays. */
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
     {
-      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-      if (pp_run_child_running (r))
-        pp_run_stop (r);
+      g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_recording_child_running (r))
+        pp_recording_stop (r);
     }
 
   const char *name = pp_window_schedule_name (self);
   const PpScheduleInfo *info = pp_schedule_lookup (name);
   GtkStringObject *be = gtk_drop_down_get_selected_item (self->backend);
   g_autoptr (GError) error = NULL;
-  g_autoptr (PpRun) run = pp_run_new_child (self->cli_path, name,
+  g_autoptr (PpRecording) run = pp_recording_new_child (self->cli_path, name,
                                             gtk_spin_button_get_value_as_int (self->ranks),
                                             gtk_spin_button_get_value_as_int (self->microbatches),
                                             info && info->takes_v
@@ -533,7 +533,7 @@ pp_window_attach (PpWindow *self, const char *job, const char *token)
 {
   g_return_if_fail (PP_IS_WINDOW (self));
   g_return_if_fail (job != NULL);
-  g_autoptr (PpRun) run = pp_run_new_attach (job, token);
+  g_autoptr (PpRecording) run = pp_recording_new_attach (job, token);
   pp_window_add_run (self, run);
 }
 
@@ -572,7 +572,7 @@ open_file_done (GObject *source, GAsyncResult *result, gpointer data)
       return;
     }
   gboolean cut = pp_timeline_model_truncated (m);
-  g_autoptr (PpRun) run = pp_run_new_file (m, path);
+  g_autoptr (PpRecording) run = pp_recording_new_file (m, path);
   pp_window_add_run (self, run);
   if (cut)
     {
@@ -612,8 +612,8 @@ action_stop (GSimpleAction *a, GVariant *param, gpointer w)
   PpWindow *self = PP_WINDOW (w);
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
     {
-      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-      pp_run_stop (r);
+      g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      pp_recording_stop (r);
     }
 }
 
@@ -642,7 +642,7 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   /* What if predicts for the model and batch it measured: the next Run
    * trains that one, not the app's default (8 rows a micro-batch would
    * double the batch with M). */
-  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_run_get_model (self->shown[0])) : NULL;
+  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
   memset (&self->whatif_model, 0, sizeof self->whatif_model);
   if (d)
     {
@@ -677,8 +677,8 @@ pp_window_any_child_running (PpWindow *self)
 {
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
     {
-      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-      if (pp_run_child_running (r))
+      g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      if (pp_recording_child_running (r))
         return TRUE;
     }
   return FALSE;
@@ -692,8 +692,8 @@ pp_window_closing_tick (gpointer data)
   if (running && g_get_monotonic_time () - self->closing_since > 5 * G_USEC_PER_SEC)
     for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
       {
-        g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-        pp_run_kill (r);
+        g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+        pp_recording_kill (r);
       }
   if (running)
     return G_SOURCE_CONTINUE;
@@ -717,8 +717,8 @@ pp_window_close_request (GtkWindow *window)
     return TRUE;
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
     {
-      g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
-      pp_run_stop (r);
+      g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      pp_recording_stop (r);
     }
   /* Wait for the children off screen, then go; the app stays until then. */
   g_application_hold (G_APPLICATION (gtk_window_get_application (window)));
@@ -1040,7 +1040,7 @@ pp_window_dispose (GObject *object)
   if (self->runs)
     for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i++)
       {
-        g_autoptr (PpRun) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+        g_autoptr (PpRecording) r = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
         g_signal_handlers_disconnect_by_data (r, self);
       }
   for (int i = 0; i < 2; i++)
@@ -1086,7 +1086,7 @@ static const GActionEntry win_entries[] = {
 static void
 pp_window_init (PpWindow *self)
 {
-  self->runs = g_list_store_new (PP_TYPE_RUN);
+  self->runs = g_list_store_new (PP_TYPE_RECORDING);
   self->cli_path = pp_application_find_cli ();
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
 

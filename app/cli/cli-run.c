@@ -1,5 +1,5 @@
 /* pipescope-cli run — trains the bundled network under a schedule with the
- * runtime (runtime/pp-executor.h), live by default, and compares the
+ * runtime (runtime/pp-run.h), live by default, and compares the
  * measured bubble with the simulator's prediction from the measured costs. */
 #include "pipescope-cli.h"
 
@@ -18,7 +18,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "pp-executor.h"
+#include "pp-run.h"
 #include "pp-model.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"

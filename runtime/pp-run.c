@@ -1,4 +1,4 @@
-/* pp-executor.c — runs a schedule on P rank threads over a local transport.
+/* pp-run.c — runs a schedule on P rank threads over a local transport.
  *
  * Layout
  * ------
@@ -27,7 +27,7 @@
  * and all gradients are zeroed, so the run can step again (or be freed).
  */
 #define _GNU_SOURCE
-#include "pp-executor.h"
+#include "pp-run.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -1259,7 +1259,7 @@ free_stage_gpu (PpRun *run, Stage *st)
 }
 
 /* NCCL edges into every stage whose neighbour runs on another rank, where
- * the transport asks for them (pp-executor.h). */
+ * the transport asks for them (pp-run.h). */
 static PpStatus
 setup_edges_gpu (PpRun *run, PpError *err)
 {

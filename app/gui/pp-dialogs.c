@@ -263,13 +263,13 @@ gboolean
 pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, int width,
                            int height, GError **error)
 {
-  PpRun *run = self->shown[0];
+  PpRecording *run = self->shown[0];
   if (!run)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Nothing to save: select a run first");
       return FALSE;
     }
-  PpTimelineModel *m = pp_run_get_model (run);
+  PpTimelineModel *m = pp_recording_get_model (run);
   PpTimelineView v;
   if (as_shown)
     {
@@ -482,12 +482,12 @@ export_done (GObject *source, GAsyncResult *result, gpointer data)
 void
 pp_window_export_chrome_to (PpWindow *self, const char *out)
 {
-  PpRun *run = self->shown[0];
-  if (run && pp_run_get_trace_path (run) && self->cli_path)
+  PpRecording *run = self->shown[0];
+  if (run && pp_recording_get_trace_path (run) && self->cli_path)
     {
       g_autoptr (GError) error = NULL;
       GSubprocess *child = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
-                                             &error, self->cli_path, "export", pp_run_get_trace_path (run),
+                                             &error, self->cli_path, "export", pp_recording_get_trace_path (run),
                                              "--format", "chrome", "-o", out, NULL);
       if (!child)
         pp_window_toast (self, error->message);
@@ -516,8 +516,8 @@ export_response (GtkNativeDialog *chooser, int response, PpWindow *self)
 void
 pp_window_export_chrome (PpWindow *self)
 {
-  PpRun *run = self->shown[0];
-  if (!run || !pp_run_get_trace_path (run))
+  PpRecording *run = self->shown[0];
+  if (!run || !pp_recording_get_trace_path (run))
     {
       pp_window_toast (self, "Nothing to export: select a run with a trace");
       return;

@@ -1,5 +1,5 @@
-/* pp-run.c — a run: its model, and the thread that reads a live job into it. */
-#include "pp-run.h"
+/* pp-recording.c — a run: its model, and the thread that reads a live job into it. */
+#include "pp-recording.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -216,12 +216,12 @@ live_thread (gpointer data)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-struct _PpRun
+struct _PpRecording
 {
   GObject          parent_instance;
 
   PpTimelineModel *model;
-  PpRunState       state;
+  PpRecordingState       state;
   char            *title;
   char            *status;
   char            *trace_path;
@@ -240,10 +240,10 @@ struct _PpRun
   int              child_status;  /* exit status, or 128 + signal */
   char            *child_last_line;
   gboolean         desc_seen;
-  gboolean         stop_asked;    /* pp_run_stop: a child told to stop, or detached */
+  gboolean         stop_asked;    /* pp_recording_stop: a child told to stop, or detached */
 };
 
-G_DEFINE_FINAL_TYPE (PpRun, pp_run, G_TYPE_OBJECT)
+G_DEFINE_FINAL_TYPE (PpRecording, pp_recording, G_TYPE_OBJECT)
 
 enum { PROP_0, PROP_STATE, PROP_TITLE, PROP_STATUS, N_PROPS };
 static GParamSpec *properties[N_PROPS];
@@ -252,7 +252,7 @@ enum { SIGNAL_CHANGED, SIGNAL_MESSAGE, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 static void
-pp_run_set_status (PpRun *self, const char *status)
+pp_recording_set_status (PpRecording *self, const char *status)
 {
   if (g_strcmp0 (self->status, status) == 0)
     return;
@@ -262,7 +262,7 @@ pp_run_set_status (PpRun *self, const char *status)
 }
 
 static void
-pp_run_set_title (PpRun *self, const char *title)
+pp_recording_set_title (PpRecording *self, const char *title)
 {
   if (g_strcmp0 (self->title, title) == 0)
     return;
@@ -272,7 +272,7 @@ pp_run_set_title (PpRun *self, const char *title)
 }
 
 static void
-pp_run_set_state (PpRun *self, PpRunState state)
+pp_recording_set_state (PpRecording *self, PpRecordingState state)
 {
   if (self->state == state)
     return;
@@ -283,7 +283,7 @@ pp_run_set_state (PpRun *self, PpRunState state)
 /* How an ended run ended, in a word: the user stopped it (or detached), a
  * signal not ours killed our job, or it ran to its end. */
 static const char *
-pp_run_end_word (PpRun *self)
+pp_recording_end_word (PpRecording *self)
 {
   if (self->stop_asked)
     return self->child ? "stopped" : "detached";
@@ -293,31 +293,31 @@ pp_run_end_word (PpRun *self)
 }
 
 static void
-pp_run_update_status (PpRun *self)
+pp_recording_update_status (PpRecording *self)
 {
   g_autofree char *s = NULL;
   size_t n = self->model ? pp_timeline_model_n_steps (self->model) : 0;
   switch (self->state)
     {
-    case PP_RUN_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
-    case PP_RUN_LIVE:
+    case PP_RECORDING_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
+    case PP_RECORDING_LIVE:
       /* a job attached over TCP has no pid here: its address instead */
       if (self->pid > 0)
         s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n);
       else
         s = g_strdup_printf ("live · %s · step %zu", self->live ? self->live->job : "?", n);
       break;
-    case PP_RUN_ENDED:    s = g_strdup_printf ("%s · %zu steps", pp_run_end_word (self), n); break;
-    case PP_RUN_FAILED:   s = g_strdup ("failed"); break;
-    case PP_RUN_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
+    case PP_RECORDING_ENDED:    s = g_strdup_printf ("%s · %zu steps", pp_recording_end_word (self), n); break;
+    case PP_RECORDING_FAILED:   s = g_strdup ("failed"); break;
+    case PP_RECORDING_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
     default: break;
     }
-  pp_run_set_status (self, s);
+  pp_recording_set_status (self, s);
 }
 
 /* "1F1B · P=4 · M=8 (V=2)": short enough for the sidebar. */
 static char *
-pp_run_format_title (const char *schedule, int ranks, int microbatches, int stages_per_rank)
+pp_recording_format_title (const char *schedule, int ranks, int microbatches, int stages_per_rank)
 {
   if (stages_per_rank > 1)
     return g_strdup_printf ("%s · P=%d · M=%d · V=%d", schedule, ranks, microbatches, stages_per_rank);
@@ -325,21 +325,21 @@ pp_run_format_title (const char *schedule, int ranks, int microbatches, int stag
 }
 
 static void
-pp_run_title_from_description (PpRun *self)
+pp_recording_title_from_description (PpRecording *self)
 {
   const PpTraceDescription *d = pp_timeline_model_description (self->model);
   if (!d)
     return;
   g_autofree char *t = NULL;
-  t = pp_run_format_title (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual);
-  pp_run_set_title (self, t);
+  t = pp_recording_format_title (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual);
+  pp_recording_set_title (self, t);
   self->desc_seen = TRUE;
 }
 
 static void
-pp_run_dispose (GObject *object)
+pp_recording_dispose (GObject *object)
 {
-  PpRun *self = PP_RUN (object);
+  PpRecording *self = PP_RECORDING (object);
 
   if (self->live)
     g_atomic_int_set (&self->live->stop, 1);
@@ -367,26 +367,26 @@ pp_run_dispose (GObject *object)
   g_clear_object (&self->cancellable);
   g_clear_object (&self->child);
 
-  G_OBJECT_CLASS (pp_run_parent_class)->dispose (object);
+  G_OBJECT_CLASS (pp_recording_parent_class)->dispose (object);
 }
 
 static void
-pp_run_finalize (GObject *object)
+pp_recording_finalize (GObject *object)
 {
-  PpRun *self = PP_RUN (object);
+  PpRecording *self = PP_RECORDING (object);
   pp_timeline_model_free (self->model);
   g_free (self->title);
   g_free (self->status);
   g_free (self->trace_path);
   g_free (self->what);
   g_free (self->child_last_line);
-  G_OBJECT_CLASS (pp_run_parent_class)->finalize (object);
+  G_OBJECT_CLASS (pp_recording_parent_class)->finalize (object);
 }
 
 static void
-pp_run_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+pp_recording_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
-  PpRun *self = PP_RUN (object);
+  PpRecording *self = PP_RECORDING (object);
   switch (prop_id)
     {
     case PROP_STATE:  g_value_set_int (value, self->state); break;
@@ -397,14 +397,14 @@ pp_run_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *
 }
 
 static void
-pp_run_class_init (PpRunClass *klass)
+pp_recording_class_init (PpRecordingClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
-  object_class->dispose = pp_run_dispose;
-  object_class->finalize = pp_run_finalize;
-  object_class->get_property = pp_run_get_property;
+  object_class->dispose = pp_recording_dispose;
+  object_class->finalize = pp_recording_finalize;
+  object_class->get_property = pp_recording_get_property;
 
-  properties[PROP_STATE] = g_param_spec_int ("state", NULL, NULL, 0, PP_RUN_FILE, 0,
+  properties[PROP_STATE] = g_param_spec_int ("state", NULL, NULL, 0, PP_RECORDING_FILE, 0,
                                              G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   properties[PROP_TITLE] = g_param_spec_string ("title", NULL, NULL, NULL,
                                                 G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
@@ -419,28 +419,28 @@ pp_run_class_init (PpRunClass *klass)
 }
 
 static void
-pp_run_init (PpRun *self)
+pp_recording_init (PpRecording *self)
 {
   self->model = pp_timeline_model_new ();
 }
 
 /* Tells the views about the items added since the last call, if any. */
 static void
-pp_run_emit_changed (PpRun *self, gboolean *changed)
+pp_recording_emit_changed (PpRecording *self, gboolean *changed)
 {
   if (!*changed)
     return;
   if (!self->desc_seen)
-    pp_run_title_from_description (self);
+    pp_recording_title_from_description (self);
   g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
   *changed = FALSE;
 }
 
 /* The main-loop side of the reader thread: ~30 times a second. */
 static gboolean
-pp_run_drain (gpointer data)
+pp_recording_drain (gpointer data)
 {
-  PpRun *self = data;
+  PpRecording *self = data;
   Batch *b;
   gboolean changed = FALSE, finished = FALSE;
 
@@ -461,7 +461,7 @@ pp_run_drain (gpointer data)
         case BATCH_CONNECTED:
           if (self->pid == 0)
             self->pid = b->pid;
-          pp_run_set_state (self, PP_RUN_LIVE);
+          pp_recording_set_state (self, PP_RECORDING_LIVE);
           break;
         case BATCH_ENDED:
         case BATCH_FAILED:
@@ -472,8 +472,8 @@ pp_run_drain (gpointer data)
               why = self->child_last_line;
             /* the last items while still live: a view following the live
              * edge ends on the run's last steps */
-            pp_run_emit_changed (self, &changed);
-            pp_run_set_state (self, b->kind == BATCH_ENDED ? PP_RUN_ENDED : PP_RUN_FAILED);
+            pp_recording_emit_changed (self, &changed);
+            pp_recording_set_state (self, b->kind == BATCH_ENDED ? PP_RECORDING_ENDED : PP_RECORDING_FAILED);
             if (b->kind == BATCH_ENDED && self->stop_asked && self->child)
               why = "stopped";
             msg = g_strdup_printf ("%s: %s", self->title, why ? why : "ended");
@@ -487,8 +487,8 @@ pp_run_drain (gpointer data)
       batch_free (b);
     }
 
-  pp_run_update_status (self);
-  pp_run_emit_changed (self, &changed);
+  pp_recording_update_status (self);
+  pp_recording_emit_changed (self, &changed);
 
   if (finished)
     {
@@ -501,7 +501,7 @@ pp_run_drain (gpointer data)
 }
 
 static char *
-pp_run_copy_path (const char *label)
+pp_recording_copy_path (const char *label)
 {
   g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "pipescope", "runs", NULL);
   if (g_mkdir_with_parents (dir, 0700) != 0)
@@ -521,24 +521,24 @@ pp_run_copy_path (const char *label)
 }
 
 static void
-pp_run_start_live (PpRun *self, const char *job, const char *token)
+pp_recording_start_live (PpRecording *self, const char *job, const char *token)
 {
   Live *l = g_atomic_rc_box_new0 (Live);
   l->job = g_strdup (job);
   l->token = g_strdup (token);
-  l->copy_path = pp_run_copy_path (job);
+  l->copy_path = pp_recording_copy_path (job);
   l->queue = g_async_queue_new_full (batch_free);
   self->live = l;
   self->trace_path = g_strdup (l->copy_path);
   self->thread = g_thread_new ("pp-live", live_thread, g_atomic_rc_box_acquire (l));
-  self->drain_id = g_timeout_add (33, pp_run_drain, self);
-  pp_run_update_status (self);
+  self->drain_id = g_timeout_add (33, pp_recording_drain, self);
+  pp_recording_update_status (self);
 }
 
 static void
-pp_run_stderr_line_cb (GObject *source, GAsyncResult *result, gpointer data)
+pp_recording_stderr_line_cb (GObject *source, GAsyncResult *result, gpointer data)
 {
-  g_autoptr (PpRun) self = data;
+  g_autoptr (PpRecording) self = data;
   g_autofree char *line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (source),
                                                                       result, NULL, NULL);
   if (!line)
@@ -552,13 +552,13 @@ pp_run_stderr_line_cb (GObject *source, GAsyncResult *result, gpointer data)
       self->child_last_line = g_strdup (line);
     }
   g_data_input_stream_read_line_async (G_DATA_INPUT_STREAM (source), G_PRIORITY_DEFAULT,
-                                       self->cancellable, pp_run_stderr_line_cb, g_object_ref (self));
+                                       self->cancellable, pp_recording_stderr_line_cb, g_object_ref (self));
 }
 
 static void
-pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
+pp_recording_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
 {
-  g_autoptr (PpRun) self = data;
+  g_autoptr (PpRecording) self = data;
   GSubprocess *child = G_SUBPROCESS (source);
   if (!g_subprocess_wait_finish (child, result, NULL))
     return;
@@ -568,11 +568,11 @@ pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
   else
     self->child_status = g_subprocess_get_exit_status (child);
   /* Exited before it served anything: the reader need not wait its 3 s. */
-  if (self->state == PP_RUN_STARTING && self->live)
+  if (self->state == PP_RECORDING_STARTING && self->live)
     g_atomic_int_set (&self->live->stop, 1);
   /* The stream may have ended first: "killed" is known only now. */
-  pp_run_update_status (self);
-  if (self->state == PP_RUN_ENDED && self->child_status > 128 && !self->stop_asked)
+  pp_recording_update_status (self);
+  if (self->state == PP_RECORDING_ENDED && self->child_status > 128 && !self->stop_asked)
     {
       g_autofree char *msg = g_strdup_printf ("%s: killed by signal %d", self->title,
                                               self->child_status - 128);
@@ -581,9 +581,9 @@ pp_run_child_exited_cb (GObject *source, GAsyncResult *result, gpointer data)
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
-PpRun *
-pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
-                  int stages_per_rank, const char *backend, const PpRunModel *model, GError **error)
+PpRecording *
+pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
+                  int stages_per_rank, const char *backend, const PpModelShape *model, GError **error)
 {
   g_return_val_if_fail (cli_path && schedule, NULL);
 
@@ -625,72 +625,72 @@ pp_run_new_child (const char *cli_path, const char *schedule, int ranks, int mic
   if (!child)
     return NULL;
 
-  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
   self->what = g_strdup ("child");
   self->child = child;
   self->cancellable = g_cancellable_new ();
   self->pid = atoi (g_subprocess_get_identifier (child));
-  self->title = pp_run_format_title (schedule, ranks, microbatches, stages_per_rank);
+  self->title = pp_recording_format_title (schedule, ranks, microbatches, stages_per_rank);
 
   GDataInputStream *err_stream = g_data_input_stream_new (g_subprocess_get_stderr_pipe (child));
   g_data_input_stream_read_line_async (err_stream, G_PRIORITY_DEFAULT, self->cancellable,
-                                       pp_run_stderr_line_cb, g_object_ref (self));
+                                       pp_recording_stderr_line_cb, g_object_ref (self));
   g_object_unref (err_stream);
-  g_subprocess_wait_async (child, self->cancellable, pp_run_child_exited_cb, g_object_ref (self));
+  g_subprocess_wait_async (child, self->cancellable, pp_recording_child_exited_cb, g_object_ref (self));
 
   /* The same path as attaching to a job started elsewhere: by pid. */
   char pid[16];
   g_snprintf (pid, sizeof pid, "%d", self->pid);
-  pp_run_start_live (self, pid, NULL);
+  pp_recording_start_live (self, pid, NULL);
   return self;
 }
 
-PpRun *
-pp_run_new_attach (const char *job, const char *token)
+PpRecording *
+pp_recording_new_attach (const char *job, const char *token)
 {
   g_return_val_if_fail (job != NULL, NULL);
-  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
   self->what = g_strdup ("attach");
   self->title = g_strdup_printf ("job %s", job);
-  pp_run_start_live (self, job, token && *token ? token : NULL);
+  pp_recording_start_live (self, job, token && *token ? token : NULL);
   return self;
 }
 
-PpRun *
-pp_run_new_file (PpTimelineModel *model, const char *path)
+PpRecording *
+pp_recording_new_file (PpTimelineModel *model, const char *path)
 {
   g_return_val_if_fail (model && path, NULL);
-  PpRun *self = g_object_new (PP_TYPE_RUN, NULL);
+  PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
   pp_timeline_model_free (self->model);
   self->model = model;
   self->what = g_strdup ("file");
   self->trace_path = g_strdup (path);
   self->title = g_path_get_basename (path);
-  self->state = PP_RUN_FILE;
-  pp_run_title_from_description (self);
-  pp_run_update_status (self);
+  self->state = PP_RECORDING_FILE;
+  pp_recording_title_from_description (self);
+  pp_recording_update_status (self);
   return self;
 }
 
-PpTimelineModel *pp_run_get_model (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->model; }
-PpRunState pp_run_get_state (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), 0); return self->state; }
-const char *pp_run_get_title (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->title; }
-const char *pp_run_get_status (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->status; }
-const char *pp_run_get_trace_path (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), NULL); return self->trace_path; }
-int pp_run_get_pid (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), 0); return self->pid; }
-gboolean pp_run_is_child (PpRun *self) { g_return_val_if_fail (PP_IS_RUN (self), FALSE); return self->child != NULL; }
+PpTimelineModel *pp_recording_get_model (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->model; }
+PpRecordingState pp_recording_get_state (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), 0); return self->state; }
+const char *pp_recording_get_title (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->title; }
+const char *pp_recording_get_status (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->status; }
+const char *pp_recording_get_trace_path (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->trace_path; }
+int pp_recording_get_pid (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), 0); return self->pid; }
+gboolean pp_recording_is_child (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), FALSE); return self->child != NULL; }
 
 gboolean
-pp_run_child_running (PpRun *self)
+pp_recording_child_running (PpRecording *self)
 {
-  g_return_val_if_fail (PP_IS_RUN (self), FALSE);
+  g_return_val_if_fail (PP_IS_RECORDING (self), FALSE);
   return self->child && !self->child_exited;
 }
 
 gboolean
-pp_run_has_spans_on_every_rank (PpRun *self)
+pp_recording_has_spans_on_every_rank (PpRecording *self)
 {
-  g_return_val_if_fail (PP_IS_RUN (self), FALSE);
+  g_return_val_if_fail (PP_IS_RECORDING (self), FALSE);
   const PpTraceDescription *d = pp_timeline_model_description (self->model);
   int n = d ? d->n_ranks : pp_timeline_model_n_ranks (self->model);
   if (n <= 0)
@@ -702,9 +702,9 @@ pp_run_has_spans_on_every_rank (PpRun *self)
 }
 
 void
-pp_run_stop (PpRun *self)
+pp_recording_stop (PpRecording *self)
 {
-  g_return_if_fail (PP_IS_RUN (self));
+  g_return_if_fail (PP_IS_RECORDING (self));
   if (self->child)
     {
       /* The job ends cleanly on SIGTERM and closes the stream itself. */
@@ -714,7 +714,7 @@ pp_run_stop (PpRun *self)
           g_subprocess_send_signal (self->child, SIGTERM);
         }
     }
-  else if (self->live && self->state <= PP_RUN_LIVE)
+  else if (self->live && self->state <= PP_RECORDING_LIVE)
     {
       self->stop_asked = TRUE;
       g_atomic_int_set (&self->live->stop, 1);
@@ -722,9 +722,9 @@ pp_run_stop (PpRun *self)
 }
 
 void
-pp_run_kill (PpRun *self)
+pp_recording_kill (PpRecording *self)
 {
-  g_return_if_fail (PP_IS_RUN (self));
+  g_return_if_fail (PP_IS_RECORDING (self));
   if (self->child && !self->child_exited)
     g_subprocess_force_exit (self->child);
 }
