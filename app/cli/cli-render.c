@@ -1,6 +1,7 @@
 /* pipescope-cli render: a trace's timeline as PNG, SVG or PDF, drawn by the
  * same function as the app's window. */
-#include "pipescope-cli.h"
+#include "cli-commands.h"
+#include "cli-common.h"
 
 #include <errno.h>
 #include <getopt.h>

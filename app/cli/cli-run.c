@@ -1,7 +1,10 @@
 /* pipescope-cli run — trains the bundled network under a schedule with the
  * runtime (runtime/pp-run.h), live by default, and compares the
  * measured bubble with the simulator's prediction from the measured costs. */
-#include "pipescope-cli.h"
+#include "cli-commands.h"
+#include "cli-common.h"
+#include "cli-job.h"
+#include "cli-plan.h"
 
 #ifdef PP_HAVE_CUDA
 #include "pp-kernels-cuda.h"

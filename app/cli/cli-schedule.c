@@ -1,5 +1,8 @@
 /* pipescope-cli schedule — a schedule, its simulated timeline and its bubble. */
-#include "pipescope-cli.h"
+#include "cli-commands.h"
+#include "cli-common.h"
+#include "cli-plan.h"
+#include "cli-serve.h"
 
 #include <errno.h>
 #include <getopt.h>

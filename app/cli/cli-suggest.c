@@ -1,6 +1,7 @@
 /* pipescope-cli suggest — what if: rank schedules and micro-batch counts by
  * the step time the simulator predicts from the costs measured in a trace. */
-#include "pipescope-cli.h"
+#include "cli-commands.h"
+#include "cli-common.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,0 +1,81 @@
+/* cli-common.c — what every subcommand uses (cli-common.h). */
+#include "cli-common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "pp-schedule.h"
+
+int
+pp_cli_usage_error (const char *fmt, ...)
+{
+  va_list ap;
+  fputs ("pipescope-cli: error: ", stderr);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+  return 2;
+}
+
+int
+pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **path)
+{
+  if (optind >= argc)
+    return pp_cli_usage_error ("%s needs a trace FILE; see 'pipescope-cli %s --help'", command,
+                               command);
+  if (optind + 1 < argc)
+    return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  *path = argv[optind];
+  return 0;
+}
+
+bool
+pp_cli_parse_int (const char *text, int lo, int hi, int *out)
+{
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
+    return false;
+  *out = (int) v;
+  return true;
+}
+
+void
+pp_cli_print_schedules (FILE *out)
+{
+  for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
+    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
+}
+
+bool
+pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
+                     int *stages_per_rank)
+{
+  switch (opt)
+    {
+    case 'p':
+      /* 1 parses: the schedule then says why it needs at least 2 */
+      if (pp_cli_parse_int (arg, 1, 4096, ranks))
+        return true;
+      pp_cli_usage_error ("--ranks takes a whole number up to 4096 (got '%s')", arg);
+      return false;
+    case 'm':
+      if (pp_cli_parse_int (arg, 1, 1 << 20, microbatches))
+        return true;
+      pp_cli_usage_error ("--microbatches takes a whole number from 1 to %d (got '%s')", 1 << 20, arg);
+      return false;
+    case 'v':
+      if (pp_cli_parse_int (arg, 1, 64, stages_per_rank))
+        return true;
+      pp_cli_usage_error ("--stages-per-rank takes a whole number from 1 to 64 (got '%s')", arg);
+      return false;
+    default:
+      return false;
+    }
+}

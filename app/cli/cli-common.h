@@ -1,0 +1,26 @@
+/* cli-common.h — what every pipescope-cli subcommand uses: the one-line
+ * usage error, whole numbers from the command line, the trace FILE operand,
+ * the schedule shape options.  Includes none of the subcommands' files. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Prints "pipescope-cli: error: <msg>" on stderr and returns 2. */
+int pp_cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* The one trace FILE operand left after getopt (argv[optind]) into *path;
+ * otherwise the usage error (exit status 2) that `command` would give. */
+int pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **path);
+
+/* Parses a whole decimal number in [lo, hi]; false for anything else. */
+bool pp_cli_parse_int (const char *text, int lo, int hi, int *out);
+
+/* The schedules, one line each, for --help texts. */
+void pp_cli_print_schedules (FILE *out);
+
+/* -p/--ranks, -m/--microbatches, -v/--stages-per-rank, the same in every
+ * subcommand: stores the value, or prints the one-line error (the caller
+ * then exits 2). */
+bool pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
+                          int *stages_per_rank);

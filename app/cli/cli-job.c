@@ -1,0 +1,295 @@
+/* cli-job.c — a pipescope-cli command acting as a job: stop signals, and
+ * its live server, trace files and probe (cli-job.h). */
+#include "cli-job.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pp-registry.h"
+
+/* ---- signals ----------------------------------------------------------------- */
+
+volatile sig_atomic_t pp_cli_stop_signal;
+volatile sig_atomic_t pp_cli_stop_flag;
+
+/* Lock-free atomic stores: safe in a handler, and other threads (the
+ * ranks, whichever thread the signal did not land on) read the flag. */
+static void
+on_stop_signal (int sig)
+{
+  __atomic_store_n (&pp_cli_stop_signal, sig, __ATOMIC_RELAXED);
+  __atomic_store_n (&pp_cli_stop_flag, 1, __ATOMIC_RELAXED);
+}
+
+bool
+pp_cli_stopping (void)
+{
+  return __atomic_load_n (&pp_cli_stop_flag, __ATOMIC_RELAXED) != 0;
+}
+
+void
+pp_cli_catch_stop_signals (void)
+{
+  struct sigaction sa;
+
+  __atomic_store_n (&pp_cli_stop_signal, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&pp_cli_stop_flag, 0, __ATOMIC_RELAXED);
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset (&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+}
+
+void
+pp_cli_mask_stop_signals (int how)
+{
+  sigset_t set;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGINT);
+  sigaddset (&set, SIGTERM);
+  pthread_sigmask (how, &set, NULL);
+}
+
+int64_t
+pp_cli_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- a job's outputs: live server, trace file, probe ------------------------------ */
+
+static void
+job_error (PpCliJob *job, int which, const PpError *err)
+{
+  const char *what = which >= 0 && which < 2 ? job->what[which] : NULL;
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", what ? what : "trace",
+           err->msg[0] ? err->msg : "cannot write trace");
+}
+
+int
+pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                 const char *listen, const char *trace)
+{
+  PpError err = { 0 };
+  PpLiveConfig cfg;
+
+  memset (job, 0, sizeof *job);
+  snprintf (job->name, sizeof job->name, "%s-%ld", schedule, (long) getpid ());
+  if (live)
+    {
+      memset (&cfg, 0, sizeof cfg);
+      cfg.name = job->name;
+      cfg.schedule = schedule;
+      cfg.cmdline = cmdline;
+      cfg.listen = listen;
+      job->server = pp_live_server_new (&cfg, &err);
+      if (job->server == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
+          return 1;
+        }
+      job->what[job->n] = "live stream";
+      job->w[job->n] = pp_trace_writer_new_callback (pp_live_server_write, job->server,
+                                                     PP_TRACE_NATIVE, &err);
+      if (job->w[job->n] == NULL)
+        {
+          job_error (job, job->n, &err);
+          pp_cli_job_abort (job);
+          return 1;
+        }
+      job->n++;
+    }
+  if (trace != NULL)
+    {
+      job->what[job->n] = trace;
+      job->w[job->n] = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err);
+      if (job->w[job->n] == NULL)
+        {
+          job_error (job, job->n, &err);
+          pp_cli_job_abort (job);
+          return 1;
+        }
+      job->n++;
+    }
+  return 0;
+}
+
+/* The writers take frames from two threads: the caller's (headers,
+ * markers, plans, names) and the probe's drain (spans, counters).  A stop
+ * in mid-step leaves spans in the probe's buffers that the drain delivers
+ * while the main thread writes the plan; with CUPTI, device spans arrive at
+ * any time.  One job per process, so one lock; never held across
+ * pp_probe_flush (which waits for the drain). */
+static pthread_mutex_t job_writers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int
+pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
+{
+  PpError err = { 0 };
+  int rc = 0;
+
+  pthread_mutex_lock (&job_writers_lock);
+  for (int i = 0; i < job->n; i++)
+    if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
+      {
+        job_error (job, i, &err);
+        rc = 1;
+        break;
+      }
+  pthread_mutex_unlock (&job_writers_lock);
+  return rc;
+}
+
+/* The probe's sink: the trace sink's callbacks (under the writers' lock),
+ * then the tap's. */
+static void
+job_spans (void *user, const PpSpan *spans, size_t n)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.spans)
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.spans (job->trace_sink.user, spans, n);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
+  if (job->tap.spans)
+    job->tap.spans (job->tap.user, spans, n);
+}
+
+static void
+job_counters (void *user, const PpCounter *counters, size_t n)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.counters)
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.counters (job->trace_sink.user, counters, n);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
+  if (job->tap.counters)
+    job->tap.counters (job->tap.user, counters, n);
+}
+
+static void
+job_dropped (void *user, int32_t rank, uint64_t total)
+{
+  PpCliJob *job = user;
+  if (job->trace_sink.dropped)
+    {
+      pthread_mutex_lock (&job_writers_lock);
+      job->trace_sink.dropped (job->trace_sink.user, rank, total);
+      pthread_mutex_unlock (&job_writers_lock);
+    }
+  if (job->tap.dropped)
+    job->tap.dropped (job->tap.user, rank, total);
+}
+
+int
+pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap)
+{
+  PpError err = { 0 };
+  PpProbeConfig pcfg;
+
+  if (job->n > 0)
+    {
+      job->sink = pp_trace_sink_new (job->w, job->n, &err);
+      if (job->sink == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot create the trace sink");
+          return 1;
+        }
+      job->trace_sink = pp_trace_sink_probe_sink (job->sink);
+    }
+  if (tap != NULL)
+    job->tap = *tap;
+  memset (&pcfg, 0, sizeof pcfg);
+  pcfg.sink.user = job;
+  pcfg.sink.spans = job_spans;
+  pcfg.sink.counters = job_counters;
+  pcfg.sink.dropped = job_dropped;
+  job->probe = pp_probe_new (&pcfg, &err);
+  if (job->probe == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot start the probe");
+      return 1;
+    }
+  return 0;
+}
+
+void
+pp_cli_job_announce (PpCliJob *job, const char *listen)
+{
+  PpLiveServer *server = job->server;
+
+  if (server == NULL)
+    return;
+  if (pp_live_server_token (server) != NULL)
+    {
+      /* The host as asked, the port as bound (port 0 picks one). */
+      const char *colon = strrchr (listen, ':');
+      int hl = colon ? (int) (colon - listen) : (int) strlen (listen);
+      fprintf (stderr, "serving %s (pid %ld) on %s and %.*s:%d, token %s; Ctrl-C stops\n", job->name,
+               (long) getpid (), pp_live_server_socket_path (server), hl, listen,
+               pp_live_server_tcp_port (server), pp_live_server_token (server));
+    }
+  else
+    fprintf (stderr, "serving %s (pid %ld) on %s; Ctrl-C stops\n", job->name, (long) getpid (),
+             pp_live_server_socket_path (server));
+  fflush (stderr);
+}
+
+int
+pp_cli_job_close (PpCliJob *job)
+{
+  PpError err = { 0 };
+  int status = 0;
+
+  /* A final drain pass: everything recorded reaches the writers. */
+  pp_probe_free (job->probe);
+  job->probe = NULL;
+  if (job->sink != NULL && pp_trace_sink_status (job->sink, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      status = 1;
+    }
+  for (int i = job->n - 1; i >= 0; i--)
+    {
+      PpTraceWriter *w = job->w[i];
+      job->w[i] = NULL;
+      if (pp_trace_writer_close (w, &err) != PP_OK && status == 0)
+        {
+          job_error (job, i, &err);
+          status = 1;
+        }
+    }
+  pp_cli_job_abort (job);
+  return status;
+}
+
+void
+pp_cli_job_abort (PpCliJob *job)
+{
+  pp_probe_free (job->probe);
+  job->probe = NULL;
+  pp_trace_sink_free (job->sink);
+  job->sink = NULL;
+  for (int i = 0; i < 2; i++)
+    if (job->w[i])
+      {
+        pp_trace_writer_close (job->w[i], NULL);
+        job->w[i] = NULL;
+      }
+  job->n = 0;
+  pp_live_server_free (job->server);
+  job->server = NULL;
+}

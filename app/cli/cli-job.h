@@ -1,0 +1,65 @@
+/* cli-job.h — a pipescope-cli command acting as a job (`run`, `schedule
+ * --serve`): the stop signals, and where its events go (a live server,
+ * registered and attachable, and/or trace files, fed by one probe). */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pp-live.h"
+#include "pp-probe.h"
+#include "pp-trace-sink.h"
+#include "pp-trace.h"
+
+/* The signal (SIGINT, SIGTERM) that asked to stop, 0 if none; and a flag that
+ * is 1 once one did (a PpRunConfig.stop). */
+extern volatile sig_atomic_t pp_cli_stop_signal;
+extern volatile sig_atomic_t pp_cli_stop_flag;
+/* Whether a stop signal came (an atomic load: any thread may ask). */
+bool    pp_cli_stopping (void);
+/* Clears both, then SIGINT and SIGTERM set them.  No SA_RESTART: a sleep or
+ * poll in the main thread returns early with EINTR. */
+void    pp_cli_catch_stop_signals (void);
+/* SIG_BLOCK / SIG_UNBLOCK SIGINT and SIGTERM in the calling thread (threads
+ * started while blocked inherit it, so a Ctrl-C lands on the main thread,
+ * or on a thread a library started before main: poll pp_cli_stopping). */
+void    pp_cli_mask_stop_signals (int how);
+int64_t pp_cli_now_ns (void);
+
+/* Where a job's events go: a live server (registered, attachable with
+ * record) and/or a trace file, both fed by one probe through a trace sink. */
+typedef struct {
+  PpLiveServer  *server;
+  PpTraceWriter *w[2];
+  const char    *what[2];      /* for messages: "live stream", the file's path */
+  int            n;
+  PpTraceSink   *sink;
+  PpProbe       *probe;
+  PpProbeSink    trace_sink;   /* the trace sink's callbacks (none without writers) */
+  PpProbeSink    tap;          /* the caller's, called after them on the drain thread */
+  char           name[64];     /* "<schedule>-<pid>" */
+} PpCliJob;
+
+/* Creates the live server (when live; TCP too with listen) registered as
+ * "<schedule>-<pid>", and the trace file (when trace).  0, or 1 with one
+ * line on stderr (and nothing left open). */
+int  pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                      const char *listen, const char *trace);
+/* Calls fn on every writer, then flushes it, under the lock the probe's
+ * drain takes to deliver; any time, from any thread but the drain's.  What
+ * a step recorded precedes what is written after it only once
+ * pp_probe_flush has returned.  0, or 1 with one line. */
+typedef PpStatus (*PpCliWriteFunc) (PpTraceWriter *w, void *user, PpError *err);
+int  pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user);
+/* Starts the probe, its records going to the writers and to tap (may be
+ * NULL).  0, or 1 with one line. */
+int  pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap);
+/* Prints "serving NAME (pid N) on SOCKET[ and HOST:PORT, token T]; Ctrl-C
+ * stops" on stderr (nothing without a live server). */
+void pp_cli_job_announce (PpCliJob *job, const char *listen);
+/* Stops the probe (a final drain), closes the writers and the server (its
+ * registry entry goes).  0, or 1 with one line if a writer failed. */
+int  pp_cli_job_close (PpCliJob *job);
+/* The same without messages, for error paths; idempotent. */
+void pp_cli_job_abort (PpCliJob *job);

@@ -1,0 +1,199 @@
+/* cli-plan.c — a schedule's simulated plan as trace frames (cli-plan.h). */
+#include "cli-plan.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int
+pp_cli_span_kind_of_action (int kind)
+{
+  switch (kind)
+    {
+    case PP_ACT_F: return PP_SPAN_F;
+    case PP_ACT_B: return PP_SPAN_B;
+    case PP_ACT_I: return PP_SPAN_I;
+    case PP_ACT_W: return PP_SPAN_W;
+    case PP_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
+    default: return -1;
+    }
+}
+
+static int64_t
+units_to_ns (double t)
+{
+  return (int64_t) llround (t * PP_CLI_TRACE_NS_PER_UNIT);
+}
+
+void
+pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc, char **argv)
+{
+  struct timespec rt, mono;
+  size_t len = 0;
+
+  memset (desc, 0, sizeof *desc);
+  snprintf (desc->schedule, sizeof desc->schedule, "%s", s->name);
+  snprintf (desc->backend, sizeof desc->backend, "simulated");
+  if (gethostname (desc->host, sizeof desc->host - 1) != 0)
+    snprintf (desc->host, sizeof desc->host, "unknown");
+  snprintf (desc->model, sizeof desc->model, "none");
+  len += snprintf (desc->cmdline, sizeof desc->cmdline, "pipescope-cli");
+  for (int i = 0; i < argc && len < sizeof desc->cmdline; i++)
+    len += snprintf (desc->cmdline + len, sizeof desc->cmdline - len, " %s", argv[i]);
+  desc->n_ranks = s->ranks;
+  desc->n_microbatches = s->microbatches;
+  desc->n_virtual = s->stages_per_rank;
+  clock_gettime (CLOCK_REALTIME, &rt);
+  clock_gettime (CLOCK_MONOTONIC, &mono);
+  desc->start_unix_ns = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
+  desc->start_monotonic_ns = (int64_t) mono.tv_sec * 1000000000 + mono.tv_nsec;
+}
+
+PpStatus
+pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
+                   double seconds_per_unit, PpError *err)
+{
+  PpTracePlanAction **plan = calloc ((size_t) s->ranks, sizeof *plan);
+  size_t *n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
+  PpStatus st;
+
+  if (plan == NULL || n_plan == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      plan[r] = calloc ((size_t) n + 1, sizeof **plan);
+      if (plan[r] == NULL)
+        {
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+      n_plan[r] = (size_t) n;
+      for (int k = 0; k < n; k++)
+        {
+          const PpAction *a = &s->rank[r].actions[k];
+          PpTracePlanAction *p = &plan[r][k];
+          p->kind = a->kind;
+          p->stage = a->stage;
+          p->microbatch = a->microbatch;
+          p->sub_kind = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_kind : -1;
+          p->sub_stage = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_stage : -1;
+          p->sub_microbatch = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_microbatch : -1;
+          if (sim != NULL)
+            {
+              /* Plan times are seconds. */
+              p->planned_start = sim->timeline[r][k].start * seconds_per_unit;
+              p->planned_end = sim->timeline[r][k].end * seconds_per_unit;
+            }
+        }
+    }
+  st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan,
+                            sim != NULL, err);
+out:
+  if (plan)
+    for (int r = 0; r < s->ranks; r++)
+      free (plan[r]);
+  free (plan);
+  free (n_plan);
+  return st;
+}
+
+PpStatus
+pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc, const PpSchedule *s,
+                         const PpSimulation *sim, PpError *err)
+{
+  PpStatus st = pp_trace_write_description (w, desc, err);
+  if (st == PP_OK)
+    /* One time unit is PP_CLI_TRACE_NS_PER_UNIT ns. */
+    st = pp_cli_write_plan (w, s, sim, PP_CLI_TRACE_NS_PER_UNIT * 1e-9, err);
+  return st;
+}
+
+int
+pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulation *sim,
+                        int argc, char **argv)
+{
+  PpError err = { 0 };
+  PpTraceDescription desc;
+  PpSpan *spans = NULL;
+  size_t n_spans = 0;
+  PpTraceWriter *w = NULL;
+  int status = 1;
+
+  pp_cli_sim_description (&desc, s, argc, argv);
+  spans = calloc ((size_t) pp_schedule_total_actions (s) + 1, sizeof *spans);
+  if (spans == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        const PpSimAction *sa = &sim->timeline[r][k];
+        int sk = pp_cli_span_kind_of_action (a->kind);
+        if (sk >= 0)
+          {
+            PpSpan *sp = &spans[n_spans++];
+            memset (sp, 0, sizeof *sp);
+            sp->start_ns = desc.start_monotonic_ns + units_to_ns (sa->start);
+            sp->end_ns = desc.start_monotonic_ns + units_to_ns (sa->end);
+            sp->rank = r;
+            sp->stage = a->stage;
+            sp->microbatch = a->microbatch;
+            sp->step = 0;
+            sp->kind = (uint16_t) sk;
+            sp->device = 0xffff;
+            sp->peer_rank = -1;
+          }
+      }
+
+  w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  if (w == NULL)
+    goto fail;
+  if (pp_cli_write_sim_header (w, &desc, s, sim, &err) != PP_OK)
+    goto fail;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      double t0 = n > 0 ? sim->timeline[r][0].start : 0;
+      if (pp_trace_write_step_marker (w, r, 0, PP_TRACE_STEP_BEGIN,
+                                      desc.start_monotonic_ns + units_to_ns (t0), &err) != PP_OK)
+        goto fail;
+    }
+  if (pp_trace_write_spans (w, spans, n_spans, &err) != PP_OK)
+    goto fail;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int n = s->rank[r].n_actions;
+      double t1 = n > 0 ? sim->timeline[r][n - 1].end : 0;
+      if (pp_trace_write_step_marker (w, r, 0, PP_TRACE_STEP_END,
+                                      desc.start_monotonic_ns + units_to_ns (t1), &err) != PP_OK)
+        goto fail;
+    }
+  {
+    PpTraceWriter *tmp = w;
+    w = NULL;
+    if (pp_trace_writer_close (tmp, &err) != PP_OK)
+      goto fail;
+  }
+  status = 0;
+  goto out;
+
+fail:
+  fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot write trace");
+  status = 1;
+out:
+  if (w)
+    pp_trace_writer_close (w, NULL);
+  free (spans);
+  return status;
+}

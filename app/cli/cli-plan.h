@@ -1,0 +1,32 @@
+/* cli-plan.h — a schedule's simulated plan as trace frames: the plan of
+ * `schedule --trace` and `schedule --serve`, and the PLAN frames `run`
+ * writes beside its measurement. */
+#pragma once
+
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-trace.h"
+
+/* One simulated time unit is this many nanoseconds (1 ms). */
+#define PP_CLI_TRACE_NS_PER_UNIT 1000000.0
+
+/* Writes the simulated plan of s as a trace at path (argv: the schedule
+ * command's arguments, for the description's command line).  0, or 1 with
+ * one line on stderr. */
+int pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulation *sim,
+                            int argc, char **argv);
+
+/* The PpSpanKind of a compute action kind (F, B, I, W, OVERLAP_F_B), else -1. */
+int pp_cli_span_kind_of_action (int kind);
+/* The description of a simulated run of s: backend "simulated", model
+ * "none", this host, the command line from argv, both clocks read now. */
+void pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc, char **argv);
+/* Writes desc and the plan of s with sim's timeline (seconds, one time unit
+ * = PP_CLI_TRACE_NS_PER_UNIT ns) into w. */
+PpStatus pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *desc,
+                                  const PpSchedule *s, const PpSimulation *sim, PpError *err);
+
+/* The plan of s into w: one PLAN frame per rank, with sim's timeline (one
+ * time unit = seconds_per_unit s) unless sim is NULL. */
+PpStatus pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
+                            double seconds_per_unit, PpError *err);
