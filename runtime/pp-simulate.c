@@ -1,6 +1,7 @@
 /* pp-simulate.c — the planned timeline: list scheduling in each rank's order. */
 #include "pp-simulate.h"
 #include "pp-schedule-private.h"
+#include "pp-schedule-rules.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,8 +132,7 @@ typedef struct {
   const PpSchedule  *s;
   const PpCostModel *c;
   double *f_end;    /* forward done */
-  double *g_end;    /* input gradient done (end of B or I) */
-  double *i_end;    /* I done (W may start) */
+  double *g_end;    /* input gradient done (end of B or I; W may start) */
 } SimState;
 
 static inline size_t
@@ -141,77 +141,31 @@ cell (const SimState *st, int stage, int mb)
   return (size_t) stage * (size_t) st->s->microbatches + (size_t) mb;
 }
 
-static inline double
-transfer (const SimState *st, int from, int to)
-{
-  return st->s->stage_rank[from] == st->s->stage_rank[to] ? 0.0 : st->c->comm[from];
-}
-
 /* When may the (kind, stage, mb) part start?  NAN if a dependency has not run;
  * then wait_kind and wait_stage name it. */
 static double
 ready_time (const SimState *st, int kind, int stage, int mb, int *wait_kind, int *wait_stage)
 {
-  const PpSchedule *s = st->s;
+  PpDependency dep[2];
+  int n = pp_schedule_dependencies (st->s, kind, stage, dep);
   double t = 0;
 
-  switch (kind)
+  for (int i = 0; i < n; i++)
     {
-    case PP_ACT_F:
-      {
-        int prev = s->stage_prev[stage];
-        if (prev < 0)
-          return 0;
-        double e = st->f_end[cell (st, prev, mb)];
-        if (isnan (e))
-          {
-            *wait_kind = PP_ACT_F;
-            *wait_stage = prev;
-            return NAN;
-          }
-        return e + transfer (st, prev, stage);
-      }
-    case PP_ACT_B:
-    case PP_ACT_I:
-      {
-        int next = s->stage_next[stage];
-        double fe = st->f_end[cell (st, stage, mb)];
-        if (isnan (fe))
-          {
-            *wait_kind = PP_ACT_F;
-            *wait_stage = stage;
-            return NAN;
-          }
-        t = fe;
-        if (next >= 0)
-          {
-            double g = st->g_end[cell (st, next, mb)];
-            if (isnan (g))
-              {
-                *wait_kind = PP_ACT_I;  /* "B or I" */
-                *wait_stage = next;
-                return NAN;
-              }
-            g += transfer (st, stage, next);
-            if (g > t)
-              t = g;
-          }
-        return t;
-      }
-    case PP_ACT_W:
-      {
-        double e = st->i_end[cell (st, stage, mb)];
-        if (isnan (e))
-          {
-            *wait_kind = PP_ACT_I;
-            *wait_stage = stage;
-            return NAN;
-          }
-        return e;
-      }
-    default:
-      return 0;
+      const double *done = dep[i].kind == PP_ACT_F ? st->f_end : st->g_end;
+      double e = done[cell (st, dep[i].stage, mb)];
+      if (isnan (e))
+        {
+          *wait_kind = dep[i].kind;
+          *wait_stage = dep[i].stage;
+          return NAN;
+        }
+      if (dep[i].boundary >= 0)
+        e += st->c->comm[dep[i].boundary];
+      if (e > t)
+        t = e;
     }
+  return t;
 }
 
 static double
@@ -233,11 +187,8 @@ finish (SimState *st, int kind, int stage, int mb, double end)
   switch (kind)
     {
     case PP_ACT_F: st->f_end[cell (st, stage, mb)] = end; break;
-    case PP_ACT_B: st->g_end[cell (st, stage, mb)] = end; break;
-    case PP_ACT_I:
-      st->g_end[cell (st, stage, mb)] = end;
-      st->i_end[cell (st, stage, mb)] = end;
-      break;
+    case PP_ACT_B:
+    case PP_ACT_I: st->g_end[cell (st, stage, mb)] = end; break;
     default: break;
     }
 }
@@ -292,7 +243,7 @@ pp_simulate (const PpSchedule *s, const PpCostModel *c, PpSimulation **out, PpEr
   PpStatus st;
 
   *out = NULL;
-  if ((st = pp_schedule_check_structure (s, err)) != PP_OK)
+  if ((st = pp_schedule_check_structure (s, NULL, err)) != PP_OK)
     return st;
   return pp_simulate_checked (s, c, out, err);
 }
@@ -302,7 +253,7 @@ pp_simulate_checked (const PpSchedule *s, const PpCostModel *c, PpSimulation **o
 {
   PpStatus st;
   PpSimulation *sim = NULL;
-  SimState ss = { s, c, NULL, NULL, NULL };
+  SimState ss = { s, c, NULL, NULL };
   int *pos = NULL;
   double *free_at = NULL;
   size_t cells;
@@ -316,7 +267,7 @@ pp_simulate_checked (const PpSchedule *s, const PpCostModel *c, PpSimulation **o
   cells = (size_t) s->n_stages * (size_t) s->microbatches;
   total = pp_schedule_total_actions (s);
   sim = calloc (1, sizeof *sim);
-  ss.f_end = malloc (cells * 3 * sizeof (double));
+  ss.f_end = malloc (cells * 2 * sizeof (double));
   pos = calloc ((size_t) s->ranks, sizeof (int));
   free_at = calloc ((size_t) s->ranks, sizeof (double));
   if (sim == NULL || ss.f_end == NULL || pos == NULL || free_at == NULL)
@@ -332,8 +283,7 @@ pp_simulate_checked (const PpSchedule *s, const PpCostModel *c, PpSimulation **o
   for (int r = 1; r < s->ranks; r++)
     sim->timeline[r] = sim->timeline[r - 1] + s->rank[r - 1].n_actions;
   ss.g_end = ss.f_end + cells;
-  ss.i_end = ss.g_end + cells;
-  for (size_t i = 0; i < cells * 3; i++)
+  for (size_t i = 0; i < cells * 2; i++)
     ss.f_end[i] = NAN;
 
   /* Advance every rank as far as its dependencies allow, until all are done or
