@@ -1,0 +1,102 @@
+/* pp-schedule-catalog.c — the schedules by name: their list, aliases and
+ * generators, and the limits every request is checked against. */
+#include "pp-schedule.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const PpScheduleInfo schedules[] = {
+  { "GPipe", "gpipe fill-drain", pp_schedule_new_gpipe, 0, 1,
+    "all forwards, then all backwards (Huang et al. 2018)" },
+  { "1F1B", "1f1b pipedream-flush", pp_schedule_new_1f1b, 0, 1,
+    "one forward, one backward in steady state (PipeDream-Flush)" },
+  { "Interleaved1F1B", "interleaved interleaved-1f1b", pp_schedule_new_interleaved_1f1b, 1, 2,
+    "1F1B over V looped stages per rank, depth first (Megatron-LM)" },
+  { "LoopedBFS", "looped-bfs bfs", pp_schedule_new_looped_bfs, 1, 2,
+    "V looped stages per rank, breadth first (Lamy-Poirier 2022)" },
+  { "InterleavedZeroBubble", "izb interleaved-zb zb1p", pp_schedule_new_interleaved_zb, 1, 2,
+    "interleaved 1F1B with split backward, W filling bubbles (PyTorch's ZB1P)" },
+  { "ZB-H1", "zbh1 zb_h1", pp_schedule_new_zb_h1, 0, 1,
+    "Zero Bubble handcrafted H1: 1F1B memory, a third of its bubble" },
+  { "ZB-H2", "zbh2 zb_h2", pp_schedule_new_zb_h2, 0, 1,
+    "Zero Bubble handcrafted H2: twice 1F1B memory, no bubble between steps" },
+  { "ZBV", "ZBVZeroBubble zb-v zb_v", pp_schedule_new_zbv, 0, 2,
+    "Zero Bubble V: two stages per rank in a V shape" },
+  { "DualPipeV", "dualpipe-v dualpipe_v", pp_schedule_new_dualpipev, 0, 2,
+    "DeepSeek's DualPipe folded into a V: overlapped F and B" },
+  { "DualPipe", "dualpipe", pp_schedule_new_dualpipe, 0, 2,
+    "DeepSeek's bidirectional DualPipe: two model copies, both directions" },
+  { NULL, NULL, NULL, 0, 0, NULL },
+};
+
+const PpScheduleInfo *
+pp_schedule_list (void)
+{
+  return schedules;
+}
+
+static bool
+alias_matches (const char *aliases, const char *name)
+{
+  size_t n = strlen (name);
+  const char *p = aliases;
+  while (*p)
+    {
+      while (*p == ' ')
+        p++;
+      const char *e = p;
+      while (*e && *e != ' ')
+        e++;
+      if ((size_t) (e - p) == n && strncasecmp (p, name, n) == 0)
+        return true;
+      p = e;
+    }
+  return false;
+}
+
+const PpScheduleInfo *
+pp_schedule_lookup (const char *name)
+{
+  if (name == NULL)
+    return NULL;
+  for (const PpScheduleInfo *i = schedules; i->name; i++)
+    if (strcasecmp (i->name, name) == 0 || alias_matches (i->aliases, name))
+      return i;
+  return NULL;
+}
+
+PpStatus
+pp_schedule_generate (const char *name, int ranks, int microbatches, int stages_per_rank,
+                      PpSchedule **out, PpError *err)
+{
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+
+  *out = NULL;
+  if (info == NULL)
+    {
+      char list[512] = "";
+      size_t len = 0;
+      for (const PpScheduleInfo *i = schedules; i->name; i++)
+        len += (size_t) snprintf (list + len, len < sizeof list ? sizeof list - len : 0,
+                                  "%s%s", i == schedules ? "" : ", ", i->name);
+      return pp_error_set (err, PP_EINVAL, "unknown schedule '%s'; known schedules: %s",
+                           name ? name : "(null)", list);
+    }
+  if (ranks < 2)
+    return pp_error_set (err, PP_EINVAL, "%s needs at least 2 ranks (got %d)", info->name, ranks);
+  if (ranks > 4096)
+    return pp_error_set (err, PP_EINVAL, "%s: at most 4096 ranks are supported (got %d)", info->name, ranks);
+  if (microbatches < 1)
+    return pp_error_set (err, PP_EINVAL, "%s needs at least 1 micro-batch (got %d)", info->name, microbatches);
+  if (microbatches > 1 << 20)
+    return pp_error_set (err, PP_EINVAL, "%s: at most %d micro-batches are supported (got %d)",
+                         info->name, 1 << 20, microbatches);
+  if (stages_per_rank <= 0)
+    stages_per_rank = info->default_v;
+  if (stages_per_rank > 64)
+    return pp_error_set (err, PP_EINVAL, "%s: at most 64 stages per rank are supported (got %d)",
+                         info->name, stages_per_rank);
+  return info->generate (ranks, microbatches, stages_per_rank, out, err);
+}
