@@ -8,8 +8,6 @@
 
 G_DEFINE_FINAL_TYPE (PpWindow, pp_window, ADW_TYPE_APPLICATION_WINDOW)
 
-static const char *const backends[] = { "auto", "cpu", "cuda", NULL };
-
 /* ---- helpers ----------------------------------------------------------------- */
 
 void
@@ -728,173 +726,7 @@ pp_window_close_request (GtkWindow *window)
   return TRUE;
 }
 
-/* ---- construction ------------------------------------------------------------------ */
-
-static GtkWidget *
-control_row (const char *title, GtkWidget *control)
-{
-  GtkWidget *row = adw_action_row_new ();
-  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), title);
-  gtk_widget_set_valign (control, GTK_ALIGN_CENTER);
-  adw_action_row_add_suffix (ADW_ACTION_ROW (row), control);
-  return row;
-}
-
-static GtkSpinButton *
-spin_new (int lo, int hi, int value)
-{
-  GtkWidget *spin = gtk_spin_button_new_with_range (lo, hi, 1);
-  gtk_spin_button_set_value (GTK_SPIN_BUTTON (spin), value);
-  gtk_spin_button_set_numeric (GTK_SPIN_BUTTON (spin), TRUE);
-  return GTK_SPIN_BUTTON (spin);
-}
-
-static const char shortcuts_ui[] =
-  "<interface>"
-  " <object class='GtkShortcutsWindow' id='help_overlay'>"
-  "  <property name='modal'>1</property>"
-  "  <child><object class='GtkShortcutsSection'><property name='section-name'>shortcuts</property>"
-  "   <child><object class='GtkShortcutsGroup'><property name='title'>Runs</property>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Run with these settings</property><property name='accelerator'>&lt;Control&gt;r</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Stop the run (or detach)</property><property name='accelerator'>&lt;Control&gt;period</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Open a trace</property><property name='accelerator'>&lt;Control&gt;o</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Attach to a running job</property><property name='accelerator'>&lt;Control&gt;j</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Save a screenshot of the timeline</property><property name='accelerator'>&lt;Control&gt;s</property></object></child>"
-  "   </object></child>"
-  "   <child><object class='GtkShortcutsGroup'><property name='title'>Timeline</property>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom to fit</property><property name='accelerator'>&lt;Control&gt;0</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Zoom in / out</property><property name='accelerator'>plus minus</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Pan (stops following a live run)</property><property name='accelerator'>Left Right</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Clear the selected block</property><property name='accelerator'>Escape</property></object></child>"
-  "   </object></child>"
-  "   <child><object class='GtkShortcutsGroup'><property name='title'>General</property>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Keyboard shortcuts</property><property name='accelerator'>&lt;Control&gt;question</property></object></child>"
-  "    <child><object class='GtkShortcutsShortcut'><property name='title'>Quit</property><property name='accelerator'>&lt;Control&gt;q</property></object></child>"
-  "   </object></child>"
-  "  </object></child>"
-  " </object>"
-  "</interface>";
-
-static GMenuModel *
-pp_window_menu (void)
-{
-  GMenu *menu = g_menu_new ();
-  GMenu *s1 = g_menu_new ();
-  g_menu_append (s1, "_Open Trace…", "win.open");
-  g_menu_append (s1, "_Attach to Job…", "win.attach");
-  g_menu_append_section (menu, NULL, G_MENU_MODEL (s1));
-  GMenu *s2 = g_menu_new ();
-  g_menu_append (s2, "_Save Screenshot…", "win.screenshot");
-  g_menu_append (s2, "_Export Chrome JSON…", "win.export-chrome");
-  g_menu_append_section (menu, NULL, G_MENU_MODEL (s2));
-  GMenu *s3 = g_menu_new ();
-  g_menu_append (s3, "_Keyboard Shortcuts", "win.show-help-overlay");
-  g_menu_append (s3, "_About pipescope", "app.about");
-  g_menu_append_section (menu, NULL, G_MENU_MODEL (s3));
-  g_object_unref (s1);
-  g_object_unref (s2);
-  g_object_unref (s3);
-  return G_MENU_MODEL (menu);
-}
-
-static GtkWidget *
-pp_window_build_sidebar (PpWindow *self)
-{
-  GtkWidget *side = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
-  gtk_widget_set_size_request (side, 300, -1);
-
-  GtkWidget *controls = gtk_list_box_new ();
-  gtk_list_box_set_selection_mode (GTK_LIST_BOX (controls), GTK_SELECTION_NONE);
-  gtk_widget_add_css_class (controls, "boxed-list");
-  gtk_widget_set_margin_start (controls, 12);
-  gtk_widget_set_margin_end (controls, 12);
-  gtk_widget_set_margin_top (controls, 12);
-
-  GtkStringList *names = gtk_string_list_new (NULL);
-  guint default_index = 0, i = 0;
-  for (const PpScheduleInfo *s = pp_schedule_list (); s->name; s++, i++)
-    {
-      gtk_string_list_append (names, s->name);
-      if (g_ascii_strcasecmp (s->name, "1F1B") == 0)
-        default_index = i;
-    }
-  self->schedule = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (names), NULL));
-  gtk_drop_down_set_selected (self->schedule, default_index);
-  /* One rank per core by default (at least 2, at most 4): CPU ranks are
-   * threads, and more of them than cores would measure the scheduler's
-   * bubble, not the pipeline's. */
-  self->ranks = spin_new (1, 64, CLAMP (g_get_num_processors (), 2, 4));
-  self->microbatches = spin_new (1, 512, 8);
-  self->stages_per_rank = spin_new (1, 16, 1);
-  self->backend = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (backends));
-  gtk_drop_down_set_selected (self->backend, 1);   /* cpu */
-
-  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Schedule", GTK_WIDGET (self->schedule)));
-  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Ranks", GTK_WIDGET (self->ranks)));
-  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Micro-batches", GTK_WIDGET (self->microbatches)));
-  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Stages per rank", GTK_WIDGET (self->stages_per_rank)));
-  gtk_list_box_append (GTK_LIST_BOX (controls), control_row ("Backend", GTK_WIDGET (self->backend)));
-  gtk_box_append (GTK_BOX (side), controls);
-
-  g_signal_connect_swapped (self->schedule, "notify::selected", G_CALLBACK (on_control_changed), self);
-  g_signal_connect_swapped (self->ranks, "value-changed", G_CALLBACK (on_control_changed), self);
-  g_signal_connect_swapped (self->microbatches, "value-changed", G_CALLBACK (on_control_changed), self);
-  g_signal_connect_swapped (self->stages_per_rank, "value-changed", G_CALLBACK (on_control_changed), self);
-
-  GtkWidget *verdict = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
-  gtk_widget_set_margin_start (verdict, 14);
-  gtk_widget_set_margin_end (verdict, 12);
-  self->verdict_icon = GTK_IMAGE (gtk_image_new ());
-  gtk_widget_set_valign (GTK_WIDGET (self->verdict_icon), GTK_ALIGN_START);
-  self->verdict = GTK_LABEL (gtk_label_new (NULL));
-  gtk_label_set_xalign (self->verdict, 0);
-  gtk_label_set_wrap (self->verdict, TRUE);
-  gtk_label_set_lines (self->verdict, 3);
-  gtk_label_set_ellipsize (self->verdict, PANGO_ELLIPSIZE_END);
-  gtk_widget_set_hexpand (GTK_WIDGET (self->verdict), TRUE);
-  gtk_widget_add_css_class (GTK_WIDGET (self->verdict), "caption");
-  gtk_box_append (GTK_BOX (verdict), GTK_WIDGET (self->verdict_icon));
-  gtk_box_append (GTK_BOX (verdict), GTK_WIDGET (self->verdict));
-  gtk_box_append (GTK_BOX (side), verdict);
-
-  GtkWidget *run = gtk_button_new_with_mnemonic ("_Run");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (run), "win.run");
-  gtk_widget_add_css_class (run, "suggested-action");
-  gtk_widget_add_css_class (run, "pill");
-  gtk_widget_set_margin_start (run, 12);
-  gtk_widget_set_margin_end (run, 12);
-  gtk_widget_set_margin_top (run, 6);
-  gtk_widget_set_tooltip_text (run, "Start pipescope-cli run with these settings (Ctrl+R)");
-  gtk_box_append (GTK_BOX (side), run);
-
-  GtkWidget *heading = gtk_label_new ("Runs");
-  gtk_label_set_xalign (GTK_LABEL (heading), 0);
-  gtk_widget_add_css_class (heading, "heading");
-  gtk_widget_set_margin_start (heading, 14);
-  gtk_widget_set_margin_top (heading, 18);
-  gtk_box_append (GTK_BOX (side), heading);
-  GtkWidget *hint = gtk_label_new ("Ctrl-click a second run to compare");
-  gtk_label_set_xalign (GTK_LABEL (hint), 0);
-  gtk_widget_add_css_class (hint, "caption");
-  gtk_widget_add_css_class (hint, "dim-label");
-  gtk_widget_set_margin_start (hint, 14);
-  gtk_box_append (GTK_BOX (side), hint);
-
-  self->run_list = GTK_LIST_BOX (gtk_list_box_new ());
-  gtk_list_box_set_selection_mode (self->run_list, GTK_SELECTION_MULTIPLE);
-  /* A single click that activates only adds to a multiple selection (GTK
-   * 4.8): without it a click selects that row alone, Ctrl-click toggles. */
-  gtk_list_box_set_activate_on_single_click (self->run_list, FALSE);
-  gtk_widget_add_css_class (GTK_WIDGET (self->run_list), "navigation-sidebar");
-  gtk_list_box_bind_model (self->run_list, G_LIST_MODEL (self->runs), pp_window_create_row, self, NULL);
-  g_signal_connect (self->run_list, "selected-rows-changed", G_CALLBACK (on_selected_rows_changed), self);
-  GtkWidget *scroll = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroll), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroll), GTK_WIDGET (self->run_list));
-  gtk_widget_set_vexpand (scroll, TRUE);
-  gtk_box_append (GTK_BOX (side), scroll);
-  return side;
-}
+/* ---- construction (the widgets are in pp-window.ui) ------------------------------- */
 
 /* The panels keep their height as the window grows (the timeline takes
  * it), but as it shrinks they give up theirs first: at most 2/5 of it. */
@@ -907,121 +739,6 @@ on_vpaned_resized (GObject *object, GParamSpec *pspec, PpWindow *self)
   int cap = MAX (180, max * 2 / 5);
   if (max > 0 && max - gtk_paned_get_position (paned) > cap)
     gtk_paned_set_position (paned, max - cap);
-}
-
-static GtkWidget *
-pp_window_build_main (PpWindow *self)
-{
-  self->main_stack = GTK_STACK (gtk_stack_new ());
-  GtkWidget *empty = adw_status_page_new ();
-  adw_status_page_set_icon_name (ADW_STATUS_PAGE (empty), "io.github.pipescope.Pipescope");
-  adw_status_page_set_title (ADW_STATUS_PAGE (empty), "No Run Selected");
-  adw_status_page_set_description (ADW_STATUS_PAGE (empty),
-    "Run a schedule (Ctrl+R), open a trace (Ctrl+O) or drop one here, or attach to a running job (Ctrl+J).");
-  gtk_stack_add_named (self->main_stack, empty, "empty");
-
-  GtkWidget *top = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  GtkWidget *bar = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
-  gtk_widget_set_margin_start (bar, 12);
-  gtk_widget_set_margin_end (bar, 12);
-  gtk_widget_set_margin_top (bar, 6);
-  gtk_widget_set_margin_bottom (bar, 6);
-  GtkWidget *label = gtk_label_new ("Timeline");
-  gtk_widget_add_css_class (label, "heading");
-  gtk_box_append (GTK_BOX (bar), label);
-  GtkWidget *spacer = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
-  gtk_widget_set_hexpand (spacer, TRUE);
-  gtk_box_append (GTK_BOX (bar), spacer);
-  self->plan_toggle = GTK_TOGGLE_BUTTON (gtk_toggle_button_new_with_label ("Plan"));
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->plan_toggle), "Show the simulated plan under each rank");
-  gtk_box_append (GTK_BOX (bar), GTK_WIDGET (self->plan_toggle));
-  GtkWidget *fit = gtk_button_new_from_icon_name ("zoom-fit-best-symbolic");
-  gtk_widget_set_tooltip_text (fit, "Zoom to fit (Ctrl+0)");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (fit), "win.zoom-fit");
-  gtk_box_append (GTK_BOX (bar), fit);
-  gtk_box_append (GTK_BOX (top), bar);
-
-  GtkWidget *timelines = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
-  gtk_box_set_homogeneous (GTK_BOX (timelines), TRUE);
-  gtk_widget_set_vexpand (timelines, TRUE);
-  for (int i = 0; i < 2; i++)
-    {
-      GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
-      self->timeline_label[i] = GTK_LABEL (gtk_label_new (NULL));
-      gtk_label_set_xalign (self->timeline_label[i], 0);
-      gtk_widget_set_margin_start (GTK_WIDGET (self->timeline_label[i]), 12);
-      gtk_widget_add_css_class (GTK_WIDGET (self->timeline_label[i]), "caption-heading");
-      self->timeline[i] = PP_TIMELINE_WIDGET (pp_timeline_widget_new ());
-      gtk_widget_set_vexpand (GTK_WIDGET (self->timeline[i]), TRUE);
-      gtk_widget_set_hexpand (GTK_WIDGET (self->timeline[i]), TRUE);
-      g_object_bind_property (self->plan_toggle, "active", self->timeline[i], "show-plan", G_BINDING_SYNC_CREATE);
-      g_signal_connect (self->timeline[i], "range-changed", G_CALLBACK (on_range_changed), self);
-      gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->timeline_label[i]));
-      gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->timeline[i]));
-      gtk_box_append (GTK_BOX (timelines), box);
-      self->timeline_box[i] = box;
-    }
-  gtk_widget_set_visible (self->timeline_box[1], FALSE);
-  gtk_widget_set_visible (GTK_WIDGET (self->timeline_label[0]), FALSE);
-  /* Two runs stacked may need more height than there is: scroll, never clip. */
-  GtkWidget *scroll = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroll), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroll), timelines);
-  gtk_widget_set_vexpand (scroll, TRUE);
-  gtk_box_append (GTK_BOX (top), scroll);
-
-  GtkWidget *bottom = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  AdwViewStack *stack = ADW_VIEW_STACK (adw_view_stack_new ());
-  self->stats = PP_STATS_PANEL (pp_stats_panel_new ());
-  self->loss = PP_LOSS_CHART (pp_loss_chart_new ());
-  self->whatif = PP_WHATIF_PANEL (pp_whatif_panel_new ());
-  g_signal_connect (self->whatif, "apply", G_CALLBACK (on_whatif_apply), self);
-  /* The table is as wide as its columns: scroll it in a narrow window. */
-  GtkWidget *stats_scroll = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (stats_scroll), GTK_POLICY_AUTOMATIC,
-                                  GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (stats_scroll), GTK_WIDGET (self->stats));
-  adw_view_stack_add_titled_with_icon (stack, stats_scroll, "stats", "Statistics",
-                                       "view-list-symbolic");
-  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->loss), "loss", "Loss",
-                                       "utilities-system-monitor-symbolic");
-  adw_view_stack_add_titled_with_icon (stack, GTK_WIDGET (self->whatif), "whatif", "What If",
-                                       "view-sort-ascending-symbolic");
-  gtk_widget_set_vexpand (GTK_WIDGET (stack), TRUE);
-  gtk_widget_set_margin_start (GTK_WIDGET (stack), 12);
-  gtk_widget_set_margin_end (GTK_WIDGET (stack), 12);
-  gtk_widget_set_margin_bottom (GTK_WIDGET (stack), 12);
-  GtkWidget *switcher = adw_view_switcher_new ();
-  adw_view_switcher_set_stack (ADW_VIEW_SWITCHER (switcher), stack);
-  adw_view_switcher_set_policy (ADW_VIEW_SWITCHER (switcher), ADW_VIEW_SWITCHER_POLICY_WIDE);
-  gtk_widget_set_halign (switcher, GTK_ALIGN_CENTER);
-  gtk_widget_set_margin_top (switcher, 6);
-  gtk_widget_set_margin_bottom (switcher, 6);
-  gtk_box_append (GTK_BOX (bottom), gtk_separator_new (GTK_ORIENTATION_HORIZONTAL));
-  gtk_box_append (GTK_BOX (bottom), switcher);
-  self->panels_label = GTK_LABEL (gtk_label_new (NULL));
-  gtk_widget_add_css_class (GTK_WIDGET (self->panels_label), "caption");
-  gtk_widget_add_css_class (GTK_WIDGET (self->panels_label), "dim-label");
-  gtk_label_set_ellipsize (self->panels_label, PANGO_ELLIPSIZE_END);
-  gtk_widget_set_visible (GTK_WIDGET (self->panels_label), FALSE);
-  gtk_box_append (GTK_BOX (bottom), GTK_WIDGET (self->panels_label));
-  gtk_box_append (GTK_BOX (bottom), GTK_WIDGET (stack));
-
-  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
-  gtk_paned_set_start_child (GTK_PANED (paned), top);
-  gtk_paned_set_end_child (GTK_PANED (paned), bottom);
-  gtk_paned_set_resize_end_child (GTK_PANED (paned), FALSE);
-  /* A short window takes height from the panels (they scroll), not from
-   * the timeline below what shows two ranks. */
-  gtk_paned_set_shrink_end_child (GTK_PANED (paned), TRUE);
-  gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
-  gtk_widget_set_size_request (top, -1, 260);
-  gtk_paned_set_position (GTK_PANED (paned), 560);
-  g_signal_connect (paned, "notify::max-position", G_CALLBACK (on_vpaned_resized), self);
-  self->vpaned = GTK_PANED (paned);
-  gtk_stack_add_named (self->main_stack, paned, "timeline");
-  gtk_stack_set_visible_child_name (self->main_stack, "empty");
-  return GTK_WIDGET (self->main_stack);
 }
 
 static void
@@ -1047,10 +764,11 @@ pp_window_dispose (GObject *object)
     if (self->timeline[i])
       pp_timeline_widget_set_model (self->timeline[i], NULL);
   self->shown[0] = self->shown[1] = NULL;
+  /* The bound fields go NULL: idles that outlive the window look at them. */
+  gtk_widget_dispose_template (GTK_WIDGET (self), PP_TYPE_WINDOW);
   G_OBJECT_CLASS (pp_window_parent_class)->dispose (object);
   /* The models die with the runs, after the widgets let go of them. */
   g_clear_object (&self->runs);
-  self->run_list = NULL;   /* idles that outlive the window look at these */
 }
 
 static void
@@ -1065,12 +783,58 @@ static void
 pp_window_class_init (PpWindowClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
 
   object_class->dispose = pp_window_dispose;
   object_class->finalize = pp_window_finalize;
   window_class->close_request = pp_window_close_request;
 
+  /* GtkBuilder finds the template's own widgets by type name: register them */
+  g_type_ensure (PP_TYPE_TIMELINE_WIDGET);
+  g_type_ensure (PP_TYPE_STATS_PANEL);
+  g_type_ensure (PP_TYPE_LOSS_CHART);
+  g_type_ensure (PP_TYPE_WHATIF_PANEL);
+
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/pipescope/Pipescope/pp-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, title);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, run_button);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, stop_button);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, schedule);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, ranks);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, microbatches);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, stages_per_rank);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, backend);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, verdict);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, verdict_icon);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, toasts);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, run_list);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, main_stack);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, vpaned);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, plan_toggle);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, stats);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, loss);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
+  /* the two timelines (the lower one shows only while comparing) */
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_upper", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline[0]));
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_lower", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline[1]));
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_box_upper", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline_box[0]));
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_box_lower", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline_box[1]));
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_label_upper", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline_label[0]));
+  gtk_widget_class_bind_template_child_full (widget_class, "timeline_label_lower", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, timeline_label[1]));
+
+  gtk_widget_class_bind_template_callback (widget_class, on_control_changed);
+  gtk_widget_class_bind_template_callback (widget_class, on_selected_rows_changed);
+  gtk_widget_class_bind_template_callback (widget_class, on_range_changed);
+  gtk_widget_class_bind_template_callback (widget_class, on_whatif_apply);
+  gtk_widget_class_bind_template_callback (widget_class, on_vpaned_resized);
 }
 
 static const GActionEntry win_entries[] = {
@@ -1088,57 +852,28 @@ pp_window_init (PpWindow *self)
 {
   self->runs = g_list_store_new (PP_TYPE_RECORDING);
   self->cli_path = pp_application_find_cli ();
+  /* before the template: its controls validate as they change, which
+   * enables or disables "run" */
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
+  gtk_widget_init_template (GTK_WIDGET (self));
 
-  gtk_window_set_title (GTK_WINDOW (self), "pipescope");
-  gtk_window_set_default_size (GTK_WINDOW (self), 1500, 920);
-  gtk_window_set_icon_name (GTK_WINDOW (self), "io.github.pipescope.Pipescope");
+  GtkStringList *names = gtk_string_list_new (NULL);
+  guint default_index = 0, i = 0;
+  for (const PpScheduleInfo *s = pp_schedule_list (); s->name; s++, i++)
+    {
+      gtk_string_list_append (names, s->name);
+      if (g_ascii_strcasecmp (s->name, "1F1B") == 0)
+        default_index = i;
+    }
+  gtk_drop_down_set_model (self->schedule, G_LIST_MODEL (names));
+  g_object_unref (names);
+  gtk_drop_down_set_selected (self->schedule, default_index);
+  /* One rank per core by default (at least 2, at most 4): CPU ranks are
+   * threads, and more of them than cores would measure the scheduler's
+   * bubble, not the pipeline's. */
+  gtk_spin_button_set_value (self->ranks, CLAMP (g_get_num_processors (), 2, 4));
 
-  GtkWidget *content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  GtkWidget *header = adw_header_bar_new ();
-  self->title = ADW_WINDOW_TITLE (adw_window_title_new ("pipescope", "no run"));
-  adw_header_bar_set_title_widget (ADW_HEADER_BAR (header), GTK_WIDGET (self->title));
-
-  self->run_button = gtk_button_new_from_icon_name ("media-playback-start-symbolic");
-  gtk_widget_set_tooltip_text (self->run_button, "Run (Ctrl+R)");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.run");
-  adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->run_button);
-  self->stop_button = gtk_button_new_from_icon_name ("media-playback-stop-symbolic");
-  gtk_widget_set_tooltip_text (self->stop_button, "Stop the run started here, or detach from an attached job (Ctrl+.; the data stays)");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->stop_button), "win.stop");
-  adw_header_bar_pack_start (ADW_HEADER_BAR (header), self->stop_button);
-  GtkWidget *open = gtk_button_new_from_icon_name ("document-open-symbolic");
-  gtk_widget_set_tooltip_text (open, "Open a trace (Ctrl+O)");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (open), "win.open");
-  adw_header_bar_pack_start (ADW_HEADER_BAR (header), open);
-
-  GtkWidget *menu = gtk_menu_button_new ();
-  gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (menu), "open-menu-symbolic");
-  gtk_menu_button_set_primary (GTK_MENU_BUTTON (menu), TRUE);
-  g_autoptr (GMenuModel) model = pp_window_menu ();
-  gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (menu), model);
-  gtk_widget_set_tooltip_text (menu, "Main menu");
-  adw_header_bar_pack_end (ADW_HEADER_BAR (header), menu);
-  GtkWidget *shot = gtk_button_new_from_icon_name ("camera-photo-symbolic");
-  gtk_widget_set_tooltip_text (shot, "Save a screenshot of the timeline (Ctrl+S)");
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (shot), "win.screenshot");
-  adw_header_bar_pack_end (ADW_HEADER_BAR (header), shot);
-  gtk_box_append (GTK_BOX (content), header);
-
-  GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_HORIZONTAL);
-  gtk_paned_set_start_child (GTK_PANED (paned), pp_window_build_sidebar (self));
-  gtk_paned_set_end_child (GTK_PANED (paned), pp_window_build_main (self));
-  gtk_paned_set_shrink_start_child (GTK_PANED (paned), FALSE);
-  gtk_paned_set_resize_start_child (GTK_PANED (paned), FALSE);
-  /* Never clip the timeline's header or the panels: the window stops
-   * narrowing where they would. */
-  gtk_paned_set_shrink_end_child (GTK_PANED (paned), FALSE);
-  gtk_widget_set_vexpand (paned, TRUE);
-
-  self->toasts = ADW_TOAST_OVERLAY (adw_toast_overlay_new ());
-  adw_toast_overlay_set_child (self->toasts, paned);
-  gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->toasts));
-  adw_application_window_set_content (ADW_APPLICATION_WINDOW (self), content);
+  gtk_list_box_bind_model (self->run_list, G_LIST_MODEL (self->runs), pp_window_create_row, self, NULL);
 
   GtkDropTarget *drop = gtk_drop_target_new (G_TYPE_FILE, GDK_ACTION_COPY);
   g_signal_connect (drop, "drop", G_CALLBACK (on_drop), self);
@@ -1152,9 +887,6 @@ pp_window_init (PpWindow *self)
 PpWindow *
 pp_window_new (GtkApplication *app)
 {
-  PpWindow *self = g_object_new (PP_TYPE_WINDOW, "application", app, NULL);
-  g_autoptr (GtkBuilder) builder = gtk_builder_new_from_string (shortcuts_ui, -1);
-  gtk_application_window_set_help_overlay (GTK_APPLICATION_WINDOW (self),
-                                           GTK_SHORTCUTS_WINDOW (gtk_builder_get_object (builder, "help_overlay")));
-  return self;
+  /* its Keyboard Shortcuts come from gtk/help-overlay.ui (GtkApplication) */
+  return g_object_new (PP_TYPE_WINDOW, "application", app, NULL);
 }
