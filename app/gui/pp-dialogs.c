@@ -39,6 +39,25 @@ pp_window_show_open_dialog (PpWindow *self)
 
 /* ---- Attach ------------------------------------------------------------------------ */
 
+/* The jobs running on this machine, which the window fills in and keeps
+ * up to date while the dialog is open, or a remote job by address and
+ * token (pp-attach-dialog.ui).  The window it attaches for is the one it
+ * is transient for. */
+#define PP_TYPE_ATTACH_DIALOG (pp_attach_dialog_get_type ())
+G_DECLARE_FINAL_TYPE (PpAttachDialog, pp_attach_dialog, PP, ATTACH_DIALOG, AdwWindow)
+
+struct _PpAttachDialog
+{
+  AdwWindow    parent_instance;
+  GtkListBox  *list;
+  GtkEditable *addr;
+  GtkEditable *token;
+  gboolean     listed;    /* the list shows the registry's jobs, not its error */
+  guint        tick_id;
+};
+
+G_DEFINE_FINAL_TYPE (PpAttachDialog, pp_attach_dialog, ADW_TYPE_WINDOW)
+
 typedef struct {
   PpJobInfo *jobs;
   size_t     n;
@@ -87,11 +106,11 @@ list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
         job_list_free (l);
       return;
     }
-  GtkListBox *list = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-list");
+  PpAttachDialog *d = PP_ATTACH_DIALOG (self->attach_dialog);
+  GtkListBox *list = d->list;
   /* refreshed every 2 s: rebuild only when the jobs changed (a rebuild
    * loses the pointer's row and the keyboard focus) */
-  if (l && g_object_get_data (G_OBJECT (self->attach_dialog), "pp-listed")
-      && l->n == self->attach_pids->len)
+  if (l && d->listed && l->n == self->attach_pids->len)
     {
       gboolean same = TRUE;
       for (size_t i = 0; i < l->n && same; i++)
@@ -102,7 +121,7 @@ list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
           return;
         }
     }
-  g_object_set_data (G_OBJECT (self->attach_dialog), "pp-listed", l ? GINT_TO_POINTER (1) : NULL);
+  d->listed = l != NULL;
   GtkWidget *child;
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (list))))
     gtk_list_box_remove (list, child);
@@ -161,24 +180,52 @@ attach_tick (gpointer data)
 }
 
 static void
-remove_source (gpointer id)
+attach_dialog_refresh (PpAttachDialog *d)
 {
-  g_source_remove (GPOINTER_TO_UINT (id));
+  attach_refresh (PP_WINDOW (gtk_window_get_transient_for (GTK_WINDOW (d))));
 }
 
 static void
-attach_remote (GtkButton *button, PpWindow *self)
+attach_remote (GtkButton *button, PpAttachDialog *d)
 {
-  GtkEditable *addr = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-addr");
-  GtkEditable *token = g_object_get_data (G_OBJECT (self->attach_dialog), "pp-token");
-  const char *a = gtk_editable_get_text (addr);
+  PpWindow *self = PP_WINDOW (gtk_window_get_transient_for (GTK_WINDOW (d)));
+  const char *a = gtk_editable_get_text (d->addr);
   if (!a || !*a)
     {
       pp_window_toast (self, "Give HOST:PORT of a job served with --listen");
       return;
     }
-  pp_window_attach (self, a, gtk_editable_get_text (token));
-  gtk_window_destroy (GTK_WINDOW (self->attach_dialog));
+  pp_window_attach (self, a, gtk_editable_get_text (d->token));
+  gtk_window_destroy (GTK_WINDOW (d));
+}
+
+static void
+pp_attach_dialog_dispose (GObject *object)
+{
+  PpAttachDialog *d = PP_ATTACH_DIALOG (object);
+  g_clear_handle_id (&d->tick_id, g_source_remove);
+  gtk_widget_dispose_template (GTK_WIDGET (d), PP_TYPE_ATTACH_DIALOG);
+  G_OBJECT_CLASS (pp_attach_dialog_parent_class)->dispose (object);
+}
+
+static void
+pp_attach_dialog_class_init (PpAttachDialogClass *klass)
+{
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  G_OBJECT_CLASS (klass)->dispose = pp_attach_dialog_dispose;
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/pipescope/Pipescope/pp-attach-dialog.ui");
+  gtk_widget_class_bind_template_child (widget_class, PpAttachDialog, list);
+  gtk_widget_class_bind_template_child (widget_class, PpAttachDialog, addr);
+  gtk_widget_class_bind_template_child (widget_class, PpAttachDialog, token);
+  gtk_widget_class_bind_template_callback (widget_class, attach_dialog_refresh);
+  gtk_widget_class_bind_template_callback (widget_class, attach_remote);
+}
+
+static void
+pp_attach_dialog_init (PpAttachDialog *d)
+{
+  gtk_widget_init_template (GTK_WIDGET (d));
 }
 
 static void
@@ -198,63 +245,13 @@ pp_window_show_attach_dialog (PpWindow *self)
   if (!self->attach_pids)
     self->attach_pids = g_array_new (FALSE, FALSE, sizeof (int));
 
-  GtkWidget *win = adw_window_new ();
-  gtk_window_set_title (GTK_WINDOW (win), "Attach to Job");
-  gtk_window_set_modal (GTK_WINDOW (win), TRUE);
-  gtk_window_set_transient_for (GTK_WINDOW (win), GTK_WINDOW (self));
-  gtk_window_set_default_size (GTK_WINDOW (win), 560, 520);
-  gtk_window_set_destroy_with_parent (GTK_WINDOW (win), TRUE);
-
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  GtkWidget *header = adw_header_bar_new ();
-  GtkWidget *refresh = gtk_button_new_from_icon_name ("view-refresh-symbolic");
-  gtk_widget_set_tooltip_text (refresh, "Refresh the list of jobs");
-  g_signal_connect_swapped (refresh, "clicked", G_CALLBACK (attach_refresh), self);
-  adw_header_bar_pack_start (ADW_HEADER_BAR (header), refresh);
-  gtk_box_append (GTK_BOX (box), header);
-
-  GtkWidget *page = adw_preferences_page_new ();
-  GtkWidget *jobs = adw_preferences_group_new ();
-  adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (jobs), "Running Jobs");
-  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (jobs), "On this machine, from the job registry");
-  GtkWidget *list = gtk_list_box_new ();
-  gtk_list_box_set_selection_mode (GTK_LIST_BOX (list), GTK_SELECTION_NONE);
-  gtk_widget_add_css_class (list, "boxed-list");
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (jobs), list);
-  adw_preferences_page_add (ADW_PREFERENCES_PAGE (page), ADW_PREFERENCES_GROUP (jobs));
-
-  GtkWidget *remote = adw_preferences_group_new ();
-  adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (remote), "Remote Job");
-  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (remote),
-                                         "A job started with --listen HOST:PORT prints its token");
-  GtkWidget *addr = adw_entry_row_new ();
-  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (addr), "HOST:PORT");
-  GtkWidget *token = adw_password_entry_row_new ();
-  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (token), "Token");
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), addr);
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), token);
-  GtkWidget *go = gtk_button_new_with_label ("Attach");
-  gtk_widget_add_css_class (go, "suggested-action");
-  gtk_widget_add_css_class (go, "pill");
-  gtk_widget_set_halign (go, GTK_ALIGN_CENTER);
-  gtk_widget_set_margin_top (go, 12);
-  g_signal_connect (go, "clicked", G_CALLBACK (attach_remote), self);
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (remote), go);
-  adw_preferences_page_add (ADW_PREFERENCES_PAGE (page), ADW_PREFERENCES_GROUP (remote));
-  gtk_widget_set_vexpand (page, TRUE);
-  gtk_box_append (GTK_BOX (box), page);
-  adw_window_set_content (ADW_WINDOW (win), box);
-
-  g_object_set_data (G_OBJECT (win), "pp-list", list);
-  g_object_set_data (G_OBJECT (win), "pp-addr", addr);
-  g_object_set_data (G_OBJECT (win), "pp-token", token);
-  g_signal_connect (win, "destroy", G_CALLBACK (attach_dialog_destroyed), self);
-  self->attach_dialog = win;
+  PpAttachDialog *d = g_object_new (PP_TYPE_ATTACH_DIALOG, "transient-for", self, NULL);
+  g_signal_connect (d, "destroy", G_CALLBACK (attach_dialog_destroyed), self);
+  self->attach_dialog = GTK_WIDGET (d);
   g_array_set_size (self->attach_pids, 0);
   attach_refresh (self);
-  g_object_set_data_full (G_OBJECT (win), "pp-tick",
-                          GUINT_TO_POINTER (g_timeout_add_seconds (2, attach_tick, self)), remove_source);
-  gtk_window_present (GTK_WINDOW (win));
+  d->tick_id = g_timeout_add_seconds (2, attach_tick, self);
+  gtk_window_present (GTK_WINDOW (d));
 }
 
 /* ---- Save screenshot ------------------------------------------------------------------ */
@@ -297,16 +294,23 @@ pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, 
   return TRUE;
 }
 
-typedef struct {
-  PpWindow      *self;
-  GtkWidget     *dialog;
-  GtkDropDown   *format;
-  GtkDropDown   *range;
-  GtkSpinButton *width;
-  GtkSpinButton *height;
-} ShotDialog;
+/* What to draw (pp-screenshot-dialog.ui); Save… asks where, for the
+ * window it is transient for. */
+#define PP_TYPE_SCREENSHOT_DIALOG (pp_screenshot_dialog_get_type ())
+G_DECLARE_FINAL_TYPE (PpScreenshotDialog, pp_screenshot_dialog, PP, SCREENSHOT_DIALOG, AdwWindow)
 
-static const char *const shot_formats[] = { "PNG", "SVG", "PDF", NULL };
+struct _PpScreenshotDialog
+{
+  AdwWindow            parent_instance;
+  AdwPreferencesGroup *group;
+  GtkDropDown         *format;    /* PNG, SVG, PDF */
+  GtkDropDown         *range;     /* as shown, whole run */
+  GtkSpinButton       *width;
+  GtkSpinButton       *height;
+};
+
+G_DEFINE_FINAL_TYPE (PpScreenshotDialog, pp_screenshot_dialog, ADW_TYPE_WINDOW)
+
 static const char *const shot_exts[] = { "png", "svg", "pdf" };
 
 /* What the file chooser needs once it answers, taken when it opens: the
@@ -363,15 +367,15 @@ shot_file_response (GtkNativeDialog *chooser, int response, gpointer data)
 }
 
 static void
-shot_save_clicked (GtkButton *button, ShotDialog *d)
+shot_save_clicked (GtkButton *button, PpScreenshotDialog *d)
 {
   GtkFileChooserNative *chooser =
-    gtk_file_chooser_native_new ("Save Screenshot", GTK_WINDOW (d->dialog), GTK_FILE_CHOOSER_ACTION_SAVE,
+    gtk_file_chooser_native_new ("Save Screenshot", GTK_WINDOW (d), GTK_FILE_CHOOSER_ACTION_SAVE,
                                  "_Save", "_Cancel");
   gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (chooser), TRUE);
   ShotRequest *r = g_new0 (ShotRequest, 1);
-  r->self = g_object_ref (d->self);
-  g_weak_ref_init (&r->dialog, d->dialog);
+  r->self = g_object_ref (PP_WINDOW (gtk_window_get_transient_for (GTK_WINDOW (d))));
+  g_weak_ref_init (&r->dialog, d);
   r->format = gtk_drop_down_get_selected (d->format);
   r->as_shown = gtk_drop_down_get_selected (d->range) == 0;
   r->width = gtk_spin_button_get_value_as_int (d->width);
@@ -391,14 +395,34 @@ shot_save_clicked (GtkButton *button, ShotDialog *d)
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));
 }
 
-static GtkWidget *
-shot_row (const char *title, GtkWidget *control)
+static void
+pp_screenshot_dialog_dispose (GObject *object)
 {
-  GtkWidget *row = adw_action_row_new ();
-  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), title);
-  gtk_widget_set_valign (control, GTK_ALIGN_CENTER);
-  adw_action_row_add_suffix (ADW_ACTION_ROW (row), control);
-  return row;
+  gtk_widget_dispose_template (GTK_WIDGET (object), PP_TYPE_SCREENSHOT_DIALOG);
+  G_OBJECT_CLASS (pp_screenshot_dialog_parent_class)->dispose (object);
+}
+
+static void
+pp_screenshot_dialog_class_init (PpScreenshotDialogClass *klass)
+{
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  G_OBJECT_CLASS (klass)->dispose = pp_screenshot_dialog_dispose;
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/pipescope/Pipescope/pp-screenshot-dialog.ui");
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, group);
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, format);
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, range);
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, width);
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, height);
+  gtk_widget_class_bind_template_callback (widget_class, shot_save_clicked);
+  gtk_widget_class_bind_template_callback (widget_class, gtk_window_destroy);
+}
+
+static void
+pp_screenshot_dialog_init (PpScreenshotDialog *d)
+{
+  gtk_widget_init_template (GTK_WIDGET (d));
 }
 
 void
@@ -409,54 +433,13 @@ pp_window_show_screenshot_dialog (PpWindow *self)
       pp_window_toast (self, "Nothing to save: select a run first");
       return;
     }
-  ShotDialog *d = g_new0 (ShotDialog, 1);
-  d->self = self;
-  d->dialog = adw_window_new ();
-  g_object_set_data_full (G_OBJECT (d->dialog), "pp-shot", d, g_free);
-  gtk_window_set_title (GTK_WINDOW (d->dialog), "Save Screenshot");
-  gtk_window_set_modal (GTK_WINDOW (d->dialog), TRUE);
-  gtk_window_set_transient_for (GTK_WINDOW (d->dialog), GTK_WINDOW (self));
-  gtk_window_set_default_size (GTK_WINDOW (d->dialog), 460, -1);
-  gtk_window_set_destroy_with_parent (GTK_WINDOW (d->dialog), TRUE);
-
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
-  GtkWidget *header = adw_header_bar_new ();
-  adw_header_bar_set_show_end_title_buttons (ADW_HEADER_BAR (header), FALSE);
-  adw_header_bar_set_show_start_title_buttons (ADW_HEADER_BAR (header), FALSE);
-  GtkWidget *cancel = gtk_button_new_with_mnemonic ("_Cancel");
-  g_signal_connect_swapped (cancel, "clicked", G_CALLBACK (gtk_window_destroy), d->dialog);
-  adw_header_bar_pack_start (ADW_HEADER_BAR (header), cancel);
-  GtkWidget *save = gtk_button_new_with_mnemonic ("_Save…");
-  gtk_widget_add_css_class (save, "suggested-action");
-  g_signal_connect (save, "clicked", G_CALLBACK (shot_save_clicked), d);
-  adw_header_bar_pack_end (ADW_HEADER_BAR (header), save);
-  gtk_box_append (GTK_BOX (box), header);
-
-  d->format = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (shot_formats));
-  const char *ranges[] = { "As shown", "Whole run", NULL };
-  d->range = GTK_DROP_DOWN (gtk_drop_down_new_from_strings (ranges));
-  d->width = GTK_SPIN_BUTTON (gtk_spin_button_new_with_range (200, 16384, 10));
-  gtk_spin_button_set_value (d->width, 1920);
-  d->height = GTK_SPIN_BUTTON (gtk_spin_button_new_with_range (150, 16384, 10));
-  gtk_spin_button_set_value (d->height, 1080);
-
-  GtkWidget *group = adw_preferences_group_new ();
-  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
+  PpScreenshotDialog *d = g_object_new (PP_TYPE_SCREENSHOT_DIALOG, "transient-for", self, NULL);
+  adw_preferences_group_set_description (d->group,
     self->shown[1] ? "The upper run's timeline (while comparing, one run a picture) with its "
                      "description and a legend, drawn by the same code as the window."
                    : "The timeline with the run's description and a legend, drawn by the same "
                      "code as the window.");
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Format", GTK_WIDGET (d->format)));
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Time range", GTK_WIDGET (d->range)));
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Width (px)", GTK_WIDGET (d->width)));
-  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), shot_row ("Height (px)", GTK_WIDGET (d->height)));
-  gtk_widget_set_margin_start (group, 18);
-  gtk_widget_set_margin_end (group, 18);
-  gtk_widget_set_margin_top (group, 18);
-  gtk_widget_set_margin_bottom (group, 18);
-  gtk_box_append (GTK_BOX (box), group);
-  adw_window_set_content (ADW_WINDOW (d->dialog), box);
-  gtk_window_present (GTK_WINDOW (d->dialog));
+  gtk_window_present (GTK_WINDOW (d));
 }
 
 /* ---- Export Chrome JSON ------------------------------------------------------------------- */
