@@ -146,6 +146,8 @@ struct _PpLiveServer {
   char  sock_path[sizeof (((struct sockaddr_un *) 0)->sun_path)];
   char  priv_dir[PATH_MAX];       /* no_register: our temp dir, else "" */
   int   registered;
+  char  reg_dir[PATH_MAX];        /* where the entry is (the registry or its fallback) */
+  char  notice[PP_ERROR_MSG_MAX]; /* why the usual registry was not used, or "" */
   int32_t pid;
   char  token[TOKEN_HEX + 1];
   char  auth_line[AUTH_LINE_MAX];
@@ -1130,8 +1132,8 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
     }
   else
     {
-      char dir[PATH_MAX];
-      if (pp_registry_dir (dir, sizeof dir, err) != PP_OK)
+      char *dir = s->reg_dir;
+      if (pp_registry_dir_for_job (dir, sizeof s->reg_dir, s->notice, sizeof s->notice, err) != PP_OK)
         goto fail;
       if ((size_t) snprintf (s->sock_path, sizeof s->sock_path, "%s/%d.sock", dir, (int) s->pid)
           >= sizeof s->sock_path)
@@ -1191,7 +1193,7 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
           else
             snprintf (job.tcp, sizeof job.tcp, "%.100s:%d", host[0] ? host : "0.0.0.0", s->tcp_port);
         }
-      if (pp_registry_add (&job, err) != PP_OK)
+      if (pp_registry_add_in (s->reg_dir, &job, err) != PP_OK)
         goto fail;
       s->registered = 1;
     }
@@ -1225,6 +1227,12 @@ int
 pp_live_server_tcp_port (PpLiveServer *s)
 {
   return s && s->tcp_fd >= 0 ? s->tcp_port : 0;
+}
+
+const char *
+pp_live_server_notice (PpLiveServer *s)
+{
+  return s && s->notice[0] ? s->notice : NULL;
 }
 
 unsigned
@@ -1535,4 +1543,72 @@ pp_live_client_free (PpLiveClient *c)
   close (c->fd);
   pp_trace_reader_free (c->reader);
   free (c);
+}
+
+/* ---- tokens kept out of command lines ---- */
+
+PpStatus
+pp_live_token_check (const char *token, PpError *err)
+{
+  size_t n = token ? strlen (token) : 0;
+  if (n == 0 || n > TOKEN_HEX)
+    return pp_error_set (err, PP_EINVAL, "the token must be 1 to %d characters", TOKEN_HEX);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char) token[i] <= ' ' || token[i] == 0x7f)
+      return pp_error_set (err, PP_EINVAL, "the token must be 1 to %d characters without spaces",
+                           TOKEN_HEX);
+  return PP_OK;
+}
+
+PpStatus
+pp_live_token_from_file (const char *path, char *buf, size_t size, PpError *err)
+{
+  if (path == NULL || buf == NULL || size < TOKEN_HEX + 1)
+    return pp_error_set (err, PP_EINVAL, "token file: no path or buffer");
+  buf[0] = '\0';
+  /* O_NONBLOCK: a FIFO put there opens at once and is refused below */
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    return pp_error_set (err, PP_EIO, "cannot open token file %s: %s", path, strerror (errno));
+  struct stat st;
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      return pp_error_set (err, PP_EINVAL, "token file %s is not a regular file", path);
+    }
+  if (st.st_uid != geteuid ())
+    {
+      close (fd);
+      return pp_error_set (err, PP_EINVAL, "token file %s belongs to uid %u, not to you (uid %u); "
+                           "refusing it", path, (unsigned) st.st_uid, (unsigned) geteuid ());
+    }
+  if ((st.st_mode & 077) != 0)
+    {
+      close (fd);
+      return pp_error_set (err, PP_EINVAL, "token file %s is open to other users (mode %03o); "
+                           "chmod 600 it", path, (unsigned) (st.st_mode & 0777));
+    }
+  char text[256];
+  size_t len = 0;
+  while (len < sizeof text - 1)
+    {
+      ssize_t n = read (fd, text + len, sizeof text - 1 - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      len += (size_t) n;
+    }
+  close (fd);
+  text[len] = '\0';
+  /* the first line, without its line ending or trailing blanks */
+  len = strcspn (text, "\r\n");
+  while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t'))
+    len--;
+  text[len] = '\0';
+  PpError why = { 0 };
+  if (pp_live_token_check (text, &why) != PP_OK)
+    return pp_error_set (err, PP_EINVAL, "token file %s: %s", path, why.msg);
+  memcpy (buf, text, len + 1);
+  return PP_OK;
 }

@@ -49,6 +49,9 @@ int           pp_live_server_write (void *server, const void *data, size_t size)
 const char   *pp_live_server_socket_path (PpLiveServer *s);
 const char   *pp_live_server_token (PpLiveServer *s);     /* NULL without TCP */
 int           pp_live_server_tcp_port (PpLiveServer *s);  /* 0 without TCP */
+/* NULL, or one line: the usual registry folder was refused and the job
+ * registered in the private fallback it names (pp_registry_dir_for_job). */
+const char   *pp_live_server_notice (PpLiveServer *s);
 unsigned      pp_live_server_n_viewers (PpLiveServer *s);
 uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for slow viewers, all viewers */
 
@@ -67,3 +70,12 @@ PpLiveClient *pp_live_client_connect (const char *job, const char *token, PpErro
 PpStatus      pp_live_client_next (PpLiveClient *c, PpTraceItem *item, int timeout_ms,
                                    PpError *err);
 void          pp_live_client_free (PpLiveClient *c);
+
+/* A TCP token kept where other local users cannot read it (a command line
+ * can be read by anyone in /proc/PID/cmdline).  pp_live_token_from_file
+ * reads the first line of path, refused unless it is a regular file owned
+ * by the caller with no access for group or others; pp_live_token_check
+ * tells whether a token is well formed (1 to 32 characters, no spaces or
+ * control characters).  One-line errors naming the fix. */
+PpStatus      pp_live_token_from_file (const char *path, char *buf, size_t size, PpError *err);
+PpStatus      pp_live_token_check (const char *token, PpError *err);

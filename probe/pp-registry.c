@@ -19,37 +19,156 @@
 #define JOB_FILE_MAX  16384   /* a job file is well under this; larger is not ours */
 #define LINE_MAX_LEN  4096    /* longer lines are ignored */
 
-PpStatus
-pp_registry_dir (char *buf, size_t size, PpError *err)
+/* The registry's usual place: parent (XDG_RUNTIME_DIR, else $TMPDIR or
+ * /tmp) and base name ("pipescope", or "pipescope-<uid>" in a shared
+ * temporary folder). */
+static PpStatus
+primary_place (char *parent, size_t psize, char *base, size_t bsize, PpError *err)
 {
-  if (buf == NULL || size == 0)
-    return pp_error_set (err, PP_EINVAL, "registry: no buffer");
   const char *xdg = getenv ("XDG_RUNTIME_DIR");
-  int n;
+  int n, k;
   if (xdg != NULL && xdg[0] != '\0')
-    n = snprintf (buf, size, "%s/pipescope", xdg);
+    {
+      n = snprintf (parent, psize, "%s", xdg);
+      k = snprintf (base, bsize, "pipescope");
+    }
   else
     {
       const char *tmp = getenv ("TMPDIR");
       if (tmp == NULL || tmp[0] == '\0')
         tmp = "/tmp";
-      n = snprintf (buf, size, "%s/pipescope-%u", tmp, (unsigned) geteuid ());
+      n = snprintf (parent, psize, "%s", tmp);
+      k = snprintf (base, bsize, "pipescope-%u", (unsigned) geteuid ());
     }
+  if (n < 0 || (size_t) n >= psize || k < 0 || (size_t) k >= bsize)
+    return pp_error_set (err, PP_EINVAL, "registry: directory path is too long");
+  return PP_OK;
+}
+
+/* A directory we may trust: a real directory (not a link), ours, closed to
+ * everyone else.  Another user who made it first could otherwise plant
+ * entries or sockets in it. */
+static PpStatus
+check_dir (const char *path, PpError *err)
+{
+  struct stat st;
+  if (lstat (path, &st) != 0)
+    return pp_error_set (err, PP_EIO, "registry: cannot stat %s: %s", path, strerror (errno));
+  if (!S_ISDIR (st.st_mode))
+    return pp_error_set (err, PP_EIO, "registry: %s is not a directory; remove it", path);
+  if (st.st_uid != geteuid ())
+    return pp_error_set (err, PP_EIO, "registry: %s belongs to uid %u, not to you (uid %u); refusing to use it",
+                         path, (unsigned) st.st_uid, (unsigned) geteuid ());
+  if ((st.st_mode & 077) != 0)
+    return pp_error_set (err, PP_EIO, "registry: %s is open to other users (mode %03o); "
+                         "refusing to use it (chmod 700 it)", path, (unsigned) (st.st_mode & 0777));
+  return PP_OK;
+}
+
+PpStatus
+pp_registry_dir (char *buf, size_t size, PpError *err)
+{
+  if (buf == NULL || size == 0)
+    return pp_error_set (err, PP_EINVAL, "registry: no buffer");
+  char parent[PATH_MAX], base[64];
+  PpStatus st = primary_place (parent, sizeof parent, base, sizeof base, err);
+  if (st != PP_OK)
+    return st;
+  int n = snprintf (buf, size, "%s/%s", parent, base);
   if (n < 0 || (size_t) n >= size)
     return pp_error_set (err, PP_EINVAL, "registry: directory path is too long");
   if (mkdir (buf, 0700) != 0 && errno != EEXIST)
     return pp_error_set (err, PP_EIO, "registry: cannot create %s: %s", buf, strerror (errno));
-  struct stat st;
-  if (lstat (buf, &st) != 0)
-    return pp_error_set (err, PP_EIO, "registry: cannot stat %s: %s", buf, strerror (errno));
-  if (!S_ISDIR (st.st_mode))
-    return pp_error_set (err, PP_EIO, "registry: %s is not a directory; remove it", buf);
-  if (st.st_uid != geteuid ())
-    return pp_error_set (err, PP_EIO, "registry: %s belongs to uid %u, not to you (uid %u); refusing to use it",
-                         buf, (unsigned) st.st_uid, (unsigned) geteuid ());
-  if ((st.st_mode & 077) != 0)
-    return pp_error_set (err, PP_EIO, "registry: %s is open to other users (mode %03o); "
-                         "refusing to use it (chmod 700 it)", buf, (unsigned) (st.st_mode & 0777));
+  return check_dir (buf, err);
+}
+
+/* The fallback folders: "<parent>/<base>.XXXXXX" made by mkdtemp (a random
+ * name, created 0700 with O_EXCL semantics, so it cannot be squatted in
+ * advance), found again by listing parent and keeping only those that pass
+ * check_dir.  Calls fn on each (sorted by name, so that every job and
+ * viewer prefers the same one); stops when fn returns non-zero. */
+#define FALLBACK_MAX 16
+static int
+each_fallback (int (*fn) (const char *dir, void *user), void *user)
+{
+  char parent[PATH_MAX], base[64];
+  if (primary_place (parent, sizeof parent, base, sizeof base, NULL) != PP_OK)
+    return 0;
+  DIR *d = opendir (parent);
+  if (d == NULL)
+    return 0;
+  size_t blen = strlen (base);
+  char names[FALLBACK_MAX][72];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL && n < FALLBACK_MAX)
+    if (strncmp (e->d_name, base, blen) == 0 && e->d_name[blen] == '.'
+        && strlen (e->d_name + blen + 1) == 6)
+      {
+        char path[PATH_MAX + 80];
+        snprintf (path, sizeof path, "%s/%.71s", parent, e->d_name);
+        if (check_dir (path, NULL) == PP_OK)
+          snprintf (names[n++], sizeof names[0], "%.71s", e->d_name);
+      }
+  closedir (d);
+  for (int i = 1; i < n; i++)   /* insertion sort: a handful at most */
+    for (int j = i; j > 0 && strcmp (names[j - 1], names[j]) > 0; j--)
+      {
+        char t[72];
+        memcpy (t, names[j], sizeof t);
+        memcpy (names[j], names[j - 1], sizeof t);
+        memcpy (names[j - 1], t, sizeof t);
+      }
+  for (int i = 0; i < n; i++)
+    {
+      char path[PATH_MAX + 80];
+      snprintf (path, sizeof path, "%s/%.71s", parent, names[i]);
+      int rc = fn (path, user);
+      if (rc != 0)
+        return rc;
+    }
+  return 0;
+}
+
+typedef struct { char *buf; size_t size; } FirstDir;
+
+static int
+take_first (const char *dir, void *user)
+{
+  FirstDir *f = user;
+  int n = snprintf (f->buf, f->size, "%s", dir);
+  return n >= 0 && (size_t) n < f->size ? 1 : 0;
+}
+
+PpStatus
+pp_registry_dir_for_job (char *buf, size_t size, char *note, size_t note_size, PpError *err)
+{
+  if (note != NULL && note_size > 0)
+    note[0] = '\0';
+  PpError why = { 0 };
+  PpStatus st = pp_registry_dir (buf, size, &why);
+  if (st == PP_OK || st == PP_EINVAL)
+    {
+      if (st != PP_OK)
+        pp_error_set (err, st, "%s", why.msg);
+      return st;
+    }
+  FirstDir f = { buf, size };
+  if (each_fallback (take_first, &f) == 0)
+    {
+      char parent[PATH_MAX], base[64];
+      if (primary_place (parent, sizeof parent, base, sizeof base, err) != PP_OK)
+        return PP_EINVAL;
+      int n = snprintf (buf, size, "%s/%s.XXXXXX", parent, base);
+      if (n < 0 || (size_t) n >= size)
+        return pp_error_set (err, PP_EINVAL, "registry: directory path is too long");
+      if (mkdtemp (buf) == NULL)
+        return pp_error_set (err, PP_EIO, "%s; no private fallback either: %s", why.msg, strerror (errno));
+      if (check_dir (buf, err) != PP_OK)
+        return PP_EIO;
+    }
+  if (note != NULL && note_size > 0)
+    snprintf (note, note_size, "%s; using %s instead", why.msg, buf);
   return PP_OK;
 }
 
@@ -114,6 +233,10 @@ pp_registry_self (PpJobInfo *job, PpError *err)
   return PP_OK;
 }
 
+/* 1: the process is running and is the one that wrote the entry; 0: it
+ * ended or its pid was reused (a stale entry, removed); -1: the entry
+ * cannot be ours (no start time although /proc tells it, or a process of
+ * another user): skipped and left alone. */
 static int
 job_alive (const PpJobInfo *job)
 {
@@ -127,8 +250,17 @@ job_alive (const PpJobInfo *job)
    * parent (the app that started it, say) has not reaped it yet */
   if (state == 'Z' || state == 'X' || state == 'x')
     return 0;
-  if (job->proc_start_ticks > 0 && t >= 0 && t != job->proc_start_ticks)
+  if (t < 0)
+    return 1;   /* no /proc: kill(pid, 0) is all there is */
+  if (job->proc_start_ticks <= 0)
+    return -1;  /* every job of ours records it where /proc is readable */
+  if (t != job->proc_start_ticks)
     return 0;   /* the pid was reused */
+  char path[64];
+  struct stat st;
+  snprintf (path, sizeof path, "/proc/%d", (int) job->pid);
+  if (stat (path, &st) == 0 && st.st_uid != geteuid ())
+    return -1;  /* a process of another user is no job of ours */
   return 1;
 }
 
@@ -257,15 +389,20 @@ parse_job (const char *text, size_t size, PpJobInfo *job)
   return have_pid ? 0 : -1;
 }
 
-/* Reads dir/name into job; 0 on success. */
+/* Reads dir/name into job; 0 on success.  Only a regular file of ours that
+ * no one else may read or write is an entry: anything else (a FIFO, which
+ * would block a plain open forever; a device; a link; a file another user
+ * or a careless mode let others write) is skipped.  O_NONBLOCK makes the
+ * open itself return at once whatever the name is; fstat then decides. */
 static int
 read_job (int dfd, const char *name, PpJobInfo *job)
 {
-  int fd = openat (dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat (dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return -1;
   struct stat st;
-  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > JOB_FILE_MAX)
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > JOB_FILE_MAX
+      || st.st_uid != geteuid () || (st.st_mode & 077) != 0)
     {
       close (fd);
       return -1;
@@ -287,6 +424,28 @@ read_job (int dfd, const char *name, PpJobInfo *job)
   return parse_job (text, len, job);
 }
 
+/* The endpoint an entry may name: our own socket beside it, or none. */
+static int
+endpoint_ours (const char *dir, const PpJobInfo *job)
+{
+  if (job->endpoint[0] == '\0')
+    return 1;
+  char want[PATH_MAX + 48];
+  snprintf (want, sizeof want, "unix:%s/%d.sock", dir, (int) job->pid);
+  return strcmp (job->endpoint, want) == 0;
+}
+
+/* Whether the entry's socket is there: a socket of ours.  What tells the
+ * job that serves from a file that merely names a live process. */
+static int
+socket_ours (const PpJobInfo *job)
+{
+  struct stat st;
+  if (strncmp (job->endpoint, "unix:", 5) != 0 || lstat (job->endpoint + 5, &st) != 0)
+    return 0;
+  return S_ISSOCK (st.st_mode) && st.st_uid == geteuid ();
+}
+
 PpStatus
 pp_registry_add (const PpJobInfo *job, PpError *err)
 {
@@ -296,6 +455,14 @@ pp_registry_add (const PpJobInfo *job, PpError *err)
   PpStatus st = pp_registry_dir (dir, sizeof dir, err);
   if (st != PP_OK)
     return st;
+  return pp_registry_add_in (dir, job, err);
+}
+
+PpStatus
+pp_registry_add_in (const char *dir, const PpJobInfo *job, PpError *err)
+{
+  if (job == NULL || job->pid <= 0 || dir == NULL)
+    return pp_error_set (err, PP_EINVAL, "registry: no job or invalid pid");
 
   char name[64];
   if (job->name[0] != '\0')
@@ -377,15 +544,26 @@ remove_in (const char *dir, int32_t pid)
   return rc;
 }
 
+/* Removes pid's entry from every folder we use (the usual one and the
+ * fallbacks); ENOENT is fine. */
+static int
+remove_cb (const char *dir, void *user)
+{
+  remove_in (dir, *(int32_t *) user);
+  return 0;
+}
+
 PpStatus
 pp_registry_remove (int32_t pid, PpError *err)
 {
   if (pid <= 0)
     return pp_error_set (err, PP_EINVAL, "registry: invalid pid %d", (int) pid);
   char dir[PATH_MAX];
-  PpStatus st = pp_registry_dir (dir, sizeof dir, err);
+  PpError why = { 0 };
+  PpStatus st = pp_registry_dir (dir, sizeof dir, &why);
+  each_fallback (remove_cb, &pid);
   if (st != PP_OK)
-    return st;
+    return PP_OK;   /* nothing of ours can be in a folder we refuse */
   if (remove_in (dir, pid) != 0)
     return pp_error_set (err, PP_EIO, "registry: cannot remove the entry of pid %d: %s",
                          (int) pid, strerror (errno));
@@ -419,6 +597,65 @@ job_cmp (const void *a, const void *b)
   return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+typedef struct {
+  PpJobInfo *jobs;
+  size_t     n, cap;
+  int        oom;
+} JobList;
+
+/* Appends the trusted, live entries of dir; removes the stale ones. */
+static int
+list_in (const char *dir, void *user)
+{
+  JobList *l = user;
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return 0;
+  int dfd = dirfd (d);
+  struct dirent *e;
+  PpJobInfo job;
+  while ((e = readdir (d)) != NULL)
+    {
+      int32_t pid = job_file_pid (e->d_name);
+      if (pid <= 0)
+        continue;
+      if (read_job (dfd, e->d_name, &job) != 0 || job.pid != pid || !endpoint_ours (dir, &job))
+        continue;   /* not a job entry we understand or trust: leave it alone */
+      int alive = job_alive (&job);
+      if (alive == 0)
+        {
+          remove_in (dir, pid);   /* stale: its job died */
+          continue;
+        }
+      if (alive < 0)
+        continue;
+      if (l->n == l->cap)
+        {
+          size_t ncap = l->cap ? l->cap * 2 : 8;
+          PpJobInfo *no = realloc (l->jobs, ncap * sizeof *no);
+          if (no == NULL)
+            {
+              l->oom = 1;
+              closedir (d);
+              return 1;
+            }
+          l->jobs = no;
+          l->cap = ncap;
+        }
+      l->jobs[l->n++] = job;
+    }
+  closedir (d);
+  return 0;
+}
+
+static int
+count_cb (const char *dir, void *user)
+{
+  (void) dir;
+  (*(int *) user)++;
+  return 0;
+}
+
 PpStatus
 pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err)
 {
@@ -427,49 +664,35 @@ pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err)
   *jobs = NULL;
   *n_jobs = 0;
   char dir[PATH_MAX];
-  PpStatus st = pp_registry_dir (dir, sizeof dir, err);
-  if (st != PP_OK)
-    return st;
-  DIR *d = opendir (dir);
-  if (d == NULL)
-    return pp_error_set (err, PP_EIO, "registry: cannot open %s: %s", dir, strerror (errno));
-  int dfd = dirfd (d);
-  PpJobInfo *out = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  PpJobInfo job;
-  while ((e = readdir (d)) != NULL)
+  PpError why = { 0 };
+  PpStatus st = pp_registry_dir (dir, sizeof dir, &why);
+  JobList l = { 0 };
+  /* Jobs that found the usual folder refused serve from a fallback: look
+   * there too.  Refused and no fallback: say why the usual one is refused. */
+  if (st == PP_OK)
     {
-      int32_t pid = job_file_pid (e->d_name);
-      if (pid <= 0)
-        continue;
-      if (read_job (dfd, e->d_name, &job) != 0 || job.pid != pid)
-        continue;   /* not a job entry we understand: leave it alone */
-      if (!job_alive (&job))
-        {
-          remove_in (dir, pid);   /* stale: its job died */
-          continue;
-        }
-      if (n == cap)
-        {
-          size_t ncap = cap ? cap * 2 : 8;
-          PpJobInfo *no = realloc (out, ncap * sizeof *no);
-          if (no == NULL)
-            {
-              closedir (d);
-              free (out);
-              return pp_error_set (err, PP_ENOMEM, "registry: out of memory listing jobs");
-            }
-          out = no;
-          cap = ncap;
-        }
-      out[n++] = job;
+      if (access (dir, R_OK | X_OK) != 0)
+        return pp_error_set (err, PP_EIO, "registry: cannot open %s: %s", dir, strerror (errno));
+      list_in (dir, &l);
     }
-  closedir (d);
-  if (n > 1)
-    qsort (out, n, sizeof *out, job_cmp);
-  *jobs = out;
-  *n_jobs = n;
+  int n_fallbacks = 0;
+  each_fallback (count_cb, &n_fallbacks);
+  if (!l.oom && n_fallbacks > 0)
+    each_fallback (list_in, &l);
+  if (l.oom)
+    {
+      free (l.jobs);
+      return pp_error_set (err, PP_ENOMEM, "registry: out of memory listing jobs");
+    }
+  if (st != PP_OK && n_fallbacks == 0)
+    {
+      free (l.jobs);
+      return pp_error_set (err, why.status, "%s", why.msg);
+    }
+  if (l.n > 1)
+    qsort (l.jobs, l.n, sizeof *l.jobs, job_cmp);
+  *jobs = l.jobs;
+  *n_jobs = l.n;
   return PP_OK;
 }
 
@@ -490,6 +713,11 @@ pp_registry_find (const char *spec, PpJobInfo *out, PpError *err)
   int64_t pid = 0;
   if (by_pid && (digits > 10 || parse_int64 (spec, digits, &pid) != 0))
     pid = -1;
+  /* A name is not unique: anyone may pick any.  Of the entries that match,
+   * one whose socket is there (a job that serves) wins over one that merely
+   * names a live process; the earliest start only breaks ties. */
+  const PpJobInfo *best = NULL;
+  int best_serving = -1;
   for (size_t i = 0; i < n; i++)
     {
       const PpJobInfo *j = &jobs[i];
@@ -502,10 +730,19 @@ pp_registry_find (const char *spec, PpJobInfo *out, PpError *err)
         match = strcasecmp (j->name, spec) == 0;  /* names as users type them */
       if (match)
         {
-          *out = *j;
-          free (jobs);
-          return PP_OK;
+          int serving = socket_ours (j);
+          if (serving > best_serving)
+            {
+              best = j;
+              best_serving = serving;
+            }
         }
+    }
+  if (best != NULL)
+    {
+      *out = *best;
+      free (jobs);
+      return PP_OK;
     }
 
   char msg[PP_ERROR_MSG_MAX];

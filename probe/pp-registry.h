@@ -9,6 +9,17 @@
  * it; it removes both when it ends.  A job that died leaves a stale entry:
  * readers recognise it (no such process, or a process with another start
  * time, i.e. a reused pid) and skip and remove it.
+ *
+ * When that directory is refused (another user made it first, or it is open
+ * to others), a job registers in a fallback instead: <parent>/<base>.XXXXXX
+ * beside it (mkdtemp: a fresh random name, mode 0700), and every reader
+ * looks in each such folder that passes the same checks.
+ *
+ * An entry is trusted only if it is a regular file of ours with no access
+ * for group or others, names a live process of ours whose start time
+ * (/proc/<pid>/stat) is the one recorded, and names as its socket
+ * <dir>/<pid>.sock or none.  Anything else (a FIFO, a link, a forged file)
+ * is skipped without blocking.
  */
 #pragma once
 
@@ -35,12 +46,23 @@ PpStatus pp_registry_dir (char *buf, size_t size, PpError *err);
 /* Fills pid, proc_start_ticks and host of the calling process. */
 PpStatus pp_registry_self (PpJobInfo *job, PpError *err);
 
+/* Where a job registers: the directory of pp_registry_dir, or when that is
+ * refused a private fallback (found or created).  note gets "" or one line
+ * saying why the usual directory was refused and which one is used. */
+PpStatus pp_registry_dir_for_job (char *buf, size_t size, char *note, size_t note_size,
+                                  PpError *err);
+
+/* Writes the entry into pp_registry_dir / into dir (from pp_registry_dir_for_job). */
 PpStatus pp_registry_add (const PpJobInfo *job, PpError *err);
+PpStatus pp_registry_add_in (const char *dir, const PpJobInfo *job, PpError *err);
+/* Removes pid's entry and socket from the directory and every fallback. */
 PpStatus pp_registry_remove (int32_t pid, PpError *err);
 
 /* The live jobs, sorted by start time; *jobs is malloc'd (free with free()). */
 PpStatus pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err);
 
 /* Finds a job by pid ("4242"), by name ("1F1B-4242") or by socket path.
+ * Of several entries with one name, one that serves (its socket is there)
+ * wins; then the earliest.
  * PP_EINVAL with a one-line message listing the running jobs if none matches. */
 PpStatus pp_registry_find (const char *spec, PpJobInfo *out, PpError *err);

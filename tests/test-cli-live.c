@@ -371,14 +371,21 @@ test_tcp (void)
   g_free (out); g_free (err);
   g_assert_false (g_file_test (f, G_FILE_TEST_EXISTS));
 
-  g_assert_cmpint (run (&c, &out, &err, "record", job.tcp, "--token", job.token, "-o", f,
+  /* The token from a private file (--token on the command line would add
+   * a warning: test-cli-hostile). */
+  char *tok = ctx_path (&c, "token"), *badtok = ctx_path (&c, "bad-token");
+  g_assert_true (g_file_set_contents (tok, job.token, -1, NULL));
+  g_assert_true (g_file_set_contents (badtok, "not-the-token\n", -1, NULL));
+  g_assert_cmpint (g_chmod (tok, 0600), ==, 0);
+  g_assert_cmpint (g_chmod (badtok, 0600), ==, 0);
+  g_assert_cmpint (run (&c, &out, &err, "record", job.tcp, "--token-file", tok, "-o", f,
                         "--duration", "0.3", NULL), ==, 0);
   g_assert_cmpstr (err, ==, "");
   g_free (out); g_free (err);
   g_assert_cmpint (info_spans (&c, f, "schedule: 1F1B (P=4, M=8, V=1)\n"), >, 0);
 
   /* A wrong token: refused, one line, exit 1. */
-  status = run (&c, &out, &err, "record", job.tcp, "--token", "not-the-token", "-o", bad,
+  status = run (&c, &out, &err, "record", job.tcp, "--token-file", badtok, "-o", bad,
                 "--duration", "0.3", NULL);
   g_assert_cmpint (status, ==, 1);
   pp_test_assert_one_line_error (err);
@@ -395,6 +402,7 @@ test_tcp (void)
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   job_clear (&job);
   g_free (f); g_free (bad);
+  g_free (tok); g_free (badtok);
   ctx_clear (&c);
 }
 

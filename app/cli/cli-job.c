@@ -93,11 +93,25 @@ pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool 
       cfg.cmdline = cmdline;
       cfg.listen = listen;
       job->server = pp_live_server_new (&cfg, &err);
-      if (job->server == NULL)
+      if (job->server == NULL && listen == NULL && trace != NULL)
+        {
+          /* Live is the default, the trace is what was asked for: a job
+           * that cannot serve (no private folder for its socket, say) still
+           * runs and writes its trace. */
+          fprintf (stderr, "pipescope-cli: not serving live (%s); running without a live endpoint\n",
+                   err.msg[0] ? err.msg : "cannot serve");
+          live = false;
+        }
+      else if (job->server == NULL)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
           return 1;
         }
+      else if (pp_live_server_notice (job->server) != NULL)
+        fprintf (stderr, "pipescope-cli: %s\n", pp_live_server_notice (job->server));
+    }
+  if (live)
+    {
       job->what[job->n] = "live stream";
       job->w[job->n] = pp_trace_writer_new_callback (pp_live_server_write, job->server,
                                                      PP_TRACE_NATIVE, &err);

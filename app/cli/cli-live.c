@@ -99,7 +99,7 @@ pp_cli_jobs (int argc, char **argv)
 static void
 record_usage (FILE *out)
 {
-  fputs ("Usage: pipescope-cli record JOB -o FILE [--duration S] [--token T]\n"
+  fputs ("Usage: pipescope-cli record JOB -o FILE [--duration S] [--token-file FILE]\n"
          "\n"
          "Attaches to a running job and writes what it streams to FILE as a trace:\n"
          "the run's description and plan, everything recorded so far, then live\n"
@@ -111,7 +111,15 @@ record_usage (FILE *out)
          "                        socket path, or HOST:PORT of a job serving on TCP\n"
          "  -o, --output FILE     trace file to write\n"
          "  -d, --duration S      stop after S seconds (default: until Ctrl-C)\n"
-         "  -t, --token T         the job's token (HOST:PORT only)\n", out);
+         "      --token-file FILE the job's token (HOST:PORT only), the first line of\n"
+         "                        FILE; FILE must be yours and not readable by group\n"
+         "                        or others (chmod 600)\n"
+         "  -t, --token T         the same on the command line, where other local\n"
+         "                        users can read it (/proc/PID/cmdline): prefer\n"
+         "                        --token-file, or PIPESCOPE_TOKEN\n"
+         "\n"
+         "Environment:\n"
+         "  PIPESCOPE_TOKEN       the token when neither --token-file nor --token is given\n", out);
 }
 
 /* HOST:PORT rather than a pid, a name or a socket path (the rule
@@ -151,10 +159,12 @@ pp_cli_record (int argc, char **argv)
     { "output", required_argument, NULL, 'o' },
     { "duration", required_argument, NULL, 'd' },
     { "token", required_argument, NULL, 't' },
+    { "token-file", required_argument, NULL, 'T' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *job, *path = NULL, *token = NULL;
+  const char *job, *path = NULL, *token = NULL, *token_file = NULL;
+  char token_buf[256];
   double duration = -1;
   int opt, status = 1;
   PpError err = { 0 };
@@ -166,12 +176,13 @@ pp_cli_record (int argc, char **argv)
 
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long (argc, argv, ":o:d:t:h", options, NULL)) != -1)
+  while ((opt = getopt_long (argc, argv, ":o:d:t:T:h", options, NULL)) != -1)
     {
       switch (opt)
         {
         case 'o': path = optarg; break;
         case 't': token = optarg; break;
+        case 'T': token_file = optarg; break;
         case 'd':
           {
             char *end;
@@ -198,8 +209,26 @@ pp_cli_record (int argc, char **argv)
   job = argv[optind];
   if (path == NULL)
     return pp_cli_usage_error ("record needs -o FILE");
+  /* The token: from a private file, else the environment, else (warned)
+   * the command line, which every local user can read. */
+  if (token != NULL && token_file != NULL)
+    return pp_cli_usage_error ("give the token once: --token-file or --token, not both");
+  if (token_file != NULL)
+    {
+      if (pp_live_token_from_file (token_file, token_buf, sizeof token_buf, &err) != PP_OK)
+        return pp_cli_usage_error ("%s", err.msg);
+      token = token_buf;
+    }
+  else if (token != NULL)
+    fprintf (stderr, "pipescope-cli: warning: --token on the command line can be read by other local "
+             "users (/proc/%ld/cmdline); use --token-file FILE or PIPESCOPE_TOKEN\n", (long) getpid ());
+  else if (getenv ("PIPESCOPE_TOKEN") != NULL && getenv ("PIPESCOPE_TOKEN")[0] != '\0')
+    token = getenv ("PIPESCOPE_TOKEN");
+  if (token != NULL && is_tcp_spec (job) && pp_live_token_check (token, &err) != PP_OK)
+    return pp_cli_usage_error ("%s", err.msg);
   if (is_tcp_spec (job) && token == NULL)
-    return pp_cli_usage_error ("attaching to %s over TCP needs --token (printed by the job when it started)", job);
+    return pp_cli_usage_error ("attaching to %s over TCP needs its token (printed by the job when it "
+                               "started): --token-file FILE or PIPESCOPE_TOKEN", job);
 
   pp_cli_catch_stop_signals ();
 
