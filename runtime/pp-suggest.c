@@ -140,6 +140,45 @@ out:
   return st;
 }
 
+/* The distinct M' of the candidates for P measured ranks and M micro-batches. */
+static int
+candidate_ms (int P, int M, int Ms[5])
+{
+  long want[5] = { P, 2L * P, 4L * P, 8L * P, M };
+  int n_ms = 0;
+  for (int i = 0; i < 5; i++)
+    {
+      bool dup = false;
+      if (want[i] > PP_TRACE_MAX_MICROBATCHES)
+        continue;
+      for (int j = 0; j < n_ms; j++)
+        dup = dup || Ms[j] == want[i];
+      if (!dup)
+        Ms[n_ms++] = (int) want[i];
+    }
+  return n_ms;
+}
+
+static bool
+too_large (int P, int M, int V)
+{
+  return (int64_t) P * M * (V > 0 ? V : 1) > PP_SUGGEST_MAX_WORK;
+}
+
+size_t
+pp_suggest_n_too_large (const PpMeasuredCosts *costs)
+{
+  int Ms[5], n_ms;
+  size_t n = 0;
+  if (costs == NULL || costs->ranks < 1 || costs->microbatches < 1)
+    return 0;
+  n_ms = candidate_ms (costs->ranks, costs->microbatches, Ms);
+  for (const PpScheduleInfo *info = pp_schedule_list (); info->name; info++)
+    for (int i = 0; i < n_ms; i++)
+      n += too_large (costs->ranks, Ms[i], info->takes_v ? 2 : info->default_v);
+  return n;
+}
+
 PpStatus
 pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
             PpSuggestion **out, size_t *n_out, PpError *err)
@@ -160,26 +199,19 @@ pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
     return pp_error_set (err, PP_EINVAL, "memory budget is not a number");
 
   P = costs->ranks;
-  {
-    long want[5] = { P, 2L * P, 4L * P, 8L * P, costs->microbatches };
-    for (int i = 0; i < 5; i++)
-      {
-        bool dup = false;
-        if (want[i] > PP_TRACE_MAX_MICROBATCHES)
-          continue;
-        for (int j = 0; j < n_ms; j++)
-          dup = dup || Ms[j] == want[i];
-        if (!dup)
-          Ms[n_ms++] = (int) want[i];
-      }
-  }
+  n_ms = candidate_ms (P, costs->microbatches, Ms);
 
+  size_t n_small = 0;
   for (const PpScheduleInfo *info = list; info->name; info++)
     for (int i = 0; i < n_ms; i++)
       {
         PpSuggestion cand;
         int keep;
         int V = info->takes_v ? 2 : info->default_v;
+
+        if (too_large (P, Ms[i], V))
+          continue;
+        n_small++;
 
         st = simulate_candidate (costs, info, Ms[i], V, &cand, &keep, err);
         if (st != PP_OK)
@@ -205,6 +237,10 @@ pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
           }
         res[n++] = cand;
       }
+  if (n_small == 0)
+    return pp_error_set (err, PP_EINVAL,
+                         "P=%d is too large to simulate: every candidate exceeds %ld ranks x "
+                         "micro-batches x stages per rank", P, (long) PP_SUGGEST_MAX_WORK);
   if (n > 1)
     qsort (res, n, sizeof *res, cmp_suggestion);
   if (n == 0)
@@ -357,10 +393,11 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
         {
           const PpSpan *sp = &item.span;
           int k = acc_kind (sp->kind);
-          double d = (double) (sp->end_ns - sp->start_ns) * 1e-9;
 
           if (sp->end_ns < sp->start_ns || sp->rank < 0)
             continue;
+          /* end >= start: the difference as unsigned is exact */
+          double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
           if (sp->kind == PP_SPAN_SEND_F || sp->kind == PP_SPAN_SEND_B)
             {
               sum_send += d;
@@ -397,7 +434,8 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
   /* Where the run's schedule can be rebuilt, its stages tell which share of
    * the micro-batches each one sees (all for one chain, half for DualPipe);
    * otherwise every stage is taken to see them all. */
-  if (has_desc && desc.n_ranks == P && desc.n_microbatches == M)
+  if (has_desc && desc.n_ranks == P && desc.n_microbatches == M
+      && !too_large (P, M, desc.n_virtual))
     {
       char name[sizeof desc.schedule];
       snprintf (name, sizeof name, "%s", desc.schedule);

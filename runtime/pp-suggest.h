@@ -34,11 +34,23 @@ typedef struct {
   double peak_activation;     /* in measured micro-batches (see above), worst rank */
 } PpSuggestion;
 
+/* The largest candidate simulated: P x M' x V (stage visits of one step)
+ * at most this.  It bounds what one candidate costs (about 60 MB and a
+ * tenth of a second at the limit), so a trace that names a huge P or M
+ * cannot make suggest, or the app's What-if panel, run for minutes. */
+#define PP_SUGGEST_MAX_WORK (1L << 16)
+
 /* Every schedule x M' in {P, 2P, 4P, 8P, M} (deduplicated, only what the
- * schedule accepts) whose peak_activation <= memory_budget (<= 0: no limit),
- * sorted by predicted step time, then memory.  *out is malloc'd. */
+ * schedule accepts, P x M' x V <= PP_SUGGEST_MAX_WORK) whose peak_activation
+ * <= memory_budget (<= 0: no limit), sorted by predicted step time, then
+ * memory.  *out is malloc'd.  When every candidate is over the limit: PP_EINVAL,
+ * "P=4096 is too large to simulate: every candidate exceeds 65536 ranks x
+ * micro-batches x stages per rank". */
 PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
                      PpSuggestion **out, size_t *n_out, PpError *err);
+
+/* How many candidates pp_suggest leaves out for being over PP_SUGGEST_MAX_WORK. */
+size_t   pp_suggest_n_too_large (const PpMeasuredCosts *costs);
 
 /* ---- measured costs from a trace ------------------------------------------
  * Reads the trace at path (every step in it).  Per (rank, stage): the mean
@@ -53,7 +65,9 @@ PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
  * rank and micro-batch seen + 1); comm is the mean SEND_F/SEND_B span, 0
  * without any.  A trace with no F/B/I/W/OVERLAP spans is PP_EINVAL "PATH has
  * no measured F/B spans; record a run first"; a rank without F or backward
- * spans is PP_EINVAL too.  On failure *out is left cleared.  Free with
+ * spans is PP_EINVAL too.  The run's schedule is rebuilt only when its
+ * P x M x V is at most PP_SUGGEST_MAX_WORK (else every stage counts 1).
+ * On failure *out is left cleared.  Free with
  * pp_measured_costs_clear (NULL and cleared structs are fine). */
 PpStatus pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err);
 void     pp_measured_costs_clear (PpMeasuredCosts *c);

@@ -29,6 +29,11 @@ typedef struct {
   char    *name;
 } String;
 
+typedef struct {
+  int64_t t;
+  int32_t step;
+} StepMark;
+
 struct _PpTimelineModel {
   int                has_desc;
   int                truncated;     /* read from a file that ends inside a frame */
@@ -42,13 +47,20 @@ struct _PpTimelineModel {
    * and placed again when the origin moves (description seen later). */
   int64_t            plan_origin_ns;     /* INT64_MIN: not known yet */
   struct { PpTracePlanAction *a; size_t n; } *raw_plans;   /* [cap_ranks] */
-  int64_t           *step_min;           /* [n_step_min], by step; INT64_MAX: none */
-  size_t             n_step_min;
+  /* Step begin markers as they came (at most one per step after a
+   * rebuild); step_starts/numbers are rebuilt from them, sorted, on the
+   * first query after a change: a marker costs O(1) when added, and a
+   * query O(S log S) once, whatever order the markers come in. */
+  StepMark          *marks;
+  size_t             n_marks, cap_marks;
+  int                steps_dirty;
   int64_t           *step_starts;        /* ascending, steps with a marker */
   int32_t           *step_numbers;
   size_t             n_steps;
   double            *losses;
   size_t             n_losses;
+  size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
   String            *strings;            /* sorted by id */
   size_t             n_strings, cap_strings;
   uint64_t           dropped;
@@ -63,6 +75,24 @@ plan_kind_is_compute (int kind)
          || kind == PP_TRACE_ACT_W || kind == PP_TRACE_ACT_OVERLAP_F_B || kind == PP_TRACE_ACT_OPT;
 }
 
+/* Times from a file are clamped to [-PP_TIMELINE_MAX_ABS_NS,
+ * PP_TIMELINE_MAX_ABS_NS] (about 73 years either side of the clock's zero):
+ * the difference of any two, and a time plus such a difference, then fit in
+ * an int64, so no consumer's arithmetic on them overflows. */
+static int64_t
+clamp_ns (int64_t t)
+{
+  return t > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS
+         : t < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : t;
+}
+
+/* a + b, both clamped first, clamped again (cannot overflow: |a + b| <= 2^62). */
+static int64_t
+add_ns (int64_t a, int64_t b)
+{
+  return clamp_ns (clamp_ns (a) + clamp_ns (b));
+}
+
 PpTimelineModel *
 pp_timeline_model_new (void)
 {
@@ -74,6 +104,8 @@ pp_timeline_model_new (void)
   m->span_start_ns = INT64_MAX;
   m->span_end_ns = INT64_MIN;
   m->plan_origin_ns = INT64_MIN;
+  m->plan_ps = INT64_MAX;
+  m->plan_pe = INT64_MIN;
   return m;
 }
 
@@ -90,7 +122,7 @@ pp_timeline_model_free (PpTimelineModel *m)
     }
   free (m->ranks);
   free (m->raw_plans);
-  free (m->step_min);
+  free (m->marks);
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
@@ -172,7 +204,30 @@ seconds_to_ns (double s)
 {
   if (!isfinite (s))
     return 0;
-  return (int64_t) llround (s * 1e9);
+  double ns = s * 1e9;
+  if (ns > (double) PP_TIMELINE_MAX_ABS_NS)
+    return PP_TIMELINE_MAX_ABS_NS;
+  if (ns < -(double) PP_TIMELINE_MAX_ABS_NS)
+    return -PP_TIMELINE_MAX_ABS_NS;
+  return (int64_t) llround (ns);
+}
+
+/* The compute extent of all plans (what planned_bubble measures over),
+ * kept so that a query is one rank's plan, not every rank's. */
+static void
+recompute_plan_extent (PpTimelineModel *m)
+{
+  m->plan_ps = INT64_MAX;
+  m->plan_pe = INT64_MIN;
+  for (int r = 0; r < m->n_ranks; r++)
+    for (size_t k = 0; k < m->ranks[r].n_plan; k++)
+      if (plan_kind_is_compute (m->ranks[r].plan[k].kind))
+        {
+          if (m->ranks[r].plan[k].start_ns < m->plan_ps)
+            m->plan_ps = m->ranks[r].plan[k].start_ns;
+          if (m->ranks[r].plan[k].end_ns > m->plan_pe)
+            m->plan_pe = m->ranks[r].plan[k].end_ns;
+        }
 }
 
 /* Places rank r's stored plan on the spans' clock. */
@@ -200,8 +255,8 @@ place_plan (PpTimelineModel *m, int r)
       p[k].sub_kind = a->sub_kind;
       p[k].sub_stage = a->sub_stage;
       p[k].sub_microbatch = a->sub_microbatch;
-      p[k].start_ns = m->plan_origin_ns + seconds_to_ns (a->planned_start);
-      p[k].end_ns = m->plan_origin_ns + seconds_to_ns (a->planned_end);
+      p[k].start_ns = add_ns (m->plan_origin_ns, seconds_to_ns (a->planned_start));
+      p[k].end_ns = add_ns (m->plan_origin_ns, seconds_to_ns (a->planned_end));
       if (p[k].end_ns < p[k].start_ns)
         p[k].end_ns = p[k].start_ns;
       see_time (m, p[k].start_ns, p[k].end_ns);
@@ -216,11 +271,12 @@ set_plan_origin (PpTimelineModel *m, int64_t origin)
 {
   if (origin == m->plan_origin_ns)
     return 0;
-  m->plan_origin_ns = origin;
+  m->plan_origin_ns = clamp_ns (origin);
   for (int r = 0; r < m->n_ranks; r++)
     if (place_plan (m, r) != 0)
       return -1;
   recompute_extent (m);
+  recompute_plan_extent (m);
   return 0;
 }
 
@@ -248,6 +304,7 @@ add_plan (PpTimelineModel *m, const PpTraceItem *item)
     return 0;
   if (m->ranks[r].n_plan == 0)
     recompute_extent (m);   /* a replaced plan may have held the extent */
+  recompute_plan_extent (m);
   return 1;
 }
 
@@ -260,8 +317,8 @@ add_span (PpTimelineModel *m, const PpSpan *in)
   if (ensure_rank (m, s.rank) != 0)
     return;
   rk = &m->ranks[s.rank];
-  s.start_ns += rk->offset_ns;
-  s.end_ns += rk->offset_ns;
+  s.start_ns = add_ns (s.start_ns, rk->offset_ns);
+  s.end_ns = add_ns (s.end_ns, rk->offset_ns);
   if (s.end_ns < s.start_ns)
     s.end_ns = s.start_ns;
   if (rk->n_spans == rk->cap_spans)
@@ -310,37 +367,77 @@ add_span (PpTimelineModel *m, const PpSpan *in)
 }
 
 static int
+cmp_mark_step (const void *a, const void *b)
+{
+  const StepMark *x = a, *y = b;
+  if (x->step != y->step)
+    return x->step < y->step ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+static int
+cmp_mark_time (const void *a, const void *b)
+{
+  const StepMark *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Sorts the markers: one per step (its earliest begin), and the steps in
+ * time order (a later step that begins before an earlier one, clock skew,
+ * is kept in time order).  O(S log S) for S markers, once per change. */
+static int
 rebuild_steps (PpTimelineModel *m)
 {
   size_t n = 0;
-  for (size_t i = 0; i < m->n_step_min; i++)
-    n += m->step_min[i] != INT64_MAX;
+
+  m->steps_dirty = 0;
+  if (m->n_marks > 1)
+    qsort (m->marks, m->n_marks, sizeof *m->marks, cmp_mark_step);
+  for (size_t i = 0; i < m->n_marks; i++)
+    if (n == 0 || m->marks[n - 1].step != m->marks[i].step)
+      m->marks[n++] = m->marks[i];
+  m->n_marks = n;
   int64_t *st = realloc (m->step_starts, (n + 1) * sizeof *st);
   if (st == NULL)
-    return -1;
+    {
+      m->n_steps = 0;
+      return -1;
+    }
   m->step_starts = st;
   int32_t *nums = realloc (m->step_numbers, (n + 1) * sizeof *nums);
   if (nums == NULL)
-    return -1;
+    {
+      m->n_steps = 0;
+      return -1;
+    }
   m->step_numbers = nums;
-  n = 0;
-  for (size_t i = 0; i < m->n_step_min; i++)
-    if (m->step_min[i] != INT64_MAX)
-      {
-        /* Steps follow each other: a later step that begins before an
-         * earlier one (clock skew) is kept in time order. */
-        size_t j = n++;
-        while (j > 0 && st[j - 1] > m->step_min[i])
-          {
-            st[j] = st[j - 1];
-            nums[j] = nums[j - 1];
-            j--;
-          }
-        st[j] = m->step_min[i];
-        nums[j] = (int32_t) i;
-      }
+  StepMark *byt = malloc ((n + 1) * sizeof *byt);
+  if (byt == NULL)
+    {
+      m->n_steps = 0;
+      return -1;
+    }
+  memcpy (byt, m->marks, n * sizeof *byt);
+  if (n > 1)
+    qsort (byt, n, sizeof *byt, cmp_mark_time);
+  for (size_t i = 0; i < n; i++)
+    {
+      st[i] = byt[i].t;
+      nums[i] = byt[i].step;
+    }
+  free (byt);
   m->n_steps = n;
   return 0;
+}
+
+/* Queries are const for their callers; the sorted steps are a cache. */
+static void
+ensure_steps (const PpTimelineModel *m)
+{
+  if (m != NULL && m->steps_dirty)
+    rebuild_steps ((PpTimelineModel *) m);
 }
 
 static int
@@ -351,24 +448,33 @@ add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
 
   if (ensure_rank (m, item->step_marker.rank) != 0)
     return 0;
-  t += m->ranks[item->step_marker.rank].offset_ns;
-  if (item->step_marker.phase != PP_TRACE_STEP_BEGIN || step < 0 || step > (1 << 26))
+  t = add_ns (t, m->ranks[item->step_marker.rank].offset_ns);
+  if (item->step_marker.phase != PP_TRACE_STEP_BEGIN || step < 0)
     return 0;
-  if ((size_t) step >= m->n_step_min)
+  /* Every rank marks every step: after a rebuild there is one entry a
+   * step again, so the array stays within twice what a rebuild leaves
+   * plus the markers since. */
+  if (m->n_marks == m->cap_marks)
     {
-      size_t n = (size_t) step + 1;
-      int64_t *sm = realloc (m->step_min, n * sizeof *sm);
-      if (sm == NULL)
-        return 0;
-      for (size_t i = m->n_step_min; i < n; i++)
-        sm[i] = INT64_MAX;
-      m->step_min = sm;
-      m->n_step_min = n;
+      if (m->steps_dirty && m->n_marks >= 1024)
+        rebuild_steps (m);
+      /* Grow unless the rebuild freed half: the next rebuild is then at
+       * least cap/2 markers away (amortized O(log S) a marker). */
+      if (m->cap_marks == 0 || m->n_marks > m->cap_marks / 2)
+        {
+          size_t cap = m->cap_marks ? 2 * m->cap_marks : 64;
+          StepMark *n = realloc (m->marks, cap * sizeof *n);
+          if (n == NULL)
+            return 0;
+          m->marks = n;
+          m->cap_marks = cap;
+        }
     }
-  if (t >= m->step_min[step])
-    return 0;
-  m->step_min[step] = t;
-  return rebuild_steps (m) == 0;
+  m->marks[m->n_marks].t = t;
+  m->marks[m->n_marks].step = step;
+  m->n_marks++;
+  m->steps_dirty = 1;
+  return 1;
 }
 
 static int
@@ -377,7 +483,11 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
   switch (c->kind)
     {
     case PP_COUNTER_LOSS:
-      if (c->step < 0 || c->step > (1 << 26))
+      /* Losses are indexed by step; the array may run ahead of the loss
+       * counters seen by a bounded factor only, so one counter with a huge
+       * step cannot cost megabytes (a loss that far out is not kept). */
+      if (c->step < 0
+          || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
         return 0;
       if ((size_t) c->step >= m->n_losses)
         {
@@ -391,6 +501,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
           m->n_losses = n;
         }
       m->losses[c->step] = c->value;
+      m->n_loss_counters++;
       return 1;
     case PP_COUNTER_ACTIVATION_BYTES:
       if (ensure_rank (m, c->rank) != 0)
@@ -418,18 +529,25 @@ add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
   if (ensure_rank (m, r) != 0)
     return 0;
   rk = &m->ranks[r];
-  delta = offset - rk->offset_ns;
+  offset = clamp_ns (offset);
+  delta = offset - rk->offset_ns;   /* both clamped: fits */
   if (delta == 0)
     return 0;
   rk->offset_ns = offset;
-  /* Moving every span by the same amount keeps them sorted. */
+  /* Moving every span by the same amount keeps them sorted (clamping at
+   * the ends keeps the order too). */
+  rk->max_end_ns = INT64_MIN;
+  rk->max_span_ns = 0;
   for (size_t i = 0; i < rk->n_spans; i++)
     {
-      rk->spans[i].start_ns += delta;
-      rk->spans[i].end_ns += delta;
+      PpSpan *sp = &rk->spans[i];
+      sp->start_ns = add_ns (sp->start_ns, delta);
+      sp->end_ns = add_ns (sp->end_ns, delta);
+      if (sp->end_ns > rk->max_end_ns)
+        rk->max_end_ns = sp->end_ns;
+      if (sp->end_ns - sp->start_ns > rk->max_span_ns)
+        rk->max_span_ns = sp->end_ns - sp->start_ns;
     }
-  if (rk->n_spans > 0)
-    rk->max_end_ns += delta;
   recompute_extent (m);
   return rk->n_spans > 0;
 }
@@ -506,7 +624,9 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
     case PP_TRACE_ITEM_STRING:
       return add_string (m, item->string.id, item->string.name);
     case PP_TRACE_ITEM_DROPPED:
-      m->dropped += item->dropped.count;
+      /* Saturating: the sum of a file's counts cannot wrap. */
+      m->dropped = item->dropped.count > UINT64_MAX - m->dropped ? UINT64_MAX
+                   : m->dropped + item->dropped.count;
       if (item->dropped.rank >= 0)
         ensure_rank (m, item->dropped.rank);
       return 1;
@@ -657,8 +777,7 @@ pp_timeline_model_first_overlapping (const PpTimelineModel *m, int rank, int64_t
   hi = rk->n_spans;
   /* No span is longer than max_span_ns: one that starts before
    * t - max_span_ns ends before t. */
-  from = t - rk->max_span_ns;
-  if (from > t)   /* overflow */
+  if (__builtin_sub_overflow (t, rk->max_span_ns, &from))
     from = INT64_MIN;
   while (lo < hi)
     {
@@ -686,18 +805,21 @@ pp_timeline_model_planned (const PpTimelineModel *m, int rank)
 size_t
 pp_timeline_model_n_steps (const PpTimelineModel *m)
 {
+  ensure_steps (m);
   return m ? m->n_steps : 0;
 }
 
 const int64_t *
 pp_timeline_model_step_starts (const PpTimelineModel *m)
 {
+  ensure_steps (m);
   return m ? m->step_starts : NULL;
 }
 
 const int32_t *
 pp_timeline_model_step_numbers (const PpTimelineModel *m)
 {
+  ensure_steps (m);
   return m ? m->step_numbers : NULL;
 }
 
@@ -826,12 +948,41 @@ cmp_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+static int
+cmp_int32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
+/* Index of step in the sorted distinct steps (it is there). */
+static size_t
+step_index (const int32_t *steps, size_t n, int32_t step)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (steps[mid] < step)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+/* Steps are compacted to the distinct step numbers the spans carry, and a
+ * rank's per-step values are kept only for the steps it has spans in (the
+ * others' bubble is 1): memory and time are O(spans log spans), whatever
+ * the step numbers or the number of ranks. */
 int
 pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
 {
-  int32_t max_step = -1;
-  int64_t *lo, *hi;
-  double *busy, *per;
+  int32_t *steps = NULL;
+  size_t n_distinct = 0, n_block = 0;
+  int64_t *lo = NULL, *hi = NULL;
+  double *busy = NULL, *per = NULL;
+  size_t *touched = NULL;
   int n_steps = 0;
 
   if (m == NULL)
@@ -842,21 +993,37 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
       for (size_t i = 0; i < m->ranks[r].n_spans; i++)
         {
           const PpSpan *s = &m->ranks[r].spans[i];
-          if (pp_span_kind_is_block (s->kind) && s->step > max_step)
-            max_step = s->step;
+          n_block += pp_span_kind_is_block (s->kind) && s->step >= 0;
         }
     }
-  if (max_step < 0)
+  if (n_block == 0)
     return 0;
-  lo = malloc (sizeof (int64_t) * ((size_t) max_step + 1));
-  hi = malloc (sizeof (int64_t) * ((size_t) max_step + 1));
-  if (lo == NULL || hi == NULL)
-    {
-      free (lo);
-      free (hi);
-      return 0;
-    }
-  for (int32_t k = 0; k <= max_step; k++)
+  steps = malloc (n_block * sizeof *steps);
+  if (steps == NULL)
+    return 0;
+  for (int r = 0; r < m->n_ranks; r++)
+    for (size_t i = 0; i < m->ranks[r].n_spans; i++)
+      {
+        const PpSpan *s = &m->ranks[r].spans[i];
+        if (pp_span_kind_is_block (s->kind) && s->step >= 0)
+          steps[n_distinct++] = s->step;
+      }
+  qsort (steps, n_distinct, sizeof *steps, cmp_int32);
+  {
+    size_t k = 0;
+    for (size_t i = 0; i < n_distinct; i++)
+      if (k == 0 || steps[k - 1] != steps[i])
+        steps[k++] = steps[i];
+    n_distinct = k;
+  }
+  lo = malloc (n_distinct * sizeof *lo);
+  hi = malloc (n_distinct * sizeof *hi);
+  busy = calloc (n_distinct, sizeof *busy);
+  per = malloc (n_distinct * sizeof *per);
+  touched = malloc (n_distinct * sizeof *touched);
+  if (lo == NULL || hi == NULL || busy == NULL || per == NULL || touched == NULL)
+    goto out;
+  for (size_t k = 0; k < n_distinct; k++)
     {
       lo[k] = INT64_MAX;
       hi[k] = INT64_MIN;
@@ -867,53 +1034,73 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
         const PpSpan *s = &m->ranks[r].spans[i];
         if (!pp_span_kind_is_block (s->kind) || s->step < 0)
           continue;
-        if (s->start_ns < lo[s->step]) lo[s->step] = s->start_ns;
-        if (s->end_ns > hi[s->step]) hi[s->step] = s->end_ns;
+        size_t k = step_index (steps, n_distinct, s->step);
+        if (s->start_ns < lo[k]) lo[k] = s->start_ns;
+        if (s->end_ns > hi[k]) hi[k] = s->end_ns;
       }
-  for (int32_t k = 0; k <= max_step; k++)
+  for (size_t k = 0; k < n_distinct; k++)
     if (hi[k] > lo[k])
       n_steps++;
-  busy = calloc ((size_t) max_step + 1, sizeof *busy);
-  per = malloc (sizeof *per * (size_t) (n_steps > 0 ? n_steps : 1));
-  for (int r = 0; r < m->n_ranks && n_steps > 0 && busy != NULL && per != NULL; r++)
+  for (int r = 0; r < m->n_ranks && n_steps > 0; r++)
     {
       /* spans are sorted by start: a step's spans come in order, and a
        * union over each step's window is one pass */
-      int32_t cur = -1;
+      size_t cur = SIZE_MAX, n_touched = 0;
       Union u = { 0 };
       int n = 0;
-      memset (busy, 0, sizeof *busy * ((size_t) max_step + 1));
       for (size_t i = 0; i < m->ranks[r].n_spans; i++)
         {
           const PpSpan *s = &m->ranks[r].spans[i];
-          if (!pp_span_kind_is_block (s->kind) || s->step < 0 || hi[s->step] <= lo[s->step])
+          if (!pp_span_kind_is_block (s->kind) || s->step < 0)
             continue;
-          if (s->step != cur)
+          size_t k = cur != SIZE_MAX && steps[cur] == s->step ? cur
+                     : step_index (steps, n_distinct, s->step);
+          if (hi[k] <= lo[k])
+            continue;
+          if (k != cur)
             {
-              if (cur >= 0)
+              if (cur != SIZE_MAX)
                 busy[cur] += union_total (&u);
+              if (busy[k] == 0)
+                touched[n_touched++] = k;   /* first visit (busy > 0 after) */
               memset (&u, 0, sizeof u);
-              u.t0 = lo[s->step];
-              u.t1 = hi[s->step];
-              cur = s->step;
+              u.t0 = lo[k];
+              u.t1 = hi[k];
+              cur = k;
             }
           union_add (&u, s->start_ns, s->end_ns);
         }
-      if (cur >= 0)
+      if (cur != SIZE_MAX)
         busy[cur] += union_total (&u);
-      for (int32_t k = 0; k <= max_step; k++)
-        if (hi[k] > lo[k])
-          {
-            double b = 1.0 - busy[k] / (double) (hi[k] - lo[k]);
-            per[n++] = b < 0 ? 0 : b;   /* out-of-order steps can overcount */
-          }
+      /* A step visited with nothing inside its window stays at busy 0 and
+       * may be listed twice: count each once. */
+      for (size_t j = 0; j < n_touched; j++)
+        {
+          size_t k = touched[j];
+          if (busy[k] < 0)
+            continue;
+          double b = 1.0 - busy[k] / (double) (hi[k] - lo[k]);
+          per[n++] = b < 0 ? 0 : b;   /* out-of-order steps can overcount */
+          busy[k] = -1;
+        }
+      for (size_t j = 0; j < n_touched; j++)
+        busy[touched[j]] = 0;
+      /* the steps the rank has no span in have bubble 1, the largest value:
+       * the median of all n_steps values is read from the sorted n values
+       * followed by (n_steps - n) ones */
       qsort (per, (size_t) n, sizeof *per, cmp_double);
-      bubble[r] = n % 2 ? per[n / 2] : 0.5 * (per[n / 2 - 1] + per[n / 2]);
+#define PER_AT(i) ((i) < (size_t) n ? per[(i)] : 1.0)
+      size_t N = (size_t) n_steps;
+      bubble[r] = N % 2 ? PER_AT (N / 2) : 0.5 * (PER_AT (N / 2 - 1) + PER_AT (N / 2));
+#undef PER_AT
     }
-  free (busy);
-  free (per);
+out:
+  free (steps);
   free (lo);
   free (hi);
+  free (busy);
+  free (per);
+  free (touched);
   return n_steps;
 }
 
@@ -940,15 +1127,8 @@ pp_timeline_model_planned_bubble (const PpTimelineModel *m, int rank, int64_t t0
   /* The plan covers one step: its bubble is taken over the part of the
    * window the plans of all ranks span, so a whole-run window gives the
    * planned bubble of a step (as `info` prints it). */
-  for (int r = 0; r < m->n_ranks; r++)
-    for (size_t k = 0; k < m->ranks[r].n_plan; k++)
-      if (plan_kind_is_compute (m->ranks[r].plan[k].kind))
-        {
-          if (m->ranks[r].plan[k].start_ns < ps)
-            ps = m->ranks[r].plan[k].start_ns;
-          if (m->ranks[r].plan[k].end_ns > pe)
-            pe = m->ranks[r].plan[k].end_ns;
-        }
+  ps = m->plan_ps;
+  pe = m->plan_pe;
   if (ps < t0)
     ps = t0;
   if (pe > t1)

@@ -17,6 +17,17 @@
 
 typedef struct _PpTimelineModel PpTimelineModel;
 
+/* What a hostile file can make the model hold is bounded by what it holds:
+ * times (span ends, clock offsets, plan times, step markers) are clamped to
+ * [-PP_TIMELINE_MAX_ABS_NS, PP_TIMELINE_MAX_ABS_NS], about 73 years either
+ * side of the clock's zero, so that the difference of two times and a time
+ * plus a difference fit in an int64 for every consumer.  Steps are kept
+ * sparse (any int32 step costs what one step costs) except losses, which are
+ * indexed by step up to PP_TIMELINE_LOSS_SLACK + 16 x the loss counters
+ * seen; a loss further out is not kept. */
+#define PP_TIMELINE_MAX_ABS_NS  ((int64_t) 1 << 61)
+#define PP_TIMELINE_LOSS_SLACK  4096
+
 typedef struct {
   int     kind;          /* PpTraceActionKind */
   int     stage, microbatch;
@@ -69,7 +80,8 @@ size_t           pp_timeline_model_n_planned (const PpTimelineModel *m, int rank
 const PpTimelinePlanned *pp_timeline_model_planned (const PpTimelineModel *m, int rank);
 
 /* Step boundaries: the times where a step begins (any rank's first begin
- * marker of the step), ascending. */
+ * marker of the step), ascending.  Sorted on the first query after an add
+ * (O(S log S) once), so the pointers are valid until the next add. */
 size_t           pp_timeline_model_n_steps (const PpTimelineModel *m);
 const int64_t   *pp_timeline_model_step_starts (const PpTimelineModel *m);
 /* The step number of each entry of pp_timeline_model_step_starts. */

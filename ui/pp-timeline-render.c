@@ -204,13 +204,42 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
     }
 }
 
+/* The view with its range inside the model's time range (see
+ * PP_TIMELINE_MAX_ABS_NS) and not empty: a range a widget or a file set to
+ * anything then leaves every difference of a model time and a view time in
+ * an int64. */
+static void
+view_clamped (const PpTimelineView *v, PpTimelineView *out)
+{
+  const int64_t lim = PP_TIMELINE_MAX_ABS_NS;
+  *out = *v;
+  if (out->t0_ns > lim - 1)
+    out->t0_ns = lim - 1;
+  if (out->t0_ns < -lim)
+    out->t0_ns = -lim;
+  if (out->t1_ns > lim)
+    out->t1_ns = lim;
+  if (out->t1_ns <= out->t0_ns)
+    out->t1_ns = out->t0_ns + 1;
+}
+
+/* t - t0 as a double: exact enough, and no int64 overflow whatever the two. */
+static double
+ns_between (int64_t t0, int64_t t)
+{
+  int64_t d;
+  if (!__builtin_sub_overflow (t, t0, &d))
+    return (double) d;
+  return (double) t - (double) t0;
+}
+
 double
 pp_timeline_x_of (const PpTimelineView *v, const PpTimelineLayout *l, int64_t t_ns)
 {
-  double span = (double) (v->t1_ns - v->t0_ns);
+  double span = ns_between (v->t0_ns, v->t1_ns);
   if (span <= 0)
     span = 1;
-  return l->x0 + (double) (t_ns - v->t0_ns) * (l->x1 - l->x0) / span;
+  return l->x0 + ns_between (v->t0_ns, t_ns) * (l->x1 - l->x0) / span;
 }
 
 int64_t
@@ -219,7 +248,12 @@ pp_timeline_t_of (const PpTimelineView *v, const PpTimelineLayout *l, double x)
   double w = l->x1 - l->x0;
   if (w <= 0)
     w = 1;
-  return v->t0_ns + (int64_t) llround ((x - l->x0) * (double) (v->t1_ns - v->t0_ns) / w);
+  double t = (double) v->t0_ns + (x - l->x0) * ns_between (v->t0_ns, v->t1_ns) / w;
+  if (!(t < (double) PP_TIMELINE_MAX_ABS_NS))
+    return PP_TIMELINE_MAX_ABS_NS;
+  if (!(t > -(double) PP_TIMELINE_MAX_ABS_NS))
+    return -PP_TIMELINE_MAX_ABS_NS;
+  return (int64_t) llround (t);
 }
 
 /* Which lane a span kind lives in. */
@@ -590,7 +624,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
   }
   const PpTraceDescription *d = pp_timeline_model_description (c->m);
   char line[1024], dur[64];
-  double span = (double) (c->v->t1_ns - c->v->t0_ns);
+  double span = ns_between (c->v->t0_ns, c->v->t1_ns);
 
   set_rgb (cr, c->th.fg);
   font (cr, 16, 1);
@@ -631,21 +665,29 @@ static void
 draw_ruler (Ctx *c, cairo_t *cr)
 {
   const PpTimelineLayout *l = &c->l;
-  double span = (double) (c->v->t1_ns - c->v->t0_ns);
+  double span = ns_between (c->v->t0_ns, c->v->t1_ns);
   double px_per_ns = (l->x1 - l->x0) / (span > 0 ? span : 1);
   double step = nice_step (90 / px_per_ns);   /* a label every ~90 px or more */
   double origin = (double) c->origin;
   double first = ceil (((double) c->v->t0_ns - origin) / step) * step;
   double ybot = l->ruler_y + l->ruler_h;
   char buf[64];
+  /* Counted, not stepped until past the end: far from zero, t += step may
+   * not move t at all.  About one a 90 px; never more than a few hundred. */
+  double n_ticks = floor (((double) c->v->t1_ns - origin + step * 1e-6 - first) / step) + 1;
+  if (!(n_ticks >= 0))
+    n_ticks = 0;
+  if (n_ticks > 1000)
+    n_ticks = 1000;
 
   set_rgb (cr, c->th.ruler_bg);
   cairo_rectangle (cr, l->x0, l->ruler_y, l->x1 - l->x0, l->ruler_h);
   cairo_fill (cr);
   font (cr, 11, 0);
   cairo_set_line_width (cr, 1);
-  for (double t = first; t <= (double) c->v->t1_ns - origin + step * 1e-6; t += step)
+  for (int i = 0; i < (int) n_ticks; i++)
     {
+      double t = first + i * step;
       double x = round (l->x0 + (t + origin - (double) c->v->t0_ns) * px_per_ns) + 0.5;
       set_rgb (cr, c->th.dim);
       cairo_move_to (cr, x, ybot - 6);
@@ -994,7 +1036,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   const PpTimelineLayout *l = &c->l;
   const PpSpan *sp = pp_timeline_model_spans (c->m, r);
   size_t n = pp_timeline_model_n_spans (c->m, r);
-  double span_ns = (double) (v->t1_ns - v->t0_ns);
+  double span_ns = ns_between (v->t0_ns, v->t1_ns);
   double px_per_ns = (l->x1 - l->x0) / (span_ns > 0 ? span_ns : 1);
   int64_t w0 = c->run0 > v->t0_ns ? c->run0 : v->t0_ns;
   int64_t w1 = c->run1 < v->t1_ns ? c->run1 : v->t1_ns;
@@ -1029,7 +1071,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
       if (lane == LANE_NONE)
         continue;
-      x = (double) (s->start_ns - v->t0_ns) * px_per_ns;   /* plot-relative */
+      x = ns_between (v->t0_ns, s->start_ns) * px_per_ns;   /* plot-relative */
       w = (double) (s->end_ns - s->start_ns) * px_per_ns;
       if (lane == LANE_BLOCK)
         {
@@ -1105,7 +1147,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
                 pe = limit;
               if (kind < 0 || ps >= limit || pe < v->t0_ns || ps > v->t1_ns)
                 continue;
-              double x = (double) (ps - v->t0_ns) * px_per_ns;
+              double x = ns_between (v->t0_ns, ps) * px_per_ns;
               double w = (double) (pe - ps) * px_per_ns;
               double xa = fmax (x, -4), xb = fmin (x + w, l->x1 - l->x0 + 4);
               Box b = { (float) (l->x0 + xa), (float) fmax (1, xb - xa), (uint16_t) kind,
@@ -1173,14 +1215,17 @@ span_rect (const Ctx *c, int r, long index, double *x, double *y, double *w, dou
 }
 
 void
-pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v)
+pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *view)
 {
   Ctx c;
   double sum_planned = 0;
   int n_planned = 0;
+  PpTimelineView vc;
+  const PpTimelineView *v = &vc;
 
-  if (cr == NULL || m == NULL || v == NULL || v->width < 1 || v->height < 1)
+  if (cr == NULL || m == NULL || view == NULL || view->width < 1 || view->height < 1)
     return;
+  view_clamped (view, &vc);
   memset (&c, 0, sizeof c);
   c.m = m;
   c.v = v;
@@ -1243,7 +1288,12 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     cairo_pattern_destroy (hatch);
 
     for (int r = 0; r < c.n_ranks; r++)
-      draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1);
+      {
+        double ry = c.l.rows_y + r * c.l.row_h;
+        if (ry > v->height)
+          break;   /* rows below the image: nothing of them is drawn */
+        draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1);
+      }
     free (bubbles);
 
     draw_ruler (&c, cr);
@@ -1300,13 +1350,20 @@ out:
 /* ---- hit testing ---------------------------------------------------------------------- */
 
 int
-pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, double y,
+pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x, double y,
                  PpTimelineHit *out)
 {
   PpTimelineLayout l;
   int n, r, lane;
   double dy;
+  PpTimelineView vc;
+  const PpTimelineView *v = NULL;
 
+  if (view != NULL)
+    {
+      view_clamped (view, &vc);
+      v = &vc;
+    }
   if (out == NULL)
     return 0;
   out->rank = -1;
@@ -1333,7 +1390,7 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, do
     return 0;
 
   int64_t t = pp_timeline_t_of (v, &l, x);
-  int64_t tol = (int64_t) (2.0 * (double) (v->t1_ns - v->t0_ns) / (l.x1 - l.x0)) + 1;
+  int64_t tol = (int64_t) (2.0 * ns_between (v->t0_ns, v->t1_ns) / (l.x1 - l.x0)) + 1;
 
   if (lane == 3)
     {
@@ -1346,7 +1403,11 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, do
       for (size_t copy = 0; copy < plan_copies (m, p0); copy++)
         {
           int64_t sh = plan_shift (m, p0, copy), limit = plan_limit (m, copy);
-          int64_t tt = t - sh;
+          int64_t tt = t - sh;   /* |t| <= 2^61, |sh| <= 2^62 */
+          if (tt > ((int64_t) 1 << 62))
+            tt = (int64_t) 1 << 62;
+          if (tt < -((int64_t) 1 << 62))
+            tt = -((int64_t) 1 << 62);
           for (size_t k = 0; k < np; k++)
             {
               if (plan_span_kind (p[k].kind) < 0 || p[k].start_ns + sh >= limit || t >= limit)

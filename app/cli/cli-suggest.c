@@ -140,12 +140,21 @@ pp_cli_suggest (int argc, char **argv)
     }
 
   /* All candidates (to find the measured one), then those within the budget. */
-  if (pp_suggest (&costs, 0, &all, &n_all, &err) != PP_OK
-      || pp_suggest (&costs, budget, &kept, &n_kept, &err) != PP_OK)
+  if (pp_suggest (&costs, 0, &all, &n_all, &err) != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
       goto out;
     }
+  /* Those within the budget, in the same order: the simulations once. */
+  kept = malloc ((n_all + 1) * sizeof *kept);
+  if (kept == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
+  for (size_t i = 0; i < n_all; i++)
+    if (budget <= 0 || all[i].peak_activation <= budget * (1 + 1e-9))
+      kept[n_kept++] = all[i];
 
   if (has_desc)
     printf ("measured: %s, P=%d, M=%d, V=%d (%s)\n", measured, costs.ranks, costs.microbatches, mV,
@@ -165,6 +174,12 @@ pp_cli_suggest (int argc, char **argv)
             "      schedules are predicted without deferred weight gradients\n");
   if (budget > 0)
     printf ("memory budget: %g micro-batches per rank (%zu of %zu candidates fit)\n", budget, n_kept, n_all);
+  {
+    size_t big = pp_suggest_n_too_large (&costs);
+    if (big > 0)
+      printf ("left out: %zu candidate%s over %ld ranks x micro-batches x stages per rank "
+              "(too large to simulate)\n", big, big == 1 ? "" : "s", (long) PP_SUGGEST_MAX_WORK);
+  }
   putchar ('\n');
 
   if (n_kept == 0)

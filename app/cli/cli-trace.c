@@ -41,7 +41,7 @@ typedef struct {
   int                n_plans;
   PlanSummary       *plans;          /* [cap_plans] by rank */
   int                cap_plans;
-  int                max_step;       /* -1: none seen */
+  int64_t            max_step;       /* -1: none seen (int64: a step of INT32_MAX + 1 steps) */
   uint64_t           dropped;
   int                truncated;
   NamedString       *strings;
@@ -115,15 +115,69 @@ see_rank (Trace *t, int r)
     t->max_rank = r;
 }
 
+/* After loading, strings are sorted by id with one entry an id (the last
+ * one for an id wins), so a span's name is a binary search. */
 static const char *
 trace_string (const Trace *t, uint32_t id)
 {
+  size_t lo = 0, hi = t->n_strings;
   if (id == 0)
     return NULL;
-  for (size_t i = t->n_strings; i-- > 0;)   /* the last one for an id wins */
-    if (t->strings[i].id == id)
-      return t->strings[i].name;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (t->strings[mid].id < id)
+        lo = mid + 1;
+      else if (t->strings[mid].id > id)
+        hi = mid;
+      else
+        return t->strings[mid].name;
+    }
   return NULL;
+}
+
+static int
+cmp_string_id (const void *a, const void *b)
+{
+  const NamedString *x = a, *y = b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Sorts the strings by id keeping the last of each id (qsort is not
+ * stable: each entry carries its arrival, and the latest of an id wins). */
+static void
+strings_index (Trace *t)
+{
+  size_t n = 0;
+  if (t->n_strings < 2)
+    return;
+  typedef struct { uint32_t id; size_t order; char *name; } Tagged;
+  Tagged *tg = malloc (t->n_strings * sizeof *tg);
+  if (tg == NULL)
+    return;   /* left unsorted; lookups then miss, names print empty */
+  for (size_t i = 0; i < t->n_strings; i++)
+    {
+      tg[i].id = t->strings[i].id;
+      tg[i].order = i;
+      tg[i].name = t->strings[i].name;
+    }
+  qsort (tg, t->n_strings, sizeof *tg, cmp_string_id);
+  for (size_t i = 0; i < t->n_strings;)
+    {
+      size_t j = i, best = i;
+      for (; j < t->n_strings && tg[j].id == tg[i].id; j++)
+        if (tg[j].order > tg[best].order)
+          best = j;
+      for (size_t k = i; k < j; k++)
+        if (k != best)
+          free (tg[k].name);
+      t->strings[n].id = tg[best].id;
+      t->strings[n].name = tg[best].name;
+      n++;
+      i = j;
+    }
+  t->n_strings = n;
+  free (tg);
 }
 
 /* Returns 0, or prints one line and returns 1. */
@@ -158,6 +212,7 @@ trace_load (const char *path, Trace *t)
         case PP_TRACE_ITEM_END:
           t->truncated = item.truncated;
           pp_trace_reader_free (r);
+          strings_index (t);
           return 0;
         case PP_TRACE_ITEM_DESCRIPTION:
           t->has_desc = true;
@@ -206,7 +261,9 @@ trace_load (const char *path, Trace *t)
           t->n_strings++;
           break;
         case PP_TRACE_ITEM_DROPPED:
-          t->dropped += item.dropped.count;
+          /* saturating: a file's counts cannot wrap the sum */
+          t->dropped = item.dropped.count > UINT64_MAX - t->dropped ? UINT64_MAX
+                       : t->dropped + item.dropped.count;
           if (item.dropped.rank >= 0)
             see_rank (t, item.dropped.rank);
           break;
@@ -355,7 +412,7 @@ pp_cli_info (int argc, char **argv)
   else
     printf ("description: none\n");
   printf ("ranks: %d\n", n_ranks);
-  printf ("steps: %d\n", t.max_step + 1);
+  printf ("steps: %" PRId64 "\n", t.max_step + 1);
   printf ("plans: %d\n", t.n_plans);
   /* The planned bubble of the last plan of every rank, when they all carry
    * the simulator's timeline (a later plan replaces an earlier one). */
@@ -407,46 +464,75 @@ pp_cli_info (int argc, char **argv)
 
   if (t.n_spans > 0 && gend > gstart && n_ranks > 0)
     {
-      double len = (double) (gend - gstart), sum = 0;
+      /* Differences of file times as unsigned: end >= start, so exact. */
+      double len = (double) ((uint64_t) gend - (uint64_t) gstart), sum = 0;
       int64_t (*iv)[2] = malloc ((t.n_spans + 1) * sizeof *iv);
-      if (iv == NULL)
+      /* The spans bucketed by rank once (counting sort): each rank then
+       * reads its own, not every span (ranks x spans). */
+      size_t *first = calloc ((size_t) n_ranks + 1, sizeof *first);
+      if (iv == NULL || first == NULL)
         {
+          free (iv);
+          free (first);
           fprintf (stderr, "pipescope-cli: error: out of memory\n");
           trace_clear (&t);
           return 1;
         }
+      for (size_t i = 0; i < t.n_spans; i++)
+        if (t.spans[i].rank < n_ranks && pp_span_kind_is_work (t.spans[i].kind)
+            && t.spans[i].end_ns > t.spans[i].start_ns)
+          first[t.spans[i].rank + 1]++;
+      for (int r = 0; r < n_ranks; r++)
+        first[r + 1] += first[r];
+      {
+        size_t *fill = malloc (((size_t) n_ranks + 1) * sizeof *fill);
+        if (fill == NULL)
+          {
+            free (iv);
+            free (first);
+            fprintf (stderr, "pipescope-cli: error: out of memory\n");
+            trace_clear (&t);
+            return 1;
+          }
+        memcpy (fill, first, ((size_t) n_ranks + 1) * sizeof *fill);
+        for (size_t i = 0; i < t.n_spans; i++)
+          if (t.spans[i].rank < n_ranks && pp_span_kind_is_work (t.spans[i].kind)
+              && t.spans[i].end_ns > t.spans[i].start_ns)
+            {
+              size_t j = fill[t.spans[i].rank]++;
+              iv[j][0] = t.spans[i].start_ns;
+              iv[j][1] = t.spans[i].end_ns;
+            }
+        free (fill);
+      }
       printf ("measured bubble (idle between %.3f ms and %.3f ms of the trace):\n", 0.0, len / 1e6);
       for (int r = 0; r < n_ranks; r++)
         {
-          size_t n = 0;
-          int64_t busy = 0, cs = 0, ce = 0;
-          for (size_t i = 0; i < t.n_spans; i++)
-            if (t.spans[i].rank == r && pp_span_kind_is_work (t.spans[i].kind) && t.spans[i].end_ns > t.spans[i].start_ns)
-              {
-                iv[n][0] = t.spans[i].start_ns;
-                iv[n][1] = t.spans[i].end_ns;
-                n++;
-              }
-          qsort (iv, n, sizeof *iv, cmp_interval);
+          int64_t (*rv)[2] = iv + first[r];
+          size_t n = first[r + 1] - first[r];
+          int64_t cs = 0, ce = 0;
+          double busy = 0;
+          qsort (rv, n, sizeof *rv, cmp_interval);
           for (size_t i = 0; i < n; i++)
             {
-              if (i == 0 || iv[i][0] > ce)
+              if (i == 0 || rv[i][0] > ce)
                 {
                   if (i > 0)
-                    busy += ce - cs;
-                  cs = iv[i][0];
-                  ce = iv[i][1];
+                    busy += (double) ((uint64_t) ce - (uint64_t) cs);
+                  cs = rv[i][0];
+                  ce = rv[i][1];
                 }
-              else if (iv[i][1] > ce)
-                ce = iv[i][1];
+              else if (rv[i][1] > ce)
+                ce = rv[i][1];
             }
           if (n > 0)
-            busy += ce - cs;
-          double bubble = (len - (double) busy) / len;
+            busy += (double) ((uint64_t) ce - (uint64_t) cs);
+          double bubble = (len - busy) / len;
           sum += bubble;
-          printf ("  rank %d bubble: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, (double) busy / 1e6);
+          printf ("  rank %d bubble: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, busy / 1e6);
         }
       free (iv);
+      free (first);
       printf ("mean bubble: %.1f%%\n", 100.0 * sum / n_ranks);
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
     }
@@ -507,16 +593,18 @@ csv_field (FILE *f, const char *s)
   fputc ('"', f);
 }
 
-/* "1234.567" for a duration in ns, as µs. */
+/* t - base in µs, where t >= base (base is the smallest start): the
+ * difference as unsigned is exact whatever the two. */
 static void
-print_us (FILE *f, int64_t ns)
+print_us_since (FILE *f, int64_t t, int64_t base)
 {
-  if (ns < 0)
+  uint64_t ns = (uint64_t) t - (uint64_t) base;
+  if (t < base)
     {
       fputc ('-', f);
-      ns = -ns;
+      ns = (uint64_t) base - (uint64_t) t;
     }
-  fprintf (f, "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+  fprintf (f, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
 }
 
 static int
@@ -608,11 +696,11 @@ write_flows (FILE *f, const Trace *t, int64_t base)
           id++;
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
                    s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, s->rank);
-          print_us (f, s->start_ns - base);
+          print_us_since (f, s->start_ns, base);
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
                    s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, rc->rank);
-          print_us (f, (rc->end_ns > rc->start_ns ? rc->end_ns : rc->start_ns) - base);
+          print_us_since (f, rc->end_ns > rc->start_ns ? rc->end_ns : rc->start_ns, base);
           fprintf (f, "}");
           break;
         }
@@ -672,9 +760,9 @@ write_chrome (FILE *f, const Trace *t)
       first = false;
       json_string (f, str ? str : name);
       fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, s->rank, row_of (s->kind));
-      print_us (f, s->start_ns - base);
+      print_us_since (f, s->start_ns, base);
       fputs (",\"dur\":", f);
-      print_us (f, s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0);
+      print_us_since (f, s->end_ns > s->start_ns ? s->end_ns : s->start_ns, s->start_ns);
       fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\"",
                s->stage, s->microbatch, s->step, kn);
       if (s->peer_rank >= 0)
