@@ -1025,6 +1025,33 @@ pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src)
   return PP_OK;
 }
 
+void *
+pp_chunk_grad_storage (PpChunk *c, size_t *bytes)
+{
+  *bytes = c->n_params * (c->exact_grads ? sizeof (double) : sizeof (float));
+  return c->exact_grads ? (void *) c->gacc : (void *) c->grads;
+}
+
+PpStatus
+pp_chunk_add_grad_storage (PpChunk *dst, const void *src, size_t bytes)
+{
+  if (bytes != dst->n_params * (dst->exact_grads ? sizeof (double) : sizeof (float)))
+    return PP_EINVAL;
+  if (dst->exact_grads)
+    {
+      const double *g = src;
+      for (size_t i = 0; i < dst->n_params; i++)
+        dst->gacc[i] += g[i];
+    }
+  else
+    {
+      const float *g = src;
+      for (size_t i = 0; i < dst->n_params; i++)
+        dst->grads[i] += g[i];
+    }
+  return PP_OK;
+}
+
 void
 pp_chunk_zero_grads (PpChunk *c)
 {

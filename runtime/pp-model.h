@@ -129,6 +129,11 @@ const float *pp_chunk_grads (PpChunk *c);
 void       pp_chunk_set_grads (PpChunk *c, const float *grads);
 PpStatus   pp_chunk_add_grads (PpChunk *dst, const PpChunk *src);
 PpStatus   pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src);
+/* The gradient accumulator itself (doubles with exact gradients, else
+ * floats) and its size, to carry it to another process; and adding one
+ * carried here, as pp_chunk_add_grads adds a chunk's. */
+void      *pp_chunk_grad_storage (PpChunk *c, size_t *bytes);
+PpStatus   pp_chunk_add_grad_storage (PpChunk *dst, const void *src, size_t bytes);
 void       pp_chunk_zero_grads (PpChunk *c);
 
 /* AdamW over the chunk's parameters with its own moments; t counts from 1. */

@@ -1,4 +1,5 @@
-/* pp-run.c — runs a schedule on P rank threads over a local transport.
+/* pp-run.c — runs a schedule on its ranks: threads of this process over the
+ * local transport, or one rank per process over MPI.
  *
  * Layout
  * ------
@@ -13,6 +14,12 @@
  * overwrites a buffer before the next step.  Readiness of those buffers is a
  * flag per micro-batch under the producer stage's mutex, with a condvar that
  * consumers wait on — the "bounded per-edge queue keyed by micro-batch".
+ * That hand-off is the transport's (pp-transport.h): the local one reads
+ * the producer's buffer in place; the MPI one, with one rank per process,
+ * sends it and hands the consumer its received copy.  In a process that
+ * runs one rank of an MPI job, only that rank's stages have chunks and
+ * buffers, and what the reports need of the other ranks is summed over
+ * the processes at every step's end.
  *
  * Threads
  * -------
@@ -41,6 +48,7 @@
 #include <unistd.h>
 
 #include "pp-batch-pool.h"
+#include "pp-transport.h"
 #include "pp-kernels.h"
 
 #ifdef PP_HAVE_CUDA
@@ -80,10 +88,6 @@ typedef struct {
   float   *out;           /* [n_mb][rows * out_dim], NULL on a tail */
   float   *din;           /* [n_mb][rows * in_dim], NULL on a head */
 
-  pthread_mutex_t mu;
-  pthread_cond_t  cv;
-  uint8_t *out_ready;     /* [n_mb] under mu */
-  uint8_t *din_ready;     /* [n_mb] under mu */
   uint8_t *mb_state;      /* [n_mb] MB_*, touched by the owning rank only */
 
   /* measured: sums of ns and counts over all steps (owning rank only) */
@@ -174,6 +178,14 @@ struct _PpRun {
   PpError         first_err;
   int             gpu_mode;   /* cfg.backend == PP_BACKEND_CUDA */
   uint64_t        flush_ticket;/* GPU: the CUPTI flush asked for after this step */
+  PpTransport    *transport;  /* stage boundaries (cfg.transport, or our local one) */
+  int             own_transport;
+  int             n_local;    /* ranks this process runs */
+  size_t         *part_params;/* [n_parts]: parameters of each part (all processes') */
+  /* What the reports give, for every rank and stage of the job: this
+   * process's values, summed over the processes at each step's end. */
+  double         *shared_rank;/* [P * 4]: busy, wait, first + 1, last + 1 of the last step */
+  double         *shared_cost;/* [n_stages * 10]: sum_f,b,i,w,x then n_f,b,i,w,x */
   PpBatchPool    *pool;       /* GPU: makes the next batch while the GPUs run */
 #ifdef PP_HAVE_CUDA
   PpGpu          *gpu;
@@ -200,22 +212,18 @@ stop_requested (const PpRun *run)
 }
 
 static void
-broadcast_all (PpRun *run)
-{
-  for (int s = 0; s < run->sched->n_stages; s++)
-    {
-      Stage *st = &run->stages[s];
-      pthread_mutex_lock (&st->mu);
-      pthread_cond_broadcast (&st->cv);
-      pthread_mutex_unlock (&st->mu);
-    }
-}
-
-static void
 abort_step (PpRun *run)
 {
   atomic_store (&run->abort, 1);
-  broadcast_all (run);
+  run->transport->ops->interrupt (run->transport);
+}
+
+/* The transport's question while it waits. */
+static bool
+step_abandoned (void *user)
+{
+  PpRun *run = user;
+  return atomic_load (&run->abort) || stop_requested (run);
 }
 
 static void
@@ -286,59 +294,33 @@ record_counter (PpRun *run, int rank, int kind, double value, int64_t t)
 }
 
 /* Waits until producer stage `ps` has published micro-batch mb (its forward
- * output if grad == 0, its input gradient if grad == 1).  PP_OK when ready;
- * PP_EINVAL with err filled for a wait that can never end (same rank);
- * PP_EIO without a message when the step was abandoned meanwhile. */
+ * output if grad == 0, its input gradient if grad == 1), through the
+ * transport; *data then points at it.  PP_OK when ready; PP_EINVAL with err
+ * filled for a wait that can never end (same rank); PP_EIO without a
+ * message when the step was abandoned meanwhile. */
 static PpStatus
-wait_ready (PpRun *run, Rank *rk, int ps, int grad, int stage, int mb, PpError *err)
+wait_ready (PpRun *run, Rank *rk, int ps, int grad, int stage, int mb, const float **data,
+            PpError *err)
 {
-  Stage *p = &run->stages[ps];
-  int k = mb - p->mb_lo;
-  uint8_t *flags = grad ? p->din_ready : p->out_ready;
-  int64_t t0, t1;
-  bool ready;
+  int64_t t0 = pp_probe_now_ns (), t1;
+  const float *got = NULL;
+  PpStatus rc = run->transport->ops->acquire (run->transport, ps, grad, mb, &got, err);
 
-  if (k < 0 || k >= p->n_mb)
-    return pp_error_set (err, PP_EINVAL,
-                         "stage %d, micro-batch %d: stage %d does not see that micro-batch",
-                         stage, mb, ps);
-  pthread_mutex_lock (&p->mu);
-  if (flags[k])
-    {
-      pthread_mutex_unlock (&p->mu);
-      return PP_OK;
-    }
-  if (p->rank == rk->rank)
-    {
-      pthread_mutex_unlock (&p->mu);
-      return pp_error_set (err, PP_EINVAL,
-                           "rank %d: stage %d, micro-batch %d needs the %s of stage %d, "
-                           "which the same rank has not run yet",
-                           rk->rank, stage, mb, grad ? "input gradient" : "forward", ps);
-    }
-  t0 = pp_probe_now_ns ();
-  while (!flags[k] && !atomic_load (&run->abort) && !stop_requested (run))
-    {
-      struct timespec ts;
-      deadline_after (&ts, WAIT_POLL_NS);
-      pthread_cond_timedwait (&p->cv, &p->mu, &ts);
-    }
-  ready = flags[k] != 0;
-  pthread_mutex_unlock (&p->mu);
   t1 = pp_probe_now_ns ();
   rk->wait_ns += t1 - t0;
-  if (t1 - t0 > WAIT_RECORD_NS && !run->gpu_mode)
-    record_span (run, rk->rank, stage, mb, PP_SPAN_WAIT, t0, t1, p->rank);
-  return ready ? PP_OK : PP_EIO;
+  if (t1 - t0 > WAIT_RECORD_NS && !run->gpu_mode && rc != PP_EINVAL)
+    record_span (run, rk->rank, stage, mb, PP_SPAN_WAIT, t0, t1, run->stages[ps].rank);
+  if (data != NULL)
+    *data = got;
+  return rc;
 }
 
+/* Hands what stage produced for mb to its consumer (data: n floats, or
+ * NULL where the data moves on the GPU). */
 static void
-publish (Stage *st, int grad, int mb)
+publish (PpRun *run, int stage, int grad, int mb, const float *data, size_t n)
 {
-  pthread_mutex_lock (&st->mu);
-  (grad ? st->din_ready : st->out_ready)[mb - st->mb_lo] = 1;
-  pthread_cond_broadcast (&st->cv);
-  pthread_mutex_unlock (&st->mu);
+  run->transport->ops->publish (run->transport, stage, grad, mb, data, n);
 }
 
 /* ---- the halves of an action: get inputs (may wait), compute, publish ---- */
@@ -390,23 +372,17 @@ prepare (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError *er
         w->input = run->x + (size_t) mb * (size_t) run->rows * (size_t) st->in_dim;
       else
         {
-          Stage *p = &run->stages[st->prev];
-          if ((rc = wait_ready (run, rk, st->prev, 0, stage, mb, err)) != PP_OK)
+          if ((rc = wait_ready (run, rk, st->prev, 0, stage, mb, &w->input, err)) != PP_OK)
             return rc;
-          w->input = p->out + (size_t) (mb - p->mb_lo) * (size_t) run->rows * (size_t) p->out_dim;
         }
       if (st->next < 0)
         w->labels = run->labels + (size_t) mb * (size_t) run->rows;
       return PP_OK;
     case PP_ACT_B:
     case PP_ACT_I:
-      if (st->next >= 0)
-        {
-          Stage *n = &run->stages[st->next];
-          if ((rc = wait_ready (run, rk, st->next, 1, stage, mb, err)) != PP_OK)
-            return rc;
-          w->input = n->din + (size_t) (mb - n->mb_lo) * (size_t) run->rows * (size_t) n->in_dim;
-        }
+      if (st->next >= 0
+          && (rc = wait_ready (run, rk, st->next, 1, stage, mb, &w->input, err)) != PP_OK)
+        return rc;
       return PP_OK;
     case PP_ACT_W:
       return PP_OK;
@@ -491,23 +467,25 @@ static void
 after_compute (PpRun *run, const Work *w, int64_t ns)
 {
   Stage *st = &run->stages[w->stage];
+  size_t n_out = (size_t) run->rows * (size_t) st->out_dim;
+  size_t n_in = (size_t) run->rows * (size_t) st->in_dim;
 
   switch (w->kind)
     {
     case PP_ACT_F:
       st->sum_f += (double) ns; st->n_f++;
       if (st->next >= 0)
-        publish (st, 0, w->mb);
+        publish (run, w->stage, 0, w->mb, st->out + (size_t) w->k * n_out, n_out);
       break;
     case PP_ACT_B:
       st->sum_b += (double) ns; st->n_b++;
       if (st->prev >= 0)
-        publish (st, 1, w->mb);
+        publish (run, w->stage, 1, w->mb, st->din + (size_t) w->k * n_in, n_in);
       break;
     case PP_ACT_I:
       st->sum_i += (double) ns; st->n_i++;
       if (st->prev >= 0)
-        publish (st, 1, w->mb);
+        publish (run, w->stage, 1, w->mb, st->din + (size_t) w->k * n_in, n_in);
       break;
     case PP_ACT_W:
       st->sum_w += (double) ns; st->n_w++;
@@ -752,7 +730,7 @@ prepare_gpu (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError
     case PP_ACT_F:
       if (st->prev >= 0)
         {
-          if ((rc = wait_ready (run, rk, st->prev, 0, stage, mb, err)) != PP_OK
+          if ((rc = wait_ready (run, rk, st->prev, 0, stage, mb, NULL, err)) != PP_OK
               || (rc = gpu_receive (run, rk, stage, st->prev, 0, mb, err)) != PP_OK)
             return rc;
         }
@@ -764,7 +742,7 @@ prepare_gpu (PpRun *run, Rank *rk, int kind, int stage, int mb, Work *w, PpError
     case PP_ACT_I:
       if (st->next >= 0)
         {
-          if ((rc = wait_ready (run, rk, st->next, 1, stage, mb, err)) != PP_OK
+          if ((rc = wait_ready (run, rk, st->next, 1, stage, mb, NULL, err)) != PP_OK
               || (rc = gpu_receive (run, rk, stage, st->next, 1, mb, err)) != PP_OK)
             return rc;
           w->input = st->d_dout + (size_t) w->k * rows * (size_t) st->out_dim;
@@ -821,12 +799,12 @@ publish_gpu (PpRun *run, const Work *w, cudaEvent_t done)
   if (w->kind == PP_ACT_F && st->next >= 0)
     {
       st->ev_out[w->k] = done;
-      publish (st, 0, w->mb);
+      publish (run, w->stage, 0, w->mb, NULL, 0);
     }
   else if ((w->kind == PP_ACT_B || w->kind == PP_ACT_I) && st->prev >= 0)
     {
       st->ev_din[w->k] = done;
-      publish (st, 1, w->mb);
+      publish (run, w->stage, 1, w->mb, NULL, 0);
     }
 }
 
@@ -1611,6 +1589,16 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->P = s->ranks;
   run->M = s->microbatches;
   run->rows = cfg->batch / s->microbatches;
+  run->transport = cfg->transport;
+  if (run->transport == NULL)
+    {
+      if ((run->transport = pp_transport_new_local (err)) == NULL)
+        {
+          free (run);
+          return NULL;
+        }
+      run->own_transport = 1;
+    }
   pthread_mutex_init (&run->mu, NULL);
   pthread_cond_init (&run->start, NULL);
   cond_init_monotonic (&run->done);
@@ -1620,18 +1608,19 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
   run->ranks = xcalloc ((size_t) run->P, sizeof (Rank), &oom);
   if (oom)
     goto nomem;
-  for (int i = 0; i < s->n_stages; i++)
-    {
-      pthread_mutex_init (&run->stages[i].mu, NULL);
-      cond_init_monotonic (&run->stages[i].cv);
-    }
-
   if (find_chains (run, err) != PP_OK)
     goto fail;
 
   run->model = pp_model_new (&cfg->model, err);
   if (run->model == NULL)
     goto fail;
+  if (cfg->backend == PP_BACKEND_CUDA && run->transport->process_rank >= 0)
+    {
+      pp_error_set (err, PP_EUNSUPPORTED,
+                    "the CUDA backend runs its ranks as threads of one process (green-context "
+                    "partitions or one GPU each); ranks as MPI processes are CPU ranks for now");
+      goto fail;
+    }
   if (cfg->backend == PP_BACKEND_CUDA)
     {
 #ifdef PP_HAVE_CUDA
@@ -1688,14 +1677,14 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       st->mb_lo = s->stage_mb_lo[i];
       st->mb_hi = s->stage_mb_hi[i];
       st->n_mb = st->mb_hi - st->mb_lo;
-      st->out_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
-      st->din_ready = xcalloc ((size_t) st->n_mb, 1, &oom);
       st->mb_state = xcalloc ((size_t) st->n_mb, 1, &oom);
       if (oom)
         {
           free (first);
           goto nomem;
         }
+      if (!pp_transport_runs_rank (run->transport, st->rank))
+        continue;   /* another process's stage */
 #ifdef PP_HAVE_CUDA
       if (run->gpu_mode)
         {
@@ -1740,17 +1729,58 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
     }
   free (first);
 
-  run->x = xcalloc ((size_t) cfg->batch * (size_t) run->stages[run->chain_stage[0]].in_dim,
-                    sizeof (float), &oom);
+  {
+    size_t in_dim = (size_t) pp_model_config (run->model)->in_dim;
+    run->x = xcalloc ((size_t) cfg->batch * in_dim, sizeof (float), &oom);
+    run->x_next = xcalloc ((size_t) cfg->batch * in_dim, sizeof (float), &oom);
+  }
   run->labels = xcalloc ((size_t) cfg->batch, sizeof (int32_t), &oom);
-  run->x_next = xcalloc ((size_t) cfg->batch * (size_t) run->stages[run->chain_stage[0]].in_dim,
-                         sizeof (float), &oom);
   run->labels_next = xcalloc ((size_t) cfg->batch, sizeof (int32_t), &oom);
   run->next_step = -1;
   run->zeros = xcalloc ((size_t) run->rows * maxdim, sizeof (float), &oom);
   run->loss_mb = xcalloc ((size_t) run->M, sizeof (double), &oom);
+  run->part_params = xcalloc ((size_t) run->n_parts, sizeof (size_t), &oom);
+  run->shared_rank = xcalloc ((size_t) run->P * 4, sizeof (double), &oom);
+  run->shared_cost = xcalloc ((size_t) s->n_stages * 10, sizeof (double), &oom);
   if (oom)
     goto nomem;
+
+  /* The transport learns each local stage's message sizes; every process
+   * learns every part's parameter count. */
+  {
+    size_t *in_floats = xcalloc ((size_t) s->n_stages, sizeof (size_t), &oom);
+    size_t *out_floats = xcalloc ((size_t) s->n_stages, sizeof (size_t), &oom);
+    double *counts = xcalloc ((size_t) run->n_parts, sizeof (double), &oom);
+    PpStatus rc = oom ? pp_error_set (err, PP_ENOMEM, "out of memory") : PP_OK;
+    for (int i = 0; i < s->n_stages && rc == PP_OK; i++)
+      if (pp_transport_runs_rank (run->transport, run->stages[i].rank))
+        {
+          in_floats[i] = (size_t) run->rows * (size_t) run->stages[i].in_dim;
+          out_floats[i] = (size_t) run->rows * (size_t) run->stages[i].out_dim;
+        }
+    for (int p = 0; p < run->n_parts && rc == PP_OK; p++)
+      {
+        const Stage *st = &run->stages[run->chain_stage[p]];
+        if (st->chunk != NULL)
+          counts[p] = (double) pp_chunk_n_params (st->chunk);
+#ifdef PP_HAVE_CUDA
+        else if (st->gchunk != NULL)
+          counts[p] = (double) pp_gpu_chunk_n_params (st->gchunk);
+#endif
+      }
+    if (rc == PP_OK)
+      rc = run->transport->ops->setup (run->transport, s, in_floats, out_floats, step_abandoned,
+                                       run, err);
+    if (rc == PP_OK)
+      rc = run->transport->ops->sum (run->transport, counts, (size_t) run->n_parts, err);
+    for (int p = 0; p < run->n_parts && rc == PP_OK; p++)
+      run->part_params[p] = (size_t) counts[p];
+    free (in_floats);
+    free (out_floats);
+    free (counts);
+    if (rc != PP_OK)
+      goto fail;
+  }
 
   for (int r = 0; r < run->P; r++)
     {
@@ -1775,6 +1805,8 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
 #endif
   for (int r = 0; r < run->P; r++)
     {
+      if (!pp_transport_runs_rank (run->transport, r))
+        continue;
       int e = pthread_create (&run->ranks[r].thread, NULL, rank_main, &run->ranks[r]);
       if (e != 0)
         {
@@ -1784,7 +1816,7 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       run->ranks[r].started = 1;
       n_created++;
     }
-  (void) n_created;
+  run->n_local = n_created;
   return run;
 
 nomem:
@@ -1850,6 +1882,8 @@ recover (PpRun *run)
   for (int i = 0; i < run->sched->n_stages; i++)
     {
       Stage *st = &run->stages[i];
+      if (st->chunk == NULL)
+        continue;   /* another process's */
       for (int k = 0; k < st->n_mb; k++)
         {
           uint8_t m = st->mb_state[k];
@@ -1867,6 +1901,112 @@ recover (PpRun *run)
         }
       pp_chunk_zero_grads (st->chunk);
     }
+}
+
+/* DualPipe: every copy of a part gets the sum of the copies' gradients,
+ * copy 0 + copy 1 + ... in that order whichever process holds them, so a
+ * run over MPI updates exactly as one over threads (summed in double with
+ * --exact-grads, like the micro-batches).  Both ends of a pair walk the
+ * parts in the same order: no two processes ever wait on each other. */
+static PpStatus
+sum_copies (PpRun *run, PpError *err)
+{
+  PpTransport *t = run->transport;
+  PpStatus rc = PP_OK;
+  void *tmp = NULL;
+
+  for (int p = 0; p < run->n_parts && run->n_chains > 1 && rc == PP_OK; p++)
+    {
+      Stage *s0 = &run->stages[run->chain_stage[p]];
+      bool here0 = pp_transport_runs_rank (t, s0->rank);
+      for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
+        {
+          Stage *sc = &run->stages[run->chain_stage[c * run->n_parts + p]];
+          bool herec = pp_transport_runs_rank (t, sc->rank);
+          size_t bytes = 0;
+          if (here0 && herec)
+            rc = pp_chunk_add_grads (s0->chunk, sc->chunk);
+          else if (here0)
+            {
+              pp_chunk_grad_storage (s0->chunk, &bytes);
+              if (tmp == NULL && (tmp = malloc (bytes ? bytes : 1)) == NULL)
+                return pp_error_set (err, PP_ENOMEM, "out of memory");
+              if ((rc = t->ops->recv_bytes (t, sc->rank, tmp, bytes, err)) == PP_OK)
+                rc = pp_chunk_add_grad_storage (s0->chunk, tmp, bytes);
+            }
+          else if (herec)
+            {
+              const void *g = pp_chunk_grad_storage (sc->chunk, &bytes);
+              rc = t->ops->send_bytes (t, s0->rank, g, bytes, err);
+            }
+        }
+      for (int c = 1; c < run->n_chains && rc == PP_OK; c++)
+        {
+          Stage *sc = &run->stages[run->chain_stage[c * run->n_parts + p]];
+          bool herec = pp_transport_runs_rank (t, sc->rank);
+          size_t bytes = 0;
+          if (here0 && herec)
+            rc = pp_chunk_copy_grads (sc->chunk, s0->chunk);
+          else if (here0)
+            {
+              const void *g = pp_chunk_grad_storage (s0->chunk, &bytes);
+              rc = t->ops->send_bytes (t, sc->rank, g, bytes, err);
+            }
+          else if (herec)
+            {
+              void *g = pp_chunk_grad_storage (sc->chunk, &bytes);
+              rc = t->ops->recv_bytes (t, s0->rank, g, bytes, err);
+            }
+        }
+      free (tmp);
+      tmp = NULL;
+    }
+  if (rc != PP_OK && err != NULL && err->msg[0] == '\0')
+    pp_error_set (err, rc, "summing the gradients of DualPipe's two copies failed");
+  return rc;
+}
+
+/* What the reports need of every rank and stage, and the losses: this
+ * process's values, summed over the processes (each value has one owner,
+ * zeros elsewhere, so the sums are exact). */
+static PpStatus
+share_reports (PpRun *run, PpError *err)
+{
+  int S = run->sched->n_stages;
+  size_t n = (size_t) run->P * 4 + (size_t) S * 10 + (size_t) run->M;
+  double *v = calloc (n, sizeof (double));
+  PpStatus rc;
+
+  if (v == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (int r = 0; r < run->P; r++)
+    if (run->ranks[r].started)
+      {
+        const Rank *rk = &run->ranks[r];
+        v[r * 4 + 0] = (double) rk->last_busy;
+        v[r * 4 + 1] = (double) rk->last_wait;
+        v[r * 4 + 2] = (double) (rk->last_first + 1);
+        v[r * 4 + 3] = (double) (rk->last_last + 1);
+      }
+  for (int i = 0; i < S; i++)
+    if (pp_transport_runs_rank (run->transport, run->stages[i].rank))
+      {
+        const Stage *st = &run->stages[i];
+        double *c = v + (size_t) run->P * 4 + (size_t) i * 10;
+        c[0] = st->sum_f; c[1] = st->sum_b; c[2] = st->sum_i; c[3] = st->sum_w; c[4] = st->sum_x;
+        c[5] = (double) st->n_f; c[6] = (double) st->n_b; c[7] = (double) st->n_i;
+        c[8] = (double) st->n_w; c[9] = (double) st->n_x;
+      }
+  memcpy (v + (size_t) run->P * 4 + (size_t) S * 10, run->loss_mb, (size_t) run->M * sizeof (double));
+  rc = run->transport->ops->sum (run->transport, v, n, err);
+  if (rc == PP_OK)
+    {
+      memcpy (run->shared_rank, v, (size_t) run->P * 4 * sizeof (double));
+      memcpy (run->shared_cost, v + (size_t) run->P * 4, (size_t) S * 10 * sizeof (double));
+      memcpy (run->loss_mb, v + (size_t) run->P * 4 + (size_t) S * 10, (size_t) run->M * sizeof (double));
+    }
+  free (v);
+  return rc;
 }
 
 PpStatus
@@ -1920,22 +2060,23 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
     pp_batch_pool_start (run->pool, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
                          run->labels_next);
   for (int i = 0; i < s->n_stages; i++)
-    {
-      Stage *st = &run->stages[i];
-      pthread_mutex_lock (&st->mu);
-      memset (st->out_ready, 0, (size_t) st->n_mb);
-      memset (st->din_ready, 0, (size_t) st->n_mb);
-      pthread_mutex_unlock (&st->mu);
-      memset (st->mb_state, 0, (size_t) st->n_mb);
-    }
+    memset (run->stages[i].mb_state, 0, (size_t) run->stages[i].n_mb);
   for (int m = 0; m < run->M; m++)
     run->loss_mb[m] = 0;
+  {
+    PpStatus rc = run->transport->ops->step_begin (run->transport, err);
+    if (rc != PP_OK)
+      {
+        run->broken = 1;
+        return rc;
+      }
+  }
 
   pthread_mutex_lock (&run->mu);
   atomic_store (&run->abort, 0);
   run->failed = 0;
   memset (&run->first_err, 0, sizeof run->first_err);
-  run->remaining = run->P;
+  run->remaining = run->n_local;
   run->task = TASK_ACTIONS;
   run->gen++;
   pthread_cond_broadcast (&run->start);
@@ -1955,8 +2096,24 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   pthread_mutex_unlock (&run->mu);
 
   for (int r = 0; r < run->P; r++)
-    all_done &= run->ranks[r].completed;
+    if (run->ranks[r].started)
+      all_done &= run->ranks[r].completed;
   stopped = !all_done;
+  if (!run->failed && !stopped)
+    {
+      /* every message of this process's ranks has gone out */
+      PpError terr = { 0 };
+      PpStatus rc = run->transport->ops->step_end (run->transport, &terr);
+      if (rc == PP_EIO && terr.msg[0] == '\0')
+        stopped = 1;
+      else if (rc != PP_OK)
+        fail (run, &terr);
+    }
+  else
+    {
+      PpError ignored = { 0 };
+      (void) run->transport->ops->step_end (run->transport, &ignored);
+    }
   if (run->failed || stopped)
     {
       if (run->pool != NULL)
@@ -1989,16 +2146,17 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
         }
     }
 #endif
-  for (int p = 0; p < run->n_parts && run->n_chains > 1 && !run->gpu_mode; p++)
+  if (!run->gpu_mode)
     {
-      PpChunk *c0 = run->stages[run->chain_stage[p]].chunk;
-      for (int c = 1; c < run->n_chains; c++)
-        pp_chunk_add_grads (c0, run->stages[run->chain_stage[c * run->n_parts + p]].chunk);
-      for (int c = 1; c < run->n_chains; c++)
-        pp_chunk_copy_grads (run->stages[run->chain_stage[c * run->n_parts + p]].chunk, c0);
+      PpStatus rc = sum_copies (run, err);
+      if (rc != PP_OK)
+        {
+          run->broken = 1;
+          return rc;
+        }
     }
   pthread_mutex_lock (&run->mu);
-  run->remaining = run->P;
+  run->remaining = run->n_local;
   run->task = TASK_OPTIMIZER;
 #if defined(PP_HAVE_CUDA) && defined(PP_HAVE_CUPTI)
   /* Every stream is synchronised: a flush from now on delivers the step's
@@ -2030,13 +2188,22 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
       return run->first_err.status != PP_OK ? run->first_err.status : PP_EIO;
     }
 
+  {
+    PpStatus rc = share_reports (run, err);
+    if (rc != PP_OK)
+      {
+        run->broken = 1;
+        return rc;
+      }
+  }
   for (int m = 0; m < run->M; m++)
     loss += run->loss_mb[m];
   loss /= (double) run->cfg.batch;
   t_end = pp_probe_now_ns ();
   {
     int tail = run->chain_stage[run->n_parts - 1];
-    record_counter (run, run->stages[tail].rank, PP_COUNTER_LOSS, loss, t_end);
+    if (pp_transport_runs_rank (run->transport, run->stages[tail].rank))
+      record_counter (run, run->stages[tail].rank, PP_COUNTER_LOSS, loss, t_end);
   }
   if (stats != NULL)
     {
@@ -2065,7 +2232,11 @@ pp_run_measured_costs (const PpRun *run)
     return NULL;
   for (int i = 0; i < run->sched->n_stages; i++)
     {
-      const Stage *st = &run->stages[i];
+      /* every process's measurements (share_reports), as one stage's sums */
+      const double *c = run->shared_cost + (size_t) i * 10;
+      const struct { double sum_f, sum_b, sum_i, sum_w, sum_x; long n_f, n_b, n_i, n_w, n_x; } each = {
+        c[0], c[1], c[2], c[3], c[4], (long) c[5], (long) c[6], (long) c[7], (long) c[8], (long) c[9]
+      }, *st = &each;
       double w = st->n_w ? st->sum_w / (double) st->n_w : 0;
       double i_mean = st->n_i ? st->sum_i / (double) st->n_i : 0;
       cm->f[i] = st->n_f ? st->sum_f / (double) st->n_f : 0;
@@ -2097,20 +2268,20 @@ void
 pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int64_t *wait_ns,
                    int64_t *span_ns)
 {
-  const Rank *rk = (run != NULL && rank >= 0 && rank < run->P) ? &run->ranks[rank] : NULL;
+  const double *v = (run != NULL && rank >= 0 && rank < run->P) ? run->shared_rank + rank * 4 : NULL;
 
-  if (busy_ns) *busy_ns = rk ? rk->last_busy : 0;
-  if (wait_ns) *wait_ns = rk ? rk->last_wait : 0;
-  if (span_ns) *span_ns = rk && rk->last_first >= 0 ? rk->last_last - rk->last_first : 0;
+  if (busy_ns) *busy_ns = v ? (int64_t) v[0] : 0;
+  if (wait_ns) *wait_ns = v ? (int64_t) v[1] : 0;
+  if (span_ns) *span_ns = v && v[2] > 0 ? (int64_t) v[3] - (int64_t) v[2] : 0;
 }
 
 void
 pp_run_rank_window (const PpRun *run, int rank, int64_t *first_ns, int64_t *last_ns)
 {
-  const Rank *rk = (run != NULL && rank >= 0 && rank < run->P) ? &run->ranks[rank] : NULL;
+  const double *v = (run != NULL && rank >= 0 && rank < run->P) ? run->shared_rank + rank * 4 : NULL;
 
-  if (first_ns) *first_ns = rk ? rk->last_first : -1;
-  if (last_ns) *last_ns = rk ? rk->last_last : -1;
+  if (first_ns) *first_ns = v ? (int64_t) v[2] - 1 : -1;
+  if (last_ns) *last_ns = v ? (int64_t) v[3] - 1 : -1;
 }
 
 size_t
@@ -2118,39 +2289,48 @@ pp_run_n_params (const PpRun *run)
 {
   size_t n = 0;
   for (int p = 0; p < run->n_parts; p++)
-    {
-#ifdef PP_HAVE_CUDA
-      if (run->gpu_mode)
-        {
-          n += pp_gpu_chunk_n_params (run->stages[run->chain_stage[p]].gchunk);
-          continue;
-        }
-#endif
-      n += pp_chunk_n_params (run->stages[run->chain_stage[p]].chunk);
-    }
+    n += run->part_params[p];
   return n;
 }
 
-void
-pp_run_copy_params (const PpRun *run, float *out)
+PpStatus
+pp_run_copy_params (const PpRun *run, float *out, PpError *err)
 {
+  size_t n_all = pp_run_n_params (run), off = 0;
+  double *gathered = NULL;
+  PpStatus rc = PP_OK;
+
   for (int p = 0; p < run->n_parts; p++)
     {
+      Stage *st = &run->stages[run->chain_stage[p]];
+      size_t n = run->part_params[p];
 #ifdef PP_HAVE_CUDA
       if (run->gpu_mode)
         {
-          Stage *st = &run->stages[run->chain_stage[p]];
           (void) pp_gpu_bind (run->gpu, st->rank, NULL);
-          (void) pp_gpu_chunk_copy_params_to_host (st->gchunk, out, NULL);
-          out += pp_gpu_chunk_n_params (st->gchunk);
+          (void) pp_gpu_chunk_copy_params_to_host (st->gchunk, out + off, NULL);
+          off += n;
           continue;
         }
 #endif
-      PpChunk *c = run->stages[run->chain_stage[p]].chunk;
-      size_t n = pp_chunk_n_params (c);
-      memcpy (out, pp_chunk_params (c), n * sizeof (float));
-      out += n;
+      if (st->chunk != NULL)
+        memcpy (out + off, pp_chunk_params (st->chunk), n * sizeof (float));
+      else
+        memset (out + off, 0, n * sizeof (float));
+      off += n;
     }
+  if (run->transport->n_processes <= 1)
+    return PP_OK;
+  /* the other processes' parts: a float is exact in a double, and x + 0 is x */
+  if ((gathered = malloc ((n_all ? n_all : 1) * sizeof (double))) == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n_all; i++)
+    gathered[i] = out[i];
+  rc = run->transport->ops->sum (run->transport, gathered, n_all, err);
+  for (size_t i = 0; i < n_all && rc == PP_OK; i++)
+    out[i] = (float) gathered[i];
+  free (gathered);
+  return rc;
 }
 
 int
@@ -2289,11 +2469,7 @@ pp_run_free (PpRun *run)
             pp_chunk_free (st->chunk);
           free (st->out);
           free (st->din);
-          free (st->out_ready);
-          free (st->din_ready);
           free (st->mb_state);
-          pthread_mutex_destroy (&st->mu);
-          pthread_cond_destroy (&st->cv);
         }
       free (run->stages);
     }
@@ -2310,6 +2486,11 @@ pp_run_free (PpRun *run)
   free (run->labels_next);
   free (run->zeros);
   free (run->loss_mb);
+  free (run->part_params);
+  free (run->shared_rank);
+  free (run->shared_cost);
+  if (run->own_transport)
+    pp_transport_free (run->transport);
   pthread_mutex_destroy (&run->mu);
   pthread_cond_destroy (&run->start);
   pthread_cond_destroy (&run->done);

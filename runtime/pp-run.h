@@ -1,8 +1,10 @@
 /* pp-run.h — trains the bundled network under any valid schedule.
  *
- * P ranks run as threads in this process; rank r executes its actions of the
- * schedule in order.  A local transport hands activations forward and
- * gradients backward through bounded per-edge queues of pointers (no copy).
+ * P ranks run as threads in this process, or (cfg.transport an MPI one)
+ * this process runs one rank of a job started by mpirun; rank r executes
+ * its actions of the schedule in order.  The transport (pp-transport.h)
+ * hands activations forward and gradients backward: the local one through
+ * bounded per-edge queues of pointers (no copy), the MPI one as messages.
  * The gradients of all micro-batches are summed, then one AdamW step: a step
  * is the same update as training on the whole batch with the same
  * micro-batch split.  Every action becomes a probe span (rank, stage,
@@ -35,6 +37,7 @@
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 #include "pp-status.h"
+#include "pp-transport.h"
 
 enum { PP_BACKEND_CPU = 0, PP_BACKEND_CUDA = 1 };
 /* How ranks share a GPU when there are fewer GPUs than ranks (pp-gpu.h). */
@@ -68,7 +71,8 @@ typedef struct {
   int               compute;      /* PP_RUN_COMPUTE_* (CUDA backend): 0 TF32 */
   int               no_cupti;     /* CUDA backend: time blocks with CUDA events only */
   int               gpu_transport;/* PP_RUN_TRANSPORT_*: 0 auto */
-  PpProbe          *probe;        /* NULL: nothing recorded */
+  PpProbe          *probe;        /* NULL: nothing recorded (this process's ranks only) */
+  PpTransport      *transport;    /* borrowed; NULL: every rank a thread here (local) */
   volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
 } PpRunConfig;
 
@@ -92,6 +96,7 @@ PpRun     *pp_run_new (const PpRunConfig *cfg, PpError *err);
 PpStatus   pp_run_step (PpRun *run, PpStepStats *stats, PpError *err);
 
 /* Mean measured time of F, B (or I + W), W per stage and of a transfer over
+ * (every process's stages under MPI: reports are shared at each step's end)
  * the steps run so far but the first (warm-up) one, once there are two, as a
  * cost model for the simulator, in nanoseconds (caller frees). */
 PpCostModel *pp_run_measured_costs (const PpRun *run);
@@ -107,9 +112,10 @@ void       pp_run_rank_times (const PpRun *run, int rank, int64_t *busy_ns, int6
 void       pp_run_rank_window (const PpRun *run, int rank, int64_t *first_ns, int64_t *last_ns);
 
 /* The model's parameters in the order of the whole model as one part (for
- * the correctness test); out has pp_run_n_params floats. */
+ * the correctness test); out has pp_run_n_params floats.  Over MPI every
+ * process gets every part's (a collective: all processes call it). */
 size_t     pp_run_n_params (const PpRun *run);
-void       pp_run_copy_params (const PpRun *run, float *out);
+PpStatus   pp_run_copy_params (const PpRun *run, float *out, PpError *err);
 
 /* CUDA backend: where the ranks run and how blocks are timed, one line
  * each ("1 x NVIDIA H200 (132 SMs): 4 green-context partitions of 32 SMs",

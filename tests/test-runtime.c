@@ -83,7 +83,7 @@ train (const PpSchedule *s, const Setup *su, Trained *out)
     }
   out->n = pp_run_n_params (run);
   out->params = g_new (float, out->n);
-  pp_run_copy_params (run, out->params);
+  g_assert_cmpint (pp_run_copy_params (run, out->params, NULL), ==, PP_OK);
   pp_run_free (run);
 }
 
@@ -176,7 +176,7 @@ check_against_reference (const PpSchedule *s, const Setup *su)
     run = pp_run_new (&cfg, &err);
     g_assert_nonnull (run);
     init = g_new (float, pp_run_n_params (run));
-    pp_run_copy_params (run, init);
+    g_assert_cmpint (pp_run_copy_params (run, init, NULL), ==, PP_OK);
     for (size_t i = 0; i < a.n; i++)
       moved = fmax (moved, fabs ((double) a.params[i] - (double) init[i]));
     g_assert_cmpfloat (moved, >, 1e-3);
@@ -562,7 +562,7 @@ test_rank_failure (void)
     }
   a.n = pp_run_n_params (run);
   a.params = g_new (float, a.n);
-  pp_run_copy_params (run, a.params);
+  g_assert_cmpint (pp_run_copy_params (run, a.params, NULL), ==, PP_OK);
   pp_run_free (run);
   train (ref, &su, &b);
   g_assert_cmpfloat (max_rel_diff (&a, &b, &wi, &wl), <=, REL_TOL);

@@ -45,10 +45,14 @@ run_usage (FILE *out)
          "                         [--gpu-partition green|streams] [--compute tf32|bf16|fp32]\n"
          "                         [--gpu-transport auto|nccl|copy] [--no-cupti]\n"
          "                         [--no-live] [--listen HOST:PORT] [--pin] [--exact-grads]\n"
+         "                         [--save-params FILE]\n"
          "       pipescope-cli run --csv FILE [same options but -s, -p, -m, -v]\n"
+         "       mpirun -np P pipescope-cli run --schedule NAME --microbatches M ...\n"
          "\n"
          "Trains the bundled network (a residual MLP on a synthetic, learnable task)\n"
-         "with P ranks, one thread each in this process, under the schedule, and\n"
+         "with P ranks, one thread each in this process (or, started by mpirun, one\n"
+         "process each: P is the MPI world's size, and stage boundaries are MPI\n"
+         "messages; --trace FILE then writes FILE.rankR per rank), under the schedule, and\n"
          "records every forward, backward and wait.  While it runs it is a job:\n"
          "registered ('pipescope-cli jobs') and attachable ('pipescope-cli record').\n"
          "It prints the loss, step time and throughput as it goes, then per rank\n"
@@ -234,8 +238,9 @@ write_markers (PpTraceWriter *w, void *user, PpError *err)
 {
   const Markers *m = user;
   for (int r = 0; r < m->ranks; r++)
-    if (pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_BEGIN, m->begin[r], err) != PP_OK
-        || pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_END, m->end[r], err) != PP_OK)
+    if (m->begin[r] >= 0   /* -1: another process's rank */
+        && (pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_BEGIN, m->begin[r], err) != PP_OK
+            || pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_END, m->end[r], err) != PP_OK))
       return err->status;
   return PP_OK;
 }
@@ -310,7 +315,43 @@ enum {
   OPT_COMPUTE,
   OPT_NO_CUPTI,
   OPT_GPU_TRANSPORT,
+  OPT_SAVE_PARAMS,
 };
+
+/* --save-params: the weights as raw floats (native order), in the whole
+ * model's order; under MPI gathered from every process, written by rank 0.
+ * For checking that two runs trained to the same bits (cmp). */
+static int
+save_run_params (PpRun *run, const char *path, const PpTransport *transport)
+{
+  size_t n = pp_run_n_params (run);
+  float *w = malloc ((n ? n : 1) * sizeof (float));
+  PpError err = { 0 };
+  FILE *f;
+  int status = 1;
+
+  if (w == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      return 1;
+    }
+  if (pp_run_copy_params (run, w, &err) != PP_OK)
+    fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+  else if (transport != NULL && transport->process_rank > 0)
+    status = 0;
+  else if ((f = fopen (path, "wb")) == NULL)
+    fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, strerror (errno));
+  else
+    {
+      status = fwrite (w, sizeof (float), n, f) == n ? 0 : 1;
+      if (fclose (f) != 0)
+        status = 1;
+      if (status != 0)
+        fprintf (stderr, "pipescope-cli: error: %s: cannot write the parameters\n", path);
+    }
+  free (w);
+  return status;
+}
 
 int
 pp_cli_run (int argc, char **argv)
@@ -339,10 +380,14 @@ pp_cli_run (int argc, char **argv)
     { "compute", required_argument, NULL, OPT_COMPUTE },
     { "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
     { "gpu-transport", required_argument, NULL, OPT_GPU_TRANSPORT },
+    { "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
+  const char *save_params = NULL;
+  PpTransport *transport = NULL;   /* MPI: this process is one rank of the job */
+  char rank_trace[4096];
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
@@ -447,6 +492,7 @@ pp_cli_run (int argc, char **argv)
             return pp_cli_usage_error ("unknown --compute '%s'; use tf32, bf16 or fp32", optarg);
           break;
         case OPT_NO_CUPTI: no_cupti = true; break;
+        case OPT_SAVE_PARAMS: save_params = optarg; break;
         case OPT_GPU_TRANSPORT:
           if (strcmp (optarg, "auto") == 0) gpu_transport = PP_RUN_TRANSPORT_AUTO;
           else if (strcmp (optarg, "copy") == 0) gpu_transport = PP_RUN_TRANSPORT_COPY;
@@ -485,6 +531,44 @@ pp_cli_run (int argc, char **argv)
     }
   if (name == NULL)
     return pp_cli_usage_error ("--schedule is required (or --csv FILE); see 'pipescope-cli run --help'");
+  if (pp_transport_launched_by_mpi ())
+    {
+      /* Started by mpirun: the world is the ranks, one per process. */
+      if ((transport = pp_transport_new_mpi (&err)) == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          return 1;
+        }
+      if (transport->n_processes < 2)
+        {
+          pp_transport_free (transport);   /* one process: its ranks are threads */
+          transport = NULL;
+        }
+      else if (P != 0 && P != transport->n_processes)
+        {
+          status = pp_cli_usage_error ("--ranks %d disagrees with the %d processes mpirun started; "
+                                       "drop --ranks (under mpirun the ranks are the processes)",
+                                       P, transport->n_processes);
+          pp_transport_free (transport);
+          return status;
+        }
+      else
+        {
+          P = transport->n_processes;
+          if (transport->process_rank > 0 && freopen ("/dev/null", "w", stdout) == NULL)
+            return 1;   /* rank 0 reports; the others' errors still reach stderr */
+          if (trace != NULL)
+            {
+              /* one file per rank: run.pptrace -> run.rank1.pptrace */
+              const char *dot = strrchr (trace, '.'), *slash = strrchr (trace, '/');
+              int stem = dot != NULL && (slash == NULL || dot > slash) ? (int) (dot - trace)
+                                                                       : (int) strlen (trace);
+              snprintf (rank_trace, sizeof rank_trace, "%.*s.rank%d%s", stem, trace,
+                        transport->process_rank, trace + stem);
+              trace = rank_trace;
+            }
+        }
+    }
   if (P == 0)
     return pp_cli_usage_error ("--ranks is required");
   if (M == 0)
@@ -695,6 +779,7 @@ pp_cli_run (int argc, char **argv)
     rc.compute = compute;
     rc.no_cupti = no_cupti;
     rc.gpu_transport = gpu_transport;
+    rc.transport = transport;
     run = pp_run_new (&rc, &err);
     if (run == NULL && use_cuda && strcmp (backend, "auto") == 0 && err.status == PP_EUNSUPPORTED)
       {
@@ -778,6 +863,16 @@ pp_cli_run (int argc, char **argv)
       for (int r = 0; r < s->ranks; r++)
         {
           const RankStep *rs = &tap.r[r];
+          if (transport != NULL && r != transport->process_rank)
+            {
+              /* another process's rank: its markers are in its own trace;
+               * its busy time comes from the run's shared reports */
+              int64_t busy = 0;
+              pp_run_rank_times (run, r, &busy, NULL, NULL);
+              win_busy[r][slot] = busy;
+              mbegin[r] = mend[r] = -1;
+              continue;
+            }
           bool ok = rs->step == st.step;
           mbegin[r] = ok && rs->any ? rs->first : st.start_ns;
           mend[r] = ok && rs->any ? rs->last : st.end_ns;
@@ -896,6 +991,8 @@ pp_cli_run (int argc, char **argv)
               k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
               first_loss, last_loss);
     }
+  if (save_params != NULL && done > 0 && save_run_params (run, save_params, transport) != 0)
+    goto out;
   if (pp_run_cupti_dropped (run) > 0)
     printf ("CUPTI dropped %" PRIu64 " device records (its buffers were full): kernel spans are missing\n",
             pp_run_cupti_dropped (run));
@@ -932,5 +1029,6 @@ out:
   pp_simulation_free (usim);
   pp_cost_model_free (ucm);
   pp_schedule_free (s);
+  pp_transport_free (transport);
   return status;
 }

@@ -110,7 +110,7 @@ train3 (const PpSchedule *s, int backend, int compute, Result *out)
   out->n = pp_run_n_params (run);
   out->w0 = g_new (float, out->n);
   out->w3 = g_new (float, out->n);
-  pp_run_copy_params (run, out->w0);
+  g_assert_cmpint (pp_run_copy_params (run, out->w0, NULL), ==, PP_OK);
   for (int i = 0; i < 3; i++)
     {
       PpStepStats st;
@@ -118,7 +118,7 @@ train3 (const PpSchedule *s, int backend, int compute, Result *out)
         g_error ("%s on %s, step %d: %s", s->name, backend ? "cuda" : "cpu", i, err.msg);
       out->loss[i] = st.loss;
     }
-  pp_run_copy_params (run, out->w3);
+  g_assert_cmpint (pp_run_copy_params (run, out->w3, NULL), ==, PP_OK);
   pp_run_free (run);
 }
 
