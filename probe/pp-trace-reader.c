@@ -277,7 +277,9 @@ read_header (PpTraceReader *r, PpTraceItem *item, PpError *err)
   int got = ensure (r, sizeof (PpTraceFileHeader), err);
   if (got < 0)
     return -1;
-  const uint8_t *p = r->data + r->pos;
+  /* No bytes yet (a stream not fed): data may be NULL, and NULL + 0 is
+   * undefined. */
+  const uint8_t *p = r->data != NULL ? r->data + r->pos : NULL;
   size_t avail = r->len - r->pos;
   size_t m = avail < 8 ? avail : 8;
   if (m > 0 && memcmp (p, PP_TRACE_MAGIC, m) != 0)
@@ -715,7 +717,8 @@ pp_trace_reader_feed (PpTraceReader *r, const void *data, size_t size, PpError *
       r->buf = nb;
       r->cap = ncap;
     }
-  memcpy (r->buf + r->len, data, size);
+  if (size > 0)
+    memcpy (r->buf + r->len, data, size);
   r->len = need;
   r->data = r->buf;
   return PP_OK;

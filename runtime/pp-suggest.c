@@ -179,6 +179,24 @@ pp_suggest_n_too_large (const PpMeasuredCosts *costs)
   return n;
 }
 
+int64_t
+pp_suggest_work (const PpMeasuredCosts *costs)
+{
+  int Ms[5], n_ms;
+  int64_t w = 0;
+  if (costs == NULL || costs->ranks < 1 || costs->microbatches < 1)
+    return 0;
+  n_ms = candidate_ms (costs->ranks, costs->microbatches, Ms);
+  for (const PpScheduleInfo *info = pp_schedule_list (); info->name; info++)
+    for (int i = 0; i < n_ms; i++)
+      {
+        int V = info->takes_v ? 2 : info->default_v;
+        if (!too_large (costs->ranks, Ms[i], V))
+          w += (int64_t) costs->ranks * Ms[i] * (V > 0 ? V : 1);
+      }
+  return w;
+}
+
 PpStatus
 pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
             PpSuggestion **out, size_t *n_out, PpError *err)

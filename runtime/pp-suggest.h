@@ -15,6 +15,8 @@
  */
 #pragma once
 
+#include <stdint.h>
+
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 #include "pp-status.h"
@@ -51,6 +53,9 @@ PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
 
 /* How many candidates pp_suggest leaves out for being over PP_SUGGEST_MAX_WORK. */
 size_t   pp_suggest_n_too_large (const PpMeasuredCosts *costs);
+/* The sum of P x M' x V over the candidates pp_suggest simulates: what a
+ * caller with a main loop weighs to run it there or on a worker thread. */
+int64_t  pp_suggest_work (const PpMeasuredCosts *costs);
 
 /* ---- measured costs from a trace ------------------------------------------
  * Reads the trace at path (every step in it).  Per (rank, stage): the mean

@@ -16,6 +16,12 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, PP, STATS_PANEL, GtkWidget)
 GtkWidget *pp_stats_panel_new (void);
 void       pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model);
+/* At most this many rank rows; the ranks past them are one line ("12 more
+ * ranks: pipescope-cli info FILE lists them all"), so a trace that names
+ * rank 65535 costs the panel what 256 ranks cost. */
+#define PP_STATS_PANEL_MAX_ROWS 256
+/* Rank rows shown now (for the tests). */
+int        pp_stats_panel_get_n_rows (PpStatsPanel *self);
 
 /* Loss over steps. */
 #define PP_TYPE_LOSS_CHART (pp_loss_chart_get_type ())
@@ -35,6 +41,11 @@ void       pp_loss_chart_update_compare (PpLossChart *self, const PpTimelineMode
 #define PP_TYPE_WHATIF_PANEL (pp_whatif_panel_get_type ())
 G_DECLARE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, PP, WHATIF_PANEL, GtkWidget)
 GtkWidget *pp_whatif_panel_new (void);
+/* Small rankings (a few ms) are done at once; larger ones on a worker
+ * thread, their rows delivered to the main loop when done (the previous
+ * rows and "Ranking schedules…" meanwhile). */
 void       pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model);
+/* Whether a worker thread is ranking now. */
+gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
 
 G_END_DECLS

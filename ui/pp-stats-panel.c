@@ -24,6 +24,8 @@ struct _PpStatsPanel
   GtkWidget *box;
   GtkWidget *summary;        /* GtkLabel */
   GtkWidget *grid;
+  GtkWidget *more;           /* GtkLabel: the ranks past the rows */
+  GPtrArray *cells;          /* [n_rows * N_COLUMNS] labels, row-major (not owned) */
   int        n_rows;         /* ranks shown */
 };
 
@@ -46,10 +48,13 @@ cell_label (const char *text, gboolean header)
   return l;
 }
 
+/* The labels are kept in an array: gtk_grid_get_child_at walks every
+ * child, rows x columns a lookup. */
 static void
 set_cell (PpStatsPanel *self, int column, int row, const char *text)
 {
-  GtkWidget *l = gtk_grid_get_child_at (GTK_GRID (self->grid), column, row);
+  guint i = (guint) (row - 1) * N_COLUMNS + (guint) column;
+  GtkWidget *l = row >= 1 && i < self->cells->len ? g_ptr_array_index (self->cells, i) : NULL;
   if (l != NULL && g_strcmp0 (gtk_label_get_text (GTK_LABEL (l)), text) != 0)
     gtk_label_set_text (GTK_LABEL (l), text);
 }
@@ -64,6 +69,7 @@ ensure_rows (PpStatsPanel *self, int n_ranks)
     {
       gtk_grid_remove_row (grid, self->n_rows);
       self->n_rows--;
+      g_ptr_array_set_size (self->cells, (guint) self->n_rows * N_COLUMNS);
     }
   while (self->n_rows < n_ranks)
     {
@@ -73,8 +79,13 @@ ensure_rows (PpStatsPanel *self, int n_ranks)
       GtkWidget *l = cell_label (rank, FALSE);
       gtk_label_set_xalign (GTK_LABEL (l), 0.0);
       gtk_grid_attach (grid, l, 0, row, 1, 1);
+      g_ptr_array_add (self->cells, l);
       for (int c = 1; c < N_COLUMNS; c++)
-        gtk_grid_attach (grid, cell_label ("–", FALSE), c, row, 1, 1);
+        {
+          GtkWidget *cl = cell_label ("–", FALSE);
+          gtk_grid_attach (grid, cl, c, row, 1, 1);
+          g_ptr_array_add (self->cells, cl);
+        }
     }
 }
 
@@ -133,11 +144,13 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   if (model == NULL)
     {
       ensure_rows (self, 0);
+      gtk_widget_set_visible (self->more, FALSE);
       gtk_label_set_text (GTK_LABEL (self->summary), "No run");
       return;
     }
 
-  int n_ranks = pp_timeline_model_n_ranks (model);
+  int n_all = pp_timeline_model_n_ranks (model);
+  int n_ranks = n_all < PP_STATS_PANEL_MAX_ROWS ? n_all : PP_STATS_PANEL_MAX_ROWS;
   int64_t t0 = pp_timeline_model_start_ns (model);
   int64_t t1 = pp_timeline_model_end_ns (model);
   double closed = closed_form_bubble (pp_timeline_model_description (model));
@@ -146,11 +159,19 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   /* Measured inside the steps (their compute windows), as the plan's bubble
    * is per step: a GPU run's set-up and the time between steps would
    * otherwise swamp it.  The whole run's idle share where no step is known. */
-  double *step_bubble = g_new (double, n_ranks > 0 ? n_ranks : 1);
+  double *step_bubble = g_new (double, n_all > 0 ? n_all : 1);
   int n_steps = pp_timeline_model_step_bubbles (model, step_bubble);
 
   update_summary (self, model);
   ensure_rows (self, n_ranks);
+  if (n_all > n_ranks)
+    {
+      char *more = g_strdup_printf ("%d more ranks: pipescope-cli info lists them all", n_all - n_ranks);
+      if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->more)), more) != 0)
+        gtk_label_set_text (GTK_LABEL (self->more), more);
+      g_free (more);
+    }
+  gtk_widget_set_visible (self->more, n_all > n_ranks);
   for (int r = 0; r < n_ranks; r++)
     {
       PpTimelineRankStats st;
@@ -180,6 +201,13 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   g_free (step_bubble);
 }
 
+int
+pp_stats_panel_get_n_rows (PpStatsPanel *self)
+{
+  g_return_val_if_fail (PP_IS_STATS_PANEL (self), 0);
+  return self->n_rows;
+}
+
 GtkWidget *
 pp_stats_panel_new (void)
 {
@@ -192,6 +220,7 @@ pp_stats_panel_dispose (GObject *object)
   PpStatsPanel *self = PP_STATS_PANEL (object);
 
   g_clear_pointer (&self->box, gtk_widget_unparent);
+  g_clear_pointer (&self->cells, g_ptr_array_unref);
   G_OBJECT_CLASS (pp_stats_panel_parent_class)->dispose (object);
 }
 
@@ -223,4 +252,11 @@ pp_stats_panel_init (PpStatsPanel *self)
   gtk_box_append (GTK_BOX (self->box), self->grid);
   for (int c = 0; c < N_COLUMNS; c++)
     gtk_grid_attach (GTK_GRID (self->grid), cell_label (column_titles[c], TRUE), c, 0, 1, 1);
+  self->cells = g_ptr_array_new ();
+
+  self->more = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (self->more), 0.0);
+  gtk_widget_add_css_class (self->more, "dim-label");
+  gtk_widget_set_visible (self->more, FALSE);
+  gtk_box_append (GTK_BOX (self->box), self->more);
 }

@@ -15,6 +15,10 @@
 #include "pp-suggest.h"
 
 #define PP_WHATIF_MIN_INTERVAL_US G_USEC_PER_SEC
+/* Ranking costs this many stage visits or fewer (a few milliseconds): on
+ * the main loop, the rows there at once; more goes to a worker thread, so a
+ * trace that names a large P or M never freezes the window. */
+#define PP_WHATIF_INLINE_WORK (1 << 14)
 
 struct _PpWhatifPanel
 {
@@ -34,6 +38,8 @@ struct _PpWhatifPanel
   gboolean         held_pointer, held_focus;   /* in the list: its rows stay put */
   gboolean         deferred;       /* a recompute waits for the list to be let go */
   const PpTimelineModel *model;   /* the run the rows are for */
+  guint            generation;     /* bumped by every recompute: a late worker's result is dropped */
+  gboolean         working;        /* a worker is ranking */
 };
 
 G_DEFINE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, GTK_TYPE_WIDGET)
@@ -214,29 +220,16 @@ clear_list (PpWhatifPanel *self)
     gtk_list_box_remove (GTK_LIST_BOX (self->list), child);
 }
 
+/* Shows what pp_suggest answered (out is taken). */
 static void
-recompute (PpWhatifPanel *self)
+show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion *out, size_t n)
 {
-  PpError err = { 0 };
-  PpSuggestion *out = NULL;
-  size_t n = 0;
-
-  self->last_compute_us = g_get_monotonic_time ();
   clear_list (self);
   g_clear_pointer (&self->suggestions, free);
   self->n_suggestions = 0;
-
-  if (!self->have_costs)
+  if (st != PP_OK)
     {
-      gtk_label_set_text (GTK_LABEL (self->status),
-                          "Waiting for a forward and a backward on every GPU");
-      return;
-    }
-
-  double budget = gtk_spin_button_get_value (GTK_SPIN_BUTTON (self->budget));
-  if (pp_suggest (&self->costs, budget, &out, &n, &err) != PP_OK)
-    {
-      gtk_label_set_text (GTK_LABEL (self->status), err.msg[0] ? err.msg : "Cannot rank schedules");
+      gtk_label_set_text (GTK_LABEL (self->status), err->msg[0] ? err->msg : "Cannot rank schedules");
       free (out);
       return;
     }
@@ -253,6 +246,101 @@ recompute (PpWhatifPanel *self)
   g_free (msg);
   for (size_t i = 0; i < n; i++)
     gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i]));
+}
+
+/* ---- ranking on a worker thread ------------------------------------------------ */
+
+typedef struct {
+  PpMeasuredCosts costs;       /* a copy: the panel's may change meanwhile */
+  double          budget;
+  guint           generation;
+  PpStatus        st;
+  PpError         err;
+  PpSuggestion   *out;
+  size_t          n;
+} RankJob;
+
+static void
+rank_job_free (gpointer data)
+{
+  RankJob *j = data;
+  measured_costs_clear (&j->costs);
+  free (j->out);
+  g_free (j);
+}
+
+static void
+rank_in_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+  RankJob *j = data;
+  j->st = pp_suggest (&j->costs, j->budget, &j->out, &j->n, &j->err);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+on_ranked (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+  PpWhatifPanel *self = PP_WHATIF_PANEL (source);
+  RankJob *j = g_task_get_task_data (G_TASK (res));
+
+  if (j->generation != self->generation || self->box == NULL)
+    return;                        /* a newer recompute, or the panel went */
+  self->working = FALSE;
+  show_results (self, j->st, &j->err, j->out, j->n);
+  j->out = NULL;                   /* taken */
+}
+
+static void
+recompute (PpWhatifPanel *self)
+{
+  PpError err = { 0 };
+  PpSuggestion *out = NULL;
+  size_t n = 0;
+
+  self->last_compute_us = g_get_monotonic_time ();
+  self->generation++;
+  self->working = FALSE;
+
+  if (!self->have_costs)
+    {
+      clear_list (self);
+      g_clear_pointer (&self->suggestions, free);
+      self->n_suggestions = 0;
+      gtk_label_set_text (GTK_LABEL (self->status),
+                          "Waiting for a forward and a backward on every GPU");
+      return;
+    }
+
+  double budget = gtk_spin_button_get_value (GTK_SPIN_BUTTON (self->budget));
+  if (pp_suggest_work (&self->costs) <= PP_WHATIF_INLINE_WORK)
+    {
+      PpStatus st = pp_suggest (&self->costs, budget, &out, &n, &err);
+      show_results (self, st, &err, out, n);
+      return;
+    }
+
+  /* The old rows stay until the new ones come. */
+  RankJob *j = g_new0 (RankJob, 1);
+  size_t sz = (size_t) self->costs.ranks * sizeof (double);
+  j->costs = self->costs;
+  j->costs.f = g_memdup2 (self->costs.f, sz);
+  j->costs.b = g_memdup2 (self->costs.b, sz);
+  j->costs.w = g_memdup2 (self->costs.w, sz);
+  j->budget = budget;
+  j->generation = self->generation;
+  self->working = TRUE;
+  gtk_label_set_text (GTK_LABEL (self->status), "Ranking schedules…");
+  GTask *task = g_task_new (self, NULL, on_ranked, NULL);
+  g_task_set_task_data (task, j, rank_job_free);
+  g_task_run_in_thread (task, rank_in_thread);
+  g_object_unref (task);
+}
+
+gboolean
+pp_whatif_panel_is_working (PpWhatifPanel *self)
+{
+  g_return_val_if_fail (PP_IS_WHATIF_PANEL (self), FALSE);
+  return self->working;
 }
 
 static void schedule_recompute (PpWhatifPanel *self);
