@@ -8,10 +8,14 @@ copies summed across processes) must leave, after 3 steps, weights equal
 bit for bit to the threads-in-one-process run's, for P = 2 and 4.  Also:
 3 steps differ from 2 (the weights moved, so equality means something), a
 -p that disagrees with the MPI world is refused in one line with status 2,
-and --trace writes one file per rank.  Exits 77 (skip) without MPI in the
+--trace writes one file per rank, a rank killed mid-run ends the job (no
+rank left waiting in a receive, mpirun exits non-zero naming the lost
+rank) with every trace readable, and Ctrl-C on mpirun stops every rank
+cleanly with complete traces.  Exits 77 (skip) without MPI in the
 build or without mpirun.
 """
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -82,6 +86,57 @@ def main():
         for rank in (0, 1):
             info = run([cli, "info", os.path.join(tmp, f"job.rank{rank}.pptrace")])
             check(info.returncode == 0, f"rank {rank}'s trace reads (info exit {info.returncode})")
+
+        def long_job(trace):
+            args = mpi + ["-np", "2", cli, "run", "-s", "1F1B", "--steps", "1000000", "--trace", trace] + SHAPE
+            job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+            # wait for the first step of rank 0 (its report), not for a time
+            line = job.stdout.readline()
+            while line and not line.startswith("step 1 "):
+                line = job.stdout.readline()
+            return job
+
+        def ranks_of(job):
+            out = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True).stdout
+            return [int(p) for p in out.split()]
+
+        # a rank killed: the job ends, nobody hangs (the test's timeout is the bound)
+        kt = os.path.join(tmp, "killed.pptrace")
+        job = long_job(kt)
+        ranks = ranks_of(job)
+        victim = ranks[-1] if ranks else None
+        if victim is not None:
+            os.kill(victim, signal.SIGKILL)
+        try:
+            out, err = job.communicate(timeout=60)
+            ended = True
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            out, err = job.communicate()
+            ended = False
+        check(victim is not None and ended and job.returncode != 0 and "rank 1" in err,
+              f"a rank killed with SIGKILL ends the job, exit {job.returncode}, the lost rank named")
+        for rank in (0, 1):
+            info = run([cli, "info", os.path.join(tmp, f"killed.rank{rank}.pptrace")])
+            check(info.returncode == 0, f"after the kill, rank {rank}'s trace reads (info exit {info.returncode})")
+
+        # Ctrl-C on mpirun: every rank stops cleanly, the traces are whole
+        it = os.path.join(tmp, "interrupted.pptrace")
+        job = long_job(it)
+        job.send_signal(signal.SIGINT)
+        try:
+            job.communicate(timeout=60)
+            ended = True
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.communicate()
+            ended = False
+        check(ended, "Ctrl-C on mpirun ends the job")
+        for rank in (0, 1):
+            info = run([cli, "info", os.path.join(tmp, f"interrupted.rank{rank}.pptrace")])
+            check(info.returncode == 0 and "truncated: no" in info.stdout,
+                  f"after Ctrl-C, rank {rank}'s trace is complete")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(1 if failures else 0)

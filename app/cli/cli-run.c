@@ -625,6 +625,18 @@ pp_cli_run (int argc, char **argv)
                                  B, M, hi);
     }
 
+  /* Refused before anything is built or started: a schedule that cannot fit
+   * (it, two simulations of it and the run's share per action), and more
+   * rank threads than this process may start. */
+  if (s == NULL && pp_schedule_check_size (name, P, M, V, 2 * PP_SCHEDULE_BYTES_PER_ACTION, &err) != PP_OK)
+    return pp_cli_usage_error ("%s", err.msg);
+  {
+    char why[128];
+    int threads = transport != NULL ? 1 : P, most = pp_cli_threads_max (why, sizeof why);
+    if (threads > most)
+      return pp_cli_usage_error ("%d ranks need %d threads; this process may start %d (%s); lower --ranks",
+                                 P, threads, most, why);
+  }
   if (s == NULL && pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
     return pp_cli_usage_error ("%s", err.msg);
 
@@ -800,8 +812,8 @@ pp_cli_run (int argc, char **argv)
   }
   pp_model_free (model);
   model = NULL;
-  if (backend_note[0])
-    fprintf (stderr, "%s\n", backend_note);
+  if (backend_note[0] && (transport == NULL || transport->process_rank == 0))
+    fprintf (stderr, "%s\n", backend_note);   /* once for the job */
 
   {
     int np = 0;
