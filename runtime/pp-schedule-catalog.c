@@ -100,3 +100,58 @@ pp_schedule_generate (const char *name, int ranks, int microbatches, int stages_
                          info->name, stages_per_rank);
   return info->generate (ranks, microbatches, stages_per_rank, out, err);
 }
+
+/* ---- what a request costs ---- */
+
+static int
+effective_v (const PpScheduleInfo *info, int stages_per_rank)
+{
+  if (!info->takes_v || stages_per_rank <= 0)
+    return info->default_v;
+  return stages_per_rank;
+}
+
+double
+pp_schedule_estimate_actions (const char *name, int ranks, int microbatches, int stages_per_rank)
+{
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+  if (info == NULL || ranks < 0 || microbatches < 0)
+    return -1;
+  /* in double: 4096 x 64 x 2^20 x 3 is past any integer type's comfort */
+  return (double) ranks * effective_v (info, stages_per_rank) * (double) microbatches * 3.0;
+}
+
+double
+pp_mem_available_bytes (void)
+{
+  FILE *f = fopen ("/proc/meminfo", "r");
+  char line[256];
+  double kb = -1;
+
+  if (f == NULL)
+    return -1;
+  while (fgets (line, sizeof line, f) != NULL)
+    if (sscanf (line, "MemAvailable: %lf kB", &kb) == 1)
+      break;
+  fclose (f);
+  return kb < 0 ? -1 : kb * 1024.0;
+}
+
+PpStatus
+pp_schedule_check_size (const char *name, int ranks, int microbatches, int stages_per_rank,
+                        double bytes_per_action, PpError *err)
+{
+  double actions = pp_schedule_estimate_actions (name, ranks, microbatches, stages_per_rank);
+  if (actions < 0)
+    return PP_OK;   /* an unknown name: pp_schedule_generate says which exist */
+  double need = actions * bytes_per_action, avail = pp_mem_available_bytes ();
+  if (avail < 0 || need <= avail)
+    return PP_OK;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+  return pp_error_set (err, PP_ENOMEM,
+                       "%s at P=%d, V=%d, M=%d is about %.3g actions, needing about %.1f GiB; the "
+                       "machine has %.1f GiB available; lower --ranks, --microbatches or --stages-per-rank",
+                       info->name, ranks, effective_v (info, stages_per_rank), microbatches, actions,
+                       need / gib, avail / gib);
+}

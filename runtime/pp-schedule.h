@@ -91,6 +91,31 @@ const PpScheduleInfo *pp_schedule_lookup (const char *name);
 PpStatus pp_schedule_generate (const char *name, int ranks, int microbatches,
                                int stages_per_rank, PpSchedule **out, PpError *err);
 
+/* ---- what a request costs, before it is built ----------------------------
+ * pp_schedule_estimate_actions: about how many actions (all ranks) the
+ * generator would build for (name, P, M, V): stages x micro-batches x 3 (a
+ * forward, and a backward or its two halves I and W); V <= 0 is the
+ * schedule's default, and V is fixed where the schedule fixes it.  -1 for an
+ * unknown name.  An upper estimate: schedules without a split backward build
+ * two actions per stage and micro-batch, DualPipe about one.
+ *
+ * PP_SCHEDULE_BYTES_PER_ACTION: what one action takes in a schedule and one
+ * simulation of it: the action (24 bytes, twice that while its rank's array
+ * grows by doubling), its timeline slot (24) and its share of the
+ * simulator's per (stage, micro-batch) cells (16), rounded up.
+ *
+ * pp_schedule_check_size: PP_OK, or PP_ENOMEM with one line naming the
+ * estimate, the bytes it needs at bytes_per_action each and the memory the
+ * machine has available (MemAvailable), when it cannot fit; PP_OK when the
+ * available memory is unknown.  Call it before pp_schedule_generate. */
+#define PP_SCHEDULE_BYTES_PER_ACTION 96.0
+double   pp_schedule_estimate_actions (const char *name, int ranks, int microbatches,
+                                       int stages_per_rank);
+PpStatus pp_schedule_check_size (const char *name, int ranks, int microbatches, int stages_per_rank,
+                                 double bytes_per_action, PpError *err);
+/* MemAvailable from /proc/meminfo in bytes, or -1 when unknown. */
+double   pp_mem_available_bytes (void);
+
 /* ---- PyTorch "compute_only" CSV ---------------------------------------
  * One row per rank, one cell per action in PyTorch's repr; empty cells are
  * idle steps and are skipped on reading.  The reader infers P from the rows,

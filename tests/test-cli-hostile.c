@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pp-schedule.h"
 #include "pp-test-util.h"
 
 #define run(c, out, err, ...) pp_test_cli_run ((c)->envp, out, err, __VA_ARGS__)
@@ -350,6 +352,122 @@ test_token (void)
   pp_test_ctx_clear (&c);
 }
 
+/* ---- sizes inside the accepted limits ------------------------------------------- */
+
+/* Runs the CLI with argv (NULL-terminated, after the program), stdout to
+ * /dev/null; returns its exit status, its stderr and its peak RSS in KiB. */
+static int
+run_measured_nproc (Ctx *c, const char *const *args, char **err, long *maxrss_kb, long nproc)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) pp_test_cli_path ());
+  for (const char *const *a = args; *a; a++)
+    g_ptr_array_add (argv, (char *) *a);
+  g_ptr_array_add (argv, NULL);
+  int fds[2];
+  g_assert_cmpint (pipe (fds), ==, 0);
+  pid_t pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      int null = open ("/dev/null", O_WRONLY);
+      dup2 (null, 1);
+      dup2 (fds[1], 2);
+      close (fds[0]);
+      if (nproc > 0)
+        {
+          struct rlimit rl = { (rlim_t) nproc, (rlim_t) nproc };
+          if (setrlimit (RLIMIT_NPROC, &rl) != 0)
+            _exit (126);
+        }
+      execve (pp_test_cli_path (), (char **) argv->pdata, c->envp);
+      _exit (127);
+    }
+  close (fds[1]);
+  GString *buf = g_string_new (NULL);
+  char chunk[1024];
+  ssize_t n;
+  while ((n = read (fds[0], chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      g_string_append_len (buf, chunk, n);
+  close (fds[0]);
+  int status;
+  struct rusage ru;
+  g_assert_cmpint (wait4 (pid, &status, 0, &ru), ==, pid);
+  *maxrss_kb = ru.ru_maxrss;
+  *err = g_string_free (buf, FALSE);
+  g_ptr_array_free (argv, TRUE);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+static int
+run_measured (Ctx *c, const char *const *args, char **err, long *maxrss_kb)
+{
+  return run_measured_nproc (c, args, err, maxrss_kb, 0);
+}
+
+static void
+test_sizes (void)
+{
+  Ctx c;
+  char *err;
+  long base_kb, kb;
+  pp_test_ctx_init (&c, "pp-cli-hostile");
+
+  /* what the program takes doing almost nothing (its libraries) */
+  const char *tiny[] = { "schedule", "-s", "1F1B", "-p", "2", "-m", "1", NULL };
+  g_assert_cmpint (run_measured (&c, tiny, &err, &base_kb), ==, 0);
+  g_free (err);
+
+  struct {
+    const char *args[16];
+    const char *want;
+  } big[] = {
+    { { "schedule", "-s", "1F1B", "-p", "4096", "-m", "1048576", NULL }, "1F1B at P=4096, V=1, M=1048576 is about 1.29e+10 actions" },
+    { { "schedule", "-s", "Interleaved1F1B", "-p", "4096", "-m", "1048576", "-v", "64", "--format", "json", NULL },
+      "Interleaved1F1B at P=4096, V=64, M=1048576 is about" },
+    { { "schedule", "-s", "ZBV", "-p", "4096", "-m", "1048576", "--format", "csv", NULL }, "ZBV at P=4096, V=2, M=1048576 is about" },
+    { { "run", "-s", "1F1B", "-p", "4096", "-m", "1048576", "--no-live", NULL }, "1F1B at P=4096, V=1, M=1048576 is about" },
+    { { "run", "-s", "1F1B", "-p", "4096", "-m", "8", "--layers", "4096", "--no-live", NULL }, "4096 ranks need 4096 threads; this process may start" },
+  };
+  /* (a machine with over a TiB free would be asked to try them) */
+  double avail = pp_mem_available_bytes ();
+  if (avail > 1152.0 * 1024 * 1024 * 1024)
+    {
+      g_test_skip ("this machine has the memory for these");
+      pp_test_ctx_clear (&c);
+      return;
+    }
+  for (size_t i = 0; i < G_N_ELEMENTS (big); i++)
+    {
+      int status = run_measured (&c, big[i].args, &err, &kb);
+      g_test_message ("%s: exit %d, %ld KiB (the tiny request: %ld KiB): %s", big[i].args[0], status, kb,
+                      base_kb, err);
+      g_assert_cmpint (status, ==, 2);
+      pp_test_assert_one_line_error (err);
+      g_assert_nonnull (strstr (err, big[i].want));
+      g_assert_nonnull (strstr (err, "; lower --ranks"));
+      /* refused before anything was built: no more memory than the tiny one */
+      g_assert_cmpint (kb, <, base_kb + 64 * 1024);
+      g_free (err);
+    }
+
+  /* the user's process limit bounds the rank threads too */
+  const char *ranks64[] = { "run", "-s", "GPipe", "-p", "64", "-m", "1", "--layers", "64", "--no-live", NULL };
+  g_assert_cmpint (run_measured_nproc (&c, ranks64, &err, &kb, 100), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "64 ranks need 64 threads; this process may start 36 (ulimit -u is 100)"));
+  g_free (err);
+
+  /* an ordinary request is not refused */
+  const char *fine[] = { "schedule", "-s", "ZBV", "-p", "8", "-m", "64", "--format", "csv", NULL };
+  g_assert_cmpint (run_measured (&c, fine, &err, &kb), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_free (err);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -360,5 +478,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-hostile/registry-squatted-owner", test_squatted_owner);
   g_test_add_func ("/cli-hostile/registry-none", test_no_registry);
   g_test_add_func ("/cli-hostile/token", test_token);
+  g_test_add_func ("/cli-hostile/sizes", test_sizes);
   return g_test_run ();
 }

@@ -3,6 +3,7 @@
 #include "cli-job.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,4 +307,48 @@ pp_cli_job_abort (PpCliJob *job)
   job->n = 0;
   pp_live_server_free (job->server);
   job->server = NULL;
+}
+
+/* ---- limits ------------------------------------------------------------------ */
+
+/* pp_cli_threads_max (cli-job.h).  The user's RLIMIT_NPROC (threads count) and the
+ * cgroup's pids.max, less what runs already and a reserve for the probe's,
+ * the server's and the BLAS library's threads; never more than
+ * RUN_THREADS_MAX (the schedules accept 4096 ranks, but no machine trains
+ * that many CPU ranks in one process). */
+#define RUN_THREADS_MAX     1024
+#define RUN_THREADS_RESERVE 64
+int
+pp_cli_threads_max (char *why, size_t size)
+{
+  long most = RUN_THREADS_MAX;
+  struct rlimit rl;
+  FILE *f;
+  long cur = -1, max = -1;
+
+  snprintf (why, size, "pipescope-cli runs at most %d ranks in one process", RUN_THREADS_MAX);
+  if (getrlimit (RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+      && (long) rl.rlim_cur - RUN_THREADS_RESERVE < most)
+    {
+      most = (long) rl.rlim_cur - RUN_THREADS_RESERVE;
+      snprintf (why, size, "ulimit -u is %ld", (long) rl.rlim_cur);
+    }
+  if ((f = fopen ("/sys/fs/cgroup/pids.max", "r")) != NULL)
+    {
+      if (fscanf (f, "%ld", &max) != 1)
+        max = -1;   /* "max": no bound */
+      fclose (f);
+    }
+  if (max > 0 && (f = fopen ("/sys/fs/cgroup/pids.current", "r")) != NULL)
+    {
+      if (fscanf (f, "%ld", &cur) != 1)
+        cur = -1;
+      fclose (f);
+    }
+  if (max > 0 && cur >= 0 && max - cur - RUN_THREADS_RESERVE < most)
+    {
+      most = max - cur - RUN_THREADS_RESERVE;
+      snprintf (why, size, "the cgroup allows %ld tasks, %ld run already", max, cur);
+    }
+  return most < 0 ? 0 : (int) most;
 }

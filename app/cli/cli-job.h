@@ -63,3 +63,9 @@ void pp_cli_job_announce (PpCliJob *job, const char *listen);
 int  pp_cli_job_close (PpCliJob *job);
 /* The same without messages, for error paths; idempotent. */
 void pp_cli_job_abort (PpCliJob *job);
+
+/* How many threads a job may start for its ranks (a CPU rank is a thread),
+ * with the reason that bounds it in why ("ulimit -u is 512", ...): checked
+ * before any is started, so a run too big for the machine is refused in one
+ * line instead of failing at its 1571st thread after all its setup. */
+int  pp_cli_threads_max (char *why, size_t size);

@@ -301,7 +301,10 @@ pp_cli_schedule (int argc, char **argv)
         return pp_cli_usage_error ("--ranks is required");
       if (M == 0)
         return pp_cli_usage_error ("--microbatches is required");
-      if (pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+      /* What cannot fit is refused before it is built (the output formats
+       * stream: they add nothing per action). */
+      if (pp_schedule_check_size (name, P, M, V, PP_SCHEDULE_BYTES_PER_ACTION, &err) != PP_OK
+          || pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
         return pp_cli_usage_error ("%s", err.msg);
     }
 
