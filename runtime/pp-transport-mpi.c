@@ -68,6 +68,7 @@ typedef struct {
   PpTransport          base;
   MPI_Comm             stages, control;
   const PpSchedule    *s;
+  int                  n_stages;     /* of s, kept for free (s may be gone by then) */
   int                  tag_ub;
   Inbox               *in[2];        /* [n_stages], by consumer stage and direction */
   const float        **mine[2];      /* same-rank hand-offs: [n_stages * M], by producer */
@@ -116,6 +117,7 @@ mpi_setup (PpTransport *t, const PpSchedule *s, const size_t *in_floats,
       if (m->in[g] == NULL || m->mine[g] == NULL)
         return pp_error_set (err, PP_ENOMEM, "out of memory");
     }
+  m->n_stages = s->n_stages;
   for (int i = 0; i < s->n_stages; i++)
     {
       if (s->stage_rank[i] != m->base.process_rank)
@@ -147,7 +149,7 @@ static void
 cancel_receives (Mpi *m)
 {
   for (int g = 0; g < 2; g++)
-    for (int i = 0; m->in[g] != NULL && i < m->s->n_stages; i++)
+    for (int i = 0; m->in[g] != NULL && i < m->n_stages; i++)
       {
         Inbox *b = &m->in[g][i];
         for (int k = 0; k < b->n_mb; k++)
@@ -348,11 +350,10 @@ mpi_free (PpTransport *t)
   Mpi *m = (Mpi *) t;
   int fin = 0;
 
-  if (m->s != NULL)
-    cancel_receives (m);
+  cancel_receives (m);
   for (int g = 0; g < 2; g++)
     {
-      for (int i = 0; m->in[g] != NULL && i < m->s->n_stages; i++)
+      for (int i = 0; m->in[g] != NULL && i < m->n_stages; i++)
         {
           free (m->in[g][i].buf);
           free (m->in[g][i].req);

@@ -1040,7 +1040,7 @@ out:
   pp_simulation_free (msim);
   pp_simulation_free (usim);
   pp_cost_model_free (ucm);
+  pp_transport_free (transport);   /* it borrows the schedule */
   pp_schedule_free (s);
-  pp_transport_free (transport);
   return status;
 }
