@@ -13,7 +13,7 @@ build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 packages=(gcc pkg-config meson ninja-build python3 libglib2.0-dev libopenblas-dev
           libopenmpi-dev openmpi-bin
           libcairo2-dev libgtk-4-dev libadwaita-1-dev
-          xvfb xauth dbus-x11 desktop-file-utils appstream)
+          xvfb xauth dbus-x11 desktop-file-utils appstream clang)
 
 die() { echo "dev.sh: $*" >&2; exit 1; }
 

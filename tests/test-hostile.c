@@ -286,6 +286,40 @@ test_strings_50k (void)
   g_free (p);
 }
 
+/* What the fuzzer found (tests/fuzz/corpus/finding-*): each goes through
+ * the model, its step bubbles and the renderer (under ASan in the fuzz
+ * test; here for the answer).  finding-step-bubbles-touched: a step visited
+ * again and again with nothing inside its window was listed once a visit,
+ * past the end of the per-step array. */
+static void
+test_findings (void)
+{
+  const char *dir = g_getenv ("PP_TEST_DATA_DIR");
+  if (dir == NULL)
+    {
+      g_test_skip ("PP_TEST_DATA_DIR is not set");
+      return;
+    }
+  char *p = g_build_filename (dir, "..", "fuzz", "corpus", "finding-step-bubbles-touched.pptrace", NULL);
+  PpError err = { 0 };
+  PpTimelineModel *m = pp_timeline_model_new_from_file (p, &err);
+  if (m == NULL)   /* a reader error is an answer too: one line */
+    g_assert_null (strchr (err.msg, '\n'));
+  else
+    {
+      int P = pp_timeline_model_n_ranks (m);
+      double *b = g_new0 (double, P > 0 ? P : 1);
+      int n = pp_timeline_model_step_bubbles (m, b);
+      g_assert_cmpint (n, >=, 0);
+      g_assert_cmpuint ((size_t) n, <=, pp_timeline_model_n_spans_total (m));
+      for (int r = 0; r < P; r++)
+        g_assert_true (b[r] == -1 || (b[r] >= 0 && b[r] <= 1));
+      g_free (b);
+      pp_timeline_model_free (m);
+    }
+  g_free (p);
+}
+
 /* The committed copies are what the generator writes now. */
 static void
 test_committed (void)
@@ -349,6 +383,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/ranks-65536", test_ranks_65536);
   g_test_add_func ("/hostile/strings-50k", test_strings_50k);
   g_test_add_func ("/hostile/committed", test_committed);
+  g_test_add_func ("/hostile/findings", test_findings);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);
   g_free (tmpdir);

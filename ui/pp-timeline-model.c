@@ -983,6 +983,7 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
   int64_t *lo = NULL, *hi = NULL;
   double *busy = NULL, *per = NULL;
   size_t *touched = NULL;
+  int *seen_by = NULL;        /* [n_distinct]: the last rank that listed the step */
   int n_steps = 0;
 
   if (m == NULL)
@@ -1021,12 +1022,14 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
   busy = calloc (n_distinct, sizeof *busy);
   per = malloc (n_distinct * sizeof *per);
   touched = malloc (n_distinct * sizeof *touched);
-  if (lo == NULL || hi == NULL || busy == NULL || per == NULL || touched == NULL)
+  seen_by = malloc (n_distinct * sizeof *seen_by);
+  if (lo == NULL || hi == NULL || busy == NULL || per == NULL || touched == NULL || seen_by == NULL)
     goto out;
   for (size_t k = 0; k < n_distinct; k++)
     {
       lo[k] = INT64_MAX;
       hi[k] = INT64_MIN;
+      seen_by[k] = -1;
     }
   for (int r = 0; r < m->n_ranks; r++)
     for (size_t i = 0; i < m->ranks[r].n_spans; i++)
@@ -1061,8 +1064,11 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
             {
               if (cur != SIZE_MAX)
                 busy[cur] += union_total (&u);
-              if (busy[k] == 0)
-                touched[n_touched++] = k;   /* first visit (busy > 0 after) */
+              if (seen_by[k] != r)
+                {
+                  seen_by[k] = r;           /* listed once a rank, however often visited */
+                  touched[n_touched++] = k;
+                }
               memset (&u, 0, sizeof u);
               u.t0 = lo[k];
               u.t1 = hi[k];
@@ -1072,19 +1078,13 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
         }
       if (cur != SIZE_MAX)
         busy[cur] += union_total (&u);
-      /* A step visited with nothing inside its window stays at busy 0 and
-       * may be listed twice: count each once. */
       for (size_t j = 0; j < n_touched; j++)
         {
           size_t k = touched[j];
-          if (busy[k] < 0)
-            continue;
           double b = 1.0 - busy[k] / (double) (hi[k] - lo[k]);
           per[n++] = b < 0 ? 0 : b;   /* out-of-order steps can overcount */
-          busy[k] = -1;
+          busy[k] = 0;
         }
-      for (size_t j = 0; j < n_touched; j++)
-        busy[touched[j]] = 0;
       /* the steps the rank has no span in have bubble 1, the largest value:
        * the median of all n_steps values is read from the sorted n values
        * followed by (n_steps - n) ones */
@@ -1101,6 +1101,7 @@ out:
   free (busy);
   free (per);
   free (touched);
+  free (seen_by);
   return n_steps;
 }
 

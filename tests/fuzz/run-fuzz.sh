@@ -1,0 +1,81 @@
+#!/bin/sh
+# run-fuzz.sh SRCROOT OUTDIR [SECONDS]
+#
+# Builds the libFuzzer targets (fuzz-reader, fuzz-consumers) with clang
+# -fsanitize=fuzzer,address,undefined into OUTDIR, runs each input of the
+# corpus once through both (the ASan/UBSan run of the consumers over the
+# corpus), then fuzzes each target for SECONDS/2 (default 50 in all).  A
+# crash, a sanitizer report, a leak, an input over -rss_limit_mb or one
+# slower than -timeout is a finding: the script exits 1 and names it.
+# Without clang's libFuzzer it exits 77 (skip) with one line saying so.
+set -u
+src=$1
+out=$2
+total=${3:-50}
+cc=${CLANG:-clang}
+mkdir -p "$out" || exit 1
+
+if ! command -v "$cc" >/dev/null 2>&1; then
+  echo "run-fuzz: skipped: no clang (apt-get install clang)"; exit 77
+fi
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){return 0;}\n' > "$out/probe.c"
+if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>/dev/null; then
+  echo "run-fuzz: skipped: $cc cannot link -fsanitize=fuzzer (libFuzzer missing)"; exit 77
+fi
+cairo_flags=$(pkg-config --cflags --libs cairo 2>/dev/null) || {
+  echo "run-fuzz: skipped: no cairo development files"; exit 77; }
+
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
+inc="-I$src/probe -I$src/runtime -I$src/ui -I$src/kernels"
+probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-event.c $src/probe/pp-status.c"
+runtime=""
+for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
+         pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
+         pp-closed-form.c pp-suggest.c; do
+  runtime="$runtime $src/runtime/$f"
+done
+ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c"
+
+build() { # name sources...
+  name=$1; shift
+  # rebuilt when a source is newer than the binary
+  if [ -x "$out/$name" ] && [ -z "$(find "$@" "$src/tests/fuzz/run-fuzz.sh" -newer "$out/$name" 2>/dev/null)" ]; then
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  "$cc" $flags $inc "$@" -o "$out/$name" $cairo_flags -lm -lpthread 2>"$out/$name.log" || {
+    echo "run-fuzz: error: building $name failed:"; cat "$out/$name.log"; exit 1; }
+}
+build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
+build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
+
+# The corpus: real traces (tests/fuzz/corpus) and the crafted ones
+# (tests/data/hostile); what fuzzing finds new stays in OUTDIR/corpus.
+corpus="$out/corpus"
+mkdir -p "$corpus"
+cp "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace "$corpus"/ 2>/dev/null
+
+# fontconfig (under cairo's text) keeps its caches for the process's life:
+# not ours, not a finding.
+printf 'leak:libfontconfig\nleak:libcairo\nleak:libpixman\nleak:libfreetype\n' > "$out/lsan.supp"
+export LSAN_OPTIONS="suppressions=$out/lsan.supp:print_suppressions=0"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+limits="-rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10"
+status=0
+for t in fuzz-reader fuzz-consumers; do
+  # every input of the corpus once
+  # shellcheck disable=SC2086
+  if ! "$out/$t" $limits -runs=0 -artifact_prefix="$out/$t-" "$corpus" >"$out/$t.corpus.log" 2>&1; then
+    echo "run-fuzz: FINDING: $t on the corpus:"; tail -40 "$out/$t.corpus.log"; status=1; continue
+  fi
+  secs=$((total / 2))
+  # shellcheck disable=SC2086
+  if ! "$out/$t" $limits -max_total_time="$secs" -max_len=65536 -print_final_stats=1 \
+       -artifact_prefix="$out/$t-" "$corpus" >"$out/$t.log" 2>&1; then
+    echo "run-fuzz: FINDING: $t (artifact under $out/$t-*):"; tail -40 "$out/$t.log"; status=1; continue
+  fi
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$t.log" | grep -o '[0-9]*$')
+  echo "run-fuzz: $t: ${runs:-?} executions in ${secs} s, no finding"
+done
+exit $status
