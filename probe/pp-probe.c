@@ -111,18 +111,45 @@ static pthread_key_t    pp_thread_key;
 static pthread_once_t   pp_thread_once = PTHREAD_ONCE_INIT;
 static bool             pp_thread_key_ok;
 
-int64_t
-pp_probe_now_ns (void)
+static int64_t
+monotonic_ns (void)
 {
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* PIPESCOPE_TEST_CLOCK_SKEW_NS (tests only): nanoseconds added to this
+ * process's record clock, as if it ran on a host whose clock is off; read
+ * once.  Bounded to +-1000 s, and ignored unless a whole number. */
+static int64_t        pp_clock_skew;
+static pthread_once_t pp_clock_skew_once = PTHREAD_ONCE_INIT;
+
+static void
+read_clock_skew (void)
+{
+  const char *v = getenv ("PIPESCOPE_TEST_CLOCK_SKEW_NS");
+  char *end;
+  long long x;
+  if (v == NULL || *v == '\0')
+    return;
+  errno = 0;
+  x = strtoll (v, &end, 10);
+  if (*end == '\0' && errno == 0 && x >= -1000000000000LL && x <= 1000000000000LL)
+    pp_clock_skew = x;
+}
+
+int64_t
+pp_probe_now_ns (void)
+{
+  pthread_once (&pp_clock_skew_once, read_clock_skew);
+  return monotonic_ns () + pp_clock_skew;
+}
+
 static struct timespec
 deadline_after (int64_t ns)
 {
-  int64_t t = pp_probe_now_ns () + ns;
+  int64_t t = monotonic_ns () + ns;   /* a condvar's CLOCK_MONOTONIC, never skewed */
   return (struct timespec) { .tv_sec = t / 1000000000, .tv_nsec = t % 1000000000 };
 }
 

@@ -140,5 +140,6 @@ uint64_t pp_probe_dropped (PpProbe *p);
 /* The configuration in effect, defaults filled in. */
 void pp_probe_get_config (PpProbe *p, PpProbeConfig *out);
 
-/* CLOCK_MONOTONIC in nanoseconds: the clock every record's times use. */
+/* CLOCK_MONOTONIC in nanoseconds: the clock every record's times use (plus
+ * PIPESCOPE_TEST_CLOCK_SKEW_NS where a test sets it, to play another host). */
 int64_t pp_probe_now_ns (void);

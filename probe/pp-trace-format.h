@@ -1,4 +1,4 @@
-/* pp-trace-format.h — the trace file's on-disk layout, version 1.0.
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.1.
  *
  * docs/trace-format.md is the specification; this header is its C form and
  * must agree with it.  Every struct is laid out with natural alignment and no
@@ -15,7 +15,7 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  0
+#define PP_TRACE_VERSION_MINOR  1   /* 1.1: RANK frames */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -46,6 +46,7 @@ typedef enum {
   PP_TRACE_FRAME_CLOCK_OFFSET = 6,
   PP_TRACE_FRAME_STRING       = 7,
   PP_TRACE_FRAME_DROPPED      = 8,
+  PP_TRACE_FRAME_RANK         = 9,   /* 1.1 */
 } PpTraceFrameType;
 
 typedef struct {
@@ -186,3 +187,13 @@ typedef struct {
   uint64_t count;           /* dropped since this rank's previous DROPPED frame */
 } PpTraceFrameDropped;
 _Static_assert (sizeof (PpTraceFrameDropped) == 24, "dropped frame");
+
+/* 1.1: where a rank ran (a job's ranks may be processes on several hosts). */
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  rank;
+  int32_t  pid;             /* of the process that ran the rank */
+  uint64_t reserved;
+  char     host[64];        /* NUL-terminated */
+} PpTraceFrameRank;
+_Static_assert (sizeof (PpTraceFrameRank) == 88, "rank frame");

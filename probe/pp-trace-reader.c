@@ -80,6 +80,7 @@ frame_type_name (unsigned type)
     case PP_TRACE_FRAME_COUNTER:      return "COUNTER";
     case PP_TRACE_FRAME_STEP_MARKER:  return "STEP_MARKER";
     case PP_TRACE_FRAME_CLOCK_OFFSET: return "CLOCK_OFFSET";
+    case PP_TRACE_FRAME_RANK:         return "RANK";
     case PP_TRACE_FRAME_STRING:       return "STRING";
     case PP_TRACE_FRAME_DROPPED:      return "DROPPED";
     default:                          return "unknown";
@@ -494,6 +495,7 @@ min_size (unsigned type)
     case PP_TRACE_FRAME_COUNTER:      return sizeof (PpTraceFrameCounter);
     case PP_TRACE_FRAME_STEP_MARKER:  return sizeof (PpTraceFrameStepMarker);
     case PP_TRACE_FRAME_CLOCK_OFFSET: return sizeof (PpTraceFrameClockOffset);
+    case PP_TRACE_FRAME_RANK:         return sizeof (PpTraceFrameRank);
     case PP_TRACE_FRAME_STRING:       return sizeof (PpTraceFrameString);
     case PP_TRACE_FRAME_DROPPED:      return sizeof (PpTraceFrameDropped);
     default:                          return sizeof (PpTraceFrameHeader);
@@ -609,6 +611,20 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
             item->type = PP_TRACE_ITEM_CLOCK_OFFSET;
             item->clock_offset.rank = rank;
             item->clock_offset.offset_ns = ldi64 (r, f + offsetof (PpTraceFrameClockOffset, offset_ns));
+            return PP_OK;
+          }
+
+        case PP_TRACE_FRAME_RANK:
+          {
+            int32_t rank = ldi32 (r, f + offsetof (PpTraceFrameRank, rank));
+            if (rank < 0 || rank >= PP_TRACE_MAX_RANKS)
+              return FRAME_FAIL (r, err, off, type, "rank %d outside [0, %d)", rank, PP_TRACE_MAX_RANKS);
+            item->type = PP_TRACE_ITEM_RANK;
+            item->rank_info.rank = rank;
+            item->rank_info.pid = ldi32 (r, f + offsetof (PpTraceFrameRank, pid));
+            memcpy (item->rank_info.host, f + offsetof (PpTraceFrameRank, host),
+                    sizeof item->rank_info.host);
+            item->rank_info.host[sizeof item->rank_info.host - 1] = '\0';
             return PP_OK;
           }
 

@@ -563,6 +563,25 @@ pp_trace_write_clock_offset (PpTraceWriter *w, int32_t rank, int64_t offset_ns, 
 }
 
 PpStatus
+pp_trace_write_rank (PpTraceWriter *w, int32_t rank, int32_t pid, const char *host, PpError *err)
+{
+  if (w == NULL || host == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or host");
+  if (!rank_ok (rank))
+    return pp_error_set (err, PP_EINVAL, "trace: rank %d outside [0, %d)", rank, PP_TRACE_MAX_RANKS);
+  PpTraceFrameRank f;
+  memset (&f, 0, sizeof f);
+  f.rank = (int32_t) w32 (w, (uint32_t) rank);
+  f.pid = (int32_t) w32 (w, (uint32_t) pid);
+  snprintf (f.host, sizeof f.host, "%s", host);
+  uint8_t *p;
+  RESERVE_OR_RETURN (p, w, sizeof f, 0, err);
+  memcpy (p, &f, sizeof f);
+  commit (w, p, sizeof f, PP_TRACE_FRAME_RANK);
+  return PP_OK;
+}
+
+PpStatus
 pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name, PpError *err)
 {
   if (w == NULL || name == NULL)
@@ -684,6 +703,10 @@ pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
 
     case PP_TRACE_ITEM_DROPPED:
       return pp_trace_write_dropped (w, item->dropped.rank, item->dropped.count, err);
+
+    case PP_TRACE_ITEM_RANK:
+      return pp_trace_write_rank (w, item->rank_info.rank, item->rank_info.pid, item->rank_info.host,
+                                  err);
 
     case PP_TRACE_ITEM_END:
     default:

@@ -119,6 +119,10 @@ PpStatus pp_trace_write_step_marker (PpTraceWriter *w, int32_t rank, int32_t ste
 /* Reference time = rank's time + offset_ns.  The last frame for a rank wins. */
 PpStatus pp_trace_write_clock_offset (PpTraceWriter *w, int32_t rank, int64_t offset_ns,
                                       PpError *err);
+/* Where rank ran: the process's pid and host (format 1.1).  The last frame
+ * for a rank wins. */
+PpStatus pp_trace_write_rank (PpTraceWriter *w, int32_t rank, int32_t pid, const char *host,
+                              PpError *err);
 /* Interns name under id (>= 1) for PpSpan.name_id.  The last one for an id wins. */
 PpStatus pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name,
                                 PpError *err);
@@ -143,6 +147,7 @@ typedef enum {
   PP_TRACE_ITEM_CLOCK_OFFSET,
   PP_TRACE_ITEM_STRING,
   PP_TRACE_ITEM_DROPPED,
+  PP_TRACE_ITEM_RANK,
 } PpTraceItemType;
 
 typedef struct {
@@ -180,6 +185,11 @@ typedef struct {
       int32_t  rank;
       uint64_t count;
     } dropped;
+    struct {
+      int32_t rank;
+      int32_t pid;
+      char    host[64];        /* NUL-terminated */
+    } rank_info;
   };
 } PpTraceItem;
 

@@ -62,6 +62,7 @@
 
 #define WAIT_POLL_NS     10000000LL /* re-check stop/abort while waiting */
 #define WAIT_RECORD_NS   1000LL     /* shorter waits are not worth a span */
+#define CLOCK_EVERY_NS   2000000000LL /* clocks drift: measure them again this often */
 
 enum { MB_FWD = 1, MB_INPUT = 2, MB_DONE = 4 };
 
@@ -186,6 +187,10 @@ struct _PpRun {
    * process's values, summed over the processes at each step's end. */
   double         *shared_rank;/* [P * 4]: busy, wait, first + 1, last + 1 of the last step */
   double         *shared_cost;/* [n_stages * 10]: sum_f,b,i,w,x then n_f,b,i,w,x */
+  /* This process's clock against rank 0's (pp_transport clock_offset),
+   * measured at the start and again every CLOCK_EVERY_NS of rank 0's. */
+  int64_t         clock_offset, clock_rtt, clock_measured_at;
+  int             clock_generation;
   PpBatchPool    *pool;       /* GPU: makes the next batch while the GPUs run */
 #ifdef PP_HAVE_CUDA
   PpGpu          *gpu;
@@ -217,6 +222,8 @@ abort_step (PpRun *run)
   atomic_store (&run->abort, 1);
   run->transport->ops->interrupt (run->transport);
 }
+
+static PpStatus measure_clock (PpRun *run, PpError *err);
 
 /* The transport's question while it waits. */
 static bool
@@ -1773,6 +1780,8 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
                                        run, err);
     if (rc == PP_OK)
       rc = run->transport->ops->sum (run->transport, counts, (size_t) run->n_parts, err);
+    if (rc == PP_OK)
+      rc = measure_clock (run, err);
     for (int p = 0; p < run->n_parts && rc == PP_OK; p++)
       run->part_params[p] = (size_t) counts[p];
     free (in_floats);
@@ -1966,6 +1975,20 @@ sum_copies (PpRun *run, PpError *err)
   return rc;
 }
 
+/* Measures this process's clock against rank 0's (a collective). */
+static PpStatus
+measure_clock (PpRun *run, PpError *err)
+{
+  PpStatus rc = run->transport->ops->clock_offset (run->transport, pp_probe_now_ns,
+                                                   &run->clock_offset, &run->clock_rtt, err);
+  if (rc == PP_OK)
+    {
+      run->clock_measured_at = pp_probe_now_ns ();
+      run->clock_generation++;
+    }
+  return rc;
+}
+
 /* What the reports need of every rank and stage, and the losses: this
  * process's values, summed over the processes (each value has one owner,
  * zeros elsewhere, so the sums are exact). */
@@ -1973,7 +1996,8 @@ static PpStatus
 share_reports (PpRun *run, PpError *err)
 {
   int S = run->sched->n_stages;
-  size_t n = (size_t) run->P * 4 + (size_t) S * 10 + (size_t) run->M;
+  /* the last slot: rank 0 asks every process to measure its clock again */
+  size_t n = (size_t) run->P * 4 + (size_t) S * 10 + (size_t) run->M + 1;
   double *v = calloc (n, sizeof (double));
   PpStatus rc;
 
@@ -1998,6 +2022,9 @@ share_reports (PpRun *run, PpError *err)
         c[8] = (double) st->n_w; c[9] = (double) st->n_x;
       }
   memcpy (v + (size_t) run->P * 4 + (size_t) S * 10, run->loss_mb, (size_t) run->M * sizeof (double));
+  if (run->transport->process_rank == 0
+      && pp_probe_now_ns () - run->clock_measured_at >= CLOCK_EVERY_NS)
+    v[n - 1] = 1;
   rc = run->transport->ops->sum (run->transport, v, n, err);
   if (rc == PP_OK)
     {
@@ -2005,6 +2032,8 @@ share_reports (PpRun *run, PpError *err)
       memcpy (run->shared_cost, v + (size_t) run->P * 4, (size_t) S * 10 * sizeof (double));
       memcpy (run->loss_mb, v + (size_t) run->P * 4 + (size_t) S * 10, (size_t) run->M * sizeof (double));
     }
+  if (rc == PP_OK && v[n - 1] > 0)
+    rc = measure_clock (run, err);
   free (v);
   return rc;
 }
@@ -2282,6 +2311,14 @@ pp_run_rank_window (const PpRun *run, int rank, int64_t *first_ns, int64_t *last
 
   if (first_ns) *first_ns = v ? (int64_t) v[2] - 1 : -1;
   if (last_ns) *last_ns = v ? (int64_t) v[3] - 1 : -1;
+}
+
+int
+pp_run_clock_offset (const PpRun *run, int64_t *offset_ns, int64_t *rtt_ns)
+{
+  if (offset_ns) *offset_ns = run->clock_offset;
+  if (rtt_ns) *rtt_ns = run->clock_rtt;
+  return run->clock_generation;
 }
 
 size_t

@@ -135,6 +135,13 @@ uint64_t   pp_run_cupti_dropped (const PpRun *run);
 /* SMs rank may use (CUDA backend), 0 on the CPU backend. */
 int        pp_run_rank_sms (const PpRun *run, int rank);
 
+/* This process's clock (pp_probe_now_ns) against rank 0's: rank 0's time =
+ * this process's + *offset_ns, measured over the transport with the least
+ * round trip *rtt_ns; 0 for ranks that are threads of one process.
+ * Measured at pp_run_new and again every 2 s or so (at a step's end); the
+ * return value counts the measurements, so a caller sees a new one. */
+int        pp_run_clock_offset (const PpRun *run, int64_t *offset_ns, int64_t *rtt_ns);
+
 /* Blocks per part chosen by the partition, for reports. */
 const int *pp_run_blocks_per_part (const PpRun *run, int *n_parts);
 

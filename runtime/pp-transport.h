@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pp-schedule.h"
 #include "pp-status.h"
@@ -58,6 +59,12 @@ typedef struct {
    * copies); both ends call in the same order. */
   PpStatus (*send_bytes) (PpTransport *t, int rank, const void *buf, size_t n, PpError *err);
   PpStatus (*recv_bytes) (PpTransport *t, int rank, void *buf, size_t n, PpError *err);
+  /* This process's clock against rank 0's: *offset_ns such that rank 0's
+   * time = this clock (now) + offset, from rounds of ping-pong that keep
+   * the one with the least round trip (*rtt_ns), as NTP does.  Every
+   * process calls it at the same point; one process: 0. */
+  PpStatus (*clock_offset) (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns,
+                            int64_t *rtt_ns, PpError *err);
   void     (*free)       (PpTransport *t);
 } PpTransportOps;
 

@@ -160,6 +160,8 @@ sample_init (Sample *s)
   s->counter.kind = PP_COUNTER_LOSS;
 }
 
+#define RANK_HOST_LONG "a-host-name-of-seventy-characters-which-is-longer-than-the-field-holds"
+
 /* Writes the sample; returns the number of items a reader should see. */
 static size_t
 sample_write (const Sample *s, PpTraceWriter *w)
@@ -181,8 +183,12 @@ sample_write (const Sample *s, PpTraceWriter *w)
   g_assert_cmpint (pp_trace_write_dropped (w, 0, 5, &err), ==, PP_OK);
   g_assert_cmpint (pp_trace_write_dropped (w, 0, UINT64_MAX - 5, &err), ==, PP_OK);
   g_assert_cmpint (pp_trace_write_dropped (w, -1, 3, &err), ==, PP_OK);
+  /* where each rank ran; the third host name is longer than the field */
+  g_assert_cmpint (pp_trace_write_rank (w, 0, 4242, "gpu-node-01", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_rank (w, 1, INT32_MAX, "", &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_rank (w, 2, 7, RANK_HOST_LONG, &err), ==, PP_OK);
   return 1 + N_PLAN_RANKS + 3 + 3 + 1 + G_N_ELEMENTS (s->spans_a) + 1
-         + G_N_ELEMENTS (s->spans_b) + 1 + 3;
+         + G_N_ELEMENTS (s->spans_b) + 1 + 3 + 3;
 }
 
 static void
@@ -320,6 +326,19 @@ sample_check (const Sample *s, PpTraceReader *r)
       g_assert_cmpint (it.dropped.rank, ==, dropped[i].rank);
       g_assert_cmpuint (it.dropped.count, ==, dropped[i].count);
     }
+  {
+    static const int32_t pids[3] = { 4242, INT32_MAX, 7 };
+    for (int rank = 0; rank < 3; rank++)
+      {
+        next_item (r, &it);
+        g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_RANK);
+        g_assert_cmpint (it.rank_info.rank, ==, rank);
+        g_assert_cmpint (it.rank_info.pid, ==, pids[rank]);
+      }
+    /* the last one's host, cut to the field (63 bytes and its NUL) */
+    g_assert_cmpuint (strlen (it.rank_info.host), ==, 63);
+    g_assert_true (strncmp (it.rank_info.host, RANK_HOST_LONG, 63) == 0);
+  }
 
   next_item (r, &it);
   g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_END);
@@ -499,7 +518,7 @@ test_every_prefix (Fixture *fx, gconstpointer unused)
     }
   pp_trace_reader_free (r);
   g_assert_cmpuint (item_end->len, ==, 1 + N_PLAN_RANKS + 3 + 3 + 1 + G_N_ELEMENTS (s.spans_a) + 1
-                                       + G_N_ELEMENTS (s.spans_b) + 1 + 3);
+                                       + G_N_ELEMENTS (s.spans_b) + 1 + 3 + 3);
 
   char *cut_path = fx_path (fx, "cut.pptrace");
   for (gsize cut = 0; cut <= len; cut++)
@@ -808,8 +827,9 @@ test_malformed (Fixture *fx, gconstpointer unused)
   expect_format_error (b, len, "byte order", NULL);
   memcpy (b, good, len);
   {
-    guint16 major = 2;
+    guint16 major = 2, minor = 0;
     memcpy (b + 12, &major, 2);
+    memcpy (b + 14, &minor, 2);
   }
   expect_format_error (b, len, "version 2.0 (byte offset 12) is newer", "newer pipescope");
   memcpy (b, good, len);
@@ -1056,6 +1076,10 @@ item_repr (GString *out, const PpTraceItem *it)
       break;
     case PP_TRACE_ITEM_DROPPED:
       g_string_append_printf (out, " %d %" G_GUINT64_FORMAT, it->dropped.rank, it->dropped.count);
+      break;
+    case PP_TRACE_ITEM_RANK:
+      g_string_append_printf (out, " %d %d '%s'", it->rank_info.rank, it->rank_info.pid,
+                              it->rank_info.host);
       break;
     }
   g_string_append_c (out, '\n');

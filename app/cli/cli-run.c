@@ -204,6 +204,7 @@ tap_spans (void *user, const PpSpan *spans, size_t n)
 typedef struct {
   const PpTraceDescription *desc;
   const PpSchedule         *s;
+  const PpTransport        *transport;   /* NULL: every rank here */
 } Header;
 
 static PpStatus
@@ -212,6 +213,11 @@ write_header (PpTraceWriter *w, void *user, PpError *err)
   const Header *h = user;
   if (pp_trace_write_description (w, h->desc, err) != PP_OK)
     return err->status;
+  /* where this process's ranks run: all of them, or its one under MPI */
+  for (int r = 0; r < h->s->ranks; r++)
+    if ((h->transport == NULL || h->transport->process_rank == r)
+        && pp_trace_write_rank (w, r, (int32_t) getpid (), h->desc->host, err) != PP_OK)
+      return err->status;
   /* The order only: the times come after the first step, measured. */
   return pp_cli_write_plan (w, h->s, NULL, 0, err);
 }
@@ -243,6 +249,32 @@ write_markers (PpTraceWriter *w, void *user, PpError *err)
             || pp_trace_write_step_marker (w, r, m->step, PP_TRACE_STEP_END, m->end[r], err) != PP_OK))
       return err->status;
   return PP_OK;
+}
+
+/* This process's rank's clock against rank 0's (MPI: ranks on other hosts). */
+typedef struct {
+  int32_t rank;
+  int64_t offset_ns;
+} Clock;
+
+static PpStatus
+write_clock (PpTraceWriter *w, void *user, PpError *err)
+{
+  const Clock *c = user;
+  return pp_trace_write_clock_offset (w, c->rank, c->offset_ns, err);
+}
+
+/* A CLOCK_OFFSET frame each time the run measured the clocks again. */
+static int
+write_new_clock (PpCliJob *job, const PpRun *run, const PpTransport *transport, int *generation)
+{
+  int64_t off = 0;
+  int g = pp_run_clock_offset (run, &off, NULL);
+  if (transport == NULL || g == *generation)
+    return 0;
+  *generation = g;
+  Clock c = { transport->process_rank, off };
+  return pp_cli_job_write (job, write_clock, &c);
 }
 
 /* The names of span name_ids [from, to) (CUPTI's kernel names). */
@@ -393,6 +425,7 @@ pp_cli_run (int argc, char **argv)
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
   int gpu_transport = PP_RUN_TRANSPORT_AUTO;
   uint32_t next_name = 1;   /* the first span name not yet written */
+  int clock_generation = 0; /* the last clock measurement written */
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -763,7 +796,7 @@ pp_cli_run (int argc, char **argv)
   if (pp_cli_job_open (&job, s->name, desc.cmdline, live, listen, trace) != 0)
     goto out;
   {
-    Header h = { &desc, s };
+    Header h = { &desc, s, transport };
     if (pp_cli_job_write (&job, write_header, &h) != 0)
       goto out;
   }
@@ -833,6 +866,8 @@ pp_cli_run (int argc, char **argv)
     printf ("\n");
     fflush (stdout);
   }
+  if (write_new_clock (&job, run, transport, &clock_generation) != 0)
+    goto out;
   pp_cli_job_announce (&job, listen);
   pp_cli_mask_stop_signals (SIG_UNBLOCK);
 
@@ -919,7 +954,8 @@ pp_cli_run (int argc, char **argv)
       {
         Markers mk = { s->ranks, st.step, mbegin, mend };
         if (pp_cli_job_write (&job, write_markers, &mk) != 0
-            || write_new_names (&job, run, &next_name) != 0)
+            || write_new_names (&job, run, &next_name) != 0
+            || write_new_clock (&job, run, transport, &clock_generation) != 0)
           goto out;
       }
       if (done == 1 || done == 3 || done % 20 == 0)

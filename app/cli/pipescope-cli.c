@@ -27,6 +27,7 @@ usage (FILE *out)
          "  render     draw a trace's timeline as PNG, SVG or PDF\n"
          "  suggest    rank schedules and micro-batch counts by the step time\n"
          "             predicted from the costs measured in a trace\n"
+         "  merge      join the per-rank traces of a job run under mpirun\n"
          "\n"
          "Run 'pipescope-cli COMMAND --help' for a command's options.\n", out);
 }
@@ -65,5 +66,7 @@ main (int argc, char **argv)
     return pp_cli_render (argc - 1, argv + 1);
   if (strcmp (argv[1], "suggest") == 0)
     return pp_cli_suggest (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, jobs, record, run", argv[1]);
+  if (strcmp (argv[1], "merge") == 0)
+    return pp_cli_merge (argc - 1, argv + 1);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, merge, jobs, record, run", argv[1]);
 }
