@@ -59,9 +59,11 @@ description (PpTraceWriter *w, int P, int M)
   return pp_trace_write_description (w, &d, NULL) == PP_OK ? 0 : -1;
 }
 
-/* A GPipe run of 2 ranks, 2 micro-batches, 2 steps: F 1 us, B 2 us. */
+/* A GPipe run of 2 ranks, 2 micro-batches, 2 steps: F 1 us, B 2 us; with
+ * step markers or without (then the view spans every span, as the app
+ * opens a trace without steps). */
 static int
-base (PpTraceWriter *w, int M_desc)
+base_markers (PpTraceWriter *w, int M_desc, int markers)
 {
   PpSpan s[64];
   size_t n = 0;
@@ -70,7 +72,7 @@ base (PpTraceWriter *w, int M_desc)
   for (int step = 0; step < 2; step++)
     {
       int64_t t = T0 + step * 20000;
-      for (int r = 0; r < 2; r++)
+      for (int r = 0; r < 2 && markers; r++)
         if (pp_trace_write_step_marker (w, r, step, PP_TRACE_STEP_BEGIN, t, NULL) != PP_OK)
           return -1;
       for (int r = 0; r < 2; r++)
@@ -83,6 +85,12 @@ base (PpTraceWriter *w, int M_desc)
           }
     }
   return pp_trace_write_spans (w, s, n, NULL) == PP_OK ? 0 : -1;
+}
+
+static int
+base (PpTraceWriter *w, int M_desc)
+{
+  return base_markers (w, M_desc, 1);
 }
 
 static int
@@ -104,7 +112,7 @@ write_body (PpTraceWriter *w, const char *name)
   if (strcmp (name, "span-9e18") == 0)
     {
       PpSpan s = span (0, PP_SPAN_F, 0, 0, -9000000000000000000LL, 9000000000000000000LL);
-      return base (w, 2) || pp_trace_write_spans (w, &s, 1, NULL) != PP_OK ? -1 : 0;
+      return base_markers (w, 2, 0) || pp_trace_write_spans (w, &s, 1, NULL) != PP_OK ? -1 : 0;
     }
   if (strcmp (name, "plan-far") == 0)
     {
@@ -114,7 +122,8 @@ write_body (PpTraceWriter *w, const char *name)
       };
       const PpTracePlanAction *acts[2] = { a, a };
       size_t n[2] = { 2, 2 };
-      return base (w, 2) || pp_trace_write_plan (w, 2, acts, n, 1, NULL) != PP_OK ? -1 : 0;
+      /* a plan and no span, as `schedule --trace` writes */
+      return description (w, 2, 2) || pp_trace_write_plan (w, 2, acts, n, 1, NULL) != PP_OK ? -1 : 0;
     }
   if (strcmp (name, "loss-far") == 0)
     {

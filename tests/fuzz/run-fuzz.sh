@@ -2,9 +2,11 @@
 # run-fuzz.sh SRCROOT OUTDIR [SECONDS]
 #
 # Builds the libFuzzer targets (fuzz-reader, fuzz-consumers) with clang
-# -fsanitize=fuzzer,address,undefined into OUTDIR, runs each input of the
-# corpus once through both (the ASan/UBSan run of the consumers over the
-# corpus), then fuzzes each target for SECONDS/2 (default 50 in all).  A
+# -fsanitize=fuzzer,address,undefined into OUTDIR, and san-trace-cli (the
+# CLI's info, export, render and suggest under ASan + UBSan); runs every
+# seed file through the CLI's commands and every corpus input once through
+# both targets (the sanitizer run of the consumers over the corpus), then
+# fuzzes each target for SECONDS/2 (default 50 in all).  A
 # crash, a sanitizer report, a leak, an input over -rss_limit_mb or one
 # slower than -timeout is a finding: the script exits 1 and names it.
 # Without clang's libFuzzer it exits 77 (skip) with one line saying so.
@@ -48,6 +50,14 @@ build() { # name sources...
 }
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
+# the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
+cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
+     $src/app/cli/cli-common.c $src/app/cli/cli-plan.c"
+flags_fuzz=$flags
+flags="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
+inc="$inc -I$src/app/cli"
+build san-trace-cli "$src/tests/fuzz/san-trace-cli.c" $cli $probe $runtime $ui
+flags=$flags_fuzz
 
 # The corpus: real traces (tests/fuzz/corpus) and the crafted ones
 # (tests/data/hostile); what fuzzing finds new stays in OUTDIR/corpus.
@@ -63,6 +73,24 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 limits="-rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10"
 status=0
+
+# The consumers of the CLI over every file of the corpus, once: an exit of
+# 0 or 1 (a one-line error) is an answer; a sanitizer report exits 99.
+n_files=0
+for f in "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace; do
+  n_files=$((n_files + 1))
+  for cmd in "info $f" "export $f -o $out/x.json" "export $f --format csv -o $out/x.csv" \
+             "render $f -o $out/x.png" "suggest $f"; do
+    # shellcheck disable=SC2086
+    ASAN_OPTIONS="$ASAN_OPTIONS:exitcode=99" UBSAN_OPTIONS="$UBSAN_OPTIONS:exitcode=99" \
+      OPENBLAS_NUM_THREADS=1 "$out/san-trace-cli" $cmd >"$out/san.out" 2>"$out/san.err"
+    rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
+      echo "run-fuzz: FINDING: san-trace-cli $cmd exited $rc:"; tail -30 "$out/san.err"; status=1
+    fi
+  done
+done
+echo "run-fuzz: san-trace-cli: info, export (chrome, csv), render, suggest over $n_files seed files"
 for t in fuzz-reader fuzz-consumers; do
   # every input of the corpus once
   # shellcheck disable=SC2086
