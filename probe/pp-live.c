@@ -51,7 +51,26 @@
 #define DEFAULT_LAG_BYTES     (64u * 1024u * 1024u)
 #define DEFAULT_HISTORY_MAX   (1024ull * 1024u * 1024u)
 #define STAGE_MAX             (256u * 1024u)
-#define AUTH_TIMEOUT_MS       5000
+/* TCP viewers that have not sent their token yet ("pending"): each holds a
+ * descriptor of the job's, so a flood of them (a thousand connections a
+ * second against a job whose fd limit is 64) used to lock the real viewer
+ * out.  They get AUTH_TIMEOUT_MS to send the line (a real viewer sends it
+ * with its connect: it is usually there when we accept), and at most
+ * PENDING_MAX of them wait at once, PENDING_PER_PEER_MAX from one address.
+ *
+ * At a bound, the oldest pending one goes (from the same address first),
+ * after one last read of its line, rather than refusing the newcomer.
+ * Refusing new ones would let a flooder who keeps PENDING_MAX idle
+ * connections open (reopening each when it times out) lock everyone out for
+ * as long as it likes; dropping the oldest means a real viewer is only ever
+ * dropped when PENDING_PER_PEER_MAX newer connections from its own address
+ * arrive before its token line, which on any link is microseconds away.
+ * Reserving descriptors for authenticated viewers would not help: every
+ * viewer is unauthenticated until its line is read.  Authenticated viewers
+ * are never dropped for this. */
+#define AUTH_TIMEOUT_MS       1000
+#define PENDING_MAX           16
+#define PENDING_PER_PEER_MAX  4
 #define AUTH_LINE_MAX         256
 #define DRAIN_TOTAL_MS        1000
 #define DRAIN_IDLE_MS         200
@@ -121,6 +140,9 @@ typedef struct {
   int      authed;
   int      dead;
   int64_t  auth_deadline;
+  uint64_t accept_seq;         /* order of arrival, for dropping the oldest pending */
+  struct sockaddr_storage peer;
+  socklen_t peer_len;
   char     line[AUTH_LINE_MAX];
   size_t   line_len;
 
@@ -186,6 +208,8 @@ struct _PpLiveServer {
   uint64_t dropped;
 
   /* server thread only */
+  uint64_t accept_seq;
+  int64_t  accept_pause_until;  /* out of descriptors: stop polling the listener until then */
   Viewer **viewers;
   size_t   n_viewers_arr, viewers_cap;
   atomic_uint n_viewers;
@@ -728,15 +752,83 @@ viewer_free (PpLiveServer *s, Viewer *v)
 }
 
 static void
+reap (PpLiveServer *s)
+{
+  size_t j = 0;
+  for (size_t i = 0; i < s->n_viewers_arr; i++)
+    {
+      Viewer *v = s->viewers[i];
+      if (v->dead)
+        viewer_free (s, v);
+      else
+        s->viewers[j++] = v;
+    }
+  s->n_viewers_arr = j;
+}
+
+/* The same address (not port): the unit a flooder cannot multiply locally. */
+static int
+same_peer (const Viewer *a, const Viewer *b)
+{
+  if (a->peer.ss_family != b->peer.ss_family)
+    return 0;
+  if (a->peer.ss_family == AF_INET)
+    return memcmp (&((const struct sockaddr_in *) &a->peer)->sin_addr,
+                   &((const struct sockaddr_in *) &b->peer)->sin_addr, sizeof (struct in_addr)) == 0;
+  if (a->peer.ss_family == AF_INET6)
+    return memcmp (&((const struct sockaddr_in6 *) &a->peer)->sin6_addr,
+                   &((const struct sockaddr_in6 *) &b->peer)->sin6_addr, sizeof (struct in6_addr)) == 0;
+  return 1;
+}
+
+/* Drops the oldest pending TCP viewer (of like's address when like is not
+ * NULL) if there are at least bound of them; a last read first, so that
+ * one whose line has arrived is authenticated instead.  1 if one went. */
+static int
+drop_oldest_pending (PpLiveServer *s, const Viewer *like, size_t bound)
+{
+  for (;;)
+    {
+      Viewer *oldest = NULL;
+      size_t n = 0;
+      for (size_t i = 0; i < s->n_viewers_arr; i++)
+        {
+          Viewer *v = s->viewers[i];
+          if (v == like || v->authed || v->dead || !v->is_tcp || (like != NULL && !same_peer (v, like)))
+            continue;
+          n++;
+          if (oldest == NULL || v->accept_seq < oldest->accept_seq)
+            oldest = v;
+        }
+      if (n < bound || oldest == NULL)
+        return 0;
+      viewer_read (s, oldest);
+      if (oldest->authed)
+        continue;   /* its line was there: it stays, look again */
+      oldest->dead = 1;   /* reaped by the caller's loop */
+      return 1;
+    }
+}
+
+static void
 accept_all (PpLiveServer *s, int lfd, int is_tcp)
 {
   for (;;)
     {
-      int fd = accept (lfd, NULL, NULL);
+      struct sockaddr_storage peer;
+      socklen_t peer_len = sizeof peer;
+      int fd = accept (lfd, (struct sockaddr *) &peer, &peer_len);
       if (fd < 0)
         {
           if (errno == EINTR)
             continue;
+          if ((errno == EMFILE || errno == ENFILE) && drop_oldest_pending (s, NULL, 1))
+            {
+              reap (s);   /* closes it: one descriptor back */
+              continue;
+            }
+          if (errno == EMFILE || errno == ENFILE)
+            s->accept_pause_until = now_ms () + 50;   /* the listener would poll ready at once */
           return;   /* EAGAIN, or out of descriptors: try again later */
         }
       if (set_nonblock_cloexec (fd) < 0)
@@ -763,25 +855,27 @@ accept_all (PpLiveServer *s, int lfd, int is_tcp)
       v->is_tcp = is_tcp;
       v->authed = !is_tcp;
       v->auth_deadline = now_ms () + AUTH_TIMEOUT_MS;
+      v->accept_seq = ++s->accept_seq;
+      if (peer_len <= sizeof v->peer)
+        {
+          memcpy (&v->peer, &peer, peer_len);
+          v->peer_len = peer_len;
+        }
       if (v->authed)
         atomic_fetch_add (&s->n_viewers, 1);
       s->viewers[s->n_viewers_arr++] = v;
+      if (is_tcp)
+        {
+          /* a real viewer's line is usually here already */
+          viewer_read (s, v);
+          if (!v->authed && !v->dead)
+            {
+              drop_oldest_pending (s, v, PENDING_PER_PEER_MAX + 1);
+              drop_oldest_pending (s, NULL, PENDING_MAX + 1);
+            }
+          reap (s);
+        }
     }
-}
-
-static void
-reap (PpLiveServer *s)
-{
-  size_t j = 0;
-  for (size_t i = 0; i < s->n_viewers_arr; i++)
-    {
-      Viewer *v = s->viewers[i];
-      if (v->dead)
-        viewer_free (s, v);
-      else
-        s->viewers[j++] = v;
-    }
-  s->n_viewers_arr = j;
 }
 
 /* Empties the pipe first, then lets writers wake us again: the other order
@@ -859,9 +953,10 @@ server_thread (void *data)
       size_t np = 0;
       pfds[np++] = (struct pollfd) { .fd = s->wake_r, .events = POLLIN };
       pfds[np++] = (struct pollfd) { .fd = s->unix_fd, .events = POLLIN };
-      pfds[np++] = (struct pollfd) { .fd = s->tcp_fd, .events = POLLIN };  /* -1 is ignored */
-      int timeout = -1;
       int64_t t = now_ms ();
+      int paused = t < s->accept_pause_until;
+      pfds[np++] = (struct pollfd) { .fd = paused ? -1 : s->tcp_fd, .events = POLLIN };  /* -1 is ignored */
+      int timeout = paused ? (int) (s->accept_pause_until - t) : -1;
       for (size_t i = 0; i < nv; i++)
         {
           Viewer *v = s->viewers[i];
@@ -997,7 +1092,10 @@ listen_tcp (PpLiveServer *s, const char *spec, PpError *err)
         }
       int one = 1;
       setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen (fd, 16) < 0
+      /* a deep queue: connections are accepted at once and sorted out by
+       * the pending bounds above; a shallow one lets a flood's SYNs crowd
+       * the real viewer out before the server even sees it */
+      if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen (fd, 128) < 0
           || set_nonblock_cloexec (fd) < 0)
         {
           saved = errno;
