@@ -427,7 +427,9 @@ decode_description (PpTraceReader *r, const uint8_t *f, uint64_t off, PpTraceIte
       || o->n_microbatches < 0 || o->n_microbatches > PP_TRACE_MAX_MICROBATCHES
       || o->n_virtual < 0 || o->n_virtual > PP_TRACE_MAX_VIRTUAL)
     return FRAME_FAIL (r, err, off, PP_TRACE_FRAME_DESCRIPTION,
-                       "P=%d M=%d V=%d out of range", o->n_ranks, o->n_microbatches, o->n_virtual);
+                       "P=%d M=%d V=%d out of range (the limits: P <= %d, M <= %d, V <= %d)",
+                       o->n_ranks, o->n_microbatches, o->n_virtual, PP_TRACE_MAX_RANKS,
+                       PP_TRACE_MAX_MICROBATCHES, PP_TRACE_MAX_VIRTUAL);
   o->start_unix_ns = (int64_t) r64 (r, (uint64_t) d.start_unix_ns);
   o->start_monotonic_ns = (int64_t) r64 (r, (uint64_t) d.start_monotonic_ns);
   memcpy (o->schedule, d.schedule, sizeof o->schedule);

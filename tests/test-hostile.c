@@ -176,6 +176,30 @@ test_m_2e24 (void)
   g_free (p);
 }
 
+/* One past the limit: the reader's one line names the value and the limits. */
+static void
+test_m_over_limit (void)
+{
+  char *p = trace_path ("m-2e24"), *bytes = NULL, *out = NULL, *err = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (p, &bytes, &len, NULL));
+  /* file header 32 bytes, then DESCRIPTION: n_microbatches at +12 (little endian) */
+  guint32 m = GUINT32_TO_LE ((1u << 24) + 1);
+  g_assert_cmpuint (len, >, 48);
+  memcpy (bytes + 32 + 12, &m, 4);
+  char *bad = g_strdup_printf ("%s/m-over.pptrace", tmpdir);
+  g_assert_true (g_file_set_contents (bad, bytes, (gssize) len, NULL));
+  g_assert_cmpint (cli (&out, &err, "info", bad, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "(type 1, DESCRIPTION): P=2 M=16777217 V=1 out of range "
+                                 "(the limits: P <= 65536, M <= 16777216, V <= 4096)\n"));
+  g_free (out);
+  g_free (err);
+  g_free (bad);
+  g_free (bytes);
+  g_free (p);
+}
+
 static void
 test_ranks_4096 (void)
 {
@@ -375,6 +399,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/step-max", test_step_max);
   g_test_add_func ("/hostile/rank-65535", test_rank_65535);
   g_test_add_func ("/hostile/m-2e24", test_m_2e24);
+  g_test_add_func ("/hostile/m-over-limit", test_m_over_limit);
   g_test_add_func ("/hostile/ranks-4096", test_ranks_4096);
   g_test_add_func ("/hostile/span-9e18", test_span_9e18);
   g_test_add_func ("/hostile/plan-far", test_plan_far);
