@@ -10,8 +10,10 @@ bit for bit to the threads-in-one-process run's, for P = 2 and 4.  Also:
 -p that disagrees with the MPI world is refused in one line with status 2,
 --trace writes one file per rank, a rank killed mid-run ends the job (no
 rank left waiting in a receive, mpirun exits non-zero naming the lost
-rank) with every trace readable, and Ctrl-C on mpirun stops every rank
-cleanly with complete traces.  Exits 77 (skip) without MPI in the
+rank) with every trace readable, Ctrl-C on mpirun stops every rank
+cleanly with complete traces, and a skew forced on one rank's clock is
+measured within 50 us and taken out of the merged trace: no block starts
+before the block on the other rank it depends on has ended.  Exits 77 (skip) without MPI in the
 build or without mpirun.
 """
 import os
@@ -137,6 +139,44 @@ def main():
             info = run([cli, "info", os.path.join(tmp, f"interrupted.rank{rank}.pptrace")])
             check(info.returncode == 0 and "truncated: no" in info.stdout,
                   f"after Ctrl-C, rank {rank}'s trace is complete")
+
+        # a skewed clock on rank 1 (as if on another host): measured, and the
+        # merged trace puts every block after what it depends on
+        skew = 7_500_000
+        st = os.path.join(tmp, "skew.pptrace")
+        args = [cli, "run", "-s", "1F1B", "--steps", "20", "--trace", st] + SHAPE
+        r = run(mpi + ["-np", "1"] + args + [":", "-np", "1", "env", f"PIPESCOPE_TEST_CLOCK_SKEW_NS={skew}"] + args)
+        merged = os.path.join(tmp, "merged.pptrace")
+        m = run([cli, "merge", "-o", merged, os.path.join(tmp, "skew.rank0.pptrace"),
+                 os.path.join(tmp, "skew.rank1.pptrace")])
+        info = run([cli, "info", merged])
+        import re
+        got = re.search(r"rank 1: host \S+ pid \d+, clock ([-+0-9.]+) ms to rank 0's", info.stdout)
+        check(r.returncode == 0 and m.returncode == 0 and got is not None
+              and abs(float(got.group(1)) * 1e6 + skew) <= 50_000,
+              f"a {skew / 1e6} ms skew on rank 1 is measured within 50 us "
+              f"({got.group(1) if got else info.stdout.strip()[-200:]} ms)")
+        check("rank 0: host" in info.stdout, "info names each rank's host and pid")
+        csv = os.path.join(tmp, "merged.csv")
+        e = run([cli, "export", "--format", "csv", "-o", csv, merged])
+        ends, starts = {}, []
+        with open(csv) as f:
+            next(f)
+            for line in f:
+                rank, stage, mb, kind, step, t0, t1 = line.split(",")[:7]
+                key = (int(step), int(stage), int(mb), kind)
+                ends[key] = int(t1)
+                starts.append((key, int(t0)))
+        late = 0
+        for (step, stage, mb, kind), t0 in starts:
+            # 1F1B on 2 ranks: stage 1's F needs stage 0's F; stage 0's B needs stage 1's B
+            dep = (step, 0, mb, "F") if (stage, kind) == (1, "F") else \
+                  (step, 1, mb, "B") if (stage, kind) == (0, "B") else None
+            if dep is not None and dep in ends and t0 < ends[dep]:
+                late += 1
+        deps = sum(1 for (k, _) in starts if (k[1], k[3]) in ((1, "F"), (0, "B")))
+        check(e.returncode == 0 and deps >= 20 * 8 * 2 and late == 0,
+              f"after alignment no block starts before its dependency ends ({late} of {deps} do)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(1 if failures else 0)

@@ -46,6 +46,9 @@ typedef struct {
   int                truncated;
   NamedString       *strings;
   size_t             n_strings, cap_strings;
+  /* RANK and CLOCK_OFFSET items as they came (the last one for a rank holds) */
+  PpTraceItem       *rank_items;
+  size_t             n_rank_items, cap_rank_items;
 } Trace;
 
 static void
@@ -56,6 +59,71 @@ trace_clear (Trace *t)
     free (t->strings[i].name);
   free (t->strings);
   free (t->plans);
+  free (t->rank_items);
+}
+
+/* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
+static bool
+keep_rank_item (Trace *t, const PpTraceItem *item)
+{
+  if (t->n_rank_items == t->cap_rank_items)
+    {
+      size_t cap = t->cap_rank_items ? 2 * t->cap_rank_items : 16;
+      PpTraceItem *n = realloc (t->rank_items, cap * sizeof *n);
+      if (n == NULL)
+        return false;
+      t->rank_items = n;
+      t->cap_rank_items = cap;
+    }
+  t->rank_items[t->n_rank_items++] = *item;
+  return true;
+}
+
+/* The last clock offset of rank r, 0 without one. */
+static int64_t
+rank_offset (const Trace *t, int r)
+{
+  for (size_t i = t->n_rank_items; i-- > 0;)
+    if (t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET && t->rank_items[i].clock_offset.rank == r)
+      return t->rank_items[i].clock_offset.offset_ns;
+  return 0;
+}
+
+/* Every span on the common clock (rank 0's, for a job of several hosts):
+ * the rank's time + its offset, clamped like the timeline model's times so
+ * no later arithmetic overflows. */
+static int
+apply_clock_offsets (Trace *t)
+{
+  int n = t->max_rank + 1;
+  int64_t *off;
+  bool any = false;
+
+  if (n <= 0)
+    return 0;
+  if ((off = calloc ((size_t) n, sizeof *off)) == NULL)
+    return 1;
+  for (size_t i = 0; i < t->n_rank_items; i++)
+    if (t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET
+        && t->rank_items[i].clock_offset.rank < n)
+      {
+        int64_t o = t->rank_items[i].clock_offset.offset_ns;
+        off[t->rank_items[i].clock_offset.rank] =
+          o > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : o < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : o;
+        any = true;
+      }
+  for (size_t i = 0; any && i < t->n_spans; i++)
+    {
+      PpSpan *sp = &t->spans[i];
+      int64_t o = sp->rank >= 0 && sp->rank < n ? off[sp->rank] : 0;
+      int64_t a = sp->start_ns, b = sp->end_ns;
+      a = a > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : a < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : a;
+      b = b > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : b < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : b;
+      sp->start_ns = a + o;   /* |a|, |o| <= 2^61: no overflow */
+      sp->end_ns = b + o;
+    }
+  free (off);
+  return 0;
 }
 
 static bool
@@ -213,6 +281,13 @@ trace_load (const char *path, Trace *t)
           t->truncated = item.truncated;
           pp_trace_reader_free (r);
           strings_index (t);
+          if (apply_clock_offsets (t) != 0)
+            {
+              fprintf (stderr, "pipescope-cli: error: out of memory\n");
+              trace_clear (t);
+              memset (t, 0, sizeof *t);
+              return 1;
+            }
           return 0;
         case PP_TRACE_ITEM_DESCRIPTION:
           t->has_desc = true;
@@ -260,6 +335,11 @@ trace_load (const char *path, Trace *t)
             goto oom;
           t->n_strings++;
           break;
+        case PP_TRACE_ITEM_RANK:
+        case PP_TRACE_ITEM_CLOCK_OFFSET:
+          if (!keep_rank_item (t, &item))
+            goto oom;
+          break;
         case PP_TRACE_ITEM_DROPPED:
           /* saturating: a file's counts cannot wrap the sum */
           t->dropped = item.dropped.count > UINT64_MAX - t->dropped ? UINT64_MAX
@@ -279,6 +359,32 @@ oom:
   return 1;
 }
 
+
+/* "rank R: host H pid N" for every rank whose RANK frame the trace holds,
+ * with its clock offset where it has one; nothing for an older trace. */
+static void
+print_ranks (const Trace *t)
+{
+  int max = -1;
+  for (size_t i = 0; i < t->n_rank_items; i++)
+    if (t->rank_items[i].type == PP_TRACE_ITEM_RANK && t->rank_items[i].rank_info.rank > max)
+      max = t->rank_items[i].rank_info.rank;
+  for (int r = 0; r <= max; r++)
+    {
+      const PpTraceItem *last = NULL;
+      for (size_t i = 0; i < t->n_rank_items; i++)
+        if (t->rank_items[i].type == PP_TRACE_ITEM_RANK && t->rank_items[i].rank_info.rank == r)
+          last = &t->rank_items[i];
+      if (last == NULL)
+        continue;
+      printf ("rank %d: host %s pid %d", r, last->rank_info.host[0] ? last->rank_info.host : "?",
+              last->rank_info.pid);
+      int64_t off = rank_offset (t, r);
+      if (off != 0)
+        printf (", clock %+.3f ms to rank 0's", (double) off / 1e6);
+      printf ("\n");
+    }
+}
 
 static int
 n_ranks_of (const Trace *t)
@@ -408,6 +514,7 @@ pp_cli_info (int argc, char **argv)
           strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
         printf ("started: %s\n", when);
       }
+      print_ranks (&t);
     }
   else
     printf ("description: none\n");
