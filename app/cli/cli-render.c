@@ -190,10 +190,12 @@ pp_cli_render (int argc, char **argv)
   pp_timeline_view_init (&v, m, width, height);
   {
     int64_t s = pp_timeline_model_start_ns (m), e = pp_timeline_model_end_ns (m);
+    /* the model's times lie within +-PP_TIMELINE_MAX_ABS_NS: so do these,
+     * whatever was asked, and the sums cannot overflow */
     if (from >= 0)
-      v.t0_ns = s + (int64_t) llround (from);
+      v.t0_ns = s + (int64_t) llround (fmin (from, (double) PP_TIMELINE_MAX_ABS_NS));
     if (to >= 0)
-      v.t1_ns = s + (int64_t) llround (to);
+      v.t1_ns = s + (int64_t) llround (fmin (to, (double) PP_TIMELINE_MAX_ABS_NS));
     if (step_a >= 0)
       {
         /* from step A's first begin to step B+1's (or the end) */
