@@ -1282,6 +1282,12 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
       snprintf (job.schedule, sizeof job.schedule, "%s", cfg->schedule ? cfg->schedule : "");
       snprintf (job.cmdline, sizeof job.cmdline, "%s", cfg->cmdline ? cfg->cmdline : "");
       snprintf (job.endpoint, sizeof job.endpoint, "unix:%s", s->sock_path);
+      if (cfg->job != NULL && cfg->job[0])
+        {
+          snprintf (job.job, sizeof job.job, "%s", cfg->job);
+          job.rank = cfg->rank;
+          job.n_ranks = cfg->n_ranks;
+        }
       if (s->tcp_fd >= 0)
         {
           char host[256], port[16];

@@ -35,6 +35,10 @@ typedef struct {
   size_t      viewer_lag_bytes;  /* 0: 64 MiB */
   size_t      history_max_bytes; /* 0: 1 GiB; past it, new viewers get only what is essential + live */
   int         no_register;       /* 1: serve without a registry entry (tests) */
+  /* one rank of a job of several processes: the job's name, this rank, the
+   * job's ranks (the registry entry's job, rank, n_ranks); NULL, 0, 0: no */
+  const char *job;
+  int         rank, n_ranks;
 } PpLiveConfig;
 
 /* Creates the socket, registers the job, starts the server thread. */

@@ -383,6 +383,13 @@ parse_job (const char *text, size_t size, PpJobInfo *job)
         unescape_into (job->endpoint, sizeof job->endpoint, v, vlen);
       else if (KEY ("tcp"))
         unescape_into (job->tcp, sizeof job->tcp, v, vlen);
+      else if (KEY ("job"))
+        unescape_into (job->job, sizeof job->job, v, vlen);
+      else if (KEY ("rank") || KEY ("n_ranks"))
+        {
+          if (parse_int64 (v, vlen, &num) == 0 && num >= 0 && num <= 65536)
+            *(KEY ("rank") ? &job->rank : &job->n_ranks) = (int32_t) num;
+        }
 #undef KEY
       /* unknown keys: a newer writer; ignored */
     }
@@ -470,10 +477,12 @@ pp_registry_add_in (const char *dir, const PpJobInfo *job, PpError *err)
   else
     snprintf (name, sizeof name, "%.40s-%d", job->schedule[0] ? job->schedule : "job", (int) job->pid);
 
-  char num[3][32];
+  char num[5][32];
   snprintf (num[0], sizeof num[0], "%d", (int) job->pid);
   snprintf (num[1], sizeof num[1], "%" PRId64, job->start_unix_ns);
   snprintf (num[2], sizeof num[2], "%" PRId64, job->proc_start_ticks);
+  snprintf (num[3], sizeof num[3], "%d", (int) job->rank);
+  snprintf (num[4], sizeof num[4], "%d", (int) job->n_ranks);
   char *buf = malloc (JOB_FILE_MAX);
   if (buf == NULL)
     return pp_error_set (err, PP_ENOMEM, "registry: out of memory");
@@ -488,6 +497,10 @@ pp_registry_add_in (const char *dir, const PpJobInfo *job, PpError *err)
             | put_line (buf, JOB_FILE_MAX, &len, "cmdline", job->cmdline, sizeof job->cmdline)
             | put_line (buf, JOB_FILE_MAX, &len, "endpoint", job->endpoint, sizeof job->endpoint)
             | put_line (buf, JOB_FILE_MAX, &len, "tcp", job->tcp, sizeof job->tcp);
+  if (job->job[0])
+    bad |= put_line (buf, JOB_FILE_MAX, &len, "job", job->job, sizeof job->job)
+           | put_line (buf, JOB_FILE_MAX, &len, "rank", num[3], sizeof num[3])
+           | put_line (buf, JOB_FILE_MAX, &len, "n_ranks", num[4], sizeof num[4]);
   if (bad)
     {
       free (buf);
@@ -737,6 +750,17 @@ pp_registry_find (const char *spec, PpJobInfo *out, PpError *err)
               best_serving = serving;
             }
         }
+    }
+  if (best != NULL && by_pid && best->job[0] && strcasecmp (best->job, best->name) != 0)
+    {
+      /* a rank of a job of several processes: the job is its rank 0's
+       * entry, whose stream carries every rank (when it runs here) */
+      for (size_t i = 0; i < n; i++)
+        if (strcasecmp (jobs[i].name, best->job) == 0 && socket_ours (&jobs[i]) > 0)
+          {
+            best = &jobs[i];
+            break;
+          }
     }
   if (best != NULL)
     {

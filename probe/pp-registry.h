@@ -38,6 +38,11 @@ typedef struct {
   char    cmdline[1024];
   char    endpoint[512];      /* "unix:/run/user/1000/pipescope/4242.sock" */
   char    tcp[128];           /* "HOST:PORT" when it also listens on TCP, else "" */
+  /* One rank of a job of several processes (mpirun): the job's name (its
+   * rank 0's, whose stream serves every rank), this entry's rank and the
+   * job's ranks; job "" and n_ranks 0 for a job of one process. */
+  char    job[64];
+  int32_t rank, n_ranks;
 } PpJobInfo;
 
 /* The registry directory (created if needed) into buf. */
@@ -63,6 +68,8 @@ PpStatus pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err);
 
 /* Finds a job by pid ("4242"), by name ("1F1B-4242") or by socket path.
  * Of several entries with one name, one that serves (its socket is there)
- * wins; then the earliest.
+ * wins; then the earliest.  The pid of any rank of a job of several
+ * processes gives the job (its rank 0's entry, when on this host); a rank
+ * alone is its own name ("1F1B-4242.r1") or socket path.
  * PP_EINVAL with a one-line message listing the running jobs if none matches. */
 PpStatus pp_registry_find (const char *spec, PpJobInfo *out, PpError *err);

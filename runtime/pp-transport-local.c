@@ -178,6 +178,13 @@ local_clock_offset (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns, i
   return PP_OK;
 }
 
+static PpStatus
+local_gather_bytes (PpTransport *t, const void *buf, size_t n, void **all, size_t *sizes,
+                    PpError *err)
+{
+  return pp_error_set (err, PP_EINVAL, "every rank is in this process: nothing to gather");
+}
+
 static void
 local_free (PpTransport *t)
 {
@@ -209,6 +216,7 @@ static const PpTransportOps local_ops = {
   .send_bytes = local_send_bytes,
   .recv_bytes = local_recv_bytes,
   .clock_offset = local_clock_offset,
+  .gather_bytes = local_gather_bytes,
   .free = local_free,
 };
 

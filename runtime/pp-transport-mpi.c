@@ -392,6 +392,65 @@ mpi_clock_offset (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns, int
   return PP_OK;
 }
 
+static PpStatus
+mpi_gather_bytes (PpTransport *t, const void *buf, size_t n, void **all, size_t *sizes,
+                  PpError *err)
+{
+  Mpi *m = (Mpi *) t;
+  int P = m->base.n_processes, me = m->base.process_rank, rc;
+  uint64_t mine = n, *lens = NULL;
+
+  if (n > (size_t) INT32_MAX)
+    return pp_error_set (err, PP_EINVAL, "%zu bytes are more than one gather carries", n);
+  if (me == 0 && (lens = calloc ((size_t) P, sizeof *lens)) == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  rc = MPI_Gather (&mine, 1, MPI_UINT64_T, lens, 1, MPI_UINT64_T, 0, m->control);
+  if (rc != MPI_SUCCESS)
+    {
+      free (lens);
+      return mpi_fail (err, "gathering sizes", rc);
+    }
+  if (me != 0)
+    {
+      if (n > 0 && (rc = MPI_Send (buf, (int) n, MPI_BYTE, 0, 3, m->control)) != MPI_SUCCESS)
+        return mpi_fail (err, "sending to rank 0", rc);
+      return PP_OK;
+    }
+  PpStatus st = PP_OK;
+  for (int r = 0; r < P; r++)
+    {
+      all[r] = NULL;
+      sizes[r] = (size_t) lens[r];
+    }
+  for (int r = 0; r < P && st == PP_OK; r++)
+    {
+      if (lens[r] == 0)
+        continue;
+      if ((all[r] = malloc ((size_t) lens[r])) == NULL)
+        {
+          st = pp_error_set (err, PP_ENOMEM, "out of memory for rank %d's %zu bytes", r,
+                             (size_t) lens[r]);
+          break;
+        }
+      if (r == 0)
+        memcpy (all[0], buf, n);
+      else if ((rc = MPI_Recv (all[r], (int) lens[r], MPI_BYTE, r, 3, m->control,
+                               MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+        st = mpi_fail (err, "receiving from a rank", rc);
+    }
+  /* a rank whose bytes could not be taken still sent them: drain */
+  for (int r = 1; r < P && st != PP_OK; r++)
+    if (lens[r] > 0 && all[r] == NULL)
+      {
+        void *sink = malloc ((size_t) lens[r]);
+        if (sink != NULL)
+          MPI_Recv (sink, (int) lens[r], MPI_BYTE, r, 3, m->control, MPI_STATUS_IGNORE);
+        free (sink);
+      }
+  free (lens);
+  return st;
+}
+
 static void
 mpi_free (PpTransport *t)
 {
@@ -433,6 +492,7 @@ static const PpTransportOps mpi_ops = {
   .send_bytes = mpi_send_bytes,
   .recv_bytes = mpi_recv_bytes,
   .clock_offset = mpi_clock_offset,
+  .gather_bytes = mpi_gather_bytes,
   .free = mpi_free,
 };
 

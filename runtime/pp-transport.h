@@ -65,6 +65,11 @@ typedef struct {
    * process calls it at the same point; one process: 0. */
   PpStatus (*clock_offset) (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns,
                             int64_t *rtt_ns, PpError *err);
+  /* Rank 0 gets every process's n bytes (its own too): all[r] (malloc'd,
+   * the caller frees) and sizes[r] for each rank r; the others only send
+   * (all, sizes unused).  Every process calls it at the same point. */
+  PpStatus (*gather_bytes) (PpTransport *t, const void *buf, size_t n, void **all, size_t *sizes,
+                            PpError *err);
   void     (*free)       (PpTransport *t);
 } PpTransportOps;
 

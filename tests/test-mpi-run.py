@@ -13,7 +13,9 @@ rank left waiting in a receive, mpirun exits non-zero naming the lost
 rank) with every trace readable, Ctrl-C on mpirun stops every rank
 cleanly with complete traces, and a skew forced on one rank's clock is
 measured within 50 us and taken out of the merged trace: no block starts
-before the block on the other rank it depends on has ended.  Exits 77 (skip) without MPI in the
+before the block on the other rank it depends on has ended.  Live, the
+job is one job: `jobs` prints one line for it (every rank seen), and
+`record` given the pid of rank 1 records every rank through rank 0's stream.  Exits 77 (skip) without MPI in the
 build or without mpirun.
 """
 import os
@@ -89,8 +91,9 @@ def main():
             info = run([cli, "info", os.path.join(tmp, f"job.rank{rank}.pptrace")])
             check(info.returncode == 0, f"rank {rank}'s trace reads (info exit {info.returncode})")
 
-        def long_job(trace):
-            args = mpi + ["-np", "2", cli, "run", "-s", "1F1B", "--steps", "1000000", "--trace", trace] + SHAPE
+        def long_job(trace, live=False):
+            shape = [a for a in SHAPE if not (live and a == "--no-live")]
+            args = mpi + ["-np", "2", cli, "run", "-s", "1F1B", "--steps", "1000000", "--trace", trace] + shape
             job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    start_new_session=True)
             # wait for the first step of rank 0 (its report), not for a time
@@ -177,6 +180,30 @@ def main():
         deps = sum(1 for (k, _) in starts if (k[1], k[3]) in ((1, "F"), (0, "B")))
         check(e.returncode == 0 and deps >= 20 * 8 * 2 and late == 0,
               f"after alignment no block starts before its dependency ends ({late} of {deps} do)")
+
+        # live: one job, every rank through rank 0's stream
+        os.environ["XDG_RUNTIME_DIR"] = os.path.join(tmp, "run")
+        os.mkdir(os.environ["XDG_RUNTIME_DIR"], 0o700)
+        job = long_job(os.path.join(tmp, "live.pptrace"), live=True)
+        try:
+            ranks = ranks_of(job)
+            listing = run([cli, "jobs"]).stdout.strip().splitlines()
+            check(len(listing) == 1 and "ranks 2/2" in listing[0],
+                  f"jobs prints the 2-process job as one line ({listing})")
+            rec = os.path.join(tmp, "recorded.pptrace")
+            r = run([cli, "record", str(ranks[-1]), "-o", rec, "--duration", "2"]) if ranks else None
+            info = run([cli, "info", rec]) if r is not None and r.returncode == 0 else None
+            text = info.stdout if info is not None else ""
+            check(info is not None and "rank 0: host" in text and "rank 1: host" in text
+                  and "rank 0 bubble" in text and "rank 1 bubble" in text,
+                  "record given rank 1's pid records both ranks' spans through rank 0")
+        finally:
+            job.send_signal(signal.SIGINT)
+            try:
+                job.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.communicate()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(1 if failures else 0)

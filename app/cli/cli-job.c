@@ -81,11 +81,25 @@ int
 pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
                  const char *listen, const char *trace)
 {
+  return pp_cli_job_open_rank (job, schedule, cmdline, live, listen, trace, NULL, 0, 0);
+}
+
+int
+pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                      const char *listen, const char *trace, const char *job_name, int rank,
+                      int n_ranks)
+{
   PpError err = { 0 };
   PpLiveConfig cfg;
 
   memset (job, 0, sizeof *job);
-  snprintf (job->name, sizeof job->name, "%s-%ld", schedule, (long) getpid ());
+  job->live_index = -1;
+  if (job_name != NULL && rank > 0)
+    snprintf (job->name, sizeof job->name, "%.50s.r%d", job_name, rank);
+  else if (job_name != NULL)
+    snprintf (job->name, sizeof job->name, "%s", job_name);
+  else
+    snprintf (job->name, sizeof job->name, "%s-%ld", schedule, (long) getpid ());
   if (live)
     {
       memset (&cfg, 0, sizeof cfg);
@@ -93,6 +107,9 @@ pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool 
       cfg.schedule = schedule;
       cfg.cmdline = cmdline;
       cfg.listen = listen;
+      cfg.job = job_name;
+      cfg.rank = rank;
+      cfg.n_ranks = n_ranks;
       job->server = pp_live_server_new (&cfg, &err);
       if (job->server == NULL && listen == NULL && trace != NULL)
         {
@@ -114,6 +131,7 @@ pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool 
   if (live)
     {
       job->what[job->n] = "live stream";
+      job->live_index = job->n;
       job->w[job->n] = pp_trace_writer_new_callback (pp_live_server_write, job->server,
                                                      PP_TRACE_NATIVE, &err);
       if (job->w[job->n] == NULL)
@@ -161,6 +179,83 @@ pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
         rc = 1;
         break;
       }
+  pthread_mutex_unlock (&job_writers_lock);
+  return rc;
+}
+
+/* The collector writer's function (under the writers' lock). */
+static int
+collect_bytes (void *user, const void *data, size_t size)
+{
+  PpCliJob *job = user;
+  if (job->n_collected + size > PP_CLI_COLLECT_MAX)
+    {
+      /* rank 0 has not taken for a long while: drop whole flushes, so what
+       * is kept stays a valid stream and this rank never waits */
+      job->collect_dropped += size;
+      return 0;
+    }
+  if (job->n_collected + size > job->cap_collected)
+    {
+      size_t cap = job->cap_collected ? job->cap_collected : 65536;
+      while (cap < job->n_collected + size)
+        cap *= 2;
+      unsigned char *p = realloc (job->collected, cap);
+      if (p == NULL)
+        {
+          job->collect_dropped += size;
+          return 0;
+        }
+      job->collected = p;
+      job->cap_collected = cap;
+    }
+  memcpy (job->collected + job->n_collected, data, size);
+  job->n_collected += size;
+  return 0;
+}
+
+int
+pp_cli_job_collect (PpCliJob *job)
+{
+  PpError err = { 0 };
+  if (job->n >= 3)
+    return 1;
+  job->what[job->n] = "collector";
+  job->w[job->n] = pp_trace_writer_new_callback (collect_bytes, job, PP_TRACE_NATIVE, &err);
+  if (job->w[job->n] == NULL)
+    {
+      job_error (job, job->n, &err);
+      return 1;
+    }
+  job->n++;
+  return 0;
+}
+
+void
+pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n)
+{
+  pthread_mutex_lock (&job_writers_lock);
+  *data = job->collected;
+  *n = job->n_collected;
+  job->collected = NULL;
+  job->n_collected = job->cap_collected = 0;
+  pthread_mutex_unlock (&job_writers_lock);
+}
+
+int
+pp_cli_job_write_live (PpCliJob *job, PpCliWriteFunc fn, void *user)
+{
+  PpError err = { 0 };
+  int rc = 0, i = job->live_index;
+
+  if (i < 0)
+    return 0;
+  pthread_mutex_lock (&job_writers_lock);
+  if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
+    {
+      job_error (job, i, &err);
+      rc = 1;
+    }
   pthread_mutex_unlock (&job_writers_lock);
   return rc;
 }
@@ -298,13 +393,17 @@ pp_cli_job_abort (PpCliJob *job)
   job->probe = NULL;
   pp_trace_sink_free (job->sink);
   job->sink = NULL;
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     if (job->w[i])
       {
         pp_trace_writer_close (job->w[i], NULL);
         job->w[i] = NULL;
       }
   job->n = 0;
+  job->live_index = -1;
+  free (job->collected);
+  job->collected = NULL;
+  job->n_collected = job->cap_collected = 0;
   pp_live_server_free (job->server);
   job->server = NULL;
 }

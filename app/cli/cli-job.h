@@ -31,9 +31,15 @@ int64_t pp_cli_now_ns (void);
  * record) and/or a trace file, both fed by one probe through a trace sink. */
 typedef struct {
   PpLiveServer  *server;
-  PpTraceWriter *w[2];
-  const char    *what[2];      /* for messages: "live stream", the file's path */
+  PpTraceWriter *w[3];
+  const char    *what[3];      /* for messages: "live stream", the file's path, "collector" */
   int            n;
+  int            live_index;   /* which of w is the live stream's, -1: none */
+  /* pp_cli_job_collect: what this rank recorded since it was last taken,
+   * whole frames (the first time, the file header first) */
+  unsigned char *collected;
+  size_t         n_collected, cap_collected;
+  uint64_t       collect_dropped;   /* bytes dropped past the bound */
   PpTraceSink   *sink;
   PpProbe       *probe;
   PpProbeSink    trace_sink;   /* the trace sink's callbacks (none without writers) */
@@ -46,12 +52,29 @@ typedef struct {
  * line on stderr (and nothing left open). */
 int  pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
                       const char *listen, const char *trace);
+/* The same for rank `rank` of a job of n_ranks processes named job_name
+ * (rank 0's name, "<schedule>-<rank 0's pid>"): rank 0 registers as the job,
+ * the others as "<job_name>.r<rank>", each entry naming the job. */
+int  pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                           const char *listen, const char *trace, const char *job_name, int rank,
+                           int n_ranks);
 /* Calls fn on every writer, then flushes it, under the lock the probe's
  * drain takes to deliver; any time, from any thread but the drain's.  What
  * a step recorded precedes what is written after it only once
  * pp_probe_flush has returned.  0, or 1 with one line. */
 typedef PpStatus (*PpCliWriteFunc) (PpTraceWriter *w, void *user, PpError *err);
 int  pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user);
+/* Under MPI, ranks other than 0: everything this rank's writers get is
+ * also kept (at most PP_CLI_COLLECT_MAX bytes between two takes; past that
+ * whole flushes are dropped and counted, the rank is never slowed) for
+ * rank 0 to serve on its live stream.  Before pp_cli_job_start_probe.
+ * 0, or 1 with one line. */
+#define PP_CLI_COLLECT_MAX (64u << 20)
+int  pp_cli_job_collect (PpCliJob *job);
+/* Hands over what was kept (the caller frees *data); *n 0 when nothing. */
+void pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n);
+/* pp_cli_job_write on the live stream's writer only (nothing without one). */
+int  pp_cli_job_write_live (PpCliJob *job, PpCliWriteFunc fn, void *user);
 /* Starts the probe, its records going to the writers and to tap (may be
  * NULL).  0, or 1 with one line. */
 int  pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap);

@@ -33,7 +33,10 @@ jobs_usage (FILE *out)
          "\n"
          "Lists the pipescope jobs running on this machine for this user, one line\n"
          "each: PID, name, schedule, when it started (local time) and where to\n"
-         "attach ('pipescope-cli record PID|NAME').\n", out);
+         "attach ('pipescope-cli record PID|NAME').  A job of several processes\n"
+         "(mpirun) is one line: its rank 0's pid and name, whose stream carries\n"
+         "every rank, and the ranks seen here of the job's, with their hosts; the\n"
+         "pid of any of its ranks attaches to the job, NAME.rR to rank R alone.\n", out);
 }
 
 int
@@ -81,13 +84,45 @@ pp_cli_jobs (int argc, char **argv)
       time_t secs = (time_t) (j->start_unix_ns / 1000000000);
       struct tm tm;
       char when[32] = "unknown";
+      bool first = true;
 
+      if (j->job[0])
+        {
+          /* one line a job: at its rank 0 (or the first rank seen here) */
+          size_t lead = i;
+          for (size_t k = 0; k < n; k++)
+            if (strcmp (jobs[k].job, j->job) == 0
+                && (jobs[k].rank < jobs[lead].rank || (jobs[k].rank == jobs[lead].rank && k < lead)))
+              lead = k;
+          first = lead == i;
+        }
+      if (!first)
+        continue;
       if (j->start_unix_ns > 0 && localtime_r (&secs, &tm) != NULL)
         strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-      printf ("%-7ld  %-*s  %-*s  %s  %s", (long) j->pid, wname, j->name, wsched,
+      printf ("%-7ld  %-*s  %-*s  %s  %s", (long) j->pid, wname, j->job[0] ? j->job : j->name, wsched,
               j->schedule[0] ? j->schedule : "-", when, j->endpoint);
       if (j->tcp[0])
         printf (" tcp:%s", j->tcp);
+      if (j->job[0])
+        {
+          int seen = 0;
+          char hosts[256] = "";
+          size_t len = 0;
+          for (size_t k = 0; k < n; k++)
+            if (strcmp (jobs[k].job, j->job) == 0)
+              {
+                bool known = false;
+                seen++;
+                for (size_t q = 0; q < k; q++)
+                  known |= strcmp (jobs[q].job, j->job) == 0 && strcmp (jobs[q].host, jobs[k].host) == 0;
+                if (!known && len < sizeof hosts)
+                  len += (size_t) snprintf (hosts + len, sizeof hosts - len, "%s%s", len ? "," : "",
+                                            jobs[k].host);
+              }
+          printf ("  ranks %d/%d here on %s%s", seen, j->n_ranks, hosts,
+                  j->rank == 0 ? "" : " (rank 0 is elsewhere)");
+        }
       putchar ('\n');
     }
   free (jobs);

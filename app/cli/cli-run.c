@@ -350,6 +350,133 @@ enum {
   OPT_SAVE_PARAMS,
 };
 
+/* ---- MPI: rank 0's live stream serves every rank (the collector) ---------- */
+
+/* Rank 0: a stream reader per other rank over what it hands over at each
+ * step's end. */
+typedef struct {
+  PpTraceReader **readers;   /* [n] */
+  int             n;
+  uint64_t        spans, bytes;
+  int64_t         ns;        /* rank 0's time spent collecting */
+} Collector;
+
+static void
+collector_clear (Collector *c)
+{
+  for (int r = 0; r < c->n; r++)
+    pp_trace_reader_free (c->readers[r]);
+  free (c->readers);
+  memset (c, 0, sizeof *c);
+}
+
+typedef struct {
+  Collector     *c;
+  PpTraceReader *reader;
+  int            rank;
+} Forward;
+
+/* Writes what a rank's reader holds into rank 0's live stream: not its
+ * description or plans (rank 0's describe the job and plan every rank);
+ * its span names under ids of its own (rank << 24 | id). */
+static PpStatus
+forward_items (PpTraceWriter *w, void *user, PpError *err)
+{
+  Forward *f = user;
+  PpTraceItem it;
+  for (;;)
+    {
+      if (pp_trace_reader_next (f->reader, &it, err) != PP_OK)
+        return err->status;
+      if (it.type == PP_TRACE_ITEM_END)
+        return PP_OK;
+      if (it.type == PP_TRACE_ITEM_DESCRIPTION || it.type == PP_TRACE_ITEM_PLAN)
+        continue;
+      if (it.type == PP_TRACE_ITEM_STRING)
+        {
+          if (it.string.id >= (1u << 24))
+            continue;
+          it.string.id |= (uint32_t) f->rank << 24;
+        }
+      else if (it.type == PP_TRACE_ITEM_SPAN)
+        {
+          it.span.name_id = it.span.name_id < (1u << 24) && it.span.name_id != 0
+                            ? it.span.name_id | (uint32_t) f->rank << 24 : 0;
+          f->c->spans++;
+        }
+      if (pp_trace_write_item (w, &it, err) != PP_OK)
+        return err->status;
+    }
+}
+
+/* Every step's end, every process: the ranks hand rank 0 what they
+ * recorded; rank 0 serves it on its live stream.  0, or 1 with one line. */
+static int
+collect_step (Collector *c, PpCliJob *job, PpTransport *t)
+{
+  PpError err = { 0 };
+  int P = t->n_processes, status = 0;
+  void **all;
+  size_t *sizes;
+
+  if (t->process_rank != 0)
+    {
+      unsigned char *mine = NULL;
+      size_t n = 0;
+      pp_cli_job_take_collected (job, &mine, &n);
+      PpStatus rc = t->ops->gather_bytes (t, mine, n, NULL, NULL, &err);
+      free (mine);
+      if (rc != PP_OK)
+        fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return rc == PP_OK ? 0 : 1;
+    }
+  int64_t t0 = pp_cli_now_ns ();
+  if (c->readers == NULL)
+    {
+      if ((c->readers = calloc ((size_t) P, sizeof *c->readers)) == NULL)
+        return 1;
+      c->n = P;
+    }
+  all = calloc ((size_t) P, sizeof *all);
+  sizes = calloc ((size_t) P, sizeof *sizes);
+  if (all == NULL || sizes == NULL || t->ops->gather_bytes (t, NULL, 0, all, sizes, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: collecting the ranks' records: %s\n",
+               err.msg[0] ? err.msg : "out of memory");
+      status = 1;
+    }
+  for (int r = 1; r < P && status == 0; r++)
+    {
+      Forward f = { c, NULL, r };
+      if (sizes[r] == 0)
+        continue;
+      if (c->readers[r] == NULL && (c->readers[r] = pp_trace_reader_new_stream (&err)) == NULL)
+        {
+          status = 1;
+          break;
+        }
+      f.reader = c->readers[r];
+      c->bytes += sizes[r];
+      /* in pieces: a stream reader takes one frame's worth at a time */
+      for (size_t off = 0; off < sizes[r] && status == 0; off += 1u << 20)
+        {
+          size_t piece = sizes[r] - off < (1u << 20) ? sizes[r] - off : (1u << 20);
+          if (pp_trace_reader_feed (f.reader, (unsigned char *) all[r] + off, piece, &err) != PP_OK
+              || pp_cli_job_write_live (job, forward_items, &f) != 0)
+            {
+              fprintf (stderr, "pipescope-cli: error: rank %d's records: %s\n", r, err.msg);
+              status = 1;
+            }
+        }
+    }
+  for (int r = 0; all != NULL && r < P; r++)
+    free (all[r]);
+  free (all);
+  free (sizes);
+  c->ns += pp_cli_now_ns () - t0;
+  return status;
+}
+
 /* --save-params: the weights as raw floats (native order), in the whole
  * model's order; under MPI gathered from every process, written by rank 0.
  * For checking that two runs trained to the same bits (cmp). */
@@ -426,6 +553,8 @@ pp_cli_run (int argc, char **argv)
   int gpu_transport = PP_RUN_TRANSPORT_AUTO;
   uint32_t next_name = 1;   /* the first span name not yet written */
   int clock_generation = 0; /* the last clock measurement written */
+  bool collect = false;     /* MPI: rank 0 serves every rank's records live */
+  Collector col;
   double lr = 1e-3;
   uint64_t seed = 1;
   PpError err = { 0 };
@@ -448,6 +577,7 @@ pp_cli_run (int argc, char **argv)
   double first_loss = NAN, last_loss = NAN;
 
   memset (&job, 0, sizeof job);
+  memset (&col, 0, sizeof col);
   opterr = 0;
   optind = 1;
   while ((opt = getopt_long (argc, argv, ":s:p:m:v:h", options, NULL)) != -1)
@@ -590,6 +720,8 @@ pp_cli_run (int argc, char **argv)
           P = transport->n_processes;
           if (transport->process_rank > 0 && freopen ("/dev/null", "w", stdout) == NULL)
             return 1;   /* rank 0 reports; the others' errors still reach stderr */
+          if (transport->process_rank > 0)
+            listen = NULL;   /* rank 0's address serves the whole job */
           if (trace != NULL)
             {
               /* one file per rank: run.pptrace -> run.rank1.pptrace */
@@ -793,7 +925,27 @@ pp_cli_run (int argc, char **argv)
   pp_cli_catch_stop_signals ();
   pp_cli_mask_stop_signals (SIG_BLOCK);
 
-  if (pp_cli_job_open (&job, s->name, desc.cmdline, live, listen, trace) != 0)
+  if (transport != NULL)
+    {
+      /* one job: every rank registers under rank 0's name */
+      double pid0 = transport->process_rank == 0 ? (double) getpid () : 0;
+      char job_name[64];
+      if (transport->ops->sum (transport, &pid0, 1, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          goto out;
+        }
+      snprintf (job_name, sizeof job_name, "%.40s-%ld", s->name, (long) pid0);
+      if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, job_name,
+                                transport->process_rank, transport->n_processes) != 0)
+        goto out;
+    }
+  else if (pp_cli_job_open (&job, s->name, desc.cmdline, live, listen, trace) != 0)
+    goto out;
+  /* MPI: rank 0's live stream serves the whole job; the others hand it
+   * what they record at every step's end */
+  collect = transport != NULL && job.live_index >= 0;
+  if (collect && transport->process_rank > 0 && pp_cli_job_collect (&job) != 0)
     goto out;
   {
     Header h = { &desc, s, transport };
@@ -869,6 +1021,8 @@ pp_cli_run (int argc, char **argv)
   if (write_new_clock (&job, run, transport, &clock_generation) != 0)
     goto out;
   pp_cli_job_announce (&job, listen);
+  if (collect && transport->process_rank == 0)
+    printf ("serving the whole job (%d ranks) live as %s\n", transport->n_processes, job.name);
   pp_cli_mask_stop_signals (SIG_UNBLOCK);
 
   every = N <= 20 ? 1 : N / 20;
@@ -955,7 +1109,8 @@ pp_cli_run (int argc, char **argv)
         Markers mk = { s->ranks, st.step, mbegin, mend };
         if (pp_cli_job_write (&job, write_markers, &mk) != 0
             || write_new_names (&job, run, &next_name) != 0
-            || write_new_clock (&job, run, transport, &clock_generation) != 0)
+            || write_new_clock (&job, run, transport, &clock_generation) != 0
+            || (collect && collect_step (&col, &job, transport) != 0))
           goto out;
       }
       if (done == 1 || done == 3 || done % 20 == 0)
@@ -1041,6 +1196,9 @@ pp_cli_run (int argc, char **argv)
     }
   if (save_params != NULL && done > 0 && save_run_params (run, save_params, transport) != 0)
     goto out;
+  if (collect && transport->process_rank == 0)
+    printf ("collector: %" PRIu64 " spans of %d other ranks (%.1f MiB) served live, %.1f ms on rank 0\n",
+            col.spans, transport->n_processes - 1, (double) col.bytes / 1048576.0, (double) col.ns / 1e6);
   if (pp_run_cupti_dropped (run) > 0)
     printf ("CUPTI dropped %" PRIu64 " device records (its buffers were full): kernel spans are missing\n",
             pp_run_cupti_dropped (run));
@@ -1076,6 +1234,7 @@ out:
   pp_simulation_free (msim);
   pp_simulation_free (usim);
   pp_cost_model_free (ucm);
+  collector_clear (&col);
   pp_transport_free (transport);   /* it borrows the schedule */
   pp_schedule_free (s);
   return status;
