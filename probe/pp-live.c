@@ -4,7 +4,7 @@
  * (a list of chunks, each holding whole frames) and indexes them: a sequence
  * number, logical byte offset, type, and the number of events the frame holds
  * (SPANS: its spans; COUNTER, STEP_MARKER: 1; DROPPED: its count).  Essential
- * frames (DESCRIPTION, PLAN, CLOCK_OFFSET, STRING) are also copied to a
+ * frames (DESCRIPTION, PLAN, CLOCK_OFFSET, STRING, RANK) are also copied to a
  * separate store that is never evicted.  When the history grows past
  * history_max_bytes the oldest chunks are freed; a viewer that reaches the
  * freed part gets the essential frames from the store and a DROPPED count for
@@ -239,7 +239,8 @@ static int
 is_essential (uint16_t type)
 {
   return type == PP_TRACE_FRAME_DESCRIPTION || type == PP_TRACE_FRAME_PLAN
-         || type == PP_TRACE_FRAME_CLOCK_OFFSET || type == PP_TRACE_FRAME_STRING;
+         || type == PP_TRACE_FRAME_CLOCK_OFFSET || type == PP_TRACE_FRAME_STRING
+         || type == PP_TRACE_FRAME_RANK;
 }
 
 static uint64_t
