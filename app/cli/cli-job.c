@@ -107,7 +107,7 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
       cfg.schedule = schedule;
       cfg.cmdline = cmdline;
       cfg.listen = listen;
-      cfg.job = job_name;
+      cfg.job = n_ranks > 0 ? job_name : NULL;   /* a job of one process: just a name */
       cfg.rank = rank;
       cfg.n_ranks = n_ranks;
       job->server = pp_live_server_new (&cfg, &err);

@@ -45,7 +45,7 @@ run_usage (FILE *out)
          "                         [--gpu-partition green|streams] [--compute tf32|bf16|fp32]\n"
          "                         [--gpu-transport auto|nccl|copy] [--no-cupti]\n"
          "                         [--no-live] [--listen HOST:PORT] [--pin] [--exact-grads]\n"
-         "                         [--save-params FILE]\n"
+         "                         [--save-params FILE] [--name NAME]\n"
          "       pipescope-cli run --csv FILE [same options but -s, -p, -m, -v]\n"
          "       mpirun -np P pipescope-cli run --schedule NAME --microbatches M ...\n"
          "\n"
@@ -59,7 +59,8 @@ run_usage (FILE *out)
          "the measured bubble, the simulator's prediction from the measured costs\n"
          "and the closed form (GPipe, 1F1B, Interleaved1F1B).\n"
          "\n"
-         "  -s, --schedule NAME        schedule (names are case-insensitive)\n"
+         "  -s, --schedule NAME        schedule (names are case-insensitive)\n"         "      --name NAME            the job's name for jobs, record and the app (default\n"
+         "                             SCHEDULE-PID; under mpirun rank R is NAME.rR)\n"
          "  -p, --ranks P              pipeline ranks\n"
          "  -m, --microbatches M       micro-batches per step\n"
          "  -v, --stages-per-rank V    model chunks per rank (interleaved schedules)\n"
@@ -348,6 +349,7 @@ enum {
   OPT_NO_CUPTI,
   OPT_GPU_TRANSPORT,
   OPT_SAVE_PARAMS,
+  OPT_NAME,
 };
 
 /* ---- MPI: rank 0's live stream serves every rank (the collector) ---------- */
@@ -540,11 +542,12 @@ pp_cli_run (int argc, char **argv)
     { "no-cupti", no_argument, NULL, OPT_NO_CUPTI },
     { "gpu-transport", required_argument, NULL, OPT_GPU_TRANSPORT },
     { "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
+    { "name", required_argument, NULL, OPT_NAME },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *partition = NULL, *backend = "auto", *trace = NULL, *listen = NULL;
-  const char *save_params = NULL;
+  const char *save_params = NULL, *name_arg = NULL;
   PpTransport *transport = NULL;   /* MPI: this process is one rank of the job */
   char rank_trace[4096];
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
@@ -656,6 +659,13 @@ pp_cli_run (int argc, char **argv)
           break;
         case OPT_NO_CUPTI: no_cupti = true; break;
         case OPT_SAVE_PARAMS: save_params = optarg; break;
+        case OPT_NAME:
+          if (strlen (optarg) < 1 || strlen (optarg) > 48 || strspn (optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen (optarg) || optarg[0] == '.')
+            return pp_cli_usage_error ("--name takes 1 to 48 letters, digits, '.', '_' or '-' (got '%s')",
+                                       optarg);
+          name_arg = optarg;
+          break;
         case OPT_GPU_TRANSPORT:
           if (strcmp (optarg, "auto") == 0) gpu_transport = PP_RUN_TRANSPORT_AUTO;
           else if (strcmp (optarg, "copy") == 0) gpu_transport = PP_RUN_TRANSPORT_COPY;
@@ -929,18 +939,22 @@ pp_cli_run (int argc, char **argv)
     {
       /* one job: every rank registers under rank 0's name */
       double pid0 = transport->process_rank == 0 ? (double) getpid () : 0;
-      char job_name[64];
+      char shared_name[64];
       if (transport->ops->sum (transport, &pid0, 1, &err) != PP_OK)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
           goto out;
         }
-      snprintf (job_name, sizeof job_name, "%.40s-%ld", s->name, (long) pid0);
-      if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, job_name,
+      if (name_arg != NULL)
+        snprintf (shared_name, sizeof shared_name, "%s", name_arg);
+      else
+        snprintf (shared_name, sizeof shared_name, "%.40s-%ld", s->name, (long) pid0);
+      if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, shared_name,
                                 transport->process_rank, transport->n_processes) != 0)
         goto out;
     }
-  else if (pp_cli_job_open (&job, s->name, desc.cmdline, live, listen, trace) != 0)
+  else if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, name_arg, 0, 0)
+           != 0)
     goto out;
   /* MPI: rank 0's live stream serves the whole job; the others hand it
    * what they record at every step's end */

@@ -15,6 +15,8 @@
 #include "pp-trace.h"
 
 #define PP_RUN_ATTACH_TIMEOUT_US  (3 * G_USEC_PER_SEC)
+/* mpirun starts its processes and MPI before rank 0 registers */
+#define PP_RUN_ATTACH_MPI_TIMEOUT_US (30 * G_USEC_PER_SEC)
 #define PP_RUN_BATCH_US           (33 * 1000)
 #define PP_RUN_FLUSH_US           (250 * 1000)
 
@@ -102,6 +104,7 @@ typedef struct {
   char         *copy_path;
   GAsyncQueue  *queue;      /* Batch */
   gint          stop;       /* atomic */
+  gint64        timeout_us; /* to wait for the job to register */
 } Live;
 
 static void
@@ -120,7 +123,7 @@ live_thread (gpointer data)
   Live *l = data;
   PpError err = { 0 };
   PpLiveClient *client = NULL;
-  gint64 deadline = g_get_monotonic_time () + PP_RUN_ATTACH_TIMEOUT_US;
+  gint64 deadline = g_get_monotonic_time () + l->timeout_us;
 
   while (!g_atomic_int_get (&l->stop))
     {
@@ -226,6 +229,7 @@ struct _PpRecording
   char            *status;
   char            *trace_path;
   char            *what;          /* "child", "attach", "file" */
+  gint64           attach_timeout_us; /* 0: the default */
 
   /* live */
   Live            *live;
@@ -528,6 +532,7 @@ pp_recording_start_live (PpRecording *self, const char *job, const char *token)
   l->token = g_strdup (token);
   l->copy_path = pp_recording_copy_path (job);
   l->queue = g_async_queue_new_full (batch_free);
+  l->timeout_us = self->attach_timeout_us > 0 ? self->attach_timeout_us : PP_RUN_ATTACH_TIMEOUT_US;
   self->live = l;
   self->trace_path = g_strdup (l->copy_path);
   self->thread = g_thread_new ("pp-live", live_thread, g_atomic_rc_box_acquire (l));
@@ -583,8 +588,10 @@ pp_recording_child_exited_cb (GObject *source, GAsyncResult *result, gpointer da
 
 PpRecording *
 pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
-                  int stages_per_rank, const char *backend, const PpModelShape *model, GError **error)
+                  int stages_per_rank, const char *backend, const PpModelShape *model,
+                  const char *mpirun, GError **error)
 {
+  static int n_started;
   g_return_val_if_fail (cli_path && schedule, NULL);
 
   char p[16], m[16], v[16], layers[16];
@@ -596,9 +603,22 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
   g_snprintf (layers, sizeof layers, "%d", model && model->layers >= n_stages ? model->layers
                                            : MAX (8, n_stages * 2));
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  const char *fixed[] = { cli_path, "run", "-s", schedule, "-p", p, "-m", m };
-  for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
-    g_ptr_array_add (argv, (gpointer) fixed[i]);
+  char job_name[64];
+  g_snprintf (job_name, sizeof job_name, "%s-app%d-%d", schedule, (int) getpid (), ++n_started);
+  if (mpirun != NULL)
+    {
+      /* more processes than cores is fine for a view of the schedule */
+      const char *launch[] = { mpirun, "--oversubscribe", "-np", p, cli_path, "run", "-s", schedule,
+                               "-m", m, "--name", job_name };
+      for (guint i = 0; i < G_N_ELEMENTS (launch); i++)
+        g_ptr_array_add (argv, (gpointer) launch[i]);
+    }
+  else
+    {
+      const char *fixed[] = { cli_path, "run", "-s", schedule, "-p", p, "-m", m };
+      for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+        g_ptr_array_add (argv, (gpointer) fixed[i]);
+    }
   if (stages_per_rank > 0)
     {
       g_ptr_array_add (argv, "-v");
@@ -621,6 +641,12 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
 
   g_autoptr (GSubprocessLauncher) launcher =
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  if (mpirun != NULL && geteuid () == 0)
+    {
+      /* OpenMPI refuses root unless told; the user already runs as root */
+      g_subprocess_launcher_setenv (launcher, "OMPI_ALLOW_RUN_AS_ROOT", "1", TRUE);
+      g_subprocess_launcher_setenv (launcher, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", TRUE);
+    }
   GSubprocess *child = g_subprocess_launcher_spawnv (launcher, (const char *const *) argv->pdata, error);
   if (!child)
     return NULL;
@@ -638,10 +664,13 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
   g_object_unref (err_stream);
   g_subprocess_wait_async (child, self->cancellable, pp_recording_child_exited_cb, g_object_ref (self));
 
-  /* The same path as attaching to a job started elsewhere: by pid. */
+  /* The same path as attaching to a job started elsewhere: by pid, or
+   * under mpirun (whose pid is no rank's) by the job's name. */
   char pid[16];
   g_snprintf (pid, sizeof pid, "%d", self->pid);
-  pp_recording_start_live (self, pid, NULL);
+  if (mpirun != NULL)
+    self->attach_timeout_us = PP_RUN_ATTACH_MPI_TIMEOUT_US;
+  pp_recording_start_live (self, mpirun != NULL ? job_name : pid, NULL);
   return self;
 }
 

@@ -30,13 +30,15 @@ typedef enum {
 G_DECLARE_FINAL_TYPE (PpRecording, pp_recording, PP, RECORDING, GObject)
 
 /* Starts `cli run -s schedule -p P -m M [-v V] --backend B ...` and attaches
- * to it by pid.  NULL with error if the child cannot be started. */
+ * to it by pid; with mpirun, `mpirun -np P cli run ... --name NAME` (one
+ * process a rank) and attaches to the job by its name.  NULL with error if
+ * the child cannot be started. */
 /* model: blocks, width and rows per step; 0 for the app's defaults (8 or
  * two a stage, 256, and 8 rows a micro-batch). */
 typedef struct { int layers, width, batch; } PpModelShape;
 PpRecording           *pp_recording_new_child  (const char *cli_path, const char *schedule, int ranks,
                                     int microbatches, int stages_per_rank, const char *backend,
-                                    const PpModelShape *model, GError **error);
+                                    const PpModelShape *model, const char *mpirun, GError **error);
 /* Attaches to a running job: pid, name, socket path or HOST:PORT (+ token). */
 PpRecording           *pp_recording_new_attach (const char *job, const char *token);
 /* A run of a trace file already read into model (taken). */

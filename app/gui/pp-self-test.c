@@ -240,6 +240,40 @@ tick_run (struct PpSelfTest *t)
       return FALSE;
 
     case 3:
+      /* Ranks as processes, where mpirun is there: the switch, then Run. */
+      if (w->mpirun_path == NULL)
+        {
+          say ("no mpirun on PATH: ranks as processes not tried");
+          t->step = 5;
+          return FALSE;
+        }
+      if (!gtk_widget_get_visible (w->processes_row))
+        {
+          fail (t, "with mpirun on PATH the ranks-as-processes switch should show");
+          return TRUE;
+        }
+      gtk_switch_set_active (w->processes, TRUE);
+      gtk_spin_button_set_value (w->ranks, 2);
+      gtk_spin_button_set_value (w->microbatches, 4);
+      g_action_group_activate_action (G_ACTION_GROUP (w), "run", NULL);
+      next_step (t);
+      return FALSE;
+
+    case 4:
+      {
+        PpRecording *r2 = run_at (w, 2);
+        if (!r2 || !pp_recording_has_spans_on_every_rank (r2))
+          return FALSE;
+        PpTimelineModel *m = pp_recording_get_model (r2);
+        say ("run 3 as processes (mpirun, pid %d) live: spans on all %d ranks (%zu spans)",
+             pp_recording_get_pid (r2), pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m));
+        remember_pid (t, r2);
+        gtk_switch_set_active (w->processes, FALSE);
+      }
+      next_step (t);
+      return FALSE;
+
+    case 5:
       /* Let the comparison be drawn once, then close. */
       say ("closing the window");
       t->done = TRUE;

@@ -22,6 +22,9 @@ struct _PpWindow
   GtkSpinButton    *microbatches;
   GtkSpinButton    *stages_per_rank;
   GtkDropDown      *backend;
+  GtkWidget        *processes_row;  /* shown where mpirun is found */
+  GtkSwitch        *processes;
+  char             *mpirun_path;
   GtkLabel         *verdict;
   GtkImage         *verdict_icon;
   gboolean          controls_ok;

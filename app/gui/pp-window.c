@@ -516,7 +516,9 @@ pp_window_run (PpWindow *self)
                                             info && info->takes_v
                                               ? gtk_spin_button_get_value_as_int (self->stages_per_rank) : 0,
                                             be ? gtk_string_object_get_string (be) : "auto",
-                                            &self->whatif_model, &error);
+                                            &self->whatif_model,
+                                            gtk_switch_get_active (self->processes) ? self->mpirun_path : NULL,
+                                            &error);
   if (!run)
     {
       g_autofree char *msg = g_strdup_printf ("Could not start pipescope-cli: %s", error->message);
@@ -776,6 +778,7 @@ pp_window_finalize (GObject *object)
 {
   PpWindow *self = PP_WINDOW (object);
   g_free (self->cli_path);
+  g_free (self->mpirun_path);
   G_OBJECT_CLASS (pp_window_parent_class)->finalize (object);
 }
 
@@ -805,6 +808,8 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, microbatches);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, stages_per_rank);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, backend);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, processes_row);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, processes);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, verdict);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, verdict_icon);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, toasts);
@@ -872,6 +877,9 @@ pp_window_init (PpWindow *self)
    * threads, and more of them than cores would measure the scheduler's
    * bubble, not the pipeline's. */
   gtk_spin_button_set_value (self->ranks, CLAMP (g_get_num_processors (), 2, 4));
+  /* ranks as processes where an MPI launcher is there to start them */
+  self->mpirun_path = g_find_program_in_path ("mpirun");
+  gtk_widget_set_visible (self->processes_row, self->mpirun_path != NULL);
 
   gtk_list_box_bind_model (self->run_list, G_LIST_MODEL (self->runs), pp_window_create_row, self, NULL);
 
