@@ -123,23 +123,6 @@ run_usage (FILE *out)
   pp_cli_print_schedules (out);
 }
 
-/* MemAvailable from /proc/meminfo in bytes, or -1 when unknown. */
-static double
-mem_available_bytes (void)
-{
-  FILE *f = fopen ("/proc/meminfo", "r");
-  char line[256];
-  double kb = -1;
-
-  if (f == NULL)
-    return -1;
-  while (fgets (line, sizeof line, f) != NULL)
-    if (sscanf (line, "MemAvailable: %lf kB", &kb) == 1)
-      break;
-  fclose (f);
-  return kb < 0 ? -1 : kb * 1024.0;
-}
-
 static int
 memory_refusal (double need, double avail)
 {
@@ -839,7 +822,7 @@ pp_cli_run (int argc, char **argv)
   /* A first, rough memory check before anything is allocated: the
    * parameters alone (weights, gradients, two Adam moments). */
   {
-    double avail = mem_available_bytes ();
+    double avail = pp_mem_available_bytes ();
     double H = 4.0 * D;
     double params = (double) D * D + D + (double) L * (2.0 * D * H + H + 3.0 * D) + 16.0 * D + 16.0;
     double need = params * 4.0 * 4.0 * (n_chains > 1 ? n_chains : 1);
@@ -880,7 +863,7 @@ pp_cli_run (int argc, char **argv)
       goto out;
     }
   {
-    double avail = mem_available_bytes ();
+    double avail = pp_mem_available_bytes ();
     double rows = (double) B / M;
     double need = (double) pp_model_n_params (model) * 4.0 * 4.0 * (n_chains > 1 ? n_chains : 1);
     for (int r = 0; r < s->ranks; r++)
