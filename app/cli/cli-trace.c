@@ -89,6 +89,14 @@ rank_offset (const Trace *t, int r)
   return 0;
 }
 
+/* A time as the timeline model keeps it: within +-2^61 ns. */
+static int64_t
+clamp_time (int64_t t)
+{
+  return t > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS
+         : t < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : t;
+}
+
 /* Every span on the common clock (rank 0's, for a job of several hosts):
  * the rank's time + its offset, clamped like the timeline model's times so
  * no later arithmetic overflows. */
@@ -107,20 +115,16 @@ apply_clock_offsets (Trace *t)
     if (t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET
         && t->rank_items[i].clock_offset.rank < n)
       {
-        int64_t o = t->rank_items[i].clock_offset.offset_ns;
-        off[t->rank_items[i].clock_offset.rank] =
-          o > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : o < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : o;
+        off[t->rank_items[i].clock_offset.rank] = clamp_time (t->rank_items[i].clock_offset.offset_ns);
         any = true;
       }
   for (size_t i = 0; any && i < t->n_spans; i++)
     {
       PpSpan *sp = &t->spans[i];
       int64_t o = sp->rank >= 0 && sp->rank < n ? off[sp->rank] : 0;
-      int64_t a = sp->start_ns, b = sp->end_ns;
-      a = a > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : a < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : a;
-      b = b > PP_TIMELINE_MAX_ABS_NS ? PP_TIMELINE_MAX_ABS_NS : b < -PP_TIMELINE_MAX_ABS_NS ? -PP_TIMELINE_MAX_ABS_NS : b;
-      sp->start_ns = a + o;   /* |a|, |o| <= 2^61: no overflow */
-      sp->end_ns = b + o;
+      /* |time|, |o| <= 2^61: the sums cannot overflow */
+      sp->start_ns = clamp_time (sp->start_ns) + o;
+      sp->end_ns = clamp_time (sp->end_ns) + o;
     }
   free (off);
   return 0;
