@@ -165,6 +165,49 @@ test_unknown_command (void)
   g_free (out); g_free (err);
 }
 
+/* A 0-byte file is no trace: info, export, render and suggest refuse it in
+ * one line with status 2 (as the app does), not read it as a run of no
+ * ranks; an image that cannot be written names the path and the reason. */
+static void
+test_trace_empty_and_unwritable (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-empty");
+  g_autofree char *empty = pp_test_ctx_path (&c, "empty.pptrace");
+  g_autofree char *good = pp_test_ctx_path (&c, "good.pptrace");
+  g_autofree char *img = pp_test_ctx_path (&c, "x.png");
+  g_autofree char *json = pp_test_ctx_path (&c, "x.json");
+  char *out, *err;
+
+  g_assert_true (g_file_set_contents (empty, "", 0, NULL));
+  const char *const cmds[][6] = {
+    { "info", empty, NULL },
+    { "export", "--format", "chrome", "-o", json, empty },
+    { "render", "-o", img, empty, NULL },
+    { "suggest", empty, NULL },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cmds); i++)
+    {
+      int rc = run (&out, &err, cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], cmds[i][4], cmds[i][5], NULL);
+      g_assert_cmpint (rc, ==, 2);
+      g_assert_nonnull (strstr (err, "is empty (0 bytes): not a pipescope trace"));
+      pp_test_assert_one_line_error (err);
+      g_free (out); g_free (err);
+    }
+  g_assert_false (g_file_test (json, G_FILE_TEST_EXISTS));
+
+  g_assert_cmpint (run (&out, &err, "schedule", "-s", "1F1B", "-p", "2", "-m", "4", "--trace", good, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_autofree char *nowhere = pp_test_ctx_path (&c, "no-such-folder/x.png");
+  g_assert_cmpint (run (&out, &err, "render", "-o", nowhere, good, NULL), ==, 1);
+  g_assert_nonnull (strstr (err, nowhere));
+  g_assert_nonnull (strstr (err, "cannot write"));
+  g_assert_null (strstr (err, "output stream"));   /* cairo's words: no reason */
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -172,5 +215,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
+  g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);
   return g_test_run ();
 }

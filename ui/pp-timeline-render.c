@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -1491,6 +1492,14 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
     return pp_error_set (err, PP_EINVAL, "%s: unknown image type; name the file .png, .svg or .pdf",
                          path);
 
+  /* cairo says only "error while writing to output stream": ask the
+   * system first, for the reason (no such folder, no permission) */
+  {
+    FILE *probe = fopen (path, "wb");
+    if (probe == NULL)
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, strerror (errno));
+    fclose (probe);
+  }
   if (kind == 0)
     s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (view.width),
                                     (int) ceil (view.height));

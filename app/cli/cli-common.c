@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "pp-schedule.h"
 
@@ -28,6 +29,11 @@ pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **
                                command);
   if (optind + 1 < argc)
     return pp_cli_usage_error ("unexpected argument '%s'", argv[optind + 1]);
+  /* an empty file is no trace (not even its header): refused as the app
+   * refuses it, rather than read as a run of no ranks */
+  struct stat sb;
+  if (stat (argv[optind], &sb) == 0 && S_ISREG (sb.st_mode) && sb.st_size == 0)
+    return pp_cli_usage_error ("%s is empty (0 bytes): not a pipescope trace", argv[optind]);
   *path = argv[optind];
   return 0;
 }
