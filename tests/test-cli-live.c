@@ -247,12 +247,13 @@ test_jobs_and_record (void)
   g_free (out); g_free (err);
   g_assert_cmpint (info_spans (&c, f2, "schedule: 1F1B (P=4, M=8, V=1)\n"), >, 0);
 
-  /* Until the job ends: an error, one line naming the file, which keeps
-   * everything: all 100 steps of 64 spans (the job keeps its history). */
-  g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f3, NULL), ==, 1);
-  pp_test_assert_one_line_error (err);
-  g_assert_nonnull (strstr (err, f3));
-  g_assert_nonnull (strstr (err, "ended while recording"));
+  /* Until the job ends: a normal end is a success, one line saying how
+   * many events the file keeps: all 100 steps of 64 spans (the job keeps
+   * its history). */
+  g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f3, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, " ended; recorded 6400 events in "));
+  g_assert_nonnull (strstr (out, f3));
   g_free (out); g_free (err);
   g_assert_cmpint (info_spans (&c, f3, "schedule: 1F1B (P=4, M=8, V=1)\n"), ==, 100 * 64);
   g_assert_cmpint (run (&c, &out, &err, "info", f3, NULL), ==, 0);
@@ -343,6 +344,56 @@ test_serve_sigterm (void)
 
   job_clear (&job);
   g_free (t);
+  ctx_clear (&c);
+}
+
+/* Kills the job once record has written what it received into its file. */
+typedef struct { pid_t pid; const char *file; } Killer;
+
+static gpointer
+kill_when_recording (gpointer data)
+{
+  Killer *k = data;
+  GStatBuf sb;
+  for (int i = 0; i < 1000; i++)   /* 20 s: the test's own bound */
+    {
+      if (g_stat (k->file, &sb) == 0 && sb.st_size > 0)
+        break;
+      g_usleep (20000);
+    }
+  kill (k->pid, SIGKILL);
+  return NULL;
+}
+
+/* A job that dies while recorded (SIGKILL: its registry entry is left
+ * behind) is not a normal end: exit 1, one line saying so and how much the
+ * file kept, and the file reads. */
+static void
+test_record_killed_job (void)
+{
+  Ctx c;
+  Job job;
+  char *out, *err, *pid, *f;
+
+  ctx_init (&c);
+  f = ctx_path (&c, "killed.pptrace");
+  job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "2", "-m", "4", "--serve", NULL);
+  g_assert_true (jobs_lists (&c, &job, NULL));
+  pid = pid_str (&job);
+  Killer k = { job.pid, f };
+  GThread *t = g_thread_new ("killer", kill_when_recording, &k);
+  g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f, NULL), ==, 1);
+  g_thread_join (t);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "died without ending its stream"));
+  g_assert_nonnull (strstr (err, f));
+  g_free (out); g_free (err);
+  g_assert_cmpint (info_spans (&c, f, "schedule: 1F1B (P=2, M=4, V=1)\n"), >, 0);
+  job_wait (&job, 5000);
+  job.pid = 0;
+  job_clear (&job);
+  g_free (pid);
+  g_free (f);
   ctx_clear (&c);
 }
 
@@ -479,5 +530,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-live/serve-trace", test_serve_trace_to_completion);
   g_test_add_func ("/cli-live/serve-sigterm", test_serve_sigterm);
   g_test_add_func ("/cli-live/tcp", test_tcp);
+  g_test_add_func ("/cli-live/record-killed-job", test_record_killed_job);
   return g_test_run ();
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +130,53 @@ pp_cli_jobs (int argc, char **argv)
   return fflush (stdout) == 0 ? 0 : 1;
 }
 
+/* Whether pid runs (a zombie, dead but not yet reaped by its parent, does
+ * not). */
+static bool
+process_alive (int32_t pid)
+{
+  char path[64], buf[512];
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  FILE *f = fopen (path, "r");
+  if (f == NULL)
+    return kill (pid, 0) == 0 || errno != ESRCH;   /* no /proc: ask the kernel */
+  size_t n = fread (buf, 1, sizeof buf - 1, f);
+  fclose (f);
+  buf[n] = '\0';
+  const char *close_paren = strrchr (buf, ')');   /* the name may hold spaces and ')' */
+  return close_paren == NULL || (close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X');
+}
+
+/* How a local job's stream ended: 1 the job ended (it removed its registry
+ * entry on the way out), 0 it died without (killed: the entry is left),
+ * -1 unknown (over TCP, or still running).  Waits at most 2 s for the
+ * process to go. */
+static int
+job_ended_cleanly (const PpJobInfo *info, bool known)
+{
+  char entry[sizeof info->endpoint];
+  size_t n;
+  struct stat sb;
+
+  if (!known || strncmp (info->endpoint, "unix:", 5) != 0)
+    return -1;
+  snprintf (entry, sizeof entry, "%s", info->endpoint + 5);
+  n = strlen (entry);
+  if (n < 5 || strcmp (entry + n - 5, ".sock") != 0)
+    return -1;
+  memcpy (entry + n - 5, ".job", 5);
+  for (int i = 0; i < 100; i++)
+    {
+      if (stat (entry, &sb) != 0)
+        return 1;
+      if (!process_alive (info->pid))
+        return 0;
+      struct timespec ts = { 0, 20 * 1000000 };
+      nanosleep (&ts, NULL);
+    }
+  return -1;
+}
+
 /* ---- record ---------------------------------------------------------------------- */
 
 static void
@@ -202,6 +250,8 @@ pp_cli_record (int argc, char **argv)
   char token_buf[256];
   double duration = -1;
   int opt, status = 1;
+  PpJobInfo info;
+  bool known = false;
   PpError err = { 0 };
   PpLiveClient *c = NULL;
   PpTraceWriter *w = NULL;
@@ -267,6 +317,8 @@ pp_cli_record (int argc, char **argv)
 
   pp_cli_catch_stop_signals ();
 
+  /* which process it is, to tell at the end whether it ended or died */
+  known = !is_tcp_spec (job) && pp_registry_find (job, &info, NULL) == PP_OK;
   c = pp_live_client_connect (job, token, &err);
   if (c == NULL)
     {
@@ -315,11 +367,23 @@ pp_cli_record (int argc, char **argv)
                 }
               continue;
             }
-          /* The job ended (or went away) while we recorded. */
+          /* The stream ended: the job ended (a normal end: exit 0), or it
+           * died, or the connection went (exit 1: what was kept is kept). */
           if (finish_writer (&w, path, &err) != PP_OK)
             goto write_fail;
-          fprintf (stderr, "pipescope-cli: error: job %s ended while recording; kept %" PRIu64
-                   " events in %s\n", job, n_events, path);
+          int how = job_ended_cleanly (&info, known);
+          if (how == 0)
+            fprintf (stderr, "pipescope-cli: error: job %s died without ending its stream (killed?); "
+                     "kept %" PRIu64 " events in %s\n", job, n_events, path);
+          else if (how < 0 && known)
+            fprintf (stderr, "pipescope-cli: error: connection to job %s lost; kept %" PRIu64
+                     " events in %s\n", job, n_events, path);
+          else
+            {
+              printf ("job %s %s; recorded %" PRIu64 " events in %s\n", job,
+                      how == 1 ? "ended" : "closed its stream", n_events, path);
+              status = fflush (stdout) == 0 ? 0 : 1;
+            }
           goto out;
         }
       if (ensure_writer (&w, path, &err) != PP_OK || pp_trace_write_item (w, &item, &err) != PP_OK)
