@@ -1,0 +1,1112 @@
+/* pp-why.c — idle time by cause, the critical path, what to change (pp-why.h). */
+#include "pp-why.h"
+#include "pp-schedule-rules.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- idle time split by cause -------------------------------------------- */
+
+static const char *const part_names[PP_WHY_N_PARTS] = { "schedule", "imbalance", "transfers", "runtime" };
+
+const char *
+pp_why_part_name (int part)
+{
+  return part >= 0 && part < PP_WHY_N_PARTS ? part_names[part] : "?";
+}
+
+double
+pp_why_idle_part (const PpWhyIdle *idle, int part)
+{
+  switch (part)
+    {
+    case 0: return idle->schedule;
+    case 1: return idle->imbalance;
+    case 2: return idle->transfers;
+    case 3: return idle->runtime;
+    default: return 0;
+    }
+}
+
+static PpCostModel *
+cost_model_copy (const PpCostModel *c, int with_comm)
+{
+  PpCostModel *o = pp_cost_model_new_uniform (c->n_stages, 0, 0, 0, 0);
+  if (o == NULL)
+    return NULL;
+  for (int i = 0; i < c->n_stages; i++)
+    {
+      o->f[i] = c->f[i];
+      o->b[i] = c->b[i];
+      o->w[i] = c->w[i];
+      o->comm[i] = with_comm ? c->comm[i] : 0;
+    }
+  return o;
+}
+
+PpStatus
+pp_why_split (const PpSchedule *s, const PpCostModel *costs, const double *measured_idle,
+              PpWhyIdle *out, PpError *err)
+{
+  PpCostModel *cm[3] = { NULL, NULL, NULL };
+  PpSimulation *sim[3] = { NULL, NULL, NULL };
+  PpStatus st = PP_OK;
+  double f = 0, b = 0, w = 0;
+
+  if (s == NULL || costs == NULL || out == NULL || costs->n_stages != s->n_stages
+      || s->n_stages <= 0)
+    return pp_error_set (err, PP_EINVAL, "pp_why_split: a schedule and costs of its %d stages are required",
+                         s ? s->n_stages : 0);
+  for (int i = 0; i < costs->n_stages; i++)
+    {
+      f += costs->f[i];
+      b += costs->b[i];
+      w += costs->w[i];
+    }
+  f /= costs->n_stages;
+  b /= costs->n_stages;
+  w /= costs->n_stages;
+  /* balanced (the mean action), then per stage, then with the transfers */
+  cm[0] = pp_cost_model_new_uniform (s->n_stages, f, b, w, 0);
+  cm[1] = cost_model_copy (costs, 0);
+  cm[2] = cost_model_copy (costs, 1);
+  if (cm[0] == NULL || cm[1] == NULL || cm[2] == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (int k = 0; k < 3; k++)
+    if ((st = pp_simulate (s, cm[k], &sim[k], err)) != PP_OK)
+      goto out;
+  for (int r = 0; r < s->ranks; r++)
+    {
+      double u = sim[0]->rank[r].idle, p = sim[1]->rank[r].idle, full = sim[2]->rank[r].idle;
+      PpWhyIdle *o = &out[r];
+      o->measured = measured_idle != NULL ? measured_idle[r] : full;
+      o->schedule = u;
+      o->imbalance = p - u;
+      o->transfers = full - p;
+      o->runtime = o->measured - full;
+    }
+out:
+  for (int k = 0; k < 3; k++)
+    {
+      pp_simulation_free (sim[k]);
+      pp_cost_model_free (cm[k]);
+    }
+  return st;
+}
+
+/* ---- the critical path ---------------------------------------------------- */
+
+void
+pp_why_path_clear (PpWhyPath *p)
+{
+  if (p == NULL)
+    return;
+  free (p->steps);
+  free (p->stage_time);
+  memset (p, 0, sizeof *p);
+}
+
+static int
+is_grad (int kind)
+{
+  return kind == PP_ACT_B || kind == PP_ACT_I;
+}
+
+/* qsort has no context argument in C11; the blocks being sorted, per thread. */
+static _Thread_local const PpWhyBlock *sort_blocks;
+
+static int
+cmp_index (const void *a, const void *b)
+{
+  const PpWhyBlock *x = &sort_blocks[*(const size_t *) a];
+  const PpWhyBlock *y = &sort_blocks[*(const size_t *) b];
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int
+near (double a, double b)
+{
+  double m = fmax (1.0, fmax (fabs (a), fabs (b)));
+  return fabs (a - b) <= 1e-9 * m;
+}
+
+PpStatus
+pp_why_critical_path (const PpSchedule *s, const PpWhyBlock *blocks, size_t n,
+                      const double *comm, PpWhyPath *out, PpError *err)
+{
+  size_t cells, *order = NULL, *prev = NULL;
+  long *f_at = NULL, *g_at = NULL;
+  PpStatus st = PP_OK;
+  int M;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_why_critical_path: out is required");
+  memset (out, 0, sizeof *out);
+  if (s == NULL || (n > 0 && blocks == NULL))
+    return pp_error_set (err, PP_EINVAL, "pp_why_critical_path: a schedule is required");
+  M = s->microbatches;
+  cells = (size_t) s->n_stages * (size_t) M;
+  out->n_stages = s->n_stages;
+  out->stage_time = calloc ((size_t) s->n_stages, sizeof *out->stage_time);
+  f_at = malloc ((cells ? cells : 1) * sizeof *f_at);
+  g_at = malloc ((cells ? cells : 1) * sizeof *g_at);
+  order = malloc ((n ? n : 1) * sizeof *order);
+  prev = malloc ((n ? n : 1) * sizeof *prev);
+  if (out->stage_time == NULL || f_at == NULL || g_at == NULL || order == NULL || prev == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (size_t c = 0; c < cells; c++)
+    f_at[c] = g_at[c] = -1;
+
+  /* where each (stage, micro-batch)'s forward and input gradient ran */
+  size_t last = SIZE_MAX;
+  out->start = INFINITY;
+  out->end = -INFINITY;
+  for (size_t i = 0; i < n; i++)
+    {
+      const PpWhyBlock *b = &blocks[i];
+      if (b->stage < 0 || b->stage >= s->n_stages || b->microbatch < 0 || b->microbatch >= M)
+        {
+          st = pp_error_set (err, PP_EINVAL, "block %zu names stage %d, micro-batch %d, outside the schedule",
+                             i, b->stage, b->microbatch);
+          goto out;
+        }
+      size_t c = (size_t) b->stage * M + b->microbatch;
+      if (b->kind == PP_ACT_F || b->kind == PP_ACT_OVERLAP_F_B)
+        f_at[c] = (long) i;
+      if (is_grad (b->kind))
+        g_at[c] = (long) i;
+      if (b->kind == PP_ACT_OVERLAP_F_B && is_grad (b->sub_kind) && b->sub_stage >= 0
+          && b->sub_stage < s->n_stages && b->sub_microbatch >= 0 && b->sub_microbatch < M)
+        g_at[(size_t) b->sub_stage * M + b->sub_microbatch] = (long) i;
+      if (b->start < out->start)
+        out->start = b->start;
+      if (last == SIZE_MAX || b->end > blocks[last].end)
+        last = i;
+    }
+  if (n == 0)
+    {
+      out->start = out->end = 0;
+      goto out;
+    }
+  out->end = blocks[last].end;
+
+  /* each block's previous block on its rank */
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
+  sort_blocks = blocks;
+  qsort (order, n, sizeof *order, cmp_index);
+  for (size_t k = 0; k < n; k++)
+    prev[order[k]] = k > 0 && blocks[order[k - 1]].rank == blocks[order[k]].rank ? order[k - 1] : SIZE_MAX;
+
+  /* walk back from the last block; at most n steps (each goes to an earlier block) */
+  out->steps = malloc (n * sizeof *out->steps);
+  if (out->steps == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  size_t cur = last, len = 0;
+  while (cur != SIZE_MAX && len < n)
+    {
+      const PpWhyBlock *b = &blocks[cur];
+      size_t best = SIZE_MAX;
+      double best_t = -INFINITY, best_x = 0;
+      int best_via = PP_WHY_VIA_START;
+
+      if (prev[cur] != SIZE_MAX)
+        {
+          best = prev[cur];
+          best_t = blocks[best].end;
+          best_via = PP_WHY_VIA_RANK;
+        }
+      /* the halves' dependencies (both for an OVERLAP_F_B) */
+      for (int half = 0; half < 2; half++)
+        {
+          int kind = half == 0 ? (b->kind == PP_ACT_OVERLAP_F_B ? PP_ACT_F : b->kind) : b->sub_kind;
+          int stage = half == 0 ? b->stage : b->sub_stage;
+          int mb = half == 0 ? b->microbatch : b->sub_microbatch;
+          PpDependency dep[2];
+          if (half == 1 && b->kind != PP_ACT_OVERLAP_F_B)
+            break;
+          if (stage < 0 || stage >= s->n_stages || mb < 0 || mb >= M)
+            continue;
+          int nd = pp_schedule_dependencies (s, kind, stage, dep);
+          for (int d = 0; d < nd; d++)
+            {
+              long j = (dep[d].kind == PP_ACT_F ? f_at : g_at)[(size_t) dep[d].stage * M + mb];
+              /* one that started after this block did cannot have held it */
+              if (j < 0 || (size_t) j == cur || blocks[j].start >= b->start)
+                continue;
+              double x = dep[d].boundary >= 0 && comm != NULL ? comm[dep[d].boundary] : 0;
+              double t = blocks[j].end + x;
+              /* the later wins; on a tie a dependency beats the rank's
+               * previous block (the hand-off), and the first of two tied
+               * dependencies stays */
+              int tie = best != SIZE_MAX && near (t, best_t);
+              if (best == SIZE_MAX || (t > best_t && !tie)
+                  || (tie && best_via != PP_WHY_VIA_DEPENDENCY))
+                {
+                  best = (size_t) j;
+                  best_t = t;
+                  best_x = x;
+                  best_via = PP_WHY_VIA_DEPENDENCY;
+                }
+            }
+        }
+      out->steps[len].block = *b;
+      out->steps[len].via = best != SIZE_MAX ? best_via : PP_WHY_VIA_START;
+      out->steps[len].transfer = best != SIZE_MAX && best_via == PP_WHY_VIA_DEPENDENCY ? best_x : 0;
+      len++;
+      cur = best;
+    }
+  /* into first-to-last order */
+  for (size_t i = 0; i < len / 2; i++)
+    {
+      PpWhyPathStep t = out->steps[i];
+      out->steps[i] = out->steps[len - 1 - i];
+      out->steps[len - 1 - i] = t;
+    }
+  out->n = len;
+  double busy = 0;
+  for (size_t i = 0; i < len; i++)
+    {
+      const PpWhyBlock *b = &out->steps[i].block;
+      double d = b->end - b->start;
+      if (b->kind == PP_ACT_OVERLAP_F_B && b->sub_stage >= 0 && b->sub_stage < s->n_stages)
+        {
+          /* F : B = 1 : 2, as the measured costs split them */
+          out->stage_time[b->stage] += d / 3;
+          out->stage_time[b->sub_stage] += 2 * d / 3;
+        }
+      else
+        out->stage_time[b->stage] += d;
+      busy += d;
+      out->transfer_time += out->steps[i].transfer;
+    }
+  out->slack_time = (out->end - out->start) - busy - out->transfer_time;
+
+out:
+  free (f_at);
+  free (g_at);
+  free (order);
+  free (prev);
+  if (st != PP_OK)
+    pp_why_path_clear (out);
+  return st;
+}
+
+PpStatus
+pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out, size_t *n_out, PpError *err)
+{
+  const PpSchedule *s;
+  size_t n = 0;
+
+  *out = NULL;
+  *n_out = 0;
+  if (sim == NULL || (s = sim->schedule) == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_why_blocks_of_simulation: a simulation is required");
+  PpWhyBlock *b = malloc ((size_t) (pp_schedule_total_actions (s) + 1) * sizeof *b);
+  if (b == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        if (!pp_action_is_compute (a))
+          continue;
+        b[n] = (PpWhyBlock) { r, a->kind, a->stage, a->microbatch, a->sub_kind, a->sub_stage,
+                              a->sub_microbatch, sim->timeline[r][k].start, sim->timeline[r][k].end };
+        n++;
+      }
+  *out = b;
+  *n_out = n;
+  return PP_OK;
+}
+
+/* ---- a measured run ------------------------------------------------------- */
+
+void
+pp_why_report_free (PpWhyReport *r)
+{
+  if (r == NULL)
+    return;
+  for (int i = 0; i < r->n_steps; i++)
+    {
+      free (r->steps[i].idle);
+      pp_why_path_clear (&r->steps[i].path);
+    }
+  free (r->steps);
+  free (r->idle);
+  free (r->path_share);
+  pp_cost_model_free (r->costs);
+  free (r);
+}
+
+static int
+action_kind_of_span (int span_kind)
+{
+  switch (span_kind)
+    {
+    case PP_SPAN_F: return PP_ACT_F;
+    case PP_SPAN_B: return PP_ACT_B;
+    case PP_SPAN_I: return PP_ACT_I;
+    case PP_SPAN_W: return PP_ACT_W;
+    case PP_SPAN_OVERLAP_F_B: return PP_ACT_OVERLAP_F_B;
+    default: return -1;
+    }
+}
+
+/* The boundary a transfer span crosses (an index into comm), -1 if none. */
+static int
+boundary_of_transfer (const PpSchedule *s, int kind, int stage)
+{
+  PpDependency dep[2];
+  int n, other;
+
+  if (stage < 0 || stage >= s->n_stages)
+    return -1;
+  switch (kind)
+    {
+    case PP_SPAN_RECV_F:   /* into stage, from its previous */
+      n = pp_schedule_dependencies (s, PP_ACT_F, stage, dep);
+      return n > 0 ? dep[0].boundary : -1;
+    case PP_SPAN_SEND_F:   /* from stage to its next */
+      other = s->stage_next[stage];
+      if (other < 0)
+        return -1;
+      n = pp_schedule_dependencies (s, PP_ACT_F, other, dep);
+      return n > 0 ? dep[0].boundary : -1;
+    case PP_SPAN_RECV_B:   /* into stage, from its next */
+      n = pp_schedule_dependencies (s, PP_ACT_B, stage, dep);
+      return n > 1 ? dep[1].boundary : -1;
+    case PP_SPAN_SEND_B:   /* from stage to its previous */
+      other = s->stage_prev[stage];
+      if (other < 0)
+        return -1;
+      n = pp_schedule_dependencies (s, PP_ACT_B, other, dep);
+      return n > 1 ? dep[1].boundary : -1;
+    default:
+      return -1;
+    }
+}
+
+typedef struct {
+  int32_t step;
+  size_t  first, n;     /* into the step-sorted span index */
+} StepRange;
+
+static const PpSpan *sort_spans;
+
+static int
+cmp_span_step (const void *a, const void *b)
+{
+  const PpSpan *x = &sort_spans[*(const size_t *) a], *y = &sort_spans[*(const size_t *) b];
+  if (x->step != y->step)
+    return x->step < y->step ? -1 : 1;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* Sums of one stage's spans in a step. */
+typedef struct {
+  double f, b, i, w, ov;
+  long   nf, nb, ni, nw, nov;
+} StageSums;
+
+static void
+costs_of_sums (const StageSums *a, int n_stages, const double *xsum, const long *xn,
+               PpCostModel *cm)
+{
+  for (int s = 0; s < n_stages; s++)
+    {
+      const StageSums *z = &a[s];
+      double ov = z->nov ? z->ov / (double) z->nov : 0;
+      double w = z->nw ? z->w / (double) z->nw : 0;
+      cm->f[s] = z->nf ? z->f / (double) z->nf : ov / 3;
+      cm->w[s] = w;
+      if (z->nb + z->ni > 0)
+        cm->b[s] = (z->b + z->i + (double) z->ni * w) / (double) (z->nb + z->ni);
+      else
+        cm->b[s] = ov * 2 / 3;
+      if (cm->w[s] > cm->b[s])
+        cm->w[s] = cm->b[s];
+      cm->comm[s] = xn[s] ? xsum[s] / (double) xn[s] : 0;
+    }
+}
+
+PpStatus
+pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int max_steps,
+                      PpWhyReport **out, PpError *err)
+{
+  PpWhyReport *rep = NULL;
+  size_t *idx = NULL, n_idx = 0, n_ranges = 0;
+  StepRange *ranges = NULL;
+  StageSums *sums = NULL;
+  double *xsum = NULL, *idle = NULL, *busy = NULL, *last_end = NULL;
+  long *xn = NULL, n_compute = 0;
+  PpWhyBlock *blk = NULL;
+  PpCostModel *cm = NULL;
+  StageSums *total = NULL;
+  double *txsum = NULL;
+  long *txn = NULL;
+  PpStatus st = PP_OK;
+  int P, S, M;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_why_analyse_spans: out is required");
+  *out = NULL;
+  if (s == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_why_analyse_spans: a schedule is required");
+  if (max_steps <= 0)
+    max_steps = PP_WHY_MAX_STEPS;
+  P = s->ranks;
+  S = s->n_stages;
+  M = s->microbatches;
+  for (int r = 0; r < P; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        n_compute += pp_action_is_compute (a);
+      }
+
+  idx = malloc ((n ? n : 1) * sizeof *idx);
+  if (idx == NULL)
+    goto oom;
+  for (size_t i = 0; i < n; i++)
+    {
+      const PpSpan *sp = &spans[i];
+      if (sp->step < 0 || sp->rank < 0 || sp->rank >= P || sp->end_ns < sp->start_ns)
+        continue;
+      if (action_kind_of_span (sp->kind) >= 0)
+        {
+          if (sp->stage < 0 || sp->stage >= S || sp->microbatch < 0 || sp->microbatch >= M)
+            continue;
+        }
+      else if (boundary_of_transfer (s, sp->kind, sp->stage) < 0)
+        continue;
+      idx[n_idx++] = i;
+    }
+  sort_spans = spans;
+  qsort (idx, n_idx, sizeof *idx, cmp_span_step);
+  ranges = malloc ((n_idx ? n_idx : 1) * sizeof *ranges);
+  if (ranges == NULL)
+    goto oom;
+  for (size_t k = 0; k < n_idx; k++)
+    {
+      int32_t stp = spans[idx[k]].step;
+      if (n_ranges == 0 || ranges[n_ranges - 1].step != stp)
+        ranges[n_ranges++] = (StepRange) { stp, k, 0 };
+      ranges[n_ranges - 1].n++;
+    }
+  /* whole steps only: every compute action of the schedule has its block */
+  {
+    size_t k = 0;
+    for (size_t i = 0; i < n_ranges; i++)
+      {
+        long nb = 0;
+        for (size_t j = 0; j < ranges[i].n; j++)
+          nb += action_kind_of_span (spans[idx[ranges[i].first + j]].kind) >= 0;
+        if (nb == n_compute)
+          ranges[k++] = ranges[i];
+      }
+    n_ranges = k;
+  }
+  if (n_ranges == 0)
+    {
+      st = pp_error_set (err, PP_EINVAL,
+                         "no whole step to analyse: no step has a block for every action of the %s plan",
+                         s->name);
+      goto out;
+    }
+  /* the last max_steps, the first (warm-up) step left out when there are more */
+  size_t first_range = 0;
+  if (n_ranges > 1 && ranges[0].step == spans[idx[0]].step)
+    first_range = 1;
+  if (n_ranges - first_range > (size_t) max_steps)
+    first_range = n_ranges - (size_t) max_steps;
+
+  rep = calloc (1, sizeof *rep);
+  if (rep == NULL)
+    goto oom;
+  rep->ranks = P;
+  rep->n_stages = S;
+  rep->steps = calloc (n_ranges - first_range, sizeof *rep->steps);
+  rep->idle = calloc ((size_t) P, sizeof *rep->idle);
+  rep->path_share = calloc ((size_t) S, sizeof *rep->path_share);
+  rep->costs = pp_cost_model_new_uniform (S, 0, 0, 0, 0);
+  cm = pp_cost_model_new_uniform (S, 0, 0, 0, 0);
+  sums = calloc ((size_t) S, sizeof *sums);
+  total = calloc ((size_t) S, sizeof *total);
+  xsum = calloc ((size_t) S, sizeof *xsum);
+  txsum = calloc ((size_t) S, sizeof *txsum);
+  xn = calloc ((size_t) S, sizeof *xn);
+  txn = calloc ((size_t) S, sizeof *txn);
+  idle = calloc ((size_t) P, sizeof *idle);
+  busy = calloc ((size_t) P, sizeof *busy);
+  last_end = calloc ((size_t) P, sizeof *last_end);
+  blk = malloc ((size_t) (n_compute + 1) * sizeof *blk);
+  if (rep->steps == NULL || rep->idle == NULL || rep->path_share == NULL || rep->costs == NULL
+      || cm == NULL || sums == NULL || total == NULL || xsum == NULL || txsum == NULL || xn == NULL
+      || txn == NULL || idle == NULL || busy == NULL || last_end == NULL || blk == NULL)
+    goto oom;
+
+  for (size_t ri = first_range; ri < n_ranges; ri++)
+    {
+      const StepRange *rg = &ranges[ri];
+      PpWhyStep *ws = &rep->steps[rep->n_steps];
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      size_t nb = 0;
+
+      memset (sums, 0, (size_t) S * sizeof *sums);
+      memset (xsum, 0, (size_t) S * sizeof *xsum);
+      memset (xn, 0, (size_t) S * sizeof *xn);
+      for (size_t j = 0; j < rg->n; j++)
+        {
+          const PpSpan *sp = &spans[idx[rg->first + j]];
+          int ak = action_kind_of_span (sp->kind);
+          double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
+          if (ak < 0)
+            {
+              int bd = boundary_of_transfer (s, sp->kind, sp->stage);
+              xsum[bd] += d;
+              xn[bd]++;
+              continue;
+            }
+          StageSums *z = &sums[sp->stage];
+          switch (ak)
+            {
+            case PP_ACT_F: z->f += d; z->nf++; break;
+            case PP_ACT_B: z->b += d; z->nb++; break;
+            case PP_ACT_I: z->i += d; z->ni++; break;
+            case PP_ACT_W: z->w += d; z->nw++; break;
+            default: z->ov += d; z->nov++; break;
+            }
+          if (sp->start_ns < lo) lo = sp->start_ns;
+          if (sp->end_ns > hi) hi = sp->end_ns;
+        }
+      /* the blocks, on the step's own clock (seconds from its first start);
+       * an OVERLAP_F_B span names only its forward half: the plan's action
+       * at that (rank, stage, micro-batch) names the rest */
+      for (size_t j = 0; j < rg->n; j++)
+        {
+          const PpSpan *sp = &spans[idx[rg->first + j]];
+          int ak = action_kind_of_span (sp->kind);
+          if (ak < 0 || nb >= (size_t) n_compute)
+            continue;
+          PpWhyBlock *b = &blk[nb++];
+          *b = (PpWhyBlock) { sp->rank, ak, sp->stage, sp->microbatch, -1, -1, -1,
+                              (double) (sp->start_ns - lo) * 1e-9, (double) (sp->end_ns - lo) * 1e-9 };
+          if (ak == PP_ACT_OVERLAP_F_B)
+            for (int k = 0; k < s->rank[sp->rank].n_actions; k++)
+              {
+                const PpAction *a = &s->rank[sp->rank].actions[k];
+                if (a->kind == PP_ACT_OVERLAP_F_B && a->stage == sp->stage
+                    && a->microbatch == sp->microbatch)
+                  {
+                    b->sub_kind = a->sub_kind;
+                    b->sub_stage = a->sub_stage;
+                    b->sub_microbatch = a->sub_microbatch;
+                    break;
+                  }
+              }
+        }
+      /* each rank's busy time: the union of its blocks (sorted by start) */
+      for (int r = 0; r < P; r++)
+        {
+          busy[r] = 0;
+          last_end[r] = -INFINITY;
+        }
+      for (size_t j = 0; j < nb; j++)
+        {
+          const PpWhyBlock *b = &blk[j];
+          double a0 = fmax (b->start, last_end[b->rank]);
+          if (b->end > a0)
+            busy[b->rank] += b->end - a0;
+          if (b->end > last_end[b->rank])
+            last_end[b->rank] = b->end;
+        }
+      ws->step = rg->step;
+      ws->length = (double) (hi - lo) * 1e-9;
+      for (int r = 0; r < P; r++)
+        idle[r] = fmax (0, ws->length - busy[r]);
+      costs_of_sums (sums, S, xsum, xn, cm);
+      ws->idle = calloc ((size_t) P, sizeof *ws->idle);
+      if (ws->idle == NULL)
+        goto oom;
+      rep->n_steps++;
+      if ((st = pp_why_split (s, cm, idle, ws->idle, err)) != PP_OK)
+        goto out;
+      if ((st = pp_why_critical_path (s, blk, nb, cm->comm, &ws->path, err)) != PP_OK)
+        goto out;
+      for (int q = 0; q < S; q++)
+        {
+          total[q].f += sums[q].f; total[q].nf += sums[q].nf;
+          total[q].b += sums[q].b; total[q].nb += sums[q].nb;
+          total[q].i += sums[q].i; total[q].ni += sums[q].ni;
+          total[q].w += sums[q].w; total[q].nw += sums[q].nw;
+          total[q].ov += sums[q].ov; total[q].nov += sums[q].nov;
+          txsum[q] += xsum[q];
+          txn[q] += xn[q];
+        }
+    }
+
+  /* means over the analysed steps */
+  for (int i = 0; i < rep->n_steps; i++)
+    {
+      const PpWhyStep *ws = &rep->steps[i];
+      rep->length += ws->length;
+      for (int r = 0; r < P; r++)
+        {
+          rep->idle[r].measured += ws->idle[r].measured;
+          rep->idle[r].schedule += ws->idle[r].schedule;
+          rep->idle[r].imbalance += ws->idle[r].imbalance;
+          rep->idle[r].transfers += ws->idle[r].transfers;
+          rep->idle[r].runtime += ws->idle[r].runtime;
+        }
+      double L = ws->path.end - ws->path.start;
+      if (L > 0)
+        {
+          for (int q = 0; q < S; q++)
+            rep->path_share[q] += ws->path.stage_time[q] / L;
+          rep->path_transfer_share += ws->path.transfer_time / L;
+          rep->path_slack_share += ws->path.slack_time / L;
+        }
+    }
+  {
+    double k = rep->n_steps;
+    rep->length /= k;
+    for (int r = 0; r < P; r++)
+      {
+        rep->idle[r].measured /= k;
+        rep->idle[r].schedule /= k;
+        rep->idle[r].imbalance /= k;
+        rep->idle[r].transfers /= k;
+        rep->idle[r].runtime /= k;
+      }
+    for (int q = 0; q < S; q++)
+      rep->path_share[q] /= k;
+    rep->path_transfer_share /= k;
+    rep->path_slack_share /= k;
+  }
+  costs_of_sums (total, S, txsum, txn, rep->costs);
+  *out = rep;
+  rep = NULL;
+  goto out;
+
+oom:
+  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+out:
+  pp_why_report_free (rep);
+  free (idx);
+  free (ranges);
+  free (sums);
+  free (total);
+  free (xsum);
+  free (txsum);
+  free (xn);
+  free (txn);
+  free (idle);
+  free (busy);
+  free (last_end);
+  free (blk);
+  pp_cost_model_free (cm);
+  return st;
+}
+
+PpStatus
+pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out, PpError *err)
+{
+  char name[sizeof d->schedule];
+
+  *out = NULL;
+  if (d == NULL || d->n_ranks < 1 || d->n_microbatches < 1)
+    return pp_error_set (err, PP_EINVAL, "the trace does not describe its schedule (no P and M)");
+  long work = (long) d->n_ranks * d->n_microbatches * (d->n_virtual > 0 ? d->n_virtual : 1);
+  if (work > PP_SUGGEST_MAX_WORK)
+    return pp_error_set (err, PP_EINVAL,
+                         "P=%d x M=%d x V=%d is too large to analyse (more than %ld stage visits a step)",
+                         d->n_ranks, d->n_microbatches, d->n_virtual, (long) PP_SUGGEST_MAX_WORK);
+  memcpy (name, d->schedule, sizeof name);
+  name[sizeof name - 1] = '\0';
+  return pp_schedule_generate (name, d->n_ranks, d->n_microbatches,
+                               d->n_virtual > 0 ? d->n_virtual : 0, out, err);
+}
+
+/* ---- what to change --------------------------------------------------------- */
+
+static void
+format_blocks (char *buf, size_t size, const int *blocks, int n)
+{
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && len + 1 < size; i++)
+    len += (size_t) snprintf (buf + len, size - len, "%s%d", i ? "," : "", blocks[i]);
+}
+
+/* Solves the 3x3 system a x = y (Cramer); 0 when singular. */
+static int
+solve3 (const double a[3][3], const double y[3], double x[3])
+{
+  double det = a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
+             - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+             + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+  double scale = fabs (a[0][0]) + fabs (a[1][1]) + fabs (a[2][2]);
+  if (!(fabs (det) > 1e-9 * scale * scale * scale))
+    return 0;
+  for (int c = 0; c < 3; c++)
+    {
+      double m[3][3];
+      memcpy (m, a, sizeof m);
+      for (int r = 0; r < 3; r++)
+        m[r][c] = y[r];
+      x[c] = (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+              - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+              + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])) / det;
+    }
+  return 1;
+}
+
+/* Per kind (f, b, w): the time of one block, of the input projection and of
+ * the head, fitted to the stages' measured costs. */
+static void
+fit_unit_costs (const PpCostModel *c, const int *blocks, int S, const double flops[3],
+                double unit[3][3])
+{
+  const double *meas[3] = { c->f, c->b, c->w };
+  for (int k = 0; k < 3; k++)
+    {
+      double a[3][3] = { { 0 } }, y[3] = { 0 }, x[3];
+      double sum_m = 0, sum_c = 0;
+      for (int s = 0; s < S; s++)
+        {
+          double feat[3] = { blocks[s], s == 0, s == S - 1 };
+          for (int i = 0; i < 3; i++)
+            {
+              for (int j = 0; j < 3; j++)
+                a[i][j] += feat[i] * feat[j];
+              y[i] += feat[i] * meas[k][s];
+            }
+          sum_m += meas[k][s];
+          sum_c += feat[0] * flops[0] + feat[1] * flops[1] + feat[2] * flops[2];
+        }
+      if (S >= 3 && solve3 (a, y, x) && x[0] > 0 && x[1] >= 0 && x[2] >= 0)
+        memcpy (unit[k], x, sizeof x);
+      else
+        for (int i = 0; i < 3; i++)
+          unit[k][i] = sum_c > 0 ? flops[i] * sum_m / sum_c : 0;
+    }
+}
+
+static double
+part_cost (const double unit[3][3], int k, int n_blocks, int first, int last)
+{
+  return unit[k][0] * n_blocks + (first ? unit[k][1] : 0) + (last ? unit[k][2] : 0);
+}
+
+/* The partition of L blocks over S stages whose slowest stage (F + B) is
+ * fastest: the first and last stages carry the extras; the middle ones
+ * share the rest evenly (any split of it costs the same at its max). */
+static void
+balance (const double unit[3][3], int L, int S, int *out)
+{
+  double best = INFINITY;
+  if (S == 1)
+    {
+      out[0] = L;
+      return;
+    }
+  for (int n0 = 1; n0 <= L - (S - 1); n0++)
+    for (int nl = 1; n0 + nl <= L - (S - 2); nl++)
+      {
+        int rest = L - n0 - nl, mid = S - 2;
+        if (mid == 0 && rest != 0)
+          continue;
+        if (mid > 0 && rest < mid)
+          continue;
+        double c0 = part_cost (unit, 0, n0, 1, 0) + part_cost (unit, 1, n0, 1, 0);
+        double cl = part_cost (unit, 0, nl, 0, 1) + part_cost (unit, 1, nl, 0, 1);
+        double cm = mid > 0 ? (unit[0][0] + unit[1][0]) * ((rest + mid - 1) / mid) : 0;
+        double worst = fmax (c0, fmax (cl, cm));
+        if (worst < best * (1 - 1e-12))
+          {
+            best = worst;
+            out[0] = n0;
+            out[S - 1] = nl;
+            for (int i = 0; i < mid; i++)
+              out[1 + i] = rest / mid + (i >= mid - rest % mid ? 1 : 0);
+          }
+      }
+}
+
+PpStatus
+pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
+                          const PpModelConfig *model, const int *blocks, PpWhyChange *out,
+                          PpError *err)
+{
+  PpSimulation *sim = NULL;
+  PpStatus st;
+  int S;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_why_suggest_partition: out is required");
+  memset (out, 0, sizeof *out);
+  if (s == NULL || costs == NULL || costs->n_stages != s->n_stages || s->n_stages < 1)
+    return pp_error_set (err, PP_EINVAL, "pp_why_suggest_partition: a schedule and its stages' costs are required");
+  S = s->n_stages;
+  out->slowest_stage = 0;
+  for (int i = 0; i < S; i++)
+    {
+      double c = costs->f[i] + costs->b[i];
+      out->mean_cost += c / S;
+      if (c > out->slowest_cost)
+        {
+          out->slowest_cost = c;
+          out->slowest_stage = i;
+        }
+    }
+  out->excess = out->mean_cost > 0 ? out->slowest_cost / out->mean_cost - 1 : 0;
+  if ((st = pp_simulate (s, costs, &sim, err)) != PP_OK)
+    return st;
+  out->current_step = sim->makespan;
+  pp_simulation_free (sim);
+  sim = NULL;
+
+  /* the bundled model's parts follow one chain: stage i runs part i */
+  int one_chain = 1;
+  for (int i = 0; i < S; i++)
+    if (s->stage_next[i] != (i + 1 < S ? i + 1 : -1))
+      one_chain = 0;
+  if (model == NULL || blocks == NULL || !one_chain)
+    return PP_OK;
+
+  PpError merr = { 0 };
+  PpModel *m = pp_model_new (model, &merr);
+  if (m == NULL)
+    return pp_error_set (err, PP_EINVAL, "%s", merr.msg);
+  double flops[3] = { pp_model_cost_block (m), pp_model_cost_input (m), pp_model_cost_head (m) };
+  int L = pp_model_config (m)->layers;
+  pp_model_free (m);
+  int sum = 0;
+  for (int i = 0; i < S; i++)
+    {
+      if (blocks[i] < 1)
+        return pp_error_set (err, PP_EINVAL, "stage %d has %d blocks; every stage needs one", i, blocks[i]);
+      sum += blocks[i];
+    }
+  if (sum != L || L < S)
+    return pp_error_set (err, PP_EINVAL, "the partition has %d blocks, the model %d", sum, L);
+
+  double unit[3][3];
+  int *nb = malloc ((size_t) S * sizeof *nb);
+  PpCostModel *pred = pp_cost_model_new_uniform (S, 0, 0, 0, 0);
+  if (nb == NULL || pred == NULL)
+    {
+      free (nb);
+      pp_cost_model_free (pred);
+      return pp_error_set (err, PP_ENOMEM, "out of memory");
+    }
+  fit_unit_costs (costs, blocks, S, flops, unit);
+  balance (unit, L, S, nb);
+  for (int i = 0; i < S; i++)
+    {
+      pred->f[i] = part_cost (unit, 0, nb[i], i == 0, i == S - 1);
+      pred->b[i] = part_cost (unit, 1, nb[i], i == 0, i == S - 1);
+      pred->w[i] = fmin (part_cost (unit, 2, nb[i], i == 0, i == S - 1), pred->b[i]);
+      pred->comm[i] = costs->comm[i];
+    }
+  st = pp_simulate (s, pred, &sim, err);
+  if (st == PP_OK)
+    {
+      out->has_partition = 1;
+      out->predicted_step = sim->makespan;
+      format_blocks (out->current, sizeof out->current, blocks, S);
+      format_blocks (out->partition, sizeof out->partition, nb, S);
+      out->changed = memcmp (nb, blocks, (size_t) S * sizeof *nb) != 0;
+    }
+  pp_simulation_free (sim);
+  pp_cost_model_free (pred);
+  free (nb);
+  return st;
+}
+
+PpStatus
+pp_why_model_of_description (const PpTraceDescription *d, int n_parts, PpModelConfig *model,
+                             int *blocks, PpError *err)
+{
+  int L = 0, D = 0;
+  char spec[PP_WHY_PARTITION_MAX] = "auto";
+  const char *p;
+  PpModel *m;
+  PpStatus st;
+
+  memset (model, 0, sizeof *model);
+  if (d == NULL || sscanf (d->model, "residual MLP: %d blocks, width %d", &L, &D) != 2)
+    return pp_error_set (err, PP_EINVAL, "not a run of the bundled model (no \"residual MLP\" line)");
+  /* --partition X or --partition=X in the command line */
+  if ((p = strstr (d->cmdline, "--partition")) != NULL)
+    {
+      p += strlen ("--partition");
+      if (*p == '=' || *p == ' ')
+        {
+          p++;
+          size_t k = 0;
+          while (p[k] != '\0' && p[k] != ' ' && k + 1 < sizeof spec)
+            {
+              spec[k] = p[k];
+              k++;
+            }
+          spec[k] = '\0';
+        }
+    }
+  model->layers = L;
+  model->width = D;
+  if ((m = pp_model_new (model, err)) == NULL)
+    return err != NULL && err->status != PP_OK ? err->status : PP_EINVAL;
+  st = pp_model_partition (m, n_parts, spec, blocks, err);
+  pp_model_free (m);
+  return st;
+}
+
+PpStatus
+pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
+                      PpSchedule **sched_out, PpError *err)
+{
+  PpTraceReader *rd;
+  PpTraceItem item;
+  PpTraceDescription desc;
+  int has_desc = 0;
+  PpSpan *spans = NULL;
+  size_t n = 0, cap = 0;
+  int64_t *off = NULL;
+  PpSchedule *s = NULL;
+  PpError rerr = { 0 };
+  PpStatus st = PP_OK;
+
+  *out = NULL;
+  if (sched_out != NULL)
+    *sched_out = NULL;
+  if (change != NULL)
+    memset (change, 0, sizeof *change);
+  rd = pp_trace_reader_new_path (path, &rerr);
+  if (rd == NULL)
+    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
+                         rerr.msg[0] ? rerr.msg : strerror (errno));
+  off = calloc (PP_TRACE_MAX_RANKS, sizeof *off);
+  if (off == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (;;)
+    {
+      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
+        {
+          pp_error_set (err, st, "%s: %s", path, rerr.msg);
+          goto out;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          desc = *item.description;
+          has_desc = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
+               && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
+        off[item.clock_offset.rank] = item.clock_offset.offset_ns;
+      else if (item.type == PP_TRACE_ITEM_SPAN
+               && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
+                   || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
+                   || item.span.kind == PP_SPAN_RECV_B))
+        {
+          if (n == cap)
+            {
+              size_t nc = cap ? 2 * cap : 4096;
+              PpSpan *g = realloc (spans, nc * sizeof *g);
+              if (g == NULL)
+                {
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              spans = g;
+              cap = nc;
+            }
+          spans[n++] = item.span;
+        }
+    }
+  if (!has_desc)
+    {
+      st = pp_error_set (err, PP_EINVAL, "%s has no description: its schedule is unknown", path);
+      goto out;
+    }
+  for (size_t i = 0; i < n; i++)
+    if (spans[i].rank >= 0 && spans[i].rank < PP_TRACE_MAX_RANKS
+        && llabs (spans[i].start_ns) < ((int64_t) 1 << 61) && llabs (spans[i].end_ns) < ((int64_t) 1 << 61)
+        && llabs (off[spans[i].rank]) < ((int64_t) 1 << 61))
+      {
+        spans[i].start_ns += off[spans[i].rank];
+        spans[i].end_ns += off[spans[i].rank];
+      }
+  if ((st = pp_why_schedule_of_description (&desc, &s, err)) != PP_OK)
+    goto out;
+  if ((st = pp_why_analyse_spans (s, spans, n, max_steps, out, err)) != PP_OK)
+    goto out;
+  if (change != NULL)
+    {
+      PpModelConfig mc;
+      int *blocks = malloc ((size_t) s->n_stages * sizeof *blocks);
+      int bundled = blocks != NULL
+        && pp_why_model_of_description (&desc, s->n_stages, &mc, blocks, NULL) == PP_OK;
+      st = pp_why_suggest_partition (s, (*out)->costs, bundled ? &mc : NULL, bundled ? blocks : NULL,
+                                     change, err);
+      free (blocks);
+      if (st != PP_OK)
+        {
+          pp_why_report_free (*out);
+          *out = NULL;
+          goto out;
+        }
+    }
+out:
+  pp_trace_reader_free (rd);
+  free (spans);
+  free (off);
+  if (st == PP_OK && sched_out != NULL)
+    *sched_out = s;
+  else
+    pp_schedule_free (s);
+  return st;
+}
+
+PpCostModel *
+pp_why_cost_model_of_measured (const PpSchedule *s, const PpMeasuredCosts *mc)
+{
+  PpCostModel *c;
+
+  if (s == NULL || mc == NULL || s->n_stages != s->ranks || mc->ranks != s->ranks)
+    return NULL;
+  if ((c = pp_cost_model_new_uniform (s->n_stages, 0, 0, 0, mc->comm)) == NULL)
+    return NULL;
+  for (int i = 0; i < s->n_stages; i++)
+    {
+      int r = s->stage_rank[i];
+      c->f[i] = mc->f[r];
+      c->b[i] = mc->b[r];
+      c->w[i] = mc->w[r];
+    }
+  return c;
+}

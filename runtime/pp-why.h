@@ -1,0 +1,201 @@
+/* pp-why.h — why the bubble is there: idle time split by cause, the step's
+ * critical path, and what to change.
+ *
+ * Idle time split (pp_why_split): a rank's idle time in a step is
+ *   schedule  + the idle of the plan with every stage at the mean measured
+ *               cost of an action and free transfers (fill and drain, what
+ *               the schedule and the micro-batch count leave);
+ *   imbalance + what the measured per-stage costs add to that;
+ *   transfers + what the measured transfer times add;
+ *   runtime     the rest: measured minus the full plan (late hand-offs,
+ *               host overhead, contention, jitter).
+ * The four add up to the measured idle exactly; each but schedule may be
+ * negative (a plan part that the run did better than predicted).
+ *
+ * Critical path (pp_why_critical_path): from the step's last block back
+ * through, at each block, whichever came last of its dependencies (a
+ * neighbour stage's block plus the transfer across that boundary,
+ * pp_schedule_dependencies) and the rank's previous block; on a tie the
+ * dependency wins, so the path follows the hand-offs between ranks.
+ *
+ * What to change (pp_why_suggest_partition): the slowest stage, by how
+ * much, and for the bundled model the blocks per stage that balance the
+ * measured costs (the input projection on stage 0 and the head on the last
+ * stage counted), with the step time the simulator predicts for it.
+ *
+ * Times are in whatever unit the costs and spans are given in; the trace
+ * entry points work in seconds.  No GLib.  This file calls the simulator,
+ * never the other way round.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "pp-event.h"
+#include "pp-model.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-status.h"
+#include "pp-suggest.h"
+#include "pp-trace.h"
+
+/* ---- idle time split by cause -------------------------------------------- */
+
+typedef struct {
+  double measured;   /* = schedule + imbalance + transfers + runtime */
+  double schedule;
+  double imbalance;
+  double transfers;
+  double runtime;
+} PpWhyIdle;
+
+/* The part names in order, "schedule", "imbalance", "transfers", "runtime"
+ * (index 0..3 as laid out in PpWhyIdle after measured). */
+#define PP_WHY_N_PARTS 4
+const char *pp_why_part_name (int part);
+/* The part by index (0 schedule .. 3 runtime). */
+double      pp_why_idle_part (const PpWhyIdle *idle, int part);
+
+/* Splits each rank's idle time under the measured per-stage costs (costs:
+ * n_stages == s->n_stages) into out[s->ranks].  measured_idle[r] is what the
+ * rank measured; NULL takes the full plan's idle (runtime 0): the split of
+ * a simulated run.  Three simulations of s. */
+PpStatus pp_why_split (const PpSchedule *s, const PpCostModel *costs,
+                       const double *measured_idle, PpWhyIdle *out, PpError *err);
+
+/* ---- the critical path ---------------------------------------------------- */
+
+/* One block of a step as run (or planned): an F, B, I, W or OVERLAP_F_B
+ * action (PpActionKind) of a rank, with its start and end. */
+typedef struct {
+  int    rank, kind, stage, microbatch;
+  int    sub_kind, sub_stage, sub_microbatch;   /* OVERLAP_F_B: the backward half */
+  double start, end;
+} PpWhyBlock;
+
+/* How a block on the path was reached from the one before it. */
+enum {
+  PP_WHY_VIA_START = 0,  /* the first block of the path */
+  PP_WHY_VIA_RANK,       /* it waited for its rank's previous block */
+  PP_WHY_VIA_DEPENDENCY, /* it waited for a dependency (plus its transfer) */
+};
+
+typedef struct {
+  PpWhyBlock block;
+  int        via;        /* PP_WHY_VIA_*: how this block was reached */
+  double     transfer;   /* VIA_DEPENDENCY: the transfer time crossed, else 0 */
+} PpWhyPathStep;
+
+typedef struct {
+  size_t         n;
+  PpWhyPathStep *steps;       /* first to last */
+  int            n_stages;
+  double         start, end;  /* the step: its first block start to its last block end */
+  double        *stage_time;  /* [n_stages] compute time of the path's blocks per stage */
+  double         transfer_time;
+  double         slack_time;  /* the rest of end - start: gaps the path does not explain */
+} PpWhyPath;
+
+/* The critical path of one step's blocks (any order; each rank's blocks must
+ * not overlap).  comm[boundary] is the transfer time across a stage boundary
+ * (PpCostModel.comm), NULL for none.  Blocks a dependency names that are not
+ * in the list are skipped (a trace that dropped events).  Clear out with
+ * pp_why_path_clear. */
+PpStatus pp_why_critical_path (const PpSchedule *s, const PpWhyBlock *blocks, size_t n,
+                               const double *comm, PpWhyPath *out, PpError *err);
+void     pp_why_path_clear (PpWhyPath *p);
+
+/* A simulation's timeline as blocks (compute actions only), malloc'd. */
+PpStatus pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out, size_t *n_out,
+                                      PpError *err);
+
+/* ---- a measured run ------------------------------------------------------- */
+
+/* The most steps one analysis looks at (the last ones): a trace of a
+ * million steps costs what this many cost. */
+#define PP_WHY_MAX_STEPS 64
+
+typedef struct {
+  int        step;
+  double     length;      /* first block start to last block end */
+  PpWhyIdle *idle;        /* [ranks] */
+  PpWhyPath  path;
+} PpWhyStep;
+
+typedef struct {
+  int          ranks, n_stages;
+  int          n_steps;          /* analysed: the last whole steps, the first
+                                  * (warm-up) step left out when there are more */
+  PpWhyStep   *steps;            /* [n_steps] */
+  PpWhyIdle   *idle;             /* [ranks] mean over the analysed steps */
+  double       length;           /* mean step length */
+  double      *path_share;       /* [n_stages] mean share of the step each stage holds on the path */
+  double       path_transfer_share, path_slack_share;
+  PpCostModel *costs;            /* mean measured costs over the analysed steps */
+} PpWhyReport;
+
+/* Analyses the spans of a run of schedule s (times in ns on one clock; the
+ * result in seconds): per step, every rank's idle inside the step's compute
+ * window (first F/B/I/W start to last end, as the stats panel measures it)
+ * split by cause under that step's own measured per-stage costs, and its
+ * critical path.  Only whole steps count (every compute action of the
+ * schedule present), at most the last max_steps (<= 0: PP_WHY_MAX_STEPS).
+ * PP_EINVAL "no whole step ..." when none is.  Free with pp_why_report_free. */
+PpStatus pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n,
+                               int max_steps, PpWhyReport **out, PpError *err);
+void     pp_why_report_free (PpWhyReport *r);
+
+/* The schedule a trace's description names, rebuilt (P x M x V at most
+ * PP_SUGGEST_MAX_WORK); PP_EINVAL with one line otherwise. */
+PpStatus pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out,
+                                         PpError *err);
+
+/* ---- what to change --------------------------------------------------------- */
+
+#define PP_WHY_PARTITION_MAX 256
+
+typedef struct {
+  int    slowest_stage;
+  double slowest_cost;        /* F + B of one micro-batch on it */
+  double mean_cost;           /* the same, mean over the stages */
+  double excess;              /* slowest / mean - 1 */
+  double current_step;        /* the plan under the measured costs */
+  /* Bundled model only (has_partition): blocks per stage that balance the
+   * measured costs, and the plan's step time under the costs they would
+   * have.  changed: it differs from the current partition. */
+  int    has_partition;
+  int    changed;
+  char   current[PP_WHY_PARTITION_MAX];    /* "5,1,1,1" */
+  char   partition[PP_WHY_PARTITION_MAX];  /* "2,2,2,2" */
+  double predicted_step;
+} PpWhyChange;
+
+/* From measured per-stage costs under schedule s.  With model (its config)
+ * and blocks (blocks per stage now, [s->n_stages]) non-NULL and s one chain
+ * (stage i runs part i), fits the time of a block, of the input projection
+ * and of the head per kind to the stages (least squares; the model's FLOP
+ * estimates scaled when the stages cannot tell them apart), picks the
+ * partition whose slowest stage is fastest, and simulates it. */
+PpStatus pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
+                                   const PpModelConfig *model, const int *blocks,
+                                   PpWhyChange *out, PpError *err);
+
+/* The bundled model and its partition from a trace's description: the
+ * model line ("residual MLP: 8 blocks, width 256, ...") and --partition in
+ * the command line (else "auto"), into blocks[n_parts].  PP_EINVAL for a
+ * trace of another runtime. */
+PpStatus pp_why_model_of_description (const PpTraceDescription *d, int n_parts,
+                                      PpModelConfig *model, int *blocks, PpError *err);
+
+/* Everything for a trace file: reads it (clock offsets applied), rebuilds
+ * its schedule, analyses the last max_steps steps and, where the trace is
+ * of the bundled model, suggests a partition (change->has_partition).
+ * *sched_out (may be NULL) gets the schedule, which the report's paths
+ * refer to; free with pp_schedule_free. */
+PpStatus pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out,
+                               PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+
+/* The per-stage cost model of a one-chain, one-stage-per-rank run's
+ * measured costs (pp_measured_costs_from_trace: per rank = per stage when
+ * V is 1), for What if's partition row; NULL for V > 1 or out of memory. */
+PpCostModel *pp_why_cost_model_of_measured (const PpSchedule *s, const PpMeasuredCosts *mc);

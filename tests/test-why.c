@@ -1,0 +1,406 @@
+/* Why the bubble is there: idle split by cause, the critical path, what to
+ * change (runtime/pp-why.h).  Every number is simulated or built by hand;
+ * nothing timed on this machine is asserted. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-test-util.h"
+#include "pp-why.h"
+
+#define EPS 1e-9
+
+static PpWhyIdle *
+split (const PpSchedule *s, const PpCostModel *c, const double *measured)
+{
+  PpWhyIdle *out = g_new0 (PpWhyIdle, s->ranks);
+  PpError err = { 0 };
+  if (pp_why_split (s, c, measured, out, &err) != PP_OK)
+    g_error ("split %s P=%d M=%d: %s", s->name, s->ranks, s->microbatches, err.msg);
+  return out;
+}
+
+static void
+assert_adds_up (const PpWhyIdle *w)
+{
+  g_assert_cmpfloat_with_epsilon (w->schedule + w->imbalance + w->transfers + w->runtime,
+                                  w->measured, EPS);
+}
+
+/* Uniform costs: every idle second is the schedule's, and it is the closed form. */
+static void
+test_uniform_is_schedule (void)
+{
+  const char *names[] = { "GPipe", "1F1B", "Interleaved1F1B" };
+  int checked = 0;
+  for (int k = 0; k < 3; k++)
+    for (int P = 2; P <= 6; P++)
+      for (int M = P; M <= 3 * P; M += P)
+        {
+          int V = k == 2 ? 2 : 1;
+          PpSchedule *s = pp_test_generate (names[k], P, M, V);
+          PpCostModel *c = pp_cost_model_new_uniform (s->n_stages, 1, 2, 0, 0);
+          PpSimulation *sim = pp_test_simulate (s, 1, 2, 0, 0);
+          PpWhyIdle *w = split (s, c, NULL);
+          double sum = 0, closed = pp_bubble_closed_form (names[k], P, M, V);
+          for (int r = 0; r < P; r++)
+            {
+              assert_adds_up (&w[r]);
+              g_assert_cmpfloat_with_epsilon (w[r].measured, sim->rank[r].idle, EPS);
+              g_assert_cmpfloat_with_epsilon (w[r].schedule, w[r].measured, EPS);
+              g_assert_cmpfloat_with_epsilon (w[r].imbalance, 0, EPS);
+              g_assert_cmpfloat_with_epsilon (w[r].transfers, 0, EPS);
+              g_assert_cmpfloat_with_epsilon (w[r].runtime, 0, EPS);
+              sum += w[r].schedule;
+            }
+          g_assert_cmpfloat (closed, >, 0);
+          g_assert_cmpfloat_with_epsilon (sum / (P * sim->makespan), closed, 1e-12);
+          g_free (w);
+          pp_simulation_free (sim);
+          pp_cost_model_free (c);
+          pp_schedule_free (s);
+          checked++;
+        }
+  g_assert_cmpint (checked, ==, 3 * 5 * 3);
+}
+
+/* GPipe 4x6, stage 1 twice as slow (F 2, B 4; the others F 1, B 2): the
+ * plan at the mean action (F 1.25, B 2.5) idles (P-1)(F+B) = 11.25 a rank;
+ * the full plan (worked out by hand: makespan 45, rank 1 busy 36, the others
+ * 18) idles 27, 9, 27, 27: the difference is imbalance. */
+static void
+test_slow_stage_is_imbalance (void)
+{
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1, 2, 0, 0);
+  const double full[4] = { 27, 9, 27, 27 };
+  double measured[4];
+  c->f[1] = 2;
+  c->b[1] = 4;
+  for (int r = 0; r < 4; r++)
+    measured[r] = full[r] + 0.5 * r;   /* what the run adds: runtime */
+  PpWhyIdle *w = split (s, c, measured);
+  for (int r = 0; r < 4; r++)
+    {
+      assert_adds_up (&w[r]);
+      g_assert_cmpfloat_with_epsilon (w[r].schedule, 11.25, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].imbalance, full[r] - 11.25, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].transfers, 0, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].runtime, 0.5 * r, EPS);
+    }
+  g_free (w);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* A transfer time C = 0.5 on every boundary of GPipe 4x6 (F 1, B 2): the
+ * fill and the drain each cross three boundaries, so the makespan grows by
+ * 6C = 3 with the busy time unchanged: 3 of each rank's idle is transfers,
+ * the schedule's 9 = (P-1)(F+B) stays. */
+static void
+test_transfer_is_transfers (void)
+{
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1, 2, 0, 0.5);
+  PpWhyIdle *w = split (s, c, NULL);
+  for (int r = 0; r < 4; r++)
+    {
+      assert_adds_up (&w[r]);
+      g_assert_cmpfloat_with_epsilon (w[r].schedule, 9, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].imbalance, 0, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].transfers, 3, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].runtime, 0, EPS);
+    }
+  g_free (w);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+typedef struct {
+  int kind, stage, mb, via;
+} Hop;
+
+static PpWhyPath
+path_of_plan (const PpSchedule *s, const PpCostModel *c)
+{
+  PpSimulation *sim = NULL;
+  PpWhyBlock *b = NULL;
+  size_t n = 0;
+  PpWhyPath p;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  g_assert_cmpint (pp_why_blocks_of_simulation (sim, &b, &n, &err), ==, PP_OK);
+  g_assert_cmpint (n, ==, 2 * s->n_stages * s->microbatches);
+  if (pp_why_critical_path (s, b, n, c->comm, &p, &err) != PP_OK)
+    g_error ("critical path: %s", err.msg);
+  g_assert_cmpfloat_with_epsilon (p.end - p.start, sim->makespan, EPS);
+  g_free (b);
+  pp_simulation_free (sim);
+  return p;
+}
+
+static void
+assert_path (const PpWhyPath *p, const Hop *want, size_t n_want)
+{
+  g_assert_cmpuint (p->n, ==, n_want);
+  for (size_t i = 0; i < n_want; i++)
+    {
+      const PpWhyPathStep *st = &p->steps[i];
+      if (st->block.kind != want[i].kind || st->block.stage != want[i].stage
+          || st->block.microbatch != want[i].mb || st->via != want[i].via)
+        g_error ("path step %zu: kind %d stage %d mb %d via %d; want kind %d stage %d mb %d via %d",
+                 i, st->block.kind, st->block.stage, st->block.microbatch, st->via,
+                 want[i].kind, want[i].stage, want[i].mb, want[i].via);
+    }
+}
+
+enum { F = PP_ACT_F, B = PP_ACT_B, S0 = PP_WHY_VIA_START, RK = PP_WHY_VIA_RANK, DP = PP_WHY_VIA_DEPENDENCY };
+
+/* GPipe 4x6, F 1, B 2, by hand: rank 0's six forwards, the last
+ * micro-batch's forward down the pipe (ties go to the hand-off), rank 3's
+ * six backwards, the last micro-batch's backward up the pipe.  Stage 0 holds
+ * 6 + 2 = 8 of the 27, stage 3 1 + 12 = 13, stages 1 and 2 3 each. */
+static void
+test_critical_path_gpipe_uniform (void)
+{
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1, 2, 0, 0);
+  Hop want[18];
+  size_t n = 0;
+  for (int m = 0; m < 6; m++)
+    want[n++] = (Hop) { F, 0, m, m == 0 ? S0 : RK };
+  for (int st = 1; st < 4; st++)
+    want[n++] = (Hop) { F, st, 5, DP };
+  for (int m = 0; m < 6; m++)
+    want[n++] = (Hop) { B, 3, m, RK };
+  for (int st = 2; st >= 0; st--)
+    want[n++] = (Hop) { B, st, 5, DP };
+  PpWhyPath p = path_of_plan (s, c);
+  assert_path (&p, want, n);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[0], 8, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[1], 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[2], 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[3], 13, EPS);
+  g_assert_cmpfloat_with_epsilon (p.transfer_time, 0, EPS);
+  g_assert_cmpfloat_with_epsilon (p.slack_time, 0, EPS);
+  pp_why_path_clear (&p);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* The same with stage 1 at F 2, B 4 (by hand: makespan 45): F0,0; all six
+ * of stage 1's forwards; F2,5, F3,5; B3,0, B2,0; all six of stage 1's
+ * backwards; B0,5.  Stage 1 holds 12 + 24 = 36 of the 45 (80%). */
+static void
+test_critical_path_gpipe_slow_stage (void)
+{
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1, 2, 0, 0);
+  Hop want[18];
+  size_t n = 0;
+  c->f[1] = 2;
+  c->b[1] = 4;
+  want[n++] = (Hop) { F, 0, 0, S0 };
+  for (int m = 0; m < 6; m++)
+    want[n++] = (Hop) { F, 1, m, m == 0 ? DP : RK };
+  want[n++] = (Hop) { F, 2, 5, DP };
+  want[n++] = (Hop) { F, 3, 5, DP };
+  want[n++] = (Hop) { B, 3, 0, RK };
+  want[n++] = (Hop) { B, 2, 0, DP };
+  for (int m = 0; m < 6; m++)
+    want[n++] = (Hop) { B, 1, m, m == 0 ? DP : RK };
+  want[n++] = (Hop) { B, 0, 5, DP };
+  PpWhyPath p = path_of_plan (s, c);
+  assert_path (&p, want, n);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[0], 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[1], 36, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[2], 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.stage_time[3], 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.end - p.start, 45, EPS);
+  pp_why_path_clear (&p);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* A transfer on the path is counted as one: GPipe 4x6 with C = 0.5 has the
+ * uniform path's shape and three hand-offs each way: 6 x 0.5 of transfers. */
+static void
+test_critical_path_transfers (void)
+{
+  PpSchedule *s = pp_test_generate ("GPipe", 4, 6, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1, 2, 0, 0.5);
+  PpWhyPath p = path_of_plan (s, c);
+  g_assert_cmpfloat_with_epsilon (p.transfer_time, 3, EPS);
+  g_assert_cmpfloat_with_epsilon (p.slack_time, 0, EPS);
+  g_assert_cmpfloat_with_epsilon (p.end - p.start, 30, EPS);
+  pp_why_path_clear (&p);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* Spans of three steps laid out as a plan (ms, on a clock in ns), the first
+ * (warm-up) step slower: the analysis leaves it out, finds no runtime part
+ * in the plan-shaped steps, and the runtime part of a step whose last block
+ * was held back by 2 ms. */
+static void
+test_analyse_spans (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 4, 8, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  c->f[0] = 4e-3;   /* stage 0 four times as slow: imbalance */
+  c->b[0] = 8e-3;
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  for (int step = 0; step < 4; step++)
+    {
+      int64_t base = (int64_t) step * 1000000000;
+      double stretch = step == 0 ? 3 : 1;
+      for (int r = 0; r < 4; r++)
+        for (int k = 0; k < s->rank[r].n_actions; k++)
+          {
+            const PpAction *a = &s->rank[r].actions[k];
+            PpSpan sp = { 0 };
+            sp.rank = r;
+            sp.stage = a->stage;
+            sp.microbatch = a->microbatch;
+            sp.step = step;
+            sp.kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B;
+            sp.start_ns = base + (int64_t) llround (sim->timeline[r][k].start * stretch * 1e9);
+            sp.end_ns = base + (int64_t) llround (sim->timeline[r][k].end * stretch * 1e9);
+            if (step == 3 && r == 0 && k == s->rank[r].n_actions - 1)
+              {
+                /* the step's last block starts 2 ms late */
+                sp.start_ns += 2000000;
+                sp.end_ns += 2000000;
+              }
+            g_array_append_val (spans, sp);
+          }
+    }
+  PpWhyReport *rep = NULL;
+  if (pp_why_analyse_spans (s, (const PpSpan *) spans->data, spans->len, 0, &rep, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_steps, ==, 3);
+  g_assert_cmpint (rep->steps[0].step, ==, 1);
+  for (int i = 0; i < 3; i++)
+    {
+      const PpWhyStep *ws = &rep->steps[i];
+      double extra = i == 2 ? 2e-3 : 0;
+      g_assert_cmpfloat_with_epsilon (ws->length, sim->makespan + extra, 1e-8);
+      for (int r = 0; r < 4; r++)
+        {
+          assert_adds_up (&ws->idle[r]);
+          g_assert_cmpfloat_with_epsilon (ws->idle[r].transfers, 0, 1e-8);
+          /* the fast ranks wait for stage 0: most of their idle is imbalance */
+          if (r > 0)
+            g_assert_cmpfloat (ws->idle[r].imbalance, >, ws->idle[r].schedule);
+          /* every rank idles 2 ms more in the late step; it is runtime */
+          g_assert_cmpfloat_with_epsilon (ws->idle[r].runtime, extra, 1e-8);
+        }
+      /* stage 0 holds most of the path */
+      double L = ws->path.end - ws->path.start;
+      g_assert_cmpfloat (ws->path.stage_time[0] / L, >, 0.7);
+    }
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[0], 4e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (rep->costs->b[1], 2e-3, 1e-9);
+  g_assert_cmpfloat (rep->path_share[0], >, 0.7);
+
+  /* a step with a block missing is not a whole step */
+  g_array_remove_index (spans, spans->len - 1);
+  pp_why_report_free (rep);
+  rep = NULL;
+  g_assert_cmpint (pp_why_analyse_spans (s, (const PpSpan *) spans->data, spans->len, 2, &rep, &err), ==, PP_OK);
+  g_assert_cmpint (rep->n_steps, ==, 2);
+  g_assert_cmpint (rep->steps[1].step, ==, 2);
+  pp_why_report_free (rep);
+  g_assert_cmpint (pp_why_analyse_spans (s, NULL, 0, 0, &rep, &err), ==, PP_EINVAL);
+  g_assert_null (rep);
+  g_array_free (spans, TRUE);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* 8 blocks as 5,1,1,1 under 1F1B with the costs a block, the input
+ * projection and the head would have: stage 0 is the slowest, and 2,2,2,2
+ * balances it with a shorter predicted step. */
+static void
+test_suggest_partition (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 4, 8, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 0, 0, 0, 0);
+  const int blocks[4] = { 5, 1, 1, 1 };
+  PpModelConfig mc = { .layers = 8, .width = 256 };
+  PpWhyChange ch;
+  PpError err = { 0 };
+  for (int i = 0; i < 4; i++)
+    {
+      c->f[i] = blocks[i] * 1.0 + (i == 0 ? 0.1 : 0) + (i == 3 ? 0.05 : 0);
+      c->b[i] = 2 * c->f[i];
+    }
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, blocks, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (ch.slowest_stage, ==, 0);
+  g_assert_cmpfloat_with_epsilon (ch.slowest_cost, 15.3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (ch.excess, 15.3 / ((15.3 + 3 + 3 + 3.15) / 4) - 1, 1e-9);
+  g_assert_true (ch.has_partition);
+  g_assert_true (ch.changed);
+  g_assert_cmpstr (ch.current, ==, "5,1,1,1");
+  g_assert_cmpstr (ch.partition, ==, "2,2,2,2");
+  /* 1F1B under the balanced costs: (M + P - 1) x the slowest stage's F + B
+   * is an upper bound, the plan under today's costs far above it */
+  g_assert_cmpfloat (ch.predicted_step, <=, 11 * 6.3 + 1e-9);
+  g_assert_cmpfloat (ch.predicted_step, <, 0.6 * ch.current_step);
+
+  /* without the model: the slowest stage only */
+  g_assert_cmpint (pp_why_suggest_partition (s, c, NULL, NULL, &ch, &err), ==, PP_OK);
+  g_assert_false (ch.has_partition);
+  g_assert_cmpint (ch.slowest_stage, ==, 0);
+  /* a partition of the wrong sum is one line */
+  const int bad[4] = { 5, 1, 1, 2 };
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, bad, &ch, &err), ==, PP_EINVAL);
+  g_assert_nonnull (strstr (err.msg, "9 blocks"));
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+static void
+test_model_of_description (void)
+{
+  PpTraceDescription d;
+  PpModelConfig mc;
+  int blocks[4];
+  PpError err = { 0 };
+  memset (&d, 0, sizeof d);
+  snprintf (d.model, sizeof d.model, "residual MLP: 8 blocks, width 256, hidden 1024, batch 64");
+  snprintf (d.cmdline, sizeof d.cmdline, "pipescope-cli run -s 1F1B -p 4 --partition 5,1,1,1 --width 256");
+  g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_OK);
+  g_assert_cmpint (mc.layers, ==, 8);
+  g_assert_cmpint (mc.width, ==, 256);
+  g_assert_cmpint (blocks[0], ==, 5);
+  g_assert_cmpint (blocks[3], ==, 1);
+  snprintf (d.cmdline, sizeof d.cmdline, "pipescope-cli run --partition=3,3,1,1");
+  g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_OK);
+  g_assert_cmpint (blocks[1], ==, 3);
+  g_assert_cmpint (blocks[2], ==, 1);
+  snprintf (d.model, sizeof d.model, "torch: GPT-2");
+  g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_EINVAL);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/why/split/uniform-is-schedule", test_uniform_is_schedule);
+  g_test_add_func ("/why/split/slow-stage-is-imbalance", test_slow_stage_is_imbalance);
+  g_test_add_func ("/why/split/transfer-is-transfers", test_transfer_is_transfers);
+  g_test_add_func ("/why/path/gpipe-uniform", test_critical_path_gpipe_uniform);
+  g_test_add_func ("/why/path/gpipe-slow-stage", test_critical_path_gpipe_slow_stage);
+  g_test_add_func ("/why/path/transfers", test_critical_path_transfers);
+  g_test_add_func ("/why/analyse-spans", test_analyse_spans);
+  g_test_add_func ("/why/suggest-partition", test_suggest_partition);
+  g_test_add_func ("/why/model-of-description", test_model_of_description);
+  return g_test_run ();
+}
