@@ -138,7 +138,7 @@ test_whatif_worker (void)
   g_assert_cmpint (n_rows (list), >, 0);
   text = g_string_new (NULL);
   collect_labels (p, text);
-  g_assert_nonnull (strstr (text->str, "Predicted from the costs measured on 16 GPUs with 128 micro-batches\n"));
+  g_assert_nonnull (strstr (text->str, "Predicted from the costs measured on 16 ranks with 128 micro-batches\n"));
   g_string_free (text, TRUE);
 
   /* A new run while a worker ranks the old one: the old result is dropped. */

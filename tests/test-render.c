@@ -513,6 +513,49 @@ test_description_number (void)
   g_assert_cmpint (pp_timeline_description_number (NULL, "batch", 0), ==, 0);
 }
 
+/* A rank is named for what the trace knows: its device by the backend, and
+ * its host once the ranks ran on more than one. */
+static void
+test_rank_labels (void)
+{
+  static const struct { const char *backend, *want; } cases[] = {
+    { "cuda", "GPU 2" }, { "cpu", "CPU rank 2" }, { "simulated", "rank 2" }, { "", "rank 2" },
+  };
+  char buf[96];
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      PpTimelineModel *m = pp_timeline_model_new ();
+      PpTraceDescription d = { 0 };
+      g_strlcpy (d.backend, cases[i].backend, sizeof d.backend);
+      d.n_ranks = 4;
+      PpTraceItem it = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &d };
+      pp_timeline_model_add (m, &it);
+      pp_timeline_model_rank_label (m, 2, buf, sizeof buf);
+      g_assert_cmpstr (buf, ==, cases[i].want);
+
+      /* where the ranks ran: one host says nothing more, two name it */
+      PpTraceItem rk = { .type = PP_TRACE_ITEM_RANK };
+      for (int r = 0; r < 4; r++)
+        {
+          rk.rank_info.rank = r;
+          rk.rank_info.pid = 100 + r;
+          g_strlcpy (rk.rank_info.host, "nodeA", sizeof rk.rank_info.host);
+          pp_timeline_model_add (m, &rk);
+        }
+      pp_timeline_model_rank_label (m, 2, buf, sizeof buf);
+      g_assert_cmpstr (buf, ==, cases[i].want);
+      g_assert_cmpstr (pp_timeline_model_rank_host (m, 2), ==, "nodeA");
+      rk.rank_info.rank = 3;
+      g_strlcpy (rk.rank_info.host, "nodeB", sizeof rk.rank_info.host);
+      pp_timeline_model_add (m, &rk);
+      pp_timeline_model_rank_label (m, 3, buf, sizeof buf);
+      g_assert_cmpstr (buf, ==, "nodeB:rank 3");
+      pp_timeline_model_rank_label (m, 2, buf, sizeof buf);
+      g_assert_cmpstr (buf, ==, "nodeA:rank 2");
+      pp_timeline_model_free (m);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -524,6 +567,7 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-step-bubbles", test_model_step_bubbles);
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
+  g_test_add_func ("/render/rank-labels", test_rank_labels);
   g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);
   g_test_add ("/render/cli", Fixture, NULL, fixture_setup, test_cli_render, fixture_teardown);
   return g_test_run ();

@@ -75,7 +75,7 @@ ensure_rows (PpStatsPanel *self, int n_ranks)
     {
       int row = ++self->n_rows;
       char rank[32];
-      g_snprintf (rank, sizeof rank, "GPU %d", row - 1);
+      g_snprintf (rank, sizeof rank, "rank %d", row - 1);   /* named in update */
       GtkWidget *l = cell_label (rank, FALSE);
       gtk_label_set_xalign (GTK_LABEL (l), 0.0);
       gtk_grid_attach (grid, l, 0, row, 1, 1);
@@ -178,6 +178,8 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
       int row = r + 1;
 
       pp_timeline_model_rank_stats (model, r, t0, t1, &st);
+      pp_timeline_model_rank_label (model, r, buf, sizeof buf);
+      set_cell (self, 0, row, buf);
       if (n_steps > 0 && step_bubble[r] >= 0)
         format_percent (buf, sizeof buf, step_bubble[r]);
       else

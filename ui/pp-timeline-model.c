@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ typedef struct {
   size_t             n_plan;
   double             peak_activation;
   int                peak_inflight;
+  char               host[64];       /* RANK: where the rank ran; "" unknown */
 } Rank;
 
 typedef struct {
@@ -65,6 +67,8 @@ struct _PpTimelineModel {
   size_t             n_strings, cap_strings;
   uint64_t           dropped;
   uint32_t           kinds_seen;         /* bit per PpSpanKind */
+  char               first_host[64];     /* the first RANK frame's host */
+  int                several_hosts;      /* RANK frames name more than one host */
 };
 
 
@@ -623,6 +627,15 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
       return add_clock_offset (m, item->clock_offset.rank, item->clock_offset.offset_ns);
     case PP_TRACE_ITEM_STRING:
       return add_string (m, item->string.id, item->string.name);
+    case PP_TRACE_ITEM_RANK:
+      if (ensure_rank (m, item->rank_info.rank) != 0)
+        return 0;
+      snprintf (m->ranks[item->rank_info.rank].host, sizeof m->ranks[0].host, "%s", item->rank_info.host);
+      if (m->first_host[0] == '\0')
+        snprintf (m->first_host, sizeof m->first_host, "%s", item->rank_info.host);
+      else if (strcmp (m->first_host, item->rank_info.host) != 0)
+        m->several_hosts = 1;
+      return 1;
     case PP_TRACE_ITEM_DROPPED:
       /* Saturating: the sum of a file's counts cannot wrap. */
       m->dropped = item->dropped.count > UINT64_MAX - m->dropped ? UINT64_MAX
@@ -634,6 +647,35 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
     default:
       return 0;
     }
+}
+
+void
+pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t size)
+{
+  const char *backend = m != NULL && m->has_desc ? m->desc.backend : "";
+  const char *host = m != NULL && m->several_hosts && r >= 0 && r < m->n_ranks ? m->ranks[r].host : "";
+
+  if (host[0])
+    snprintf (buf, size, "%.8s:rank %d", host, r);   /* the label area is narrow; tooltips say more */
+  else if (strcmp (backend, "cuda") == 0)
+    snprintf (buf, size, "GPU %d", r);
+  else if (strcmp (backend, "cpu") == 0)
+    snprintf (buf, size, "CPU rank %d", r);
+  else
+    snprintf (buf, size, "rank %d", r);
+}
+
+const char *
+pp_timeline_model_rank_host (const PpTimelineModel *m, int r)
+{
+  return m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].host : "";
+}
+
+const char *
+pp_timeline_model_rank_word (const PpTimelineModel *m)
+{
+  const char *backend = m != NULL && m->has_desc ? m->desc.backend : "";
+  return strcmp (backend, "cuda") == 0 ? "GPU" : strcmp (backend, "cpu") == 0 ? "CPU rank" : "rank";
 }
 
 PpTimelineModel *

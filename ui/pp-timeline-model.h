@@ -59,6 +59,15 @@ PpTimelineModel *pp_timeline_model_new_from_file (const char *path, PpError *err
 int              pp_timeline_model_truncated (const PpTimelineModel *m);
 
 const PpTraceDescription *pp_timeline_model_description (const PpTimelineModel *m); /* NULL until seen */
+/* What to call rank r where a user reads it: the device the trace knows
+ * ("GPU 3" on the CUDA backend, "CPU rank 3" on the CPU's, "rank 3" for a
+ * plan or an unknown backend), and "host:rank 3" when the ranks ran on
+ * more than one host (RANK frames). */
+void        pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t size);
+/* "GPU", "CPU rank" or "rank": the word for a rank of this trace. */
+const char *pp_timeline_model_rank_word (const PpTimelineModel *m);
+/* Where rank r ran (a RANK frame), "" when the trace does not say. */
+const char *pp_timeline_model_rank_host (const PpTimelineModel *m, int r);
 /* A number in a description's model line ("residual MLP: 8 blocks, width
  * 256, hidden 1024, batch 64"): the one right before word (before) or
  * after it (after " ", "=" or ":"), word standing alone ("batch", not

@@ -22,7 +22,7 @@
 
 #define SPAN_MIN_PX     1.5    /* narrower spans are aggregated per column */
 #define KERNEL_BLOCK_PX 80.0   /* kernels show under blocks at least this wide */
-#define LABEL_W         78.0   /* rank labels, left of the plot */
+#define LABEL_W         100.0  /* rank labels, left of the plot: "CPU rank 12", "nodeB:rank 3" */
 #define RIGHT_MARGIN    14.0
 #define HEADER_H        48.0
 #define RULER_H         30.0
@@ -1172,7 +1172,7 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
   double fs = fmin (13, fmax (7, l->row_h * 0.32));
 
   lane_y (l, r, LANE_BLOCK, &by, &bh);
-  snprintf (buf, sizeof buf, "GPU %d", r);
+  pp_timeline_model_rank_label (c->m, r, buf, sizeof buf);
   set_rgb (cr, c->th.fg);
   font (cr, fs, 1);
   if (l->row_h >= 30 && bubble >= 0)

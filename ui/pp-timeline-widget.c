@@ -445,8 +445,14 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
   const PpSpan *s = &pp_timeline_model_spans (m, rank)[index];
   GString *t = g_string_new (NULL);
   gint64 origin = pp_timeline_model_start_ns (m);
+  char who[96], peer[96];
+  const char *host = pp_timeline_model_rank_host (m, rank);
 
-  g_string_append_printf (t, "GPU %d", rank);
+  pp_timeline_model_rank_label (m, rank, who, sizeof who);
+  pp_timeline_model_rank_label (m, s->peer_rank, peer, sizeof peer);
+  g_string_append (t, who);
+  if (host[0] && !strchr (who, ':'))
+    g_string_append_printf (t, " on %s", host);
   if (s->stage >= 0)
     g_string_append_printf (t, " · stage %d", s->stage);
   if (s->microbatch >= 0)
@@ -457,13 +463,13 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
       switch (s->kind)
         {
         case PP_SPAN_SEND_F: case PP_SPAN_SEND_B:
-          g_string_append_printf (t, " to GPU %d", s->peer_rank);
+          g_string_append_printf (t, " to %s", peer);
           break;
         case PP_SPAN_WAIT:
-          g_string_append_printf (t, " for GPU %d", s->peer_rank);
+          g_string_append_printf (t, " for %s", peer);
           break;
         default:
-          g_string_append_printf (t, " from GPU %d", s->peer_rank);
+          g_string_append_printf (t, " from %s", peer);
           break;
         }
     }
@@ -489,7 +495,10 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
           g_string_append (t, "\nwaited ");
           append_ms (t, (double) (w->end_ns - w->start_ns));
           if (w->peer_rank >= 0)
-            g_string_append_printf (t, " for GPU %d", w->peer_rank);
+            {
+              pp_timeline_model_rank_label (m, w->peer_rank, peer, sizeof peer);
+              g_string_append_printf (t, " for %s", peer);
+            }
         }
     }
   return g_string_free (t, FALSE);
@@ -507,7 +516,9 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index)
     return NULL;
   const PpTimelinePlanned *p = &pp_timeline_model_planned (m, rank)[index];
   GString *t = g_string_new (NULL);
-  g_string_append_printf (t, "GPU %d · plan · stage %d", rank, p->stage);
+  char who[96];
+  pp_timeline_model_rank_label (m, rank, who, sizeof who);
+  g_string_append_printf (t, "%s · plan · stage %d", who, p->stage);
   if (p->microbatch >= 0)
     g_string_append_printf (t, " · micro-batch %d", p->microbatch);
   if (p->kind >= 0 && p->kind < (int) G_N_ELEMENTS (kinds))

@@ -240,8 +240,9 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
   if (n == 0)
     msg = g_strdup ("No schedule fits this memory budget");
   else
-    msg = g_strdup_printf ("Predicted from the costs measured on %d GPUs with %d micro-batches",
-                           self->costs.ranks, self->costs.microbatches);
+    msg = g_strdup_printf ("Predicted from the costs measured on %d %s%s with %d micro-batches",
+                           self->costs.ranks, pp_timeline_model_rank_word (self->model),
+                           self->costs.ranks == 1 ? "" : "s", self->costs.microbatches);
   gtk_label_set_text (GTK_LABEL (self->status), msg);
   g_free (msg);
   for (size_t i = 0; i < n; i++)
@@ -307,7 +308,7 @@ recompute (PpWhatifPanel *self)
       g_clear_pointer (&self->suggestions, free);
       self->n_suggestions = 0;
       gtk_label_set_text (GTK_LABEL (self->status),
-                          "Waiting for a forward and a backward on every GPU");
+                          "Waiting for a forward and a backward on every rank");
       return;
     }
 
