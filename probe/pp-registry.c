@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define JOB_FILE_MAX  16384   /* a job file is well under this; larger is not ours */
@@ -793,4 +794,35 @@ pp_registry_find (const char *spec, PpJobInfo *out, PpError *err)
     }
   free (jobs);
   return pp_error_set (err, PP_EINVAL, "no running job '%.100s'; %s", spec, msg);
+}
+
+/* ---- how a job ended ---- */
+
+int
+pp_registry_job_ended (const PpJobInfo *info, int wait_ms)
+{
+  char entry[sizeof info->endpoint];
+  size_t n;
+  struct stat sb;
+
+  if (info == NULL || strncmp (info->endpoint, "unix:", 5) != 0)
+    return -1;
+  snprintf (entry, sizeof entry, "%s", info->endpoint + 5);
+  n = strlen (entry);
+  if (n < 5 || strcmp (entry + n - 5, ".sock") != 0)
+    return -1;
+  memcpy (entry + n - 5, ".job", 5);
+  for (int i = 0; i <= wait_ms / 20; i++)
+    {
+      if (stat (entry, &sb) != 0)
+        return 1;
+      if (job_alive (info) == 0)   /* gone, a zombie, or its pid reused */
+        return 0;
+      if (i < wait_ms / 20)
+        {
+          struct timespec ts = { 0, 20 * 1000000 };
+          nanosleep (&ts, NULL);
+        }
+    }
+  return -1;
 }

@@ -73,3 +73,9 @@ PpStatus pp_registry_list (PpJobInfo **jobs, size_t *n_jobs, PpError *err);
  * alone is its own name ("1F1B-4242.r1") or socket path.
  * PP_EINVAL with a one-line message listing the running jobs if none matches. */
 PpStatus pp_registry_find (const char *spec, PpJobInfo *out, PpError *err);
+
+/* How a job whose stream just ended went (info from pp_registry_find):
+ * 1 it ended (a job that closes removes its entry on the way out), 0 it
+ * died (its process is gone, or a zombie, and its entry is left: killed),
+ * -1 unknown (a job over TCP, or still running after wait_ms). */
+int      pp_registry_job_ended (const PpJobInfo *info, int wait_ms);

@@ -130,53 +130,6 @@ pp_cli_jobs (int argc, char **argv)
   return fflush (stdout) == 0 ? 0 : 1;
 }
 
-/* Whether pid runs (a zombie, dead but not yet reaped by its parent, does
- * not). */
-static bool
-process_alive (int32_t pid)
-{
-  char path[64], buf[512];
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  FILE *f = fopen (path, "r");
-  if (f == NULL)
-    return kill (pid, 0) == 0 || errno != ESRCH;   /* no /proc: ask the kernel */
-  size_t n = fread (buf, 1, sizeof buf - 1, f);
-  fclose (f);
-  buf[n] = '\0';
-  const char *close_paren = strrchr (buf, ')');   /* the name may hold spaces and ')' */
-  return close_paren == NULL || (close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X');
-}
-
-/* How a local job's stream ended: 1 the job ended (it removed its registry
- * entry on the way out), 0 it died without (killed: the entry is left),
- * -1 unknown (over TCP, or still running).  Waits at most 2 s for the
- * process to go. */
-static int
-job_ended_cleanly (const PpJobInfo *info, bool known)
-{
-  char entry[sizeof info->endpoint];
-  size_t n;
-  struct stat sb;
-
-  if (!known || strncmp (info->endpoint, "unix:", 5) != 0)
-    return -1;
-  snprintf (entry, sizeof entry, "%s", info->endpoint + 5);
-  n = strlen (entry);
-  if (n < 5 || strcmp (entry + n - 5, ".sock") != 0)
-    return -1;
-  memcpy (entry + n - 5, ".job", 5);
-  for (int i = 0; i < 100; i++)
-    {
-      if (stat (entry, &sb) != 0)
-        return 1;
-      if (!process_alive (info->pid))
-        return 0;
-      struct timespec ts = { 0, 20 * 1000000 };
-      nanosleep (&ts, NULL);
-    }
-  return -1;
-}
-
 /* ---- record ---------------------------------------------------------------------- */
 
 static void
@@ -371,7 +324,7 @@ pp_cli_record (int argc, char **argv)
            * died, or the connection went (exit 1: what was kept is kept). */
           if (finish_writer (&w, path, &err) != PP_OK)
             goto write_fail;
-          int how = job_ended_cleanly (&info, known);
+          int how = known ? pp_registry_job_ended (&info, 2000) : -1;
           if (how == 0)
             fprintf (stderr, "pipescope-cli: error: job %s died without ending its stream (killed?); "
                      "kept %" PRIu64 " events in %s\n", job, n_events, path);

@@ -39,6 +39,7 @@ typedef struct {
   GPtrArray *items;       /* QueuedItem, DATA only */
   char      *message;
   int        pid;         /* CONNECTED: the job's pid, 0 if not in the registry */
+  int        how;         /* ENDED: 1 the job ended, 0 it died, -1 unknown (pp_registry_job_ended) */
 } Batch;
 
 static void
@@ -142,7 +143,8 @@ live_thread (gpointer data)
   /* The job's pid, for the list (a HOST:PORT job has none here). */
   Batch *connected = batch_new (BATCH_CONNECTED, NULL);
   PpJobInfo info;
-  if (pp_registry_find (l->job, &info, NULL) == PP_OK)
+  gboolean have_info = pp_registry_find (l->job, &info, NULL) == PP_OK;
+  if (have_info)
     connected->pid = info.pid;
   g_async_queue_push (l->queue, connected);
 
@@ -212,7 +214,11 @@ live_thread (gpointer data)
     batch_free (batch);
   pp_trace_writer_close (copy, NULL);
   pp_live_client_free (client);
-  g_async_queue_push (l->queue, batch_new (BATCH_ENDED, end_message));
+  Batch *ended = batch_new (BATCH_ENDED, end_message);
+  /* how the job went, where the registry can tell (on this thread: it may
+   * wait a second for the process to go) */
+  ended->how = !g_atomic_int_get (&l->stop) && have_info ? pp_registry_job_ended (&info, 1000) : -1;
+  g_async_queue_push (l->queue, ended);
   g_atomic_rc_box_release_full (l, live_clear);
   return NULL;
 }
@@ -242,6 +248,8 @@ struct _PpRecording
   GCancellable    *cancellable;
   gboolean         child_exited;
   int              child_status;  /* exit status, or 128 + signal */
+  int              end_how;       /* an attached job's end: 1 ended, 0 died, -1 unknown */
+  gboolean         end_told;      /* the one toast of the end went out */
   char            *child_last_line;
   gboolean         desc_seen;
   gboolean         stop_asked;    /* pp_recording_stop: a child told to stop, or detached */
@@ -291,9 +299,30 @@ pp_recording_end_word (PpRecording *self)
 {
   if (self->stop_asked)
     return self->child ? "stopped" : "detached";
-  if (self->child && self->child_exited && self->child_status > 128)
-    return "killed";
-  return "ended";
+  if (self->child)
+    return self->child_exited && self->child_status > 128 ? "killed" : "ended";
+  /* a job started elsewhere: what the registry saw, or nothing known */
+  return self->end_how == 1 ? "ended" : self->end_how == 0 ? "killed" : "connection lost";
+}
+
+/* One toast for the end of a run, once its cause is known: for a child,
+ * when both its stream has ended and it has exited (in either order). */
+static void
+pp_recording_tell_end (PpRecording *self)
+{
+  if (self->end_told || self->state != PP_RECORDING_ENDED || (self->child && !self->child_exited))
+    return;
+  self->end_told = TRUE;
+  size_t n = self->model ? pp_timeline_model_n_steps (self->model) : 0;
+  g_autofree char *msg = NULL;
+  if (self->child && self->child_exited && self->child_status > 128 && !self->stop_asked)
+    msg = g_strdup_printf ("%s: killed by signal %d after %zu steps", self->title,
+                           self->child_status - 128, n);
+  else if (!self->child && !self->stop_asked && self->end_how < 0)
+    msg = g_strdup_printf ("%s: connection lost at step %zu (the job may still run)", self->title, n);
+  else
+    msg = g_strdup_printf ("%s: %s after %zu steps", self->title, pp_recording_end_word (self), n);
+  g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
 }
 
 static void
@@ -311,7 +340,12 @@ pp_recording_update_status (PpRecording *self)
       else
         s = g_strdup_printf ("live · %s · step %zu", self->live ? self->live->job : "?", n);
       break;
-    case PP_RECORDING_ENDED:    s = g_strdup_printf ("%s · %zu steps", pp_recording_end_word (self), n); break;
+    case PP_RECORDING_ENDED:
+      if (!self->child && !self->stop_asked && self->end_how < 0)
+        s = g_strdup_printf ("connection lost at step %zu", n);
+      else
+        s = g_strdup_printf ("%s · %zu steps", pp_recording_end_word (self), n);
+      break;
     case PP_RECORDING_FAILED:   s = g_strdup ("failed"); break;
     case PP_RECORDING_FILE:     s = g_path_get_basename (self->trace_path ? self->trace_path : "trace"); break;
     default: break;
@@ -477,11 +511,16 @@ pp_recording_drain (gpointer data)
             /* the last items while still live: a view following the live
              * edge ends on the run's last steps */
             pp_recording_emit_changed (self, &changed);
+            if (b->kind == BATCH_ENDED)
+              self->end_how = b->how;
             pp_recording_set_state (self, b->kind == BATCH_ENDED ? PP_RECORDING_ENDED : PP_RECORDING_FAILED);
-            if (b->kind == BATCH_ENDED && self->stop_asked && self->child)
-              why = "stopped";
-            msg = g_strdup_printf ("%s: %s", self->title, why ? why : "ended");
-            g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
+            if (b->kind == BATCH_ENDED)
+              pp_recording_tell_end (self);
+            else
+              {
+                msg = g_strdup_printf ("%s: %s", self->title, why ? why : "failed");
+                g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
+              }
             finished = TRUE;
           }
           break;
@@ -577,12 +616,7 @@ pp_recording_child_exited_cb (GObject *source, GAsyncResult *result, gpointer da
     g_atomic_int_set (&self->live->stop, 1);
   /* The stream may have ended first: "killed" is known only now. */
   pp_recording_update_status (self);
-  if (self->state == PP_RECORDING_ENDED && self->child_status > 128 && !self->stop_asked)
-    {
-      g_autofree char *msg = g_strdup_printf ("%s: killed by signal %d", self->title,
-                                              self->child_status - 128);
-      g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
-    }
+  pp_recording_tell_end (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
