@@ -640,6 +640,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
             last_end[b->rank] = b->end;
         }
       ws->step = rg->step;
+      ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;
       for (int r = 0; r < P; r++)
         idle[r] = fmax (0, ws->length - busy[r]);
@@ -982,6 +983,45 @@ pp_why_model_of_description (const PpTraceDescription *d, int n_parts, PpModelCo
 }
 
 PpStatus
+pp_why_analyse_run (const PpTraceDescription *desc, const PpSpan *spans, size_t n, int max_steps,
+                    PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out, PpError *err)
+{
+  PpSchedule *s = NULL;
+  PpStatus st;
+
+  *out = NULL;
+  if (sched_out != NULL)
+    *sched_out = NULL;
+  if (change != NULL)
+    memset (change, 0, sizeof *change);
+  if ((st = pp_why_schedule_of_description (desc, &s, err)) != PP_OK)
+    return st;
+  if ((st = pp_why_analyse_spans (s, spans, n, max_steps, out, err)) != PP_OK)
+    goto out;
+  if (change != NULL)
+    {
+      PpModelConfig mc;
+      int *blocks = malloc ((size_t) s->n_stages * sizeof *blocks);
+      int bundled = blocks != NULL
+        && pp_why_model_of_description (desc, s->n_stages, &mc, blocks, NULL) == PP_OK;
+      st = pp_why_suggest_partition (s, (*out)->costs, bundled ? &mc : NULL, bundled ? blocks : NULL,
+                                     change, err);
+      free (blocks);
+      if (st != PP_OK)
+        {
+          pp_why_report_free (*out);
+          *out = NULL;
+        }
+    }
+out:
+  if (st == PP_OK && sched_out != NULL)
+    *sched_out = s;
+  else
+    pp_schedule_free (s);
+  return st;
+}
+
+PpStatus
 pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
                       PpSchedule **sched_out, PpError *err)
 {
@@ -992,7 +1032,6 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
   PpSpan *spans = NULL;
   size_t n = 0, cap = 0;
   int64_t *off = NULL;
-  PpSchedule *s = NULL;
   PpError rerr = { 0 };
   PpStatus st = PP_OK;
 
@@ -1061,34 +1100,11 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
         spans[i].start_ns += off[spans[i].rank];
         spans[i].end_ns += off[spans[i].rank];
       }
-  if ((st = pp_why_schedule_of_description (&desc, &s, err)) != PP_OK)
-    goto out;
-  if ((st = pp_why_analyse_spans (s, spans, n, max_steps, out, err)) != PP_OK)
-    goto out;
-  if (change != NULL)
-    {
-      PpModelConfig mc;
-      int *blocks = malloc ((size_t) s->n_stages * sizeof *blocks);
-      int bundled = blocks != NULL
-        && pp_why_model_of_description (&desc, s->n_stages, &mc, blocks, NULL) == PP_OK;
-      st = pp_why_suggest_partition (s, (*out)->costs, bundled ? &mc : NULL, bundled ? blocks : NULL,
-                                     change, err);
-      free (blocks);
-      if (st != PP_OK)
-        {
-          pp_why_report_free (*out);
-          *out = NULL;
-          goto out;
-        }
-    }
+  st = pp_why_analyse_run (&desc, spans, n, max_steps, out, change, sched_out, err);
 out:
   pp_trace_reader_free (rd);
   free (spans);
   free (off);
-  if (st == PP_OK && sched_out != NULL)
-    *sched_out = s;
-  else
-    pp_schedule_free (s);
   return st;
 }
 
@@ -1109,4 +1125,118 @@ pp_why_cost_model_of_measured (const PpSchedule *s, const PpMeasuredCosts *mc)
       c->w[i] = mc->w[r];
     }
   return c;
+}
+
+/* ---- reports ------------------------------------------------------------------- */
+
+void
+pp_why_print_idle (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit)
+{
+  fprintf (f, "rank  %10s  %10s  %10s  %10s  %10s  most\n", "idle", "schedule", "imbalance",
+           "transfers", "runtime");
+  for (int r = 0; r < ranks; r++)
+    {
+      const PpWhyIdle *w = &idle[r];
+      int most = 0;
+      for (int k = 1; k < PP_WHY_N_PARTS; k++)
+        if (pp_why_idle_part (w, k) > pp_why_idle_part (w, most))
+          most = k;
+      fprintf (f, "%4d  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %s\n", r,
+               w->measured * scale, unit, w->schedule * scale, unit, w->imbalance * scale, unit,
+               w->transfers * scale, unit, w->runtime * scale, unit,
+               w->measured > 0 ? pp_why_part_name (most) : "-");
+    }
+}
+
+void
+pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *unit)
+{
+  fprintf (f, "slowest stage: %d, F+B %.2f %s a micro-batch, %.0f%% above the mean stage (%.2f %s)\n",
+           c->slowest_stage, c->slowest_cost * scale, unit, 100.0 * c->excess, c->mean_cost * scale, unit);
+  if (!c->has_partition)
+    return;
+  if (c->changed)
+    fprintf (f, "what to change: --partition %s (now %s): predicted step %.2f %s (the plan now %.2f %s)\n",
+             c->partition, c->current, c->predicted_step * scale, unit, c->current_step * scale, unit);
+  else
+    fprintf (f, "what to change: the partition %s is already the balanced one (predicted step %.2f %s)\n",
+             c->current, c->predicted_step * scale, unit);
+}
+
+void
+pp_why_print_path (FILE *f, const PpWhyReport *r)
+{
+  fprintf (f, "critical path (share of the step, mean over %d step%s):", r->n_steps,
+           r->n_steps == 1 ? "" : "s");
+  for (int q = 0; q < r->n_stages; q++)
+    fprintf (f, "%s stage %d %.1f%%", q ? "," : "", q, 100.0 * r->path_share[q]);
+  fprintf (f, ", transfers %.1f%%, gaps %.1f%%\n", 100.0 * r->path_transfer_share,
+           100.0 * r->path_slack_share);
+}
+
+static void
+json_idle (FILE *f, const PpWhyIdle *w)
+{
+  fprintf (f, "{\"idle\": %.9g, \"schedule\": %.9g, \"imbalance\": %.9g, \"transfers\": %.9g, "
+              "\"runtime\": %.9g}", w->measured, w->schedule, w->imbalance, w->transfers, w->runtime);
+}
+
+void
+pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpWhyChange *c)
+{
+  fprintf (f, "{\n  \"schedule\": \"%s\", \"ranks\": %d, \"microbatches\": %d, \"stages\": %d,\n",
+           s->name, s->ranks, s->microbatches, s->n_stages);
+  fprintf (f, "  \"unit\": \"s\", \"steps_analysed\": %d, \"step_length\": %.9g,\n", r->n_steps,
+           r->length);
+  fprintf (f, "  \"idle\": [");
+  for (int i = 0; i < r->ranks; i++)
+    {
+      fprintf (f, "%s\n    ", i ? "," : "");
+      json_idle (f, &r->idle[i]);
+    }
+  fprintf (f, "\n  ],\n  \"critical_path\": {\"stage_share\": [");
+  for (int q = 0; q < r->n_stages; q++)
+    fprintf (f, "%s%.6g", q ? ", " : "", r->path_share[q]);
+  fprintf (f, "], \"transfer_share\": %.6g, \"gap_share\": %.6g},\n", r->path_transfer_share,
+           r->path_slack_share);
+  fprintf (f, "  \"costs\": [");
+  for (int q = 0; q < r->n_stages; q++)
+    fprintf (f, "%s\n    {\"stage\": %d, \"f\": %.9g, \"b\": %.9g, \"w\": %.9g, \"comm\": %.9g}",
+             q ? "," : "", q, r->costs->f[q], r->costs->b[q], r->costs->w[q], r->costs->comm[q]);
+  fprintf (f, "\n  ],\n  \"steps\": [");
+  for (int i = 0; i < r->n_steps; i++)
+    {
+      const PpWhyStep *ws = &r->steps[i];
+      fprintf (f, "%s\n    {\"step\": %d, \"length\": %.9g, \"idle\": [", i ? "," : "", ws->step,
+               ws->length);
+      for (int k = 0; k < r->ranks; k++)
+        {
+          fprintf (f, "%s", k ? ", " : "");
+          json_idle (f, &ws->idle[k]);
+        }
+      fprintf (f, "], \"critical_path\": [");
+      for (size_t k = 0; k < ws->path.n; k++)
+        {
+          const PpWhyPathStep *p = &ws->path.steps[k];
+          char buf[PP_ACTION_STR_MAX];
+          PpAction a = pp_action (p->block.kind, p->block.stage, p->block.microbatch);
+          if (p->block.kind == PP_ACT_OVERLAP_F_B)
+            a = pp_action_overlap (p->block.stage, p->block.microbatch, p->block.sub_kind,
+                                   p->block.sub_stage, p->block.sub_microbatch);
+          fprintf (f, "%s\"%s\"", k ? ", " : "", pp_action_to_string (&a, buf, sizeof buf));
+        }
+      fprintf (f, "]}");
+    }
+  fprintf (f, "\n  ]");
+  if (c != NULL)
+    {
+      fprintf (f, ",\n  \"what_to_change\": {\"slowest_stage\": %d, \"slowest_cost\": %.9g, "
+                  "\"mean_cost\": %.9g, \"excess\": %.6g, \"planned_step\": %.9g",
+               c->slowest_stage, c->slowest_cost, c->mean_cost, c->excess, c->current_step);
+      if (c->has_partition)
+        fprintf (f, ", \"partition_now\": \"%s\", \"partition\": \"%s\", \"predicted_step\": %.9g",
+                 c->current, c->partition, c->predicted_step);
+      fprintf (f, "}");
+    }
+  fprintf (f, "\n}\n");
 }

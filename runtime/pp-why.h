@@ -30,6 +30,8 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "pp-event.h"
 #include "pp-model.h"
@@ -117,6 +119,8 @@ PpStatus pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out,
 
 typedef struct {
   int        step;
+  int64_t    start_ns;    /* its first block start on the spans' clock: the
+                           * path's times are seconds from here */
   double     length;      /* first block start to last block end */
   PpWhyIdle *idle;        /* [ranks] */
   PpWhyPath  path;
@@ -194,6 +198,21 @@ PpStatus pp_why_model_of_description (const PpTraceDescription *d, int n_parts,
  * refer to; free with pp_schedule_free. */
 PpStatus pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out,
                                PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+
+/* The same over a trace already read: its description and spans (times on
+ * one clock: the clock offsets applied). */
+PpStatus pp_why_analyse_run (const PpTraceDescription *desc, const PpSpan *spans, size_t n,
+                             int max_steps, PpWhyReport **out, PpWhyChange *change,
+                             PpSchedule **sched_out, PpError *err);
+
+/* ---- reports ---------------------------------------------------------------
+ * For the CLI: the split a rank a line (values x scale, in unit: 1e3 and
+ * "ms" for seconds), the what-to-change lines, the critical path shares,
+ * and the whole report as one JSON object (seconds). */
+void pp_why_print_idle (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit);
+void pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *unit);
+void pp_why_print_path (FILE *f, const PpWhyReport *r);
+void pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpWhyChange *c);
 
 /* The per-stage cost model of a one-chain, one-stage-per-rank run's
  * measured costs (pp_measured_costs_from_trace: per rank = per stage when

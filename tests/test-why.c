@@ -389,6 +389,46 @@ test_model_of_description (void)
   g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_EINVAL);
 }
 
+/* The CLI: `run` prints the split a rank after its table, `info` the split,
+ * the critical path and what to change, `export --format why` the JSON.
+ * Only what is printed is checked, never a time this machine measured. */
+static void
+test_cli (void)
+{
+  PpTestCtx ctx;
+  char *out = NULL, *err = NULL, *json = NULL;
+  pp_test_ctx_init (&ctx, "why");
+  char *t = pp_test_ctx_path (&ctx, "run.pptrace");
+  char *j = pp_test_ctx_path (&ctx, "why.json");
+  int rc = pp_test_cli_run (ctx.envp, &out, &err, "run", "-s", "1F1B", "-p", "2", "-m", "4", "--layers", "4",
+                            "--width", "16", "--batch", "8", "--steps", "4", "--partition", "3,1",
+                            "--no-live", "--trace", t, NULL);
+  if (rc != 0)
+    g_error ("run: %s", err);
+  g_assert_nonnull (strstr (out, "idle by cause"));
+  g_assert_nonnull (strstr (out, "slowest stage: "));
+  g_assert_cmpint (pp_test_count (out, " ms  "), >=, 2 * 5);
+  g_free (out);
+  g_free (err);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "info", t, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "idle by cause (a step, mean over the last 3 whole steps"));
+  g_assert_nonnull (strstr (out, "critical path (share of the step, mean over 3 steps): stage 0 "));
+  g_assert_nonnull (strstr (out, "(now 3,1)"));
+  g_free (out);
+  g_free (err);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "export", t, "--format", "why", "-o", j, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"steps_analysed\": 3"));
+  g_assert_cmpint (pp_test_count (json, "\"runtime\": "), ==, 2 + 3 * 2);
+  g_assert_nonnull (strstr (json, "\"partition_now\": \"3,1\""));
+  g_free (json);
+  g_free (out);
+  g_free (err);
+  g_free (t);
+  g_free (j);
+  pp_test_ctx_clear (&ctx);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -402,5 +442,6 @@ main (int argc, char **argv)
   g_test_add_func ("/why/analyse-spans", test_analyse_spans);
   g_test_add_func ("/why/suggest-partition", test_suggest_partition);
   g_test_add_func ("/why/model-of-description", test_model_of_description);
+  g_test_add_func ("/why/cli", test_cli);
   return g_test_run ();
 }

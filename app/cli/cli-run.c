@@ -23,6 +23,7 @@
 
 #include "pp-run.h"
 #include "pp-model.h"
+#include "pp-why.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 
@@ -1190,6 +1191,31 @@ pp_cli_run (int argc, char **argv)
       printf ("over the last %d step%s: mean step time %.1f ms, %.0f samples/s; loss %.4f -> %.4f\n",
               k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
               first_loss, last_loss);
+      /* issue 16: why the bubble is there, from the same windows and costs */
+      PpCostModel *why_c = span > 0 ? pp_run_measured_costs (run) : NULL;
+      PpWhyIdle *why = why_c ? calloc ((size_t) s->ranks, sizeof *why) : NULL;
+      double *why_m = why ? calloc ((size_t) s->ranks, sizeof *why_m) : NULL;
+      for (int r = 0; why_m != NULL && r < s->ranks; r++)
+        {
+          int64_t busy = 0;
+          for (int i = 0; i < k; i++)
+            busy += win_busy[r][(done - 1 - i) % RUN_WINDOW_MAX];
+          why_m[r] = (double) (span - busy) / k;
+        }
+      PpWhyChange why_ch;
+      PpModelConfig why_mc = { .layers = L, .width = D, .hidden_mult = 4 };
+      if (why_m != NULL && pp_why_split (s, why_c, why_m, why, NULL) == PP_OK)
+        {
+          printf ("\nidle by cause, a step over the last %d (schedule: the plan at the mean action; imbalance: "
+                  "what the stages' costs add; transfers: what the transfer times add; runtime: the rest):\n", k);
+          pp_why_print_idle (stdout, why, s->ranks, 1e-6, "ms");
+          if (pp_why_suggest_partition (s, why_c, &why_mc, n_parts == s->n_stages ? blocks : NULL,
+                                        &why_ch, NULL) == PP_OK)
+            pp_why_print_change (stdout, &why_ch, 1e-6, "ms");
+        }
+      free (why_m);
+      free (why);
+      pp_cost_model_free (why_c);
     }
   if (save_params != NULL && done > 0 && save_run_params (run, save_params, transport) != 0)
     goto out;

@@ -16,6 +16,7 @@
 #include "cli-plan.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
+#include "pp-why.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
 
@@ -469,7 +470,11 @@ info_usage (FILE *out)
          "trace's first span start and last span end, over that length) and, for a\n"
          "trace with steps, inside the steps only (set-up and the time between steps\n"
          "left out: what compares with the plan's bubble a step), dropped events and\n"
-         "whether the file was cut short.\n", out);
+         "whether the file was cut short.  For a run whose schedule it can rebuild:\n"
+         "each rank's idle time a step split by cause (schedule, imbalance,\n"
+         "transfers, runtime), each stage's share of the critical path, the slowest\n"
+         "stage and, for the bundled model, the partition that balances it with its\n"
+         "predicted step time ('export --format why' writes all of it as JSON).\n", out);
 }
 
 int
@@ -649,6 +654,23 @@ pp_cli_info (int argc, char **argv)
     }
   else
     printf ("measured bubble: n/a (no spans)\n");
+  /* issue 16: why the bubble is there */
+  {
+    PpWhyReport *why = NULL;
+    PpWhyChange ch;
+    PpError e = { 0 };
+    if (t.has_desc && pp_why_analyse_run (&t.desc, t.spans, t.n_spans, 0, &why, &ch, NULL, &e) == PP_OK)
+      {
+        printf ("idle by cause (a step, mean over the last %d whole step%s; 'export --format why' has it all):\n",
+                why->n_steps, why->n_steps == 1 ? "" : "s");
+        pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
+        pp_why_print_path (stdout, why);
+        pp_why_print_change (stdout, &ch, 1e3, "ms");
+      }
+    else
+      printf ("idle by cause: n/a (%s)\n", t.has_desc ? e.msg : "no description");
+    pp_why_report_free (why);
+  }
   printf ("dropped events: %" PRIu64 "\n", t.dropped);
   printf ("truncated: %s\n", t.truncated ? "yes (the file ends inside a frame)" : "no");
   trace_clear (&t);
@@ -660,12 +682,15 @@ pp_cli_info (int argc, char **argv)
 static void
 export_usage (FILE *out)
 {
-  fputs ("Usage: pipescope-cli export FILE [--format chrome|csv] -o OUT\n"
+  fputs ("Usage: pipescope-cli export FILE [--format chrome|csv|why] -o OUT\n"
          "\n"
          "Converts a trace.\n"
          "\n"
          "  -f, --format FORMAT   chrome (Chrome trace JSON for chrome://tracing and\n"
-         "                        Perfetto, default) or csv (one line per span)\n"
+         "                        Perfetto, default), csv (one line per span) or why\n"
+         "                        (JSON: each rank's idle split into schedule, imbalance,\n"
+         "                        transfers and runtime, the critical path, the measured\n"
+         "                        costs and what to change; seconds)\n"
          "  -o, --output OUT      file to write (written to OUT.tmp, then renamed)\n", out);
 }
 
@@ -918,7 +943,7 @@ pp_cli_export (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   const char *path, *out = NULL;
-  bool chrome = true;
+  int format = 0;   /* chrome, csv, why */
   int opt, status = 1;
   Trace t;
   char *tmp = NULL;
@@ -931,10 +956,11 @@ pp_cli_export (int argc, char **argv)
       switch (opt)
         {
         case 'f':
-          if (strcmp (optarg, "chrome") == 0) chrome = true;
-          else if (strcmp (optarg, "csv") == 0) chrome = false;
+          if (strcmp (optarg, "chrome") == 0) format = 0;
+          else if (strcmp (optarg, "csv") == 0) format = 1;
+          else if (strcmp (optarg, "why") == 0) format = 2;
           else
-            return pp_cli_usage_error ("unknown format '%s'; use chrome or csv", optarg);
+            return pp_cli_usage_error ("unknown format '%s'; use chrome, csv or why", optarg);
           break;
         case 'o': out = optarg; break;
         case 'h':
@@ -954,6 +980,20 @@ pp_cli_export (int argc, char **argv)
     return pp_cli_usage_error ("export needs -o OUT");
   if (trace_load (path, &t) != 0)
     return 1;
+  PpWhyReport *why = NULL;
+  PpWhyChange why_ch;
+  PpSchedule *why_s = NULL;
+  if (format == 2)
+    {
+      PpError e = { 0 };
+      if (!t.has_desc)
+        snprintf (e.msg, sizeof e.msg, "%s has no description: its schedule is unknown", path);
+      if (!t.has_desc || pp_why_analyse_run (&t.desc, t.spans, t.n_spans, 0, &why, &why_ch, &why_s, &e) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", e.msg);
+          goto done;
+        }
+    }
 
   tmp = malloc (strlen (out) + 5);
   if (tmp == NULL)
@@ -968,7 +1008,9 @@ pp_cli_export (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: cannot create '%s': %s\n", tmp, strerror (errno));
       goto done;
     }
-  if ((chrome ? write_chrome (f, &t) : write_csv (f, &t)) != 0)
+  if (format == 2)
+    pp_why_write_json (f, why_s, why, &why_ch);
+  else if ((format == 0 ? write_chrome (f, &t) : write_csv (f, &t)) != 0)
     {
       fclose (f);
       unlink (tmp);
@@ -998,6 +1040,8 @@ pp_cli_export (int argc, char **argv)
     }
   status = 0;
 done:
+  pp_why_report_free (why);
+  pp_schedule_free (why_s);
   free (tmp);
   trace_clear (&t);
   return status;
