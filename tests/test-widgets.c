@@ -633,6 +633,20 @@ test_loss_chart (void)
         differ += fabs (a[0] - b[0]) + fabs (a[1] - b[1]) + fabs (a[2] - b[2]) > 0.1;
       }
   g_assert_cmpint (differ, >, 100);
+  /* the axis titles: text along the left edge (the loss, turned), left
+   * of the tick labels, where nothing else draws */
+  {
+    int left_ink = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++)
+        {
+          double a[3];
+          pixel (full, x, y, a);
+          int ink = a[0] + a[1] + a[2] < 1.2;   /* dark text on the light theme */
+          left_ink += ink && x < 20;
+        }
+    g_assert_cmpint (left_ink, >, 30);
+  }
   cairo_surface_destroy (empty);
   cairo_surface_destroy (full);
 

@@ -136,7 +136,9 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
       hi += pad;
     }
 
-  double left = 52, right = w - 56, top = 10, bottom = h - 24;
+  /* room for the axis titles: the y title turned along the left edge, the
+   * x title under the step numbers */
+  double left = 64, right = w - 56, top = 10, bottom = h - 38;
   if (right - left < 20 || bottom - top < 20)
     return;
 
@@ -183,6 +185,23 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
       cairo_move_to (cr, px - ext.width / 2 - ext.x_bearing, bottom + 16);
       cairo_show_text (cr, label);
     }
+
+  /* axis titles, with their units */
+  {
+    static const char *const xt = "training step", *const yt = "loss (nats)";
+    cairo_text_extents_t ext;
+    cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+    cairo_text_extents (cr, xt, &ext);
+    cairo_move_to (cr, (left + right) / 2 - ext.width / 2 - ext.x_bearing, h - 6);
+    cairo_show_text (cr, xt);
+    cairo_text_extents (cr, yt, &ext);
+    cairo_save (cr);
+    cairo_translate (cr, 14, (top + bottom) / 2 + ext.width / 2);
+    cairo_rotate (cr, -G_PI / 2);
+    cairo_move_to (cr, -ext.x_bearing, 0);
+    cairo_show_text (cr, yt);
+    cairo_restore (cr);
+  }
 
   /* axes */
   cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
