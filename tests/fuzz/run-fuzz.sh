@@ -26,6 +26,8 @@ if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>
 fi
 cairo_flags=$(pkg-config --cflags --libs cairo 2>/dev/null) || {
   echo "run-fuzz: skipped: no cairo development files"; exit 77; }
+# the CPU kernels under the bundled model (pp-why.c asks it for its costs)
+cairo_flags="$cairo_flags $(pkg-config --cflags --libs openblas 2>/dev/null || echo -lopenblas)"
 
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="-I$src/probe -I$src/runtime -I$src/ui -I$src/kernels"
@@ -33,9 +35,12 @@ probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-e
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
-         pp-closed-form.c pp-suggest.c; do
+         pp-closed-form.c pp-suggest.c pp-why.c pp-model.c; do
   runtime="$runtime $src/runtime/$f"
 done
+# pp-why.c asks the bundled model (pp-model.c) for its cost estimates;
+# the model links the CPU kernels (BLAS)
+runtime="$runtime $src/kernels/pp-kernels-cpu.c"
 ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c"
 
 build() { # name sources...
