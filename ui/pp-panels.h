@@ -6,6 +6,7 @@
 #include <gtk/gtk.h>
 
 #include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
 
 G_BEGIN_DECLS
 
@@ -47,5 +48,21 @@ GtkWidget *pp_whatif_panel_new (void);
 void       pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model);
 /* Whether a worker thread is ranking now. */
 gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
+
+/* Why the bubble is there (runtime/pp-why.h): per rank a stacked bar of the
+ * idle time a step by cause (schedule, imbalance, transfers, runtime; the
+ * numbers on hover), each stage's share of the critical path and what to
+ * change (the slowest stage; for the bundled model the balanced
+ * partition and its predicted step time).  update() analyses the last
+ * steps only (bounded work), and only when the model has new spans. */
+#define PP_TYPE_WHY_PANEL (pp_why_panel_get_type ())
+G_DECLARE_FINAL_TYPE (PpWhyPanel, pp_why_panel, PP, WHY_PANEL, GtkWidget)
+GtkWidget *pp_why_panel_new (void);
+void       pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model);
+/* The analysed steps' critical paths on the model's clock, for the
+ * timeline's overlay (valid until the next update). */
+const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);
+/* Rank rows shown (for the tests). */
+int        pp_why_panel_get_n_rows (PpWhyPanel *self);
 
 G_END_DECLS

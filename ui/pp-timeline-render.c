@@ -1216,6 +1216,70 @@ span_rect (const Ctx *c, int r, long index, double *x, double *y, double *w, dou
 }
 
 void
+pp_timeline_render_critical_path (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v)
+{
+  PpTimelineLayout l;
+  int n_ranks;
+  double px = 0, py = 0;
+  int have_prev = 0;
+
+  if (cr == NULL || m == NULL || v == NULL || v->critical_path == NULL || v->n_critical_path == 0
+      || v->t1_ns <= v->t0_ns)
+    return;
+  pp_timeline_layout (m, v, &l);
+  n_ranks = pp_timeline_model_n_ranks (m);
+  cairo_save (cr);
+  cairo_rectangle (cr, l.x0, l.rows_y - 2, l.x1 - l.x0, n_ranks * l.row_h + 4);
+  cairo_clip (cr);
+  cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+  /* the foreground color, wide, under a thin orange line (Okabe-Ito): it
+   * reads on every block color and on the bubble */
+  for (int pass = 0; pass < 2; pass++)
+    {
+      have_prev = 0;
+      if (pass == 0)
+        {
+          if (v->dark)
+            cairo_set_source_rgb (cr, 1, 1, 1);
+          else
+            cairo_set_source_rgb (cr, 0, 0, 0);
+          cairo_set_line_width (cr, 3.5);
+        }
+      else
+        {
+          cairo_set_source_rgb (cr, 0.90, 0.62, 0.0);
+          cairo_set_line_width (cr, 1.5);
+        }
+      for (size_t i = 0; i < v->n_critical_path; i++)
+        {
+          const PpTimelinePathBlock *b = &v->critical_path[i];
+          if (b->rank < 0 || b->rank >= n_ranks || b->end_ns < v->t0_ns - (v->t1_ns - v->t0_ns)
+              || b->start_ns > v->t1_ns + (v->t1_ns - v->t0_ns))
+            {
+              have_prev = 0;
+              continue;
+            }
+          double x0 = pp_timeline_x_of (v, &l, b->start_ns), x1 = pp_timeline_x_of (v, &l, b->end_ns);
+          double y = l.rows_y + b->rank * l.row_h, h = l.block_h;
+          if (x1 - x0 < 1)
+            x1 = x0 + 1;
+          if (have_prev && b->joined)
+            {
+              cairo_move_to (cr, px, py);
+              cairo_line_to (cr, x0, y + h * 0.5);
+              cairo_stroke (cr);
+            }
+          cairo_rectangle (cr, x0 + 0.5, y + 0.5, x1 - x0 - 1, h - 1);
+          cairo_stroke (cr);
+          px = x1;
+          py = y + h * 0.5;
+          have_prev = 1;
+        }
+    }
+  cairo_restore (cr);
+}
+
+void
 pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *view)
 {
   Ctx c;
@@ -1341,6 +1405,8 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     if (v->show_legend)
       draw_legend (&c, cr);
   }
+  if (v->show_critical_path)
+    pp_timeline_render_critical_path (cr, m, v);
 out:
   cairo_restore (cr);
   free (c.cov);

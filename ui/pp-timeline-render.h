@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cairo.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pp-timeline-model.h"
@@ -34,13 +35,33 @@ typedef struct {
   long    hover_index;
   int     selected_rank;
   long    selected_index;
+  /* The critical path drawn over the blocks (issue 16): with the flag set
+   * and blocks given, pp_timeline_render calls
+   * pp_timeline_render_critical_path last.  Borrowed. */
+  int     show_critical_path;
+  const struct _PpTimelinePathBlock *critical_path;
+  size_t  n_critical_path;
 } PpTimelineView;
+
+/* One block on a critical path, on the spans' clock; joined: a line leads
+ * to it from the block before it in the array (the same step's path). */
+typedef struct _PpTimelinePathBlock {
+  int     rank;
+  int64_t start_ns, end_ns;
+  int     joined;
+} PpTimelinePathBlock;
 
 /* A view of the whole run at width x height, everything else off. */
 void    pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m,
                                double width, double height);
 
 void    pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v);
+
+/* Outlines v->critical_path's blocks and joins each to the one before it:
+ * over the blocks, so anyone drawing the timeline (or an overlay above the
+ * widget, which has the same view) can add it. */
+void    pp_timeline_render_critical_path (cairo_t *cr, const PpTimelineModel *m,
+                                          const PpTimelineView *v);
 
 /* Geometry shared with the widget (hit testing, scrolling). */
 typedef struct {

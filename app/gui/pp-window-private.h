@@ -42,6 +42,9 @@ struct _PpWindow
   PpStatsPanel     *stats;
   PpLossChart      *loss;
   PpWhatifPanel    *whatif;
+  PpWhyPanel       *why;
+  GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
+  GtkWidget        *path_overlay;
 
   /* the session */
   GListStore       *runs;           /* PpRecording */

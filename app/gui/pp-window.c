@@ -135,6 +135,8 @@ pp_window_update_panels (PpWindow *self)
   else
     pp_loss_chart_update (self->loss, m);
   pp_whatif_panel_update (self->whatif, m);
+  pp_why_panel_update (self->why, m);
+  gtk_widget_queue_draw (self->path_overlay);
   self->panels_dirty = FALSE;
 }
 
@@ -349,6 +351,8 @@ compare_origin (PpRecording *run)
 static void
 on_range_changed (PpTimelineWidget *widget, PpWindow *self)
 {
+  if (widget == self->timeline[0])
+    gtk_widget_queue_draw (self->path_overlay);
   if (self->syncing_range || !self->shown[1])
     return;
   int from = widget == self->timeline[0] ? 0 : 1, to = 1 - from;
@@ -358,6 +362,24 @@ on_range_changed (PpTimelineWidget *widget, PpWindow *self)
   self->syncing_range = TRUE;
   pp_timeline_widget_set_range (self->timeline[to], t0 + off, t1 + off);
   self->syncing_range = FALSE;
+}
+
+/* The critical path over the upper timeline: the same view, so the same
+ * place as its blocks. */
+static void
+draw_path_overlay (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
+{
+  PpWindow *self = data;
+  PpTimelineModel *m = pp_timeline_widget_get_model (self->timeline[0]);
+  PpTimelineView v;
+  (void) area;
+  if (m == NULL || !self->shown[0] || pp_recording_get_model (self->shown[0]) != m)
+    return;
+  pp_timeline_widget_get_view (self->timeline[0], &v);
+  v.width = width;
+  v.height = height;
+  v.critical_path = pp_why_panel_get_critical_path (self->why, &v.n_critical_path);
+  pp_timeline_render_critical_path (cr, m, &v);
 }
 
 static void
@@ -798,6 +820,7 @@ pp_window_class_init (PpWindowClass *klass)
   g_type_ensure (PP_TYPE_STATS_PANEL);
   g_type_ensure (PP_TYPE_LOSS_CHART);
   g_type_ensure (PP_TYPE_WHATIF_PANEL);
+  g_type_ensure (PP_TYPE_WHY_PANEL);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/pipescope/Pipescope/pp-window.ui");
   gtk_widget_class_bind_template_child (widget_class, PpWindow, title);
@@ -820,6 +843,9 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, stats);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, loss);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, why);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, path_toggle);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, path_overlay);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
   /* the two timelines (the lower one shows only while comparing) */
   gtk_widget_class_bind_template_child_full (widget_class, "timeline_upper", FALSE,
@@ -861,6 +887,7 @@ pp_window_init (PpWindow *self)
    * enables or disables "run" */
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
   gtk_widget_init_template (GTK_WIDGET (self));
+  gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->path_overlay), draw_path_overlay, self, NULL);
 
   GtkStringList *names = gtk_string_list_new (NULL);
   guint default_index = 0, i = 0;

@@ -1,0 +1,430 @@
+/* pp-why-panel.c — why the bubble is there (runtime/pp-why.h), for a run.
+ *
+ * Per rank a stacked bar of its idle time a step by cause (schedule,
+ * imbalance, transfers, runtime; Okabe-Ito colors, the numbers on hover);
+ * a negative part (a rank the imbalance spares) is drawn hatched back from
+ * the end of the bar, so the solid length is the measured idle.  Under it
+ * each stage's share of the critical path and the "what to change" line.
+ *
+ * The analysis reads only the last steps (at most PP_WHY_PANEL_MAX_STEPS,
+ * fewer for a large schedule: at most PP_WHY_PANEL_MAX_WORK simulated
+ * actions an update), and only again when the model has new spans: a
+ * trace of a million spans costs one pass to pick the steps' spans out.
+ */
+#include "pp-panels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-why.h"
+
+#define PP_WHY_PANEL_MAX_STEPS 16
+#define PP_WHY_PANEL_MAX_WORK  (1L << 18)
+
+#define ROW_H   22.0
+#define LABEL_W 64.0
+
+struct _PpWhyPanel
+{
+  GtkWidget   parent_instance;
+
+  GtkWidget  *box;
+  GtkWidget  *title;       /* GtkLabel */
+  GtkWidget  *bars;        /* GtkDrawingArea */
+  GtkWidget  *legend;      /* GtkDrawingArea */
+  GtkWidget  *path;        /* GtkLabel */
+  GtkWidget  *change;      /* GtkLabel */
+
+  size_t      seen_spans;  /* the model's span count at the last analysis */
+  const PpTimelineModel *seen_model;
+  int         ranks;
+  PpWhyIdle  *idle;        /* [ranks] */
+  PpTimelinePathBlock *crit;
+  size_t      n_crit;
+};
+
+G_DEFINE_FINAL_TYPE (PpWhyPanel, pp_why_panel, GTK_TYPE_WIDGET)
+
+static const double part_rgb[PP_WHY_N_PARTS][3] = {
+  { 0.337, 0.706, 0.914 },   /* schedule: sky blue */
+  { 0.835, 0.369, 0.000 },   /* imbalance: vermillion */
+  { 0.000, 0.620, 0.451 },   /* transfers: bluish green */
+  { 0.800, 0.475, 0.655 },   /* runtime: reddish purple */
+};
+
+static double
+max_bar (const PpWhyPanel *self)
+{
+  double m = 0;
+  for (int r = 0; r < self->ranks; r++)
+    {
+      double pos = 0;
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        pos += fmax (0, pp_why_idle_part (&self->idle[r], k));
+      m = fmax (m, pos);
+    }
+  return m;
+}
+
+static void
+fg_color (GtkWidget *w, double rgb[3])
+{
+  GdkRGBA c;
+  gtk_style_context_get_color (gtk_widget_get_style_context (w), &c);
+  rgb[0] = c.red;
+  rgb[1] = c.green;
+  rgb[2] = c.blue;
+}
+
+static void
+draw_bars (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
+{
+  PpWhyPanel *self = data;
+  double fg[3], scale, plot = width - LABEL_W - 8;
+  double m = max_bar (self);
+  (void) height;
+
+  if (self->ranks == 0 || m <= 0 || plot < 10)
+    return;
+  fg_color (GTK_WIDGET (area), fg);
+  scale = plot / m;
+  cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 12);
+  for (int r = 0; r < self->ranks; r++)
+    {
+      const PpWhyIdle *w = &self->idle[r];
+      double y = r * ROW_H + 3, h = ROW_H - 6, x = LABEL_W;
+      char label[32];
+      g_snprintf (label, sizeof label, "rank %d", r);
+      cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+      cairo_move_to (cr, 0, y + h - 4);
+      cairo_show_text (cr, label);
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        {
+          double v = pp_why_idle_part (w, k);
+          if (v <= 0)
+            continue;
+          cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
+          cairo_rectangle (cr, x, y, v * scale, h);
+          cairo_fill (cr);
+          x += v * scale;
+        }
+      /* negative parts: hatched back from the end */
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        {
+          double v = pp_why_idle_part (w, k);
+          if (v >= 0)
+            continue;
+          double x0 = fmax (LABEL_W, x + v * scale);
+          cairo_save (cr);
+          cairo_rectangle (cr, x0, y, x - x0, h);
+          cairo_clip (cr);
+          cairo_set_source_rgba (cr, 1, 1, 1, 0.55);
+          cairo_paint (cr);
+          cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
+          cairo_set_line_width (cr, 1.5);
+          for (double hx = x0 - h; hx < x; hx += 5)
+            {
+              cairo_move_to (cr, hx, y + h);
+              cairo_line_to (cr, hx + h, y);
+            }
+          cairo_stroke (cr);
+          cairo_restore (cr);
+          x = x0;
+        }
+    }
+}
+
+static void
+draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
+{
+  double fg[3], x = LABEL_W;
+  (void) width;
+  (void) height;
+  (void) data;
+  fg_color (GTK_WIDGET (area), fg);
+  cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 12);
+  for (int k = 0; k < PP_WHY_N_PARTS; k++)
+    {
+      cairo_text_extents_t e;
+      const char *name = pp_why_part_name (k);
+      cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
+      cairo_rectangle (cr, x, 4, 12, 12);
+      cairo_fill (cr);
+      cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+      cairo_move_to (cr, x + 16, 14);
+      cairo_show_text (cr, name);
+      cairo_text_extents (cr, name, &e);
+      x += 16 + e.x_advance + 18;
+    }
+  cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+  cairo_move_to (cr, x, 14);
+  cairo_show_text (cr, "(hatched: a part below zero, taken back from the bar's end)");
+}
+
+static gboolean
+query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, gpointer data)
+{
+  PpWhyPanel *self = data;
+  int r = (int) (y / ROW_H);
+  (void) keyboard;
+  if (r < 0 || r >= self->ranks || x < 0)
+    return FALSE;
+  const PpWhyIdle *i = &self->idle[r];
+  double plot = gtk_widget_get_width (w) - LABEL_W - 8, m = max_bar (self);
+  /* the part under the pointer, bold */
+  int under = -1;
+  if (m > 0 && plot > 10 && x >= LABEL_W)
+    {
+      double at = (x - LABEL_W) / plot * m, acc = 0;
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        {
+          double v = pp_why_idle_part (i, k);
+          if (v <= 0)
+            continue;
+          if (at >= acc && at < acc + v)
+            under = k;
+          acc += v;
+        }
+    }
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "<b>rank %d</b>: idle %.2f ms a step", r, i->measured * 1e3);
+  for (int k = 0; k < PP_WHY_N_PARTS; k++)
+    {
+      double v = pp_why_idle_part (i, k);
+      g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", pp_why_part_name (k),
+                              v * 1e3, i->measured > 0 ? 100.0 * v / i->measured : 0.0,
+                              k == under ? "</b>" : "");
+    }
+  gtk_tooltip_set_markup (tip, s->str);
+  g_string_free (s, TRUE);
+  return TRUE;
+}
+
+static void
+clear_results (PpWhyPanel *self)
+{
+  g_clear_pointer (&self->idle, g_free);
+  g_clear_pointer (&self->crit, g_free);
+  self->n_crit = 0;
+  self->ranks = 0;
+}
+
+static void
+pp_why_panel_dispose (GObject *object)
+{
+  PpWhyPanel *self = PP_WHY_PANEL (object);
+  clear_results (self);
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  G_OBJECT_CLASS (pp_why_panel_parent_class)->dispose (object);
+}
+
+static void
+pp_why_panel_class_init (PpWhyPanelClass *klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = pp_why_panel_dispose;
+  gtk_widget_class_set_layout_manager_type (GTK_WIDGET_CLASS (klass), GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (GTK_WIDGET_CLASS (klass), "ppwhypanel");
+}
+
+static GtkWidget *
+wrapped_label (const char *css)
+{
+  GtkWidget *l = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  gtk_label_set_wrap (GTK_LABEL (l), TRUE);
+  gtk_label_set_selectable (GTK_LABEL (l), TRUE);
+  if (css != NULL)
+    gtk_widget_add_css_class (l, css);
+  return l;
+}
+
+static void
+pp_why_panel_init (PpWhyPanel *self)
+{
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+  gtk_widget_set_margin_top (self->box, 6);
+  self->title = wrapped_label ("heading");
+  gtk_label_set_text (GTK_LABEL (self->title), "Idle time by cause: no whole step yet");
+  self->bars = gtk_drawing_area_new ();
+  gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->bars), draw_bars, self, NULL);
+  gtk_widget_set_has_tooltip (self->bars, TRUE);
+  g_signal_connect (self->bars, "query-tooltip", G_CALLBACK (query_tooltip), self);
+  self->legend = gtk_drawing_area_new ();
+  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->legend), 20);
+  gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->legend), draw_legend, self, NULL);
+  self->path = wrapped_label (NULL);
+  self->change = wrapped_label (NULL);
+  gtk_box_append (GTK_BOX (self->box), self->title);
+  gtk_box_append (GTK_BOX (self->box), self->bars);
+  gtk_box_append (GTK_BOX (self->box), self->legend);
+  gtk_box_append (GTK_BOX (self->box), self->path);
+  gtk_box_append (GTK_BOX (self->box), self->change);
+}
+
+GtkWidget *
+pp_why_panel_new (void)
+{
+  return g_object_new (PP_TYPE_WHY_PANEL, NULL);
+}
+
+/* The spans of the model's last steps (block and transfer kinds only). */
+static GArray *
+last_steps_spans (const PpTimelineModel *m, int keep_steps)
+{
+  int n_ranks = pp_timeline_model_n_ranks (m);
+  int32_t last = -1;
+  GArray *a = g_array_new (FALSE, FALSE, sizeof (PpSpan));
+  for (int r = 0; r < n_ranks; r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0, n = pp_timeline_model_n_spans (m, r); i < n; i++)
+        if (pp_span_kind_is_block (sp[i].kind) && sp[i].step > last)
+          last = sp[i].step;
+    }
+  /* one more than kept: the last may still be running */
+  int32_t from = last - keep_steps;
+  for (int r = 0; r < n_ranks && last >= 0; r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0, n = pp_timeline_model_n_spans (m, r); i < n; i++)
+        if (sp[i].step >= from
+            && (pp_span_kind_is_block (sp[i].kind) || sp[i].kind == PP_SPAN_SEND_F
+                || sp[i].kind == PP_SPAN_SEND_B || sp[i].kind == PP_SPAN_RECV_F
+                || sp[i].kind == PP_SPAN_RECV_B))
+          g_array_append_val (a, sp[i]);
+    }
+  return a;
+}
+
+void
+pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_WHY_PANEL (self));
+
+  size_t n_total = model != NULL ? pp_timeline_model_n_spans_total (model) : 0;
+  if (model == self->seen_model && n_total == self->seen_spans)
+    return;
+  self->seen_model = model;
+  self->seen_spans = n_total;
+  clear_results (self);
+
+  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
+  PpWhyReport *rep = NULL;
+  PpWhyChange ch;
+  PpSchedule *s = NULL;
+  PpError err = { 0 };
+  int keep = PP_WHY_PANEL_MAX_STEPS;
+  if (d != NULL && d->n_ranks > 0 && d->n_microbatches > 0)
+    {
+      /* about 2 actions per stage visit, 3 simulations a step */
+      long work = 6L * d->n_ranks * d->n_microbatches * (d->n_virtual > 0 ? d->n_virtual : 1);
+      keep = (int) CLAMP (PP_WHY_PANEL_MAX_WORK / MAX (work, 1), 1, PP_WHY_PANEL_MAX_STEPS);
+    }
+  if (d == NULL)
+    g_snprintf (err.msg, sizeof err.msg, "the trace does not describe its schedule");
+  else
+    {
+      GArray *spans = last_steps_spans (model, keep);
+      pp_why_analyse_run (d, (const PpSpan *) spans->data, spans->len, keep, &rep, &ch, &s, &err);
+      g_array_free (spans, TRUE);
+    }
+
+  if (rep == NULL)
+    {
+      char *t = g_strdup_printf ("Idle time by cause: %s", err.msg[0] ? err.msg : "no whole step yet");
+      gtk_label_set_text (GTK_LABEL (self->title), t);
+      g_free (t);
+      gtk_label_set_text (GTK_LABEL (self->path), "");
+      gtk_label_set_text (GTK_LABEL (self->change), "");
+      gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), 0);
+      gtk_widget_queue_draw (self->bars);
+      pp_schedule_free (s);
+      return;
+    }
+
+  self->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
+  self->idle = g_memdup2 (rep->idle, (gsize) self->ranks * sizeof *self->idle);
+  double sum[PP_WHY_N_PARTS] = { 0 }, total = 0;
+  for (int r = 0; r < rep->ranks; r++)
+    {
+      total += rep->idle[r].measured;
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        sum[k] += pp_why_idle_part (&rep->idle[r], k);
+    }
+  int most = 0;
+  for (int k = 1; k < PP_WHY_N_PARTS; k++)
+    if (sum[k] > sum[most])
+      most = k;
+  char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s): "
+                             "%.0f%% of it is %s",
+                             rep->n_steps, rep->n_steps == 1 ? "" : "s",
+                             total > 0 ? 100.0 * sum[most] / total : 0.0, pp_why_part_name (most));
+  gtk_label_set_text (GTK_LABEL (self->title), t);
+  g_free (t);
+  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
+  gtk_widget_queue_draw (self->bars);
+
+  /* the critical path's share per stage, the largest first named */
+  GString *p = g_string_new ("Critical path: ");
+  int top = 0;
+  for (int q = 1; q < rep->n_stages; q++)
+    if (rep->path_share[q] > rep->path_share[top])
+      top = q;
+  g_string_append_printf (p, "stage %d holds %.0f%% of the step", top, 100.0 * rep->path_share[top]);
+  for (int q = 0; q < rep->n_stages && q < 64; q++)
+    if (q != top)
+      g_string_append_printf (p, ", stage %d %.0f%%", q, 100.0 * rep->path_share[q]);
+  g_string_append_printf (p, ", transfers %.0f%%, gaps %.0f%%", 100.0 * rep->path_transfer_share,
+                          100.0 * rep->path_slack_share);
+  gtk_label_set_text (GTK_LABEL (self->path), p->str);
+  g_string_free (p, TRUE);
+
+  GString *c = g_string_new (NULL);
+  g_string_append_printf (c, "What to change: stage %d is the slowest (F+B %.2f ms a micro-batch, %.0f%% above the mean stage)",
+                          ch.slowest_stage, ch.slowest_cost * 1e3, 100.0 * ch.excess);
+  if (ch.has_partition && ch.changed)
+    g_string_append_printf (c, "; --partition %s instead of %s predicts a step of %.1f ms (the plan now %.1f ms)",
+                            ch.partition, ch.current, ch.predicted_step * 1e3, ch.current_step * 1e3);
+  else if (ch.has_partition)
+    g_string_append_printf (c, "; the partition %s already balances it", ch.current);
+  gtk_label_set_text (GTK_LABEL (self->change), c->str);
+  g_string_free (c, TRUE);
+
+  /* every analysed step's path, on the spans' clock, for the timeline */
+  size_t n = 0;
+  for (int i = 0; i < rep->n_steps; i++)
+    n += rep->steps[i].path.n;
+  self->crit = g_new (PpTimelinePathBlock, MAX (n, 1));
+  for (int i = 0; i < rep->n_steps; i++)
+    {
+      const PpWhyStep *ws = &rep->steps[i];
+      for (size_t k = 0; k < ws->path.n; k++)
+        {
+          const PpWhyBlock *b = &ws->path.steps[k].block;
+          self->crit[self->n_crit++] = (PpTimelinePathBlock) {
+            b->rank, ws->start_ns + (int64_t) llround (b->start * 1e9),
+            ws->start_ns + (int64_t) llround (b->end * 1e9), k > 0 };
+        }
+    }
+  pp_why_report_free (rep);
+  pp_schedule_free (s);
+}
+
+const PpTimelinePathBlock *
+pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), NULL);
+  *n = self->n_crit;
+  return self->crit;
+}
+
+int
+pp_why_panel_get_n_rows (PpWhyPanel *self)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), 0);
+  return self->ranks;
+}
