@@ -8,6 +8,7 @@
 
 #include "pp-test-util.h"
 #include "pp-timeline-model.h"
+#include "pp-timeline-model-private.h"
 #include "pp-timeline-render.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
@@ -513,6 +514,56 @@ test_description_number (void)
   g_assert_cmpint (pp_timeline_description_number (NULL, "batch", 0), ==, 0);
 }
 
+/* Spans that come out of order are in start order at the next query, and
+ * spans that start together keep the order they came in; a million that
+ * come reversed are taken in time linear in their number (they were moved
+ * one by one: a million would take hours, which the test's timeout
+ * catches as a hang). */
+static void
+test_model_reversed_spans (void)
+{
+  const int N = 1000000;
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  it.span.rank = 0;
+  it.span.stage = 0;
+  it.span.kind = PP_SPAN_F;
+  it.span.device = 0xffff;
+  it.span.peer_rank = -1;
+  for (int i = N - 1; i >= 0; i--)
+    {
+      /* two spans a start time: the first to come is micro-batch 0 */
+      it.span.start_ns = 1000 + (int64_t) (i / 2) * 10;
+      it.span.end_ns = it.span.start_ns + 5;
+      it.span.microbatch = i % 2 == 1 ? 0 : 1;
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpuint (pp_timeline_model_n_spans (m, 0), ==, (size_t) N);
+  const PpSpan *sp = pp_timeline_model_spans (m, 0);
+  size_t bad_order = 0, bad_ties = 0;
+  for (int i = 1; i < N; i++)
+    {
+      bad_order += sp[i].start_ns < sp[i - 1].start_ns;
+      bad_ties += sp[i].start_ns == sp[i - 1].start_ns && !(sp[i - 1].microbatch == 0 && sp[i].microbatch == 1);
+    }
+  g_assert_cmpuint (bad_order, ==, 0);
+  g_assert_cmpuint (bad_ties, ==, 0);
+  /* a query in the middle finds the first span that can overlap */
+  size_t k = pp_timeline_model_first_overlapping (m, 0, 1000 + 250000 * 10);
+  g_assert_cmpint (sp[k].start_ns, >=, 1000 + 250000 * 10 - 5);
+  g_assert_cmpint (sp[k].start_ns, <=, 1000 + 250000 * 10);
+
+  /* in order again after more come, late ones included */
+  it.span.start_ns = 1000 + 5;   /* between the first two starts */
+  it.span.end_ns = it.span.start_ns + 1;
+  it.span.microbatch = 7;
+  pp_timeline_model_add (m, &it);
+  sp = pp_timeline_model_spans (m, 0);
+  g_assert_cmpint (sp[2].microbatch, ==, 7);
+  g_assert_cmpint (sp[2].start_ns, ==, 1005);
+  pp_timeline_model_free (m);
+}
+
 /* A rank is named for what the trace knows: its device by the backend, and
  * its host once the ranks ran on more than one. */
 static void
@@ -568,6 +619,7 @@ main (int argc, char **argv)
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/rank-labels", test_rank_labels);
+  g_test_add_func ("/render/model-reversed-spans", test_model_reversed_spans);
   g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);
   g_test_add ("/render/cli", Fixture, NULL, fixture_setup, test_cli_render, fixture_teardown);
   return g_test_run ();

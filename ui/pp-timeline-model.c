@@ -14,8 +14,9 @@
 #include <string.h>
 
 typedef struct {
-  PpSpan            *spans;
+  PpSpan            *spans;          /* by start once settled (settle) */
   size_t             n_spans, cap_spans;
+  size_t             n_sorted;       /* spans[0, n_sorted) are by start; the rest came after */
   int64_t            max_span_ns;
   int64_t            max_end_ns;
   int64_t            offset_ns;      /* CLOCK_OFFSET: reference = rank's time + offset */
@@ -70,6 +71,9 @@ struct _PpTimelineModel {
   char               first_host[64];     /* the first RANK frame's host */
   int                several_hosts;      /* RANK frames name more than one host */
 };
+
+static void settle (const PpTimelineModel *cm, int r);
+
 
 
 static int
@@ -190,6 +194,7 @@ recompute_extent (PpTimelineModel *m)
   for (int r = 0; r < m->n_ranks; r++)
     {
       const Rank *rk = &m->ranks[r];
+      settle (m, r);
       if (rk->n_spans > 0)
         {
           see_time (m, rk->spans[0].start_ns, rk->max_end_ns);
@@ -312,6 +317,61 @@ add_plan (PpTimelineModel *m, const PpTraceItem *item)
   return 1;
 }
 
+/* Sorts a rank's spans by start once more have come out of order: the
+ * tail sorted (stable, by merging), then merged with the sorted prefix,
+ * which came first (so equal starts keep their arrival order).  O(n) a
+ * query plus O(k log k) for the k that came since: queries take a const
+ * model, and sort it in place as a cache (the model is one thread's). */
+static void
+settle_rank (Rank *rk)
+{
+  size_t n = rk->n_spans, k0 = rk->n_sorted;
+  if (k0 >= n)
+    return;
+  PpSpan *tmp = malloc (n * sizeof *tmp);
+  if (tmp == NULL)
+    return;   /* queries then see them as they came; nothing is lost */
+  /* bottom-up merge sort of spans[k0, n) */
+  PpSpan *a = rk->spans + k0, *b = tmp + k0;
+  size_t len = n - k0;
+  for (size_t w = 1; w < len; w *= 2)
+    {
+      for (size_t lo = 0; lo < len; lo += 2 * w)
+        {
+          size_t mid = lo + w < len ? lo + w : len, hi = lo + 2 * w < len ? lo + 2 * w : len;
+          size_t i = lo, j = mid, o = lo;
+          while (i < mid && j < hi)
+            b[o++] = a[j].start_ns < a[i].start_ns ? a[j++] : a[i++];
+          while (i < mid)
+            b[o++] = a[i++];
+          while (j < hi)
+            b[o++] = a[j++];
+        }
+      PpSpan *t = a; a = b; b = t;
+    }
+  if (a != rk->spans + k0)
+    memcpy (rk->spans + k0, a, len * sizeof *a);
+  /* merge the prefix and the sorted tail */
+  size_t i = 0, j = k0, o = 0;
+  while (i < k0 && j < n)
+    tmp[o++] = rk->spans[j].start_ns < rk->spans[i].start_ns ? rk->spans[j++] : rk->spans[i++];
+  while (i < k0)
+    tmp[o++] = rk->spans[i++];
+  while (j < n)
+    tmp[o++] = rk->spans[j++];
+  memcpy (rk->spans, tmp, n * sizeof *tmp);
+  free (tmp);
+  rk->n_sorted = n;
+}
+
+static void
+settle (const PpTimelineModel *cm, int r)
+{
+  PpTimelineModel *m = (PpTimelineModel *) cm;
+  if (m != NULL && r >= 0 && r < m->n_ranks)
+    settle_rank (&m->ranks[r]);
+}
+
 static void
 add_span (PpTimelineModel *m, const PpSpan *in)
 {
@@ -334,24 +394,13 @@ add_span (PpTimelineModel *m, const PpSpan *in)
       rk->spans = n;
       rk->cap_spans = cap;
     }
-  if (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns)
-    rk->spans[rk->n_spans] = s;
-  else
-    {
-      /* After the last span that starts at or before s: equal starts keep
-       * their arrival order. */
-      size_t lo = 0, hi = rk->n_spans;
-      while (lo < hi)
-        {
-          size_t mid = lo + (hi - lo) / 2;
-          if (rk->spans[mid].start_ns <= s.start_ns)
-            lo = mid + 1;
-          else
-            hi = mid;
-        }
-      memmove (rk->spans + lo + 1, rk->spans + lo, (rk->n_spans - lo) * sizeof *rk->spans);
-      rk->spans[lo] = s;
-    }
+  /* Appended: a span out of order is sorted in at the next query (settle),
+   * O(1) here whatever order spans come in, rather than a move of the
+   * spans after it each time (quadratic for spans that come reversed). */
+  if (rk->n_sorted == rk->n_spans
+      && (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns))
+    rk->n_sorted++;
+  rk->spans[rk->n_spans] = s;
   rk->n_spans++;
   m->n_spans_total++;
   if (s.kind < 32)
@@ -797,6 +846,7 @@ pp_timeline_model_n_spans (const PpTimelineModel *m, int rank)
 const PpSpan *
 pp_timeline_model_spans (const PpTimelineModel *m, int rank)
 {
+  settle (m, rank);
   return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].spans : NULL;
 }
 
@@ -815,6 +865,7 @@ pp_timeline_model_first_overlapping (const PpTimelineModel *m, int rank, int64_t
 
   if (m == NULL || rank < 0 || rank >= m->n_ranks)
     return 0;
+  settle (m, rank);
   rk = &m->ranks[rank];
   hi = rk->n_spans;
   /* No span is longer than max_span_ns: one that starts before
@@ -1030,6 +1081,8 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
 
   if (m == NULL)
     return 0;
+  for (int r = 0; r < m->n_ranks; r++)
+    settle (m, r);   /* one pass a step below takes spans by start */
   for (int r = 0; r < m->n_ranks; r++)
     {
       bubble[r] = -1;
