@@ -174,6 +174,46 @@ test_app_attach (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: attach"));
 }
 
+/* The token of a job on TCP stays off the command line: --token-file is
+ * refused unless private, says why in one line, and exits 2 before any
+ * window; --token with --token-file is refused too. */
+static void
+test_app_token_file (void)
+{
+  g_autofree char *tok = g_build_filename (tmp_dir, "token", NULL);
+  g_assert_true (g_file_set_contents (tok, "0123456789abcdef\n", -1, NULL));
+  g_assert_cmpint (g_chmod (tok, 0644), ==, 0);
+  const char *const cases[][2] = {
+    { "--token-file", "chmod 600" },
+    { "--token", "not both" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+      g_ptr_array_add (argv, (gpointer) app_path ());
+      if (i == 1)
+        {
+          g_ptr_array_add (argv, "--token");
+          g_ptr_array_add (argv, "0123456789abcdef");
+        }
+      g_ptr_array_add (argv, "--token-file");
+      g_ptr_array_add (argv, tok);
+      g_ptr_array_add (argv, "--attach");
+      g_ptr_array_add (argv, "127.0.0.1:9");
+      g_ptr_array_add (argv, NULL);
+      g_autoptr (GSubprocess) app = g_subprocess_newv ((const char *const *) argv->pdata,
+                                                       G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+      g_assert_no_error (error);
+      g_autofree char *err = NULL;
+      g_assert_true (g_subprocess_communicate_utf8 (app, NULL, NULL, NULL, &err, &error));
+      g_assert_true (g_subprocess_get_if_exited (app));
+      g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 2);
+      g_assert_nonnull (strstr (err, cases[i][1]));
+      g_assert_cmpint (pp_test_count (err, "\n"), ==, 1);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -216,6 +256,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/app/run", test_app_run);
   g_test_add_func ("/app/attach", test_app_attach);
+  g_test_add_func ("/app/token-file", test_app_token_file);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

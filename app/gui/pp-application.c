@@ -3,6 +3,7 @@
 #include "pp-application.h"
 
 #include "pp-window.h"
+#include "pp-live.h"
 
 #include <string.h>
 
@@ -16,7 +17,11 @@ G_DEFINE_FINAL_TYPE (PpApplication, pp_application, ADW_TYPE_APPLICATION)
 static const GOptionEntry options[] = {
   { "attach", 'a', 0, G_OPTION_ARG_STRING, NULL,
     "Attach to a running job (pid, name, socket or HOST:PORT)", "JOB" },
-  { "token", 't', 0, G_OPTION_ARG_STRING, NULL, "Token of a job served on TCP", "TOKEN" },
+  { "token-file", 0, 0, G_OPTION_ARG_FILENAME, NULL,
+    "Read the token of a job served on TCP from FILE (yours, not readable by others)", "FILE" },
+  { "token", 't', 0, G_OPTION_ARG_STRING, NULL,
+    "Token of a job served on TCP (other local users can read it here: prefer --token-file "
+    "or PIPESCOPE_TOKEN)", "TOKEN" },
   { "no-run", 0, 0, G_OPTION_ARG_NONE, NULL, "Do not start the default run", NULL },
   { "self-test", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, NULL,
     "Drive the window from inside (tests): run, attach or bench-stream", "MODE" },
@@ -46,12 +51,14 @@ static int
 pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline)
 {
   GVariantDict *opts = g_application_command_line_get_options_dict (cmdline);
-  const char *attach = NULL, *token = NULL, *self_test = NULL;
+  const char *attach = NULL, *token = NULL, *self_test = NULL, *token_file = NULL;
+  char token_buf[256];
   g_autofree const char **files = NULL;
   gboolean no_run = FALSE;
 
   g_variant_dict_lookup (opts, "attach", "&s", &attach);
   g_variant_dict_lookup (opts, "token", "&s", &token);
+  g_variant_dict_lookup (opts, "token-file", "^&ay", &token_file);
   g_variant_dict_lookup (opts, "self-test", "&s", &self_test);
   g_variant_dict_lookup (opts, "no-run", "b", &no_run);
   g_variant_dict_lookup (opts, G_OPTION_REMAINING, "^a&ay", &files);
@@ -71,6 +78,31 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
       g_application_command_line_printerr (cmdline, "pipescope: --self-test=bench-stream needs --attach JOB\n");
       return 2;
     }
+
+  /* The token: from a private file, else the environment, else (warned)
+   * the command line, which every local user can read. */
+  if (token != NULL && token_file != NULL)
+    {
+      g_application_command_line_printerr (cmdline, "pipescope: give the token once: --token-file or --token, not both\n");
+      return 2;
+    }
+  if (token_file != NULL)
+    {
+      PpError err = { 0 };
+      if (pp_live_token_from_file (token_file, token_buf, sizeof token_buf, &err) != PP_OK)
+        {
+          g_application_command_line_printerr (cmdline, "pipescope: %s\n", err.msg);
+          return 2;
+        }
+      token = token_buf;
+    }
+  else if (token != NULL)
+    g_application_command_line_printerr (cmdline,
+                                         "pipescope: warning: --token on the command line can be read by "
+                                         "other local users (/proc/PID/cmdline); use --token-file FILE or "
+                                         "PIPESCOPE_TOKEN\n");
+  else if (g_getenv ("PIPESCOPE_TOKEN") != NULL && *g_getenv ("PIPESCOPE_TOKEN"))
+    token = g_getenv ("PIPESCOPE_TOKEN");
 
   PpWindow *win = pp_window_new (GTK_APPLICATION (app));
   gtk_window_present (GTK_WINDOW (win));
