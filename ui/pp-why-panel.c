@@ -23,7 +23,7 @@
 #define PP_WHY_PANEL_MAX_WORK  (1L << 18)
 
 #define ROW_H   22.0
-#define LABEL_W 64.0
+#define LABEL_W 96.0   /* "CPU rank 12", "nodeB:rank 3" */
 
 struct _PpWhyPanel
 {
@@ -40,6 +40,7 @@ struct _PpWhyPanel
   const PpTimelineModel *seen_model;
   int         ranks;
   PpWhyIdle  *idle;        /* [ranks] */
+  char      (*labels)[48]; /* [ranks]: what the trace calls each rank */
   PpTimelinePathBlock *crit;
   size_t      n_crit;
 };
@@ -95,11 +96,9 @@ draw_bars (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer da
     {
       const PpWhyIdle *w = &self->idle[r];
       double y = r * ROW_H + 3, h = ROW_H - 6, x = LABEL_W;
-      char label[32];
-      g_snprintf (label, sizeof label, "rank %d", r);
       cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
       cairo_move_to (cr, 0, y + h - 4);
-      cairo_show_text (cr, label);
+      cairo_show_text (cr, self->labels[r]);
       for (int k = 0; k < PP_WHY_N_PARTS; k++)
         {
           double v = pp_why_idle_part (w, k);
@@ -190,7 +189,8 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
         }
     }
   GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "<b>rank %d</b>: idle %.2f ms a step", r, i->measured * 1e3);
+  g_autofree char *who = g_markup_escape_text (self->labels != NULL ? self->labels[r] : "", -1);
+  g_string_append_printf (s, "<b>%s</b>: idle %.2f ms a step", who, i->measured * 1e3);
   for (int k = 0; k < PP_WHY_N_PARTS; k++)
     {
       double v = pp_why_idle_part (i, k);
@@ -207,6 +207,7 @@ static void
 clear_results (PpWhyPanel *self)
 {
   g_clear_pointer (&self->idle, g_free);
+  g_clear_pointer (&self->labels, g_free);
   g_clear_pointer (&self->crit, g_free);
   self->n_crit = 0;
   self->ranks = 0;
@@ -348,6 +349,9 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
 
   self->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
   self->idle = g_memdup2 (rep->idle, (gsize) self->ranks * sizeof *self->idle);
+  self->labels = g_malloc0 ((gsize) MAX (self->ranks, 1) * sizeof *self->labels);
+  for (int r = 0; r < self->ranks; r++)
+    pp_timeline_model_rank_label (model, r, self->labels[r], sizeof self->labels[r]);
   double sum[PP_WHY_N_PARTS] = { 0 }, total = 0;
   for (int r = 0; r < rep->ranks; r++)
     {
