@@ -296,6 +296,20 @@ tick_attach (struct PpSelfTest *t)
       say ("attached to pid %d: spans on all %d ranks (%zu spans)", pp_recording_get_pid (r0),
            pp_timeline_model_n_ranks (pp_recording_get_model (r0)),
            pp_timeline_model_n_spans_total (pp_recording_get_model (r0)));
+      /* the controls follow the run on screen: the attached job's 4
+       * micro-batches, not the window's default 8 */
+      {
+        const PpTraceDescription *d = pp_timeline_model_description (pp_recording_get_model (r0));
+        int m = gtk_spin_button_get_value_as_int (w->microbatches);
+        say ("controls after attaching: %d ranks, %d micro-batches",
+             gtk_spin_button_get_value_as_int (w->ranks), m);
+        if (d == NULL || m != d->n_microbatches
+            || gtk_spin_button_get_value_as_int (w->ranks) != d->n_ranks)
+          {
+            fail (t, "the controls should say what the run on screen ran");
+            return TRUE;
+          }
+      }
       pp_window_show_attach_dialog (w);
       next_step (t);
       return FALSE;

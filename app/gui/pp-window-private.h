@@ -28,6 +28,7 @@ struct _PpWindow
   GtkLabel         *verdict;
   GtkImage         *verdict_icon;
   gboolean          controls_ok;
+  PpRecording      *controls_from;  /* the run the controls were last set from (borrowed) */
 
   /* main area */
   AdwToastOverlay  *toasts;

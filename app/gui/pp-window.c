@@ -158,9 +158,47 @@ pp_window_panels_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The controls say what the run on screen ran (its description), once it
+ * is known: editable from there, and Run starts what they then say. */
+static void
+pp_window_controls_from_run (PpWindow *self, PpRecording *run)
+{
+  const PpTraceDescription *d;
+  const PpScheduleInfo *info;
+
+  if (run == NULL || run == self->controls_from)
+    return;
+  d = pp_timeline_model_description (pp_recording_get_model (run));
+  if (d == NULL || (info = pp_schedule_lookup (d->schedule)) == NULL)
+    return;   /* not yet (a live run's comes first thing), or not one of ours */
+  self->controls_from = run;
+  GListModel *names = gtk_drop_down_get_model (self->schedule);
+  for (guint i = 0; i < g_list_model_get_n_items (names); i++)
+    {
+      g_autoptr (GtkStringObject) s = g_list_model_get_item (names, i);
+      if (strcmp (gtk_string_object_get_string (s), info->name) == 0)
+        gtk_drop_down_set_selected (self->schedule, i);
+    }
+  if (d->n_ranks > 0)
+    gtk_spin_button_set_value (self->ranks, d->n_ranks);
+  if (d->n_microbatches > 0)
+    gtk_spin_button_set_value (self->microbatches, d->n_microbatches);
+  if (info->takes_v && d->n_virtual > 0)
+    gtk_spin_button_set_value (self->stages_per_rank, d->n_virtual);
+  GListModel *backends = gtk_drop_down_get_model (self->backend);
+  for (guint i = 0; i < g_list_model_get_n_items (backends); i++)
+    {
+      g_autoptr (GtkStringObject) s = g_list_model_get_item (backends, i);
+      if (strcmp (gtk_string_object_get_string (s), d->backend) == 0)
+        gtk_drop_down_set_selected (self->backend, i);
+    }
+}
+
 static void
 on_run_changed (PpRecording *run, PpWindow *self)
 {
+  if (run == self->shown[0])
+    pp_window_controls_from_run (self, run);
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
       pp_timeline_widget_model_changed (self->timeline[i]);
@@ -238,6 +276,7 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
 {
   self->shown[0] = a;
   self->shown[1] = b;
+  pp_window_controls_from_run (self, a);
   for (int i = 0; i < 2; i++)
     {
       PpRecording *r = self->shown[i];
@@ -423,6 +462,8 @@ pp_window_remove_run (PpWindow *self, PpRecording *run)
   if (row && gtk_list_box_row_is_selected (row))
     gtk_list_box_unselect_row (self->run_list, row);
   /* nothing borrowed may outlive it */
+  if (self->controls_from == run)
+    self->controls_from = NULL;
   if (self->shown[0] == run || self->shown[1] == run)
     pp_window_show_runs (self, self->shown[0] == run ? self->shown[1] : self->shown[0], NULL);
   g_list_store_remove (self->runs, pos);
