@@ -701,6 +701,29 @@ on_apply (GtkWidget *panel, const char *schedule, int P, int M, int V, gpointer 
 }
 
 static void
+on_apply_partition (GtkWidget *panel, const char *partition, gpointer data)
+{
+  *(char **) data = g_strdup (partition);
+}
+
+/* The first button under w whose label starts with prefix, NULL if none
+ * (a spin button's + and - are buttons too, without labels). */
+static GtkWidget *
+find_button (GtkWidget *w, const char *prefix)
+{
+  if (GTK_IS_BUTTON (w) && gtk_button_get_label (GTK_BUTTON (w)) != NULL
+      && g_str_has_prefix (gtk_button_get_label (GTK_BUTTON (w)), prefix))
+    return w;
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *f = find_button (c, prefix);
+      if (f)
+        return f;
+    }
+  return NULL;
+}
+
+static void
 test_whatif_panel (void)
 {
   PpTimelineModel *m = gpipe_model ();
@@ -758,6 +781,24 @@ test_whatif_panel (void)
   /* P stays the measured run's */
   g_assert_nonnull (strstr (applied, " 4 "));
   g_free (applied);
+
+  /* the partition that would balance the stages (from the Why tab): shown
+   * with its prediction, and choosing it says which partition */
+  {
+    char *partition = NULL;
+    g_signal_connect (p, "apply-partition", G_CALLBACK (on_apply_partition), &partition);
+    pp_whatif_panel_set_partition (PP_WHATIF_PANEL (p), "2,2,2,2", "5,1,1,1", 0.0438, 0.068);
+    GtkWidget *button = find_button (p, "Balance the stages");
+    g_assert_nonnull (button);
+    g_assert_true (gtk_widget_get_visible (button));
+    g_assert_nonnull (strstr (gtk_button_get_label (GTK_BUTTON (button)),
+                              "--partition 2,2,2,2 (now 5,1,1,1) · predicted 43.8 ms a step (now 68.0 ms)"));
+    g_signal_emit_by_name (button, "clicked");
+    g_assert_cmpstr (partition, ==, "2,2,2,2");
+    g_free (partition);
+    pp_whatif_panel_set_partition (PP_WHATIF_PANEL (p), NULL, NULL, 0, 0);
+    g_assert_false (gtk_widget_get_visible (button));
+  }
 
   pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
   gtk_window_destroy (GTK_WINDOW (win));

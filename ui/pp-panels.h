@@ -7,6 +7,7 @@
 
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
+#include "pp-why.h"
 
 G_BEGIN_DECLS
 
@@ -48,6 +49,13 @@ GtkWidget *pp_whatif_panel_new (void);
 void       pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model);
 /* Whether a worker thread is ranking now. */
 gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
+/* The partition that would balance the measured stages (the Why tab's
+ * suggestion), offered beside the rows: choosing it emits
+ * "apply-partition" (the partition, "2,2,2,2").  NULL hides it.  Times in
+ * seconds. */
+void       pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *partition,
+                                          const char *current, double predicted_step,
+                                          double current_step);
 
 /* Why the bubble is there (runtime/pp-why.h): per rank a stacked bar of the
  * idle time a step by cause (schedule, imbalance, transfers, runtime; the
@@ -64,5 +72,7 @@ void       pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model);
 const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);
 /* Rank rows shown (for the tests). */
 int        pp_why_panel_get_n_rows (PpWhyPanel *self);
+/* The last analysis' "what to change", FALSE before one. */
+gboolean   pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out);
 
 G_END_DECLS

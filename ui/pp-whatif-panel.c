@@ -27,6 +27,8 @@ struct _PpWhatifPanel
   GtkWidget       *box;
   GtkWidget       *budget;         /* GtkSpinButton */
   GtkWidget       *status;         /* GtkLabel */
+  GtkWidget       *balance;        /* GtkButton: the partition that balances the stages */
+  char             partition[64];  /* what it applies; "" hidden */
   GtkWidget       *list;           /* GtkListBox */
 
   PpMeasuredCosts  costs;          /* f, b, w: g_new'd [ranks] */
@@ -46,6 +48,7 @@ G_DEFINE_FINAL_TYPE (PpWhatifPanel, pp_whatif_panel, GTK_TYPE_WIDGET)
 
 enum {
   SIGNAL_APPLY,
+  SIGNAL_APPLY_PARTITION,
   N_SIGNALS
 };
 
@@ -519,6 +522,37 @@ pp_whatif_panel_class_init (PpWhatifPanelClass *klass)
     g_signal_new ("apply", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 4,
                   G_TYPE_STRING, G_TYPE_INT, G_TYPE_INT, G_TYPE_INT);
+  /* the balanced partition chosen: the same schedule, blocks per stage */
+  signals[SIGNAL_APPLY_PARTITION] =
+    g_signal_new ("apply-partition", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void
+on_balance_clicked (GtkButton *button, PpWhatifPanel *self)
+{
+  if (self->partition[0])
+    g_signal_emit (self, signals[SIGNAL_APPLY_PARTITION], 0, self->partition);
+}
+
+void
+pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *partition, const char *current,
+                               double predicted_step, double current_step)
+{
+  g_return_if_fail (PP_IS_WHATIF_PANEL (self));
+  if (partition == NULL || !*partition)
+    {
+      self->partition[0] = '\0';
+      gtk_widget_set_visible (self->balance, FALSE);
+      return;
+    }
+  g_strlcpy (self->partition, partition, sizeof self->partition);
+  g_autofree char *text = g_strdup_printf ("Balance the stages: --partition %s (now %s) · "
+                                           "predicted %.1f ms a step (now %.1f ms)",
+                                           partition, current ? current : "?", predicted_step * 1e3,
+                                           current_step * 1e3);
+  gtk_button_set_label (GTK_BUTTON (self->balance), text);
+  gtk_widget_set_visible (self->balance, TRUE);
 }
 
 static void
@@ -546,6 +580,14 @@ pp_whatif_panel_init (PpWhatifPanel *self)
   gtk_label_set_wrap (GTK_LABEL (self->status), TRUE);
   gtk_widget_add_css_class (self->status, "dim-label");
   gtk_box_append (GTK_BOX (self->box), self->status);
+
+  self->balance = gtk_button_new_with_label ("");
+  gtk_widget_set_halign (self->balance, GTK_ALIGN_START);
+  gtk_widget_set_tooltip_text (self->balance, "Set the controls to train the same run with these "
+                                              "blocks per stage (the Why tab says where they come from)");
+  gtk_widget_set_visible (self->balance, FALSE);
+  g_signal_connect (self->balance, "clicked", G_CALLBACK (on_balance_clicked), self);
+  gtk_box_append (GTK_BOX (self->box), self->balance);
 
   self->list = gtk_list_box_new ();
   gtk_list_box_set_selection_mode (GTK_LIST_BOX (self->list), GTK_SELECTION_NONE);

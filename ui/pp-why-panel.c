@@ -43,6 +43,8 @@ struct _PpWhyPanel
   char      (*labels)[48]; /* [ranks]: what the trace calls each rank */
   PpTimelinePathBlock *crit;
   size_t      n_crit;
+  PpWhyChange last_change; /* of the last analysis */
+  gboolean    have_change;
 };
 
 G_DEFINE_FINAL_TYPE (PpWhyPanel, pp_why_panel, GTK_TYPE_WIDGET)
@@ -208,6 +210,7 @@ clear_results (PpWhyPanel *self)
 {
   g_clear_pointer (&self->idle, g_free);
   g_clear_pointer (&self->labels, g_free);
+  self->have_change = FALSE;
   g_clear_pointer (&self->crit, g_free);
   self->n_crit = 0;
   self->ranks = 0;
@@ -347,6 +350,8 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       return;
     }
 
+  self->last_change = ch;
+  self->have_change = TRUE;
   self->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
   self->idle = g_memdup2 (rep->idle, (gsize) self->ranks * sizeof *self->idle);
   self->labels = g_malloc0 ((gsize) MAX (self->ranks, 1) * sizeof *self->labels);
@@ -431,4 +436,13 @@ pp_why_panel_get_n_rows (PpWhyPanel *self)
 {
   g_return_val_if_fail (PP_IS_WHY_PANEL (self), 0);
   return self->ranks;
+}
+
+gboolean
+pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), FALSE);
+  if (self->have_change && out != NULL)
+    *out = self->last_change;
+  return self->have_change;
 }

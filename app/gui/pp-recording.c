@@ -671,6 +671,11 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
                          "--batch", batch, "--backend", backend ? backend : "auto" };
   for (guint i = 0; i < G_N_ELEMENTS (tail); i++)
     g_ptr_array_add (argv, (gpointer) tail[i]);
+  if (model != NULL && model->partition[0])
+    {
+      g_ptr_array_add (argv, "--partition");
+      g_ptr_array_add (argv, (gpointer) model->partition);
+    }
   g_ptr_array_add (argv, NULL);
 
   g_autoptr (GSubprocessLauncher) launcher =

@@ -35,7 +35,7 @@ G_DECLARE_FINAL_TYPE (PpRecording, pp_recording, PP, RECORDING, GObject)
  * the child cannot be started. */
 /* model: blocks, width and rows per step; 0 for the app's defaults (8 or
  * two a stage, 256, and 8 rows a micro-batch). */
-typedef struct { int layers, width, batch; } PpModelShape;
+typedef struct { int layers, width, batch; char partition[64]; } PpModelShape;   /* "": auto */
 PpRecording           *pp_recording_new_child  (const char *cli_path, const char *schedule, int ranks,
                                     int microbatches, int stages_per_rank, const char *backend,
                                     const PpModelShape *model, const char *mpirun, GError **error);

@@ -136,6 +136,13 @@ pp_window_update_panels (PpWindow *self)
     pp_loss_chart_update (self->loss, m);
   pp_whatif_panel_update (self->whatif, m);
   pp_why_panel_update (self->why, m);
+  /* What if offers the partition that would balance the stages */
+  PpWhyChange ch;
+  if (pp_why_panel_get_change (self->why, &ch) && ch.has_partition && ch.changed)
+    pp_whatif_panel_set_partition (self->whatif, ch.partition, ch.current, ch.predicted_step,
+                                   ch.current_step);
+  else
+    pp_whatif_panel_set_partition (self->whatif, NULL, NULL, 0, 0);
   gtk_widget_queue_draw (self->path_overlay);
   self->panels_dirty = FALSE;
 }
@@ -724,6 +731,28 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   pp_window_toast (self, msg);
 }
 
+/* What if's balanced partition: the run on screen again (the controls
+ * follow it), the same model and batch, these blocks per stage. */
+static void
+on_whatif_apply_partition (PpWhatifPanel *panel, const char *partition, PpWindow *self)
+{
+  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+  self->applying_whatif = TRUE;
+  memset (&self->whatif_model, 0, sizeof self->whatif_model);
+  if (d)
+    {
+      self->whatif_model.layers = (int) pp_timeline_description_number (d, "blocks", TRUE);
+      self->whatif_model.width = (int) pp_timeline_description_number (d, "width", FALSE);
+      self->whatif_model.batch = (int) pp_timeline_description_number (d, "batch", FALSE);
+    }
+  g_strlcpy (self->whatif_model.partition, partition, sizeof self->whatif_model.partition);
+  pp_window_validate (self);
+  self->applying_whatif = FALSE;
+  g_autofree char *msg = g_strdup_printf ("Run (Ctrl+R) trains the same run with --partition %s",
+                                          partition);
+  pp_window_toast (self, msg);
+}
+
 static gboolean
 on_drop (GtkDropTarget *target, const GValue *value, double x, double y, PpWindow *self)
 {
@@ -906,6 +935,7 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_callback (widget_class, on_selected_rows_changed);
   gtk_widget_class_bind_template_callback (widget_class, on_range_changed);
   gtk_widget_class_bind_template_callback (widget_class, on_whatif_apply);
+  gtk_widget_class_bind_template_callback (widget_class, on_whatif_apply_partition);
   gtk_widget_class_bind_template_callback (widget_class, on_vpaned_resized);
 }
 
