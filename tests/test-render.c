@@ -564,6 +564,33 @@ test_model_reversed_spans (void)
   pp_timeline_model_free (m);
 }
 
+/* Activation memory over time costs a bounded amount per rank, whatever
+ * the number of counters: thinned evenly, in time order, the first kept. */
+static void
+test_model_memory_bounded (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER };
+  it.counter.kind = PP_COUNTER_ACTIVATION_BYTES;
+  const int N = 100000;
+  for (int i = 0; i < N; i++)
+    {
+      it.counter.time_ns = (int64_t) i * 1000;
+      it.counter.value = i % 7;
+      pp_timeline_model_add (m, &it);
+    }
+  size_t n = 0;
+  const PpTimelineMemorySample *v = pp_timeline_model_memory (m, 0, &n);
+  g_assert_cmpuint (n, >, PP_TIMELINE_MEMORY_MAX / 4);
+  g_assert_cmpuint (n, <=, PP_TIMELINE_MEMORY_MAX);
+  g_assert_cmpint (v[0].t, ==, 0);
+  size_t out_of_order = 0;
+  for (size_t i = 1; i < n; i++)
+    out_of_order += v[i].t <= v[i - 1].t;
+  g_assert_cmpuint (out_of_order, ==, 0);
+  pp_timeline_model_free (m);
+}
+
 /* A rank is named for what the trace knows: its device by the backend, and
  * its host once the ranks ran on more than one. */
 static void
@@ -619,6 +646,7 @@ main (int argc, char **argv)
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/rank-labels", test_rank_labels);
+  g_test_add_func ("/render/model-memory-bounded", test_model_memory_bounded);
   g_test_add_func ("/render/model-reversed-spans", test_model_reversed_spans);
   g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);
   g_test_add ("/render/cli", Fixture, NULL, fixture_setup, test_cli_render, fixture_teardown);

@@ -593,6 +593,69 @@ test_stats_panel (void)
   pp_timeline_model_free (m);
 }
 
+/* The memory chart: each rank's peak against what the schedule says it
+ * holds (1F1B on 2 ranks: rank 0 up to 2 micro-batches, rank 1 up to 1),
+ * and lines where there are samples. */
+static void
+test_memory_chart (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceDescription d = { 0 };
+  g_strlcpy (d.schedule, "1F1B", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 4;
+  d.n_virtual = 1;
+  PpTraceItem it = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &d };
+  pp_timeline_model_add (m, &it);
+  it.type = PP_TRACE_ITEM_COUNTER;
+  for (int t = 0; t < 40; t++)
+    for (int r = 0; r < 2; r++)
+      {
+        int held = r == 0 ? 1 + t % 2 : t % 2;   /* rank 0 peaks at 2, rank 1 at 1 */
+        it.counter.rank = r;
+        it.counter.time_ns = (int64_t) t * 1000000;
+        it.counter.kind = PP_COUNTER_ACTIVATION_BYTES;
+        it.counter.value = held * 1048576.0;
+        pp_timeline_model_add (m, &it);
+        it.counter.kind = PP_COUNTER_INFLIGHT;
+        it.counter.value = held;
+        pp_timeline_model_add (m, &it);
+      }
+  GtkWidget *chart = pp_memory_chart_new ();
+  GtkWidget *win = window_with (chart, 900, 240);
+  cairo_surface_t *empty = render_widget (chart);
+  pp_memory_chart_update (PP_MEMORY_CHART (chart), m);
+  char buf[160];
+  g_assert_cmpstr (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 0, buf, sizeof buf), ==,
+                   "CPU rank 0: peak 2.00 MiB · 2 in flight (1F1B: 2)");
+  g_assert_cmpstr (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 1, buf, sizeof buf), ==,
+                   "CPU rank 1: peak 1.00 MiB · 1 in flight (1F1B: 1)");
+  g_assert_null (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 2, buf, sizeof buf));
+  pp_memory_chart_set_budget (PP_MEMORY_CHART (chart), 3);
+  cairo_surface_t *full = render_widget (chart);
+  save_png (full, "memory-chart.png");
+  int w = cairo_image_surface_get_width (full), h = cairo_image_surface_get_height (full);
+  int differ = 0, blue = 0;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      {
+        double a[3], b[3];
+        pixel (empty, x, y, a);
+        pixel (full, x, y, b);
+        differ += fabs (a[0] - b[0]) + fabs (a[1] - b[1]) + fabs (a[2] - b[2]) > 0.1;
+        blue += b[2] > 0.6 && b[0] < 0.2;   /* rank 0's line, Okabe-Ito blue */
+      }
+  g_assert_cmpint (differ, >, 500);
+  g_assert_cmpint (blue, >, 50);
+  cairo_surface_destroy (empty);
+  cairo_surface_destroy (full);
+  pp_memory_chart_update (PP_MEMORY_CHART (chart), NULL);
+  g_assert_null (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 0, buf, sizeof buf));
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
 static void
 test_loss_chart (void)
 {
@@ -838,6 +901,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
+  g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);

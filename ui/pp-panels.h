@@ -26,6 +26,21 @@ void       pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *mod
 int        pp_stats_panel_get_n_rows (PpStatsPanel *self);
 
 /* Loss over steps. */
+/* Activation memory over time per rank (ACTIVATION_BYTES counters), each
+ * rank's peak against what the schedule says it holds (its planned peak of
+ * micro-batches in flight), and What if's memory budget; the first
+ * PP_MEMORY_CHART_MAX_RANKS ranks. */
+#define PP_MEMORY_CHART_MAX_RANKS 16
+#define PP_TYPE_MEMORY_CHART (pp_memory_chart_get_type ())
+G_DECLARE_FINAL_TYPE (PpMemoryChart, pp_memory_chart, PP, MEMORY_CHART, GtkWidget)
+GtkWidget  *pp_memory_chart_new (void);
+void        pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model);
+void        pp_memory_chart_set_budget (PpMemoryChart *self, double microbatches);
+/* Rank r's line of the legend ("CPU rank 0: peak 0.62 MiB · 2 in flight
+ * (1F1B: 2)", the last the schedule's planned peak of micro-batches held)
+ * into buf; NULL past the ranks shown. */
+const char *pp_memory_chart_summary (PpMemoryChart *self, int r, char *buf, size_t size);
+
 #define PP_TYPE_LOSS_CHART (pp_loss_chart_get_type ())
 G_DECLARE_FINAL_TYPE (PpLossChart, pp_loss_chart, PP, LOSS_CHART, GtkWidget)
 GtkWidget *pp_loss_chart_new (void);
@@ -53,6 +68,8 @@ gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
  * suggestion), offered beside the rows: choosing it emits
  * "apply-partition" (the partition, "2,2,2,2").  NULL hides it.  Times in
  * seconds. */
+/* The memory budget the rows are ranked for (micro-batches; 0: none). */
+double     pp_whatif_panel_get_budget (PpWhatifPanel *self);
 void       pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *partition,
                                           const char *current, double predicted_step,
                                           double current_step);

@@ -25,6 +25,11 @@ typedef struct {
   double             peak_activation;
   int                peak_inflight;
   char               host[64];       /* RANK: where the rank ran; "" unknown */
+  /* activation bytes over time: every stride-th counter, at most
+   * PP_TIMELINE_MEMORY_MAX (halved, stride doubled, when full) */
+  PpTimelineMemorySample *mem;
+  size_t             n_mem;
+  unsigned           mem_stride, mem_skip;
 } Rank;
 
 typedef struct {
@@ -125,6 +130,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   for (int r = 0; r < m->cap_ranks; r++)
     {
       free (m->ranks[r].spans);
+      free (m->ranks[r].mem);
       free (m->ranks[r].plan);
       free (m->raw_plans[r].a);
     }
@@ -530,6 +536,29 @@ add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
   return 1;
 }
 
+/* A rank's activation bytes at a counter's time (on the common clock);
+ * memory bounded whatever the number of counters: past the bound, every
+ * other sample goes and only every stride-th is kept from then on (the
+ * peak is kept exactly apart). */
+static void
+add_memory_sample (Rank *rk, const PpCounter *c)
+{
+  if (rk->mem_stride == 0)
+    rk->mem_stride = 1;
+  if (rk->mem_skip++ % rk->mem_stride != 0 || !isfinite (c->value))
+    return;
+  if (rk->mem == NULL && (rk->mem = malloc (PP_TIMELINE_MEMORY_MAX * sizeof *rk->mem)) == NULL)
+    return;
+  if (rk->n_mem == PP_TIMELINE_MEMORY_MAX)
+    {
+      for (size_t i = 0; i < PP_TIMELINE_MEMORY_MAX / 2; i++)
+        rk->mem[i] = rk->mem[2 * i];
+      rk->n_mem = PP_TIMELINE_MEMORY_MAX / 2;
+      rk->mem_stride *= 2;
+    }
+  rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, rk->offset_ns), c->value };
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c)
 {
@@ -561,6 +590,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
         return 0;
       if (c->value > m->ranks[c->rank].peak_activation)
         m->ranks[c->rank].peak_activation = c->value;
+      add_memory_sample (&m->ranks[c->rank], c);
       return 1;
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)
@@ -591,6 +621,8 @@ add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
    * the ends keeps the order too). */
   rk->max_end_ns = INT64_MIN;
   rk->max_span_ns = 0;
+  for (size_t i = 0; i < rk->n_mem; i++)
+    rk->mem[i].t = add_ns (rk->mem[i].t, delta);
   for (size_t i = 0; i < rk->n_spans; i++)
     {
       PpSpan *sp = &rk->spans[i];
@@ -712,6 +744,13 @@ pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t
     snprintf (buf, size, "CPU rank %d", r);
   else
     snprintf (buf, size, "rank %d", r);
+}
+
+const PpTimelineMemorySample *
+pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n)
+{
+  *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_mem : 0;
+  return *n ? m->ranks[r].mem : NULL;
 }
 
 const char *

@@ -66,6 +66,15 @@ const PpTraceDescription *pp_timeline_model_description (const PpTimelineModel *
 void        pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t size);
 /* "GPU", "CPU rank" or "rank": the word for a rank of this trace. */
 const char *pp_timeline_model_rank_word (const PpTimelineModel *m);
+/* A rank's activation memory over time (ACTIVATION_BYTES counters), in
+ * time order as they came: at most PP_TIMELINE_MEMORY_MAX samples a rank
+ * (evenly thinned past that). */
+#define PP_TIMELINE_MEMORY_MAX 8192
+typedef struct {
+  int64_t t;       /* ns, on the timeline's clock */
+  double  bytes;
+} PpTimelineMemorySample;
+const PpTimelineMemorySample *pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n);
 /* Where rank r ran (a RANK frame), "" when the trace does not say. */
 const char *pp_timeline_model_rank_host (const PpTimelineModel *m, int r);
 /* A number in a description's model line ("residual MLP: 8 blocks, width

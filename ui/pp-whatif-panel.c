@@ -528,6 +528,13 @@ pp_whatif_panel_class_init (PpWhatifPanelClass *klass)
                   0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
+double
+pp_whatif_panel_get_budget (PpWhatifPanel *self)
+{
+  g_return_val_if_fail (PP_IS_WHATIF_PANEL (self), 0);
+  return gtk_spin_button_get_value (GTK_SPIN_BUTTON (self->budget));
+}
+
 static void
 on_balance_clicked (GtkButton *button, PpWhatifPanel *self)
 {

@@ -42,6 +42,7 @@ struct _PpWindow
   GtkToggleButton  *plan_toggle;
   PpStatsPanel     *stats;
   PpLossChart      *loss;
+  PpMemoryChart    *memory;
   PpWhatifPanel    *whatif;
   PpWhyPanel       *why;
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */

@@ -135,6 +135,8 @@ pp_window_update_panels (PpWindow *self)
   else
     pp_loss_chart_update (self->loss, m);
   pp_whatif_panel_update (self->whatif, m);
+  pp_memory_chart_update (self->memory, m);
+  pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
   pp_why_panel_update (self->why, m);
   /* What if offers the partition that would balance the stages */
   PpWhyChange ch;
@@ -889,6 +891,7 @@ pp_window_class_init (PpWindowClass *klass)
   g_type_ensure (PP_TYPE_TIMELINE_WIDGET);
   g_type_ensure (PP_TYPE_STATS_PANEL);
   g_type_ensure (PP_TYPE_LOSS_CHART);
+  g_type_ensure (PP_TYPE_MEMORY_CHART);
   g_type_ensure (PP_TYPE_WHATIF_PANEL);
   g_type_ensure (PP_TYPE_WHY_PANEL);
 
@@ -912,6 +915,7 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, plan_toggle);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, stats);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, loss);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, memory);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, why);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_toggle);
