@@ -125,7 +125,7 @@ test_step_max (void)
 {
   char *out = info ("step-max");
   g_assert_nonnull (strstr (out, "steps: 2147483648\n"));
-  g_assert_nonnull (strstr (out, "measured bubble inside the steps (3 steps"));
+  g_assert_nonnull (strstr (out, "bubble a step (median over 3 steps"));
   g_free (out);
   out = info ("step-3e8");
   g_assert_nonnull (strstr (out, "steps: 300000001\n"));
@@ -145,7 +145,7 @@ test_rank_65535 (void)
   char *out = info ("rank-65535");
   g_assert_nonnull (strstr (out, "ranks: 65536\n"));
   g_assert_nonnull (strstr (out, "dropped events: 3\n"));
-  g_assert_cmpint (pp_test_count (out, "  rank 65535 bubble: 100.0% (busy 0.000 ms)\n"), ==, 1);
+  g_assert_cmpint (pp_test_count (out, "  rank 65535 idle: 100.0% (busy 0.000 ms)\n"), ==, 1);
   g_free (out);
   PpTimelineModel *m = model_of ("rank-65535");
   g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 65536);
@@ -221,7 +221,8 @@ test_span_9e18 (void)
   char *out = info ("span-9e18");
   g_assert_null (strstr (out, "busy -"));
   g_assert_null (strstr (out, "bubble: -"));
-  g_assert_nonnull (strstr (out, "  rank 0 bubble: 0.0% (busy 18000000000000.000 ms)\n"));
+  g_assert_null (strstr (out, "idle: -"));
+  g_assert_nonnull (strstr (out, "  rank 0 idle: 0.0% (busy 18000000000000.000 ms)\n"));
   g_free (out);
 
   char *p = trace_path ("span-9e18"), *json = g_strdup_printf ("%s/span.json", tmpdir), *err = NULL;

@@ -33,6 +33,16 @@
  * of the steps run (the first ones warm caches and allocators), at most this
  * many. */
 #define RUN_WINDOW_MAX 50
+/* the most step bubbles kept (steps x ranks): 32 MiB; a longer run's
+ * figure is the median over its first steps */
+#define RUN_STEP_BUBBLES_MAX ((size_t) 1 << 22)
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
 
 static void
 run_usage (FILE *out)
@@ -562,6 +572,10 @@ pp_cli_run (int argc, char **argv)
   double win_secs[RUN_WINDOW_MAX];
   int64_t *mbegin = NULL, *mend = NULL;
   double first_loss = NAN, last_loss = NAN;
+  /* every step's bubble per rank, [steps][P]: the figure printed is their
+   * median, the bubble a step as info, the app and render give it */
+  double *step_bubble = NULL;
+  size_t n_step_bubble = 0, cap_step_bubble = 0;
 
   memset (&job, 0, sizeof job);
   memset (&col, 0, sizeof col);
@@ -1102,6 +1116,25 @@ pp_cli_run (int argc, char **argv)
         }
       pthread_mutex_unlock (&tap.lock);
       win_span[slot] = hi > lo ? hi - lo : st.end_ns - st.start_ns;
+      if (hi > lo && n_step_bubble + (size_t) s->ranks <= RUN_STEP_BUBBLES_MAX)
+        {
+          if (n_step_bubble + (size_t) s->ranks > cap_step_bubble)
+            {
+              size_t cap = cap_step_bubble ? 2 * cap_step_bubble : 1024 * (size_t) s->ranks;
+              double *nb = realloc (step_bubble, cap * sizeof *nb);
+              if (nb == NULL)
+                goto oom;
+              step_bubble = nb;
+              cap_step_bubble = cap;
+            }
+          /* as pp_timeline_model_step_bubbles: 1 - busy / the step's
+           * window (first block start to last block end over the ranks) */
+          for (int r = 0; r < s->ranks; r++)
+            {
+              double b = 1.0 - (double) win_busy[r][slot] / (double) (hi - lo);
+              step_bubble[n_step_bubble++] = b < 0 ? 0 : b;
+            }
+        }
       win_secs[slot] = st.seconds;
       {
         Markers mk = { s->ranks, st.step, mbegin, mend };
@@ -1167,15 +1200,24 @@ pp_cli_run (int argc, char **argv)
           secs += win_secs[slot];
           span += win_span[slot];
         }
-      printf ("\nrank  measured bubble  predicted (measured costs)  closed form\n");
+      size_t n_bubble_steps = s->ranks > 0 ? n_step_bubble / (size_t) s->ranks : 0;
+      double *per_step = malloc ((n_bubble_steps ? n_bubble_steps : 1) * sizeof *per_step);
+      if (per_step == NULL)
+        goto oom;
+      printf ("\nrank  bubble a step (median of %zu)  predicted (measured costs)  closed form\n",
+              n_bubble_steps);
       for (int r = 0; r < s->ranks; r++)
         {
-          int64_t busy = 0;
           char meas[32], pred[32], cf[32];
-          for (int i = 0; i < k; i++)
-            busy += win_busy[r][(done - 1 - i) % RUN_WINDOW_MAX];
-          if (span > 0)
-            snprintf (meas, sizeof meas, "%.1f%%", 100.0 * (1.0 - (double) busy / (double) span));
+          for (size_t i = 0; i < n_bubble_steps; i++)
+            per_step[i] = step_bubble[i * (size_t) s->ranks + (size_t) r];
+          qsort (per_step, n_bubble_steps, sizeof *per_step, cmp_double);
+          if (n_bubble_steps > 0)
+            {
+              size_t q = n_bubble_steps;
+              double med = q % 2 ? per_step[q / 2] : 0.5 * (per_step[q / 2 - 1] + per_step[q / 2]);
+              snprintf (meas, sizeof meas, "%.1f%%", 100.0 * med);
+            }
           else
             snprintf (meas, sizeof meas, "-");
           if (msim != NULL)
@@ -1186,8 +1228,9 @@ pp_cli_run (int argc, char **argv)
             snprintf (cf, sizeof cf, "%.1f%%", 100.0 * closed);
           else
             snprintf (cf, sizeof cf, "-");
-          printf ("%4d  %15s  %26s  %11s\n", r, meas, pred, cf);
+          printf ("%4d  %28s  %26s  %11s\n", r, meas, pred, cf);
         }
+      free (per_step);
       printf ("over the last %d step%s: mean step time %.1f ms, %.0f samples/s; loss %.4f -> %.4f\n",
               k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
               first_loss, last_loss);
@@ -1248,6 +1291,7 @@ out:
       free (tap.r);
     }
   free (win_busy);
+  free (step_bubble);
   free (mbegin);
   free (mend);
   free (blocks);

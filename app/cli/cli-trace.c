@@ -447,14 +447,14 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
   if (n_steps > 0)
     {
       double sum = 0;
-      printf ("measured bubble inside the steps (%d step%s, median over the steps, each from its first F/B/I/W start to its last end):\n",
+      printf ("bubble a step (median over %d step%s, each from its first F/B/I/W start to its last end):\n",
               n_steps, n_steps == 1 ? "" : "s");
       for (int r = 0; r < n_ranks; r++)
         {
           printf ("  rank %d bubble: %.1f%%\n", r, 100.0 * b[r]);
           sum += b[r];
         }
-      printf ("mean bubble inside the steps: %.1f%%\n", 100.0 * sum / n_ranks);
+      printf ("mean bubble a step: %.1f%%\n", 100.0 * sum / n_ranks);
     }
   free (b);
   pp_timeline_model_free (m);
@@ -466,10 +466,11 @@ info_usage (FILE *out)
   fputs ("Usage: pipescope-cli info FILE\n"
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
-         "kind, each rank's measured bubble (the time it computes nothing between the\n"
-         "trace's first span start and last span end, over that length) and, for a\n"
-         "trace with steps, inside the steps only (set-up and the time between steps\n"
-         "left out: what compares with the plan's bubble a step), dropped events and\n"
+         "kind, each rank's bubble a step (the median over the steps of the share of\n"
+         "the step, from its first F/B/I/W start to its last end, in which the rank\n"
+         "computes nothing: the number run, the app and render give, and what compares\n"
+         "with the plan's bubble), its idle share over the whole trace (set-up and\n"
+         "the time between steps included), dropped events and\n"
          "whether the file was cut short.  For a run whose schedule it can rebuild:\n"
          "each rank's idle time a step split by cause (schedule, imbalance,\n"
          "transfers, runtime), each stage's share of the critical path, the slowest\n"
@@ -621,7 +622,10 @@ pp_cli_info (int argc, char **argv)
             }
         free (fill);
       }
-      printf ("measured bubble (idle between %.3f ms and %.3f ms of the trace):\n", 0.0, len / 1e6);
+      /* the bubble a step first: the figure run, the app and render give */
+      print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
+              0.0, len / 1e6);
       for (int r = 0; r < n_ranks; r++)
         {
           int64_t (*rv)[2] = iv + first[r];
@@ -645,15 +649,14 @@ pp_cli_info (int argc, char **argv)
             busy += (double) ((uint64_t) ce - (uint64_t) cs);
           double bubble = (len - busy) / len;
           sum += bubble;
-          printf ("  rank %d bubble: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, busy / 1e6);
+          printf ("  rank %d idle: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, busy / 1e6);
         }
       free (iv);
       free (first);
-      printf ("mean bubble: %.1f%%\n", 100.0 * sum / n_ranks);
-      print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      printf ("mean idle: %.1f%%\n", 100.0 * sum / n_ranks);
     }
   else
-    printf ("measured bubble: n/a (no spans)\n");
+    printf ("bubble: n/a (no spans)\n");
   /* issue 16: why the bubble is there */
   {
     PpWhyReport *why = NULL;
