@@ -32,7 +32,7 @@ struct _PpStatsPanel
 G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
 
 static const char *const column_titles[N_COLUMNS] = {
-  "Rank", "Bubble (measured)", "Bubble (plan)", "Closed form",
+  "Rank", "Bubble a step", "Bubble (plan)", "Closed form",
   "Peak in-flight", "Peak activation (MiB)",
 };
 
