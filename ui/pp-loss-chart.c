@@ -5,6 +5,7 @@
  * the last value written at its end; colors follow libadwaita's dark mode.
  */
 #include "pp-panels.h"
+#include "pp-chart.h"
 
 #include <adwaita.h>
 #include <math.h>
@@ -69,18 +70,6 @@ pp_loss_chart_update_compare (PpLossChart *self, const PpTimelineModel *model, c
     gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
-/* A tick step of 1, 2 or 5 x 10^k giving about `target` ticks over span. */
-static double
-nice_step (double span, int target)
-{
-  if (!(span > 0))
-    return 1;
-  double raw = span / MAX (1, target);
-  double mag = pow (10, floor (log10 (raw)));
-  double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
 static void
 draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
 {
@@ -142,10 +131,10 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   if (right - left < 20 || bottom - top < 20)
     return;
 
-  double ystep = nice_step (hi - lo, 4);
+  double ystep = pp_chart_nice_step (hi - lo, 4);
   double ylo = floor (lo / ystep) * ystep, yhi = ceil (hi / ystep) * ystep;
   double xmax = MAX (1, (double) MAX (sr[0].n, sr[1].n) - 1);
-  double xstep = nice_step (xmax, 5);
+  double xstep = pp_chart_nice_step (xmax, 5);
   if (xstep < 1)
     xstep = 1;
 
@@ -187,21 +176,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
     }
 
   /* axis titles, with their units */
-  {
-    static const char *const xt = "training step", *const yt = "loss (nats)";
-    cairo_text_extents_t ext;
-    cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
-    cairo_text_extents (cr, xt, &ext);
-    cairo_move_to (cr, (left + right) / 2 - ext.width / 2 - ext.x_bearing, h - 6);
-    cairo_show_text (cr, xt);
-    cairo_text_extents (cr, yt, &ext);
-    cairo_save (cr);
-    cairo_translate (cr, 14, (top + bottom) / 2 + ext.width / 2);
-    cairo_rotate (cr, -G_PI / 2);
-    cairo_move_to (cr, -ext.x_bearing, 0);
-    cairo_show_text (cr, yt);
-    cairo_restore (cr);
-  }
+  pp_chart_axis_titles (cr, h, left, right, top, bottom, "training step", "loss (nats)");
 
   /* axes */
   cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);

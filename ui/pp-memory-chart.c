@@ -11,6 +11,7 @@
  * if's budget that times the budget.
  */
 #include "pp-panels.h"
+#include "pp-chart.h"
 
 #include <adwaita.h>
 #include <math.h>
@@ -144,17 +145,6 @@ pp_memory_chart_summary (PpMemoryChart *self, int r, char *buf, size_t size)
   return buf;
 }
 
-static double
-nice_step (double span, int target)
-{
-  if (!(span > 0))
-    return 1;
-  double raw = span / MAX (1, target);
-  double mag = pow (10, floor (log10 (raw)));
-  double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
 /* Okabe-Ito, then again darker */
 static void
 rank_rgb (int r, gboolean dark, double rgb[3])
@@ -213,9 +203,9 @@ draw_chart (PpMemoryChart *self, cairo_t *cr, double w, double h)
   if (right - left < 40 || bottom - top < 20)
     return;
   double mib = hi / 1048576.0;
-  double ystep = nice_step (mib, 4), yhi = ceil (mib * 1.05 / ystep) * ystep;
+  double ystep = pp_chart_nice_step (mib, 4), yhi = ceil (mib * 1.05 / ystep) * ystep;
   double span_ms = (double) (self->t1 - self->t0) / 1e6;
-  double xstep = nice_step (span_ms, 5);
+  double xstep = pp_chart_nice_step (span_ms, 5);
 #define X(t) (left + ((double) ((t) - self->t0) / 1e6) / span_ms * (right - left))
 #define Y(b) (bottom - ((b) / 1048576.0) / yhi * (bottom - top))
 
@@ -249,20 +239,8 @@ draw_chart (PpMemoryChart *self, cairo_t *cr, double w, double h)
       cairo_move_to (cr, px - ext.width / 2 - ext.x_bearing, bottom + 16);
       cairo_show_text (cr, label);
     }
-  {
-    static const char *const xt = "time (ms from the first sample)", *const yt = "activations (MiB)";
-    cairo_text_extents_t ext;
-    cairo_text_extents (cr, xt, &ext);
-    cairo_move_to (cr, (left + right) / 2 - ext.width / 2 - ext.x_bearing, h - 6);
-    cairo_show_text (cr, xt);
-    cairo_text_extents (cr, yt, &ext);
-    cairo_save (cr);
-    cairo_translate (cr, 14, (top + bottom) / 2 + ext.width / 2);
-    cairo_rotate (cr, -G_PI / 2);
-    cairo_move_to (cr, -ext.x_bearing, 0);
-    cairo_show_text (cr, yt);
-    cairo_restore (cr);
-  }
+  pp_chart_axis_titles (cr, h, left, right, top, bottom, "time (ms from the first sample)",
+                        "activations (MiB)");
   cairo_move_to (cr, left + 0.5, top);
   cairo_line_to (cr, left + 0.5, bottom + 0.5);
   cairo_line_to (cr, right, bottom + 0.5);
