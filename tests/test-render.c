@@ -591,6 +591,55 @@ test_model_memory_bounded (void)
   pp_timeline_model_free (m);
 }
 
+/* The live step: before its marker (written once the step is over), the
+ * step after the last marked one begins where its first block does; the
+ * marker, earlier, wins when it comes.  A block of a step far ahead adds
+ * no step. */
+static void
+test_model_live_step_boundary (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem mk = { .type = PP_TRACE_ITEM_STEP_MARKER };
+  PpTraceItem sp = { .type = PP_TRACE_ITEM_SPAN };
+  sp.span.kind = PP_SPAN_F;
+  sp.span.device = 0xffff;
+  sp.span.peer_rank = -1;
+  for (int step = 0; step < 3; step++)
+    {
+      mk.step_marker.step = step;
+      mk.step_marker.phase = PP_TRACE_STEP_BEGIN;
+      mk.step_marker.time_ns = step * 1000;
+      pp_timeline_model_add (m, &mk);
+      sp.span.step = step;
+      sp.span.start_ns = step * 1000 + 10;
+      sp.span.end_ns = sp.span.start_ns + 100;
+      pp_timeline_model_add (m, &sp);
+    }
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 3);
+  /* step 3 has begun: its first block is here, its marker not yet */
+  sp.span.step = 3;
+  sp.span.start_ns = 3050;
+  sp.span.end_ns = 3150;
+  pp_timeline_model_add (m, &sp);
+  sp.span.start_ns = 3200;   /* a second block: still one boundary */
+  sp.span.end_ns = 3300;
+  pp_timeline_model_add (m, &sp);
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 4);
+  g_assert_cmpint (pp_timeline_model_step_starts (m)[3], ==, 3050);
+  /* a block far ahead (a crafted step number) adds no step */
+  sp.span.step = 1000;
+  sp.span.start_ns = 3400;
+  pp_timeline_model_add (m, &sp);
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 4);
+  /* the marker, earlier than the block, wins */
+  mk.step_marker.step = 3;
+  mk.step_marker.time_ns = 3000;
+  pp_timeline_model_add (m, &mk);
+  g_assert_cmpuint (pp_timeline_model_n_steps (m), ==, 4);
+  g_assert_cmpint (pp_timeline_model_step_starts (m)[3], ==, 3000);
+  pp_timeline_model_free (m);
+}
+
 /* A rank is named for what the trace knows: its device by the backend, and
  * its host once the ranks ran on more than one. */
 static void
@@ -646,6 +695,7 @@ main (int argc, char **argv)
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/rank-labels", test_rank_labels);
+  g_test_add_func ("/render/model-live-step-boundary", test_model_live_step_boundary);
   g_test_add_func ("/render/model-memory-bounded", test_model_memory_bounded);
   g_test_add_func ("/render/model-reversed-spans", test_model_reversed_spans);
   g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);

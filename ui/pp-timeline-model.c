@@ -74,10 +74,15 @@ struct _PpTimelineModel {
   uint64_t           dropped;
   uint32_t           kinds_seen;         /* bit per PpSpanKind */
   char               first_host[64];     /* the first RANK frame's host */
+  /* A live run marks a step once it is over: the step after the last
+   * marked one begins, provisionally, at its first block */
+  int32_t            max_marked_step;    /* -1: no marker yet */
+  int32_t            provisional_step;   /* the step given a boundary from a block */
   int                several_hosts;      /* RANK frames name more than one host */
 };
 
 static void settle (const PpTimelineModel *cm, int r);
+static int  push_mark (PpTimelineModel *m, int64_t t, int step);
 
 
 
@@ -119,6 +124,8 @@ pp_timeline_model_new (void)
   m->plan_origin_ns = INT64_MIN;
   m->plan_ps = INT64_MAX;
   m->plan_pe = INT64_MIN;
+  m->max_marked_step = -1;
+  m->provisional_step = -1;
   return m;
 }
 
@@ -408,6 +415,12 @@ add_span (PpTimelineModel *m, const PpSpan *in)
     rk->n_sorted++;
   rk->spans[rk->n_spans] = s;
   rk->n_spans++;
+  if (m->max_marked_step >= 0 && s.step == m->max_marked_step + 1 && s.step != m->provisional_step
+      && pp_span_kind_is_block (s.kind))
+    {
+      m->provisional_step = s.step;
+      push_mark (m, s.start_ns, s.step);
+    }
   m->n_spans_total++;
   if (s.kind < 32)
     m->kinds_seen |= 1u << s.kind;
@@ -510,6 +523,15 @@ add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
   t = add_ns (t, m->ranks[item->step_marker.rank].offset_ns);
   if (item->step_marker.phase != PP_TRACE_STEP_BEGIN || step < 0)
     return 0;
+  if (step > m->max_marked_step)
+    m->max_marked_step = step;
+  return push_mark (m, t, step);
+}
+
+/* A step begins at t (the earliest a step is given wins at the rebuild). */
+static int
+push_mark (PpTimelineModel *m, int64_t t, int step)
+{
   /* Every rank marks every step: after a rebuild there is one entry a
    * step again, so the array stays within twice what a rebuild leaves
    * plus the markers since. */
