@@ -40,6 +40,10 @@ struct _PpMemoryChart
   int64_t          t0, t1;
   char             schedule[64];
   double           budget;         /* What if's, in micro-batches; 0 none */
+  /* the planned peaks depend on the description only: simulated once for
+   * it, not at every refresh of a live run */
+  char             plan_key[128];
+  int              plan_peak[MAX_RANKS];
   AdwStyleManager *style_manager;
 };
 
@@ -51,9 +55,29 @@ pp_memory_chart_new (void)
   return g_object_new (PP_TYPE_MEMORY_CHART, NULL);
 }
 
-/* The planned peak in flight per rank of the described schedule. */
+static void simulate_plan (PpMemoryChart *self, const PpTraceDescription *d);
+
+/* The planned peak in flight per rank of the described schedule (-1 where
+ * not simulated), into self->plan_peak, again only for another schedule. */
 static void
 plan_inflight (PpMemoryChart *self, const PpTraceDescription *d)
+{
+  char key[sizeof self->plan_key];
+  g_snprintf (key, sizeof key, "%s P=%d M=%d V=%d", d->schedule, d->n_ranks, d->n_microbatches,
+              d->n_virtual);
+  if (strcmp (key, self->plan_key) != 0)
+    {
+      g_strlcpy (self->plan_key, key, sizeof self->plan_key);
+      for (int r = 0; r < MAX_RANKS; r++)
+        self->plan_peak[r] = -1;
+      simulate_plan (self, d);
+    }
+  for (int r = 0; r < self->n_ranks; r++)
+    self->series[r].planned = self->plan_peak[r];
+}
+
+static void
+simulate_plan (PpMemoryChart *self, const PpTraceDescription *d)
 {
   PpSchedule *s = NULL;
   PpSimulation *sim = NULL;
@@ -65,8 +89,8 @@ plan_inflight (PpMemoryChart *self, const PpTraceDescription *d)
     return;
   if ((c = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0)) != NULL
       && pp_simulate (s, c, &sim, &err) == PP_OK)
-    for (int r = 0; r < self->n_ranks && r < s->ranks; r++)
-      self->series[r].planned = sim->rank[r].peak_inflight;
+    for (int r = 0; r < MAX_RANKS && r < s->ranks; r++)
+      self->plan_peak[r] = sim->rank[r].peak_inflight;
   pp_simulation_free (sim);
   pp_cost_model_free (c);
   pp_schedule_free (s);

@@ -755,17 +755,12 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 void
 pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t size)
 {
-  const char *backend = m != NULL && m->has_desc ? m->desc.backend : "";
   const char *host = m != NULL && m->several_hosts && r >= 0 && r < m->n_ranks ? m->ranks[r].host : "";
 
   if (host[0])
     snprintf (buf, size, "%.8s:rank %d", host, r);   /* the label area is narrow; tooltips say more */
-  else if (strcmp (backend, "cuda") == 0)
-    snprintf (buf, size, "GPU %d", r);
-  else if (strcmp (backend, "cpu") == 0)
-    snprintf (buf, size, "CPU rank %d", r);
   else
-    snprintf (buf, size, "rank %d", r);
+    snprintf (buf, size, "%s %d", pp_timeline_model_rank_word (m), r);
 }
 
 const PpTimelineMemorySample *

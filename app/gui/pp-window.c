@@ -695,6 +695,22 @@ static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_windo
 static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
 static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
 
+/* What if predicts for the model and batch it measured: the next Run
+ * trains that one (the run on screen's blocks, width and batch), not the
+ * app's default (8 rows a micro-batch would double the batch with M). */
+static void
+whatif_model_from_shown (PpWindow *self)
+{
+  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+  memset (&self->whatif_model, 0, sizeof self->whatif_model);
+  if (d)
+    {
+      self->whatif_model.layers = (int) pp_timeline_description_number (d, "blocks", TRUE);
+      self->whatif_model.width = (int) pp_timeline_description_number (d, "width", FALSE);
+      self->whatif_model.batch = (int) pp_timeline_description_number (d, "batch", FALSE);
+    }
+}
+
 static void
 on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
                  int stages_per_rank, PpWindow *self)
@@ -711,17 +727,7 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
   gtk_spin_button_set_value (self->microbatches, microbatches);
   if (stages_per_rank > 0)
     gtk_spin_button_set_value (self->stages_per_rank, stages_per_rank);
-  /* What if predicts for the model and batch it measured: the next Run
-   * trains that one, not the app's default (8 rows a micro-batch would
-   * double the batch with M). */
-  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
-  memset (&self->whatif_model, 0, sizeof self->whatif_model);
-  if (d)
-    {
-      self->whatif_model.layers = (int) pp_timeline_description_number (d, "blocks", TRUE);
-      self->whatif_model.width = (int) pp_timeline_description_number (d, "width", FALSE);
-      self->whatif_model.batch = (int) pp_timeline_description_number (d, "batch", FALSE);
-    }
+  whatif_model_from_shown (self);
   pp_window_validate (self);
   self->applying_whatif = FALSE;
   g_autofree char *msg = NULL;
@@ -738,15 +744,8 @@ on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int micr
 static void
 on_whatif_apply_partition (PpWhatifPanel *panel, const char *partition, PpWindow *self)
 {
-  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
   self->applying_whatif = TRUE;
-  memset (&self->whatif_model, 0, sizeof self->whatif_model);
-  if (d)
-    {
-      self->whatif_model.layers = (int) pp_timeline_description_number (d, "blocks", TRUE);
-      self->whatif_model.width = (int) pp_timeline_description_number (d, "width", FALSE);
-      self->whatif_model.batch = (int) pp_timeline_description_number (d, "batch", FALSE);
-    }
+  whatif_model_from_shown (self);
   g_strlcpy (self->whatif_model.partition, partition, sizeof self->whatif_model.partition);
   pp_window_validate (self);
   self->applying_whatif = FALSE;
