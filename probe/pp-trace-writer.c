@@ -380,6 +380,18 @@ pp_trace_write_plan (PpTraceWriter *w, int n_ranks, const PpTracePlanAction *con
   return PP_OK;
 }
 
+PpStatus
+pp_trace_write_rank_plan (PpTraceWriter *w, int rank, const PpTracePlanAction *actions,
+                          size_t n_actions, int has_timeline, PpError *err)
+{
+  if (w == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || (n_actions > 0 && actions == NULL))
+    return pp_error_set (err, PP_EINVAL, "trace: invalid plan of rank %d", rank);
+  if (n_actions > PP_TRACE_PLAN_MAX_ACTIONS)
+    return pp_error_set (err, PP_EINVAL, "trace: plan of rank %d has %zu actions, at most %u fit",
+                         rank, n_actions, PP_TRACE_PLAN_MAX_ACTIONS);
+  return write_plan_frame (w, rank, actions, n_actions, has_timeline, err);
+}
+
 static inline int
 fits16 (int32_t v)
 {

@@ -108,6 +108,9 @@ PpStatus pp_trace_write_plan (PpTraceWriter *w, int n_ranks,
                               const PpTracePlanAction *const *actions,
                               const size_t *n_actions, int has_timeline,
                               PpError *err);
+/* The PLAN frame of one rank alone (a rank process writing its own plan). */
+PpStatus pp_trace_write_rank_plan (PpTraceWriter *w, int rank, const PpTracePlanAction *actions,
+                                   size_t n_actions, int has_timeline, PpError *err);
 /* Batched: n spans go into as few frames as fit.  Every field round-trips. */
 PpStatus pp_trace_write_spans (PpTraceWriter *w, const PpSpan *spans, size_t n,
                                PpError *err);

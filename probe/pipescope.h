@@ -1,0 +1,132 @@
+/* pipescope.h — the probe's stable C API for runtimes that are not ours.
+ *
+ * libpipescope-probe.so records a foreign runtime's pipeline (a PyTorch job,
+ * through pipescope's Python hook; any C or C++ runtime directly) with the
+ * same code as pipescope's bundled runtime: the per-thread rings, the drain,
+ * the live endpoint and job registry, the trace writer.  What a rank records
+ * is served live (`pipescope-cli jobs`, `record`, the app) and written to a
+ * trace file when asked.
+ *
+ * Stability: the functions below take and return only scalars and strings;
+ * no structure crosses the boundary.  Their meaning, the numbers of the kinds
+ * and pipescope_api_version() change only together: a caller checks the
+ * version once and refuses (or degrades) on one it does not know.
+ *
+ * Never hurts the job: no call blocks on a viewer, a disk or a peer; none
+ * exits, aborts or raises a signal; recording allocates nothing after a
+ * thread's first record; a record that does not fit is dropped and counted
+ * (pipescope_dropped), never queued without limit.  A NULL rank is accepted
+ * everywhere and does nothing, so a caller can keep calling after an open
+ * failed.  Every function is safe to call from any thread.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (pipescope_now_ns); steps count from
+ * 0; stage and micro-batch are -1 where none.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PIPESCOPE_API_VERSION 1
+
+#if defined(PIPESCOPE_BUILDING)
+#define PIPESCOPE_API __attribute__ ((visibility ("default")))
+#else
+#define PIPESCOPE_API
+#endif
+
+/* The kinds of a block or transfer: the trace format's span kinds. */
+enum {
+  PIPESCOPE_F = 0,          /* forward */
+  PIPESCOPE_B = 1,          /* full backward */
+  PIPESCOPE_I = 2,          /* backward, input gradient */
+  PIPESCOPE_W = 3,          /* backward, weight gradient */
+  PIPESCOPE_SEND_F = 4,     /* a transfer: activations out */
+  PIPESCOPE_RECV_F = 5,     /* activations in */
+  PIPESCOPE_SEND_B = 6,     /* gradients out */
+  PIPESCOPE_RECV_B = 7,     /* gradients in */
+  PIPESCOPE_OPT = 8,        /* optimizer step */
+  PIPESCOPE_WAIT = 9,       /* the rank waits for a peer */
+  PIPESCOPE_OVERLAP_F_B = 13, /* a forward and a backward run together (pipescope_overlap) */
+};
+
+/* Counter kinds. */
+enum {
+  PIPESCOPE_LOSS = 0,             /* the step's loss (last stage) */
+  PIPESCOPE_ACTIVATION_BYTES = 1, /* activation memory the rank holds */
+  PIPESCOPE_DEVICE_BYTES = 2,     /* device memory in use */
+  PIPESCOPE_INFLIGHT = 3,         /* micro-batches whose activations the rank holds */
+};
+
+typedef struct pipescope_rank pipescope_rank;
+
+/* PIPESCOPE_API_VERSION of the loaded library. */
+PIPESCOPE_API int      pipescope_api_version (void);
+/* CLOCK_MONOTONIC, nanoseconds: the clock of every time below. */
+PIPESCOPE_API int64_t  pipescope_now_ns (void);
+
+/* Opens rank `rank` of a job of n_ranks processes named job (NULL or "":
+ * "<runtime>-<pid>", a job of this process alone).  The rank registers as
+ * "<job>.r<rank>" in the job registry (rank 0 too, when a collector such
+ * as `pipescope-cli profile` serves the job; see docs/foreign-api.md) and
+ * serves its live stream on a Unix socket, on TCP too when listen is
+ * "HOST:PORT".  trace_path, when not NULL, is written as the rank's trace
+ * file.  runtime names the caller ("pytorch").  On failure NULL, and one
+ * line in err (err_size bytes, may be 0); the job runs on unrecorded. */
+PIPESCOPE_API pipescope_rank *pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime,
+                                     const char *trace_path, const char *listen, char *err,
+                                     size_t err_size);
+/* Final drain (everything recorded reaches the file and viewers), closes
+ * the file, unregisters.  Returns 0, or -1 if the trace file could not be
+ * written whole (the reason in err). */
+PIPESCOPE_API int      pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size);
+
+/* The run's description: the schedule's name (pipescope's or the
+ * runtime's), the backend ("cpu", "cuda"), P ranks, M micro-batches, V
+ * stages per rank, a one-line model description, the command line.  Once,
+ * before the first block; a later one replaces it for new viewers. */
+PIPESCOPE_API int      pipescope_describe (pipescope_rank *r, const char *schedule, const char *backend,
+                             int n_ranks, int n_microbatches, int n_virtual, const char *model,
+                             const char *cmdline);
+/* The plan of rank `rank` (usually this rank's), as the order the runtime
+ * will run: n actions, 6 integers each (kind, stage, micro-batch, and for
+ * PIPESCOPE_OVERLAP_F_B the backward half's kind, stage, micro-batch, else
+ * -1, -1, -1).  kind is F, B, I, W or OVERLAP_F_B.  A collector simulates
+ * it with the costs it measures. */
+PIPESCOPE_API int      pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions);
+
+/* A block of work (F, B, I, W, OPT) from start_ns to end_ns. */
+PIPESCOPE_API int      pipescope_block (pipescope_rank *r, int kind, int stage, int microbatch, int step,
+                          int64_t start_ns, int64_t end_ns);
+/* An overlapped forward and backward (DualPipe's OVERLAP_F_B): both
+ * halves' stage and micro-batch; the backward half's kind (B or I). */
+PIPESCOPE_API int      pipescope_overlap (pipescope_rank *r, int f_stage, int f_microbatch, int b_kind,
+                            int b_stage, int b_microbatch, int step, int64_t start_ns,
+                            int64_t end_ns);
+/* The same as pipescope_block, timed here: begin now, end now.  Begins
+ * nest per thread (at most 16 deep); an end without a begin is ignored. */
+PIPESCOPE_API int      pipescope_begin (pipescope_rank *r, int kind, int stage, int microbatch, int step);
+PIPESCOPE_API int      pipescope_end (pipescope_rank *r);
+/* A transfer (SEND_F, RECV_F, SEND_B, RECV_B) of bytes with rank peer. */
+PIPESCOPE_API int      pipescope_transfer (pipescope_rank *r, int kind, int stage, int microbatch, int peer,
+                             uint64_t bytes, int step, int64_t start_ns, int64_t end_ns);
+/* The rank waited for peer (-1: unknown) before stage's micro-batch. */
+PIPESCOPE_API int      pipescope_wait (pipescope_rank *r, int stage, int microbatch, int peer, int step,
+                         int64_t start_ns, int64_t end_ns);
+/* A step begins (phase 0) or ends (phase 1) at time_ns. */
+PIPESCOPE_API int      pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns);
+/* A counter's value at time_ns. */
+PIPESCOPE_API int      pipescope_counter (pipescope_rank *r, int kind, double value, int step, int64_t time_ns);
+/* Where this rank runs (its host name; the pid is the caller's). */
+PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host);
+
+/* Records dropped so far (rings full); 0 for NULL. */
+PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,510 @@
+/* pp-foreign.c — pipescope.h, the probe's stable C API for foreign runtimes,
+ * over the probe (rings, drain), the trace sink, the live server and the
+ * trace writer: the same code the bundled runtime records with.
+ *
+ * Nothing here may hurt the process it is loaded into: every failure is a
+ * return code and one line in the caller's buffer; recording goes through
+ * pp_probe_record_*, which never blocks; frames the caller's thread writes
+ * (description, plan, step markers) only append to memory (the live
+ * server's history) or go to the trace file's buffer. */
+#define PIPESCOPE_BUILDING 1
+#include "pipescope.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pp-live.h"
+#include "pp-probe.h"
+#include "pp-trace-sink.h"
+#include "pp-trace.h"
+
+_Static_assert (PIPESCOPE_F == PP_SPAN_F && PIPESCOPE_B == PP_SPAN_B && PIPESCOPE_I == PP_SPAN_I
+                  && PIPESCOPE_W == PP_SPAN_W && PIPESCOPE_SEND_F == PP_SPAN_SEND_F
+                  && PIPESCOPE_RECV_F == PP_SPAN_RECV_F && PIPESCOPE_SEND_B == PP_SPAN_SEND_B
+                  && PIPESCOPE_RECV_B == PP_SPAN_RECV_B && PIPESCOPE_OPT == PP_SPAN_OPT
+                  && PIPESCOPE_WAIT == PP_SPAN_WAIT && PIPESCOPE_OVERLAP_F_B == PP_SPAN_OVERLAP_F_B,
+                "the API's kinds are the trace format's span kinds");
+_Static_assert (PIPESCOPE_LOSS == PP_COUNTER_LOSS
+                  && PIPESCOPE_ACTIVATION_BYTES == PP_COUNTER_ACTIVATION_BYTES
+                  && PIPESCOPE_DEVICE_BYTES == PP_COUNTER_DEVICE_BYTES
+                  && PIPESCOPE_INFLIGHT == PP_COUNTER_INFLIGHT,
+                "the API's counters are the trace format's");
+
+#define FOREIGN_MAX_WRITERS 2
+#define FOREIGN_NEST_MAX    16
+#define FOREIGN_FLUSH_NS    20000000LL  /* a step end waits at most this for the drain */
+
+struct pipescope_rank {
+  int32_t         rank, n_ranks;
+  PpLiveServer   *server;
+  PpTraceWriter  *w[FOREIGN_MAX_WRITERS];
+  int             n;
+  PpTraceSink    *sink;
+  PpProbeSink     trace_sink;
+  PpProbe        *probe;
+  /* The caller's threads write headers and markers; the drain writes
+   * spans: one lock around the writers, never held across a flush of the
+   * probe. */
+  pthread_mutex_t lock;
+  char            name[96];
+};
+
+/* pipescope_begin's per-thread stack. */
+typedef struct {
+  const pipescope_rank *r;
+  int     kind, stage, microbatch, step;
+  int64_t start_ns;
+} Open;
+static __thread Open open_blocks[FOREIGN_NEST_MAX];
+static __thread int  n_open;
+
+static void
+put_err (char *err, size_t size, const char *fmt, ...)
+{
+  va_list ap;
+  if (err == NULL || size == 0)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (err, size, fmt, ap);
+  va_end (ap);
+}
+
+int
+pipescope_api_version (void)
+{
+  return PIPESCOPE_API_VERSION;
+}
+
+int64_t
+pipescope_now_ns (void)
+{
+  return pp_probe_now_ns ();
+}
+
+/* ---- the drain's side: the trace sink under the writers' lock ---------------- */
+
+static void
+foreign_spans (void *user, const PpSpan *spans, size_t n)
+{
+  pipescope_rank *r = user;
+  pthread_mutex_lock (&r->lock);
+  r->trace_sink.spans (r->trace_sink.user, spans, n);
+  pthread_mutex_unlock (&r->lock);
+}
+
+static void
+foreign_counters (void *user, const PpCounter *counters, size_t n)
+{
+  pipescope_rank *r = user;
+  pthread_mutex_lock (&r->lock);
+  r->trace_sink.counters (r->trace_sink.user, counters, n);
+  pthread_mutex_unlock (&r->lock);
+}
+
+static void
+foreign_dropped (void *user, int32_t rank, uint64_t total)
+{
+  pipescope_rank *r = user;
+  pthread_mutex_lock (&r->lock);
+  r->trace_sink.dropped (r->trace_sink.user, rank, total);
+  pthread_mutex_unlock (&r->lock);
+}
+
+static void
+foreign_free (pipescope_rank *r)
+{
+  pp_probe_free (r->probe);
+  pp_trace_sink_free (r->sink);
+  for (int i = 0; i < r->n; i++)
+    pp_trace_writer_close (r->w[i], NULL);
+  pp_live_server_free (r->server);
+  pthread_mutex_destroy (&r->lock);
+  free (r);
+}
+
+pipescope_rank *
+pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime,
+                     const char *trace_path, const char *listen, char *err, size_t err_size)
+{
+  PpError e = { 0 };
+  pipescope_rank *r;
+  char own[80];
+
+  put_err (err, err_size, "%s", "");
+  if (rank < 0 || n_ranks < 0 || rank >= PP_TRACE_MAX_RANKS || n_ranks > PP_TRACE_MAX_RANKS
+      || (n_ranks > 0 && rank >= n_ranks))
+    {
+      put_err (err, err_size, "pipescope: rank %d of %d ranks is not a rank", rank, n_ranks);
+      return NULL;
+    }
+  if (runtime == NULL || runtime[0] == '\0')
+    runtime = "foreign";
+  r = calloc (1, sizeof *r);
+  if (r == NULL)
+    {
+      put_err (err, err_size, "pipescope: out of memory");
+      return NULL;
+    }
+  pthread_mutex_init (&r->lock, NULL);
+  r->rank = rank;
+  r->n_ranks = n_ranks;
+  if (job == NULL || job[0] == '\0')
+    {
+      snprintf (own, sizeof own, "%.40s-%ld", runtime, (long) getpid ());
+      job = own;
+      snprintf (r->name, sizeof r->name, "%s", job);
+    }
+  else
+    snprintf (r->name, sizeof r->name, "%.60s.r%d", job, rank);
+
+  PpLiveConfig cfg;
+  memset (&cfg, 0, sizeof cfg);
+  cfg.name = r->name;
+  cfg.schedule = runtime;
+  cfg.cmdline = runtime;
+  cfg.listen = listen && listen[0] ? listen : NULL;
+  cfg.job = job == own ? NULL : job;
+  cfg.rank = rank;
+  cfg.n_ranks = job == own ? 0 : (n_ranks > 0 ? n_ranks : rank + 1);
+  r->server = pp_live_server_new (&cfg, &e);
+  if (r->server == NULL && (cfg.listen != NULL || trace_path == NULL))
+    {
+      put_err (err, err_size, "pipescope: cannot serve %s live: %s", r->name,
+               e.msg[0] ? e.msg : "unknown reason");
+      foreign_free (r);
+      return NULL;
+    }
+  /* Without a live endpoint (no private folder for the socket) the trace
+   * file that was asked for is still written. */
+  if (r->server != NULL)
+    {
+      r->w[r->n] = pp_trace_writer_new_callback (pp_live_server_write, r->server, PP_TRACE_NATIVE, &e);
+      if (r->w[r->n] == NULL)
+        goto fail;
+      r->n++;
+    }
+  if (trace_path != NULL && trace_path[0])
+    {
+      r->w[r->n] = pp_trace_writer_new_path (trace_path, PP_TRACE_NATIVE, &e);
+      if (r->w[r->n] == NULL)
+        goto fail;
+      r->n++;
+    }
+  r->sink = pp_trace_sink_new (r->w, r->n, &e);
+  if (r->sink == NULL)
+    goto fail;
+  r->trace_sink = pp_trace_sink_probe_sink (r->sink);
+
+  PpProbeConfig pcfg;
+  memset (&pcfg, 0, sizeof pcfg);
+  pcfg.flush_timeout_ns = FOREIGN_FLUSH_NS;
+  pcfg.sink.user = r;
+  pcfg.sink.spans = foreign_spans;
+  pcfg.sink.counters = foreign_counters;
+  pcfg.sink.dropped = foreign_dropped;
+  r->probe = pp_probe_new (&pcfg, &e);
+  if (r->probe == NULL)
+    goto fail;
+  return r;
+
+fail:
+  put_err (err, err_size, "pipescope: %s", e.msg[0] ? e.msg : "cannot start recording");
+  foreign_free (r);
+  return NULL;
+}
+
+typedef PpStatus (*WriteFn) (PpTraceWriter *w, const void *arg, PpError *err);
+
+/* fn on every writer, each flushed after, under the lock. */
+static int
+write_all (pipescope_rank *r, WriteFn fn, const void *arg)
+{
+  PpError e = { 0 };
+  int rc = 0;
+  if (r == NULL)
+    return -1;
+  pthread_mutex_lock (&r->lock);
+  for (int i = 0; i < r->n; i++)
+    if (fn (r->w[i], arg, &e) != PP_OK || pp_trace_writer_flush (r->w[i], &e) != PP_OK)
+      rc = -1;   /* the writer keeps its error; the sink reports it at close */
+  pthread_mutex_unlock (&r->lock);
+  return rc;
+}
+
+int
+pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
+{
+  PpError e = { 0 };
+  int rc = 0;
+
+  put_err (err, err_size, "%s", "");
+  if (r == NULL)
+    return 0;
+  pp_probe_free (r->probe);   /* the final drain */
+  r->probe = NULL;
+  if (pp_trace_sink_status (r->sink, &e) != PP_OK)
+    {
+      put_err (err, err_size, "pipescope: %s", e.msg);
+      rc = -1;
+    }
+  for (int i = r->n - 1; i >= 0; i--)
+    {
+      if (pp_trace_writer_close (r->w[i], &e) != PP_OK && rc == 0)
+        {
+          put_err (err, err_size, "pipescope: %s", e.msg);
+          rc = -1;
+        }
+      r->w[i] = NULL;
+    }
+  r->n = 0;
+  foreign_free (r);
+  return rc;
+}
+
+static void
+copy_str (char *dst, size_t size, const char *src)
+{
+  snprintf (dst, size, "%s", src ? src : "");
+}
+
+static PpStatus
+write_desc (PpTraceWriter *w, const void *arg, PpError *err)
+{
+  return pp_trace_write_description (w, arg, err);
+}
+
+int
+pipescope_describe (pipescope_rank *r, const char *schedule, const char *backend, int n_ranks,
+                    int n_microbatches, int n_virtual, const char *model, const char *cmdline)
+{
+  PpTraceDescription d;
+  struct timespec ts;
+
+  if (r == NULL || n_ranks < 1 || n_ranks > PP_TRACE_MAX_RANKS || n_microbatches < 0
+      || n_microbatches > PP_TRACE_MAX_MICROBATCHES || n_virtual < 1 || n_virtual > PP_TRACE_MAX_VIRTUAL)
+    return -1;
+  memset (&d, 0, sizeof d);
+  copy_str (d.schedule, sizeof d.schedule, schedule);
+  copy_str (d.backend, sizeof d.backend, backend);
+  copy_str (d.model, sizeof d.model, model);
+  copy_str (d.cmdline, sizeof d.cmdline, cmdline);
+  if (gethostname (d.host, sizeof d.host - 1) != 0)
+    d.host[0] = '\0';
+  d.n_ranks = n_ranks;
+  d.n_microbatches = n_microbatches;
+  d.n_virtual = n_virtual;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  d.start_monotonic_ns = pp_probe_now_ns ();
+  d.start_unix_ns = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return write_all (r, write_desc, &d);
+}
+
+typedef struct {
+  int                      rank;
+  const PpTracePlanAction *actions;
+  size_t                   n;
+} PlanArg;
+
+static PpStatus
+write_plan (PpTraceWriter *w, const void *arg, PpError *err)
+{
+  const PlanArg *p = arg;
+  return pp_trace_write_rank_plan (w, p->rank, p->actions, p->n, 0, err);
+}
+
+static int
+is_block_kind (int k)
+{
+  return k == PP_TRACE_ACT_F || k == PP_TRACE_ACT_B || k == PP_TRACE_ACT_I || k == PP_TRACE_ACT_W
+         || k == PP_TRACE_ACT_OVERLAP_F_B;
+}
+
+int
+pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions)
+{
+  if (r == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || (n > 0 && actions == NULL)
+      || n > PP_TRACE_PLAN_MAX_ACTIONS)
+    return -1;
+  PpTracePlanAction *a = calloc (n ? n : 1, sizeof *a);
+  int rc = -1;
+  if (a == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    {
+      const int32_t *x = actions + 6 * i;
+      if (!is_block_kind (x[0]))
+        goto out;
+      a[i].kind = x[0];
+      a[i].stage = x[1];
+      a[i].microbatch = x[2];
+      a[i].sub_kind = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[3] : -1;
+      a[i].sub_stage = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[4] : -1;
+      a[i].sub_microbatch = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[5] : -1;
+    }
+  PlanArg p = { rank, a, n };
+  rc = write_all (r, write_plan, &p);
+out:
+  free (a);
+  return rc;
+}
+
+/* ---- recording: the hot path, through the probe's rings ------------------------ */
+
+static int
+record (pipescope_rank *r, int kind, int stage, int microbatch, int step, int64_t start_ns,
+        int64_t end_ns, int peer, uint64_t bytes)
+{
+  PpSpan s;
+  if (r == NULL || end_ns < start_ns)
+    return -1;
+  memset (&s, 0, sizeof s);
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.bytes = bytes;
+  s.rank = r->rank;
+  s.stage = stage < 0 ? -1 : stage;
+  s.microbatch = microbatch < 0 ? -1 : microbatch;
+  s.step = step < 0 ? 0 : step;
+  s.kind = (uint16_t) kind;
+  s.device = 0xffff;
+  s.peer_rank = peer < 0 ? -1 : peer;
+  return pp_probe_record_span (r->probe, &s) ? 0 : -1;
+}
+
+int
+pipescope_block (pipescope_rank *r, int kind, int stage, int microbatch, int step,
+                 int64_t start_ns, int64_t end_ns)
+{
+  if (!(kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
+        || kind == PIPESCOPE_OPT))
+    return -1;
+  return record (r, kind, stage, microbatch, step, start_ns, end_ns, -1, 0);
+}
+
+int
+pipescope_overlap (pipescope_rank *r, int f_stage, int f_microbatch, int b_kind, int b_stage,
+                   int b_microbatch, int step, int64_t start_ns, int64_t end_ns)
+{
+  /* The format keeps the forward half's stage and micro-batch on the
+   * span (docs/foreign-api.md); the backward half is the plan's. */
+  (void) b_stage;
+  (void) b_microbatch;
+  if (b_kind != PIPESCOPE_B && b_kind != PIPESCOPE_I)
+    return -1;
+  return record (r, PIPESCOPE_OVERLAP_F_B, f_stage, f_microbatch, step, start_ns, end_ns, -1, 0);
+}
+
+int
+pipescope_begin (pipescope_rank *r, int kind, int stage, int microbatch, int step)
+{
+  if (r == NULL || n_open >= FOREIGN_NEST_MAX)
+    return -1;
+  open_blocks[n_open++] = (Open) { r, kind, stage, microbatch, step, pp_probe_now_ns () };
+  return 0;
+}
+
+int
+pipescope_end (pipescope_rank *r)
+{
+  if (r == NULL || n_open == 0 || open_blocks[n_open - 1].r != r)
+    return -1;
+  Open o = open_blocks[--n_open];
+  return pipescope_block (r, o.kind, o.stage, o.microbatch, o.step, o.start_ns, pp_probe_now_ns ());
+}
+
+int
+pipescope_transfer (pipescope_rank *r, int kind, int stage, int microbatch, int peer,
+                    uint64_t bytes, int step, int64_t start_ns, int64_t end_ns)
+{
+  if (!(kind == PIPESCOPE_SEND_F || kind == PIPESCOPE_RECV_F || kind == PIPESCOPE_SEND_B
+        || kind == PIPESCOPE_RECV_B))
+    return -1;
+  return record (r, kind, stage, microbatch, step, start_ns, end_ns, peer, bytes);
+}
+
+int
+pipescope_wait (pipescope_rank *r, int stage, int microbatch, int peer, int step, int64_t start_ns,
+                int64_t end_ns)
+{
+  return record (r, PIPESCOPE_WAIT, stage, microbatch, step, start_ns, end_ns, peer, 0);
+}
+
+typedef struct {
+  int32_t rank, step;
+  int     phase;
+  int64_t t;
+} MarkerArg;
+
+static PpStatus
+write_marker (PpTraceWriter *w, const void *arg, PpError *err)
+{
+  const MarkerArg *m = arg;
+  return pp_trace_write_step_marker (w, m->rank, m->step, (PpTraceStepPhase) m->phase, m->t, err);
+}
+
+int
+pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
+{
+  if (r == NULL || step < 0 || (phase != 0 && phase != 1))
+    return -1;
+  /* The step's spans come first: markers and spans share the writers, and
+   * a viewer closes a step at its end marker. */
+  if (phase == 1)
+    pp_probe_flush (r->probe, NULL);
+  MarkerArg m = { r->rank, step, phase, time_ns };
+  return write_all (r, write_marker, &m);
+}
+
+int
+pipescope_counter (pipescope_rank *r, int kind, double value, int step, int64_t time_ns)
+{
+  PpCounter c;
+  if (r == NULL || kind < 0 || kind >= PP_N_COUNTER_KINDS)
+    return -1;
+  memset (&c, 0, sizeof c);
+  c.time_ns = time_ns;
+  c.value = value;
+  c.rank = r->rank;
+  c.step = step < 0 ? 0 : step;
+  c.kind = (uint16_t) kind;
+  return pp_probe_record_counter (r->probe, &c) ? 0 : -1;
+}
+
+typedef struct {
+  int32_t     rank;
+  const char *host;
+} RankArg;
+
+static PpStatus
+write_rank (PpTraceWriter *w, const void *arg, PpError *err)
+{
+  const RankArg *a = arg;
+  return pp_trace_write_rank (w, a->rank, (int32_t) getpid (), a->host, err);
+}
+
+int
+pipescope_rank_info (pipescope_rank *r, const char *host)
+{
+  char own[64] = "";
+  if (r == NULL)
+    return -1;
+  if (host == NULL || host[0] == '\0')
+    {
+      if (gethostname (own, sizeof own - 1) != 0)
+        own[0] = '\0';
+      host = own;
+    }
+  RankArg a = { r->rank, host };
+  return write_all (r, write_rank, &a);
+}
+
+uint64_t
+pipescope_dropped (pipescope_rank *r)
+{
+  return r ? pp_probe_dropped (r->probe) : 0;
+}

@@ -1,0 +1,159 @@
+"""lib.py — libpipescope-probe.so through ctypes (the API of probe/pipescope.h).
+
+Found at $PIPESCOPE_LIB (what `pipescope-cli profile` sets), else beside this
+package in a build tree, else by the linker's search.  load() returns None,
+with the reason in last_error, when the library cannot be had or is of an API
+version this package does not know: the caller then records nothing.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+API_VERSION = 1
+
+# Kinds and counters: probe/pipescope.h.
+F, B, I, W = 0, 1, 2, 3
+SEND_F, RECV_F, SEND_B, RECV_B = 4, 5, 6, 7
+OPT, WAIT, OVERLAP_F_B = 8, 9, 13
+LOSS, ACTIVATION_BYTES, DEVICE_BYTES, INFLIGHT = 0, 1, 2, 3
+
+last_error = ""
+_lib = None
+
+
+def _candidates():
+    env = os.environ.get("PIPESCOPE_LIB")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    for up in ("../../..", "../../../build"):
+        yield os.path.normpath(os.path.join(here, up, "probe", "libpipescope-probe.so"))
+    found = ctypes.util.find_library("pipescope-probe")
+    if found:
+        yield found
+
+
+def _declare(lib):
+    i32, i64, u64, sz = ctypes.c_int, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t
+    cp, vp = ctypes.c_char_p, ctypes.c_void_p
+    sigs = {
+        "pipescope_api_version": (i32, []),
+        "pipescope_now_ns": (i64, []),
+        "pipescope_rank_open": (vp, [cp, i32, i32, cp, cp, cp, cp, sz]),
+        "pipescope_rank_close": (i32, [vp, cp, sz]),
+        "pipescope_describe": (i32, [vp, cp, cp, i32, i32, i32, cp, cp]),
+        "pipescope_plan": (i32, [vp, i32, sz, ctypes.POINTER(ctypes.c_int32)]),
+        "pipescope_block": (i32, [vp, i32, i32, i32, i32, i64, i64]),
+        "pipescope_overlap": (i32, [vp, i32, i32, i32, i32, i32, i32, i64, i64]),
+        "pipescope_transfer": (i32, [vp, i32, i32, i32, i32, u64, i32, i64, i64]),
+        "pipescope_wait": (i32, [vp, i32, i32, i32, i32, i64, i64]),
+        "pipescope_step": (i32, [vp, i32, i32, i64]),
+        "pipescope_counter": (i32, [vp, i32, ctypes.c_double, i32, i64]),
+        "pipescope_rank_info": (i32, [vp, cp]),
+        "pipescope_dropped": (u64, [vp]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+
+
+def load():
+    """The library, or None (reason in last_error)."""
+    global _lib, last_error
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        if not os.path.exists(path) and os.sep in path:
+            tried.append(path)
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            _declare(lib)
+        except (OSError, AttributeError) as e:
+            tried.append(f"{path} ({e})")
+            continue
+        v = lib.pipescope_api_version()
+        if v != API_VERSION:
+            last_error = f"{path} has API version {v}; this hook knows {API_VERSION}"
+            return None
+        _lib = lib
+        return lib
+    last_error = ("cannot load libpipescope-probe.so (set PIPESCOPE_LIB; tried "
+                  + ", ".join(tried or ["the linker's path"]) + ")")
+    return None
+
+
+class Rank:
+    """One rank of a job, open for recording.  Every method returns quietly
+    when the library refuses a record (full rings: dropped and counted)."""
+
+    def __init__(self, lib, handle):
+        self._lib = lib
+        self._h = handle
+        self.now = lib.pipescope_now_ns
+        # bound for the hot path: one attribute look-up less a call
+        self._block = lib.pipescope_block
+        self._wait = lib.pipescope_wait
+        self._transfer = lib.pipescope_transfer
+
+    @classmethod
+    def open(cls, job, rank, n_ranks, runtime="pytorch", trace=None, listen=None):
+        lib = load()
+        if lib is None:
+            return None, last_error
+        err = ctypes.create_string_buffer(512)
+        h = lib.pipescope_rank_open(_b(job), rank, n_ranks, _b(runtime), _b(trace), _b(listen),
+                                    err, len(err))
+        if not h:
+            return None, err.value.decode(errors="replace")
+        return cls(lib, h), ""
+
+    def close(self):
+        if not self._h:
+            return ""
+        err = ctypes.create_string_buffer(512)
+        rc = self._lib.pipescope_rank_close(self._h, err, len(err))
+        self._h = None
+        return err.value.decode(errors="replace") if rc != 0 else ""
+
+    def describe(self, schedule, backend, n_ranks, n_microbatches, n_virtual, model, cmdline):
+        self._lib.pipescope_describe(self._h, _b(schedule), _b(backend), n_ranks, n_microbatches,
+                                     n_virtual, _b(model), _b(cmdline))
+
+    def plan(self, rank, actions):
+        """actions: (kind, stage, mb, sub_kind, sub_stage, sub_mb) tuples."""
+        flat = [x for a in actions for x in a]
+        arr = (ctypes.c_int32 * max(1, len(flat)))(*flat)
+        self._lib.pipescope_plan(self._h, rank, len(actions), arr)
+
+    def block(self, kind, stage, mb, step, t0, t1):
+        self._block(self._h, kind, stage, mb, step, t0, t1)
+
+    def overlap(self, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1):
+        self._lib.pipescope_overlap(self._h, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1)
+
+    def transfer(self, kind, stage, mb, peer, nbytes, step, t0, t1):
+        self._transfer(self._h, kind, stage, mb, peer, nbytes, step, t0, t1)
+
+    def wait(self, stage, mb, peer, step, t0, t1):
+        self._wait(self._h, stage, mb, peer, step, t0, t1)
+
+    def step(self, step, phase, t):
+        self._lib.pipescope_step(self._h, step, phase, t)
+
+    def counter(self, kind, value, step, t):
+        self._lib.pipescope_counter(self._h, kind, float(value), step, t)
+
+    def rank_info(self, host=None):
+        self._lib.pipescope_rank_info(self._h, _b(host))
+
+    def dropped(self):
+        return self._lib.pipescope_dropped(self._h)
+
+
+def _b(s):
+    return None if s is None else str(s).encode()

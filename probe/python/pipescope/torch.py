@@ -1,0 +1,620 @@
+"""pipescope.torch — records a torch.distributed.pipelining job, unchanged.
+
+    import pipescope.torch
+    pipescope.torch.instrument()
+
+(or run the job under ``pipescope-cli profile -- ...``, which does this in
+every Python process through the environment).  What it wraps, all in
+PyTorch's own pipelining code, never the user's:
+
+  * the stage's forward_one_chunk, backward_one_chunk (B, or I with
+    full_backward=False) and backward_weight_one_chunk (W): every block of
+    every schedule class, the single-stage ones (GPipe, 1F1B) included;
+  * the schedules' point-to-point helpers (_batch_p2p: the sends and
+    receives posted, with peer and bytes; _wait_batch_p2p: the waits), and
+    the stage's get_*_ops to know which stage and micro-batch each op is;
+  * the schedule's step(): step markers, the description, the plan (the
+    schedule's pipeline_order, or for GPipe and 1F1B the order their
+    _step_microbatches ran in the first step);
+  * the runtime's profiler label around each action, to tell an overlapped
+    forward and backward (DualPipeV's OVERLAP_F_B) as one block with both
+    halves;
+  * _maybe_compute_loss (the last stage's loss, read at the step's end) and
+    the optimizers' global step hooks (an OPT block).
+
+It never raises into the job (every error of the hook is caught, said once on
+stderr, and recording stops), never changes what the job computes (the
+wrapped functions are called with the same arguments and their results and
+exceptions pass through untouched), and never waits on a viewer or a disk
+(recording is the C probe's rings).
+"""
+
+import functools
+import os
+import socket
+import sys
+import threading
+
+from . import lib as _lib
+
+KNOWN = ((2, 11), (2, 15))   # the PyTorch versions whose internals this hook knows
+
+_SCHEDULE_NAMES = {
+    "ScheduleGPipe": "GPipe",
+    "Schedule1F1B": "1F1B",
+    "ScheduleInterleaved1F1B": "Interleaved1F1B",
+    "ScheduleLoopedBFS": "LoopedBFS",
+    "ScheduleInterleavedZeroBubble": "InterleavedZeroBubble",
+    "ScheduleZBVZeroBubble": "ZBV",
+    "ScheduleDualPipeV": "DualPipeV",
+    "_PipelineScheduleRuntime": "CSV",
+}
+
+_KIND_OF = {"F": _lib.F, "B": _lib.B, "I": _lib.I, "W": _lib.W}
+
+_hook = None
+_lock = threading.Lock()
+
+
+def _say(msg):
+    try:
+        sys.stderr.write(f"pipescope: {msg}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+class _Hook:
+    def __init__(self, torch, dist, stage_mod, sched_mod):
+        self.torch = torch
+        self.dist = dist
+        self.stage_mod = stage_mod
+        self.sched = sched_mod
+        self.rank = None          # lib.Rank once the first step runs
+        self.failed = False       # a failure of the hook: record nothing more
+        self.step_index = 0       # steps begun in this process
+        self.in_step = 0
+        self.described = False
+        self.observed = []        # first step's compute order (single-stage plans)
+        self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
+        self.work_meta = {}       # id(Work) -> (kind, stage, mb, peer)
+        self.pending_waits = []   # waits before the next block: (peer, t0, t1)
+        self.overlap = None       # inside an OVERLAP_F_B action: list of blocks
+        self.losses = []
+        self.loss_pending = []    # (step, tensors, event) resolved without a sync
+        self.opt_t0 = None
+        self.p2p_depth = 0
+
+    # ---- failure: never into the job ----------------------------------------
+    def fail(self, what, exc):
+        if not self.failed:
+            self.failed = True
+            _say(f"recording stopped ({what}: {exc.__class__.__name__}: {exc}); the job runs on")
+
+    # ---- the rank ------------------------------------------------------------
+    def open(self, schedule):
+        if self.rank is not None or self.failed:
+            return self.rank
+        stages = self.stages_of(schedule)
+        st = stages[0] if stages else None
+        group_rank = getattr(schedule, "rank", None)
+        if group_rank is None and st is not None:
+            group_rank = getattr(st, "group_rank", None)
+        group_size = getattr(schedule, "_num_stages", None)
+        if st is not None and getattr(st, "group_size", None):
+            group_size = st.group_size
+        if group_rank is None:
+            group_rank = self.dist.get_rank() if self.dist.is_initialized() else 0
+        if not group_size:
+            group_size = self.dist.get_world_size() if self.dist.is_initialized() else 1
+        job = os.environ.get("PIPESCOPE_JOB") or _job_from_launcher()
+        trace = os.environ.get("PIPESCOPE_TRACE")
+        if trace:
+            trace = f"{trace}.rank{group_rank}"
+        rank, err = _lib.Rank.open(job, int(group_rank), int(group_size), "pytorch", trace,
+                                   os.environ.get("PIPESCOPE_RANK_LISTEN"))
+        if rank is None:
+            self.failed = True
+            _say(f"not recording: {err}")
+            return None
+        self.rank = rank
+        rank.rank_info(socket.gethostname())
+        return rank
+
+    def stages_of(self, schedule):
+        if hasattr(schedule, "_stages"):
+            return list(schedule._stages)
+        if hasattr(schedule, "_stage"):
+            return [schedule._stage]
+        return []
+
+    def describe(self, schedule):
+        self.described = True
+        torch = self.torch
+        stages = self.stages_of(schedule)
+        cls = type(schedule).__name__
+        name = _SCHEDULE_NAMES.get(cls, cls)
+        st = stages[0] if stages else None
+        n_ranks = getattr(st, "group_size", 1) if st is not None else 1
+        n_stages = getattr(schedule, "_num_stages", None) or (getattr(st, "num_stages", n_ranks))
+        v = max(1, n_stages // max(1, n_ranks))
+        m = int(getattr(schedule, "_n_microbatches", 0))
+        backend = "cpu"
+        if st is not None and getattr(st, "device", None) is not None and st.device.type == "cuda":
+            backend = "cuda"
+        try:
+            pg = self.dist.get_backend() if self.dist.is_initialized() else "none"
+        except Exception:
+            pg = "?"
+        params = []
+        for s in stages:
+            try:
+                n = sum(p.numel() for p in s.submod.parameters())
+            except Exception:
+                n = 0
+            params.append(f"s{s.stage_index} {_count(n)}")
+        stage_map = ""
+        order = getattr(schedule, "pipeline_order", None)
+        if isinstance(order, dict):
+            owner = {}
+            for r, acts in order.items():
+                for a in acts:
+                    if a is not None and getattr(a, "stage_index", -1) >= 0:
+                        owner.setdefault(a.stage_index, r)
+            stage_map = " stages->ranks " + ",".join(f"{s}:{owner[s]}" for s in sorted(owner))
+        model = (f"PyTorch {torch.__version__} {pg} {cls}{stage_map}; params "
+                 + " ".join(params) + f"; host {socket.gethostname()}")
+        cmd = " ".join(sys.argv)
+        self.rank.describe(name, backend, int(n_ranks), m, int(v), model[:255], cmd[:1023])
+        self.write_plan(schedule)
+
+    def write_plan(self, schedule):
+        order = getattr(schedule, "pipeline_order", None)
+        rank = getattr(schedule, "rank", None)
+        if not isinstance(order, dict) or rank is None or rank not in order:
+            return False
+        acts = []
+        for a in order[rank]:
+            t = _plan_action(a)
+            if t is not None:
+                acts.append(t)
+        self.rank.plan(int(rank), acts)
+        return True
+
+    # ---- blocks --------------------------------------------------------------
+    def block(self, kind, stage, mb, t0, t1):
+        r = self.rank
+        if r is None:
+            return
+        step = self.step_index - 1 if self.step_index > 0 else 0
+        if self.pending_waits:
+            for peer, w0, w1 in self.pending_waits:
+                r.wait(stage, mb, peer, step, w0, w1)
+            self.pending_waits.clear()
+        if self.overlap is not None:
+            self.overlap.append((kind, stage, mb, t0, t1))
+            return
+        r.block(kind, stage, mb, step, t0, t1)
+        if self.in_step and self.step_index == 1:
+            self.observed.append((kind, stage, mb, -1, -1, -1))
+
+    def overlap_end(self, blocks):
+        r = self.rank
+        if r is None or not blocks:
+            return
+        step = self.step_index - 1 if self.step_index > 0 else 0
+        f = [b for b in blocks if b[0] == _lib.F]
+        bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
+        rest = [b for b in blocks if b not in f[:1] and b not in bw[:1]]
+        if f and bw:
+            t0 = min(b[3] for b in blocks[:2])
+            t1 = max(b[4] for b in blocks[:2])
+            r.overlap(f[0][1], f[0][2], bw[0][0], bw[0][1], bw[0][2], step, t0, t1)
+        else:
+            rest = blocks
+        for kind, stage, mb, t0, t1 in rest:
+            r.block(kind, stage, mb, step, t0, t1)
+
+    # ---- steps ---------------------------------------------------------------
+    def step_begin(self, schedule):
+        r = self.open(schedule)
+        if r is None:
+            return None
+        if not self.described:
+            self.describe(schedule)
+        self.resolve_losses(final=False)
+        self.losses = []
+        idx = self.step_index
+        self.step_index += 1
+        r.step(idx, 0, r.now())
+        return idx
+
+    def step_end(self, schedule, idx):
+        r = self.rank
+        if r is None:
+            return
+        r.step(idx, 1, r.now())
+        if idx == 0 and self.observed and not self.write_plan(schedule):
+            self.rank.plan(int(getattr(self.stages_of(schedule)[0], "group_rank", 0)), self.observed)
+        self.observed = []
+        if self.losses:
+            self.queue_losses(idx, self.losses)
+        self.losses = []
+
+    def queue_losses(self, idx, tensors):
+        torch = self.torch
+        try:
+            ts = [t.detach() for t in tensors if hasattr(t, "detach")]
+            if not ts:
+                return
+            if ts[0].is_cuda:
+                # no sync: a copy on the stream, read once its event has passed
+                host = [t.to("cpu", non_blocking=True) for t in ts]
+                ev = torch.cuda.Event()
+                ev.record()
+                self.loss_pending.append((idx, host, ev))
+            else:
+                self.loss_pending.append((idx, ts, None))
+            self.resolve_losses(final=False)
+        except Exception as e:
+            self.fail("loss", e)
+
+    def resolve_losses(self, final):
+        r = self.rank
+        keep = []
+        for idx, ts, ev in self.loss_pending:
+            if ev is not None and not final and not ev.query():
+                keep.append((idx, ts, ev))
+                continue
+            if ev is not None and final:
+                ev.synchronize()
+            vals = [float(t.float().mean()) for t in ts]
+            if r is not None and vals:
+                r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
+        self.loss_pending = keep
+
+    def close(self):
+        r = self.rank
+        if r is None:
+            return
+        try:
+            self.resolve_losses(final=True)
+        except Exception:
+            pass
+        self.rank = None
+        err = r.close()
+        if err:
+            _say(err)
+
+
+def _count(n):
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}G"
+    if n >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    if n >= 1e3:
+        return f"{n / 1e3:.1f}k"
+    return str(n)
+
+
+def _plan_action(a):
+    """A PyTorch _Action as the C API's 6 integers, or None (bubbles, comms)."""
+    if a is None:
+        return None
+    ct = getattr(a.computation_type, "value", str(a.computation_type))
+    subs = getattr(a, "sub_actions", None)
+    if ct == "OVERLAP_F_B" and subs:
+        f = [s for s in subs if getattr(s.computation_type, "value", "") == "F"]
+        b = [s for s in subs if getattr(s.computation_type, "value", "") in ("B", "I")]
+        if f and b:
+            return (_lib.OVERLAP_F_B, f[0].stage_index, f[0].microbatch_index,
+                    _KIND_OF[b[0].computation_type.value], b[0].stage_index, b[0].microbatch_index)
+        return None
+    if ct in _KIND_OF and a.microbatch_index is not None:
+        return (_KIND_OF[ct], a.stage_index, a.microbatch_index, -1, -1, -1)
+    return None
+
+
+def _job_from_launcher():
+    """One name for every rank of a job started without `pipescope-cli
+    profile`: torchrun's run id, else the rendezvous address."""
+    rid = os.environ.get("TORCHELASTIC_RUN_ID")
+    if rid and rid != "none":
+        return f"torch-{rid}"[:60]
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if addr and port:
+        return f"torch-{addr}-{port}"[:60]
+    return None
+
+
+# ---- the wrappers: the original runs exactly once, its result and exceptions untouched ----
+
+def _wrap_block(hook, orig, kind_of):
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        if hook.rank is None or hook.failed:
+            return orig(self, *args, **kwargs)
+        t0 = hook.rank.now()
+        out = orig(self, *args, **kwargs)
+        try:
+            t1 = hook.rank.now()
+            kind, mb = kind_of(args, kwargs)
+            hook.block(kind, self.stage_index, int(mb), t0, t1)
+        except Exception as e:
+            hook.fail("a block", e)
+        return out
+    return wrapper
+
+
+def _fwd_kind(args, kwargs):
+    return _lib.F, kwargs.get("fwd_chunk_id", args[0] if args else -1)
+
+
+def _bwd_kind(args, kwargs):
+    full = kwargs.get("full_backward", args[2] if len(args) > 2 else True)
+    return (_lib.B if full else _lib.I), kwargs.get("bwd_chunk_id", args[0] if args else -1)
+
+
+def _w_kind(args, kwargs):
+    return _lib.W, kwargs.get("bwd_chunk_id", args[0] if args else -1)
+
+
+def _wrap_get_ops(hook, orig, kind):
+    @functools.wraps(orig)
+    def wrapper(self, chunk_id, *args, **kwargs):
+        ops = orig(self, chunk_id, *args, **kwargs)
+        if hook.rank is not None and not hook.failed:
+            try:
+                for op in ops:
+                    t = getattr(op, "tensor", None)
+                    nbytes = t.numel() * t.element_size() if t is not None else 0
+                    hook.op_meta[id(op)] = (kind, self.stage_index, int(chunk_id),
+                                            int(getattr(op, "peer", -1) or -1), nbytes)
+                if len(hook.op_meta) > 65536:
+                    hook.op_meta.clear()
+            except Exception as e:
+                hook.fail("p2p ops", e)
+        return ops
+    return wrapper
+
+
+def _wrap_batch_p2p(hook, orig):
+    @functools.wraps(orig)
+    def wrapper(p2p_ops, *args, **kwargs):
+        if hook.rank is None or hook.failed or hook.p2p_depth:
+            return orig(p2p_ops, *args, **kwargs)
+        hook.p2p_depth += 1
+        try:
+            t0 = hook.rank.now()
+            works = orig(p2p_ops, *args, **kwargs)
+        finally:
+            hook.p2p_depth -= 1
+        try:
+            t1 = hook.rank.now()
+            metas = [hook.op_meta.pop(id(op), None) for op in p2p_ops]
+            step = max(0, hook.step_index - 1)
+            for m in metas:
+                if m is not None:
+                    kind, stage, mb, peer, nbytes = m
+                    hook.rank.transfer(kind, stage, mb, peer, nbytes, step, t0, t1)
+            known = [m for m in metas if m is not None]
+            if isinstance(works, list):
+                for w, m in zip(works, known if len(known) == len(works) else [None] * len(works)):
+                    if m is not None:
+                        hook.work_meta[id(w)] = m
+                if len(hook.work_meta) > 65536:
+                    hook.work_meta.clear()
+        except Exception as e:
+            hook.fail("a transfer", e)
+        return works
+    return wrapper
+
+
+def _wrap_wait(hook, orig):
+    @functools.wraps(orig)
+    def wrapper(work, *args, **kwargs):
+        if hook.rank is None or hook.failed:
+            return orig(work, *args, **kwargs)
+        t0 = hook.rank.now()
+        out = orig(work, *args, **kwargs)
+        try:
+            t1 = hook.rank.now()
+            peer = -1
+            recv = False
+            for w in (work if isinstance(work, list) else []):
+                m = hook.work_meta.pop(id(w), None)
+                if m is not None:
+                    peer = m[3]
+                    recv = recv or m[0] in (_lib.RECV_F, _lib.RECV_B)
+            # a wait on a receive holds up the next block; a send's wait
+            # is recorded where it happens
+            hook.pending_waits.append((peer, t0, t1))
+        except Exception as e:
+            hook.fail("a wait", e)
+        return out
+    return wrapper
+
+
+def _wrap_step(hook, orig):
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        if hook.failed or hook.in_step:
+            return orig(self, *args, **kwargs)
+        idx = None
+        try:
+            idx = hook.step_begin(self)
+        except Exception as e:
+            hook.fail("a step", e)
+        hook.in_step += 1
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            hook.in_step -= 1
+            if idx is not None and not hook.failed:
+                try:
+                    hook.step_end(self, idx)
+                except Exception as e:
+                    hook.fail("a step's end", e)
+    return wrapper
+
+
+def _wrap_loss(hook, orig):
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        n = len(getattr(self, "_internal_losses", ()))
+        out = orig(self, *args, **kwargs)
+        try:
+            losses = getattr(self, "_internal_losses", None)
+            if hook.rank is not None and losses is not None and len(losses) > n:
+                hook.losses.extend(losses[n:])
+        except Exception as e:
+            hook.fail("the loss", e)
+        return out
+    return wrapper
+
+
+class _Label:
+    """The runtime's profiler label around an action; an OVERLAP_F_B one
+    gathers the blocks run inside it into one overlapped block."""
+
+    def __init__(self, hook, orig, name, args, kwargs):
+        self.hook = hook
+        self.inner = orig(name, *args, **kwargs)
+        self.mine = (hook.rank is not None and not hook.failed and isinstance(name, str)
+                     and name.endswith("OVERLAP_F_B") and hook.overlap is None)
+
+    def __enter__(self):
+        out = self.inner.__enter__()
+        if self.mine:
+            self.hook.overlap = []
+        return out
+
+    def __exit__(self, *exc):
+        if self.mine:
+            blocks, self.hook.overlap = self.hook.overlap, None
+            try:
+                self.hook.overlap_end(blocks or [])
+            except Exception as e:
+                self.hook.fail("an overlapped block", e)
+        return self.inner.__exit__(*exc)
+
+
+def _wrap_label(hook, orig):
+    def record_function(name, *args, **kwargs):
+        return _Label(hook, orig, name, args, kwargs)
+    return record_function
+
+
+def _opt_hooks(hook, torch):
+    def pre(optimizer, args, kwargs):
+        if hook.rank is not None and not hook.failed:
+            hook.opt_t0 = hook.rank.now()
+
+    def post(optimizer, args, kwargs):
+        r = hook.rank
+        if r is not None and not hook.failed and hook.opt_t0 is not None:
+            try:
+                r.block(_lib.OPT, -1, -1, max(0, hook.step_index - 1), hook.opt_t0, r.now())
+            except Exception as e:
+                hook.fail("the optimizer", e)
+        hook.opt_t0 = None
+
+    import importlib
+    reg = importlib.import_module("torch.optim.optimizer")
+    reg.register_optimizer_step_pre_hook(pre)
+    reg.register_optimizer_step_post_hook(post)
+
+
+def _check(torch, stage_mod, sched):
+    """None when this PyTorch's internals are the ones the hook knows, else
+    the reason (one line)."""
+    try:
+        major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    except ValueError:
+        return f"cannot read PyTorch's version {torch.__version__!r}"
+    lo, hi = KNOWN
+    if not (lo <= (major, minor) <= hi) and not os.environ.get("PIPESCOPE_TORCH_ANY"):
+        return (f"PyTorch {torch.__version__} is not one this hook knows "
+                f"({lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}); set PIPESCOPE_TORCH_ANY=1 to try")
+    base = getattr(stage_mod, "_PipelineStageBase", None)
+    need = [(base, n) for n in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
+                                "get_fwd_send_ops", "get_bwd_send_ops", "get_fwd_recv_ops",
+                                "get_bwd_recv_ops")]
+    need += [(sched, n) for n in ("_batch_p2p", "_wait_batch_p2p", "PipelineScheduleSingle",
+                                  "PipelineScheduleMulti", "_PipelineSchedule")]
+    missing = [n for obj, n in need if obj is None or not hasattr(obj, n)]
+    if missing:
+        return f"PyTorch {torch.__version__}'s pipelining lacks {', '.join(missing)}"
+    return None
+
+
+def instrument():
+    """Records this process's pipeline schedules from now on.  Idempotent;
+    returns True when recording is set up, False (having said why in one
+    line) when the job is left untouched."""
+    global _hook
+    with _lock:
+        if _hook is not None:
+            return True
+        try:
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.pipelining import schedules as sched
+            from torch.distributed.pipelining import stage as stage_mod
+        except Exception as e:
+            _say(f"not recording: cannot import torch.distributed.pipelining ({e})")
+            return False
+        why = _check(torch, stage_mod, sched)
+        if why is not None:
+            _say(f"not recording: {why}; the job runs untouched")
+            return False
+        if _lib.load() is None:
+            _say(f"not recording: {_lib.last_error}")
+            return False
+        hook = _Hook(torch, dist, stage_mod, sched)
+        base = stage_mod._PipelineStageBase
+        base.forward_one_chunk = _wrap_block(hook, base.forward_one_chunk, _fwd_kind)
+        base.backward_one_chunk = _wrap_block(hook, base.backward_one_chunk, _bwd_kind)
+        base.backward_weight_one_chunk = _wrap_block(hook, base.backward_weight_one_chunk, _w_kind)
+        for name, kind in (("get_fwd_send_ops", _lib.SEND_F), ("get_bwd_send_ops", _lib.SEND_B),
+                           ("get_fwd_recv_ops", _lib.RECV_F), ("get_bwd_recv_ops", _lib.RECV_B)):
+            setattr(base, name, _wrap_get_ops(hook, getattr(base, name), kind))
+        sched._batch_p2p = _wrap_batch_p2p(hook, sched._batch_p2p)
+        sched._wait_batch_p2p = _wrap_wait(hook, sched._wait_batch_p2p)
+        if hasattr(sched, "record_function"):
+            sched.record_function = _wrap_label(hook, sched.record_function)
+        for cls in (sched._PipelineSchedule, sched.PipelineScheduleSingle, sched.PipelineScheduleMulti):
+            if "step" in cls.__dict__:
+                setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
+        for name in dir(sched):
+            cls = getattr(sched, name)
+            if (isinstance(cls, type) and issubclass(cls, sched._PipelineSchedule)
+                    and cls not in (sched._PipelineSchedule, sched.PipelineScheduleSingle,
+                                    sched.PipelineScheduleMulti)
+                    and "step" in cls.__dict__):
+                setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
+        if "_maybe_compute_loss" in sched._PipelineSchedule.__dict__:
+            sched._PipelineSchedule._maybe_compute_loss = _wrap_loss(
+                hook, sched._PipelineSchedule._maybe_compute_loss)
+        try:
+            _opt_hooks(hook, torch)
+        except Exception as e:
+            _say(f"optimizer steps not recorded ({e})")
+        import atexit
+        atexit.register(_close)
+        _hook = hook
+        return True
+
+
+def _close():
+    h = _hook
+    if h is not None:
+        try:
+            h.close()
+        except Exception as e:
+            _say(f"closing the trace: {e}")
+
+
+def close():
+    """Ends recording now (the trace file is complete); atexit does it too."""
+    _close()
