@@ -353,6 +353,155 @@ test_render_aggregated (void)
   pp_timeline_model_free (m);
 }
 
+/* ---- the palette -------------------------------------------------------------- */
+
+static double
+srgb_linear (double c)
+{
+  return c <= 0.04045 ? c / 12.92 : pow ((c + 0.055) / 1.055, 2.4);
+}
+
+/* CIELAB of a linear RGB color (D65). */
+static void
+lab_of_linear (const double l[3], double lab[3])
+{
+  double X = (0.4124 * l[0] + 0.3576 * l[1] + 0.1805 * l[2]) / 0.95047;
+  double Y = 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+  double Z = (0.0193 * l[0] + 0.1192 * l[1] + 0.9505 * l[2]) / 1.08883;
+  double f[3] = { X, Y, Z };
+  for (int i = 0; i < 3; i++)
+    f[i] = f[i] > 0.008856 ? cbrt (f[i]) : 7.787 * f[i] + 16.0 / 116;
+  lab[0] = 116 * f[1] - 16;
+  lab[1] = 500 * (f[0] - f[1]);
+  lab[2] = 200 * (f[1] - f[2]);
+}
+
+/* Every two colors a reader must tell apart in the block lane (the kinds,
+ * the bubble as drawn, its hatch averaged in as the eye does from a
+ * distance, and a wait under them) are at least 15 CIELAB units apart, and
+ * the two reds and oranges of the chart (I against a wait) at least 30, for
+ * normal vision and for protanopia, deuteranopia and tritanopia as Machado,
+ * Oliveira and Fernandes (2009) simulate them (severity 1), on the light
+ * and the dark palette.  Issue 17: I's orange read as a second vermillion
+ * beside the waits (18 apart for a deuteranope), and the hatched bubble
+ * vanished against I for a tritanope (7). */
+static void
+test_palette_distinct (void)
+{
+  static const double sim[4][3][3] = {
+    { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } },
+    { { 0.152286, 1.052583, -0.204868 }, { 0.114503, 0.786281, 0.099216 }, { -0.003882, -0.048116, 1.051998 } },
+    { { 0.367322, 0.860646, -0.227968 }, { 0.280085, 0.672501, 0.047413 }, { -0.011820, 0.042940, 0.968881 } },
+    { { 1.255528, -0.076749, -0.178779 }, { -0.078411, 0.930809, 0.147602 }, { 0.004733, 0.691367, 0.303900 } },
+  };
+  static const char *const vision[] = { "normal", "protanopia", "deuteranopia", "tritanopia" };
+  static const int kinds[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B,
+                               PP_SPAN_OPT, PP_SPAN_WAIT, -1 };
+  const int n = G_N_ELEMENTS (kinds);
+
+  for (int dark = 0; dark < 2; dark++)
+    {
+      /* the bubble as drawn: the mean of a hatched stretch (linear light) */
+      double bubble_lin[3] = { 0, 0, 0 };
+      {
+        PpTimelineModel *m = pp_timeline_model_new ();
+        PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+        PpTimelineView v;
+        PpTimelineLayout l;
+        cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 400, 200);
+        cairo_t *cr = cairo_create (s);
+        it.span = (PpSpan) { .start_ns = 0, .end_ns = MS, .kind = PP_SPAN_F, .peer_rank = -1 };
+        pp_timeline_model_add (m, &it);
+        it.span.start_ns = 100 * MS;
+        it.span.end_ns = 101 * MS;
+        pp_timeline_model_add (m, &it);
+        pp_timeline_view_init (&v, m, 400, 200);
+        v.dark = dark;
+        pp_timeline_render (cr, m, &v);
+        cairo_surface_flush (s);
+        pp_timeline_layout (m, &v, &l);
+        int np = 0;
+        for (int y = (int) (l.rows_y + 4); y < (int) (l.rows_y + l.block_h - 4); y++)
+          for (int x = (int) l.x0 + 40; x < (int) l.x1 - 40; x++, np++)
+            for (int k = 0; k < 3; k++)
+              bubble_lin[k] += srgb_linear ((pixel (s, x, y) >> (16 - 8 * k) & 0xff) / 255.0);
+        g_assert_cmpint (np, >, 1000);
+        for (int k = 0; k < 3; k++)
+          bubble_lin[k] /= np;
+        cairo_destroy (cr);
+        cairo_surface_destroy (s);
+        pp_timeline_model_free (m);
+      }
+    for (int v = 0; v < 4; v++)
+      {
+        double lab[G_N_ELEMENTS (kinds)][3];
+        for (int i = 0; i < n; i++)
+          {
+            double c[3], lin[3], out[3];
+            pp_timeline_color (kinds[i] < 0 ? PP_SPAN_F : kinds[i], dark, c);
+            for (int k = 0; k < 3; k++)
+              lin[k] = kinds[i] < 0 ? bubble_lin[k] : srgb_linear (c[k]);
+            for (int k = 0; k < 3; k++)
+              out[k] = CLAMP (sim[v][k][0] * lin[0] + sim[v][k][1] * lin[1] + sim[v][k][2] * lin[2], 0, 1);
+            lab_of_linear (out, lab[i]);
+          }
+        for (int i = 0; i < n; i++)
+          for (int j = i + 1; j < n; j++)
+            {
+              double d = sqrt ((lab[i][0] - lab[j][0]) * (lab[i][0] - lab[j][0])
+                               + (lab[i][1] - lab[j][1]) * (lab[i][1] - lab[j][1])
+                               + (lab[i][2] - lab[j][2]) * (lab[i][2] - lab[j][2]));
+              int orange_pair = (kinds[i] == PP_SPAN_I && kinds[j] == PP_SPAN_WAIT)
+                                || (kinds[j] == PP_SPAN_I && kinds[i] == PP_SPAN_WAIT);
+              if (g_getenv ("PP_PALETTE_VERBOSE"))
+                g_printerr ("%d %d %d %d %.1f\n", dark, v, kinds[i], kinds[j], d);
+              if (d < (orange_pair ? 30 : 15))
+                g_error ("%s palette, %s: %s and %s are only %.1f apart",
+                         dark ? "dark" : "light", vision[v],
+                         kinds[i] < 0 ? "bubble" : pp_span_kind_name (kinds[i]),
+                         kinds[j] < 0 ? "bubble" : pp_span_kind_name (kinds[j]), d);
+            }
+      }
+    }
+}
+
+/* The legend row of an image holds the kinds' swatches, the bubble's hatch
+ * among them: a ZB trace's I, and F, W, the wait's mark. */
+static void
+test_render_legend (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  static const int kinds[] = { PP_SPAN_F, PP_SPAN_I, PP_SPAN_W, PP_SPAN_WAIT };
+  for (int k = 0; k < 4; k++)
+    {
+      it.span = (PpSpan) { .start_ns = k * 2 * MS, .end_ns = (k * 2 + 1) * MS, .rank = 0, .stage = 0,
+                           .microbatch = 0, .kind = (uint16_t) kinds[k], .peer_rank = -1 };
+      pp_timeline_model_add (m, &it);
+    }
+  PpTimelineView v;
+  pp_timeline_view_init (&v, m, 1200, 300);
+  v.show_legend = 1;
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 300);
+  cairo_t *cr = cairo_create (s);
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  for (int k = 0; k < 4; k++)
+    {
+      double c[3];
+      int hits = 0;
+      pp_timeline_color (kinds[k], 0, c);
+      for (int y = 300 - 30; y < 300; y++)
+        for (int x = 0; x < 1200; x++)
+          hits += dist (pixel (s, x, y), c) < 0.02;
+      if (hits < 30)
+        g_error ("legend: %s has %d pixels", pp_span_kind_name (kinds[k]), hits);
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
 /* ---- exports and the CLI -------------------------------------------------------- */
 
 static void
@@ -694,6 +843,8 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-step-bubbles", test_model_step_bubbles);
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
+  g_test_add_func ("/render/palette-distinct", test_palette_distinct);
+  g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/rank-labels", test_rank_labels);
   g_test_add_func ("/render/model-live-step-boundary", test_model_live_step_boundary);
   g_test_add_func ("/render/model-memory-bounded", test_model_memory_bounded);

@@ -258,6 +258,22 @@ test_timeline_pixels (void)
   assert_region_color (s, pp_timeline_x_of (&v, &l, start + 1 * MS + MS / 2), y3, want, "rank 3 bubble before its first F");
   pp_timeline_color (PP_SPAN_B, v.dark, want);
   assert_region_color (s, pp_timeline_x_of (&v, &l, start + 15 * MS + MS / 5), y0, want, "rank 0 B0");
+  /* the window has the exports' legend (issue 17): F's and B's swatches
+   * in the strip under the rows */
+  g_assert_true (v.show_legend);
+  for (int k = 0; k < 2; k++)
+    {
+      int hits = 0;
+      double got[3];
+      pp_timeline_color (k == 0 ? PP_SPAN_F : PP_SPAN_B, v.dark, want);
+      for (int y = WIN_H - 28; y < WIN_H - 4; y++)
+        for (int x = 0; x < WIN_W; x++)
+          {
+            pixel (s, x, y, got);
+            hits += fabs (got[0] - want[0]) + fabs (got[1] - want[1]) + fabs (got[2] - want[2]) <= 0.06;
+          }
+      g_assert_cmpint (hits, >=, 100);
+    }
   cairo_surface_destroy (s);
 
   gtk_window_destroy (GTK_WINDOW (win));

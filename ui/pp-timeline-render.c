@@ -34,12 +34,17 @@ typedef struct { double r, g, b; } Rgb;
 
 #define HEX(h) { ((h) >> 16 & 0xff) / 255.0, ((h) >> 8 & 0xff) / 255.0, ((h) & 0xff) / 255.0 }
 
-/* Okabe & Ito's colorblind-safe set.  Vermillion is kept for what is lost
- * (bubble, waits), so the eye finds it first. */
+/* Okabe & Ito's colorblind-safe set, chosen so that every two colors of the
+ * block lane, the bubble and a wait stay apart (CIELAB distance 15 or
+ * more) for normal vision and simulated protanopia, deuteranopia and
+ * tritanopia (tests/test-render.c holds it there).  Vermillion is kept for
+ * what is lost (waits, the bubble's hatch), so the eye finds it first; I is
+ * yellow, not the orange that read as a second vermillion beside it; the
+ * bubble's ground is neutral, so that it never passes for an I block. */
 static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x0072B2),   /* blue */
   [PP_SPAN_B]           = HEX (0x009E73),   /* bluish green */
-  [PP_SPAN_I]           = HEX (0xE69F00),   /* orange */
+  [PP_SPAN_I]           = HEX (0xF0E442),   /* yellow */
   [PP_SPAN_W]           = HEX (0xCC79A7),   /* reddish purple */
   [PP_SPAN_SEND_F]      = HEX (0x56B4E9),   /* sky blue */
   [PP_SPAN_RECV_F]      = HEX (0x56B4E9),
@@ -48,27 +53,27 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_OPT]         = HEX (0x4D4D4D),   /* near black */
   [PP_SPAN_WAIT]        = HEX (0xD55E00),   /* vermillion */
   [PP_SPAN_KERNEL]      = HEX (0x333333),
-  [PP_SPAN_MEMCPY]      = HEX (0xF0E442),   /* yellow */
+  [PP_SPAN_MEMCPY]      = HEX (0x882255),   /* wine (Tol) */
   [PP_SPAN_MEMSET]      = HEX (0x999999),
   [PP_SPAN_OVERLAP_F_B] = HEX (0x56B4E9),   /* sky blue */
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
   [PP_SPAN_B]           = HEX (0x14B889),
-  [PP_SPAN_I]           = HEX (0xF0AE1E),
+  [PP_SPAN_I]           = HEX (0xF0E442),
   [PP_SPAN_W]           = HEX (0xDA8CB8),
   [PP_SPAN_SEND_F]      = HEX (0x6CC2F0),
   [PP_SPAN_RECV_F]      = HEX (0x6CC2F0),
   [PP_SPAN_SEND_B]      = HEX (0x7DDBB9),
   [PP_SPAN_RECV_B]      = HEX (0x7DDBB9),
-  [PP_SPAN_OPT]         = HEX (0xB5B5B5),
-  [PP_SPAN_WAIT]        = HEX (0xF07A2A),
+  [PP_SPAN_OPT]         = HEX (0x707070),
+  [PP_SPAN_WAIT]        = HEX (0xD55E00),
   [PP_SPAN_KERNEL]      = HEX (0xE0E0E0),
-  [PP_SPAN_MEMCPY]      = HEX (0xF0E442),
+  [PP_SPAN_MEMCPY]      = HEX (0xC0608F),
   [PP_SPAN_MEMSET]      = HEX (0x8C8C8C),
-  [PP_SPAN_OVERLAP_F_B] = HEX (0x6CC2F0),
+  [PP_SPAN_OVERLAP_F_B] = HEX (0xA6DCF7),
 };
-static const Rgb light_bubble = HEX (0xF8CDB8), dark_bubble = HEX (0x5C2A1A);
+static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
 typedef struct {
   Rgb bg, fg, dim, ruler_bg, grid, bubble, hatch;
@@ -78,9 +83,9 @@ static void
 theme_of (int dark, Theme *t)
 {
   static const Theme light = { HEX (0xFFFFFF), HEX (0x1A1A1A), HEX (0x666666), HEX (0xF2F2F2),
-                               HEX (0x8A8A8A), HEX (0xF8CDB8), HEX (0xD55E00) };
+                               HEX (0x8A8A8A), HEX (0xCCCCCC), HEX (0xD55E00) };
   static const Theme darkt = { HEX (0x1E1E1E), HEX (0xE8E8E8), HEX (0xA0A0A0), HEX (0x2A2A2A),
-                               HEX (0x9A9A9A), HEX (0x5C2A1A), HEX (0xF07A2A) };
+                               HEX (0x9A9A9A), HEX (0x454545), HEX (0xF07A2A) };
   *t = dark ? darkt : light;
 }
 
@@ -766,30 +771,41 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
     }
 }
 
+static cairo_pattern_t *hatch_pattern (const Theme *th);
+
+/* The legend: what each mark means, drawn as the rows draw it (the
+ * bubble's hatch from the same pattern, the thin lane's marks thin, the
+ * plan see-through), kinds this trace does not hold left out. */
+static double
+legend_item (Ctx *c, cairo_t *cr, double x, double y, const char *label)
+{
+  set_rgb (cr, c->th.fg);
+  text_at (cr, label, x + 19, y + 10, 0);
+  return x + 19 + text_w (cr, label) + 14;
+}
+
 static void
-draw_legend (Ctx *c, cairo_t *cr)
+draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
 {
   uint32_t seen = pp_timeline_model_kinds_seen (c->m);
-  struct { int kind; const char *label; } items[] = {
-    { PP_SPAN_F, "forward F" }, { PP_SPAN_B, "backward B" }, { PP_SPAN_I, "input grad I" },
-    { PP_SPAN_W, "weight grad W" }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped" },
-    { PP_SPAN_OPT, "optimizer" }, { PP_SPAN_SEND_F, "send/recv act." },
-    { PP_SPAN_SEND_B, "send/recv grad." }, { PP_SPAN_WAIT, "wait" },
-    { PP_SPAN_KERNEL, "kernel" }, { PP_SPAN_MEMCPY, "memcpy" },
+  struct { int kind; const char *label; int thin; } items[] = {
+    { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
+    { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
+    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
+    { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
+    { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
   };
   double x = c->l.x0, y = c->v->height - LEGEND_H + 9;
 
   font (cr, 11, 0);
   /* The bubble first: it is what the chart is for. */
   cairo_rectangle (cr, x, y, 14, 12);
-  set_rgb (cr, c->th.bubble);
+  cairo_set_source (cr, hatch);
   cairo_fill_preserve (cr);
-  set_rgb (cr, c->th.hatch);
+  set_rgb (cr, c->th.dim);
   cairo_set_line_width (cr, 1);
   cairo_stroke (cr);
-  set_rgb (cr, c->th.fg);
-  text_at (cr, "bubble (idle or waiting)", x + 19, y + 10, 0);
-  x += 19 + text_w (cr, "bubble (idle or waiting)") + 16;
+  x = legend_item (c, cr, x, y, "bubble (idle or waiting)");
   for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
     {
       int k = items[i].kind;
@@ -800,15 +816,16 @@ draw_legend (Ctx *c, cairo_t *cr)
         bits |= 1u << PP_SPAN_RECV_B;
       if (!(seen & bits) && k != PP_SPAN_F)
         continue;
-      double w = 19 + text_w (cr, items[i].label) + 16;
-      if (x + w > c->v->width)
+      if (x + 19 + text_w (cr, items[i].label) > c->v->width)
         break;
-      cairo_rectangle (cr, x, y, 14, 12);
+      /* the thin lane's marks as thin as the lane draws them */
+      if (items[i].thin)
+        cairo_rectangle (cr, x, y + 8, 14, 4);
+      else
+        cairo_rectangle (cr, x, y, 14, 12);
       set_rgb (cr, kind_rgb (k, c->v->dark));
       cairo_fill (cr);
-      set_rgb (cr, c->th.fg);
-      text_at (cr, items[i].label, x + 19, y + 10, 0);
-      x += w;
+      x = legend_item (c, cr, x, y, items[i].label);
     }
   if (c->V > 1 && x + 150 < c->v->width)
     {
@@ -821,18 +838,29 @@ draw_legend (Ctx *c, cairo_t *cr)
         }
       set_rgb (cr, c->th.fg);
       text_at (cr, "chunk 0 / 1 (shade)", x + 21, y + 10, 0);
-      x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 16;
+      x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 14;
     }
-  if (c->v->show_plan && x + 80 < c->v->width)
+  if (c->v->show_plan && x + 120 < c->v->width)
     {
       Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
       cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
-      set_rgba (cr, f, 0.3);
+      set_rgba (cr, f, 0.28);
       cairo_fill_preserve (cr);
       set_rgb (cr, f);
       cairo_stroke (cr);
-      set_rgb (cr, c->th.fg);
-      text_at (cr, "plan", x + 19, y + 10, 0);
+      x = legend_item (c, cr, x, y, "plan (simulated)");
+    }
+  if (x + 120 < c->v->width)
+    {
+      const double dash[] = { 4, 3 };
+      cairo_save (cr);
+      cairo_set_dash (cr, dash, 2, 0);
+      set_rgba (cr, c->th.fg, 0.55);
+      cairo_move_to (cr, x + 7.5, y - 1);
+      cairo_line_to (cr, x + 7.5, y + 13);
+      cairo_stroke (cr);
+      cairo_restore (cr);
+      legend_item (c, cr, x, y, "step boundary");
     }
 }
 
@@ -955,7 +983,8 @@ hatch_pattern (const Theme *th)
   cairo_t *cr = cairo_create (s);
   set_rgb (cr, th->bubble);
   cairo_paint (cr);
-  set_rgba (cr, th->hatch, 0.55);
+  /* strong enough to read as "lost" beside the palest block (I, yellow) */
+  set_rgba (cr, th->hatch, 0.8);
   cairo_set_line_width (cr, 1.2);
   cairo_move_to (cr, -1, 9);
   cairo_line_to (cr, 9, -1);
@@ -1403,7 +1432,11 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
                      n_planned == c.n_ranks && n_planned > 0 ? sum_planned / n_planned : -1);
       }
     if (v->show_legend)
-      draw_legend (&c, cr);
+      {
+        cairo_pattern_t *lh = hatch_pattern (&c.th);
+        draw_legend (&c, cr, lh);
+        cairo_pattern_destroy (lh);
+      }
   }
   if (v->show_critical_path)
     pp_timeline_render_critical_path (cr, m, v);

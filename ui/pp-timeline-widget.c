@@ -69,6 +69,8 @@ current_view (PpTimelineWidget *self, PpTimelineView *v, PpTimelineLayout *l)
   v->width = MAX (1, gtk_widget_get_width (GTK_WIDGET (self)));
   v->height = MAX (1, gtk_widget_get_height (GTK_WIDGET (self)));
   v->dark = self->style_manager != NULL && adw_style_manager_get_dark (self->style_manager);
+  /* the window says what its colors mean, as the exports do */
+  v->show_legend = v->height >= 160;
   if (l != NULL)
     {
       if (self->model != NULL)
