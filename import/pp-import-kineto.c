@@ -1,0 +1,1452 @@
+/* pp-import-kineto.c — torch.profiler (Kineto) traces as one pipescope run
+ * (pp-import.h says what becomes what).
+ *
+ * Each file is parsed (pp-json.c), reduced to the few events that matter
+ * (labels, transfers, steps, device work, launches), and freed before the
+ * next is read: memory is the largest file plus those events.  Then the
+ * ranks are put together, the plan rebuilt, and everything goes out through
+ * the trace writer; nothing of the format is written here. */
+#include "pp-import.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pp-action.h"
+#include "pp-json.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-suggest.h"
+
+/* What an event is for us. */
+enum {
+  EV_BLOCK,     /* F, B, I, W, OVERLAP_F_B (a PP: label, or GPipe's Forward/Backward) */
+  EV_LABEL_XFER,/* PP:<s>SEND_F<m> ... : which transfer the operations inside it are */
+  EV_XFER,      /* a point-to-point operation */
+  EV_STEP,      /* ProfilerStep#N */
+  EV_OPT,       /* Optimizer.step#... */
+  EV_DEVICE,    /* kernel, copy, memset */
+};
+
+typedef struct {
+  int64_t  start, end;      /* ns, base + ts */
+  int64_t  tid;
+  int64_t  corr;            /* EV_DEVICE: correlation id, -1 none */
+  uint64_t bytes;
+  uint32_t name_id;
+  uint32_t stream;
+  int32_t  what;            /* EV_* */
+  int32_t  kind;            /* BLOCK, LABEL_XFER: PpActionKind; XFER: 0 send, 1 recv;
+                             * DEVICE: PpSpanKind; STEP: N */
+  int32_t  stage, mb;
+  int32_t  sub_kind, sub_stage, sub_mb;
+  int32_t  level;           /* XFER: 2 gloo:/nccl:, 1 record_param_comms, 0 c10d:: */
+  int32_t  step;
+  int32_t  peer;
+  uint16_t device;
+  uint8_t  gpipe;           /* BLOCK: from 'Forward i' / 'Backward i' */
+} Ev;
+
+typedef struct {
+  int64_t corr, ts, tid;
+} Launch;
+
+typedef struct {
+  const char *name;
+  int     rank, world;      /* -1: not given */
+  int32_t pid;
+  char    host[64];
+  char    backend[32];
+  Ev     *ev;
+  size_t  n_ev, cap_ev;
+  Launch *launch;
+  size_t  n_launch, cap_launch;
+  int     n_pp, n_gpipe;    /* labelled blocks of each flavour */
+  int     min_step;         /* least ProfilerStep N, INT32_MAX none */
+  int     n_steps;
+} RankData;
+
+/* interned names */
+typedef struct {
+  char    **names;          /* [id - 1] */
+  uint32_t  n, cap;
+  uint32_t *table;          /* open addressing over ids, 0 empty */
+  size_t    tcap;
+} Names;
+
+typedef struct {
+  RankData *ranks;          /* [n] in input order */
+  size_t    n;
+  Names     names;
+  size_t    skipped;
+} Import;
+
+/* ---- names ---------------------------------------------------------------- */
+
+static uint64_t
+hash_str (const char *s)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char) *s) * 1099511628211ull;
+  return h;
+}
+
+/* The id of name (interned on first sight), 0 when out of memory. */
+static uint32_t
+intern (Names *nm, const char *name)
+{
+  if ((size_t) nm->n * 2 + 2 > nm->tcap)
+    {
+      size_t nc = nm->tcap ? nm->tcap * 2 : 256;
+      uint32_t *t = calloc (nc, sizeof *t);
+      if (t == NULL)
+        return 0;
+      for (uint32_t id = 1; id <= nm->n; id++)
+        {
+          size_t i = hash_str (nm->names[id - 1]) & (nc - 1);
+          while (t[i] != 0)
+            i = (i + 1) & (nc - 1);
+          t[i] = id;
+        }
+      free (nm->table);
+      nm->table = t;
+      nm->tcap = nc;
+    }
+  size_t i = hash_str (name) & (nm->tcap - 1);
+  while (nm->table[i] != 0)
+    {
+      if (strcmp (nm->names[nm->table[i] - 1], name) == 0)
+        return nm->table[i];
+      i = (i + 1) & (nm->tcap - 1);
+    }
+  if (nm->n == nm->cap)
+    {
+      uint32_t nc = nm->cap ? nm->cap * 2 : 64;
+      char **g = realloc (nm->names, nc * sizeof *g);
+      if (g == NULL)
+        return 0;
+      nm->names = g;
+      nm->cap = nc;
+    }
+  char *copy = strdup (name);
+  if (copy == NULL)
+    return 0;
+  nm->names[nm->n++] = copy;
+  nm->table[i] = nm->n;
+  return nm->n;
+}
+
+static void
+names_clear (Names *nm)
+{
+  for (uint32_t i = 0; i < nm->n; i++)
+    free (nm->names[i]);
+  free (nm->names);
+  free (nm->table);
+  memset (nm, 0, sizeof *nm);
+}
+
+/* ---- one file's events ---------------------------------------------------- */
+
+static bool
+push_ev (RankData *rd, const Ev *e)
+{
+  if (rd->n_ev == rd->cap_ev)
+    {
+      size_t nc = rd->cap_ev ? rd->cap_ev * 2 : 256;
+      Ev *g = realloc (rd->ev, nc * sizeof *g);
+      if (g == NULL)
+        return false;
+      rd->ev = g;
+      rd->cap_ev = nc;
+    }
+  rd->ev[rd->n_ev++] = *e;
+  return true;
+}
+
+static bool
+push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
+{
+  if (rd->n_launch == rd->cap_launch)
+    {
+      size_t nc = rd->cap_launch ? rd->cap_launch * 2 : 256;
+      Launch *g = realloc (rd->launch, nc * sizeof *g);
+      if (g == NULL)
+        return false;
+      rd->launch = g;
+      rd->cap_launch = nc;
+    }
+  rd->launch[rd->n_launch++] = (Launch) { corr, ts, tid };
+  return true;
+}
+
+/* base + ts microseconds in ns, false when it makes no sense. */
+static bool
+time_ns (const PpJsonDoc *d, uint32_t node, int64_t base, int64_t *out)
+{
+  int64_t us;
+  if (!pp_json_scaled (d, node, 3, &us))
+    return false;
+  if (us > ((int64_t) 1 << 61) || us < -((int64_t) 1 << 61)
+      || base > ((int64_t) 1 << 61) || base < -((int64_t) 1 << 61))
+    return false;
+  *out = base + us;
+  return true;
+}
+
+static int64_t
+int_or (const PpJsonDoc *d, uint32_t node, int64_t dflt)
+{
+  int64_t v;
+  return node != 0 && pp_json_int (d, node, &v) ? v : dflt;
+}
+
+/* "Forward 12" / "Backward 3": the kind and micro-batch. */
+static bool
+gpipe_label (const char *s, int *kind, int *mb)
+{
+  const char *rest;
+  if (strncmp (s, "Forward ", 8) == 0)
+    {
+      *kind = PP_ACT_F;
+      rest = s + 8;
+    }
+  else if (strncmp (s, "Backward ", 9) == 0)
+    {
+      *kind = PP_ACT_B;
+      rest = s + 9;
+    }
+  else
+    return false;
+  long v = 0;
+  if (*rest < '0' || *rest > '9')
+    return false;
+  for (; *rest >= '0' && *rest <= '9'; rest++)
+    {
+      v = v * 10 + (*rest - '0');
+      if (v >= PP_IMPORT_MAX_MICROBATCHES)
+        return false;
+    }
+  if (*rest != '\0')
+    return false;
+  *mb = (int) v;
+  return true;
+}
+
+static bool
+action_in_bounds (const PpAction *a)
+{
+  bool ok = a->stage >= 0 && a->stage < PP_IMPORT_MAX_STAGES
+            && a->microbatch >= 0 && a->microbatch < PP_IMPORT_MAX_MICROBATCHES;
+  if (a->kind == PP_ACT_OVERLAP_F_B)
+    ok = ok && a->sub_stage >= 0 && a->sub_stage < PP_IMPORT_MAX_STAGES
+         && a->sub_microbatch >= 0 && a->sub_microbatch < PP_IMPORT_MAX_MICROBATCHES;
+  return ok;
+}
+
+/* The direction of a point-to-point operation's name: 0 send, 1 recv, -1
+ * neither; *level says how close to the wire it is. */
+static int
+xfer_of_name (const char *name, const PpJsonDoc *d, uint32_t args, int *level)
+{
+  if (strncmp (name, "gloo:", 5) == 0 || strncmp (name, "nccl:", 5) == 0)
+    {
+      *level = 2;
+      const char *op = name + 5;
+      if (*op == '_')
+        op++;
+      if (strcmp (op, "send") == 0)
+        return 0;
+      if (strncmp (op, "recv", 4) == 0)
+        return 1;
+      return -1;
+    }
+  if (strcmp (name, "record_param_comms") == 0)
+    {
+      *level = 1;
+      uint32_t c = pp_json_get (d, args, "Collective name");
+      if (pp_json_string_is (d, c, "send") || pp_json_string_is (d, c, "_send"))
+        return 0;
+      if (pp_json_string_is (d, c, "recv") || pp_json_string_is (d, c, "_recv")
+          || pp_json_string_is (d, c, "recvAnysource") || pp_json_string_is (d, c, "recv_any_source"))
+        return 1;
+      return -1;
+    }
+  *level = 0;
+  if (strcmp (name, "c10d::send") == 0)
+    return 0;
+  if (strcmp (name, "c10d::recv_") == 0 || strcmp (name, "c10d::recv_any_source_") == 0)
+    return 1;
+  return -1;
+}
+
+static int
+dtype_size (const PpJsonDoc *d, uint32_t node)
+{
+  static const struct { const char *name; int size; } types[] = {
+    { "Float", 4 }, { "float", 4 }, { "Half", 2 }, { "BFloat16", 2 }, { "Double", 8 },
+    { "Long", 8 }, { "Int", 4 }, { "Short", 2 }, { "Char", 1 }, { "Byte", 1 }, { "Bool", 1 },
+  };
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+    if (pp_json_string_is (d, node, types[i].name))
+      return types[i].size;
+  return 0;
+}
+
+/* Reads one file's document into rd.  PP_EFORMAT with one line for what
+ * is not a trace. */
+static PpStatus
+extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
+{
+  uint32_t root = 0, events;
+  int64_t base = 0;
+  char name[PP_TRACE_STRING_MAX + 1];
+
+  rd->rank = rd->world = -1;
+  rd->pid = 0;
+  rd->min_step = INT32_MAX;
+  if (d->nodes[0].type == PP_JSON_ARRAY)
+    events = 0;     /* the bare array form of the Chrome trace format */
+  else if (d->nodes[0].type == PP_JSON_OBJECT)
+    {
+      events = pp_json_get (d, root, "traceEvents");
+      if (events == 0 || d->nodes[events].type != PP_JSON_ARRAY)
+        return pp_error_set (err, PP_EFORMAT,
+                             "%s: not a torch.profiler trace (no traceEvents array)", rd->name);
+      uint32_t di = pp_json_get (d, root, "distributedInfo");
+      if (di != 0 && d->nodes[di].type == PP_JSON_OBJECT)
+        {
+          int64_t r = int_or (d, pp_json_get (d, di, "rank"), -1);
+          int64_t ws = int_or (d, pp_json_get (d, di, "world_size"), -1);
+          if (r < -1 || r >= PP_TRACE_MAX_RANKS || ws < -1 || ws == 0 || ws > PP_TRACE_MAX_RANKS
+              || (ws > 0 && r >= ws))
+            return pp_error_set (err, PP_EFORMAT,
+                                 "%s: distributedInfo says rank %lld of world size %lld: not possible",
+                                 rd->name, (long long) r, (long long) ws);
+          rd->rank = (int) r;
+          rd->world = (int) ws;
+          pp_json_string (d, pp_json_get (d, di, "backend"), rd->backend, sizeof rd->backend);
+        }
+      pp_json_string (d, pp_json_get (d, root, "host_name"), rd->host, sizeof rd->host);
+      uint32_t b = pp_json_get (d, root, "baseTimeNanoseconds");
+      if (b != 0 && (!pp_json_int (d, b, &base) || base < 0 || base > ((int64_t) 1 << 62)))
+        return pp_error_set (err, PP_EFORMAT, "%s: baseTimeNanoseconds is not a time", rd->name);
+    }
+  else
+    return pp_error_set (err, PP_EFORMAT, "%s: not a torch.profiler trace (a JSON %s)", rd->name,
+                         d->nodes[0].type == PP_JSON_STRING ? "string" : "scalar");
+
+  for (uint32_t e = d->nodes[events].off; e != 0; e = d->nodes[e].next)
+    {
+      if (d->nodes[e].type != PP_JSON_OBJECT)
+        {
+          im->skipped++;
+          continue;
+        }
+      uint32_t ph = pp_json_get (d, e, "ph");
+      uint32_t nm = pp_json_get (d, e, "name");
+      uint32_t cat = pp_json_get (d, e, "cat");
+      uint32_t args = pp_json_get (d, e, "args");
+      int64_t ts, dur = 0;
+
+      /* the launch end of a flow from a CPU call to its kernel */
+      if ((pp_json_string_is (d, ph, "s")) && pp_json_string_is (d, cat, "ac2g"))
+        {
+          int64_t id;
+          if (pp_json_int (d, pp_json_get (d, e, "id"), &id)
+              && time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
+            if (!push_launch (rd, id, ts, int_or (d, pp_json_get (d, e, "tid"), -1)))
+              goto nomem;
+          continue;
+        }
+      if (!pp_json_string_is (d, ph, "X"))
+        continue;
+      if (pp_json_string (d, nm, name, sizeof name) < 0)
+        continue;
+      if (!time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
+        {
+          im->skipped++;
+          continue;
+        }
+      uint32_t dn = pp_json_get (d, e, "dur");
+      if (dn != 0 && (!pp_json_scaled (d, dn, 3, &dur) || dur < 0 || dur > ((int64_t) 1 << 50)))
+        {
+          im->skipped++;
+          continue;
+        }
+
+      Ev ev;
+      memset (&ev, 0, sizeof ev);
+      ev.start = ts;
+      ev.end = ts + dur;
+      ev.tid = int_or (d, pp_json_get (d, e, "tid"), -1);
+      ev.corr = -1;
+      ev.stage = ev.mb = ev.sub_kind = ev.sub_stage = ev.sub_mb = -1;
+      ev.step = -1;
+      ev.peer = -1;
+      ev.device = 0xffff;
+
+      bool gpu = pp_json_string_is (d, cat, "kernel") || pp_json_string_is (d, cat, "gpu_memcpy")
+                 || pp_json_string_is (d, cat, "gpu_memset");
+      if (gpu)
+        {
+          ev.what = EV_DEVICE;
+          ev.kind = pp_json_string_is (d, cat, "kernel") ? PP_SPAN_KERNEL
+                    : pp_json_string_is (d, cat, "gpu_memcpy") ? PP_SPAN_MEMCPY : PP_SPAN_MEMSET;
+          ev.corr = int_or (d, pp_json_get (d, args, "correlation"), -1);
+          int64_t dev = int_or (d, pp_json_get (d, args, "device"), int_or (d, pp_json_get (d, e, "pid"), 0));
+          int64_t stream = int_or (d, pp_json_get (d, args, "stream"), ev.tid);
+          ev.device = dev >= 0 && dev < 0xffff ? (uint16_t) dev : 0;
+          ev.stream = stream > 0 && stream < UINT32_MAX ? (uint32_t) stream : 0;
+          int64_t bytes = int_or (d, pp_json_get (d, args, "bytes"), 0);
+          ev.bytes = bytes > 0 ? (uint64_t) bytes : 0;
+          ev.name_id = intern (&im->names, name);
+          if (ev.name_id == 0 || !push_ev (rd, &ev))
+            goto nomem;
+          continue;
+        }
+
+      /* a CPU call that launched device work */
+      uint32_t corr = pp_json_get (d, args, "correlation");
+      if (corr != 0 && (pp_json_string_is (d, cat, "cuda_runtime") || pp_json_string_is (d, cat, "cuda_driver")
+                        || pp_json_string_is (d, cat, "runtime")))
+        {
+          int64_t c;
+          if (pp_json_int (d, corr, &c) && !push_launch (rd, c, ts, ev.tid))
+            goto nomem;
+          continue;
+        }
+
+      if (rd->pid == 0)
+        {
+          int64_t pid = int_or (d, pp_json_get (d, e, "pid"), 0);
+          if (pid > 0 && pid < INT32_MAX)
+            rd->pid = (int32_t) pid;
+        }
+
+      /* the label, cut at its first comma (an NVTX suffix: ", seq = 5") */
+      char *comma = strchr (name, ',');
+      if (comma)
+        *comma = '\0';
+
+      int level, dir;
+      if (strncmp (name, "PP:", 3) == 0)
+        {
+          PpAction a;
+          if (pp_action_parse (name + 3, &a, NULL) != PP_OK)
+            continue;   /* UNSHARD, REDUCE_GRAD, WAIT_SEND_F0, ... */
+          if (pp_action_is_compute (&a))
+            {
+              if (!action_in_bounds (&a))
+                {
+                  im->skipped++;
+                  continue;
+                }
+              ev.what = EV_BLOCK;
+              rd->n_pp++;
+            }
+          else if (a.kind == PP_ACT_SEND_F || a.kind == PP_ACT_RECV_F
+                   || a.kind == PP_ACT_SEND_B || a.kind == PP_ACT_RECV_B)
+            {
+              if (!action_in_bounds (&a))
+                {
+                  im->skipped++;
+                  continue;
+                }
+              ev.what = EV_LABEL_XFER;
+            }
+          else
+            continue;
+          ev.kind = a.kind;
+          ev.stage = a.stage;
+          ev.mb = a.microbatch;
+          ev.sub_kind = a.sub_kind;
+          ev.sub_stage = a.sub_stage;
+          ev.sub_mb = a.sub_microbatch;
+        }
+      else if (gpipe_label (name, &ev.kind, &ev.mb))
+        {
+          ev.what = EV_BLOCK;
+          ev.gpipe = 1;
+          rd->n_gpipe++;
+        }
+      else if (strncmp (name, "ProfilerStep#", 13) == 0)
+        {
+          char *end;
+          errno = 0;
+          long n = strtol (name + 13, &end, 10);
+          if (errno != 0 || *end != '\0' || end == name + 13 || n < 0 || n > (1L << 30))
+            continue;
+          ev.what = EV_STEP;
+          ev.kind = (int32_t) n;
+          if (n < rd->min_step)
+            rd->min_step = (int) n;
+          rd->n_steps++;
+        }
+      else if (strncmp (name, "Optimizer.step#", 15) == 0)
+        ev.what = EV_OPT;
+      else if ((dir = xfer_of_name (name, d, args, &level)) >= 0)
+        {
+          ev.what = EV_XFER;
+          ev.kind = dir;
+          ev.level = level;
+          if (level == 1)
+            {
+              int64_t ne = int_or (d, pp_json_get (d, args, "In msg nelems"), 0);
+              int sz = dtype_size (d, pp_json_get (d, args, "dtype"));
+              if (ne > 0 && ne < ((int64_t) 1 << 40))
+                ev.bytes = (uint64_t) ne * (uint64_t) sz;
+            }
+        }
+      else
+        continue;
+      ev.name_id = intern (&im->names, name);
+      if (ev.name_id == 0 || !push_ev (rd, &ev))
+        goto nomem;
+    }
+  return PP_OK;
+nomem:
+  return pp_error_set (err, PP_ENOMEM, "%s: out of memory", rd->name);
+}
+
+/* ---- putting the ranks together ------------------------------------------ */
+
+static int
+cmp_ev_start (const void *a, const void *b)
+{
+  const Ev *x = a, *y = b;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  /* the longer (outer) range first */
+  if (x->end != y->end)
+    return x->end > y->end ? -1 : 1;
+  return x->what - y->what;
+}
+
+static int
+cmp_launch (const void *a, const void *b)
+{
+  const Launch *x = a, *y = b;
+  return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static const Launch *
+find_launch (const RankData *rd, int64_t corr)
+{
+  size_t lo = 0, hi = rd->n_launch;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (rd->launch[mid].corr < corr)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo < rd->n_launch && rd->launch[lo].corr == corr ? &rd->launch[lo] : NULL;
+}
+
+/* The rank's block (an index into blocks, sorted by start) running at t,
+ * -1 when none. */
+static long
+block_at (const Ev *const *blocks, size_t n, int64_t t)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (blocks[mid]->start <= t)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo == 0)
+    return -1;
+  /* blocks do not overlap, but a bad file may make them: look back a little */
+  for (size_t k = lo, tries = 0; k > 0 && tries < 4; k--, tries++)
+    if (blocks[k - 1]->start <= t && t <= blocks[k - 1]->end)
+      return (long) (k - 1);
+  return -1;
+}
+
+static bool
+is_block_of (const Ev *e, bool use_pp)
+{
+  return e->what == EV_BLOCK && (e->gpipe != 0) != use_pp;
+}
+
+static int
+span_kind_of (int act)
+{
+  switch (act)
+    {
+    case PP_ACT_F: return PP_SPAN_F;
+    case PP_ACT_B: return PP_SPAN_B;
+    case PP_ACT_I: return PP_SPAN_I;
+    case PP_ACT_W: return PP_SPAN_W;
+    case PP_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
+    case PP_ACT_SEND_F: return PP_SPAN_SEND_F;
+    case PP_ACT_RECV_F: return PP_SPAN_RECV_F;
+    case PP_ACT_SEND_B: return PP_SPAN_SEND_B;
+    case PP_ACT_RECV_B: return PP_SPAN_RECV_B;
+    default: return -1;
+    }
+}
+
+static PpAction
+action_of (const Ev *e)
+{
+  PpAction a = { e->kind, e->stage, e->mb, e->sub_kind, e->sub_stage, e->sub_mb };
+  return a;
+}
+
+typedef struct {
+  int        P, M, V, n_stages;
+  int       *stage_rank;     /* [n_stages], -1 unknown */
+  PpAction **order;          /* [P] the first step's compute order */
+  size_t    *n_order;
+  PpSchedule *sched;         /* known or observed; NULL when none */
+  int        matched;
+} Shape;
+
+static void
+shape_clear (Shape *s)
+{
+  if (s->order)
+    for (int r = 0; r < s->P; r++)
+      free (s->order[r]);
+  free (s->order);
+  free (s->n_order);
+  free (s->stage_rank);
+  pp_schedule_free (s->sched);
+  memset (s, 0, sizeof *s);
+}
+
+static bool
+orders_equal (const PpSchedule *s, const Shape *sh)
+{
+  if (s->ranks != sh->P || s->n_stages != sh->n_stages)
+    return false;
+  for (int r = 0; r < sh->P; r++)
+    {
+      size_t k = 0;
+      for (int i = 0; i < s->rank[r].n_actions; i++)
+        {
+          const PpAction *a = &s->rank[r].actions[i];
+          if (!pp_action_is_compute (a))
+            continue;
+          if (k >= sh->n_order[r] || !pp_action_equal (a, &sh->order[r][k]))
+            return false;
+          k++;
+        }
+      if (k != sh->n_order[r])
+        return false;
+    }
+  return true;
+}
+
+/* The schedule of the observed order: a known one whose order it is, else
+ * the order itself read as PyTorch's CSV (validated); NULL when neither. */
+static void
+rebuild_schedule (Shape *sh)
+{
+  long work = (long) sh->P * sh->M * (sh->V > 0 ? sh->V : 1);
+  if (sh->P < 1 || sh->M < 1 || work > PP_SUGGEST_MAX_WORK)
+    return;
+  for (const PpScheduleInfo *info = pp_schedule_list (); info->name != NULL; info++)
+    {
+      PpSchedule *s = NULL;
+      if (pp_schedule_generate (info->name, sh->P, sh->M, info->takes_v ? sh->V : 0, &s, NULL) != PP_OK)
+        continue;
+      if (orders_equal (s, sh))
+        {
+          sh->sched = s;
+          sh->matched = 1;
+          return;
+        }
+      pp_schedule_free (s);
+    }
+  /* the order as CSV, through the one CSV reader */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&buf, &len);
+  if (f == NULL)
+    return;
+  for (int r = 0; r < sh->P; r++)
+    {
+      for (size_t k = 0; k < sh->n_order[r]; k++)
+        {
+          char a[PP_ACTION_STR_MAX];
+          pp_action_to_string (&sh->order[r][k], a, sizeof a);
+          fprintf (f, "%s%s", k ? "," : "", a);
+        }
+      fputc ('\n', f);
+    }
+  fclose (f);
+  f = fmemopen (buf, len, "r");
+  if (f != NULL)
+    {
+      PpSchedule *s = NULL;
+      if (pp_schedule_read_csv (f, "observed", &s, NULL) == PP_OK)
+        {
+          if (s->ranks == sh->P && s->n_stages == sh->n_stages)
+            sh->sched = s;
+          else
+            pp_schedule_free (s);
+        }
+      fclose (f);
+    }
+  free (buf);
+}
+
+/* Per-stage mean costs (seconds) of the blocks, for the plan's timeline. */
+static PpCostModel *
+measured_costs (const Import *im, const Shape *sh, bool use_pp)
+{
+  int S = sh->n_stages;
+  double *sum = calloc ((size_t) S * 4, sizeof *sum);
+  long *cnt = calloc ((size_t) S * 4, sizeof *cnt);
+  PpCostModel *cm = NULL;
+  if (sum == NULL || cnt == NULL)
+    goto out;
+  for (size_t i = 0; i < im->n; i++)
+    {
+      const RankData *rd = &im->ranks[i];
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          const Ev *e = &rd->ev[k];
+          if (!is_block_of (e, use_pp) || e->stage < 0 || e->stage >= S)
+            continue;
+          int slot = e->kind == PP_ACT_F ? 0 : e->kind == PP_ACT_B ? 1 : e->kind == PP_ACT_I ? 2
+                     : e->kind == PP_ACT_W ? 3 : -1;
+          if (slot < 0)
+            continue;
+          sum[e->stage * 4 + slot] += (double) (e->end - e->start) * 1e-9;
+          cnt[e->stage * 4 + slot]++;
+        }
+    }
+  cm = pp_cost_model_new_uniform (S, 1e-3, 2e-3, 1e-3, 0);
+  if (cm == NULL)
+    goto out;
+  for (int s = 0; s < S; s++)
+    {
+      double mean[4];
+      for (int k = 0; k < 4; k++)
+        mean[k] = cnt[s * 4 + k] > 0 ? sum[s * 4 + k] / (double) cnt[s * 4 + k] : -1;
+      double f = mean[0] > 0 ? mean[0] : 1e-6;
+      double w = mean[3] > 0 ? mean[3] : 0;
+      double b = mean[1] > 0 ? mean[1] : mean[2] > 0 ? mean[2] + w : 2 * f;
+      if (w >= b)
+        w = b / 2;
+      cm->f[s] = f;
+      cm->b[s] = b;
+      cm->w[s] = w;
+      cm->comm[s] = 0;   /* the plan takes transfers as free */
+    }
+out:
+  free (sum);
+  free (cnt);
+  return cm;
+}
+
+typedef PpStatus (*LoadFunc) (void *user, size_t i, const char **name, char **text, size_t *size,
+                              PpError *err);
+
+static PpStatus
+import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSummary *sum,
+            PpError *err)
+{
+  Import im;
+  Shape sh;
+  PpStatus st = PP_OK;
+  PpSpan *spans = NULL;
+  size_t n_spans = 0, cap_spans = 0;
+  const Ev **blocks = NULL;
+  int *rank_of = NULL;     /* [world] -> input index, -1 */
+  PpSimulation *sim = NULL;
+  PpCostModel *cm = NULL;
+  PpImportSummary s0;
+
+  memset (&im, 0, sizeof im);
+  memset (&sh, 0, sizeof sh);
+  memset (&s0, 0, sizeof s0);
+  if (sum == NULL)
+    sum = &s0;
+  memset (sum, 0, sizeof *sum);
+  if (n == 0)
+    return pp_error_set (err, PP_EINVAL, "no trace to import");
+  if (n > PP_IMPORT_MAX_FILES)
+    return pp_error_set (err, PP_EINVAL, "more than %d files to import", PP_IMPORT_MAX_FILES);
+  im.ranks = calloc (n, sizeof *im.ranks);
+  if (im.ranks == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  im.n = n;
+
+  /* each file: parse, extract, free */
+  for (size_t i = 0; i < n; i++)
+    {
+      char *text = NULL;
+      size_t size = 0;
+      const char *name = NULL;
+      PpJsonDoc doc;
+      if ((st = load (user, i, &name, &text, &size, err)) != PP_OK)
+        goto out;
+      im.ranks[i].name = name;
+      st = pp_json_parse (text, size, &doc, err);
+      if (st != PP_OK)
+        {
+          char msg[PP_ERROR_MSG_MAX];
+          snprintf (msg, sizeof msg, "%s", err ? err->msg : "");
+          pp_error_set (err, st, "%s: %s", name, msg);
+          free (text);
+          goto out;
+        }
+      st = extract (&im, &im.ranks[i], &doc, err);
+      pp_json_doc_clear (&doc);
+      free (text);
+      if (st != PP_OK)
+        goto out;
+    }
+
+  /* ranks: distributedInfo, else the order given */
+  {
+    size_t with = 0;
+    int world = 0;
+    for (size_t i = 0; i < n; i++)
+      if (im.ranks[i].rank >= 0)
+        with++;
+    if (with != 0 && with != n)
+      {
+        for (size_t i = 0; i < n; i++)
+          if (im.ranks[i].rank < 0)
+            {
+              st = pp_error_set (err, PP_EFORMAT,
+                                 "%s: no distributedInfo.rank, which the other traces have: "
+                                 "not from the same job?", im.ranks[i].name);
+              goto out;
+            }
+      }
+    for (size_t i = 0; i < n; i++)
+      {
+        RankData *rd = &im.ranks[i];
+        if (with == 0)
+          {
+            rd->rank = (int) i;
+            rd->world = -1;
+          }
+        if (rd->rank + 1 > world)
+          world = rd->rank + 1;
+        if (rd->world > world)
+          world = rd->world;
+      }
+    for (size_t i = 0; i < n; i++)
+      if (im.ranks[i].world > 0 && im.ranks[i].world != world)
+        {
+          st = pp_error_set (err, PP_EFORMAT, "%s: world size %d where another trace says %d: "
+                             "not from the same job?", im.ranks[i].name, im.ranks[i].world, world);
+          goto out;
+        }
+    rank_of = malloc ((size_t) world * sizeof *rank_of);
+    if (rank_of == NULL)
+      {
+        st = pp_error_set (err, PP_ENOMEM, "out of memory");
+        goto out;
+      }
+    for (int r = 0; r < world; r++)
+      rank_of[r] = -1;
+    for (size_t i = 0; i < n; i++)
+      {
+        int r = im.ranks[i].rank;
+        if (rank_of[r] >= 0)
+          {
+            st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold rank %d: give each rank's trace once",
+                               im.ranks[rank_of[r]].name, im.ranks[i].name, r);
+            goto out;
+          }
+        rank_of[r] = (int) i;
+      }
+    sh.P = world;
+    sum->ranks = world;
+    sum->files = (int) n;
+    size_t ml = 0;
+    for (int r = 0; r < world && ml + 12 < sizeof sum->missing; r++)
+      if (rank_of[r] < 0)
+        ml += (size_t) snprintf (sum->missing + ml, sizeof sum->missing - ml, "%s%d", ml ? "," : "", r);
+  }
+
+  /* labels: PP: where a trace has any, else GPipe's */
+  bool use_pp = false;
+  {
+    size_t n_pp = 0, n_gp = 0;
+    for (size_t i = 0; i < n; i++)
+      {
+        n_pp += (size_t) im.ranks[i].n_pp;
+        n_gp += (size_t) im.ranks[i].n_gpipe;
+      }
+    if (n_pp == 0 && n_gp == 0)
+      {
+        st = pp_error_set (err, PP_EUNSUPPORTED,
+                           "%s%s: no pipeline actions are labelled in %s (no 'PP:<action>' and no "
+                           "'Forward i'/'Backward i' ranges; Schedule1F1B labels none): record the "
+                           "job with 'pipescope-cli profile -- torchrun ...' instead",
+                           im.ranks[0].name, n > 1 ? " ..." : "", n > 1 ? "these traces" : "this trace");
+        goto out;
+      }
+    use_pp = n_pp > 0;
+  }
+
+  /* per rank: sort, the GPipe stage, steps, stage placement, M */
+  int max_stage = -1, max_mb = -1, max_steps = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      RankData *rd = &im.ranks[i];
+      if (rd->n_ev > 1)
+        qsort (rd->ev, rd->n_ev, sizeof *rd->ev, cmp_ev_start);
+      if (rd->n_launch > 1)
+        qsort (rd->launch, rd->n_launch, sizeof *rd->launch, cmp_launch);
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          Ev *e = &rd->ev[k];
+          if (e->what == EV_BLOCK && e->gpipe)
+            e->stage = rd->rank;   /* single-stage schedules: stage r on rank r */
+        }
+    }
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < im.ranks[i].n_ev; k++)
+      {
+        const Ev *e = &im.ranks[i].ev[k];
+        if (!is_block_of (e, use_pp))
+          continue;
+        if (e->stage > max_stage) max_stage = e->stage;
+        if (e->mb > max_mb) max_mb = e->mb;
+        if (e->kind == PP_ACT_OVERLAP_F_B)
+          {
+            if (e->sub_stage > max_stage) max_stage = e->sub_stage;
+            if (e->sub_mb > max_mb) max_mb = e->sub_mb;
+          }
+      }
+  sh.n_stages = max_stage + 1;
+  sh.M = max_mb + 1;
+  sh.V = sh.P > 0 && sh.n_stages % sh.P == 0 ? sh.n_stages / sh.P : (sh.n_stages + sh.P - 1) / sh.P;
+  if (sh.V < 1)
+    sh.V = 1;
+  sh.stage_rank = malloc ((size_t) sh.n_stages * sizeof *sh.stage_rank);
+  sh.order = calloc ((size_t) sh.P, sizeof *sh.order);
+  sh.n_order = calloc ((size_t) sh.P, sizeof *sh.n_order);
+  if (sh.stage_rank == NULL || sh.order == NULL || sh.n_order == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (int s = 0; s < sh.n_stages; s++)
+    sh.stage_rank[s] = -1;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      RankData *rd = &im.ranks[i];
+      /* steps: ProfilerStep#N ranges, else a new step when an action repeats */
+      const Ev **steps = NULL;
+      size_t n_st = 0;
+      if (rd->n_steps > 0)
+        {
+          steps = malloc ((size_t) rd->n_steps * sizeof *steps);
+          if (steps == NULL)
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          for (size_t k = 0; k < rd->n_ev; k++)
+            if (rd->ev[k].what == EV_STEP)
+              steps[n_st++] = &rd->ev[k];
+        }
+      int global_min = INT32_MAX;
+      for (size_t j = 0; j < n; j++)
+        if (im.ranks[j].min_step < global_min)
+          global_min = im.ranks[j].min_step;
+
+      size_t cap_seen = 0, n_seen = 0;
+      PpAction *seen = NULL;
+      int cur = 0, first_step = -1;
+      size_t si = 0;
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          Ev *e = &rd->ev[k];
+          if (e->what == EV_STEP)
+            continue;
+          if (n_st > 0)
+            {
+              /* the last step range that started at or before e */
+              while (si + 1 < n_st && steps[si + 1]->start <= e->start)
+                si++;
+              e->step = steps[si]->kind - global_min;
+            }
+          else if (is_block_of (e, use_pp))
+            {
+              PpAction a = action_of (e);
+              bool again = false;
+              for (size_t q = 0; q < n_seen && !again; q++)
+                again = pp_action_equal (&seen[q], &a);
+              if (again)
+                {
+                  cur++;
+                  n_seen = 0;
+                }
+              if (n_seen == cap_seen)
+                {
+                  size_t nc = cap_seen ? cap_seen * 2 : 64;
+                  PpAction *g = realloc (seen, nc * sizeof *g);
+                  if (g == NULL)
+                    {
+                      free (seen);
+                      free (steps);
+                      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                      goto out;
+                    }
+                  seen = g;
+                  cap_seen = nc;
+                }
+              seen[n_seen++] = a;
+              e->step = cur;
+            }
+          else
+            e->step = cur;
+          if (is_block_of (e, use_pp))
+            {
+              if (first_step < 0)
+                first_step = e->step;
+              if (e->step + 1 > max_steps)
+                max_steps = e->step + 1;
+              int stages[2] = { e->stage, e->kind == PP_ACT_OVERLAP_F_B ? e->sub_stage : -1 };
+              for (int q = 0; q < 2; q++)
+                if (stages[q] >= 0 && stages[q] < sh.n_stages)
+                  sh.stage_rank[stages[q]] = rd->rank;
+              /* the first step's order, for the plan */
+              if (e->step == first_step)
+                {
+                  size_t *no = &sh.n_order[rd->rank];
+                  PpAction *g = realloc (sh.order[rd->rank], (*no + 1) * sizeof *g);
+                  if (g == NULL)
+                    {
+                      free (seen);
+                      free (steps);
+                      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                      goto out;
+                    }
+                  g[*no] = action_of (e);
+                  sh.order[rd->rank] = g;
+                  (*no)++;
+                }
+            }
+        }
+      free (seen);
+      free (steps);
+    }
+  sum->steps = max_steps;
+  sum->microbatches = sh.M;
+  sum->stages_per_rank = sh.V;
+
+  if (sum->missing[0] == '\0')
+    rebuild_schedule (&sh);
+  sum->matched = sh.matched;
+  snprintf (sum->schedule, sizeof sum->schedule, "%s",
+            sh.sched && sh.matched ? sh.sched->name : "observed");
+  snprintf (sum->backend, sizeof sum->backend, "%s", im.ranks[0].backend);
+
+  /* spans */
+  for (size_t i = 0; i < n; i++)
+    {
+      RankData *rd = &im.ranks[i];
+      size_t nb = 0;
+      free (blocks);
+      blocks = malloc ((rd->n_ev + 1) * sizeof *blocks);
+      if (blocks == NULL)
+        {
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+      for (size_t k = 0; k < rd->n_ev; k++)
+        if (is_block_of (&rd->ev[k], use_pp))
+          blocks[nb++] = &rd->ev[k];
+      /* transfers: one layer of operations, the calls the rank made
+       * (c10d::send, c10d::recv_) where it has them.  gloo:send/recv and
+       * nccl: ranges run asynchronously until the peer is done, on after
+       * the block that posted them: as transfer times they would count
+       * the peer's lateness, which is the bubble's, not the wire's. */
+      int level = 3;
+      for (size_t k = 0; k < rd->n_ev; k++)
+        if (rd->ev[k].what == EV_XFER && rd->ev[k].level < level)
+          level = rd->ev[k].level;
+      /* PP: transfer labels, to name the operations inside them */
+      const Ev **labels = malloc ((rd->n_ev + 1) * sizeof *labels);
+      size_t nl = 0;
+      if (labels == NULL)
+        {
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+      for (size_t k = 0; k < rd->n_ev; k++)
+        if (rd->ev[k].what == EV_LABEL_XFER)
+          labels[nl++] = &rd->ev[k];
+      unsigned char *label_used = calloc (nl + 1, 1);
+      if (label_used == NULL)
+        {
+          free (labels);
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          const Ev *e = &rd->ev[k];
+          PpSpan sp;
+          memset (&sp, 0, sizeof sp);
+          sp.start_ns = e->start;
+          sp.end_ns = e->end;
+          sp.rank = rd->rank;
+          sp.stage = -1;
+          sp.microbatch = -1;
+          sp.step = e->step >= 0 ? e->step : 0;
+          sp.name_id = e->name_id;
+          sp.device = 0xffff;
+          sp.peer_rank = -1;
+          if (is_block_of (e, use_pp))
+            {
+              sp.kind = (uint16_t) span_kind_of (e->kind);
+              sp.stage = e->stage;
+              sp.microbatch = e->mb;
+              sum->blocks++;
+            }
+          else if (e->what == EV_OPT)
+            sp.kind = PP_SPAN_OPT;
+          else if (e->what == EV_XFER && e->level == level)
+            {
+              int kind = -1, stage = -1, mb = -1;
+              long lb = block_at (labels, nl, e->start);
+              if (lb >= 0)
+                {
+                  const Ev *l = labels[lb];
+                  bool send = l->kind == PP_ACT_SEND_F || l->kind == PP_ACT_SEND_B;
+                  if (send == (e->kind == 0))
+                    {
+                      kind = l->kind;
+                      stage = l->stage;
+                      mb = l->mb;
+                      label_used[lb] = 1;
+                    }
+                }
+              if (kind < 0)
+                {
+                  long b = block_at (blocks, nb, e->start);
+                  bool fwd = b < 0 || blocks[b]->kind == PP_ACT_F || blocks[b]->kind == PP_ACT_OVERLAP_F_B;
+                  kind = e->kind == 0 ? (fwd ? PP_ACT_SEND_F : PP_ACT_SEND_B)
+                                      : (fwd ? PP_ACT_RECV_F : PP_ACT_RECV_B);
+                  if (b >= 0)
+                    {
+                      stage = blocks[b]->stage;
+                      mb = blocks[b]->mb;
+                    }
+                }
+              sp.kind = (uint16_t) span_kind_of (kind);
+              sp.stage = stage;
+              sp.microbatch = mb;
+              sp.bytes = e->bytes;
+              sum->transfers++;
+            }
+          else if (e->what == EV_DEVICE)
+            {
+              const Launch *l = e->corr >= 0 ? find_launch (rd, e->corr) : NULL;
+              long b = l != NULL ? block_at (blocks, nb, l->ts) : -1;
+              sp.kind = (uint16_t) e->kind;
+              sp.device = e->device;
+              sp.stream = e->stream;
+              sp.bytes = e->bytes;
+              if (b >= 0)
+                {
+                  sp.stage = blocks[b]->stage;
+                  sp.microbatch = blocks[b]->mb;
+                  sp.step = blocks[b]->step >= 0 ? blocks[b]->step : 0;
+                }
+              sum->device_spans++;
+            }
+          else
+            continue;
+          /* peers along the one chain of stages */
+          if (sp.kind >= PP_SPAN_SEND_F && sp.kind <= PP_SPAN_RECV_B && sp.stage >= 0)
+            {
+              int other = sp.kind == PP_SPAN_SEND_F || sp.kind == PP_SPAN_RECV_B ? sp.stage + 1 : sp.stage - 1;
+              if (other >= 0 && other < sh.n_stages)
+                sp.peer_rank = sh.stage_rank[other];
+            }
+          if (n_spans == cap_spans)
+            {
+              size_t nc = cap_spans ? cap_spans * 2 : 4096;
+              PpSpan *g = realloc (spans, nc * sizeof *g);
+              if (g == NULL)
+                {
+                  free (labels);
+                  free (label_used);
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              spans = g;
+              cap_spans = nc;
+            }
+          spans[n_spans++] = sp;
+        }
+      /* a transfer label with no operation inside: the label is the transfer */
+      for (size_t q = 0; q < nl; q++)
+        {
+          if (label_used[q])
+            continue;
+          const Ev *l = labels[q];
+          PpSpan sp;
+          memset (&sp, 0, sizeof sp);
+          sp.start_ns = l->start;
+          sp.end_ns = l->end;
+          sp.rank = rd->rank;
+          sp.stage = l->stage;
+          sp.microbatch = l->mb;
+          sp.step = l->step >= 0 ? l->step : 0;
+          sp.name_id = l->name_id;
+          sp.kind = (uint16_t) span_kind_of (l->kind);
+          sp.device = 0xffff;
+          int other = sp.kind == PP_SPAN_SEND_F || sp.kind == PP_SPAN_RECV_B ? sp.stage + 1 : sp.stage - 1;
+          sp.peer_rank = other >= 0 && other < sh.n_stages ? sh.stage_rank[other] : -1;
+          if (n_spans == cap_spans)
+            {
+              size_t nc = cap_spans ? cap_spans * 2 : 4096;
+              PpSpan *g = realloc (spans, nc * sizeof *g);
+              if (g == NULL)
+                {
+                  free (labels);
+                  free (label_used);
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              spans = g;
+              cap_spans = nc;
+            }
+          spans[n_spans++] = sp;
+          sum->transfers++;
+        }
+      free (labels);
+      free (label_used);
+    }
+
+  /* the description */
+  PpTraceDescription desc;
+  memset (&desc, 0, sizeof desc);
+  {
+    int64_t t0 = INT64_MAX;
+    for (size_t i = 0; i < n_spans; i++)
+      if (pp_span_kind_is_block (spans[i].kind) && spans[i].start_ns < t0)
+        t0 = spans[i].start_ns;
+    if (t0 == INT64_MAX)
+      t0 = 0;
+    const RankData *r0 = &im.ranks[rank_of[0] >= 0 ? rank_of[0] : 0];
+    bool device = sum->device_spans > 0;
+    snprintf (desc.schedule, sizeof desc.schedule, "%s", sum->schedule);
+    snprintf (desc.backend, sizeof desc.backend, "%s", device ? "cuda" : "cpu");
+    snprintf (desc.host, sizeof desc.host, "%s", r0->host[0] ? r0->host : "unknown");
+    snprintf (desc.model, sizeof desc.model, "PyTorch job (torch.profiler trace%s%s%s)",
+              r0->backend[0] ? ", " : "", r0->backend, use_pp ? "" : ", ScheduleGPipe labels");
+    size_t len = (size_t) snprintf (desc.cmdline, sizeof desc.cmdline, "pipescope-cli import");
+    for (size_t i = 0; i < n && len < sizeof desc.cmdline; i++)
+      len += (size_t) snprintf (desc.cmdline + len, sizeof desc.cmdline - len, " %s", im.ranks[i].name);
+    desc.n_ranks = sh.P;
+    desc.n_microbatches = sh.M;
+    desc.n_virtual = sh.V;
+    /* one clock for all ranks: the wall clock the profiler used */
+    desc.start_unix_ns = t0;
+    desc.start_monotonic_ns = t0;
+  }
+
+  if ((st = pp_trace_write_description (w, &desc, err)) != PP_OK)
+    goto out;
+  for (int r = 0; r < sh.P; r++)
+    if (rank_of[r] >= 0)
+      {
+        const RankData *rd = &im.ranks[rank_of[r]];
+        if ((st = pp_trace_write_rank (w, r, rd->pid, rd->host[0] ? rd->host : desc.host, err)) != PP_OK)
+          goto out;
+      }
+  /* the plan: the rebuilt schedule with the measured costs, else the order only */
+  {
+    PpTracePlanAction **plan = calloc ((size_t) sh.P, sizeof *plan);
+    size_t *n_plan = calloc ((size_t) sh.P, sizeof *n_plan);
+    bool ok = plan != NULL && n_plan != NULL;
+    if (ok && sh.sched != NULL)
+      {
+        cm = measured_costs (&im, &sh, use_pp);
+        if (cm == NULL || pp_simulate (sh.sched, cm, &sim, NULL) != PP_OK)
+          sim = NULL;
+      }
+    for (int r = 0; ok && r < sh.P; r++)
+      {
+        size_t cnt = sh.sched ? (size_t) sh.sched->rank[r].n_actions : sh.n_order[r];
+        plan[r] = calloc (cnt + 1, sizeof **plan);
+        if (plan[r] == NULL)
+          {
+            ok = false;
+            break;
+          }
+        n_plan[r] = cnt;
+        for (size_t k = 0; k < cnt; k++)
+          {
+            const PpAction *a = sh.sched ? &sh.sched->rank[r].actions[k] : &sh.order[r][k];
+            PpTracePlanAction *p = &plan[r][k];
+            p->kind = a->kind;
+            p->stage = a->stage;
+            p->microbatch = a->microbatch;
+            p->sub_kind = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_kind : -1;
+            p->sub_stage = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_stage : -1;
+            p->sub_microbatch = a->kind == PP_ACT_OVERLAP_F_B ? a->sub_microbatch : -1;
+            if (sim != NULL)
+              {
+                p->planned_start = sim->timeline[r][k].start;
+                p->planned_end = sim->timeline[r][k].end;
+              }
+          }
+      }
+    if (ok)
+      st = pp_trace_write_plan (w, sh.P, (const PpTracePlanAction *const *) plan, n_plan, sim != NULL, err);
+    else
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+    if (plan)
+      for (int r = 0; r < sh.P; r++)
+        free (plan[r]);
+    free (plan);
+    free (n_plan);
+    if (st != PP_OK)
+      goto out;
+  }
+  for (uint32_t id = 1; id <= im.names.n; id++)
+    if ((st = pp_trace_write_string (w, id, im.names.names[id - 1], err)) != PP_OK)
+      goto out;
+  /* step markers: each rank's ProfilerStep ranges, else its blocks' extent */
+  for (size_t i = 0; i < n; i++)
+    {
+      const RankData *rd = &im.ranks[i];
+      int global_min = INT32_MAX;
+      for (size_t j = 0; j < n; j++)
+        if (im.ranks[j].min_step < global_min)
+          global_min = im.ranks[j].min_step;
+      if (rd->n_steps > 0)
+        {
+          for (size_t k = 0; k < rd->n_ev; k++)
+            if (rd->ev[k].what == EV_STEP)
+              {
+                int step = rd->ev[k].kind - global_min;
+                if ((st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_BEGIN,
+                                                      rd->ev[k].start, err)) != PP_OK
+                    || (st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_END,
+                                                         rd->ev[k].end, err)) != PP_OK)
+                  goto out;
+              }
+          continue;
+        }
+      for (int step = 0; step < max_steps; step++)
+        {
+          int64_t a = INT64_MAX, b = INT64_MIN;
+          for (size_t k = 0; k < rd->n_ev; k++)
+            if (is_block_of (&rd->ev[k], use_pp) && rd->ev[k].step == step)
+              {
+                if (rd->ev[k].start < a) a = rd->ev[k].start;
+                if (rd->ev[k].end > b) b = rd->ev[k].end;
+              }
+          if (a > b)
+            continue;
+          if ((st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_BEGIN, a, err)) != PP_OK
+              || (st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_END, b, err)) != PP_OK)
+            goto out;
+        }
+    }
+  if ((st = pp_trace_write_spans (w, spans, n_spans, err)) != PP_OK)
+    goto out;
+  sum->skipped = im.skipped;
+
+out:
+  pp_simulation_free (sim);
+  pp_cost_model_free (cm);
+  free (blocks);
+  free (spans);
+  free (rank_of);
+  shape_clear (&sh);
+  for (size_t i = 0; i < im.n; i++)
+    {
+      free (im.ranks[i].ev);
+      free (im.ranks[i].launch);
+    }
+  free (im.ranks);
+  names_clear (&im.names);
+  return st;
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+typedef struct {
+  const PpImportInput *in;
+} MemoryLoad;
+
+static PpStatus
+load_memory (void *user, size_t i, const char **name, char **text, size_t *size, PpError *err)
+{
+  const MemoryLoad *ml = user;
+  *name = ml->in[i].name ? ml->in[i].name : "(input)";
+  return pp_import_decode (*name, ml->in[i].data, ml->in[i].size, text, size, err);
+}
+
+PpStatus
+pp_import_kineto (const PpImportInput *inputs, size_t n, PpTraceWriter *w, PpImportSummary *sum,
+                  PpError *err)
+{
+  MemoryLoad ml = { inputs };
+  return import_run (n, load_memory, &ml, w, sum, err);
+}
+
+typedef struct {
+  const char *const *paths;
+} FileLoad;
+
+static PpStatus
+load_file (void *user, size_t i, const char **name, char **text, size_t *size, PpError *err)
+{
+  const FileLoad *fl = user;
+  *name = fl->paths[i];
+  return pp_import_read_file (fl->paths[i], text, size, err);
+}
+
+PpStatus
+pp_import_kineto_files (const char *const *paths, size_t n, const char *out_path,
+                        PpImportSummary *sum, PpError *err)
+{
+  FileLoad fl = { paths };
+  size_t len = strlen (out_path);
+  char *tmp = malloc (len + 32);
+  PpTraceWriter *w;
+  PpStatus st;
+
+  if (tmp == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  snprintf (tmp, len + 32, "%s.tmp-%ld", out_path, (long) getpid ());
+  w = pp_trace_writer_new_path (tmp, PP_TRACE_NATIVE, err);
+  if (w == NULL)
+    {
+      free (tmp);
+      return err ? err->status : PP_EIO;
+    }
+  st = import_run (n, load_file, &fl, w, sum, err);
+  if (st == PP_OK)
+    st = pp_trace_writer_close (w, err);
+  else
+    pp_trace_writer_close (w, NULL);
+  if (st == PP_OK && rename (tmp, out_path) != 0)
+    st = pp_error_set (err, PP_EIO, "cannot write '%s': %s", out_path, strerror (errno));
+  if (st != PP_OK)
+    unlink (tmp);
+  free (tmp);
+  return st;
+}

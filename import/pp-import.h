@@ -1,0 +1,92 @@
+/* pp-import.h — traces people already have, as pipescope traces.
+ *
+ * torch.profiler (Kineto) Chrome traces, one file per rank, as
+ * prof.export_chrome_trace and tensorboard_trace_handler write them (plain
+ * or gzip, told apart by the magic bytes), become one run:
+ *
+ *   - ranks: each file's distributedInfo.rank (world_size from there too;
+ *     without distributedInfo the files are ranks 0, 1, ... in the order
+ *     given); the host from host_name; times are baseTimeNanoseconds + ts
+ *     (microseconds), read exactly, on one clock for all ranks;
+ *   - blocks: the `PP:<action>` ranges of PyTorch's multi-stage runtime
+ *     (PP:0F0, PP:3I0, PP:1W3, PP:(0F3;3B1)OVERLAP_F_B) and ScheduleGPipe's
+ *     `Forward i` / `Backward i` (stage = rank), a label cut at its first
+ *     comma (an NVTX suffix); each span is named by its label;
+ *   - steps: the ProfilerStep#N ranges (N counted from the first one), else
+ *     a new step wherever a rank runs an action again;
+ *   - transfers: gloo and NCCL point-to-point operations, one layer of
+ *     them: the calls (c10d::send, c10d::recv_) where a rank has them, else
+ *     record_param_comms, else the backend's ranges (gloo:send, nccl:recv,
+ *     which run on asynchronously until the peer is done); their kind,
+ *     stage and micro-batch from the PP:<stage>SEND_F<mb> ... range or the
+ *     block around them, the peer from the stages' placement;
+ *   - the optimizer: Optimizer.step#... ranges become OPT spans;
+ *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
+ *     gpu_memset) under the block whose thread launched them (correlation
+ *     id, or the ac2g flow), as child spans with its stage and micro-batch;
+ *   - the plan: the observed per-rank order of the first step; when it is
+ *     the order of a schedule pipescope knows for that P, M and V, the run
+ *     is named for it (so Why and What if rebuild it), else "observed";
+ *     simulated with the per-stage costs measured in the trace.
+ *
+ * Untrusted input: a file that is not such a trace, is cut short or lies
+ * is PP_EFORMAT with one line naming the file and the reason; a trace with
+ * no pipeline labels at all (Schedule1F1B labels nothing) is PP_EUNSUPPORTED
+ * with one line that points to `pipescope-cli profile`.  Memory is bounded
+ * by the largest file (a gzip'd file may expand PP_IMPORT_MAX_RATIO times,
+ * at most PP_IMPORT_MAX_BYTES); nothing recurses.  No GLib.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-status.h"
+#include "pp-trace.h"
+
+#define PP_IMPORT_MAX_FILES  4096
+#define PP_IMPORT_MAX_BYTES  ((size_t) 1 << 30)   /* JSON text of one file */
+#define PP_IMPORT_MAX_RATIO  200                  /* gzip: text / compressed */
+#define PP_IMPORT_MIN_BUDGET ((size_t) 64 << 20)  /* a small gzip may still give this */
+#define PP_IMPORT_MAX_STAGES 4096
+#define PP_IMPORT_MAX_MICROBATCHES (1 << 20)
+
+/* One input: its name for messages, and its bytes (plain JSON or gzip). */
+typedef struct {
+  const char *name;
+  const void *data;
+  size_t      size;
+} PpImportInput;
+
+typedef struct {
+  int    ranks;              /* world size */
+  int    files;
+  int    microbatches, stages_per_rank;
+  int    steps;              /* most steps a rank has */
+  int    matched;            /* the order is a known schedule's */
+  char   schedule[64];       /* its name, or "observed" */
+  char   backend[32];        /* distributedInfo.backend */
+  size_t blocks, transfers, device_spans, skipped;  /* skipped: events that made no sense */
+  char   missing[128];       /* ranks of the world with no file ("2,3"), "" when none */
+} PpImportSummary;
+
+/* Reads path whole (gunzipped when it starts with the gzip magic) into
+ * *data (malloc'd, NUL-terminated), bounded as above. */
+PpStatus pp_import_read_file (const char *path, char **data, size_t *size, PpError *err);
+/* Gunzips (or copies) in[n] into *data (malloc'd, NUL-terminated). */
+PpStatus pp_import_decode (const char *name, const void *in, size_t n, char **data, size_t *size,
+                           PpError *err);
+
+/* Converts the inputs (one per rank) into w: description, rank frames,
+ * plan, names, step markers, spans.  sum may be NULL. */
+PpStatus pp_import_kineto (const PpImportInput *inputs, size_t n, PpTraceWriter *w,
+                           PpImportSummary *sum, PpError *err);
+
+/* The same from files, written to out_path (created 0600 via a temporary
+ * beside it, renamed when whole: a failed import leaves no file). */
+PpStatus pp_import_kineto_files (const char *const *paths, size_t n, const char *out_path,
+                                 PpImportSummary *sum, PpError *err);
+
+/* Does the file at path look like JSON to import (gzip magic, or its first
+ * non-blank byte '{' or '['), rather than a pipescope trace? */
+int      pp_import_is_json_file (const char *path);

@@ -1,0 +1,80 @@
+/* pp-json.h — a small JSON reader for untrusted files (torch.profiler traces).
+ *
+ * pp_json_parse reads a whole document into a flat array of nodes that
+ * point into the text (nothing is copied, strings are decoded on request).
+ * It never recurses: nesting deeper than PP_JSON_MAX_DEPTH, a text longer
+ * than PP_JSON_MAX_BYTES, anything but one RFC 8259 value (blanks around it
+ * allowed) is PP_EFORMAT with one line naming the byte offset and what was
+ * expected.  Memory is the text plus 16 bytes a value; time is linear.
+ *
+ * Numbers are kept as text and converted exactly, with no locale (the app
+ * runs under the user's LC_NUMERIC): pp_json_scaled gives value x 10^k
+ * rounded to an integer, so "5314361483973.944" microseconds is read as
+ * 5314361483973944 nanoseconds without a detour through double.
+ *
+ * No GLib (it sits below ui/).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp-status.h"
+
+#define PP_JSON_MAX_DEPTH 64
+#define PP_JSON_MAX_BYTES ((size_t) 1 << 31)
+
+typedef enum {
+  PP_JSON_NULL = 0,
+  PP_JSON_FALSE,
+  PP_JSON_TRUE,
+  PP_JSON_NUMBER,
+  PP_JSON_STRING,
+  PP_JSON_ARRAY,
+  PP_JSON_OBJECT,
+} PpJsonType;
+
+/* Node 0 is the document's value.  Index 0 never names a child or a
+ * sibling, so 0 doubles as "none" in what the lookups return. */
+typedef struct {
+  uint8_t  type;      /* PpJsonType */
+  uint8_t  escaped;   /* STRING: holds backslash escapes */
+  uint16_t reserved;
+  uint32_t next;      /* next sibling; in an object keys and values alternate */
+  uint32_t off;       /* NUMBER, STRING: byte offset of the text (after the quote);
+                       * ARRAY, OBJECT: first child, 0 when empty */
+  uint32_t len;       /* NUMBER, STRING: bytes of text; ARRAY: elements; OBJECT: members */
+} PpJsonNode;
+
+typedef struct {
+  const char *text;   /* borrowed: must outlive the document */
+  size_t      size;
+  PpJsonNode *nodes;
+  size_t      n_nodes;
+} PpJsonDoc;
+
+PpStatus pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err);
+void     pp_json_doc_clear (PpJsonDoc *doc);
+
+static inline const PpJsonNode *
+pp_json_node (const PpJsonDoc *doc, uint32_t i)
+{
+  return &doc->nodes[i];
+}
+
+/* The value of member key in object obj; 0 when obj is not an object or
+ * has no such member (the first one wins). */
+uint32_t pp_json_get (const PpJsonDoc *doc, uint32_t obj, const char *key);
+/* Is node a string equal to s (escapes decoded)? */
+bool     pp_json_string_is (const PpJsonDoc *doc, uint32_t node, const char *s);
+/* Does node, a string, start with prefix (escapes decoded)? */
+bool     pp_json_string_has_prefix (const PpJsonDoc *doc, uint32_t node, const char *prefix);
+/* Decodes a string into buf (NUL-terminated, cut to size - 1 bytes);
+ * returns the decoded length before any cut, or -1 when node is no string. */
+long     pp_json_string (const PpJsonDoc *doc, uint32_t node, char *buf, size_t size);
+/* value x 10^scale (scale 0..18), rounded half away from zero: false when
+ * node is no number or the result does not fit in an int64. */
+bool     pp_json_scaled (const PpJsonDoc *doc, uint32_t node, int scale, int64_t *out);
+/* A whole number (a number without fraction after scaling by 1) in int64. */
+bool     pp_json_int (const PpJsonDoc *doc, uint32_t node, int64_t *out);
