@@ -28,6 +28,8 @@ usage (FILE *out)
          "  suggest    rank schedules and micro-batch counts by the step time\n"
          "             predicted from the costs measured in a trace\n"
          "  merge      join the per-rank traces of a job run under mpirun\n"
+         "  import     read torch.profiler traces of a PyTorch pipeline job (one\n"
+         "             per rank, JSON or JSON.gz) as one pipescope trace\n"
          "\n"
          "Run 'pipescope-cli COMMAND --help' for a command's options.\n", out);
 }
@@ -68,5 +70,7 @@ main (int argc, char **argv)
     return pp_cli_suggest (argc - 1, argv + 1);
   if (strcmp (argv[1], "merge") == 0)
     return pp_cli_merge (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, merge, jobs, record, run", argv[1]);
+  if (strcmp (argv[1], "import") == 0)
+    return pp_cli_import (argc - 1, argv + 1);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, merge, import, jobs, record, run", argv[1]);
 }
