@@ -1,0 +1,353 @@
+/* pipescope-cli import against traces that lie, are huge or are cut, and
+ * the parts real CPU fixtures cannot show (issue 14; the real traces are
+ * test-import.py's):
+ *
+ * - a gzip bomb stops at its budget: one line, exit 2, under a 1 GiB
+ *   address-space limit that the unbounded text and its nodes would pass;
+ * - distributedInfo that cannot be (rank >= world_size, two files with one
+ *   rank, world sizes that disagree): one line each, exit 2;
+ * - events that make no sense (no time, a string time, a negative or huge
+ *   duration, a stage past any bound) are left out and counted, the rest
+ *   imported;
+ * - device work: kernels and copies under the block whose thread launched
+ *   them, by correlation id (cuda_runtime) or ac2g flow, with the block's
+ *   stage and micro-batch; a kernel with no known launch has none;
+ * - an NVTX suffix is cut at the first comma;
+ * - ranks of the world with no trace are said so, the rest imported;
+ * - usage: no -o, a missing file, -o naming an input, a folder without
+ *   traces (exit 2); an output that cannot be written (exit 1, nothing left).
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pp-test-util.h"
+
+#define run(c, out, err, ...) pp_test_cli_run ((c)->envp, out, err, __VA_ARGS__)
+
+typedef PpTestCtx Ctx;
+
+static char *
+write_file (Ctx *c, const char *name, const char *text, gssize len)
+{
+  char *p = pp_test_ctx_path (c, name);
+  g_assert_true (g_file_set_contents (p, text, len, NULL));
+  return p;
+}
+
+/* A Kineto-shaped trace of one rank. */
+static char *
+trace_text (int rank, int world, const char *events)
+{
+  return g_strdup_printf ("{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", "
+                          "\"rank\": %d, \"world_size\": %d}, \"host_name\": \"node%d\", "
+                          "\"baseTimeNanoseconds\": 1700000000000000000, \"traceEvents\": [%s], "
+                          "\"traceName\": \"x\"}", rank, world, rank, events);
+}
+
+static char *
+annotation (const char *name, double ts, double dur)
+{
+  return g_strdup_printf ("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": 11, "
+                          "\"tid\": 11, \"ts\": %.3f, \"dur\": %.3f, \"args\": {}}", name, ts, dur);
+}
+
+/* F and B of stage rank, micro-batches 0..M-1, one after the other. */
+static char *
+blocks_1f1b_like (int stage, int M, double t0)
+{
+  GString *s = g_string_new (NULL);
+  double t = t0;
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < 2; k++)
+      {
+        char name[32];
+        g_snprintf (name, sizeof name, "PP:%d%c%d", stage, k ? 'B' : 'F', m);
+        char *a = annotation (name, t, 10);
+        g_string_append_printf (s, "%s%s", s->len ? ", " : "", a);
+        g_free (a);
+        t += 20;
+      }
+  return g_string_free (s, FALSE);
+}
+
+static char *
+export_csv (Ctx *c, const char *trace)
+{
+  char *out, *err, *text = NULL;
+  char *csv = pp_test_ctx_path (c, "spans.csv");
+  g_assert_cmpint (run (c, &out, &err, "export", trace, "--format", "csv", "-o", csv, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (csv, &text, NULL, NULL));
+  g_free (out);
+  g_free (err);
+  g_free (csv);
+  return text;
+}
+
+static void
+child_limit_memory (gpointer data)
+{
+  struct rlimit rl = { (rlim_t) 1 << 30, (rlim_t) 1 << 30 };
+  setrlimit (RLIMIT_AS, &rl);
+}
+
+static void
+test_bomb (void)
+{
+  Ctx c;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  /* 384 MiB of "[0," gzip'd to a few hundred KiB: unbounded, its nodes
+   * alone (16 bytes a value) would be 2 GiB */
+  char *path = pp_test_ctx_path (&c, "bomb.json.gz");
+  gzFile gz = gzopen (path, "wb9");
+  g_assert_nonnull (gz);
+  char *chunk = g_malloc (3 << 20);
+  for (int i = 0; i < (1 << 20); i++)
+    memcpy (chunk + 3 * i, "[0,", 3);
+  for (int i = 0; i < 128; i++)
+    g_assert_cmpint (gzwrite (gz, chunk, 3 << 20), ==, 3 << 20);
+  g_assert_cmpint (gzclose (gz), ==, Z_OK);
+  g_free (chunk);
+
+  char *outp = pp_test_ctx_path (&c, "bomb.pptrace");
+  const char *argv[] = { pp_test_cli_path (), "import", path, "-o", outp, NULL };
+  char *out = NULL, *err = NULL;
+  int status;
+  GError *error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, c.envp, G_SPAWN_DEFAULT, child_limit_memory, NULL,
+                               &out, &err, &status, &error));
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "bomb.json.gz"));
+  g_assert_nonnull (strstr (err, "gunzips to more than"));
+  g_assert_false (g_file_test (outp, G_FILE_TEST_EXISTS));
+  g_free (out); g_free (err);
+
+  /* nesting deeper than the reader's bound, gzip'd too */
+  gz = gzopen (path, "wb9");
+  for (int i = 0; i < 1000; i++)
+    gzputs (gz, "{\"a\":[");
+  gzclose (gz);
+  g_assert_cmpint (run (&c, &out, &err, "import", path, "-o", outp, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "nested deeper"));
+  g_free (out); g_free (err);
+  g_free (outp);
+  g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+test_lies (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *b0 = blocks_1f1b_like (0, 2, 100), *b1 = blocks_1f1b_like (1, 2, 110);
+  char *t0 = trace_text (0, 2, b0), *t1 = trace_text (1, 2, b1);
+  char *f0 = write_file (&c, "r0.json", t0, -1), *f1 = write_file (&c, "r1.json", t1, -1);
+  char *o = pp_test_ctx_path (&c, "o.pptrace");
+
+  /* the honest pair imports */
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f1, "-o", o, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, "imported 2 ranks from 2 traces"));
+  g_free (out); g_free (err);
+
+  /* rank 5 of 2 */
+  char *t = trace_text (5, 2, b0);
+  char *f = write_file (&c, "r5.json", t, -1);
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f, "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "r5.json"));
+  g_assert_nonnull (strstr (err, "not possible"));
+  g_free (out); g_free (err); g_free (t); g_free (f);
+
+  /* one rank twice */
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f0, "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "both hold rank 0"));
+  g_free (out); g_free (err);
+
+  /* world sizes that disagree */
+  t = trace_text (1, 3, b1);
+  f = write_file (&c, "w3.json", t, -1);
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f, "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "world size"));
+  g_free (out); g_free (err); g_free (t); g_free (f);
+
+  /* a base time that is no time */
+  t = g_strdup_printf ("{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, "
+                       "\"baseTimeNanoseconds\": -5, \"traceEvents\": [%s]}", b0);
+  f = write_file (&c, "base.json", t, -1);
+  g_assert_cmpint (run (&c, &out, &err, "import", f, "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "baseTimeNanoseconds"));
+  g_free (out); g_free (err); g_free (t); g_free (f);
+
+  /* ranks of the world without a trace: said, the rest imported */
+  t = trace_text (0, 4, b0);
+  f = write_file (&c, "of4.json", t, -1);
+  char *t1b = trace_text (1, 4, b1);
+  char *f1b = write_file (&c, "of4b.json", t1b, -1);
+  g_assert_cmpint (run (&c, &out, &err, "import", f, f1b, "-o", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "no trace for ranks 2,3"));
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\nranks: 4\n"));
+  g_free (out); g_free (err); g_free (t); g_free (f); g_free (t1b); g_free (f1b);
+
+  g_free (b0); g_free (b1); g_free (t0); g_free (t1); g_free (f0); g_free (f1); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+test_odd_events (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *good = blocks_1f1b_like (0, 2, 100);
+  char *events = g_strdup_printf (
+    "%s, 7, \"a string\", null, [1, 2], {}, {\"ph\": \"X\"}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F9\", \"ts\": \"soon\", \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F8\", \"ts\": 1e300, \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F7\", \"ts\": 500, \"dur\": -3}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F6\", \"ts\": 500, \"dur\": 1e30}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:99999F0\", \"ts\": 600, \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F99999999999\", \"ts\": 600, \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"Forward 99999999999\", \"ts\": 600, \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0UNSHARD\", \"ts\": 90, \"dur\": 1}, "
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:\\u0030F5\\ud800\", \"ts\": 700, \"dur\": 1}",
+    good);
+  char *t = trace_text (0, 1, events);
+  char *f = write_file (&c, "odd.json", t, -1);
+  char *o = pp_test_ctx_path (&c, "odd.pptrace");
+  g_assert_cmpint (run (&c, &out, &err, "import", f, "-o", o, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, "4 blocks"));
+  g_assert_nonnull (strstr (out, "events left out"));
+  g_free (out); g_free (err);
+  char *csv = export_csv (&c, o);
+  g_assert_cmpint (pp_test_count (csv, ",F,"), ==, 2);
+  g_assert_cmpint (pp_test_count (csv, ",B,"), ==, 2);
+  g_free (csv);
+  g_free (good); g_free (events); g_free (t); g_free (f); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+test_device (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  /* one rank: F then B of stage 0; a kernel launched in each (correlation
+   * id through cuda_runtime, then through an ac2g flow only), a copy
+   * launched between them (no block), a kernel no launch names */
+  const char *events =
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0F0, seq = 5\", \"pid\": 7, \"tid\": 7, \"ts\": 100, \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"PP:0B0\", \"pid\": 7, \"tid\": 7, \"ts\": 300, \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, \"tid\": 7, \"ts\": 150, \"dur\": 5, \"args\": {\"correlation\": 41}},"
+    "{\"ph\": \"s\", \"id\": 42, \"pid\": 7, \"tid\": 7, \"ts\": 350, \"cat\": \"ac2g\", \"name\": \"ac2g\"},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": 7, \"tid\": 7, \"ts\": 250, \"dur\": 5, \"args\": {\"correlation\": 43}},"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_fwd\", \"pid\": 0, \"tid\": 7, \"ts\": 160, \"dur\": 30, \"args\": {\"correlation\": 41, \"device\": 0, \"stream\": 7}},"
+    "{\"ph\": \"f\", \"id\": 42, \"pid\": 0, \"tid\": 7, \"ts\": 360, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_bwd\", \"pid\": 0, \"tid\": 7, \"ts\": 360, \"dur\": 30, \"args\": {\"correlation\": 42, \"device\": 0, \"stream\": 7}},"
+    "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoD\", \"pid\": 0, \"tid\": 8, \"ts\": 260, \"dur\": 10, \"args\": {\"correlation\": 43, \"device\": 0, \"stream\": 8, \"bytes\": 4096}},"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"orphan\", \"pid\": 0, \"tid\": 7, \"ts\": 500, \"dur\": 3, \"args\": {\"correlation\": 99, \"device\": 0, \"stream\": 7}}";
+  char *t = trace_text (0, 1, events);
+  char *f = write_file (&c, "gpu.json", t, -1);
+  char *o = pp_test_ctx_path (&c, "gpu.pptrace");
+  g_assert_cmpint (run (&c, &out, &err, "import", f, "-o", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "4 device spans"));
+  g_free (out); g_free (err);
+  char *csv = export_csv (&c, o);
+  /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name */
+  g_assert_nonnull (strstr (csv, "0,0,0,F,0,"));
+  g_assert_nonnull (strstr (csv, ",PP:0F0\n"));         /* the NVTX suffix cut */
+  g_assert_null (strstr (csv, "seq = 5"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000160000,1700000000000190000,0,7,0,gemm_fwd\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000360000,1700000000000390000,0,7,0,gemm_bwd\n"));
+  g_assert_nonnull (strstr (csv, "0,-1,-1,MEMCPY,"));
+  g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD\n"));
+  g_assert_nonnull (strstr (csv, "0,-1,-1,KERNEL,"));
+  g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "backend: cuda"));
+  g_free (out); g_free (err);
+  g_free (csv); g_free (t); g_free (f); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+test_usage (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *b0 = blocks_1f1b_like (0, 1, 100);
+  char *t0 = trace_text (0, 1, b0);
+  char *f0 = write_file (&c, "r0.json", t0, -1);
+  char *o = pp_test_ctx_path (&c, "o.pptrace");
+
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "-o"));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&c, &out, &err, "import", "/nonexistent/x.json", "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "/nonexistent/x.json"));
+  g_free (out); g_free (err);
+
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, "-o", f0, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "one of the inputs"));
+  g_free (out); g_free (err);
+  char *text = NULL;
+  g_assert_true (g_file_get_contents (f0, &text, NULL, NULL));
+  g_assert_cmpstr (text, ==, t0);   /* the input untouched */
+  g_free (text);
+
+  char *dir = pp_test_ctx_path (&c, "empty-dir");
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_assert_cmpint (run (&c, &out, &err, "import", dir, "-o", o, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "no *.json"));
+  g_free (out); g_free (err);
+
+  /* an output folder that is not there: exit 1, no temporary left anywhere */
+  char *bad = pp_test_ctx_path (&c, "no-such-dir/o.pptrace");
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, "-o", bad, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  GDir *d = g_dir_open (c.dir, 0, NULL);
+  const char *e;
+  while ((e = g_dir_read_name (d)) != NULL)
+    g_assert_null (strstr (e, ".tmp-"));
+  g_dir_close (d);
+
+  g_free (bad); g_free (dir); g_free (b0); g_free (t0); g_free (f0); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/import-hostile/gzip-bomb", test_bomb);
+  g_test_add_func ("/import-hostile/lies", test_lies);
+  g_test_add_func ("/import-hostile/odd-events", test_odd_events);
+  g_test_add_func ("/import-hostile/device", test_device);
+  g_test_add_func ("/import-hostile/usage", test_usage);
+  return g_test_run ();
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""test-import.py CLI DATA_DIR — `pipescope-cli import` on real torch.profiler
+traces (tests/data/kineto/, made by tools/gen-kineto-fixtures.py: 2-rank
+torchrun gloo jobs on the CPU, M=4, 2 profiled steps).
+
+The JSON is read here with Python's json module, independently of the C
+reader, and compared with what the imported trace holds (`export --format
+csv`, `info`):
+
+- per rank the imported compute order (blocks by start) is the labels'
+  order in that rank's JSON, label for label;
+- every (stage, micro-batch) of every step has its F and its B, or its I
+  and W (the halves of an OVERLAP_F_B counted);
+- the run has world_size ranks, each with transfers, and a plan named for
+  the schedule the job ran;
+- info, render and `export --format why` read it;
+- gzip'd and plain JSON import to the same spans;
+- Schedule1F1B's traces (no labels) are refused: exit 2, one line pointing
+  to `pipescope-cli profile`;
+- garbage, truncated JSON and truncated gzip: exit 2, one line naming the file.
+"""
+import csv
+import glob
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CLI, DATA = sys.argv[1], os.path.join(sys.argv[2], "kineto")
+EXPECT = {"gpipe": "GPipe", "interleaved": "Interleaved1F1B", "zbv": "ZBV", "dualpipev": "DualPipeV"}
+BLOCK = re.compile(r"^(PP:\d+[FBIW]\d+|PP:\(\d+F\d+;\d+[BI]\d+\)OVERLAP_F_B|Forward \d+|Backward \d+)$")
+failures = 0
+n_checks = 0
+
+
+def check(cond, what):
+    global failures, n_checks
+    n_checks += 1
+    print(("ok " if cond else "not ok ") + str(n_checks) + " - " + " ".join(what.split()))
+    if not cond:
+        failures += 1
+
+
+def run(*args):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw)
+
+
+def json_labels(path):
+    """(rank, world_size, the block labels in start order) of one trace."""
+    d = load(path)
+    info = d["distributedInfo"]
+    ev = [e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
+    ev = [(e["ts"], e["name"].split(",")[0]) for e in ev]
+    names = [n for ts, n in sorted(ev, key=lambda x: x[0]) if BLOCK.match(n)]
+    return info["rank"], info["world_size"], names
+
+
+def halves(name, stage_of_rank):
+    """The (kind, stage, micro-batch) a block label runs."""
+    m = re.match(r"^PP:\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$", name)
+    if m:
+        return [("F", int(m[1]), int(m[2])), (m[4], int(m[3]), int(m[5]))]
+    m = re.match(r"^PP:(\d+)([FBIW])(\d+)$", name)
+    if m:
+        return [(m[2], int(m[1]), int(m[3]))]
+    m = re.match(r"^(Forward|Backward) (\d+)$", name)
+    return [(m[1][0], stage_of_rank, int(m[2]))]
+
+
+def imported(trace, tmp):
+    out = os.path.join(tmp, "spans.csv")
+    rc, _, err = run("export", trace, "--format", "csv", "-o", out)
+    check(rc == 0, f"export --format csv {os.path.basename(trace)} ({err.strip()})")
+    with open(out) as f:
+        return list(csv.DictReader(f))
+
+
+def fixture(name, tmp):
+    files = sorted(glob.glob(os.path.join(DATA, name, "*.json*")))
+    check(len(files) == 2, f"{name}: two rank traces in the fixture")
+    trace = os.path.join(tmp, name + ".pptrace")
+    rc, out, err = run("import", *files, "-o", trace)
+    check(rc == 0 and err == "", f"{name}: import exits 0, quietly ({err.strip()})")
+    check(EXPECT[name] in out, f"{name}: the plan is {EXPECT[name]}'s ({out.strip()})")
+    rc, info, _ = run("info", trace)
+    world = json_labels(files[0])[1]
+    check(rc == 0 and f"\nranks: {world}\n" in info, f"{name}: info reads it, {world} ranks (= world_size)")
+    check(f"schedule: {EXPECT[name]} (P={world}, M=4" in info, f"{name}: info names the schedule, P and M")
+    check(f"plans: {world}" in info, f"{name}: a plan for every rank")
+    rows = imported(trace, tmp)
+    kinds = {"F", "B", "I", "W", "OVERLAP_F_B"}
+    for path in files:
+        rank, _, labels = json_labels(path)
+        blocks = [r for r in rows if int(r["rank"]) == rank and r["kind"] in kinds]
+        blocks.sort(key=lambda r: int(r["start_ns"]))
+        got = [r["name"] for r in blocks]
+        check(got == labels and len(labels) > 0,
+              f"{name}: rank {rank}: the imported order is the JSON's ({len(labels)} labels)")
+        xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
+                 ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
+        check(len(xfers) > 0, f"{name}: rank {rank}: transfers ({len(xfers)})")
+    # every (stage, micro-batch) of every step: F, and B or I + W
+    stages = set()
+    have = {}
+    for r in rows:
+        if r["kind"] not in kinds:
+            continue
+        for kind, stage, mb in halves(r["name"], int(r["rank"])):
+            stages.add(stage)
+            have.setdefault((int(r["step"]), stage, mb), []).append(kind)
+    steps = sorted({k[0] for k in have})
+    check(len(steps) == 2, f"{name}: two steps ({steps})")
+    complete = all(sorted(have.get((s, st, mb), [])) in (["B", "F"], ["F", "I", "W"])
+                   for s in steps for st in stages for mb in range(4))
+    check(complete and stages == set(range(len(stages))),
+          f"{name}: every (stage, micro-batch) of each step has F and B, or I and W ({len(stages)} stages)")
+    return trace, rows
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="pp-import-")
+    try:
+        traces = {}
+        for name in EXPECT:
+            traces[name] = fixture(name, tmp)
+
+        # what the other readers make of it
+        t = traces["interleaved"][0]
+        rc, _, err = run("export", t, "--format", "why", "-o", os.path.join(tmp, "why.json"))
+        check(rc == 0, f"export --format why reads an imported run ({err.strip()})")
+        if rc == 0:
+            with open(os.path.join(tmp, "why.json")) as f:
+                why = json.load(f)
+            check(isinstance(why, dict) and len(why) > 0, "the Why report is a JSON object")
+        rc, _, err = run("render", t, "-o", os.path.join(tmp, "t.png"), "--plan")
+        check(rc == 0 and os.path.getsize(os.path.join(tmp, "t.png")) > 0, f"render --plan draws it ({err.strip()})")
+        rc, out, err = run("suggest", t)
+        check(rc == 0 and "Interleaved1F1B" in out, f"suggest ranks schedules from it ({err.strip()})")
+
+        # plain JSON (as export_chrome_trace writes it) = the gzip'd one
+        plain = os.path.join(tmp, "plain")
+        os.mkdir(plain)
+        for f in sorted(glob.glob(os.path.join(DATA, "gpipe", "*.json.gz"))):
+            with gzip.open(f) as g, open(os.path.join(plain, os.path.basename(f)[:-3]), "wb") as o:
+                shutil.copyfileobj(g, o)
+        pt = os.path.join(tmp, "plain.pptrace")
+        rc, out, err = run("import", plain, "-o", pt)
+        check(rc == 0, f"plain JSON imports (a folder of them) ({err.strip()})")
+        strip = lambda rows: [tuple(r.values()) for r in rows]
+        check(rc == 0 and strip(imported(pt, tmp)) == strip(traces["gpipe"][1]),
+              "plain and gzip'd JSON give the same spans")
+
+        # Schedule1F1B labels nothing
+        files = sorted(glob.glob(os.path.join(DATA, "1f1b", "*.json*")))
+        rc, out, err = run("import", *files, "-o", os.path.join(tmp, "1f1b.pptrace"))
+        check(rc == 2 and err.count("\n") == 1 and err.startswith("pipescope-cli: error: ")
+              and "pipescope-cli profile" in err,
+              f"Schedule1F1B's traces: exit 2, one line pointing to profile ({rc}: {err.strip()})")
+        check(not os.path.exists(os.path.join(tmp, "1f1b.pptrace")), "a refused import writes no file")
+
+        # garbage, truncated JSON, truncated gzip
+        text = open(os.path.join(plain, os.listdir(plain)[0]), "rb").read()
+        gz = open(sorted(glob.glob(os.path.join(DATA, "zbv", "*.json.gz")))[0], "rb").read()
+        bad = {
+            "garbage.json": b"\x00\x01not json at all\xff",
+            "cut.json": text[: len(text) // 2],
+            "cut.json.gz": gz[: len(gz) // 2],
+            "foreign.json": b'{"hello": [1, 2, 3]}',
+            "deep.json": b"[" * 100000,
+            "empty.json": b"",
+        }
+        for fname, data in bad.items():
+            p = os.path.join(tmp, fname)
+            with open(p, "wb") as f:
+                f.write(data)
+            rc, out, err = run("import", p, "-o", os.path.join(tmp, "bad.pptrace"))
+            check(rc == 2 and err.count("\n") == 1 and err.startswith("pipescope-cli: error: ")
+                  and fname in err, f"{fname}: exit 2, one line naming the file ({rc}: {err.strip()})")
+        check(not os.path.exists(os.path.join(tmp, "bad.pptrace")), "no trace left by a failed import")
+    finally:
+        shutil.rmtree(tmp)
+    print(f"1..{n_checks}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
