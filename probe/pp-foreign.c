@@ -23,16 +23,16 @@
 #include "pp-trace-sink.h"
 #include "pp-trace.h"
 
-_Static_assert (PIPESCOPE_F == PP_SPAN_F && PIPESCOPE_B == PP_SPAN_B && PIPESCOPE_I == PP_SPAN_I
-                  && PIPESCOPE_W == PP_SPAN_W && PIPESCOPE_SEND_F == PP_SPAN_SEND_F
-                  && PIPESCOPE_RECV_F == PP_SPAN_RECV_F && PIPESCOPE_SEND_B == PP_SPAN_SEND_B
-                  && PIPESCOPE_RECV_B == PP_SPAN_RECV_B && PIPESCOPE_OPT == PP_SPAN_OPT
-                  && PIPESCOPE_WAIT == PP_SPAN_WAIT && PIPESCOPE_OVERLAP_F_B == PP_SPAN_OVERLAP_F_B,
+_Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (int) PP_SPAN_B && (int) PIPESCOPE_I == (int) PP_SPAN_I
+                  && (int) PIPESCOPE_W == (int) PP_SPAN_W && (int) PIPESCOPE_SEND_F == (int) PP_SPAN_SEND_F
+                  && (int) PIPESCOPE_RECV_F == (int) PP_SPAN_RECV_F && (int) PIPESCOPE_SEND_B == (int) PP_SPAN_SEND_B
+                  && (int) PIPESCOPE_RECV_B == (int) PP_SPAN_RECV_B && (int) PIPESCOPE_OPT == (int) PP_SPAN_OPT
+                  && (int) PIPESCOPE_WAIT == (int) PP_SPAN_WAIT && (int) PIPESCOPE_OVERLAP_F_B == (int) PP_SPAN_OVERLAP_F_B,
                 "the API's kinds are the trace format's span kinds");
-_Static_assert (PIPESCOPE_LOSS == PP_COUNTER_LOSS
-                  && PIPESCOPE_ACTIVATION_BYTES == PP_COUNTER_ACTIVATION_BYTES
-                  && PIPESCOPE_DEVICE_BYTES == PP_COUNTER_DEVICE_BYTES
-                  && PIPESCOPE_INFLIGHT == PP_COUNTER_INFLIGHT,
+_Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
+                  && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES
+                  && (int) PIPESCOPE_DEVICE_BYTES == (int) PP_COUNTER_DEVICE_BYTES
+                  && (int) PIPESCOPE_INFLIGHT == (int) PP_COUNTER_INFLIGHT,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_MAX_WRITERS 2
@@ -337,14 +337,17 @@ pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions)
   for (size_t i = 0; i < n; i++)
     {
       const int32_t *x = actions + 6 * i;
-      if (!is_block_kind (x[0]))
+      /* the API's kinds are span kinds; a plan's are action kinds */
+      int kind = x[0] == PIPESCOPE_OVERLAP_F_B ? PP_TRACE_ACT_OVERLAP_F_B
+                 : x[0] == PP_TRACE_ACT_OVERLAP_F_B ? -1 : x[0];
+      if (!is_block_kind (kind) || (kind == PP_TRACE_ACT_OVERLAP_F_B && !is_block_kind (x[3])))
         goto out;
-      a[i].kind = x[0];
+      a[i].kind = kind;
       a[i].stage = x[1];
       a[i].microbatch = x[2];
-      a[i].sub_kind = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[3] : -1;
-      a[i].sub_stage = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[4] : -1;
-      a[i].sub_microbatch = x[0] == PP_TRACE_ACT_OVERLAP_F_B ? x[5] : -1;
+      a[i].sub_kind = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[3] : -1;
+      a[i].sub_stage = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[4] : -1;
+      a[i].sub_microbatch = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[5] : -1;
     }
   PlanArg p = { rank, a, n };
   rc = write_all (r, write_plan, &p);

@@ -12,4 +12,5 @@ int pp_cli_export (int argc, char **argv);     /* cli-trace.c */
 int pp_cli_render (int argc, char **argv);     /* cli-render.c */
 int pp_cli_suggest (int argc, char **argv);    /* cli-suggest.c */
 int pp_cli_merge (int argc, char **argv);      /* cli-merge.c */
+int pp_cli_profile (int argc, char **argv);    /* cli-profile.c */
 int pp_cli_import (int argc, char **argv);     /* cli-import.c */

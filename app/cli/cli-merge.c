@@ -142,9 +142,12 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
 }
 
 /* Copies the items of path into w (not its description; its plans only if
- * take_plan), renumbering span names from *next_name.  0, or 1 with one line. */
+ * take_plan, else only those of ranks no trace copied before planned:
+ * a PyTorch rank's trace plans its own rank alone), renumbering span names
+ * from *next_name.  planned[PP_TRACE_MAX_RANKS] marks the ranks planned so
+ * far.  0, or 1 with one line. */
 static int
-copy_items (const char *path, PpTraceWriter *w, bool take_plan, uint32_t *next_name)
+copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, uint32_t *next_name)
 {
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
@@ -173,8 +176,15 @@ copy_items (const char *path, PpTraceWriter *w, bool take_plan, uint32_t *next_n
                      "killed?); merged what it holds\n", path);
           break;
         }
-      if (it.type == PP_TRACE_ITEM_DESCRIPTION || (it.type == PP_TRACE_ITEM_PLAN && !take_plan))
+      if (it.type == PP_TRACE_ITEM_DESCRIPTION)
         continue;
+      if (it.type == PP_TRACE_ITEM_PLAN)
+        {
+          int pr = it.plan.rank;
+          if (!take_plan && (planned[pr] || it.plan.n_actions == 0))
+            continue;
+          planned[pr] |= it.plan.n_actions > 0;
+        }
       if (it.type == PP_TRACE_ITEM_STRING)
         {
           uint32_t id = idmap_get (&names, it.string.id);
@@ -215,7 +225,7 @@ pp_cli_merge (int argc, char **argv)
   };
   const char *out = NULL;
   PpTraceDescription *descs = NULL;
-  bool *rank0 = NULL;
+  bool *rank0 = NULL, *planned = NULL;
   PpTraceWriter *w = NULL;
   PpError err = { 0 };
   int opt, n, ref = -1, status = 1;
@@ -277,8 +287,12 @@ pp_cli_merge (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s: %s\n", out, err.msg);
       goto done;
     }
+  /* rank 0's trace first: its plans win */
+  if ((planned = calloc (PP_TRACE_MAX_RANKS, sizeof *planned)) == NULL
+      || copy_items (argv[optind + ref], w, true, planned, &next_name) != 0)
+    goto done;
   for (int i = 0; i < n; i++)
-    if (copy_items (argv[optind + i], w, i == ref, &next_name) != 0)
+    if (i != ref && copy_items (argv[optind + i], w, false, planned, &next_name) != 0)
       goto done;
   {
     PpTraceWriter *tmp = w;
@@ -301,5 +315,6 @@ done:
     }
   free (descs);
   free (rank0);
+  free (planned);
   return status;
 }

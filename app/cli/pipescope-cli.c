@@ -28,6 +28,8 @@ usage (FILE *out)
          "  suggest    rank schedules and micro-batch counts by the step time\n"
          "             predicted from the costs measured in a trace\n"
          "  merge      join the per-rank traces of a job run under mpirun\n"
+         "  profile    run a PyTorch job (torchrun, python, mpirun) with pipescope's\n"
+         "             hook in every process, as one live job and one trace\n"
          "  import     read torch.profiler traces of a PyTorch pipeline job (one\n"
          "             per rank, JSON or JSON.gz) as one pipescope trace\n"
          "\n"
@@ -70,7 +72,9 @@ main (int argc, char **argv)
     return pp_cli_suggest (argc - 1, argv + 1);
   if (strcmp (argv[1], "merge") == 0)
     return pp_cli_merge (argc - 1, argv + 1);
+  if (strcmp (argv[1], "profile") == 0)
+    return pp_cli_profile (argc - 1, argv + 1);
   if (strcmp (argv[1], "import") == 0)
     return pp_cli_import (argc - 1, argv + 1);
-  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, merge, import, jobs, record, run", argv[1]);
+  return pp_cli_usage_error ("unknown command '%s'; known commands: schedule, info, export, render, suggest, merge, profile, import, jobs, record, run", argv[1]);
 }

@@ -75,6 +75,7 @@ class _Hook:
         self.step_index = 0       # steps begun in this process
         self.in_step = 0
         self.described = False
+        self.planned = False
         self.observed = []        # first step's compute order (single-stage plans)
         self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
         self.work_meta = {}       # id(Work) -> (kind, stage, mb, peer)
@@ -179,6 +180,7 @@ class _Hook:
             if t is not None:
                 acts.append(t)
         self.rank.plan(int(rank), acts)
+        self.planned = True
         return True
 
     # ---- blocks --------------------------------------------------------------
@@ -234,8 +236,10 @@ class _Hook:
         if r is None:
             return
         r.step(idx, 1, r.now())
-        if idx == 0 and self.observed and not self.write_plan(schedule):
+        if idx == 0 and self.observed and not self.planned:
+            # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
             self.rank.plan(int(getattr(self.stages_of(schedule)[0], "group_rank", 0)), self.observed)
+            self.planned = True
         self.observed = []
         if self.losses:
             self.queue_losses(idx, self.losses)
