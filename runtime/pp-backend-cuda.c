@@ -3,10 +3,12 @@
  *
  * Each rank queues its actions on its own stream (its own GPU, or its
  * green-context SM partition of a shared one, pp-gpu.h); a stage's part is
- * a PpGpuChunk (pp-chunk-cuda.h).  A stage boundary is a device-to-device
- * (or peer) copy, or an NCCL send/receive, on the consumer's stream ordered
- * after the producer's event, so the host threads only wait for each
- * other's *launches* and the GPUs run the schedule asynchronously.  Spans
+ * a PpGpuChunk (pp-chunk-cuda.h).  A stage boundary is the transport's
+ * device half (pp-transport.h: the device transport's copies or NCCL edges
+ * between threads, the nccl transport's between processes), queued on the
+ * consumer's stream after the producer's event, so the host threads only
+ * wait for each other's *launches* and the GPUs run the schedule
+ * asynchronously.  Spans
  * carry GPU times: from CUPTI (each block's first kernel start to last
  * kernel end, kernels and copies as child spans) or, where CUPTI cannot
  * trace, from CUDA events; they reach the probe once the step has
@@ -53,9 +55,6 @@ typedef struct {
   float      *d_dout;           /* next's din, copied (NULL on a tail) */
   int32_t    *d_labels;         /* tail */
   float      *d_losses;         /* tail: per-row losses */
-  cudaEvent_t *ev_out, *ev_din; /* [n_mb]: the event (a GpuRec's, not owned) recorded
-                                 * once out / din is written, set before publishing */
-  PpGpuEdge  *edge_f, *edge_b;  /* NCCL edges receiving from prev / next, or NULL */
 } CudaStage;
 
 typedef struct {
@@ -72,6 +71,7 @@ typedef struct {
 
 typedef struct {
   PpGpu          *gpu;
+  PpTransport    *host;       /* the run's transport under the device one we made, or NULL */
   uint64_t        flush_ticket;/* the CUPTI flush asked for after this step */
 } CudaRun;
 
@@ -169,24 +169,22 @@ gpu_rec (PpRunRank *rk, PpError *err)
   return r;
 }
 
-/* Copies what producer stage ps published for mb (its forward output, or
- * with grad its input gradient) into stage `stage`'s receive buffer, on this
- * rank's stream, after the producer's event: the stage boundary. */
+/* Brings what producer stage ps published for mb (its forward output, or
+ * with grad its input gradient) into stage `stage`'s receive buffer, on
+ * this rank's stream, through the transport (a copy after the producer's
+ * event, or NCCL): the stage boundary, a RECV record of its own. */
 static PpStatus
 gpu_receive (PpRun *run, PpRunRank *rk, int stage, int ps, int grad, int mb, PpError *err)
 {
   PpRunStage *st = &run->stages[stage], *p = &run->stages[ps];
-  int kp = mb - p->mb_lo, k = mb - st->mb_lo;
+  PpTransport *t = run->transport;
+  int k = mb - st->mb_lo;
   size_t rows = (size_t) run->rows;
   size_t dim = grad ? (size_t) st->out_dim : (size_t) st->in_dim;
-  size_t bytes = rows * dim * sizeof (float);
-  const float *src = (grad ? CS (p)->d_din : CS (p)->d_out) + (size_t) kp * rows * dim;
   float *dst = (grad ? CS (st)->d_dout : CS (st)->d_in) + (size_t) k * rows * dim;
   cudaStream_t s = rank_stream (run, rk->rank);
-  int dd = pp_gpu_device (GPU (run), rk->rank), sd = pp_gpu_device (GPU (run), p->rank);
   GpuRec *r;
-  cudaError_t e;
-  PpStatus rc = PP_OK;
+  PpStatus rc;
 
   if ((r = gpu_rec (rk, err)) == NULL)
     return PP_EINVAL;
@@ -194,31 +192,8 @@ gpu_receive (PpRun *run, PpRunRank *rk, int stage, int ps, int grad, int mb, PpE
   r->stage = stage;
   r->mb = mb;
   r->peer = p->rank;
-  if ((grad ? CS (st)->edge_b : CS (st)->edge_f) != NULL)
-    {
-      /* NCCL: the receive itself waits for the send, which waits for the
-       * producer's event */
-      r->block = tag_push (run, rk->rank, stage, mb, r->span);
-      rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[0], s));
-      if (rc == PP_OK)
-        rc = pp_gpu_edge_transfer (GPU (run), grad ? CS (st)->edge_b : CS (st)->edge_f, src, dst, rows * dim,
-                                   (grad ? CS (p)->ev_din : CS (p)->ev_out)[kp], err);
-      if (rc == PP_OK)
-        rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
-      tag_pop (run, r->block);
-      return rc;
-    }
-  if ((e = cudaStreamWaitEvent (s, (grad ? CS (p)->ev_din : CS (p)->ev_out)[kp], 0)) != cudaSuccess)
-    return cuda_check (err, "cudaStreamWaitEvent", e);
   r->block = tag_push (run, rk->rank, stage, mb, r->span);
-  if ((e = cudaEventRecord (r->ev[0], s)) != cudaSuccess)
-    rc = cuda_check (err, "cudaEventRecord", e);
-  else if (dd == sd)
-    rc = cuda_check (err, "stage transfer (device to device)",
-                     cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-  else
-    rc = cuda_check (err, "stage transfer (peer copy)",
-                     cudaMemcpyPeerAsync (dst, dd, src, sd, bytes, s));
+  rc = t->ops->acquire_device (t, ps, grad, mb, dst, rows * dim, s, r->ev[0], err);
   if (rc == PP_OK)
     rc = cuda_check (err, "cudaEventRecord", cudaEventRecord (r->ev[2], s));
   tag_pop (run, r->block);
@@ -296,16 +271,16 @@ static void
 publish_gpu (PpRun *run, const PpRunWork *w, cudaEvent_t done)
 {
   PpRunStage *st = &run->stages[w->stage];
+  PpTransport *t = run->transport;
+  size_t rows = (size_t) run->rows;
   if (w->kind == PP_ACT_F && st->next >= 0)
-    {
-      CS (st)->ev_out[w->k] = done;
-      run->transport->ops->publish (run->transport, w->stage, 0, w->mb, NULL, 0);
-    }
+    t->ops->publish_device (t, w->stage, 0, w->mb,
+                            CS (st)->d_out + (size_t) w->k * rows * (size_t) st->out_dim,
+                            rows * (size_t) st->out_dim, done);
   else if ((w->kind == PP_ACT_B || w->kind == PP_ACT_I) && st->prev >= 0)
-    {
-      CS (st)->ev_din[w->k] = done;
-      run->transport->ops->publish (run->transport, w->stage, 1, w->mb, NULL, 0);
-    }
+    t->ops->publish_device (t, w->stage, 1, w->mb,
+                            CS (st)->d_din + (size_t) w->k * rows * (size_t) st->in_dim,
+                            rows * (size_t) st->in_dim, done);
 }
 
 /* An action is one record: two events (three for OVERLAP_F_B), its start
@@ -723,10 +698,6 @@ setup_stage_gpu (PpRun *run, int i, int first_block, PpError *err)
   if (st->prev >= 0
       && (CS (st)->d_din = dev_alloc (n * rows * (size_t) st->in_dim * sizeof (float), "input gradients", i, err)) == NULL)
     return PP_ENOMEM;
-  CS (st)->ev_out = calloc (n, sizeof (cudaEvent_t));
-  CS (st)->ev_din = calloc (n, sizeof (cudaEvent_t));
-  if (CS (st)->ev_out == NULL || CS (st)->ev_din == NULL)
-    return pp_error_set (err, PP_ENOMEM, "out of memory");
   return PP_OK;
 }
 
@@ -739,8 +710,6 @@ free_stage_gpu (PpRun *run, PpRunStage *st)
       st->bk = NULL;
       return;
     }
-  pp_gpu_edge_free (GPU (run), CS (st)->edge_f);
-  pp_gpu_edge_free (GPU (run), CS (st)->edge_b);
   (void) pp_gpu_bind (GPU (run), st->rank, NULL);
   pp_gpu_chunk_free (CS (st)->gchunk);
   cudaFree (CS (st)->d_in);
@@ -749,47 +718,9 @@ free_stage_gpu (PpRun *run, PpRunStage *st)
   cudaFree (CS (st)->d_din);
   cudaFree (CS (st)->d_labels);
   cudaFree (CS (st)->d_losses);
-  free (CS (st)->ev_out);
-  free (CS (st)->ev_din);
   free (st->bk);
   st->bk = NULL;
   (void) cudaGetLastError ();
-}
-
-/* NCCL edges into every stage whose neighbour runs on another rank, where
- * the transport asks for them (pp-run.h). */
-static PpStatus
-setup_edges_gpu (PpRun *run, PpError *err)
-{
-  int t = run->cfg.gpu_transport;
-  if (t == PP_RUN_TRANSPORT_COPY)
-    return PP_OK;
-  if (!pp_gpu_have_nccl ())
-    return t == PP_RUN_TRANSPORT_NCCL
-           ? pp_error_set (err, PP_EUNSUPPORTED, "--gpu-transport nccl: this pipescope was built without NCCL")
-           : PP_OK;
-  for (int i = 0; i < run->sched->n_stages; i++)
-    {
-      PpRunStage *st = &run->stages[i];
-      for (int dir = 0; dir < 2; dir++)
-        {
-          int ps = dir == 0 ? st->prev : st->next;
-          int src;
-          if (ps < 0 || (src = run->stages[ps].rank) == st->rank)
-            continue;
-          if (t != PP_RUN_TRANSPORT_NCCL
-              && pp_gpu_device (GPU (run), src) == pp_gpu_device (GPU (run), st->rank))
-            continue;
-          PpGpuEdge *e = pp_gpu_edge_new (GPU (run), src, st->rank, err);
-          if (e == NULL)
-            return err != NULL && err->status ? err->status : PP_EIO;
-          if (dir == 0)
-            CS (st)->edge_f = e;
-          else
-            CS (st)->edge_b = e;
-        }
-    }
-  return PP_OK;
 }
 
 /* The rank's timing records (3 events each) and its zero rows. */
@@ -890,10 +821,14 @@ cuda_open (PpRun *run, PpError *err)
                         : cfg->gpu_partition == PP_RUN_GPU_STREAMS ? PP_GPU_PARTITION_STREAMS
                         : PP_GPU_PARTITION_AUTO;
 
-  if (run->transport->process_rank >= 0)
+  /* ranks as processes need a transport that moves device data (nccl) */
+  if (run->transport->process_rank >= 0 && run->transport->ops->acquire_device == NULL)
     return pp_error_set (err, PP_EUNSUPPORTED,
-                         "the CUDA backend runs its ranks as threads of one process (green-context "
-                         "partitions or one GPU each); ranks as MPI processes are CPU ranks for now");
+                         "the CUDA backend runs ranks as processes only over NCCL, one GPU each "
+                         "(this pipescope %s); use threads with green-context partitions (no "
+                         "mpirun) or --backend cpu",
+                         pp_gpu_have_nccl () ? "has NCCL, but the job's transport is MPI"
+                                             : "was built without NCCL, or libnccl.so.2 does not load");
   if ((run->bk = calloc (1, sizeof (CudaRun))) == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
   GPU (run) = pp_gpu_open (run->P, want, cfg->probe, !cfg->no_cupti, err);
@@ -910,6 +845,16 @@ cuda_open (PpRun *run, PpError *err)
     if ((run->pool = pp_batch_pool_new (run->model, (int) n, err)) == NULL)
       return err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
   }
+  if (run->transport->ops->acquire_device == NULL)
+    {
+      /* ranks as threads: the local hand-off orders the launches, the
+       * device transport moves the data (copies, NCCL edges) */
+      PpTransport *d = pp_transport_new_device (run->transport, GPU (run), cfg->gpu_transport, err);
+      if (d == NULL)
+        return err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
+      CUDA_RUN (run)->host = run->transport;
+      run->transport = d;
+    }
   return PP_OK;
 }
 
@@ -999,6 +944,12 @@ cuda_close (PpRun *run)
 {
   if (run->bk == NULL)
     return;
+  if (CUDA_RUN (run)->host != NULL)
+    {
+      /* the device transport's NCCL edges go before the devices close */
+      pp_transport_free (run->transport);
+      run->transport = CUDA_RUN (run)->host;
+    }
   pp_gpu_close (GPU (run));
   free (run->bk);
   run->bk = NULL;
@@ -1010,7 +961,6 @@ static const PpRunBackend cuda_backend = {
   .setup_stage = setup_stage_gpu,
   .stage_params = cuda_stage_params,
   .setup_rank = setup_rank_gpu,
-  .setup_links = setup_edges_gpu,
   .rank_step_begin = gpu_step_begin,
   .rank_step_end = gpu_step_end,
   .batch_rows = cuda_batch_rows,

@@ -11,11 +11,7 @@
 #ifdef PP_HAVE_CUPTI
 #include "pp-cupti.h"
 #endif
-#ifdef PP_HAVE_NCCL
-#include <dlfcn.h>
-#include <pthread.h>
-#include <nccl.h>
-#endif
+#include "pp-nccl.h"
 
 /* The driver functions we use, resolved once per open. */
 typedef struct {
@@ -228,8 +224,10 @@ make_streams (PpGpu *g, int dev, int r0, int n, PpError *err)
   return PP_OK;
 }
 
-PpGpu *
-pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti, PpError *err)
+/* Every rank (only < 0), or rank `only` alone on GPU `only_device`. */
+static PpGpu *
+gpu_open (int n_ranks, int only, int only_device, PpGpuPartition want, PpProbe *probe,
+          int cupti, PpError *err)
 {
   PpGpu *g;
   int n_dev = 0;
@@ -282,7 +280,23 @@ pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti, PpErro
     }
   g->have_drv = resolve_driver (&g->drv);
 
-  if (n_dev >= n_ranks)
+  if (only >= 0)
+    {
+      /* one rank of a job's processes: the other ranks are elsewhere */
+      g->partition = PP_GPU_PARTITION_DEVICES;
+      for (int r = 0; r < n_ranks; r++)
+        g->place[r].device = -1;
+      if (only_device < 0 || only_device >= n_dev)
+        {
+          pp_error_set (err, PP_EUNSUPPORTED, "rank %d: no GPU %d here (%d GPUs)", only,
+                        only_device, n_dev);
+          goto fail;
+        }
+      g->place[only].device = only_device;
+      if (make_streams (g, only_device, only, 1, err) != PP_OK)
+        goto fail;
+    }
+  else if (n_dev >= n_ranks)
     {
       g->partition = PP_GPU_PARTITION_DEVICES;
       for (int r = 0; r < n_ranks; r++)
@@ -341,6 +355,8 @@ pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti, PpErro
     {
       Place *pl = &g->place[r];
       cudaError_t e;
+      if (pl->device < 0)
+        continue;
       if (pp_gpu_bind (g, r, err) != PP_OK)
         goto fail;
       if ((pl->lt = pp_cublaslt_new (err)) == NULL)
@@ -356,13 +372,16 @@ pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti, PpErro
     struct cudaDeviceProp prop;
     const char *name = "GPU";
     int total = 0;
-    if (cudaGetDeviceProperties (&prop, g->place[0].device) == cudaSuccess)
+    if (cudaGetDeviceProperties (&prop, g->place[only >= 0 ? only : 0].device) == cudaSuccess)
       {
         name = prop.name;
         total = prop.multiProcessorCount;
       }
     (void) cudaGetLastError ();
-    switch (g->partition)
+    if (only >= 0)
+      snprintf (g->describe, sizeof g->describe, "%.60s (%d SMs), GPU %d for rank %d, one GPU per rank process",
+                name, total, only_device, only);
+    else switch (g->partition)
       {
       case PP_GPU_PARTITION_DEVICES:
         snprintf (g->describe, sizeof g->describe, "%d x %.60s (%d SMs), one GPU per rank",
@@ -387,6 +406,23 @@ fail:
   return NULL;
 }
 
+PpGpu *
+pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti, PpError *err)
+{
+  return gpu_open (n_ranks, -1, -1, want, probe, cupti, err);
+}
+
+PpGpu *
+pp_gpu_open_rank (int n_ranks, int rank, int device, PpProbe *probe, int cupti, PpError *err)
+{
+  if (rank < 0 || rank >= n_ranks)
+    {
+      pp_error_set (err, PP_EINVAL, "rank %d is not one of %d", rank, n_ranks);
+      return NULL;
+    }
+  return gpu_open (n_ranks, rank, device, PP_GPU_PARTITION_DEVICES, probe, cupti, err);
+}
+
 void
 pp_gpu_close (PpGpu *g)
 {
@@ -396,6 +432,8 @@ pp_gpu_close (PpGpu *g)
     {
       for (int r = 0; r < g->P; r++)
         {
+          if (g->place[r].device < 0)
+            continue;   /* another process's rank */
           if (g->place[r].ctx != NULL && g->drv.CtxSetCurrent != NULL)
             g->drv.CtxSetCurrent (g->place[r].ctx);
           else
@@ -514,179 +552,12 @@ pp_gpu_cupti_note (const PpGpu *g)
   return g ? g->cupti_note : "";
 }
 
-/* ---- NCCL edges ---- */
-
-#ifdef PP_HAVE_NCCL
-/* NCCL is opened at run time (libnccl.so.2), not linked: the binaries load
- * where it is not installed, and the transport falls back to copies there. */
-static struct {
-  ncclResult_t (*CommInitAll) (ncclComm_t *, int, const int *);
-  ncclResult_t (*CommDestroy) (ncclComm_t);
-  ncclResult_t (*GroupStart) (void);
-  ncclResult_t (*GroupEnd) (void);
-  ncclResult_t (*Send) (const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*Recv) (void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-  const char  *(*GetErrorString) (ncclResult_t);
-  int ok;
-} nccl;
-static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
-
-static void
-nccl_load (void)
-{
-  void *h = dlopen ("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL)
-    h = dlopen ("libnccl.so", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL)
-    return;
-  *(void **) &nccl.CommInitAll = dlsym (h, "ncclCommInitAll");
-  *(void **) &nccl.CommDestroy = dlsym (h, "ncclCommDestroy");
-  *(void **) &nccl.GroupStart = dlsym (h, "ncclGroupStart");
-  *(void **) &nccl.GroupEnd = dlsym (h, "ncclGroupEnd");
-  *(void **) &nccl.Send = dlsym (h, "ncclSend");
-  *(void **) &nccl.Recv = dlsym (h, "ncclRecv");
-  *(void **) &nccl.GetErrorString = dlsym (h, "ncclGetErrorString");
-  nccl.ok = nccl.CommInitAll && nccl.CommDestroy && nccl.GroupStart && nccl.GroupEnd
-            && nccl.Send && nccl.Recv && nccl.GetErrorString;
-}
-#endif
-
 int
 pp_gpu_have_nccl (void)
 {
 #ifdef PP_HAVE_NCCL
-  pthread_once (&nccl_once, nccl_load);
-  return nccl.ok;
+  return pp_nccl () != NULL;
 #else
   return 0;
-#endif
-}
-
-#ifdef PP_HAVE_NCCL
-struct _PpGpuEdge {
-  int          src, dst;      /* ranks */
-  int          self;          /* one device: one communicator sending to itself */
-  ncclComm_t   comm[2];       /* [0] on src's device, [1] on dst's (== [0] if self) */
-  cudaStream_t send;          /* on src's device, in src's context */
-};
-
-static PpStatus
-nccl_fail (PpError *err, const char *what, ncclResult_t r)
-{
-  return pp_error_set (err, PP_EIO, "NCCL %s: %s", what, nccl.GetErrorString (r));
-}
-#endif
-
-PpGpuEdge *
-pp_gpu_edge_new (PpGpu *g, int src, int dst, PpError *err)
-{
-#ifdef PP_HAVE_NCCL
-  PpGpuEdge *e = calloc (1, sizeof *e);
-  int devs[2] = { g->place[src].device, g->place[dst].device };
-  ncclResult_t r;
-  cudaError_t ce;
-
-  if (!pp_gpu_have_nccl ())
-    {
-      free (e);
-      pp_error_set (err, PP_EUNSUPPORTED, "NCCL (libnccl.so.2) cannot be loaded here");
-      return NULL;
-    }
-  if (e == NULL)
-    {
-      pp_error_set (err, PP_ENOMEM, "out of memory");
-      return NULL;
-    }
-  e->src = src;
-  e->dst = dst;
-  e->self = devs[0] == devs[1];
-  r = nccl.CommInitAll (e->comm, e->self ? 1 : 2, devs);
-  if (r != ncclSuccess)
-    {
-      nccl_fail (err, "communicator for a stage edge", r);
-      free (e);
-      return NULL;
-    }
-  if (e->self)
-    e->comm[1] = e->comm[0];
-  if (pp_gpu_bind (g, src, err) != PP_OK)
-    {
-      pp_gpu_edge_free (g, e);
-      return NULL;
-    }
-  if ((ce = cudaStreamCreateWithFlags (&e->send, cudaStreamNonBlocking)) != cudaSuccess)
-    {
-      cuda_fail (err, "cudaStreamCreate (NCCL sends)", ce);
-      pp_gpu_edge_free (g, e);
-      return NULL;
-    }
-  return e;
-#else
-  (void) g; (void) src; (void) dst;
-  pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without NCCL");
-  return NULL;
-#endif
-}
-
-PpStatus
-pp_gpu_edge_transfer (PpGpu *g, PpGpuEdge *e, const float *src, float *dst, size_t count,
-                      void *ready, PpError *err)
-{
-#ifdef PP_HAVE_NCCL
-  ncclResult_t r, r2;
-  cudaError_t ce;
-  PpStatus rc;
-
-  /* the send side waits for the producer, on src's device */
-  if ((rc = pp_gpu_bind (g, e->src, err)) != PP_OK)
-    return rc;
-  if ((ce = cudaStreamWaitEvent (e->send, (cudaEvent_t) ready, 0)) != cudaSuccess)
-    {
-      cuda_fail (err, "cudaStreamWaitEvent (NCCL send)", ce);
-      (void) pp_gpu_bind (g, e->dst, NULL);
-      return PP_EIO;
-    }
-  if ((r = nccl.GroupStart ()) != ncclSuccess)
-    {
-      (void) pp_gpu_bind (g, e->dst, NULL);
-      return nccl_fail (err, "group start", r);
-    }
-  r = nccl.Send (src, count, ncclFloat32, e->self ? 0 : 1, e->comm[0], e->send);
-  if (r == ncclSuccess)
-    r = nccl.Recv (dst, count, ncclFloat32, 0, e->comm[1], g->place[e->dst].stream);
-  r2 = nccl.GroupEnd ();
-  if ((rc = pp_gpu_bind (g, e->dst, err)) != PP_OK)
-    return rc;
-  if (r != ncclSuccess)
-    return nccl_fail (err, "send/receive of a stage boundary", r);
-  if (r2 != ncclSuccess)
-    return nccl_fail (err, "group end", r2);
-  return PP_OK;
-#else
-  (void) g; (void) e; (void) src; (void) dst; (void) count; (void) ready;
-  return pp_error_set (err, PP_EUNSUPPORTED, "this pipescope was built without NCCL");
-#endif
-}
-
-void
-pp_gpu_edge_free (PpGpu *g, PpGpuEdge *e)
-{
-#ifdef PP_HAVE_NCCL
-  if (e == NULL)
-    return;
-  if (e->send != NULL)
-    {
-      (void) pp_gpu_bind (g, e->src, NULL);
-      (void) cudaStreamSynchronize (e->send);
-      cudaStreamDestroy (e->send);
-    }
-  if (e->comm[0] != NULL)
-    nccl.CommDestroy (e->comm[0]);
-  if (!e->self && e->comm[1] != NULL)
-    nccl.CommDestroy (e->comm[1]);
-  (void) cudaGetLastError ();
-  free (e);
-#else
-  (void) g; (void) e;
 #endif
 }

@@ -57,6 +57,11 @@ typedef struct _PpCupti PpCupti;
  * into probe (ignored when probe is NULL or CUPTI is not built). */
 PpGpu      *pp_gpu_open (int n_ranks, PpGpuPartition want, PpProbe *probe, int cupti,
                          PpError *err);
+/* One rank of a job whose ranks are processes (the nccl transport): rank
+ * alone, with the whole of GPU `device`; the other ranks are elsewhere
+ * (calls for them are not allowed). */
+PpGpu      *pp_gpu_open_rank (int n_ranks, int rank, int device, PpProbe *probe, int cupti,
+                              PpError *err);
 /* Synchronizes every stream, frees what open made, stops CUPTI.  NULL ok. */
 void        pp_gpu_close (PpGpu *g);
 
@@ -83,26 +88,10 @@ int64_t     pp_gpu_event_ns (PpGpu *g, int rank, void *event);
 PpCupti    *pp_gpu_cupti (const PpGpu *g);
 const char *pp_gpu_cupti_note (const PpGpu *g);
 
-/* ---- stage transfers through NCCL --------------------------------------
- *
- * A directed stage edge from rank src to rank dst: its own NCCL communicator
- * pair (ncclCommInitAll over the two ranks' devices; a single one-rank
- * communicator that sends to itself when both share a device, which NCCL
- * allows) and a stream on src's device for the sends.  The CONSUMER's thread
- * queues both halves inside one ncclGroupStart/End, so the sends and
- * receives of an edge are posted in one order by one thread and always
- * match, whatever order the schedule produces them in.  Only built with
- * NCCL (pp_gpu_have_nccl). */
-typedef struct _PpGpuEdge PpGpuEdge;
-
+/* Whether NCCL can be used here (built with it, libnccl.so.2 loads):
+ * stage transfers between the ranks' GPUs are then the device transport's
+ * NCCL edges (pp-transport-device.c). */
 int         pp_gpu_have_nccl (void);
-PpGpuEdge  *pp_gpu_edge_new (PpGpu *g, int src_rank, int dst_rank, PpError *err);
-/* After `ready` (a cudaEvent_t recorded on src's stream): count floats from
- * src (on src's device) into dst (on dst's device), the receive queued on
- * dst's stream.  Call on dst's thread with dst bound; it stays bound. */
-PpStatus    pp_gpu_edge_transfer (PpGpu *g, PpGpuEdge *e, const float *src, float *dst,
-                                  size_t count, void *ready, PpError *err);
-void        pp_gpu_edge_free (PpGpu *g, PpGpuEdge *e);
 
 /* "cuda error text" for a cudaError_t value, for messages. */
 const char *pp_gpu_error_string (int cuda_error);

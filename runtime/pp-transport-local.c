@@ -232,5 +232,6 @@ pp_transport_new_local (PpError *err)
   l->base.ops = &local_ops;
   l->base.process_rank = -1;
   l->base.n_processes = 1;
+  l->base.device = -1;
   return &l->base;
 }

@@ -541,6 +541,7 @@ pp_transport_new_mpi (PpError *err)
   m->base.ops = &mpi_ops;
   m->base.process_rank = rank;
   m->base.n_processes = size;
+  m->base.device = -1;
   return &m->base;
 }
 

@@ -6,7 +6,12 @@
  *          producer's buffer in place once it is published (no copy);
  *   mpi    one rank per process (mpirun): non-blocking point-to-point,
  *          each message tagged by (producer stage, direction, micro-batch)
- *          so that any schedule's order of sends and receives matches.
+ *          so that any schedule's order of sends and receives matches;
+ *   device (CUDA builds) every rank a thread of this process, on GPUs: the
+ *          local hand-off orders the launches, the data moves as a device
+ *          (or peer) copy or an NCCL send/receive on the consumer's stream;
+ *   nccl   (CUDA, NCCL and MPI builds) one rank per process, one GPU each:
+ *          ncclSend/ncclRecv between the ranks' GPUs, everything else MPI.
  *
  * The executor (pp-run.c) calls these and nothing else to move data between
  * stages; adding a transport touches no schedule code.  A producer's buffer
@@ -70,6 +75,20 @@ typedef struct {
    * (all, sizes unused).  Every process calls it at the same point. */
   PpStatus (*gather_bytes) (PpTransport *t, const void *buf, size_t n, void **all, size_t *sizes,
                             PpError *err);
+  /* Device data (the CUDA backend); NULL on a transport that moves host
+   * memory only.  publish_device: stage's result for mb is in d_data (n
+   * floats on the producer's GPU, untouched until step_end) once `ready`
+   * (a cudaEvent_t recorded on the producer's stream) has completed; the
+   * consumer's acquire then returns (with *data unused).  acquire_device,
+   * called once acquire has returned PP_OK for the same result: queues on
+   * `stream` (the consumer's cudaStream_t, its context current) what
+   * orders it after the producer, then `start` (a cudaEvent_t: where the
+   * transfer's span begins), then the transfer into d_dst (n floats on the
+   * consumer's GPU).  Nothing waits on the host. */
+  void     (*publish_device) (PpTransport *t, int stage, int grad, int mb, const float *d_data,
+                              size_t n, void *ready);
+  PpStatus (*acquire_device) (PpTransport *t, int stage, int grad, int mb, float *d_dst,
+                              size_t n, void *stream, void *start, PpError *err);
   void     (*free)       (PpTransport *t);
 } PpTransportOps;
 
@@ -79,6 +98,8 @@ struct PpTransport {
   int process_rank;
   /* Processes in the job: 1 for the local transport. */
   int n_processes;
+  /* The GPU this process's rank runs on (nccl: one GPU per rank), or -1. */
+  int device;
 };
 
 /* Whether this process runs rank r. */
@@ -99,6 +120,15 @@ bool         pp_transport_launched_by_mpi (void);
  * this process runs rank MPI_COMM_WORLD's rank.  NULL with a one-line error
  * without MPI. */
 PpTransport *pp_transport_new_mpi (PpError *err);
+
+/* CUDA builds: the device transport over `host` (a local transport, which
+ * it borrows: the caller frees both, this one first) for the ranks placed
+ * by gpu (a PpGpu, pp-gpu.h).  mode: PP_RUN_TRANSPORT_* of pp-run.h (auto:
+ * NCCL between different GPUs where NCCL loads, copies on one GPU).  NULL
+ * with a one-line error without CUDA. */
+struct _PpGpu;
+PpTransport *pp_transport_new_device (PpTransport *host, struct _PpGpu *gpu, int mode,
+                                      PpError *err);
 
 static inline void
 pp_transport_free (PpTransport *t)
