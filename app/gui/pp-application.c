@@ -3,6 +3,7 @@
 #include "pp-application.h"
 
 #include "pp-window.h"
+#include "pp-import-open.h"
 #include "pp-live.h"
 
 #include <string.h>
@@ -109,11 +110,15 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
 
   if (files && files[0])
     {
-      for (guint i = 0; files[i]; i++)
-        {
-          g_autoptr (GFile) file = g_application_command_line_create_file_for_arg (cmdline, files[i]);
-          pp_window_open_file (win, file);
-        }
+      /* torch.profiler traces given together are one job's ranks: one run */
+      guint n = g_strv_length ((char **) files);
+      GFile **gf = g_new0 (GFile *, n);
+      for (guint i = 0; i < n; i++)
+        gf[i] = g_application_command_line_create_file_for_arg (cmdline, files[i]);
+      pp_gui_open_files (win, gf, n);
+      for (guint i = 0; i < n; i++)
+        g_object_unref (gf[i]);
+      g_free (gf);
     }
   else if (attach)
     pp_window_attach (win, attach, token);

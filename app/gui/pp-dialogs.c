@@ -1,6 +1,8 @@
 /* pp-dialogs.c — Attach…, Open…, Save Screenshot…, Export Chrome JSON…. */
 #include "pp-window-private.h"
 
+#include "pp-import-open.h"
+
 #include "pp-registry.h"
 #include "pp-timeline-render.h"
 
@@ -11,8 +13,16 @@ open_response (GtkNativeDialog *dialog, int response, PpWindow *self)
 {
   if (response == GTK_RESPONSE_ACCEPT)
     {
-      g_autoptr (GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-      pp_window_open_file (self, file);
+      /* several torch.profiler traces chosen together: one job, one run */
+      g_autoptr (GListModel) list = gtk_file_chooser_get_files (GTK_FILE_CHOOSER (dialog));
+      guint n = g_list_model_get_n_items (list);
+      GFile **files = g_new0 (GFile *, n + 1);
+      for (guint i = 0; i < n; i++)
+        files[i] = g_list_model_get_item (list, i);
+      pp_gui_open_files (self, files, n);
+      for (guint i = 0; i < n; i++)
+        g_object_unref (files[i]);
+      g_free (files);
     }
   g_object_unref (dialog);
 }
@@ -26,8 +36,17 @@ pp_window_show_open_dialog (PpWindow *self)
   GtkFileFilter *filter = gtk_file_filter_new ();
   gtk_file_filter_set_name (filter, "pipescope traces");
   gtk_file_filter_add_pattern (filter, "*.pptrace");
+  gtk_file_filter_add_pattern (filter, "*.json");
+  gtk_file_filter_add_pattern (filter, "*.json.gz");
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
   g_object_unref (filter);
+  filter = gtk_file_filter_new ();
+  gtk_file_filter_set_name (filter, "torch.profiler traces (one file per rank)");
+  gtk_file_filter_add_pattern (filter, "*.json");
+  gtk_file_filter_add_pattern (filter, "*.json.gz");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  g_object_unref (filter);
+  gtk_file_chooser_set_select_multiple (GTK_FILE_CHOOSER (dialog), TRUE);
   filter = gtk_file_filter_new ();
   gtk_file_filter_set_name (filter, "All files");
   gtk_file_filter_add_pattern (filter, "*");

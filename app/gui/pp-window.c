@@ -3,6 +3,7 @@
 #include "pp-window-private.h"
 
 #include "pp-application.h"
+#include "pp-import-open.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 
@@ -659,6 +660,13 @@ void
 pp_window_open_file (PpWindow *self, GFile *file)
 {
   g_return_if_fail (PP_IS_WINDOW (self));
+  if (pp_gui_is_json_trace (file))
+    {
+      /* a torch.profiler trace: imported into a .pptrace first, which
+       * then comes back here (pp-import-open.c) */
+      pp_gui_open_files (self, &file, 1);
+      return;
+    }
   char *path = g_file_get_path (file);
   if (!path)
     {
