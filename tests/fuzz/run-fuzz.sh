@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-fuzz.sh SRCROOT OUTDIR [SECONDS]
 #
-# Builds the libFuzzer targets (fuzz-reader, fuzz-consumers) with clang
+# Builds the libFuzzer targets (fuzz-reader, fuzz-consumers, fuzz-import) with clang
 # -fsanitize=fuzzer,address,undefined into OUTDIR, and san-trace-cli (the
 # CLI's info, export, render and suggest under ASan + UBSan); runs every
 # seed file through the CLI's commands and every corpus input once through
@@ -55,6 +55,15 @@ build() { # name sources...
 }
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
+# the torch.profiler importer (its JSON reader, gunzip, the converter)
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c"
+cairo_flags_plain=$cairo_flags
+cairo_flags="$cairo_flags -lz"
+inc_plain=$inc
+inc="$inc -I$src/import"
+build fuzz-import "$src/tests/fuzz/fuzz-import.c" $imp $probe $runtime
+inc=$inc_plain
+cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
 cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
      $src/app/cli/cli-common.c $src/app/cli/cli-plan.c"
@@ -96,16 +105,22 @@ for f in "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace;
   done
 done
 echo "run-fuzz: san-trace-cli: info, export (chrome, csv), render, suggest over $n_files seed files"
-for t in fuzz-reader fuzz-consumers; do
+# the importer's seeds: small torch.profiler traces (JSON, one gzip'd)
+corpus_json="$out/corpus-json"
+mkdir -p "$corpus_json"
+cp "$src"/tests/fuzz/corpus-json/* "$corpus_json"/ 2>/dev/null
+for t in fuzz-reader fuzz-consumers fuzz-import; do
+  c=$corpus
+  [ "$t" = fuzz-import ] && c=$corpus_json
   # every input of the corpus once
   # shellcheck disable=SC2086
-  if ! "$out/$t" $limits -runs=0 -artifact_prefix="$out/$t-" "$corpus" >"$out/$t.corpus.log" 2>&1; then
+  if ! "$out/$t" $limits -runs=0 -artifact_prefix="$out/$t-" "$c" >"$out/$t.corpus.log" 2>&1; then
     echo "run-fuzz: FINDING: $t on the corpus:"; tail -40 "$out/$t.corpus.log"; status=1; continue
   fi
   secs=$((total / 2))
   # shellcheck disable=SC2086
   if ! "$out/$t" $limits -max_total_time="$secs" -max_len=65536 -print_final_stats=1 \
-       -artifact_prefix="$out/$t-" "$corpus" >"$out/$t.log" 2>&1; then
+       -artifact_prefix="$out/$t-" "$c" >"$out/$t.log" 2>&1; then
     echo "run-fuzz: FINDING: $t (artifact under $out/$t-*):"; tail -40 "$out/$t.log"; status=1; continue
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$t.log" | grep -o '[0-9]*$')

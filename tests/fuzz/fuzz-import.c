@@ -1,0 +1,94 @@
+/* fuzz-import.c — libFuzzer target: the torch.profiler importer over any
+ * bytes (import/pp-import.h).
+ *
+ * The input is one or two traces: split at the first 0xff byte (never in
+ * JSON text), so that two ranks are merged, as import does with a job's
+ * files; gzip'd inputs are gunzipped as the importer would.  The JSON
+ * reader sees it first on its own (every node touched), then the whole
+ * importer writes into a memory trace, which the trace reader must read
+ * back without error: what import writes is always a valid trace. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-import.h"
+#include "pp-json.h"
+#include "pp-trace.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+typedef struct {
+  unsigned char *buf;
+  size_t         len, cap;
+} Sink;
+
+static int
+sink_write (void *user, const void *data, size_t size)
+{
+  Sink *s = user;
+  if (s->len + size > s->cap)
+    {
+      size_t nc = (s->len + size) * 2;
+      unsigned char *g = realloc (s->buf, nc);
+      if (g == NULL)
+        return -1;
+      s->buf = g;
+      s->cap = nc;
+    }
+  memcpy (s->buf + s->len, data, size);
+  s->len += size;
+  return 0;
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  PpError err = { 0 };
+  PpJsonDoc doc;
+  if (pp_json_parse ((const char *) data, size, &doc, &err) == PP_OK)
+    {
+      char buf[64];
+      int64_t v;
+      for (uint32_t i = 0; i < doc.n_nodes; i++)
+        {
+          (void) pp_json_string (&doc, i, buf, sizeof buf);
+          (void) pp_json_scaled (&doc, i, 3, &v);
+          (void) pp_json_get (&doc, i, "traceEvents");
+        }
+      pp_json_doc_clear (&doc);
+    }
+
+  const uint8_t *cut = memchr (data, 0xff, size);
+  PpImportInput in[2] = {
+    { "rank-a.json", data, cut ? (size_t) (cut - data) : size },
+    { "rank-b.json", cut ? cut + 1 : NULL, cut ? size - (size_t) (cut - data) - 1 : 0 },
+  };
+  Sink sink = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_callback (sink_write, &sink, PP_TRACE_NATIVE, &err);
+  if (w == NULL)
+    return 0;
+  PpImportSummary sum;
+  PpStatus st = pp_import_kineto (in, cut ? 2 : 1, w, &sum, &err);
+  if (st != PP_OK && (err.msg[0] == '\0' || strchr (err.msg, '\n') != NULL))
+    abort ();   /* a refusal is one line that says why */
+  if (pp_trace_writer_close (w, &err) != PP_OK)
+    st = PP_EIO;
+  if (st == PP_OK)
+    {
+      PpTraceReader *r = pp_trace_reader_new_memory (sink.buf, sink.len, &err);
+      PpTraceItem it;
+      if (r == NULL)
+        abort ();
+      for (;;)
+        {
+          if (pp_trace_reader_next (r, &it, &err) != PP_OK)
+            abort ();   /* import wrote a trace its own reader refuses */
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+        }
+      pp_trace_reader_free (r);
+    }
+  free (sink.buf);
+  return 0;
+}
