@@ -10,6 +10,7 @@
 #include "pp-timeline-model.h"
 #include "pp-timeline-model-private.h"
 #include "pp-timeline-render.h"
+#include "pp-timeline-summary.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 #define MS 1000000
@@ -502,6 +503,281 @@ test_render_legend (void)
   pp_timeline_model_free (m);
 }
 
+/* ---- issue 17: find and filter, arrows, ranges, summaries, lost ranks --------------- */
+
+static void
+test_filter_parse (void)
+{
+  PpTimelineFilter f;
+  char err[160];
+  PpSpan w3 = { .kind = PP_SPAN_W, .stage = 2, .microbatch = 3, .step = 5 };
+  PpSpan f3 = { .kind = PP_SPAN_F, .stage = 2, .microbatch = 3, .step = 5 };
+  PpSpan w4 = { .kind = PP_SPAN_W, .stage = 1, .microbatch = 4, .step = 6 };
+
+  g_assert_cmpint (pp_timeline_filter_parse ("", &f, err, sizeof err), ==, 0);
+  g_assert_false (f.active);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_cmpint (pp_timeline_filter_parse ("W", &f, err, sizeof err), ==, 0);
+  g_assert_true (f.active);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_false (pp_timeline_filter_match (&f, 0, &f3));
+  g_assert_cmpint (pp_timeline_filter_parse ("mb 3", &f, err, sizeof err), ==, 0);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_true (pp_timeline_filter_match (&f, 0, &f3));
+  g_assert_false (pp_timeline_filter_match (&f, 0, &w4));
+  /* combined: every term holds; kinds are alternatives */
+  g_assert_cmpint (pp_timeline_filter_parse ("W, micro-batch 3 step 5", &f, err, sizeof err), ==, 0);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_false (pp_timeline_filter_match (&f, 0, &f3));
+  g_assert_false (pp_timeline_filter_match (&f, 0, &w4));
+  g_assert_cmpint (pp_timeline_filter_parse ("F w", &f, err, sizeof err), ==, 0);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &f3) && pp_timeline_filter_match (&f, 0, &w4));
+  g_assert_cmpint (pp_timeline_filter_parse ("stage 1-2 s2 mb3", &f, err, sizeof err), ==, 0);
+  g_assert_true (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_false (pp_timeline_filter_match (&f, 0, &w4));
+  g_assert_cmpint (pp_timeline_filter_parse ("rank 1", &f, err, sizeof err), ==, 0);
+  g_assert_false (pp_timeline_filter_match (&f, 0, &w3));
+  g_assert_true (pp_timeline_filter_match (&f, 1, &w3));
+  g_assert_cmpint (pp_timeline_filter_parse ("all", &f, err, sizeof err), ==, 0);
+  g_assert_false (f.active);
+  /* mistakes: one line that says what is accepted */
+  static const char *const bad[] = { "foo", "mb", "mb x", "3", "stage 4-2", "step -1" };
+  for (size_t i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_cmpint (pp_timeline_filter_parse (bad[i], &f, err, sizeof err), ==, -1);
+      g_assert_cmpuint (strlen (err), >, 10);
+      g_assert_null (strchr (err, '\n'));
+    }
+}
+
+/* A filter dims the blocks it does not name and leaves the others as they
+ * were; arrows and a measured range draw where they say. */
+static void
+test_render_focus (Fixture *f, gconstpointer data)
+{
+  PpTimelineView v;
+  PpTimelineLayout l;
+  PpTimelineFilter flt;
+  char err[160];
+  double fc[3], bc[3];
+  int64_t t0 = pp_timeline_model_start_ns (f->m);
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 400);
+  cairo_t *cr = cairo_create (s);
+
+  pp_timeline_view_init (&v, f->m, 1200, 400);
+  pp_timeline_layout (f->m, &v, &l);
+  pp_timeline_color (PP_SPAN_F, 0, fc);
+  pp_timeline_color (PP_SPAN_B, 0, bc);
+  g_assert_cmpint (pp_timeline_filter_parse ("B", &flt, err, sizeof err), ==, 0);
+  v.filter = &flt;
+  pp_timeline_render (cr, f->m, &v);
+  cairo_surface_flush (s);
+  double y = l.rows_y + l.block_h * 0.2;
+  double xf = pp_timeline_x_of (&v, &l, t0 + MS / 2);                 /* GPU 0's F0 */
+  double xb = pp_timeline_x_of (&v, &l, t0 + 15 * MS + MS);           /* GPU 0's B0 */
+  g_assert_cmpfloat (patch_share (s, xf, y, fc, 0.1), ==, 0);
+  g_assert_cmpfloat (patch_share (s, xb, y, bc, 0.02), ==, 1.0);
+
+  /* "mb 0": F0 stays, F1 is dimmed */
+  g_assert_cmpint (pp_timeline_filter_parse ("mb 0", &flt, err, sizeof err), ==, 0);
+  pp_timeline_render (cr, f->m, &v);
+  cairo_surface_flush (s);
+  g_assert_cmpfloat (patch_share (s, xf, y, fc, 0.02), ==, 1.0);
+  g_assert_cmpfloat (patch_share (s, pp_timeline_x_of (&v, &l, t0 + MS + MS / 2), y, fc, 0.1), ==, 0);
+  v.filter = NULL;
+
+  /* an arrow from GPU 0 at 1 ms to GPU 2 at 9 ms: its middle is dark */
+  PpTimelineArrow a = { .from_rank = 0, .to_rank = 2, .from_ns = t0 + MS, .to_ns = t0 + 9 * MS };
+  v.arrows = &a;
+  v.n_arrows = 1;
+  pp_timeline_render (cr, f->m, &v);
+  cairo_surface_flush (s);
+  {
+    double mx = (pp_timeline_x_of (&v, &l, a.from_ns) + pp_timeline_x_of (&v, &l, a.to_ns)) / 2;
+    double my = l.rows_y + l.row_h + l.block_h * 0.5;
+    double black[3] = { 0, 0, 0 };
+    int dark = 0;
+    for (int dy = -2; dy <= 2; dy++)
+      for (int dx = -2; dx <= 2; dx++)
+        dark += dist (pixel (s, (int) mx + dx, (int) my + dy), black) < 0.3;
+    g_assert_cmpint (dark, >=, 3);
+  }
+  v.arrows = NULL;
+  v.n_arrows = 0;
+
+  /* a measured range: the ruler is tinted inside it, not outside */
+  v.has_range = 1;
+  v.range_t0_ns = t0 + 10 * MS;
+  v.range_t1_ns = t0 + 20 * MS;
+  {
+    cairo_surface_t *s0 = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 400);
+    cairo_t *cr0 = cairo_create (s0);
+    PpTimelineView v0 = v;
+    v0.has_range = 0;
+    pp_timeline_render (cr0, f->m, &v0);
+    pp_timeline_render (cr, f->m, &v);
+    cairo_surface_flush (s);
+    cairo_surface_flush (s0);
+    int yr = (int) (l.ruler_y + l.ruler_h - 2);
+    int inside = (int) pp_timeline_x_of (&v, &l, t0 + 12 * MS), outside = (int) pp_timeline_x_of (&v, &l, t0 + 5 * MS);
+    g_assert_cmpuint (pixel (s, inside, yr), !=, pixel (s0, inside, yr));
+    g_assert_cmpuint (pixel (s, outside, yr), ==, pixel (s0, outside, yr));
+    cairo_destroy (cr0);
+    cairo_surface_destroy (s0);
+  }
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+}
+
+/* A long run zoomed out: per rank and step a summary bar, the slow step's
+ * length in vermillion under it; zoomed in, blocks again. */
+static void
+test_render_summaries (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it;
+  PpTraceDescription d = { 0 };
+  int64_t t = 0, slow_start = 0, slow_end = 0;
+  const int n_steps = 300, slow = 150;
+
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  d.n_ranks = 2;
+  d.n_microbatches = 4;
+  d.n_virtual = 1;
+  it.type = PP_TRACE_ITEM_DESCRIPTION;
+  it.description = &d;
+  pp_timeline_model_add (m, &it);
+  for (int step = 0; step < n_steps; step++)
+    {
+      int64_t len = step == slow ? 40 * MS : 14 * MS;
+      if (step == slow)
+        slow_start = t, slow_end = t + len;
+      memset (&it, 0, sizeof it);
+      it.type = PP_TRACE_ITEM_STEP_MARKER;
+      it.step_marker.time_ns = t;
+      it.step_marker.step = step;
+      it.step_marker.phase = PP_TRACE_STEP_BEGIN;
+      pp_timeline_model_add (m, &it);
+      it.type = PP_TRACE_ITEM_SPAN;
+      for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 4; k++)
+          {
+            int64_t a = t + r * MS + k * MS;
+            it.span = (PpSpan) { .start_ns = a, .end_ns = a + MS, .rank = r, .stage = r, .microbatch = k,
+                                 .step = step, .kind = PP_SPAN_F, .peer_rank = -1 };
+            pp_timeline_model_add (m, &it);
+            a = t + len - (8 - 2 * k) * MS - (1 - r) * MS;
+            it.span = (PpSpan) { .start_ns = a, .end_ns = a + 2 * MS, .rank = r, .stage = r, .microbatch = k,
+                                 .step = step, .kind = PP_SPAN_B, .peer_rank = -1 };
+            pp_timeline_model_add (m, &it);
+          }
+      t += len;
+    }
+  {
+    PpTimelineStepSummary sum;
+    pp_timeline_summarize (m, 0, slow_start, slow_end, &sum);
+    g_assert_cmpfloat (fabs (sum.busy_ns[PP_SPAN_F] - 4.0 * MS), <, 1);
+    g_assert_cmpfloat (fabs (sum.busy_ns[PP_SPAN_B] - 8.0 * MS), <, 1);
+    g_assert_cmpfloat (fabs (sum.busy_total_ns - 12.0 * MS), <, 1);
+    g_assert_cmpfloat (fabs (sum.len_ns - 40.0 * MS), <, 1);
+  }
+
+  PpTimelineView v;
+  PpTimelineLayout l;
+  pp_timeline_view_init (&v, m, 1200, 300);
+  g_assert_true (pp_timeline_view_summarized (m, &v));
+  v.no_summaries = 1;
+  g_assert_false (pp_timeline_view_summarized (m, &v));
+  v.no_summaries = 0;
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 300);
+  cairo_t *cr = cairo_create (s);
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  pp_timeline_layout (m, &v, &l);
+  double wait_c[3], fc[3], bc[3];
+  pp_timeline_color (PP_SPAN_WAIT, 0, wait_c);
+  pp_timeline_color (PP_SPAN_F, 0, fc);
+  pp_timeline_color (PP_SPAN_B, 0, bc);
+  /* the thin lane: the slow step (40 ms against a 14 ms median) full
+   * vermillion, a usual one not */
+  double ty = l.rows_y + l.block_h + l.thin_h * 0.6;
+  int xs = (int) pp_timeline_x_of (&v, &l, (slow_start + slow_end) / 2);
+  int xn = (int) pp_timeline_x_of (&v, &l, slow_end + 40 * 14 * MS + 7 * MS);
+  g_assert_cmpfloat (dist (pixel (s, xs, (int) ty), wait_c), <, 0.05);
+  g_assert_cmpfloat (dist (pixel (s, xn, (int) ty), wait_c), >, 0.3);
+  /* the bar: F (4 of 14 ms) at the bottom, B (8) above it, the bubble on top */
+  g_assert_cmpfloat (dist (pixel (s, xn, (int) (l.rows_y + l.block_h - 3)), fc), <, 0.02);
+  g_assert_cmpfloat (dist (pixel (s, xn, (int) (l.rows_y + l.block_h * 0.45)), bc), <, 0.02);
+  {
+    double sh = 0;
+    double bub[3];
+    pp_timeline_color (-1, 0, bub);
+    for (int y = (int) l.rows_y + 1; y < (int) (l.rows_y + l.block_h * 0.1); y++)
+      sh += dist (pixel (s, xn, y), fc) > 0.2 && dist (pixel (s, xn, y), bc) > 0.2;
+    g_assert_cmpfloat (sh, >=, 1);
+  }
+  /* zoomed to two steps: blocks */
+  v.t0_ns = slow_end;
+  v.t1_ns = slow_end + 28 * MS;
+  g_assert_false (pp_timeline_view_summarized (m, &v));
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
+/* A rank whose stream was lost: the model keeps what came and marks the
+ * row from the last event on; the rest of the chart is unchanged. */
+static void
+test_rank_lost (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < (r == 1 ? 3 : 10); k++)
+      {
+        it.span = (PpSpan) { .start_ns = k * 2 * MS, .end_ns = k * 2 * MS + MS, .rank = r, .stage = r,
+                             .microbatch = k, .kind = PP_SPAN_F, .peer_rank = -1 };
+        pp_timeline_model_add (m, &it);
+      }
+  g_assert_cmpint (pp_timeline_model_rank_lost (m, 1), ==, INT64_MAX);
+  PpTimelineView v;
+  PpTimelineLayout l;
+  pp_timeline_view_init (&v, m, 800, 300);
+  pp_timeline_layout (m, &v, &l);
+  cairo_surface_t *s0 = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 800, 300);
+  cairo_surface_t *s1 = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 800, 300);
+  cairo_t *cr0 = cairo_create (s0), *cr1 = cairo_create (s1);
+  pp_timeline_render (cr0, m, &v);
+
+  g_assert_cmpint (pp_timeline_model_set_rank_lost (m, 1, PP_TIMELINE_LOST_AT_LAST_EVENT), ==, 1);
+  g_assert_cmpint (pp_timeline_model_rank_lost (m, 1), ==, 5 * MS);   /* its last span's end */
+  g_assert_cmpint (pp_timeline_model_set_rank_lost (m, 1, 7 * MS), ==, 0);   /* the first loss stands */
+  g_assert_cmpint (pp_timeline_model_rank_lost (m, 0), ==, INT64_MAX);
+  g_assert_cmpuint (pp_timeline_model_n_spans (m, 1), ==, 3);                /* nothing dropped */
+  pp_timeline_render (cr1, m, &v);
+  cairo_surface_flush (s0);
+  cairo_surface_flush (s1);
+  double y1 = l.rows_y + l.row_h + l.block_h * 0.5, y0 = l.rows_y + l.block_h * 0.5;
+  int x_after = (int) pp_timeline_x_of (&v, &l, 12 * MS + MS / 2);
+  int x_before = (int) pp_timeline_x_of (&v, &l, 2 * MS + MS / 2);
+  int changed = 0;
+  for (int dx = 0; dx < 20; dx++)
+    changed += pixel (s0, x_after + dx, (int) y1) != pixel (s1, x_after + dx, (int) y1);
+  g_assert_cmpint (changed, >=, 15);
+  g_assert_cmpuint (pixel (s0, x_before, (int) y1), ==, pixel (s1, x_before, (int) y1));
+  g_assert_cmpuint (pixel (s0, x_after, (int) y0), ==, pixel (s1, x_after, (int) y0));   /* rank 0 */
+  /* a rank nothing came from is lost from the run's last event on */
+  g_assert_cmpint (pp_timeline_model_set_rank_lost (m, 3, PP_TIMELINE_LOST_AT_LAST_EVENT), ==, 1);
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 4);
+  g_assert_cmpint (pp_timeline_model_rank_lost (m, 3), ==, 19 * MS);
+  g_assert_cmpint (pp_timeline_model_set_rank_lost (m, -1, 0), ==, 0);
+  cairo_destroy (cr0);
+  cairo_destroy (cr1);
+  cairo_surface_destroy (s0);
+  cairo_surface_destroy (s1);
+  pp_timeline_model_free (m);
+}
+
 /* ---- exports and the CLI -------------------------------------------------------- */
 
 static void
@@ -845,6 +1121,10 @@ main (int argc, char **argv)
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/palette-distinct", test_palette_distinct);
   g_test_add_func ("/render/legend", test_render_legend);
+  g_test_add_func ("/render/filter-parse", test_filter_parse);
+  g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);
+  g_test_add_func ("/render/summaries", test_render_summaries);
+  g_test_add_func ("/render/rank-lost", test_rank_lost);
   g_test_add_func ("/render/rank-labels", test_rank_labels);
   g_test_add_func ("/render/model-live-step-boundary", test_model_live_step_boundary);
   g_test_add_func ("/render/model-memory-bounded", test_model_memory_bounded);

@@ -280,6 +280,113 @@ test_timeline_pixels (void)
   pp_timeline_model_free (m);
 }
 
+/* Issue 17: a selected block's details and its micro-batch's arrows, a
+ * measured range's busy and idle time and the zoom to it, find and filter. */
+static long
+span_index (PpTimelineModel *m, int rank, int kind, int mb)
+{
+  const PpSpan *sp = pp_timeline_model_spans (m, rank);
+  for (size_t i = 0; i < pp_timeline_model_n_spans (m, rank); i++)
+    if (sp[i].kind == kind && sp[i].microbatch == mb)
+      return (long) i;
+  g_error ("no span of kind %d, micro-batch %d on rank %d", kind, mb, rank);
+  return -1;
+}
+
+static void
+count_selected_cb (GtkWidget *w, int rank, glong index, gpointer data)
+{
+  (*(int *) data)++;
+}
+
+static void
+test_timeline_details (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (tl, WIN_W, WIN_H);
+  int selected = 0, measured = 0;
+  char r0[64], want[160];
+  gint64 start = pp_timeline_model_start_ns (m), a, b;
+  g_signal_connect (tl, "span-selected", G_CALLBACK (count_selected_cb), &selected);
+  g_signal_connect (tl, "range-measured", G_CALLBACK (count_cb), &measured);
+  pp_timeline_model_rank_label (m, 0, r0, sizeof r0);
+
+  /* GPU 1's F0 waited for GPU 0's F0 and nothing else */
+  pp_timeline_widget_select (t, 1, span_index (m, 1, PP_SPAN_F, 0));
+  g_assert_cmpint (selected, ==, 1);
+  char *text = pp_timeline_widget_selection_text (t);
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "Kind: F"));
+  g_assert_nonnull (strstr (text, "Stage: 1"));
+  g_assert_nonnull (strstr (text, "Micro-batch: 0"));
+  g_assert_nonnull (strstr (text, "Step: 0"));
+  g_assert_nonnull (strstr (text, "Start: 1.000 ms"));
+  g_assert_nonnull (strstr (text, "Duration: 1.000 ms"));
+  g_assert_nonnull (strstr (text, "Idle before it: none"));
+  g_snprintf (want, sizeof want, "Waited for: F of stage 0, micro-batch 0 on %s, ended 0 ns before it — ended last", r0);
+  g_assert_nonnull (strstr (text, want));
+  g_free (text);
+  /* micro-batch 0's arrows: F 0→1→2→3, each B after its F, B 3→2→1→0 */
+  const PpTimelineArrow *arrows;
+  g_assert_cmpuint (pp_timeline_widget_get_arrows (t, &arrows), ==, 10);
+  PpTimelineView v;
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_true (v.arrows == arrows);
+  g_assert_cmpuint (v.n_arrows, ==, 10);
+
+  /* GPU 0's B0 (15 ms) waited 9 ms since its F5; GPU 1's B0 ended last */
+  pp_timeline_widget_select (t, 0, span_index (m, 0, PP_SPAN_B, 0));
+  text = pp_timeline_widget_selection_text (t);
+  g_assert_nonnull (strstr (text, "Idle before it: 9.000 ms (since F of stage 0, micro-batch 5"));
+  g_assert_nonnull (strstr (text, "Waited for: B of stage 1, micro-batch 0"));
+  g_assert_nonnull (strstr (text, "ended last"));
+  g_free (text);
+  pp_timeline_widget_select (t, -1, -1);
+  g_assert_null (pp_timeline_widget_selection_text (t));
+  g_assert_cmpuint (pp_timeline_widget_get_arrows (t, NULL), ==, 0);
+  g_assert_cmpint (selected, ==, 3);
+
+  /* a measured range: GPU 0 computes its six forwards, then idles */
+  g_assert_null (pp_timeline_widget_range_text (t));
+  pp_timeline_widget_set_measured_range (t, start + 10 * MS, start);
+  g_assert_cmpint (measured, ==, 1);
+  g_assert_true (pp_timeline_widget_get_measured_range (t, &a, &b));
+  g_assert_cmpint (a, ==, start);
+  g_assert_cmpint (b, ==, start + 10 * MS);
+  text = pp_timeline_widget_range_text (t);
+  g_assert_nonnull (strstr (text, "Range: 10.000 ms"));
+  g_snprintf (want, sizeof want, "%s: busy 6.000 ms, idle 4.000 ms (40%%)", r0);
+  g_assert_nonnull (strstr (text, want));
+  g_free (text);
+  pp_timeline_widget_zoom_to_measured (t);
+  pp_timeline_widget_get_range (t, &a, &b);
+  g_assert_cmpint (a, ==, start);
+  g_assert_cmpint (b, ==, start + 10 * MS);
+  pp_timeline_widget_set_measured_range (t, 0, 0);
+  g_assert_false (pp_timeline_widget_get_measured_range (t, NULL, NULL));
+  g_assert_cmpint (measured, ==, 2);
+
+  /* find and filter */
+  GError *error = NULL;
+  g_assert_false (pp_timeline_widget_set_filter_text (t, "bogus 3", &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "bogus"));
+  g_clear_error (&error);
+  g_assert_true (pp_timeline_widget_set_filter_text (t, "B mb 3", &error));
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_nonnull (v.filter);
+  g_assert_true (v.filter->active);
+  g_assert_true (pp_timeline_widget_set_filter_text (t, "", NULL));
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_null (v.filter);
+
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
 static void
 test_timeline_range (void)
 {
@@ -912,6 +1019,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/widgets/timeline/pixels", test_timeline_pixels);
   g_test_add_func ("/widgets/timeline/range", test_timeline_range);
+  g_test_add_func ("/widgets/timeline/details", test_timeline_details);
   g_test_add_func ("/widgets/timeline/live-follow", test_timeline_live_follow);
   g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);

@@ -25,6 +25,7 @@ typedef struct {
   double             peak_activation;
   int                peak_inflight;
   char               host[64];       /* RANK: where the rank ran; "" unknown */
+  int64_t            lost_ns;        /* its stream ended abnormally here; INT64_MAX: not lost */
   /* activation bytes over time: every stride-th counter, at most
    * PP_TIMELINE_MEMORY_MAX (halved, stride doubled, when full) */
   PpTimelineMemorySample *mem;
@@ -179,6 +180,7 @@ ensure_rank (PpTimelineModel *m, int r)
           m->ranks[i].max_end_ns = INT64_MIN;
           m->ranks[i].peak_activation = -1;
           m->ranks[i].peak_inflight = -1;
+          m->ranks[i].lost_ns = INT64_MAX;
         }
       m->cap_ranks = cap;
     }
@@ -768,6 +770,34 @@ pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n)
 {
   *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_mem : 0;
   return *n ? m->ranks[r].mem : NULL;
+}
+
+int
+pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
+{
+  if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
+    return 0;
+  Rank *r = &m->ranks[rank];
+  if (t_ns == PP_TIMELINE_LOST_AT_LAST_EVENT)
+    t_ns = r->max_end_ns != INT64_MIN ? r->max_end_ns
+           : m->span_end_ns != INT64_MIN ? m->span_end_ns : m->end_ns;
+  if (t_ns == INT64_MIN || t_ns == INT64_MAX)
+    return 0;   /* nothing received at all: no time to mark from */
+  if (t_ns > PP_TIMELINE_MAX_ABS_NS)
+    t_ns = PP_TIMELINE_MAX_ABS_NS;
+  if (t_ns < -PP_TIMELINE_MAX_ABS_NS)
+    t_ns = -PP_TIMELINE_MAX_ABS_NS;
+  /* the first loss stands: a later report of the same end moves nothing */
+  if (r->lost_ns <= t_ns)
+    return 0;
+  r->lost_ns = t_ns;
+  return 1;
+}
+
+int64_t
+pp_timeline_model_rank_lost (const PpTimelineModel *m, int rank)
+{
+  return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].lost_ns : INT64_MAX;
 }
 
 const char *

@@ -75,6 +75,17 @@ typedef struct {
   double  bytes;
 } PpTimelineMemorySample;
 const PpTimelineMemorySample *pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n);
+/* A lost rank (issue 17): rank's stream ended abnormally (its connection
+ * dropped, its process was killed) while the others went on.  Everything
+ * received stays; the timeline marks the rank's row lost from t_ns (on
+ * the spans' clock) on, or, with PP_TIMELINE_LOST_AT_LAST_EVENT, from the
+ * end of the last event received of that rank (of the run, for a rank
+ * nothing came from).  Makes the rank exist.  The earliest loss reported
+ * stands.  Returns 1 if what is drawn changed. */
+#define PP_TIMELINE_LOST_AT_LAST_EVENT INT64_MIN
+int              pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns);
+/* Where rank was lost, INT64_MAX if it was not. */
+int64_t          pp_timeline_model_rank_lost (const PpTimelineModel *m, int rank);
 /* Where rank r ran (a RANK frame), "" when the trace does not say. */
 const char *pp_timeline_model_rank_host (const PpTimelineModel *m, int r);
 /* A number in a description's model line ("residual MLP: 8 blocks, width

@@ -10,6 +10,7 @@
  */
 #include "pp-timeline-render.h"
 #include "pp-timeline-model-private.h"
+#include "pp-timeline-summary.h"
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -27,6 +28,7 @@
 #define HEADER_H        48.0
 #define RULER_H         30.0
 #define LEGEND_H        30.0
+#define SUMMARY_PX      2.0    /* blocks narrower than this on average: summaries */
 
 /* ---- palette ----------------------------------------------------------------- */
 
@@ -366,6 +368,8 @@ typedef struct {
   size_t                 n_boxes, cap_boxes;
   double                 font;       /* block label size */
   double                 bubble_sum; int bubble_n;
+  int                    summary;    /* per-step summaries instead of blocks */
+  double                 median_step_ns;
 } Ctx;
 
 static int
@@ -816,6 +820,8 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
         bits |= 1u << PP_SPAN_RECV_B;
       if (!(seen & bits) && k != PP_SPAN_F)
         continue;
+      if (c->summary && items[i].thin)
+        continue;   /* zoomed out, the thin lane says something else */
       if (x + 19 + text_w (cr, items[i].label) > c->v->width)
         break;
       /* the thin lane's marks as thin as the lane draws them */
@@ -849,6 +855,20 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
       set_rgb (cr, f);
       cairo_stroke (cr);
       x = legend_item (c, cr, x, y, "plan (simulated)");
+    }
+  if (c->summary && x + 200 < c->v->width)
+    {
+      /* zoomed out: the thin lane is the step's length against the median */
+      Rgb base = c->th.ruler_bg, heat = kind_rgb (PP_SPAN_WAIT, c->v->dark);
+      for (int k = 0; k < 14; k++)
+        {
+          double t = k / 13.0;
+          set_rgb (cr, (Rgb) { base.r + (heat.r - base.r) * t, base.g + (heat.g - base.g) * t,
+                               base.b + (heat.b - base.b) * t });
+          cairo_rectangle (cr, x + k, y + 6, 1, 6);
+          cairo_fill (cr);
+        }
+      x = legend_item (c, cr, x, y, "step length: median to 2x (bars: work by kind a step)");
     }
   if (x + 120 < c->v->width)
     {
@@ -1057,6 +1077,371 @@ plan_limit (const PpTimelineModel *m, size_t k)
   return k + 1 < n ? pp_timeline_model_step_starts (m)[k + 1] : INT64_MAX;
 }
 
+/* ---- focus: find and filter, the selected micro-batch, its arrows ------------------- */
+
+/* Find and filter dims what does not match (a veil over the rows, the
+ * matches drawn again over it); the selected block's micro-batch, in its
+ * step, is outlined on every rank. */
+static void
+draw_focus (Ctx *c, cairo_t *cr)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  int filt = v->filter != NULL && v->filter->active, have_sel = 0, mb = -1, step = 0;
+
+  if (v->selected_rank >= 0 && v->selected_rank < c->n_ranks && v->selected_index >= 0
+      && (size_t) v->selected_index < pp_timeline_model_n_spans (c->m, v->selected_rank))
+    {
+      const PpSpan *s = &pp_timeline_model_spans (c->m, v->selected_rank)[v->selected_index];
+      if (pp_span_kind_is_block (s->kind) && s->microbatch >= 0)
+        {
+          have_sel = 1;
+          mb = s->microbatch;
+          step = s->step;
+        }
+    }
+  if (!filt && !have_sel)
+    return;
+  if (filt)
+    {
+      set_rgba (cr, c->th.bg, 0.75);
+      cairo_rectangle (cr, l->x0, l->rows_y, l->x1 - l->x0, c->n_ranks * l->row_h);
+      cairo_fill (cr);
+    }
+  for (int r = 0; r < c->n_ranks; r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+      size_t n = pp_timeline_model_n_spans (c->m, r);
+      double by, bh;
+      lane_y (l, r, LANE_BLOCK, &by, &bh);
+      cairo_new_path (cr);
+      int outlined = 0;
+      for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns); i < n && sp[i].start_ns < v->t1_ns; i++)
+        {
+          const PpSpan *s = &sp[i];
+          if (s->end_ns < v->t0_ns || s->kind >= PP_N_SPAN_KINDS || lane_of (s->kind) != LANE_BLOCK)
+            continue;
+          int match = filt && pp_timeline_filter_match (v->filter, r, s);
+          int same = have_sel && s->microbatch == mb && s->step == step && pp_span_kind_is_block (s->kind);
+          if (!match && !same)
+            continue;
+          double xa = fmax (pp_timeline_x_of (v, l, s->start_ns), l->x0 - 3);
+          double xb = fmin (pp_timeline_x_of (v, l, s->end_ns), l->x1 + 3);
+          if (xb - xa < 1)
+            xb = xa + 1;
+          if (match)
+            {
+              cairo_save (cr);
+              cairo_new_path (cr);
+              set_rgb (cr, shade (kind_rgb (s->kind, v->dark),
+                                  c->P > 0 && s->stage >= 0 ? (s->stage / c->P) & 7 : 0));
+              Rgb col = shade (kind_rgb (s->kind, v->dark),
+                               c->P > 0 && s->stage >= 0 ? (s->stage / c->P) & 7 : 0);
+              cairo_rectangle (cr, round (xa), round (by), fmax (1, round (xb) - round (xa)), round (bh));
+              cairo_fill (cr);
+              if (xb - xa >= 8)
+                {
+                  cairo_rectangle (cr, round (xa) + 0.5, round (by) + 0.5, round (xb) - round (xa) - 1, round (bh) - 1);
+                  set_rgb (cr, shade (col, 2));
+                  cairo_set_line_width (cr, 1);
+                  cairo_stroke (cr);
+                }
+              /* its number again, over the veil */
+              char lab[16];
+              double fs = fmin (12, fmax (7, bh * 0.45));
+              snprintf (lab, sizeof lab, "%d", s->microbatch);
+              font (cr, fs, 1);
+              if (s->microbatch >= 0 && bh >= 9 && text_w (cr, lab) + 3 < xb - xa)
+                {
+                  set_rgb (cr, luminance (col) < 0.5 ? (Rgb) { 1, 1, 1 } : (Rgb) { 0.08, 0.08, 0.08 });
+                  text_at (cr, lab, (fmax (xa, l->x0) + fmin (xb, l->x1)) / 2, by + bh / 2 + fs * 0.36, 0.5);
+                }
+              cairo_restore (cr);
+            }
+          if (same)
+            {
+              cairo_rectangle (cr, xa - 1, by - 1, xb - xa + 2, bh + 2);
+              outlined = 1;
+            }
+        }
+      if (outlined)
+        {
+          set_rgb (cr, v->dark ? (Rgb) { 1, 1, 1 } : (Rgb) { 0, 0, 0 });
+          cairo_set_line_width (cr, 2);
+          cairo_stroke (cr);
+        }
+      cairo_new_path (cr);
+    }
+}
+
+/* The selected micro-batch's dependencies: a curve from the end of what
+ * was waited for to the start of the block that waited, an arrowhead at
+ * the block; dark under light (or the reverse) so it reads on any color. */
+static void
+draw_arrows (Ctx *c, cairo_t *cr)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  if (v->arrows == NULL || v->n_arrows == 0)
+    return;
+  cairo_save (cr);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < v->n_arrows; i++)
+      {
+        const PpTimelineArrow *a = &v->arrows[i];
+        if (a->from_rank < 0 || a->from_rank >= c->n_ranks || a->to_rank < 0 || a->to_rank >= c->n_ranks)
+          continue;
+        if ((a->from_ns < v->t0_ns && a->to_ns < v->t0_ns) || (a->from_ns > v->t1_ns && a->to_ns > v->t1_ns))
+          continue;
+        double x0 = pp_timeline_x_of (v, l, a->from_ns), x1 = pp_timeline_x_of (v, l, a->to_ns);
+        x0 = fmax (l->x0 - 50, fmin (l->x1 + 50, x0));
+        x1 = fmax (l->x0 - 50, fmin (l->x1 + 50, x1));
+        /* between ranks from mid-block to mid-block; on one rank along the
+         * blocks' top edge, clear of their numbers */
+        double yf = a->from_rank == a->to_rank ? fmin (4, l->block_h * 0.15) : l->block_h * 0.5;
+        double y0 = l->rows_y + a->from_rank * l->row_h + yf;
+        double y1 = l->rows_y + a->to_rank * l->row_h + yf;
+        double dx = fmax (12, fabs (x1 - x0) * 0.4);
+        if (pass == 0)
+          {
+            set_rgb (cr, v->dark ? (Rgb) { 0, 0, 0 } : (Rgb) { 1, 1, 1 });
+            cairo_set_line_width (cr, 4);
+          }
+        else
+          {
+            set_rgb (cr, v->dark ? (Rgb) { 1, 1, 1 } : (Rgb) { 0.05, 0.05, 0.05 });
+            cairo_set_line_width (cr, 1.6);
+          }
+        cairo_move_to (cr, x0, y0);
+        cairo_curve_to (cr, x0 + dx, y0, x1 - dx, y1, x1, y1);
+        cairo_stroke (cr);
+        /* the head, pointing along the curve's end (rightwards) */
+        cairo_move_to (cr, x1, y1);
+        cairo_line_to (cr, x1 - 8, y1 - 4.5);
+        cairo_line_to (cr, x1 - 8, y1 + 4.5);
+        cairo_close_path (cr);
+        if (pass == 0)
+          cairo_stroke (cr);
+        else
+          cairo_fill (cr);
+      }
+  cairo_restore (cr);
+}
+
+/* A rank whose stream ended abnormally: from where it was lost on, its row
+ * is veiled and crossed, and says so; what came before stays as it was. */
+static void
+draw_lost (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  int64_t t = pp_timeline_model_rank_lost (c->m, r);
+  if (t == INT64_MAX || t > v->t1_ns)
+    return;
+  double xa = fmax (l->x0, pp_timeline_x_of (v, l, t));
+  double top = l->rows_y + r * l->row_h;
+  double h = l->block_h + l->thin_h + l->plan_h;
+  cairo_save (cr);
+  set_rgba (cr, c->th.fg, v->dark ? 0.22 : 0.14);
+  cairo_rectangle (cr, xa, top, l->x1 - xa, h);
+  cairo_fill (cr);
+  /* crossed: sparse diagonals, the other way from the bubble's hatch */
+  cairo_rectangle (cr, xa, top, l->x1 - xa, h);
+  cairo_clip (cr);
+  set_rgba (cr, c->th.fg, 0.35);
+  cairo_set_line_width (cr, 1);
+  for (double x = xa - h; x < l->x1; x += 10)
+    {
+      cairo_move_to (cr, x, top);
+      cairo_line_to (cr, x + h, top + h);
+    }
+  cairo_stroke (cr);
+  cairo_reset_clip (cr);
+  cairo_restore (cr);
+  set_rgb (cr, kind_rgb (PP_SPAN_WAIT, v->dark));
+  cairo_set_line_width (cr, 2);
+  cairo_move_to (cr, round (xa) + 1, top);
+  cairo_line_to (cr, round (xa) + 1, top + h);
+  cairo_stroke (cr);
+  if (l->block_h >= 12 && l->x1 - xa > 60)
+    {
+      font (cr, fmin (12, l->block_h * 0.4), 1);
+      set_rgb (cr, c->th.fg);
+      text_at (cr, "stream lost", xa + 6, top + fmin (l->block_h * 0.5 + 4, 16), 0);
+    }
+}
+
+/* The measured range: shaded over ruler and rows, its length on the ruler. */
+static void
+draw_range (Ctx *c, cairo_t *cr, double rows_bottom)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  if (!v->has_range || v->range_t1_ns <= v->range_t0_ns
+      || v->range_t1_ns < v->t0_ns || v->range_t0_ns > v->t1_ns)
+    return;
+  double xa = fmax (l->x0, pp_timeline_x_of (v, l, v->range_t0_ns));
+  double xb = fmin (l->x1, pp_timeline_x_of (v, l, v->range_t1_ns));
+  if (xb - xa < 1)
+    xb = xa + 1;
+  Rgb tint = kind_rgb (PP_SPAN_F, v->dark);
+  set_rgba (cr, tint, 0.13);
+  cairo_rectangle (cr, xa, l->ruler_y, xb - xa, rows_bottom - l->ruler_y);
+  cairo_fill (cr);
+  set_rgba (cr, tint, 0.9);
+  cairo_set_line_width (cr, 1);
+  cairo_move_to (cr, round (xa) + 0.5, l->ruler_y);
+  cairo_line_to (cr, round (xa) + 0.5, rows_bottom);
+  cairo_move_to (cr, round (xb) - 0.5, l->ruler_y);
+  cairo_line_to (cr, round (xb) - 0.5, rows_bottom);
+  cairo_stroke (cr);
+  char buf[64];
+  double len = (double) v->range_t1_ns - (double) v->range_t0_ns;
+  format_time (buf, sizeof buf, len, nice_step (len / 1000));
+  font (cr, 11, 1);
+  double w = text_w (cr, buf) + 10;
+  double xc = fmin (fmax ((xa + xb) / 2, l->x0 + w / 2), l->x1 - w / 2);
+  set_rgb (cr, tint);
+  cairo_rectangle (cr, xc - w / 2, l->ruler_y + 2, w, 15);
+  cairo_fill (cr);
+  set_rgb (cr, (Rgb) { 1, 1, 1 });
+  text_at (cr, buf, xc, l->ruler_y + 13.5, 0.5);
+}
+
+/* ---- zoomed out: a bar a rank and step ------------------------------------------ */
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether blocks would be narrower than SUMMARY_PX on average: the mean
+ * step's width over the blocks a rank runs in a step (from the
+ * description, else from the spans). */
+int
+pp_timeline_view_summarized (const PpTimelineModel *m, const PpTimelineView *v)
+{
+  PpTimelineLayout l;
+  size_t n_steps = pp_timeline_model_n_steps (m);
+  int n_ranks = pp_timeline_model_n_ranks (m);
+  if (v->no_summaries || n_steps < 3 || n_ranks < 1 || v->t1_ns <= v->t0_ns)
+    return 0;
+  const int64_t *st = pp_timeline_model_step_starts (m);
+  double mean_step = ((double) st[n_steps - 1] - (double) st[0]) / (double) (n_steps - 1);
+  const PpTraceDescription *d = pp_timeline_model_description (m);
+  double blocks;
+  if (d != NULL && d->n_microbatches > 0)
+    {
+      uint32_t seen = pp_timeline_model_kinds_seen (m);
+      int split = (seen >> PP_SPAN_I & 1) || (seen >> PP_SPAN_W & 1);
+      blocks = (double) d->n_microbatches * (d->n_virtual > 1 ? d->n_virtual : 1) * (split ? 3 : 2);
+    }
+  else
+    blocks = (double) pp_timeline_model_n_spans_total (m) / n_ranks / (double) n_steps;
+  if (!(blocks >= 1) || !(mean_step > 0))
+    return 0;
+  pp_timeline_layout (m, v, &l);
+  double px_per_ns = (l.x1 - l.x0) / ((double) v->t1_ns - (double) v->t0_ns);
+  return mean_step * px_per_ns / blocks < SUMMARY_PX;
+}
+
+/* The median step length, for the heat of the thin lane. */
+static double
+median_step_ns (const PpTimelineModel *m)
+{
+  size_t n = pp_timeline_model_n_steps (m);
+  const int64_t *st = pp_timeline_model_step_starts (m);
+  if (n < 2)
+    return 0;
+  double *len = malloc ((n - 1) * sizeof *len);
+  if (len == NULL)
+    return 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    len[i] = (double) st[i + 1] - (double) st[i];
+  qsort (len, n - 1, sizeof *len, cmp_double);
+  double med = len[(n - 1) / 2];
+  free (len);
+  return med;
+}
+
+/* Rank r zoomed out: for every step (or run of steps narrower than 3 px
+ * together) a bar in the block lane, its work stacked by kind from the
+ * bottom and the rest (idle) left hatched on top, so the bubble's share
+ * reads as height; under it, in the thin lane, the step's length against
+ * the median step from neutral to vermillion (twice the median and more),
+ * so a slow step stands out.  Returns the idle share of [w0, w1). */
+static double
+draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
+{
+  static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT };
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  size_t n = pp_timeline_model_n_steps (c->m);
+  const int64_t *st = pp_timeline_model_step_starts (c->m);
+  double by, bh, ty, tht, busy = 0;
+  Rgb heat = kind_rgb (PP_SPAN_WAIT, v->dark);
+
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  lane_y (l, r, LANE_THIN, &ty, &tht);
+  by = round (by);
+  bh = round (by + bh) - by;
+  for (size_t k = 0; k < n;)
+    {
+      int64_t a = st[k];
+      size_t j = k + 1;
+      /* a cell of at least 3 px: several steps when they are narrower */
+      while (j < n && pp_timeline_x_of (v, l, st[j]) - pp_timeline_x_of (v, l, a) < 3)
+        j++;
+      int64_t b = j < n ? st[j] : c->run1;
+      size_t steps_in = j - k;
+      k = j;
+      if (b <= a || b < v->t0_ns || a > v->t1_ns)
+        continue;
+      PpTimelineStepSummary sum;
+      pp_timeline_summarize (c->m, r, a, b, &sum);
+      int64_t ca = a > w0 ? a : w0, cb = b < w1 ? b : w1;
+      if (cb > ca)
+        busy += sum.busy_total_ns * (double) (cb - ca) / sum.len_ns;
+      double xa = round (pp_timeline_x_of (v, l, a)), xb = round (pp_timeline_x_of (v, l, b));
+      if (xb - xa < 1)
+        xb = xa + 1;
+      double y = by + bh;
+      for (size_t q = 0; q < sizeof order / sizeof order[0]; q++)
+        {
+          double h = bh * sum.busy_ns[order[q]] / sum.len_ns;
+          if (h <= 0)
+            continue;
+          set_rgb (cr, kind_rgb (order[q], v->dark));
+          cairo_rectangle (cr, xa, y - h, xb - xa, h);
+          cairo_fill (cr);
+          y -= h;
+        }
+      /* the step's length against the median */
+      if (c->median_step_ns > 0 && tht >= 1)
+        {
+          double ratio = (double) (b - a) / steps_in / c->median_step_ns;
+          double t = fmin (1, fmax (0, ratio - 1));
+          Rgb base = c->th.ruler_bg;
+          Rgb col = { base.r + (heat.r - base.r) * t, base.g + (heat.g - base.g) * t,
+                      base.b + (heat.b - base.b) * t };
+          set_rgb (cr, col);
+          cairo_rectangle (cr, xa, round (ty), xb - xa, fmax (1, round (tht)));
+          cairo_fill (cr);
+        }
+      /* cells apart: a hairline of the background between them */
+      if (xb - xa >= 5)
+        {
+          set_rgba (cr, c->th.bg, 0.8);
+          cairo_rectangle (cr, xb - 1, by, 1, bh);
+          cairo_fill (cr);
+        }
+    }
+  return w1 > w0 ? fmax (0, 1.0 - busy / (double) (w1 - w0)) : -1;
+}
+
 /* Draws rank r; returns its idle share of the visible part of the run (-1
  * if none of the run is visible). */
 static double
@@ -1088,6 +1473,8 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       cairo_set_source (cr, hatch);
       cairo_fill (cr);
     }
+  if (c->summary)
+    return draw_rank_summary (c, cr, r, w0, w1);
 
   for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
        i < n && sp[i].start_ns < v->t1_ns; i++)
@@ -1204,7 +1591,14 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
   pp_timeline_model_rank_label (c->m, r, buf, sizeof buf);
   set_rgb (cr, c->th.fg);
   font (cr, fs, 1);
-  if (l->row_h >= 30 && bubble >= 0)
+  if (l->row_h >= 30 && pp_timeline_model_rank_lost (c->m, r) != INT64_MAX)
+    {
+      text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
+      font (cr, fmin (11, fs - 1), 1);
+      set_rgb (cr, c->v->dark ? kind_rgb (PP_SPAN_WAIT, 1) : (Rgb) HEX (0xB04A00));
+      text_at (cr, "lost", l->x0 - 8, by + bh / 2 + fs, 1);
+    }
+  else if (l->row_h >= 30 && bubble >= 0)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
       /* idle over what is shown (zooming changes it; gaps between steps
@@ -1342,6 +1736,8 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     }
   plan_extent (m, &c.plan0, &c.plan1);
   c.origin = pp_timeline_model_start_ns (m);
+  c.summary = pp_timeline_view_summarized (m, v);
+  c.median_step_ns = c.summary ? median_step_ns (m) : 0;
   c.ncols = (int) ceil (c.l.x1 - c.l.x0) + 1;
   c.cov = calloc ((size_t) c.ncols * N_SLOTS, sizeof *c.cov);
   c.strip = malloc ((size_t) c.ncols * sizeof *c.strip);
@@ -1378,6 +1774,9 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
             c.bubble_n++;
           }
       }
+    draw_focus (&c, cr);
+    for (int r = 0; r < c.n_ranks; r++)
+      draw_lost (&c, cr, r);
     cairo_restore (cr);
     cairo_pattern_destroy (hatch);
 
@@ -1392,6 +1791,14 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
 
     draw_ruler (&c, cr);
     draw_steps (&c, cr, rows_bottom);
+    draw_range (&c, cr, rows_bottom);
+    {
+      cairo_save (cr);
+      cairo_rectangle (cr, c.l.x0 - 2, c.l.rows_y - 2, c.l.x1 - c.l.x0 + 4, rows_bottom - c.l.rows_y + 4);
+      cairo_clip (cr);
+      draw_arrows (&c, cr);
+      cairo_restore (cr);
+    }
 
     /* Hover and selection: outlines over everything. */
     {
@@ -1409,7 +1816,7 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
           cairo_set_line_width (cr, 2.5);
           cairo_rectangle (cr, x - 1.25, y - 1.25, w + 2.5, h + 2.5);
           cairo_stroke (cr);
-          set_rgb (cr, kind_rgb (PP_SPAN_MEMCPY, 0));
+          set_rgb (cr, v->dark ? (Rgb) { 0, 0, 0 } : (Rgb) { 1, 1, 1 });
           cairo_set_line_width (cr, 1);
           cairo_rectangle (cr, x - 2.5, y - 2.5, w + 5, h + 5);
           cairo_stroke (cr);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pp-timeline-filter.h"
 #include "pp-timeline-model.h"
 
 typedef struct {
@@ -41,7 +42,28 @@ typedef struct {
   int     show_critical_path;
   const struct _PpTimelinePathBlock *critical_path;
   size_t  n_critical_path;
+  /* Issue 17.  The selected block's micro-batch (its step) is outlined on
+   * every rank; arrows (borrowed) join each dependency's end to the start
+   * of the block that waited for it. */
+  const struct _PpTimelineArrow *arrows;
+  size_t  n_arrows;
+  /* A measured range (drag on the ruler): shaded, its length on the ruler. */
+  int     has_range;
+  int64_t range_t0_ns, range_t1_ns;
+  /* Find and filter (borrowed; NULL or empty: everything): blocks that do
+   * not match are dimmed. */
+  const struct _PpTimelineFilter *filter;
+  /* Past SUMMARY_PX a block (blocks narrower than that on average), each
+   * rank and step is drawn as a summary bar; set to draw blocks anyway. */
+  int     no_summaries;
 } PpTimelineView;
+
+/* A dependency drawn as an arrow: from the end of what was waited for to
+ * the start of the block that waited. */
+typedef struct _PpTimelineArrow {
+  int     from_rank, to_rank;
+  int64_t from_ns, to_ns;
+} PpTimelineArrow;
 
 /* One block on a critical path, on the spans' clock; joined: a line leads
  * to it from the block before it in the array (the same step's path). */
@@ -50,6 +72,11 @@ typedef struct _PpTimelinePathBlock {
   int64_t start_ns, end_ns;
   int     joined;
 } PpTimelinePathBlock;
+
+/* Whether rank r's rows are drawn as per-step summaries at this view
+ * (blocks narrower than about 2 px on average): what the widget reads to
+ * say so. */
+int     pp_timeline_view_summarized (const PpTimelineModel *m, const PpTimelineView *v);
 
 /* A view of the whole run at width x height, everything else off. */
 void    pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m,

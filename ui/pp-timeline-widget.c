@@ -7,6 +7,8 @@
  * go through pp_timeline_hit, live following reads only the model's extent.
  */
 #include "pp-timeline-widget.h"
+#include "pp-timeline-details.h"
+#include "pp-why.h"
 
 #include <adwaita.h>
 #include <math.h>
@@ -37,6 +39,16 @@ struct _PpTimelineWidget
   /* drag and pinch start from the range they began with */
   gint64           gesture_t0, gesture_t1;
   double           pinch_anchor_x;
+  gboolean         measuring;         /* the drag began on the ruler: a range */
+  gint64           measure_from;
+
+  /* issue 17: the schedule the trace names (dependencies), the selected
+   * micro-batch's arrows, find and filter */
+  PpSchedule      *schedule;
+  gboolean         schedule_tried;
+  PpTimelineArrow *arrows;
+  size_t           n_arrows;
+  PpTimelineFilter filter;
 
   AdwStyleManager *style_manager;
 };
@@ -53,6 +65,7 @@ enum {
 enum {
   SIGNAL_SPAN_SELECTED,
   SIGNAL_RANGE_CHANGED,
+  SIGNAL_RANGE_MEASURED,
   N_SIGNALS
 };
 
@@ -71,6 +84,9 @@ current_view (PpTimelineWidget *self, PpTimelineView *v, PpTimelineLayout *l)
   v->dark = self->style_manager != NULL && adw_style_manager_get_dark (self->style_manager);
   /* the window says what its colors mean, as the exports do */
   v->show_legend = v->height >= 160;
+  v->arrows = self->arrows;
+  v->n_arrows = self->n_arrows;
+  v->filter = self->filter.active ? &self->filter : NULL;
   if (l != NULL)
     {
       if (self->model != NULL)
@@ -240,6 +256,47 @@ clear_hover_and_selection (PpTimelineWidget *self)
   self->view.hover_index = -1;
   self->view.selected_rank = -1;
   self->view.selected_index = -1;
+  g_clear_pointer (&self->arrows, g_free);
+  self->n_arrows = 0;
+  self->view.has_range = FALSE;
+}
+
+/* The schedule the trace's description names, built once a model (for
+ * the dependencies of a selected block); NULL where it names none we know. */
+static const PpSchedule *
+widget_schedule (PpTimelineWidget *self)
+{
+  if (!self->schedule_tried && self->model != NULL)
+    {
+      const PpTraceDescription *d = pp_timeline_model_description (self->model);
+      if (d != NULL)
+        {
+          PpError err = { 0 };
+          self->schedule_tried = TRUE;
+          if (pp_why_schedule_of_description (d, &self->schedule, &err) != PP_OK)
+            self->schedule = NULL;
+        }
+    }
+  return self->schedule;
+}
+
+/* Selects span index of rank (-1: none), with its micro-batch's arrows. */
+static void
+select_span (PpTimelineWidget *self, int rank, long index)
+{
+  self->view.selected_rank = rank;
+  self->view.selected_index = index;
+  g_clear_pointer (&self->arrows, g_free);
+  self->n_arrows = 0;
+  if (rank >= 0 && index >= 0 && self->model != NULL)
+    {
+      size_t max = 4096;
+      self->arrows = g_new (PpTimelineArrow, max);
+      self->n_arrows = pp_timeline_microbatch_arrows (self->model, widget_schedule (self), rank, index,
+                                                      self->arrows, max);
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, rank, (glong) index);
 }
 
 void
@@ -251,6 +308,8 @@ pp_timeline_widget_set_model (PpTimelineWidget *self, PpTimelineModel *model)
     return;
   self->model = model;
   clear_hover_and_selection (self);
+  g_clear_pointer (&self->schedule, pp_schedule_free);
+  self->schedule_tried = FALSE;
   self->range_valid = FALSE;
   self->follow = TRUE;
   self->model_dirty = TRUE;
@@ -375,6 +434,106 @@ pp_timeline_widget_get_show_plan (PpTimelineWidget *self)
 {
   g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), FALSE);
   return self->view.show_plan;
+}
+
+void
+pp_timeline_widget_select (PpTimelineWidget *self, int rank, long index)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (self->model == NULL || rank < 0 || rank >= pp_timeline_model_n_ranks (self->model)
+      || index < 0 || (size_t) index >= pp_timeline_model_n_spans (self->model, rank))
+    rank = -1, index = -1;
+  select_span (self, rank, index);
+}
+
+char *
+pp_timeline_widget_selection_text (PpTimelineWidget *self)
+{
+  PpTimelineBlockDetails d;
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), NULL);
+  if (self->model == NULL
+      || !pp_timeline_block_details (self->model, widget_schedule (self), self->view.selected_rank,
+                                     self->view.selected_index, &d))
+    return NULL;
+  return pp_timeline_block_details_text (self->model, &d);
+}
+
+size_t
+pp_timeline_widget_get_arrows (PpTimelineWidget *self, const PpTimelineArrow **arrows)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), 0);
+  if (arrows)
+    *arrows = self->arrows;
+  return self->n_arrows;
+}
+
+void
+pp_timeline_widget_set_measured_range (PpTimelineWidget *self, gint64 t0_ns, gint64 t1_ns)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (t1_ns < t0_ns)
+    {
+      gint64 x = t0_ns;
+      t0_ns = t1_ns;
+      t1_ns = x;
+    }
+  gboolean has = t1_ns > t0_ns;
+  if (has == self->view.has_range && (!has || (self->view.range_t0_ns == t0_ns && self->view.range_t1_ns == t1_ns)))
+    return;
+  self->view.has_range = has;
+  self->view.range_t0_ns = t0_ns;
+  self->view.range_t1_ns = t1_ns;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_RANGE_MEASURED], 0);
+}
+
+gboolean
+pp_timeline_widget_get_measured_range (PpTimelineWidget *self, gint64 *t0_ns, gint64 *t1_ns)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), FALSE);
+  if (t0_ns)
+    *t0_ns = self->view.range_t0_ns;
+  if (t1_ns)
+    *t1_ns = self->view.range_t1_ns;
+  return self->view.has_range;
+}
+
+char *
+pp_timeline_widget_range_text (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), NULL);
+  if (self->model == NULL || !self->view.has_range)
+    return NULL;
+  return pp_timeline_range_text (self->model, self->view.range_t0_ns, self->view.range_t1_ns);
+}
+
+void
+pp_timeline_widget_zoom_to_measured (PpTimelineWidget *self)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (!self->view.has_range)
+    return;
+  user_moved (self);
+  set_range_internal (self, self->view.range_t0_ns, self->view.range_t1_ns);
+}
+
+gboolean
+pp_timeline_widget_set_filter_text (PpTimelineWidget *self, const char *text, GError **error)
+{
+  PpTimelineFilter f;
+  char msg[160];
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), FALSE);
+  if (pp_timeline_filter_parse (text, &f, msg, sizeof msg) != 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, msg);
+      return FALSE;
+    }
+  if (memcmp (&f, &self->filter, sizeof f) != 0)
+    {
+      self->filter = f;
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+  return TRUE;
 }
 
 /* ---- drawing ----------------------------------------------------------------- */
@@ -718,8 +877,16 @@ on_scroll (GtkEventControllerScroll *c, double dx, double dy, PpTimelineWidget *
 static void
 on_drag_begin (GtkGestureDrag *g, double x, double y, PpTimelineWidget *self)
 {
+  PpTimelineView v;
+  PpTimelineLayout l;
   self->gesture_t0 = self->view.t0_ns;
   self->gesture_t1 = self->view.t1_ns;
+  current_view (self, &v, &l);
+  /* on the ruler a drag measures a range; on the rows it pans */
+  self->measuring = self->model != NULL && y >= l.ruler_y && y < l.ruler_y + l.ruler_h
+                    && x >= l.x0 && x <= l.x1;
+  if (self->measuring)
+    self->measure_from = (gint64) llround (time_at_x (self, x));
 }
 
 static void
@@ -735,6 +902,14 @@ on_drag_update (GtkGestureDrag *g, double ox, double oy, PpTimelineWidget *self)
         return;
     }
   gtk_gesture_set_state (GTK_GESTURE (g), GTK_EVENT_SEQUENCE_CLAIMED);
+  if (self->measuring)
+    {
+      double sx, sy;
+      gtk_gesture_drag_get_start_point (g, &sx, &sy);
+      pp_timeline_widget_set_measured_range (self, self->measure_from,
+                                             (gint64) llround (time_at_x (self, sx + ox)));
+      return;
+    }
   user_moved (self);
   PpTimelineView v;
   PpTimelineLayout l;
@@ -784,6 +959,15 @@ on_click_released (GtkGestureClick *g, int n_press, double x, double y, PpTimeli
 
   if (self->model == NULL || !self->range_valid)
     return;
+  if (self->measuring)
+    {
+      /* a click on the ruler (no drag) clears the measured range */
+      if (gtk_gesture_get_sequence_state (GTK_GESTURE (g), gtk_gesture_single_get_current_sequence (GTK_GESTURE_SINGLE (g)))
+          != GTK_EVENT_SEQUENCE_CLAIMED)
+        pp_timeline_widget_set_measured_range (self, 0, 0);
+      self->measuring = FALSE;
+      return;
+    }
   current_view (self, &v, NULL);
   if (pp_timeline_hit (self->model, &v, x, y, &hit) && !hit.planned && hit.index >= 0)
     {
@@ -792,10 +976,7 @@ on_click_released (GtkGestureClick *g, int n_press, double x, double y, PpTimeli
     }
   if (rank == self->view.selected_rank && index == self->view.selected_index)
     return;
-  self->view.selected_rank = rank;
-  self->view.selected_index = index;
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-  g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, rank, index);
+  select_span (self, rank, index);
 }
 
 static gboolean
@@ -821,13 +1002,20 @@ on_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
       user_moved (self);
       pan_by (self, 0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
       return TRUE;
+    case GDK_KEY_z: case GDK_KEY_Return: case GDK_KEY_KP_Enter:
+      if (!self->view.has_range)
+        return FALSE;
+      pp_timeline_widget_zoom_to_measured (self);
+      return TRUE;
     case GDK_KEY_Escape:
       if (self->view.selected_rank >= 0)
         {
-          self->view.selected_rank = -1;
-          self->view.selected_index = -1;
-          gtk_widget_queue_draw (GTK_WIDGET (self));
-          g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, -1, (glong) -1);
+          select_span (self, -1, -1);
+          return TRUE;
+        }
+      if (self->view.has_range)
+        {
+          pp_timeline_widget_set_measured_range (self, 0, 0);
           return TRUE;
         }
       return FALSE;
@@ -903,6 +1091,8 @@ pp_timeline_widget_dispose (GObject *object)
 
   self->model = NULL;
   g_clear_pointer (&self->tip_text, g_free);
+  g_clear_pointer (&self->arrows, g_free);
+  g_clear_pointer (&self->schedule, pp_schedule_free);
   if (self->style_manager != NULL)
     {
       g_signal_handlers_disconnect_by_data (self->style_manager, self);
@@ -934,6 +1124,9 @@ pp_timeline_widget_class_init (PpTimelineWidgetClass *klass)
   signals[SIGNAL_SPAN_SELECTED] =
     g_signal_new ("span-selected", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_INT, G_TYPE_LONG);
+  signals[SIGNAL_RANGE_MEASURED] =
+    g_signal_new ("range-measured", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 0);
   signals[SIGNAL_RANGE_CHANGED] =
     g_signal_new ("range-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 0);

@@ -40,9 +40,31 @@ void       pp_timeline_widget_set_range (PpTimelineWidget *self, gint64 t0_ns, g
 /* The view as shown (for "save screenshot of the timeline as shown"). */
 void       pp_timeline_widget_get_view (PpTimelineWidget *self, PpTimelineView *out);
 
+/* Selection (issue 17): a click selects a block; its micro-batch is
+ * outlined on every rank with its dependency arrows.  select (-1: none)
+ * does what a click does; selection_text is everything known of the
+ * selected block for a details pane (NULL when none; g_free it). */
+void       pp_timeline_widget_select (PpTimelineWidget *self, int rank, long index);
+char      *pp_timeline_widget_selection_text (PpTimelineWidget *self);
+size_t     pp_timeline_widget_get_arrows (PpTimelineWidget *self, const PpTimelineArrow **arrows);
+
+/* Measuring: a drag on the ruler selects a time range (a click on the
+ * ruler or Escape clears it; z or Enter zooms to it).  range_text: its
+ * length and each rank's busy and idle time in it (NULL when none). */
+void       pp_timeline_widget_set_measured_range (PpTimelineWidget *self, gint64 t0_ns, gint64 t1_ns);
+gboolean   pp_timeline_widget_get_measured_range (PpTimelineWidget *self, gint64 *t0_ns, gint64 *t1_ns);
+char      *pp_timeline_widget_range_text (PpTimelineWidget *self);
+void       pp_timeline_widget_zoom_to_measured (PpTimelineWidget *self);
+
+/* Find and filter: the search entry's text (pp-timeline-filter.h's
+ * grammar: "W", "mb 3", "stage 2 step 5"); what does not match is dimmed.
+ * FALSE with a one-line error for text it cannot read (the filter stays). */
+gboolean   pp_timeline_widget_set_filter_text (PpTimelineWidget *self, const char *text, GError **error);
+
 /* Properties: "show-plan" (gboolean), "live" (gboolean).
  * Signals: "span-selected" (int rank, long index: -1 when cleared),
- *          "range-changed" (the visible range moved). */
+ *          "range-changed" (the visible range moved),
+ *          "range-measured" (the measured range changed or was cleared). */
 void       pp_timeline_widget_set_show_plan (PpTimelineWidget *self, gboolean show);
 gboolean   pp_timeline_widget_get_show_plan (PpTimelineWidget *self);
 

@@ -188,6 +188,40 @@ tick_run (struct PpSelfTest *t)
             return TRUE;
           }
       }
+      /* A click on a block: the details pane says what it was and what it
+       * waited for; the find entry takes "W mb 0" and refuses a word it
+       * does not know (issue 17). */
+      {
+        PpTimelineModel *m = pp_timeline_widget_get_model (w->timeline[0]);
+        const PpSpan *sp = m ? pp_timeline_model_spans (m, 1) : NULL;
+        long pick = -1;
+        for (size_t i = 0; sp && i < pp_timeline_model_n_spans (m, 1) && pick < 0; i++)
+          if (sp[i].kind == PP_SPAN_F && sp[i].microbatch >= 0)
+            pick = (long) i;
+        pp_timeline_widget_select (w->timeline[0], 1, pick);
+        const char *details = pp_window_details_text (w);
+        say ("details of rank 1's first F: %s", strchr (details, '\n') ? "shown" : details);
+        if (pick < 0 || !strstr (details, "Kind: F") || !strstr (details, "Waited for: F of stage 0"))
+          {
+            fail (t, "a selected block's details should name it and what it waited for");
+            return TRUE;
+          }
+        gtk_editable_set_text (GTK_EDITABLE (w->find_entry), "bogus");
+        g_signal_emit_by_name (w->find_entry, "search-changed");
+        gboolean refused = gtk_widget_has_css_class (GTK_WIDGET (w->find_entry), "error");
+        gtk_editable_set_text (GTK_EDITABLE (w->find_entry), "W mb 0");
+        g_signal_emit_by_name (w->find_entry, "search-changed");
+        gboolean taken = !gtk_widget_has_css_class (GTK_WIDGET (w->find_entry), "error");
+        say ("find: 'bogus' %s, 'W mb 0' %s", refused ? "refused" : "taken", taken ? "taken" : "refused");
+        gtk_editable_set_text (GTK_EDITABLE (w->find_entry), "");
+        g_signal_emit_by_name (w->find_entry, "search-changed");
+        pp_timeline_widget_select (w->timeline[0], -1, -1);
+        if (!refused || !taken)
+          {
+            fail (t, "the find entry should take 'W mb 0' and refuse 'bogus'");
+            return TRUE;
+          }
+      }
       /* Save Screenshot and Export, as their dialogs do once a file is chosen. */
       {
         g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "pipescope-self-test", NULL);

@@ -47,6 +47,13 @@ struct _PpWindow
   PpWhyPanel       *why;
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
   GtkWidget        *path_overlay;
+  /* find and filter; the details of the selected block or measured range */
+  GtkSearchEntry   *find_entry;
+  GtkWidget        *details_pane;
+  GtkLabel         *details_title;
+  GtkLabel         *details_label;
+  GtkWidget        *details_close;
+  GtkWidget        *zoom_range_button;
 
   /* the session */
   GListStore       *runs;           /* PpRecording */
@@ -85,6 +92,12 @@ void pp_window_export_chrome_to       (PpWindow *self, const char *out);
 void pp_window_toast                  (PpWindow *self, const char *message);
 /* The primary run shown (NULL if none). */
 PpRecording *pp_window_get_shown_run        (PpWindow *self);
+
+/* pp-window-details.c: the find entry and the details pane, wired to
+ * the upper timeline (called once from init). */
+void pp_window_details_init           (PpWindow *self);
+/* What the pane says now ("" hidden), for the self-test. */
+const char *pp_window_details_text    (PpWindow *self);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

@@ -928,6 +928,12 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_toggle);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_overlay);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, find_entry);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, details_pane);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, details_title);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, details_label);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, details_close);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, zoom_range_button);
   /* the two timelines (the lower one shows only while comparing) */
   gtk_widget_class_bind_template_child_full (widget_class, "timeline_upper", FALSE,
                                              G_STRUCT_OFFSET (PpWindow, timeline[0]));
@@ -970,6 +976,7 @@ pp_window_init (PpWindow *self)
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->path_overlay), draw_path_overlay, self, NULL);
+  pp_window_details_init (self);
 
   GtkStringList *names = gtk_string_list_new (NULL);
   guint default_index = 0, i = 0;
