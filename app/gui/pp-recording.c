@@ -305,6 +305,24 @@ pp_recording_end_word (PpRecording *self)
   return self->end_how == 1 ? "ended" : self->end_how == 0 ? "killed" : "connection lost";
 }
 
+/* A job killed, or a stream cut off (an error, a frame half sent): every
+ * rank's row is marked lost from the last event received of it on, and
+ * everything received stays.  A rank already marked (a connection of its
+ * own ended earlier) keeps its mark.  Not for a run the user stopped. */
+static void
+pp_recording_mark_lost (PpRecording *self)
+{
+  gboolean changed = FALSE;
+  if (self->stop_asked || self->model == NULL)
+    return;
+  for (int r = 0; r < pp_timeline_model_n_ranks (self->model); r++)
+    if (pp_timeline_model_rank_lost (self->model, r) == INT64_MAX
+        && pp_timeline_model_set_rank_lost (self->model, r, PP_TIMELINE_LOST_AT_LAST_EVENT))
+      changed = TRUE;
+  if (changed)
+    g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
+}
+
 /* One toast for the end of a run, once its cause is known: for a child,
  * when both its stream has ended and it has exited (in either order). */
 static void
@@ -513,6 +531,11 @@ pp_recording_drain (gpointer data)
             pp_recording_emit_changed (self, &changed);
             if (b->kind == BATCH_ENDED)
               self->end_how = b->how;
+            /* the stream broke off, or the registry saw the job die */
+            if (b->kind == BATCH_ENDED && !self->stop_asked
+                && (b->how == 0 || (b->message && (g_str_has_prefix (b->message, "stream error")
+                                                   || strstr (b->message, "mid-frame")))))
+              pp_recording_mark_lost (self);
             pp_recording_set_state (self, b->kind == BATCH_ENDED ? PP_RECORDING_ENDED : PP_RECORDING_FAILED);
             if (b->kind == BATCH_ENDED)
               pp_recording_tell_end (self);
@@ -615,6 +638,8 @@ pp_recording_child_exited_cb (GObject *source, GAsyncResult *result, gpointer da
   if (self->state == PP_RECORDING_STARTING && self->live)
     g_atomic_int_set (&self->live->stop, 1);
   /* The stream may have ended first: "killed" is known only now. */
+  if (self->child_status > 128 && !self->stop_asked)
+    pp_recording_mark_lost (self);
   pp_recording_update_status (self);
   pp_recording_tell_end (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);

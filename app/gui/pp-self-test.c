@@ -384,6 +384,17 @@ tick_attach (struct PpSelfTest *t)
             fail (t, "a run whose job was killed keeps its data and says it was killed");
             return TRUE;
           }
+        /* and its rows are marked lost from their last events on (issue 17) */
+        PpTimelineModel *m = pp_recording_get_model (r0);
+        int lost = 0;
+        for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+          lost += pp_timeline_model_rank_lost (m, r) != INT64_MAX;
+        say ("%d of %d ranks marked lost", lost, pp_timeline_model_n_ranks (m));
+        if (lost != pp_timeline_model_n_ranks (m))
+          {
+            fail (t, "a killed job's ranks should be marked lost");
+            return TRUE;
+          }
       }
       say ("closing the window");
       t->done = TRUE;
