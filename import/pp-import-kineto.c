@@ -67,6 +67,11 @@ typedef struct {
   int     n_pp, n_gpipe;    /* labelled blocks of each flavour */
   int     min_step;         /* least ProfilerStep N, INT32_MAX none */
   int     n_steps;
+  /* without ProfilerStep: where the rank's steps began (the step numbers
+   * the rank counted, the start of the block that began each), to line
+   * the ranks' counts up */
+  int     mark_step;        /* -1: no step began with its first block */
+  int64_t mark_time;        /* the end of that block */
 } RankData;
 
 /* interned names */
@@ -428,6 +433,10 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
             rd->pid = (int32_t) pid;
         }
 
+      /* the GPU side of a record_function range (CUDA): the CPU side is
+       * the block, its kernels come under it by correlation */
+      if (pp_json_string_is (d, cat, "gpu_user_annotation"))
+        continue;
       /* the label, cut at its first comma (an NVTX suffix: ", seq = 5") */
       char *comma = strchr (name, ',');
       if (comma)
@@ -648,13 +657,18 @@ orders_equal (const PpSchedule *s, const Shape *sh)
   return true;
 }
 
-/* The schedule of the observed order: a known one whose order it is, else
- * the order itself read as PyTorch's CSV (validated); NULL when neither. */
-static void
-rebuild_schedule (Shape *sh)
+static bool
+small_enough (const Shape *sh)
 {
   long work = (long) sh->P * sh->M * (sh->V > 0 ? sh->V : 1);
-  if (sh->P < 1 || sh->M < 1 || work > PP_SUGGEST_MAX_WORK)
+  return sh->P >= 1 && sh->M >= 1 && work <= PP_SUGGEST_MAX_WORK;
+}
+
+/* A known schedule whose order the observed one is, into sh->sched. */
+static void
+match_known (Shape *sh)
+{
+  if (!small_enough (sh))
     return;
   for (const PpScheduleInfo *info = pp_schedule_list (); info->name != NULL; info++)
     {
@@ -669,7 +683,15 @@ rebuild_schedule (Shape *sh)
         }
       pp_schedule_free (s);
     }
-  /* the order as CSV, through the one CSV reader */
+}
+
+/* The observed order itself as a schedule, read as PyTorch's CSV through
+ * the one CSV reader (which validates it); none when it is not one. */
+static void
+observed_schedule (Shape *sh)
+{
+  if (!small_enough (sh))
+    return;
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream (&buf, &len);
@@ -750,6 +772,31 @@ out:
   free (sum);
   free (cnt);
   return cm;
+}
+
+/* sh->order: each rank's blocks of one step, in the order run. */
+static PpStatus
+build_order (const Import *im, Shape *sh, bool use_pp, int step, size_t *total, PpError *err)
+{
+  *total = 0;
+  for (size_t i = 0; i < im->n; i++)
+    {
+      const RankData *rd = &im->ranks[i];
+      int r = rd->rank;
+      size_t cnt = 0;
+      for (size_t k = 0; k < rd->n_ev; k++)
+        cnt += is_block_of (&rd->ev[k], use_pp) && rd->ev[k].step == step;
+      free (sh->order[r]);
+      sh->order[r] = malloc ((cnt + 1) * sizeof *sh->order[r]);
+      sh->n_order[r] = 0;
+      if (sh->order[r] == NULL)
+        return pp_error_set (err, PP_ENOMEM, "out of memory");
+      for (size_t k = 0; k < rd->n_ev; k++)
+        if (is_block_of (&rd->ev[k], use_pp) && rd->ev[k].step == step)
+          sh->order[r][sh->n_order[r]++] = action_of (&rd->ev[k]);
+      *total += cnt;
+    }
+  return PP_OK;
 }
 
 typedef PpStatus (*LoadFunc) (void *user, size_t i, const char **name, char **text, size_t *size,
@@ -967,9 +1014,21 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         if (im.ranks[j].min_step < global_min)
           global_min = im.ranks[j].min_step;
 
-      size_t cap_seen = 0, n_seen = 0;
-      PpAction *seen = NULL;
-      int cur = 0, first_step = -1;
+      /* without step ranges: a new step where the rank's first stage
+       * runs the forward of micro-batch 0 (what every schedule's step on
+       * a rank begins with: all else waits for it), or where the rank
+       * runs an action it ran before in this step (a table of action ->
+       * last step); a profile begun mid-step has a partial step first */
+      int min_stage = INT32_MAX;
+      for (size_t k = 0; k < rd->n_ev; k++)
+        if (is_block_of (&rd->ev[k], use_pp) && rd->ev[k].stage < min_stage)
+          min_stage = rd->ev[k].stage;
+      size_t in_cur = 0;
+      rd->mark_step = -1;
+      uint64_t *keys = NULL;
+      int32_t *gen = NULL;
+      size_t cap_keys = 0, n_keys = 0;
+      int cur = 0;
       size_t si = 0;
       for (size_t k = 0; k < rd->n_ev; k++)
         {
@@ -985,71 +1044,170 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
             }
           else if (is_block_of (e, use_pp))
             {
-              PpAction a = action_of (e);
-              bool again = false;
-              for (size_t q = 0; q < n_seen && !again; q++)
-                again = pp_action_equal (&seen[q], &a);
-              if (again)
+              if ((n_keys + 1) * 2 > cap_keys)
                 {
-                  cur++;
-                  n_seen = 0;
-                }
-              if (n_seen == cap_seen)
-                {
-                  size_t nc = cap_seen ? cap_seen * 2 : 64;
-                  PpAction *g = realloc (seen, nc * sizeof *g);
-                  if (g == NULL)
+                  size_t nc = cap_keys ? cap_keys * 2 : 256;
+                  uint64_t *nk = calloc (nc, sizeof *nk);
+                  int32_t *ng = calloc (nc, sizeof *ng);
+                  if (nk == NULL || ng == NULL)
                     {
-                      free (seen);
+                      free (nk);
+                      free (ng);
+                      free (keys);
+                      free (gen);
                       free (steps);
                       st = pp_error_set (err, PP_ENOMEM, "out of memory");
                       goto out;
                     }
-                  seen = g;
-                  cap_seen = nc;
+                  for (size_t q = 0; q < cap_keys; q++)
+                    if (keys[q] != 0)
+                      {
+                        size_t h = (size_t) (keys[q] * 0x9e3779b97f4a7c15ull >> 20) & (nc - 1);
+                        while (nk[h] != 0)
+                          h = (h + 1) & (nc - 1);
+                        nk[h] = keys[q];
+                        ng[h] = gen[q];
+                      }
+                  free (keys);
+                  free (gen);
+                  keys = nk;
+                  gen = ng;
+                  cap_keys = nc;
                 }
-              seen[n_seen++] = a;
+              /* (kind, stage, micro-batch) names a block within a step (an
+               * OVERLAP_F_B by its forward half); never 0 */
+              uint64_t key = ((uint64_t) (e->kind + 1) << 48) | ((uint64_t) e->stage << 24) | (uint64_t) e->mb;
+              size_t h = (size_t) (key * 0x9e3779b97f4a7c15ull >> 20) & (cap_keys - 1);
+              while (keys[h] != 0 && keys[h] != key)
+                h = (h + 1) & (cap_keys - 1);
+              bool begins = (e->kind == PP_ACT_F || e->kind == PP_ACT_OVERLAP_F_B)
+                            && e->stage == min_stage && e->mb == 0;
+              if (in_cur > 0 && (begins || (keys[h] == key && gen[h] == cur)))
+                {
+                  cur++;
+                  in_cur = 0;
+                }
+              if (begins && rd->mark_step < 0)
+                {
+                  rd->mark_step = cur;
+                  rd->mark_time = e->end;
+                }
+              in_cur++;
+              if (keys[h] == 0)
+                n_keys++;
+              keys[h] = key;
+              gen[h] = cur;
               e->step = cur;
             }
           else
             e->step = cur;
           if (is_block_of (e, use_pp))
             {
-              if (first_step < 0)
-                first_step = e->step;
-              if (e->step + 1 > max_steps)
-                max_steps = e->step + 1;
               int stages[2] = { e->stage, e->kind == PP_ACT_OVERLAP_F_B ? e->sub_stage : -1 };
               for (int q = 0; q < 2; q++)
                 if (stages[q] >= 0 && stages[q] < sh.n_stages)
                   sh.stage_rank[stages[q]] = rd->rank;
-              /* the first step's order, for the plan */
-              if (e->step == first_step)
-                {
-                  size_t *no = &sh.n_order[rd->rank];
-                  PpAction *g = realloc (sh.order[rd->rank], (*no + 1) * sizeof *g);
-                  if (g == NULL)
-                    {
-                      free (seen);
-                      free (steps);
-                      st = pp_error_set (err, PP_ENOMEM, "out of memory");
-                      goto out;
-                    }
-                  g[*no] = action_of (e);
-                  sh.order[rd->rank] = g;
-                  (*no)++;
-                }
             }
         }
-      free (seen);
+      free (keys);
+      free (gen);
       free (steps);
     }
+  /* the ranks' own step counts lined up: the block that begins a step
+   * on a rank ends after the one that began it on the rank of stage 0
+   * (it needs its output) and before that rank's next step begins (which
+   * waits for this one's backward); ends, because a label's range holds
+   * the wait for its input.  So each rank's first counted step is the
+   * reference's last one whose first block ended before it */
+  {
+    int ref = sh.n_stages > 0 && sh.stage_rank[0] >= 0 ? rank_of[sh.stage_rank[0]] : -1;
+    int *offset = calloc (n, sizeof *offset);
+    if (offset == NULL)
+      {
+        st = pp_error_set (err, PP_ENOMEM, "out of memory");
+        goto out;
+      }
+    if (ref >= 0 && im.ranks[ref].n_steps == 0 && im.ranks[ref].mark_step >= 0)
+      {
+        const RankData *R = &im.ranks[ref];
+        /* the reference's step starts, in its count */
+        int64_t *starts = malloc ((R->n_ev + 1) * sizeof *starts);
+        int n_starts = 0;
+        if (starts == NULL)
+          {
+            free (offset);
+            st = pp_error_set (err, PP_ENOMEM, "out of memory");
+            goto out;
+          }
+        for (size_t k = 0; k < R->n_ev; k++)
+          if (is_block_of (&R->ev[k], use_pp) && R->ev[k].step >= 0 && R->ev[k].step < (int) R->n_ev)
+            while (n_starts <= R->ev[k].step)
+              starts[n_starts++] = R->ev[k].end;
+        for (size_t i = 0; i < n; i++)
+          {
+            const RankData *rd = &im.ranks[i];
+            if ((int) i == ref || rd->n_steps > 0 || rd->mark_step < 0)
+              continue;
+            int k = -1;
+            for (int q = 0; q < n_starts; q++)
+              if (starts[q] <= rd->mark_time)
+                k = q;
+            if (k >= 0)
+              offset[i] = k - rd->mark_step;
+          }
+        free (starts);
+      }
+    int least = INT32_MAX;
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = 0; k < im.ranks[i].n_ev; k++)
+        if (im.ranks[i].n_steps == 0 && im.ranks[i].ev[k].step >= 0)
+          {
+            im.ranks[i].ev[k].step += offset[i];
+            if (im.ranks[i].ev[k].step < least)
+              least = im.ranks[i].ev[k].step;
+          }
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = 0; k < im.ranks[i].n_ev; k++)
+        {
+          Ev *e = &im.ranks[i].ev[k];
+          if (im.ranks[i].n_steps == 0 && least != INT32_MAX && least != 0)
+            e->step -= least;
+          if (is_block_of (e, use_pp) && e->step + 1 > max_steps)
+            max_steps = e->step + 1;
+        }
+    free (offset);
+  }
   sum->steps = max_steps;
   sum->microbatches = sh.M;
   sum->stages_per_rank = sh.V;
 
+  /* the plan: the order of the first step that is a known schedule's
+   * (a profile that began mid-step has a partial first step), else the
+   * fullest of the first few steps, as run */
   if (sum->missing[0] == '\0')
-    rebuild_schedule (&sh);
+    {
+      int best = -1;
+      size_t best_n = 0;
+      for (int step = 0; step < max_steps && step < 16 && sh.sched == NULL; step++)
+        {
+          size_t total;
+          if ((st = build_order (&im, &sh, use_pp, step, &total, err)) != PP_OK)
+            goto out;
+          if (total > best_n)
+            {
+              best = step;
+              best_n = total;
+            }
+          match_known (&sh);
+        }
+      if (sh.sched == NULL && best >= 0)
+        {
+          size_t total;
+          if ((st = build_order (&im, &sh, use_pp, best, &total, err)) != PP_OK)
+            goto out;
+          observed_schedule (&sh);
+        }
+    }
   sum->matched = sh.matched;
   snprintf (sum->schedule, sizeof sum->schedule, "%s",
             sh.sched && sh.matched ? sh.sched->name : "observed");
@@ -1348,21 +1506,38 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
               }
           continue;
         }
+      /* one pass: the extent of each step's blocks (steps < blocks) */
+      int64_t *ext = malloc (((size_t) max_steps + 1) * 2 * sizeof *ext);
+      if (ext == NULL)
+        {
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
       for (int step = 0; step < max_steps; step++)
         {
-          int64_t a = INT64_MAX, b = INT64_MIN;
-          for (size_t k = 0; k < rd->n_ev; k++)
-            if (is_block_of (&rd->ev[k], use_pp) && rd->ev[k].step == step)
-              {
-                if (rd->ev[k].start < a) a = rd->ev[k].start;
-                if (rd->ev[k].end > b) b = rd->ev[k].end;
-              }
-          if (a > b)
-            continue;
-          if ((st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_BEGIN, a, err)) != PP_OK
-              || (st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_END, b, err)) != PP_OK)
-            goto out;
+          ext[2 * step] = INT64_MAX;
+          ext[2 * step + 1] = INT64_MIN;
         }
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          const Ev *e = &rd->ev[k];
+          if (!is_block_of (e, use_pp) || e->step < 0 || e->step >= max_steps)
+            continue;
+          if (e->start < ext[2 * e->step]) ext[2 * e->step] = e->start;
+          if (e->end > ext[2 * e->step + 1]) ext[2 * e->step + 1] = e->end;
+        }
+      for (int step = 0; step < max_steps; step++)
+        {
+          if (ext[2 * step] > ext[2 * step + 1])
+            continue;
+          if ((st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_BEGIN, ext[2 * step], err)) != PP_OK
+              || (st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_END, ext[2 * step + 1], err)) != PP_OK)
+            {
+              free (ext);
+              goto out;
+            }
+        }
+      free (ext);
     }
   if ((st = pp_trace_write_spans (w, spans, n_spans, err)) != PP_OK)
     goto out;

@@ -164,6 +164,37 @@ def main():
         check(rc == 0 and strip(imported(pt, tmp)) == strip(traces["gpipe"][1]),
               "plain and gzip'd JSON give the same spans")
 
+        # a profile that began mid-step, without ProfilerStep ranges, with
+        # the GPU side of every label beside it (as CUDA runs have): the
+        # steps are found from the repeats, the plan from a whole step
+        cut_dir = os.path.join(tmp, "midstep")
+        os.mkdir(cut_dir)
+        kept = 0
+        for f in sorted(glob.glob(os.path.join(DATA, "interleaved", "*.json.gz"))):
+            d = load(f)
+            ev = d["traceEvents"]
+            blocks = sorted(e["ts"] for e in ev if e.get("cat") == "user_annotation" and BLOCK.match(e["name"]))
+            t_cut = blocks[len(blocks) // 4]        # halfway through step 0
+            out_ev = []
+            for e in ev:
+                name = e.get("name", "")
+                if name.startswith("ProfilerStep#"):
+                    continue
+                if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float)) and e["ts"] < t_cut:
+                    continue
+                out_ev.append(e)
+                if e.get("cat") == "user_annotation" and name.startswith("PP:"):
+                    g = dict(e, cat="gpu_user_annotation", pid=0, tid=7, ts=e["ts"] + 3)
+                    out_ev.append(g)
+            kept += sum(1 for e in out_ev if e.get("cat") == "user_annotation" and BLOCK.match(e["name"]))
+            d["traceEvents"] = out_ev
+            with open(os.path.join(cut_dir, os.path.basename(f)[:-3]), "w") as o:
+                json.dump(d, o)
+        mt = os.path.join(tmp, "midstep.pptrace")
+        rc, out, err = run("import", cut_dir, "-o", mt)
+        check(rc == 0 and "Interleaved1F1B" in out and f"{kept} blocks" in out,
+              f"a profile begun mid-step, GPU label copies beside: the schedule found, {kept} blocks ({err.strip()} {out.strip()})")
+
         # Schedule1F1B labels nothing
         files = sorted(glob.glob(os.path.join(DATA, "1f1b", "*.json*")))
         rc, out, err = run("import", *files, "-o", os.path.join(tmp, "1f1b.pptrace"))
