@@ -546,14 +546,15 @@ emit_all_pending_spans (PpRun *run)
 {
   int any = 0;
   for (int r = 0; r < run->P; r++)
-    any |= CR (&run->ranks[r])->n_pend > 0;
+    any |= CR (&run->ranks[r]) != NULL && CR (&run->ranks[r])->n_pend > 0;
   if (!any)
     return;
 #ifdef PP_HAVE_CUPTI
   (void) pp_cupti_flush (run_cupti (run), NULL);
 #endif
   for (int r = 0; r < run->P; r++)
-    emit_pending_spans (run, &run->ranks[r]);
+    if (CR (&run->ranks[r]) != NULL)   /* a rank of this process */
+      emit_pending_spans (run, &run->ranks[r]);
 }
 
 static void
@@ -777,12 +778,15 @@ static void
 recover_gpu (PpRun *run)
 {
   for (int r = 0; r < run->P; r++)
-    if (pp_gpu_bind (GPU (run), r, NULL) != PP_OK
-        || cudaStreamSynchronize (rank_stream (run, r)) != cudaSuccess)
+    if (run->ranks[r].bk != NULL   /* a rank of this process */
+        && (pp_gpu_bind (GPU (run), r, NULL) != PP_OK
+            || cudaStreamSynchronize (rank_stream (run, r)) != cudaSuccess))
       run->broken = 1;
   for (int i = 0; i < run->sched->n_stages; i++)
     {
       PpRunStage *st = &run->stages[i];
+      if (st->bk == NULL)
+        continue;   /* another process's */
       float *zeros = CR (&run->ranks[st->rank])->d_zeros;
       if (pp_gpu_bind (GPU (run), st->rank, NULL) != PP_OK)
         {
@@ -821,17 +825,31 @@ cuda_open (PpRun *run, PpError *err)
                         : cfg->gpu_partition == PP_RUN_GPU_STREAMS ? PP_GPU_PARTITION_STREAMS
                         : PP_GPU_PARTITION_AUTO;
 
-  /* ranks as processes need a transport that moves device data (nccl) */
-  if (run->transport->process_rank >= 0 && run->transport->ops->acquire_device == NULL)
-    return pp_error_set (err, PP_EUNSUPPORTED,
-                         "the CUDA backend runs ranks as processes only over NCCL, one GPU each "
-                         "(this pipescope %s); use threads with green-context partitions (no "
-                         "mpirun) or --backend cpu",
-                         pp_gpu_have_nccl () ? "has NCCL, but the job's transport is MPI"
-                                             : "was built without NCCL, or libnccl.so.2 does not load");
   if ((run->bk = calloc (1, sizeof (CudaRun))) == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
-  GPU (run) = pp_gpu_open (run->P, want, cfg->probe, !cfg->no_cupti, err);
+  if (run->transport->process_rank >= 0)
+    {
+      /* ranks as processes: one GPU each, stage data through a transport
+       * that moves device data (nccl over mpi), made before any GPU work */
+      PpTransport *d;
+      if (run->n_chains > 1)
+        return pp_error_set (err, PP_EUNSUPPORTED,
+                             "%s keeps two copies of each part on different ranks, and the CUDA "
+                             "backend sums their gradients within one process; run its GPU ranks as "
+                             "threads (no mpirun)", run->sched->name);
+      if (run->transport->ops->for_device == NULL)
+        return pp_error_set (err, PP_EUNSUPPORTED,
+                             "the CUDA backend runs ranks as processes only over NCCL; the %s "
+                             "transport has no device half", run->transport->ops->name);
+      if ((d = run->transport->ops->for_device (run->transport, err)) == NULL)
+        return err != NULL && err->status != PP_OK ? err->status : PP_EUNSUPPORTED;
+      CUDA_RUN (run)->host = run->transport;
+      run->transport = d;
+      GPU (run) = pp_gpu_open_rank (run->P, d->process_rank, d->device, cfg->probe, !cfg->no_cupti,
+                                    err);
+    }
+  else
+    GPU (run) = pp_gpu_open (run->P, want, cfg->probe, !cfg->no_cupti, err);
   if (GPU (run) == NULL)
     return err != NULL && err->status != PP_OK ? err->status : PP_EIO;
   {
@@ -839,13 +857,13 @@ cuda_open (PpRun *run, PpError *err)
      * thread and CUPTI's two (its flush thread, its own worker) leave
      * free: a rank thread that loses its core stops feeding its GPU */
     long ncpu = usable_cpus ();
-    long n = ncpu - run->P - 1 - (cfg->probe != NULL) - 2 * (run_cupti (run) != NULL);
+    long n = ncpu - (run->transport->process_rank >= 0 ? 1 : run->P) - 1 - (cfg->probe != NULL) - 2 * (run_cupti (run) != NULL);
     if (n < 1) n = 1;
     if (n > 16) n = 16;
     if ((run->pool = pp_batch_pool_new (run->model, (int) n, err)) == NULL)
       return err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
   }
-  if (run->transport->ops->acquire_device == NULL)
+  if (CUDA_RUN (run)->host == NULL)
     {
       /* ranks as threads: the local hand-off orders the launches, the
        * device transport moves the data (copies, NCCL edges) */
@@ -876,6 +894,11 @@ static void
 cuda_copy_params (PpRun *run, int stage, float *out, size_t n)
 {
   PpRunStage *st = &run->stages[stage];
+  if (st->bk == NULL)
+    {
+      memset (out, 0, n * sizeof (float));   /* another process's: summed in */
+      return;
+    }
   (void) pp_gpu_bind (GPU (run), st->rank, NULL);
   (void) pp_gpu_chunk_copy_params_to_host (CS (st)->gchunk, out, NULL);
 }
@@ -946,7 +969,7 @@ cuda_close (PpRun *run)
     return;
   if (CUDA_RUN (run)->host != NULL)
     {
-      /* the device transport's NCCL edges go before the devices close */
+      /* the device half (NCCL edges or links) goes before the devices close */
       pp_transport_free (run->transport);
       run->transport = CUDA_RUN (run)->host;
     }

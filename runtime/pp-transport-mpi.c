@@ -480,6 +480,13 @@ mpi_free (PpTransport *t)
   free (m);
 }
 
+/* GPU ranks: their stage data goes through NCCL (pp-transport-nccl.c). */
+static PpTransport *
+mpi_for_device (PpTransport *t, PpError *err)
+{
+  return pp_transport_new_nccl (t, err);
+}
+
 static const PpTransportOps mpi_ops = {
   .name = "mpi",
   .setup = mpi_setup,
@@ -493,6 +500,7 @@ static const PpTransportOps mpi_ops = {
   .recv_bytes = mpi_recv_bytes,
   .clock_offset = mpi_clock_offset,
   .gather_bytes = mpi_gather_bytes,
+  .for_device = mpi_for_device,
   .free = mpi_free,
 };
 

@@ -89,6 +89,12 @@ typedef struct {
                               size_t n, void *ready);
   PpStatus (*acquire_device) (PpTransport *t, int stage, int grad, int mb, float *d_dst,
                               size_t n, void *stream, void *start, PpError *err);
+  /* Optional: a transport that moves device data between this one's
+   * processes, one GPU per rank (over mpi: nccl), borrowing this one for
+   * everything else; the caller frees it before this one.  Every process
+   * calls it at the same point.  NULL with a one-line error where it
+   * cannot be made (no NCCL, two ranks for one GPU). */
+  PpTransport *(*for_device) (PpTransport *t, PpError *err);
   void     (*free)       (PpTransport *t);
 } PpTransportOps;
 
@@ -120,6 +126,16 @@ bool         pp_transport_launched_by_mpi (void);
  * this process runs rank MPI_COMM_WORLD's rank.  NULL with a one-line error
  * without MPI. */
 PpTransport *pp_transport_new_mpi (PpError *err);
+
+/* GPU ranks as processes: stage data through NCCL between the ranks' GPUs
+ * (rank r on GPU r's index among its host's ranks), all else over `mpi`
+ * (borrowed).  A collective of the job's processes.  NULL with one line
+ * (and on every process) where NCCL does not load or a host has more ranks
+ * than GPUs.  In the MPI transport's library: reached through the MPI
+ * transport's for_device. */
+PpTransport *pp_transport_new_nccl (PpTransport *mpi, PpError *err);
+/* Whether this build has the nccl transport and libnccl.so.2 loads. */
+bool         pp_transport_have_nccl (void);
 
 /* CUDA builds: the device transport over `host` (a local transport, which
  * it borrows: the caller frees both, this one first) for the ranks placed

@@ -13,6 +13,8 @@
 #   nvidia-smi -q header            PP_DEVICE_SMI_TIMEOUT   (15)
 #   meson test --suite gpu          PP_DEVICE_TEST_TIMEOUT  (240)
 #   pipescope-cli run, info, run --no-cupti  PP_DEVICE_CLI_TIMEOUT (60 each)
+#   NCCL between 2 rank processes   PP_DEVICE_NCCL_TIMEOUT  (90 each run;
+#                                   on one GPU: that it is refused)
 #   meson test --benchmark --suite gpu   PP_DEVICE_BENCH_TIMEOUT (200)
 # so the whole check ends in well under 10 minutes.  Always --no-rebuild.
 #
@@ -321,6 +323,73 @@ if os.path.exists(cli):
         for l in tail(o, 40):
             say("    " + l)
     say()
+# ---- NCCL between GPU rank processes (one GPU each) ----
+# Two ranks as processes under mpirun, stage data through NCCL: the weights
+# after 3 steps against the same run as threads with one GPU each.  Needs
+# two GPUs (NCCL refuses two ranks on one GPU); on one GPU the refusal
+# itself is checked instead: one line, a non-zero exit, no hang.
+NCCL_T = int(os.environ.get("PP_DEVICE_NCCL_TIMEOUT", "90"))
+def nccl_check():
+    name = "nccl-rank-processes"
+    mpirun = shutil.which("mpirun")
+    if not os.path.exists(cli):
+        return None
+    say("== NCCL between GPU rank processes ==")
+    smi_l = run([smi, "-L"], SMI_T)[1] if smi else ""
+    n_gpu = len([l for l in smi_l.split("\n") if l.startswith("GPU ")])
+    if mpirun is None:
+        say("skipped: no mpirun here (OpenMPI: libopenmpi-dev openmpi-bin)")
+        return {"name": name, "result": "SKIP", "duration": 0, "returncode": 77, "stdout": "no mpirun here\n"}
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    shape = ["-s", "1F1B", "-m", "8", "--backend", "cuda", "--layers", "8", "--width", "256",
+             "--batch", "256", "--steps", "3", "--no-live"]
+    mpi = [mpirun, "--oversubscribe", "-np", "2", cli, "run"]
+    if n_gpu < 2:
+        say("%d GPU here: NCCL refuses two ranks on one GPU, so the 2-process run is skipped; "
+            "checking that it is refused in one line" % n_gpu)
+        rc, o, to, dur = run(mpi + shape, NCCL_T, env=env)
+        say("$ mpirun -np 2 pipescope-cli run %s   (exit %s%s, %.1fs)" % (" ".join(shape), rc,
+                                                                          ", timed out" if to else "", dur))
+        for l in tail(o, 12):
+            say("    " + l)
+        refused = not to and rc not in (0, None) and "NCCL refuses two ranks on one GPU" in o
+        say("refusal: %s" % ("one line, exit %s" % rc if refused else "NOT as expected"))
+        say()
+        return {"name": name, "result": "SKIP" if refused else "FAIL", "duration": dur, "returncode": rc,
+                "stdout": "one GPU: the 2-process NCCL run needs two; the refusal was %s\n"
+                          % ("as expected" if refused else "not as expected")}
+    a, b = os.path.join(out, "nccl-threads.bin"), os.path.join(out, "nccl-processes.bin")
+    rc1, o1, to1, d1 = run([cli, "run", "-p", "2", "--gpu-transport", "nccl", "--save-params", a] + shape,
+                           NCCL_T, env=env)
+    rc2, o2, to2, d2 = run(mpi + shape + ["--save-params", b], NCCL_T, env=env)
+    for label, rc, o, to, d in (("threads, NCCL edges", rc1, o1, to1, d1),
+                                ("mpirun -np 2, NCCL transport", rc2, o2, to2, d2)):
+        say("$ %s   (exit %s%s, %.1fs)" % (label, rc, ", timed out" if to else "", d))
+        for l in tail(o, 12):
+            say("    " + l)
+    ok = rc1 == 0 and rc2 == 0 and not to1 and not to2 and os.path.exists(a) and os.path.exists(b)
+    note = "a run failed"
+    if ok:
+        x, y = open(a, "rb").read(), open(b, "rb").read()
+        if x == y:
+            note = "weights after 3 steps: the same bits (%d bytes)" % len(x)
+        else:
+            import array
+            fx, fy = array.array("f"), array.array("f")
+            fx.frombytes(x[len(x) % 4:]); fy.frombytes(y[len(y) % 4:])
+            diff = max((abs(p - q) for p, q in zip(fx, fy)), default=float("inf")) if len(fx) == len(fy) else float("inf")
+            ok = diff < 1e-4
+            note = "weights after 3 steps differ by at most %.3g (%s)" % (diff, "within 1e-4" if ok else "too far")
+    say(note)
+    say()
+    return {"name": name, "result": "OK" if ok else "FAIL", "duration": d1 + d2, "returncode": rc2,
+            "stdout": note + "\n"}
+
+nccl = nccl_check()
+if nccl is not None:
+    tests.append(nccl)
+
 bench, bench_to = step("GPU benchmarks (suite gpu)", True, BENCH_T, "gpu-bench")
 
 GOOD = ("OK", "EXPECTEDFAIL")
