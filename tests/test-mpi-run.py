@@ -15,7 +15,9 @@ cleanly with complete traces, and a skew forced on one rank's clock is
 measured within 50 us and taken out of the merged trace: no block starts
 before the block on the other rank it depends on has ended.  Live, the
 job is one job: `jobs` prints one line for it (every rank seen), and
-`record` given the pid of rank 1 records every rank through rank 0's stream.  Exits 77 (skip) without MPI in the
+`record` given the pid of rank 1 records every rank through rank 0's stream; rank 1's
+collector past a tiny bound (PIPESCOPE_TEST_COLLECT_MAX) drops records, and the viewer
+gets delivered + DROPPED counts == what rank 1 wrote.  Exits 77 (skip) without MPI in the
 build or without mpirun.
 """
 import os
@@ -36,6 +38,35 @@ def check(ok, what):
     print(("ok - " if ok else "not ok - ") + what, flush=True)
     if not ok:
         failures += 1
+
+
+def trace_records(path):
+    """({rank: spans + counters}, {rank: dropped}) of a trace file, read from
+    its documented frames (probe/pp-trace-format.h), little-endian."""
+    import struct
+    recs, dropped = {}, {}
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"PPTRACE\0":
+        return None
+    off = struct.unpack_from("<I", data, 16)[0]
+    while off + 8 <= len(data):
+        size, kind = struct.unpack_from("<IH", data, off)
+        if size < 8 or off + size > len(data):
+            break
+        if kind == 3:      # SPANS: 40-byte slots, rank at 28, flags at 39 (2: an extension)
+            for slot in range(off + 8, off + size - 39, 40):
+                if not data[slot + 39] & 2:
+                    rank = struct.unpack_from("<h", data, slot + 28)[0]
+                    recs[rank] = recs.get(rank, 0) + 1
+        elif kind == 4:    # COUNTER: rank at 24
+            rank = struct.unpack_from("<i", data, off + 24)[0]
+            recs[rank] = recs.get(rank, 0) + 1
+        elif kind == 8:    # DROPPED: rank at 8, count at 16
+            rank, count = struct.unpack_from("<i", data, off + 8)[0], struct.unpack_from("<Q", data, off + 16)[0]
+            dropped[rank] = dropped.get(rank, 0) + count
+        off += size
+    return recs, dropped
 
 
 def run(args, timeout=120):
@@ -202,6 +233,42 @@ def main():
             try:
                 job.communicate(timeout=60)
             except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.communicate()
+
+        # rank 1's collector with a tiny bound drops most of its records: a
+        # viewer of rank 0's stream gets the rest and DROPPED frames that
+        # count the others, exactly
+        ct = os.path.join(tmp, "tiny.pptrace")
+        args = [cli, "run", "-s", "1F1B", "--steps", "600", "--trace", ct] + \
+               [a for a in SHAPE if a != "--no-live"]
+        job = subprocess.Popen(mpi + ["-np", "1"] + args + [":", "-np", "1", "env", "PIPESCOPE_TEST_COLLECT_MAX=2048"] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            line = job.stdout.readline()
+            while line and not line.startswith("step 1 "):
+                line = job.stdout.readline()
+            import threading
+            rest = []   # the job's step lines, drained so it never blocks on a full pipe
+            drain = threading.Thread(target=lambda: rest.append(job.stdout.read()), daemon=True)
+            drain.start()
+            ranks = ranks_of(job)
+            rec = os.path.join(tmp, "tiny-recorded.pptrace")
+            # it ends with the job (an error for record: the file keeps it all)
+            r = run([cli, "record", str(ranks[0]), "-o", rec], timeout=300) if ranks else None
+            job.wait(timeout=300)
+            drain.join(timeout=60)
+            written = trace_records(os.path.join(tmp, "tiny.rank1.pptrace"))
+            got = trace_records(rec) if r is not None else None
+            ok = job.returncode == 0 and got is not None and written[0].get(1, 0) > 0
+            delivered, dropped = (got[0].get(1, 0), got[1].get(1, 0)) if got else (0, 0)
+            check(ok and dropped > 0 and delivered > 0 and delivered + dropped == written[0][1]
+                  and got[1].get(-1, 0) == 0,
+                  f"rank 1's collector past a 2 KiB bound: {delivered} delivered + {dropped} dropped "
+                  f"== {written[0].get(1, 0)} written (viewer drops {got[1].get(-1, 0) if got else '?'}; "
+                  f"job exit {job.returncode})")
+        finally:
+            if job.poll() is None:
                 os.killpg(job.pid, signal.SIGKILL)
                 job.communicate()
     finally:

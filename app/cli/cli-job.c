@@ -3,6 +3,7 @@
 #include "cli-job.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "pp-registry.h"
+#include "pp-trace-format.h"
 
 /* ---- signals ----------------------------------------------------------------- */
 
@@ -183,18 +185,25 @@ pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
   return rc;
 }
 
-/* The collector writer's function (under the writers' lock). */
-static int
-collect_bytes (void *user, const void *data, size_t size)
+/* Records (spans, counters) in whole frames of the writer's native order. */
+static uint64_t
+frame_records (const unsigned char *f, uint32_t size, uint16_t type)
 {
-  PpCliJob *job = user;
-  if (job->n_collected + size > PP_CLI_COLLECT_MAX)
-    {
-      /* rank 0 has not taken for a long while: drop whole flushes, so what
-       * is kept stays a valid stream and this rank never waits */
-      job->collect_dropped += size;
-      return 0;
-    }
+  uint64_t n = 0;
+  if (type == PP_TRACE_FRAME_COUNTER)
+    return 1;
+  if (type != PP_TRACE_FRAME_SPANS)
+    return 0;
+  for (uint32_t off = sizeof (PpTraceFrameHeader); off + sizeof (PpTraceDiskSpan) <= size;
+       off += sizeof (PpTraceDiskSpan))
+    n += !(f[off + offsetof (PpTraceDiskSpan, flags)] & PP_TRACE_SPAN_IS_EXT);
+  return n;
+}
+
+/* Appends to what rank 0 takes next; false when there is no room. */
+static bool
+collect_append (PpCliJob *job, const void *data, size_t size)
+{
   if (job->n_collected + size > job->cap_collected)
     {
       size_t cap = job->cap_collected ? job->cap_collected : 65536;
@@ -202,24 +211,69 @@ collect_bytes (void *user, const void *data, size_t size)
         cap *= 2;
       unsigned char *p = realloc (job->collected, cap);
       if (p == NULL)
-        {
-          job->collect_dropped += size;
-          return 0;
-        }
+        return false;
       job->collected = p;
       job->cap_collected = cap;
     }
   memcpy (job->collected + job->n_collected, data, size);
   job->n_collected += size;
+  return true;
+}
+
+/* The collector writer's function (under the writers' lock).  Past the
+ * bound (rank 0 has not taken for a long while) a flush's spans and
+ * counters are dropped and counted, its other frames (the file header,
+ * names, clock offsets, markers: a few bytes a step) kept, so what is
+ * kept stays a valid stream and this rank never waits; the count reaches
+ * rank 0 as a DROPPED frame at the next take. */
+static int
+collect_bytes (void *user, const void *data, size_t size)
+{
+  PpCliJob *job = user;
+  const unsigned char *d = data;
+  size_t off = 0;
+
+  if (job->n_collected + size <= job->collect_max && collect_append (job, data, size))
+    return 0;
+  if (size >= sizeof (PpTraceFileHeader) && memcmp (d, PP_TRACE_MAGIC, 8) == 0)
+    {
+      /* the stream's start: its header goes whatever the bound */
+      PpTraceFileHeader h;
+      memcpy (&h, d, sizeof h);
+      off = h.header_size >= sizeof h && h.header_size <= size ? h.header_size : size;
+      if (!collect_append (job, d, off))
+        {
+          job->collect_dropped += size;
+          return 0;
+        }
+    }
+  while (off + sizeof (PpTraceFrameHeader) <= size)
+    {
+      PpTraceFrameHeader h;
+      memcpy (&h, d + off, sizeof h);
+      if (h.size < sizeof h || h.size > size - off)
+        break;
+      uint64_t n = frame_records (d + off, h.size, h.type);
+      if (n > 0 || !collect_append (job, d + off, h.size))
+        {
+          job->collect_dropped += h.size;
+          job->collect_dropped_records += n;
+        }
+      off += h.size;
+    }
+  job->collect_dropped += size - off;
   return 0;
 }
 
 int
-pp_cli_job_collect (PpCliJob *job)
+pp_cli_job_collect (PpCliJob *job, int rank)
 {
   PpError err = { 0 };
+  const char *max = getenv ("PIPESCOPE_TEST_COLLECT_MAX");   /* tests: a tiny bound */
   if (job->n >= 3)
     return 1;
+  job->collect_rank = rank;
+  job->collect_max = max != NULL && atol (max) > 0 ? (size_t) atol (max) : PP_CLI_COLLECT_MAX;
   job->what[job->n] = "collector";
   job->w[job->n] = pp_trace_writer_new_callback (collect_bytes, job, PP_TRACE_NATIVE, &err);
   if (job->w[job->n] == NULL)
@@ -235,6 +289,18 @@ void
 pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n)
 {
   pthread_mutex_lock (&job_writers_lock);
+  if (job->collect_dropped_records > job->collect_reported)
+    {
+      /* what was dropped since the last take, for viewers to show */
+      PpTraceFrameDropped f;
+      memset (&f, 0, sizeof f);
+      f.h.size = sizeof f;
+      f.h.type = PP_TRACE_FRAME_DROPPED;
+      f.rank = job->collect_rank;
+      f.count = job->collect_dropped_records - job->collect_reported;
+      if (collect_append (job, &f, sizeof f))
+        job->collect_reported = job->collect_dropped_records;
+    }
   *data = job->collected;
   *n = job->n_collected;
   job->collected = NULL;

@@ -40,6 +40,9 @@ typedef struct {
   unsigned char *collected;
   size_t         n_collected, cap_collected;
   uint64_t       collect_dropped;   /* bytes dropped past the bound */
+  uint64_t       collect_dropped_records, collect_reported; /* spans and counters; in DROPPED frames */
+  size_t         collect_max;       /* the bound (PIPESCOPE_TEST_COLLECT_MAX in tests) */
+  int            collect_rank;      /* whose records these are */
   PpTraceSink   *sink;
   PpProbe       *probe;
   PpProbeSink    trace_sink;   /* the trace sink's callbacks (none without writers) */
@@ -64,14 +67,16 @@ int  pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdl
  * pp_probe_flush has returned.  0, or 1 with one line. */
 typedef PpStatus (*PpCliWriteFunc) (PpTraceWriter *w, void *user, PpError *err);
 int  pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user);
-/* Under MPI, ranks other than 0: everything this rank's writers get is
- * also kept (at most PP_CLI_COLLECT_MAX bytes between two takes; past that
- * whole flushes are dropped and counted, the rank is never slowed) for
- * rank 0 to serve on its live stream.  Before pp_cli_job_start_probe.
- * 0, or 1 with one line. */
+/* Under MPI, ranks other than 0 (this one is `rank`): everything this
+ * rank's writers get is also kept (at most PP_CLI_COLLECT_MAX bytes between
+ * two takes; past that the spans and counters are dropped and counted, the
+ * rank is never slowed) for rank 0 to serve on its live stream.  Before
+ * pp_cli_job_start_probe.  0, or 1 with one line. */
 #define PP_CLI_COLLECT_MAX (64u << 20)
-int  pp_cli_job_collect (PpCliJob *job);
-/* Hands over what was kept (the caller frees *data); *n 0 when nothing. */
+int  pp_cli_job_collect (PpCliJob *job, int rank);
+/* Hands over what was kept (the caller frees *data); *n 0 when nothing.
+ * Records dropped since the last take close it as a DROPPED frame of the
+ * rank, so a viewer of rank 0's stream counts them. */
 void pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n);
 /* pp_cli_job_write on the live stream's writer only (nothing without one). */
 int  pp_cli_job_write_live (PpCliJob *job, PpCliWriteFunc fn, void *user);

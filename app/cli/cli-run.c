@@ -957,7 +957,7 @@ pp_cli_run (int argc, char **argv)
   /* MPI: rank 0's live stream serves the whole job; the others hand it
    * what they record at every step's end */
   collect = transport != NULL && job.live_index >= 0;
-  if (collect && transport->process_rank > 0 && pp_cli_job_collect (&job) != 0)
+  if (collect && transport->process_rank > 0 && pp_cli_job_collect (&job, transport->process_rank) != 0)
     goto out;
   {
     Header h = { &desc, s, transport };
