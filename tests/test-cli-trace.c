@@ -72,6 +72,14 @@ test_trace_roundtrip (void)
                                   "\"ts\":25000.000,\"dur\":2000.000,"));
   g_assert_nonnull (strstr (data, "\"args\":{\"name\":\"rank 2\"}"));
   g_assert_cmpint (pp_test_count (data, "\"name\":\"thread_name\""), ==, 4);
+  /* dependencies as flow events (issue 17): per micro-batch F 0->1->2->3,
+   * each B after its F, B 3->2->1->0: 10, for 6 micro-batches */
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"dependency\",\"ph\":\"s\""), ==, 60);
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\""), ==, 60);
+  /* GPU 1's F0 waited for GPU 0's F0: from its last ns to the start at 1 ms */
+  g_assert_nonnull (strstr (data, "\"pid\":0,\"tid\":0,\"ts\":999.999}"));
+  g_assert_nonnull (strstr (data, "\"pid\":1,\"tid\":0,\"ts\":1000.000}"));
+  g_assert_cmpint (pp_test_count (data, "\"ph\":\"C\""), ==, 0);   /* a plan has no counters */
   g_free (data);
   {
     char *py[] = { "python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", j, NULL };
@@ -170,6 +178,36 @@ test_unknown_command (void)
 /* A 0-byte file is no trace: info, export, render and suggest refuse it in
  * one line with status 2 (as the app does), not read it as a run of no
  * ranks; an image that cannot be written names the path and the reason. */
+/* A trained run's Chrome export has counter tracks (issue 17): the loss
+ * on the rank that computes it, activation memory on every rank. */
+static void
+test_chrome_counters (void)
+{
+  char *dir = g_dir_make_tmp ("pp-cli-trace-XXXXXX", NULL);
+  char *t = g_build_filename (dir, "r.pptrace", NULL);
+  char *j = g_build_filename (dir, "r.json", NULL);
+  char *out, *err, *data;
+
+  g_assert_cmpint (run (&out, &err, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16",
+                        "--batch", "8", "--steps", "3", "--no-live", "--trace", t, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", j, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (j, &data, NULL, NULL));
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"loss\",\"ph\":\"C\",\"pid\":1,"), ==, 3);
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"activation memory (MiB)\",\"ph\":\"C\",\"pid\":0,"), >, 0);
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"activation memory (MiB)\",\"ph\":\"C\",\"pid\":1,"), >, 0);
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"dependency\",\"ph\":\"s\""), >=, 3 * 2 * 3);
+  g_free (data);
+  {
+    char *py[] = { "python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", j, NULL };
+    g_assert_cmpint (spawn (py, &out, &err), ==, 0);
+    g_free (out); g_free (err);
+  }
+  pp_test_rm_rf (dir);
+  g_free (dir); g_free (t); g_free (j);
+}
+
 static void
 test_trace_empty_and_unwritable (void)
 {
@@ -215,6 +253,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
+  g_test_add_func ("/cli-trace/chrome-counters", test_chrome_counters);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);

@@ -791,6 +791,20 @@ assert_magic (const char *path, const char *magic, const char *magic2)
   g_free (data);
 }
 
+/* Whether the file holds needle anywhere (binary files: NULs and all). */
+static gboolean
+file_holds (const char *path, const char *needle)
+{
+  char *data = NULL;
+  gsize len = 0, n = strlen (needle);
+  gboolean found = FALSE;
+  g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+  for (gsize i = 0; !found && i + n <= len; i++)
+    found = memcmp (data + i, needle, n) == 0;
+  g_free (data);
+  return found;
+}
+
 static void
 test_export (Fixture *f, gconstpointer data)
 {
@@ -821,11 +835,21 @@ test_export (Fixture *f, gconstpointer data)
     g_assert_true (g_file_get_contents (svg, &text, NULL, NULL));
     g_assert_nonnull (strstr (text, "width=\"900px\""));
     g_assert_nonnull (strstr (text, "height=\"350px\""));
+    /* text stays text, searchable (issue 17): labels as <text>, no glyph
+     * outlines, and still one closing tag */
+    g_assert_nonnull (strstr (text, ">step 0</text>"));
+    g_assert_nonnull (strstr (text, ">GPipe   P=4  M=6  V=1</text>"));
+    g_assert_nonnull (strstr (text, ">forward F</text>"));
+    g_assert_null (strstr (text, "glyph"));
+    g_assert_cmpint (pp_test_count (text, "</svg>"), ==, 1);
+    g_assert_true (g_str_has_suffix (g_strchomp (text), "</svg>"));
     g_free (text);
   }
   v.dark = 1;
   g_assert_cmpint (pp_timeline_export (f->m, &v, pdf, &err), ==, PP_OK);
   assert_magic (pdf, "%PDF", NULL);
+  /* the page is the pixel size at 96 dpi: 900 x 350 px, 675 x 262.5 pt */
+  g_assert_true (file_holds (pdf, "/MediaBox [ 0 0 675 262.5 ]"));
 
   g_assert_cmpint (pp_timeline_export (f->m, &v, bmp, &err), ==, PP_EINVAL);
   g_assert_nonnull (strstr (err.msg, ".png"));
@@ -858,6 +882,10 @@ test_cli_render (Fixture *f, gconstpointer data)
                         "--plan", "--dark", NULL), ==, 0);
   g_free (out); g_free (err);
   assert_magic (pdf, "%PDF", NULL);
+  /* a paper size: landscape A4, 1123 x 794 px at 96 dpi */
+  g_assert_cmpint (run (&out, &err, "render", f->trace, "-o", pdf, "--paper", "a4", "--plan", NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (file_holds (pdf, "/MediaBox [ 0 0 842.25 595.5 ]"));
   /* a step by its number */
   g_assert_cmpint (run (&out, &err, "render", f->trace, "-o", png, "--steps", "0", NULL), ==, 0);
   g_assert_cmpstr (err, ==, "");
@@ -876,6 +904,7 @@ test_cli_render (Fixture *f, gconstpointer data)
     { "render", "T", "-o", "x.png", "--steps", "9", NULL },             /* no such step */
     { "render", "T", "-o", "x.png", "--steps", "3-1", NULL },
     { "render", "T", "-o", "x.png", "--steps", "0", "--from", "1ms" },
+    { "render", "T", "-o", "x.pdf", "--paper", "a5", NULL },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (bad); i++)
     {

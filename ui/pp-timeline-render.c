@@ -201,9 +201,10 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
   inner = out->row_h - gap;
   if (v->show_plan)
     {
-      out->block_h = inner * 0.60;
-      out->thin_h = inner * 0.14;
-      out->plan_h = inner * 0.26;
+      /* the plan lane tall enough for its numbers (a report prints it) */
+      out->block_h = inner * 0.55;
+      out->thin_h = inner * 0.13;
+      out->plan_h = inner * 0.32;
     }
   else
     {
@@ -548,12 +549,73 @@ text_w (cairo_t *cr, const char *s)
   return e.x_advance;
 }
 
+/* Text in an SVG stays text (issue 17): cairo's SVG surface writes glyphs
+ * as paths, so a report's labels could be neither searched nor edited.  An
+ * export to SVG hangs a sink on the cairo_t; text goes there instead of to
+ * cairo (where the clip lets it show), and pp_timeline_export writes it
+ * into the file as <text> elements. */
+typedef struct {
+  char  *s;
+  double x, y, size, rgba[4];
+  int    bold;
+} SinkText;
+typedef struct {
+  SinkText *t;
+  size_t    n, cap;
+} TextSink;
+static const cairo_user_data_key_t text_sink_key;
+
+/* Shows s at the current point: on the surface, or into the sink. */
+static void
+show_text (cairo_t *cr, const char *s)
+{
+  TextSink *k = cairo_get_user_data (cr, &text_sink_key);
+  double x, y;
+  if (k == NULL)
+    {
+      cairo_show_text (cr, s);
+      return;
+    }
+  if (!cairo_has_current_point (cr))
+    return;
+  cairo_get_current_point (cr, &x, &y);
+  cairo_new_path (cr);
+  if (!cairo_in_clip (cr, x, y) || *s == 0)
+    return;
+  if (k->n == k->cap)
+    {
+      size_t cap = k->cap ? 2 * k->cap : 256;
+      SinkText *n = realloc (k->t, cap * sizeof *n);
+      if (n == NULL)
+        return;
+      k->t = n;
+      k->cap = cap;
+    }
+  SinkText *t = &k->t[k->n];
+  cairo_matrix_t fm;
+  double dx = 0, dy;
+  cairo_get_font_matrix (cr, &fm);
+  dy = fm.yy;
+  cairo_user_to_device_distance (cr, &dx, &dy);
+  cairo_user_to_device (cr, &x, &y);
+  t->x = x;
+  t->y = y;
+  t->size = fabs (dy);
+  t->bold = cairo_toy_font_face_get_weight (cairo_get_font_face (cr)) == CAIRO_FONT_WEIGHT_BOLD;
+  t->rgba[0] = t->rgba[1] = t->rgba[2] = 0;
+  t->rgba[3] = 1;
+  cairo_pattern_get_rgba (cairo_get_source (cr), &t->rgba[0], &t->rgba[1], &t->rgba[2], &t->rgba[3]);
+  t->s = strdup (s);
+  if (t->s != NULL)
+    k->n++;
+}
+
 /* Text at x (align 0 left, 0.5 center, 1 right), baseline y. */
 static void
 text_at (cairo_t *cr, const char *s, double x, double y, double align)
 {
   cairo_move_to (cr, x - align * text_w (cr, s), y);
-  cairo_show_text (cr, s);
+  show_text (cr, s);
 }
 
 static const char *
@@ -723,7 +785,7 @@ draw_ruler (Ctx *c, cairo_t *cr)
       if (tx + w > c->v->width - 2)
         tx = c->v->width - 2 - w;
       cairo_move_to (cr, tx, ybot - 9);
-      cairo_show_text (cr, buf);
+      show_text (cr, buf);
     }
   set_rgb (cr, c->th.dim);
   cairo_move_to (cr, l->x0, ybot - 0.5);
@@ -850,7 +912,7 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
     {
       Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
       cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
-      set_rgba (cr, f, 0.28);
+      set_rgba (cr, f, 0.4);
       cairo_fill_preserve (cr);
       set_rgb (cr, f);
       cairo_stroke (cr);
@@ -931,11 +993,12 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
           if (xb <= xa)
             xb = xa + 1;
           cairo_rectangle (cr, xa, y, xb - xa, h);
-          any_wide |= b->w >= 5;
+          any_wide |= b->w >= (plan ? 2 : 5);
         }
       if (plan)
         {
-          set_rgba (cr, col, 0.28);
+          /* see-through, but not so pale that a printed page loses it */
+          set_rgba (cr, col, 0.4);
           cairo_fill (cr);
         }
       else
@@ -949,7 +1012,7 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
       for (size_t i = 0; i < c->n_boxes; i++)
         {
           const Box *b = &c->boxes[i];
-          if (b->lane != lane || b->kind != kind || b->chunk != chunk || b->w < 5)
+          if (b->lane != lane || b->kind != kind || b->chunk != chunk || b->w < (plan ? 2 : 5))
             continue;
           double xa = round (b->x), xb = round (b->x + b->w);
           cairo_rectangle (cr, xa + 0.5, y + 0.5, xb - xa - 1, h - 1);
@@ -1968,6 +2031,87 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
 
 /* ---- export ---------------------------------------------------------------------------- */
 
+#define PDF_PT_PER_PX (72.0 / 96.0)
+
+static void
+sink_clear (TextSink *k)
+{
+  for (size_t i = 0; i < k->n; i++)
+    free (k->t[i].s);
+  free (k->t);
+  memset (k, 0, sizeof *k);
+}
+
+static void
+xml_escaped (FILE *f, const char *s)
+{
+  for (; *s; s++)
+    switch (*s)
+      {
+      case '<': fputs ("&lt;", f); break;
+      case '>': fputs ("&gt;", f); break;
+      case '&': fputs ("&amp;", f); break;
+      case '"': fputs ("&quot;", f); break;
+      default: fputc (*s, f); break;
+      }
+}
+
+/* Writes the sink's text into the finished SVG at path, before its
+ * closing tag: <text> a label, in the renderer's font, size and color. */
+static PpStatus
+svg_add_text (const char *path, const TextSink *k, PpError *err)
+{
+  FILE *f = fopen (path, "rb");
+  char *data = NULL;
+  long len;
+  if (f == NULL || fseek (f, 0, SEEK_END) != 0 || (len = ftell (f)) < 0 || fseek (f, 0, SEEK_SET) != 0
+      || (data = malloc ((size_t) len + 1)) == NULL || fread (data, 1, (size_t) len, f) != (size_t) len)
+    {
+      if (f)
+        fclose (f);
+      free (data);
+      return pp_error_set (err, PP_EIO, "%s: cannot read back: %s", path, strerror (errno));
+    }
+  fclose (f);
+  data[len] = 0;
+  char *end = NULL;
+  for (char *p = strstr (data, "</svg>"); p; p = strstr (p + 1, "</svg>"))
+    end = p;
+  if (end == NULL)
+    {
+      free (data);
+      return pp_error_set (err, PP_EIO, "%s: cairo wrote no closing </svg>", path);
+    }
+  f = fopen (path, "wb");
+  if (f == NULL)
+    {
+      free (data);
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, strerror (errno));
+    }
+  fwrite (data, 1, (size_t) (end - data), f);
+  fputs ("<g font-family=\"DejaVu Sans, Verdana, sans-serif\">\n", f);
+  for (size_t i = 0; i < k->n; i++)
+    {
+      const SinkText *t = &k->t[i];
+      fprintf (f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.2f\"%s fill=\"#%02x%02x%02x\"",
+               t->x, t->y, t->size, t->bold ? " font-weight=\"bold\"" : "",
+               (int) lround (fmin (1, fmax (0, t->rgba[0])) * 255),
+               (int) lround (fmin (1, fmax (0, t->rgba[1])) * 255),
+               (int) lround (fmin (1, fmax (0, t->rgba[2])) * 255));
+      if (t->rgba[3] < 1)
+        fprintf (f, " fill-opacity=\"%.2f\"", t->rgba[3]);
+      fputs (" xml:space=\"preserve\">", f);
+      xml_escaped (f, t->s);
+      fputs ("</text>\n", f);
+    }
+  fputs ("</g>\n", f);
+  fputs (end, f);
+  free (data);
+  if (fclose (f) != 0)
+    return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, strerror (errno));
+  return PP_OK;
+}
+
 PpStatus
 pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const char *path,
                     PpError *err)
@@ -1978,6 +2122,7 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
   cairo_status_t cs;
   cairo_t *cr;
   int kind;   /* 0 png, 1 svg, 2 pdf */
+  TextSink sink = { 0 };
 
   if (m == NULL || v == NULL || path == NULL)
     return pp_error_set (err, PP_EINVAL, "nothing to export");
@@ -2016,7 +2161,9 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
       cairo_svg_surface_set_document_unit (s, CAIRO_SVG_UNIT_PX);
     }
   else
-    s = cairo_pdf_surface_create (path, view.width, view.height);
+    /* the pixel size at 96 dpi (CSS's px): a 1123 x 794 drawing is an A4
+     * page, not 1123 pt wide */
+    s = cairo_pdf_surface_create (path, view.width * PDF_PT_PER_PX, view.height * PDF_PT_PER_PX);
   cs = cairo_surface_status (s);
   if (cs != CAIRO_STATUS_SUCCESS)
     {
@@ -2024,6 +2171,10 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
       return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
     }
   cr = cairo_create (s);
+  if (kind == 1)
+    cairo_set_user_data (cr, &text_sink_key, &sink, NULL);
+  if (kind == 2)
+    cairo_scale (cr, PDF_PT_PER_PX, PDF_PT_PER_PX);
   pp_timeline_render (cr, m, &view);
   cs = cairo_status (cr);
   cairo_destroy (cr);
@@ -2034,6 +2185,15 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
     cs = cairo_surface_status (s);
   cairo_surface_destroy (s);
   if (cs != CAIRO_STATUS_SUCCESS)
-    return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+    {
+      sink_clear (&sink);
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+    }
+  if (kind == 1)
+    {
+      PpStatus st = svg_add_text (path, &sink, err);
+      sink_clear (&sink);
+      return st;
+    }
   return PP_OK;
 }

@@ -28,8 +28,13 @@ render_usage (FILE *out)
          "      --to T            end of the time range (times as 300us, 12ms, 1.5s)\n"
          "      --steps A[-B]     the range from step A's start to step B's end\n"
          "                        (B defaults to A; instead of --from and --to)\n"
+         "      --paper a4|letter a landscape page of that paper: the size in pixels\n"
+         "                        at 96 dpi (1123x794, 1056x816), and a PDF that size\n"
          "      --plan            draw the plan lane under each rank\n"
-         "      --dark            dark palette\n", out);
+         "      --dark            dark palette\n"
+         "\n"
+         "A PDF page is the image's pixel size at 96 dpi (1600 px wide: 1200 pt);\n"
+         "an SVG's text stays text.\n", out);
 }
 
 /* "12ms", "1.5s", "300us", "250ns" -> ns; -1 if not a time. */
@@ -80,7 +85,7 @@ parse_size (const char *s, const char *what, double *out)
 int
 pp_cli_render (int argc, char **argv)
 {
-  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK };
+  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK, OPT_PAPER };
   static const struct option options[] = {
     { "output", required_argument, NULL, 'o' },
     { "width", required_argument, NULL, 'W' },
@@ -90,6 +95,7 @@ pp_cli_render (int argc, char **argv)
     { "steps", required_argument, NULL, OPT_STEPS },
     { "plan", no_argument, NULL, OPT_PLAN },
     { "dark", no_argument, NULL, OPT_DARK },
+    { "paper", required_argument, NULL, OPT_PAPER },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -116,6 +122,15 @@ pp_cli_render (int argc, char **argv)
         case 'W':
           if (parse_size (optarg, "width", &width) != 0)
             return 2;
+          break;
+        case OPT_PAPER:
+          /* landscape, at CSS's 96 px an inch */
+          if (strcasecmp (optarg, "a4") == 0)
+            width = 1123, height = 794;
+          else if (strcasecmp (optarg, "letter") == 0)
+            width = 1056, height = 816;
+          else
+            return pp_cli_usage_error ("unknown paper '%s'; use a4 or letter", optarg);
           break;
         case 'H':
           if (parse_size (optarg, "height", &height) != 0)

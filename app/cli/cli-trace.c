@@ -16,6 +16,7 @@
 #include "cli-plan.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
+#include "pp-schedule-rules.h"
 #include "pp-why.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
@@ -50,6 +51,9 @@ typedef struct {
   /* RANK and CLOCK_OFFSET items as they came (the last one for a rank holds) */
   PpTraceItem       *rank_items;
   size_t             n_rank_items, cap_rank_items;
+  /* counters (loss, activation memory, ...): the Chrome export's counter tracks */
+  PpCounter         *counters;
+  size_t             n_counters, cap_counters;
 } Trace;
 
 static void
@@ -61,6 +65,7 @@ trace_clear (Trace *t)
   free (t->strings);
   free (t->plans);
   free (t->rank_items);
+  free (t->counters);
 }
 
 /* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
@@ -126,6 +131,11 @@ apply_clock_offsets (Trace *t)
       /* |time|, |o| <= 2^61: the sums cannot overflow */
       sp->start_ns = clamp_time (sp->start_ns) + o;
       sp->end_ns = clamp_time (sp->end_ns) + o;
+    }
+  for (size_t i = 0; any && i < t->n_counters; i++)
+    {
+      PpCounter *c = &t->counters[i];
+      c->time_ns = clamp_time (c->time_ns) + (c->rank >= 0 && c->rank < n ? off[c->rank] : 0);
     }
   free (off);
   return 0;
@@ -318,6 +328,20 @@ trace_load (const char *path, Trace *t)
           see_rank (t, item.span.rank);
           if (item.span.step > t->max_step)
             t->max_step = item.span.step;
+          break;
+        case PP_TRACE_ITEM_COUNTER:
+          if (item.counter.rank < 0 || item.counter.rank >= PP_TRACE_MAX_RANKS)
+            break;
+          if (t->n_counters == t->cap_counters)
+            {
+              size_t cap = t->cap_counters ? 2 * t->cap_counters : 256;
+              PpCounter *n = realloc (t->counters, cap * sizeof *n);
+              if (n == NULL)
+                goto oom;
+              t->counters = n;
+              t->cap_counters = cap;
+            }
+          t->counters[t->n_counters++] = item.counter;
           break;
         case PP_TRACE_ITEM_STEP_MARKER:
           see_rank (t, item.step_marker.rank);
@@ -848,6 +872,141 @@ write_flows (FILE *f, const Trace *t, int64_t base)
   return 0;
 }
 
+/* ---- the Chrome export's dependencies and counters (issue 17) ---------------- */
+
+/* A block's place for the dependency search: step, stage, micro-batch and
+ * what it gives (0: a forward's output, 1: an input gradient, B or I). */
+static int
+dep_class (int kind)
+{
+  switch (kind)
+    {
+    case PP_SPAN_F: case PP_SPAN_OVERLAP_F_B: return 0;
+    case PP_SPAN_B: case PP_SPAN_I: return 1;
+    default: return -1;
+    }
+}
+
+static int
+cmp_block (const void *a, const void *b)
+{
+  const PpSpan *x = &sort_trace->spans[*(const size_t *) a], *y = &sort_trace->spans[*(const size_t *) b];
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  if (x->stage != y->stage) return x->stage < y->stage ? -1 : 1;
+  if (x->microbatch != y->microbatch) return x->microbatch < y->microbatch ? -1 : 1;
+  int cx = dep_class (x->kind), cy = dep_class (y->kind);
+  return cx < cy ? -1 : cx > cy;
+}
+
+/* Flow events from each block to the blocks that waited for it, by the
+ * schedule's rules (pp_schedule_dependencies: F(s,m) -> F(s+1,m), B back
+ * down the stages, I -> W): Perfetto draws them as arrows.  Ids start past
+ * the transfers' (at most one a span). */
+static int
+write_dependency_flows (FILE *f, const Trace *t, int64_t base)
+{
+  PpSchedule *s = NULL;
+  PpError err = { 0 };
+  size_t n = 0, id = t->n_spans + 1;
+  if (!t->has_desc || pp_why_schedule_of_description (&t->desc, &s, &err) != PP_OK)
+    return 0;   /* no schedule we know: no dependencies to draw */
+  size_t *idx = malloc ((t->n_spans + 1) * sizeof *idx);
+  if (idx == NULL)
+    {
+      pp_schedule_free (s);
+      return -1;
+    }
+  for (size_t i = 0; i < t->n_spans; i++)
+    if (dep_class (t->spans[i].kind) >= 0 && t->spans[i].microbatch >= 0)
+      idx[n++] = i;
+  sort_trace = t;
+  qsort (idx, n, sizeof *idx, cmp_block);
+  for (size_t i = 0; i < t->n_spans; i++)
+    {
+      const PpSpan *b = &t->spans[i];
+      int act;
+      switch (b->kind)
+        {
+        case PP_SPAN_F: case PP_SPAN_OVERLAP_F_B: act = PP_ACT_F; break;
+        case PP_SPAN_B: act = PP_ACT_B; break;
+        case PP_SPAN_I: act = PP_ACT_I; break;
+        case PP_SPAN_W: act = PP_ACT_W; break;
+        default: continue;
+        }
+      if (b->stage < 0 || b->stage >= s->n_stages || b->microbatch < 0)
+        continue;
+      PpDependency d[2];
+      int nd = pp_schedule_dependencies (s, act, b->stage, d);
+      for (int k = 0; k < nd; k++)
+        {
+          PpSpan key = { .step = b->step, .stage = d[k].stage, .microbatch = b->microbatch,
+                         .kind = d[k].kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_I };
+          size_t lo = 0, hi = n;
+          while (lo < hi)
+            {
+              size_t mid = (lo + hi) / 2;
+              const PpSpan *m = &t->spans[idx[mid]];
+              int c = m->step != key.step ? (m->step < key.step ? -1 : 1)
+                      : m->stage != key.stage ? (m->stage < key.stage ? -1 : 1)
+                      : m->microbatch != key.microbatch ? (m->microbatch < key.microbatch ? -1 : 1)
+                      : dep_class (m->kind) < dep_class (key.kind) ? -1
+                      : dep_class (m->kind) > dep_class (key.kind) ? 1 : 0;
+              if (c < 0)
+                lo = mid + 1;
+              else
+                hi = mid;
+            }
+          if (lo >= n)
+            continue;
+          const PpSpan *dep = &t->spans[idx[lo]];
+          if (dep->step != key.step || dep->stage != key.stage || dep->microbatch != key.microbatch
+              || dep_class (dep->kind) != dep_class (key.kind))
+            continue;
+          id++;
+          /* "s" inside the dependency's slice (its last nanosecond), "f"
+           * bound to the enclosing slice at the block's start */
+          fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
+                   id, dep->rank);
+          print_us_since (f, dep->end_ns > dep->start_ns ? dep->end_ns - 1 : dep->start_ns, base);
+          fprintf (f, "}");
+          fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
+                   id, b->rank);
+          print_us_since (f, b->start_ns, base);
+          fprintf (f, "}");
+        }
+    }
+  free (idx);
+  pp_schedule_free (s);
+  return 0;
+}
+
+/* Counter tracks a rank (Perfetto draws "C" events as a track under the
+ * process): the loss per step, activation memory in MiB, micro-batches in
+ * flight, device memory. */
+static void
+write_counters (FILE *f, const Trace *t, int64_t base)
+{
+  for (size_t i = 0; i < t->n_counters; i++)
+    {
+      const PpCounter *c = &t->counters[i];
+      const char *name, *unit;
+      double v = c->value;
+      switch (c->kind)
+        {
+        case PP_COUNTER_LOSS: name = "loss"; unit = "loss"; break;
+        case PP_COUNTER_ACTIVATION_BYTES: name = "activation memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
+        case PP_COUNTER_DEVICE_BYTES: name = "device memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
+        case PP_COUNTER_INFLIGHT: name = "micro-batches in flight"; unit = "micro-batches"; break;
+        default: continue;
+        }
+      if (!isfinite (v))
+        continue;
+      fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name, c->rank);
+      print_us_since (f, c->time_ns, base);
+      fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
+    }
+}
+
 static int
 write_chrome (FILE *f, const Trace *t)
 {
@@ -915,6 +1074,10 @@ write_chrome (FILE *f, const Trace *t)
   free (rows);
   if (!first && write_flows (f, t, base) != 0)
     return -1;
+  if (!first && write_dependency_flows (f, t, base) != 0)
+    return -1;
+  if (!first)
+    write_counters (f, t, base);
   fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
   return 0;
 }
