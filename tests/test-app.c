@@ -1,7 +1,8 @@
 /* test-app.c — the real pipescope window under Xvfb, driven by its own
  * --self-test: the default run starts and draws, Run starts a second one,
  * closing the window stops our jobs; attaching to an outside job draws it,
- * and the job's death leaves the data on screen.
+ * and the job's death leaves the data on screen; a job's torch.profiler
+ * traces (JSON.gz, one per rank) open as one run.
  *
  * Runs itself again under `xvfb-run -a` when there is no display; exits 77
  * (skip) when there is neither. */
@@ -83,6 +84,27 @@ n_registered (void)
   g_assert_cmpint (pp_registry_list (&jobs, &n, &err), ==, PP_OK);
   free (jobs);
   return n;
+}
+
+/* ---- torch.profiler traces given on the command line ----------------------------- */
+
+static void
+test_app_open_json (void)
+{
+  const char *data = g_getenv ("PP_TEST_DATA_DIR");
+  g_assert_nonnull (data);
+  g_autofree char *r0 = g_build_filename (data, "kineto", "zbv", "rank0.json.gz", NULL);
+  g_autofree char *r1 = g_build_filename (data, "kineto", "zbv", "rank1.json.gz", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=open", r0, r1, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* the two ranks' files are one run, imported as the ZBV it ran */
+  g_assert_nonnull (strstr (out, "self-test: opened 1 run(s): 2 ranks, "));
+  g_assert_nonnull (strstr (out, "schedule ZBV\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
 /* ---- the default run, a second run, close --------------------------------------- */
@@ -257,6 +279,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/run", test_app_run);
   g_test_add_func ("/app/attach", test_app_attach);
   g_test_add_func ("/app/token-file", test_app_token_file);
+  g_test_add_func ("/app/open-json", test_app_open_json);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

@@ -6,7 +6,10 @@
  * "bench-stream: ..." line.
  * `--self-test=demo|demo-compare|demo-attach|demo-screenshot` only sets the
  * window up for a screenshot (a zoomed run, two runs compared, a dialog)
- * and leaves it open. */
+ * and leaves it open.
+ * `--self-test=open FILE...` waits for the files to open (torch.profiler
+ * traces of a job's ranks imported together: one run) and says what the
+ * runs hold. */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -585,6 +588,23 @@ tick_bench_stream (struct PpSelfTest *t)
   return FALSE;
 }
 
+/* open: the files given are on screen as runs; one line says what they hold */
+static gboolean
+tick_open (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRecording *r0 = run_at (w, 0);
+  PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
+  if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
+    return FALSE;
+  const PpTraceDescription *d = pp_timeline_model_description (m);
+  say ("opened %u run(s): %d ranks, %zu spans, schedule %s", g_list_model_get_n_items (G_LIST_MODEL (w->runs)),
+       pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m), d ? d->schedule : "unknown");
+  t->done = TRUE;
+  gtk_window_close (GTK_WINDOW (w));
+  return TRUE;
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -602,7 +622,8 @@ self_test_tick (gpointer data)
     }
   gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
-                    : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t) : tick_demo (t);
+                    : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
+                    : strcmp (t->mode, "open") == 0 ? tick_open (t) : tick_demo (t);
   if (finished)
     {
       t->tick_id = 0;
