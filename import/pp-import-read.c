@@ -213,7 +213,7 @@ pp_import_is_json_file (const char *path)
     return 0;
   if (is_gzip (buf, (size_t) r))
     return 1;
-  for (ssize_t i = 0; i < r; i++)
+  for (ssize_t i = r >= 3 && memcmp (buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; i < r; i++)
     {
       if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')
         continue;

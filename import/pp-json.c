@@ -174,6 +174,9 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
   doc->size = size;
   if (size > PP_JSON_MAX_BYTES)
     return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
+  /* a UTF-8 byte order mark, which some editors and Windows tools write */
+  if (size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
+    pos = 3;
 
   for (;;)
     {

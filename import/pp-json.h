@@ -4,7 +4,7 @@
  * point into the text (nothing is copied, strings are decoded on request).
  * It never recurses: nesting deeper than PP_JSON_MAX_DEPTH, a text longer
  * than PP_JSON_MAX_BYTES, anything but one RFC 8259 value (blanks around it
- * allowed) is PP_EFORMAT with one line naming the byte offset and what was
+ * and a UTF-8 byte order mark before it allowed) is PP_EFORMAT with one line naming the byte offset and what was
  * expected.  Memory is the text plus 16 bytes a value; time is linear.
  *
  * Numbers are kept as text and converted exactly, with no locale (the app
