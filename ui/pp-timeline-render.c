@@ -819,6 +819,9 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
        * the rows). */
       if (!labelled && x - last_line_x < 4)
         continue;
+      /* zoomed out, the summary bars are the steps: only labelled lines */
+      if (!labelled && c->summary)
+        continue;
       cairo_save (cr);
       cairo_set_dash (cr, dash, 2, 0);
       cairo_set_line_width (cr, 1);
@@ -1451,9 +1454,26 @@ draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
   lane_y (l, r, LANE_THIN, &ty, &tht);
   by = round (by);
   bh = round (by + bh) - by;
-  for (size_t k = 0; k < n;)
+  /* from the last step that starts by the view's start: a million steps
+   * off screen cost a binary search, not a walk */
+  size_t k0 = 0;
+  {
+    size_t lo = 0, hi = n;
+    while (lo < hi)
+      {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st[mid] <= v->t0_ns)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+    k0 = lo > 0 ? lo - 1 : 0;
+  }
+  for (size_t k = k0; k < n;)
     {
       int64_t a = st[k];
+      if (a > v->t1_ns)
+        break;
       size_t j = k + 1;
       /* a cell of at least 3 px: several steps when they are narrower */
       while (j < n && pp_timeline_x_of (v, l, st[j]) - pp_timeline_x_of (v, l, a) < 3)
