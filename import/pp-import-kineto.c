@@ -1256,6 +1256,34 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
           goto out;
         }
 
+      /* a block that launched device work runs, as pipescope's CUDA runs
+       * measure it, from its first kernel's start to its last one's end
+       * (its host range is when it was launched, not when it ran) */
+      int64_t *gpu = malloc ((2 * nb + 2) * sizeof *gpu);
+      if (gpu == NULL)
+        {
+          free (labels);
+          free (label_used);
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+      for (size_t b = 0; b < nb; b++)
+        {
+          gpu[2 * b] = INT64_MAX;
+          gpu[2 * b + 1] = INT64_MIN;
+        }
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          const Ev *e = &rd->ev[k];
+          const Launch *l = e->what == EV_DEVICE && e->corr >= 0 ? find_launch (rd, e->corr) : NULL;
+          long b = l != NULL ? block_at (blocks, nb, l->ts) : -1;
+          if (b < 0)
+            continue;
+          if (e->start < gpu[2 * b]) gpu[2 * b] = e->start;
+          if (e->end > gpu[2 * b + 1]) gpu[2 * b + 1] = e->end;
+        }
+      size_t bi = 0;
+
       for (size_t k = 0; k < rd->n_ev; k++)
         {
           const Ev *e = &rd->ev[k];
@@ -1275,6 +1303,12 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
               sp.kind = (uint16_t) span_kind_of (e->kind);
               sp.stage = e->stage;
               sp.microbatch = e->mb;
+              if (gpu[2 * bi] <= gpu[2 * bi + 1])
+                {
+                  sp.start_ns = gpu[2 * bi];
+                  sp.end_ns = gpu[2 * bi + 1];
+                }
+              bi++;
               sum->blocks++;
             }
           else if (e->what == EV_OPT)
@@ -1346,6 +1380,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                 {
                   free (labels);
                   free (label_used);
+                  free (gpu);
                   st = pp_error_set (err, PP_ENOMEM, "out of memory");
                   goto out;
                 }
@@ -1381,6 +1416,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                 {
                   free (labels);
                   free (label_used);
+                  free (gpu);
                   st = pp_error_set (err, PP_ENOMEM, "out of memory");
                   goto out;
                 }
@@ -1392,6 +1428,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         }
       free (labels);
       free (label_used);
+      free (gpu);
     }
 
   /* the description */

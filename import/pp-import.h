@@ -22,8 +22,11 @@
  *     block around them, the peer from the stages' placement;
  *   - the optimizer: Optimizer.step#... ranges become OPT spans;
  *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
- *     gpu_memset) under the block whose thread launched them (correlation
- *     id, or the ac2g flow), as child spans with its stage and micro-batch;
+ *     gpu_memset) under the block that launched them (correlation id, or
+ *     the ac2g flow), as child spans with its stage and micro-batch; such a
+ *     block then runs from its first kernel's start to its last one's end,
+ *     as pipescope's own CUDA runs measure blocks (its host range is only
+ *     when it was launched);
  *   - the plan: the observed per-rank order of the first step; when it is
  *     the order of a schedule pipescope knows for that P, M and V, the run
  *     is named for it (so Why and What if rebuild it), else "observed";

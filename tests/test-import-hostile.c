@@ -9,9 +9,10 @@
  * - events that make no sense (no time, a string time, a negative or huge
  *   duration, a stage past any bound) are left out and counted, the rest
  *   imported (behind a byte order mark);
- * - device work: kernels and copies under the block whose thread launched
- *   them, by correlation id (cuda_runtime) or ac2g flow, with the block's
- *   stage and micro-batch; a kernel with no known launch has none;
+ * - device work: kernels and copies under the block that launched them, by
+ *   correlation id (cuda_runtime) or ac2g flow, with the block's stage and
+ *   micro-batch, the block then timed by its kernels; a kernel with no
+ *   known launch has none;
  * - an NVTX suffix is cut at the first comma;
  * - ranks of the world with no trace are said so, the rest imported;
  * - usage: no -o, a missing file, -o naming an input, a folder without
@@ -276,7 +277,9 @@ test_device (void)
   g_free (out); g_free (err);
   char *csv = export_csv (&c, o);
   /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name */
-  g_assert_nonnull (strstr (csv, "0,0,0,F,0,"));
+  /* blocks with device work run from their first kernel to their last */
+  g_assert_nonnull (strstr (csv, "0,0,0,F,0,1700000000000160000,1700000000000190000,65535,"));
+  g_assert_nonnull (strstr (csv, "0,0,0,B,0,1700000000000360000,1700000000000390000,65535,"));
   g_assert_nonnull (strstr (csv, ",PP:0F0\n"));         /* the NVTX suffix cut */
   g_assert_null (strstr (csv, "seq = 5"));
   g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000160000,1700000000000190000,0,7,0,gemm_fwd\n"));
