@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "pp-action.h"
@@ -1277,7 +1278,8 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
           const Ev *e = &rd->ev[k];
           const Launch *l = e->what == EV_DEVICE && e->corr >= 0 ? find_launch (rd, e->corr) : NULL;
           long b = l != NULL ? block_at (blocks, nb, l->ts) : -1;
-          if (b < 0)
+          /* NCCL's kernels wait for the peer: a transfer, not the block's work */
+          if (b < 0 || (e->name_id != 0 && strncasecmp (im.names.names[e->name_id - 1], "nccl", 4) == 0))
             continue;
           if (e->start < gpu[2 * b]) gpu[2 * b] = e->start;
           if (e->end > gpu[2 * b + 1]) gpu[2 * b + 1] = e->end;

@@ -268,16 +268,19 @@ test_device (void)
     "{\"ph\": \"f\", \"id\": 42, \"pid\": 0, \"tid\": 7, \"ts\": 360, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},"
     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_bwd\", \"pid\": 0, \"tid\": 7, \"ts\": 360, \"dur\": 30, \"args\": {\"correlation\": 42, \"device\": 0, \"stream\": 7}},"
     "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoD\", \"pid\": 0, \"tid\": 8, \"ts\": 260, \"dur\": 10, \"args\": {\"correlation\": 43, \"device\": 0, \"stream\": 8, \"bytes\": 4096}},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, \"tid\": 7, \"ts\": 120, \"dur\": 5, \"args\": {\"correlation\": 44}},"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv\", \"pid\": 0, \"tid\": 9, \"ts\": 121, \"dur\": 60, \"args\": {\"correlation\": 44, \"device\": 0, \"stream\": 9}},"
     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"orphan\", \"pid\": 0, \"tid\": 7, \"ts\": 500, \"dur\": 3, \"args\": {\"correlation\": 99, \"device\": 0, \"stream\": 7}}";
   char *t = trace_text (0, 1, events);
   char *f = write_file (&c, "gpu.json", t, -1);
   char *o = pp_test_ctx_path (&c, "gpu.pptrace");
   g_assert_cmpint (run (&c, &out, &err, "import", f, "-o", o, NULL), ==, 0);
-  g_assert_nonnull (strstr (out, "4 device spans"));
+  g_assert_nonnull (strstr (out, "5 device spans"));
   g_free (out); g_free (err);
   char *csv = export_csv (&c, o);
   /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name */
-  /* blocks with device work run from their first kernel to their last */
+  /* blocks with device work run from their first kernel to their last
+   * (NCCL's, which wait for the peer, not counted) */
   g_assert_nonnull (strstr (csv, "0,0,0,F,0,1700000000000160000,1700000000000190000,65535,"));
   g_assert_nonnull (strstr (csv, "0,0,0,B,0,1700000000000360000,1700000000000390000,65535,"));
   g_assert_nonnull (strstr (csv, ",PP:0F0\n"));         /* the NVTX suffix cut */
