@@ -525,6 +525,46 @@ nomem:
 
 /* ---- putting the ranks together ------------------------------------------ */
 
+/* The time the file's events cover; false when it has none. */
+static bool
+ev_extent (const RankData *rd, int64_t *lo, int64_t *hi)
+{
+  *lo = INT64_MAX;
+  *hi = INT64_MIN;
+  for (size_t k = 0; k < rd->n_ev; k++)
+    {
+      if (rd->ev[k].start < *lo) *lo = rd->ev[k].start;
+      if (rd->ev[k].end > *hi) *hi = rd->ev[k].end;
+    }
+  return *lo <= *hi;
+}
+
+/* from's events and launches join to's (another time window of its rank);
+ * from is emptied. */
+static PpStatus
+merge_rank (RankData *to, RankData *from, PpError *err)
+{
+  for (size_t k = 0; k < from->n_ev; k++)
+    if (!push_ev (to, &from->ev[k]))
+      return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (size_t k = 0; k < from->n_launch; k++)
+    if (!push_launch (to, from->launch[k].corr, from->launch[k].ts, from->launch[k].tid))
+      return pp_error_set (err, PP_ENOMEM, "out of memory");
+  to->n_pp += from->n_pp;
+  to->n_gpipe += from->n_gpipe;
+  to->n_steps += from->n_steps;
+  if (from->min_step < to->min_step)
+    to->min_step = from->min_step;
+  if (to->pid == 0)
+    to->pid = from->pid;
+  free (from->ev);
+  free (from->launch);
+  from->ev = NULL;
+  from->launch = NULL;
+  from->n_ev = from->n_launch = 0;
+  return PP_OK;
+}
+
 static int
 cmp_ev_start (const void *a, const void *b)
 {
@@ -905,20 +945,41 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
       }
     for (int r = 0; r < world; r++)
       rank_of[r] = -1;
+    /* one rank's files of different times (tensorboard_trace_handler
+     * writes one per profiling cycle) are one rank; of the same time, the
+     * same trace twice */
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++)
       {
-        int r = im.ranks[i].rank;
+        RankData *rd = &im.ranks[i];
+        int r = rd->rank;
         if (rank_of[r] >= 0)
           {
-            st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold rank %d: give each rank's trace once",
-                               im.ranks[rank_of[r]].name, im.ranks[i].name, r);
-            goto out;
+            RankData *to = &im.ranks[rank_of[r]];
+            int64_t a0, a1, b0, b1;
+            if (ev_extent (to, &a0, &a1) && ev_extent (rd, &b0, &b1) && a0 <= b1 && b0 <= a1)
+              {
+                st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold rank %d at the same time: "
+                                   "give each rank's trace once", to->name, rd->name, r);
+                goto out;
+              }
+            if ((st = merge_rank (to, rd, err)) != PP_OK)
+              goto out;
+            continue;
           }
-        rank_of[r] = (int) i;
+        rank_of[r] = (int) kept;
+        if (kept != i)
+          {
+            im.ranks[kept] = *rd;
+            memset (rd, 0, sizeof *rd);
+          }
+        kept++;
       }
+    sum->files = (int) n;
+    n = kept;
+    im.n = kept;
     sh.P = world;
     sum->ranks = world;
-    sum->files = (int) n;
     size_t ml = 0;
     for (int r = 0; r < world && ml + 12 < sizeof sum->missing; r++)
       if (rank_of[r] < 0)

@@ -6,7 +6,9 @@
  *
  *   - ranks: each file's distributedInfo.rank (world_size from there too;
  *     without distributedInfo the files are ranks 0, 1, ... in the order
- *     given); the host from host_name; times are baseTimeNanoseconds + ts
+ *     given; one rank's files of different times, as tensorboard_trace_handler
+ *     writes one a profiling cycle, are that rank's, of the same time an
+ *     error); the host from host_name; times are baseTimeNanoseconds + ts
  *     (microseconds), read exactly, on one clock for all ranks;
  *   - blocks: the `PP:<action>` ranges of PyTorch's multi-stage runtime
  *     (PP:0F0, PP:3I0, PP:1W3, PP:(0F3;3B1)OVERLAP_F_B) and ScheduleGPipe's

@@ -195,6 +195,27 @@ def main():
         check(rc == 0 and "Interleaved1F1B" in out and f"{kept} blocks" in out,
               f"a profile begun mid-step, GPU label copies beside: the schedule found, {kept} blocks ({err.strip()} {out.strip()})")
 
+        # one rank in two files of different times (tensorboard_trace_handler
+        # writes one a profiling cycle): one rank, the same spans as whole
+        split_dir = os.path.join(tmp, "split")
+        os.mkdir(split_dir)
+        files = sorted(glob.glob(os.path.join(DATA, "interleaved", "*.json.gz")))
+        shutil.copy(files[0], split_dir)
+        d = load(files[1])
+        step2 = [e["ts"] for e in d["traceEvents"] if e.get("name") == "ProfilerStep#2"][0]
+        timed = lambda e: isinstance(e.get("ts"), (int, float))
+        for part, keep in (("a", lambda e: not timed(e) or e["ts"] < step2),
+                           ("b", lambda e: not timed(e) or e["ts"] >= step2)):
+            with open(os.path.join(split_dir, f"rank1.{part}.pt.trace.json"), "w") as o:
+                json.dump(dict(d, traceEvents=[e for e in d["traceEvents"] if keep(e)]), o)
+        st = os.path.join(tmp, "split.pptrace")
+        rc, out, err = run("import", split_dir, "-o", st)
+        check(rc == 0 and "from 3 traces" in out and "Interleaved1F1B" in out,
+              f"one rank in two files of different times imports ({err.strip()} {out.strip()})")
+        spans = lambda rows: sorted(tuple(r.values()) for r in rows)
+        check(rc == 0 and spans(imported(st, tmp)) == spans(traces["interleaved"][1]),
+              "and gives the spans of the whole file")
+
         # Schedule1F1B labels nothing
         files = sorted(glob.glob(os.path.join(DATA, "1f1b", "*.json*")))
         rc, out, err = run("import", *files, "-o", os.path.join(tmp, "1f1b.pptrace"))
