@@ -49,7 +49,20 @@ typedef struct {
   uint16_t device;       /* GPU index; 0xffff = host */
   uint32_t stream;       /* device stream; 0 = none */
   int32_t  peer_rank;    /* SEND/RECV/WAIT: the other rank; -1 where none */
+  /* OVERLAP_F_B: the backward half (stage, micro-batch, kind B or I) run
+   * together with the forward half in stage/microbatch (format 1.2).
+   * sub_kind 0 (F, never a backward half) means none is known. */
+  int32_t  sub_stage;
+  int32_t  sub_microbatch;
+  uint16_t sub_kind;
 } PpSpan;
+
+/* Whether a span carries an overlapped pair's backward half. */
+static inline int
+pp_span_has_sub (const PpSpan *s)
+{
+  return s->kind == PP_SPAN_OVERLAP_F_B && (s->sub_kind == PP_SPAN_B || s->sub_kind == PP_SPAN_I);
+}
 
 typedef struct {
   int64_t  time_ns;

@@ -393,13 +393,23 @@ int
 pipescope_overlap (pipescope_rank *r, int f_stage, int f_microbatch, int b_kind, int b_stage,
                    int b_microbatch, int step, int64_t start_ns, int64_t end_ns)
 {
-  /* The format keeps the forward half's stage and micro-batch on the
-   * span (docs/foreign-api.md); the backward half is the plan's. */
-  (void) b_stage;
-  (void) b_microbatch;
-  if (b_kind != PIPESCOPE_B && b_kind != PIPESCOPE_I)
+  PpSpan s;
+  if (r == NULL || end_ns < start_ns || (b_kind != PIPESCOPE_B && b_kind != PIPESCOPE_I))
     return -1;
-  return record (r, PIPESCOPE_OVERLAP_F_B, f_stage, f_microbatch, step, start_ns, end_ns, -1, 0);
+  memset (&s, 0, sizeof s);
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.rank = r->rank;
+  s.stage = f_stage < 0 ? -1 : f_stage;
+  s.microbatch = f_microbatch < 0 ? -1 : f_microbatch;
+  s.step = step < 0 ? 0 : step;
+  s.kind = PP_SPAN_OVERLAP_F_B;
+  s.device = 0xffff;
+  s.peer_rank = -1;
+  s.sub_kind = (uint16_t) b_kind;   /* the format's B and I (1.2) */
+  s.sub_stage = b_stage;
+  s.sub_microbatch = b_microbatch;
+  return pp_probe_record_span (r->probe, &s) ? 0 : -1;
 }
 
 int

@@ -15,7 +15,7 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  1   /* 1.1: RANK frames */
+#define PP_TRACE_VERSION_MINOR  2   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB) */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -103,6 +103,10 @@ _Static_assert (sizeof (PpTraceFramePlan) == 24, "plan frame fixed part");
  * compact slot with PP_TRACE_SPAN_EXT and an extension slot right after it. */
 #define PP_TRACE_SPAN_EXT       0x01u  /* next slot is this span's extension */
 #define PP_TRACE_SPAN_IS_EXT    0x02u  /* this slot is an extension */
+/* 1.2: with EXT, the compact slot's stage, microbatch and kind (unused by
+ * an EXT span) hold an OVERLAP_F_B span's backward half.  Readers before
+ * 1.2 ignore the bit and read the span as before. */
+#define PP_TRACE_SPAN_SUB       0x04u
 
 typedef struct {
   int64_t  start_ns;

@@ -355,6 +355,8 @@ decode_span (PpTraceReader *r, PpTraceItem *item, PpError *err)
   s->name_id = r32 (r, d.name_id);
   s->stream = r32 (r, d.stream);
   s->device = r16 (r, d.device);
+  s->sub_stage = s->sub_microbatch = 0;
+  s->sub_kind = 0;
   if (__builtin_expect (!(d.flags & PP_TRACE_SPAN_EXT), 1))
     {
       s->end_ns = (int64_t) ((uint64_t) s->start_ns + r32 (r, d.duration_ns));
@@ -384,6 +386,18 @@ decode_span (PpTraceReader *r, PpTraceItem *item, PpError *err)
       s->microbatch = ldi32 (r, x + offsetof (PpTraceDiskSpanExt, microbatch));
       s->peer_rank = ldi32 (r, x + offsetof (PpTraceDiskSpanExt, peer_rank));
       s->kind = ld16 (r, x + offsetof (PpTraceDiskSpanExt, kind));
+      if (d.flags & PP_TRACE_SPAN_SUB)
+        {
+          /* 1.2: an overlapped pair's backward half; anything but a B or I
+           * behind an OVERLAP_F_B is not one, and is ignored */
+          int sk = d.kind;
+          if (s->kind == PP_SPAN_OVERLAP_F_B && (sk == PP_SPAN_B || sk == PP_SPAN_I))
+            {
+              s->sub_kind = (uint16_t) sk;
+              s->sub_stage = (int16_t) r16 (r, (uint16_t) d.stage);
+              s->sub_microbatch = (int16_t) r16 (r, (uint16_t) d.microbatch);
+            }
+        }
       r->batch_i = i + 2;
     }
   if (__builtin_expect (s->rank < 0 || s->rank >= PP_TRACE_MAX_RANKS, 0))

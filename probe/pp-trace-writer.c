@@ -439,7 +439,8 @@ encode_span (const PpSpan *s, int swap, uint8_t *q)
   d.name_id = s->name_id;
   d.stream = s->stream;
   d.device = s->device;
-  if (__builtin_expect (s->end_ns >= s->start_ns && dur <= UINT32_MAX
+  int sub = pp_span_has_sub (s) && fits16 (s->sub_stage) && fits16 (s->sub_microbatch);
+  if (__builtin_expect (!sub && s->end_ns >= s->start_ns && dur <= UINT32_MAX
                         && s->bytes <= UINT32_MAX && s->kind <= UINT8_MAX
                         && fits16 (s->rank) && fits16 (s->stage)
                         && fits16 (s->microbatch) && fits16 (s->peer_rank), 1))
@@ -464,6 +465,13 @@ encode_span (const PpSpan *s, int swap, uint8_t *q)
   d.rank = d.stage = d.microbatch = d.peer_rank = 0;
   d.kind = 0;
   d.flags = PP_TRACE_SPAN_EXT;
+  if (sub)
+    {
+      d.stage = (int16_t) s->sub_stage;
+      d.microbatch = (int16_t) s->sub_microbatch;
+      d.kind = (uint8_t) s->sub_kind;
+      d.flags |= PP_TRACE_SPAN_SUB;
+    }
   x.end_ns = s->end_ns;
   x.bytes = s->bytes;
   x.rank = s->rank;

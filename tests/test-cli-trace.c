@@ -91,7 +91,7 @@ test_trace_roundtrip (void)
   g_free (out); g_free (err);
   g_assert_true (g_file_get_contents (c, &data, &len, NULL));
   g_assert_cmpint (pp_test_count (data, "\n"), ==, 49);
-  g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name\n"));
+  g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n"));
   g_free (data);
 
   /* A copy cut mid-file still reads, and says so. */

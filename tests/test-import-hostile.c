@@ -278,17 +278,17 @@ test_device (void)
   g_assert_nonnull (strstr (out, "5 device spans"));
   g_free (out); g_free (err);
   char *csv = export_csv (&c, o);
-  /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name */
+  /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub */
   /* blocks with device work run from their first kernel to their last
    * (NCCL's, which wait for the peer, not counted) */
   g_assert_nonnull (strstr (csv, "0,0,0,F,0,1700000000000160000,1700000000000190000,65535,"));
   g_assert_nonnull (strstr (csv, "0,0,0,B,0,1700000000000360000,1700000000000390000,65535,"));
-  g_assert_nonnull (strstr (csv, ",PP:0F0\n"));         /* the NVTX suffix cut */
+  g_assert_nonnull (strstr (csv, ",PP:0F0,\n"));         /* the NVTX suffix cut */
   g_assert_null (strstr (csv, "seq = 5"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000160000,1700000000000190000,0,7,0,gemm_fwd\n"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000360000,1700000000000390000,0,7,0,gemm_bwd\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000160000,1700000000000190000,0,7,0,gemm_fwd,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,1700000000000360000,1700000000000390000,0,7,0,gemm_bwd,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,MEMCPY,"));
-  g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD\n"));
+  g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,KERNEL,"));
   g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
   g_assert_nonnull (strstr (out, "backend: cuda"));

@@ -1615,6 +1615,80 @@ test_write_item (Fixture *fx, gconstpointer unused)
   g_free (path);
 }
 
+/* Format 1.2: an overlapped F+B span keeps both halves, in either byte
+ * order; a span of another kind, or a half that is not a backward one,
+ * carries none; a 1.1 reader's view (the SUB bit ignored) is the span
+ * without its half, since the compact slot of an EXT span is unused. */
+static void
+test_overlap_halves (Fixture *fx, gconstpointer unused)
+{
+  (void) unused;
+  PpSpan in[5];
+  memset (in, 0, sizeof in);
+  for (int i = 0; i < 5; i++)
+    {
+      in[i].start_ns = 1000 * (i + 1);
+      in[i].end_ns = 1000 * (i + 1) + 500;
+      in[i].rank = 1;
+      in[i].stage = 2;
+      in[i].microbatch = 7 + i;
+      in[i].step = 3;
+      in[i].kind = PP_SPAN_OVERLAP_F_B;
+      in[i].device = 0xffff;
+      in[i].peer_rank = -1;
+    }
+  in[0].sub_kind = PP_SPAN_B; in[0].sub_stage = 1; in[0].sub_microbatch = 4;
+  in[1].sub_kind = PP_SPAN_I; in[1].sub_stage = 3; in[1].sub_microbatch = 0;
+  /* in[2]: no half known */
+  in[3].sub_kind = PP_SPAN_W; in[3].sub_stage = 1; in[3].sub_microbatch = 1;  /* not a backward half */
+  in[4].kind = PP_SPAN_F; in[4].sub_kind = PP_SPAN_B; in[4].sub_stage = 1;    /* not an overlap */
+  for (int order = PP_TRACE_LITTLE; order <= PP_TRACE_BIG; order++)
+    {
+      char *path = fx_path (fx, "overlap.pptrace");
+      PpError err = { 0 };
+      PpTraceWriter *w = pp_trace_writer_new_path (path, order, &err);
+      g_assert_cmpint (pp_trace_write_spans (w, in, 5, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+      PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+      int major = 0, minor = 0;
+      PpTraceItem it;
+      for (int i = 0; i < 5; i++)
+        {
+          next_item (r, &it);
+          g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_SPAN);
+          assert_span_equal (&it.span, &in[i]);
+          g_assert_cmpint (pp_span_has_sub (&it.span), ==, i < 2);
+          if (i < 2)
+            {
+              g_assert_cmpuint (it.span.sub_kind, ==, in[i].sub_kind);
+              g_assert_cmpint (it.span.sub_stage, ==, in[i].sub_stage);
+              g_assert_cmpint (it.span.sub_microbatch, ==, in[i].sub_microbatch);
+            }
+        }
+      pp_trace_reader_get_version (r, &major, &minor);
+      g_assert_cmpint (major, ==, 1);
+      g_assert_cmpint (minor, ==, 2);
+      next_item (r, &it);
+      g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_END);
+      pp_trace_reader_free (r);
+
+      /* As a 1.1 reader sees it: the bit cleared, the same span, no half. */
+      gchar *data = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+      guint8 *slot0 = (guint8 *) data + sizeof (PpTraceFileHeader) + sizeof (PpTraceFrameSpans);
+      g_assert_cmpuint (slot0[39] & PP_TRACE_SPAN_SUB, !=, 0);
+      slot0[39] &= (guint8) ~PP_TRACE_SPAN_SUB;
+      r = pp_trace_reader_new_memory (data, len, &err);
+      next_item (r, &it);
+      assert_span_equal (&it.span, &in[0]);
+      g_assert_false (pp_span_has_sub (&it.span));
+      pp_trace_reader_free (r);
+      g_free (data);
+      g_free (path);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1622,6 +1696,7 @@ main (int argc, char **argv)
 #define ADD(name, fn) g_test_add ("/trace/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   ADD ("round-trip", test_round_trip);
   ADD ("extreme-spans", test_extreme_spans);
+  ADD ("overlap-halves", test_overlap_halves);
   ADD ("every-prefix", test_every_prefix);
   ADD ("corruption", test_corruption);
   ADD ("malformed", test_malformed);

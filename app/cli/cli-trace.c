@@ -1085,7 +1085,7 @@ write_chrome (FILE *f, const Trace *t)
 static int
 write_csv (FILE *f, const Trace *t)
 {
-  fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name\n", f);
+  fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n", f);
   for (size_t i = 0; i < t->n_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
@@ -1094,7 +1094,11 @@ write_csv (FILE *f, const Trace *t)
                s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step, s->start_ns, s->end_ns,
                (unsigned) s->device, (unsigned) s->stream, s->bytes);
       csv_field (f, str ? str : "");
-      fputc ('\n', f);
+      /* an overlapped pair's backward half (format 1.2): "3B2" */
+      if (pp_span_has_sub (s))
+        fprintf (f, ",%d%s%d\n", s->sub_stage, kind_name (s->sub_kind), s->sub_microbatch);
+      else
+        fputs (",\n", f);
     }
   return 0;
 }
