@@ -10,7 +10,9 @@
  * Placement of P ranks on G GPUs
  * ------------------------------
  *  - G >= P: rank r runs on GPU r, on its own non-blocking stream, with the
- *    whole GPU ("devices").  Stage transfers are peer copies.
+ *    whole GPU ("devices").  Stage transfers are NCCL or peer copies
+ *    (the device transport, pp-transport-device.c).  A rank that is a
+ *    process of its own opens alone on its GPU (pp_gpu_open_rank).
  *  - G < P: ranks are spread over the GPUs in contiguous groups (ceil(P/G)
  *    per GPU) and each GPU is split between its ranks:
  *      green   — one CUDA green context per rank, each with its own SMs

@@ -11,12 +11,14 @@
  * micro-batch, kind, step); the time a rank waits for a peer is a WAIT span;
  * loss and activation memory are counters.
  *
- * With cfg.backend == PP_BACKEND_CUDA (builds with CUDA) the same executor
- * runs on GPUs: each rank queues its actions on its own stream (its own GPU,
- * or its green-context SM partition of a shared one), a stage boundary is a
- * device-to-device (or peer) copy on the consumer's stream ordered after the
- * producer's event, so the host threads only wait for each other's
- * *launches* and the GPUs run the schedule asynchronously.  Spans carry GPU
+ * One schedule walker runs over a compute backend (pp-run-private.h): with
+ * cfg.backend == PP_BACKEND_CUDA (builds with CUDA) the same walker runs on
+ * GPUs: each rank queues its actions on its own stream (its own GPU, or its
+ * green-context SM partition of a shared one), a stage boundary is the
+ * transport's device half (a device-to-device or peer copy, or NCCL; under
+ * mpirun NCCL between processes, one GPU each) on the consumer's stream
+ * ordered after the producer's event, so the host threads only wait for
+ * each other's *launches* and the GPUs run the schedule asynchronously.  Spans carry GPU
  * times: from CUPTI (each block's first kernel start to last kernel end,
  * kernels and copies as child spans) or, where CUPTI cannot trace, from CUDA
  * events; they reach the probe once the step has completed.  Transfers are
