@@ -240,7 +240,7 @@ def main():
         # viewer of rank 0's stream gets the rest and DROPPED frames that
         # count the others, exactly
         ct = os.path.join(tmp, "tiny.pptrace")
-        args = [cli, "run", "-s", "1F1B", "--steps", "600", "--trace", ct] + \
+        args = [cli, "run", "-s", "1F1B", "--steps", "1000", "--trace", ct] + \
                [a for a in SHAPE if a != "--no-live"]
         job = subprocess.Popen(mpi + ["-np", "1"] + args + [":", "-np", "1", "env", "PIPESCOPE_TEST_COLLECT_MAX=2048"] + args,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
