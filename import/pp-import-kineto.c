@@ -1366,6 +1366,13 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
               sp.kind = (uint16_t) span_kind_of (e->kind);
               sp.stage = e->stage;
               sp.microbatch = e->mb;
+              if (e->kind == PP_ACT_OVERLAP_F_B && (e->sub_kind == PP_ACT_B || e->sub_kind == PP_ACT_I))
+                {
+                  /* the backward half run with the forward one (format 1.2) */
+                  sp.sub_kind = (uint16_t) span_kind_of (e->sub_kind);
+                  sp.sub_stage = e->sub_stage;
+                  sp.sub_microbatch = e->sub_mb;
+                }
               if (gpu[2 * bi] <= gpu[2 * bi + 1])
                 {
                   sp.start_ns = gpu[2 * bi];

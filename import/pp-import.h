@@ -13,7 +13,8 @@
  *   - blocks: the `PP:<action>` ranges of PyTorch's multi-stage runtime
  *     (PP:0F0, PP:3I0, PP:1W3, PP:(0F3;3B1)OVERLAP_F_B) and ScheduleGPipe's
  *     `Forward i` / `Backward i` (stage = rank), a label cut at its first
- *     comma (an NVTX suffix); each span is named by its label;
+ *     comma (an NVTX suffix); each span is named by its label, an
+ *     overlapped pair's span carries its backward half (format 1.2);
  *   - steps: the ProfilerStep#N ranges (N counted from the first one), else
  *     a new step wherever a rank runs an action again;
  *   - transfers: gloo and NCCL point-to-point operations, one layer of

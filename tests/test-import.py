@@ -113,6 +113,13 @@ def fixture(name, tmp):
         xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
                  ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
         check(len(xfers) > 0, f"{name}: rank {rank}: transfers ({len(xfers)})")
+    # an overlapped pair keeps its backward half (format 1.2's 'sub')
+    for r in rows:
+        if r["kind"] == "OVERLAP_F_B":
+            m = re.match(r"^PP:\((\d+)F(\d+);(\d+[BI]\d+)\)OVERLAP_F_B$", r["name"])
+            check(m is not None and r.get("sub") == m[3] and int(r["stage"]) == int(m[1])
+                  and int(r["microbatch"]) == int(m[2]),
+                  f"{name}: {r['name']} is stage {r['stage']} mb {r['microbatch']} with {r.get('sub')}")
     # every (stage, micro-batch) of every step: F, and B or I + W
     stages = set()
     have = {}
