@@ -41,7 +41,7 @@ done
 # pp-why.c asks the bundled model (pp-model.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
-ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c"
+ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c"
 
 build() { # name sources...
   name=$1; shift
