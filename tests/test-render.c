@@ -584,6 +584,25 @@ test_render_focus (Fixture *f, gconstpointer data)
   cairo_surface_flush (s);
   g_assert_cmpfloat (patch_share (s, xf, y, fc, 0.02), ==, 1.0);
   g_assert_cmpfloat (patch_share (s, pp_timeline_x_of (&v, &l, t0 + MS + MS / 2), y, fc, 0.1), ==, 0);
+
+  /* with a filter on, the selected block's micro-batch is still outlined
+   * on every rank: GPU 1's F0 (from 1 ms), GPU 0's F0 selected */
+  {
+    const PpSpan *sp = pp_timeline_model_spans (f->m, 0);
+    double black[3] = { 0, 0, 0 };
+    v.selected_rank = 0;
+    v.selected_index = -1;
+    for (size_t i = 0; i < pp_timeline_model_n_spans (f->m, 0); i++)
+      if (sp[i].kind == PP_SPAN_F && sp[i].microbatch == 0)
+        v.selected_index = (long) i;
+    g_assert_cmpint (v.selected_index, >=, 0);
+    pp_timeline_render (cr, f->m, &v);
+    cairo_surface_flush (s);
+    double xo = pp_timeline_x_of (&v, &l, t0 + MS) - 1;
+    g_assert_cmpfloat (dist (pixel (s, (int) xo, (int) (l.rows_y + l.row_h + l.block_h * 0.5)), black), <, 0.3);
+    v.selected_rank = -1;
+    v.selected_index = -1;
+  }
   v.filter = NULL;
 
   /* an arrow from GPU 0 at 1 ms to GPU 2 at 9 ms: its middle is dark */

@@ -1182,13 +1182,17 @@ draw_focus (Ctx *c, cairo_t *cr)
       lane_y (l, r, LANE_BLOCK, &by, &bh);
       cairo_new_path (cr);
       int outlined = 0;
+      /* two passes: the matches drawn again, then the outlines (a fill
+       * between would eat the outlines' path) */
+      for (int pass = 0; pass < 2; pass++)
       for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns); i < n && sp[i].start_ns < v->t1_ns; i++)
         {
           const PpSpan *s = &sp[i];
           if (s->end_ns < v->t0_ns || s->kind >= PP_N_SPAN_KINDS || lane_of (s->kind) != LANE_BLOCK)
             continue;
-          int match = filt && pp_timeline_filter_match (v->filter, r, s);
-          int same = have_sel && s->microbatch == mb && s->step == step && pp_span_kind_is_block (s->kind);
+          int match = pass == 0 && filt && pp_timeline_filter_match (v->filter, r, s);
+          int same = pass == 1 && have_sel && s->microbatch == mb && s->step == step
+                     && pp_span_kind_is_block (s->kind);
           if (!match && !same)
             continue;
           double xa = fmax (pp_timeline_x_of (v, l, s->start_ns), l->x0 - 3);
