@@ -326,6 +326,7 @@ struct _PpScreenshotDialog
   GtkDropDown         *range;     /* as shown, whole run */
   GtkSpinButton       *width;
   GtkSpinButton       *height;
+  GtkDropDown         *paper;     /* custom, A4, Letter: sets the size */
 };
 
 G_DEFINE_FINAL_TYPE (PpScreenshotDialog, pp_screenshot_dialog, ADW_TYPE_WINDOW)
@@ -434,14 +435,29 @@ pp_screenshot_dialog_class_init (PpScreenshotDialogClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, range);
   gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, width);
   gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, height);
+  gtk_widget_class_bind_template_child (widget_class, PpScreenshotDialog, paper);
   gtk_widget_class_bind_template_callback (widget_class, shot_save_clicked);
   gtk_widget_class_bind_template_callback (widget_class, gtk_window_destroy);
+}
+
+/* A paper: its landscape page at 96 px an inch, which is what a PDF page
+ * of that size holds (pp_timeline_export draws PDFs at 96 dpi). */
+static void
+shot_paper_changed (GtkDropDown *paper, GParamSpec *pspec, PpScreenshotDialog *d)
+{
+  static const int size[][2] = { { 0, 0 }, { 1123, 794 }, { 1056, 816 } };
+  guint i = gtk_drop_down_get_selected (paper);
+  if (i == 0 || i >= G_N_ELEMENTS (size))
+    return;
+  gtk_spin_button_set_value (d->width, size[i][0]);
+  gtk_spin_button_set_value (d->height, size[i][1]);
 }
 
 static void
 pp_screenshot_dialog_init (PpScreenshotDialog *d)
 {
   gtk_widget_init_template (GTK_WIDGET (d));
+  g_signal_connect (d->paper, "notify::selected", G_CALLBACK (shot_paper_changed), d);
 }
 
 void
