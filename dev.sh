@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 
 # Debian 12 packages the build and the tests need.
-packages=(gcc pkg-config meson ninja-build python3 libglib2.0-dev libopenblas-dev zlib1g-dev
+packages=(gcc pkg-config meson ninja-build python3 python3-venv libglib2.0-dev libopenblas-dev zlib1g-dev
           libopenmpi-dev openmpi-bin
           libcairo2-dev libgtk-4-dev libadwaita-1-dev
           xvfb xauth dbus-x11 desktop-file-utils appstream clang)
@@ -42,6 +42,28 @@ build_all() {
   ninja -C "$build" >"$log" 2>&1 || { cat "$log" >&2; die "build failed (log above)"; }
 }
 
+# PyTorch for the tests of PyTorch jobs (tests/pytorch/): pinned, from PyPI,
+# into a virtual environment kept in the user's cache and reused (the wheel
+# brings its CUDA libraries: about 5 GB, once; the tests use the CPU and
+# gloo).  PIPESCOPE_NO_TORCH=1 skips it, and those tests then skip.
+torch_version=2.15.0
+torch_venv() {
+  [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
+  local venv="${PIPESCOPE_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/pipescope/torch-$torch_version}"
+  if [ ! -f "$venv/.pipescope-ready" ]; then
+    echo "dev.sh: installing PyTorch $torch_version into $venv (once, about 5 GB)" >&2
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy \
+      >"$venv.log" 2>&1 || { tail -5 "$venv.log" >&2; die "pip install torch==$torch_version failed (log: $venv.log); PIPESCOPE_NO_TORCH=1 skips the PyTorch tests"; }
+    "$venv/bin/python" -c "import torch.distributed.pipelining" \
+      || die "PyTorch in $venv does not import"
+    touch "$venv/.pipescope-ready"
+  fi
+  export PIPESCOPE_TORCH_PYTHON="$venv/bin/python"
+}
+
 case "${1:-}" in
   run)
     shift
@@ -65,6 +87,7 @@ case "${1:-}" in
     shift
     install_missing
     build_all
+    torch_venv
     exec meson test -C "$build" --no-rebuild --print-errorlogs -q "$@"
     ;;
   *)

@@ -106,12 +106,17 @@ pp_cli_jobs (int argc, char **argv)
         printf (" tcp:%s", j->tcp);
       if (j->job[0])
         {
-          int seen = 0;
+          int seen = 0, expected = j->n_ranks;
           char hosts[256] = "";
           size_t len = 0;
           for (size_t k = 0; k < n; k++)
             if (strcmp (jobs[k].job, j->job) == 0)
               {
+                /* a collector (profile) is the job's entry, not a rank */
+                if (jobs[k].n_ranks == 0 && strcmp (jobs[k].name, j->job) == 0)
+                  continue;
+                if (jobs[k].n_ranks > expected)
+                  expected = jobs[k].n_ranks;
                 bool known = false;
                 seen++;
                 for (size_t q = 0; q < k; q++)
@@ -120,7 +125,7 @@ pp_cli_jobs (int argc, char **argv)
                   len += (size_t) snprintf (hosts + len, sizeof hosts - len, "%s%s", len ? "," : "",
                                             jobs[k].host);
               }
-          printf ("  ranks %d/%d here on %s%s", seen, j->n_ranks, hosts,
+          printf ("  ranks %d/%d here on %s%s", seen, expected, hosts[0] ? hosts : "-",
                   j->rank == 0 ? "" : " (rank 0 is elsewhere)");
         }
       putchar ('\n');

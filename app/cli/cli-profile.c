@@ -282,7 +282,9 @@ forward_signal (int sig)
 {
   got_signal = sig;
   /* Ctrl-C reaches the command from the terminal itself (one process
-   * group); a kill aimed at profile alone is passed on. */
+   * group): the main loop passes it on only if the command is still there
+   * a moment later (a SIGINT sent to profile alone).  A kill aimed at
+   * profile is passed on at once. */
   if (child_pid > 0 && sig != SIGINT)
     kill ((pid_t) child_pid, sig);
 }
@@ -476,7 +478,7 @@ pp_cli_profile (int argc, char **argv)
     }
   child_pid = pid;
 
-  int wstatus = 0;
+  int wstatus = 0, sigint_ticks = 0;
   for (;;)
     {
       pid_t w = waitpid (pid, &wstatus, WNOHANG);
@@ -489,6 +491,13 @@ pp_cli_profile (int argc, char **argv)
         }
       if (c.w)
         scan_ranks (&c);
+      if (got_signal == SIGINT)
+        {
+          got_signal = 0;
+          sigint_ticks = 1;
+        }
+      else if (sigint_ticks > 0 && ++sigint_ticks == 2000 / PROFILE_SCAN_MS)
+        kill (pid, SIGINT);   /* 2 s on: the command did not get the terminal's */
       struct timespec ts = { 0, PROFILE_SCAN_MS * 1000000L };
       nanosleep (&ts, NULL);
     }

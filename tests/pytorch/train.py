@@ -26,6 +26,26 @@ V_SHAPED = ("ScheduleZBVZeroBubble", "ScheduleDualPipeV")
 SINGLE = ("ScheduleGPipe", "Schedule1F1B")
 
 
+def _record_order(order_by_step):
+    """Wraps the stage's compute calls to note (kind, stage, micro-batch) in
+    the current step's list: what _step_microbatches runs."""
+    from torch.distributed.pipelining.stage import _PipelineStageBase as Base
+
+    def wrap(name, kind_of):
+        orig = getattr(Base, name)
+
+        def w(self, chunk, *args, **kwargs):
+            if order_by_step:
+                order_by_step[-1].append(f"{self.stage_index}{kind_of(args, kwargs)}{chunk}")
+            return orig(self, chunk, *args, **kwargs)
+        setattr(Base, name, w)
+
+    wrap("forward_one_chunk", lambda a, k: "F")
+    wrap("backward_one_chunk",
+         lambda a, k: "B" if k.get("full_backward", a[1] if len(a) > 1 else True) else "I")
+    wrap("backward_weight_one_chunk", lambda a, k: "W")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="Schedule1F1B")
@@ -37,8 +57,15 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--stages-per-rank", type=int, default=None)
     ap.add_argument("--profile-trace", help="also run torch.profiler and write its Chrome trace here")
+    ap.add_argument("--record-order", action="store_true",
+                    help="record the compute order the schedule runs (the stage's own calls), "
+                         "independently of pipescope, into the output")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (one GPU: every rank's stages on it)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    order_by_step = []
+    if a.record_order:
+        _record_order(order_by_step)
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -53,7 +80,9 @@ def main():
     layers = [torch.nn.Sequential(*[m for _ in range(a.layers)
                                     for m in (torch.nn.Linear(a.width, a.width), torch.nn.Tanh())])
               for _ in range(n_stages)]
-    stages = [PipelineStage(layers[s], s, n_stages, torch.device("cpu")) for s in mine]
+    dev = torch.device(a.device)
+    layers = [l.to(dev) for l in layers]
+    stages = [PipelineStage(layers[s], s, n_stages, dev) for s in mine]
     loss_fn = torch.nn.MSELoss()
     M = a.microbatches
     if a.csv:
@@ -66,8 +95,8 @@ def main():
     opt = torch.optim.SGD(params, lr=0.05)
 
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(a.batch, a.width, generator=g)
-    y = torch.randn(a.batch, a.width, generator=g)
+    x = torch.randn(a.batch, a.width, generator=g).to(dev)
+    y = torch.randn(a.batch, a.width, generator=g).to(dev)
     losses_by_step = []
     times = []
     prof = None
@@ -75,6 +104,7 @@ def main():
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         prof.__enter__()
     for step in range(a.steps):
+        order_by_step.append([])
         opt.zero_grad()
         losses = []
         t0 = time.perf_counter()
@@ -97,14 +127,17 @@ def main():
 
     plan = []
     order = getattr(sched, "pipeline_order", None)
-    if isinstance(order, dict):
+    # Single-stage schedules run their own _step_microbatches; the
+    # pipeline_order some of them carry (for the visualizer) is not what
+    # runs (2.15's Schedule1F1B lists 1F1 before 1B0 on the last rank).
+    if isinstance(order, dict) and isinstance(sched, S.PipelineScheduleMulti):
         r = getattr(sched, "rank", rank)
         plan = [repr(x) for x in order[r] if x is not None and x.is_compute_op]
     checks = [float(p.detach().double().sum()) for p in params]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "world": world, "stages": mine, "plan": plan,
-                   "losses": losses_by_step, "params": checks, "step_s": times,
+                   "losses": losses_by_step, "order": order_by_step, "params": checks, "step_s": times,
                    "torch": torch.__version__}, f)
     dist.destroy_process_group()
 

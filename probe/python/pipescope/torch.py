@@ -85,6 +85,10 @@ class _Hook:
         self.loss_pending = []    # (step, tensors, event) resolved without a sync
         self.opt_t0 = None
         self.p2p_depth = 0
+        # CUDA: blocks timed by events on the stage's stream, resolved
+        # once they have passed (a step late is fine), never by a sync
+        self.gpu_pending = []     # ("block"|"overlap", fields..., step, ev0, ev1)
+        self.gpu_ref = None       # (event, host ns) the GPU's times are counted from
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
@@ -156,7 +160,7 @@ class _Hook:
             params.append(f"s{s.stage_index} {_count(n)}")
         stage_map = ""
         order = getattr(schedule, "pipeline_order", None)
-        if isinstance(order, dict):
+        if isinstance(order, dict) and isinstance(schedule, self.sched.PipelineScheduleMulti):
             owner = {}
             for r, acts in order.items():
                 for a in acts:
@@ -172,7 +176,11 @@ class _Hook:
     def write_plan(self, schedule):
         order = getattr(schedule, "pipeline_order", None)
         rank = getattr(schedule, "rank", None)
-        if not isinstance(order, dict) or rank is None or rank not in order:
+        # single-stage schedules run _step_microbatches, not their
+        # pipeline_order (a visualizer's, which may differ): their plan is
+        # the order step 0 ran
+        if (not isinstance(schedule, self.sched.PipelineScheduleMulti) or not isinstance(order, dict)
+                or rank is None or rank not in order):
             return False
         acts = []
         for a in order[rank]:
@@ -200,11 +208,80 @@ class _Hook:
         if self.in_step and self.step_index == 1:
             self.observed.append((kind, stage, mb, -1, -1, -1))
 
+    # ---- CUDA: events around each block -------------------------------------
+    def gpu_events(self):
+        torch = self.torch
+        if self.gpu_ref is None:
+            # once: the origin of the GPU's clock on the host's (one sync,
+            # before the first block, never again)
+            ref = torch.cuda.Event(enable_timing=True)
+            ref.record()
+            ref.synchronize()
+            self.gpu_ref = (ref, self.rank.now())
+        e0 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        return e0
+
+    def gpu_block(self, kind, stage, mb, e0):
+        e1 = self.torch.cuda.Event(enable_timing=True)
+        e1.record()
+        step = self.step_index - 1 if self.step_index > 0 else 0
+        if self.pending_waits:
+            r = self.rank
+            for peer, w0, w1 in self.pending_waits:
+                r.wait(stage, mb, peer, step, w0, w1)
+            self.pending_waits.clear()
+        if self.overlap is not None:
+            self.overlap.append((kind, stage, mb, e0, e1))
+            return
+        self.gpu_pending.append(("block", kind, stage, mb, step, e0, e1))
+        if self.in_step and self.step_index == 1:
+            self.observed.append((kind, stage, mb, -1, -1, -1))
+        if len(self.gpu_pending) > 4096:
+            self.resolve_gpu()
+
+    def resolve_gpu(self, final=False):
+        """Records the blocks whose end event has passed, in order."""
+        r = self.rank
+        if r is None or self.gpu_ref is None:
+            self.gpu_pending.clear()
+            return
+        ref, t_ref = self.gpu_ref
+        done = 0
+        for entry in self.gpu_pending:
+            e0, e1 = entry[-2], entry[-1]
+            if not final and not e1.query():
+                break
+            if final:
+                e1.synchronize()
+            t0 = t_ref + int(ref.elapsed_time(e0) * 1e6)
+            t1 = t_ref + int(ref.elapsed_time(e1) * 1e6)
+            if entry[0] == "block":
+                _, kind, stage, mb, step, _, _ = entry
+                r.block(kind, stage, mb, step, t0, t1)
+            else:
+                _, fs, fm, bk, bs, bm, step, _, _ = entry
+                r.overlap(fs, fm, bk, bs, bm, step, t0, t1)
+            done += 1
+        del self.gpu_pending[:done]
+
     def overlap_end(self, blocks):
         r = self.rank
         if r is None or not blocks:
             return
         step = self.step_index - 1 if self.step_index > 0 else 0
+        if len(blocks[0]) == 5 and not isinstance(blocks[0][3], int):
+            # CUDA: (kind, stage, mb, e0, e1); the pair spans the first's
+            # start to the second's end
+            f = [b for b in blocks if b[0] == _lib.F]
+            bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
+            if f and bw:
+                self.gpu_pending.append(("overlap", f[0][1], f[0][2], bw[0][0], bw[0][1], bw[0][2],
+                                         step, blocks[0][3], blocks[-1][4]))
+            else:
+                for kind, stage, mb, e0, e1 in blocks:
+                    self.gpu_pending.append(("block", kind, stage, mb, step, e0, e1))
+            return
         f = [b for b in blocks if b[0] == _lib.F]
         bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
         rest = [b for b in blocks if b not in f[:1] and b not in bw[:1]]
@@ -235,6 +312,8 @@ class _Hook:
         r = self.rank
         if r is None:
             return
+        if self.gpu_pending:
+            self.resolve_gpu()
         r.step(idx, 1, r.now())
         if idx == 0 and self.observed and not self.planned:
             # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
@@ -283,6 +362,7 @@ class _Hook:
             return
         try:
             self.resolve_losses(final=True)
+            self.resolve_gpu(final=True)
         except Exception:
             pass
         self.rank = None
@@ -338,6 +418,22 @@ def _wrap_block(hook, orig, kind_of):
     def wrapper(self, *args, **kwargs):
         if hook.rank is None or hook.failed:
             return orig(self, *args, **kwargs)
+        dev = getattr(self, "device", None)
+        if dev is not None and getattr(dev, "type", "") == "cuda":
+            # host time is launch time: the GPU's comes from events
+            e0 = None
+            try:
+                e0 = hook.gpu_events()
+            except Exception as e:
+                hook.fail("a CUDA event", e)
+            out = orig(self, *args, **kwargs)
+            if e0 is not None:
+                try:
+                    kind, mb = kind_of(args, kwargs)
+                    hook.gpu_block(kind, self.stage_index, int(mb), e0)
+                except Exception as e:
+                    hook.fail("a block", e)
+            return out
         t0 = hook.rank.now()
         out = orig(self, *args, **kwargs)
         try:

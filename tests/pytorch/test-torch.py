@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""test-torch.py — a real torch.distributed.pipelining job under
+`pipescope-cli profile`, for one of PyTorch's schedule classes (or a CSV
+schedule), 2 ranks on CPU with gloo under torchrun.
+
+    test-torch.py CLI SCHEDULE          (Schedule1F1B, ScheduleZBVZeroBubble, ..., csv:ZB-H1)
+
+It runs tests/pytorch/train.py twice, plain and under profile, and asserts:
+  * the command's exit status is its own (0), and the losses and the
+    weights after the last step are the plain run's, bit for bit;
+  * the trace (merged by profile from the ranks' own) has both ranks, the
+    description of the schedule, and every step;
+  * per rank and step, the recorded compute order equals the schedule's own
+    plan: pipeline_order from PyTorch's schedule object (multi-stage and
+    CSV schedules), and for GPipe and 1F1B, which have no such list, the
+    order the stage's calls came in, recorded by train.py itself;
+  * every (stage, micro-batch) of a rank has its forward and its backward
+    (B, or I and W) in every step; transfers and waits are there;
+  * the plan is in the trace, and the loss counters of the last stage.
+Needs PIPESCOPE_TORCH_PYTHON (the virtual environment's python, which
+./dev.sh test provides); without it exits 77 saying so.
+"""
+
+import collections
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = 3
+M = 4
+
+
+def fail(msg):
+    print("not ok 1 - " + msg.replace("\n", "\n# "))
+    sys.exit(1)
+
+
+def run(cmd, env, what, timeout=240):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        fail(f"{what} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def live(cli, py, env, tmp):
+    """One job, live: while a profiled 1F1B job trains, `jobs` shows it as
+    one line with both ranks, and `record` by its name and by the pid of
+    rank 1 alone each get every rank's spans."""
+    import time
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
+           "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "400",
+           "--out", os.path.join(tmp, "live")]
+    prof = subprocess.Popen([cli, "profile", "--name", "torchlive", "--"] + job, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line, deadline = "", time.monotonic() + 180
+        while time.monotonic() < deadline and prof.poll() is None:
+            out = subprocess.run([cli, "jobs"], env=env, capture_output=True, text=True).stdout
+            lines = [l for l in out.splitlines() if "torchlive" in l]
+            if lines and "ranks 2/2" in lines[0]:
+                line = lines[0]
+                break
+            time.sleep(0.5)
+        if not line:
+            fail(f"jobs never showed torchlive with ranks 2/2:\n{out}")
+        if len(lines) != 1:
+            fail(f"jobs shows the job on {len(lines)} lines:\n{out}")
+        reg = os.path.join(tmp, "pipescope")
+        rank1 = None
+        for f in os.listdir(reg):
+            if f.endswith(".job"):
+                text = open(os.path.join(reg, f)).read()
+                if "name=torchlive.r1\n" in text:
+                    rank1 = f[:-4]
+        if rank1 is None:
+            fail(f"no registry entry for rank 1 in {os.listdir(reg)}")
+        recs = []
+        for spec in ("torchlive", rank1):
+            out = os.path.join(tmp, f"rec-{spec}.pptrace")
+            recs.append((spec, out, subprocess.Popen([cli, "record", spec, "-o", out], env=env,
+                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                     text=True)))
+        time.sleep(8)
+        prof.send_signal(2)   # Ctrl-C: the command stops, the recordings end
+        prof.wait(timeout=120)
+        for spec, out, rp in recs:
+            o, e = rp.communicate(timeout=60)
+            info = subprocess.run([cli, "info", out], env=env, capture_output=True, text=True).stdout
+            if "ranks: 2" not in info or "rank 0 bubble" not in info or "rank 1 bubble" not in info:
+                fail(f"record {spec} did not get both ranks:\n{o}\n{e}\n{info}")
+    finally:
+        if prof.poll() is None:
+            prof.kill()
+            prof.wait()
+    print("ok 1 - live: one line in jobs with ranks 2/2; record by name and by rank 1's pid got both ranks")
+
+
+def main():
+    cli, sched = sys.argv[1], sys.argv[2]
+    py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
+    if not py or not os.path.exists(py):
+        print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and sets it)")
+        sys.exit(0)
+    print("1..1")
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    tmp = tempfile.mkdtemp(prefix="pp-torch-")
+    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
+    os.chmod(tmp, 0o700)
+
+    if sched == "live":
+        return live(cli, py, env, tmp)
+    args = ["--microbatches", str(M), "--steps", str(STEPS), "--record-order"]
+    if sched.startswith("csv:"):
+        csvf = os.path.join(tmp, "schedule.csv")
+        with open(csvf, "w") as f:
+            subprocess.run([cli, "schedule", "-s", sched[4:], "-p", "2", "-m", str(M), "--format", "csv"],
+                           stdout=f, check=True)
+        args += ["--csv", csvf, "--stages-per-rank", "1"]
+        pyname = "_PipelineScheduleRuntime"
+    else:
+        args += ["--schedule", sched]
+        pyname = sched
+    job = [torchrun, "--standalone", "--nproc-per-node", "2",
+           os.path.join(HERE, "train.py")] + args
+    plain, prof = os.path.join(tmp, "plain"), os.path.join(tmp, "prof")
+    kineto = os.path.join(tmp, "kineto")
+    run(job + ["--out", plain, "--profile-trace", kineto], env, "the plain run (under torch.profiler)")
+    trace = os.path.join(tmp, "job.pptrace")
+    p = run([cli, "profile", "--trace", trace, "--name", "torchtest", "--"] + job + ["--out", prof],
+            env, "the profiled run")
+    if "recorded" not in p.stderr:
+        fail(f"profile said nothing of what it recorded:\n{p.stderr[-2000:]}")
+    if "not recording" in p.stderr or "recording stopped" in p.stderr:
+        fail(f"the hook did not record:\n{p.stderr[-2000:]}")
+
+    res = {}
+    for r in (0, 1):
+        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        b = json.load(open(os.path.join(prof, f"rank{r}.json")))
+        if a["losses"] != b["losses"]:
+            fail(f"rank {r}: losses differ under profile: {a['losses']} vs {b['losses']}")
+        if a["params"] != b["params"]:
+            fail(f"rank {r}: weights differ under profile")
+        if a["order"] != b["order"]:
+            fail(f"rank {r}: the schedule ran another order under profile")
+        res[r] = b
+    if not any(res[r]["losses"] and res[r]["losses"][0] for r in res):
+        fail("no rank computed a loss")
+
+    info = run([cli, "info", trace], env, "info").stdout
+    for want in ("ranks: 2", f"steps: {STEPS}", "rank 0: host", "rank 1: host", "PyTorch"):
+        if want not in info:
+            fail(f"info lacks '{want}':\n{info}")
+    csvp = os.path.join(tmp, "spans.csv")
+    run([cli, "export", trace, "--format", "csv", "-o", csvp], env, "export")
+    spans = list(csv.DictReader(open(csvp)))
+    blocks = collections.defaultdict(list)
+    kinds = collections.Counter()
+    for s in spans:
+        kinds[s["kind"]] += 1
+        if s["kind"] in ("F", "B", "I", "W", "OVERLAP_F_B"):
+            blocks[(int(s["rank"]), int(s["step"]))].append(s)
+    for k in ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "WAIT", "OPT"):
+        if kinds[k] == 0:
+            fail(f"no {k} span in the trace: {dict(kinds)}")
+
+    for r in (0, 1):
+        if res[r]["plan"]:
+            want = [label_of_plan(x) for x in res[r]["plan"]]
+            source = "pipeline_order"
+        else:
+            want = res[r]["order"][0]
+            source = "the stage's calls"
+        if not want:
+            fail(f"rank {r}: nothing to compare with")
+        for step in range(STEPS):
+            got = [label_of_span(s) for s in sorted(blocks[(r, step)], key=lambda s: int(s["start_ns"]))]
+            if got != want:
+                fail(f"rank {r} step {step}: recorded {got}\n  {source} says {want}")
+            have = collections.defaultdict(set)
+            for s in blocks[(r, step)]:
+                have[(int(s["stage"]), int(s["microbatch"]))].add(s["kind"])
+            for st in res[r]["stages"]:
+                for mb in range(M):
+                    k = have.get((st, mb), set())
+                    ok = "F" in k and ("B" in k or {"I", "W"} <= k)
+                    if not ok and "OVERLAP_F_B" not in "".join(sorted(k)):
+                        # an overlapped pair holds this stage's F or B: its other half is elsewhere
+                        if not any(label_covers(x, st, mb) for x in want):
+                            fail(f"rank {r} step {step}: stage {st} micro-batch {mb} has only {sorted(k)}")
+    if not sched.startswith("csv:"):
+        # the analysis rebuilds the schedule from its name; a CSV one has
+        # none pipescope knows (its plan frames hold the order)
+        run([cli, "export", trace, "--format", "why", "-o", os.path.join(tmp, "why.json")], env,
+            "export --format why")
+
+    # The plain run's torch.profiler traces, imported: the same orders.
+    imported = os.path.join(tmp, "imported.pptrace")
+    ip = subprocess.run([cli, "import", f"{kineto}.rank0.json", f"{kineto}.rank1.json", "-o", imported],
+                        env=env, capture_output=True, text=True, timeout=120)
+    if sched == "Schedule1F1B":
+        # 1F1B labels nothing for the profiler: refused, pointing to profile
+        if ip.returncode != 2 or "profile" not in ip.stderr or len(ip.stderr.strip().splitlines()) != 1:
+            fail(f"import of a 1F1B profiler trace: exit {ip.returncode}, {ip.stderr!r}")
+    else:
+        if ip.returncode != 0:
+            fail(f"import exited {ip.returncode}: {ip.stderr}")
+        icsv = os.path.join(tmp, "imported.csv")
+        run([cli, "export", imported, "--format", "csv", "-o", icsv], env, "export of the import")
+        iblocks = collections.defaultdict(list)
+        for s in csv.DictReader(open(icsv)):
+            if s["kind"] in ("F", "B", "I", "W", "OVERLAP_F_B"):
+                iblocks[(int(s["rank"]), int(s["step"]))].append(s)
+        for r in (0, 1):
+            want = [label_of_plan(x) for x in res[r]["plan"]] or res[r]["order"][0]
+            steps = sorted(st for (rr, st) in iblocks if rr == r)
+            if len(steps) != STEPS:
+                fail(f"import: rank {r} has steps {steps}, not {STEPS}")
+            for st in steps:
+                got = [label_of_span(s) for s in sorted(iblocks[(r, st)], key=lambda s: int(s["start_ns"]))]
+                if got != want:
+                    fail(f"import: rank {r} step {st}: {got}\n  the schedule's: {want}")
+    print(f"ok 1 - {pyname}: 2 ranks, {STEPS} steps, {len(spans)} spans, orders as the schedule's, "
+          f"losses and weights bit for bit; its torch.profiler trace imports to the same orders")
+
+
+def label_of_plan(x):
+    """A PyTorch _Action repr as our label: '0F1', '(0F3;3B2)OVERLAP_F_B' -> 'OVL0F3+3B2'."""
+    if x.endswith("OVERLAP_F_B"):
+        inner = x[x.index("(") + 1:x.index(")")].split(";")
+        return "OVL" + "+".join(inner)
+    return x
+
+
+def label_of_span(s):
+    if s["kind"] == "OVERLAP_F_B":
+        sub = s.get("sub", "")
+        return "OVL" + f"{s['stage']}F{s['microbatch']}" + (f"+{sub}" if sub else "")
+    return f"{s['stage']}{s['kind']}{s['microbatch']}"
+
+
+def label_covers(label, stage, mb):
+    return label.startswith("OVL") and (f"{stage}F{mb}" in label or f"{stage}B{mb}" in label
+                                        or f"{stage}I{mb}" in label)
+
+
+if __name__ == "__main__":
+    main()
