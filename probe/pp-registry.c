@@ -817,7 +817,9 @@ pp_registry_job_ended (const PpJobInfo *info, int wait_ms)
       if (stat (entry, &sb) != 0)
         return 1;
       if (job_alive (info) == 0)   /* gone, a zombie, or its pid reused */
-        return 0;
+        /* a job that removed its entry and exited between the two looks
+         * ended, not dead: look again */
+        return stat (entry, &sb) != 0 ? 1 : 0;
       if (i < wait_ms / 20)
         {
           struct timespec ts = { 0, 20 * 1000000 };

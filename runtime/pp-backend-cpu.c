@@ -181,8 +181,7 @@ cpu_action_end (PpRun *run, PpRunRank *rk, const PpAction *a, PpStatus rc, int64
 
   if (rc != PP_OK)
     return;
-  pp_run_record_span (run, rk->rank, a->stage, a->microbatch, pp_run_span_kind (a->kind),
-                      cr->t0, cr->mark, -1);
+  pp_run_record_action_span (run, rk->rank, a, cr->t0, cr->mark);
   rk->busy_ns += cr->mark - cr->t0;
   if (rk->first_ns < 0)
     rk->first_ns = cr->t0;

@@ -78,6 +78,33 @@ pp_run_record_span (PpRun *run, int rank, int stage, int mb, int kind, int64_t t
 }
 
 void
+pp_run_record_action_span (PpRun *run, int rank, const PpAction *a, int64_t t0, int64_t t1)
+{
+  PpSpan sp;
+
+  if (run->cfg.probe == NULL)
+    return;
+  memset (&sp, 0, sizeof sp);
+  sp.start_ns = t0;
+  sp.end_ns = t1;
+  sp.rank = rank;
+  sp.stage = a->stage;
+  sp.microbatch = a->microbatch;
+  sp.step = run->step;
+  sp.kind = (uint16_t) pp_run_span_kind (a->kind);
+  sp.device = 0xffff;
+  sp.peer_rank = -1;
+  if (a->kind == PP_ACT_OVERLAP_F_B && (a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
+    {
+      /* both halves of the pair (trace format 1.2) */
+      sp.sub_kind = (uint16_t) pp_run_span_kind (a->sub_kind);
+      sp.sub_stage = a->sub_stage;
+      sp.sub_microbatch = a->sub_microbatch;
+    }
+  pp_probe_record_span (run->cfg.probe, &sp);
+}
+
+void
 pp_run_record_counter (PpRun *run, int rank, int kind, double value, int64_t t)
 {
   PpCounter c;

@@ -207,6 +207,8 @@ void     pp_run_record_span (PpRun *run, int rank, int stage, int mb, int kind, 
 void     pp_run_record_counter (PpRun *run, int rank, int kind, double value, int64_t t);
 /* The probe's span kind of an action kind (OVERLAP_F_B for a pair). */
 int      pp_run_span_kind (int act);
+/* A compute action's span on the CPU: both halves of an OVERLAP_F_B. */
+void     pp_run_record_action_span (PpRun *run, int rank, const PpAction *a, int64_t t0, int64_t t1);
 /* Waits until producer stage ps has published mb (grad as in
  * pp-transport.h) through the transport; *data then points at it; the
  * wait counts in rk->wait_ns and, when record, becomes a WAIT span.
