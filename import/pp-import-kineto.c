@@ -815,6 +815,42 @@ out:
   return cm;
 }
 
+static bool
+push_span (PpSpan **spans, size_t *n, size_t *cap, const PpSpan *sp)
+{
+  if (*n == *cap)
+    {
+      size_t nc = *cap ? *cap * 2 : 4096;
+      PpSpan *g = realloc (*spans, nc * sizeof *g);
+      if (g == NULL)
+        return false;
+      *spans = g;
+      *cap = nc;
+    }
+  (*spans)[(*n)++] = *sp;
+  return true;
+}
+
+typedef struct {
+  uint64_t key;        /* (RECV kind, stage, micro-batch, step) */
+  int64_t  arrival;    /* when its data was there */
+} Arrival;
+
+static int
+cmp_arrival (const void *a, const void *b)
+{
+  const Arrival *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* stage < 4096, micro-batch < 2^20 (the import's bounds), step < 2^28 */
+static uint64_t
+recv_key (int kind, int stage, int mb, int step)
+{
+  return ((uint64_t) (kind + 1) << 60) | ((uint64_t) (stage & 0xfff) << 48)
+         | ((uint64_t) (mb & 0xfffff) << 28) | (uint64_t) (step & 0xfffffff);
+}
+
 /* sh->order: each rank's blocks of one step, in the order run. */
 static PpStatus
 build_order (const Import *im, Shape *sh, bool use_pp, int step, size_t *total, PpError *err)
@@ -1345,6 +1381,58 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
           if (e->start < gpu[2 * b]) gpu[2 * b] = e->start;
           if (e->end > gpu[2 * b + 1]) gpu[2 * b + 1] = e->end;
         }
+      /* A label's range holds the wait for its input: PyTorch waits for a
+       * receive inside the action that needs it.  The receive (gloo:recv,
+       * nccl:recv: running until the data is there) says when that was;
+       * the block starts then, and before it the rank waits (a WAIT span).
+       * Which receive: the one under the PP:<s>RECV_F<m> label an F of
+       * (s, m) needs (RECV_B for B and I), or GPipe's inside the block. */
+      int64_t *ready = malloc ((nb + 1) * sizeof *ready);
+      Arrival *arr = malloc ((rd->n_ev + 1) * sizeof *arr);
+      size_t n_arr = 0;
+      if (ready == NULL || arr == NULL)
+        {
+          free (ready);
+          free (arr);
+          free (gpu);
+          free (labels);
+          free (label_used);
+          st = pp_error_set (err, PP_ENOMEM, "out of memory");
+          goto out;
+        }
+      for (size_t b = 0; b < nb; b++)
+        ready[b] = INT64_MIN;
+      for (size_t k = 0; k < rd->n_ev; k++)
+        {
+          const Ev *e = &rd->ev[k];
+          if (e->what != EV_XFER || e->level != 2 || e->kind != 1)
+            continue;
+          long lb = block_at (labels, nl, e->start);
+          if (lb >= 0 && (labels[lb]->kind == PP_ACT_RECV_F || labels[lb]->kind == PP_ACT_RECV_B))
+            arr[n_arr++] = (Arrival) { recv_key (labels[lb]->kind, labels[lb]->stage, labels[lb]->mb,
+                                                 labels[lb]->step), e->end };
+          else
+            {
+              long b = block_at (blocks, nb, e->start);
+              if (b >= 0 && e->end > ready[b])
+                ready[b] = e->end;
+            }
+        }
+      if (n_arr > 1)
+        qsort (arr, n_arr, sizeof *arr, cmp_arrival);
+      for (size_t b = 0; b < nb && n_arr > 0; b++)
+        {
+          const Ev *e = blocks[b];
+          int rk = e->kind == PP_ACT_F ? PP_ACT_RECV_F
+                   : e->kind == PP_ACT_B || e->kind == PP_ACT_I ? PP_ACT_RECV_B : -1;
+          if (rk < 0)
+            continue;
+          Arrival probe = { recv_key (rk, e->stage, e->mb, e->step), 0 };
+          const Arrival *a = bsearch (&probe, arr, n_arr, sizeof *arr, cmp_arrival);
+          if (a != NULL && a->arrival > ready[b])
+            ready[b] = a->arrival;
+        }
+      free (arr);
       size_t bi = 0;
 
       for (size_t k = 0; k < rd->n_ev; k++)
@@ -1377,6 +1465,27 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                 {
                   sp.start_ns = gpu[2 * bi];
                   sp.end_ns = gpu[2 * bi + 1];
+                }
+              else if (ready[bi] > sp.start_ns && ready[bi] < sp.end_ns)
+                {
+                  PpSpan wait = sp;
+                  int from = e->kind == PP_ACT_F ? e->stage - 1 : e->stage + 1;
+                  wait.kind = PP_SPAN_WAIT;
+                  wait.end_ns = ready[bi];
+                  wait.peer_rank = from >= 0 && from < sh.n_stages ? sh.stage_rank[from] : -1;
+                  wait.sub_kind = 0;
+                  wait.sub_stage = wait.sub_microbatch = 0;
+                  if (!push_span (&spans, &n_spans, &cap_spans, &wait))
+                    {
+                      free (ready);
+                      free (labels);
+                      free (label_used);
+                      free (gpu);
+                      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                      goto out;
+                    }
+                  sp.start_ns = ready[bi];
+                  sum->waits++;
                 }
               bi++;
               sum->blocks++;
@@ -1451,6 +1560,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                   free (labels);
                   free (label_used);
                   free (gpu);
+                  free (ready);
                   st = pp_error_set (err, PP_ENOMEM, "out of memory");
                   goto out;
                 }
@@ -1487,6 +1597,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                   free (labels);
                   free (label_used);
                   free (gpu);
+                  free (ready);
                   st = pp_error_set (err, PP_ENOMEM, "out of memory");
                   goto out;
                 }
@@ -1499,6 +1610,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
       free (labels);
       free (label_used);
       free (gpu);
+      free (ready);
     }
 
   /* the description */

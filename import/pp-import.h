@@ -23,6 +23,11 @@
  *     which run on asynchronously until the peer is done); their kind,
  *     stage and micro-batch from the PP:<stage>SEND_F<mb> ... range or the
  *     block around them, the peer from the stages' placement;
+ *   - waits: PyTorch waits for an action's input inside the action's
+ *     label; where the receive that brought it (gloo:recv, nccl:recv,
+ *     under the PP:<s>RECV_F<m> label the block needs, or inside GPipe's
+ *     block) ended inside the block, the block starts there and the time
+ *     before it is a WAIT span, as pipescope's own runs record it;
  *   - the optimizer: Optimizer.step#... ranges become OPT spans;
  *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
  *     gpu_memset) under the block that launched them (correlation id, or
@@ -73,6 +78,7 @@ typedef struct {
   char   schedule[64];       /* its name, or "observed" */
   char   backend[32];        /* distributedInfo.backend */
   size_t blocks, transfers, device_spans, skipped;  /* skipped: events that made no sense */
+  size_t waits;              /* blocks whose label held a wait for their input */
   char   missing[128];       /* ranks of the world with no file ("2,3"), "" when none */
 } PpImportSummary;
 

@@ -19,6 +19,7 @@ csv`, `info`):
   to `pipescope-cli profile`;
 - garbage, truncated JSON and truncated gzip: exit 2, one line naming the file.
 """
+from decimal import ROUND_HALF_UP, Decimal
 import csv
 import glob
 import gzip
@@ -69,6 +70,53 @@ def json_labels(path):
     return info["rank"], info["world_size"], names
 
 
+def expected_starts(path):
+    """Each block label's (start as import must give it, start of the
+    label), in ns, exactly: where
+    the receive it waited for (gloo:recv under the PP:<s>RECV_F<m> label
+    that an F of (s, m) needs, RECV_B for B and I; GPipe's inside the
+    block) ended inside the label's range, the block starts there."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    d = json.loads(raw, parse_float=Decimal)
+    base = int(d.get("baseTimeNanoseconds", 0))
+    ns = lambda us: base + int((Decimal(us) * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+    ev = [e for e in d["traceEvents"] if e.get("ph") == "X" and not isinstance(e.get("ts"), str)]
+    rng = lambda e: (ns(e["ts"]), ns(e["ts"]) + int((Decimal(e.get("dur", 0)) * 1000).to_integral_value(rounding=ROUND_HALF_UP)))
+    recv_labels = [(rng(e), e["name"]) for e in ev if e.get("cat") == "user_annotation"
+                   and re.match(r"^PP:\d+RECV_[FB]\d+$", e["name"])]
+    blocks = sorted(((rng(e), e["name"].split(",")[0]) for e in ev if e.get("cat") == "user_annotation"
+                     and BLOCK.match(e["name"].split(",")[0])), key=lambda x: x[0][0])
+    ready, inside = {}, {}
+    for e in ev:
+        if e.get("name") != "gloo:recv":
+            continue
+        (t0, t1) = rng(e)
+        lab = [((a, b), n) for (a, b), n in recv_labels if a <= t0 <= b]
+        if lab:
+            (a, b), n = lab[-1]
+            m = re.match(r"^PP:(\d+)RECV_([FB])(\d+)$", n)
+            ready.setdefault((m[2], int(m[1]), int(m[3])), []).append((a, t1))
+        else:
+            for i, ((a, b), n) in enumerate(blocks):
+                if a <= t0 <= b:
+                    inside[i] = max(inside.get(i, 0), t1)
+    out = []
+    for i, ((a, b), n) in enumerate(blocks):
+        m = re.match(r"^PP:(\d+)([FBI])(\d+)$", n)
+        r = inside.get(i, 0)
+        if m:
+            # the block's receive: the latest one of its (kind, stage, mb) posted before it
+            posted = [(p, t) for p, t in ready.get(("F" if m[2] == "F" else "B", int(m[1]), int(m[3])), [])
+                      if p <= a]
+            if posted:
+                r = max(r, max(posted)[1])
+        out.append((r if a < r < b else a, a))
+    return out
+
+
 def halves(name, stage_of_rank):
     """The (kind, stage, micro-batch) a block label runs."""
     m = re.match(r"^PP:\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$", name)
@@ -110,6 +158,13 @@ def fixture(name, tmp):
         got = [r["name"] for r in blocks]
         check(got == labels and len(labels) > 0,
               f"{name}: rank {rank}: the imported order is the JSON's ({len(labels)} labels)")
+        want = expected_starts(path)
+        starts = [int(r["start_ns"]) for r in blocks]
+        moved = sum(1 for w, a in want if w != a)
+        n_wait = sum(1 for r in rows if int(r["rank"]) == rank and r["kind"] == "WAIT")
+        check([w for w, a in want] == starts and n_wait == moved and moved > 0,
+              f"{name}: rank {rank}: each block starts when the receive it waited for ended, "
+              f"the time before a WAIT ({n_wait} of {len(want)})")
         xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
                  ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
         check(len(xfers) > 0, f"{name}: rank {rank}: transfers ({len(xfers)})")

@@ -187,8 +187,8 @@ pp_cli_import (int argc, char **argv)
           sum.schedule, sum.matched ? " (the order each rank ran is its order)"
                                     : " (an order pipescope does not know: planned as run)",
           sum.ranks, sum.microbatches, sum.stages_per_rank, sum.steps, sum.steps == 1 ? "" : "s");
-  printf ("  %zu blocks, %zu transfers, %zu device spans -> %s\n", sum.blocks, sum.transfers,
-          sum.device_spans, out);
+  printf ("  %zu blocks (%zu waited inside their label for their input), %zu transfers, "
+          "%zu device spans -> %s\n", sum.blocks, sum.waits, sum.transfers, sum.device_spans, out);
   if (sum.missing[0])
     printf ("  no trace for rank%s %s: those rows stay empty\n",
             strchr (sum.missing, ',') ? "s" : "", sum.missing);
