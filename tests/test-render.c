@@ -354,6 +354,24 @@ test_render_aggregated (void)
   pp_timeline_model_free (m);
 }
 
+/* A counter a hostile file sets past an int (in-flight micro-batches of
+ * 1e233): the peak is held at INT_MAX, not cast (undefined; the fuzzer
+ * found it). */
+static void
+test_model_huge_counter (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER };
+  PpTimelineRankStats st;
+  it.counter = (PpCounter) { .time_ns = 5, .value = 3.9e233, .rank = 0, .kind = PP_COUNTER_INFLIGHT };
+  g_assert_cmpint (pp_timeline_model_add (m, &it), ==, 1);
+  it.counter.value = NAN;
+  pp_timeline_model_add (m, &it);
+  pp_timeline_model_rank_stats (m, 0, 0, 10, &st);
+  g_assert_cmpint (st.peak_inflight, ==, G_MAXINT);
+  pp_timeline_model_free (m);
+}
+
 /* ---- the palette -------------------------------------------------------------- */
 
 static double
@@ -1168,6 +1186,7 @@ main (int argc, char **argv)
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/palette-distinct", test_palette_distinct);
+  g_test_add_func ("/render/model-huge-counter", test_model_huge_counter);
   g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);

@@ -8,6 +8,7 @@
 #include "pp-timeline-model-private.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,8 +620,9 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)
         return 0;
+      /* a count: a hostile value past an int is held at INT_MAX, not cast */
       if (c->value > m->ranks[c->rank].peak_inflight)
-        m->ranks[c->rank].peak_inflight = (int) c->value;
+        m->ranks[c->rank].peak_inflight = c->value < (double) INT_MAX ? (int) c->value : INT_MAX;
       return 1;
     default:
       return 0;
