@@ -14,6 +14,7 @@
 #include "pp-suggest.h"
 #include "pp-test-util.h"
 #include "pp-timeline-widget.h"
+#include "pp-timeline-details.h"
 
 /* Not in the headers: the widgets expose these for tests. */
 char    *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
@@ -384,6 +385,20 @@ test_timeline_details (void)
   g_assert_null (v.filter);
 
   gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+
+  /* an overlapped F+B (format 1.2) names both halves */
+  m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  it.span = (PpSpan) { .start_ns = 0, .end_ns = MS, .stage = 2, .microbatch = 2, .kind = PP_SPAN_OVERLAP_F_B,
+                       .sub_kind = PP_SPAN_B, .sub_stage = 1, .sub_microbatch = 0, .peer_rank = -1,
+                       .device = 0xffff };
+  pp_timeline_model_add (m, &it);
+  PpTimelineBlockDetails d;
+  g_assert_true (pp_timeline_block_details (m, NULL, 0, 0, &d));
+  text = pp_timeline_block_details_text (m, &d);
+  g_assert_nonnull (strstr (text, "Stage: 2\nMicro-batch: 2\nOverlapped with: B of stage 1, micro-batch 0\n"));
+  g_free (text);
   pp_timeline_model_free (m);
 }
 

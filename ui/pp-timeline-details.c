@@ -181,6 +181,10 @@ pp_timeline_block_details_text (const PpTimelineModel *m, const PpTimelineBlockD
     g_string_append_printf (t, "Stage: %d\n", s->stage);
   if (s->microbatch >= 0)
     g_string_append_printf (t, "Micro-batch: %d\n", s->microbatch);
+  /* an overlapped F+B (format 1.2): its backward half too */
+  if (pp_span_has_sub (s))
+    g_string_append_printf (t, "Overlapped with: %s of stage %d, micro-batch %d\n",
+                            pp_span_kind_name ((PpSpanKind) s->sub_kind), s->sub_stage, s->sub_microbatch);
   g_string_append_printf (t, "Step: %d\n", s->step);
   g_string_append (t, "Start: ");
   append_time (t, (double) (s->start_ns - origin));
