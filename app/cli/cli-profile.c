@@ -33,13 +33,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli-plan.h"
 #include "pp-live.h"
 #include "pp-registry.h"
+#include "pp-simulate.h"
 #include "pp-trace.h"
+#include "pp-why.h"
 
 #define PROFILE_MAX_RANKS 1024
 #define PROFILE_SCAN_MS   100
 #define PROFILE_DRAIN_S   10     /* after the command ends, how long ranks' streams may take to end */
+#define PROFILE_PLAN_MS   2000   /* how often the live stream's plan is timed again */
+#define PROFILE_SPANS_MAX 262144 /* blocks and transfers kept for it (the newest) */
 
 static void
 profile_usage (FILE *out)
@@ -152,6 +157,11 @@ struct Collector {
   int             n_ranks;
   char            job[64];
   uint64_t        items, spans;
+  /* for the live plan: the description and the newest blocks and transfers */
+  PpTraceDescription desc;
+  bool            have_desc, dirty;
+  PpSpan         *kept;
+  size_t          n_kept;
 };
 
 /* One rank's stream into the job's: its description only if none came yet,
@@ -181,6 +191,23 @@ collect_item (RankStream *rs, PpTraceItem *it)
           c->items++;
           c->spans += it->type == PP_TRACE_ITEM_SPAN;
         }
+      if (it->type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          c->desc = *it->description;
+          c->have_desc = true;
+        }
+    }
+  if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL
+      && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)))
+    {
+      if (c->n_kept == PROFILE_SPANS_MAX)
+        {
+          /* the older half goes: the plan is timed by the newest steps */
+          memmove (c->kept, c->kept + PROFILE_SPANS_MAX / 2, (PROFILE_SPANS_MAX / 2) * sizeof *c->kept);
+          c->n_kept = PROFILE_SPANS_MAX / 2;
+        }
+      c->kept[c->n_kept++] = it->span;
+      c->dirty = true;
     }
   pthread_mutex_unlock (&c->lock);
 }
@@ -225,6 +252,44 @@ rank_thread (void *arg)
   pthread_mutex_unlock (&rs->c->lock);
   rs->done = 1;
   return NULL;
+}
+
+/* The live stream's plan, timed by what the ranks measured so far (as
+ * write_timed_plan does for the file): quietly nothing until a whole step
+ * of every rank has come. */
+static void
+live_plan (Collector *c)
+{
+  PpTraceDescription desc;
+  PpSpan *copy = NULL;
+  size_t n = 0;
+  PpWhyReport *rep = NULL;
+  PpSchedule *s = NULL;
+  PpSimulation *sim = NULL;
+
+  pthread_mutex_lock (&c->lock);
+  if (c->dirty && c->have_desc && (copy = malloc (c->n_kept * sizeof *copy + 1)) != NULL)
+    {
+      memcpy (copy, c->kept, c->n_kept * sizeof *copy);
+      n = c->n_kept;
+      desc = c->desc;
+      c->dirty = false;
+    }
+  pthread_mutex_unlock (&c->lock);
+  if (copy == NULL)
+    return;
+  if (pp_why_analyse_run (&desc, copy, n, 0, &rep, NULL, &s, NULL) == PP_OK
+      && pp_simulate (s, rep->costs, &sim, NULL) == PP_OK)
+    {
+      pthread_mutex_lock (&c->lock);
+      if (pp_cli_write_plan (c->w, s, sim, 1.0, NULL) == PP_OK)
+        pp_trace_writer_flush (c->w, NULL);
+      pthread_mutex_unlock (&c->lock);
+    }
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  pp_why_report_free (rep);
+  free (copy);
 }
 
 /* Connects to the job's ranks that registered since the last scan. */
@@ -307,10 +372,77 @@ set_env (const char *job, const char *lib, const char *py, const char *trace)
   return 0;
 }
 
-/* Merges the ranks' trace files PATH.rankR into PATH (and removes them). */
+/* The job's plan with the costs it measured: the schedule (rebuilt from
+ * the description, whose orders are PyTorch's) simulated with the mean
+ * measured per-stage costs, appended to the merged trace as timed PLAN
+ * frames, which replace the ranks' untimed ones: the app's plan lane, the
+ * plan's bubble in Statistics and What if's baseline then work as for a
+ * bundled run.  From `part` into `trace`; 0, or 1 (and the plan left
+ * untimed) where the job cannot be analysed (a CSV schedule, no whole step). */
+static int
+write_timed_plan (const char *part, const char *trace)
+{
+  PpWhyReport *rep = NULL;
+  PpSchedule *s = NULL;
+  PpSimulation *sim = NULL;
+  PpTraceReader *rd = NULL;
+  PpTraceWriter *w = NULL;
+  PpError err = { 0 };
+  PpTraceItem it;
+  int status = 1;
+
+  if (pp_why_analyse_trace (part, 0, &rep, NULL, &s, &err) != PP_OK
+      || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: profile: the plan stays untimed: %s\n", err.msg);
+      goto out;
+    }
+  if ((rd = pp_trace_reader_new_path (part, &err)) == NULL
+      || (w = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err)) == NULL)
+    goto fail;
+  for (;;)
+    {
+      if (pp_trace_reader_next (rd, &it, &err) != PP_OK)
+        goto fail;
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      if (pp_trace_write_item (w, &it, &err) != PP_OK)
+        goto fail;
+    }
+  /* the simulation's times are seconds, as the report's costs */
+  if (pp_cli_write_plan (w, s, sim, 1.0, &err) != PP_OK)
+    goto fail;
+  {
+    PpTraceWriter *tmp = w;
+    w = NULL;
+    if (pp_trace_writer_close (tmp, &err) != PP_OK)
+      goto fail;
+  }
+  printf ("planned %s with the costs it measured: %.3f ms a step\n", s->name, sim->makespan * 1e3);
+  status = 0;
+  goto out;
+fail:
+  fprintf (stderr, "pipescope-cli: profile: the timed plan: %s\n", err.msg);
+out:
+  if (w != NULL)
+    {
+      pp_trace_writer_close (w, NULL);
+      unlink (trace);
+    }
+  pp_trace_reader_free (rd);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  pp_why_report_free (rep);
+  return status;
+}
+
+/* Merges the ranks' trace files PATH.rankR into PATH (and removes them),
+ * its plan timed with the measured costs where it can be. */
 static int
 merge_traces (const char *trace)
 {
+  char part[PATH_MAX];
+  snprintf (part, sizeof part, "%s.merging", trace);
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
 
@@ -318,7 +450,7 @@ merge_traces (const char *trace)
     return 1;
   argv[argc++] = "merge";
   argv[argc++] = "-o";
-  argv[argc++] = (char *) trace;
+  argv[argc++] = part;
   for (int r = 0; r < PROFILE_MAX_RANKS; r++)
     {
       char p[PATH_MAX];
@@ -336,8 +468,17 @@ merge_traces (const char *trace)
       fflush (stdout);
       status = pp_cli_merge (argc, argv);
       if (status == 0)
-        for (int i = 3; i < argc; i++)
-          unlink (argv[i]);
+        {
+          for (int i = 3; i < argc; i++)
+            unlink (argv[i]);
+          if (write_timed_plan (part, trace) == 0)
+            unlink (part);
+          else if (rename (part, trace) != 0)
+            {
+              fprintf (stderr, "pipescope-cli: error: %s: %s\n", trace, strerror (errno));
+              status = 1;
+            }
+        }
     }
   for (int i = 3; i < argc; i++)
     free (argv[i]);
@@ -422,6 +563,7 @@ pp_cli_profile (int argc, char **argv)
 
   memset (&c, 0, sizeof c);
   pthread_mutex_init (&c.lock, NULL);
+  c.kept = malloc (PROFILE_SPANS_MAX * sizeof *c.kept);   /* NULL: no live plan */
   snprintf (c.job, sizeof c.job, "%s", job);
   char *cmdline = join_args (argc - optind, argv + optind);
   PpLiveConfig cfg;
@@ -478,7 +620,7 @@ pp_cli_profile (int argc, char **argv)
     }
   child_pid = pid;
 
-  int wstatus = 0, sigint_ticks = 0;
+  int wstatus = 0, sigint_ticks = 0, ticks = 0;
   for (;;)
     {
       pid_t w = waitpid (pid, &wstatus, WNOHANG);
@@ -491,6 +633,8 @@ pp_cli_profile (int argc, char **argv)
         }
       if (c.w)
         scan_ranks (&c);
+      if (c.w && ++ticks % (PROFILE_PLAN_MS / PROFILE_SCAN_MS) == 0)
+        live_plan (&c);
       if (got_signal == SIGINT)
         {
           got_signal = 0;
@@ -546,6 +690,8 @@ out:
       pthread_mutex_unlock (&c.lock);
     }
   pp_live_server_free (c.server);
+  if (!stuck)
+    free (c.kept);
   free (cmdline);
   return status;
 }
