@@ -43,25 +43,31 @@ build_all() {
 }
 
 # PyTorch for the tests of PyTorch jobs (tests/pytorch/): pinned, from PyPI,
-# into a virtual environment kept in the user's cache and reused (the wheel
+# into virtual environments kept in the user's cache and reused (each wheel
 # brings its CUDA libraries: about 5 GB, once; the tests use the CPU and
-# gloo).  PIPESCOPE_NO_TORCH=1 skips it, and those tests then skip.
-torch_version=2.15.0
-torch_venv() {
-  [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
-  local venv="${PIPESCOPE_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/pipescope/torch-$torch_version}"
+# gloo).  2.15 is the newest; 2.11 is what the GPU machine has.
+# PIPESCOPE_NO_TORCH=1 skips them, and those tests then skip.
+torch_venv() {   # VERSION VARIABLE
+  local version=$1 var=$2
+  local venv="${XDG_CACHE_HOME:-$HOME/.cache}/pipescope/torch-$version"
+  [ "$version" = 2.15.0 ] && [ -n "${PIPESCOPE_TORCH_VENV:-}" ] && venv=$PIPESCOPE_TORCH_VENV
   if [ ! -f "$venv/.pipescope-ready" ]; then
-    echo "dev.sh: installing PyTorch $torch_version into $venv (once, about 5 GB)" >&2
+    echo "dev.sh: installing PyTorch $version into $venv (once, about 5 GB)" >&2
     rm -rf "$venv"
     mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy \
-      >"$venv.log" 2>&1 || { tail -5 "$venv.log" >&2; die "pip install torch==$torch_version failed (log: $venv.log); PIPESCOPE_NO_TORCH=1 skips the PyTorch tests"; }
+    "$venv/bin/pip" install -q --disable-pip-version-check "torch==$version" numpy \
+      >"$venv.log" 2>&1 || { tail -5 "$venv.log" >&2; die "pip install torch==$version failed (log: $venv.log); PIPESCOPE_NO_TORCH=1 skips the PyTorch tests"; }
     "$venv/bin/python" -c "import torch.distributed.pipelining" \
       || die "PyTorch in $venv does not import"
     touch "$venv/.pipescope-ready"
   fi
-  export PIPESCOPE_TORCH_PYTHON="$venv/bin/python"
+  export "$var=$venv/bin/python"
+}
+torch_venvs() {
+  [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
+  torch_venv 2.15.0 PIPESCOPE_TORCH_PYTHON
+  torch_venv 2.11.0 PIPESCOPE_TORCH211_PYTHON
 }
 
 case "${1:-}" in
@@ -87,7 +93,7 @@ case "${1:-}" in
     shift
     install_missing
     build_all
-    torch_venv
+    torch_venvs
     exec meson test -C "$build" --no-rebuild --print-errorlogs -q "$@"
     ;;
   *)

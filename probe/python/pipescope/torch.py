@@ -368,7 +368,7 @@ class _Hook:
         self.rank = None
         err = r.close()
         if err:
-            _say(err)
+            _say(err[len("pipescope: "):] if err.startswith("pipescope: ") else err)
 
 
 def _count(n):
