@@ -107,6 +107,39 @@ test_app_open_json (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
+/* ---- Profile a command: a real PyTorch job, a row per rank ---------------------- */
+
+static void
+test_app_profile (void)
+{
+  const char *py = g_getenv ("PIPESCOPE_TORCH_PYTHON"), *data = g_getenv ("PP_TEST_DATA_DIR");
+  if (py == NULL || !*py)
+    {
+      g_test_skip ("PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and sets it)");
+      return;
+    }
+  g_assert_nonnull (data);
+  g_autofree char *bin = g_path_get_dirname (py);
+  g_autofree char *torchrun = g_build_filename (bin, "torchrun", NULL);
+  g_autofree char *train = g_build_filename (data, "..", "pytorch", "train.py", NULL);
+  g_autofree char *out = g_build_filename (tmp_dir, "profile-out", NULL);
+  g_autofree char *q_run = g_shell_quote (torchrun), *q_train = g_shell_quote (train), *q_out = g_shell_quote (out);
+  g_autofree char *cmd = g_strdup_printf ("%s --standalone --nproc-per-node 2 %s --schedule Schedule1F1B "
+                                          "--microbatches 4 --steps 100000 --out %s", q_run, q_train, q_out);
+  g_setenv ("PIPESCOPE_SELF_TEST_PROFILE", cmd, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=profile", "--no-run", NULL);
+  g_unsetenv ("PIPESCOPE_SELF_TEST_PROFILE");
+  g_assert_no_error (error);
+  g_autofree char *lines = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* one run, the job's two ranks as rows, named for what they are */
+  g_assert_nonnull (strstr (lines, ": 1F1B, 2 ranks, rows 'CPU rank 0' and 'CPU rank 1'"));
+  g_assert_nonnull (strstr (lines, "self-test: the profiled job stopped"));
+  g_assert_nonnull (strstr (lines, "self-test: PASS: profile"));
+}
+
 /* ---- the default run, a second run, close --------------------------------------- */
 
 static void
@@ -280,6 +313,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/attach", test_app_attach);
   g_test_add_func ("/app/token-file", test_app_token_file);
   g_test_add_func ("/app/open-json", test_app_open_json);
+  g_test_add_func ("/app/profile", test_app_profile);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

@@ -273,6 +273,44 @@ pp_window_show_attach_dialog (PpWindow *self)
   gtk_window_present (GTK_WINDOW (d));
 }
 
+/* ---- Profile a command ---------------------------------------------------------------- */
+
+static void
+profile_response (AdwMessageDialog *d, const char *response, gpointer data)
+{
+  PpWindow *self = data;
+  GtkEditable *entry = g_object_get_data (G_OBJECT (d), "entry");
+  if (g_strcmp0 (response, "profile") != 0)
+    return;
+  g_autoptr (GError) error = NULL;
+  const char *text = gtk_editable_get_text (entry);
+  if (!pp_window_profile (self, text, &error))
+    {
+      g_autofree char *msg = g_strdup_printf ("Could not profile '%s': %s", text, error->message);
+      pp_window_toast (self, msg);
+    }
+}
+
+void
+pp_window_show_profile_dialog (PpWindow *self)
+{
+  AdwMessageDialog *d = ADW_MESSAGE_DIALOG (adw_message_dialog_new (
+    GTK_WINDOW (self), "Profile a Command",
+    "Runs the command with pipescope's hook in every Python process it starts: each rank of a "
+    "torch.distributed.pipelining job is a row, as it trains. Nothing in the job's code changes."));
+  GtkWidget *entry = gtk_entry_new ();
+  gtk_entry_set_placeholder_text (GTK_ENTRY (entry), "torchrun --nproc-per-node 2 train.py");
+  gtk_entry_set_activates_default (GTK_ENTRY (entry), TRUE);
+  adw_message_dialog_set_extra_child (d, entry);
+  adw_message_dialog_add_responses (d, "cancel", "_Cancel", "profile", "_Profile", NULL);
+  adw_message_dialog_set_response_appearance (d, "profile", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (d, "profile");
+  adw_message_dialog_set_close_response (d, "cancel");
+  g_object_set_data (G_OBJECT (d), "entry", entry);
+  g_signal_connect (d, "response", G_CALLBACK (profile_response), self);
+  gtk_window_present (GTK_WINDOW (d));
+}
+
 /* ---- Save screenshot ------------------------------------------------------------------ */
 
 gboolean

@@ -645,6 +645,56 @@ pp_recording_child_exited_cb (GObject *source, GAsyncResult *result, gpointer da
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
 
+/* A recording of a child we started: its stderr read line by line (the
+ * last line says why it failed), its end awaited. */
+static PpRecording *
+pp_recording_adopt_child (GSubprocess *child)
+{
+  PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
+  self->what = g_strdup ("child");
+  self->child = child;
+  self->cancellable = g_cancellable_new ();
+  self->pid = atoi (g_subprocess_get_identifier (child));
+
+  GDataInputStream *err_stream = g_data_input_stream_new (g_subprocess_get_stderr_pipe (child));
+  g_data_input_stream_read_line_async (err_stream, G_PRIORITY_DEFAULT, self->cancellable,
+                                       pp_recording_stderr_line_cb, g_object_ref (self));
+  g_object_unref (err_stream);
+  g_subprocess_wait_async (child, self->cancellable, pp_recording_child_exited_cb, g_object_ref (self));
+  return self;
+}
+
+PpRecording *
+pp_recording_new_profile (const char *cli_path, const char *const *command, GError **error)
+{
+  static int n_started;
+  g_return_val_if_fail (cli_path && command && command[0], NULL);
+
+  char job_name[64];
+  g_snprintf (job_name, sizeof job_name, "pytorch-app%d-%d", (int) getpid (), ++n_started);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *head[] = { cli_path, "profile", "--name", job_name, "--" };
+  for (guint i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (argv, (gpointer) head[i]);
+  for (int i = 0; command[i]; i++)
+    g_ptr_array_add (argv, (gpointer) command[i]);
+  g_ptr_array_add (argv, NULL);
+  /* the job's own output is its own: only profile's lines are read */
+  g_autoptr (GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  GSubprocess *child = g_subprocess_launcher_spawnv (launcher, (const char *const *) argv->pdata, error);
+  if (!child)
+    return NULL;
+  PpRecording *self = pp_recording_adopt_child (child);
+  g_autofree char *cmd = g_strjoinv (" ", (char **) command);
+  self->title = g_strdup_printf ("profile: %.60s", cmd);
+  /* profile serves the job under its name at once; its ranks come when
+   * the job has imported PyTorch and built its schedule */
+  self->attach_timeout_us = PP_RUN_ATTACH_MPI_TIMEOUT_US;
+  pp_recording_start_live (self, job_name, NULL);
+  return self;
+}
+
 PpRecording *
 pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, int microbatches,
                   int stages_per_rank, const char *backend, const PpModelShape *model,
@@ -715,18 +765,8 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
   if (!child)
     return NULL;
 
-  PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
-  self->what = g_strdup ("child");
-  self->child = child;
-  self->cancellable = g_cancellable_new ();
-  self->pid = atoi (g_subprocess_get_identifier (child));
+  PpRecording *self = pp_recording_adopt_child (child);
   self->title = pp_recording_format_title (schedule, ranks, microbatches, stages_per_rank);
-
-  GDataInputStream *err_stream = g_data_input_stream_new (g_subprocess_get_stderr_pipe (child));
-  g_data_input_stream_read_line_async (err_stream, G_PRIORITY_DEFAULT, self->cancellable,
-                                       pp_recording_stderr_line_cb, g_object_ref (self));
-  g_object_unref (err_stream);
-  g_subprocess_wait_async (child, self->cancellable, pp_recording_child_exited_cb, g_object_ref (self));
 
   /* The same path as attaching to a job started elsewhere: by pid, or
    * under mpirun (whose pid is no rank's) by the job's name. */

@@ -41,6 +41,10 @@ PpRecording           *pp_recording_new_child  (const char *cli_path, const char
                                     const PpModelShape *model, const char *mpirun, GError **error);
 /* Attaches to a running job: pid, name, socket path or HOST:PORT (+ token). */
 PpRecording           *pp_recording_new_attach (const char *job, const char *token);
+/* `pipescope-cli profile --name NAME -- COMMAND...` as a child, attached by
+ * its job's name: a PyTorch job, one row per rank. */
+PpRecording           *pp_recording_new_profile (const char *cli_path, const char *const *command,
+                                                 GError **error);
 /* A run of a trace file already read into model (taken). */
 PpRecording           *pp_recording_new_file   (PpTimelineModel *model, const char *path);
 

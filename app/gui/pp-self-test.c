@@ -588,6 +588,63 @@ tick_bench_stream (struct PpSelfTest *t)
   return FALSE;
 }
 
+/* profile: Profile a command with the one in PIPESCOPE_SELF_TEST_PROFILE (a
+ * PyTorch job), as the dialog does; it is on screen with a row per rank,
+ * spans on every one; then Stop ends it. */
+static gboolean
+tick_profile (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRecording *r0 = run_at (w, 0);
+  switch (t->step)
+    {
+    case 0:
+      {
+        const char *cmd = g_getenv ("PIPESCOPE_SELF_TEST_PROFILE");
+        g_autoptr (GError) error = NULL;
+        if (cmd == NULL || !*cmd)
+          {
+            fail (t, "profile needs PIPESCOPE_SELF_TEST_PROFILE, the command to profile");
+            return TRUE;
+          }
+        say ("profiling: %s", cmd);
+        if (!pp_window_profile (w, cmd, &error))
+          {
+            g_autofree char *why = g_strdup_printf ("profile did not start: %s", error->message);
+            fail (t, why);
+            return TRUE;
+          }
+        next_step (t);
+        /* PyTorch takes a while to import and to build its schedule */
+        t->deadline = g_get_monotonic_time () + 4 * STEP_TIMEOUT_US;
+        return FALSE;
+      }
+    case 1:
+      {
+        PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
+        const PpTraceDescription *d = m ? pp_timeline_model_description (m) : NULL;
+        if (!d || pp_timeline_model_n_ranks (m) < 2 || !pp_recording_has_spans_on_every_rank (r0))
+          return FALSE;
+        char row0[96], row1[96];
+        pp_timeline_model_rank_label (m, 0, row0, sizeof row0);
+        pp_timeline_model_rank_label (m, 1, row1, sizeof row1);
+        say ("profiled %s: %s, %d ranks, rows '%s' and '%s' (%zu spans)", pp_recording_get_title (r0),
+             d->schedule, pp_timeline_model_n_ranks (m), row0, row1, pp_timeline_model_n_spans_total (m));
+        pp_recording_stop (r0);
+        next_step (t);
+        return FALSE;
+      }
+    case 2:
+      if (pp_recording_child_running (r0))
+        return FALSE;
+      say ("the profiled job stopped");
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  return FALSE;
+}
+
 /* open: the files given are on screen as runs; one line says what they hold */
 static gboolean
 tick_open (struct PpSelfTest *t)
@@ -623,7 +680,8 @@ self_test_tick (gpointer data)
   gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
-                    : strcmp (t->mode, "open") == 0 ? tick_open (t) : tick_demo (t);
+                    : strcmp (t->mode, "open") == 0 ? tick_open (t)
+                    : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {
       t->tick_id = 0;

@@ -81,6 +81,7 @@ struct _PpWindow
 
 /* pp-dialogs.c */
 void pp_window_show_attach_dialog     (PpWindow *self);
+void pp_window_show_profile_dialog    (PpWindow *self);
 void pp_window_show_screenshot_dialog (PpWindow *self);
 void pp_window_export_chrome          (PpWindow *self);
 void pp_window_show_open_dialog       (PpWindow *self);

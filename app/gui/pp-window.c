@@ -601,6 +601,27 @@ pp_window_run (PpWindow *self)
   pp_window_add_run (self, run);
 }
 
+/* Profile a command: `pipescope-cli profile -- COMMAND` as a child, shown
+ * as it runs, a row per rank (a PyTorch job). */
+gboolean
+pp_window_profile (PpWindow *self, const char *command_line, GError **error)
+{
+  g_auto (GStrv) argv = NULL;
+  g_return_val_if_fail (PP_IS_WINDOW (self), FALSE);
+  if (!self->cli_path)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "pipescope-cli not found beside pipescope or on PATH");
+      return FALSE;
+    }
+  if (!g_shell_parse_argv (command_line, NULL, &argv, error))
+    return FALSE;
+  g_autoptr (PpRecording) run = pp_recording_new_profile (self->cli_path, (const char *const *) argv, error);
+  if (!run)
+    return FALSE;
+  pp_window_add_run (self, run);
+  return TRUE;
+}
+
 void
 pp_window_attach (PpWindow *self, const char *job, const char *token)
 {
@@ -699,6 +720,7 @@ action_stop (GSimpleAction *a, GVariant *param, gpointer w)
 
 static void action_open (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_open_dialog (PP_WINDOW (w)); }
 static void action_attach (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_attach_dialog (PP_WINDOW (w)); }
+static void action_profile (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_profile_dialog (PP_WINDOW (w)); }
 static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_export_chrome (PP_WINDOW (w)); }
 static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
 static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
@@ -961,6 +983,7 @@ static const GActionEntry win_entries[] = {
   { "stop", action_stop },
   { "open", action_open },
   { "attach", action_attach },
+  { "profile", action_profile },
   { "export-chrome", action_export },
   { "screenshot", action_screenshot },
   { "zoom-fit", action_zoom_fit },

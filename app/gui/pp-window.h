@@ -14,6 +14,7 @@ PpWindow *pp_window_new        (GtkApplication *app);
 void      pp_window_run        (PpWindow *self);
 /* Attaches to a job (pid, name, socket or HOST:PORT); a new run in the list. */
 void      pp_window_attach     (PpWindow *self, const char *job, const char *token);
+gboolean  pp_window_profile    (PpWindow *self, const char *command_line, GError **error);
 /* Reads a trace file (in a thread); a new run in the list. */
 void      pp_window_open_file  (PpWindow *self, GFile *file);
 /* Drives the window from inside for the tests: "run" or "attach".  The
