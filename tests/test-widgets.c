@@ -596,6 +596,39 @@ test_timeline_tooltip (void)
   g_free (text);
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
+
+  /* an overlapped F+B (format 1.2) names both halves */
+  m = pp_timeline_model_new ();
+  add_description (m, 2, 4, S);
+  {
+    PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+    it.span.rank = 0;
+    it.span.kind = PP_SPAN_OVERLAP_F_B;
+    it.span.stage = 2;
+    it.span.microbatch = 2;
+    it.span.sub_kind = PP_SPAN_B;
+    it.span.sub_stage = 1;
+    it.span.sub_microbatch = 0;
+    it.span.peer_rank = -1;
+    it.span.start_ns = S;
+    it.span.end_ns = S + 2 * MS;
+    it.span.device = 0xffff;
+    pp_timeline_model_add (m, &it);
+  }
+  tl = pp_timeline_widget_new ();
+  t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  win = window_with (tl, WIN_W, WIN_H);
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (m, &v, &l);
+  x = pp_timeline_x_of (&v, &l, S + MS);
+  y = l.rows_y + 0.5 * l.block_h;
+  text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_cmpstr (text, ==, "CPU rank 0 · 2F2 + 1B0 overlapped (forward: stage 2, micro-batch 2; "
+                             "backward B: stage 1, micro-batch 0) · start 0 ns · 2.000 ms");
+  g_free (text);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
 }
 
 /* Where the pointer is over w, in w's coordinates, asked of GDK. */

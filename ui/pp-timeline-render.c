@@ -349,6 +349,9 @@ typedef struct {
   uint16_t kind;
   uint8_t  chunk, lane;
   int32_t  mb, stage;
+  /* an overlapped F+B's backward half (kind B or I; 0: none known) */
+  int32_t  sub_mb, sub_stage;
+  uint16_t sub_kind;
 } Box;
 
 typedef struct {
@@ -955,6 +958,14 @@ block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
 {
   if (b->mb < 0)
     snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
+  else if (b->kind == PP_SPAN_OVERLAP_F_B && b->sub_kind != 0)
+    {
+      /* both halves: "2F2+1B0", or "2+0" where narrow */
+      if (wide && b->stage >= 0)
+        snprintf (buf, n, "%dF%d+%d%s%d", b->stage, b->mb, b->sub_stage, kind_letter (b->sub_kind), b->sub_mb);
+      else
+        snprintf (buf, n, "%d+%d", b->mb, b->sub_mb);
+    }
   else if (c->V > 1 && wide && b->stage >= 0)
     snprintf (buf, n, "%d%s%d", b->stage, kind_letter (b->kind), b->mb);
   else
@@ -1613,7 +1624,13 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
         double xa = x > -4 ? x : -4, xb = x + w < l->x1 - l->x0 + 4 ? x + w : l->x1 - l->x0 + 4;
         Box b = { (float) (l->x0 + xa), (float) (xb - xa), s->kind,
                   (uint8_t) (c->P > 0 && s->stage >= 0 ? (s->stage / c->P) & 7 : 0),
-                  (uint8_t) lane, s->microbatch, s->stage };
+                  (uint8_t) lane, s->microbatch, s->stage, 0, 0, 0 };
+        if (pp_span_has_sub (s))
+          {
+            b.sub_kind = s->sub_kind;
+            b.sub_stage = s->sub_stage;
+            b.sub_mb = s->sub_microbatch;
+          }
         if (push_box (c, &b) != 0)
           break;
       }
@@ -1656,7 +1673,13 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
               double xa = fmax (x, -4), xb = fmin (x + w, l->x1 - l->x0 + 4);
               Box b = { (float) (l->x0 + xa), (float) fmax (1, xb - xa), (uint16_t) kind,
                         (uint8_t) (c->P > 0 && p[k].stage >= 0 ? (p[k].stage / c->P) & 7 : 0),
-                        LANE_BLOCK, p[k].microbatch, p[k].stage };
+                        LANE_BLOCK, p[k].microbatch, p[k].stage, 0, 0, 0 };
+              if (kind == PP_SPAN_OVERLAP_F_B && (p[k].sub_kind == PP_TRACE_ACT_B || p[k].sub_kind == PP_TRACE_ACT_I))
+                {
+                  b.sub_kind = p[k].sub_kind == PP_TRACE_ACT_B ? PP_SPAN_B : PP_SPAN_I;
+                  b.sub_stage = p[k].sub_stage;
+                  b.sub_mb = p[k].sub_microbatch;
+                }
               if (push_box (c, &b) != 0)
                 break;
             }

@@ -614,11 +614,22 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
   g_string_append (t, who);
   if (host[0] && !strchr (who, ':'))
     g_string_append_printf (t, " on %s", host);
-  if (s->stage >= 0)
-    g_string_append_printf (t, " · stage %d", s->stage);
-  if (s->microbatch >= 0)
-    g_string_append_printf (t, " · micro-batch %d", s->microbatch);
-  g_string_append_printf (t, " · %s", pp_span_kind_name ((PpSpanKind) s->kind));
+  if (pp_span_has_sub (s))
+    /* an overlapped pair: both halves */
+    g_string_append_printf (t, " · %dF%d + %d%s%d overlapped (forward: stage %d, micro-batch %d; "
+                            "backward %s: stage %d, micro-batch %d)",
+                            s->stage, s->microbatch, s->sub_stage,
+                            pp_span_kind_name ((PpSpanKind) s->sub_kind), s->sub_microbatch, s->stage,
+                            s->microbatch, pp_span_kind_name ((PpSpanKind) s->sub_kind), s->sub_stage,
+                            s->sub_microbatch);
+  else
+    {
+      if (s->stage >= 0)
+        g_string_append_printf (t, " · stage %d", s->stage);
+      if (s->microbatch >= 0)
+        g_string_append_printf (t, " · micro-batch %d", s->microbatch);
+      g_string_append_printf (t, " · %s", pp_span_kind_name ((PpSpanKind) s->kind));
+    }
   if (s->peer_rank >= 0)
     {
       switch (s->kind)
