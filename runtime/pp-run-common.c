@@ -48,6 +48,22 @@ pp_run_fail (PpRun *run, const PpError *e)
   pp_run_abort_step (run);
 }
 
+/* A host span of rank's work, step's, with no device, stream or name. */
+static void
+host_span (PpSpan *sp, int step, int rank, int stage, int mb, int kind, int64_t t0, int64_t t1, int peer)
+{
+  memset (sp, 0, sizeof *sp);
+  sp->start_ns = t0;
+  sp->end_ns = t1;
+  sp->rank = rank;
+  sp->stage = stage;
+  sp->microbatch = mb;
+  sp->step = step;
+  sp->kind = (uint16_t) kind;
+  sp->device = 0xffff;
+  sp->peer_rank = peer;
+}
+
 void
 pp_run_record_step_span (PpRun *run, int step, int rank, int stage, int mb, int kind, int64_t t0,
                          int64_t t1, int peer)
@@ -56,17 +72,7 @@ pp_run_record_step_span (PpRun *run, int step, int rank, int stage, int mb, int 
 
   if (run->cfg.probe == NULL)
     return;
-  memset (&sp, 0, sizeof sp);
-  sp.start_ns = t0;
-  sp.end_ns = t1;
-  sp.rank = rank;
-  sp.stage = stage;
-  sp.microbatch = mb;
-  sp.step = step;
-  sp.kind = (uint16_t) kind;
-  sp.device = 0xffff;
-  sp.stream = 0;
-  sp.peer_rank = peer;
+  host_span (&sp, step, rank, stage, mb, kind, t0, t1, peer);
   pp_probe_record_span (run->cfg.probe, &sp);
 }
 
@@ -84,16 +90,7 @@ pp_run_record_action_span (PpRun *run, int rank, const PpAction *a, int64_t t0, 
 
   if (run->cfg.probe == NULL)
     return;
-  memset (&sp, 0, sizeof sp);
-  sp.start_ns = t0;
-  sp.end_ns = t1;
-  sp.rank = rank;
-  sp.stage = a->stage;
-  sp.microbatch = a->microbatch;
-  sp.step = run->step;
-  sp.kind = (uint16_t) pp_run_span_kind (a->kind);
-  sp.device = 0xffff;
-  sp.peer_rank = -1;
+  host_span (&sp, run->step, rank, a->stage, a->microbatch, pp_run_span_kind (a->kind), t0, t1, -1);
   if (a->kind == PP_ACT_OVERLAP_F_B && (a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
     {
       /* both halves of the pair (trace format 1.2) */
