@@ -208,6 +208,40 @@ test_chrome_counters (void)
   g_free (dir); g_free (t); g_free (j);
 }
 
+/* DualPipeV's overlapped F+B keeps both halves (format 1.2) in the Chrome
+ * export and the CSV: every OVERLAP_F_B span names its backward half. */
+static void
+test_overlap_halves (void)
+{
+  char *dir = g_dir_make_tmp ("pp-cli-trace-XXXXXX", NULL);
+  char *t = g_build_filename (dir, "d.pptrace", NULL);
+  char *j = g_build_filename (dir, "d.json", NULL), *c = g_build_filename (dir, "d.csv", NULL);
+  char *out, *err, *data;
+
+  g_assert_cmpint (run (&out, &err, "run", "-s", "DualPipeV", "-p", "2", "-m", "4", "--layers", "4",
+                        "--width", "16", "--batch", "8", "--steps", "3", "--no-live", "--trace", t, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", j, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (j, &data, NULL, NULL));
+  /* 3 pairs a rank a step at P=2, M=4 */
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"OVERLAP_F_B\""), ==, 18);
+  g_assert_cmpint (pp_test_count (data, "\"backward_kind\":\"B\",\"backward_stage\":"), ==, 18);
+  g_assert_nonnull (strstr (data, "{\"name\":\"2F2+1B0\",\"cat\":\"OVERLAP_F_B\""));
+  g_free (data);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", c, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (c, &data, NULL, NULL));
+  g_assert_cmpint (pp_test_count (data, ",OVERLAP_F_B,"), ==, 18);
+  /* rank 1's 2F2+1B0, its last field the backward half */
+  g_assert_nonnull (strstr (data, "\n1,2,2,OVERLAP_F_B,0,"));
+  g_assert_cmpint (pp_test_count (data, "B0\n") + pp_test_count (data, "B1\n") + pp_test_count (data, "B2\n")
+                   + pp_test_count (data, "B3\n"), ==, 18);
+  g_free (data);
+  pp_test_rm_rf (dir);
+  g_free (dir); g_free (t); g_free (j); g_free (c);
+}
+
 static void
 test_trace_empty_and_unwritable (void)
 {
@@ -254,6 +288,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
   g_test_add_func ("/cli-trace/chrome-counters", test_chrome_counters);
+  g_test_add_func ("/cli-trace/overlap-halves", test_overlap_halves);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);

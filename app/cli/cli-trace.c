@@ -1050,6 +1050,9 @@ write_chrome (FILE *f, const Trace *t)
 
       if (s->microbatch < 0)
         snprintf (name, sizeof name, "%s", kn);
+      else if (pp_span_has_sub (s))
+        snprintf (name, sizeof name, "%dF%d+%d%s%d", s->stage, s->microbatch, s->sub_stage,
+                  kind_name (s->sub_kind), s->sub_microbatch);   /* both halves */
       else if (V > 1 && s->stage >= 0)
         snprintf (name, sizeof name, "%d%s%d", s->stage, kn, s->microbatch);
       else
@@ -1065,6 +1068,9 @@ write_chrome (FILE *f, const Trace *t)
                s->stage, s->microbatch, s->step, kn);
       if (s->peer_rank >= 0)
         fprintf (f, ",\"peer_rank\":%d", s->peer_rank);
+      if (pp_span_has_sub (s))
+        fprintf (f, ",\"backward_kind\":\"%s\",\"backward_stage\":%d,\"backward_microbatch\":%d",
+                 kind_name (s->sub_kind), s->sub_stage, s->sub_microbatch);
       if (s->bytes)
         fprintf (f, ",\"bytes\":%" PRIu64, s->bytes);
       if (s->device != 0xffff)
