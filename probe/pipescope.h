@@ -117,14 +117,16 @@ PIPESCOPE_API int      pipescope_transfer (pipescope_rank *r, int kind, int stag
 /* The rank waited for peer (-1: unknown) before stage's micro-batch. */
 PIPESCOPE_API int      pipescope_wait (pipescope_rank *r, int stage, int microbatch, int peer, int step,
                          int64_t start_ns, int64_t end_ns);
-/* A step begins (phase 0) or ends (phase 1) at time_ns. */
+/* A step begins (phase 0) or ends (phase 1) at time_ns.  Queued: the
+ * drain writes it after the spans recorded before it. */
 PIPESCOPE_API int      pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns);
 /* A counter's value at time_ns. */
 PIPESCOPE_API int      pipescope_counter (pipescope_rank *r, int kind, double value, int step, int64_t time_ns);
 /* Where this rank runs (its host name; the pid is the caller's). */
 PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host);
 
-/* Records dropped so far (rings full); 0 for NULL. */
+/* Records dropped so far (rings full, or step markers past a queue of
+ * 256 while the drain is stuck); 0 for NULL. */
 PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
 
 #ifdef __cplusplus

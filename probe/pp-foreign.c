@@ -37,7 +37,7 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
 
 #define FOREIGN_MAX_WRITERS 2
 #define FOREIGN_NEST_MAX    16
-#define FOREIGN_FLUSH_NS    20000000LL  /* a step end waits at most this for the drain */
+#define FOREIGN_MARKERS     256          /* step markers waiting for the drain */
 
 struct pipescope_rank {
   int32_t         rank, n_ranks;
@@ -51,6 +51,12 @@ struct pipescope_rank {
    * spans: one lock around the writers, never held across a flush of the
    * probe. */
   pthread_mutex_t lock;
+  /* Step markers go out on the drain thread, after the spans recorded
+   * before them (the caller's thread never writes a file): queued here
+   * under lock, written after each batch the drain delivers. */
+  struct { int32_t step; int phase; int64_t t; } markers[FOREIGN_MARKERS];
+  int             n_markers;
+  uint64_t        markers_dropped;
   char            name[96];
 };
 
@@ -88,12 +94,29 @@ pipescope_now_ns (void)
 
 /* ---- the drain's side: the trace sink under the writers' lock ---------------- */
 
+/* The queued step markers into every writer (under the lock). */
+static void
+write_markers (pipescope_rank *r)
+{
+  if (r->n_markers == 0)
+    return;
+  for (int i = 0; i < r->n; i++)
+    {
+      for (int k = 0; k < r->n_markers; k++)
+        pp_trace_write_step_marker (r->w[i], r->rank, r->markers[k].step,
+                                    (PpTraceStepPhase) r->markers[k].phase, r->markers[k].t, NULL);
+      pp_trace_writer_flush (r->w[i], NULL);   /* a writer that failed keeps its error */
+    }
+  r->n_markers = 0;
+}
+
 static void
 foreign_spans (void *user, const PpSpan *spans, size_t n)
 {
   pipescope_rank *r = user;
   pthread_mutex_lock (&r->lock);
   r->trace_sink.spans (r->trace_sink.user, spans, n);
+  write_markers (r);
   pthread_mutex_unlock (&r->lock);
 }
 
@@ -103,6 +126,7 @@ foreign_counters (void *user, const PpCounter *counters, size_t n)
   pipescope_rank *r = user;
   pthread_mutex_lock (&r->lock);
   r->trace_sink.counters (r->trace_sink.user, counters, n);
+  write_markers (r);
   pthread_mutex_unlock (&r->lock);
 }
 
@@ -202,7 +226,6 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
 
   PpProbeConfig pcfg;
   memset (&pcfg, 0, sizeof pcfg);
-  pcfg.flush_timeout_ns = FOREIGN_FLUSH_NS;
   pcfg.sink.user = r;
   pcfg.sink.spans = foreign_spans;
   pcfg.sink.counters = foreign_counters;
@@ -247,6 +270,9 @@ pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
     return 0;
   pp_probe_free (r->probe);   /* the final drain */
   r->probe = NULL;
+  pthread_mutex_lock (&r->lock);
+  write_markers (r);          /* those no span came after */
+  pthread_mutex_unlock (&r->lock);
   if (pp_trace_sink_status (r->sink, &e) != PP_OK)
     {
       put_err (err, err_size, "pipescope: %s", e.msg);
@@ -447,30 +473,30 @@ pipescope_wait (pipescope_rank *r, int stage, int microbatch, int peer, int step
   return record (r, PIPESCOPE_WAIT, stage, microbatch, step, start_ns, end_ns, peer, 0);
 }
 
-typedef struct {
-  int32_t rank, step;
-  int     phase;
-  int64_t t;
-} MarkerArg;
-
-static PpStatus
-write_marker (PpTraceWriter *w, const void *arg, PpError *err)
-{
-  const MarkerArg *m = arg;
-  return pp_trace_write_step_marker (w, m->rank, m->step, (PpTraceStepPhase) m->phase, m->t, err);
-}
-
 int
 pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
 {
   if (r == NULL || step < 0 || (phase != 0 && phase != 1))
     return -1;
-  /* The step's spans come first: markers and spans share the writers, and
-   * a viewer closes a step at its end marker. */
-  if (phase == 1)
-    pp_probe_flush (r->probe, NULL);
-  MarkerArg m = { r->rank, step, phase, time_ns };
-  return write_all (r, write_marker, &m);
+  /* Queued for the drain, which writes it after the spans recorded before
+   * it; never a file write on the caller's thread.  A full queue (the
+   * drain stuck for 128 steps) drops the marker, counted. */
+  int rc = 0;
+  pthread_mutex_lock (&r->lock);
+  if (r->n_markers < FOREIGN_MARKERS)
+    {
+      r->markers[r->n_markers].step = step;
+      r->markers[r->n_markers].phase = phase;
+      r->markers[r->n_markers].t = time_ns;
+      r->n_markers++;
+    }
+  else
+    {
+      r->markers_dropped++;
+      rc = -1;
+    }
+  pthread_mutex_unlock (&r->lock);
+  return rc;
 }
 
 int
@@ -519,5 +545,10 @@ pipescope_rank_info (pipescope_rank *r, const char *host)
 uint64_t
 pipescope_dropped (pipescope_rank *r)
 {
-  return r ? pp_probe_dropped (r->probe) : 0;
+  if (r == NULL)
+    return 0;
+  pthread_mutex_lock (&r->lock);
+  uint64_t markers = r->markers_dropped;
+  pthread_mutex_unlock (&r->lock);
+  return pp_probe_dropped (r->probe) + markers;
 }

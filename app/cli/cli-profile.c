@@ -43,8 +43,9 @@
 #define PROFILE_MAX_RANKS 1024
 #define PROFILE_SCAN_MS   100
 #define PROFILE_DRAIN_S   10     /* after the command ends, how long ranks' streams may take to end */
-#define PROFILE_PLAN_MS   2000   /* how often the live stream's plan is timed again */
-#define PROFILE_SPANS_MAX 262144 /* blocks and transfers kept for it (the newest) */
+#define PROFILE_PLAN_MS   5000   /* how often the live stream's plan is timed again */
+#define PROFILE_PLAN_STEPS 4     /* over the newest whole steps */
+#define PROFILE_SPANS_MAX 65536  /* blocks and transfers kept for it (the newest) */
 
 static void
 profile_usage (FILE *out)
@@ -278,7 +279,8 @@ live_plan (Collector *c)
   pthread_mutex_unlock (&c->lock);
   if (copy == NULL)
     return;
-  if (pp_why_analyse_run (&desc, copy, n, 0, &rep, NULL, &s, NULL) == PP_OK
+  /* the last few steps: the machine's cores are the job's */
+  if (pp_why_analyse_run (&desc, copy, n, PROFILE_PLAN_STEPS, &rep, NULL, &s, NULL) == PP_OK
       && pp_simulate (s, rep->costs, &sim, NULL) == PP_OK)
     {
       pthread_mutex_lock (&c->lock);

@@ -9,6 +9,9 @@
   4. The sitecustomize it shadows still runs.
   5. A full disk under the trace (the rank's trace files are /dev/full):
      the job finishes with the losses and weights of a plain run.
+  6. A registry folder open to other users (refused, as another user could
+     plant entries there): the same, the ranks register in a private
+     fallback and still write their traces.
 Needs PIPESCOPE_TORCH_PYTHON (./dev.sh test sets it); skips without.
 """
 
@@ -45,7 +48,7 @@ def main():
     if not python:
         print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test sets it)")
         return 0
-    print("1..5")
+    print("1..6")
     tmp = tempfile.mkdtemp(prefix="pp-hook-")
     base = dict(os.environ, PYTHONPATH=PKG, PIPESCOPE_LIB=lib, XDG_RUNTIME_DIR=tmp, OMP_NUM_THREADS="1")
     os.chmod(tmp, 0o700)
@@ -109,6 +112,27 @@ def main():
     if not said or len(said) > 2:
         fail(f"the full disk was not said once a rank: {said}")
     ok(f"a full disk under the trace: the job finishes, results bit for bit; said: {said[0]}")
+
+    foreign = os.path.join(tmp, "foreign")
+    os.makedirs(os.path.join(foreign, "pipescope"))
+    os.chmod(os.path.join(foreign, "pipescope"), 0o777)   # open to others: refused
+    out = os.path.join(tmp, "foreign-out")
+    tr = os.path.join(tmp, "foreign-trace")
+    p = subprocess.run(job + ["--out", out], env=dict(auto, PATH=env["PATH"], XDG_RUNTIME_DIR=foreign,
+                                                      PIPESCOPE_TRACE=tr),
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail(f"the job with a foreign registry folder exited {p.returncode}: {p.stderr[-2000:]}")
+    for r in (0, 1):
+        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        b = json.load(open(os.path.join(out, f"rank{r}.json")))
+        if a["losses"] != b["losses"] or a["params"] != b["params"]:
+            fail(f"rank {r}: results differ with a foreign registry folder")
+        if not os.path.getsize(f"{tr}.rank{r}"):
+            fail(f"rank {r} wrote no trace with a foreign registry folder")
+    if any("Traceback" in l for l in p.stderr.splitlines()):
+        fail(f"a traceback: {p.stderr[-2000:]}")
+    ok("a foreign registry folder: the job finishes, results bit for bit, traces written")
     return 0
 
 

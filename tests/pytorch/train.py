@@ -100,7 +100,12 @@ def main():
     losses_by_step = []
     times = []
     prof = None
-    if a.profile_trace:
+    if a.profile_trace and os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
+        # the benchmark's paired steps: torch.profiler on every other step
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      schedule=torch.profiler.schedule(wait=1, warmup=0, active=1))
+        prof.__enter__()
+    elif a.profile_trace:
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         prof.__enter__()
     for step in range(a.steps):
@@ -123,7 +128,8 @@ def main():
         losses_by_step.append([l.item() for l in losses])
     if prof is not None:
         prof.__exit__(None, None, None)
-        prof.export_chrome_trace(f"{a.profile_trace}.rank{rank}.json")
+        if not os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
+            prof.export_chrome_trace(f"{a.profile_trace}.rank{rank}.json")
 
     plan = []
     order = getattr(sched, "pipeline_order", None)

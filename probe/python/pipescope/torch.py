@@ -85,6 +85,9 @@ class _Hook:
         self.loss_pending = []    # (step, tensors, event) resolved without a sync
         self.opt_t0 = None
         self.p2p_depth = 0
+        self.alternate = bool(os.environ.get("PIPESCOPE_BENCH_ALTERNATE"))
+        self.calls = 0
+        self.paused = False
         # CUDA: blocks timed by events on the stage's stream, resolved
         # once they have passed (a step late is fine), never by a sync
         self.gpu_pending = []     # ("block"|"overlap", fields..., step, ev0, ev1)
@@ -416,7 +419,7 @@ def _job_from_launcher():
 def _wrap_block(hook, orig, kind_of):
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
-        if hook.rank is None or hook.failed:
+        if hook.rank is None or hook.failed or hook.paused:
             return orig(self, *args, **kwargs)
         dev = getattr(self, "device", None)
         if dev is not None and getattr(dev, "type", "") == "cuda":
@@ -463,7 +466,7 @@ def _wrap_get_ops(hook, orig, kind):
     @functools.wraps(orig)
     def wrapper(self, chunk_id, *args, **kwargs):
         ops = orig(self, chunk_id, *args, **kwargs)
-        if hook.rank is not None and not hook.failed:
+        if hook.rank is not None and not hook.failed and not hook.paused:
             try:
                 for op in ops:
                     t = getattr(op, "tensor", None)
@@ -481,7 +484,7 @@ def _wrap_get_ops(hook, orig, kind):
 def _wrap_batch_p2p(hook, orig):
     @functools.wraps(orig)
     def wrapper(p2p_ops, *args, **kwargs):
-        if hook.rank is None or hook.failed or hook.p2p_depth:
+        if hook.rank is None or hook.failed or hook.p2p_depth or hook.paused:
             return orig(p2p_ops, *args, **kwargs)
         hook.p2p_depth += 1
         try:
@@ -513,7 +516,7 @@ def _wrap_batch_p2p(hook, orig):
 def _wrap_wait(hook, orig):
     @functools.wraps(orig)
     def wrapper(work, *args, **kwargs):
-        if hook.rank is None or hook.failed:
+        if hook.rank is None or hook.failed or hook.paused:
             return orig(work, *args, **kwargs)
         t0 = hook.rank.now()
         out = orig(work, *args, **kwargs)
@@ -540,6 +543,13 @@ def _wrap_step(hook, orig):
     def wrapper(self, *args, **kwargs):
         if hook.failed or hook.in_step:
             return orig(self, *args, **kwargs)
+        if hook.alternate:
+            # the benchmark's paired steps: every other step unrecorded
+            # (PIPESCOPE_BENCH_ALTERNATE), the optimizer's after it too
+            hook.calls += 1
+            hook.paused = hook.calls % 2 == 0
+            if hook.paused:
+                return orig(self, *args, **kwargs)
         idx = None
         try:
             idx = hook.step_begin(self)
@@ -607,7 +617,7 @@ def _wrap_label(hook, orig):
 
 def _opt_hooks(hook, torch):
     def pre(optimizer, args, kwargs):
-        if hook.rank is not None and not hook.failed:
+        if hook.rank is not None and not hook.failed and not hook.paused:
             hook.opt_t0 = hook.rank.now()
 
     def post(optimizer, args, kwargs):
