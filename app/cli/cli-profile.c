@@ -379,7 +379,7 @@ set_env (const char *job, const char *lib, const char *py, const char *trace)
  * measured per-stage costs, appended to the merged trace as timed PLAN
  * frames, which replace the ranks' untimed ones: the app's plan lane, the
  * plan's bubble in Statistics and What if's baseline then work as for a
- * bundled run.  From `part` into `trace`; 0, or 1 (and the plan left
+ * bundled run.  From `part` into `trace` (a new file); 0, or 1 (and the plan left
  * untimed) where the job cannot be analysed (a CSV schedule, no whole step). */
 static int
 write_timed_plan (const char *part, const char *trace)
@@ -443,8 +443,8 @@ out:
 static int
 merge_traces (const char *trace)
 {
-  char part[PATH_MAX];
-  snprintf (part, sizeof part, "%s.merging", trace);
+  char timed[PATH_MAX];
+  snprintf (timed, sizeof timed, "%s.timing", trace);
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
 
@@ -452,7 +452,7 @@ merge_traces (const char *trace)
     return 1;
   argv[argc++] = "merge";
   argv[argc++] = "-o";
-  argv[argc++] = part;
+  argv[argc++] = (char *) trace;
   for (int r = 0; r < PROFILE_MAX_RANKS; r++)
     {
       char p[PATH_MAX];
@@ -473,12 +473,12 @@ merge_traces (const char *trace)
         {
           for (int i = 3; i < argc; i++)
             unlink (argv[i]);
-          if (write_timed_plan (part, trace) == 0)
-            unlink (part);
-          else if (rename (part, trace) != 0)
+          /* the merged trace, then the same with the timed plan in its place */
+          if (write_timed_plan (trace, timed) == 0 && rename (timed, trace) != 0)
             {
-              fprintf (stderr, "pipescope-cli: error: %s: %s\n", trace, strerror (errno));
-              status = 1;
+              fprintf (stderr, "pipescope-cli: profile: %s: %s; the plan stays untimed\n", trace,
+                       strerror (errno));
+              unlink (timed);
             }
         }
     }
