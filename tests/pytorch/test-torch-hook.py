@@ -12,6 +12,9 @@
   6. A registry folder open to other users (refused, as another user could
      plant entries there): the same, the ranks register in a private
      fallback and still write their traces.
+  7. A stalled viewer on each rank's live socket (connected, never
+     reading): the job finishes, results bit for bit, and each rank's
+     trace file holds every step.
 Needs PIPESCOPE_TORCH_PYTHON (./dev.sh test sets it); skips without.
 """
 
@@ -48,7 +51,7 @@ def main():
     if not python:
         print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test sets it)")
         return 0
-    print("1..6")
+    print("1..7")
     tmp = tempfile.mkdtemp(prefix="pp-hook-")
     base = dict(os.environ, PYTHONPATH=PKG, PIPESCOPE_LIB=lib, XDG_RUNTIME_DIR=tmp, OMP_NUM_THREADS="1")
     os.chmod(tmp, 0o700)
@@ -133,6 +136,54 @@ def main():
     if any("Traceback" in l for l in p.stderr.splitlines()):
         fail(f"a traceback: {p.stderr[-2000:]}")
     ok("a foreign registry folder: the job finishes, results bit for bit, traces written")
+
+    import socket
+    import time
+    stall = os.path.join(tmp, "stall")
+    os.makedirs(stall)
+    os.chmod(stall, 0o700)
+    out = os.path.join(tmp, "stall-out")
+    tr = os.path.join(tmp, "stall-trace")
+    long_job = [x if x != "3" else "40" for x in job]        # --steps 40
+    plain40 = os.path.join(tmp, "plain40")
+    p = subprocess.run(long_job + ["--out", plain40], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail(f"the plain 40-step run: {p.stderr[-2000:]}")
+    proc = subprocess.Popen(long_job + ["--out", out],
+                            env=dict(auto, PATH=env["PATH"], XDG_RUNTIME_DIR=stall, PIPESCOPE_TRACE=tr),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    socks, deadline = [], time.monotonic() + 120
+    reg = os.path.join(stall, "pipescope")
+    while len(socks) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        for f in (os.listdir(reg) if os.path.isdir(reg) else []):
+            path = os.path.join(reg, f)
+            if f.endswith(".sock") and path not in [q for q, _ in socks]:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                try:
+                    c.connect(path)
+                    socks.append((path, c))    # and never read
+                except OSError:
+                    c.close()
+        time.sleep(0.05)
+    o, e = proc.communicate(timeout=300)
+    for _, c in socks:
+        c.close()
+    if len(socks) < 2:
+        fail(f"could not stall a viewer on both ranks ({len(socks)} connected)")
+    if proc.returncode != 0:
+        fail(f"the job with stalled viewers exited {proc.returncode}: {e[-2000:]}")
+    cli = os.environ.get("PIPESCOPE_CLI")
+    for r in (0, 1):
+        a = json.load(open(os.path.join(plain40, f"rank{r}.json")))
+        b = json.load(open(os.path.join(out, f"rank{r}.json")))
+        if a["losses"] != b["losses"] or a["params"] != b["params"]:
+            fail(f"rank {r}: results differ with a stalled viewer")
+        if cli:
+            info = subprocess.run([cli, "info", f"{tr}.rank{r}"], capture_output=True, text=True).stdout
+            if "steps: 40\n" not in info:
+                fail(f"rank {r}'s trace lacks steps with a stalled viewer:\n{info}")
+    ok("a stalled viewer on both ranks: the job finishes, results bit for bit, every step in the traces")
     return 0
 
 
