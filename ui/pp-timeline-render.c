@@ -1057,9 +1057,10 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
       double est = fs * 0.62 * strlen (buf);
       if (est + 3 > b->w)
         {
-          if (!wide)
-            continue;
-          block_label (c, b, buf, sizeof buf, 0);
+          if (wide)
+            block_label (c, b, buf, sizeof buf, 0);
+          if (fs * 0.62 * strlen (buf) + 3 > b->w && b->kind == PP_SPAN_OVERLAP_F_B && b->mb >= 0)
+            snprintf (buf, sizeof buf, "%d", b->mb);   /* an overlapped pair's forward half */
           if (fs * 0.62 * strlen (buf) + 3 > b->w)
             continue;
         }

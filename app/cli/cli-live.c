@@ -120,7 +120,8 @@ pp_cli_jobs (int argc, char **argv)
                 bool known = false;
                 seen++;
                 for (size_t q = 0; q < k; q++)
-                  known |= strcmp (jobs[q].job, j->job) == 0 && strcmp (jobs[q].host, jobs[k].host) == 0;
+                  known |= strcmp (jobs[q].job, j->job) == 0 && strcmp (jobs[q].host, jobs[k].host) == 0
+                           && !(jobs[q].n_ranks == 0 && strcmp (jobs[q].name, j->job) == 0);
                 if (!known && len < sizeof hosts)
                   len += (size_t) snprintf (hosts + len, sizeof hosts - len, "%s%s", len ? "," : "",
                                             jobs[k].host);

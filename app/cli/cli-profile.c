@@ -61,7 +61,9 @@ profile_usage (FILE *out)
          "is the command's.\n"
          "\n"
          "  --trace FILE          write the job's trace (each rank writes\n"
-         "                        FILE.rankR; merged into FILE at the end)\n"
+         "                        FILE.rankR; merged into FILE at the end);\n"
+         "                        default NAME.pptrace in the current folder\n"
+         "  --no-trace            keep no trace: watch it live only\n"
          "  --name NAME           the job's name (default pytorch-PID)\n"
          "  --listen HOST:PORT    serve the job on TCP too (port 0: any; a token\n"
          "                        is printed, or read from --token-file)\n"
@@ -511,6 +513,7 @@ pp_cli_profile (int argc, char **argv)
     { "name", required_argument, NULL, 'n' },
     { "listen", required_argument, NULL, 'l' },
     { "token-file", required_argument, NULL, 'T' },
+    { "no-trace", no_argument, NULL, 'N' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -519,7 +522,8 @@ pp_cli_profile (int argc, char **argv)
   Collector c;
   PpError err = { 0 };
   int opt, status = 1;
-  bool stuck = false;
+  bool stuck = false, no_trace = false;
+  char default_trace[96];
 
   opterr = 0;
   optind = 1;
@@ -530,6 +534,7 @@ pp_cli_profile (int argc, char **argv)
       case 'n': name = optarg; break;
       case 'l': listen = optarg; break;
       case 'T': token_file = optarg; break;
+      case 'N': no_trace = true; break;
       case 'h': profile_usage (stdout); return 0;
       case ':': return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
       default:
@@ -541,10 +546,21 @@ pp_cli_profile (int argc, char **argv)
     return pp_cli_usage_error ("profile needs a command: pipescope-cli profile -- torchrun ... train.py");
   if (name != NULL && (name[0] == '\0' || strlen (name) > 50 || strchr (name, '/') || strchr (name, '\n')))
     return pp_cli_usage_error ("--name '%s': 1 to 50 characters, no '/'", name);
+  if (no_trace && trace)
+    return pp_cli_usage_error ("--trace and --no-trace: choose one");
   if (token_file && !listen)
     return pp_cli_usage_error ("--token-file goes with --listen");
   if (token_file && pp_live_token_from_file (token_file, token, sizeof token, &err) != PP_OK)
     return pp_cli_usage_error ("%s", err.msg);
+  if (trace == NULL && !no_trace)
+    {
+      /* as nsys writes a report: the job's name in the current folder */
+      if (name != NULL)
+        snprintf (default_trace, sizeof default_trace, "%s.pptrace", name);
+      else
+        snprintf (default_trace, sizeof default_trace, "pytorch-%ld.pptrace", (long) getpid ());
+      trace = default_trace;
+    }
   if (trace != NULL)
     {
       /* fail now, not after the whole job: the folder must take files */
@@ -552,7 +568,11 @@ pp_cli_profile (int argc, char **argv)
       snprintf (probe, sizeof probe, "%s.rank0", trace);
       FILE *f = fopen (probe, "w");
       if (f == NULL)
-        return pp_cli_usage_error ("--trace %s: cannot write %s: %s", trace, probe, strerror (errno));
+        {
+          char *slash = strrchr (trace, '/');
+          return pp_cli_usage_error ("--trace %s: cannot write in %.*s: %s", trace,
+                                     slash ? (int) (slash - trace) : 1, slash ? trace : ".", strerror (errno));
+        }
       fclose (f);
       unlink (probe);
     }
@@ -682,6 +702,8 @@ pp_cli_profile (int argc, char **argv)
            c.n_ranks, c.n_ranks == 1 ? "" : "s", (unsigned long long) c.spans);
   if (trace != NULL && merge_traces (trace) != 0 && status == 0)
     status = 1;
+  else if (trace != NULL && is_file (trace))
+    printf ("trace: %s (open it with: pipescope %s)\n", trace, trace);
 
 out:
   if (c.w && !stuck)

@@ -673,7 +673,8 @@ pp_recording_new_profile (const char *cli_path, const char *const *command, GErr
   char job_name[64];
   g_snprintf (job_name, sizeof job_name, "pytorch-app%d-%d", (int) getpid (), ++n_started);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  const char *head[] = { cli_path, "profile", "--name", job_name, "--" };
+  /* the window keeps what it is shown; a trace file is the Save's to make */
+  const char *head[] = { cli_path, "profile", "--name", job_name, "--no-trace", "--" };
   for (guint i = 0; i < G_N_ELEMENTS (head); i++)
     g_ptr_array_add (argv, (gpointer) head[i]);
   for (int i = 0; command[i]; i++)

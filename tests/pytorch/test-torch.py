@@ -55,7 +55,7 @@ def live(cli, py, env, tmp):
     job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
            "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "400",
            "--out", os.path.join(tmp, "live")]
-    prof = subprocess.Popen([cli, "profile", "--name", "torchlive", "--"] + job, env=env,
+    prof = subprocess.Popen([cli, "profile", "--name", "torchlive", "--no-trace", "--"] + job, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line, deadline = "", time.monotonic() + 180

@@ -170,8 +170,9 @@ class _Hook:
                     if a is not None and getattr(a, "stage_index", -1) >= 0:
                         owner.setdefault(a.stage_index, r)
             stage_map = " stages->ranks " + ",".join(f"{s}:{owner[s]}" for s in sorted(owner))
-        model = (f"PyTorch {torch.__version__} {pg} {cls}{stage_map}; params "
-                 + " ".join(params) + f"; host {socket.gethostname()}")
+        rank_no = getattr(schedule, "rank", getattr(st, "group_rank", 0) if st is not None else 0)
+        model = (f"PyTorch {torch.__version__} {pg} {cls}{stage_map}; params of rank {rank_no}'s stages "
+                 + " ".join(params))
         cmd = " ".join(sys.argv)
         self.rank.describe(name, backend, int(n_ranks), m, int(v), model[:255], cmd[:1023])
         self.write_plan(schedule)
