@@ -140,7 +140,9 @@ pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int stage, int m
 
   t1 = pp_probe_now_ns ();
   rk->wait_ns += t1 - t0;
-  if (t1 - t0 > PP_RUN_WAIT_RECORD_NS && record && rc != PP_EINVAL)
+  /* A producer on this rank ran before on this thread: time spent here is
+   * the machine's (a descheduled thread), not a wait for a peer. */
+  if (t1 - t0 > PP_RUN_WAIT_RECORD_NS && record && rc != PP_EINVAL && run->stages[ps].rank != rk->rank)
     pp_run_record_span (run, rk->rank, stage, mb, PP_SPAN_WAIT, t0, t1, run->stages[ps].rank);
   if (data != NULL)
     *data = got;
