@@ -159,7 +159,7 @@ struct Collector {
   RankStream     *ranks[PROFILE_MAX_RANKS];
   int             n_ranks;
   char            job[64];
-  uint64_t        items, spans;
+  uint64_t        spans;       /* served, for the closing line */
   /* for the live plan: the description and the newest blocks and transfers */
   PpTraceDescription desc;
   bool            have_desc, dirty;
@@ -190,10 +190,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
       if (it->type == PP_TRACE_ITEM_DESCRIPTION)
         c->described = true;
       if (pp_trace_write_item (c->w, it, &err) == PP_OK)
-        {
-          c->items++;
-          c->spans += it->type == PP_TRACE_ITEM_SPAN;
-        }
+        c->spans += it->type == PP_TRACE_ITEM_SPAN;
       if (it->type == PP_TRACE_ITEM_DESCRIPTION)
         {
           c->desc = *it->description;

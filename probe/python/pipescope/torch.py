@@ -524,14 +524,11 @@ def _wrap_wait(hook, orig):
         try:
             t1 = hook.rank.now()
             peer = -1
-            recv = False
             for w in (work if isinstance(work, list) else []):
                 m = hook.work_meta.pop(id(w), None)
                 if m is not None:
                     peer = m[3]
-                    recv = recv or m[0] in (_lib.RECV_F, _lib.RECV_B)
-            # a wait on a receive holds up the next block; a send's wait
-            # is recorded where it happens
+            # charged to the block that comes next (its stage and micro-batch)
             hook.pending_waits.append((peer, t0, t1))
         except Exception as e:
             hook.fail("a wait", e)
