@@ -1,8 +1,10 @@
 /* pp-chunk-cuda.c — a part of the bundled network on a GPU (pp-chunk-cuda.h).
  *
- * The math and the bookkeeping follow pp-model.c's parts section line for
- * line (run_forward, pp_chunk_backward_input, pp_chunk_backward_weight,
- * recompute), with the kernels of pp-kernels-cuda.h in place of the CPU ones:
+ * The parameter and slot layout and the micro-batch bookkeeping are
+ * pp-chunk-layout.c's, as for the CPU chunk.  The math follows pp-model.c's
+ * line for line (run_forward, pp_chunk_backward_input,
+ * pp_chunk_backward_weight, recompute), with the kernels of pp-kernels-cuda.h
+ * in place of the CPU ones:
  *  - Linear1 and GELU are one cuBLASLt call (the pre-activation h1 is its
  *    aux output, what the GELU backward needs);
  *  - the residual y = x + (g W2 + b2) is that GEMM with beta = 1 on x;
@@ -26,6 +28,8 @@
  */
 #include "pp-chunk-cuda.h"
 
+#include "pp-chunk-layout.h"
+
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,61 +38,23 @@
 /* pp-model.c's LayerNorm epsilon */
 #define PP_LN_EPS 1e-5f
 
-typedef struct {
-  const float *gamma, *beta, *W1, *b1, *W2, *b2;
-} BlockParams;
-
-typedef struct {
-  float *gamma, *beta, *W1, *b1, *W2, *b2;
-} BlockGrads;
-
-typedef struct {
-  int      mb;            /* -1: free */
-  int      input_done;    /* backward_input ran; backward_weight next */
-  const float *input;     /* the caller's, not copied */
-  int32_t *labels;        /* device, in the chunk's scratch; last part only */
-  /* forward activations (fwd_buf, device), allocated on first use */
-  float   *fwd_buf;
-  float  **hid;           /* [n_blocks + 1]: input of block k; hid[n] the chunk output */
-  float  **mean, **rstd, **ln, **h1, **g;   /* [n_blocks] */
-  float   *probs;
-  /* what W needs from I (grad_buf, device), allocated on first backward_input */
-  float   *grad_buf;
-  float  **dhid;          /* [n_blocks + 1]: gradient of hid[k] (dhid[0] on part 0 only) */
-  float  **dh1, **dln;    /* [n_blocks] */
-  float   *dlogits;
-  size_t   held;          /* bytes counted in the chunk's activation bytes */
-} Slot;
-
 struct _PpGpuChunk {
-  int part, n_parts, first_block, n_blocks, rows, max_inflight, recompute;
-  int has_input, has_head;
-  int D, H, in_dim, C, L;
+  PpChunkLayout l;        /* the slots' tensors rounded to 64 floats (256 bytes) */
+  PpSlots q;              /* a slot's labels live in the device scratch */
   int device;
   PpCompute compute;
   PpCublasLt *lt;
   void *stream;
-  size_t n_params;
   /* device: params, grads, adam_m, adam_v carved out of state */
   float *state;
   float *params, *grads, *adam_m, *adam_v;
   float *gscratch;        /* n_params: src's gradients in add_grads (on first use) */
-  /* parameter offsets, as pp-model.c */
-  size_t off_in_W, off_in_b, off_blocks, off_head_W, off_head_b;
-  size_t block_stride;
-  Slot  *slots;
-  Slot   scratch_slot;    /* where a recompute forward runs */
-  float  **ptrs;          /* host: every slot's pointer arrays */
   /* device scratch, carved out of scratch */
   float *scratch;
   float *scratch_out;     /* [rows, D]: chunk output during recompute */
   float *scratch_logits;  /* [rows, C] (last part) */
   float *scratch_losses;  /* [rows] (last part) */
   float *scratch_bias;    /* [max(D, H, C)]: a bias cuBLASLt may not read in place */
-  size_t fwd_floats, grad_floats;   /* per slot, as allocated (padded) */
-  size_t fwd_bytes, grad_bytes;     /* per slot, as counted (exact) */
-  size_t act_bytes;
-  int    inflight;
 };
 
 /* 64 floats = 256 bytes */
@@ -118,7 +84,7 @@ cuda_fail (const PpGpuChunk *c, PpError *err, const char *what, cudaError_t e)
 {
   (void) cudaGetLastError ();
   return pp_error_set (err, e == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_EIO,
-                       "GPU part %d: %s: %s", c->part, what, cudaGetErrorString (e));
+                       "GPU part %d: %s: %s", c->l.part, what, cudaGetErrorString (e));
 }
 
 /* a kernel call failed with err filled in: prefix the part */
@@ -130,7 +96,7 @@ kernel_fail (const PpGpuChunk *c, PpStatus st, PpError *err)
       char msg[PP_ERROR_MSG_MAX];
       memcpy (msg, err->msg, sizeof msg);
       msg[sizeof msg - 1] = '\0';
-      pp_error_set (err, st, "GPU part %d: %s", c->part, msg);
+      pp_error_set (err, st, "GPU part %d: %s", c->l.part, msg);
     }
   return st;
 }
@@ -152,126 +118,40 @@ dev_alloc (const PpGpuChunk *c, float **p, size_t bytes, const char *what, PpErr
       (void) cudaGetLastError ();
       return pp_error_set (err, e == cudaErrorMemoryAllocation ? PP_ENOMEM : PP_EIO,
                            "GPU part %d: out of device memory for %s (%zu MiB): %s",
-                           c->part, what, mib (bytes), cudaGetErrorString (e));
+                           c->l.part, what, mib (bytes), cudaGetErrorString (e));
     }
   *p = q;
   return PP_OK;
 }
 
-static BlockParams
-block_params_at (const PpGpuChunk *c, const float *base, int k)
-{
-  size_t D = c->D, H = c->H;
-  const float *p = base + c->off_blocks + (size_t) k * c->block_stride;
-  BlockParams b;
-  b.gamma = p;
-  b.beta = p + D;
-  b.W1 = p + 2 * D;
-  b.b1 = b.W1 + D * H;
-  b.W2 = b.b1 + H;
-  b.b2 = b.W2 + H * D;
-  return b;
-}
-
-static BlockGrads
-block_grads_at (const PpGpuChunk *c, float *base, int k)
-{
-  BlockParams b = block_params_at (c, base, k);
-  BlockGrads g = { (float *) b.gamma, (float *) b.beta, (float *) b.W1,
-                   (float *) b.b1, (float *) b.W2, (float *) b.b2 };
-  return g;
-}
-
-/* pointer arrays of a slot: (n+1) hid + 5n + (n+1) dhid + 2n */
-static size_t
-slot_n_ptrs (int n)
-{
-  return (size_t) (n + 1) + 5 * (size_t) n + (size_t) (n + 1) + 2 * (size_t) n;
-}
-
-static void
-slot_init (PpGpuChunk *c, Slot *s, float **ptrs)
-{
-  int n = c->n_blocks;
-  memset (s, 0, sizeof *s);
-  s->mb = -1;
-  s->hid = ptrs;
-  s->mean = s->hid + n + 1;
-  s->rstd = s->mean + n;
-  s->ln = s->rstd + n;
-  s->h1 = s->ln + n;
-  s->g = s->h1 + n;
-  s->dhid = s->g + n;
-  s->dh1 = s->dhid + n + 1;
-  s->dln = s->dh1 + n;
-}
-
-/* Allocates the forward activations of a slot (once; reused after).  The
- * layout of pp-model.c's slot_ensure_fwd. */
+/* Allocates the forward activations of a slot (once; reused after). */
 static PpStatus
-slot_ensure_fwd (PpGpuChunk *c, Slot *s, PpError *err)
+slot_ensure_fwd (PpGpuChunk *c, PpSlot *s, PpError *err)
 {
   if (s->fwd_buf != NULL)
     return PP_OK;
-  int n = c->n_blocks;
-  size_t R = c->rows, D = c->D, H = c->H, C = c->C;
-  PpStatus st = dev_alloc (c, &s->fwd_buf, sizeof (float) * c->fwd_floats, "activations", err);
+  PpStatus st = dev_alloc (c, &s->fwd_buf, sizeof (float) * c->l.fwd_floats, "activations", err);
   if (st != PP_OK)
     return st;
-  float *q = s->fwd_buf;
-  /* hid[0] is the caller's input unless part 0; hid[n] the caller's out
-   * unless the head reads it: both set at forward time. */
-  for (int k = 1; k < n; k++)
-    s->hid[k] = take (&q, R * D);
-  if (c->has_input)
-    s->hid[0] = take (&q, R * D);
-  float *own_last = NULL;
-  if (c->has_head)
-    own_last = take (&q, R * D);
-  for (int k = 0; k < n; k++)
-    {
-      s->mean[k] = take (&q, R);
-      s->rstd[k] = take (&q, R);
-      s->ln[k] = take (&q, R * D);
-      s->h1[k] = take (&q, R * H);
-      s->g[k] = take (&q, R * H);
-    }
-  if (c->has_head)
-    {
-      s->probs = take (&q, R * C);
-      s->hid[n] = own_last;
-    }
+  pp_slot_carve_fwd (&c->l, s);
   return PP_OK;
 }
 
 static PpStatus
-slot_ensure_grad (PpGpuChunk *c, Slot *s, PpError *err)
+slot_ensure_grad (PpGpuChunk *c, PpSlot *s, PpError *err)
 {
   if (s->grad_buf != NULL)
     return PP_OK;
-  int n = c->n_blocks;
-  size_t R = c->rows, D = c->D, H = c->H, C = c->C;
-  PpStatus st = dev_alloc (c, &s->grad_buf, sizeof (float) * c->grad_floats,
+  PpStatus st = dev_alloc (c, &s->grad_buf, sizeof (float) * c->l.grad_floats,
                            "activation gradients", err);
   if (st != PP_OK)
     return st;
-  float *q = s->grad_buf;
-  for (int k = 1; k <= n; k++)
-    s->dhid[k] = take (&q, R * D);
-  if (c->has_input)
-    s->dhid[0] = take (&q, R * D);
-  for (int k = 0; k < n; k++)
-    {
-      s->dh1[k] = take (&q, R * H);
-      s->dln[k] = take (&q, R * D);
-    }
-  if (c->has_head)
-    s->dlogits = take (&q, R * C);
+  pp_slot_carve_grad (&c->l, s);
   return PP_OK;
 }
 
 static void
-slot_release_buffers (Slot *s)
+slot_release_buffers (PpSlot *s)
 {
   if (s->fwd_buf != NULL)
     cudaFree (s->fwd_buf);
@@ -289,10 +169,10 @@ pp_gpu_chunk_free (PpGpuChunk *c)
   /* nothing queued may still use what is freed */
   if (cudaStreamSynchronize ((cudaStream_t) c->stream) != cudaSuccess)
     (void) cudaGetLastError ();
-  if (c->slots != NULL)
-    for (int i = 0; i < c->max_inflight; i++)
-      slot_release_buffers (&c->slots[i]);
-  slot_release_buffers (&c->scratch_slot);
+  if (c->q.slot != NULL)
+    for (int i = 0; i < c->l.max_inflight; i++)
+      slot_release_buffers (&c->q.slot[i]);
+  slot_release_buffers (&c->q.scratch);
   if (c->state != NULL)
     cudaFree (c->state);
   if (c->gscratch != NULL)
@@ -300,8 +180,7 @@ pp_gpu_chunk_free (PpGpuChunk *c)
   if (c->scratch != NULL)
     cudaFree (c->scratch);
   (void) cudaGetLastError ();
-  free (c->slots);
-  free (c->ptrs);
+  pp_slots_fini (&c->q);
   free (c);
 }
 
@@ -320,7 +199,12 @@ pp_gpu_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int 
       pp_error_set (err, PP_EINVAL, "GPU part %d: unknown compute mode %d", part, (int) compute);
       return NULL;
     }
-  /* The CPU chunk checks the arguments and initialises the parameters. */
+  PpChunkLayout l;
+  if (pp_chunk_layout_init (&l, m != NULL ? pp_model_config (m) : NULL, part, n_parts, first_block, n_blocks, rows, max_inflight,
+                            recompute, 64, "GPU part", err)
+      != PP_OK)
+    return NULL;
+  /* The CPU chunk initialises the parameters. */
   PpChunk *cpu = pp_chunk_new (m, part, n_parts, first_block, n_blocks, rows, max_inflight,
                                recompute, err);
   if (cpu == NULL)
@@ -333,25 +217,12 @@ pp_gpu_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int 
       pp_error_set (err, PP_ENOMEM, "out of memory for GPU part %d", part);
       return NULL;
     }
-  const PpModelConfig *cfg = pp_model_config (m);
-  c->part = part;
-  c->n_parts = n_parts;
-  c->first_block = first_block;
-  c->n_blocks = n_blocks;
-  c->rows = rows;
-  c->max_inflight = max_inflight;
-  c->recompute = recompute != 0;
-  c->has_input = part == 0;
-  c->has_head = part == n_parts - 1;
-  c->D = cfg->width;
-  c->H = cfg->hidden_mult * cfg->width;
-  c->in_dim = cfg->in_dim;
-  c->C = cfg->classes;
-  c->L = cfg->layers;
+  c->l = l;
   c->compute = compute;
   c->lt = lt;
   c->stream = stream;
   cudaStream_t cs = (cudaStream_t) stream;
+  size_t D = l.D, H = l.H, C = l.C, R = rows;
 
   cudaError_t e = cudaGetDevice (&c->device);
   if (e != cudaSuccess)
@@ -359,65 +230,14 @@ pp_gpu_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int 
       cuda_fail (c, err, "no current CUDA device", e);
       goto fail;
     }
-
-  /* parameter offsets: pp-model.c's layout */
-  size_t D = c->D, H = c->H, C = c->C, R = rows, in = c->in_dim;
-  size_t off = 0;
-  if (c->has_input)
-    {
-      c->off_in_W = off;
-      off += in * D;
-      c->off_in_b = off;
-      off += D;
-    }
-  c->off_blocks = off;
-  c->block_stride = 2 * D + D * H + H + H * D + D;
-  off += (size_t) n_blocks * c->block_stride;
-  if (c->has_head)
-    {
-      c->off_head_W = off;
-      off += D * C;
-      c->off_head_b = off;
-      off += C;
-    }
-  c->n_params = off;
-  if (c->n_params != pp_chunk_n_params (cpu))
-    {
-      pp_error_set (err, PP_EINVAL,
-                    "GPU part %d: parameter layout differs from the CPU part's (%zu != %zu floats)",
-                    part, c->n_params, pp_chunk_n_params (cpu));
-      goto fail;
-    }
-
-  /* slot sizes: the layouts of slot_ensure_fwd / slot_ensure_grad */
-  size_t owned_hidden = (size_t) (n_blocks - 1) + c->has_input + c->has_head;
-  c->fwd_floats = owned_hidden * r64 (R * D)
-                  + (size_t) n_blocks * (2 * r64 (R) + r64 (R * D) + 2 * r64 (R * H))
-                  + (c->has_head ? r64 (R * C) : 0);
-  c->grad_floats = (size_t) (n_blocks + c->has_input) * r64 (R * D)
-                   + (size_t) n_blocks * (r64 (R * H) + r64 (R * D))
-                   + (c->has_head ? r64 (R * C) : 0);
-  /* counted as pp-model.c counts them */
-  c->fwd_bytes = R * pp_model_activation_bytes_per_row (m, n_blocks, c->has_input, c->has_head);
-  c->grad_bytes = sizeof (float) * R
-                  * ((size_t) (n_blocks + c->has_input) * D + (size_t) n_blocks * (H + D)
-                     + (c->has_head ? C : 0));
-
-  /* host bookkeeping */
-  size_t nptr = slot_n_ptrs (n_blocks);
-  c->slots = calloc (max_inflight, sizeof (Slot));
-  c->ptrs = calloc (nptr * ((size_t) max_inflight + 1), sizeof (float *));
-  if (c->slots == NULL || c->ptrs == NULL)
+  if (!pp_slots_init (&c->q, &c->l))
     {
       pp_error_set (err, PP_ENOMEM, "out of memory for GPU part %d", part);
       goto fail;
     }
-  for (int i = 0; i < max_inflight; i++)
-    slot_init (c, &c->slots[i], c->ptrs + nptr * i);
-  slot_init (c, &c->scratch_slot, c->ptrs + nptr * max_inflight);
 
   /* device: parameters, gradients, moments */
-  size_t np = r64 (c->n_params);
+  size_t np = r64 (c->l.n_params);
   size_t state_bytes = sizeof (float) * 4 * np;
   if (dev_alloc (c, &c->state, state_bytes, "parameters and optimizer state", err) != PP_OK)
     goto fail;
@@ -431,27 +251,27 @@ pp_gpu_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int 
   if (C > bias_width)
     bias_width = C;
   size_t scratch_floats = r64 (R * D) + r64 (bias_width);
-  if (c->has_head)
+  if (c->l.has_head)
     scratch_floats += r64 (R * C) + r64 (R) + (size_t) max_inflight * r64 (R);
   if (dev_alloc (c, &c->scratch, sizeof (float) * scratch_floats, "scratch", err) != PP_OK)
     goto fail;
   float *q = c->scratch;
   c->scratch_out = take (&q, R * D);
   c->scratch_bias = take (&q, bias_width);
-  if (c->has_head)
+  if (c->l.has_head)
     {
       c->scratch_logits = take (&q, R * C);
       c->scratch_losses = take (&q, R);
       /* int32 and float have the same size */
       for (int i = 0; i < max_inflight; i++)
-        c->slots[i].labels = (int32_t *) take (&q, R);
+        c->q.slot[i].labels = (int32_t *) take (&q, R);
     }
 
   /* everything on the chunk's stream: a plain cudaMemcpy runs on the legacy
    * stream, which a non-blocking stream does not wait for */
   e = cudaMemsetAsync (c->state, 0, state_bytes, cs);
   if (e == cudaSuccess)
-    e = cudaMemcpyAsync (c->params, pp_chunk_params (cpu), sizeof (float) * c->n_params,
+    e = cudaMemcpyAsync (c->params, pp_chunk_params (cpu), sizeof (float) * c->l.n_params,
                          cudaMemcpyHostToDevice, cs);
   if (e == cudaSuccess)
     e = cudaStreamSynchronize (cs);
@@ -472,25 +292,25 @@ fail:
 int
 pp_gpu_chunk_in_dim (const PpGpuChunk *c)
 {
-  return c->has_input ? c->in_dim : c->D;
+  return c->l.has_input ? c->l.in_dim : c->l.D;
 }
 
 int
 pp_gpu_chunk_out_dim (const PpGpuChunk *c)
 {
-  return c->has_head ? 0 : c->D;
+  return c->l.has_head ? 0 : c->l.D;
 }
 
 int
 pp_gpu_chunk_rows (const PpGpuChunk *c)
 {
-  return c->rows;
+  return c->l.rows;
 }
 
 size_t
 pp_gpu_chunk_n_params (const PpGpuChunk *c)
 {
-  return c->n_params;
+  return c->l.n_params;
 }
 
 float *
@@ -508,36 +328,19 @@ pp_gpu_chunk_params_device (PpGpuChunk *c)
 size_t
 pp_gpu_chunk_activation_bytes (const PpGpuChunk *c)
 {
-  return c->act_bytes;
+  return c->q.act_bytes;
 }
 
 int
 pp_gpu_chunk_inflight (const PpGpuChunk *c)
 {
-  return c->inflight;
+  return c->q.inflight;
 }
 
 int
 pp_gpu_chunk_device (const PpGpuChunk *c)
 {
   return c->device;
-}
-
-static Slot *
-find_slot (PpGpuChunk *c, int mb)
-{
-  for (int i = 0; i < c->max_inflight; i++)
-    if (c->slots[i].mb == mb)
-      return &c->slots[i];
-  return NULL;
-}
-
-static void
-slot_hold (PpGpuChunk *c, Slot *s, size_t bytes)
-{
-  c->act_bytes -= s->held;
-  s->held = bytes;
-  c->act_bytes += bytes;
 }
 
 /* The bias of a cuBLASLt epilogue: cuBLASLt wants it 16-byte aligned (a
@@ -563,28 +366,28 @@ lt_bias (PpGpuChunk *c, const float *b, int n, const float **out, PpError *err)
  * the stream.  out: where the last block writes on a middle part.  On the
  * last part, labels (device) are read and losses[rows] (device) written. */
 static PpStatus
-run_forward (PpGpuChunk *c, Slot *s, const float *input, const int32_t *labels, float *out,
+run_forward (PpGpuChunk *c, PpSlot *s, const float *input, const int32_t *labels, float *out,
              float *losses, PpError *err)
 {
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   const float *P = c->params;
   void *st = c->stream;
   const float *bias;
   PpStatus status;
-  if (c->has_input)
+  if (c->l.has_input)
     {
-      if ((status = lt_bias (c, P + c->off_in_b, D, &bias, err)) != PP_OK)
+      if ((status = lt_bias (c, P + c->l.off_in_b, D, &bias, err)) != PP_OK)
         return status;
-      TRY (pp_cuda_linear_forward (c->lt, st, input, P + c->off_in_W, bias, s->hid[0], R,
-                                   c->in_dim, D, c->compute, err));
+      TRY (pp_cuda_linear_forward (c->lt, st, input, P + c->l.off_in_W, bias, s->hid[0], R,
+                                   c->l.in_dim, D, c->compute, err));
     }
   else
     s->hid[0] = (float *) input;
-  if (!c->has_head)
+  if (!c->l.has_head)
     s->hid[n] = out;
   for (int k = 0; k < n; k++)
     {
-      BlockParams b = block_params_at (c, P, k);
+      PpBlockParams b = pp_chunk_layout_block (&c->l, P, k);
       const float *x = s->hid[k];
       float *y = s->hid[k + 1];
       TRY (pp_cuda_layernorm_forward (st, x, b.gamma, b.beta, s->ln[k], s->mean[k], s->rstd[k],
@@ -600,13 +403,13 @@ run_forward (PpGpuChunk *c, Slot *s, const float *input, const int32_t *labels, 
       TRY (pp_cuda_linear_residual_forward (c->lt, st, s->g[k], b.W2, bias, x, y, R, H, D,
                                             c->compute, err));
     }
-  if (!c->has_head)
+  if (!c->l.has_head)
     return PP_OK;
-  if ((status = lt_bias (c, P + c->off_head_b, c->C, &bias, err)) != PP_OK)
+  if ((status = lt_bias (c, P + c->l.off_head_b, c->l.C, &bias, err)) != PP_OK)
     return status;
-  TRY (pp_cuda_linear_forward (c->lt, st, s->hid[n], P + c->off_head_W, bias,
-                               c->scratch_logits, R, D, c->C, c->compute, err));
-  TRY (pp_cuda_softmax_xent_forward (st, c->scratch_logits, labels, s->probs, losses, R, c->C,
+  TRY (pp_cuda_linear_forward (c->lt, st, s->hid[n], P + c->l.off_head_W, bias,
+                               c->scratch_logits, R, D, c->l.C, c->compute, err));
+  TRY (pp_cuda_softmax_xent_forward (st, c->scratch_logits, labels, s->probs, losses, R, c->l.C,
                                      err));
   return PP_OK;
 }
@@ -615,33 +418,26 @@ PpStatus
 pp_gpu_chunk_forward (PpGpuChunk *c, int mb, const float *d_input, const int32_t *d_labels,
                       float *d_out, float *d_losses, PpError *err)
 {
-  if (mb < 0)
-    return pp_error_set (err, PP_EINVAL, "GPU part %d: micro-batch %d does not exist", c->part,
-                         mb);
   if (d_input == NULL)
     return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: forward of micro-batch %d without an input", c->part, mb);
-  if (c->has_head && d_labels == NULL)
+                         "GPU part %d: forward of micro-batch %d without an input", c->l.part, mb);
+  if (c->l.has_head && d_labels == NULL)
     return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: forward of micro-batch %d without labels", c->part, mb);
-  if (!c->has_head && d_out == NULL)
+                         "GPU part %d: forward of micro-batch %d without labels", c->l.part, mb);
+  if (!c->l.has_head && d_out == NULL)
     return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: forward of micro-batch %d without an output", c->part, mb);
-  if (find_slot (c, mb) != NULL)
-    return pp_error_set (err, PP_EINVAL, "GPU part %d: micro-batch %d is already in flight",
-                         c->part, mb);
-  Slot *s = find_slot (c, -1);
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: forward of micro-batch %d would hold more than %d micro-batches in flight",
-                         c->part, mb, c->max_inflight);
-
-  Slot *act = c->recompute ? &c->scratch_slot : s;
-  PpStatus st = slot_ensure_fwd (c, act, err);
+                         "GPU part %d: forward of micro-batch %d without an output", c->l.part, mb);
+  PpSlot *s;
+  PpStatus st = pp_slots_for_forward (&c->q, &c->l, mb, &s, err);
   if (st != PP_OK)
     return st;
-  if (c->has_head)
-    TRY_CUDA (cudaMemcpyAsync (s->labels, d_labels, sizeof (int32_t) * (size_t) c->rows,
+
+  PpSlot *act = c->l.recompute ? &c->q.scratch : s;
+  st = slot_ensure_fwd (c, act, err);
+  if (st != PP_OK)
+    return st;
+  if (c->l.has_head)
+    TRY_CUDA (cudaMemcpyAsync (s->labels, d_labels, sizeof (int32_t) * (size_t) c->l.rows,
                                cudaMemcpyDefault, (cudaStream_t) c->stream),
               "copying the labels");
   st = run_forward (c, act, d_input, s->labels, d_out,
@@ -649,14 +445,7 @@ pp_gpu_chunk_forward (PpGpuChunk *c, int mb, const float *d_input, const int32_t
   if (st != PP_OK)
     return st;
 
-  s->mb = mb;
-  s->input_done = 0;
-  s->input = d_input;
-  c->inflight++;
-  if (c->recompute)
-    slot_hold (c, s, c->has_head ? sizeof (int32_t) * (size_t) c->rows : 0);
-  else
-    slot_hold (c, s, c->fwd_bytes);
+  pp_slots_forwarded (&c->q, &c->l, s, mb, d_input);
   return PP_OK;
 }
 
@@ -664,39 +453,33 @@ PpStatus
 pp_gpu_chunk_backward_input (PpGpuChunk *c, int mb, const float *d_dout, float *d_din,
                              float loss_scale, PpError *err)
 {
-  Slot *s = mb >= 0 ? find_slot (c, mb) : NULL;
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: backward of micro-batch %d, which is not in flight",
-                         c->part, mb);
-  if (s->input_done)
-    return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: input gradient of micro-batch %d computed twice",
-                         c->part, mb);
-  if (!c->has_head && d_dout == NULL)
+  PpSlot *s;
+  PpStatus st = pp_slots_for_input_grad (&c->q, &c->l, mb, &s, err);
+  if (st != PP_OK)
+    return st;
+  if (!c->l.has_head && d_dout == NULL)
     return pp_error_set (err, PP_EINVAL,
                          "GPU part %d: backward of micro-batch %d without an output gradient",
-                         c->part, mb);
-  PpStatus st;
-  if (c->recompute && (st = slot_ensure_fwd (c, s, err)) != PP_OK)
+                         c->l.part, mb);
+  if (c->l.recompute && (st = slot_ensure_fwd (c, s, err)) != PP_OK)
     return st;
   if ((st = slot_ensure_grad (c, s, err)) != PP_OK)
     return st;
-  if (c->recompute
+  if (c->l.recompute
       && (st = run_forward (c, s, s->input, s->labels, c->scratch_out, c->scratch_losses, err))
          != PP_OK)
     return st;
 
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   size_t RD = (size_t) R * D;
   const float *P = c->params;
   void *str = c->stream;
-  if (c->has_head)
+  if (c->l.has_head)
     {
-      TRY (pp_cuda_softmax_xent_backward (str, s->probs, s->labels, s->dlogits, R, c->C,
+      TRY (pp_cuda_softmax_xent_backward (str, s->probs, s->labels, s->dlogits, R, c->l.C,
                                           loss_scale, err));
-      TRY (pp_cuda_linear_backward_input (c->lt, str, s->dlogits, P + c->off_head_W,
-                                          s->dhid[n], R, D, c->C, c->compute, err));
+      TRY (pp_cuda_linear_backward_input (c->lt, str, s->dlogits, P + c->l.off_head_W,
+                                          s->dhid[n], R, D, c->l.C, c->compute, err));
     }
   else
     /* W needs it after the caller has reused d_dout */
@@ -706,7 +489,7 @@ pp_gpu_chunk_backward_input (PpGpuChunk *c, int mb, const float *d_dout, float *
 
   for (int k = n - 1; k >= 0; k--)
     {
-      BlockParams b = block_params_at (c, P, k);
+      PpBlockParams b = pp_chunk_layout_block (&c->l, P, k);
       const float *dy = s->dhid[k + 1];
       TRY (pp_cuda_linear_backward_input (c->lt, str, dy, b.W2, s->dh1[k], R, H, D,
                                           c->compute, err));
@@ -715,42 +498,36 @@ pp_gpu_chunk_backward_input (PpGpuChunk *c, int mb, const float *d_dout, float *
                                           c->compute, err));
       /* block 0 of a later part: its input gradient is din itself */
       float *dx = s->dhid[k];
-      if (k == 0 && !c->has_input)
+      if (k == 0 && !c->l.has_input)
         dx = d_din != NULL ? d_din : c->scratch_out;
       /* dx = dy (the residual path) + LayerNorm's input gradient, one kernel */
       TRY (pp_cuda_layernorm_backward_input (str, s->dln[k], s->hid[k], b.gamma, s->mean[k],
                                              s->rstd[k], dy, dx, R, D, err));
     }
-  if (c->has_input && d_din != NULL)
-    TRY (pp_cuda_linear_backward_input (c->lt, str, s->dhid[0], P + c->off_in_W, d_din, R,
-                                        c->in_dim, D, c->compute, err));
+  if (c->l.has_input && d_din != NULL)
+    TRY (pp_cuda_linear_backward_input (c->lt, str, s->dhid[0], P + c->l.off_in_W, d_din, R,
+                                        c->l.in_dim, D, c->compute, err));
 
-  s->input_done = 1;
-  slot_hold (c, s, c->fwd_bytes + c->grad_bytes);
+  pp_slots_input_done (&c->q, &c->l, s);
   return PP_OK;
 }
 
 PpStatus
 pp_gpu_chunk_backward_weight (PpGpuChunk *c, int mb, PpError *err)
 {
-  Slot *s = mb >= 0 ? find_slot (c, mb) : NULL;
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: weight gradient of micro-batch %d, which is not in flight",
-                         c->part, mb);
-  if (!s->input_done)
-    return pp_error_set (err, PP_EINVAL,
-                         "GPU part %d: weight gradient of micro-batch %d before its input gradient",
-                         c->part, mb);
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  PpSlot *s;
+  PpStatus st = pp_slots_for_weight_grad (&c->q, &c->l, mb, &s, err);
+  if (st != PP_OK)
+    return st;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   float *G = c->grads;
   void *str = c->stream;
-  if (c->has_head)
-    TRY (pp_cuda_linear_backward_weight (c->lt, str, s->hid[n], s->dlogits, G + c->off_head_W,
-                                         G + c->off_head_b, R, D, c->C, c->compute, err));
+  if (c->l.has_head)
+    TRY (pp_cuda_linear_backward_weight (c->lt, str, s->hid[n], s->dlogits, G + c->l.off_head_W,
+                                         G + c->l.off_head_b, R, D, c->l.C, c->compute, err));
   for (int k = n - 1; k >= 0; k--)
     {
-      BlockGrads g = block_grads_at (c, G, k);
+      PpBlockGrads g = pp_chunk_layout_block_grads (&c->l, G, k);
       TRY (pp_cuda_linear_backward_weight (c->lt, str, s->g[k], s->dhid[k + 1], g.W2, NULL, R,
                                            H, D, c->compute, err));
       TRY (pp_cuda_linear_backward_weight (c->lt, str, s->ln[k], s->dh1[k], g.W1, NULL, R, D,
@@ -765,19 +542,11 @@ pp_gpu_chunk_backward_weight (PpGpuChunk *c, int mb, PpError *err)
       };
       TRY (pp_cuda_column_sums_add (str, sums, 3, err));
     }
-  if (c->has_input)
-    TRY (pp_cuda_linear_backward_weight (c->lt, str, s->input, s->dhid[0], G + c->off_in_W,
-                                         G + c->off_in_b, R, c->in_dim, D, c->compute, err));
+  if (c->l.has_input)
+    TRY (pp_cuda_linear_backward_weight (c->lt, str, s->input, s->dhid[0], G + c->l.off_in_W,
+                                         G + c->l.off_in_b, R, c->l.in_dim, D, c->compute, err));
 
-  slot_hold (c, s, 0);
-  s->mb = -1;
-  s->input_done = 0;
-  s->input = NULL;
-  if (!c->has_input)
-    s->hid[0] = NULL;
-  if (!c->has_head)
-    s->hid[n] = NULL;
-  c->inflight--;
+  pp_slots_release (&c->q, &c->l, s);
   return PP_OK;
 }
 
@@ -794,7 +563,7 @@ pp_gpu_chunk_backward (PpGpuChunk *c, int mb, const float *d_dout, float *d_din,
 PpStatus
 pp_gpu_chunk_zero_grads (PpGpuChunk *c, PpError *err)
 {
-  TRY_CUDA (cudaMemsetAsync (c->grads, 0, sizeof (float) * c->n_params,
+  TRY_CUDA (cudaMemsetAsync (c->grads, 0, sizeof (float) * c->l.n_params,
                              (cudaStream_t) c->stream),
             "zeroing the gradients");
   return PP_OK;
@@ -805,10 +574,10 @@ check_pair (const PpGpuChunk *dst, const PpGpuChunk *src, const char *what, PpEr
 {
   if (dst == NULL || src == NULL)
     return pp_error_set (err, PP_EINVAL, "%s gradients: no chunk given", what);
-  if (dst->n_params != src->n_params)
+  if (dst->l.n_params != src->l.n_params)
     return pp_error_set (err, PP_EINVAL,
                          "GPU part %d: cannot %s the gradients of a part with %zu parameters (this one has %zu)",
-                         dst->part, what, src->n_params, dst->n_params);
+                         dst->l.part, what, src->l.n_params, dst->l.n_params);
   return PP_OK;
 }
 
@@ -817,16 +586,16 @@ pp_gpu_chunk_add_grads (PpGpuChunk *dst, const PpGpuChunk *src, PpError *err)
 {
   PpGpuChunk *c = dst;
   PpStatus st = check_pair (dst, src, "add", err);
-  if (st != PP_OK || dst->n_params == 0)
+  if (st != PP_OK || dst->l.n_params == 0)
     return st;
-  size_t bytes = sizeof (float) * dst->n_params;
+  size_t bytes = sizeof (float) * dst->l.n_params;
   if (dst->gscratch == NULL
       && (st = dev_alloc (dst, &dst->gscratch, bytes, "a copy of the gradients", err)) != PP_OK)
     return st;
   TRY_CUDA (cudaMemcpyPeerAsync (dst->gscratch, dst->device, src->grads, src->device, bytes,
                                  (cudaStream_t) dst->stream),
             "copying the other copy's gradients");
-  TRY (pp_cuda_add (dst->stream, dst->grads, dst->gscratch, dst->grads, dst->n_params, err));
+  TRY (pp_cuda_add (dst->stream, dst->grads, dst->gscratch, dst->grads, dst->l.n_params, err));
   return PP_OK;
 }
 
@@ -835,10 +604,10 @@ pp_gpu_chunk_copy_grads (PpGpuChunk *dst, const PpGpuChunk *src, PpError *err)
 {
   PpGpuChunk *c = dst;
   PpStatus st = check_pair (dst, src, "copy", err);
-  if (st != PP_OK || dst->n_params == 0 || dst == src)
+  if (st != PP_OK || dst->l.n_params == 0 || dst == src)
     return st;
   TRY_CUDA (cudaMemcpyPeerAsync (dst->grads, dst->device, src->grads, src->device,
-                                 sizeof (float) * dst->n_params, (cudaStream_t) dst->stream),
+                                 sizeof (float) * dst->l.n_params, (cudaStream_t) dst->stream),
             "copying the other copy's gradients");
   return PP_OK;
 }
@@ -847,7 +616,7 @@ PpStatus
 pp_gpu_chunk_adamw (PpGpuChunk *c, float lr, float b1, float b2, float eps, float wd, int t,
                     PpError *err)
 {
-  TRY (pp_cuda_adamw (c->stream, c->params, c->grads, c->adam_m, c->adam_v, c->n_params, lr,
+  TRY (pp_cuda_adamw (c->stream, c->params, c->grads, c->adam_m, c->adam_v, c->l.n_params, lr,
                       b1, b2, eps, wd, t, err));
   return PP_OK;
 }
@@ -856,14 +625,14 @@ static PpStatus
 copy_to_host (PpGpuChunk *c, const float *dev, float *out, const char *what, PpError *err)
 {
   cudaStream_t cs = (cudaStream_t) c->stream;
-  if (out == NULL && c->n_params > 0)
-    return pp_error_set (err, PP_EINVAL, "GPU part %d: nowhere to copy the %s to", c->part,
+  if (out == NULL && c->l.n_params > 0)
+    return pp_error_set (err, PP_EINVAL, "GPU part %d: nowhere to copy the %s to", c->l.part,
                          what);
   /* the stream first: a failure queued earlier is reported as such */
   TRY_CUDA (cudaStreamSynchronize (cs), "waiting for the part's work");
-  if (c->n_params == 0)
+  if (c->l.n_params == 0)
     return PP_OK;
-  TRY_CUDA (cudaMemcpyAsync (out, dev, sizeof (float) * c->n_params, cudaMemcpyDeviceToHost,
+  TRY_CUDA (cudaMemcpyAsync (out, dev, sizeof (float) * c->l.n_params, cudaMemcpyDeviceToHost,
                              cs),
             what);
   TRY_CUDA (cudaStreamSynchronize (cs), what);

@@ -1,8 +1,9 @@
 /* pp-chunk-cuda.h — a part ("chunk") of the bundled network on a GPU.
  *
- * The GPU twin of PpChunk (pp-model.h): the same parameters (initialised by
- * the CPU code, then copied), the same math (the kernels of
- * pp-kernels-cuda.h), the same micro-batch bookkeeping and error checks.
+ * PpChunk (pp-model.h) on a device: the same parameters (initialised by the
+ * CPU code, then copied), the same math (the kernels of pp-kernels-cuda.h),
+ * and the same layout, micro-batch bookkeeping and error checks, which both
+ * take from pp-chunk-layout.h.
  * Plain C with no CUDA types: device pointers are float * / int32_t *, a
  * stream is a void * holding a cudaStream_t.
  *

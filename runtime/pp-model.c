@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp-chunk-layout.h"
 #include "pp-kernels.h"
 
 #define PP_LN_EPS 1e-5f
@@ -278,43 +279,13 @@ pp_model_n_params (const PpModel *m)
   return input_params (m) + (size_t) m->L * block_params (m) + head_params (m);
 }
 
-/* Forward activations one row holds in a part (after F, without recompute):
- * the input projection's output; per block LN mean, rstd, LN output, W1
- * output, GELU output, and the block output where the chunk owns it (every
- * block's but the last one's, which goes to the caller's `out` unless the
- * head reads it); on the last part the softmax probabilities and the label.
- * The chunk input itself is the caller's and not counted. */
-static size_t
-fwd_floats_per_row (int D, int H, int C, int n_blocks, int has_input, int has_head)
-{
-  size_t owned_hidden = (size_t) (n_blocks - 1) + (has_input ? 1 : 0) + (has_head ? 1 : 0);
-  size_t f = owned_hidden * D;
-  f += (size_t) n_blocks * (2 + (size_t) D + 2 * (size_t) H);
-  if (has_head)
-    f += (size_t) C + 1;   /* probs, and the label (an int32, same size) */
-  return f;
-}
-
-/* What backward_input keeps for backward_weight: the output gradient of each
- * block (the W2 dy; on the last block of a middle part, a copy of dout), the
- * gradient of the input projection's output (part 0), the W1 dy (after
- * GELU'), the LN dy, and the head's dlogits. */
-static size_t
-grad_floats_per_row (int D, int H, int C, int n_blocks, int has_input, int has_head)
-{
-  size_t f = (size_t) (n_blocks + (has_input ? 1 : 0)) * D;
-  f += (size_t) n_blocks * ((size_t) H + D);
-  if (has_head)
-    f += C;
-  return f;
-}
-
 size_t
 pp_model_activation_bytes_per_row (const PpModel *m, int n_blocks, int has_input, int has_head)
 {
   if (n_blocks < 1)
     return 0;
-  return sizeof (float) * fwd_floats_per_row (m->D, m->H, m->C, n_blocks, has_input, has_head);
+  return sizeof (float)
+         * pp_chunk_layout_fwd_floats_per_row (m->D, m->H, m->C, n_blocks, has_input, has_head);
 }
 
 /* ---- partition ----------------------------------------------------------- */
@@ -558,37 +529,9 @@ pp_model_batch_rows (const PpModel *m, uint64_t data_seed, int step, int row0, i
 
 /* ---- parts --------------------------------------------------------------- */
 
-typedef struct {
-  const float *gamma, *beta, *W1, *b1, *W2, *b2;
-} BlockParams;
-
-typedef struct {
-  float *gamma, *beta, *W1, *b1, *W2, *b2;
-} BlockGrads;
-
-typedef struct {
-  int      mb;            /* -1: free */
-  int      input_done;    /* backward_input ran; backward_weight next */
-  const float *input;     /* the caller's, not copied */
-  int32_t *labels;        /* copy, last part only */
-  /* forward activations (fwd_buf), allocated on first use */
-  float   *fwd_buf;
-  float  **hid;           /* [n_blocks + 1]: input of block k; hid[n] the chunk output */
-  float  **mean, **rstd, **ln, **h1, **g;   /* [n_blocks] */
-  float   *probs;
-  /* what W needs from I (grad_buf), allocated on first backward_input */
-  float   *grad_buf;
-  float  **dhid;          /* [n_blocks + 1]: gradient of hid[k] (dhid[0] on part 0 only) */
-  float  **dh1, **dln;    /* [n_blocks] */
-  float   *dlogits;
-  size_t   held;          /* bytes counted in the chunk's activation bytes */
-} Slot;
-
 struct _PpChunk {
-  int part, n_parts, first_block, n_blocks, rows, max_inflight, recompute;
-  int has_input, has_head;
-  int D, H, in_dim, C, L;
-  size_t n_params;
+  PpChunkLayout l;
+  PpSlots q;
   float *params, *adam_m, *adam_v;
   /* Gradients accumulate in float (W adds into grads), as in any fp32
    * training.  With exact_grads they sum in double instead: W writes one
@@ -600,18 +543,9 @@ struct _PpChunk {
   double *gacc;           /* exact_grads only */
   float  *gscratch;       /* exact_grads only */
   float  *grads;          /* the gradients; with exact_grads, gacc rounded */
-  /* parameter offsets */
-  size_t off_in_W, off_in_b, off_blocks, off_head_W, off_head_b;
-  size_t block_stride;
-  Slot  *slots;
-  Slot   scratch_slot;    /* where a recompute forward runs */
   float *scratch_dx;      /* [rows, max(D, in_dim)] */
   float *scratch_out;     /* [rows, D]: chunk output during recompute */
   float *scratch_logits;  /* [rows, C] */
-  size_t fwd_floats, grad_floats;   /* per slot, as allocated (padded) */
-  size_t fwd_bytes, grad_bytes;     /* per slot, as counted (exact) */
-  size_t act_bytes;
-  int    inflight;
 };
 
 static void *
@@ -626,156 +560,65 @@ alloc_floats (size_t n)
   return p;
 }
 
-/* 16 floats = 64 bytes: every tensor of a slot starts on a cache line. */
-static size_t
-round16 (size_t n)
-{
-  return (n + 15) & ~(size_t) 15;
-}
-
-static BlockParams
-block_params_at (const PpChunk *c, const float *base, int k)
-{
-  size_t D = c->D, H = c->H;
-  const float *p = base + c->off_blocks + (size_t) k * c->block_stride;
-  BlockParams b;
-  b.gamma = p;
-  b.beta = p + D;
-  b.W1 = p + 2 * D;
-  b.b1 = b.W1 + D * H;
-  b.W2 = b.b1 + H;
-  b.b2 = b.W2 + H * D;
-  return b;
-}
-
-static BlockGrads
-block_grads_at (PpChunk *c, float *base, int k)
-{
-  BlockParams b = block_params_at (c, base, k);
-  BlockGrads g = { (float *) b.gamma, (float *) b.beta, (float *) b.W1,
-                   (float *) b.b1, (float *) b.W2, (float *) b.b2 };
-  return g;
-}
-
 static void
 init_params (PpChunk *c, uint64_t seed)
 {
-  size_t D = c->D, H = c->H, C = c->C, in = c->in_dim;
+  size_t D = c->l.D, H = c->l.H, C = c->l.C, in = c->l.in_dim;
   float *p = c->params;
   const double std = 0.02;
-  const double resid = std / sqrt (2.0 * c->L);
-  if (c->has_input)
-    fill_normal (p + c->off_in_W, in * D, rng_key (seed, STREAM_WEIGHTS, 0, 0), std);
+  const double resid = std / sqrt (2.0 * c->l.L);
+  if (c->l.has_input)
+    fill_normal (p + c->l.off_in_W, in * D, rng_key (seed, STREAM_WEIGHTS, 0, 0), std);
   /* biases and beta stay 0 (the array is zeroed) */
-  for (int k = 0; k < c->n_blocks; k++)
+  for (int k = 0; k < c->l.n_blocks; k++)
     {
-      uint64_t layer = 1 + (uint64_t) (c->first_block + k);
-      BlockParams b = block_params_at (c, p, k);
+      uint64_t layer = 1 + (uint64_t) (c->l.first_block + k);
+      PpBlockParams b = pp_chunk_layout_block (&c->l, p, k);
       float *gamma = (float *) b.gamma;
       for (size_t i = 0; i < D; i++)
         gamma[i] = 1.0f;
       fill_normal ((float *) b.W1, D * H, rng_key (seed, STREAM_WEIGHTS, layer, 2), std);
       fill_normal ((float *) b.W2, H * D, rng_key (seed, STREAM_WEIGHTS, layer, 4), resid);
     }
-  if (c->has_head)
-    fill_normal (p + c->off_head_W, D * C,
-                 rng_key (seed, STREAM_WEIGHTS, (uint64_t) c->L + 1, 0), std);
+  if (c->l.has_head)
+    fill_normal (p + c->l.off_head_W, D * C,
+                 rng_key (seed, STREAM_WEIGHTS, (uint64_t) c->l.L + 1, 0), std);
 }
 
 static void
-slot_release_buffers (Slot *s)
+slot_release_buffers (PpSlot *s)
 {
   free (s->fwd_buf);
   free (s->grad_buf);
-  free (s->hid);      /* one allocation holds every pointer array */
-  free (s->dhid);
   free (s->labels);
-  memset (s, 0, sizeof *s);
-  s->mb = -1;
+  s->fwd_buf = NULL;
+  s->grad_buf = NULL;
+  s->labels = NULL;
 }
 
 /* Allocates the forward activations of a slot (once; reused after). */
 static int
-slot_ensure_fwd (PpChunk *c, Slot *s)
+slot_ensure_fwd (PpChunk *c, PpSlot *s)
 {
   if (s->fwd_buf != NULL)
     return 1;
-  int n = c->n_blocks;
-  size_t R = c->rows, D = c->D, H = c->H, C = c->C;
-  s->hid = calloc ((size_t) (n + 1) + 5 * (size_t) n, sizeof (float *));
-  s->fwd_buf = alloc_floats (c->fwd_floats);
-  if (c->has_head && s->labels == NULL)
-    s->labels = malloc (sizeof (int32_t) * R);
-  if (s->hid == NULL || s->fwd_buf == NULL || (c->has_head && s->labels == NULL))
-    {
-      free (s->hid);
-      free (s->fwd_buf);
-      s->hid = NULL;
-      s->fwd_buf = NULL;
-      return 0;
-    }
-  s->mean = s->hid + n + 1;
-  s->rstd = s->mean + n;
-  s->ln = s->rstd + n;
-  s->h1 = s->ln + n;
-  s->g = s->h1 + n;
-  float *q = s->fwd_buf;
-  /* hid[0] is the caller's input unless part 0; hid[n] the caller's out
-   * unless the head reads it: both set at forward time. */
-  for (int k = 1; k < n; k++)
-    s->hid[k] = q, q += round16 (R * D);
-  if (c->has_input)
-    s->hid[0] = q, q += round16 (R * D);
-  float *own_last = NULL;
-  if (c->has_head)
-    own_last = q, q += round16 (R * D);
-  for (int k = 0; k < n; k++)
-    {
-      s->mean[k] = q, q += round16 (R);
-      s->rstd[k] = q, q += round16 (R);
-      s->ln[k] = q, q += round16 (R * D);
-      s->h1[k] = q, q += round16 (R * H);
-      s->g[k] = q, q += round16 (R * H);
-    }
-  if (c->has_head)
-    {
-      s->probs = q, q += round16 (R * C);
-      s->hid[n] = own_last;
-    }
+  if (c->l.has_head && s->labels == NULL
+      && (s->labels = malloc (sizeof (int32_t) * (size_t) c->l.rows)) == NULL)
+    return 0;
+  if ((s->fwd_buf = alloc_floats (c->l.fwd_floats)) == NULL)
+    return 0;
+  pp_slot_carve_fwd (&c->l, s);
   return 1;
 }
 
 static int
-slot_ensure_grad (PpChunk *c, Slot *s)
+slot_ensure_grad (PpChunk *c, PpSlot *s)
 {
   if (s->grad_buf != NULL)
     return 1;
-  int n = c->n_blocks;
-  size_t R = c->rows, D = c->D, H = c->H, C = c->C;
-  s->dhid = calloc ((size_t) (n + 1) + 2 * (size_t) n, sizeof (float *));
-  s->grad_buf = alloc_floats (c->grad_floats);
-  if (s->dhid == NULL || s->grad_buf == NULL)
-    {
-      free (s->dhid);
-      free (s->grad_buf);
-      s->dhid = NULL;
-      s->grad_buf = NULL;
-      return 0;
-    }
-  s->dh1 = s->dhid + n + 1;
-  s->dln = s->dh1 + n;
-  float *q = s->grad_buf;
-  for (int k = 1; k <= n; k++)
-    s->dhid[k] = q, q += round16 (R * D);
-  if (c->has_input)
-    s->dhid[0] = q, q += round16 (R * D);
-  for (int k = 0; k < n; k++)
-    {
-      s->dh1[k] = q, q += round16 (R * H);
-      s->dln[k] = q, q += round16 (R * D);
-    }
-  if (c->has_head)
-    s->dlogits = q, q += round16 (R * C);
+  if ((s->grad_buf = alloc_floats (c->l.grad_floats)) == NULL)
+    return 0;
+  pp_slot_carve_grad (&c->l, s);
   return 1;
 }
 
@@ -783,123 +626,36 @@ PpChunk *
 pp_chunk_new (const PpModel *m, int part, int n_parts, int first_block, int n_blocks, int rows,
               int max_inflight, int recompute, PpError *err)
 {
-  if (m == NULL)
-    {
-      pp_error_set (err, PP_EINVAL, "no model given");
-      return NULL;
-    }
-  if (n_parts < 1 || part < 0 || part >= n_parts)
-    {
-      pp_error_set (err, PP_EINVAL, "part %d of %d does not exist", part, n_parts);
-      return NULL;
-    }
-  if (n_blocks < 1 || first_block < 0 || first_block + n_blocks > m->L)
-    {
-      pp_error_set (err, PP_EINVAL, "blocks %d..%d are outside the model's %d layers",
-                    first_block, first_block + n_blocks - 1, m->L);
-      return NULL;
-    }
-  if ((part == 0) != (first_block == 0))
-    {
-      pp_error_set (err, PP_EINVAL, "part %d cannot start at block %d (only part 0 starts at block 0)",
-                    part, first_block);
-      return NULL;
-    }
-  if ((part == n_parts - 1) != (first_block + n_blocks == m->L))
-    {
-      pp_error_set (err, PP_EINVAL, "part %d of %d cannot end at block %d (only the last part ends at block %d)",
-                    part, n_parts, first_block + n_blocks - 1, m->L - 1);
-      return NULL;
-    }
-  if (rows < 1 || rows > (1 << 24))
-    {
-      pp_error_set (err, PP_EINVAL, "a micro-batch needs between 1 and %d rows (got %d)", 1 << 24, rows);
-      return NULL;
-    }
-  if (max_inflight < 1)
-    {
-      pp_error_set (err, PP_EINVAL, "at least 1 micro-batch must be allowed in flight (got %d)",
-                    max_inflight);
-      return NULL;
-    }
-
+  PpChunkLayout l;
+  /* every tensor of a slot starts on a cache line (16 floats) */
+  if (pp_chunk_layout_init (&l, m != NULL ? &m->cfg : NULL, part, n_parts, first_block, n_blocks, rows, max_inflight,
+                            recompute, 16, "part", err)
+      != PP_OK)
+    return NULL;
   PpChunk *c = calloc (1, sizeof *c);
   if (c == NULL)
     {
       pp_error_set (err, PP_ENOMEM, "out of memory for part %d", part);
       return NULL;
     }
-  c->part = part;
-  c->n_parts = n_parts;
-  c->first_block = first_block;
-  c->n_blocks = n_blocks;
-  c->rows = rows;
-  c->max_inflight = max_inflight;
-  c->recompute = recompute != 0;
-  c->has_input = part == 0;
-  c->has_head = part == n_parts - 1;
-  c->D = m->D;
-  c->H = m->H;
-  c->in_dim = m->in_dim;
-  c->C = m->C;
-  c->L = m->L;
-
-  size_t off = 0;
-  if (c->has_input)
-    {
-      c->off_in_W = off;
-      off += (size_t) m->in_dim * m->D;
-      c->off_in_b = off;
-      off += m->D;
-    }
-  c->off_blocks = off;
-  c->block_stride = block_params (m);
-  off += (size_t) n_blocks * c->block_stride;
-  if (c->has_head)
-    {
-      c->off_head_W = off;
-      off += (size_t) m->D * m->C;
-      c->off_head_b = off;
-      off += m->C;
-    }
-  c->n_params = off;
-
-  /* Slot sizes: the layouts of slot_ensure_fwd / slot_ensure_grad, each
-   * tensor rounded up to a cache line. */
-  size_t R = rows, D = m->D, H = m->H, C = m->C;
-  size_t owned_hidden = (size_t) (n_blocks - 1) + c->has_input + c->has_head;
-  c->fwd_floats = owned_hidden * round16 (R * D)
-                  + (size_t) n_blocks * (2 * round16 (R) + round16 (R * D) + 2 * round16 (R * H))
-                  + (c->has_head ? round16 (R * C) : 0);
-  c->grad_floats = (size_t) (n_blocks + c->has_input) * round16 (R * D)
-                   + (size_t) n_blocks * (round16 (R * H) + round16 (R * D))
-                   + (c->has_head ? round16 (R * C) : 0);
-
-  c->fwd_bytes = sizeof (float) * R
-                 * fwd_floats_per_row (m->D, m->H, m->C, n_blocks, c->has_input, c->has_head);
-  c->grad_bytes = sizeof (float) * R
-                  * grad_floats_per_row (m->D, m->H, m->C, n_blocks, c->has_input, c->has_head);
-
+  c->l = l;
+  size_t R = rows, D = m->D, C = m->C;
   size_t dx_width = (size_t) (m->in_dim > m->D ? m->in_dim : m->D);
-  c->params = alloc_floats (c->n_params);
-  c->grads = alloc_floats (c->n_params);
-  c->adam_m = alloc_floats (c->n_params);
-  c->adam_v = alloc_floats (c->n_params);
-  c->slots = calloc (max_inflight, sizeof (Slot));
+  c->params = alloc_floats (c->l.n_params);
+  c->grads = alloc_floats (c->l.n_params);
+  c->adam_m = alloc_floats (c->l.n_params);
+  c->adam_v = alloc_floats (c->l.n_params);
   c->scratch_dx = alloc_floats (R * dx_width);
   c->scratch_out = alloc_floats (R * D);
   c->scratch_logits = alloc_floats (R * C);
-  if (c->params == NULL || c->grads == NULL || c->adam_m == NULL || c->adam_v == NULL
-      || c->slots == NULL || c->scratch_dx == NULL || c->scratch_out == NULL
-      || c->scratch_logits == NULL)
+  if (!pp_slots_init (&c->q, &c->l) || c->params == NULL || c->grads == NULL
+      || c->adam_m == NULL || c->adam_v == NULL || c->scratch_dx == NULL
+      || c->scratch_out == NULL || c->scratch_logits == NULL)
     {
       pp_chunk_free (c);
       pp_error_set (err, PP_ENOMEM, "out of memory for part %d", part);
       return NULL;
     }
-  for (int i = 0; i < max_inflight; i++)
-    c->slots[i].mb = -1;
-  c->scratch_slot.mb = -1;
   init_params (c, m->cfg.seed);
   return c;
 }
@@ -909,11 +665,11 @@ pp_chunk_free (PpChunk *c)
 {
   if (c == NULL)
     return;
-  if (c->slots != NULL)
-    for (int i = 0; i < c->max_inflight; i++)
-      slot_release_buffers (&c->slots[i]);
-  slot_release_buffers (&c->scratch_slot);
-  free (c->slots);
+  if (c->q.slot != NULL)
+    for (int i = 0; i < c->l.max_inflight; i++)
+      slot_release_buffers (&c->q.slot[i]);
+  slot_release_buffers (&c->q.scratch);
+  pp_slots_fini (&c->q);
   free (c->params);
   free (c->grads);
   free (c->gscratch);
@@ -929,25 +685,25 @@ pp_chunk_free (PpChunk *c)
 int
 pp_chunk_in_dim (const PpChunk *c)
 {
-  return c->has_input ? c->in_dim : c->D;
+  return c->l.has_input ? c->l.in_dim : c->l.D;
 }
 
 int
 pp_chunk_out_dim (const PpChunk *c)
 {
-  return c->has_head ? 0 : c->D;
+  return c->l.has_head ? 0 : c->l.D;
 }
 
 int
 pp_chunk_rows (const PpChunk *c)
 {
-  return c->rows;
+  return c->l.rows;
 }
 
 size_t
 pp_chunk_n_params (const PpChunk *c)
 {
-  return c->n_params;
+  return c->l.n_params;
 }
 
 float *
@@ -964,17 +720,17 @@ pp_chunk_set_exact_grads (PpChunk *c, int exact)
     return PP_OK;
   if (exact && c->gacc == NULL)
     {
-      c->gacc = calloc (c->n_params ? c->n_params : 1, sizeof (double));
-      c->gscratch = alloc_floats (c->n_params);
+      c->gacc = calloc (c->l.n_params ? c->l.n_params : 1, sizeof (double));
+      c->gscratch = alloc_floats (c->l.n_params);
       if (c->gacc == NULL || c->gscratch == NULL)
         return PP_ENOMEM;
     }
   /* carry what has accumulated so far into the other representation */
   if (exact)
-    for (size_t i = 0; i < c->n_params; i++)
+    for (size_t i = 0; i < c->l.n_params; i++)
       c->gacc[i] = c->grads[i];
   else
-    for (size_t i = 0; i < c->n_params; i++)
+    for (size_t i = 0; i < c->l.n_params; i++)
       c->grads[i] = (float) c->gacc[i];
   c->exact_grads = exact;
   return PP_OK;
@@ -984,7 +740,7 @@ const float *
 pp_chunk_grads (PpChunk *c)
 {
   if (c->exact_grads)
-    for (size_t i = 0; i < c->n_params; i++)
+    for (size_t i = 0; i < c->l.n_params; i++)
       c->grads[i] = (float) c->gacc[i];
   return c->grads;
 }
@@ -993,22 +749,22 @@ void
 pp_chunk_set_grads (PpChunk *c, const float *grads)
 {
   if (c->exact_grads)
-    for (size_t i = 0; i < c->n_params; i++)
+    for (size_t i = 0; i < c->l.n_params; i++)
       c->gacc[i] = grads[i];
   else
-    memcpy (c->grads, grads, sizeof (float) * c->n_params);
+    memcpy (c->grads, grads, sizeof (float) * c->l.n_params);
 }
 
 PpStatus
 pp_chunk_add_grads (PpChunk *dst, const PpChunk *src)
 {
-  if (dst->n_params != src->n_params || dst->exact_grads != src->exact_grads)
+  if (dst->l.n_params != src->l.n_params || dst->exact_grads != src->exact_grads)
     return PP_EINVAL;
   if (dst->exact_grads)
-    for (size_t i = 0; i < dst->n_params; i++)
+    for (size_t i = 0; i < dst->l.n_params; i++)
       dst->gacc[i] += src->gacc[i];
   else
-    for (size_t i = 0; i < dst->n_params; i++)
+    for (size_t i = 0; i < dst->l.n_params; i++)
       dst->grads[i] += src->grads[i];
   return PP_OK;
 }
@@ -1016,37 +772,37 @@ pp_chunk_add_grads (PpChunk *dst, const PpChunk *src)
 PpStatus
 pp_chunk_copy_grads (PpChunk *dst, const PpChunk *src)
 {
-  if (dst->n_params != src->n_params || dst->exact_grads != src->exact_grads)
+  if (dst->l.n_params != src->l.n_params || dst->exact_grads != src->exact_grads)
     return PP_EINVAL;
   if (dst->exact_grads)
-    memcpy (dst->gacc, src->gacc, sizeof (double) * dst->n_params);
+    memcpy (dst->gacc, src->gacc, sizeof (double) * dst->l.n_params);
   else
-    memcpy (dst->grads, src->grads, sizeof (float) * dst->n_params);
+    memcpy (dst->grads, src->grads, sizeof (float) * dst->l.n_params);
   return PP_OK;
 }
 
 void *
 pp_chunk_grad_storage (PpChunk *c, size_t *bytes)
 {
-  *bytes = c->n_params * (c->exact_grads ? sizeof (double) : sizeof (float));
+  *bytes = c->l.n_params * (c->exact_grads ? sizeof (double) : sizeof (float));
   return c->exact_grads ? (void *) c->gacc : (void *) c->grads;
 }
 
 PpStatus
 pp_chunk_add_grad_storage (PpChunk *dst, const void *src, size_t bytes)
 {
-  if (bytes != dst->n_params * (dst->exact_grads ? sizeof (double) : sizeof (float)))
+  if (bytes != dst->l.n_params * (dst->exact_grads ? sizeof (double) : sizeof (float)))
     return PP_EINVAL;
   if (dst->exact_grads)
     {
       const double *g = src;
-      for (size_t i = 0; i < dst->n_params; i++)
+      for (size_t i = 0; i < dst->l.n_params; i++)
         dst->gacc[i] += g[i];
     }
   else
     {
       const float *g = src;
-      for (size_t i = 0; i < dst->n_params; i++)
+      for (size_t i = 0; i < dst->l.n_params; i++)
         dst->grads[i] += g[i];
     }
   return PP_OK;
@@ -1056,9 +812,9 @@ void
 pp_chunk_zero_grads (PpChunk *c)
 {
   if (c->exact_grads)
-    memset (c->gacc, 0, sizeof (double) * c->n_params);
+    memset (c->gacc, 0, sizeof (double) * c->l.n_params);
   else
-    memset (c->grads, 0, sizeof (float) * c->n_params);
+    memset (c->grads, 0, sizeof (float) * c->l.n_params);
 }
 
 void
@@ -1066,56 +822,39 @@ pp_chunk_adamw (PpChunk *c, float lr, float beta1, float beta2, float eps, float
                 int t)
 {
   pp_chunk_grads (c);
-  pp_adamw (c->params, c->grads, c->adam_m, c->adam_v, c->n_params, lr, beta1, beta2, eps,
+  pp_adamw (c->params, c->grads, c->adam_m, c->adam_v, c->l.n_params, lr, beta1, beta2, eps,
             weight_decay, t);
 }
 
 size_t
 pp_chunk_activation_bytes (const PpChunk *c)
 {
-  return c->act_bytes;
+  return c->q.act_bytes;
 }
 
 int
 pp_chunk_inflight (const PpChunk *c)
 {
-  return c->inflight;
-}
-
-static Slot *
-find_slot (PpChunk *c, int mb)
-{
-  for (int i = 0; i < c->max_inflight; i++)
-    if (c->slots[i].mb == mb)
-      return &c->slots[i];
-  return NULL;
-}
-
-static void
-slot_hold (PpChunk *c, Slot *s, size_t bytes)
-{
-  c->act_bytes -= s->held;
-  s->held = bytes;
-  c->act_bytes += bytes;
+  return c->q.inflight;
 }
 
 /* The forward of the chunk into slot s's activations (allocated).  out:
  * where the last block writes on a middle part.  Returns the loss sum on the
  * last part (labels already in s->labels), else 0. */
 static double
-run_forward (PpChunk *c, Slot *s, const float *input, float *out)
+run_forward (PpChunk *c, PpSlot *s, const float *input, float *out)
 {
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   const float *P = c->params;
-  if (c->has_input)
-    pp_linear_forward (input, P + c->off_in_W, P + c->off_in_b, s->hid[0], R, c->in_dim, D);
+  if (c->l.has_input)
+    pp_linear_forward (input, P + c->l.off_in_W, P + c->l.off_in_b, s->hid[0], R, c->l.in_dim, D);
   else
     s->hid[0] = (float *) input;
-  if (!c->has_head)
+  if (!c->l.has_head)
     s->hid[n] = out;
   for (int k = 0; k < n; k++)
     {
-      BlockParams b = block_params_at (c, P, k);
+      PpBlockParams b = pp_chunk_layout_block (&c->l, P, k);
       const float *x = s->hid[k];
       float *y = s->hid[k + 1];
       pp_layernorm_forward (x, b.gamma, b.beta, s->ln[k], s->mean[k], s->rstd[k], R, D,
@@ -1126,61 +865,48 @@ run_forward (PpChunk *c, Slot *s, const float *input, float *out)
       for (size_t i = 0; i < (size_t) R * D; i++)
         y[i] += x[i];
     }
-  if (!c->has_head)
+  if (!c->l.has_head)
     return 0.0;
-  pp_linear_forward (s->hid[n], P + c->off_head_W, P + c->off_head_b, c->scratch_logits, R, D,
-                     c->C);
-  return pp_softmax_xent_forward (c->scratch_logits, s->labels, s->probs, R, c->C);
+  pp_linear_forward (s->hid[n], P + c->l.off_head_W, P + c->l.off_head_b, c->scratch_logits, R, D,
+                     c->l.C);
+  return pp_softmax_xent_forward (c->scratch_logits, s->labels, s->probs, R, c->l.C);
 }
 
 PpStatus
 pp_chunk_forward (PpChunk *c, int mb, const float *input, const int32_t *labels, float *out,
                   double *loss_sum, PpError *err)
 {
-  if (mb < 0)
-    return pp_error_set (err, PP_EINVAL, "part %d: micro-batch %d does not exist", c->part, mb);
   if (input == NULL)
     return pp_error_set (err, PP_EINVAL, "part %d: forward of micro-batch %d without an input",
-                         c->part, mb);
-  if (c->has_head && labels == NULL)
+                         c->l.part, mb);
+  if (c->l.has_head && labels == NULL)
     return pp_error_set (err, PP_EINVAL, "part %d: forward of micro-batch %d without labels",
-                         c->part, mb);
-  if (!c->has_head && out == NULL)
+                         c->l.part, mb);
+  if (!c->l.has_head && out == NULL)
     return pp_error_set (err, PP_EINVAL, "part %d: forward of micro-batch %d without an output",
-                         c->part, mb);
-  if (find_slot (c, mb) != NULL)
-    return pp_error_set (err, PP_EINVAL, "part %d: micro-batch %d is already in flight", c->part,
-                         mb);
-  Slot *s = find_slot (c, -1);
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL,
-                         "part %d: forward of micro-batch %d would hold more than %d micro-batches in flight",
-                         c->part, mb, c->max_inflight);
+                         c->l.part, mb);
+  PpSlot *s;
+  PpStatus st = pp_slots_for_forward (&c->q, &c->l, mb, &s, err);
+  if (st != PP_OK)
+    return st;
 
-  Slot *act = c->recompute ? &c->scratch_slot : s;
+  PpSlot *act = c->l.recompute ? &c->q.scratch : s;
   if (!slot_ensure_fwd (c, act))
-    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for activations", c->part);
-  if (c->has_head)
+    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for activations", c->l.part);
+  if (c->l.has_head)
     {
-      if (s->labels == NULL && (s->labels = malloc (sizeof (int32_t) * c->rows)) == NULL)
-        return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for labels", c->part);
-      memcpy (s->labels, labels, sizeof (int32_t) * c->rows);
+      if (s->labels == NULL && (s->labels = malloc (sizeof (int32_t) * c->l.rows)) == NULL)
+        return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for labels", c->l.part);
+      memcpy (s->labels, labels, sizeof (int32_t) * c->l.rows);
       if (act != s)
-        memcpy (act->labels, labels, sizeof (int32_t) * c->rows);
+        memcpy (act->labels, labels, sizeof (int32_t) * c->l.rows);
     }
 
   double loss = run_forward (c, act, input, out);
   if (loss_sum != NULL)
     *loss_sum = loss;
 
-  s->mb = mb;
-  s->input_done = 0;
-  s->input = input;
-  c->inflight++;
-  if (c->recompute)
-    slot_hold (c, s, c->has_head ? sizeof (int32_t) * (size_t) c->rows : 0);
-  else
-    slot_hold (c, s, c->fwd_bytes);
+  pp_slots_forwarded (&c->q, &c->l, s, mb, input);
   return PP_OK;
 }
 
@@ -1188,37 +914,34 @@ PpStatus
 pp_chunk_backward_input (PpChunk *c, int mb, const float *dout, float *din, float loss_scale,
                          PpError *err)
 {
-  Slot *s = mb >= 0 ? find_slot (c, mb) : NULL;
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL, "part %d: backward of micro-batch %d, which is not in flight",
-                         c->part, mb);
-  if (s->input_done)
-    return pp_error_set (err, PP_EINVAL, "part %d: input gradient of micro-batch %d computed twice",
-                         c->part, mb);
-  if (!c->has_head && dout == NULL)
+  PpSlot *s;
+  PpStatus st = pp_slots_for_input_grad (&c->q, &c->l, mb, &s, err);
+  if (st != PP_OK)
+    return st;
+  if (!c->l.has_head && dout == NULL)
     return pp_error_set (err, PP_EINVAL, "part %d: backward of micro-batch %d without an output gradient",
-                         c->part, mb);
-  if (c->recompute && !slot_ensure_fwd (c, s))
-    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for activations", c->part);
+                         c->l.part, mb);
+  if (c->l.recompute && !slot_ensure_fwd (c, s))
+    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for activations", c->l.part);
   if (!slot_ensure_grad (c, s))
-    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for gradients", c->part);
-  if (c->recompute)
+    return pp_error_set (err, PP_ENOMEM, "part %d: out of memory for gradients", c->l.part);
+  if (c->l.recompute)
     run_forward (c, s, s->input, c->scratch_out);
 
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   size_t RD = (size_t) R * D;
   const float *P = c->params;
-  if (c->has_head)
+  if (c->l.has_head)
     {
-      pp_softmax_xent_backward (s->probs, s->labels, s->dlogits, R, c->C, loss_scale);
-      pp_linear_backward_input (s->dlogits, P + c->off_head_W, s->dhid[n], R, D, c->C);
+      pp_softmax_xent_backward (s->probs, s->labels, s->dlogits, R, c->l.C, loss_scale);
+      pp_linear_backward_input (s->dlogits, P + c->l.off_head_W, s->dhid[n], R, D, c->l.C);
     }
   else
     memcpy (s->dhid[n], dout, sizeof (float) * RD);
 
   for (int k = n - 1; k >= 0; k--)
     {
-      BlockParams b = block_params_at (c, P, k);
+      PpBlockParams b = pp_chunk_layout_block (&c->l, P, k);
       const float *dy = s->dhid[k + 1];
       pp_linear_backward_input (dy, b.W2, s->dh1[k], R, H, D);
       pp_gelu_backward (s->h1[k], s->dh1[k], s->dh1[k], (size_t) R * H);
@@ -1227,65 +950,51 @@ pp_chunk_backward_input (PpChunk *c, int mb, const float *dout, float *din, floa
                                    c->scratch_dx, R, D);
       /* block 0 of a later part: its input gradient is din itself */
       float *dx = s->dhid[k];
-      if (k == 0 && !c->has_input)
+      if (k == 0 && !c->l.has_input)
         dx = din != NULL ? din : c->scratch_out;
       for (size_t i = 0; i < RD; i++)
         dx[i] = dy[i] + c->scratch_dx[i];
     }
-  if (c->has_input && din != NULL)
-    pp_linear_backward_input (s->dhid[0], P + c->off_in_W, din, R, c->in_dim, D);
+  if (c->l.has_input && din != NULL)
+    pp_linear_backward_input (s->dhid[0], P + c->l.off_in_W, din, R, c->l.in_dim, D);
 
-  s->input_done = 1;
-  slot_hold (c, s, c->fwd_bytes + c->grad_bytes);
+  pp_slots_input_done (&c->q, &c->l, s);
   return PP_OK;
 }
 
 PpStatus
 pp_chunk_backward_weight (PpChunk *c, int mb, PpError *err)
 {
-  Slot *s = mb >= 0 ? find_slot (c, mb) : NULL;
-  if (s == NULL)
-    return pp_error_set (err, PP_EINVAL,
-                         "part %d: weight gradient of micro-batch %d, which is not in flight",
-                         c->part, mb);
-  if (!s->input_done)
-    return pp_error_set (err, PP_EINVAL,
-                         "part %d: weight gradient of micro-batch %d before its input gradient",
-                         c->part, mb);
-  int n = c->n_blocks, R = c->rows, D = c->D, H = c->H;
+  PpSlot *s;
+  PpStatus st = pp_slots_for_weight_grad (&c->q, &c->l, mb, &s, err);
+  if (st != PP_OK)
+    return st;
+  int n = c->l.n_blocks, R = c->l.rows, D = c->l.D, H = c->l.H;
   float *G = c->grads;
   if (c->exact_grads)
     {
       G = c->gscratch;
-      memset (G, 0, sizeof (float) * c->n_params);
+      memset (G, 0, sizeof (float) * c->l.n_params);
     }
-  if (c->has_head)
-    pp_linear_backward_weight (s->hid[n], s->dlogits, G + c->off_head_W, G + c->off_head_b, R,
-                               D, c->C);
+  if (c->l.has_head)
+    pp_linear_backward_weight (s->hid[n], s->dlogits, G + c->l.off_head_W, G + c->l.off_head_b, R,
+                               D, c->l.C);
   for (int k = n - 1; k >= 0; k--)
     {
-      BlockGrads g = block_grads_at (c, G, k);
+      PpBlockGrads g = pp_chunk_layout_block_grads (&c->l, G, k);
       pp_linear_backward_weight (s->g[k], s->dhid[k + 1], g.W2, g.b2, R, H, D);
       pp_linear_backward_weight (s->ln[k], s->dh1[k], g.W1, g.b1, R, D, H);
       pp_layernorm_backward_weight (s->dln[k], s->hid[k], s->mean[k], s->rstd[k], g.gamma,
                                     g.beta, R, D);
     }
-  if (c->has_input)
-    pp_linear_backward_weight (s->input, s->dhid[0], G + c->off_in_W, G + c->off_in_b, R,
-                               c->in_dim, D);
+  if (c->l.has_input)
+    pp_linear_backward_weight (s->input, s->dhid[0], G + c->l.off_in_W, G + c->l.off_in_b, R,
+                               c->l.in_dim, D);
   if (c->exact_grads)
-    for (size_t i = 0; i < c->n_params; i++)
+    for (size_t i = 0; i < c->l.n_params; i++)
       c->gacc[i] += G[i];
 
-  slot_hold (c, s, 0);
-  s->mb = -1;
-  s->input_done = 0;
-  s->input = NULL;
-  if (!c->has_input)
-    s->hid[0] = NULL;
-  if (!c->has_head)
-    s->hid[n] = NULL;
-  c->inflight--;
+  pp_slots_release (&c->q, &c->l, s);
   return PP_OK;
 }
 
