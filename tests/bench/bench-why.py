@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""bench-why CLI — does the partition "what to change" proposes run as fast
+as it predicts?  Issue 16's acceptance: a 1F1B run of the bundled runtime
+with a deliberately unbalanced partition (P = 4, --partition 5,1,1,1) gets a
+balanced partition proposed, with a predicted step time that a run with it
+then confirms within 10%.
+
+For each case, RUNS times, alternately:
+  (1) the unbalanced run, with a trace; `info` on it gives the proposal
+      ("what to change: --partition X (now Y): predicted step Z ms") and
+      the simulator's step for the run itself ("the plan now W ms");
+  (2) a run with the proposed partition: its own "mean step time" (over its
+      last 30 steps).
+Prints, per case, the medians and measured/predicted for the proposal, and
+the same ratio for the unbalanced run against its own plan.
+
+The simulator assumes a rank runs as fast as when it was measured, as on a
+machine with a device (or a core) per rank.  A case with more ranks than
+this process may use cores is still run, but marked: there, a balanced run
+computes on every rank at once and shares the cores, which no per-rank cost
+can predict.  The 4-rank case is the acceptance; the 2-rank case is the
+same claim at a size a 2-core machine can run.
+
+Exits non-zero only if a run fails or prints no number.
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+SHAPE = ["-s", "1F1B", "-m", "8", "--layers", "8", "--width", "256", "--batch", "64",
+         "--steps", "60", "--no-live"]
+CASES = [(2, "7,1"), (4, "5,1,1,1")]
+RUNS = int(os.environ.get("PIPESCOPE_BENCH_WHY_RUNS", "3"))
+
+
+def run(cli, args):
+    r = subprocess.run([cli] + args, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        sys.exit(f"bench-why: {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+    return r.stdout
+
+
+def mean_step(out, args):
+    m = re.search(r"mean step time ([0-9.]+) ms", out)
+    if m is None:
+        sys.exit(f"bench-why: {' '.join(args)} printed no mean step time")
+    return float(m.group(1))
+
+
+def main():
+    cli = sys.argv[1]
+    cores = len(os.sched_getaffinity(0))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "unbalanced.pptrace")
+        for p, partition in CASES:
+            base = SHAPE + ["-p", str(p)]
+            pred, meas, plan_now, meas_now, proposed = [], [], [], [], None
+            for _ in range(RUNS):
+                a = base + ["--partition", partition, "--trace", trace]
+                meas_now.append(mean_step(run(cli, ["run"] + a), a))
+                info = run(cli, ["info", trace])
+                m = re.search(r"what to change: --partition ([0-9,]+) \(now [0-9,]+\): "
+                              r"predicted step ([0-9.]+) ms \(the plan now ([0-9.]+) ms\)", info)
+                if m is None:
+                    sys.exit(f"bench-why: info proposed no partition for {partition}:\n"
+                             + "\n".join(l for l in info.splitlines() if "change" in l))
+                proposed = m.group(1)
+                pred.append(float(m.group(2)))
+                plan_now.append(float(m.group(3)))
+                b = base + ["--partition", proposed]
+                meas.append(mean_step(run(cli, ["run"] + b), b))
+            rows.append((p, partition, proposed, statistics.median(pred), statistics.median(meas),
+                         statistics.median(plan_now), statistics.median(meas_now)))
+
+    print(f"bench-why: 1F1B, M=8, 8 blocks, width 256, batch 64, 60 steps; medians of {RUNS}; "
+          f"{cores} cores here")
+    print(f"{'P':>2} {'from':>9} {'proposed':>9} {'predicted':>10} {'measured':>9} {'ratio':>6}"
+          f"   {'plan now':>9} {'measured':>9} {'ratio':>6}")
+    for p, partition, proposed, pr, me, pn, mn in rows:
+        mark = "" if p <= cores else f"   (P={p} > {cores} cores: shared cores, not a confirmation)"
+        print(f"{p:>2} {partition:>9} {proposed:>9} {pr:>8.1f}ms {me:>7.1f}ms {me / pr:>6.3f}"
+              f"   {pn:>7.1f}ms {mn:>7.1f}ms {mn / pn:>6.3f}{mark}")
+    print("ratio: measured / predicted; within 10% means 0.90 to 1.10")
+
+
+if __name__ == "__main__":
+    main()
