@@ -348,6 +348,37 @@ mpi_recv_bytes (PpTransport *t, int rank, void *buf, size_t n, PpError *err)
  * bound on one host and on a quiet network alike. */
 #define CLOCK_ROUNDS 32
 
+/* One message of the ping-pong, sent (send) or received, waited for by
+ * polling: 20 us of spinning (a message between processes of one host is
+ * there by then), then short sleeps.  Not MPI_Send/MPI_Recv, which spin
+ * without end: with every core taken by spinning processes, a message
+ * over TCP (to another host, or to another network namespace of this one)
+ * came a scheduler tick late; on a 2-core machine the least round trip of
+ * 32 was 4 ms and the offset 2 ms off (polling so: 0.1 ms, and within
+ * 0.03 ms).  Never abandoned: the other end is in the same exchange. */
+static int
+clock_message (Mpi *m, int64_t *v, int peer, bool send)
+{
+  MPI_Request req;
+  int rc = send ? MPI_Isend (v, 1, MPI_INT64_T, peer, 2, m->control, &req)
+                : MPI_Irecv (v, 1, MPI_INT64_T, peer, 2, m->control, &req);
+  struct timespec t0, t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (int flag = 0; rc == MPI_SUCCESS;)
+    {
+      if ((rc = MPI_Test (&req, &flag, MPI_STATUS_IGNORE)) != MPI_SUCCESS || flag)
+        break;
+      clock_gettime (CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 20000)
+        {
+          struct timespec ts = { 0, 20000 };
+          nanosleep (&ts, NULL);
+        }
+    }
+  return rc;
+}
+
 static PpStatus
 mpi_clock_offset (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns, int64_t *rtt_ns,
                   PpError *err)
@@ -365,10 +396,10 @@ mpi_clock_offset (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns, int
         for (int i = 0; i < CLOCK_ROUNDS; i++)
           {
             int64_t t1, t0;
-            if ((rc = MPI_Recv (&t1, 1, MPI_INT64_T, r, 2, m->control, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            if ((rc = clock_message (m, &t1, r, false)) != MPI_SUCCESS)
               return mpi_fail (err, "measuring the clocks", rc);
             t0 = now ();
-            if ((rc = MPI_Send (&t0, 1, MPI_INT64_T, r, 2, m->control)) != MPI_SUCCESS)
+            if ((rc = clock_message (m, &t0, r, true)) != MPI_SUCCESS)
               return mpi_fail (err, "measuring the clocks", rc);
           }
       return PP_OK;
@@ -376,8 +407,8 @@ mpi_clock_offset (PpTransport *t, int64_t (*now) (void), int64_t *offset_ns, int
   for (int i = 0; i < CLOCK_ROUNDS; i++)
     {
       int64_t t1 = now (), t0 = 0, t2;
-      if ((rc = MPI_Send (&t1, 1, MPI_INT64_T, 0, 2, m->control)) != MPI_SUCCESS
-          || (rc = MPI_Recv (&t0, 1, MPI_INT64_T, 0, 2, m->control, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+      if ((rc = clock_message (m, &t1, 0, true)) != MPI_SUCCESS
+          || (rc = clock_message (m, &t0, 0, false)) != MPI_SUCCESS)
         return mpi_fail (err, "measuring the clocks", rc);
       t2 = now ();
       /* rank 0 read its clock about halfway through the round trip */
