@@ -21,6 +21,7 @@
  *
  * Client.  A socket and a streaming trace reader.
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "pp-live.h"
 #include "pp-trace-format.h"
 
@@ -942,6 +943,8 @@ server_thread (void *data)
   sigset_t all;
   sigfillset (&all);
   pthread_sigmask (SIG_BLOCK, &all, NULL);
+  /* named, so that a job's own tools (top -H, bench-torch) can tell it */
+  pthread_setname_np (pthread_self (), "pp-live");
 
   while (!atomic_load (&s->stop))
     {

@@ -12,6 +12,17 @@ step has an unrecorded neighbour under the same load.  A step's time is
 the slower rank's; the cost is the median over pairs of recorded /
 unrecorded, over ROUNDS runs each.  Target for the hook: < 1.01.
 
+CPU: wall-clock pairs on a machine with fewer cores than the job has busy
+threads measure the machine as much as the hook (two training processes on
+two cores: the recording's threads can only run by taking a core from the
+job).  So beside them, from whole runs recording every step (plain, under
+profile, under torch.profiler; ROUNDS each, medians), what recording costs
+in CPU time, which load changes far less: the main thread's CPU a step
+against the plain run's, the recording threads' (pp-drain, pp-live) and the
+collector's (profile's own, sampled from /proc while it runs), each over the
+plain run's step time.  On a machine with a core to spare, only the main
+thread's part lengthens a step.
+
 Size: bytes a block in pipescope's trace against torch.profiler's Chrome
 JSON, each recording every step of one run.  Needs PIPESCOPE_TORCH_PYTHON.
 """
@@ -22,6 +33,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = int(os.environ.get("BENCH_TORCH_ROUNDS", "3"))
@@ -48,10 +61,39 @@ def main():
             "--schedule", "Schedule1F1B", "--microbatches", "8", "--layers", "4", "--width", "256",
             "--batch", "64", "--steps", str(STEPS)]
 
-    def run(cmd, extra_env, what):
-        p = subprocess.run(cmd, env=dict(env, **extra_env), capture_output=True, text=True, timeout=600)
+    def run(cmd, extra_env, what, own_cpu=None, until=None):
+        """own_cpu: a list that gets the command's own CPU seconds (not its
+        children's), sampled from /proc every 50 ms until the files until
+        names exist (the ranks' reports, written when training ends)."""
+        p = subprocess.Popen(cmd, env=dict(env, **extra_env), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        last = [0.0]
+        done = threading.Event()
+
+        def sample():
+            tick = os.sysconf("SC_CLK_TCK")
+            while not done.is_set() and not all(os.path.exists(u) for u in until or []):
+                try:
+                    with open(f"/proc/{p.pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if fields[0] != "Z":
+                        last[0] = (int(fields[11]) + int(fields[12])) / tick
+                except (OSError, IndexError):
+                    pass
+                time.sleep(0.05)
+
+        t = threading.Thread(target=sample, daemon=True)
+        if own_cpu is not None:
+            t.start()
+        try:
+            _, err = p.communicate(timeout=600)
+        finally:
+            done.set()
         if p.returncode != 0:
-            raise SystemExit(f"bench-torch: {what} failed:\n{p.stderr[-2000:]}")
+            raise SystemExit(f"bench-torch: {what} failed:\n{err[-2000:]}")
+        if own_cpu is not None:
+            t.join()
+            own_cpu.append(last[0])
 
     # the hook alone: its environment as profile sets it, no collector
     lib = os.environ.get("PIPESCOPE_LIB") or os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(cli))),
@@ -82,19 +124,56 @@ def main():
                 ratios.append(rec / plain)
             paired[what].append(statistics.median(ratios))
 
+    # whole runs, every step recorded: CPU time, and the files' sizes
     sizes = {}
-    out = os.path.join(tmp, "size-pipescope")
-    run([cli, "profile", "--trace", out + ".pptrace", "--"] + base + ["--out", out], {}, "pipescope")
-    sizes["pipescope"] = os.path.getsize(out + ".pptrace")
-    out = os.path.join(tmp, "size-profiler")
-    run(base + ["--out", out, "--profile-trace", out + ".kineto"], {}, "torch.profiler")
-    sizes["torch.profiler"] = sum(os.path.getsize(f"{out}.kineto.rank{r}.json") for r in (0, 1))
+    cpu = {w: {"main": [], "threads": [], "collector": [], "step": []}
+           for w in ("plain", "pipescope", "torch.profiler")}
+
+    def cpu_of(out, what):
+        per_rank = [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in (0, 1)]
+        c = cpu[what]
+        # a step's: the ranks' mean, over the steps the run timed
+        steps = len(per_rank[0]["step_s"])
+        c["main"].append(statistics.mean(statistics.median(d["step_cpu_s"][WARM:]) for d in per_rank))
+        c["threads"].append(statistics.mean(d["threads_cpu_s"].get("pp-drain", 0.0)
+                                            + d["threads_cpu_s"].get("pp-live", 0.0)
+                                            for d in per_rank) / steps)
+        c["step"].append(statistics.median(max(a, b) for a, b in zip(*(d["step_s"] for d in per_rank))))
+
+    for rnd in range(ROUNDS):
+        out = os.path.join(tmp, f"whole-plain-{rnd}")
+        run(base + ["--out", out], {}, "plain")
+        cpu_of(out, "plain")
+        out = os.path.join(tmp, f"whole-pipescope-{rnd}")
+        own = []
+        run([cli, "profile", "--trace", out + ".pptrace", "--"] + base + ["--out", out], {}, "pipescope",
+            own_cpu=own, until=[os.path.join(out, f"rank{r}.json") for r in (0, 1)])
+        cpu_of(out, "pipescope")
+        cpu["pipescope"]["collector"].append(own[0] / STEPS / 2)   # a rank's share, setup included
+        sizes["pipescope"] = os.path.getsize(out + ".pptrace")
+        out = os.path.join(tmp, f"whole-profiler-{rnd}")
+        run(base + ["--out", out, "--profile-trace", out + ".kineto"], {}, "torch.profiler")
+        cpu_of(out, "torch.profiler")
+        sizes["torch.profiler"] = sum(os.path.getsize(f"{out}.kineto.rank{r}.json") for r in (0, 1))
 
     print(f"bench-torch: 1F1B, 2 ranks, M=8, {STEPS} steps ({WARM} warm-up left out), "
           f"every other step recorded, {ROUNDS} runs each")
     for what, v in paired.items():
         print(f"  {what:15s} recorded/unrecorded step time, median of pairs: {statistics.median(v):.4f}"
               f"   runs " + " ".join(f"{x:.4f}" for x in v))
+    med = {w: {k: (statistics.median(v) if v else 0.0) for k, v in c.items()} for w, c in cpu.items()}
+    step = med["plain"]["step"]
+    print(f"  CPU a step and rank, whole runs, medians of {ROUNDS}, as a share of the plain run's "
+          f"step ({step * 1000:.2f} ms):")
+    for what in ("pipescope", "torch.profiler"):
+        m = med[what]
+        extra_main = m["main"] - med["plain"]["main"]
+        line = (f"  {what:15s} main thread {extra_main * 1000:+.3f} ms ({extra_main / step:+.2%})")
+        if what == "pipescope":
+            line += (f", recording threads {m['threads'] * 1000:.3f} ms ({m['threads'] / step:.2%})"
+                     f", collector {m['collector'] * 1000:.3f} ms ({m['collector'] / step:.2%})"
+                     f"; total {(extra_main + m['threads'] + m['collector']) / step:.2%}")
+        print(line)
     blocks = 2 * 8 * 2 * STEPS   # F and B of 8 micro-batches on 2 ranks a step
     for what, n in sizes.items():
         print(f"  {what:15s} {n:10d} bytes for {STEPS} steps, {n / blocks:8.1f} bytes a block "

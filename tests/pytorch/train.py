@@ -46,6 +46,28 @@ def _record_order(order_by_step):
     wrap("backward_weight_one_chunk", lambda a, k: "W")
 
 
+def thread_cpu_s():
+    """CPU seconds this process's threads have used, summed by thread name
+    (Linux /proc; empty elsewhere), the main thread as "main": bench-torch
+    reads it, and pp-drain and pp-live, the recording's own threads."""
+    out = {}
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        tids = os.listdir("/proc/self/task")
+    except (OSError, ValueError):
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = "main" if tid == str(os.getpid()) else f.read().strip()
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue   # the thread ended meanwhile
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="Schedule1F1B")
@@ -98,7 +120,7 @@ def main():
     x = torch.randn(a.batch, a.width, generator=g).to(dev)
     y = torch.randn(a.batch, a.width, generator=g).to(dev)
     losses_by_step = []
-    times = []
+    times, cpu_times = [], []
     prof = None
     if a.profile_trace and os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
         # the benchmark's paired steps: torch.profiler on every other step
@@ -112,7 +134,7 @@ def main():
         order_by_step.append([])
         opt.zero_grad()
         losses = []
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         kwargs = {}
         is_last = any(s == n_stages - 1 for s in mine)
         if is_last:
@@ -123,6 +145,7 @@ def main():
             sched.step(**kwargs)
         opt.step()
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.thread_time() - c0)
         if prof is not None:
             prof.step()
         losses_by_step.append([l.item() for l in losses])
@@ -144,7 +167,7 @@ def main():
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "world": world, "stages": mine, "plan": plan,
                    "losses": losses_by_step, "order": order_by_step, "params": checks, "step_s": times,
-                   "torch": torch.__version__}, f)
+                   "step_cpu_s": cpu_times, "threads_cpu_s": thread_cpu_s(), "torch": torch.__version__}, f)
     dist.destroy_process_group()
 
 
