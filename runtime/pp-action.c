@@ -80,6 +80,23 @@ pp_action_to_string (const PpAction *a, char *buf, size_t size)
   return buf;
 }
 
+char *
+pp_action_to_label (const PpAction *a, char *buf, size_t size)
+{
+  if (size == 0)
+    return buf;
+  if (a->kind == PP_ACT_OVERLAP_F_B && (a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
+    {
+      char f[PP_ACTION_STR_MAX], b[PP_ACTION_STR_MAX];
+      format_simple (f, sizeof f, PP_ACT_F, a->stage, a->microbatch);
+      format_simple (b, sizeof b, a->sub_kind, a->sub_stage, a->sub_microbatch);
+      snprintf (buf, size, "%s+%s", f, b);
+    }
+  else
+    format_simple (buf, size, a->kind, a->stage, a->microbatch);
+  return buf;
+}
+
 /* Parses "<digits><KIND>[<digits>]" from [p, end). */
 static PpStatus
 parse_simple (const char *p, const char *end, const char *whole, int *kind,

@@ -64,6 +64,16 @@ bool pp_action_equal (const PpAction *a, const PpAction *b);
 /* Writes PyTorch's repr into buf (at least PP_ACTION_STR_MAX bytes); returns buf. */
 char *pp_action_to_string (const PpAction *a, char *buf, size_t size);
 
+/* The name a user reads for an action, the same in every export and
+ * report (the Chrome export, `export --format why`, the timeline's block
+ * labels): PyTorch's repr for one action ("2F0", "1I3"), and for an
+ * overlapped pair its two halves joined, forward first: "0F3+3B1" (where
+ * PyTorch's repr, pp_action_to_string's, is "(0F3;3B1)OVERLAP_F_B": that
+ * stays the text of schedules and CSVs that PyTorch reads).  A pair whose
+ * backward half is unknown (sub_kind neither B nor I) is "0OVERLAP_F_B3".
+ * Returns buf (at least PP_ACTION_STR_MAX bytes). */
+char *pp_action_to_label (const PpAction *a, char *buf, size_t size);
+
 /* Parses PyTorch's repr (surrounding blanks allowed).  An empty string is
  * PP_EINVAL with no message; anything malformed is PP_EFORMAT with one. */
 PpStatus pp_action_parse (const char *text, PpAction *out, PpError *err);

@@ -22,6 +22,29 @@ test_to_string (void)
   g_assert_cmpstr (pp_action_to_string (&a, buf, sizeof buf), ==, "(0F4;3B1)OVERLAP_F_B");
 }
 
+/* The label every export and report gives an action: PyTorch's repr for
+ * one action, "0F4+3B1" for an overlapped pair (never PyTorch's
+ * "(0F4;3B1)OVERLAP_F_B", which stays the schedule text). */
+static void
+test_to_label (void)
+{
+  char buf[PP_ACTION_STR_MAX];
+  PpAction a = pp_action (PP_ACT_F, 2, 0);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, sizeof buf), ==, "2F0");
+  a = pp_action (PP_ACT_W, 0, 5);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, sizeof buf), ==, "0W5");
+  a = pp_action_overlap (0, 4, PP_ACT_B, 3, 1);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, sizeof buf), ==, "0F4+3B1");
+  a = pp_action_overlap (5, 0, PP_ACT_I, 2, 9);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, sizeof buf), ==, "5F0+2I9");
+  /* a pair whose backward half is not known */
+  a = pp_action_overlap (1, 2, PP_ACT_F, -1, -1);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, sizeof buf), ==, "1OVERLAP_F_B2");
+  /* cut to the buffer, still a string */
+  a = pp_action_overlap (10, 400, PP_ACT_B, 30, 100);
+  g_assert_cmpstr (pp_action_to_label (&a, buf, 6), ==, "10F40");
+}
+
 static void
 test_round_trip (void)
 {
@@ -84,6 +107,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/action/to-string", test_to_string);
+  g_test_add_func ("/action/to-label", test_to_label);
   g_test_add_func ("/action/round-trip", test_round_trip);
   g_test_add_func ("/action/parse-details", test_parse_details);
   g_test_add_func ("/action/parse-errors", test_parse_errors);
