@@ -31,6 +31,31 @@ pp_why_idle_part (const PpWhyIdle *idle, int part)
     }
 }
 
+void
+pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *out)
+{
+  /* The levels are held to the least of themselves and every level after
+   * them, the measured idle last: they then rise from 0 to the measured
+   * idle, the parts (the rises) are never negative and telescope to it
+   * exactly.  A level above a later one (the slow stage's rank idles less
+   * in the per-stage plan than in the balanced one; a run that idles less
+   * than its plan) is cut to it: the part that would be negative is 0 and
+   * what it would take comes off the parts before it, the latest first.
+   * Where nothing is negative, each part is its plain difference. */
+  double level[3] = { balanced, per_stage, full }, cum[4];
+  cum[3] = out->measured;
+  for (int k = 2; k >= 0; k--)
+    {
+      cum[k] = level[k] < cum[k + 1] ? level[k] : cum[k + 1];   /* NaN: the later level */
+      if (!(cum[k] > 0))
+        cum[k] = 0;
+    }
+  out->schedule = cum[0];
+  out->imbalance = cum[1] - cum[0];
+  out->transfers = cum[2] - cum[1];
+  out->runtime = cum[3] - cum[2];
+}
+
 static PpCostModel *
 cost_model_copy (const PpCostModel *c, int with_comm)
 {
@@ -83,13 +108,9 @@ pp_why_split (const PpSchedule *s, const PpCostModel *costs, const double *measu
       goto out;
   for (int r = 0; r < s->ranks; r++)
     {
-      double u = sim[0]->rank[r].idle, p = sim[1]->rank[r].idle, full = sim[2]->rank[r].idle;
       PpWhyIdle *o = &out[r];
-      o->measured = measured_idle != NULL ? measured_idle[r] : full;
-      o->schedule = u;
-      o->imbalance = p - u;
-      o->transfers = full - p;
-      o->runtime = o->measured - full;
+      o->measured = measured_idle != NULL ? measured_idle[r] : sim[2]->rank[r].idle;
+      pp_why_split_levels (sim[0]->rank[r].idle, sim[1]->rank[r].idle, sim[2]->rank[r].idle, o);
     }
 out:
   for (int k = 0; k < 3; k++)
@@ -1223,7 +1244,8 @@ pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpW
           if (p->block.kind == PP_ACT_OVERLAP_F_B)
             a = pp_action_overlap (p->block.stage, p->block.microbatch, p->block.sub_kind,
                                    p->block.sub_stage, p->block.sub_microbatch);
-          fprintf (f, "%s\"%s\"", k ? ", " : "", pp_action_to_string (&a, buf, sizeof buf));
+          /* the name every export gives the block: "0F3+3B1" for a pair */
+          fprintf (f, "%s\"%s\"", k ? ", " : "", pp_action_to_label (&a, buf, sizeof buf));
         }
       fprintf (f, "]}");
     }

@@ -9,8 +9,15 @@
  *   transfers + what the measured transfer times add;
  *   runtime     the rest: measured minus the full plan (late hand-offs,
  *               host overhead, contention, jitter).
- * The four add up to the measured idle exactly; each but schedule may be
- * negative (a plan part that the run did better than predicted).
+ * Each part is a difference of two levels: the balanced plan's idle, the
+ * per-stage plan's, the full plan's and the measured idle.  A level above
+ * a later one is first cut to it (pp_why_split_levels): where a slow
+ * stage's rank idles less in the per-stage plan than in the balanced one,
+ * imbalance is 0 and schedule is the per-stage plan's idle; where a run
+ * idles less than its plan, runtime is 0 and the plan's last parts give
+ * way first.  The four add up to the measured idle exactly and none is
+ * negative (the measured idle never is); where no level is below the one
+ * before it, each part is its plain difference.
  *
  * Critical path (pp_why_critical_path): from the step's last block back
  * through, at each block, whichever came last of its dependencies (a
@@ -57,6 +64,12 @@ typedef struct {
 const char *pp_why_part_name (int part);
 /* The part by index (0 schedule .. 3 runtime). */
 double      pp_why_idle_part (const PpWhyIdle *idle, int part);
+
+/* The four parts of one rank's idle out->measured from the idle of its
+ * three plans (balanced, per stage, with transfers), as above: each level
+ * held to the least of itself and the levels after it, the parts their
+ * rises. */
+void        pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *out);
 
 /* Splits each rank's idle time under the measured per-stage costs (costs:
  * n_stages == s->n_stages) into out[s->ranks].  measured_idle[r] is what the

@@ -69,7 +69,9 @@ test_uniform_is_schedule (void)
 /* GPipe 4x6, stage 1 twice as slow (F 2, B 4; the others F 1, B 2): the
  * plan at the mean action (F 1.25, B 2.5) idles (P-1)(F+B) = 11.25 a rank;
  * the full plan (worked out by hand: makespan 45, rank 1 busy 36, the others
- * 18) idles 27, 9, 27, 27: the difference is imbalance. */
+ * 18) idles 27, 9, 27, 27: the difference is imbalance.  Rank 1, the slow
+ * stage's, idles less than the balanced plan: its imbalance is 0, not
+ * -2.25, and its schedule part the per-stage plan's 9. */
 static void
 test_slow_stage_is_imbalance (void)
 {
@@ -85,8 +87,8 @@ test_slow_stage_is_imbalance (void)
   for (int r = 0; r < 4; r++)
     {
       assert_adds_up (&w[r]);
-      g_assert_cmpfloat_with_epsilon (w[r].schedule, 11.25, EPS);
-      g_assert_cmpfloat_with_epsilon (w[r].imbalance, full[r] - 11.25, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].schedule, r == 1 ? 9 : 11.25, EPS);
+      g_assert_cmpfloat_with_epsilon (w[r].imbalance, r == 1 ? 0 : full[r] - 11.25, EPS);
       g_assert_cmpfloat_with_epsilon (w[r].transfers, 0, EPS);
       g_assert_cmpfloat_with_epsilon (w[r].runtime, 0.5 * r, EPS);
     }
@@ -116,6 +118,176 @@ test_transfer_is_transfers (void)
   g_free (w);
   pp_cost_model_free (c);
   pp_schedule_free (s);
+}
+
+static void
+assert_none_negative (const PpWhyIdle *w)
+{
+  assert_adds_up (w);
+  g_assert_cmpfloat (w->schedule, >=, 0);
+  g_assert_cmpfloat (w->imbalance, >=, 0);
+  g_assert_cmpfloat (w->transfers, >=, 0);
+  g_assert_cmpfloat (w->runtime, >=, 0);
+}
+
+/* The idle of rank r in three plans of s: costs at the mean action with
+ * free transfers, per stage, per stage with the transfers. */
+static void
+plan_levels (const PpSchedule *s, const PpCostModel *c, int r, double level[3])
+{
+  double f = 0, b = 0, w = 0;
+  for (int q = 0; q < c->n_stages; q++)
+    f += c->f[q], b += c->b[q], w += c->w[q];
+  PpCostModel *m[3] = { pp_cost_model_new_uniform (s->n_stages, f / c->n_stages, b / c->n_stages,
+                                                   w / c->n_stages, 0),
+                        pp_cost_model_new_uniform (s->n_stages, 0, 0, 0, 0),
+                        pp_cost_model_new_uniform (s->n_stages, 0, 0, 0, 0) };
+  for (int q = 0; q < c->n_stages; q++)
+    {
+      m[1]->f[q] = m[2]->f[q] = c->f[q];
+      m[1]->b[q] = m[2]->b[q] = c->b[q];
+      m[1]->w[q] = m[2]->w[q] = c->w[q];
+      m[2]->comm[q] = c->comm[q];
+    }
+  for (int k = 0; k < 3; k++)
+    {
+      PpSimulation *sim = NULL;
+      PpError err = { 0 };
+      if (pp_simulate (s, m[k], &sim, &err) != PP_OK)
+        g_error ("simulate %s: %s", s->name, err.msg);
+      level[k] = sim->rank[r].idle;
+      pp_simulation_free (sim);
+      pp_cost_model_free (m[k]);
+    }
+}
+
+/* The review's case: rank 1 of a DualPipeV PyTorch job (P=2, M=8, the
+ * per-stage costs it measured, ms) showed -0.21 ms of imbalance, the
+ * per-stage plan idling less than the balanced one on that rank.  Now its
+ * imbalance is 0, schedule is the per-stage plan's idle, transfers and
+ * runtime are the plain differences, and nothing is negative. */
+static void
+test_dualpipev_no_negative_imbalance (void)
+{
+  PpSchedule *s = pp_test_generate ("DualPipeV", 2, 8, 2);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 0, 0, 0, 0);
+  const double f[4] = { 0.448175833, 0.543807167, 0.413797, 0.485328 };
+  const double b[4] = { 0.731393, 0.934336, 1.05628267, 1.05643433 };
+  const double w[4] = { 0.68558475, 0.7094765, 0.815706, 0.8216665 };
+  const double comm[4] = { 0.249705469, 0, 0.355268266, 0 };
+  const double measured[2] = { 27.8768975, 33.126641 };
+  for (int q = 0; q < 4; q++)
+    c->f[q] = f[q], c->b[q] = b[q], c->w[q] = w[q], c->comm[q] = comm[q];
+  PpWhyIdle *out = split (s, c, measured);
+  int negative = 0;
+  for (int r = 0; r < 2; r++)
+    {
+      double lv[3];
+      plan_levels (s, c, r, lv);
+      assert_none_negative (&out[r]);
+      g_assert_cmpfloat_with_epsilon (out[r].measured, measured[r], EPS);
+      g_assert_cmpfloat (measured[r], >, lv[2]);
+      g_assert_cmpfloat (lv[2], >, lv[1]);
+      if (lv[1] < lv[0])
+        {
+          /* what used to be a negative imbalance */
+          negative++;
+          g_assert_cmpfloat_with_epsilon (out[r].schedule, lv[1], EPS);
+          g_assert_cmpfloat_with_epsilon (out[r].imbalance, 0, EPS);
+        }
+      else
+        {
+          g_assert_cmpfloat_with_epsilon (out[r].schedule, lv[0], EPS);
+          g_assert_cmpfloat_with_epsilon (out[r].imbalance, lv[1] - lv[0], EPS);
+        }
+      g_assert_cmpfloat_with_epsilon (out[r].transfers, lv[2] - lv[1], EPS);
+      g_assert_cmpfloat_with_epsilon (out[r].runtime, measured[r] - lv[2], EPS);
+    }
+  g_assert_cmpint (negative, ==, 1);   /* rank 1's, as in the review */
+  g_free (out);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
+/* The levels by hand: a level above a later one is cut to it, the parts
+ * before it giving way latest first; none negative, the sum exact. */
+static void
+test_split_levels (void)
+{
+  static const struct {
+    double balanced, per_stage, full, measured;
+    double schedule, imbalance, transfers, runtime;
+  } cases[] = {
+    { 5, 8, 10, 12,    5, 3, 2, 2 },     /* rising: the plain differences */
+    { 11.25, 9, 9, 9.5, 9, 0, 0, 0.5 },  /* a slow stage's rank */
+    { 5, 8, 10, 7,     5, 2, 0, 0 },     /* a run that idles less than its plan */
+    { 5, 8, 6, 9,      5, 1, 0, 3 },     /* transfers that would give idle back */
+    { 5, 8, 10, 3,     3, 0, 0, 0 },     /* below the balanced plan's idle */
+    { 5, 8, 10, 0,     0, 0, 0, 0 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      PpWhyIdle w = { .measured = cases[i].measured };
+      pp_why_split_levels (cases[i].balanced, cases[i].per_stage, cases[i].full, &w);
+      assert_none_negative (&w);
+      g_assert_cmpfloat_with_epsilon (w.schedule, cases[i].schedule, EPS);
+      g_assert_cmpfloat_with_epsilon (w.imbalance, cases[i].imbalance, EPS);
+      g_assert_cmpfloat_with_epsilon (w.transfers, cases[i].transfers, EPS);
+      g_assert_cmpfloat_with_epsilon (w.runtime, cases[i].runtime, EPS);
+    }
+}
+
+/* Every schedule under lopsided per-stage costs and transfers, measured
+ * idle above and below the plan's: the parts never go negative and always
+ * add up, on cases where a plain difference would have been negative. */
+static void
+test_split_never_negative (void)
+{
+  const char *names[] = { "GPipe", "1F1B", "Interleaved1F1B", "ZB-H1", "ZBV", "DualPipeV" };
+  const int vs[] = { 1, 1, 2, 1, 2, 2 };
+  int would_be_negative = 0, checked = 0;
+  guint32 seed = 12345;
+  for (gsize k = 0; k < G_N_ELEMENTS (names); k++)
+    for (int P = 2; P <= 4; P++)
+      {
+        PpSchedule *s = pp_test_generate (names[k], P, 2 * P, vs[k]);
+        for (int trial = 0; trial < 4; trial++)
+          {
+            PpCostModel *c = pp_cost_model_new_uniform (s->n_stages, 0, 0, 0, 0);
+            for (int q = 0; q < s->n_stages; q++)
+              {
+                /* a small deterministic generator: no seed of this machine's */
+                seed = seed * 1103515245u + 12345u;
+                c->f[q] = 0.5 + (seed >> 16) % 100 / 50.0;
+                c->b[q] = 2 * c->f[q];
+                c->w[q] = vs[k] > 1 || strncmp (names[k], "ZB", 2) == 0 ? 0.4 * c->b[q] : 0;
+                seed = seed * 1103515245u + 12345u;
+                c->comm[q] = (seed >> 16) % 100 / 200.0;
+              }
+            double *measured = g_new (double, s->ranks);
+            for (int r = 0; r < s->ranks; r++)
+              {
+                double lv[3];
+                plan_levels (s, c, r, lv);
+                /* above the plan on even trials, below it on odd ones */
+                measured[r] = trial % 2 == 0 ? lv[2] + 0.25 * r : 0.8 * lv[2];
+                would_be_negative += lv[1] < lv[0] || lv[2] < lv[1] || measured[r] < lv[2];
+              }
+            PpWhyIdle *w = split (s, c, measured);
+            for (int r = 0; r < s->ranks; r++)
+              {
+                assert_none_negative (&w[r]);
+                g_assert_cmpfloat_with_epsilon (w[r].measured, measured[r], EPS);
+                checked++;
+              }
+            g_free (w);
+            g_free (measured);
+            pp_cost_model_free (c);
+          }
+        pp_schedule_free (s);
+      }
+  g_assert_cmpint (checked, ==, 4 * (2 + 3 + 4) * (int) G_N_ELEMENTS (names));
+  g_assert_cmpint (would_be_negative, >, checked / 4);
 }
 
 typedef struct {
@@ -436,6 +608,9 @@ main (int argc, char **argv)
   g_test_add_func ("/why/split/uniform-is-schedule", test_uniform_is_schedule);
   g_test_add_func ("/why/split/slow-stage-is-imbalance", test_slow_stage_is_imbalance);
   g_test_add_func ("/why/split/transfer-is-transfers", test_transfer_is_transfers);
+  g_test_add_func ("/why/split/levels", test_split_levels);
+  g_test_add_func ("/why/split/dualpipev-no-negative-imbalance", test_dualpipev_no_negative_imbalance);
+  g_test_add_func ("/why/split/never-negative", test_split_never_negative);
   g_test_add_func ("/why/path/gpipe-uniform", test_critical_path_gpipe_uniform);
   g_test_add_func ("/why/path/gpipe-slow-stage", test_critical_path_gpipe_slow_stage);
   g_test_add_func ("/why/path/transfers", test_critical_path_transfers);

@@ -1,10 +1,10 @@
 /* pp-why-panel.c — why the bubble is there (runtime/pp-why.h), for a run.
  *
  * Per rank a stacked bar of its idle time a step by cause (schedule,
- * imbalance, transfers, runtime; Okabe-Ito colors, the numbers on hover);
- * a negative part (a rank the imbalance spares) is drawn hatched back from
- * the end of the bar, so the solid length is the measured idle.  Under it
- * each stage's share of the critical path and the "what to change" line.
+ * imbalance, transfers, runtime; Okabe-Ito colors, the numbers on hover):
+ * the parts are never negative and add up to the measured idle, so the
+ * bar's length is the measured idle.  Under it each stage's share of the
+ * critical path and the "what to change" line.
  *
  * The analysis reads only the last steps (at most PP_WHY_PANEL_MAX_STEPS,
  * fewer for a large schedule: at most PP_WHY_PANEL_MAX_WORK simulated
@@ -110,29 +110,6 @@ draw_bars (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer da
           cairo_rectangle (cr, x, y, v * scale, h);
           cairo_fill (cr);
           x += v * scale;
-        }
-      /* negative parts: hatched back from the end */
-      for (int k = 0; k < PP_WHY_N_PARTS; k++)
-        {
-          double v = pp_why_idle_part (w, k);
-          if (v >= 0)
-            continue;
-          double x0 = fmax (LABEL_W, x + v * scale);
-          cairo_save (cr);
-          cairo_rectangle (cr, x0, y, x - x0, h);
-          cairo_clip (cr);
-          cairo_set_source_rgba (cr, 1, 1, 1, 0.55);
-          cairo_paint (cr);
-          cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
-          cairo_set_line_width (cr, 1.5);
-          for (double hx = x0 - h; hx < x; hx += 5)
-            {
-              cairo_move_to (cr, hx, y + h);
-              cairo_line_to (cr, hx + h, y);
-            }
-          cairo_stroke (cr);
-          cairo_restore (cr);
-          x = x0;
         }
     }
 }
