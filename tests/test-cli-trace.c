@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pp-test-util.h"
+#include "pp-timeline-model.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 
@@ -57,21 +58,38 @@ test_trace_roundtrip (void)
   g_assert_nonnull (strstr (out, "truncated: no\n"));
   g_free (out); g_free (err);
 
-  /* Chrome JSON: 48 complete events; rank 3's F0 starts at 3 units = 3 ms. */
+  /* Chrome JSON: 48 blocks, each rank's step and the plan's 48 actions as
+   * complete events; rank 3's F0 starts at 3 units = 3 ms. */
   g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", j, NULL), ==, 0);
   g_free (out); g_free (err);
   g_assert_false (g_file_test (tmp, G_FILE_TEST_EXISTS));
   g_assert_true (g_file_get_contents (j, &data, &len, NULL));
   g_assert_true (g_str_has_prefix (data, "{\"traceEvents\":["));
   g_assert_nonnull (strstr (data, "\"displayTimeUnit\":\"ms\"}"));
-  g_assert_cmpint (pp_test_count (data, "\"ph\":\"X\""), ==, 48);
+  g_assert_cmpint (pp_test_count (data, "\"ph\":\"X\""), ==, 48 + 4 + 48);
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"F\",\"ph\":\"X\""), ==, 24);
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"B\",\"ph\":\"X\""), ==, 24);
   g_assert_nonnull (strstr (data, "{\"name\":\"F0\",\"cat\":\"F\",\"ph\":\"X\",\"pid\":3,\"tid\":0,"
                                   "\"ts\":3000.000,\"dur\":1000.000,"
                                   "\"args\":{\"stage\":3,\"microbatch\":0,\"step\":0,\"kind\":\"F\"}}"));
   g_assert_nonnull (strstr (data, "{\"name\":\"B5\",\"cat\":\"B\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"
                                   "\"ts\":25000.000,\"dur\":2000.000,"));
   g_assert_nonnull (strstr (data, "\"args\":{\"name\":\"rank 2\"}"));
-  g_assert_cmpint (pp_test_count (data, "\"name\":\"thread_name\""), ==, 4);
+  /* a track of blocks, one of steps and one of the plan a rank */
+  g_assert_cmpint (pp_test_count (data, "\"name\":\"thread_name\""), ==, 3 * 4);
+  g_assert_cmpint (pp_test_count (data, "\"name\":\"thread_sort_index\""), ==, 3 * 4);
+  /* the steps: rank 1's runs from its first block (1 ms) to its last end (25 ms) */
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"step 0\",\"cat\":\"step\",\"ph\":\"X\""), ==, 4);
+  g_assert_nonnull (strstr (data, "{\"name\":\"step 0\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":1,\"tid\":3,"
+                                  "\"ts\":1000.000,\"dur\":24000.000,\"args\":{\"step\":0}}"));
+  g_assert_nonnull (strstr (data, "\"pid\":1,\"tid\":3,\"args\":{\"name\":\"steps\"}}"));
+  /* the plan beside it, on its own track: this trace is its plan, so
+   * rank 3's planned F0 is where its block is */
+  g_assert_cmpint (pp_test_count (data, "\"cat\":\"plan\",\"ph\":\"X\""), ==, 48);
+  g_assert_nonnull (strstr (data, "\"pid\":2,\"tid\":4,\"args\":{\"name\":\"plan rank 2\"}}"));
+  g_assert_nonnull (strstr (data, "{\"name\":\"F0\",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":3,\"tid\":4,"
+                                  "\"ts\":3000.000,\"dur\":1000.000,"
+                                  "\"args\":{\"stage\":3,\"microbatch\":0,\"kind\":\"F\",\"step\":0}}"));
   /* dependencies as flow events (issue 17): per micro-batch F 0->1->2->3,
    * each B after its F, B 3->2->1->0: 10, for 6 micro-batches */
   g_assert_cmpint (pp_test_count (data, "\"cat\":\"dependency\",\"ph\":\"s\""), ==, 60);
@@ -228,7 +246,30 @@ test_overlap_halves (void)
   g_assert_cmpint (pp_test_count (data, "\"cat\":\"OVERLAP_F_B\""), ==, 18);
   g_assert_cmpint (pp_test_count (data, "\"backward_kind\":\"B\",\"backward_stage\":"), ==, 18);
   g_assert_nonnull (strstr (data, "{\"name\":\"2F2+1B0\",\"cat\":\"OVERLAP_F_B\""));
+  /* the plan's pairs by the same name, one plan a step */
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"2F2+1B0\",\"cat\":\"plan\""), ==, 3);
+  g_assert_null (strstr (data, "OVERLAP_F_B)"));
   g_free (data);
+  /* why's critical path names the pairs as the exports do, never as
+   * PyTorch's repr "(2F2;1B0)OVERLAP_F_B" */
+  {
+    char *w = g_build_filename (dir, "why.json", NULL);
+    g_assert_cmpint (run (&out, &err, "export", t, "--format", "why", "-o", w, NULL), ==, 0);
+    g_free (out); g_free (err);
+    g_assert_true (g_file_get_contents (w, &data, NULL, NULL));
+    g_assert_null (strstr (data, "OVERLAP_F_B"));
+    GRegex *pair = g_regex_new ("\"\\d+F\\d+\\+\\d+[BI]\\d+\"", 0, 0, NULL);
+    GMatchInfo *mi = NULL;
+    int pairs = 0;
+    g_regex_match (pair, data, 0, &mi);
+    for (; g_match_info_matches (mi); g_match_info_next (mi, NULL))
+      pairs++;
+    g_match_info_free (mi);
+    g_regex_unref (pair);
+    g_assert_cmpint (pairs, >, 0);
+    g_free (data);
+    g_free (w);
+  }
   g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", c, NULL), ==, 0);
   g_free (out); g_free (err);
   g_assert_true (g_file_get_contents (c, &data, NULL, NULL));
@@ -240,6 +281,88 @@ test_overlap_halves (void)
   g_free (data);
   pp_test_rm_rf (dir);
   g_free (dir); g_free (t); g_free (j); g_free (c);
+}
+
+/* Every export counts from the run's start, as the app's ruler, tooltips
+ * and render do (pp_timeline_model_start_ns): each span's start and end in
+ * the CSV, and each block's ts in the Chrome export, are its times from
+ * there, for a trained run whose first block comes after its start. */
+static void
+test_one_origin (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-origin");
+  g_autofree char *t = pp_test_ctx_path (&c, "r.pptrace");
+  g_autofree char *csv = pp_test_ctx_path (&c, "r.csv");
+  g_autofree char *json = pp_test_ctx_path (&c, "r.json");
+  g_autofree char *png = pp_test_ctx_path (&c, "r.png");
+  char *out, *err, *text = NULL, *chrome = NULL;
+  PpError e = { 0 };
+
+  g_assert_cmpint (run (&out, &err, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16",
+                        "--batch", "8", "--steps", "2", "--no-live", "--trace", t, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", csv, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", json, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (csv, &text, NULL, NULL));
+  g_assert_true (g_file_get_contents (json, &chrome, NULL, NULL));
+
+  PpTimelineModel *m = pp_timeline_model_new_from_file (t, &e);
+  g_assert_nonnull (m);
+  int64_t origin = pp_timeline_model_start_ns (m), f0, f1;
+  g_assert_true (pp_timeline_model_span_extent (m, &f0, &f1));
+  /* the run describes itself before its first block: not the same zero */
+  g_assert_cmpint (f0, >, origin);
+  int blocks = 0;
+  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0; i < pp_timeline_model_n_spans (m, r); i++)
+        {
+          const PpSpan *s = &sp[i];
+          char *line = g_strdup_printf ("\n%d,%d,%d,", s->rank, s->stage, s->microbatch);
+          char *times = g_strdup_printf (",%d,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",", s->step,
+                                         s->start_ns - origin, s->end_ns - origin);
+          char *hit = strstr (text, line);
+          gboolean found = FALSE;
+          for (; hit != NULL && !found; hit = strstr (hit + 1, line))
+            {
+              const char *eol = strchr (hit + 1, '\n');
+              char *row = g_strndup (hit, eol ? (gsize) (eol - hit) : strlen (hit));
+              found = strstr (row, times) != NULL;
+              g_free (row);
+            }
+          g_assert_true (found);
+          g_free (line);
+          g_free (times);
+          if (pp_span_kind_is_block (s->kind))
+            {
+              /* the tooltip's start: (start - origin), here in µs */
+              int64_t d = s->start_ns - origin;
+              char *ts = g_strdup_printf ("\"pid\":%d,\"tid\":0,\"ts\":%" G_GINT64_FORMAT ".%03d,", s->rank,
+                                          d / 1000, (int) (d % 1000));
+              g_assert_nonnull (strstr (chrome, ts));
+              g_free (ts);
+              blocks++;
+            }
+        }
+    }
+  g_assert_cmpint (blocks, ==, 2 * 2 * 2 * 2);   /* F and B, 2 micro-batches, 2 ranks, 2 steps */
+  pp_timeline_model_free (m);
+  /* render says where the spans lie in the same numbers */
+  g_assert_cmpint (run (&out, &err, "render", t, "-o", png, "--from", "0", "--to", "1ns", NULL), ==, 2);
+  {
+    char *want = g_strdup_printf ("the spans run from %.3f to %.3f ms of the run", (double) (f0 - origin) / 1e6,
+                                  (double) (f1 - origin) / 1e6);
+    g_assert_nonnull (strstr (err, want));
+    g_free (want);
+  }
+  g_free (out); g_free (err);
+  g_free (text);
+  g_free (chrome);
+  pp_test_ctx_clear (&c);
 }
 
 static void
@@ -289,6 +412,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
   g_test_add_func ("/cli-trace/chrome-counters", test_chrome_counters);
   g_test_add_func ("/cli-trace/overlap-halves", test_overlap_halves);
+  g_test_add_func ("/cli-trace/one-origin", test_one_origin);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);

@@ -151,6 +151,9 @@ def fixture(name, tmp):
     check(f"plans: {world}" in info, f"{name}: a plan for every rank")
     rows = imported(trace, tmp)
     kinds = {"F", "B", "I", "W", "OVERLAP_F_B"}
+    # the CSV counts from the run's start: every block's start is the
+    # profiler's less one origin, the same for every rank (one clock)
+    origins = set()
     for path in files:
         rank, _, labels = json_labels(path)
         blocks = [r for r in rows if int(r["rank"]) == rank and r["kind"] in kinds]
@@ -162,12 +165,16 @@ def fixture(name, tmp):
         starts = [int(r["start_ns"]) for r in blocks]
         moved = sum(1 for w, a in want if w != a)
         n_wait = sum(1 for r in rows if int(r["rank"]) == rank and r["kind"] == "WAIT")
-        check([w for w, a in want] == starts and n_wait == moved and moved > 0,
+        offsets = {w - s for (w, a), s in zip(want, starts)}
+        origins |= offsets
+        check(len(want) == len(starts) and len(offsets) == 1 and n_wait == moved and moved > 0,
               f"{name}: rank {rank}: each block starts when the receive it waited for ended, "
               f"the time before a WAIT ({n_wait} of {len(want)})")
         xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
                  ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
         check(len(xfers) > 0, f"{name}: rank {rank}: transfers ({len(xfers)})")
+    check(len(origins) == 1 and min(int(r["start_ns"]) for r in rows) >= 0,
+          f"{name}: every rank's times count from one origin, the run's start ({sorted(origins)[:3]})")
     # an overlapped pair keeps its backward half (format 1.2's 'sub')
     for r in rows:
         if r["kind"] == "OVERLAP_F_B":

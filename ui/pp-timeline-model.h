@@ -95,7 +95,11 @@ const char *pp_timeline_model_rank_host (const PpTimelineModel *m, int r);
 long             pp_timeline_description_number (const PpTraceDescription *d, const char *word,
                                                  int before);
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
-int64_t          pp_timeline_model_start_ns (const PpTimelineModel *m);  /* earliest span or plan start */
+/* The run's time zero: its earliest span or plan start (a plan is placed
+ * at the description's start_monotonic_ns, the run's start).  Every time a
+ * user reads counts from here: the ruler, the tooltips, render, info and
+ * the CSV and Chrome exports. */
+int64_t          pp_timeline_model_start_ns (const PpTimelineModel *m);
 int64_t          pp_timeline_model_end_ns (const PpTimelineModel *m);    /* latest end */
 size_t           pp_timeline_model_n_spans_total (const PpTimelineModel *m);
 

@@ -1155,6 +1155,26 @@ plan_limit (const PpTimelineModel *m, size_t k)
   return k + 1 < n ? pp_timeline_model_step_starts (m)[k + 1] : INT64_MAX;
 }
 
+size_t
+pp_timeline_plan_copies (const PpTimelineModel *m)
+{
+  return plan_copies (m, pp_timeline_plan_origin (m));
+}
+
+void
+pp_timeline_plan_copy (const PpTimelineModel *m, size_t k, int64_t *shift, int64_t *limit)
+{
+  int64_t p0 = pp_timeline_plan_origin (m);
+  *shift = k < plan_copies (m, p0) ? plan_shift (m, p0, k) : 0;
+  *limit = plan_limit (m, k);
+}
+
+int
+pp_timeline_plan_span_kind (int action_kind)
+{
+  return plan_span_kind (action_kind);
+}
+
 /* ---- focus: find and filter, the selected micro-batch, its arrows ------------------- */
 
 /* Find and filter dims what does not match (a veil over the rows, the

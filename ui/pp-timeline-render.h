@@ -114,6 +114,17 @@ typedef struct {
 /* Where the plan's step starts on its own clock (its first drawn block on
  * any rank): copies under the steps are shifted from here. */
 int64_t pp_timeline_plan_origin (const PpTimelineModel *m);
+/* The plan as the plan lane draws it, for anyone who shows it elsewhere
+ * (the Chrome export): one copy under every step, its start on the step's
+ * first begin marker; one where the model placed it without step markers;
+ * none without a timed plan.  Copy k of a planned entry p runs from
+ * p->start_ns + shift to p->end_ns + shift, cut at limit (the next step's
+ * start; INT64_MAX for the last), and is left out when it starts at or
+ * past limit.  Entries of a kind pp_timeline_plan_span_kind gives -1 (the
+ * transfers) are not drawn; the others are drawn as that span kind. */
+size_t  pp_timeline_plan_copies (const PpTimelineModel *m);
+void    pp_timeline_plan_copy (const PpTimelineModel *m, size_t k, int64_t *shift, int64_t *limit);
+int     pp_timeline_plan_span_kind (int action_kind);
 int     pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, double x, double y,
                          PpTimelineHit *out);
 

@@ -15,6 +15,7 @@
 #include "cli-common.h"
 #include "cli-plan.h"
 #include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
 #include "pp-trace.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
@@ -32,7 +33,19 @@ typedef struct {
   bool   has_timeline;
   size_t n_actions;
   double start, end, busy;   /* seconds: first start, last end, compute time */
+  /* a plan without times: its compute actions in order (the Chrome
+   * export's plan track names them; a timed plan it reads from the model) */
+  PpTracePlanAction *order;
+  size_t             n_order;
 } PlanSummary;
+
+/* A STEP_MARKER frame as it came (its time on the common clock once the
+ * offsets are applied). */
+typedef struct {
+  int64_t t;
+  int32_t rank, step;
+  int     phase;
+} StepMarker;
 
 typedef struct {
   bool               has_desc;
@@ -54,7 +67,102 @@ typedef struct {
   /* counters (loss, activation memory, ...): the Chrome export's counter tracks */
   PpCounter         *counters;
   size_t             n_counters, cap_counters;
+  StepMarker        *markers;
+  size_t             n_markers, cap_markers;
 } Trace;
+
+/* What the app reads off a trace (its timeline model): the run's time
+ * zero (pp_timeline_model_start_ns), which info and every export count
+ * from, its step boundaries, and its plan as the plan lane places it (one
+ * copy under every step).  Taken from the model and the model freed before
+ * the trace is read for the rest: a command never holds two copies of the
+ * spans. */
+typedef struct {
+  int64_t             origin;
+  size_t              n_steps;
+  int64_t            *step_starts;   /* [n_steps] */
+  int32_t            *step_numbers;  /* [n_steps] */
+  size_t              n_copies;      /* of the plan */
+  int64_t            *shift, *limit; /* [n_copies] pp_timeline_plan_copy */
+  int                 n_ranks;
+  PpTimelinePlanned **plan;          /* [n_ranks] placed entries, NULL for none */
+  size_t             *n_plan;
+} AppView;
+
+static void
+app_view_clear (AppView *v)
+{
+  for (int r = 0; r < v->n_ranks; r++)
+    free (v->plan[r]);
+  free (v->plan);
+  free (v->n_plan);
+  free (v->step_starts);
+  free (v->step_numbers);
+  free (v->shift);
+  free (v->limit);
+  memset (v, 0, sizeof *v);
+}
+
+/* Reads path as the app does; with_plan: the steps and the plan too.
+ * Returns 0, or prints one line and returns 1. */
+static int
+app_view_read (const char *path, bool with_plan, AppView *v)
+{
+  PpError err = { 0 };
+  PpTimelineModel *m;
+
+  memset (v, 0, sizeof *v);
+  errno = 0;
+  if ((m = pp_timeline_model_new_from_file (path, &err)) == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : strerror (errno));
+      return 1;
+    }
+  v->origin = pp_timeline_model_start_ns (m);
+  if (with_plan)
+    {
+      size_t n = pp_timeline_model_n_steps (m), nc = pp_timeline_plan_copies (m);
+      int nr = pp_timeline_model_n_ranks (m);
+      bool ok = (v->step_starts = malloc ((n + 1) * sizeof *v->step_starts)) != NULL
+                && (v->step_numbers = malloc ((n + 1) * sizeof *v->step_numbers)) != NULL
+                && (v->shift = malloc ((nc + 1) * sizeof *v->shift)) != NULL
+                && (v->limit = malloc ((nc + 1) * sizeof *v->limit)) != NULL
+                && (v->plan = calloc ((size_t) nr + 1, sizeof *v->plan)) != NULL
+                && (v->n_plan = calloc ((size_t) nr + 1, sizeof *v->n_plan)) != NULL;
+      if (ok)
+        {
+          v->n_ranks = nr;
+          v->n_steps = n;
+          memcpy (v->step_starts, pp_timeline_model_step_starts (m), n * sizeof *v->step_starts);
+          memcpy (v->step_numbers, pp_timeline_model_step_numbers (m), n * sizeof *v->step_numbers);
+          v->n_copies = nc;
+          for (size_t k = 0; k < nc; k++)
+            pp_timeline_plan_copy (m, k, &v->shift[k], &v->limit[k]);
+          for (int r = 0; ok && r < nr && nc > 0; r++)
+            {
+              size_t np = pp_timeline_model_n_planned (m, r);
+              if (np == 0)
+                continue;
+              if ((v->plan[r] = malloc (np * sizeof *v->plan[r])) == NULL)
+                ok = false;
+              else
+                {
+                  memcpy (v->plan[r], pp_timeline_model_planned (m, r), np * sizeof *v->plan[r]);
+                  v->n_plan[r] = np;
+                }
+            }
+        }
+      if (!ok)
+        {
+          pp_timeline_model_free (m);
+          app_view_clear (v);
+          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          return 1;
+        }
+    }
+  pp_timeline_model_free (m);
+  return 0;
+}
 
 static void
 trace_clear (Trace *t)
@@ -63,9 +171,12 @@ trace_clear (Trace *t)
   for (size_t i = 0; i < t->n_strings; i++)
     free (t->strings[i].name);
   free (t->strings);
+  for (int r = 0; r < t->cap_plans; r++)
+    free (t->plans[r].order);
   free (t->plans);
   free (t->rank_items);
   free (t->counters);
+  free (t->markers);
 }
 
 /* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
@@ -137,6 +248,11 @@ apply_clock_offsets (Trace *t)
       PpCounter *c = &t->counters[i];
       c->time_ns = clamp_time (c->time_ns) + (c->rank >= 0 && c->rank < n ? off[c->rank] : 0);
     }
+  for (size_t i = 0; any && i < t->n_markers; i++)
+    {
+      StepMarker *mk = &t->markers[i];
+      mk->t = clamp_time (mk->t) + (mk->rank >= 0 && mk->rank < n ? off[mk->rank] : 0);
+    }
   free (off);
   return 0;
 }
@@ -171,10 +287,20 @@ see_plan (Trace *t, const PpTraceItem *item)
       t->cap_plans = cap;
     }
   ps = &t->plans[r];
+  free (ps->order);
   memset (ps, 0, sizeof *ps);
   ps->seen = true;
   ps->has_timeline = item->plan.has_timeline != 0;
   ps->n_actions = item->plan.n_actions;
+  if (!ps->has_timeline && item->plan.n_actions > 0)
+    {
+      ps->order = malloc (item->plan.n_actions * sizeof *ps->order);
+      if (ps->order == NULL)
+        return false;
+      for (size_t k = 0; k < item->plan.n_actions; k++)
+        if (is_compute_plan_action (item->plan.actions[k].kind))
+          ps->order[ps->n_order++] = item->plan.actions[k];
+    }
   bool any = false;
   for (size_t k = 0; k < item->plan.n_actions; k++)
     {
@@ -347,6 +473,17 @@ trace_load (const char *path, Trace *t)
           see_rank (t, item.step_marker.rank);
           if (item.step_marker.step > t->max_step)
             t->max_step = item.step_marker.step;
+          if (t->n_markers == t->cap_markers)
+            {
+              size_t cap = t->cap_markers ? 2 * t->cap_markers : 64;
+              StepMarker *n = realloc (t->markers, cap * sizeof *n);
+              if (n == NULL)
+                goto oom;
+              t->markers = n;
+              t->cap_markers = cap;
+            }
+          t->markers[t->n_markers++] = (StepMarker) { item.step_marker.time_ns, item.step_marker.rank,
+                                                      item.step_marker.step, (int) item.step_marker.phase };
           break;
         case PP_TRACE_ITEM_STRING:
           if (t->n_strings == t->cap_strings)
@@ -529,7 +666,8 @@ pp_cli_info (int argc, char **argv)
   int rc_args;
   if ((rc_args = pp_cli_one_trace_file (argc, argv, "info", &path)) != 0)
     return rc_args;
-  if (trace_load (path, &t) != 0)
+  AppView av;
+  if (app_view_read (path, false, &av) != 0 || trace_load (path, &t) != 0)
     return 1;
 
   n_ranks = n_ranks_of (&t);
@@ -648,8 +786,9 @@ pp_cli_info (int argc, char **argv)
       }
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
-              0.0, len / 1e6);
+              (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
       for (int r = 0; r < n_ranks; r++)
         {
           int64_t (*rv)[2] = iv + first[r];
@@ -714,11 +853,15 @@ export_usage (FILE *out)
          "Converts a trace.\n"
          "\n"
          "  -f, --format FORMAT   chrome (Chrome trace JSON for chrome://tracing and\n"
-         "                        Perfetto, default), csv (one line per span) or why\n"
+         "                        Perfetto, default: blocks, transfers, dependencies,\n"
+         "                        counters, each rank's steps and its plan), csv (one\n"
+         "                        line per span) or why\n"
          "                        (JSON: each rank's idle split into schedule, imbalance,\n"
          "                        transfers and runtime, the critical path, the measured\n"
          "                        costs and what to change; seconds)\n"
-         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed)\n", out);
+         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed)\n"
+         "\n"
+         "chrome and csv count time from the run's start, as the app and render do.\n", out);
 }
 
 static void
@@ -1007,26 +1150,259 @@ write_counters (FILE *f, const Trace *t, int64_t base)
     }
 }
 
+/* A block's action kind (PpActionKind) from its span kind; -1 for what is
+ * not a block or the optimizer. */
 static int
-write_chrome (FILE *f, const Trace *t)
+action_kind_of_span (int kind)
 {
-  int64_t base = INT64_MAX;
+  switch (kind)
+    {
+    case PP_SPAN_F: return PP_ACT_F;
+    case PP_SPAN_B: return PP_ACT_B;
+    case PP_SPAN_I: return PP_ACT_I;
+    case PP_SPAN_W: return PP_ACT_W;
+    case PP_SPAN_OVERLAP_F_B: return PP_ACT_OVERLAP_F_B;
+    case PP_SPAN_OPT: return PP_ACT_OPT;
+    default: return -1;
+    }
+}
+
+/* What the export calls a block or a planned action: the label every
+ * report gives it (pp_action_to_label: "2F3", "0F3+3B1"), the stage left
+ * out where each rank runs one stage ("F3"); the kind alone without a
+ * micro-batch ("OPT"). */
+static void
+action_name (const PpAction *a, int V, char *buf, size_t size)
+{
+  if (a->microbatch < 0)
+    snprintf (buf, size, "%s", pp_action_kind_name (a->kind));
+  else if (V <= 1 && a->kind != PP_ACT_OVERLAP_F_B)
+    snprintf (buf, size, "%s%d", pp_action_kind_name (a->kind), a->microbatch);
+  else
+    pp_action_to_label (a, buf, size);
+}
+
+/* The Chrome export's tracks a rank: tid and what Perfetto calls it, in
+ * the order it shows them (steps above the blocks, the plan under them). */
+enum { ROW_COMPUTE, ROW_COMM, ROW_DEVICE, ROW_STEPS, ROW_PLAN, N_ROWS };
+static const int row_order[N_ROWS] = { [ROW_STEPS] = 0, [ROW_COMPUTE] = 1, [ROW_PLAN] = 2,
+                                       [ROW_COMM] = 3, [ROW_DEVICE] = 4 };
+
+typedef struct {
+  int32_t rank, step;
+  int64_t begin, end;   /* end INT64_MIN: no END marker */
+} StepSlice;
+
+static int
+cmp_marker (const void *a, const void *b)
+{
+  const StepMarker *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  if (x->phase != y->phase) return x->phase < y->phase ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+static int
+cmp_slice_step (const void *a, const void *b)
+{
+  const StepSlice *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->step > y->step) - (x->step < y->step);
+}
+
+static int
+cmp_slice_begin (const void *a, const void *b)
+{
+  const StepSlice *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->begin > y->begin) - (x->begin < y->begin);
+}
+
+/* Each rank's steps from its own markers, as the app's step boundaries
+ * come from them: a step runs from the rank's BEGIN marker to its END
+ * marker; without an END, to the end of the rank's last span of that step,
+ * else to its next step's begin.  Sorted by rank and begin, never
+ * overlapping (a step that runs past the next one's begin is cut there,
+ * as Perfetto needs slices of one track nested).  NULL with *n 0 when
+ * there is none; -1 when out of memory. */
+static int
+step_slices (const Trace *t, StepSlice **out, size_t *n_out)
+{
+  StepMarker *mk;
+  StepSlice *sl;
+  size_t n = 0;
+
+  *out = NULL;
+  *n_out = 0;
+  if (t->n_markers == 0)
+    return 0;
+  mk = malloc (t->n_markers * sizeof *mk);
+  sl = malloc (t->n_markers * sizeof *sl);
+  if (mk == NULL || sl == NULL)
+    {
+      free (mk);
+      free (sl);
+      return -1;
+    }
+  memcpy (mk, t->markers, t->n_markers * sizeof *mk);
+  qsort (mk, t->n_markers, sizeof *mk, cmp_marker);
+  for (size_t i = 0; i < t->n_markers;)
+    {
+      size_t j = i;
+      int64_t begin = INT64_MAX, end = INT64_MIN;
+      for (; j < t->n_markers && mk[j].rank == mk[i].rank && mk[j].step == mk[i].step; j++)
+        if (mk[j].phase == PP_TRACE_STEP_BEGIN && mk[j].t < begin)
+          begin = mk[j].t;
+        else if (mk[j].phase != PP_TRACE_STEP_BEGIN && mk[j].t > end)
+          end = mk[j].t;
+      if (begin != INT64_MAX && mk[i].rank >= 0 && mk[i].step >= 0)
+        sl[n++] = (StepSlice) { mk[i].rank, mk[i].step, clamp_time (begin),
+                                end == INT64_MIN ? INT64_MIN : clamp_time (end) };
+      i = j;
+    }
+  free (mk);
+  /* without an END marker: the rank's last span of the step */
+  bool open = false;
+  for (size_t i = 0; i < n; i++)
+    open |= sl[i].end == INT64_MIN;
+  if (open)
+    {
+      int64_t *last = malloc ((n + 1) * sizeof *last);
+      if (last == NULL)
+        {
+          free (sl);
+          return -1;
+        }
+      for (size_t i = 0; i < n; i++)
+        last[i] = INT64_MIN;
+      for (size_t i = 0; i < t->n_spans; i++)
+        {
+          const PpSpan *sp = &t->spans[i];
+          StepSlice key = { .rank = sp->rank, .step = sp->step };
+          const StepSlice *hit = bsearch (&key, sl, n, sizeof *sl, cmp_slice_step);
+          if (hit != NULL && hit->end == INT64_MIN && clamp_time (sp->end_ns) > last[hit - sl])
+            last[hit - sl] = clamp_time (sp->end_ns);
+        }
+      for (size_t i = 0; i < n; i++)
+        if (sl[i].end == INT64_MIN)
+          sl[i].end = last[i];
+      free (last);
+    }
+  qsort (sl, n, sizeof *sl, cmp_slice_begin);
+  for (size_t i = 0; i < n; i++)
+    {
+      bool next = i + 1 < n && sl[i + 1].rank == sl[i].rank;
+      if (sl[i].end == INT64_MIN)
+        sl[i].end = next ? sl[i + 1].begin : sl[i].begin;
+      if (next && sl[i].end > sl[i + 1].begin)
+        sl[i].end = sl[i + 1].begin;
+      if (sl[i].end < sl[i].begin)
+        sl[i].end = sl[i].begin;
+    }
+  *out = sl;
+  *n_out = n;
+  return 0;
+}
+
+/* The plan beside the measurement, in the plan lane's place: every timed
+ * plan action of rank r as a slice on the rank's plan track, one copy under
+ * every step (pp_timeline_plan_copy: as the app draws it), named as the
+ * blocks are.  A plan with no times (its order only) is one instant at the
+ * first step's start (the run's start without steps) that lists the order. */
+static void
+write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
+{
+  const PpTimelinePlanned *p = r < v->n_ranks ? v->plan[r] : NULL;
+  size_t np = p ? v->n_plan[r] : 0;
+  int64_t base = v->origin;
+  char name[PP_ACTION_STR_MAX];
+
+  for (size_t c = 0; np > 0 && c < v->n_copies; c++)
+    {
+      int64_t shift = v->shift[c], limit = v->limit[c];
+      for (size_t k = 0; k < np; k++)
+        {
+          int kind = pp_timeline_plan_span_kind (p[k].kind);
+          /* model times within +-2^61, shifts within +-2^62: no overflow */
+          int64_t ps = p[k].start_ns + shift, pe = p[k].end_ns + shift;
+          if (kind < 0 || ps >= limit)
+            continue;
+          if (pe > limit)
+            pe = limit;
+          PpAction a = pp_action (p[k].kind, p[k].stage, p[k].microbatch);
+          if (p[k].kind == PP_ACT_OVERLAP_F_B)
+            a = pp_action_overlap (p[k].stage, p[k].microbatch, p[k].sub_kind, p[k].sub_stage,
+                                   p[k].sub_microbatch);
+          action_name (&a, V, name, sizeof name);
+          fprintf (f, ",\n{\"name\":");
+          json_string (f, name);
+          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", r, ROW_PLAN);
+          print_us_since (f, ps, base);
+          fputs (",\"dur\":", f);
+          print_us_since (f, pe, ps);
+          fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"kind\":\"%s\"", p[k].stage, p[k].microbatch,
+                   kind_name (kind));
+          if (v->n_steps > 0)
+            fprintf (f, ",\"step\":%d", v->step_numbers[c]);
+          fputs ("}}", f);
+        }
+    }
+  if (np == 0 && r < t->cap_plans && t->plans[r].seen && !t->plans[r].has_timeline && t->plans[r].n_order > 0)
+    {
+      const PlanSummary *ps = &t->plans[r];
+      int64_t at = v->n_steps > 0 ? v->step_starts[0] : base;
+      fprintf (f, ",\n{\"name\":\"plan (order only)\",\"cat\":\"plan\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
+                  "\"tid\":%d,\"ts\":", r, ROW_PLAN);
+      print_us_since (f, at, base);
+      fputs (",\"args\":{\"order\":\"", f);
+      for (size_t k = 0; k < ps->n_order; k++)
+        {
+          const PpTracePlanAction *o = &ps->order[k];
+          PpAction a = pp_action (o->kind, o->stage, o->microbatch);
+          if (o->kind == PP_ACT_OVERLAP_F_B)
+            a = pp_action_overlap (o->stage, o->microbatch, o->sub_kind, o->sub_stage, o->sub_microbatch);
+          action_name (&a, V, name, sizeof name);
+          fprintf (f, "%s%s", k ? " " : "", name);   /* digits, letters, '+': nothing to escape */
+        }
+      fputs ("\"}}", f);
+    }
+}
+
+static bool
+rank_has_plan (const Trace *t, const AppView *v, int r)
+{
+  if (r < v->n_ranks && v->n_plan[r] > 0 && v->n_copies > 0)
+    return true;
+  return r < t->cap_plans && t->plans[r].seen && !t->plans[r].has_timeline && t->plans[r].n_order > 0;
+}
+
+static int
+write_chrome (FILE *f, const Trace *t, const AppView *v)
+{
+  /* the app's time zero: a block's ts is where its tooltip puts it */
+  int64_t base = v->origin;
   int n_ranks = n_ranks_of (t);
   int V = t->has_desc && t->desc.n_virtual > 1 ? t->desc.n_virtual : 1;
   unsigned char *rows = calloc ((size_t) n_ranks + 1, 1);   /* bit per used row */
-  static const char *row_names[3] = { "compute", "communication", "device" };
+  static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan" };
+  StepSlice *sl = NULL;
+  size_t n_sl = 0;
   bool first = true;
 
-  if (rows == NULL)
-    return -1;
-  for (size_t i = 0; i < t->n_spans; i++)
+  if (rows == NULL || step_slices (t, &sl, &n_sl) != 0)
     {
-      if (t->spans[i].start_ns < base)
-        base = t->spans[i].start_ns;
-      rows[t->spans[i].rank] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+      free (rows);
+      return -1;
     }
-  if (base == INT64_MAX)
-    base = 0;
+  for (size_t i = 0; i < t->n_spans; i++)
+    rows[t->spans[i].rank] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+  for (size_t i = 0; i < n_sl; i++)
+    if (sl[i].rank < n_ranks)
+      rows[sl[i].rank] |= 1u << ROW_STEPS;
+  for (int r = 0; r < n_ranks; r++)
+    if (rank_has_plan (t, v, r))
+      rows[r] |= 1u << ROW_PLAN;
 
   fputs ("{\"traceEvents\":[", f);
   for (int r = 0; r < n_ranks; r++)
@@ -1036,36 +1412,58 @@ write_chrome (FILE *f, const Trace *t)
       first = false;
       fprintf (f, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
                r, r);
-      for (int row = 0; row < 3; row++)
+      for (int row = 0; row < N_ROWS; row++)
         if (rows[r] & (1u << row))
-          fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-                   r, row, row_names[row]);
+          {
+            fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+                     r, row);
+            if (row == ROW_PLAN)
+              fprintf (f, "\"plan rank %d\"}}", r);
+            else
+              fprintf (f, "\"%s\"}}", row_names[row]);
+            fprintf (f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                        "\"args\":{\"sort_index\":%d}}", r, row, row_order[row]);
+          }
     }
+  bool any_span = t->n_spans > 0;
   for (size_t i = 0; i < t->n_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
       const char *kn = kind_name (s->kind);
       const char *str = trace_string (t, s->name_id);
-      char name[64];
+      int act = action_kind_of_span (s->kind);
+      char name[PP_ACTION_STR_MAX];
 
-      if (s->microbatch < 0)
+      if (act >= 0)
+        {
+          /* a block is named as everywhere else, whatever its source called it */
+          PpAction a = pp_action (act, s->stage, s->microbatch);
+          if (pp_span_has_sub (s))
+            a = pp_action_overlap (s->stage, s->microbatch, action_kind_of_span (s->sub_kind), s->sub_stage,
+                                   s->sub_microbatch);
+          action_name (&a, V, name, sizeof name);
+        }
+      else if (s->microbatch < 0)
         snprintf (name, sizeof name, "%s", kn);
-      else if (pp_span_has_sub (s))
-        snprintf (name, sizeof name, "%dF%d+%d%s%d", s->stage, s->microbatch, s->sub_stage,
-                  kind_name (s->sub_kind), s->sub_microbatch);   /* both halves */
       else if (V > 1 && s->stage >= 0)
         snprintf (name, sizeof name, "%d%s%d", s->stage, kn, s->microbatch);
       else
         snprintf (name, sizeof name, "%s%d", kn, s->microbatch);
-      fprintf (f, "%s\n{\"name\":", first ? "" : ",");
-      first = false;
-      json_string (f, str ? str : name);
+      fprintf (f, ",\n{\"name\":");
+      json_string (f, act < 0 && str ? str : name);
       fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, s->rank, row_of (s->kind));
-      print_us_since (f, s->start_ns, base);
+      /* times as the model holds them: within +-2^61 ns */
+      int64_t t0 = clamp_time (s->start_ns), t1 = clamp_time (s->end_ns);
+      print_us_since (f, t0, base);
       fputs (",\"dur\":", f);
-      print_us_since (f, s->end_ns > s->start_ns ? s->end_ns : s->start_ns, s->start_ns);
+      print_us_since (f, t1 > t0 ? t1 : t0, t0);
       fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\"",
                s->stage, s->microbatch, s->step, kn);
+      if (act >= 0 && str)
+        {
+          fputs (",\"source_name\":", f);
+          json_string (f, str);
+        }
       if (s->peer_rank >= 0)
         fprintf (f, ",\"peer_rank\":%d", s->peer_rank);
       if (pp_span_has_sub (s))
@@ -1077,27 +1475,45 @@ write_chrome (FILE *f, const Trace *t)
         fprintf (f, ",\"device\":%u,\"stream\":%u", (unsigned) s->device, (unsigned) s->stream);
       fputs ("}}", f);
     }
+  /* each rank's steps, as the app's step boundaries mark them */
+  for (size_t i = 0; i < n_sl; i++)
+    {
+      fprintf (f, ",\n{\"name\":\"step %d\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
+               sl[i].step, sl[i].rank, ROW_STEPS);
+      print_us_since (f, sl[i].begin, base);
+      fputs (",\"dur\":", f);
+      print_us_since (f, sl[i].end, sl[i].begin);
+      fprintf (f, ",\"args\":{\"step\":%d}}", sl[i].step);
+    }
+  free (sl);
+  for (int r = 0; r < n_ranks; r++)
+    if (rows[r] & (1u << ROW_PLAN))
+      write_plan_track (f, t, v, r, V);
   free (rows);
-  if (!first && write_flows (f, t, base) != 0)
+  if (any_span && write_flows (f, t, base) != 0)
     return -1;
-  if (!first && write_dependency_flows (f, t, base) != 0)
+  if (any_span && write_dependency_flows (f, t, base) != 0)
     return -1;
-  if (!first)
+  if (any_span)
     write_counters (f, t, base);
   fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
   return 0;
 }
 
+/* One line a span; start_ns and end_ns count from the run's start, as the
+ * app, render and the Chrome export do. */
 static int
-write_csv (FILE *f, const Trace *t)
+write_csv (FILE *f, const Trace *t, const AppView *v)
 {
   fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n", f);
   for (size_t i = 0; i < t->n_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
       const char *str = trace_string (t, s->name_id);
+      /* both within +-2^61 ns: the differences fit */
       fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",%u,%u,%" PRIu64 ",",
-               s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step, s->start_ns, s->end_ns,
+               s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step,
+               clamp_time (s->start_ns) - v->origin, clamp_time (s->end_ns) - v->origin,
                (unsigned) s->device, (unsigned) s->stream, s->bytes);
       csv_field (f, str ? str : "");
       /* an overlapped pair's backward half (format 1.2): "3B2" */
@@ -1154,8 +1570,13 @@ pp_cli_export (int argc, char **argv)
     return rc_args;
   if (out == NULL)
     return pp_cli_usage_error ("export needs -o OUT");
-  if (trace_load (path, &t) != 0)
-    return 1;
+  /* times from the app's zero (why's are the steps' own) */
+  AppView av = { 0 };
+  if ((format != 2 && app_view_read (path, format == 0, &av) != 0) || trace_load (path, &t) != 0)
+    {
+      app_view_clear (&av);
+      return 1;
+    }
   PpWhyReport *why = NULL;
   PpWhyChange why_ch;
   PpSchedule *why_s = NULL;
@@ -1186,7 +1607,7 @@ pp_cli_export (int argc, char **argv)
     }
   if (format == 2)
     pp_why_write_json (f, why_s, why, &why_ch);
-  else if ((format == 0 ? write_chrome (f, &t) : write_csv (f, &t)) != 0)
+  else if ((format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
     {
       fclose (f);
       unlink (tmp);
@@ -1216,6 +1637,7 @@ pp_cli_export (int argc, char **argv)
     }
   status = 0;
 done:
+  app_view_clear (&av);
   pp_why_report_free (why);
   pp_schedule_free (why_s);
   free (tmp);
