@@ -1434,6 +1434,15 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         }
       free (arr);
       size_t bi = 0;
+      /* The rank's first pipeline action: a transfer before it is set-up,
+       * not the schedule's (PyTorch's _initialize_stages sends and
+       * receives the shapes before the first step's first action), and is
+       * left out, as profile, which records the actions, never sees it. */
+      int64_t first_action = INT64_MAX;
+      if (nb > 0)
+        first_action = blocks[0]->start;
+      if (nl > 0 && labels[0]->start < first_action)
+        first_action = labels[0]->start;
 
       for (size_t k = 0; k < rd->n_ev; k++)
         {
@@ -1492,6 +1501,11 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
             }
           else if (e->what == EV_OPT)
             sp.kind = PP_SPAN_OPT;
+          else if (e->what == EV_XFER && e->level == level && e->start < first_action)
+            {
+              sum->setup_transfers++;
+              continue;
+            }
           else if (e->what == EV_XFER && e->level == level)
             {
               int kind = -1, stage = -1, mb = -1;
@@ -1617,10 +1631,20 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
   PpTraceDescription desc;
   memset (&desc, 0, sizeof desc);
   {
+    /* the run's start: its first span or step marker (ProfilerStep#0's
+     * start, else the first block's), where the app's ruler begins */
     int64_t t0 = INT64_MAX;
     for (size_t i = 0; i < n_spans; i++)
-      if (pp_span_kind_is_block (spans[i].kind) && spans[i].start_ns < t0)
+      if (spans[i].start_ns < t0)
         t0 = spans[i].start_ns;
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = 0; k < im.ranks[i].n_ev; k++)
+        {
+          const Ev *e = &im.ranks[i].ev[k];
+          bool marks = im.ranks[i].n_steps > 0 ? e->what == EV_STEP : is_block_of (e, use_pp) && e->step >= 0;
+          if (marks && e->start < t0)
+            t0 = e->start;
+        }
     if (t0 == INT64_MAX)
       t0 = 0;
     const RankData *r0 = &im.ranks[rank_of[0] >= 0 ? rank_of[0] : 0];
@@ -1630,7 +1654,8 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
     snprintf (desc.host, sizeof desc.host, "%s", r0->host[0] ? r0->host : "unknown");
     snprintf (desc.model, sizeof desc.model, "PyTorch job (torch.profiler trace%s%s%s)",
               r0->backend[0] ? ", " : "", r0->backend, use_pp ? "" : ", ScheduleGPipe labels");
-    size_t len = (size_t) snprintf (desc.cmdline, sizeof desc.cmdline, "pipescope-cli import");
+    /* what the run is: no command line of its own is known, its files are */
+    size_t len = (size_t) snprintf (desc.cmdline, sizeof desc.cmdline, "import of");
     for (size_t i = 0; i < n && len < sizeof desc.cmdline; i++)
       len += (size_t) snprintf (desc.cmdline + len, sizeof desc.cmdline - len, " %s", im.ranks[i].name);
     desc.n_ranks = sh.P;

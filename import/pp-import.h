@@ -22,7 +22,9 @@
  *     record_param_comms, else the backend's ranges (gloo:send, nccl:recv,
  *     which run on asynchronously until the peer is done); their kind,
  *     stage and micro-batch from the PP:<stage>SEND_F<mb> ... range or the
- *     block around them, the peer from the stages' placement;
+ *     block around them, the peer from the stages' placement; those before
+ *     a rank's first action (the shapes PyTorch's _initialize_stages sends
+ *     before the first step) are set-up, left out and counted;
  *   - waits: PyTorch waits for an action's input inside the action's
  *     label; where the receive that brought it (gloo:recv, nccl:recv,
  *     under the PP:<s>RECV_F<m> label the block needs, or inside GPipe's
@@ -78,6 +80,7 @@ typedef struct {
   char   schedule[64];       /* its name, or "observed" */
   char   backend[32];        /* distributedInfo.backend */
   size_t blocks, transfers, device_spans, skipped;  /* skipped: events that made no sense */
+  size_t setup_transfers;    /* before a rank's first action (shape inference): left out */
   size_t waits;              /* blocks whose label held a wait for their input */
   char   missing[128];       /* ranks of the world with no file ("2,3"), "" when none */
 } PpImportSummary;

@@ -249,6 +249,68 @@ test_odd_events (void)
   pp_test_ctx_clear (&c);
 }
 
+static char *
+op (const char *name, double ts, double dur)
+{
+  return g_strdup_printf ("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 11, "
+                          "\"tid\": 11, \"ts\": %.3f, \"dur\": %.3f, \"args\": {}}", name, ts, dur);
+}
+
+/* PyTorch's _initialize_stages sends and receives the shapes before the
+ * first action: set-up, not the schedule's transfers.  Import leaves them
+ * out (as profile, which records the actions, never sees them) and says
+ * so; the rest are the schedule's, one per hand-off.  The run's command
+ * line is its files, not the import's. */
+static void
+test_setup_transfers (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *ev0[] = {
+    op ("c10d::send", 10, 2), op ("c10d::recv_", 20, 2),            /* shape inference */
+    annotation ("PP:0F0", 100, 10),
+    annotation ("PP:0SEND_F0", 112, 4), op ("c10d::send", 113, 2),
+    annotation ("PP:0RECV_B0", 150, 20), op ("c10d::recv_", 151, 18),
+    annotation ("PP:0B0", 172, 20), NULL,
+  };
+  char *ev1[] = {
+    op ("c10d::recv_", 11, 2), op ("c10d::send", 21, 2),
+    annotation ("PP:1RECV_F0", 110, 8), op ("c10d::recv_", 111, 6),
+    annotation ("PP:1F0", 120, 10), annotation ("PP:1B0", 132, 20),
+    annotation ("PP:1SEND_B0", 153, 4), op ("c10d::send", 154, 2), NULL,
+  };
+  char *j0 = g_strjoinv (", ", ev0), *j1 = g_strjoinv (", ", ev1);
+  char *t0 = trace_text (0, 2, j0), *t1 = trace_text (1, 2, j1);
+  char *f0 = write_file (&c, "r0.json", t0, -1), *f1 = write_file (&c, "r1.json", t1, -1);
+  char *o = pp_test_ctx_path (&c, "setup.pptrace");
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f1, "-o", o, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, " 4 transfers, "));
+  g_assert_nonnull (strstr (out, "4 set-up transfers before the first action left out"));
+  g_free (out); g_free (err);
+  char *csv = export_csv (&c, o);
+  g_assert_cmpint (pp_test_count (csv, ",SEND_F,"), ==, 1);
+  g_assert_cmpint (pp_test_count (csv, ",RECV_F,"), ==, 1);
+  g_assert_cmpint (pp_test_count (csv, ",SEND_B,"), ==, 1);
+  g_assert_cmpint (pp_test_count (csv, ",RECV_B,"), ==, 1);
+  g_assert_null (strstr (csv, ",-1,-1,SEND_F,"));   /* none outside an action */
+  /* the run starts at the first action: its F0 at 0 */
+  g_assert_nonnull (strstr (csv, "\n0,0,0,F,0,0,10000,"));
+  g_free (csv);
+  g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
+  char *cmd = g_strdup_printf ("command: import of %s %s\n", f0, f1);
+  g_assert_nonnull (strstr (out, cmd));
+  g_free (cmd);
+  g_free (out); g_free (err);
+  for (gsize i = 0; ev0[i]; i++)
+    g_free (ev0[i]);
+  for (gsize i = 0; ev1[i]; i++)
+    g_free (ev1[i]);
+  g_free (j0); g_free (j1); g_free (t0); g_free (t1); g_free (f0); g_free (f1); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_device (void)
 {
@@ -359,6 +421,7 @@ main (int argc, char **argv)
   g_test_add_func ("/import-hostile/lies", test_lies);
   g_test_add_func ("/import-hostile/odd-events", test_odd_events);
   g_test_add_func ("/import-hostile/device", test_device);
+  g_test_add_func ("/import-hostile/setup-transfers", test_setup_transfers);
   g_test_add_func ("/import-hostile/usage", test_usage);
   return g_test_run ();
 }

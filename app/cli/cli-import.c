@@ -192,6 +192,9 @@ pp_cli_import (int argc, char **argv)
   if (sum.missing[0])
     printf ("  no trace for rank%s %s: those rows stay empty\n",
             strchr (sum.missing, ',') ? "s" : "", sum.missing);
+  if (sum.setup_transfers)
+    printf ("  %zu set-up transfer%s before the first action left out (PyTorch's shape inference)\n",
+            sum.setup_transfers, sum.setup_transfers == 1 ? "" : "s");
   if (sum.skipped)
     printf ("  %zu events left out (no time, or one that makes no sense)\n", sum.skipped);
   status = 0;
