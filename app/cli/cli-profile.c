@@ -167,6 +167,34 @@ struct Collector {
   size_t          n_kept;
 };
 
+/* The collector registers before any rank has said which schedule it
+ * runs ("pytorch"): once the first rank's description comes, its entry is
+ * written again (whole, atomically, as pp_registry_add_in writes every
+ * entry) with that schedule, which 'jobs' and the app's attach list show. */
+static void
+register_schedule (Collector *c, const char *schedule)
+{
+  PpJobInfo *jobs = NULL;
+  size_t n = 0;
+  const char *sock = c->server ? pp_live_server_socket_path (c->server) : NULL;
+  char dir[PATH_MAX];
+
+  if (sock == NULL || schedule[0] == '\0' || (size_t) snprintf (dir, sizeof dir, "%s", sock) >= sizeof dir
+      || strrchr (dir, '/') == NULL)
+    return;
+  *strrchr (dir, '/') = '\0';   /* the entry lies beside the socket */
+  if (pp_registry_list (&jobs, &n, NULL) != PP_OK)
+    return;
+  for (size_t i = 0; i < n; i++)
+    if (jobs[i].pid == (int32_t) getpid () && strcmp (jobs[i].name, c->job) == 0)
+      {
+        snprintf (jobs[i].schedule, sizeof jobs[i].schedule, "%s", schedule);
+        pp_registry_add_in (dir, &jobs[i], NULL);
+        break;
+      }
+  free (jobs);
+}
+
 /* One rank's stream into the job's: its description only if none came yet,
  * its span names moved into a range of their own (ids are per process). */
 static void
@@ -195,6 +223,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
         {
           c->desc = *it->description;
           c->have_desc = true;
+          register_schedule (c, c->desc.schedule);
         }
     }
   if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL

@@ -48,7 +48,7 @@ def run(cmd, env, what, timeout=240):
 
 def live(cli, py, env, tmp):
     """One job, live: while a profiled 1F1B job trains, `jobs` shows it as
-    one line with both ranks, and `record` by its name and by the pid of
+    one line with both ranks and its schedule, and `record` by its name and by the pid of
     rank 1 alone each get every rank's spans."""
     import time
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
@@ -70,6 +70,14 @@ def live(cli, py, env, tmp):
             fail(f"jobs never showed torchlive with ranks 2/2:\n{out}")
         if len(lines) != 1:
             fail(f"jobs shows the job on {len(lines)} lines:\n{out}")
+        # the schedule a rank described, not "pytorch" (what the collector
+        # knew when it registered): "PID  NAME  SCHEDULE  ..."
+        while time.monotonic() < deadline and prof.poll() is None and line.split()[2] != "1F1B":
+            time.sleep(0.5)
+            out = subprocess.run([cli, "jobs"], env=env, capture_output=True, text=True).stdout
+            line = ([l for l in out.splitlines() if "torchlive" in l] or [line])[0]
+        if line.split()[2] != "1F1B":
+            fail(f"jobs does not name the job's schedule:\n{line}")
         reg = os.path.join(tmp, "pipescope")
         rank1 = None
         for f in os.listdir(reg):
@@ -97,7 +105,8 @@ def live(cli, py, env, tmp):
         if prof.poll() is None:
             prof.kill()
             prof.wait()
-    print("ok 1 - live: one line in jobs with ranks 2/2; record by name and by rank 1's pid got both ranks")
+    print("ok 1 - live: one line in jobs with ranks 2/2 and the schedule; record by name and by rank 1's pid "
+          "got both ranks")
 
 
 def main():
