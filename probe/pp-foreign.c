@@ -1,6 +1,6 @@
 /* pp-foreign.c — pipescope.h, the probe's stable C API for foreign runtimes,
- * over the probe (rings, drain), the trace sink, the live server and the
- * trace writer: the same code the bundled runtime records with.
+ * over a recorder (pp-recorder.h: the probe, the trace sink, the live
+ * server and the trace writers), as pipescope-cli's jobs record.
  *
  * Nothing here may hurt the process it is loaded into: every failure is a
  * return code and one line in the caller's buffer; recording goes through
@@ -11,16 +11,16 @@
 #include "pipescope.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pp-live.h"
 #include "pp-probe.h"
-#include "pp-trace-sink.h"
+#include "pp-recorder.h"
 #include "pp-trace.h"
 
 _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (int) PP_SPAN_B && (int) PIPESCOPE_I == (int) PP_SPAN_I
@@ -35,25 +35,17 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_INFLIGHT == (int) PP_COUNTER_INFLIGHT,
                 "the API's counters are the trace format's");
 
-#define FOREIGN_MAX_WRITERS 2
 #define FOREIGN_NEST_MAX    16
 #define FOREIGN_MARKERS     256          /* step markers waiting for the drain */
 
 struct pipescope_rank {
   int32_t         rank, n_ranks;
-  PpLiveServer   *server;
-  PpTraceWriter  *w[FOREIGN_MAX_WRITERS];
-  int             n;
-  PpTraceSink    *sink;
-  PpProbeSink     trace_sink;
-  PpProbe        *probe;
-  /* The caller's threads write headers and markers; the drain writes
-   * spans: one lock around the writers, never held across a flush of the
-   * probe. */
-  pthread_mutex_t lock;
+  PpRecorder     *rec;
+  PpProbe        *probe;                 /* the recorder's */
   /* Step markers go out on the drain thread, after the spans recorded
    * before them (the caller's thread never writes a file): queued here
-   * under lock, written after each batch the drain delivers. */
+   * under the recorder's lock, written after each batch the drain
+   * delivers. */
   struct { int32_t step; int phase; int64_t t; } markers[FOREIGN_MARKERS];
   int             n_markers;
   uint64_t        markers_dropped;
@@ -92,62 +84,35 @@ pipescope_now_ns (void)
   return pp_probe_now_ns ();
 }
 
-/* ---- the drain's side: the trace sink under the writers' lock ---------------- */
+/* ---- the drain's side: step markers after each batch -------------------------- */
 
-/* The queued step markers into every writer (under the lock). */
-static void
-write_markers (pipescope_rank *r)
+static PpStatus
+write_queued_markers (PpTraceWriter *w, void *user, PpError *err)
 {
+  const pipescope_rank *r = user;
+  (void) err;
+  for (int k = 0; k < r->n_markers; k++)
+    pp_trace_write_step_marker (w, r->rank, r->markers[k].step,
+                                (PpTraceStepPhase) r->markers[k].phase, r->markers[k].t, NULL);
+  return PP_OK;   /* a writer that failed keeps its error */
+}
+
+/* The queued step markers into every writer (the recorder's after_batch:
+ * under its lock, after the spans recorded before them). */
+static void
+write_markers (void *user)
+{
+  pipescope_rank *r = user;
   if (r->n_markers == 0)
     return;
-  for (int i = 0; i < r->n; i++)
-    {
-      for (int k = 0; k < r->n_markers; k++)
-        pp_trace_write_step_marker (r->w[i], r->rank, r->markers[k].step,
-                                    (PpTraceStepPhase) r->markers[k].phase, r->markers[k].t, NULL);
-      pp_trace_writer_flush (r->w[i], NULL);   /* a writer that failed keeps its error */
-    }
+  (void) pp_recorder_write_locked (r->rec, write_queued_markers, r, NULL, NULL);
   r->n_markers = 0;
-}
-
-static void
-foreign_spans (void *user, const PpSpan *spans, size_t n)
-{
-  pipescope_rank *r = user;
-  pthread_mutex_lock (&r->lock);
-  r->trace_sink.spans (r->trace_sink.user, spans, n);
-  write_markers (r);
-  pthread_mutex_unlock (&r->lock);
-}
-
-static void
-foreign_counters (void *user, const PpCounter *counters, size_t n)
-{
-  pipescope_rank *r = user;
-  pthread_mutex_lock (&r->lock);
-  r->trace_sink.counters (r->trace_sink.user, counters, n);
-  write_markers (r);
-  pthread_mutex_unlock (&r->lock);
-}
-
-static void
-foreign_dropped (void *user, int32_t rank, uint64_t total)
-{
-  pipescope_rank *r = user;
-  pthread_mutex_lock (&r->lock);
-  r->trace_sink.dropped (r->trace_sink.user, rank, total);
-  pthread_mutex_unlock (&r->lock);
 }
 
 static void
 foreign_free (pipescope_rank *r)
 {
-  pp_probe_free (r->probe);
-  pp_trace_sink_free (r->sink);
-  for (int i = 0; i < r->n; i++)
-    pp_trace_writer_close (r->w[i], NULL);
-  pp_live_server_free (r->server);
-  pthread_mutex_destroy (&r->lock);
+  pp_recorder_free (r->rec);
   free (r);
 }
 
@@ -174,7 +139,6 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
       put_err (err, err_size, "pipescope: out of memory");
       return NULL;
     }
-  pthread_mutex_init (&r->lock, NULL);
   r->rank = rank;
   r->n_ranks = n_ranks;
   if (job == NULL || job[0] == '\0')
@@ -186,6 +150,8 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   else
     snprintf (r->name, sizeof r->name, "%.60s.r%d", job, rank);
 
+  if ((r->rec = pp_recorder_new (&e)) == NULL)
+    goto fail;
   PpLiveConfig cfg;
   memset (&cfg, 0, sizeof cfg);
   cfg.name = r->name;
@@ -195,8 +161,9 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   cfg.job = job == own ? NULL : job;
   cfg.rank = rank;
   cfg.n_ranks = job == own ? 0 : (n_ranks > 0 ? n_ranks : rank + 1);
-  r->server = pp_live_server_new (&cfg, &e);
-  if (r->server == NULL && (cfg.listen != NULL || trace_path == NULL))
+  PpLiveServer *server = pp_live_server_new (&cfg, &e);
+  int file = trace_path != NULL && trace_path[0];
+  if (server == NULL && (cfg.listen != NULL || !file))
     {
       put_err (err, err_size, "pipescope: cannot serve %s live: %s", r->name,
                e.msg[0] ? e.msg : "unknown reason");
@@ -205,34 +172,17 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
     }
   /* Without a live endpoint (no private folder for the socket) the trace
    * file that was asked for is still written. */
-  if (r->server != NULL)
-    {
-      r->w[r->n] = pp_trace_writer_new_callback (pp_live_server_write, r->server, PP_TRACE_NATIVE, &e);
-      if (r->w[r->n] == NULL)
-        goto fail;
-      r->n++;
-    }
-  if (trace_path != NULL && trace_path[0])
-    {
-      r->w[r->n] = pp_trace_writer_new_path (trace_path, PP_TRACE_NATIVE, &e);
-      if (r->w[r->n] == NULL)
-        goto fail;
-      r->n++;
-    }
-  r->sink = pp_trace_sink_new (r->w, r->n, &e);
-  if (r->sink == NULL)
+  if (server != NULL && pp_recorder_add_live (r->rec, server, &e) < 0)
     goto fail;
-  r->trace_sink = pp_trace_sink_probe_sink (r->sink);
-
-  PpProbeConfig pcfg;
-  memset (&pcfg, 0, sizeof pcfg);
-  pcfg.sink.user = r;
-  pcfg.sink.spans = foreign_spans;
-  pcfg.sink.counters = foreign_counters;
-  pcfg.sink.dropped = foreign_dropped;
-  r->probe = pp_probe_new (&pcfg, &e);
-  if (r->probe == NULL)
+  if (file && pp_recorder_add_file (r->rec, trace_path, &e) < 0)
     goto fail;
+  PpRecorderHooks hooks;
+  memset (&hooks, 0, sizeof hooks);
+  hooks.user = r;
+  hooks.after_batch = write_markers;
+  if (pp_recorder_start (r->rec, &hooks, &e) != PP_OK)
+    goto fail;
+  r->probe = pp_recorder_probe (r->rec);
   return r;
 
 fail:
@@ -241,22 +191,14 @@ fail:
   return NULL;
 }
 
-typedef PpStatus (*WriteFn) (PpTraceWriter *w, const void *arg, PpError *err);
-
-/* fn on every writer, each flushed after, under the lock. */
+/* fn on every writer, each flushed after, under the lock; a writer that
+ * fails keeps its error, which the close reports. */
 static int
-write_all (pipescope_rank *r, WriteFn fn, const void *arg)
+write_all (pipescope_rank *r, PpRecorderWriteFunc fn, void *arg)
 {
-  PpError e = { 0 };
-  int rc = 0;
   if (r == NULL)
     return -1;
-  pthread_mutex_lock (&r->lock);
-  for (int i = 0; i < r->n; i++)
-    if (fn (r->w[i], arg, &e) != PP_OK || pp_trace_writer_flush (r->w[i], &e) != PP_OK)
-      rc = -1;   /* the writer keeps its error; the sink reports it at close */
-  pthread_mutex_unlock (&r->lock);
-  return rc;
+  return pp_recorder_write (r->rec, fn, arg, NULL, NULL) == PP_OK ? 0 : -1;
 }
 
 int
@@ -268,26 +210,14 @@ pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
   put_err (err, err_size, "%s", "");
   if (r == NULL)
     return 0;
-  pp_probe_free (r->probe);   /* the final drain */
+  /* the final drain, the markers no span came after, the files closed */
   r->probe = NULL;
-  pthread_mutex_lock (&r->lock);
-  write_markers (r);          /* those no span came after */
-  pthread_mutex_unlock (&r->lock);
-  if (pp_trace_sink_status (r->sink, &e) != PP_OK)
+  if (pp_recorder_close (r->rec, NULL, &e) != PP_OK)
     {
       put_err (err, err_size, "pipescope: %s", e.msg);
       rc = -1;
     }
-  for (int i = r->n - 1; i >= 0; i--)
-    {
-      if (pp_trace_writer_close (r->w[i], &e) != PP_OK && rc == 0)
-        {
-          put_err (err, err_size, "pipescope: %s", e.msg);
-          rc = -1;
-        }
-      r->w[i] = NULL;
-    }
-  r->n = 0;
+  r->rec = NULL;
   foreign_free (r);
   return rc;
 }
@@ -299,7 +229,7 @@ copy_str (char *dst, size_t size, const char *src)
 }
 
 static PpStatus
-write_desc (PpTraceWriter *w, const void *arg, PpError *err)
+write_desc (PpTraceWriter *w, void *arg, PpError *err)
 {
   return pp_trace_write_description (w, arg, err);
 }
@@ -337,7 +267,7 @@ typedef struct {
 } PlanArg;
 
 static PpStatus
-write_plan (PpTraceWriter *w, const void *arg, PpError *err)
+write_plan (PpTraceWriter *w, void *arg, PpError *err)
 {
   const PlanArg *p = arg;
   return pp_trace_write_rank_plan (w, p->rank, p->actions, p->n, 0, err);
@@ -482,7 +412,7 @@ pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
    * it; never a file write on the caller's thread.  A full queue (the
    * drain stuck for 128 steps) drops the marker, counted. */
   int rc = 0;
-  pthread_mutex_lock (&r->lock);
+  pp_recorder_lock (r->rec);
   if (r->n_markers < FOREIGN_MARKERS)
     {
       r->markers[r->n_markers].step = step;
@@ -495,7 +425,7 @@ pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
       r->markers_dropped++;
       rc = -1;
     }
-  pthread_mutex_unlock (&r->lock);
+  pp_recorder_unlock (r->rec);
   return rc;
 }
 
@@ -520,7 +450,7 @@ typedef struct {
 } RankArg;
 
 static PpStatus
-write_rank (PpTraceWriter *w, const void *arg, PpError *err)
+write_rank (PpTraceWriter *w, void *arg, PpError *err)
 {
   const RankArg *a = arg;
   return pp_trace_write_rank (w, a->rank, (int32_t) getpid (), a->host, err);
@@ -547,8 +477,8 @@ pipescope_dropped (pipescope_rank *r)
 {
   if (r == NULL)
     return 0;
-  pthread_mutex_lock (&r->lock);
+  pp_recorder_lock (r->rec);
   uint64_t markers = r->markers_dropped;
-  pthread_mutex_unlock (&r->lock);
+  pp_recorder_unlock (r->rec);
   return pp_probe_dropped (r->probe) + markers;
 }

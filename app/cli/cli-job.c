@@ -69,12 +69,12 @@ pp_cli_now_ns (void)
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ---- a job's outputs: live server, trace file, probe ------------------------------ */
+/* ---- a job's outputs: live server, trace file, probe (a recorder) ---------------- */
 
 static void
 job_error (PpCliJob *job, int which, const PpError *err)
 {
-  const char *what = which >= 0 && which < 2 ? job->what[which] : NULL;
+  const char *what = which >= 0 && which < PP_RECORDER_MAX_WRITERS ? job->what[which] : NULL;
   fprintf (stderr, "pipescope-cli: error: %s: %s\n", what ? what : "trace",
            err->msg[0] ? err->msg : "cannot write trace");
 }
@@ -93,6 +93,7 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
 {
   PpError err = { 0 };
   PpLiveConfig cfg;
+  PpLiveServer *server = NULL;
 
   memset (job, 0, sizeof *job);
   job->live_index = -1;
@@ -102,6 +103,11 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
     snprintf (job->name, sizeof job->name, "%s", job_name);
   else
     snprintf (job->name, sizeof job->name, "%s-%ld", schedule, (long) getpid ());
+  if ((job->rec = pp_recorder_new (&err)) == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return 1;
+    }
   if (live)
     {
       memset (&cfg, 0, sizeof cfg);
@@ -112,8 +118,8 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
       cfg.job = n_ranks > 0 ? job_name : NULL;   /* a job of one process: just a name */
       cfg.rank = rank;
       cfg.n_ranks = n_ranks;
-      job->server = pp_live_server_new (&cfg, &err);
-      if (job->server == NULL && listen == NULL && trace != NULL)
+      server = pp_live_server_new (&cfg, &err);
+      if (server == NULL && listen == NULL && trace != NULL)
         {
           /* Live is the default, the trace is what was asked for: a job
            * that cannot serve (no private folder for its socket, say) still
@@ -122,39 +128,37 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
                    err.msg[0] ? err.msg : "cannot serve");
           live = false;
         }
-      else if (job->server == NULL)
+      else if (server == NULL)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot serve");
+          pp_cli_job_abort (job);
           return 1;
         }
-      else if (pp_live_server_notice (job->server) != NULL)
-        fprintf (stderr, "pipescope-cli: %s\n", pp_live_server_notice (job->server));
+      else if (pp_live_server_notice (server) != NULL)
+        fprintf (stderr, "pipescope-cli: %s\n", pp_live_server_notice (server));
     }
   if (live)
     {
-      job->what[job->n] = "live stream";
-      job->live_index = job->n;
-      job->w[job->n] = pp_trace_writer_new_callback (pp_live_server_write, job->server,
-                                                     PP_TRACE_NATIVE, &err);
-      if (job->w[job->n] == NULL)
+      int i = pp_recorder_n_writers (job->rec);
+      job->what[i] = "live stream";
+      if (pp_recorder_add_live (job->rec, server, &err) < 0)
         {
-          job_error (job, job->n, &err);
+          job_error (job, i, &err);
           pp_cli_job_abort (job);
           return 1;
         }
-      job->n++;
+      job->live_index = i;
     }
   if (trace != NULL)
     {
-      job->what[job->n] = trace;
-      job->w[job->n] = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err);
-      if (job->w[job->n] == NULL)
+      int i = pp_recorder_n_writers (job->rec);
+      job->what[i] = trace;
+      if (pp_recorder_add_file (job->rec, trace, &err) < 0)
         {
-          job_error (job, job->n, &err);
+          job_error (job, i, &err);
           pp_cli_job_abort (job);
           return 1;
         }
-      job->n++;
     }
   return 0;
 }
@@ -163,26 +167,20 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
  * markers, plans, names) and the probe's drain (spans, counters).  A stop
  * in mid-step leaves spans in the probe's buffers that the drain delivers
  * while the main thread writes the plan; with CUPTI, device spans arrive at
- * any time.  One job per process, so one lock; never held across
- * pp_probe_flush (which waits for the drain). */
-static pthread_mutex_t job_writers_lock = PTHREAD_MUTEX_INITIALIZER;
-
+ * any time.  The recorder's lock keeps their frames apart; never held
+ * across pp_probe_flush (which waits for the drain). */
 int
 pp_cli_job_write (PpCliJob *job, PpCliWriteFunc fn, void *user)
 {
   PpError err = { 0 };
-  int rc = 0;
+  int failed = -1;
 
-  pthread_mutex_lock (&job_writers_lock);
-  for (int i = 0; i < job->n; i++)
-    if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
-      {
-        job_error (job, i, &err);
-        rc = 1;
-        break;
-      }
-  pthread_mutex_unlock (&job_writers_lock);
-  return rc;
+  if (pp_recorder_write (job->rec, fn, user, &failed, &err) != PP_OK)
+    {
+      job_error (job, failed, &err);
+      return 1;
+    }
+  return 0;
 }
 
 /* Records (spans, counters) in whole frames of the writer's native order. */
@@ -270,25 +268,24 @@ pp_cli_job_collect (PpCliJob *job, int rank)
 {
   PpError err = { 0 };
   const char *max = getenv ("PIPESCOPE_TEST_COLLECT_MAX");   /* tests: a tiny bound */
-  if (job->n >= 3)
+  int i = pp_recorder_n_writers (job->rec);
+  if (i >= PP_RECORDER_MAX_WRITERS)
     return 1;
   job->collect_rank = rank;
   job->collect_max = max != NULL && atol (max) > 0 ? (size_t) atol (max) : PP_CLI_COLLECT_MAX;
-  job->what[job->n] = "collector";
-  job->w[job->n] = pp_trace_writer_new_callback (collect_bytes, job, PP_TRACE_NATIVE, &err);
-  if (job->w[job->n] == NULL)
+  job->what[i] = "collector";
+  if (pp_recorder_add_callback (job->rec, collect_bytes, job, &err) < 0)
     {
-      job_error (job, job->n, &err);
+      job_error (job, i, &err);
       return 1;
     }
-  job->n++;
   return 0;
 }
 
 void
 pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n)
 {
-  pthread_mutex_lock (&job_writers_lock);
+  pp_recorder_lock (job->rec);
   if (job->collect_dropped_records > job->collect_reported)
     {
       /* what was dropped since the last take, for viewers to show */
@@ -305,107 +302,46 @@ pp_cli_job_take_collected (PpCliJob *job, unsigned char **data, size_t *n)
   *n = job->n_collected;
   job->collected = NULL;
   job->n_collected = job->cap_collected = 0;
-  pthread_mutex_unlock (&job_writers_lock);
+  pp_recorder_unlock (job->rec);
 }
 
 int
 pp_cli_job_write_live (PpCliJob *job, PpCliWriteFunc fn, void *user)
 {
   PpError err = { 0 };
-  int rc = 0, i = job->live_index;
 
-  if (i < 0)
+  if (job->live_index < 0)
     return 0;
-  pthread_mutex_lock (&job_writers_lock);
-  if (fn (job->w[i], user, &err) != PP_OK || pp_trace_writer_flush (job->w[i], &err) != PP_OK)
+  if (pp_recorder_write_one (job->rec, job->live_index, fn, user, &err) != PP_OK)
     {
-      job_error (job, i, &err);
-      rc = 1;
+      job_error (job, job->live_index, &err);
+      return 1;
     }
-  pthread_mutex_unlock (&job_writers_lock);
-  return rc;
-}
-
-/* The probe's sink: the trace sink's callbacks (under the writers' lock),
- * then the tap's. */
-static void
-job_spans (void *user, const PpSpan *spans, size_t n)
-{
-  PpCliJob *job = user;
-  if (job->trace_sink.spans)
-    {
-      pthread_mutex_lock (&job_writers_lock);
-      job->trace_sink.spans (job->trace_sink.user, spans, n);
-      pthread_mutex_unlock (&job_writers_lock);
-    }
-  if (job->tap.spans)
-    job->tap.spans (job->tap.user, spans, n);
-}
-
-static void
-job_counters (void *user, const PpCounter *counters, size_t n)
-{
-  PpCliJob *job = user;
-  if (job->trace_sink.counters)
-    {
-      pthread_mutex_lock (&job_writers_lock);
-      job->trace_sink.counters (job->trace_sink.user, counters, n);
-      pthread_mutex_unlock (&job_writers_lock);
-    }
-  if (job->tap.counters)
-    job->tap.counters (job->tap.user, counters, n);
-}
-
-static void
-job_dropped (void *user, int32_t rank, uint64_t total)
-{
-  PpCliJob *job = user;
-  if (job->trace_sink.dropped)
-    {
-      pthread_mutex_lock (&job_writers_lock);
-      job->trace_sink.dropped (job->trace_sink.user, rank, total);
-      pthread_mutex_unlock (&job_writers_lock);
-    }
-  if (job->tap.dropped)
-    job->tap.dropped (job->tap.user, rank, total);
+  return 0;
 }
 
 int
 pp_cli_job_start_probe (PpCliJob *job, const PpProbeSink *tap)
 {
   PpError err = { 0 };
-  PpProbeConfig pcfg;
+  PpRecorderHooks hooks;
 
-  if (job->n > 0)
-    {
-      job->sink = pp_trace_sink_new (job->w, job->n, &err);
-      if (job->sink == NULL)
-        {
-          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot create the trace sink");
-          return 1;
-        }
-      job->trace_sink = pp_trace_sink_probe_sink (job->sink);
-    }
+  memset (&hooks, 0, sizeof hooks);
   if (tap != NULL)
-    job->tap = *tap;
-  memset (&pcfg, 0, sizeof pcfg);
-  pcfg.sink.user = job;
-  pcfg.sink.spans = job_spans;
-  pcfg.sink.counters = job_counters;
-  pcfg.sink.dropped = job_dropped;
-  job->probe = pp_probe_new (&pcfg, &err);
-  if (job->probe == NULL)
+    hooks.tap = *tap;
+  if (pp_recorder_start (job->rec, &hooks, &err) != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : "cannot start the probe");
       return 1;
     }
+  job->probe = pp_recorder_probe (job->rec);
   return 0;
 }
 
 void
 pp_cli_job_announce (PpCliJob *job, const char *listen)
 {
-  PpLiveServer *server = job->server;
+  PpLiveServer *server = pp_recorder_server (job->rec);
 
   if (server == NULL)
     return;
@@ -428,26 +364,19 @@ int
 pp_cli_job_close (PpCliJob *job)
 {
   PpError err = { 0 };
-  int status = 0;
+  int status = 0, failed = -1;
 
   /* A final drain pass: everything recorded reaches the writers. */
-  pp_probe_free (job->probe);
   job->probe = NULL;
-  if (job->sink != NULL && pp_trace_sink_status (job->sink, &err) != PP_OK)
+  if (pp_recorder_close (job->rec, &failed, &err) != PP_OK)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      if (failed < 0)
+        fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      else
+        job_error (job, failed, &err);
       status = 1;
     }
-  for (int i = job->n - 1; i >= 0; i--)
-    {
-      PpTraceWriter *w = job->w[i];
-      job->w[i] = NULL;
-      if (pp_trace_writer_close (w, &err) != PP_OK && status == 0)
-        {
-          job_error (job, i, &err);
-          status = 1;
-        }
-    }
+  job->rec = NULL;
   pp_cli_job_abort (job);
   return status;
 }
@@ -455,23 +384,13 @@ pp_cli_job_close (PpCliJob *job)
 void
 pp_cli_job_abort (PpCliJob *job)
 {
-  pp_probe_free (job->probe);
+  pp_recorder_free (job->rec);   /* its writers first: the collector's writes into collected */
+  job->rec = NULL;
   job->probe = NULL;
-  pp_trace_sink_free (job->sink);
-  job->sink = NULL;
-  for (int i = 0; i < 3; i++)
-    if (job->w[i])
-      {
-        pp_trace_writer_close (job->w[i], NULL);
-        job->w[i] = NULL;
-      }
-  job->n = 0;
   job->live_index = -1;
   free (job->collected);
   job->collected = NULL;
   job->n_collected = job->cap_collected = 0;
-  pp_live_server_free (job->server);
-  job->server = NULL;
 }
 
 /* ---- limits ------------------------------------------------------------------ */

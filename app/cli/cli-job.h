@@ -9,7 +9,7 @@
 
 #include "pp-live.h"
 #include "pp-probe.h"
-#include "pp-trace-sink.h"
+#include "pp-recorder.h"
 #include "pp-trace.h"
 
 /* The signal (SIGINT, SIGTERM) that asked to stop, 0 if none; and a flag that
@@ -28,13 +28,12 @@ void    pp_cli_mask_stop_signals (int how);
 int64_t pp_cli_now_ns (void);
 
 /* Where a job's events go: a live server (registered, attachable with
- * record) and/or a trace file, both fed by one probe through a trace sink. */
+ * record) and/or a trace file, both fed by one probe (pp-recorder.h). */
 typedef struct {
-  PpLiveServer  *server;
-  PpTraceWriter *w[3];
-  const char    *what[3];      /* for messages: "live stream", the file's path, "collector" */
-  int            n;
-  int            live_index;   /* which of w is the live stream's, -1: none */
+  PpRecorder    *rec;
+  const char    *what[PP_RECORDER_MAX_WRITERS];   /* for messages, by writer: "live stream",
+                                                   * the file's path, "collector" */
+  int            live_index;   /* which writer is the live stream's, -1: none */
   /* pp_cli_job_collect: what this rank recorded since it was last taken,
    * whole frames (the first time, the file header first) */
   unsigned char *collected;
@@ -43,10 +42,7 @@ typedef struct {
   uint64_t       collect_dropped_records, collect_reported; /* spans and counters; in DROPPED frames */
   size_t         collect_max;       /* the bound (PIPESCOPE_TEST_COLLECT_MAX in tests) */
   int            collect_rank;      /* whose records these are */
-  PpTraceSink   *sink;
-  PpProbe       *probe;
-  PpProbeSink    trace_sink;   /* the trace sink's callbacks (none without writers) */
-  PpProbeSink    tap;          /* the caller's, called after them on the drain thread */
+  PpProbe       *probe;        /* the recorder's, once started */
   char           name[64];     /* "<schedule>-<pid>" */
 } PpCliJob;
 
