@@ -958,6 +958,126 @@ test_cli_render (Fixture *f, gconstpointer data)
   g_free (png); g_free (pdf); g_free (missing);
 }
 
+/* The header's two lines as render wrote them into an SVG (y 20 and 39),
+ * each checked to fit: its text's advance, measured in the renderer's font
+ * and size, from its x, ends inside the image.  Returns the second line. */
+static char *
+header_fits (const char *svg, double width)
+{
+  char *text = NULL, *second = NULL;
+  int lines = 0;
+  g_assert_true (g_file_get_contents (svg, &text, NULL, NULL));
+  GRegex *re = g_regex_new ("<text x=\"([0-9.]+)\" y=\"(20|39)\\.00\" font-size=\"([0-9.]+)\"( font-weight=\"bold\")?"
+                            "[^>]*>([^<]*)</text>", 0, 0, NULL);
+  GMatchInfo *mi = NULL;
+  cairo_surface_t *surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 16, 16);
+  cairo_t *cr = cairo_create (surf);
+  /* as an SVG surface measures (and a viewer draws) text: advances not
+   * rounded to whole pixels */
+  cairo_font_options_t *fo = cairo_font_options_create ();
+  cairo_font_options_set_hint_metrics (fo, CAIRO_HINT_METRICS_OFF);
+  cairo_font_options_set_hint_style (fo, CAIRO_HINT_STYLE_NONE);
+  cairo_set_font_options (cr, fo);
+  cairo_font_options_destroy (fo);
+  g_regex_match (re, text, 0, &mi);
+  for (; g_match_info_matches (mi); g_match_info_next (mi, NULL))
+    {
+      char *x = g_match_info_fetch (mi, 1), *y = g_match_info_fetch (mi, 2), *size = g_match_info_fetch (mi, 3);
+      char *bold = g_match_info_fetch (mi, 4), *body = g_match_info_fetch (mi, 5);
+      /* the SVG's escapes back to the text drawn */
+      GString *t = g_string_new (body);
+      g_string_replace (t, "&gt;", ">", 0);
+      g_string_replace (t, "&lt;", "<", 0);
+      g_string_replace (t, "&apos;", "'", 0);
+      g_string_replace (t, "&quot;", "\"", 0);
+      g_string_replace (t, "&amp;", "&", 0);
+      cairo_text_extents_t e;
+      cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL,
+                              bold[0] ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+      cairo_set_font_size (cr, g_ascii_strtod (size, NULL));
+      cairo_text_extents (cr, t->str, &e);
+      g_assert_cmpfloat (g_ascii_strtod (x, NULL) + e.x_advance, <=, width);
+      if (strcmp (y, "39") == 0)
+        {
+          g_free (second);
+          second = g_strdup (t->str);
+        }
+      lines++;
+      g_string_free (t, TRUE);
+      g_free (x); g_free (y); g_free (size); g_free (bold); g_free (body);
+    }
+  g_assert_cmpint (lines, ==, 2);
+  g_match_info_free (mi);
+  g_regex_unref (re);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surf);
+  g_free (text);
+  g_assert_nonnull (second);
+  return second;
+}
+
+/* render -W 1000 of a PyTorch job, whose model line names its stages:
+ * the header fits the width, the model line cut short so that the run's
+ * figures after it stay; wide enough, nothing is cut. */
+static void
+test_header_fits (Fixture *f, gconstpointer data)
+{
+  char *t = g_build_filename (f->dir, "long.pptrace", NULL);
+  char *svg = g_build_filename (f->dir, "long.svg", NULL);
+  char *out, *err;
+  PpError e = { 0 };
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  snprintf (d.schedule, sizeof d.schedule, "DualPipeV");
+  snprintf (d.backend, sizeof d.backend, "cpu");
+  snprintf (d.host, sizeof d.host, "vm");
+  snprintf (d.model, sizeof d.model, "PyTorch 2.15.0+cu132 gloo ScheduleDualPipeV stages->ranks 0:0,1:1,2:1,3:0; "
+            "params of rank 0's stages s0 8.3k s3 8.3k & more <stages>");
+  d.n_ranks = 2;
+  d.n_microbatches = 4;
+  d.n_virtual = 2;
+  d.start_monotonic_ns = 1000 * MS;
+  PpTraceWriter *w = pp_trace_writer_new_path (t, PP_TRACE_NATIVE, &e);
+  g_assert_nonnull (w);
+  g_assert_cmpint (pp_trace_write_description (w, &d, &e), ==, PP_OK);
+  PpSpan sp[4];
+  memset (sp, 0, sizeof sp);
+  for (int i = 0; i < 4; i++)
+    {
+      sp[i].rank = i % 2;
+      sp[i].stage = i % 2;
+      sp[i].microbatch = i / 2;
+      sp[i].kind = PP_SPAN_F;
+      sp[i].device = 0xffff;
+      sp[i].peer_rank = -1;
+      sp[i].start_ns = (1000 + 2 * i) * MS;
+      sp[i].end_ns = sp[i].start_ns + MS;
+    }
+  g_assert_cmpint (pp_trace_write_spans (w, sp, 4, &e), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+
+  g_assert_cmpint (run (&out, &err, "render", t, "-W", "1000", "-o", svg, NULL), ==, 0);
+  g_free (out); g_free (err);
+  char *second = header_fits (svg, 1000);
+  g_assert_nonnull (strstr (second, "model PyTorch 2.15.0"));
+  g_assert_nonnull (strstr (second, "…  ·  host vm  ·  "));
+  g_assert_nonnull (strstr (second, " shown"));
+  g_free (second);
+  /* narrower than the figures: cut at the end, still inside */
+  g_assert_cmpint (run (&out, &err, "render", t, "-W", "300", "-o", svg, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_free (header_fits (svg, 300));
+  /* wide: the whole model line */
+  g_assert_cmpint (run (&out, &err, "render", t, "-W", "3000", "-o", svg, NULL), ==, 0);
+  g_free (out); g_free (err);
+  second = header_fits (svg, 3000);
+  g_assert_nonnull (strstr (second, d.model));
+  g_assert_null (strstr (second, "…"));
+  g_free (second);
+  g_free (t);
+  g_free (svg);
+}
+
 /* A file cut inside a record opens with what it holds, and says so. */
 static void
 test_model_truncated (Fixture *f, gconstpointer data)
@@ -1198,5 +1318,6 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-reversed-spans", test_model_reversed_spans);
   g_test_add ("/render/export", Fixture, NULL, fixture_setup, test_export, fixture_teardown);
   g_test_add ("/render/cli", Fixture, NULL, fixture_setup, test_cli_render, fixture_teardown);
+  g_test_add ("/render/header-fits", Fixture, NULL, fixture_setup, test_header_fits, fixture_teardown);
   return g_test_run ();
 }

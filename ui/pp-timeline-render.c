@@ -671,6 +671,56 @@ nice_step (double raw)
 
 /* ---- the parts ---------------------------------------------------------------------- */
 
+/* The longest prefix of s (at most n bytes, cut on a UTF-8 character's
+ * start) with "…" after it that is at most max_w wide in cr's font, into
+ * buf; "…" alone when nothing fits beside it.  Binary search on the cut. */
+static void
+ellipsize (cairo_t *cr, const char *s, size_t n, const char *after, double max_w, char *buf, size_t size)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo + 1) / 2, cut = mid;
+      while (cut > 0 && ((unsigned char) s[cut] & 0xC0) == 0x80)
+        cut--;
+      snprintf (buf, size, "%.*s…%s", (int) cut, s, after);
+      if (text_w (cr, buf) <= max_w)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+  while (lo > 0 && ((unsigned char) s[lo] & 0xC0) == 0x80)
+    lo--;
+  snprintf (buf, size, "%.*s…%s", (int) lo, s, after);
+}
+
+/* A header line fitted into max_w: as it is when it fits, else with the
+ * middle part (the model line, which runs long: a PyTorch job's names its
+ * stages) cut short, so that the figures after it stay; else with the
+ * middle left out and the rest cut at its end. */
+static void
+fit_line (cairo_t *cr, const char *head, const char *middle, const char *tail, double max_w,
+          char *buf, size_t size)
+{
+  char whole[1280], trial[1280];
+  snprintf (buf, size, "%s%s%s", head, middle, tail);
+  if (text_w (cr, buf) <= max_w)
+    return;
+  snprintf (trial, sizeof trial, "%s…%s", head, tail);
+  if (middle[0] != '\0' && text_w (cr, trial) <= max_w)
+    {
+      /* head + "…" + tail fits: the longest cut falls inside middle */
+      snprintf (whole, sizeof whole, "%s%s", head, middle);
+      ellipsize (cr, whole, strlen (whole), tail, max_w, buf, size);
+    }
+  else
+    {
+      /* too narrow even so: the middle gone, the rest cut at its end */
+      snprintf (whole, sizeof whole, "%s%s%s", head, middle[0] ? "…" : "", tail);
+      ellipsize (cr, whole, strlen (whole), "", max_w, buf, size);
+    }
+}
+
 /* The header's measured figure: with steps, the mean over ranks of each
  * rank's bubble a step (pp_timeline_model_step_bubbles: what the stats
  * panel, info and run print, and what compares with the plan's); without,
@@ -701,6 +751,10 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
   char line[1024], dur[64];
   double span = ns_between (c->v->t0_ns, c->v->t1_ns);
 
+  /* both lines fit between the margins, however narrow the image */
+  double max_w = c->v->width - 2 * 12;
+  char fitted[1024];
+
   set_rgb (cr, c->th.fg);
   font (cr, 16, 1);
   if (d != NULL)
@@ -708,15 +762,21 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
               d->n_microbatches, d->n_virtual > 0 ? d->n_virtual : 1);
   else
     snprintf (line, sizeof line, "trace without description   P=%d", c->n_ranks);
-  text_at (cr, line, 12, 20, 0);
+  fit_line (cr, "", line, "", max_w, fitted, sizeof fitted);
+  text_at (cr, fitted, 12, 20, 0);
 
   format_time (dur, sizeof dur, span, nice_step (span / 10));
+  char head[256] = "", middle[sizeof d->model + 8] = "";
+  if (d != NULL)
+    {
+      snprintf (head, sizeof head, "backend %s  ·  model ", d->backend);
+      snprintf (middle, sizeof middle, "%s", d->model);
+    }
   {
     size_t len = 0;
     line[0] = 0;
     if (d != NULL)
-      len += snprintf (line + len, sizeof line - len, "backend %s  ·  model %s  ·  host %s  ·  ",
-                       d->backend, d->model, d->host);
+      len += snprintf (line + len, sizeof line - len, "  ·  host %s  ·  ", d->host);
     if (len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "%s shown", dur);
     if (mean_bubble >= 0 && len < sizeof line)
@@ -733,7 +793,9 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
   }
   set_rgb (cr, c->th.dim);
   font (cr, 12, 0);
-  text_at (cr, line, 12, 39, 0);
+  /* the model line gives way first: the figures after it stay */
+  fit_line (cr, head, middle, line, max_w, fitted, sizeof fitted);
+  text_at (cr, fitted, 12, 39, 0);
 }
 
 static void
