@@ -133,8 +133,11 @@ app_view_read (const char *path, bool with_plan, AppView *v)
         {
           v->n_ranks = nr;
           v->n_steps = n;
-          memcpy (v->step_starts, pp_timeline_model_step_starts (m), n * sizeof *v->step_starts);
-          memcpy (v->step_numbers, pp_timeline_model_step_numbers (m), n * sizeof *v->step_numbers);
+          if (n > 0)   /* the model's arrays are NULL without steps */
+            {
+              memcpy (v->step_starts, pp_timeline_model_step_starts (m), n * sizeof *v->step_starts);
+              memcpy (v->step_numbers, pp_timeline_model_step_numbers (m), n * sizeof *v->step_numbers);
+            }
           v->n_copies = nc;
           for (size_t k = 0; k < nc; k++)
             pp_timeline_plan_copy (m, k, &v->shift[k], &v->limit[k]);
