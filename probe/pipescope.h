@@ -80,8 +80,9 @@ PIPESCOPE_API int64_t  pipescope_now_ns (void);
 PIPESCOPE_API pipescope_rank *pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime,
                                      const char *trace_path, const char *listen, char *err,
                                      size_t err_size);
-/* Final drain (everything recorded reaches the file and viewers), closes
- * the file, unregisters.  Returns 0, or -1 if the trace file could not be
+/* With device activity, the blocks still waiting go out and the collector
+ * stops; then the final drain (everything recorded reaches the file and
+ * viewers), closes the file, unregisters.  Returns 0, or -1 if the trace file could not be
  * written whole (the reason in err). */
 PIPESCOPE_API int      pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size);
 
@@ -128,6 +129,57 @@ PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host)
 /* Records dropped so far (rings full, or step markers past a queue of
  * 256 while the drain is stuck); 0 for NULL. */
 PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
+
+/* ---- Device activity: kernels and copies as children of their blocks ----
+ *
+ * Added to version 1 without changing any call above: a caller looks them
+ * up by name (dlsym; hasattr in ctypes) and goes on without them where a
+ * library lacks them.  In a library built with CUDA and CUPTI they run
+ * CUPTI's collector in this process, which the library opens at run time
+ * (libpipescope-cupti.so beside it, or $PIPESCOPE_CUPTI_LIB): the library
+ * itself loads where no driver, GPU or CUPTI is.  Where the collector cannot
+ * run, start says why and every other call is a no-op (push 0, pop -1) or
+ * records as the plain call does (block, overlap): a caller needs no second
+ * code path. */
+
+/* Starts collecting the kernels, copies and memsets of this process's GPU
+ * work for rank r.  0: collecting (also when already started); 1: not here,
+ * the reason in err, one line: no CUPTI part in this build, libcupti
+ * missing, no usable GPU or driver, another profiler (nsys, ncu, a PyTorch
+ * profiler) holds CUPTI, a collector already runs in the process, or
+ * PIPESCOPE_CUPTI=0; -1: r is NULL.  Prints nothing, never aborts.  One
+ * collector a process: call it for the rank whose stages launch there. */
+PIPESCOPE_API int      pipescope_device_start (pipescope_rank *r, char *err, size_t err_size);
+/* Tags the device work the calling thread launches from now until the
+ * matching pop as block (kind, stage, microbatch, step): returns the
+ * block's id (> 0), for pipescope_device_block; 0 when nothing is tagged
+ * (no collector, or CUPTI refused), and then pop does nothing.  Nests per
+ * thread (16 deep); pop on the pushing thread.  Work launched by another
+ * thread (PyTorch's autograd device threads) is not tagged. */
+PIPESCOPE_API uint64_t pipescope_device_push (pipescope_rank *r, int kind, int stage, int microbatch,
+                                              int step);
+/* 0, or -1 when this thread has no push of r's collector to pop. */
+PIPESCOPE_API int      pipescope_device_pop (pipescope_rank *r);
+/* The block of push id, as pipescope_block records it, given once its
+ * device work has completed (its end event has passed; never before): timed
+ * from its first device record's start to its last one's end, on the clock
+ * of every time here; start_ns..end_ns (the caller's own GPU times, CUDA
+ * events) where it had none, where id is 0 or where no collector runs.  Its
+ * kernels, copies and memsets are spans of kind 10, 11, 12 (the trace
+ * format's) with the block's rank, stage, micro-batch and step, inside its
+ * span: its children; their names precede them.  The block's span goes
+ * out once the collector has handed over every record of it: within a
+ * flush after this call, at a later device or step call, at close at the
+ * latest. */
+PIPESCOPE_API int      pipescope_device_block (pipescope_rank *r, uint64_t id, int kind, int stage,
+                                               int microbatch, int step, int64_t start_ns,
+                                               int64_t end_ns);
+/* The same for pipescope_overlap: f_id and b_id the two halves' pushes
+ * (either may be 0); the span covers both halves' device work. */
+PIPESCOPE_API int      pipescope_device_overlap (pipescope_rank *r, uint64_t f_id, uint64_t b_id,
+                                                 int f_stage, int f_microbatch, int b_kind,
+                                                 int b_stage, int b_microbatch, int step,
+                                                 int64_t start_ns, int64_t end_ns);
 
 #ifdef __cplusplus
 }

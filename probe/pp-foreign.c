@@ -6,18 +6,28 @@
  * return code and one line in the caller's buffer; recording goes through
  * pp_probe_record_*, which never blocks; frames the caller's thread writes
  * (description, plan, step markers) only append to memory (the live
- * server's history) or go to the trace file's buffer. */
+ * server's history) or go to the trace file's buffer.
+ *
+ * Device activity (pipescope_device_*): the CUPTI collector, opened as a
+ * module (pp-cupti-module.h) so that this library never links libcupti.
+ * A block given with its push's id waits until the collector has served a
+ * flush asked for when it was given (its records are all in by then: its
+ * work had completed), then goes out timed by those records. */
 #define PIPESCOPE_BUILDING 1
 #include "pipescope.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "pp-cupti-module.h"
 #include "pp-live.h"
 #include "pp-probe.h"
 #include "pp-recorder.h"
@@ -37,6 +47,15 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
 
 #define FOREIGN_NEST_MAX    16
 #define FOREIGN_MARKERS     256          /* step markers waiting for the drain */
+#define FOREIGN_DEVICE_WAIT 65536        /* blocks waiting for their device records */
+
+/* A block given before its device records have surely all arrived. */
+typedef struct {
+  uint64_t id, id2;        /* pushes; id2: an overlapped pair's backward half, else 0 */
+  uint64_t ticket;         /* the collector's flush that hands them over */
+  int      kind, stage, microbatch, step, sub_kind, sub_stage, sub_microbatch;
+  int64_t  start_ns, end_ns;
+} DeviceBlock;
 
 struct pipescope_rank {
   int32_t         rank, n_ranks;
@@ -50,7 +69,17 @@ struct pipescope_rank {
   int             n_markers;
   uint64_t        markers_dropped;
   char            name[96];
+  /* device activity: set once by pipescope_device_start (cu before
+   * cupti), cleared at close after the last drain */
+  const PpCuptiModule *cu;
+  _Atomic (PpCupti *)  cupti;
+  uint32_t        names_written;         /* kernel names in the writers (drain, under the lock) */
+  pthread_mutex_t device_lock;           /* the waiting blocks */
+  DeviceBlock    *device;
+  size_t          n_device, cap_device;
 };
+
+static __thread int device_depth;        /* this thread's pushes still to pop */
 
 /* pipescope_begin's per-thread stack. */
 typedef struct {
@@ -109,10 +138,66 @@ write_markers (void *user)
   r->n_markers = 0;
 }
 
+/* ---- the drain's side: kernel names before the spans that use them ------------- */
+
+typedef struct {
+  const pipescope_rank *r;
+  PpCupti              *c;
+  uint32_t              from, to;   /* ids, both included */
+} NameRange;
+
+static PpStatus
+write_name_range (PpTraceWriter *w, void *user, PpError *err)
+{
+  const NameRange *n = user;
+  for (uint32_t id = n->from; id <= n->to; id++)
+    {
+      const char *name = n->r->cu->name (n->c, id);
+      char cut[PP_TRACE_STRING_MAX + 1];
+      if (name == NULL)
+        continue;
+      if (strlen (name) > PP_TRACE_STRING_MAX)
+        {
+          /* a mangled template name can be longer than a trace string */
+          memcpy (cut, name, PP_TRACE_STRING_MAX);
+          cut[PP_TRACE_STRING_MAX] = '\0';
+          name = cut;
+        }
+      PpStatus st = pp_trace_write_string (w, id, name, err);
+      if (st != PP_OK)
+        return st;
+    }
+  return PP_OK;
+}
+
+/* The recorder's before_spans: names the collector interned since the
+ * last batch (ids come 1, 2, 3, ... in order of first use), so that a
+ * reader (merge, a viewer) knows each name before its first span. */
+static void
+write_names (void *user, const PpSpan *spans, size_t n)
+{
+  pipescope_rank *r = user;
+  PpCupti *c = atomic_load (&r->cupti);
+  uint32_t top = r->names_written;
+  if (c == NULL)
+    return;
+  for (size_t i = 0; i < n; i++)
+    if ((spans[i].kind == PP_SPAN_KERNEL || spans[i].kind == PP_SPAN_MEMCPY
+         || spans[i].kind == PP_SPAN_MEMSET) && spans[i].name_id > top)
+      top = spans[i].name_id;
+  if (top == r->names_written)
+    return;
+  NameRange range = { r, c, r->names_written + 1, top };
+  (void) pp_recorder_write_locked (r->rec, write_name_range, &range, NULL, NULL);
+  r->names_written = top;
+}
+
 static void
 foreign_free (pipescope_rank *r)
 {
   pp_recorder_free (r->rec);
+  pthread_mutex_destroy (&r->device_lock);
+  free (r->device);
   free (r);
 }
 
@@ -140,6 +225,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
       return NULL;
     }
   r->rank = rank;
+  pthread_mutex_init (&r->device_lock, NULL);
   r->n_ranks = n_ranks;
   if (job == NULL || job[0] == '\0')
     {
@@ -180,6 +266,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   memset (&hooks, 0, sizeof hooks);
   hooks.user = r;
   hooks.after_batch = write_markers;
+  hooks.before_spans = write_names;
   if (pp_recorder_start (r->rec, &hooks, &e) != PP_OK)
     goto fail;
   r->probe = pp_recorder_probe (r->rec);
@@ -201,6 +288,9 @@ write_all (pipescope_rank *r, PpRecorderWriteFunc fn, void *arg)
   return pp_recorder_write (r->rec, fn, arg, NULL, NULL) == PP_OK ? 0 : -1;
 }
 
+static PpCupti *device_stop (pipescope_rank *r);
+static void     device_emit_waiting (pipescope_rank *r);
+
 int
 pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
 {
@@ -210,7 +300,10 @@ pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
   put_err (err, err_size, "%s", "");
   if (r == NULL)
     return 0;
-  /* the final drain, the markers no span came after, the files closed */
+  /* the blocks still waiting and the collector's last records, then the
+   * final drain (which still asks the collector for names), the markers
+   * no span came after, the files closed */
+  PpCupti *c = device_stop (r);
   r->probe = NULL;
   if (pp_recorder_close (r->rec, NULL, &e) != PP_OK)
     {
@@ -218,6 +311,11 @@ pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
       rc = -1;
     }
   r->rec = NULL;
+  if (c != NULL)
+    {
+      atomic_store (&r->cupti, NULL);
+      r->cu->free (c);
+    }
   foreign_free (r);
   return rc;
 }
@@ -408,6 +506,7 @@ pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
 {
   if (r == NULL || step < 0 || (phase != 0 && phase != 1))
     return -1;
+  device_emit_waiting (r);
   /* Queued for the drain, which writes it after the spans recorded before
    * it; never a file write on the caller's thread.  A full queue (the
    * drain stuck for 128 steps) drops the marker, counted. */
@@ -481,4 +580,216 @@ pipescope_dropped (pipescope_rank *r)
   uint64_t markers = r->markers_dropped;
   pp_recorder_unlock (r->rec);
   return pp_probe_dropped (r->probe) + markers;
+}
+
+/* ---- device activity: the CUPTI collector, opened as a module -------------------- */
+
+int
+pipescope_device_start (pipescope_rank *r, char *err, size_t err_size)
+{
+  put_err (err, err_size, "%s", "");
+  if (r == NULL)
+    return -1;
+  if (atomic_load (&r->cupti) != NULL)
+    return 0;
+#ifdef PP_HAVE_CUPTI_MODULE
+  const char *env = getenv ("PIPESCOPE_CUPTI");
+  char why[PP_ERROR_MSG_MAX];
+  PpError e = { 0 };
+  if (env != NULL && strcmp (env, "0") == 0)
+    {
+      /* not even opened: off costs nothing */
+      put_err (err, err_size, "pipescope: GPU tracing unavailable: turned off (PIPESCOPE_CUPTI=0)");
+      return 1;
+    }
+  const PpCuptiModule *cu = pp_cupti_module_load (why, sizeof why);
+  if (cu == NULL)
+    {
+      put_err (err, err_size, "pipescope: GPU tracing unavailable: %s", why);
+      return 1;
+    }
+  PpCupti *c = cu->start (r->probe, r->rank, &e);
+  if (c == NULL)
+    {
+      put_err (err, err_size, "pipescope: %s", e.msg[0] ? e.msg : "GPU tracing unavailable");
+      return 1;
+    }
+  r->cu = cu;
+  atomic_store (&r->cupti, c);
+  return 0;
+#else
+  put_err (err, err_size,
+           "pipescope: GPU tracing unavailable: this libpipescope-probe.so was built without CUDA and CUPTI");
+  return 1;
+#endif
+}
+
+static int
+is_tagged_kind (int kind)
+{
+  return kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
+         || kind == PIPESCOPE_OPT;
+}
+
+uint64_t
+pipescope_device_push (pipescope_rank *r, int kind, int stage, int microbatch, int step)
+{
+  PpCupti *c = r != NULL ? atomic_load (&r->cupti) : NULL;
+  if (c == NULL || device_depth >= FOREIGN_NEST_MAX || !is_tagged_kind (kind))
+    return 0;
+  uint64_t id = r->cu->push_block_rank (c, r->rank, stage < 0 ? -1 : stage,
+                                        microbatch < 0 ? -1 : microbatch, kind, step < 0 ? 0 : step);
+  device_depth += id != 0;   /* a refused push pushed nothing: nothing to pop */
+  return id;
+}
+
+int
+pipescope_device_pop (pipescope_rank *r)
+{
+  PpCupti *c = r != NULL ? atomic_load (&r->cupti) : NULL;
+  if (c == NULL || device_depth == 0)
+    return -1;
+  device_depth--;
+  r->cu->pop_block (c);
+  return 0;
+}
+
+/* The block's span: from its device records' first start to their last
+ * end, or the caller's times where it had none. */
+static void
+device_emit (pipescope_rank *r, PpCupti *c, const DeviceBlock *d)
+{
+  int64_t s = INT64_MAX, e = INT64_MIN;
+  for (int k = 0; k < 2; k++)
+    {
+      uint64_t id = k == 0 ? d->id : d->id2;
+      int64_t bs, be;
+      if (id != 0 && c != NULL && r->cu->block_gpu_time (c, id, &bs, &be, NULL))
+        {
+          s = bs < s ? bs : s;
+          e = be > e ? be : e;
+        }
+    }
+  if (s == INT64_MAX)
+    {
+      s = d->start_ns;
+      e = d->end_ns;
+    }
+  if (d->kind == PIPESCOPE_OVERLAP_F_B)
+    pipescope_overlap (r, d->stage, d->microbatch, d->sub_kind, d->sub_stage, d->sub_microbatch,
+                       d->step, s, e);
+  else
+    record (r, d->kind, d->stage, d->microbatch, d->step, s, e, -1, 0);
+}
+
+/* The waiting blocks whose flush has been served, in the order given; all
+ * of them with all (after a forced flush of our own).  device_lock held. */
+static void
+emit_served (pipescope_rank *r, PpCupti *c, bool all)
+{
+  size_t done = 0;
+  while (done < r->n_device && (all || r->cu->wait_flush (c, r->device[done].ticket, 0)))
+    {
+      device_emit (r, c, &r->device[done]);
+      done++;
+    }
+  memmove (r->device, r->device + done, (r->n_device - done) * sizeof *r->device);
+  r->n_device -= done;
+}
+
+static void
+device_emit_waiting (pipescope_rank *r)
+{
+  PpCupti *c = atomic_load (&r->cupti);
+  if (c == NULL)
+    return;
+  pthread_mutex_lock (&r->device_lock);
+  if (r->n_device > 0)
+    emit_served (r, c, false);
+  pthread_mutex_unlock (&r->device_lock);
+}
+
+/* d waits for the flush asked for now (or, with no room to wait, goes out
+ * at once with the caller's times). */
+static int
+device_defer (pipescope_rank *r, PpCupti *c, DeviceBlock *d)
+{
+  pthread_mutex_lock (&r->device_lock);
+  if (r->n_device == r->cap_device)
+    {
+      size_t cap = r->cap_device ? 2 * r->cap_device : 256;
+      DeviceBlock *p = cap <= FOREIGN_DEVICE_WAIT ? realloc (r->device, cap * sizeof *p) : NULL;
+      if (p == NULL)
+        {
+          d->id = d->id2 = 0;
+          device_emit (r, c, d);
+          pthread_mutex_unlock (&r->device_lock);
+          return 0;
+        }
+      r->device = p;
+      r->cap_device = cap;
+    }
+  d->ticket = r->cu->request_flush (c);
+  r->device[r->n_device++] = *d;
+  emit_served (r, c, false);
+  pthread_mutex_unlock (&r->device_lock);
+  return 0;
+}
+
+int
+pipescope_device_block (pipescope_rank *r, uint64_t id, int kind, int stage, int microbatch, int step,
+                        int64_t start_ns, int64_t end_ns)
+{
+  PpCupti *c = r != NULL ? atomic_load (&r->cupti) : NULL;
+  if (r == NULL || end_ns < start_ns || !is_tagged_kind (kind))
+    return -1;
+  if (id == 0 || c == NULL)
+    return pipescope_block (r, kind, stage, microbatch, step, start_ns, end_ns);
+  DeviceBlock d = {
+    .id = id, .kind = kind, .stage = stage < 0 ? -1 : stage,
+    .microbatch = microbatch < 0 ? -1 : microbatch, .step = step < 0 ? 0 : step,
+    .start_ns = start_ns, .end_ns = end_ns,
+  };
+  return device_defer (r, c, &d);
+}
+
+int
+pipescope_device_overlap (pipescope_rank *r, uint64_t f_id, uint64_t b_id, int f_stage,
+                          int f_microbatch, int b_kind, int b_stage, int b_microbatch, int step,
+                          int64_t start_ns, int64_t end_ns)
+{
+  PpCupti *c = r != NULL ? atomic_load (&r->cupti) : NULL;
+  if (r == NULL || end_ns < start_ns || (b_kind != PIPESCOPE_B && b_kind != PIPESCOPE_I))
+    return -1;
+  if ((f_id == 0 && b_id == 0) || c == NULL)
+    return pipescope_overlap (r, f_stage, f_microbatch, b_kind, b_stage, b_microbatch, step,
+                              start_ns, end_ns);
+  DeviceBlock d = {
+    .id = f_id, .id2 = b_id, .kind = PIPESCOPE_OVERLAP_F_B, .stage = f_stage,
+    .microbatch = f_microbatch, .sub_kind = b_kind, .sub_stage = b_stage,
+    .sub_microbatch = b_microbatch, .step = step < 0 ? 0 : step,
+    .start_ns = start_ns, .end_ns = end_ns,
+  };
+  return device_defer (r, c, &d);
+}
+
+/* At close: every waiting block out (a forced flush first: their work has
+ * completed, so their records are all in after it), then the collector
+ * stopped, its last records in the probe.  Returns it, to free once the
+ * final drain no longer needs its names. */
+static PpCupti *
+device_stop (pipescope_rank *r)
+{
+  PpCupti *c = atomic_load (&r->cupti);
+  if (c == NULL)
+    return NULL;
+  pthread_mutex_lock (&r->device_lock);
+  if (r->n_device > 0)
+    {
+      (void) r->cu->flush (c, NULL);
+      emit_served (r, c, true);
+    }
+  pthread_mutex_unlock (&r->device_lock);
+  r->cu->stop (c);
+  return c;
 }

@@ -107,6 +107,8 @@ rec_spans (void *user, const PpSpan *spans, size_t n)
   if (r->trace_sink.spans)
     {
       pthread_mutex_lock (&r->lock);
+      if (r->hooks.before_spans)
+        r->hooks.before_spans (r->hooks.user, spans, n);
       r->trace_sink.spans (r->trace_sink.user, spans, n);
       if (r->hooks.after_batch)
         r->hooks.after_batch (r->hooks.user);

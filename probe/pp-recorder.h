@@ -36,6 +36,10 @@ typedef struct {
    * recorded before them (pp_recorder_write_locked writes them).  Only
    * with at least one writer. */
   void (*after_batch) (void *user);
+  /* Under the lock, on the drain thread, before the writers take a batch
+   * of spans: for frames the spans need before them (their names).  Only
+   * with at least one writer. */
+  void (*before_spans) (void *user, const PpSpan *spans, size_t n);
   /* Every batch once more, after the writers, outside the lock. */
   PpProbeSink tap;
 } PpRecorderHooks;
