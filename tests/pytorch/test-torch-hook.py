@@ -15,6 +15,15 @@
   7. A stalled viewer on each rank's live socket (connected, never
      reading): the job finishes, results bit for bit, and each rank's
      trace file holds every step.
+  8. The device calls (pipescope_device_*) where CUPTI cannot run (no
+     module, or CUPTI without a GPU here): start says why in one line and
+     returns 1, nothing on stderr; push gives 0, pop does nothing, a block
+     and an overlapped pair keep the caller's times in the trace.
+  9. The hook's CUDA path with CUPTI, on fakes (this machine has no GPU):
+     each wrapped action pushes its block's id, runs once (a backward with
+     autograd's threads off, restored after), pops even when it raises,
+     and the block goes to the library with its id; without an id, or with
+     CUPTI off or unavailable, the plain calls, nothing pushed, one line.
 Needs PIPESCOPE_TORCH_PYTHON (./dev.sh test sets it); skips without.
 """
 
@@ -51,7 +60,7 @@ def main():
     if not python:
         print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test sets it)")
         return 0
-    print("1..7")
+    print("1..9")
     tmp = tempfile.mkdtemp(prefix="pp-hook-")
     base = dict(os.environ, PYTHONPATH=PKG, PIPESCOPE_LIB=lib, XDG_RUNTIME_DIR=tmp, OMP_NUM_THREADS="1")
     os.chmod(tmp, 0o700)
@@ -184,7 +193,192 @@ def main():
             if "steps: 40\n" not in info:
                 fail(f"rank {r}'s trace lacks steps with a stalled viewer:\n{info}")
     ok("a stalled viewer on both ranks: the job finishes, results bit for bit, every step in the traces")
+
+    probe = ("import sys\n"
+             "from pipescope import lib\n"
+             "r, err = lib.Rank.open('nocupti', 0, 1, trace=sys.argv[1])\n"
+             "assert r is not None, err\n"
+             "rc, why = r.device_start()\n"
+             "bid = r.device_push(lib.F, 0, 0, 0)\n"
+             "r.device_pop()\n"
+             "t = r.now()\n"
+             "r.device_block(bid, lib.F, 0, 0, 0, t, t + 1000)\n"
+             "r.device_overlap(0, 0, 0, 1, lib.B, 1, 1, 0, t + 2000, t + 3500)\n"
+             "print(rc, bid, r.has_device)\n"
+             "print(why)\n"
+             "print(r.close() or 'closed')\n")
+    said = []
+    for what, extra in (("no CUPTI module", {"PIPESCOPE_CUPTI_LIB": "/nonexistent/libpipescope-cupti.so"}),
+                        ("this build's CUPTI part, no GPU", {})):
+        tr = os.path.join(tmp, "nocupti-" + str(len(said)))
+        p = subprocess.run([python, "-c", probe, tr], env=dict(base, **extra), capture_output=True,
+                           text=True, timeout=120)
+        out = p.stdout.splitlines()
+        if p.returncode != 0 or p.stderr.strip() or len(out) != 3:
+            fail(f"device calls, {what}: rc {p.returncode}, {p.stdout!r}, {p.stderr!r}")
+        if out[0] != "1 0 True" or "unavailable" not in out[1] or out[2] != "closed":
+            fail(f"device calls, {what}: {out}")
+        if cli:
+            csv = tr + ".csv"
+            e = subprocess.run([cli, "export", tr, "--format", "csv", "-o", csv], capture_output=True, text=True)
+            rows = [l.split(",") for l in open(csv).read().splitlines()[1:]] if e.returncode == 0 else []
+            f = [x for x in rows if x[3] == "F"]
+            o = [x for x in rows if x[11] == "1B1"]
+            if len(f) != 1 or int(f[0][6]) - int(f[0][5]) != 1000 or len(o) != 1 \
+                    or int(o[0][6]) - int(o[0][5]) != 1500:
+                fail(f"device calls, {what}: the trace's blocks: {rows} {e.stderr}")
+        said.append(out[1])
+    ok(f"device calls without CUPTI: no-ops, blocks with the caller's times; said: {said[0]}; {said[1]}")
+
+    p = subprocess.run([python, "-c", FAKE_CUDA], env=base, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0 or p.stdout.strip() != "FAKE-CUDA-OK":
+        fail(f"the CUDA path on fakes: rc {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
+    ok("the CUDA path with CUPTI, on fakes: pushed, run once, popped, given with its id")
     return 0
+
+
+# Case 9, in the torch environment's python: the hook's CUDA code with fake
+# events, a fake library rank and a fake set_multithreading_enabled.
+FAKE_CUDA = r"""
+import io, os, sys, types
+import torch
+import pipescope.torch as T
+from pipescope import lib
+
+calls = []
+
+class Rank:
+    has_device = True
+    def __init__(self, bid=7, rc=0):
+        self.bid, self.rc = bid, rc
+    def device_start(self):
+        calls.append(("start",))
+        return self.rc, "GPU tracing unavailable: fake"
+    def device_push(self, *a):
+        calls.append(("push",) + a)
+        return self.bid
+    def device_pop(self):
+        calls.append(("pop",))
+    def device_block(self, *a):
+        calls.append(("dblock",) + a)
+    def device_overlap(self, *a):
+        calls.append(("doverlap",) + a)
+    def block(self, *a):
+        calls.append(("block",) + a)
+    def overlap(self, *a):
+        calls.append(("overlap",) + a)
+    def wait(self, *a):
+        pass
+
+class Single:
+    def __init__(self, mode):
+        calls.append(("threads", mode))
+    def __exit__(self, *exc):
+        calls.append(("threads back",))
+
+class Ev:
+    def __init__(self, ms):
+        self.ms = ms
+    def record(self):
+        pass
+    def query(self):
+        return True
+    def synchronize(self):
+        pass
+    def elapsed_time(self, other):
+        return other.ms - self.ms
+
+def hook(rank):
+    h = T._Hook(torch, None, None, None)
+    h.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=lambda enable_timing=False: Ev(2.0)),
+                                    autograd=types.SimpleNamespace(set_multithreading_enabled=Single))
+    h.rank = rank
+    h.step_index = 1
+    h.gpu_ref = (Ev(0.0), 1000)
+    h.gpu_events = lambda: Ev(1.0)
+    return h
+
+stage = types.SimpleNamespace(stage_index=1, device=types.SimpleNamespace(type="cuda"))
+
+def orig(self, *a, **k):
+    calls.append(("orig",) + a)
+    if k.get("boom"):
+        raise ValueError("the job's own error")
+    return "result"
+
+def expect(got, want, what):
+    if got != want:
+        print(f"{what}:\n got  {got}\n want {want}")
+        sys.exit(1)
+
+# CUPTI started: a backward (I) pushed, autograd's threads off, run once, popped
+h = hook(Rank())
+h.start_device(h.rank)
+expect(h.device, True, "started")
+calls.clear()
+back = T._wrap_block(h, orig, T._bwd_kind)
+expect(back(stage, 3, full_backward=False), "result", "the result")
+expect(calls, [("push", lib.I, 1, 3, 0), ("threads", False), ("orig", 3), ("threads back",), ("pop",)],
+       "a backward")
+h.resolve_gpu()
+expect(calls[-1], ("dblock", 7, lib.I, 1, 3, 0, 1000 + 1000000, 1000 + 2000000), "given with its id")
+
+# a forward: no change to autograd's threads
+calls.clear()
+fwd = T._wrap_block(h, orig, T._fwd_kind)
+fwd(stage, 4)
+expect(calls, [("push", lib.F, 1, 4, 0), ("orig", 4), ("pop",)], "a forward")
+
+# the job's exception passes through; the block is popped, the threads restored
+calls.clear()
+try:
+    back(stage, 5, boom=True)
+    expect("no exception", "ValueError", "the exception")
+except ValueError as e:
+    expect(str(e), "the job's own error", "the exception")
+expect(calls, [("push", lib.B, 1, 5, 0), ("threads", False), ("orig", 5), ("threads back",), ("pop",)],
+       "a raising backward")
+expect(h.failed, False, "the hook after the job's exception")
+
+# an overlapped pair: both ids to the library
+calls.clear()
+h.gpu_pending.clear()
+h.overlap = []
+fwd(stage, 6)
+back(stage, 2)
+blocks, h.overlap = h.overlap, None
+h.overlap_end(blocks)
+h.resolve_gpu()
+expect(calls[-1], ("doverlap", 7, 7, 1, 6, lib.B, 1, 2, 0, 1001000, 2001000), "an overlapped pair")
+
+# no id (CUPTI refused the push): nothing popped, the plain block
+h = hook(Rank(bid=0))
+h.device = True
+h.single_thread = Single
+calls.clear()
+T._wrap_block(h, orig, T._bwd_kind)(stage, 1)
+h.resolve_gpu()
+expect(calls, [("push", lib.B, 1, 1, 0), ("orig", 1), ("block", lib.B, 1, 1, 0, 1001000, 2001000)], "no id")
+
+# CUPTI off (PIPESCOPE_CUPTI=0): never started, nothing pushed
+os.environ["PIPESCOPE_CUPTI"] = "0"
+h = hook(Rank())
+calls.clear()
+h.start_device(h.rank)
+T._wrap_block(h, orig, T._fwd_kind)(stage, 1)
+expect(calls, [("orig", 1)], "CUPTI off")
+del os.environ["PIPESCOPE_CUPTI"]
+
+# unavailable: one line, nothing pushed
+h = hook(Rank(rc=1))
+err, sys.stderr = sys.stderr, io.StringIO()
+h.start_device(h.rank)
+said, sys.stderr = sys.stderr.getvalue(), err
+expect(len(said.splitlines()), 1, "one line")
+expect("GPU tracing unavailable: fake" in said and said.startswith("pipescope: "), True, said)
+expect(h.device, False, "unavailable")
+print("FAKE-CUDA-OK")
+"""
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Found at $PIPESCOPE_LIB (what `pipescope-cli profile` sets), else beside this
 package in a build tree, else by the linker's search.  load() returns None,
 with the reason in last_error, when the library cannot be had or is of an API
-version this package does not know: the caller then records nothing.
+version this package does not know: the caller then records nothing.  The
+device calls (pipescope_device_*, added to version 1) are looked up by name:
+a library without them answers Rank.device_start with 1 and the reason.
 """
 
 import ctypes
@@ -58,6 +60,21 @@ def _declare(lib):
         fn = getattr(lib, name)
         fn.restype = res
         fn.argtypes = args
+    device = {
+        "pipescope_device_start": (i32, [vp, cp, sz]),
+        "pipescope_device_push": (u64, [vp, i32, i32, i32, i32]),
+        "pipescope_device_pop": (i32, [vp]),
+        "pipescope_device_block": (i32, [vp, u64, i32, i32, i32, i32, i64, i64]),
+        "pipescope_device_overlap": (i32, [vp, u64, u64, i32, i32, i32, i32, i32, i32, i64, i64]),
+    }
+    try:
+        for name, (res, args) in device.items():
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+        lib.pipescope_has_device = True
+    except AttributeError:
+        lib.pipescope_has_device = False   # an older library: no device activity
 
 
 def load():
@@ -99,6 +116,10 @@ class Rank:
         self._block = lib.pipescope_block
         self._wait = lib.pipescope_wait
         self._transfer = lib.pipescope_transfer
+        self.has_device = lib.pipescope_has_device
+        if self.has_device:
+            self._push = lib.pipescope_device_push
+            self._pop = lib.pipescope_device_pop
 
     @classmethod
     def open(cls, job, rank, n_ranks, runtime="pytorch", trace=None, listen=None):
@@ -153,6 +174,32 @@ class Rank:
 
     def dropped(self):
         return self._lib.pipescope_dropped(self._h)
+
+    # ---- device activity (CUPTI): kernels and copies as children of blocks ----
+    def device_start(self):
+        """(0, "") when this process's kernels and copies are collected for
+        this rank, else (1, why) (-1: no rank)."""
+        if not self.has_device:
+            return 1, "this libpipescope-probe.so has no device calls"
+        err = ctypes.create_string_buffer(512)
+        rc = self._lib.pipescope_device_start(self._h, err, len(err))
+        why = err.value.decode(errors="replace")
+        return rc, why[len("pipescope: "):] if why.startswith("pipescope: ") else why
+
+    def device_push(self, kind, stage, mb, step):
+        """Tags this thread's kernels and copies until device_pop; the
+        block's id, 0 when nothing is tagged (then no pop is needed)."""
+        return self._push(self._h, kind, stage, mb, step)
+
+    def device_pop(self):
+        self._pop(self._h)
+
+    def device_block(self, bid, kind, stage, mb, step, t0, t1):
+        self._lib.pipescope_device_block(self._h, bid, kind, stage, mb, step, t0, t1)
+
+    def device_overlap(self, f_id, b_id, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1):
+        self._lib.pipescope_device_overlap(self._h, f_id, b_id, f_stage, f_mb, b_kind, b_stage, b_mb,
+                                           step, t0, t1)
 
 
 def _b(s):

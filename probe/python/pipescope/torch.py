@@ -22,6 +22,16 @@ PyTorch's own pipelining code, never the user's:
   * _maybe_compute_loss (the last stage's loss, read at the step's end) and
     the optimizers' global step hooks (an OPT block).
 
+On CUDA, blocks are timed by CUDA events on the stage's stream, resolved
+once they have passed, never by a synchronisation.  Where the library can
+run its CUPTI collector in the process (PIPESCOPE_CUPTI=0: not tried), the
+kernels and copies each block launches are tagged with the block's id
+(pushed and popped around the wrapped call) and become its children in the
+trace, the block timed by them; its backward then runs on the calling thread
+(autograd's set_multithreading_enabled(False): the same kernels in the same
+order), since CUPTI tags a thread's launches and autograd would launch them
+from its own device thread.
+
 It never raises into the job (every error of the hook is caught, said once on
 stderr, and recording stops), never changes what the job computes (the
 wrapped functions are called with the same arguments and their results and
@@ -90,8 +100,12 @@ class _Hook:
         self.paused = False
         # CUDA: blocks timed by events on the stage's stream, resolved
         # once they have passed (a step late is fine), never by a sync
-        self.gpu_pending = []     # ("block"|"overlap", fields..., step, ev0, ev1)
+        self.gpu_pending = []     # ("block"|"overlap", ev0, ev1, fields)
         self.gpu_ref = None       # (event, host ns) the GPU's times are counted from
+        # CUPTI in the library (device_start at the rank's open): blocks'
+        # kernels and copies tagged with the block's id
+        self.device = False
+        self.single_thread = None  # torch.autograd.set_multithreading_enabled
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
@@ -127,7 +141,21 @@ class _Hook:
             return None
         self.rank = rank
         rank.rank_info(socket.gethostname())
+        if st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda":
+            self.start_device(rank)
         return rank
+
+    def start_device(self, rank):
+        """The library's CUPTI collector for this rank, where it can run; one
+        line where it cannot, and the blocks keep their CUDA events' times."""
+        if os.environ.get("PIPESCOPE_CUPTI") == "0" or not rank.has_device:
+            return
+        rc, why = rank.device_start()
+        if rc != 0:
+            _say(f"kernels and copies not recorded ({why}); blocks timed by CUDA events")
+            return
+        self.single_thread = getattr(self.torch.autograd, "set_multithreading_enabled", None)
+        self.device = True
 
     def stages_of(self, schedule):
         if hasattr(schedule, "_stages"):
@@ -226,7 +254,7 @@ class _Hook:
         e0.record()
         return e0
 
-    def gpu_block(self, kind, stage, mb, e0):
+    def gpu_block(self, kind, stage, mb, e0, bid=0):
         e1 = self.torch.cuda.Event(enable_timing=True)
         e1.record()
         step = self.step_index - 1 if self.step_index > 0 else 0
@@ -236,9 +264,9 @@ class _Hook:
                 r.wait(stage, mb, peer, step, w0, w1)
             self.pending_waits.clear()
         if self.overlap is not None:
-            self.overlap.append((kind, stage, mb, e0, e1))
+            self.overlap.append((kind, stage, mb, e0, e1, bid))
             return
-        self.gpu_pending.append(("block", kind, stage, mb, step, e0, e1))
+        self.gpu_pending.append(("block", e0, e1, (bid, kind, stage, mb, step)))
         if self.in_step and self.step_index == 1:
             self.observed.append((kind, stage, mb, -1, -1, -1))
         if len(self.gpu_pending) > 4096:
@@ -252,20 +280,27 @@ class _Hook:
             return
         ref, t_ref = self.gpu_ref
         done = 0
-        for entry in self.gpu_pending:
-            e0, e1 = entry[-2], entry[-1]
+        for tag, e0, e1, a in self.gpu_pending:
             if not final and not e1.query():
                 break
             if final:
                 e1.synchronize()
             t0 = t_ref + int(ref.elapsed_time(e0) * 1e6)
             t1 = t_ref + int(ref.elapsed_time(e1) * 1e6)
-            if entry[0] == "block":
-                _, kind, stage, mb, step, _, _ = entry
-                r.block(kind, stage, mb, step, t0, t1)
+            # with a block id the library times the block by its kernels
+            # once CUPTI has handed them over (their work has passed)
+            if tag == "block":
+                bid, kind, stage, mb, step = a
+                if bid:
+                    r.device_block(bid, kind, stage, mb, step, t0, t1)
+                else:
+                    r.block(kind, stage, mb, step, t0, t1)
             else:
-                _, fs, fm, bk, bs, bm, step, _, _ = entry
-                r.overlap(fs, fm, bk, bs, bm, step, t0, t1)
+                bf, bb, fs, fm, bk, bs, bm, step = a
+                if bf or bb:
+                    r.device_overlap(bf, bb, fs, fm, bk, bs, bm, step, t0, t1)
+                else:
+                    r.overlap(fs, fm, bk, bs, bm, step, t0, t1)
             done += 1
         del self.gpu_pending[:done]
 
@@ -274,17 +309,18 @@ class _Hook:
         if r is None or not blocks:
             return
         step = self.step_index - 1 if self.step_index > 0 else 0
-        if len(blocks[0]) == 5 and not isinstance(blocks[0][3], int):
-            # CUDA: (kind, stage, mb, e0, e1); the pair spans the first's
-            # start to the second's end
+        if len(blocks[0]) == 6:
+            # CUDA: (kind, stage, mb, e0, e1, block id); the pair spans the
+            # first's start to the second's end
             f = [b for b in blocks if b[0] == _lib.F]
             bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
             if f and bw:
-                self.gpu_pending.append(("overlap", f[0][1], f[0][2], bw[0][0], bw[0][1], bw[0][2],
-                                         step, blocks[0][3], blocks[-1][4]))
+                self.gpu_pending.append(("overlap", blocks[0][3], blocks[-1][4],
+                                         (f[0][5], bw[0][5], f[0][1], f[0][2], bw[0][0], bw[0][1],
+                                          bw[0][2], step)))
             else:
-                for kind, stage, mb, e0, e1 in blocks:
-                    self.gpu_pending.append(("block", kind, stage, mb, step, e0, e1))
+                for kind, stage, mb, e0, e1, bid in blocks:
+                    self.gpu_pending.append(("block", e0, e1, (bid, kind, stage, mb, step)))
             return
         f = [b for b in blocks if b[0] == _lib.F]
         bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
@@ -430,6 +466,8 @@ def _wrap_block(hook, orig, kind_of):
                 e0 = hook.gpu_events()
             except Exception as e:
                 hook.fail("a CUDA event", e)
+            if hook.device and e0 is not None:
+                return _run_tagged(hook, orig, kind_of, self, e0, args, kwargs)
             out = orig(self, *args, **kwargs)
             if e0 is not None:
                 try:
@@ -448,6 +486,41 @@ def _wrap_block(hook, orig, kind_of):
             hook.fail("a block", e)
         return out
     return wrapper
+
+
+def _run_tagged(hook, orig, kind_of, stage, e0, args, kwargs):
+    """orig as one block whose kernels and copies CUPTI tags with its id:
+    pushed before, popped after, whatever orig does; a backward on this
+    thread.  orig runs once; its result and exceptions pass through."""
+    bid, kind, mb, single = 0, None, -1, None
+    try:
+        kind, mb = kind_of(args, kwargs)
+        mb = int(mb)
+        bid = hook.rank.device_push(kind, stage.stage_index, mb,
+                                    hook.step_index - 1 if hook.step_index > 0 else 0)
+        if bid and kind != _lib.F and hook.single_thread is not None:
+            single = hook.single_thread(False)   # set now, restored by __exit__
+    except Exception as e:
+        hook.fail("a block's tag", e)
+    try:
+        out = orig(stage, *args, **kwargs)
+    finally:
+        if single is not None:
+            try:
+                single.__exit__(None, None, None)
+            except Exception as e:
+                hook.fail("autograd's threads", e)
+        if bid:
+            try:
+                hook.rank.device_pop()
+            except Exception as e:
+                hook.fail("a block's tag", e)
+    if kind is not None and not hook.failed:
+        try:
+            hook.gpu_block(kind, stage.stage_index, mb, e0, bid)
+        except Exception as e:
+            hook.fail("a block", e)
+    return out
 
 
 def _fwd_kind(args, kwargs):
