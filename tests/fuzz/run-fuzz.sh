@@ -35,10 +35,11 @@ probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-e
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
-         pp-closed-form.c pp-suggest.c pp-why.c pp-model.c; do
+         pp-closed-form.c pp-suggest.c pp-why.c pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
-# pp-why.c asks the bundled model (pp-model.c) for its cost estimates;
+# pp-why.c asks the bundled model (pp-model.c, its parts laid out by
+# pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
 ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c"
