@@ -1177,10 +1177,12 @@ pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *un
   if (!c->has_partition)
     return;
   if (c->changed)
-    fprintf (f, "what to change: --partition %s (now %s): predicted step %.2f %s (the plan now %.2f %s)\n",
+    fprintf (f, "what to change: --partition %s (now %s): predicted step %.2f %s (the plan now %.2f %s; "
+             "a step from its first block to its last)\n",
              c->partition, c->current, c->predicted_step * scale, unit, c->current_step * scale, unit);
   else
-    fprintf (f, "what to change: the partition %s is already the balanced one (predicted step %.2f %s)\n",
+    fprintf (f, "what to change: the partition %s is already the balanced one (predicted step %.2f %s, "
+             "first block to last)\n",
              c->current, c->predicted_step * scale, unit);
 }
 
