@@ -153,17 +153,9 @@ write_name_range (PpTraceWriter *w, void *user, PpError *err)
   for (uint32_t id = n->from; id <= n->to; id++)
     {
       const char *name = n->r->cu->name (n->c, id);
-      char cut[PP_TRACE_STRING_MAX + 1];
       if (name == NULL)
         continue;
-      if (strlen (name) > PP_TRACE_STRING_MAX)
-        {
-          /* a mangled template name can be longer than a trace string */
-          memcpy (cut, name, PP_TRACE_STRING_MAX);
-          cut[PP_TRACE_STRING_MAX] = '\0';
-          name = cut;
-        }
-      PpStatus st = pp_trace_write_string (w, id, name, err);
+      PpStatus st = pp_trace_write_string_cut (w, id, name, err);
       if (st != PP_OK)
         return st;
     }

@@ -626,6 +626,19 @@ pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name, PpError 
 }
 
 PpStatus
+pp_trace_write_string_cut (PpTraceWriter *w, uint32_t id, const char *name, PpError *err)
+{
+  char cut[PP_TRACE_STRING_MAX + 1];
+  if (name != NULL && strnlen (name, PP_TRACE_STRING_MAX + 1) > PP_TRACE_STRING_MAX)
+    {
+      memcpy (cut, name, PP_TRACE_STRING_MAX);
+      cut[PP_TRACE_STRING_MAX] = '\0';
+      name = cut;
+    }
+  return pp_trace_write_string (w, id, name, err);
+}
+
+PpStatus
 pp_trace_write_dropped (PpTraceWriter *w, int32_t rank, uint64_t count, PpError *err)
 {
   if (w == NULL)

@@ -129,6 +129,10 @@ PpStatus pp_trace_write_rank (PpTraceWriter *w, int32_t rank, int32_t pid, const
 /* Interns name under id (>= 1) for PpSpan.name_id.  The last one for an id wins. */
 PpStatus pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name,
                                 PpError *err);
+/* The same, a name longer than PP_TRACE_STRING_MAX bytes cut to it (a
+ * mangled template kernel name can be longer than a trace string). */
+PpStatus pp_trace_write_string_cut (PpTraceWriter *w, uint32_t id, const char *name,
+                                    PpError *err);
 /* count events of rank (-1: unknown) were dropped since the previous call for
  * that rank; readers sum the frames. */
 PpStatus pp_trace_write_dropped (PpTraceWriter *w, int32_t rank, uint64_t count,

@@ -924,6 +924,11 @@ test_writer_errors (Fixture *fx, gconstpointer unused)
   g_assert_cmpint (pp_trace_write_string (w, 0, "x", &err), ==, PP_EINVAL);
   char *longname = g_strnfill (PP_TRACE_STRING_MAX + 1, 'k');
   g_assert_cmpint (pp_trace_write_string (w, 3, longname, &err), ==, PP_EINVAL);
+  /* the cutting variant takes it, as its first PP_TRACE_STRING_MAX bytes */
+  char *longer = g_strnfill (2 * PP_TRACE_STRING_MAX, 'k');
+  g_assert_cmpint (pp_trace_write_string_cut (w, 4, longer, &err), ==, PP_OK);
+  g_free (longer);
+  g_assert_cmpint (pp_trace_write_string_cut (w, 0, "x", &err), ==, PP_EINVAL);
   longname[PP_TRACE_STRING_MAX] = '\0';
   g_assert_cmpint (pp_trace_write_string (w, 3, longname, &err), ==, PP_OK);
   PpSpan bad = { .rank = -1 };
@@ -942,6 +947,11 @@ test_writer_errors (Fixture *fx, gconstpointer unused)
   PpTraceItem it;
   next_item (r, &it);
   g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_STRING);
+  g_assert_cmpuint (it.string.id, ==, 4);
+  g_assert_cmpstr (it.string.name, ==, longname);   /* cut to the same bytes */
+  next_item (r, &it);
+  g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_STRING);
+  g_assert_cmpuint (it.string.id, ==, 3);
   g_assert_cmpstr (it.string.name, ==, longname);
   next_item (r, &it);
   g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_DESCRIPTION);

@@ -285,17 +285,9 @@ write_names (PpTraceWriter *w, void *user, PpError *err)
   for (uint32_t id = n->from; id < n->to; id++)
     {
       const char *name = pp_run_span_name (n->run, id);
-      char cut[PP_TRACE_STRING_MAX + 1];
       if (name == NULL)
         continue;
-      if (strlen (name) > PP_TRACE_STRING_MAX)
-        {
-          /* a mangled template name can be longer than a trace string */
-          memcpy (cut, name, PP_TRACE_STRING_MAX);
-          cut[PP_TRACE_STRING_MAX] = '\0';
-          name = cut;
-        }
-      if (pp_trace_write_string (w, id, name, err) != PP_OK)
+      if (pp_trace_write_string_cut (w, id, name, err) != PP_OK)
         return err->status;
     }
   return PP_OK;
