@@ -137,9 +137,6 @@ draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
       cairo_text_extents (cr, name, &e);
       x += 16 + e.x_advance + 18;
     }
-  cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
-  cairo_move_to (cr, x, 14);
-  cairo_show_text (cr, "(hatched: a part below zero, taken back from the bar's end)");
 }
 
 static gboolean
@@ -373,7 +370,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   g_string_append_printf (c, "What to change: stage %d is the slowest (F+B %.2f ms a micro-batch, %.0f%% above the mean stage)",
                           ch.slowest_stage, ch.slowest_cost * 1e3, 100.0 * ch.excess);
   if (ch.has_partition && ch.changed)
-    g_string_append_printf (c, "; --partition %s instead of %s predicts a step of %.1f ms (the plan now %.1f ms)",
+    g_string_append_printf (c, "; --partition %s instead of %s predicts a step of %.1f ms, first block to last (the plan now %.1f ms)",
                             ch.partition, ch.current, ch.predicted_step * 1e3, ch.current_step * 1e3);
   else if (ch.has_partition)
     g_string_append_printf (c, "; the partition %s already balances it", ch.current);
