@@ -63,17 +63,20 @@ format_simple (char *buf, size_t size, int kind, int stage, int mb)
   return snprintf (buf, size, "%d%s", stage, pp_action_kind_name (kind));
 }
 
-char *
-pp_action_to_string (const PpAction *a, char *buf, size_t size)
+/* An action as text; an overlapped pair's two halves through pair_fmt
+ * (two %s), where the backward half is a B or an I or any is allowed. */
+static char *
+format_action (const PpAction *a, char *buf, size_t size, const char *pair_fmt, int any_half)
 {
   if (size == 0)
     return buf;
-  if (a->kind == PP_ACT_OVERLAP_F_B)
+  if (a->kind == PP_ACT_OVERLAP_F_B
+      && (any_half || a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
     {
       char f[PP_ACTION_STR_MAX], b[PP_ACTION_STR_MAX];
       format_simple (f, sizeof f, PP_ACT_F, a->stage, a->microbatch);
       format_simple (b, sizeof b, a->sub_kind, a->sub_stage, a->sub_microbatch);
-      snprintf (buf, size, "(%s;%s)OVERLAP_F_B", f, b);
+      snprintf (buf, size, pair_fmt, f, b);
     }
   else
     format_simple (buf, size, a->kind, a->stage, a->microbatch);
@@ -81,20 +84,15 @@ pp_action_to_string (const PpAction *a, char *buf, size_t size)
 }
 
 char *
+pp_action_to_string (const PpAction *a, char *buf, size_t size)
+{
+  return format_action (a, buf, size, "(%s;%s)OVERLAP_F_B", 1);
+}
+
+char *
 pp_action_to_label (const PpAction *a, char *buf, size_t size)
 {
-  if (size == 0)
-    return buf;
-  if (a->kind == PP_ACT_OVERLAP_F_B && (a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
-    {
-      char f[PP_ACTION_STR_MAX], b[PP_ACTION_STR_MAX];
-      format_simple (f, sizeof f, PP_ACT_F, a->stage, a->microbatch);
-      format_simple (b, sizeof b, a->sub_kind, a->sub_stage, a->sub_microbatch);
-      snprintf (buf, size, "%s+%s", f, b);
-    }
-  else
-    format_simple (buf, size, a->kind, a->stage, a->microbatch);
-  return buf;
+  return format_action (a, buf, size, "%s+%s", 0);
 }
 
 /* Parses "<digits><KIND>[<digits>]" from [p, end). */
