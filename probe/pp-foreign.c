@@ -31,6 +31,7 @@
 #include "pp-live.h"
 #include "pp-probe.h"
 #include "pp-recorder.h"
+#include "pp-registry.h"
 #include "pp-trace.h"
 
 _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (int) PP_SPAN_B && (int) PIPESCOPE_I == (int) PP_SPAN_I
@@ -184,6 +185,24 @@ write_names (void *user, const PpSpan *spans, size_t n)
   r->names_written = top;
 }
 
+/* Whether job's collector (pipescope-cli profile, registered under the
+ * job's own name) is in this host's registry: then it finds this rank there
+ * and reads its socket, and the rank pushes nothing.  Where it is not (the
+ * rank runs on another host), PIPESCOPE_COLLECT names where to push. */
+static bool
+collector_here (const char *job)
+{
+  PpJobInfo *jobs = NULL;
+  size_t n = 0;
+  bool here = false;
+  if (pp_registry_list (&jobs, &n, NULL) != PP_OK)
+    return false;
+  for (size_t i = 0; i < n && !here; i++)
+    here = strcmp (jobs[i].name, job) == 0 && strcmp (jobs[i].job, job) == 0;
+  free (jobs);
+  return here;
+}
+
 static void
 foreign_free (pipescope_rank *r)
 {
@@ -239,7 +258,22 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   cfg.job = job == own ? NULL : job;
   cfg.rank = rank;
   cfg.n_ranks = job == own ? 0 : (n_ranks > 0 ? n_ranks : rank + 1);
+  const char *collect = getenv ("PIPESCOPE_COLLECT");
+  if (job != own && collect != NULL && collect[0] && !collector_here (job))
+    {
+      cfg.push = collect;
+      cfg.push_token = getenv ("PIPESCOPE_COLLECT_TOKEN");
+      cfg.push_label = r->name;
+    }
   PpLiveServer *server = pp_live_server_new (&cfg, &e);
+  if (server == NULL && cfg.push != NULL)
+    {
+      /* a malformed PIPESCOPE_COLLECT costs the push, not the rank */
+      fprintf (stderr, "pipescope: %s: %s; recording goes on here only\n", r->name, e.msg);
+      cfg.push = NULL;
+      memset (&e, 0, sizeof e);
+      server = pp_live_server_new (&cfg, &e);
+    }
   int file = trace_path != NULL && trace_path[0];
   if (server == NULL && (cfg.listen != NULL || !file))
     {

@@ -76,6 +76,14 @@
 #define DRAIN_TOTAL_MS        1000
 #define DRAIN_IDLE_MS         200
 #define TOKEN_HEX             32
+/* A rank's push to a collector on another host (pp-live.h, push): a
+ * connect may take PUSH_CONNECT_MS, and PUSH_TRIES of them are made,
+ * PUSH_RETRY_MS apart (a collector that is a moment late), then one line
+ * says it and the rank records on without.  A push that was connected and
+ * ends is not made again: the collector would get the stream twice. */
+#define PUSH_CONNECT_MS       3000
+#define PUSH_TRIES            5
+#define PUSH_RETRY_MS         1000
 
 /* ---- small helpers ---- */
 
@@ -140,6 +148,9 @@ typedef struct {
   int      is_tcp;
   int      authed;
   int      dead;
+  int      outbound;           /* our push to a collector, not a viewer that came */
+  int      connecting;         /* outbound, its connect not done yet */
+  int      err_no;             /* outbound: why it ended, 0 if the peer closed */
   int64_t  auth_deadline;
   uint64_t accept_seq;         /* order of arrival, for dropping the oldest pending */
   struct sockaddr_storage peer;
@@ -214,6 +225,20 @@ struct _PpLiveServer {
   Viewer **viewers;
   size_t   n_viewers_arr, viewers_cap;
   atomic_uint n_viewers;
+  atomic_ullong refused;
+
+  /* pushing (a rank): the collector's address and our line to it */
+  enum { PUSH_NONE, PUSH_WANTED, PUSH_CONNECTING, PUSH_LIVE, PUSH_OVER } push_state;
+  char     push_spec[256];
+  char     push_line[AUTH_LINE_MAX];
+  size_t   push_line_len;
+  char     push_label[128];
+  int      push_tries;
+  int64_t  push_next;
+  Viewer  *push_v;
+  /* collecting: who takes pushed streams */
+  int    (*on_push) (void *user, int fd, const void *data, size_t n, const char *peer);
+  void    *push_user;
 };
 
 static inline uint16_t s16 (const PpLiveServer *s, uint16_t v) { return s->swap ? __builtin_bswap16 (v) : v; }
@@ -671,6 +696,7 @@ viewer_pump (PpLiveServer *s, Viewer *v)
         continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return progress;
+      v->err_no = n < 0 ? errno : 0;
       v->dead = 1;
       return progress;
     }
@@ -696,6 +722,28 @@ token_ok (PpLiveServer *s, const char *line, size_t len)
   return diff == 0;
 }
 
+/* "PIPESCOPE 1 <token> push": a rank pushing its stream to us. */
+static int
+push_line_ok (PpLiveServer *s, const char *line, size_t len)
+{
+  return len == s->auth_line_len + 5 && memcmp (line + s->auth_line_len, " push", 5) == 0
+         && token_ok (s, line, s->auth_line_len);
+}
+
+static void
+peer_name (const Viewer *v, char *buf, size_t size)
+{
+  char host[INET6_ADDRSTRLEN + 8], port[8];
+  if (v->peer_len == 0
+      || getnameinfo ((const struct sockaddr *) &v->peer, v->peer_len, host, sizeof host, port,
+                      sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    snprintf (buf, size, "?");
+  else if (strchr (host, ':'))
+    snprintf (buf, size, "[%s]:%s", host, port);
+  else
+    snprintf (buf, size, "%s:%s", host, port);
+}
+
 /* Reads what a viewer sends: the token line for TCP, then nothing (read and
  * thrown away; EOF means it left). */
 static void
@@ -715,7 +763,10 @@ viewer_read (PpLiveServer *s, Viewer *v)
           if (errno == EINTR)
             continue;
           if (errno != EAGAIN && errno != EWOULDBLOCK)
-            v->dead = 1;
+            {
+              v->err_no = errno;
+              v->dead = 1;
+            }
           return;
         }
       if (v->authed)
@@ -729,8 +780,23 @@ viewer_read (PpLiveServer *s, Viewer *v)
                   v->authed = 1;
                   atomic_fetch_add (&s->n_viewers, 1);
                 }
+              else if (s->on_push != NULL && push_line_ok (s, v->line, v->line_len))
+                {
+                  /* a rank's stream follows the line: the collector takes
+                   * the connection and what came with the line */
+                  char peer[96];
+                  peer_name (v, peer, sizeof peer);
+                  if (s->on_push (s->push_user, v->fd, buf + i + 1, (size_t) (n - i - 1), peer) == 0)
+                    v->fd = -1;
+                  else
+                    atomic_fetch_add (&s->refused, 1);
+                  v->dead = 1;
+                }
               else
-                v->dead = 1;
+                {
+                  atomic_fetch_add (&s->refused, 1);
+                  v->dead = 1;
+                }
               return;   /* anything after the line is ignored */
             }
           if (v->line_len >= sizeof v->line)
@@ -746,11 +812,39 @@ viewer_read (PpLiveServer *s, Viewer *v)
 static void
 viewer_free (PpLiveServer *s, Viewer *v)
 {
-  if (v->authed)
+  if (v->authed && !v->outbound)
     atomic_fetch_sub (&s->n_viewers, 1);
-  close (v->fd);
+  if (v->fd >= 0)
+    close (v->fd);
+  if (v == s->push_v)
+    s->push_v = NULL;
   free (v->buf);
   free (v);
+}
+
+/* Our push is gone: another try if it never connected and tries are
+ * left, else one line (none when we end it ourselves). */
+static void
+push_ended (PpLiveServer *s, Viewer *v)
+{
+  int stopping = atomic_load (&s->stop);
+  if (v->connecting)
+    {
+      if (++s->push_tries < PUSH_TRIES && !stopping)
+        {
+          s->push_state = PUSH_WANTED;
+          s->push_next = now_ms () + PUSH_RETRY_MS;
+          return;
+        }
+      fprintf (stderr, "pipescope: %s: cannot push to the collector at %s (%s); recording goes on "
+               "here only\n", s->push_label, s->push_spec,
+               stopping ? "the job ended first" : strerror (v->err_no ? v->err_no : ECONNREFUSED));
+    }
+  else if (!stopping)
+    fprintf (stderr, "pipescope: %s: the collector at %s ended the push (%s); recording goes on "
+             "here only\n", s->push_label, s->push_spec,
+             v->err_no ? strerror (v->err_no) : "it closed the connection");
+  s->push_state = PUSH_OVER;
 }
 
 static void
@@ -760,6 +854,8 @@ reap (PpLiveServer *s)
   for (size_t i = 0; i < s->n_viewers_arr; i++)
     {
       Viewer *v = s->viewers[i];
+      if (v->dead && v == s->push_v)
+        push_ended (s, v);
       if (v->dead)
         viewer_free (s, v);
       else
@@ -796,7 +892,8 @@ drop_oldest_pending (PpLiveServer *s, const Viewer *like, size_t bound)
       for (size_t i = 0; i < s->n_viewers_arr; i++)
         {
           Viewer *v = s->viewers[i];
-          if (v == like || v->authed || v->dead || !v->is_tcp || (like != NULL && !same_peer (v, like)))
+          if (v == like || v->authed || v->dead || !v->is_tcp || v->outbound
+              || (like != NULL && !same_peer (v, like)))
             continue;
           n++;
           if (oldest == NULL || v->accept_seq < oldest->accept_seq)
@@ -808,6 +905,7 @@ drop_oldest_pending (PpLiveServer *s, const Viewer *like, size_t bound)
       if (oldest->authed)
         continue;   /* its line was there: it stays, look again */
       oldest->dead = 1;   /* reaped by the caller's loop */
+      atomic_fetch_add (&s->refused, 1);
       return 1;
     }
 }
@@ -932,6 +1030,86 @@ final_drain (PpLiveServer *s)
   free (pfds);
 }
 
+static int split_host_port (const char *spec, char *host, size_t hsize, char *port, size_t psize);
+
+/* Starts a connect to the collector, on the server thread: never on a
+ * thread of the job's.  The name lookup is the one step that may wait
+ * (profile hands the ranks a numeric address). */
+static void
+push_start (PpLiveServer *s)
+{
+  char host[256], port[16];
+  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+  struct addrinfo *res = NULL;
+  Viewer *v = NULL;
+  int fd = -1, e = 0;
+
+  s->push_state = PUSH_CONNECTING;
+  if (split_host_port (s->push_spec, host, sizeof host, port, sizeof port) < 0 || host[0] == '\0')
+    e = EINVAL;
+  else if (getaddrinfo (host, port, &hints, &res) != 0 || res == NULL)
+    e = EHOSTUNREACH;
+  else if ((fd = socket (res->ai_family, SOCK_STREAM, 0)) < 0 || set_nonblock_cloexec (fd) < 0)
+    e = errno;
+  else if (connect (fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS && errno != EINTR)
+    e = errno;
+  if (res)
+    freeaddrinfo (res);
+  if (e == 0 && ((v = calloc (1, sizeof *v)) == NULL
+                 || grow ((void **) &s->viewers, &s->viewers_cap, s->n_viewers_arr + 1,
+                          sizeof *s->viewers) < 0))
+    e = ENOMEM;
+  if (e != 0)
+    {
+      if (fd >= 0)
+        close (fd);
+      free (v);
+      /* as a connect that failed: a try counted, one line at the last */
+      Viewer tmp = { .fd = -1, .outbound = 1, .connecting = 1, .err_no = e };
+      s->push_v = &tmp;
+      push_ended (s, &tmp);
+      s->push_v = NULL;
+      return;
+    }
+  no_sigpipe (fd);
+  v->fd = fd;
+  v->is_tcp = 1;
+  v->outbound = 1;
+  v->connecting = 1;
+  v->auth_deadline = now_ms () + PUSH_CONNECT_MS;   /* the connect's */
+  v->accept_seq = ++s->accept_seq;
+  s->viewers[s->n_viewers_arr++] = v;
+  s->push_v = v;
+}
+
+/* The connect finished (or failed): on success the line goes first, the
+ * stream from its header after it, as to any viewer. */
+static void
+push_connected (PpLiveServer *s, Viewer *v)
+{
+  int e = 0;
+  socklen_t len = sizeof e;
+  if (getsockopt (v->fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+    e = errno;
+  if (e != 0)
+    {
+      v->err_no = e;
+      v->dead = 1;
+      return;
+    }
+  int one = 1;
+  setsockopt (v->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (stage (v, s->push_line, s->push_line_len) < 0)
+    {
+      v->err_no = ENOMEM;
+      v->dead = 1;
+      return;
+    }
+  v->connecting = 0;
+  v->authed = 1;
+  s->push_state = PUSH_LIVE;
+}
+
 static void *
 server_thread (void *data)
 {
@@ -948,6 +1126,8 @@ server_thread (void *data)
 
   while (!atomic_load (&s->stop))
     {
+      if (s->push_state == PUSH_WANTED && now_ms () >= s->push_next)
+        push_start (s);
       size_t nv = s->n_viewers_arr;
       if (grow ((void **) &pfds, &pcap, nv + 3, sizeof *pfds) < 0)
         {
@@ -961,10 +1141,16 @@ server_thread (void *data)
       int paused = t < s->accept_pause_until;
       pfds[np++] = (struct pollfd) { .fd = paused ? -1 : s->tcp_fd, .events = POLLIN };  /* -1 is ignored */
       int timeout = paused ? (int) (s->accept_pause_until - t) : -1;
+      if (s->push_state == PUSH_WANTED)
+        {
+          int l = s->push_next > t ? (int) (s->push_next - t) : 0;
+          if (timeout < 0 || l < timeout)
+            timeout = l;
+        }
       for (size_t i = 0; i < nv; i++)
         {
           Viewer *v = s->viewers[i];
-          short ev = POLLIN;
+          short ev = v->connecting ? POLLOUT : POLLIN;
           if (v->authed && pending (v) > 0)
             ev |= POLLOUT;
           if (!v->authed)
@@ -988,12 +1174,26 @@ server_thread (void *data)
         {
           Viewer *v = s->viewers[i];
           short re = r > 0 ? pfds[3 + i].revents : 0;
-          if (re & (POLLIN | POLLHUP | POLLERR))
-            viewer_read (s, v);
-          if (re & POLLERR)
-            v->dead = 1;
+          if (v->connecting)
+            {
+              if (re & (POLLOUT | POLLHUP | POLLERR))
+                push_connected (s, v);
+            }
+          else
+            {
+              if (re & (POLLIN | POLLHUP | POLLERR))
+                viewer_read (s, v);
+              if (re & POLLERR)
+                v->dead = 1;
+            }
           if (!v->authed && !v->dead && t >= v->auth_deadline)
-            v->dead = 1;
+            {
+              v->dead = 1;
+              if (v->outbound)
+                v->err_no = ETIMEDOUT;
+              else
+                atomic_fetch_add (&s->refused, 1);   /* no line in its second */
+            }
           if (v->authed && !v->dead)
             viewer_pump (s, v);
         }
@@ -1195,6 +1395,31 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
     s->chunk_size = 64 * 1024;
   if (s->chunk_size > 4 * 1024 * 1024)
     s->chunk_size = 4 * 1024 * 1024;
+  s->on_push = cfg->on_push;
+  s->push_user = cfg->push_user;
+  if (cfg->push != NULL && cfg->push[0])
+    {
+      char host[256], port[16];
+      PpError why = { 0 };
+      if (strlen (cfg->push) >= sizeof s->push_spec
+          || split_host_port (cfg->push, host, sizeof host, port, sizeof port) < 0 || host[0] == '\0')
+        {
+          pp_error_set (err, PP_EINVAL, "live: the collector's address '%.100s' is not HOST:PORT",
+                        cfg->push);
+          goto fail;
+        }
+      if (pp_live_token_check (cfg->push_token, &why) != PP_OK)
+        {
+          pp_error_set (err, PP_EINVAL, "live: the collector's token: %s", why.msg);
+          goto fail;
+        }
+      snprintf (s->push_spec, sizeof s->push_spec, "%s", cfg->push);
+      s->push_line_len = (size_t) snprintf (s->push_line, sizeof s->push_line, "PIPESCOPE 1 %s push\n",
+                                            cfg->push_token);
+      snprintf (s->push_label, sizeof s->push_label, "%s",
+                cfg->push_label ? cfg->push_label : cfg->name ? cfg->name : "rank");
+      s->push_state = PUSH_WANTED;
+    }
 
   int p[2];
   if (pipe (p) < 0)
@@ -1347,6 +1572,12 @@ unsigned
 pp_live_server_n_viewers (PpLiveServer *s)
 {
   return s ? atomic_load (&s->n_viewers) : 0;
+}
+
+uint64_t
+pp_live_server_refused (PpLiveServer *s)
+{
+  return s ? atomic_load (&s->refused) : 0;
 }
 
 uint64_t
@@ -1641,6 +1872,30 @@ pp_live_client_next (PpLiveClient *c, PpTraceItem *item, int timeout_ms, PpError
       if (st != PP_OK)
         return st;
     }
+}
+
+PpLiveClient *
+pp_live_client_new_fd (int fd, const void *data, size_t n, const char *label, PpError *err)
+{
+  PpLiveClient *c = calloc (1, sizeof *c);
+  if (c == NULL)
+    {
+      close (fd);
+      pp_error_set (err, PP_ENOMEM, "%s: out of memory", label ? label : "stream");
+      return NULL;
+    }
+  c->fd = fd;
+  snprintf (c->job, sizeof c->job, "%s", label ? label : "stream");
+  no_sigpipe (fd);
+  c->reader = pp_trace_reader_new_stream (err);
+  if (c->reader == NULL
+      || (n > 0 && pp_trace_reader_feed (c->reader, data, n, err) != PP_OK))
+    {
+      pp_live_client_free (c);
+      return NULL;
+    }
+  c->received = n;
+  return c;
 }
 
 void

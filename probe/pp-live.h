@@ -39,6 +39,24 @@ typedef struct {
    * job's ranks (the registry entry's job, rank, n_ranks); NULL, 0, 0: no */
   const char *job;
   int         rank, n_ranks;
+  /* A rank whose host has no collector (docs/jobs.md, "Ranks on other
+   * hosts"): push is the collector's "HOST:PORT", push_token its token.
+   * The server thread connects out (non-blocking, a few tries), sends
+   * "PIPESCOPE 1 <token> push\n" and then serves the collector as a
+   * viewer that dialled in: the whole stream from its header, dropped and
+   * counted past viewer_lag_bytes like any viewer's.  A push that cannot
+   * connect, or ends, says so in one line on stderr (push_label names the
+   * rank); recording goes on. */
+  const char *push;
+  const char *push_token;
+  const char *push_label;
+  /* A collector: on_push takes the connections on the TCP endpoint whose
+   * line is "PIPESCOPE 1 <token> push" (without it they are refused).
+   * Called on the server thread with the connection (non-blocking), the
+   * bytes that came after the line, and the peer's address; returns 0 when
+   * it took fd (it closes it), else -1 (the server closes it). */
+  int       (*on_push) (void *user, int fd, const void *data, size_t n, const char *peer);
+  void       *push_user;
 } PpLiveConfig;
 
 /* Creates the socket, registers the job, starts the server thread. */
@@ -58,6 +76,9 @@ int           pp_live_server_tcp_port (PpLiveServer *s);  /* 0 without TCP */
 const char   *pp_live_server_notice (PpLiveServer *s);
 unsigned      pp_live_server_n_viewers (PpLiveServer *s);
 uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for slow viewers, all viewers */
+/* TCP connections refused so far: a wrong or missing token line (within
+ * the second it has), or a push where none is taken. */
+uint64_t      pp_live_server_refused (PpLiveServer *s);
 
 /* Stops serving: viewers see the stream end; the registry entry and the
  * socket are removed. */
@@ -74,6 +95,12 @@ PpLiveClient *pp_live_client_connect (const char *job, const char *token, PpErro
 PpStatus      pp_live_client_next (PpLiveClient *c, PpTraceItem *item, int timeout_ms,
                                    PpError *err);
 void          pp_live_client_free (PpLiveClient *c);
+
+/* A client over a connection already open (a stream pushed to a
+ * collector): data is what came after the line, label names it in errors.
+ * Takes fd, also on failure (NULL, err). */
+PpLiveClient *pp_live_client_new_fd (int fd, const void *data, size_t n, const char *label,
+                                     PpError *err);
 
 /* A TCP token kept where other local users cannot read it (a command line
  * can be read by anyone in /proc/PID/cmdline).  pp_live_token_from_file

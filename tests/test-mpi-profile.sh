@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# test-mpi-profile CLI RANK MPI_FOUND — profile's collector over two hosts:
+# `pipescope-cli profile --listen HOSTA_IP:0 -- mpirun -H hostA,hostB -np 2
+# RANK` in two network namespaces the test makes itself (as test-mpi-hosts
+# does: a veth pair, a /24 of its own, host names with unshare --uts, an
+# rsh agent entering the other namespace), RANK being a job that is not
+# ours (mpi-probe-rank: libpipescope-probe.so's C API).  The agent starts
+# the other host's daemon with a clean environment and a registry folder of
+# its own, as ssh to another machine would: what reaches rank 1 is only
+# what mpirun forwards, and profile is not in its registry.
+# Asserts: rank 1 runs on hostB and records (profile's variables reached
+# it); it pushes its stream to profile's endpoint, which says one stream
+# was pushed; a viewer in the root namespace that records profile's
+# endpoint (hostA's address, the token from a file) gets blocks of both
+# ranks, as many of each as that rank wrote to its own trace (merged by
+# profile) and said it wrote; without --listen, profile says in one line
+# that ranks on other hosts go to their own files only, and rank 1's file
+# is still merged.  Every namespace and link is gone afterwards, also on
+# failure.  Exits 77 (skip) where namespaces cannot be made, without MPI
+# in the build or without mpirun, saying why.
+set -uo pipefail
+cli=$1
+rank_prog=$2
+mpi_found=$3
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+[ "$mpi_found" = true ] || skip "this build has no MPI"
+command -v mpirun >/dev/null || skip "no mpirun on PATH"
+command -v ip >/dev/null || skip "no ip (iproute2)"
+command -v unshare >/dev/null || skip "no unshare (util-linux)"
+
+tag=$$
+nsA=pp-profA-$tag nsB=pp-profB-$tag
+linkA=vpA-$tag linkB=vpB-$tag              # hostA <-> hostB
+linkV=ppprofv-$tag linkAV=ppvpA-$tag       # the root namespace (the viewer) <-> hostA
+net=10.215.$(( tag % 200 + 20 ))
+ipA=$net.1 ipB=$net.2 ipV=$net.254
+tmp=$(mktemp -d)
+jobs_started=()
+cleanup() {
+  for p in "${jobs_started[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${jobs_started[@]}"; do wait "$p" 2>/dev/null; done
+  jobs_started=()
+  ip link del "$linkV" 2>/dev/null
+  ip netns del "$nsA" 2>/dev/null
+  ip netns del "$nsB" 2>/dev/null
+  [ -d "$tmp" ] && rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+ip netns add "$nsA" 2>"$tmp/why" || skip "cannot make a network namespace: $(head -1 "$tmp/why")"
+ip netns add "$nsB" || skip "cannot make a second network namespace"
+ip link add "$linkA" netns "$nsA" type veth peer name "$linkB" netns "$nsB" \
+  || skip "cannot make a veth pair between the namespaces"
+ip link add "$linkV" type veth peer name "$linkAV" netns "$nsA" \
+  || skip "cannot make a veth pair from the root namespace to a test host"
+ip -n "$nsA" addr add "$ipA/24" dev "$linkA"
+ip -n "$nsB" addr add "$ipB/24" dev "$linkB"
+for n in "$nsA" "$nsB"; do ip -n "$n" link set lo up; done
+ip -n "$nsA" link set "$linkA" up
+ip -n "$nsB" link set "$linkB" up
+ip addr add "$ipV/32" dev "$linkV"
+ip link set "$linkV" up
+ip -n "$nsA" link set "$linkAV" up
+ip route add "$ipA/32" dev "$linkV" src "$ipV" \
+  && ip -n "$nsA" route add "$ipV/32" dev "$linkAV" \
+  || skip "cannot route between the root namespace and a test host"
+
+# hostA's registry is profile's (mpirun forks rank 0 there); hostB has
+# its own, and its daemon starts as from ssh: a clean environment
+mkdir -m 700 "$tmp/run" "$tmp/run-hostB"
+cat >"$tmp/agent" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in
+  $ipA) ns=$nsA name=hostA ;;
+  $ipB) ns=$nsB name=hostB ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec env -i PATH="$PATH" HOME="\$HOME" XDG_RUNTIME_DIR="$tmp/run-\$name" \
+  ip netns exec "\$ns" unshare --uts sh -c "hostname \$name; \$*"
+AGENT
+chmod +x "$tmp/agent"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export XDG_RUNTIME_DIR=$tmp/run
+fail=0
+ok() { echo "ok - $*"; }
+notok() { echo "not ok - $*"; fail=1; }
+in_hostA=(timeout 120 ip netns exec "$nsA" unshare --uts sh -c 'hostname hostA; exec "$@"' sh)
+mpirun_two=(mpirun --mca plm_rsh_agent "$tmp/agent"
+            --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24"
+            --bind-to none -host "$ipA,$ipB" -np 2)
+steps=40
+
+# blocks (F and B) of rank R in a trace, by export's CSV
+blocks() {
+  timeout 60 "$cli" export --format csv -o "$tmp/$1.csv" "$tmp/$1.pptrace" 2>"$tmp/$1.csv.err" || return 1
+  awk -F, -v r="$2" 'NR > 1 && $1 == r && ($4 == "F" || $4 == "B") { n++ } END { print n + 0 }' "$tmp/$1.csv"
+}
+# what rank R said it wrote
+said() { sed -n "s/^rank $2 on [a-zA-Z]*: \([0-9]*\) blocks.*/\1/p" "$tmp/$1.out"; }
+
+# ---- live: rank 1 on hostB pushes to profile on hostA ------------------------
+"${in_hostA[@]}" "$cli" profile --listen "$ipA:0" --name pushjob --trace "$tmp/push.pptrace" -- \
+  "${mpirun_two[@]}" "$rank_prog" $steps 4 5 >"$tmp/push.out" 2>"$tmp/push.err" &
+pid=$!
+jobs_started+=("$pid")
+addr=""
+for ((i = 0; i < 600; i++)); do
+  addr=$(sed -n 's/^pipescope-cli: profile: serving .* and \([0-9.]*:[0-9]*\) (token \([0-9a-f]*\))$/\1 \2/p' "$tmp/push.err" | head -1)
+  [ -n "$addr" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$addr" ]; then
+  notok "profile announced no TCP address: $(head -3 "$tmp/push.err")"
+  exit 1
+fi
+(umask 077; echo "${addr#* }" >"$tmp/push.token")
+timeout 120 "$cli" record "${addr% *}" --token-file "$tmp/push.token" -o "$tmp/live.pptrace" \
+  >"$tmp/record.out" 2>"$tmp/record.err"
+echo "# recorded ${addr% *} until profile ended (record exit $?): $(tail -1 "$tmp/record.err")"
+wait "$pid"
+rc=$?
+jobs_started=()
+echo "# profile: $(grep -v '^---' "$tmp/push.err" | tr '\n' '|')"
+if [ $rc -eq 0 ]; then ok "profile -- mpirun across two hosts ran"
+else notok "profile -- mpirun across two hosts exited $rc: $(grep -v '^---' "$tmp/push.err" | tail -3)"; fi
+if grep -q '^rank 1 on hostB: [1-9]' "$tmp/push.out"; then ok "rank 1 ran on hostB and recorded: $(grep '^rank 1' "$tmp/push.out")"
+else notok "rank 1 did not record on hostB: $(cat "$tmp/push.out" | tr '\n' ' ')"; fi
+if grep -q "ranks on other hosts push their streams to $ipA:" "$tmp/push.err" \
+   && grep -q 'profile: pushjob: 2 ranks recorded (1 pushed from other hosts)' "$tmp/push.err"; then
+  ok "profile told the ranks where it is, and rank 1 pushed its stream"
+else
+  notok "no stream was pushed: $(grep -E 'push|recorded' "$tmp/push.err" | tr '\n' ' ')"
+fi
+for r in 0 1; do
+  live=$(blocks live $r) file=$(blocks push $r) own=$(said push $r)
+  if [ -n "$own" ] && [ "$own" -gt 0 ] && [ "$live" = "$own" ] && [ "$file" = "$own" ]; then
+    ok "rank $r: the viewer got all $live of its blocks live, as many as in its own trace"
+  else
+    notok "rank $r: the viewer got '$live' blocks live, its trace holds '$file', it wrote '$own'"
+  fi
+done
+
+# ---- without --listen: one line, and rank 1's own file --------------------------
+"${in_hostA[@]}" "$cli" profile --name quietjob --trace "$tmp/quiet.pptrace" -- \
+  "${mpirun_two[@]}" "$rank_prog" 3 4 1 >"$tmp/quiet.out" 2>"$tmp/quiet.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c 'ranks on other hosts are recorded to their own files only' "$tmp/quiet.err")" = 1 ] \
+   && ! grep -q 'pushed from' "$tmp/quiet.err"; then
+  ok "without --listen, profile says in one line that other hosts' ranks go to their own files"
+else
+  notok "without --listen (exit $rc): $(grep -v '^---' "$tmp/quiet.err" | tr '\n' ' ')"
+fi
+file=$(blocks quiet 1) own=$(said quiet 1)
+if [ -n "$own" ] && [ "$own" -gt 0 ] && [ "$file" = "$own" ]; then ok "without --listen, rank 1's $file blocks are in the merged trace"
+else notok "without --listen, the merged trace holds '$file' blocks of rank 1, which wrote '$own'"; fi
+
+# ---- the namespaces go ---------------------------------------------------------
+cleanup
+left=$(ip netns list | grep -c -- "-$tag\b")
+if [ "$left" = 0 ] && ! ip link show "$linkV" >/dev/null 2>&1; then ok "every namespace and link the test made is gone"
+else notok "$left namespaces of the test are left"; fi
+exit $fail
