@@ -124,6 +124,18 @@ double   pp_mem_available_bytes (void);
 PpStatus pp_schedule_write_csv (const PpSchedule *s, FILE *out, PpError *err);
 PpStatus pp_schedule_read_csv  (FILE *in, const char *name, PpSchedule **out, PpError *err);
 
+/* The CSV reader's inference over per-rank action lists in memory (a
+ * trace's plan): actions[r] holds n_actions[r] compute actions of rank r
+ * (copied).  Every action is checked (a compute kind, stages and
+ * micro-batches in range, an OVERLAP_F_B's backward half a B or an I),
+ * stages x micro-batches is at most max_cells (<= 0: the CSV reader's
+ * bound), then P, the stages, their ranks, M and V are inferred as from a
+ * CSV and the schedule validated.  PP_EFORMAT (or PP_EDEADLOCK) with one
+ * line naming the rank and step otherwise. */
+PpStatus pp_schedule_from_actions (int ranks, const PpAction *const *actions, const int *n_actions,
+                                   const char *name, long max_cells, PpSchedule **out,
+                                   PpError *err);
+
 /* ---- validation -------------------------------------------------------
  * Every (stage, micro-batch) gets exactly one F and either one B or one I and
  * one W, on the rank that holds the stage; the order honours dependencies

@@ -768,6 +768,157 @@ pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out, P
                                d->n_virtual > 0 ? d->n_virtual : 0, out, err);
 }
 
+/* The plan's compute actions of every rank as PpAction arrays (transfers
+ * and optimizer steps left out; an unknown kind kept, for the inference to
+ * name); PP_EINVAL with one line where the plan is too large. */
+static PpStatus
+plan_actions (const PpWhyPlans *plans, int P, PpAction ***acts_out, int **n_out, PpError *err)
+{
+  long total = 0;
+  PpAction **acts = calloc ((size_t) P, sizeof *acts);
+  int *n = calloc ((size_t) P, sizeof *n);
+
+  *acts_out = NULL;
+  *n_out = NULL;
+  if (acts == NULL || n == NULL)
+    goto oom;
+  for (int r = 0; r < P; r++)
+    {
+      if (plans->n_actions[r] > (size_t) PP_WHY_PLAN_MAX_ACTIONS
+          || (total += (long) plans->n_actions[r]) > PP_WHY_PLAN_MAX_ACTIONS)
+        {
+          free (acts);
+          free (n);
+          return pp_error_set (err, PP_EINVAL, "the plan holds more than %ld actions, too many to analyse",
+                               (long) PP_WHY_PLAN_MAX_ACTIONS);
+        }
+    }
+  for (int r = 0; r < P; r++)
+    {
+      const PpTracePlanAction *pa = plans->actions[r];
+      if ((acts[r] = malloc ((plans->n_actions[r] + 1) * sizeof **acts)) == NULL)
+        goto oom;
+      for (size_t k = 0; k < plans->n_actions[r]; k++)
+        {
+          int kind = pa[k].kind;
+          if ((kind >= PP_ACT_SEND_F && kind <= PP_ACT_RECV_B) || kind == PP_ACT_OPT)
+            continue;
+          acts[r][n[r]++] = (PpAction) { kind, pa[k].stage, pa[k].microbatch,
+                                         pa[k].sub_kind, pa[k].sub_stage, pa[k].sub_microbatch };
+        }
+    }
+  *acts_out = acts;
+  *n_out = n;
+  return PP_OK;
+oom:
+  if (acts != NULL)
+    for (int r = 0; r < P; r++)
+      free (acts[r]);
+  free (acts);
+  free (n);
+  return pp_error_set (err, PP_ENOMEM, "out of memory");
+}
+
+static void
+free_plan_actions (PpAction **acts, int *n, int P)
+{
+  if (acts != NULL)
+    for (int r = 0; r < P; r++)
+      free (acts[r]);
+  free (acts);
+  free (n);
+}
+
+/* Does s run exactly these actions, in this order, on every rank? */
+static int
+runs_plan (const PpSchedule *s, PpAction *const *acts, const int *n)
+{
+  for (int r = 0; r < s->ranks; r++)
+    {
+      if (s->rank[r].n_actions != n[r])
+        return 0;
+      for (int k = 0; k < n[r]; k++)
+        if (!pp_action_equal (&s->rank[r].actions[k], &acts[r][k]))
+          return 0;
+    }
+  return 1;
+}
+
+/* Whether plans hold a plan with a compute action for every rank of d and
+ * none for a rank past them. */
+static int
+plans_cover (const PpTraceDescription *d, const PpWhyPlans *plans)
+{
+  if (plans == NULL || plans->actions == NULL || plans->n_actions == NULL || d->n_ranks < 1
+      || d->n_ranks > PP_TRACE_MAX_RANKS || plans->n_ranks < d->n_ranks)
+    return 0;
+  for (int r = 0; r < plans->n_ranks; r++)
+    {
+      int compute = 0;
+      for (size_t k = 0; k < plans->n_actions[r] && !compute; k++)
+        {
+          int kind = plans->actions[r][k].kind;
+          compute = kind == PP_ACT_F || kind == PP_ACT_B || kind == PP_ACT_I || kind == PP_ACT_W
+                    || kind == PP_ACT_OVERLAP_F_B;
+        }
+      if (compute != (r < d->n_ranks))
+        return 0;
+    }
+  return 1;
+}
+
+PpStatus
+pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans, PpSchedule **out,
+                          PpError *err)
+{
+  PpSchedule *named = NULL, *built = NULL;
+  PpError nerr = { 0 }, perr = { 0 };
+  PpStatus nst, pst;
+  PpAction **acts = NULL;
+  int *n = NULL;
+
+  *out = NULL;
+  if (d == NULL || !plans_cover (d, plans))
+    return pp_why_schedule_of_description (d, out, err);
+  int P = d->n_ranks;
+  nst = pp_why_schedule_of_description (d, &named, &nerr);
+  if ((pst = plan_actions (plans, P, &acts, &n, &perr)) == PP_OK)
+    {
+      if (nst == PP_OK && runs_plan (named, acts, n))
+        {
+          free_plan_actions (acts, n, P);
+          *out = named;
+          return PP_OK;
+        }
+      char name[sizeof d->schedule];
+      memcpy (name, d->schedule, sizeof name);
+      name[sizeof name - 1] = '\0';
+      pst = pp_schedule_from_actions (P, (const PpAction *const *) acts, n, name[0] ? name : "plan",
+                                      PP_SUGGEST_MAX_WORK, &built, &perr);
+      if (pst == PP_OK && built->microbatches != d->n_microbatches)
+        {
+          pst = pp_error_set (&perr, PP_EFORMAT, "it runs %d micro-batches, the description says %d",
+                              built->microbatches, d->n_microbatches);
+          pp_schedule_free (built);
+          built = NULL;
+        }
+    }
+  free_plan_actions (acts, n, P);
+  if (pst == PP_OK)
+    {
+      pp_schedule_free (named);
+      *out = built;
+      return PP_OK;
+    }
+  if (nst == PP_OK)
+    {
+      *out = named;   /* the plan contradicts itself: the name's */
+      return PP_OK;
+    }
+  return pp_error_set (err, pst == PP_ENOMEM ? PP_ENOMEM : PP_EINVAL, "the trace's plan: %.200s; by its name: %.250s",
+                       perr.msg, nerr.msg);
+}
+
 /* ---- what to change --------------------------------------------------------- */
 
 static void
@@ -1004,8 +1155,9 @@ pp_why_model_of_description (const PpTraceDescription *d, int n_parts, PpModelCo
 }
 
 PpStatus
-pp_why_analyse_run (const PpTraceDescription *desc, const PpSpan *spans, size_t n, int max_steps,
-                    PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out, PpError *err)
+pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
+                    size_t n, int max_steps, PpWhyReport **out, PpWhyChange *change,
+                    PpSchedule **sched_out, PpError *err)
 {
   PpSchedule *s = NULL;
   PpStatus st;
@@ -1015,7 +1167,7 @@ pp_why_analyse_run (const PpTraceDescription *desc, const PpSpan *spans, size_t 
     *sched_out = NULL;
   if (change != NULL)
     memset (change, 0, sizeof *change);
-  if ((st = pp_why_schedule_of_description (desc, &s, err)) != PP_OK)
+  if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
   if ((st = pp_why_analyse_spans (s, spans, n, max_steps, out, err)) != PP_OK)
     goto out;
@@ -1053,6 +1205,9 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
   PpSpan *spans = NULL;
   size_t n = 0, cap = 0;
   int64_t *off = NULL;
+  PpTracePlanAction **plan = NULL;   /* [PP_TRACE_MAX_RANKS] each rank's last plan */
+  size_t *n_plan = NULL;
+  int plan_ranks = 0;
   PpError rerr = { 0 };
   PpStatus st = PP_OK;
 
@@ -1066,7 +1221,9 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
     return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
                          rerr.msg[0] ? rerr.msg : strerror (errno));
   off = calloc (PP_TRACE_MAX_RANKS, sizeof *off);
-  if (off == NULL)
+  plan = calloc (PP_TRACE_MAX_RANKS, sizeof *plan);
+  n_plan = calloc (PP_TRACE_MAX_RANKS, sizeof *n_plan);
+  if (off == NULL || plan == NULL || n_plan == NULL)
     {
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
@@ -1084,6 +1241,24 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
         {
           desc = *item.description;
           has_desc = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_PLAN && item.plan.rank >= 0
+               && item.plan.rank < PP_TRACE_MAX_RANKS)
+        {
+          /* a later plan of a rank replaces the earlier (a timed one the untimed) */
+          int r = item.plan.rank;
+          free (plan[r]);
+          n_plan[r] = 0;
+          if ((plan[r] = malloc ((item.plan.n_actions + 1) * sizeof **plan)) == NULL)
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          if (item.plan.n_actions > 0)
+            memcpy (plan[r], item.plan.actions, item.plan.n_actions * sizeof **plan);
+          n_plan[r] = item.plan.n_actions;
+          if (r >= plan_ranks)
+            plan_ranks = r + 1;
         }
       else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
                && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
@@ -1121,11 +1296,19 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
         spans[i].start_ns += off[spans[i].rank];
         spans[i].end_ns += off[spans[i].rank];
       }
-  st = pp_why_analyse_run (&desc, spans, n, max_steps, out, change, sched_out, err);
+  {
+    PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
+    st = pp_why_analyse_run (&desc, &plans, spans, n, max_steps, out, change, sched_out, err);
+  }
 out:
   pp_trace_reader_free (rd);
   free (spans);
   free (off);
+  if (plan != NULL)
+    for (int r = 0; r < plan_ranks; r++)
+      free (plan[r]);
+  free (plan);
+  free (n_plan);
   return st;
 }
 

@@ -167,6 +167,36 @@ void     pp_why_report_free (PpWhyReport *r);
 PpStatus pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out,
                                          PpError *err);
 
+/* A trace's plans, the last PLAN of each rank: actions[r] holds
+ * n_actions[r] actions of rank r (0 where it wrote none), r < n_ranks.  A
+ * view: the caller owns the arrays. */
+typedef struct {
+  int                             n_ranks;
+  const PpTracePlanAction *const *actions;
+  const size_t                   *n_actions;
+} PpWhyPlans;
+
+/* Most actions the plans of all ranks may hold for the analysis to build
+ * a schedule from them: a forward, an input and a weight gradient for
+ * every stage visit PP_SUGGEST_MAX_WORK allows, and as many again of
+ * transfers and steps. */
+#define PP_WHY_PLAN_MAX_ACTIONS (6L * PP_SUGGEST_MAX_WORK)
+
+/* The schedule a trace runs.  Where plans (may be NULL) hold a plan with
+ * compute actions for every rank of the description (0 .. n_ranks - 1, and
+ * none past it), the schedule is built from them (pp_schedule_from_actions:
+ * what the job runs, whatever its name; at most PP_WHY_PLAN_MAX_ACTIONS
+ * actions and PP_SUGGEST_MAX_WORK stages x micro-batches, M as the
+ * description says) and validated, named as the description names it; its
+ * transfers and optimizer steps are left out.  Where the named schedule
+ * runs the same order on every rank, that is the one (DualPipe's two
+ * chains kept).  Else, and where the plan cannot be used, the schedule the
+ * description names (pp_why_schedule_of_description).  When neither
+ * works, PP_EINVAL (or the plan's PP_EFORMAT) with one line naming both
+ * problems. */
+PpStatus pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans,
+                                   PpSchedule **out, PpError *err);
+
 /* ---- what to change --------------------------------------------------------- */
 
 #define PP_WHY_PARTITION_MAX 256
@@ -205,18 +235,20 @@ PpStatus pp_why_model_of_description (const PpTraceDescription *d, int n_parts,
                                       PpModelConfig *model, int *blocks, PpError *err);
 
 /* Everything for a trace file: reads it (clock offsets applied), rebuilds
- * its schedule, analyses the last max_steps steps and, where the trace is
+ * its schedule (from its plans where they are whole, else its name:
+ * pp_why_schedule_of_trace), analyses the last max_steps steps and, where the trace is
  * of the bundled model, suggests a partition (change->has_partition).
  * *sched_out (may be NULL) gets the schedule, which the report's paths
  * refer to; free with pp_schedule_free. */
 PpStatus pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out,
                                PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
-/* The same over a trace already read: its description and spans (times on
- * one clock: the clock offsets applied). */
-PpStatus pp_why_analyse_run (const PpTraceDescription *desc, const PpSpan *spans, size_t n,
-                             int max_steps, PpWhyReport **out, PpWhyChange *change,
-                             PpSchedule **sched_out, PpError *err);
+/* The same over a trace already read: its description, its plans (may be
+ * NULL: the schedule then goes by its name; pp_why_schedule_of_trace) and
+ * spans (times on one clock: the clock offsets applied). */
+PpStatus pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                             const PpSpan *spans, size_t n, int max_steps, PpWhyReport **out,
+                             PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
 /* ---- reports ---------------------------------------------------------------
  * For the CLI: the split a rank a line (values x scale, in unit: 1e3 and

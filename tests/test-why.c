@@ -8,6 +8,7 @@
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 #include "pp-test-util.h"
+#include "pp-trace.h"
 #include "pp-why.h"
 
 #define EPS 1e-9
@@ -601,6 +602,487 @@ test_cli (void)
   pp_test_ctx_clear (&ctx);
 }
 
+/* ---- the schedule from the trace's plans --------------------------------- */
+
+static int
+span_kind_of (int act)
+{
+  switch (act)
+    {
+    case PP_ACT_F: return PP_SPAN_F;
+    case PP_ACT_B: return PP_SPAN_B;
+    case PP_ACT_I: return PP_SPAN_I;
+    case PP_ACT_W: return PP_SPAN_W;
+    default: return -1;
+    }
+}
+
+/* steps copies of a simulated run (1 s apart) as spans, rank 0's last block
+ * of the last step 1 ms late. */
+static GArray *
+spans_of_run (const PpSchedule *s, const PpSimulation *sim, int steps)
+{
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  for (int step = 0; step < steps; step++)
+    for (int r = 0; r < s->ranks; r++)
+      for (int k = 0; k < s->rank[r].n_actions; k++)
+        {
+          const PpAction *a = &s->rank[r].actions[k];
+          PpSpan sp = { 0 };
+          g_assert_cmpint (span_kind_of (a->kind), >=, 0);
+          sp.rank = r;
+          sp.stage = a->stage;
+          sp.microbatch = a->microbatch;
+          sp.step = step;
+          sp.kind = (uint16_t) span_kind_of (a->kind);
+          sp.device = 0xffff;
+          sp.peer_rank = -1;
+          sp.start_ns = (int64_t) step * 1000000000 + (int64_t) llround (sim->timeline[r][k].start * 1e9);
+          sp.end_ns = (int64_t) step * 1000000000 + (int64_t) llround (sim->timeline[r][k].end * 1e9);
+          if (step == steps - 1 && r == 0 && k == s->rank[r].n_actions - 1)
+            {
+              sp.start_ns += 1000000;
+              sp.end_ns += 1000000;
+            }
+          g_array_append_val (spans, sp);
+        }
+  return spans;
+}
+
+/* A schedule's orders as the trace's plans (untimed, as a PyTorch rank
+ * writes them), with a transfer after every forward and an optimizer step
+ * at the end, which the analysis leaves out. */
+typedef struct {
+  int                 ranks;
+  PpTracePlanAction **a;
+  size_t             *n;
+  PpWhyPlans          view;
+} TestPlans;
+
+static void
+test_plans_init (TestPlans *tp, const PpSchedule *s)
+{
+  tp->ranks = s->ranks;
+  tp->a = g_new0 (PpTracePlanAction *, s->ranks);
+  tp->n = g_new0 (size_t, s->ranks);
+  for (int r = 0; r < s->ranks; r++)
+    {
+      tp->a[r] = g_new0 (PpTracePlanAction, 2 * s->rank[r].n_actions + 1);
+      for (int k = 0; k < s->rank[r].n_actions; k++)
+        {
+          const PpAction *a = &s->rank[r].actions[k];
+          tp->a[r][tp->n[r]++] = (PpTracePlanAction) { a->kind, a->stage, a->microbatch,
+                                                       a->sub_kind, a->sub_stage, a->sub_microbatch, 0, 0 };
+          if (a->kind == PP_ACT_F)
+            tp->a[r][tp->n[r]++] = (PpTracePlanAction) { PP_ACT_SEND_F, a->stage, a->microbatch, -1, -1, -1, 0, 0 };
+        }
+      tp->a[r][tp->n[r]++] = (PpTracePlanAction) { PP_ACT_OPT, 0, -1, -1, -1, -1, 0, 0 };
+    }
+  tp->view = (PpWhyPlans) { tp->ranks, (const PpTracePlanAction *const *) tp->a, tp->n };
+}
+
+static void
+test_plans_clear (TestPlans *tp)
+{
+  for (int r = 0; r < tp->ranks; r++)
+    g_free (tp->a[r]);
+  g_free (tp->a);
+  g_free (tp->n);
+}
+
+static PpTraceDescription
+description (const char *name, int P, int M, int V)
+{
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, name, sizeof d.schedule);
+  g_strlcpy (d.model, "PyTorch 2.x gloo _PipelineScheduleRuntime", sizeof d.model);
+  d.n_ranks = P;
+  d.n_microbatches = M;
+  d.n_virtual = V;
+  return d;
+}
+
+/* Two reports of the same spans are the same analysis: every step's idle
+ * split (adding up to the idle exactly) and critical path. */
+static void
+assert_same_report (const PpWhyReport *a, const PpWhyReport *b)
+{
+  g_assert_cmpint (a->ranks, ==, b->ranks);
+  g_assert_cmpint (a->n_stages, ==, b->n_stages);
+  g_assert_cmpint (a->n_steps, ==, b->n_steps);
+  g_assert_cmpint (a->n_steps, >, 0);
+  for (int i = 0; i < a->n_steps; i++)
+    {
+      const PpWhyStep *x = &a->steps[i], *y = &b->steps[i];
+      g_assert_cmpint (x->step, ==, y->step);
+      for (int r = 0; r < a->ranks; r++)
+        {
+          assert_adds_up (&x->idle[r]);
+          g_assert_cmpfloat (x->idle[r].measured, ==, y->idle[r].measured);
+          for (int k = 0; k < PP_WHY_N_PARTS; k++)
+            g_assert_cmpfloat (pp_why_idle_part (&x->idle[r], k), ==, pp_why_idle_part (&y->idle[r], k));
+        }
+      g_assert_cmpuint (x->path.n, >, 0);
+      g_assert_cmpuint (x->path.n, ==, y->path.n);
+      for (size_t k = 0; k < x->path.n; k++)
+        {
+          g_assert_cmpint (x->path.steps[k].block.rank, ==, y->path.steps[k].block.rank);
+          g_assert_cmpint (x->path.steps[k].block.stage, ==, y->path.steps[k].block.stage);
+          g_assert_cmpint (x->path.steps[k].block.kind, ==, y->path.steps[k].block.kind);
+          g_assert_cmpint (x->path.steps[k].block.microbatch, ==, y->path.steps[k].block.microbatch);
+          g_assert_cmpint (x->path.steps[k].via, ==, y->path.steps[k].via);
+        }
+    }
+  for (int q = 0; q < a->n_stages; q++)
+    g_assert_cmpfloat (a->path_share[q], ==, b->path_share[q]);
+}
+
+static PpWhyReport *
+analyse (const PpTraceDescription *d, const PpWhyPlans *plans, GArray *spans, PpWhyChange *ch,
+         PpSchedule **s_out)
+{
+  PpWhyReport *rep = NULL;
+  PpError err = { 0 };
+  if (pp_why_analyse_run (d, plans, (const PpSpan *) spans->data, spans->len, 0, &rep, ch, s_out, &err) != PP_OK)
+    g_error ("analyse %s: %s", d->schedule, err.msg);
+  return rep;
+}
+
+/* A schedule pipescope cannot generate by its name ("MyCsvSchedule", as a
+ * PyTorch job that loaded its schedule from a CSV describes itself) whose
+ * plan holds a valid 1F1B, interleaved or ZBV order: the analysis builds
+ * the schedule from the plan, and it is what the same trace named after
+ * its schedule gives. */
+static void
+test_plan_unnamed (void)
+{
+  static const struct { const char *name; int P, M, V; } cases[] = {
+    { "1F1B", 4, 8, 1 },
+    { "Interleaved1F1B", 2, 4, 2 },
+    { "ZBV", 2, 4, 2 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      PpSchedule *s = pp_test_generate (cases[i].name, cases[i].P, cases[i].M, cases[i].V);
+      PpCostModel *c = pp_cost_model_new_uniform (s->n_stages, 1e-3, 2e-3, 1e-3, 1e-4);
+      PpSimulation *sim = NULL;
+      PpError err = { 0 };
+      c->f[0] = 3e-3;
+      c->b[0] = 6e-3;
+      c->w[0] = 3e-3;
+      g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+      GArray *spans = spans_of_run (s, sim, 4);
+      TestPlans tp;
+      test_plans_init (&tp, s);
+
+      PpTraceDescription named = description (cases[i].name, s->ranks, s->microbatches, s->stages_per_rank);
+      PpTraceDescription csv = description ("MyCsvSchedule", s->ranks, s->microbatches, s->stages_per_rank);
+      PpWhyChange ch_named, ch_csv;
+      PpSchedule *got = NULL;
+      PpWhyReport *want = analyse (&named, NULL, spans, &ch_named, NULL);
+      PpWhyReport *rep = analyse (&csv, &tp.view, spans, &ch_csv, &got);
+      assert_same_report (rep, want);
+      g_assert_cmpint (rep->n_steps, ==, 3);
+      g_assert_cmpint (ch_csv.slowest_stage, ==, ch_named.slowest_stage);
+      g_assert_cmpfloat (ch_csv.current_step, ==, ch_named.current_step);
+      /* the plan's schedule, under the description's name, its stages where they run */
+      g_assert_cmpstr (got->name, ==, "MyCsvSchedule");
+      g_assert_cmpint (got->n_stages, ==, s->n_stages);
+      for (int q = 0; q < s->n_stages; q++)
+        g_assert_cmpint (got->stage_rank[q], ==, s->stage_rank[q]);
+      for (int r = 0; r < s->ranks; r++)
+        g_assert_cmpint (got->rank[r].n_actions, ==, s->rank[r].n_actions);
+      /* the same trace named after the schedule, with its plan: the same */
+      PpWhyReport *both = analyse (&named, &tp.view, spans, NULL, NULL);
+      assert_same_report (both, want);
+
+      /* without the plan the name alone says nothing: one line */
+      PpWhyReport *none = NULL;
+      g_assert_cmpint (pp_why_analyse_run (&csv, NULL, (const PpSpan *) spans->data, spans->len, 0, &none,
+                                           NULL, NULL, &err), ==, PP_EINVAL);
+      g_assert_null (none);
+      g_assert_nonnull (strstr (err.msg, "MyCsvSchedule"));
+      g_assert_null (strchr (err.msg, '\n'));
+
+      pp_why_report_free (both);
+      pp_why_report_free (rep);
+      pp_why_report_free (want);
+      pp_schedule_free (got);
+      test_plans_clear (&tp);
+      g_array_free (spans, TRUE);
+      pp_simulation_free (sim);
+      pp_cost_model_free (c);
+      pp_schedule_free (s);
+    }
+}
+
+/* A job that runs another order than pipescope's generator of the same
+ * name (here GPipe's, described as "1F1B"): its plan wins, and the
+ * analysis is GPipe's. */
+static void
+test_plan_order_differs (void)
+{
+  PpSchedule *g = pp_test_generate ("GPipe", 4, 8, 1);
+  PpSimulation *sim = pp_test_simulate (g, 1, 2, 0, 0);
+  GArray *spans = spans_of_run (g, sim, 3);
+  TestPlans tp;
+  test_plans_init (&tp, g);
+  PpTraceDescription as_1f1b = description ("1F1B", 4, 8, 1), as_gpipe = description ("GPipe", 4, 8, 1);
+  PpSchedule *got = NULL;
+  PpWhyReport *want = analyse (&as_gpipe, NULL, spans, NULL, NULL);
+  PpWhyReport *rep = analyse (&as_1f1b, &tp.view, spans, NULL, &got);
+  assert_same_report (rep, want);
+  for (int r = 0; r < 4; r++)
+    {
+      g_assert_cmpint (got->rank[r].n_actions, ==, g->rank[r].n_actions);
+      for (int k = 0; k < g->rank[r].n_actions; k++)
+        g_assert_true (pp_action_equal (&got->rank[r].actions[k], &g->rank[r].actions[k]));
+    }
+  pp_why_report_free (rep);
+  pp_why_report_free (want);
+  pp_schedule_free (got);
+  test_plans_clear (&tp);
+  g_array_free (spans, TRUE);
+  pp_simulation_free (sim);
+  pp_schedule_free (g);
+}
+
+/* pp_why_schedule_of_trace on d and plans fails with one line holding
+ * needle (NULL: any). */
+static void
+assert_plan_refused (const PpTraceDescription *d, const PpWhyPlans *plans, const char *needle)
+{
+  PpSchedule *s = NULL;
+  PpError err = { 0 };
+  if (pp_why_schedule_of_trace (d, plans, &s, &err) == PP_OK)
+    g_error ("%s: a bad plan accepted", d->schedule);
+  g_assert_null (s);
+  g_assert_cmpstr (err.msg, !=, "");
+  g_assert_null (strchr (err.msg, '\n'));
+  if (needle != NULL && strstr (err.msg, needle) == NULL)
+    g_error ("'%s' does not mention '%s'", err.msg, needle);
+}
+
+/* The schedule named 1F1B, by name: what a bad plan falls back to. */
+static void
+assert_falls_back (const PpTraceDescription *d, const PpWhyPlans *plans)
+{
+  PpSchedule *s = NULL, *want = pp_test_generate ("1F1B", 4, 8, 1);
+  PpError err = { 0 };
+  g_assert_cmpint (pp_why_schedule_of_trace (d, plans, &s, &err), ==, PP_OK);
+  g_assert_cmpstr (s->name, ==, "1F1B");
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < want->rank[r].n_actions; k++)
+      g_assert_true (pp_action_equal (&s->rank[r].actions[k], &want->rank[r].actions[k]));
+  pp_schedule_free (s);
+  pp_schedule_free (want);
+}
+
+/* A plan that contradicts itself, that is incomplete or hostile: the
+ * schedule's name where it names one pipescope knows, else one line that
+ * names what is wrong with both; never a crash or a huge allocation. */
+static void
+test_plan_bad (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 4, 8, 1);
+  PpTraceDescription csv = description ("MyCsvSchedule", 4, 8, 1), named = description ("1F1B", 4, 8, 1);
+  TestPlans tp;
+
+  /* a stage on two ranks */
+  test_plans_init (&tp, s);
+  tp.a[1][0].stage = 0;
+  assert_plan_refused (&csv, &tp.view, "also runs");
+  assert_plan_refused (&csv, &tp.view, "by its name");
+  assert_falls_back (&named, &tp.view);
+  test_plans_clear (&tp);
+
+  /* an order that deadlocks: rank 1 runs its backwards first */
+  test_plans_init (&tp, s);
+  for (size_t i = 0, j = tp.n[1] - 2; i < j; i++, j--)
+    {
+      PpTracePlanAction t = tp.a[1][i];
+      tp.a[1][i] = tp.a[1][j];
+      tp.a[1][j] = t;
+    }
+  assert_plan_refused (&csv, &tp.view, "the trace's plan: ");
+  assert_falls_back (&named, &tp.view);
+  test_plans_clear (&tp);
+
+  /* a micro-batch's backward missing */
+  test_plans_init (&tp, s);
+  tp.n[3] -= 2;
+  assert_plan_refused (&csv, &tp.view, "the trace's plan: ");
+  assert_falls_back (&named, &tp.view);
+  test_plans_clear (&tp);
+
+  /* incomplete: rank 3 wrote no plan; a plan for a rank the description has not */
+  test_plans_init (&tp, s);
+  tp.view.n_ranks = 3;
+  assert_plan_refused (&csv, &tp.view, "MyCsvSchedule");
+  assert_falls_back (&named, &tp.view);
+  PpTraceDescription three = description ("1F1B", 3, 8, 1);
+  PpSchedule *got = NULL;
+  PpError err = { 0 };
+  tp.view.n_ranks = 4;
+  g_assert_cmpint (pp_why_schedule_of_trace (&three, &tp.view, &got, &err), ==, PP_OK);
+  g_assert_cmpint (got->ranks, ==, 3);   /* by name: the plan does not fit the description */
+  pp_schedule_free (got);
+  /* another micro-batch count than the description's */
+  PpTraceDescription m16 = description ("MyCsvSchedule", 4, 16, 1);
+  assert_plan_refused (&m16, &tp.view, "micro-batches");
+  test_plans_clear (&tp);
+
+  /* hostile values, one at a time */
+  static const struct { int field; int32_t value; const char *needle; } hostile[] = {
+    { 0, 999, "not a compute action" },
+    { 0, -1, "not a compute action" },
+    { 1, -5, "out of range" },
+    { 1, INT32_MAX, "out of range" },
+    { 2, INT32_MIN, "out of range" },
+    { 2, 1 << 19, "more than supported" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (hostile); i++)
+    {
+      test_plans_init (&tp, s);
+      PpTracePlanAction *a = &tp.a[2][3];
+      if (hostile[i].field == 0)
+        a->kind = hostile[i].value;
+      else if (hostile[i].field == 1)
+        a->stage = hostile[i].value;
+      else
+        a->microbatch = hostile[i].value;
+      if (a->kind == PP_ACT_SEND_F)
+        a->kind = PP_ACT_F;   /* a transfer is left out whatever it holds */
+      assert_plan_refused (&csv, &tp.view, hostile[i].needle);
+      test_plans_clear (&tp);
+    }
+  /* an overlapped pair whose backward half is neither a B nor an I */
+  test_plans_init (&tp, s);
+  tp.a[0][0] = (PpTracePlanAction) { PP_ACT_OVERLAP_F_B, 0, 0, PP_ACT_W, 0, 1, 0, 0 };
+  assert_plan_refused (&csv, &tp.view, "out of range");
+  test_plans_clear (&tp);
+
+  /* more actions than the analysis takes: refused before anything is built */
+  {
+    size_t big = (size_t) PP_WHY_PLAN_MAX_ACTIONS + 1;
+    PpTracePlanAction *many = g_new0 (PpTracePlanAction, big);   /* 0F0 each */
+    const PpTracePlanAction *acts[4] = { many, many, many, many };
+    size_t n[4] = { big, 1, 1, 1 };
+    PpWhyPlans v = { 4, acts, n };
+    assert_plan_refused (&csv, &v, "too many");
+    n[0] = big / 3;
+    n[1] = n[2] = n[3] = big / 3;
+    assert_plan_refused (&csv, &v, "too many");
+    g_free (many);
+  }
+  pp_schedule_free (s);
+}
+
+/* The CLI over a trace file whose description names "MyCsvSchedule" and
+ * whose PLAN frames hold 1F1B's orders: info prints the idle split, the
+ * critical path and what to change exactly as for the same trace named
+ * 1F1B, and export --format why writes them; a trace whose plan
+ * contradicts itself says why in one line. */
+static char *
+write_trace (PpTestCtx *ctx, const char *file, const char *name, const TestPlans *tp, GArray *spans)
+{
+  char *path = pp_test_ctx_path (ctx, file);
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  PpTraceDescription d = description (name, tp->ranks, 8, 1);
+  if (w == NULL)
+    g_error ("%s: %s", path, err.msg);
+  d.start_monotonic_ns = 0;
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_plan (w, tp->ranks, (const PpTracePlanAction *const *) tp->a, tp->n, 0, &err),
+                   ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_spans (w, (const PpSpan *) spans->data, spans->len, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+  return path;
+}
+
+/* info's lines from "idle by cause" up to "dropped events" */
+static char *
+why_section (const char *info)
+{
+  const char *a = strstr (info, "idle by cause"), *b = a ? strstr (a, "dropped events") : NULL;
+  if (a == NULL || b == NULL)
+    g_error ("info has no why section:\n%s", info);
+  return g_strndup (a, (gsize) (b - a));
+}
+
+static void
+test_plan_cli (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "why-plan");
+  PpSchedule *s = pp_test_generate ("1F1B", 4, 8, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1e-3, 2e-3, 0, 1e-4);
+  PpSimulation *sim = NULL;
+  PpError e = { 0 };
+  c->f[2] = 2e-3;
+  c->b[2] = 4e-3;
+  g_assert_cmpint (pp_simulate (s, c, &sim, &e), ==, PP_OK);
+  GArray *spans = spans_of_run (s, sim, 4);
+  TestPlans tp;
+  test_plans_init (&tp, s);
+  char *t_csv = write_trace (&ctx, "csv.pptrace", "MyCsvSchedule", &tp, spans);
+  char *t_named = write_trace (&ctx, "named.pptrace", "1F1B", &tp, spans);
+  char *out = NULL, *err = NULL, *out2 = NULL, *err2 = NULL, *json = NULL;
+
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "info", t_csv, NULL), ==, 0);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out2, &err2, "info", t_named, NULL), ==, 0);
+  char *w1 = why_section (out), *w2 = why_section (out2);
+  g_assert_nonnull (strstr (w1, "idle by cause (a step, mean over the last 3 whole steps"));
+  g_assert_nonnull (strstr (w1, "critical path (share of the step, mean over 3 steps): stage 0 "));
+  g_assert_nonnull (strstr (w1, "slowest stage: 2,"));
+  g_assert_cmpstr (w1, ==, w2);
+  g_free (w1);
+  g_free (w2);
+  g_free (out);
+  g_free (err);
+  g_free (out2);
+  g_free (err2);
+
+  char *j = pp_test_ctx_path (&ctx, "why.json");
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "export", t_csv, "--format", "why", "-o", j, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"steps_analysed\": 3"));
+  g_assert_nonnull (strstr (json, "MyCsvSchedule"));
+  g_assert_cmpint (pp_test_count (json, "\"runtime\": "), ==, 4 + 3 * 4);
+  g_free (json);
+  g_free (out);
+  g_free (err);
+
+  /* a plan that contradicts itself, under a name pipescope does not know */
+  tp.a[1][0].stage = 0;
+  char *t_bad = write_trace (&ctx, "bad.pptrace", "MyCsvSchedule", &tp, spans);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "info", t_bad, NULL), ==, 0);
+  const char *na = strstr (out, "idle by cause: n/a (the trace's plan: ");
+  g_assert_nonnull (na);
+  g_assert_nonnull (strstr (na, "also runs"));
+  g_assert_true (strchr (na, '\n') == strstr (na, ")\n") + 1);
+  g_free (out);
+  g_free (err);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "export", t_bad, "--format", "why", "-o", j, NULL), !=, 0);
+  pp_test_assert_one_line_error (err);
+  g_free (out);
+  g_free (err);
+
+  g_free (t_bad);
+  g_free (j);
+  g_free (t_csv);
+  g_free (t_named);
+  test_plans_clear (&tp);
+  g_array_free (spans, TRUE);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  pp_test_ctx_clear (&ctx);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -618,5 +1100,9 @@ main (int argc, char **argv)
   g_test_add_func ("/why/suggest-partition", test_suggest_partition);
   g_test_add_func ("/why/model-of-description", test_model_of_description);
   g_test_add_func ("/why/cli", test_cli);
+  g_test_add_func ("/why/plan/unnamed", test_plan_unnamed);
+  g_test_add_func ("/why/plan/order-differs", test_plan_order_differs);
+  g_test_add_func ("/why/plan/bad", test_plan_bad);
+  g_test_add_func ("/why/plan/cli", test_plan_cli);
   return g_test_run ();
 }

@@ -15,6 +15,7 @@
 
 #include <adwaita.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pp-simulate.h"
@@ -40,8 +41,8 @@ struct _PpMemoryChart
   int64_t          t0, t1;
   char             schedule[64];
   double           budget;         /* What if's, in micro-batches; 0 none */
-  /* the planned peaks depend on the description only: simulated once for
-   * it, not at every refresh of a live run */
+  /* the planned peaks depend on the description and the plans only:
+   * simulated once for them, not at every refresh of a live run */
   char             plan_key[128];
   int              plan_peak[MAX_RANKS];
   AdwStyleManager *style_manager;
@@ -55,29 +56,31 @@ pp_memory_chart_new (void)
   return g_object_new (PP_TYPE_MEMORY_CHART, NULL);
 }
 
-static void simulate_plan (PpMemoryChart *self, const PpTraceDescription *d);
+static void simulate_plan (PpMemoryChart *self, const PpTimelineModel *model,
+                           const PpTraceDescription *d);
 
-/* The planned peak in flight per rank of the described schedule (-1 where
- * not simulated), into self->plan_peak, again only for another schedule. */
+/* The planned peak in flight per rank of the trace's schedule (its plans,
+ * else the one its description names; -1 where not simulated), into
+ * self->plan_peak, again only for another schedule or another plan. */
 static void
-plan_inflight (PpMemoryChart *self, const PpTraceDescription *d)
+plan_inflight (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceDescription *d)
 {
   char key[sizeof self->plan_key];
-  g_snprintf (key, sizeof key, "%s P=%d M=%d V=%d", d->schedule, d->n_ranks, d->n_microbatches,
-              d->n_virtual);
+  g_snprintf (key, sizeof key, "%.63s P=%d M=%d V=%d plans=%zu", d->schedule, d->n_ranks,
+              d->n_microbatches, d->n_virtual, pp_timeline_model_n_plan_items (model));
   if (strcmp (key, self->plan_key) != 0)
     {
       g_strlcpy (self->plan_key, key, sizeof self->plan_key);
       for (int r = 0; r < MAX_RANKS; r++)
         self->plan_peak[r] = -1;
-      simulate_plan (self, d);
+      simulate_plan (self, model, d);
     }
   for (int r = 0; r < self->n_ranks; r++)
     self->series[r].planned = self->plan_peak[r];
 }
 
 static void
-simulate_plan (PpMemoryChart *self, const PpTraceDescription *d)
+simulate_plan (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceDescription *d)
 {
   PpSchedule *s = NULL;
   PpSimulation *sim = NULL;
@@ -85,7 +88,18 @@ simulate_plan (PpMemoryChart *self, const PpTraceDescription *d)
   PpError err = { 0 };
   long work = (long) d->n_ranks * MAX (d->n_microbatches, 1) * MAX (d->n_virtual, 1);
 
-  if (work <= 0 || work > PLAN_MAX_WORK || pp_why_schedule_of_description (d, &s, &err) != PP_OK)
+  const PpTracePlanAction **pa = NULL;
+  size_t *pn = NULL;
+  int np;
+
+  if (work <= 0 || work > PLAN_MAX_WORK)
+    return;
+  np = pp_timeline_model_plans (model, &pa, &pn);
+  PpWhyPlans plans = { MAX (np, 0), pa, pn };
+  PpStatus st = pp_why_schedule_of_trace (d, np > 0 ? &plans : NULL, &s, &err);
+  free (pa);
+  free (pn);
+  if (st != PP_OK)
     return;
   if ((c = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0)) != NULL
       && pp_simulate (s, c, &sim, &err) == PP_OK)
@@ -138,7 +152,7 @@ pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model)
       if (d != NULL)
         {
           g_strlcpy (self->schedule, d->schedule, sizeof self->schedule);
-          plan_inflight (self, d);
+          plan_inflight (self, model, d);
         }
     }
   gtk_widget_queue_draw (GTK_WIDGET (self));

@@ -56,7 +56,8 @@ struct _PpTimelineModel {
   /* Plans arrive before any span in a file; they are kept as read (seconds)
    * and placed again when the origin moves (description seen later). */
   int64_t            plan_origin_ns;     /* INT64_MIN: not known yet */
-  struct { PpTracePlanAction *a; size_t n; } *raw_plans;   /* [cap_ranks] */
+  struct { PpTracePlanAction *a; size_t n; int timed; } *raw_plans;   /* [cap_ranks] */
+  size_t             n_plan_items;       /* PLAN items taken */
   /* Step begin markers as they came (at most one per step after a
    * rebuild); step_starts/numbers are rebuilt from them, sorted, on the
    * first query after a change: a marker costs O(1) when added, and a
@@ -260,7 +261,8 @@ static int
 place_plan (PpTimelineModel *m, int r)
 {
   Rank *rk = &m->ranks[r];
-  size_t n = m->raw_plans[r].n;
+  /* A plan without times is the order only: nothing to place in time. */
+  size_t n = m->raw_plans[r].timed ? m->raw_plans[r].n : 0;
   PpTimelinePlanned *p;
 
   free (rk->plan);
@@ -309,14 +311,17 @@ static int
 add_plan (PpTimelineModel *m, const PpTraceItem *item)
 {
   int r = item->plan.rank;
-  size_t n = item->plan.has_timeline ? item->plan.n_actions : 0;
+  size_t n = item->plan.n_actions;
 
   if (ensure_rank (m, r) != 0)
     return 0;
+  m->n_plan_items++;
   free (m->raw_plans[r].a);
   m->raw_plans[r].a = NULL;
   m->raw_plans[r].n = 0;
-  /* A plan without times is the order only: nothing to place in time. */
+  m->raw_plans[r].timed = item->plan.has_timeline != 0;
+  /* kept timed or not: an untimed plan is the order the why analysis
+   * builds the schedule from */
   if (n > 0)
     {
       m->raw_plans[r].a = malloc (n * sizeof *m->raw_plans[r].a);
@@ -975,6 +980,40 @@ size_t
 pp_timeline_model_n_planned (const PpTimelineModel *m, int rank)
 {
   return m != NULL && rank >= 0 && rank < m->n_ranks ? m->ranks[rank].n_plan : 0;
+}
+
+int
+pp_timeline_model_plans (const PpTimelineModel *m, const PpTracePlanAction ***actions,
+                         size_t **n_actions)
+{
+  int n = 0;
+
+  *actions = NULL;
+  *n_actions = NULL;
+  if (m == NULL)
+    return 0;
+  for (int r = 0; r < m->n_ranks; r++)
+    if (m->raw_plans[r].n > 0)
+      n = r + 1;
+  if ((*actions = calloc ((size_t) n + 1, sizeof **actions)) == NULL
+      || (*n_actions = calloc ((size_t) n + 1, sizeof **n_actions)) == NULL)
+    {
+      free (*actions);
+      *actions = NULL;
+      return -1;
+    }
+  for (int r = 0; r < n; r++)
+    {
+      (*actions)[r] = m->raw_plans[r].a;
+      (*n_actions)[r] = m->raw_plans[r].n;
+    }
+  return n;
+}
+
+size_t
+pp_timeline_model_n_plan_items (const PpTimelineModel *m)
+{
+  return m != NULL ? m->n_plan_items : 0;
 }
 
 const PpTimelinePlanned *

@@ -112,6 +112,19 @@ int64_t          pp_timeline_model_max_span_ns (const PpTimelineModel *m, int ra
 size_t           pp_timeline_model_n_planned (const PpTimelineModel *m, int rank);
 const PpTimelinePlanned *pp_timeline_model_planned (const PpTimelineModel *m, int rank);
 
+/* Every rank's last plan as it came, timed or not (an untimed one is
+ * placed nowhere, but it is the order the rank runs), for the why
+ * analysis (PpWhyPlans, pp-why.h): *actions and *n_actions by rank up to
+ * the highest rank with a plan, whose count is returned; -1 out of memory.
+ * The caller frees both arrays; the actions are the model's, valid until
+ * the next add. */
+int              pp_timeline_model_plans (const PpTimelineModel *m,
+                                          const PpTracePlanAction ***actions,
+                                          size_t **n_actions);
+/* How many PLAN items the model has taken: a cache of anything built from
+ * the plans is stale when it changed. */
+size_t           pp_timeline_model_n_plan_items (const PpTimelineModel *m);
+
 /* Step boundaries: the times where a step begins (any rank's first begin
  * marker of the step), ascending.  Sorted on the first query after an add
  * (O(S log S) once), so the pointers are valid until the next add. */

@@ -46,6 +46,7 @@ struct _PpTimelineWidget
    * micro-batch's arrows, find and filter */
   PpSchedule      *schedule;
   gboolean         schedule_tried;
+  size_t           schedule_plans;   /* the model's PLAN items when it was built */
   PpTimelineArrow *arrows;
   size_t           n_arrows;
   PpTimelineFilter filter;
@@ -261,20 +262,31 @@ clear_hover_and_selection (PpTimelineWidget *self)
   self->view.has_range = FALSE;
 }
 
-/* The schedule the trace's description names, built once a model (for
- * the dependencies of a selected block); NULL where it names none we know. */
+/* The schedule the trace runs (its plans, else the name its description
+ * gives: pp_why_schedule_of_trace), built once a model and again when a
+ * plan came (for the dependencies of a selected block); NULL where it is
+ * none we know. */
 static const PpSchedule *
 widget_schedule (PpTimelineWidget *self)
 {
-  if (!self->schedule_tried && self->model != NULL)
+  size_t n_plans = pp_timeline_model_n_plan_items (self->model);
+  if ((!self->schedule_tried || n_plans != self->schedule_plans) && self->model != NULL)
     {
       const PpTraceDescription *d = pp_timeline_model_description (self->model);
       if (d != NULL)
         {
           PpError err = { 0 };
+          const PpTracePlanAction **pa = NULL;
+          size_t *pn = NULL;
+          int np = pp_timeline_model_plans (self->model, &pa, &pn);
+          PpWhyPlans plans = { MAX (np, 0), pa, pn };
           self->schedule_tried = TRUE;
-          if (pp_why_schedule_of_description (d, &self->schedule, &err) != PP_OK)
+          self->schedule_plans = n_plans;
+          g_clear_pointer (&self->schedule, pp_schedule_free);
+          if (pp_why_schedule_of_trace (d, np > 0 ? &plans : NULL, &self->schedule, &err) != PP_OK)
             self->schedule = NULL;
+          free (pa);
+          free (pn);
         }
     }
   return self->schedule;

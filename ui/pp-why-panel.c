@@ -37,6 +37,7 @@ struct _PpWhyPanel
   GtkWidget  *change;      /* GtkLabel */
 
   size_t      seen_spans;  /* the model's span count at the last analysis */
+  size_t      seen_plans;  /* and its PLAN items (the schedule comes from them) */
   const PpTimelineModel *seen_model;
   int         ranks;
   PpWhyIdle  *idle;        /* [ranks] */
@@ -284,10 +285,12 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   g_return_if_fail (PP_IS_WHY_PANEL (self));
 
   size_t n_total = model != NULL ? pp_timeline_model_n_spans_total (model) : 0;
-  if (model == self->seen_model && n_total == self->seen_spans)
+  size_t n_plans = pp_timeline_model_n_plan_items (model);
+  if (model == self->seen_model && n_total == self->seen_spans && n_plans == self->seen_plans)
     return;
   self->seen_model = model;
   self->seen_spans = n_total;
+  self->seen_plans = n_plans;
   clear_results (self);
 
   const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
@@ -307,7 +310,14 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   else
     {
       GArray *spans = last_steps_spans (model, keep);
-      pp_why_analyse_run (d, (const PpSpan *) spans->data, spans->len, keep, &rep, &ch, &s, &err);
+      const PpTracePlanAction **pa = NULL;
+      size_t *pn = NULL;
+      int np = pp_timeline_model_plans (model, &pa, &pn);
+      PpWhyPlans plans = { MAX (np, 0), pa, pn };
+      pp_why_analyse_run (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, spans->len, keep,
+                          &rep, &ch, &s, &err);
+      free (pa);
+      free (pn);
       g_array_free (spans, TRUE);
     }
 

@@ -33,8 +33,9 @@ typedef struct {
   bool   has_timeline;
   size_t n_actions;
   double start, end, busy;   /* seconds: first start, last end, compute time */
-  /* a plan without times: its compute actions in order (the Chrome
-   * export's plan track names them; a timed plan it reads from the model) */
+  /* its compute actions in order: the why analysis builds the schedule
+   * from them, and of a plan without times the Chrome export's plan track
+   * names them (a timed plan it reads from the model) */
   PpTracePlanAction *order;
   size_t             n_order;
 } PlanSummary;
@@ -69,6 +70,10 @@ typedef struct {
   size_t             n_counters, cap_counters;
   StepMarker        *markers;
   size_t             n_markers, cap_markers;
+  /* the plans' compute orders as the why analysis takes them (build_why_plans) */
+  PpWhyPlans                why_plans;
+  const PpTracePlanAction **why_actions;
+  size_t                   *why_n;
 } Trace;
 
 /* What the app reads off a trace (its timeline model): the run's time
@@ -180,6 +185,8 @@ trace_clear (Trace *t)
   free (t->rank_items);
   free (t->counters);
   free (t->markers);
+  free (t->why_actions);
+  free (t->why_n);
 }
 
 /* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
@@ -295,7 +302,7 @@ see_plan (Trace *t, const PpTraceItem *item)
   ps->seen = true;
   ps->has_timeline = item->plan.has_timeline != 0;
   ps->n_actions = item->plan.n_actions;
-  if (!ps->has_timeline && item->plan.n_actions > 0)
+  if (item->plan.n_actions > 0)
     {
       ps->order = malloc (item->plan.n_actions * sizeof *ps->order);
       if (ps->order == NULL)
@@ -317,6 +324,29 @@ see_plan (Trace *t, const PpTraceItem *item)
         ps->end = a->planned_end;
       ps->busy += a->planned_end - a->planned_start;
     }
+  return true;
+}
+
+/* The plans' compute orders by rank as t->why_plans, for
+ * pp_why_analyse_run and pp_why_schedule_of_trace; false when out of
+ * memory. */
+static bool
+build_why_plans (Trace *t)
+{
+  int n = 0;
+
+  for (int r = 0; r < t->cap_plans; r++)
+    if (t->plans[r].seen)
+      n = r + 1;
+  if ((t->why_actions = calloc ((size_t) n + 1, sizeof *t->why_actions)) == NULL
+      || (t->why_n = calloc ((size_t) n + 1, sizeof *t->why_n)) == NULL)
+    return false;
+  for (int r = 0; r < n; r++)
+    {
+      t->why_actions[r] = t->plans[r].order;
+      t->why_n[r] = t->plans[r].n_order;
+    }
+  t->why_plans = (PpWhyPlans) { n, t->why_actions, t->why_n };
   return true;
 }
 
@@ -425,7 +455,7 @@ trace_load (const char *path, Trace *t)
           t->truncated = item.truncated;
           pp_trace_reader_free (r);
           strings_index (t);
-          if (apply_clock_offsets (t) != 0)
+          if (apply_clock_offsets (t) != 0 || !build_why_plans (t))
             {
               fprintf (stderr, "pipescope-cli: error: out of memory\n");
               trace_clear (t);
@@ -828,7 +858,7 @@ pp_cli_info (int argc, char **argv)
     PpWhyReport *why = NULL;
     PpWhyChange ch;
     PpError e = { 0 };
-    if (t.has_desc && pp_why_analyse_run (&t.desc, t.spans, t.n_spans, 0, &why, &ch, NULL, &e) == PP_OK)
+    if (t.has_desc && pp_why_analyse_run (&t.desc, &t.why_plans, t.spans, t.n_spans, 0, &why, &ch, NULL, &e) == PP_OK)
       {
         printf ("idle by cause (a step, mean over the last %d whole step%s; 'export --format why' has it all):\n",
                 why->n_steps, why->n_steps == 1 ? "" : "s");
@@ -1054,7 +1084,7 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
   PpSchedule *s = NULL;
   PpError err = { 0 };
   size_t n = 0, id = t->n_spans + 1;
-  if (!t->has_desc || pp_why_schedule_of_description (&t->desc, &s, &err) != PP_OK)
+  if (!t->has_desc || pp_why_schedule_of_trace (&t->desc, &t->why_plans, &s, &err) != PP_OK)
     return 0;   /* no schedule we know: no dependencies to draw */
   size_t *idx = malloc ((t->n_spans + 1) * sizeof *idx);
   if (idx == NULL)
@@ -1588,7 +1618,7 @@ pp_cli_export (int argc, char **argv)
       PpError e = { 0 };
       if (!t.has_desc)
         snprintf (e.msg, sizeof e.msg, "%s has no description: its schedule is unknown", path);
-      if (!t.has_desc || pp_why_analyse_run (&t.desc, t.spans, t.n_spans, 0, &why, &why_ch, &why_s, &e) != PP_OK)
+      if (!t.has_desc || pp_why_analyse_run (&t.desc, &t.why_plans, t.spans, t.n_spans, 0, &why, &why_ch, &why_s, &e) != PP_OK)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", e.msg);
           goto done;
