@@ -15,19 +15,32 @@
  * serves them all as one stream (one address for a viewer; TCP too with
  * --listen).  A slow collector never slows a rank: each rank's server drops
  * and counts for it as for any viewer.  The command's exit status, output
- * and results are the command's own. */
+ * and results are the command's own.
+ *
+ * Ranks on other hosts are not in this host's registry: with a --listen
+ * address they can reach, PIPESCOPE_COLLECT and PIPESCOPE_COLLECT_TOKEN
+ * tell every rank where the collector is, and a rank that finds no
+ * collector in its own registry pushes its stream to that endpoint (the
+ * viewers' one, "PIPESCOPE 1 <token> push" first), where it is read as a
+ * local rank's is.  mpirun forwards no such variable to other hosts by
+ * itself: the names go into its mca_base_env_list (docs/jobs.md). */
 #include "cli-commands.h"
 #include "cli-common.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +59,7 @@
 #define PROFILE_PLAN_MS   5000   /* how often the live stream's plan is timed again */
 #define PROFILE_PLAN_STEPS 4     /* over the newest whole steps */
 #define PROFILE_SPANS_MAX 65536  /* blocks and transfers kept for it (the newest) */
+#define PROFILE_PUSH_QUEUE 64    /* pushed streams taken, not yet read (the next scan reads them) */
 
 static void
 profile_usage (FILE *out)
@@ -146,9 +160,10 @@ typedef struct {
   PpLiveClient *client;
   pthread_t     thread;
   int           index;
-  int32_t       pid;
+  int32_t       pid;          /* 0: pushed from another host */
   volatile int  done;
-  char          name[64];
+  volatile int  stop;         /* the command ended long ago: stop waiting for more */
+  char          name[96];
 } RankStream;
 
 struct Collector {
@@ -165,6 +180,10 @@ struct Collector {
   bool            have_desc, dirty;
   PpSpan         *kept;
   size_t          n_kept;
+  /* streams pushed by ranks of other hosts, taken on the server's thread,
+   * read from the next scan on (under lock) */
+  struct { PpLiveClient *client; char peer[96]; } pushed[PROFILE_PUSH_QUEUE];
+  int             n_pushed, n_pushed_total;
 };
 
 /* The collector registers before any rank has said which schedule it
@@ -251,9 +270,16 @@ rank_thread (void *arg)
 
   for (;;)
     {
-      PpStatus st = pp_live_client_next (rs->client, &it, 50, &err);
+      PpStatus st = rs->stop ? PP_EIO : pp_live_client_next (rs->client, &it, 50, &err);
       if (st != PP_OK)
-        break;
+        {
+          /* a local rank's stream is its own process's; a pushed one came
+           * over the network and may be anything: say why it went */
+          if (rs->pid == 0 && !rs->stop)
+            fprintf (stderr, "pipescope-cli: profile: %s refused: %s (what it sent before is kept)\n",
+                     rs->name, err.msg);
+          break;
+        }
       if (it.type == PP_TRACE_ITEM_END)
         {
           if (!it.need_more)
@@ -322,13 +348,88 @@ live_plan (Collector *c)
   free (copy);
 }
 
-/* Connects to the job's ranks that registered since the last scan. */
+static bool
+start_rank (Collector *c, PpLiveClient *client, int32_t pid, const char *name)
+{
+  RankStream *rs = calloc (1, sizeof *rs);
+  if (rs == NULL)
+    return false;
+  rs->c = c;
+  rs->client = client;
+  rs->index = c->n_ranks;
+  rs->pid = pid;
+  snprintf (rs->name, sizeof rs->name, "%s", name);
+  if (pthread_create (&rs->thread, NULL, rank_thread, rs) != 0)
+    {
+      free (rs);
+      return false;
+    }
+  c->ranks[c->n_ranks++] = rs;
+  return true;
+}
+
+/* The server's on_push, on its thread: a rank of another host pushes its
+ * stream.  Kept for the next scan, which reads it as a local rank's; past
+ * the bound of streams, refused in one line. */
+static int
+take_pushed (void *user, int fd, const void *data, size_t n, const char *peer)
+{
+  Collector *c = user;
+  PpError err = { 0 };
+  char label[128];
+  bool full;
+
+  pthread_mutex_lock (&c->lock);
+  full = c->n_pushed == PROFILE_PUSH_QUEUE || c->n_pushed_total >= PROFILE_MAX_RANKS / 2;
+  pthread_mutex_unlock (&c->lock);
+  if (full)
+    {
+      fprintf (stderr, "pipescope-cli: profile: a stream pushed from %s refused: %d streams already\n",
+               peer, c->n_pushed_total);
+      return -1;
+    }
+  snprintf (label, sizeof label, "the stream pushed from %s", peer);
+  PpLiveClient *client = pp_live_client_new_fd (fd, data, n, label, &err);
+  if (client == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: profile: %s refused: %s\n", label, err.msg);
+      return 0;   /* the client closed it */
+    }
+  pthread_mutex_lock (&c->lock);
+  c->pushed[c->n_pushed].client = client;
+  snprintf (c->pushed[c->n_pushed].peer, sizeof c->pushed[c->n_pushed].peer, "%s", peer);
+  c->n_pushed++;
+  c->n_pushed_total++;
+  pthread_mutex_unlock (&c->lock);
+  return 0;
+}
+
+/* Connects to the job's ranks that registered since the last scan, and
+ * reads the streams pushed since. */
 static void
 scan_ranks (Collector *c)
 {
   PpJobInfo *jobs = NULL;
   size_t n = 0;
 
+  pthread_mutex_lock (&c->lock);
+  int n_pushed = c->n_pushed;
+  PpLiveClient *clients[PROFILE_PUSH_QUEUE];
+  char peers[PROFILE_PUSH_QUEUE][96];
+  for (int i = 0; i < n_pushed; i++)
+    {
+      clients[i] = c->pushed[i].client;
+      memcpy (peers[i], c->pushed[i].peer, sizeof peers[i]);
+    }
+  c->n_pushed = 0;
+  pthread_mutex_unlock (&c->lock);
+  for (int i = 0; i < n_pushed; i++)
+    {
+      char name[96];
+      snprintf (name, sizeof name, "the stream pushed from %.70s", peers[i]);
+      if (c->n_ranks >= PROFILE_MAX_RANKS || !start_rank (c, clients[i], 0, name))
+        pp_live_client_free (clients[i]);
+    }
   if (pp_registry_list (&jobs, &n, NULL) != PP_OK)
     return;
   for (size_t i = 0; i < n && c->n_ranks < PROFILE_MAX_RANKS; i++)
@@ -345,24 +446,8 @@ scan_ranks (Collector *c)
       PpLiveClient *client = pp_live_client_connect (j->endpoint + 5, NULL, NULL);
       if (client == NULL)
         continue;   /* not serving yet: the next scan */
-      RankStream *rs = calloc (1, sizeof *rs);
-      if (rs == NULL)
-        {
-          pp_live_client_free (client);
-          continue;
-        }
-      rs->c = c;
-      rs->client = client;
-      rs->index = c->n_ranks;
-      rs->pid = j->pid;
-      snprintf (rs->name, sizeof rs->name, "%s", j->name);
-      if (pthread_create (&rs->thread, NULL, rank_thread, rs) != 0)
-        {
-          pp_live_client_free (client);
-          free (rs);
-          continue;
-        }
-      c->ranks[c->n_ranks++] = rs;
+      if (!start_rank (c, client, j->pid, j->name))
+        pp_live_client_free (client);
     }
   free (jobs);
 }
@@ -400,6 +485,192 @@ set_env (const char *job, const char *lib, const char *py, const char *trace)
       return 1;
     }
   return 0;
+}
+
+/* ---- ranks on other hosts ------------------------------------------------------ */
+
+/* "HOST:PORT" (HOST may be "[v6]" or empty) into its host. */
+static void
+listen_host (const char *spec, char *host, size_t size)
+{
+  const char *colon = strrchr (spec, ':');
+  size_t n = colon ? (size_t) (colon - spec) : strlen (spec);
+  if (n >= 2 && spec[0] == '[' && spec[n - 1] == ']')
+    {
+      spec++;
+      n -= 2;
+    }
+  snprintf (host, size, "%.*s", (int) n, spec);
+}
+
+static bool
+is_loopback (const struct sockaddr *sa)
+{
+  if (sa->sa_family == AF_INET)
+    return (ntohl (((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->sa_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK (&((const struct sockaddr_in6 *) sa)->sin6_addr);
+  return true;
+}
+
+/* Whether host names an address of another host's reach: some address it
+ * resolves to is not loopback (a name that does not resolve: no). */
+static bool
+reachable_name (const char *host)
+{
+  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+  struct addrinfo *res = NULL;
+  bool ok = false;
+  if (getaddrinfo (host, NULL, &hints, &res) != 0)
+    return false;
+  for (struct addrinfo *ai = res; ai && !ok; ai = ai->ai_next)
+    ok = !is_loopback (ai->ai_addr);
+  freeaddrinfo (res);
+  return ok;
+}
+
+/* Where ranks on other hosts push to: --listen's host with the port it
+ * got; for a wildcard (0.0.0.0, ::, none) this host's name where it
+ * resolves to an address that is not loopback (Debian maps it to
+ * 127.0.1.1), else the first such address of an interface.  "" when the
+ * collector listens on loopback only. */
+static void
+collect_address (const char *listen, int port, char *out, size_t size)
+{
+  char host[256] = "", name[256] = "";
+
+  out[0] = '\0';
+  if (listen == NULL || port <= 0)
+    return;
+  listen_host (listen, host, sizeof host);
+  if (host[0] && strcmp (host, "0.0.0.0") != 0 && strcmp (host, "::") != 0)
+    {
+      if (reachable_name (host))
+        snprintf (out, size, strchr (host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+      return;
+    }
+  if (gethostname (name, sizeof name - 1) == 0 && reachable_name (name))
+    {
+      snprintf (out, size, "%s:%d", name, port);
+      return;
+    }
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs (&ifs) != 0)
+    return;
+  for (struct ifaddrs *i = ifs; i && !out[0]; i = i->ifa_next)
+    if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || (i->ifa_addr->sa_family == AF_INET6 && strcmp (host, "::") == 0))
+        && !is_loopback (i->ifa_addr)
+        && getnameinfo (i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof (struct sockaddr_in)
+                                                                        : sizeof (struct sockaddr_in6),
+                        name, sizeof name, NULL, 0, NI_NUMERICHOST) == 0
+        && !(i->ifa_addr->sa_family == AF_INET6 && strchr (name, '%')))
+      snprintf (out, size, strchr (name, ':') ? "[%s]:%d" : "%s:%d", name, port);
+  freeifaddrs (ifs);
+}
+
+static bool
+is_mpirun (const char *arg0)
+{
+  const char *base = strrchr (arg0, '/');
+  base = base ? base + 1 : arg0;
+  return strcmp (base, "mpirun") == 0 || strcmp (base, "mpiexec") == 0 || strcmp (base, "orterun") == 0;
+}
+
+/* A command that may start ranks on other hosts: mpirun, srun, or a
+ * launcher told of several nodes. */
+static bool
+spans_hosts (int argc, char **argv)
+{
+  const char *base = strrchr (argv[0], '/');
+  base = base ? base + 1 : argv[0];
+  if (is_mpirun (argv[0]) || strcmp (base, "srun") == 0)
+    return true;
+  for (int i = 1; i < argc; i++)
+    if (strncmp (argv[i], "--nnodes", 8) == 0)
+      return true;
+  return false;
+}
+
+/* The variables a rank on another host needs, those that are set. */
+static const char *const forwarded[] = {
+  "PYTHONPATH", "PIPESCOPE_JOB", "PIPESCOPE_LIB", "PIPESCOPE_PYTHON", "PIPESCOPE_TRACE",
+  "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
+};
+
+static void
+forwarded_list (char *out, size_t size)
+{
+  size_t len = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    if (getenv (forwarded[i]) != NULL && len < size)
+      len += (size_t) snprintf (out + len, size - len, "%s%s", len ? ";" : "", forwarded[i]);
+}
+
+/* mpirun starts the ranks of other hosts through their own daemon, which
+ * gets none of our environment but what it is told to forward: the names
+ * go into mca_base_env_list (values are taken from here, sent with the
+ * launch, never on a command line; checked on OpenMPI 4.1).  OpenMPI
+ * refuses a job that gives both -x and that list, so with -x they go as -x
+ * NAME; with the list on the command line (--mca mca_base_env_list V),
+ * which wins over the variable, into V; else into the variable, after
+ * what the user had.  Returns the command's argv (new, or argv itself);
+ * NULL when out of memory. */
+static char **
+forward_env (int argc, char **argv, char **extra_value)
+{
+  char names[512], value[4096];
+  int xi = -1, li = -1;
+
+  *extra_value = NULL;
+  if (!is_mpirun (argv[0]))
+    return argv;
+  forwarded_list (names, sizeof names);
+  for (int i = 1; i < argc; i++)
+    {
+      if (strcmp (argv[i], "-x") == 0 && xi < 0)
+        xi = i;
+      if ((strcmp (argv[i], "--mca") == 0 || strcmp (argv[i], "-mca") == 0 || strcmp (argv[i], "--gmca") == 0
+           || strcmp (argv[i], "-gmca") == 0)
+          && i + 2 < argc && strcmp (argv[i + 1], "mca_base_env_list") == 0)
+        li = i + 2;
+    }
+  if (xi < 0 && li < 0)
+    {
+      const char *old = getenv ("OMPI_MCA_mca_base_env_list");
+      snprintf (value, sizeof value, "%s%s%s", old && old[0] ? old : "", old && old[0] ? ";" : "", names);
+      setenv ("OMPI_MCA_mca_base_env_list", value, 1);
+      return argv;
+    }
+  size_t n_names = 0;
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    n_names += getenv (forwarded[i]) != NULL;
+  char **nv = calloc ((size_t) argc + 2 * n_names + 1, sizeof *nv);
+  if (nv == NULL)
+    return NULL;
+  int k = 0;
+  nv[k++] = argv[0];
+  if (xi >= 0)
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+      if (getenv (forwarded[i]) != NULL)
+        {
+          nv[k++] = "-x";
+          nv[k++] = (char *) forwarded[i];
+        }
+  for (int i = 1; i < argc; i++)
+    nv[k++] = argv[i];
+  if (xi < 0)
+    {
+      snprintf (value, sizeof value, "%s;%s", argv[li], names);
+      *extra_value = strdup (value);
+      if (*extra_value == NULL)
+        {
+          free (nv);
+          return NULL;
+        }
+      nv[li] = *extra_value;
+    }
+  return nv;
 }
 
 /* The job's plan with the costs it measured: the schedule (rebuilt from
@@ -550,6 +821,8 @@ pp_cli_profile (int argc, char **argv)
   int opt, status = 1;
   bool stuck = false, no_trace = false;
   char default_trace[96];
+  char collect[300] = "";
+  char **cmd = NULL, **user_cmd = NULL, *cmd_value = NULL;
 
   opterr = 0;
   optind = 1;
@@ -624,6 +897,8 @@ pp_cli_profile (int argc, char **argv)
   cfg.job = job;        /* the job's own entry: its ranks are job.rR */
   cfg.rank = 0;
   cfg.n_ranks = 0;
+  cfg.on_push = take_pushed;   /* ranks of other hosts, on the viewers' endpoint */
+  cfg.push_user = &c;
   c.server = pp_live_server_new (&cfg, &err);
   if (c.server == NULL)
     fprintf (stderr, "pipescope-cli: profile: not serving the job live (%s); the command runs%s\n",
@@ -632,14 +907,43 @@ pp_cli_profile (int argc, char **argv)
     {
       c.w = pp_trace_writer_new_callback (pp_live_server_write, c.server, PP_TRACE_NATIVE, &err);
       if (pp_live_server_token (c.server))
-        fprintf (stderr, "pipescope-cli: profile: serving %s on %s and %s (token %s)\n", job,
-                 pp_live_server_socket_path (c.server), listen, pp_live_server_token (c.server));
+        {
+          char host[256];
+          listen_host (listen, host, sizeof host);
+          fprintf (stderr, "pipescope-cli: profile: serving %s on %s and %s%s%s:%d (token %s)\n", job,
+                   pp_live_server_socket_path (c.server), strchr (host, ':') ? "[" : "",
+                   host[0] ? host : "0.0.0.0", strchr (host, ':') ? "]" : "",
+                   pp_live_server_tcp_port (c.server), pp_live_server_token (c.server));
+          collect_address (listen, pp_live_server_tcp_port (c.server), collect, sizeof collect);
+        }
       else
         fprintf (stderr, "pipescope-cli: profile: serving %s on %s\n", job,
                  pp_live_server_socket_path (c.server));
     }
   if (set_env (job, lib, py, trace) != 0)
     goto out;
+  if (collect[0] && c.w)
+    {
+      setenv ("PIPESCOPE_COLLECT", collect, 1);
+      setenv ("PIPESCOPE_COLLECT_TOKEN", pp_live_server_token (c.server), 1);
+      if (spans_hosts (argc - optind, argv + optind))
+        fprintf (stderr, "pipescope-cli: profile: ranks on other hosts push their streams to %s\n", collect);
+    }
+  else
+    {
+      unsetenv ("PIPESCOPE_COLLECT");
+      unsetenv ("PIPESCOPE_COLLECT_TOKEN");
+      if (c.w && spans_hosts (argc - optind, argv + optind))
+        fprintf (stderr, "pipescope-cli: profile: ranks on other hosts are recorded to their own files only "
+                 "(live, they need --listen on an address they reach)\n");
+    }
+  user_cmd = argv + optind;   /* merge's getopt moves optind later */
+  cmd = forward_env (argc - optind, user_cmd, &cmd_value);
+  if (cmd == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto out;
+    }
 
   struct sigaction sa;
   memset (&sa, 0, sizeof sa);
@@ -662,7 +966,7 @@ pp_cli_profile (int argc, char **argv)
       signal (SIGINT, SIG_DFL);
       signal (SIGTERM, SIG_DFL);
       signal (SIGHUP, SIG_DFL);
-      execvp (argv[optind], argv + optind);
+      execvp (cmd[0], cmd);
       fprintf (stderr, "pipescope-cli: error: cannot run %s: %s\n", argv[optind], strerror (errno));
       _exit (127);
     }
@@ -695,6 +999,8 @@ pp_cli_profile (int argc, char **argv)
     }
   child_pid = 0;
   status = WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : WIFSIGNALED (wstatus) ? 128 + WTERMSIG (wstatus) : 1;
+  if (c.w)
+    scan_ranks (&c);   /* streams pushed in the last moments */
 
   /* The ranks' streams end when their processes do. */
   for (int waited = 0; waited < PROFILE_DRAIN_S * 10; waited++)
@@ -707,8 +1013,29 @@ pp_cli_profile (int argc, char **argv)
       struct timespec ts = { 0, 100000000L };
       nanosleep (&ts, NULL);
     }
+  /* a stream that did not end (a rank still there, a pusher that holds
+   * its connection): its thread stops waiting within its next 50 ms */
+  for (int k = 0; k < c.n_ranks; k++)
+    if (!c.ranks[k]->done)
+      {
+        fprintf (stderr, "pipescope-cli: profile: %s's stream did not end %d s after the command\n",
+                 c.ranks[k]->name, PROFILE_DRAIN_S);
+        c.ranks[k]->stop = 1;
+      }
+  for (int waited = 0; waited < 20; waited++)
+    {
+      bool all = true;
+      for (int k = 0; k < c.n_ranks; k++)
+        all &= c.ranks[k]->done != 0;
+      if (all)
+        break;
+      struct timespec ts = { 0, 100000000L };
+      nanosleep (&ts, NULL);
+    }
+  int n_pushed = 0;
   for (int k = 0; k < c.n_ranks; k++)
     {
+      n_pushed += c.ranks[k]->pid == 0;
       if (c.ranks[k]->done)
         {
           pthread_join (c.ranks[k]->thread, NULL);
@@ -716,16 +1043,23 @@ pp_cli_profile (int argc, char **argv)
           free (c.ranks[k]);
         }
       else
-        {
-          /* a stream that did not end: its thread still uses the writer,
-           * which is then left to the process's exit */
-          fprintf (stderr, "pipescope-cli: profile: %s's stream did not end %d s after the command\n",
-                   c.ranks[k]->name, PROFILE_DRAIN_S);
-          stuck = true;
-        }
+        stuck = true;   /* its thread still uses the writer, left to the process's exit */
     }
-  fprintf (stderr, "pipescope-cli: profile: %s: %d rank%s recorded, %llu spans served\n", job,
-           c.n_ranks, c.n_ranks == 1 ? "" : "s", (unsigned long long) c.spans);
+  /* pushed streams the scan never took */
+  pthread_mutex_lock (&c.lock);
+  for (int i = 0; i < c.n_pushed; i++)
+    pp_live_client_free (c.pushed[i].client);
+  c.n_pushed = 0;
+  pthread_mutex_unlock (&c.lock);
+  char pushed_note[64] = "";
+  if (n_pushed > 0)
+    snprintf (pushed_note, sizeof pushed_note, " (%d pushed from other hosts)", n_pushed);
+  fprintf (stderr, "pipescope-cli: profile: %s: %d rank%s recorded%s, %llu spans served\n", job,
+           c.n_ranks, c.n_ranks == 1 ? "" : "s", pushed_note, (unsigned long long) c.spans);
+  if (pp_live_server_refused (c.server) > 0)
+    fprintf (stderr, "pipescope-cli: profile: %llu TCP connection%s refused (a wrong token, or no token "
+             "line within a second)\n", (unsigned long long) pp_live_server_refused (c.server),
+             pp_live_server_refused (c.server) == 1 ? "" : "s");
   if (trace != NULL && merge_traces (trace) != 0 && status == 0)
     status = 1;
   else if (trace != NULL && is_file (trace))
@@ -743,5 +1077,8 @@ out:
   if (!stuck)
     free (c.kept);
   free (cmdline);
+  if (cmd != NULL && cmd != user_cmd)
+    free (cmd);
+  free (cmd_value);
   return status;
 }
