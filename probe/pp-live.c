@@ -234,6 +234,7 @@ struct _PpLiveServer {
   size_t   push_line_len;
   char     push_label[128];
   int      push_tries;
+  int      push_errno;        /* why the last try failed */
   int64_t  push_next;
   Viewer  *push_v;
   /* collecting: who takes pushed streams */
@@ -801,6 +802,7 @@ viewer_read (PpLiveServer *s, Viewer *v)
             }
           if (v->line_len >= sizeof v->line)
             {
+              atomic_fetch_add (&s->refused, 1);
               v->dead = 1;
               return;
             }
@@ -830,6 +832,7 @@ push_ended (PpLiveServer *s, Viewer *v)
   int stopping = atomic_load (&s->stop);
   if (v->connecting)
     {
+      s->push_errno = v->err_no;
       if (++s->push_tries < PUSH_TRIES && !stopping)
         {
           s->push_state = PUSH_WANTED;
@@ -1213,6 +1216,10 @@ server_thread (void *data)
       reap (s);
     }
   free (pfds);
+  if (s->push_state == PUSH_WANTED && s->push_tries > 0)
+    fprintf (stderr, "pipescope: %s: cannot push to the collector at %s (%s, and the job ended before "
+             "another try); recording went on here only\n", s->push_label, s->push_spec,
+             strerror (s->push_errno ? s->push_errno : ECONNREFUSED));
   final_drain (s);
   for (size_t i = 0; i < s->n_viewers_arr; i++)
     viewer_free (s, s->viewers[i]);

@@ -12,7 +12,10 @@
  *
  * Local viewers connect to <registry dir>/<pid>.sock (mode 0600).  TCP only
  * when asked (listen = "HOST:PORT"); a TCP viewer first sends the line
- * "PIPESCOPE 1 <token>\n" and is disconnected if the token is wrong.
+ * "PIPESCOPE 1 <token>\n" and is disconnected if the token is wrong.  A rank
+ * on another host than its collector's pushes its stream instead: it
+ * connects out and sends "PIPESCOPE 1 <token> push\n", then the stream
+ * (push, on_push below; docs/jobs.md).
  */
 #pragma once
 

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -631,6 +635,244 @@ test_live_tcp (void)
   job_end (&job);
 }
 
+/* ---- (e2) a rank pushes its stream to a collector; hostile pushers ---- */
+
+/* A collector's on_push: keeps the connections (read later, or never: a
+ * collector that does not keep up). */
+typedef struct {
+  GMutex lock;
+  int    fds[4];
+  char  *first[4];     /* what came with the line */
+  size_t first_len[4];
+  int    n, calls;
+} Taker;
+
+static int
+take_push (void *user, int fd, const void *data, size_t n, const char *peer)
+{
+  Taker *t = user;
+  g_assert_nonnull (peer);
+  g_mutex_lock (&t->lock);
+  t->calls++;
+  int i = t->n < 4 ? t->n++ : -1;
+  if (i >= 0)
+    {
+      t->fds[i] = fd;
+      t->first[i] = g_memdup2 (data, n);
+      t->first_len[i] = n;
+    }
+  g_mutex_unlock (&t->lock);
+  return i >= 0 ? 0 : -1;
+}
+
+static int
+taker_n (Taker *t)
+{
+  g_mutex_lock (&t->lock);
+  int n = t->n;
+  g_mutex_unlock (&t->lock);
+  return n;
+}
+
+static void
+wait_taken (Taker *t, int n)
+{
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (taker_n (t) < n && g_get_monotonic_time () < deadline)
+    g_usleep (1000);
+  g_assert_cmpint (taker_n (t), ==, n);
+}
+
+static void
+wait_refused (PpLiveServer *s, uint64_t n)
+{
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (pp_live_server_refused (s) < n && g_get_monotonic_time () < deadline)
+    g_usleep (1000);
+  g_assert_cmpuint (pp_live_server_refused (s), >=, n);
+}
+
+/* Connects to 127.0.0.1:port and sends line; returns the socket. */
+static int
+raw_send (int port, const void *data, size_t n)
+{
+  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
+  sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  g_assert_cmpint (send (fd, data, n, MSG_NOSIGNAL), ==, (ssize_t) n);
+  return fd;
+}
+
+/* The server closes fd within 5 s (read gives 0 or an error). */
+static void
+assert_closed (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  char buf[256];
+  for (;;)
+    {
+      g_assert_cmpint (poll (&p, 1, 5000), ==, 1);
+      ssize_t n = recv (fd, buf, sizeof buf, 0);
+      if (n <= 0)
+        break;
+    }
+  close (fd);
+}
+
+static void
+read_pushed (Taker *t, int i, Viewer *v)
+{
+  PpError err = { 0 };
+  PpLiveClient *c = pp_live_client_new_fd (t->fds[i], t->first[i], t->first_len[i], "pushed", &err);
+  g_assert_true (c != NULL || (g_printerr ("%s\n", err.msg), 0));
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < deadline)
+    {
+      PpTraceItem item;
+      if (pp_live_client_next (c, &item, 100, &err) != PP_OK)
+        g_error ("pushed stream: %s", err.msg);
+      if (item.type == PP_TRACE_ITEM_END && item.need_more)
+        continue;
+      if (item.type == PP_TRACE_ITEM_END)
+        {
+          v->ended = 1;
+          break;
+        }
+      viewer_take (v, &item);
+    }
+  pp_live_client_free (c);
+}
+
+static void
+test_live_push (void)
+{
+  Taker t = { 0 };
+  g_mutex_init (&t.lock);
+  PpLiveConfig ccfg = { .no_register = 1, .listen = "127.0.0.1:0", .on_push = take_push, .push_user = &t };
+  Job coll;
+  job_start (&coll, &ccfg);
+  int port = pp_live_server_tcp_port (coll.server);
+  const char *token = pp_live_server_token (coll.server);
+  char line[128];
+  int fd;
+
+  /* hostile first: a wrong token, a line too long, garbage, a flood of
+   * them; each closed, counted, none taken */
+  uint64_t refused = pp_live_server_refused (coll.server);
+  fd = raw_send (port, "PIPESCOPE 1 0123456789abcdef0123456789abcdef push\n", 50);
+  assert_closed (fd);
+  wait_refused (coll.server, ++refused);
+  char junk[1024];
+  memset (junk, 'x', sizeof junk);
+  fd = raw_send (port, junk, sizeof junk);
+  assert_closed (fd);
+  wait_refused (coll.server, ++refused);
+  snprintf (line, sizeof line, "PIPESCOPE 1 %s pushx\n", token);
+  fd = raw_send (port, line, strlen (line));
+  assert_closed (fd);
+  wait_refused (coll.server, ++refused);
+  for (int k = 0; k < 40; k++)
+    {
+      fd = raw_send (port, "PIPESCOPE 1 nope push\n", 22);
+      assert_closed (fd);
+    }
+  wait_refused (coll.server, refused += 40);
+  g_assert_cmpint (t.calls, ==, 0);
+
+  /* the right token, then not a trace: taken, and its reader says why in
+   * one line */
+  snprintf (line, sizeof line, "PIPESCOPE 1 %s push\nthis is not a pipescope trace at all, no\n", token);
+  fd = raw_send (port, line, strlen (line));
+  wait_taken (&t, 1);
+  {
+    PpError err = { 0 };
+    PpLiveClient *c = pp_live_client_new_fd (t.fds[0], t.first[0], t.first_len[0], "pushed", &err);
+    PpStatus st = PP_OK;
+    PpTraceItem item;
+    if (c != NULL)
+      {
+        st = pp_live_client_next (c, &item, 2000, &err);
+        pp_live_client_free (c);
+      }
+    g_assert_true (c == NULL || st != PP_OK);
+    g_assert_cmpstr (err.msg, !=, "");
+    g_assert_null (strchr (err.msg, '\n'));
+  }
+  close (fd);
+
+  /* a rank pushing: everything it wrote, in order, then the end */
+  PpLiveConfig rcfg = { .no_register = 1, .push_token = token, .push_label = "test rank" };
+  char addr[64];
+  snprintf (addr, sizeof addr, "127.0.0.1:%d", port);
+  rcfg.push = addr;
+  Job rank;
+  job_start (&rank, &rcfg);
+  wait_taken (&t, 2);
+  job_write (&rank, 0, 5000, 1000, 0);
+  job_end (&rank);
+  Viewer *v = viewer_new ("pushed", 5000);
+  read_pushed (&t, 1, v);
+  assert_complete (v, 5000);
+  g_assert_true (v->ended);
+  viewer_free (v);
+
+  /* a collector that takes the push and never reads: the rank writes on,
+   * dropping and counting for it as for a stalled viewer */
+  PpLiveConfig scfg = rcfg;
+  scfg.viewer_lag_bytes = 64 * 1024;
+  job_start (&rank, &scfg);
+  wait_taken (&t, 3);
+  job_write (&rank, 0, 400000, 1000, 0);
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (pp_live_server_dropped (rank.server) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (1000);
+  g_assert_cmpuint (pp_live_server_dropped (rank.server), >, 0);
+  job_end (&rank);
+  close (t.fds[2]);
+
+  /* no collector there: the rank records on, and ends */
+  int dead = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET };
+  socklen_t sl = sizeof sa;
+  sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  g_assert_cmpint (bind (dead, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  g_assert_cmpint (getsockname (dead, (struct sockaddr *) &sa, &sl), ==, 0);
+  snprintf (addr, sizeof addr, "127.0.0.1:%d", ntohs (sa.sin_port));   /* bound, not listening: refused */
+  job_start (&rank, &rcfg);
+  job_write (&rank, 0, 5000, 1000, 0);
+  job_end (&rank);
+  close (dead);
+
+  /* a malformed address or token: refused at once, in one line */
+  PpError err = { 0 };
+  PpLiveConfig bad = rcfg;
+  bad.push = "no port here";
+  g_assert_null (pp_live_server_new (&bad, &err));
+  g_assert_null (strchr (err.msg, '\n'));
+  bad.push = addr;
+  bad.push_token = "has a space";
+  g_assert_null (pp_live_server_new (&bad, &err));
+  g_assert_null (strchr (err.msg, '\n'));
+
+  /* a job that takes no pushes refuses one with the right token */
+  PpLiveConfig ncfg = { .no_register = 1, .listen = "127.0.0.1:0" };
+  Job plain;
+  job_start (&plain, &ncfg);
+  snprintf (line, sizeof line, "PIPESCOPE 1 %s push\n", pp_live_server_token (plain.server));
+  fd = raw_send (pp_live_server_tcp_port (plain.server), line, strlen (line));
+  assert_closed (fd);
+  wait_refused (plain.server, 1);
+  job_end (&plain);
+
+  g_assert_cmpint (t.calls, ==, 3);
+  job_end (&coll);
+  for (int i = 0; i < t.n; i++)
+    g_free (t.first[i]);
+  g_mutex_clear (&t.lock);
+}
+
 /* ---- (f) the socket's mode, cleanup, a dead job ---- */
 
 static void
@@ -814,6 +1056,7 @@ main (int argc, char **argv)
   g_test_add_func ("/live/stalled-viewer", test_live_stalled_viewer);
   g_test_add_func ("/live/attach-detach", test_live_attach_detach);
   g_test_add_func ("/live/tcp", test_live_tcp);
+  g_test_add_func ("/live/push", test_live_push);
   g_test_add_func ("/live/registry", test_live_registry);
   g_test_add_func ("/live/history-cap", test_live_history_cap);
   g_test_add_func ("/live/pieces", test_live_pieces);
