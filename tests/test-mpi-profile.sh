@@ -13,7 +13,9 @@
 # was pushed; a viewer in the root namespace that records profile's
 # endpoint (hostA's address, the token from a file) gets blocks of both
 # ranks, as many of each as that rank wrote to its own trace (merged by
-# profile) and said it wrote; without --listen, profile says in one line
+# profile) and said it wrote; with the user's own -x (which OpenMPI refuses
+# beside mca_base_env_list) both the user's variable and profile's arrive
+# and rank 1 pushes; without --listen, profile says in one line
 # that ranks on other hosts go to their own files only, and rank 1's file
 # is still merged.  Every namespace and link is gone afterwards, also on
 # failure.  Exits 77 (skip) where namespaces cannot be made, without MPI
@@ -142,6 +144,19 @@ for r in 0 1; do
     notok "rank $r: the viewer got '$live' blocks live, its trace holds '$file', it wrote '$own'"
   fi
 done
+
+# ---- the user's own -x: OpenMPI refuses it beside mca_base_env_list, so ------
+# profile forwards with -x too; the user's variable still arrives
+"${in_hostA[@]}" env PP_USER_VAR=kept "$cli" profile --listen "$ipA:0" --name xjob --trace "$tmp/x.pptrace" -- \
+  "${mpirun_two[@]}" -x PP_USER_VAR sh -c 'echo "rank $OMPI_COMM_WORLD_RANK var ${PP_USER_VAR-unset}"; exec "$0" 3 4 1' "$rank_prog" \
+  >"$tmp/x.out" 2>"$tmp/x.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^rank 1 var kept' "$tmp/x.out" && grep -q '^rank 1 on hostB: [1-9]' "$tmp/x.out" \
+   && grep -q 'xjob: 2 ranks recorded (1 pushed from other hosts)' "$tmp/x.err"; then
+  ok "with the user's -x, rank 1 gets the user's variable and profile's, and pushes"
+else
+  notok "with the user's -x (exit $rc): $(tr '\n' ' ' <"$tmp/x.out") $(grep -v '^---' "$tmp/x.err" | head -4 | tr '\n' ' ')"
+fi
 
 # ---- without --listen: one line, and rank 1's own file --------------------------
 "${in_hostA[@]}" "$cli" profile --name quietjob --trace "$tmp/quiet.pptrace" -- \
