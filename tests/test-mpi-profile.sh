@@ -146,9 +146,11 @@ for r in 0 1; do
 done
 
 # ---- the user's own -x: OpenMPI refuses it beside mca_base_env_list, so ------
-# profile forwards with -x too; the user's variable still arrives
+# profile forwards with -x too; the user's variable still arrives.  The
+# ranks run some 800 ms: a local rank is found by profile's registry scan,
+# every 100 ms, and one that has closed before it is not collected
 "${in_hostA[@]}" env PP_USER_VAR=kept "$cli" profile --listen "$ipA:0" --name xjob --trace "$tmp/x.pptrace" -- \
-  "${mpirun_two[@]}" -x PP_USER_VAR sh -c 'echo "rank $OMPI_COMM_WORLD_RANK var ${PP_USER_VAR-unset}"; exec "$0" 3 4 1' "$rank_prog" \
+  "${mpirun_two[@]}" -x PP_USER_VAR sh -c 'echo "rank $OMPI_COMM_WORLD_RANK var ${PP_USER_VAR-unset}"; exec "$0" 20 4 5' "$rank_prog" \
   >"$tmp/x.out" 2>"$tmp/x.err"
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^rank 1 var kept' "$tmp/x.out" && grep -q '^rank 1 on hostB: [1-9]' "$tmp/x.out" \
