@@ -130,6 +130,22 @@ PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host)
  * 256 while the drain is stuck); 0 for NULL. */
 PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
 
+/* Many records in one call, for a caller whose calls cost more than the
+ * recording does (Python through ctypes: converting seven 64-bit arguments
+ * takes microseconds; a record takes tens of nanoseconds).  Added to
+ * version 1 without changing any call above: look it up by name.
+ *
+ * records holds n records of PIPESCOPE_RECORD_FIELDS int64_t each, in this
+ * order: kind, stage, microbatch, step, start_ns, end_ns, peer, bytes.  A
+ * block kind (F, B, I, W, OPT) is recorded as pipescope_block records it
+ * (peer and bytes ignored), a transfer kind as pipescope_transfer, WAIT as
+ * pipescope_wait (bytes ignored).  Returns how many were not recorded: a
+ * kind this call does not take (OVERLAP_F_B has its own), a stage, step or
+ * peer outside int, negative bytes, an end before its start, or full rings
+ * (those also counted in pipescope_dropped); n for a NULL rank. */
+#define PIPESCOPE_RECORD_FIELDS 8
+PIPESCOPE_API size_t   pipescope_records (pipescope_rank *r, size_t n, const int64_t *records);
+
 /* ---- Device activity: kernels and copies as children of their blocks ----
  *
  * Added to version 1 without changing any call above: a caller looks them

@@ -527,6 +527,38 @@ pipescope_wait (pipescope_rank *r, int stage, int microbatch, int peer, int step
   return record (r, PIPESCOPE_WAIT, stage, microbatch, step, start_ns, end_ns, peer, 0);
 }
 
+size_t
+pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
+{
+  size_t refused = 0;
+  if (r == NULL || records == NULL)
+    return n;
+  for (size_t i = 0; i < n; i++)
+    {
+      const int64_t *f = records + i * PIPESCOPE_RECORD_FIELDS;
+      int64_t kind = f[0];
+      /* stage, micro-batch, step and peer are ints in every other call */
+      int fits = f[1] >= INT32_MIN && f[1] <= INT32_MAX && f[2] >= INT32_MIN && f[2] <= INT32_MAX
+                 && f[3] >= INT32_MIN && f[3] <= INT32_MAX && f[6] >= INT32_MIN && f[6] <= INT32_MAX
+                 && f[7] >= 0;
+      int rc = -1;
+      if (!fits)
+        rc = -1;
+      else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
+               || kind == PIPESCOPE_OPT)
+        rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);
+      else if (kind == PIPESCOPE_SEND_F || kind == PIPESCOPE_RECV_F || kind == PIPESCOPE_SEND_B
+               || kind == PIPESCOPE_RECV_B)
+        rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], (int) f[6],
+                     (uint64_t) f[7]);
+      else if (kind == PIPESCOPE_WAIT)
+        rc = record (r, PIPESCOPE_WAIT, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], (int) f[6], 0);
+      if (rc != 0)
+        refused++;
+    }
+  return refused;
+}
+
 int
 pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
 {

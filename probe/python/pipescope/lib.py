@@ -6,11 +6,25 @@ with the reason in last_error, when the library cannot be had or is of an API
 version this package does not know: the caller then records nothing.  The
 device calls (pipescope_device_*, added to version 1) are looked up by name:
 a library without them answers Rank.device_start with 1 and the reason.
+
+The hot path costs microseconds a call through ctypes (converting seven
+64-bit arguments), far more than recording does.  So blocks, transfers and
+waits are queued here and handed over, packed, with one
+pipescope_records call: when the buffer fills, when 10 ms have passed since
+the last hand-over (a live viewer sees them that late at most), before a
+step marker (which must follow its spans), before a wait (a rank stuck in
+one has shown what it did before) and at close.  Times come from
+time.monotonic_ns, the library's CLOCK_MONOTONIC without a ctypes call,
+once a check at open has shown the two agree.  A library without
+pipescope_records gets a call a record, as before.
 """
 
 import ctypes
 import ctypes.util
 import os
+import struct
+import threading
+import time
 
 API_VERSION = 1
 
@@ -18,6 +32,7 @@ API_VERSION = 1
 F, B, I, W = 0, 1, 2, 3
 SEND_F, RECV_F, SEND_B, RECV_B = 4, 5, 6, 7
 OPT, WAIT, OVERLAP_F_B = 8, 9, 13
+_WAIT = WAIT
 LOSS, ACTIVATION_BYTES, DEVICE_BYTES, INFLIGHT = 0, 1, 2, 3
 
 last_error = ""
@@ -68,6 +83,13 @@ def _declare(lib):
         "pipescope_device_overlap": (i32, [vp, u64, u64, i32, i32, i32, i32, i32, i32, i64, i64]),
     }
     try:
+        fn = lib.pipescope_records
+        fn.restype = sz
+        fn.argtypes = [vp, sz, vp]
+        lib.pipescope_has_records = True
+    except AttributeError:
+        lib.pipescope_has_records = False   # an older library: a call a record
+    try:
         for name, (res, args) in device.items():
             fn = getattr(lib, name)
             fn.restype = res
@@ -108,18 +130,64 @@ class Rank:
     """One rank of a job, open for recording.  Every method returns quietly
     when the library refuses a record (full rings: dropped and counted)."""
 
+    # pipescope_records' layout (probe/pipescope.h): kind, stage, microbatch,
+    # step, start_ns, end_ns, peer, bytes
+    _RECORD = struct.Struct("=8q")
+    _SIZE = _RECORD.size
+    _CAPACITY = 512           # records a hand-over at most
+    _FLUSH_NS = 10_000_000    # the longest a record waits here
+
     def __init__(self, lib, handle):
         self._lib = lib
         self._h = handle
         self.now = lib.pipescope_now_ns
-        # bound for the hot path: one attribute look-up less a call
+        a = lib.pipescope_now_ns()
+        b = time.monotonic_ns()
+        c = lib.pipescope_now_ns()
+        if a <= b <= c:
+            self.now = time.monotonic_ns   # the same clock, without a ctypes call
         self._block = lib.pipescope_block
         self._wait = lib.pipescope_wait
         self._transfer = lib.pipescope_transfer
+        # records wait in a list (append is atomic under the GIL, so no
+        # lock a record); a hand-over packs them under a lock of its own
+        self._q = None
+        if lib.pipescope_has_records:
+            self._q = []
+            self._buf = bytearray(self._SIZE * self._CAPACITY)
+            self._cbuf = (ctypes.c_char * len(self._buf)).from_buffer(self._buf)
+            self._addr = ctypes.addressof(self._cbuf)
+            self._pack = self._RECORD.pack_into
+            self._t_flush = self.now()
+            self._records = lib.pipescope_records
+            self._flushing = threading.Lock()
+        self._refused = 0
         self.has_device = lib.pipescope_has_device
         if self.has_device:
             self._push = lib.pipescope_device_push
             self._pop = lib.pipescope_device_pop
+
+    def flush(self):
+        """Hands the records queued so far to the library."""
+        q = self._q
+        if not q:
+            return
+        with self._flushing:
+            while q:
+                n = min(len(q), self._CAPACITY)
+                batch = q[:n]
+                del q[:n]   # what another thread appends meanwhile stays queued
+                pack, buf, size, o = self._pack, self._buf, self._SIZE, 0
+                for rec in batch:
+                    try:
+                        pack(buf, o, *rec)
+                    except (struct.error, TypeError):
+                        self._refused += 1   # not an integer, or past 64 bits
+                        continue
+                    o += size
+                if self._h and o:
+                    self._records(self._h, o // size, self._addr)
+            self._t_flush = self.now()
 
     @classmethod
     def open(cls, job, rank, n_ranks, runtime="pytorch", trace=None, listen=None):
@@ -136,6 +204,8 @@ class Rank:
     def close(self):
         if not self._h:
             return ""
+        self.flush()
+        self._q = None   # from now on a record goes to a NULL rank: nothing
         err = ctypes.create_string_buffer(512)
         rc = self._lib.pipescope_rank_close(self._h, err, len(err))
         self._h = None
@@ -152,18 +222,38 @@ class Rank:
         self._lib.pipescope_plan(self._h, rank, len(actions), arr)
 
     def block(self, kind, stage, mb, step, t0, t1):
-        self._block(self._h, kind, stage, mb, step, t0, t1)
+        q = self._q
+        if q is None:
+            self._block(self._h, kind, stage, mb, step, t0, t1)
+            return
+        q.append((kind, stage, mb, step, t0, t1, -1, 0))
+        if len(q) >= self._CAPACITY or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
 
     def overlap(self, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1):
+        self.flush()
         self._lib.pipescope_overlap(self._h, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1)
 
     def transfer(self, kind, stage, mb, peer, nbytes, step, t0, t1):
-        self._transfer(self._h, kind, stage, mb, peer, nbytes, step, t0, t1)
+        q = self._q
+        if q is None:
+            self._transfer(self._h, kind, stage, mb, peer, nbytes, step, t0, t1)
+            return
+        q.append((kind, stage, mb, step, t0, t1, peer, nbytes))
+        if len(q) >= self._CAPACITY or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
 
     def wait(self, stage, mb, peer, step, t0, t1):
-        self._wait(self._h, stage, mb, peer, step, t0, t1)
+        q = self._q
+        if q is None:
+            self._wait(self._h, stage, mb, peer, step, t0, t1)
+            return
+        q.append((_WAIT, stage, mb, step, t0, t1, peer, 0))
+        if len(q) >= self._CAPACITY or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
 
     def step(self, step, phase, t):
+        self.flush()   # a marker follows the spans recorded before it
         self._lib.pipescope_step(self._h, step, phase, t)
 
     def counter(self, kind, value, step, t):
@@ -173,7 +263,8 @@ class Rank:
         self._lib.pipescope_rank_info(self._h, _b(host))
 
     def dropped(self):
-        return self._lib.pipescope_dropped(self._h)
+        self.flush()
+        return self._lib.pipescope_dropped(self._h) + self._refused
 
     # ---- device activity (CUPTI): kernels and copies as children of blocks ----
     def device_start(self):

@@ -88,7 +88,7 @@ class _Hook:
         self.planned = False
         self.observed = []        # first step's compute order (single-stage plans)
         self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
-        self.work_meta = {}       # id(Work) -> (kind, stage, mb, peer)
+        self.work_peer = {}       # id(Work) -> the peer its op talks to
         self.pending_waits = []   # waits before the next block: (peer, t0, t1)
         self.overlap = None       # inside an OVERLAP_F_B action: list of blocks
         self.losses = []
@@ -391,7 +391,9 @@ class _Hook:
                 continue
             if ev is not None and final:
                 ev.synchronize()
-            vals = [float(t.float().mean()) for t in ts]
+            # one element (a scalar loss): item() reads it without the
+            # two tensor operations a mean takes
+            vals = [t.item() if t.numel() == 1 else float(t.float().mean()) for t in ts]
             if r is not None and vals:
                 r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
         self.loss_pending = keep
@@ -542,13 +544,15 @@ def _wrap_get_ops(hook, orig, kind):
         ops = orig(self, chunk_id, *args, **kwargs)
         if hook.rank is not None and not hook.failed and not hook.paused:
             try:
+                meta = hook.op_meta
                 for op in ops:
                     t = getattr(op, "tensor", None)
-                    nbytes = t.numel() * t.element_size() if t is not None else 0
-                    hook.op_meta[id(op)] = (kind, self.stage_index, int(chunk_id),
-                                            int(getattr(op, "peer", -1) or -1), nbytes)
-                if len(hook.op_meta) > 65536:
-                    hook.op_meta.clear()
+                    peer = getattr(op, "peer", None)
+                    meta[id(op)] = (kind, self.stage_index, int(chunk_id),
+                                    -1 if peer is None else int(peer),
+                                    t.numel() * t.element_size() if t is not None else 0)
+                if len(meta) > 65536:
+                    meta.clear()
             except Exception as e:
                 hook.fail("p2p ops", e)
         return ops
@@ -558,29 +562,33 @@ def _wrap_get_ops(hook, orig, kind):
 def _wrap_batch_p2p(hook, orig):
     @functools.wraps(orig)
     def wrapper(p2p_ops, *args, **kwargs):
-        if hook.rank is None or hook.failed or hook.p2p_depth or hook.paused:
+        r = hook.rank
+        if r is None or hook.failed or hook.p2p_depth or hook.paused:
             return orig(p2p_ops, *args, **kwargs)
         hook.p2p_depth += 1
         try:
-            t0 = hook.rank.now()
+            t0 = r.now()
             works = orig(p2p_ops, *args, **kwargs)
         finally:
             hook.p2p_depth -= 1
         try:
-            t1 = hook.rank.now()
-            metas = [hook.op_meta.pop(id(op), None) for op in p2p_ops]
-            step = max(0, hook.step_index - 1)
-            for m in metas:
+            t1 = r.now()
+            pop = hook.op_meta.pop
+            step = hook.step_index - 1 if hook.step_index > 0 else 0
+            known = []
+            for op in p2p_ops:
+                m = pop(id(op), None)
                 if m is not None:
                     kind, stage, mb, peer, nbytes = m
-                    hook.rank.transfer(kind, stage, mb, peer, nbytes, step, t0, t1)
-            known = [m for m in metas if m is not None]
-            if isinstance(works, list):
-                for w, m in zip(works, known if len(known) == len(works) else [None] * len(works)):
-                    if m is not None:
-                        hook.work_meta[id(w)] = m
-                if len(hook.work_meta) > 65536:
-                    hook.work_meta.clear()
+                    r.transfer(kind, stage, mb, peer, nbytes, step, t0, t1)
+                    known.append(peer)
+            # a Work an op: its wait learns the peer (only when they pair up)
+            if known and isinstance(works, list) and len(works) == len(known):
+                peers = hook.work_peer
+                for w, peer in zip(works, known):
+                    peers[id(w)] = peer
+                if len(peers) > 65536:
+                    peers.clear()
         except Exception as e:
             hook.fail("a transfer", e)
         return works
@@ -590,17 +598,24 @@ def _wrap_batch_p2p(hook, orig):
 def _wrap_wait(hook, orig):
     @functools.wraps(orig)
     def wrapper(work, *args, **kwargs):
-        if hook.rank is None or hook.failed or hook.paused:
+        r = hook.rank
+        if r is None or hook.failed or hook.paused:
             return orig(work, *args, **kwargs)
-        t0 = hook.rank.now()
+        try:
+            r.flush()   # a rank stuck here has shown what it did before
+        except Exception as e:
+            hook.fail("a wait", e)
+        t0 = r.now()
         out = orig(work, *args, **kwargs)
         try:
-            t1 = hook.rank.now()
+            t1 = r.now()
             peer = -1
-            for w in (work if isinstance(work, list) else []):
-                m = hook.work_meta.pop(id(w), None)
-                if m is not None:
-                    peer = m[3]
+            if isinstance(work, list):
+                pop = hook.work_peer.pop
+                for w in work:
+                    p = pop(id(w), None)
+                    if p is not None:
+                        peer = p
             # charged to the block that comes next (its stage and micro-batch)
             hook.pending_waits.append((peer, t0, t1))
         except Exception as e:
