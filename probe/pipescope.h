@@ -139,11 +139,16 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
  * order: kind, stage, microbatch, step, start_ns, end_ns, peer, bytes.  A
  * block kind (F, B, I, W, OPT) is recorded as pipescope_block records it
  * (peer and bytes ignored), a transfer kind as pipescope_transfer, WAIT as
- * pipescope_wait (bytes ignored).  Returns how many were not recorded: a
- * kind this call does not take (OVERLAP_F_B has its own), a stage, step or
- * peer outside int, negative bytes, an end before its start, or full rings
- * (those also counted in pipescope_dropped); n for a NULL rank. */
+ * pipescope_wait (bytes ignored), and PIPESCOPE_STEP_BEGIN / _END as
+ * pipescope_step records phase 0 / 1 of step at start_ns (the other fields
+ * ignored), after the records before it in the batch.  Returns how many
+ * were not recorded: a kind this call does not take (OVERLAP_F_B has its
+ * own), a stage, step or peer outside int, negative bytes, an end before
+ * its start, or full rings and marker queue (those also counted in
+ * pipescope_dropped); n for a NULL rank. */
 #define PIPESCOPE_RECORD_FIELDS 8
+#define PIPESCOPE_STEP_BEGIN    64   /* pipescope_records only: not a span kind */
+#define PIPESCOPE_STEP_END      65
 PIPESCOPE_API size_t   pipescope_records (pipescope_rank *r, size_t n, const int64_t *records);
 
 /* ---- Device activity: kernels and copies as children of their blocks ----

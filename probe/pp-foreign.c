@@ -58,15 +58,19 @@ typedef struct {
   int64_t  start_ns, end_ns;
 } DeviceBlock;
 
+typedef struct { int32_t step; int phase; int64_t t; } Marker;
+
 struct pipescope_rank {
   int32_t         rank, n_ranks;
   PpRecorder     *rec;
   PpProbe        *probe;                 /* the recorder's */
   /* Step markers go out on the drain thread, after the spans recorded
    * before them (the caller's thread never writes a file): queued here
-   * under the recorder's lock, written after each batch the drain
-   * delivers. */
-  struct { int32_t step; int phase; int64_t t; } markers[FOREIGN_MARKERS];
+   * under marker_lock, which nothing holds across a write (the recorder's
+   * lock is held while the drain writes, which a slow disk makes long),
+   * and written after each batch the drain delivers. */
+  pthread_mutex_t marker_lock;
+  Marker          markers[FOREIGN_MARKERS];
   int             n_markers;
   uint64_t        markers_dropped;
   char            name[96];
@@ -116,27 +120,57 @@ pipescope_now_ns (void)
 
 /* ---- the drain's side: step markers after each batch -------------------------- */
 
+typedef struct {
+  int32_t       rank;
+  int           n;
+  const Marker *m;
+} MarkerBatch;
+
 static PpStatus
 write_queued_markers (PpTraceWriter *w, void *user, PpError *err)
 {
-  const pipescope_rank *r = user;
+  const MarkerBatch *b = user;
   (void) err;
-  for (int k = 0; k < r->n_markers; k++)
-    pp_trace_write_step_marker (w, r->rank, r->markers[k].step,
-                                (PpTraceStepPhase) r->markers[k].phase, r->markers[k].t, NULL);
+  for (int k = 0; k < b->n; k++)
+    pp_trace_write_step_marker (w, b->rank, b->m[k].step, (PpTraceStepPhase) b->m[k].phase,
+                                b->m[k].t, NULL);
   return PP_OK;   /* a writer that failed keeps its error */
 }
 
 /* The queued step markers into every writer (the recorder's after_batch:
- * under its lock, after the spans recorded before them). */
+ * under its lock, after the spans recorded before them).  They are taken
+ * from the queue first, so a caller queueing one never waits for a write. */
 static void
 write_markers (void *user)
 {
   pipescope_rank *r = user;
-  if (r->n_markers == 0)
-    return;
-  (void) pp_recorder_write_locked (r->rec, write_queued_markers, r, NULL, NULL);
+  Marker m[FOREIGN_MARKERS];
+  MarkerBatch b = { r->rank, 0, m };
+  pthread_mutex_lock (&r->marker_lock);
+  b.n = r->n_markers;
+  memcpy (m, r->markers, (size_t) b.n * sizeof m[0]);
   r->n_markers = 0;
+  pthread_mutex_unlock (&r->marker_lock);
+  if (b.n > 0)
+    (void) pp_recorder_write_locked (r->rec, write_queued_markers, &b, NULL, NULL);
+}
+
+/* Queues a step marker for the drain; -1 (dropped, counted) when the drain
+ * has been stuck for FOREIGN_MARKERS of them. */
+static int
+queue_marker (pipescope_rank *r, int step, int phase, int64_t time_ns)
+{
+  int rc = 0;
+  pthread_mutex_lock (&r->marker_lock);
+  if (r->n_markers < FOREIGN_MARKERS)
+    r->markers[r->n_markers++] = (Marker) { step, phase, time_ns };
+  else
+    {
+      r->markers_dropped++;
+      rc = -1;
+    }
+  pthread_mutex_unlock (&r->marker_lock);
+  return rc;
 }
 
 /* ---- the drain's side: kernel names before the spans that use them ------------- */
@@ -208,6 +242,7 @@ foreign_free (pipescope_rank *r)
 {
   pp_recorder_free (r->rec);
   pthread_mutex_destroy (&r->device_lock);
+  pthread_mutex_destroy (&r->marker_lock);
   free (r->device);
   free (r);
 }
@@ -237,6 +272,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
     }
   r->rank = rank;
   pthread_mutex_init (&r->device_lock, NULL);
+  pthread_mutex_init (&r->marker_lock, NULL);
   r->n_ranks = n_ranks;
   if (job == NULL || job[0] == '\0')
     {
@@ -553,6 +589,11 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
                      (uint64_t) f[7]);
       else if (kind == PIPESCOPE_WAIT)
         rc = record (r, PIPESCOPE_WAIT, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], (int) f[6], 0);
+      else if ((kind == PIPESCOPE_STEP_BEGIN || kind == PIPESCOPE_STEP_END) && f[3] >= 0)
+        {
+          device_emit_waiting (r);   /* as pipescope_step does */
+          rc = queue_marker (r, (int) f[3], kind == PIPESCOPE_STEP_END, f[4]);
+        }
       if (rc != 0)
         refused++;
     }
@@ -566,24 +607,8 @@ pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
     return -1;
   device_emit_waiting (r);
   /* Queued for the drain, which writes it after the spans recorded before
-   * it; never a file write on the caller's thread.  A full queue (the
-   * drain stuck for 128 steps) drops the marker, counted. */
-  int rc = 0;
-  pp_recorder_lock (r->rec);
-  if (r->n_markers < FOREIGN_MARKERS)
-    {
-      r->markers[r->n_markers].step = step;
-      r->markers[r->n_markers].phase = phase;
-      r->markers[r->n_markers].t = time_ns;
-      r->n_markers++;
-    }
-  else
-    {
-      r->markers_dropped++;
-      rc = -1;
-    }
-  pp_recorder_unlock (r->rec);
-  return rc;
+   * it; never a file write on the caller's thread. */
+  return queue_marker (r, step, phase, time_ns);
 }
 
 int
@@ -634,9 +659,9 @@ pipescope_dropped (pipescope_rank *r)
 {
   if (r == NULL)
     return 0;
-  pp_recorder_lock (r->rec);
+  pthread_mutex_lock (&r->marker_lock);
   uint64_t markers = r->markers_dropped;
-  pp_recorder_unlock (r->rec);
+  pthread_mutex_unlock (&r->marker_lock);
   return pp_probe_dropped (r->probe) + markers;
 }
 

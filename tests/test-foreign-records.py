@@ -6,11 +6,12 @@ libpipescope-probe.so with one pipescope_records call (probe/pipescope.h),
 because a ctypes call a record cost more than the recording.  This checks
 that nothing is lost or changed on the way:
 
-  1. The C call: a batch of every kind it takes lands in the trace with
-     each field as given (the CSV export has no peer column: not checked); what it does not take (OVERLAP_F_B, an unknown
-     kind, a stage past int, negative bytes, an end before its start) is
-     refused and counted in its return value, and the rest of the batch
-     still lands.
+  1. The C call: a batch of every kind it takes (a step marker too) lands
+     in the trace with each field as given (the CSV export has no peer
+     column: not checked); what it does not take (OVERLAP_F_B, an unknown
+     kind, a stage past int, negative bytes, an end before its start, a
+     marker of a negative step) is refused and counted in its return
+     value, and the rest of the batch still lands.
   2. Through lib.Rank: records queued before a step's end marker are in the
      trace before that marker (the marker follows its spans).
   3. Two threads recording at once: every record of both is in the trace,
@@ -100,6 +101,7 @@ def main():
         fail(f"open: {err}")
     t = raw.pipescope_now_ns()
     good = [
+        (L.STEP_BEGIN, -1, -1, 0, t, t, -1, 0),
         (L.F, 0, 3, 0, t + 100, t + 200, -1, 0),
         (L.SEND_F, 0, 3, 0, t + 200, t + 210, 1, 65536),
         (L.WAIT, 0, 4, 0, t + 210, t + 300, 1, 0),
@@ -113,8 +115,10 @@ def main():
         (L.F, 1 << 40, 1, 0, t, t + 1, -1, 0),
         (L.SEND_F, 0, 1, 0, t, t + 1, 1, -5),
         (L.F, 0, 1, 0, t + 10, t + 5, -1, 0),
+        (L.STEP_END, -1, -1, -3, t, t, -1, 0),
     ]
-    batch = [good[0], bad[0], good[1], bad[1], good[2], bad[2], good[3], bad[3], good[4], bad[4], good[5]]
+    batch = [good[0], bad[0], good[1], bad[1], good[2], bad[2], good[3], bad[3], good[4], bad[4], good[5],
+             bad[5], good[6]]
     arr = (ctypes.c_int64 * (8 * len(batch)))(*[x for rec in batch for x in rec])
     refused = raw.pipescope_records(r._h, len(batch), ctypes.addressof(arr))
     if refused != len(bad):
@@ -122,6 +126,11 @@ def main():
     if raw.pipescope_records(None, 3, ctypes.addressof(arr)) != 3:
         fail("a NULL rank must refuse every record")
     r.close()
+    if spans_before_marker(trace, 0, 0) is None:
+        fail("the batch's step marker is not in the trace")
+    if spans_before_marker(trace, -3, 1) is not None:
+        fail("a marker of step -3 is in the trace")
+    good = good[1:]   # the spans
     rows = spans_of(cli, trace, tmp)
     kinds = {L.F: "F", L.B: "B", L.SEND_F: "SEND_F", L.RECV_B: "RECV_B", L.WAIT: "WAIT", L.OPT: "OPT"}
     if len(rows) != len(good):

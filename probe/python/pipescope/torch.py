@@ -228,16 +228,18 @@ class _Hook:
         r = self.rank
         if r is None:
             return
-        step = self.step_index - 1 if self.step_index > 0 else 0
-        if self.pending_waits:
-            for peer, w0, w1 in self.pending_waits:
+        si = self.step_index
+        step = si - 1 if si > 0 else 0
+        waits = self.pending_waits
+        if waits:
+            for peer, w0, w1 in waits:
                 r.wait(stage, mb, peer, step, w0, w1)
-            self.pending_waits.clear()
+            waits.clear()
         if self.overlap is not None:
             self.overlap.append((kind, stage, mb, t0, t1))
             return
         r.block(kind, stage, mb, step, t0, t1)
-        if self.in_step and self.step_index == 1:
+        if si == 1 and self.in_step:
             self.observed.append((kind, stage, mb, -1, -1, -1))
 
     # ---- CUDA: events around each block -------------------------------------
@@ -367,17 +369,21 @@ class _Hook:
     def queue_losses(self, idx, tensors):
         torch = self.torch
         try:
-            ts = [t.detach() for t in tensors if hasattr(t, "detach")]
+            ts = [t for t in tensors if hasattr(t, "detach")]
             if not ts:
                 return
-            if ts[0].is_cuda:
-                # no sync: a copy on the stream, read once its event has passed
-                host = [t.to("cpu", non_blocking=True) for t in ts]
-                ev = torch.cuda.Event()
-                ev.record()
-                self.loss_pending.append((idx, host, ev))
-            else:
-                self.loss_pending.append((idx, ts, None))
+            if not ts[0].is_cuda:
+                # read now (item() needs no detach): nothing kept, no op run
+                r = self.rank
+                vals = [t.item() if t.numel() == 1 else float(t.detach().float().mean()) for t in ts]
+                if r is not None:
+                    r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
+                return
+            # CUDA, no sync: a copy on the stream, read once its event has passed
+            host = [t.detach().to("cpu", non_blocking=True) for t in ts]
+            ev = torch.cuda.Event()
+            ev.record()
+            self.loss_pending.append((idx, host, ev))
             self.resolve_losses(final=False)
         except Exception as e:
             self.fail("loss", e)
@@ -478,12 +484,13 @@ def _wrap_block(hook, orig, kind_of):
                 except Exception as e:
                     hook.fail("a block", e)
             return out
-        t0 = hook.rank.now()
+        now = hook.rank.now
+        t0 = now()
         out = orig(self, *args, **kwargs)
         try:
-            t1 = hook.rank.now()
+            t1 = now()
             kind, mb = kind_of(args, kwargs)
-            hook.block(kind, self.stage_index, int(mb), t0, t1)
+            hook.block(kind, self.stage_index, mb, t0, t1)
         except Exception as e:
             hook.fail("a block", e)
         return out
@@ -542,7 +549,7 @@ def _wrap_get_ops(hook, orig, kind):
     @functools.wraps(orig)
     def wrapper(self, chunk_id, *args, **kwargs):
         ops = orig(self, chunk_id, *args, **kwargs)
-        if hook.rank is not None and not hook.failed and not hook.paused:
+        if ops and hook.rank is not None and not hook.failed and not hook.paused:
             try:
                 meta = hook.op_meta
                 for op in ops:
@@ -601,10 +608,6 @@ def _wrap_wait(hook, orig):
         r = hook.rank
         if r is None or hook.failed or hook.paused:
             return orig(work, *args, **kwargs)
-        try:
-            r.flush()   # a rank stuck here has shown what it did before
-        except Exception as e:
-            hook.fail("a wait", e)
         t0 = r.now()
         out = orig(work, *args, **kwargs)
         try:
