@@ -15,6 +15,7 @@
 #   pipescope-cli run, info, run --no-cupti  PP_DEVICE_CLI_TIMEOUT (60 each)
 #   NCCL between 2 rank processes   PP_DEVICE_NCCL_TIMEOUT  (90 each run;
 #                                   on one GPU: that it is refused)
+#   torch-check.sh (PyTorch, CUPTI) PP_DEVICE_TORCH_TIMEOUT (240; PP_DEVICE_TORCH=0: not run)
 #   bench-why on the CPU cores      PP_DEVICE_WHY_TIMEOUT   (150)
 #   meson test --benchmark --suite gpu   PP_DEVICE_BENCH_TIMEOUT (200)
 # so the whole check ends in well under 10 minutes.  Always --no-rebuild.
@@ -346,6 +347,10 @@ def nccl_check():
     shape = ["-s", "1F1B", "-m", "8", "--backend", "cuda", "--layers", "8", "--width", "256",
              "--batch", "256", "--steps", "3", "--no-live"]
     mpi = [mpirun, "--oversubscribe", "-np", "2", cli, "run"]
+    if n_gpu == 0:
+        say("skipped: no GPU here (nvidia-smi -L lists none)")
+        say()
+        return {"name": name, "result": "SKIP", "duration": 0, "returncode": 77, "stdout": "no GPU here\n"}
     if n_gpu < 2:
         say("%d GPU here: NCCL refuses two ranks on one GPU, so the 2-process run is skipped; "
             "checking that it is refused in one line" % n_gpu)
@@ -390,6 +395,37 @@ def nccl_check():
 nccl = nccl_check()
 if nccl is not None:
     tests.append(nccl)
+
+# ---- issue 14: a PyTorch job on the GPU under profile ----
+# tests/gpu/torch-check.sh: losses bit for bit with CUPTI tagging, kernels
+# under their F/B/I/W blocks, and the step time with CUPTI on and off.  Each
+# of its "torch-check: ok|FAIL ..." lines counts as one test here; its exit
+# 77 (no CUDA for PyTorch) as a skip.  PP_DEVICE_TORCH=0 leaves it out.
+TORCH_T = int(os.environ.get("PP_DEVICE_TORCH_TIMEOUT", "240"))
+def torch_check():
+    if os.environ.get("PP_DEVICE_TORCH") == "0" or not os.path.exists(cli):
+        return []
+    say("== PyTorch under profile (torch-check.sh) ==")
+    rc, o, to, dur = run(["sh", os.path.join(src, "tests", "gpu", "torch-check.sh"), cli,
+                          os.path.join(out, "torch")], TORCH_T)
+    say("$ torch-check.sh   (exit %s%s, %.1fs)" % (rc, ", timed out (raise PP_DEVICE_TORCH_TIMEOUT)" if to else "", dur))
+    for l in tail(o, 30):
+        say("    " + l)
+    say()
+    if rc == 77:
+        return [{"name": "torch-check", "result": "SKIP", "duration": dur, "returncode": 77, "stdout": o}]
+    found = []
+    for l in o.split("\n"):
+        if l.startswith("torch-check: ok ") or l.startswith("torch-check: FAIL "):
+            res = "OK" if l.startswith("torch-check: ok ") else "FAIL"
+            found.append({"name": "torch-check " + l.split(" ", 2)[2][:60], "result": res,
+                          "duration": 0, "returncode": 0 if res == "OK" else 1, "stdout": l + "\n"})
+    if to or not found or (rc not in (0, 1)):
+        found.append({"name": "torch-check", "result": "TIMEOUT" if to else "FAIL", "duration": dur,
+                      "returncode": rc, "stdout": o})
+    return found
+
+tests.extend(torch_check())
 
 # ---- issue 16's acceptance on this machine's CPU cores ----
 # A 1F1B run with --partition 5,1,1,1 at P=4, then the partition What if
