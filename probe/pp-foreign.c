@@ -82,6 +82,9 @@ struct pipescope_rank {
   pthread_mutex_t device_lock;           /* the waiting blocks */
   DeviceBlock    *device;
   size_t          n_device, cap_device;
+  /* the push's clock measurements written so far (after_batch, under the
+   * recorder's lock) */
+  unsigned        clock_written;
 };
 
 static __thread int device_depth;        /* this thread's pushes still to pop */
@@ -219,6 +222,43 @@ write_names (void *user, const PpSpan *spans, size_t n)
   r->names_written = top;
 }
 
+/* ---- the drain's side: the clock measured over the push ------------------------- */
+
+typedef struct { int32_t rank; int64_t offset_ns; } ClockOffset;
+
+static PpStatus
+write_clock (PpTraceWriter *w, void *user, PpError *err)
+{
+  const ClockOffset *o = user;
+  return pp_trace_write_clock_offset (w, o->rank, o->offset_ns, err);
+}
+
+/* A rank that pushes to a collector on another host has its clock measured
+ * against the collector's on the live server's thread (pp-live.h): each
+ * new measurement becomes a CLOCK_OFFSET frame in every writer, so that the
+ * collector's stream and this rank's own file (merged by the collector)
+ * both put its times on the collector's clock.  Ranks that do not push
+ * have no measurement and write none. */
+static void
+write_push_clock (pipescope_rank *r)
+{
+  int64_t off = 0;
+  unsigned gen = pp_live_server_clock (pp_recorder_server (r->rec), &off, NULL);
+  if (gen == r->clock_written)
+    return;
+  ClockOffset o = { r->rank, off };
+  (void) pp_recorder_write_locked (r->rec, write_clock, &o, NULL, NULL);
+  r->clock_written = gen;
+}
+
+/* The recorder's after_batch: the queued markers, a new clock offset. */
+static void
+after_batch (void *user)
+{
+  write_markers (user);
+  write_push_clock (user);
+}
+
 /* Whether job's collector (pipescope-cli profile, registered under the
  * job's own name) is in this host's registry: then it finds this rank there
  * and reads its socket, and the rank pushes nothing.  Where it is not (the
@@ -327,7 +367,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   PpRecorderHooks hooks;
   memset (&hooks, 0, sizeof hooks);
   hooks.user = r;
-  hooks.after_batch = write_markers;
+  hooks.after_batch = after_batch;
   hooks.before_spans = write_names;
   if (pp_recorder_start (r->rec, &hooks, &e) != PP_OK)
     goto fail;

@@ -15,7 +15,9 @@
  * "PIPESCOPE 1 <token>\n" and is disconnected if the token is wrong.  A rank
  * on another host than its collector's pushes its stream instead: it
  * connects out and sends "PIPESCOPE 1 <token> push\n", then the stream
- * (push, on_push below; docs/jobs.md).
+ * (push, on_push below; docs/jobs.md), with clock pings between its frames
+ * that the collector answers on the same connection (pp_live_server_clock;
+ * docs/transport.md, "Clocks").
  */
 #pragma once
 
@@ -79,6 +81,13 @@ int           pp_live_server_tcp_port (PpLiveServer *s);  /* 0 without TCP */
 const char   *pp_live_server_notice (PpLiveServer *s);
 unsigned      pp_live_server_n_viewers (PpLiveServer *s);
 uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for slow viewers, all viewers */
+/* A pushing rank's clock against its collector's, measured on the server
+ * thread over the push: a few ping-pongs at the start and every 10 s, the
+ * one with the least round trip kept (collector's time = this process's
+ * pp_probe_now_ns + *offset_ns).  Returns how many times it was measured
+ * (0: not yet, or never: no push, or a collector that does not answer);
+ * *offset_ns and *rtt_ns are the last measurement's.  Any thread. */
+unsigned      pp_live_server_clock (PpLiveServer *s, int64_t *offset_ns, int64_t *rtt_ns);
 /* TCP connections refused so far: a wrong or missing token line (within
  * the second it has), or a push where none is taken. */
 uint64_t      pp_live_server_refused (PpLiveServer *s);
@@ -104,6 +113,11 @@ void          pp_live_client_free (PpLiveClient *c);
  * Takes fd, also on failure (NULL, err). */
 PpLiveClient *pp_live_client_new_fd (int fd, const void *data, size_t n, const char *label,
                                      PpError *err);
+/* Such a client answers the rank's clock pings as their bytes arrive, on
+ * the thread that calls pp_live_client_next, with pp_probe_now_ns.  How
+ * many it answered, and the round trip of the rank's last measurement as
+ * its pings say (0 before the first). */
+uint64_t      pp_live_client_clock (const PpLiveClient *c, int64_t *rank_rtt_ns);
 
 /* A TCP token kept where other local users cannot read it (a command line
  * can be read by anyone in /proc/PID/cmdline).  pp_live_token_from_file

@@ -49,6 +49,11 @@ typedef enum {
   PP_TRACE_FRAME_RANK         = 9,   /* 1.1 */
 } PpTraceFrameType;
 
+/* Not a frame of any file: a rank's clock ping on its push to a collector
+ * (pp-live.c; docs/transport.md, "Clocks").  Types from 0x7f00 are the
+ * live endpoint's own; a reader skips them as it skips any unknown type. */
+#define PP_TRACE_FRAME_PUSH_CLOCK_PING 0x7f01
+
 typedef struct {
   uint32_t size;            /* whole frame, this header included; multiple of 8 */
   uint16_t type;            /* PpTraceFrameType */

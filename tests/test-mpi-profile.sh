@@ -15,7 +15,13 @@
 # ranks, as many of each as that rank wrote to its own trace (merged by
 # profile) and said it wrote; with the user's own -x (which OpenMPI refuses
 # beside mca_base_env_list) both the user's variable and profile's arrive
-# and rank 1 pushes; without --listen, profile says in one line
+# and rank 1 pushes; rank 1's clock, skewed on purpose as on a host whose
+# clock is off (PIPESCOPE_TEST_CLOCK_SKEW_NS, the probe's test-only knob),
+# is measured over its push: the offset profile reports, and the one in
+# the live recording and in the merged trace, is the skew within 0.1 ms,
+# rank 0 (on profile's host) has none, and in both traces no block starts
+# before the block of the other rank it depends on has ended (the ranks
+# are a pipeline over MPI), which unaligned the skew would break; without --listen, profile says in one line
 # that ranks on other hosts go to their own files only, and rank 1's file
 # is still merged.  Every namespace and link is gone afterwards, also on
 # failure.  Exits 77 (skip) where namespaces cannot be made, without MPI
@@ -93,6 +99,9 @@ mpirun_two=(mpirun --mca plm_rsh_agent "$tmp/agent"
             --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24"
             --bind-to none -host "$ipA,$ipB" -np 2)
 steps=40
+skew=-7500000   # ns: rank 1's clock 7.5 ms behind hostA's (a test-only knob of the probe's clock)
+# rank 1 plays a host whose clock is off; mpirun starts the same command on both
+skewed_rank1=(sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export PIPESCOPE_TEST_CLOCK_SKEW_NS='"$skew"'; exec "$0" "$@"')
 
 # blocks (F and B) of rank R in a trace, by export's CSV
 blocks() {
@@ -101,10 +110,36 @@ blocks() {
 }
 # what rank R said it wrote
 said() { sed -n "s/^rank $2 on [a-zA-Z]*: \([0-9]*\) blocks.*/\1/p" "$tmp/$1.out"; }
+# rank R's clock offset in a trace, in ms, as info prints it ("" for none)
+offset_of() {
+  timeout 60 "$cli" info "$tmp/$1.pptrace" >"$tmp/$1.info" 2>&1
+  sed -n "s/^rank $2: host [a-zA-Z?]* pid [0-9]*, clock \([-+0-9.]*\) ms to rank 0's.*/\1/p" "$tmp/$1.info"
+}
+# whether an offset in ms is -skew within 0.1 ms (rank 0's time = rank 1's + offset)
+is_skew() { [ -n "$1" ] && awk -v o="$1" -v s=$skew 'BEGIN { d = o * 1e6 + s; exit !(d <= 100000 && d >= -100000) }'; }
+# "LATE DEPS" of a trace's CSV (blocks() made it): of the blocks that depend
+# on a block of the other rank (rank 1's F on rank 0's F, rank 0's B on
+# rank 1's B, same step and micro-batch), how many start before it ends;
+# SHIFT ns are added to rank 1's times first (0: the trace as it is)
+late_deps() {
+  awk -F, -v shift_ns="$2" 'NR > 1 && ($4 == "F" || $4 == "B") {
+      key = $5 "," $2 "," $3 "," $4; s = $6 + 0; e = $7 + 0
+      if ($1 == 1) { s += shift_ns; e += shift_ns }
+      end[key] = e; start[key] = s }
+    END {
+      for (k in start) {
+        split(k, f, ","); dep = ""
+        if (f[2] == 1 && f[4] == "F") dep = f[1] ",0," f[3] ",F"
+        if (f[2] == 0 && f[4] == "B") dep = f[1] ",1," f[3] ",B"
+        if (dep == "" || !(dep in end)) continue
+        n++; if (start[k] < end[dep]) late++
+      }
+      print late + 0, n + 0 }' "$tmp/$1.csv"
+}
 
 # ---- live: rank 1 on hostB pushes to profile on hostA ------------------------
 "${in_hostA[@]}" "$cli" profile --listen "$ipA:0" --name pushjob --trace "$tmp/push.pptrace" -- \
-  "${mpirun_two[@]}" "$rank_prog" $steps 4 5 >"$tmp/push.out" 2>"$tmp/push.err" &
+  "${mpirun_two[@]}" "${skewed_rank1[@]}" "$rank_prog" $steps 4 5 >"$tmp/push.out" 2>"$tmp/push.err" &
 pid=$!
 jobs_started+=("$pid")
 addr=""
@@ -142,6 +177,31 @@ for r in 0 1; do
     ok "rank $r: the viewer got all $live of its blocks live, as many as in its own trace"
   else
     notok "rank $r: the viewer got '$live' blocks live, its trace holds '$file', it wrote '$own'"
+  fi
+done
+
+# ---- rank 1's clock, measured over its push -------------------------------------
+said_off=$(sed -n "s/^pipescope-cli: profile: rank 1 (.*): clock \([-+0-9.]*\) ms to this host's, measured over the push.*/\1/p" "$tmp/push.err")
+echo "# $(grep 'measured over the push' "$tmp/push.err")"
+if is_skew "$said_off" && [ "$(grep -c 'measured over the push' "$tmp/push.err")" = 1 ]; then
+  ok "profile measured rank 1's clock over its push: $said_off ms, the skew of $((skew / 1000)) us taken out"
+else
+  notok "profile's offset for rank 1 is '$said_off' ms, not within 0.1 ms of $((-skew / 1000)) us: $(grep -E 'clock' "$tmp/push.err" | tr '\n' ' ')"
+fi
+for t in live push; do
+  off1=$(offset_of $t 1) off0=$(offset_of $t 0)
+  if is_skew "$off1" && [ -z "$off0" ] && grep -q '^rank 0: host hostA' "$tmp/$t.info"; then
+    ok "$t trace: rank 1's clock $off1 ms to rank 0's, rank 0 (profile's host) with none"
+  else
+    notok "$t trace: rank 1's clock offset '$off1' ms (want $((-skew / 1000)) us within 100), rank 0's '$off0': $(grep '^rank [01]:' "$tmp/$t.info" | tr '\n' ' ')"
+  fi
+  read -r late deps < <(late_deps $t 0)
+  read -r late_raw deps_raw < <(late_deps $t $skew)
+  # 4 micro-batches x 2 a step
+  if [ "$late" -eq 0 ] && [ "$deps" -ge $(( (steps - 1) * 4 * 2 )) ] && [ "$late_raw" -gt 0 ]; then
+    ok "$t trace: no block starts before the block of the other rank it depends on ends ($late of $deps; $late_raw with rank 1's own clock)"
+  else
+    notok "$t trace: $late of $deps blocks start before their dependency ends ($late_raw of $deps_raw with rank 1's own clock)"
   fi
 done
 

@@ -164,6 +164,11 @@ typedef struct {
   volatile int  done;
   volatile int  stop;         /* the command ended long ago: stop waiting for more */
   char          name[96];
+  /* a pushed stream's clock, as its rank measured it against ours over
+   * the push (its last CLOCK_OFFSET), for the closing lines */
+  bool          have_clock;
+  int32_t       clock_rank;
+  int64_t       clock_offset;
 } RankStream;
 
 struct Collector {
@@ -231,6 +236,12 @@ collect_item (RankStream *rs, PpTraceItem *it)
     }
   else if (it->type == PP_TRACE_ITEM_SPAN)
     it->span.name_id = it->span.name_id && it->span.name_id < (1u << 20) ? it->span.name_id + base : 0;
+  if (it->type == PP_TRACE_ITEM_CLOCK_OFFSET && rs->pid == 0)
+    {
+      rs->have_clock = true;
+      rs->clock_rank = it->clock_offset.rank;
+      rs->clock_offset = it->clock_offset.offset_ns;
+    }
   pthread_mutex_lock (&c->lock);
   if (it->type != PP_TRACE_ITEM_DESCRIPTION || !c->described)
     {
@@ -1039,6 +1050,20 @@ pp_cli_profile (int argc, char **argv)
       if (c.ranks[k]->done)
         {
           pthread_join (c.ranks[k]->thread, NULL);
+          /* what the pushed rank measured over its push, each offset
+           * already in the stream served and in the rank's own file */
+          RankStream *rs = c.ranks[k];
+          int64_t rtt = 0;
+          uint64_t answered = pp_live_client_clock (rs->client, &rtt);
+          if (rs->pid == 0 && rs->have_clock)
+            fprintf (stderr, "pipescope-cli: profile: rank %d (%s): clock %+.3f ms to this host's, "
+                     "measured over the push (least round trip %.3f ms, %llu pings answered)\n",
+                     rs->clock_rank, rs->name, (double) rs->clock_offset / 1e6, (double) rtt / 1e6,
+                     (unsigned long long) answered);
+          else if (rs->pid == 0)
+            fprintf (stderr, "pipescope-cli: profile: %s: its clock was not measured (%llu pings "
+                     "answered); its times stay on its own host's clock\n", rs->name,
+                     (unsigned long long) answered);
           pp_live_client_free (c.ranks[k]->client);
           free (c.ranks[k]);
         }
