@@ -378,3 +378,127 @@ fail:
   pp_simulation_free (sim);
   return st;
 }
+
+/* ---- ranks sharing fewer cores than they are ---------------------------------- */
+
+PpStatus
+pp_simulate_shared (const PpSchedule *s, const PpCostModel *c, int cores, double *makespan,
+                    PpError *err)
+{
+  SimState ss = { s, c, NULL, NULL };
+  int *pos = NULL, *running = NULL;
+  double *left = NULL, *free_at = NULL;
+  PpStatus st = PP_OK;
+  size_t cells;
+  long total, done = 0;
+  double t = 0;
+
+  *makespan = 0;
+  if (c == NULL || c->n_stages != s->n_stages)
+    return pp_error_set (err, PP_EINVAL, "the cost model has %d stages, the schedule %d",
+                         c ? c->n_stages : 0, s->n_stages);
+  if (cores < 1)
+    return pp_error_set (err, PP_EINVAL, "%d cores: at least one is needed", cores);
+  cells = (size_t) s->n_stages * (size_t) s->microbatches;
+  total = pp_schedule_total_actions (s);
+  ss.f_end = malloc (cells * 2 * sizeof (double));
+  pos = calloc ((size_t) s->ranks, sizeof *pos);
+  running = calloc ((size_t) s->ranks, sizeof *running);
+  left = calloc ((size_t) s->ranks, sizeof *left);
+  free_at = calloc ((size_t) s->ranks, sizeof *free_at);
+  if (ss.f_end == NULL || pos == NULL || running == NULL || left == NULL || free_at == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory while simulating the schedule");
+      goto out;
+    }
+  ss.g_end = ss.f_end + cells;
+  for (size_t i = 0; i < cells * 2; i++)
+    ss.f_end[i] = NAN;
+
+  /* Events: an action starts (its rank free, its inputs there) or ends.
+   * Between two, the k actions running share the cores evenly, each at
+   * min(1, cores / k) of a core: the work it has left shrinks at that
+   * rate.  Each pass ends at least one action or starts one, so at most
+   * 2 x total passes of P ranks. */
+  while (done < total)
+    {
+      int k = 0;
+      double next_start = INFINITY;
+      for (int r = 0; r < s->ranks; r++)
+        {
+          if (running[r] || pos[r] >= s->rank[r].n_actions)
+            {
+              k += running[r];
+              continue;
+            }
+          const PpAction *a = &s->rank[r].actions[pos[r]];
+          int wk, ws;
+          double ready, dur;
+          if (a->kind == PP_ACT_OVERLAP_F_B)
+            {
+              double t1 = ready_time (&ss, PP_ACT_F, a->stage, a->microbatch, &wk, &ws);
+              double t2 = ready_time (&ss, a->sub_kind, a->sub_stage, a->sub_microbatch, &wk, &ws);
+              ready = isnan (t1) || isnan (t2) ? NAN : fmax (t1, t2);
+              dur = duration (&ss, PP_ACT_F, a->stage) + duration (&ss, a->sub_kind, a->sub_stage);
+            }
+          else
+            {
+              ready = ready_time (&ss, a->kind, a->stage, a->microbatch, &wk, &ws);
+              dur = duration (&ss, a->kind, a->stage);
+            }
+          if (isnan (ready))
+            continue;
+          double start = fmax (ready, free_at[r]);
+          if (start <= t)
+            {
+              running[r] = 1;
+              left[r] = dur > 0 ? dur : 0;
+              k++;
+            }
+          else if (start < next_start)
+            next_start = start;
+        }
+      if (k == 0 && !isfinite (next_start))
+        {
+          st = report_deadlock (s, pos, &ss, err);
+          goto out;
+        }
+      double rate = k > cores ? (double) cores / k : 1.0;
+      double next_end = INFINITY;
+      for (int r = 0; r < s->ranks; r++)
+        if (running[r] && t + left[r] / rate < next_end)
+          next_end = t + left[r] / rate;
+      double tn = fmin (next_start, next_end);
+      for (int r = 0; r < s->ranks; r++)
+        {
+          if (!running[r])
+            continue;
+          double end = t + left[r] / rate;   /* as next_end was found: the first ends at tn */
+          left[r] -= (tn - t) * rate;
+          if (end <= tn || left[r] <= 0)
+            {
+              const PpAction *a = &s->rank[r].actions[pos[r]];
+              if (a->kind == PP_ACT_OVERLAP_F_B)
+                {
+                  finish (&ss, PP_ACT_F, a->stage, a->microbatch, tn);
+                  finish (&ss, a->sub_kind, a->sub_stage, a->sub_microbatch, tn);
+                }
+              else
+                finish (&ss, a->kind, a->stage, a->microbatch, tn);
+              running[r] = 0;
+              free_at[r] = tn;
+              pos[r]++;
+              done++;
+            }
+        }
+      t = tn;
+    }
+  *makespan = t;
+out:
+  free (ss.f_end);
+  free (pos);
+  free (running);
+  free (left);
+  free (free_at);
+  return st;
+}

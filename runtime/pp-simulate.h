@@ -62,6 +62,13 @@ PpStatus pp_simulate (const PpSchedule *s, const PpCostModel *cost,
                       PpSimulation **out, PpError *err);
 void     pp_simulation_free (PpSimulation *sim);
 
+/* The makespan when the ranks share `cores` cores (the CPU backend on a
+ * machine with fewer cores than ranks): the actions running at a time
+ * share them evenly, each at min(1, cores / running) of a core; a waiting
+ * rank takes none.  With cores >= ranks it equals pp_simulate's. */
+PpStatus pp_simulate_shared (const PpSchedule *s, const PpCostModel *cost, int cores,
+                             double *makespan, PpError *err);
+
 /* (P-1)/(M+P-1): the bubble of GPipe and 1F1B under uniform costs. */
 double   pp_bubble_closed_form_gpipe (int ranks, int microbatches);
 /* (P-1)/(VM+P-1): Interleaved1F1B's bubble under uniform costs per stage

@@ -1027,8 +1027,8 @@ balance (const double unit[3][3], int L, int S, int *out)
 
 PpStatus
 pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
-                          const PpModelConfig *model, const int *blocks, PpWhyChange *out,
-                          PpError *err)
+                          const PpModelConfig *model, const int *blocks, int cores,
+                          PpWhyChange *out, PpError *err)
 {
   PpSimulation *sim = NULL;
   PpStatus st;
@@ -1057,6 +1057,12 @@ pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
   out->current_step = sim->makespan;
   pp_simulation_free (sim);
   sim = NULL;
+  if (cores > 0 && cores < s->ranks)
+    {
+      out->cores = cores;
+      if ((st = pp_simulate_shared (s, costs, cores, &out->current_step, err)) != PP_OK)
+        return st;
+    }
 
   /* the bundled model's parts follow one chain: stage i runs part i */
   int one_chain = 1;
@@ -1102,10 +1108,13 @@ pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
       pred->comm[i] = costs->comm[i];
     }
   st = pp_simulate (s, pred, &sim, err);
+  if (st == PP_OK && out->cores > 0)
+    st = pp_simulate_shared (s, pred, out->cores, &out->predicted_step, err);
+  else if (st == PP_OK)
+    out->predicted_step = sim->makespan;
   if (st == PP_OK)
     {
       out->has_partition = 1;
-      out->predicted_step = sim->makespan;
       format_blocks (out->current, sizeof out->current, blocks, S);
       format_blocks (out->partition, sizeof out->partition, nb, S);
       out->changed = memcmp (nb, blocks, (size_t) S * sizeof *nb) != 0;
@@ -1154,6 +1163,16 @@ pp_why_model_of_description (const PpTraceDescription *d, int n_parts, PpModelCo
   return st;
 }
 
+int
+pp_why_cores_of_description (const PpTraceDescription *d)
+{
+  int ranks = 0, cores = 0;
+  const char *p = d != NULL ? strstr (d->model, "; ") : NULL;
+  if (p == NULL || sscanf (p, "; %d rank threads on %d cores", &ranks, &cores) != 2)
+    return 0;
+  return cores > 0 && ranks > cores ? cores : 0;
+}
+
 PpStatus
 pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
                     size_t n, int max_steps, PpWhyReport **out, PpWhyChange *change,
@@ -1178,7 +1197,7 @@ pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans, con
       int bundled = blocks != NULL
         && pp_why_model_of_description (desc, s->n_stages, &mc, blocks, NULL) == PP_OK;
       st = pp_why_suggest_partition (s, (*out)->costs, bundled ? &mc : NULL, bundled ? blocks : NULL,
-                                     change, err);
+                                     pp_why_cores_of_description (desc), change, err);
       free (blocks);
       if (st != PP_OK)
         {
@@ -1359,14 +1378,18 @@ pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *un
            c->slowest_stage, c->slowest_cost * scale, unit, 100.0 * c->excess, c->mean_cost * scale, unit);
   if (!c->has_partition)
     return;
+  char shared[64] = "";
+  if (c->cores > 0)
+    snprintf (shared, sizeof shared, "; the ranks sharing %d cores", c->cores);
   if (c->changed)
     fprintf (f, "what to change: --partition %s (now %s): predicted step %.2f %s (the plan now %.2f %s; "
-             "a step from its first block to its last)\n",
-             c->partition, c->current, c->predicted_step * scale, unit, c->current_step * scale, unit);
+             "a step from its first block to its last%s)\n",
+             c->partition, c->current, c->predicted_step * scale, unit, c->current_step * scale, unit,
+             shared);
   else
     fprintf (f, "what to change: the partition %s is already the balanced one (predicted step %.2f %s, "
-             "first block to last)\n",
-             c->current, c->predicted_step * scale, unit);
+             "first block to last%s)\n",
+             c->current, c->predicted_step * scale, unit, shared);
 }
 
 void
@@ -1443,6 +1466,8 @@ pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpW
       if (c->has_partition)
         fprintf (f, ", \"partition_now\": \"%s\", \"partition\": \"%s\", \"predicted_step\": %.9g",
                  c->current, c->partition, c->predicted_step);
+      if (c->cores > 0)
+        fprintf (f, ", \"shared_cores\": %d", c->cores);
       fprintf (f, "}");
     }
   fprintf (f, "\n}\n");

@@ -215,6 +215,9 @@ typedef struct {
   char   current[PP_WHY_PARTITION_MAX];    /* "5,1,1,1" */
   char   partition[PP_WHY_PARTITION_MAX];  /* "2,2,2,2" */
   double predicted_step;
+  /* > 0: the ranks share this many cores (fewer than they are), and both
+   * steps above come from pp_simulate_shared. */
+  int    cores;
 } PpWhyChange;
 
 /* From measured per-stage costs under schedule s.  With model (its config)
@@ -222,10 +225,17 @@ typedef struct {
  * (stage i runs part i), fits the time of a block, of the input projection
  * and of the head per kind to the stages (least squares; the model's FLOP
  * estimates scaled when the stages cannot tell them apart), picks the
- * partition whose slowest stage is fastest, and simulates it. */
+ * partition whose slowest stage is fastest, and simulates it.  cores > 0
+ * and fewer than the ranks: the ranks share that many (the CPU backend's
+ * threads on a small machine), and the steps are simulated so. */
 PpStatus pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
-                                   const PpModelConfig *model, const int *blocks,
+                                   const PpModelConfig *model, const int *blocks, int cores,
                                    PpWhyChange *out, PpError *err);
+
+/* The cores a bundled CPU run's rank threads shared, from its model line
+ * ("...; 4 rank threads on 2 cores", written only when they were fewer
+ * than the ranks); 0 when it says none. */
+int      pp_why_cores_of_description (const PpTraceDescription *d);
 
 /* The bundled model and its partition from a trace's description: the
  * model line ("residual MLP: 8 blocks, width 256, ...") and --partition in

@@ -324,6 +324,75 @@ test_zero_bubble_table (void)
       }
 }
 
+/* Ranks sharing cores (the CPU backend's threads on a small machine).
+ * With a core per rank it is pp_simulate; with one core and free
+ * transfers the pipeline never stalls, so the step is all the work done
+ * one block after another; fewer cores never make it shorter. */
+static void
+test_shared_cores (void)
+{
+  const double costs[][4] = { { 1, 2, 1, 0 }, { 1.3, 2.9, 0.7, 0.25 } };
+  for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
+    for (gsize c = 0; c < G_N_ELEMENTS (costs); c++)
+      {
+        PpSchedule *s = NULL;
+        PpError err = { 0 };
+        if (pp_schedule_generate (i->name, 4, 8, i->default_v, &s, &err) != PP_OK)
+          g_error ("%s P=4 M=8: %s", i->name, err.msg);
+        PpCostModel *cm = pp_cost_model_new_uniform (s->n_stages, costs[c][0], costs[c][1],
+                                                     costs[c][2], costs[c][3]);
+        PpSimulation *sim = NULL;
+        g_assert_cmpint (pp_simulate (s, cm, &sim, &err), ==, PP_OK);
+        double all = 0, one = 0, two = 0, four = 0;
+        for (int r = 0; r < s->ranks; r++)
+          all += sim->rank[r].busy;
+        g_assert_cmpint (pp_simulate_shared (s, cm, 4, &four, &err), ==, PP_OK);
+        g_assert_cmpint (pp_simulate_shared (s, cm, 64, &four, &err), ==, PP_OK);
+        g_assert_cmpfloat_with_epsilon (four, sim->makespan, 1e-9 * sim->makespan);
+        g_assert_cmpint (pp_simulate_shared (s, cm, 4, &four, &err), ==, PP_OK);
+        g_assert_cmpfloat_with_epsilon (four, sim->makespan, 1e-9 * sim->makespan);
+        g_assert_cmpint (pp_simulate_shared (s, cm, 2, &two, &err), ==, PP_OK);
+        g_assert_cmpint (pp_simulate_shared (s, cm, 1, &one, &err), ==, PP_OK);
+        g_assert_cmpfloat (two, >=, four - 1e-9);
+        g_assert_cmpfloat (one, >=, two - 1e-9);
+        /* half the cores: at most twice the step, at least the work over 2 */
+        g_assert_cmpfloat (two, <=, 2 * four + 1e-9);
+        g_assert_cmpfloat (two, >=, all / 2 - 1e-9);
+        if (costs[c][3] == 0)
+          g_assert_cmpfloat_with_epsilon (one, all, 1e-9 * all);
+        else
+          g_assert_cmpfloat (one, >=, all - 1e-9);
+        pp_simulation_free (sim);
+        pp_cost_model_free (cm);
+        pp_schedule_free (s);
+      }
+  /* by hand: GPipe P=2 M=2, F 1, B 2.  A core each: 0F0 [0,1], 0F1 and 1F0
+   * [1,2], 1F1 [2,3], 1B0 [3,5], 1B1 and 0B0 [5,7], 0B1 [7,9]: 9.  One
+   * core: the 12 units of work in a row.  1F1B P=2 M=2 on one core: also 12. */
+  PpSchedule *g = pp_test_generate ("GPipe", 2, 2, 1);
+  PpCostModel *cm = pp_cost_model_new_uniform (2, 1, 2, 0, 0);
+  PpError err = { 0 };
+  double t = 0;
+  g_assert_cmpint (pp_simulate_shared (g, cm, 2, &t, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (t, 9, 1e-12);
+  g_assert_cmpint (pp_simulate_shared (g, cm, 1, &t, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (t, 12, 1e-12);
+  g_assert_cmpint (pp_simulate_shared (g, cm, 0, &t, &err), ==, PP_EINVAL);
+  pp_schedule_free (g);
+  /* 1F1B P=4 M=8, F 1, B 2, on 2 cores: 51 against 33 on 4 (fill and
+   * drain near full speed, the steady state at half), as a separate
+   * 40-line processor-sharing model of the 1F1B order also gives */
+  PpSchedule *o = pp_test_generate ("1F1B", 4, 8, 1);
+  PpCostModel *c4 = pp_cost_model_new_uniform (4, 1, 2, 0, 0);
+  g_assert_cmpint (pp_simulate_shared (o, c4, 4, &t, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (t, 33, 1e-9);
+  g_assert_cmpint (pp_simulate_shared (o, c4, 2, &t, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (t, 51, 1e-9);
+  pp_cost_model_free (c4);
+  pp_schedule_free (o);
+  pp_cost_model_free (cm);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,5 +407,6 @@ main (int argc, char **argv)
   g_test_add_func ("/simulate/validate-errors", test_validate_errors);
   g_test_add_func ("/simulate/cost-parse", test_cost_parse);
   g_test_add_func ("/simulate/zero-bubble-table", test_zero_bubble_table);
+  g_test_add_func ("/simulate/shared-cores", test_shared_cores);
   return g_test_run ();
 }

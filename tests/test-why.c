@@ -514,7 +514,7 @@ test_suggest_partition (void)
       c->f[i] = blocks[i] * 1.0 + (i == 0 ? 0.1 : 0) + (i == 3 ? 0.05 : 0);
       c->b[i] = 2 * c->f[i];
     }
-  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, blocks, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, blocks, 0, &ch, &err), ==, PP_OK);
   g_assert_cmpint (ch.slowest_stage, ==, 0);
   g_assert_cmpfloat_with_epsilon (ch.slowest_cost, 15.3, 1e-9);
   g_assert_cmpfloat_with_epsilon (ch.excess, 15.3 / ((15.3 + 3 + 3 + 3.15) / 4) - 1, 1e-9);
@@ -527,13 +527,43 @@ test_suggest_partition (void)
   g_assert_cmpfloat (ch.predicted_step, <=, 11 * 6.3 + 1e-9);
   g_assert_cmpfloat (ch.predicted_step, <, 0.6 * ch.current_step);
 
+  g_assert_cmpint (ch.cores, ==, 0);
+
+  /* the 4 ranks sharing 2 cores: both steps simulated so, neither shorter
+   * than with a core each, the same partition proposed; 4 cores or more
+   * is a core each */
+  double alone = ch.predicted_step, now_alone = ch.current_step;
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, blocks, 2, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (ch.cores, ==, 2);
+  g_assert_cmpstr (ch.partition, ==, "2,2,2,2");
+  g_assert_cmpfloat (ch.predicted_step, >, alone * 1.2);
+  g_assert_cmpfloat (ch.current_step, >=, now_alone - 1e-9);
+  double two = ch.predicted_step;
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, blocks, 4, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (ch.cores, ==, 0);
+  g_assert_cmpfloat_with_epsilon (ch.predicted_step, alone, 1e-9 * alone);
+  GString *text = g_string_new (NULL);
+  {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream (&buf, &len);
+    ch.cores = 2;
+    ch.predicted_step = two;
+    pp_why_print_change (f, &ch, 1, "ms");
+    fclose (f);
+    g_string_append (text, buf);
+    free (buf);
+  }
+  g_assert_nonnull (strstr (text->str, "the ranks sharing 2 cores"));
+  g_string_free (text, TRUE);
+
   /* without the model: the slowest stage only */
-  g_assert_cmpint (pp_why_suggest_partition (s, c, NULL, NULL, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (pp_why_suggest_partition (s, c, NULL, NULL, 0, &ch, &err), ==, PP_OK);
   g_assert_false (ch.has_partition);
   g_assert_cmpint (ch.slowest_stage, ==, 0);
   /* a partition of the wrong sum is one line */
   const int bad[4] = { 5, 1, 1, 2 };
-  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, bad, &ch, &err), ==, PP_EINVAL);
+  g_assert_cmpint (pp_why_suggest_partition (s, c, &mc, bad, 0, &ch, &err), ==, PP_EINVAL);
   g_assert_nonnull (strstr (err.msg, "9 blocks"));
   pp_cost_model_free (c);
   pp_schedule_free (s);
@@ -558,8 +588,20 @@ test_model_of_description (void)
   g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_OK);
   g_assert_cmpint (blocks[1], ==, 3);
   g_assert_cmpint (blocks[2], ==, 1);
+  g_assert_cmpint (pp_why_cores_of_description (&d), ==, 0);
+  /* the CPU run's rank threads on fewer cores, as `run` says it */
+  snprintf (d.model, sizeof d.model,
+            "residual MLP: 8 blocks, width 256, hidden 1024, batch 64; 4 rank threads on 2 cores");
+  g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_OK);
+  g_assert_cmpint (mc.layers, ==, 8);
+  g_assert_cmpint (pp_why_cores_of_description (&d), ==, 2);
+  snprintf (d.model, sizeof d.model, "residual MLP: 8 blocks, width 256; 2 rank threads on 4 cores");
+  g_assert_cmpint (pp_why_cores_of_description (&d), ==, 0);
+  snprintf (d.model, sizeof d.model, "residual MLP: 8 blocks, width 256; -4 rank threads on -2 cores");
+  g_assert_cmpint (pp_why_cores_of_description (&d), ==, 0);
   snprintf (d.model, sizeof d.model, "torch: GPT-2");
   g_assert_cmpint (pp_why_model_of_description (&d, 4, &mc, blocks, &err), ==, PP_EINVAL);
+  g_assert_cmpint (pp_why_cores_of_description (&d), ==, 0);
 }
 
 /* The CLI: `run` prints the split a rank after its table, `info` the split,

@@ -382,6 +382,8 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   if (ch.has_partition && ch.changed)
     g_string_append_printf (c, "; --partition %s instead of %s predicts a step of %.1f ms, first block to last (the plan now %.1f ms)",
                             ch.partition, ch.current, ch.predicted_step * 1e3, ch.current_step * 1e3);
+  if (ch.has_partition && ch.cores > 0)
+    g_string_append_printf (c, "; simulated with the ranks sharing this machine's %d cores", ch.cores);
   else if (ch.has_partition)
     g_string_append_printf (c, "; the partition %s already balances it", ch.current);
   gtk_label_set_text (GTK_LABEL (self->change), c->str);

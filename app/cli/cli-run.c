@@ -1,6 +1,7 @@
 /* pipescope-cli run — trains the bundled network under a schedule with the
  * runtime (runtime/pp-run.h), live by default, and compares the
  * measured bubble with the simulator's prediction from the measured costs. */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "cli-commands.h"
 #include "cli-common.h"
 #include "cli-job.h"
@@ -16,6 +17,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -33,6 +35,17 @@
  * of the steps run (the first ones warm caches and allocators), at most this
  * many. */
 #define RUN_WINDOW_MAX 50
+
+/* The cores this process may run on (a taskset's or container's share). */
+static long
+usable_cores (void)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
+    return CPU_COUNT (&set);
+  return sysconf (_SC_NPROCESSORS_ONLN);
+}
 /* the most step bubbles kept (steps x ranks): 32 MiB; a longer run's
  * figure is the median over its first steps */
 #define RUN_STEP_BUBBLES_MAX ((size_t) 1 << 22)
@@ -539,6 +552,7 @@ pp_cli_run (int argc, char **argv)
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
+  int shared_cores = 0;   /* > 0: the rank threads share this many cores */
   int gpu_transport = PP_RUN_TRANSPORT_AUTO;
   uint32_t next_name = 1;   /* the first span name not yet written */
   int clock_generation = 0; /* the last clock measurement written */
@@ -903,6 +917,21 @@ pp_cli_run (int argc, char **argv)
   snprintf (desc.backend, sizeof desc.backend, "%s", use_cuda ? "cuda" : "cpu");
   snprintf (desc.model, sizeof desc.model, "residual MLP: %d blocks, width %d, hidden %d, batch %d",
             L, D, 4 * D, B);
+  /* the CPU backend's rank threads on fewer cores than they are: said in
+   * the model line, so that what `info` and the app propose is simulated
+   * with the ranks sharing them (pp_why_cores_of_description) */
+  shared_cores = 0;
+  if (!use_cuda && (transport == NULL || transport->n_processes < 2))
+    {
+      long cores = usable_cores ();
+      if (cores > 0 && cores < s->ranks)
+        {
+          shared_cores = (int) cores;
+          size_t len = strlen (desc.model);
+          snprintf (desc.model + len, sizeof desc.model - len, "; %d rank threads on %d cores", s->ranks,
+                    shared_cores);
+        }
+    }
 
   win_busy = calloc ((size_t) s->ranks, sizeof *win_busy);
   mbegin = calloc ((size_t) s->ranks, sizeof *mbegin);
@@ -1245,7 +1274,7 @@ pp_cli_run (int argc, char **argv)
                   "what the stages' costs add; transfers: what the transfer times add; runtime: the rest):\n", k);
           pp_why_print_idle (stdout, why, s->ranks, 1e-6, "ms");
           if (pp_why_suggest_partition (s, why_c, &why_mc, n_parts == s->n_stages ? blocks : NULL,
-                                        &why_ch, NULL) == PP_OK)
+                                        shared_cores, &why_ch, NULL) == PP_OK)
             pp_why_print_change (stdout, &why_ch, 1e-6, "ms");
         }
       free (why_m);
