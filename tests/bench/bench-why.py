@@ -19,12 +19,13 @@ bookkeeping (about 8-15 ms a step here), which no partition changes.
 Prints, per case, the medians and measured/predicted for the proposal, and
 the same ratio for the unbalanced run against its own plan.
 
-The simulator assumes a rank runs as fast as when it was measured, as on a
-machine with a device (or a core) per rank.  A case with more ranks than
-this process may use cores is still run, but marked: there, a balanced run
-computes on every rank at once and shares the cores, which no per-rank cost
-can predict.  The 4-rank case is the acceptance; the 2-rank case is the
-same claim at a size a 2-core machine can run.
+With a core per rank the simulator runs each rank as fast as when it was
+measured.  With more ranks than this process may use cores, a balanced run
+computes on every rank at once and the ranks share the cores: `run` says so
+in the trace ("4 rank threads on 2 cores") and the proposal is simulated
+with the running blocks sharing the cores (pp_simulate_shared), which the
+table marks.  The 4-rank case is the acceptance; the 2-rank case is the
+same claim with a core per rank on a 2-core machine.
 
 Exits non-zero only if a run fails or prints no number.
 """
@@ -65,7 +66,7 @@ def main():
         trace = os.path.join(tmp, "unbalanced.pptrace")
         for p, partition in CASES:
             base = SHAPE + ["-p", str(p)]
-            pred, meas, plan_now, meas_now, proposed = [], [], [], [], None
+            pred, meas, plan_now, meas_now, proposed, shared = [], [], [], [], None, None
             for _ in range(RUNS):
                 run(cli, ["run"] + base + ["--partition", partition, "--trace", trace])
                 meas_now.append(measured_step(cli, trace, tmp))
@@ -76,19 +77,25 @@ def main():
                     sys.exit(f"bench-why: info proposed no partition for {partition}:\n"
                              + "\n".join(l for l in info.splitlines() if "change" in l))
                 proposed = m.group(1)
+                sh = re.search(r"the ranks sharing ([0-9]+) cores", info)
+                shared = int(sh.group(1)) if sh else None
                 pred.append(float(m.group(2)))
                 plan_now.append(float(m.group(3)))
                 run(cli, ["run"] + base + ["--partition", proposed, "--trace", trace])
                 meas.append(measured_step(cli, trace, tmp))
             rows.append((p, partition, proposed, statistics.median(pred), statistics.median(meas),
-                         statistics.median(plan_now), statistics.median(meas_now)))
+                         statistics.median(plan_now), statistics.median(meas_now), shared))
 
     print(f"bench-why: 1F1B, M=8, 8 blocks, width 256, batch 64, 60 steps; medians of {RUNS}; "
           f"{cores} cores here")
     print(f"{'P':>2} {'from':>9} {'proposed':>9} {'predicted':>10} {'measured':>9} {'ratio':>6}"
           f"   {'plan now':>9} {'measured':>9} {'ratio':>6}")
-    for p, partition, proposed, pr, me, pn, mn in rows:
-        mark = "" if p <= cores else f"   (P={p} > {cores} cores: shared cores, not a confirmation)"
+    for p, partition, proposed, pr, me, pn, mn, shared in rows:
+        mark = ""
+        if shared:
+            mark = f"   (simulated with the {p} ranks sharing {shared} cores)"
+        elif p > cores:
+            mark = f"   (P={p} > {cores} cores, simulated with a core each: not a confirmation)"
         print(f"{p:>2} {partition:>9} {proposed:>9} {pr:>8.1f}ms {me:>7.1f}ms {me / pr:>6.3f}"
               f"   {pn:>7.1f}ms {mn:>7.1f}ms {mn / pn:>6.3f}{mark}")
     print("ratio: measured / predicted; within 10% means 0.90 to 1.10")
