@@ -873,6 +873,89 @@ test_live_push (void)
   g_mutex_clear (&t.lock);
 }
 
+/* The push's clock: a collector that reads the pushed stream answers the
+ * rank's pings, and the rank's measured offset against it (one process:
+ * one clock, the true offset 0) is within half the round trip, as the
+ * midpoint of any round is; a collector that never answers costs the
+ * rank its offset, never its push. */
+typedef struct { Taker *t; int i; Viewer *v; } PushReader;
+
+static gpointer
+push_reader (gpointer data)
+{
+  PushReader *p = data;
+  read_pushed (p->t, p->i, p->v);
+  return NULL;
+}
+
+static gpointer
+mute_reader (gpointer data)
+{
+  int fd = GPOINTER_TO_INT (data);
+  char buf[65536];
+  while (recv (fd, buf, sizeof buf, 0) > 0)
+    ;
+  return NULL;
+}
+
+static void
+test_live_push_clock (void)
+{
+  Taker t = { 0 };
+  g_mutex_init (&t.lock);
+  PpLiveConfig ccfg = { .no_register = 1, .listen = "127.0.0.1:0", .on_push = take_push, .push_user = &t };
+  Job coll, rank;
+  job_start (&coll, &ccfg);
+  char addr[64];
+  snprintf (addr, sizeof addr, "127.0.0.1:%d", pp_live_server_tcp_port (coll.server));
+  PpLiveConfig rcfg = { .no_register = 1, .push = addr, .push_token = pp_live_server_token (coll.server),
+                        .push_label = "test rank" };
+
+  job_start (&rank, &rcfg);
+  wait_taken (&t, 1);
+  PushReader pr = { &t, 0, viewer_new ("pushed", 5000) };
+  GThread *th = g_thread_new ("push-reader", push_reader, &pr);
+  int64_t off = 0, rtt = 0;
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  uint64_t written = 0;
+  while (pp_live_server_clock (rank.server, &off, &rtt) == 0 && g_get_monotonic_time () < deadline)
+    {
+      if (written < 4000)
+        {
+          job_write (&rank, written, written + 100, 100, 0);
+          written += 100;
+        }
+      g_usleep (2000);
+    }
+  g_assert_cmpuint (pp_live_server_clock (rank.server, &off, &rtt), >=, 1);
+  g_assert_cmpint (rtt, >, 0);
+  g_assert_cmpint (off < 0 ? -off : off, <=, rtt / 2 + 1);
+  g_test_message ("offset %lld ns (true 0), least round trip %lld ns", (long long) off, (long long) rtt);
+  job_write (&rank, written, 5000, 1000, 0);
+  job_end (&rank);
+  g_thread_join (th);
+  assert_complete (pr.v, 5000);   /* the pings cost the stream nothing */
+  g_assert_true (pr.v->ended);
+  viewer_free (pr.v);
+
+  /* a collector that reads and never answers: no offset; the push goes on */
+  job_start (&rank, &rcfg);
+  wait_taken (&t, 2);
+  th = g_thread_new ("mute-reader", mute_reader, GINT_TO_POINTER (t.fds[1]));
+  g_usleep (2600 * 1000);   /* a whole session of the rank's: 2 s */
+  g_assert_cmpuint (pp_live_server_clock (rank.server, NULL, NULL), ==, 0);
+  g_assert_cmpuint (pp_live_server_dropped (rank.server), ==, 0);
+  job_write (&rank, 0, 1000, 100, 0);
+  job_end (&rank);
+  g_thread_join (th);
+  close (t.fds[1]);
+
+  job_end (&coll);
+  for (int i = 0; i < t.n; i++)
+    g_free (t.first[i]);
+  g_mutex_clear (&t.lock);
+}
+
 /* ---- (f) the socket's mode, cleanup, a dead job ---- */
 
 static void
@@ -1057,6 +1140,7 @@ main (int argc, char **argv)
   g_test_add_func ("/live/attach-detach", test_live_attach_detach);
   g_test_add_func ("/live/tcp", test_live_tcp);
   g_test_add_func ("/live/push", test_live_push);
+  g_test_add_func ("/live/push-clock", test_live_push_clock);
   g_test_add_func ("/live/registry", test_live_registry);
   g_test_add_func ("/live/history-cap", test_live_history_cap);
   g_test_add_func ("/live/pieces", test_live_pieces);
