@@ -185,6 +185,10 @@ struct Collector {
   bool            have_desc, dirty;
   PpSpan         *kept;
   size_t          n_kept;
+  /* and each rank's plan, the last it sent (what it will run: a schedule
+   * loaded from CSV has no name pipescope could rebuild it from) */
+  PpTracePlanAction *plan[PROFILE_MAX_RANKS];
+  size_t          n_plan[PROFILE_MAX_RANKS];
   /* streams pushed by ranks of other hosts, taken on the server's thread,
    * read from the next scan on (under lock) */
   struct { PpLiveClient *client; char peer[96]; } pushed[PROFILE_PUSH_QUEUE];
@@ -254,6 +258,20 @@ collect_item (RankStream *rs, PpTraceItem *it)
           c->desc = *it->description;
           c->have_desc = true;
           register_schedule (c, c->desc.schedule);
+        }
+    }
+  if (it->type == PP_TRACE_ITEM_PLAN && c->kept != NULL && !it->plan.has_timeline
+      && it->plan.rank >= 0 && it->plan.rank < PROFILE_MAX_RANKS)
+    {
+      int r = it->plan.rank;
+      PpTracePlanAction *a = malloc ((it->plan.n_actions + 1) * sizeof *a);
+      if (a != NULL)
+        {
+          memcpy (a, it->plan.actions, it->plan.n_actions * sizeof *a);
+          free (c->plan[r]);
+          c->plan[r] = a;
+          c->n_plan[r] = it->plan.n_actions;
+          c->dirty = true;
         }
     }
   if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL
@@ -332,6 +350,9 @@ live_plan (Collector *c)
   PpWhyReport *rep = NULL;
   PpSchedule *s = NULL;
   PpSimulation *sim = NULL;
+  static PpTracePlanAction *plan[PROFILE_MAX_RANKS];   /* the collector's thread only */
+  static size_t n_plan[PROFILE_MAX_RANKS];
+  int n_ranks = 0;
 
   pthread_mutex_lock (&c->lock);
   if (c->dirty && c->have_desc && (copy = malloc (c->n_kept * sizeof *copy + 1)) != NULL)
@@ -340,12 +361,27 @@ live_plan (Collector *c)
       n = c->n_kept;
       desc = c->desc;
       c->dirty = false;
+      /* the plans as they are now (the lock is not held while analysing) */
+      n_ranks = desc.n_ranks > 0 && desc.n_ranks <= PROFILE_MAX_RANKS ? desc.n_ranks : 0;
+      for (int r = 0; r < n_ranks; r++)
+        {
+          free (plan[r]);
+          plan[r] = NULL;
+          n_plan[r] = 0;
+          if (c->plan[r] != NULL && (plan[r] = malloc ((c->n_plan[r] + 1) * sizeof **plan)) != NULL)
+            {
+              memcpy (plan[r], c->plan[r], c->n_plan[r] * sizeof **plan);
+              n_plan[r] = c->n_plan[r];
+            }
+        }
     }
   pthread_mutex_unlock (&c->lock);
   if (copy == NULL)
     return;
+  PpWhyPlans plans = { n_ranks, (const PpTracePlanAction *const *) plan, n_plan };
   /* the last few steps: the machine's cores are the job's */
-  if (pp_why_analyse_run (&desc, NULL, copy, n, PROFILE_PLAN_STEPS, &rep, NULL, &s, NULL) == PP_OK
+  if (pp_why_analyse_run (&desc, n_ranks > 0 ? &plans : NULL, copy, n, PROFILE_PLAN_STEPS, &rep, NULL,
+                          &s, NULL) == PP_OK
       && pp_simulate (s, rep->costs, &sim, NULL) == PP_OK)
     {
       pthread_mutex_lock (&c->lock);
@@ -1100,7 +1136,11 @@ out:
     }
   pp_live_server_free (c.server);
   if (!stuck)
-    free (c.kept);
+    {
+      free (c.kept);
+      for (int r = 0; r < PROFILE_MAX_RANKS; r++)
+        free (c.plan[r]);
+    }
   free (cmdline);
   if (cmd != NULL && cmd != user_cmd)
     free (cmd);

@@ -47,13 +47,20 @@ def run(cmd, env, what, timeout=240):
 
 
 def live(cli, py, env, tmp):
-    """One job, live: while a profiled 1F1B job trains, `jobs` shows it as
-    one line with both ranks and its schedule, and `record` by its name and by the pid of
-    rank 1 alone each get every rank's spans."""
+    """One job, live: while a profiled job trains (1F1B loaded from
+    pipescope's CSV, a schedule no name rebuilds), `jobs` shows it as one
+    line with both ranks and its schedule, `record` by its name and by the
+    pid of rank 1 alone each get every rank's spans, and the collector's
+    stream holds the plan timed with the costs measured so far (built from
+    the ranks' plans)."""
     import time
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    csvf = os.path.join(tmp, "live.csv")
+    with open(csvf, "w") as f:
+        subprocess.run([cli, "schedule", "-s", "1F1B", "-p", "2", "-m", "4", "--format", "csv"],
+                       stdout=f, check=True)
     job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
-           "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "400",
+           "--csv", csvf, "--stages-per-rank", "1", "--microbatches", "4", "--steps", "400",
            "--out", os.path.join(tmp, "live")]
     prof = subprocess.Popen([cli, "profile", "--name", "torchlive", "--no-trace", "--"] + job, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -72,11 +79,11 @@ def live(cli, py, env, tmp):
             fail(f"jobs shows the job on {len(lines)} lines:\n{out}")
         # the schedule a rank described, not "pytorch" (what the collector
         # knew when it registered): "PID  NAME  SCHEDULE  ..."
-        while time.monotonic() < deadline and prof.poll() is None and line.split()[2] != "1F1B":
+        while time.monotonic() < deadline and prof.poll() is None and line.split()[2] != "CSV":
             time.sleep(0.5)
             out = subprocess.run([cli, "jobs"], env=env, capture_output=True, text=True).stdout
             line = ([l for l in out.splitlines() if "torchlive" in l] or [line])[0]
-        if line.split()[2] != "1F1B":
+        if line.split()[2] != "CSV":
             fail(f"jobs does not name the job's schedule:\n{line}")
         reg = os.path.join(tmp, "pipescope")
         rank1 = None
@@ -101,12 +108,15 @@ def live(cli, py, env, tmp):
             info = subprocess.run([cli, "info", out], env=env, capture_output=True, text=True).stdout
             if "ranks: 2" not in info or "rank 0 bubble" not in info or "rank 1 bubble" not in info:
                 fail(f"record {spec} did not get both ranks:\n{o}\n{e}\n{info}")
+            # the collector times the plan every 5 s; 8 s of its stream hold one
+            if spec == "torchlive" and "planned bubble" not in info:
+                fail(f"record {spec}: the live stream has no timed plan of the CSV schedule:\n{info}")
     finally:
         if prof.poll() is None:
             prof.kill()
             prof.wait()
     print("ok 1 - live: one line in jobs with ranks 2/2 and the schedule; record by name and by rank 1's pid "
-          "got both ranks")
+          "got both ranks; the collector's stream has the CSV schedule's plan, timed")
 
 
 def main():
