@@ -343,17 +343,30 @@ test_device (void)
   /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub */
   /* blocks with device work run from their first kernel to their last
    * (NCCL's, which wait for the peer, not counted); times count from the
-   * run's start, its first span: the NCCL kernel at 121 us */
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,0,60000,0,9,0,ncclDevKernel_SendRecv,\n"));
-  g_assert_nonnull (strstr (csv, "0,0,0,F,0,39000,69000,65535,"));
-  g_assert_nonnull (strstr (csv, "0,0,0,B,0,239000,269000,65535,"));
+   * run's start: step 0, which began with its first action on the host at
+   * 100 us (before the first span, the NCCL kernel at 121 us) */
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,21000,81000,0,9,0,ncclDevKernel_SendRecv,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,F,0,60000,90000,65535,"));
+  g_assert_nonnull (strstr (csv, "0,0,0,B,0,260000,290000,65535,"));
   g_assert_nonnull (strstr (csv, ",PP:0F0,\n"));         /* the NVTX suffix cut */
   g_assert_null (strstr (csv, "seq = 5"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,39000,69000,0,7,0,gemm_fwd,\n"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,239000,269000,0,7,0,gemm_bwd,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,60000,90000,0,7,0,gemm_fwd,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,260000,290000,0,7,0,gemm_bwd,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,MEMCPY,"));
   g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,KERNEL,"));
+  /* the Chrome export counts from the same start: no event before 0
+   * (step 0's slice began before the first span) */
+  {
+    char *chrome = pp_test_ctx_path (&c, "gpu-chrome.json"), *text = NULL;
+    g_assert_cmpint (run (&c, &out, &err, "export", o, "--format", "chrome", "-o", chrome, NULL), ==, 0);
+    g_free (out); g_free (err);
+    g_assert_true (g_file_get_contents (chrome, &text, NULL, NULL));
+    g_assert_nonnull (strstr (text, "\"name\":\"step 0\""));
+    g_assert_null (strstr (text, "\"ts\":-"));
+    g_free (text);
+    g_free (chrome);
+  }
   g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
   g_assert_nonnull (strstr (out, "backend: cuda"));
   g_free (out); g_free (err);

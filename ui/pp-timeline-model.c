@@ -223,6 +223,8 @@ recompute_extent (PpTimelineModel *m)
       for (size_t k = 0; k < rk->n_plan; k++)
         see_time (m, rk->plan[k].start_ns, rk->plan[k].end_ns);
     }
+  for (size_t k = 0; k < m->n_marks; k++)
+    see_time (m, m->marks[k].t, m->marks[k].t);
 }
 
 static int64_t
@@ -533,6 +535,9 @@ add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
     return 0;
   if (step > m->max_marked_step)
     m->max_marked_step = step;
+  /* a step may begin before its first block (a step() call, an imported
+   * ProfilerStep): the run's extent holds it, so no time before zero */
+  see_time (m, t, t);
   return push_mark (m, t, step);
 }
 
