@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -610,6 +611,76 @@ cmp_interval (const void *a, const void *b)
 
 /* ---- info ------------------------------------------------------------------ */
 
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* The measured step (first F/B/I/W start to last end over every rank, the
+ * median over the steps) and the loss the last stage reported, first to
+ * last: what `run` prints at its end, for any trace. */
+static void
+print_step_time_and_loss (const Trace *t)
+{
+  int lo_step = INT_MAX, hi_step = -1;
+  for (size_t i = 0; i < t->n_spans; i++)
+    if (pp_span_kind_is_block (t->spans[i].kind) && t->spans[i].step >= 0)
+      {
+        if (t->spans[i].step < lo_step) lo_step = t->spans[i].step;
+        if (t->spans[i].step > hi_step) hi_step = t->spans[i].step;
+      }
+  long n_steps = hi_step >= lo_step ? (long) hi_step - lo_step + 1 : 0;
+  if (n_steps > 0 && n_steps <= (1L << 24))
+    {
+      int64_t *lo = malloc ((size_t) n_steps * sizeof *lo), *hi = malloc ((size_t) n_steps * sizeof *hi);
+      double *len = malloc ((size_t) n_steps * sizeof *len);
+      if (lo != NULL && hi != NULL && len != NULL)
+        {
+          for (long k = 0; k < n_steps; k++)
+            {
+              lo[k] = INT64_MAX;
+              hi[k] = INT64_MIN;
+            }
+          for (size_t i = 0; i < t->n_spans; i++)
+            {
+              const PpSpan *sp = &t->spans[i];
+              if (!pp_span_kind_is_block (sp->kind) || sp->step < 0)
+                continue;
+              long k = sp->step - lo_step;
+              if (sp->start_ns < lo[k]) lo[k] = sp->start_ns;
+              if (sp->end_ns > hi[k]) hi[k] = sp->end_ns;
+            }
+          int m = 0;
+          for (long k = 0; k < n_steps; k++)
+            if (hi[k] > lo[k] && (double) hi[k] - (double) lo[k] < 1e18)
+              len[m++] = (double) (hi[k] - lo[k]);
+          if (m > 0)
+            {
+              qsort (len, (size_t) m, sizeof *len, cmp_double);
+              printf ("step time (first F/B/I/W start to last end, every rank): median %.3f ms over %d "
+                      "step%s, min %.3f, max %.3f\n", len[m / 2] / 1e6, m, m == 1 ? "" : "s", len[0] / 1e6,
+                      len[m - 1] / 1e6);
+            }
+        }
+      free (lo);
+      free (hi);
+      free (len);
+    }
+  int n = 0;
+  double first = 0, last = 0;
+  for (size_t i = 0; i < t->n_counters; i++)
+    if (t->counters[i].kind == PP_COUNTER_LOSS && isfinite (t->counters[i].value))
+      {
+        if (n++ == 0)
+          first = t->counters[i].value;
+        last = t->counters[i].value;
+      }
+  if (n > 0)
+    printf ("loss: %.6g -> %.6g (%d value%s, as the job computed it)\n", first, last, n, n == 1 ? "" : "s");
+}
+
 /* Each rank's bubble inside the steps' compute windows (what `run` prints
  * and what compares with a plan's bubble a step); nothing when the trace
  * has no step. */
@@ -819,6 +890,7 @@ pp_cli_info (int argc, char **argv)
       }
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      print_step_time_and_loss (&t);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
               (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
