@@ -1111,7 +1111,13 @@ write_flows (FILE *f, const Trace *t, int64_t base)
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
                    s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, rc->rank);
-          print_us_since (f, rc->end_ns > rc->start_ns ? rc->end_ns : rc->start_ns, base);
+          /* the data is there when the receive ends, and not before the
+           * send has ended: a receive posted early (PyTorch's irecv, its
+           * span the posting) ends before the send starts */
+          int64_t arrive = rc->end_ns > rc->start_ns ? rc->end_ns : rc->start_ns;
+          if (arrive < s->end_ns)
+            arrive = s->end_ns > s->start_ns ? s->end_ns : s->start_ns;
+          print_us_since (f, arrive, base);
           fprintf (f, "}");
           break;
         }
