@@ -176,7 +176,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
     }
 
   /* axis titles, with their units */
-  pp_chart_axis_titles (cr, h, left, right, top, bottom, "training step", "loss (nats)");
+  pp_chart_axis_titles (cr, h, left, right, top, bottom, "training step", "loss");
 
   /* axes */
   cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
