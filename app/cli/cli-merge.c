@@ -6,12 +6,19 @@
  * plans every rank, from costs shared by all); every rank's spans,
  * counters, markers, clock offsets and rank frames come from its own file.
  * Span names are interned per process, so their ids are renumbered.  Items
- * stream through: memory is the string map, not the traces. */
+ * stream through: memory is the string map, not the traces.
+ *
+ * Ranks that planned without times (a PyTorch job's, each rank its own
+ * plan: profile, or pipescope.torch.instrument() in the script) get the
+ * job's plan timed with the costs it measured, as profile's trace has it;
+ * a bundled run's rank 0 wrote a timed plan already, which stays as it is. */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "cli-plan.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +39,9 @@ merge_usage (FILE *out)
          "  pipescope-cli merge -o job.pptrace job.rank*.pptrace\n"
          "gives the whole job, each rank's clock aligned to rank 0's by the\n"
          "clock offsets the ranks measured.  The inputs must describe the same\n"
-         "run (schedule, ranks, micro-batches, stages per rank).\n"
+         "run (schedule, ranks, micro-batches, stages per rank).  Ranks that\n"
+         "planned without times (a PyTorch job's) get the job's plan timed with\n"
+         "the costs they measured, as 'pipescope-cli profile' gives it.\n"
          "\n"
          "  -o, --output OUT   the merged trace (refused if it is one of the inputs)\n", out);
 }
@@ -141,13 +150,20 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
   return status;
 }
 
+/* What the PLAN frames copied so far hold (copy_items' *plans). */
+enum {
+  PLAN_UNTIMED = 1 << 0,   /* a rank's actions without times */
+  PLAN_TIMED   = 1 << 1,   /* a rank's actions with the simulator's times */
+};
+
 /* Copies the items of path into w (not its description; its plans only if
  * take_plan, else only those of ranks no trace copied before planned:
  * a PyTorch rank's trace plans its own rank alone), renumbering span names
  * from *next_name.  planned[PP_TRACE_MAX_RANKS] marks the ranks planned so
- * far.  0, or 1 with one line. */
+ * far; *plans gets the PLAN_* of the plans copied.  0, or 1 with one line. */
 static int
-copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, uint32_t *next_name)
+copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, int *plans,
+            uint32_t *next_name)
 {
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
@@ -184,6 +200,8 @@ copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, u
           if (!take_plan && (planned[pr] || it.plan.n_actions == 0))
             continue;
           planned[pr] |= it.plan.n_actions > 0;
+          if (it.plan.n_actions > 0)
+            *plans |= it.plan.has_timeline ? PLAN_TIMED : PLAN_UNTIMED;
         }
       if (it.type == PP_TRACE_ITEM_STRING)
         {
@@ -228,7 +246,7 @@ pp_cli_merge (int argc, char **argv)
   bool *rank0 = NULL, *planned = NULL;
   PpTraceWriter *w = NULL;
   PpError err = { 0 };
-  int opt, n, ref = -1, status = 1;
+  int opt, n, ref = -1, status = 1, plans = 0;
   uint32_t next_name = 1;
 
   opterr = 0;
@@ -289,10 +307,10 @@ pp_cli_merge (int argc, char **argv)
     }
   /* rank 0's trace first: its plans win */
   if ((planned = calloc (PP_TRACE_MAX_RANKS, sizeof *planned)) == NULL
-      || copy_items (argv[optind + ref], w, true, planned, &next_name) != 0)
+      || copy_items (argv[optind + ref], w, true, planned, &plans, &next_name) != 0)
     goto done;
   for (int i = 0; i < n; i++)
-    if (i != ref && copy_items (argv[optind + i], w, false, planned, &next_name) != 0)
+    if (i != ref && copy_items (argv[optind + i], w, false, planned, &plans, &next_name) != 0)
       goto done;
   {
     PpTraceWriter *tmp = w;
@@ -305,7 +323,24 @@ pp_cli_merge (int argc, char **argv)
   }
   printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
           descs[ref].n_ranks, out);
-  status = 0;
+  fflush (stdout);
+  status = 0;   /* from here on the merged trace stands, timed or not */
+  if (plans == 0)
+    fprintf (stderr, "pipescope-cli: merge: the plan stays untimed: no trace holds a plan "
+             "(its ranks never wrote one: pipescope_plan)\n");
+  else if (!(plans & PLAN_TIMED))
+    {
+      /* the merged trace, then the same with the timed plan in its place */
+      char timed[PATH_MAX];
+      if (snprintf (timed, sizeof timed, "%s.timing", out) >= (int) sizeof timed)
+        fprintf (stderr, "pipescope-cli: merge: %s: path too long; the plan stays untimed\n", out);
+      else if (pp_cli_write_timed_plan (out, timed, "merge") == 0 && rename (timed, out) != 0)
+        {
+          fprintf (stderr, "pipescope-cli: merge: %s: %s; the plan stays untimed\n", out,
+                   strerror (errno));
+          unlink (timed);
+        }
+    }
 
 done:
   if (w != NULL)

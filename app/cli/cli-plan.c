@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pp-why.h"
+
 int
 pp_cli_span_kind_of_action (int kind)
 {
@@ -195,5 +197,63 @@ out:
   if (w)
     pp_trace_writer_close (w, NULL);
   free (spans);
+  return status;
+}
+
+int
+pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
+{
+  PpWhyReport *rep = NULL;
+  PpSchedule *s = NULL;
+  PpSimulation *sim = NULL;
+  PpTraceReader *rd = NULL;
+  PpTraceWriter *w = NULL;
+  PpError err = { 0 };
+  PpTraceItem it;
+  int status = 1;
+  bool created = false;
+
+  if (pp_why_analyse_trace (part, 0, &rep, NULL, &s, &err) != PP_OK
+      || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);
+      goto out;
+    }
+  if ((rd = pp_trace_reader_new_path (part, &err)) == NULL
+      || (w = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err)) == NULL)
+    goto fail;
+  created = true;
+  for (;;)
+    {
+      if (pp_trace_reader_next (rd, &it, &err) != PP_OK)
+        goto fail;
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      if (pp_trace_write_item (w, &it, &err) != PP_OK)
+        goto fail;
+    }
+  /* the simulation's times are seconds, as the report's costs */
+  if (pp_cli_write_plan (w, s, sim, 1.0, &err) != PP_OK)
+    goto fail;
+  {
+    PpTraceWriter *tmp = w;
+    w = NULL;
+    if (pp_trace_writer_close (tmp, &err) != PP_OK)
+      goto fail;
+  }
+  fprintf (stderr, "planned %s with the costs it measured: %.3f ms a step\n", s->name,
+           sim->makespan * 1e3);
+  status = 0;
+  goto out;
+fail:
+  fprintf (stderr, "pipescope-cli: %s: the timed plan: %s; the plan stays untimed\n", who, err.msg);
+out:
+  pp_trace_writer_close (w, NULL);
+  if (status != 0 && created)
+    unlink (trace);   /* no half-timed trace left behind */
+  pp_trace_reader_free (rd);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  pp_why_report_free (rep);
   return status;
 }

@@ -1,6 +1,7 @@
 /* cli-plan.h — a schedule's simulated plan as trace frames: the plan of
- * `schedule --trace` and `schedule --serve`, and the PLAN frames `run`
- * writes beside its measurement. */
+ * `schedule --trace` and `schedule --serve`, the PLAN frames `run`
+ * writes beside its measurement, and the timed plan `merge` (and so
+ * `profile`) appends to a job whose ranks planned without times. */
 #pragma once
 
 #include "pp-schedule.h"
@@ -30,3 +31,13 @@ PpStatus pp_cli_write_sim_header (PpTraceWriter *w, const PpTraceDescription *de
  * time unit = seconds_per_unit s) unless sim is NULL. */
 PpStatus pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
                             double seconds_per_unit, PpError *err);
+
+/* The job's plan with the costs it measured: the trace at part analysed
+ * (pp_why_analyse_trace: the schedule rebuilt from its plans or its
+ * description, the mean measured per-stage costs), simulated, and written
+ * to trace (a new file) as part's items followed by timed PLAN frames,
+ * which replace the ranks' untimed ones.  Says so in one line on stderr
+ * ("planned NAME with the costs it measured: ..."); 0, or 1 with one line
+ * on stderr naming who ("merge") and why the plan stays untimed (a CSV
+ * schedule, no whole step), trace then not left behind. */
+int pp_cli_write_timed_plan (const char *part, const char *trace, const char *who);

@@ -339,8 +339,8 @@ rank_thread (void *arg)
 }
 
 /* The live stream's plan, timed by what the ranks measured so far (as
- * write_timed_plan does for the file): quietly nothing until a whole step
- * of every rank has come. */
+ * merge times the file's: pp_cli_write_timed_plan): quietly nothing until
+ * a whole step of every rank has come. */
 static void
 live_plan (Collector *c)
 {
@@ -720,77 +720,11 @@ forward_env (int argc, char **argv, char **extra_value)
   return nv;
 }
 
-/* The job's plan with the costs it measured: the schedule (rebuilt from
- * the description, whose orders are PyTorch's) simulated with the mean
- * measured per-stage costs, appended to the merged trace as timed PLAN
- * frames, which replace the ranks' untimed ones: the app's plan lane, the
- * plan's bubble in Statistics and What if's baseline then work as for a
- * bundled run.  From `part` into `trace` (a new file); 0, or 1 (and the plan left
- * untimed) where the job cannot be analysed (a CSV schedule, no whole step). */
-static int
-write_timed_plan (const char *part, const char *trace)
-{
-  PpWhyReport *rep = NULL;
-  PpSchedule *s = NULL;
-  PpSimulation *sim = NULL;
-  PpTraceReader *rd = NULL;
-  PpTraceWriter *w = NULL;
-  PpError err = { 0 };
-  PpTraceItem it;
-  int status = 1;
-
-  if (pp_why_analyse_trace (part, 0, &rep, NULL, &s, &err) != PP_OK
-      || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
-    {
-      fprintf (stderr, "pipescope-cli: profile: the plan stays untimed: %s\n", err.msg);
-      goto out;
-    }
-  if ((rd = pp_trace_reader_new_path (part, &err)) == NULL
-      || (w = pp_trace_writer_new_path (trace, PP_TRACE_NATIVE, &err)) == NULL)
-    goto fail;
-  for (;;)
-    {
-      if (pp_trace_reader_next (rd, &it, &err) != PP_OK)
-        goto fail;
-      if (it.type == PP_TRACE_ITEM_END)
-        break;
-      if (pp_trace_write_item (w, &it, &err) != PP_OK)
-        goto fail;
-    }
-  /* the simulation's times are seconds, as the report's costs */
-  if (pp_cli_write_plan (w, s, sim, 1.0, &err) != PP_OK)
-    goto fail;
-  {
-    PpTraceWriter *tmp = w;
-    w = NULL;
-    if (pp_trace_writer_close (tmp, &err) != PP_OK)
-      goto fail;
-  }
-  printf ("planned %s with the costs it measured: %.3f ms a step\n", s->name, sim->makespan * 1e3);
-  status = 0;
-  goto out;
-fail:
-  fprintf (stderr, "pipescope-cli: profile: the timed plan: %s\n", err.msg);
-out:
-  if (w != NULL)
-    {
-      pp_trace_writer_close (w, NULL);
-      unlink (trace);
-    }
-  pp_trace_reader_free (rd);
-  pp_simulation_free (sim);
-  pp_schedule_free (s);
-  pp_why_report_free (rep);
-  return status;
-}
-
 /* Merges the ranks' trace files PATH.rankR into PATH (and removes them),
  * its plan timed with the measured costs where it can be. */
 static int
 merge_traces (const char *trace)
 {
-  char timed[PATH_MAX];
-  snprintf (timed, sizeof timed, "%s.timing", trace);
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
 
@@ -814,19 +748,11 @@ merge_traces (const char *trace)
   else
     {
       fflush (stdout);
+      /* merge times the plan with the costs the ranks measured */
       status = pp_cli_merge (argc, argv);
       if (status == 0)
-        {
-          for (int i = 3; i < argc; i++)
-            unlink (argv[i]);
-          /* the merged trace, then the same with the timed plan in its place */
-          if (write_timed_plan (trace, timed) == 0 && rename (timed, trace) != 0)
-            {
-              fprintf (stderr, "pipescope-cli: profile: %s: %s; the plan stays untimed\n", trace,
-                       strerror (errno));
-              unlink (timed);
-            }
-        }
+        for (int i = 3; i < argc; i++)
+          unlink (argv[i]);
     }
   for (int i = 3; i < argc; i++)
     free (argv[i]);
