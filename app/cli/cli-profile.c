@@ -57,7 +57,7 @@
 #define PROFILE_SCAN_MS   100
 #define PROFILE_DRAIN_S   10     /* after the command ends, how long ranks' streams may take to end */
 #define PROFILE_PLAN_MS   5000   /* how often the live stream's plan is timed again */
-#define PROFILE_PLAN_STEPS 4     /* over the newest whole steps */
+#define PROFILE_PLAN_STEPS 16    /* over the newest whole steps (4 jumped about) */
 #define PROFILE_SPANS_MAX 65536  /* blocks and transfers kept for it (the newest) */
 #define PROFILE_PUSH_QUEUE 64    /* pushed streams taken, not yet read (the next scan reads them) */
 
@@ -720,10 +720,54 @@ forward_env (int argc, char **argv, char **extra_value)
   return nv;
 }
 
+/* An executable file, or one in PATH (a name without '/'), as execvp finds it. */
+static bool
+command_exists (const char *name)
+{
+  if (strchr (name, '/') != NULL)
+    return access (name, X_OK) == 0;
+  const char *path = getenv ("PATH");
+  if (path == NULL || path[0] == '\0')
+    path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;)
+    {
+      const char *e = strchr (p, ':');
+      size_t n = e ? (size_t) (e - p) : strlen (p);
+      char full[PATH_MAX];
+      if (snprintf (full, sizeof full, "%.*s/%s", (int) n, n ? p : ".", name) < (int) sizeof full
+          && access (full, X_OK) == 0 && is_file (full))
+        return true;
+      p += n + (e != NULL);
+      if (e == NULL)
+        break;
+    }
+  return false;
+}
+
 /* Merges the ranks' trace files PATH.rankR into PATH (and removes them),
- * its plan timed with the measured costs where it can be. */
+ * its plan timed with the measured costs where it can be.  What merging
+ * prints goes to stderr: the command's stdout is the command's own. */
+static int merge_traces_here (const char *trace);
+
 static int
 merge_traces (const char *trace)
+{
+  fflush (stdout);
+  int saved = dup (STDOUT_FILENO);
+  if (saved >= 0)
+    dup2 (STDERR_FILENO, STDOUT_FILENO);
+  int status = merge_traces_here (trace);
+  fflush (stdout);
+  if (saved >= 0)
+    {
+      dup2 (saved, STDOUT_FILENO);
+      close (saved);
+    }
+  return status;
+}
+
+static int
+merge_traces_here (const char *trace)
 {
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
@@ -822,6 +866,12 @@ pp_cli_profile (int argc, char **argv)
     return pp_cli_usage_error ("--trace and --no-trace: choose one");
   if (token_file && !listen)
     return pp_cli_usage_error ("--token-file goes with --listen");
+  if (!command_exists (argv[optind]))
+    {
+      /* said before anything registers or serves, as a shell says it */
+      fprintf (stderr, "pipescope-cli: profile: %s: command not found\n", argv[optind]);
+      return 127;
+    }
   if (token_file && pp_live_token_from_file (token_file, token, sizeof token, &err) != PP_OK)
     return pp_cli_usage_error ("%s", err.msg);
   if (trace == NULL && !no_trace)
@@ -1047,10 +1097,10 @@ pp_cli_profile (int argc, char **argv)
     fprintf (stderr, "pipescope-cli: profile: %llu TCP connection%s refused (a wrong token, or no token "
              "line within a second)\n", (unsigned long long) pp_live_server_refused (c.server),
              pp_live_server_refused (c.server) == 1 ? "" : "s");
-  if (trace != NULL && merge_traces (trace) != 0 && status == 0)
-    status = 1;
-  else if (trace != NULL && is_file (trace))
-    printf ("trace: %s (open it with: pipescope %s)\n", trace, trace);
+  /* the exit status stays the command's, whatever became of the trace
+   * (merge_traces has said why it has none) */
+  if (trace != NULL && merge_traces (trace) == 0 && is_file (trace))
+    fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
 
 out:
   if (c.w && !stuck)

@@ -162,8 +162,11 @@ def main():
     p = run([cli, "profile", "--trace", trace, "--name", "torchtest", "--"] + job + ["--out", prof],
             env, "the profiled run")
     # a CSV schedule too: the analysis builds it from the ranks' plans
-    if "planned " not in p.stdout:
+    if "planned " not in p.stderr:
         fail(f"profile did not time the plan with the job's costs:\n{p.stdout}\n{p.stderr[-2000:]}")
+    # train.py prints nothing: profile's own lines are on stderr only
+    if p.stdout != "":
+        fail(f"profile wrote to the job's stdout:\n{p.stdout[-2000:]}")
     if "recorded" not in p.stderr:
         fail(f"profile said nothing of what it recorded:\n{p.stderr[-2000:]}")
     if "not recording" in p.stderr or "recording stopped" in p.stderr:
@@ -183,10 +186,24 @@ def main():
     if not any(res[r]["losses"] and res[r]["losses"][0] for r in res):
         fail("no rank computed a loss")
 
+    # the Chrome export: every flow (a transfer's arrow) ends after it starts
+    chrome = os.path.join(tmp, "job.json")
+    run([cli, "export", trace, "--format", "chrome", "-o", chrome], env, "the Chrome export")
+    with open(chrome) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    starts = {e["id"]: e["ts"] for e in events if e.get("cat") == "flow" and e.get("ph") == "s"}
+    ends = {e["id"]: e["ts"] for e in events if e.get("cat") == "flow" and e.get("ph") == "f"}
+    back = [i for i in ends if i in starts and ends[i] < starts[i]]
+    if not starts or back:
+        fail(f"Chrome export: {len(starts)} flows, {len(back)} end before they start")
+    if any(e.get("ts", 0) < 0 for e in events):
+        fail("Chrome export: an event before time 0")
     info = run([cli, "info", trace], env, "info").stdout
     wants = ["ranks: 2", f"steps: {STEPS}", "rank 0: host", "rank 1: host", "PyTorch",
              "planned bubble (last plan of each rank", "idle by cause (a step, mean over the last",
-             "critical path (share of the step"]
+             "critical path (share of the step", f"step time (first F/B/I/W start to last end, every rank): median ",
+             f"over {STEPS} steps", f"({STEPS} values, as the job computed it)"]
     for want in wants:
         if want not in info:
             fail(f"info lacks '{want}':\n{info}")

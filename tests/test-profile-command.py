@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""test-profile-command.py CLI — profile leaves the command its own (issue 14).
+
+  1. A command that runs no pipeline: its exit status (0, and 3) and its
+     stdout, byte for byte, are profile's; what profile says (serving, no
+     rank wrote a trace) is on stderr only.
+  2. A command that does not exist: exit 127 and one line naming it, before
+     anything registers (the registry folder holds no entry).
+No PyTorch needed.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+n = 0
+
+
+def ok(msg):
+    global n
+    n += 1
+    print(f"ok {n} - {msg}")
+
+
+def fail(msg):
+    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
+    sys.exit(1)
+
+
+def main():
+    cli = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix="pp-profile-cmd-")
+    os.chmod(tmp, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
+    print("1..2")
+    for code in (0, 3):
+        script = f"import sys; sys.stdout.write('hi\\n'); sys.stdout.flush(); sys.exit({code})"
+        p = subprocess.run([cli, "profile", "--trace", os.path.join(tmp, "t.pptrace"), "--",
+                            sys.executable, "-c", script], env=env, cwd=tmp, capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode != code:
+            fail(f"exit {p.returncode} for a command that exits {code}:\n{p.stderr}")
+        if p.stdout != "hi\n":
+            fail(f"stdout is not the command's own: {p.stdout!r}")
+        if "no rank wrote a trace" not in p.stderr:
+            fail(f"profile did not say why it has no trace:\n{p.stderr}")
+    ok("no pipeline: the command's exit status (0, 3) and stdout are profile's; its own lines on stderr")
+
+    reg = os.path.join(tmp, "pipescope")
+    before = set(os.listdir(reg)) if os.path.isdir(reg) else set()
+    p = subprocess.run([cli, "profile", "--", "pipescope-no-such-command", "x"], env=env, cwd=tmp,
+                       capture_output=True, text=True, timeout=60)
+    after = set(os.listdir(reg)) if os.path.isdir(reg) else set()
+    lines = p.stderr.strip().splitlines()
+    if p.returncode != 127 or len(lines) != 1 or "pipescope-no-such-command" not in lines[0]:
+        fail(f"a missing command: exit {p.returncode}, stderr {p.stderr!r}")
+    if after - before:
+        fail(f"a missing command registered {sorted(after - before)}")
+    ok("a missing command: exit 127, one line naming it, nothing registered")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
