@@ -6,6 +6,8 @@
      rank wrote a trace) is on stderr only.
   2. A command that does not exist: exit 127 and one line naming it, before
      anything registers (the registry folder holds no entry).
+  3. PIPESCOPE_LIB naming no file: exit 2, one line naming it, the command
+     not run.
 No PyTorch needed.
 """
 
@@ -33,7 +35,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pp-profile-cmd-")
     os.chmod(tmp, 0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
-    print("1..2")
+    print("1..3")
     for code in (0, 3):
         script = f"import sys; sys.stdout.write('hi\\n'); sys.stdout.flush(); sys.exit({code})"
         p = subprocess.run([cli, "profile", "--trace", os.path.join(tmp, "t.pptrace"), "--",
@@ -58,6 +60,17 @@ def main():
     if after - before:
         fail(f"a missing command registered {sorted(after - before)}")
     ok("a missing command: exit 127, one line naming it, nothing registered")
+
+    marker = os.path.join(tmp, "ran")
+    p = subprocess.run([cli, "profile", "--", sys.executable, "-c", f"open({marker!r}, 'w')"],
+                       env=dict(env, PIPESCOPE_LIB="/nonexistent/libpipescope-probe.so"), cwd=tmp,
+                       capture_output=True, text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    if p.returncode != 2 or len(lines) != 1 or "/nonexistent/libpipescope-probe.so" not in lines[0]:
+        fail(f"PIPESCOPE_LIB naming no file: exit {p.returncode}, stderr {p.stderr!r}")
+    if os.path.exists(marker):
+        fail("the command ran although profile refused")
+    ok("PIPESCOPE_LIB naming no file: exit 2, one line naming it, the command not run")
     return 0
 
 

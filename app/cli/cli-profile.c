@@ -132,8 +132,11 @@ find_hook (char *lib, size_t lib_size, char *py, size_t py_size)
     snprintf (py, py_size, "%s", env_py);
   if (!is_file (lib))
     {
-      fprintf (stderr, "pipescope-cli: error: the probe library is not at %s (set PIPESCOPE_LIB)\n", lib);
-      return 1;
+      if (env_lib && env_lib[0])
+        fprintf (stderr, "pipescope-cli: error: PIPESCOPE_LIB=%s: no such file\n", lib);
+      else
+        fprintf (stderr, "pipescope-cli: error: the probe library is not at %s (set PIPESCOPE_LIB)\n", lib);
+      return 2;
     }
   char probe[PATH_MAX];
   snprintf (probe, sizeof probe, "%s/pipescope/_autoload/sitecustomize.py", py);
@@ -899,7 +902,7 @@ pp_cli_profile (int argc, char **argv)
       unlink (probe);
     }
   if (find_hook (lib, sizeof lib, py, sizeof py) != 0)
-    return 1;
+    return 2;
   if (name)
     snprintf (job, sizeof job, "%s", name);
   else
