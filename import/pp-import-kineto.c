@@ -55,6 +55,14 @@ typedef struct {
   int64_t corr, ts, tid;
 } Launch;
 
+/* A CPU operation, to tell a block's compute from its waits: the
+ * operators (cat cpu_op) and the communication calls (c10d::, gloo:,
+ * nccl:, record_param_comms), comm set. */
+typedef struct {
+  int64_t start, end, tid;
+  int32_t comm;
+} Op;
+
 typedef struct {
   const char *name;
   int     rank, world;      /* -1: not given */
@@ -65,6 +73,8 @@ typedef struct {
   size_t  n_ev, cap_ev;
   Launch *launch;
   size_t  n_launch, cap_launch;
+  Op     *op;               /* sorted by start once all are read */
+  size_t  n_op, cap_op;
   int     n_pp, n_gpipe;    /* labelled blocks of each flavour */
   int     min_step;         /* least ProfilerStep N, INT32_MAX none */
   int     n_steps;
@@ -188,6 +198,32 @@ push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
     }
   rd->launch[rd->n_launch++] = (Launch) { corr, ts, tid };
   return true;
+}
+
+static bool
+push_op (RankData *rd, int64_t start, int64_t end, int64_t tid, bool comm)
+{
+  if (rd->n_op == rd->cap_op)
+    {
+      size_t nc = rd->cap_op ? rd->cap_op * 2 : 1024;
+      Op *g = realloc (rd->op, nc * sizeof *g);
+      if (g == NULL)
+        return false;
+      rd->op = g;
+      rd->cap_op = nc;
+    }
+  rd->op[rd->n_op++] = (Op) { start, end, tid, comm };
+  return true;
+}
+
+/* A process group's call or the backend's range: waiting for or moving
+ * data, not computing. */
+static bool
+is_comm_name (const char *name)
+{
+  return strncmp (name, "c10d::", 6) == 0 || strncmp (name, "gloo:", 5) == 0
+         || strncmp (name, "nccl:", 5) == 0 || strcmp (name, "record_param_comms") == 0
+         || strncmp (name, "ProcessGroup", 12) == 0;
 }
 
 /* base + ts microseconds in ns, false when it makes no sense. */
@@ -501,6 +537,8 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
         ev.what = EV_OPT;
       else if ((dir = xfer_of_name (name, d, args, &level)) >= 0)
         {
+          if (!push_op (rd, ev.start, ev.end, ev.tid, true))
+            goto nomem;
           ev.what = EV_XFER;
           ev.kind = dir;
           ev.level = level;
@@ -513,7 +551,14 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
             }
         }
       else
-        continue;
+        {
+          /* the operators between a block's waits: its compute */
+          bool comm = is_comm_name (name);
+          if ((comm || pp_json_string_is (d, cat, "cpu_op") || pp_json_string_is (d, cat, "Operator"))
+              && !push_op (rd, ev.start, ev.end, ev.tid, comm))
+            goto nomem;
+          continue;
+        }
       ev.name_id = intern (&im->names, name);
       if (ev.name_id == 0 || !push_ev (rd, &ev))
         goto nomem;
@@ -550,6 +595,9 @@ merge_rank (RankData *to, RankData *from, PpError *err)
   for (size_t k = 0; k < from->n_launch; k++)
     if (!push_launch (to, from->launch[k].corr, from->launch[k].ts, from->launch[k].tid))
       return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (size_t k = 0; k < from->n_op; k++)
+    if (!push_op (to, from->op[k].start, from->op[k].end, from->op[k].tid, from->op[k].comm))
+      return pp_error_set (err, PP_ENOMEM, "out of memory");
   to->n_pp += from->n_pp;
   to->n_gpipe += from->n_gpipe;
   to->n_steps += from->n_steps;
@@ -559,9 +607,11 @@ merge_rank (RankData *to, RankData *from, PpError *err)
     to->pid = from->pid;
   free (from->ev);
   free (from->launch);
+  free (from->op);
   from->ev = NULL;
   from->launch = NULL;
-  from->n_ev = from->n_launch = 0;
+  from->op = NULL;
+  from->n_ev = from->n_launch = from->n_op = 0;
   return PP_OK;
 }
 
@@ -575,6 +625,15 @@ cmp_ev_start (const void *a, const void *b)
   if (x->end != y->end)
     return x->end > y->end ? -1 : 1;
   return x->what - y->what;
+}
+
+static int
+cmp_op_start (const void *a, const void *b)
+{
+  const Op *x = a, *y = b;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->end > y->end ? -1 : x->end < y->end;
 }
 
 static int
@@ -620,6 +679,69 @@ block_at (const Ev *const *blocks, size_t n, int64_t t)
     if (blocks[k - 1]->start <= t && t <= blocks[k - 1]->end)
       return (long) (k - 1);
   return -1;
+}
+
+/* The compute of block e, a label's range on its thread, into
+ * [*start, *end).  PyTorch's label holds more than the stage's work: the
+ * wait for its input (until ready, when the receive it waited for was
+ * done, else the communication calls it opens with), and GPipe's holds the
+ * sends it closes with.  So the block starts with the first operator after
+ * its leading waits (*waited then) and, where communication closes it,
+ * ends with its last operator, as pipescope's own runs time only the
+ * stage's call.  A range with no operators in it keeps its own times, from
+ * ready on. */
+static void
+compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, int64_t *end,
+                bool *waited)
+{
+  int64_t cur = ready > e->start && ready < e->end ? ready : e->start;
+  int64_t first = INT64_MIN, last = INT64_MIN, last_comm = INT64_MIN;
+  size_t lo = 0, hi = rd->n_op;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (rd->op[mid].start < e->start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  for (size_t k = lo; k < rd->n_op && rd->op[k].start <= e->end; k++)
+    {
+      const Op *o = &rd->op[k];
+      if (o->tid != e->tid)
+        continue;
+      if (o->comm)
+        {
+          if (first == INT64_MIN)
+            {
+              /* a leading wait: what comes before it is not the work */
+              if (o->end > cur && o->end < e->end)
+                cur = o->end;
+            }
+          else if (o->start > last_comm)
+            last_comm = o->start;
+          continue;
+        }
+      if (o->end > e->end)
+        continue;
+      if (first == INT64_MIN)
+        {
+          if (o->start < cur)
+            continue;   /* before its input was there (GPipe's buffers) */
+          first = o->start;
+        }
+      if (o->end > last)
+        last = o->end;
+    }
+  *waited = cur > e->start;
+  *start = !*waited ? e->start : first != INT64_MIN ? first : cur;
+  *end = first != INT64_MIN && last_comm >= last ? last : e->end;
+  if (*start >= *end)
+    {
+      *start = e->start;
+      *end = e->end;
+      *waited = false;
+    }
 }
 
 static bool
@@ -765,9 +887,10 @@ observed_schedule (Shape *sh)
   free (buf);
 }
 
-/* Per-stage mean costs (seconds) of the blocks, for the plan's timeline. */
+/* Per-stage mean costs (seconds) of the blocks as imported (their compute,
+ * not the waits their labels held), for the plan's timeline. */
 static PpCostModel *
-measured_costs (const Import *im, const Shape *sh, bool use_pp)
+measured_costs (const PpSpan *spans, size_t n_spans, const Shape *sh)
 {
   int S = sh->n_stages;
   double *sum = calloc ((size_t) S * 4, sizeof *sum);
@@ -775,21 +898,15 @@ measured_costs (const Import *im, const Shape *sh, bool use_pp)
   PpCostModel *cm = NULL;
   if (sum == NULL || cnt == NULL)
     goto out;
-  for (size_t i = 0; i < im->n; i++)
+  for (size_t i = 0; i < n_spans; i++)
     {
-      const RankData *rd = &im->ranks[i];
-      for (size_t k = 0; k < rd->n_ev; k++)
-        {
-          const Ev *e = &rd->ev[k];
-          if (!is_block_of (e, use_pp) || e->stage < 0 || e->stage >= S)
-            continue;
-          int slot = e->kind == PP_ACT_F ? 0 : e->kind == PP_ACT_B ? 1 : e->kind == PP_ACT_I ? 2
-                     : e->kind == PP_ACT_W ? 3 : -1;
-          if (slot < 0)
-            continue;
-          sum[e->stage * 4 + slot] += (double) (e->end - e->start) * 1e-9;
-          cnt[e->stage * 4 + slot]++;
-        }
+      const PpSpan *sp = &spans[i];
+      int slot = sp->kind == PP_SPAN_F ? 0 : sp->kind == PP_SPAN_B ? 1 : sp->kind == PP_SPAN_I ? 2
+                 : sp->kind == PP_SPAN_W ? 3 : -1;
+      if (slot < 0 || sp->stage < 0 || sp->stage >= S)
+        continue;
+      sum[sp->stage * 4 + slot] += (double) (sp->end_ns - sp->start_ns) * 1e-9;
+      cnt[sp->stage * 4 + slot]++;
     }
   cm = pp_cost_model_new_uniform (S, 1e-3, 2e-3, 1e-3, 0);
   if (cm == NULL)
@@ -1052,6 +1169,8 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         qsort (rd->ev, rd->n_ev, sizeof *rd->ev, cmp_ev_start);
       if (rd->n_launch > 1)
         qsort (rd->launch, rd->n_launch, sizeof *rd->launch, cmp_launch);
+      if (rd->n_op > 1)
+        qsort (rd->op, rd->n_op, sizeof *rd->op, cmp_op_start);
       for (size_t k = 0; k < rd->n_ev; k++)
         {
           Ev *e = &rd->ev[k];
@@ -1475,16 +1594,22 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                   sp.start_ns = gpu[2 * bi];
                   sp.end_ns = gpu[2 * bi + 1];
                 }
-              else if (ready[bi] > sp.start_ns && ready[bi] < sp.end_ns)
+              else
                 {
+                  /* the compute, the waits before it a WAIT span of its
+                   * stage and micro-batch (as pipescope's hook records
+                   * them: charged to the block that comes next) */
+                  bool waited;
+                  compute_extent (rd, e, ready[bi], &sp.start_ns, &sp.end_ns, &waited);
                   PpSpan wait = sp;
                   int from = e->kind == PP_ACT_F ? e->stage - 1 : e->stage + 1;
                   wait.kind = PP_SPAN_WAIT;
-                  wait.end_ns = ready[bi];
+                  wait.start_ns = e->start;
+                  wait.end_ns = sp.start_ns;
                   wait.peer_rank = from >= 0 && from < sh.n_stages ? sh.stage_rank[from] : -1;
                   wait.sub_kind = 0;
                   wait.sub_stage = wait.sub_microbatch = 0;
-                  if (!push_span (&spans, &n_spans, &cap_spans, &wait))
+                  if (waited && !push_span (&spans, &n_spans, &cap_spans, &wait))
                     {
                       free (ready);
                       free (labels);
@@ -1493,8 +1618,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                       st = pp_error_set (err, PP_ENOMEM, "out of memory");
                       goto out;
                     }
-                  sp.start_ns = ready[bi];
-                  sum->waits++;
+                  sum->waits += waited;
                 }
               bi++;
               sum->blocks++;
@@ -1682,7 +1806,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
     bool ok = plan != NULL && n_plan != NULL;
     if (ok && sh.sched != NULL)
       {
-        cm = measured_costs (&im, &sh, use_pp);
+        cm = measured_costs (spans, n_spans, &sh);
         if (cm == NULL || pp_simulate (sh.sched, cm, &sim, NULL) != PP_OK)
           sim = NULL;
       }
@@ -1798,6 +1922,7 @@ out:
     {
       free (im.ranks[i].ev);
       free (im.ranks[i].launch);
+      free (im.ranks[i].op);
     }
   free (im.ranks);
   names_clear (&im.names);

@@ -28,8 +28,13 @@
  *   - waits: PyTorch waits for an action's input inside the action's
  *     label; where the receive that brought it (gloo:recv, nccl:recv,
  *     under the PP:<s>RECV_F<m> label the block needs, or inside GPipe's
- *     block) ended inside the block, the block starts there and the time
- *     before it is a WAIT span, as pipescope's own runs record it;
+ *     block) ended inside the block, or communication calls (c10d::,
+ *     gloo:, nccl:, record_param_comms) open it, the block starts with
+ *     its first operator (cpu_op) after them on the label's thread, and
+ *     the time before it is a WAIT span of its stage and micro-batch, as
+ *     pipescope's own runs record it; where communication calls close the
+ *     label (GPipe's sends), the block ends with its last operator.  So a
+ *     block is its compute, and the plan's costs are the stage's work;
  *   - the optimizer: Optimizer.step#... ranges become OPT spans;
  *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
  *     gpu_memset) under the block that launched them (correlation id, or
@@ -40,7 +45,7 @@
  *   - the plan: the observed per-rank order of the first step; when it is
  *     the order of a schedule pipescope knows for that P, M and V, the run
  *     is named for it (so Why and What if rebuild it), else "observed";
- *     simulated with the per-stage costs measured in the trace.
+ *     simulated with the per-stage costs of the blocks as imported.
  *
  * Untrusted input: a file that is not such a trace, is cut short or lies
  * is PP_EFORMAT with one line naming the file and the reason; a trace with

@@ -13,6 +13,10 @@
  *   correlation id (cuda_runtime) or ac2g flow, with the block's stage and
  *   micro-batch, the block then timed by its kernels; a kernel with no
  *   known launch has none;
+ * - a label that holds its input's wait (PyTorch's multi-stage runtime) or
+ *   closes with its sends: the block is its operators between them, the
+ *   wait a WAIT span of its stage and micro-batch, the plan timed with
+ *   the compute (exactly the costs put in);
  * - an NVTX suffix is cut at the first comma;
  * - ranks of the world with no trace are said so, the rest imported;
  * - usage: no -o, a missing file, -o naming an input, a folder without
@@ -311,6 +315,112 @@ test_setup_transfers (void)
   pp_test_ctx_clear (&c);
 }
 
+/* A label of PyTorch's multi-stage runtime holds its input's wait: the
+ * block is its compute only, the wait before it a WAIT span of its stage
+ * and micro-batch, and the plan is timed with the compute.  Two ranks,
+ * 1F1B over stages 0 and 1, M=2, F 100 us and B 200 us everywhere; each
+ * receive (gloo:recv, posted under its PP:<s>RECV_<x><m> label, or inside
+ * the block as GPipe posts it) ends when the peer's data is there, the
+ * block's operators start a little after; rank 1's blocks close with
+ * their sends inside (as GPipe's do).  Times in us from 1000. */
+static void
+test_waits (void)
+{
+  Ctx c;
+  char *out, *err;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+#define T(x) (1000.0 + (x))
+  char *ev0[] = {
+    annotation ("PP:0F0", T (0), 100), op ("aten::linear", T (0), 100),
+    annotation ("PP:0SEND_F0", T (100), 4), op ("c10d::send", T (101), 2),
+    annotation ("PP:0F1", T (104), 100), op ("aten::linear", T (104), 100),
+    annotation ("PP:0SEND_F1", T (204), 4), op ("c10d::send", T (205), 2),
+    annotation ("PP:0RECV_B0", T (208), 4), op ("c10d::recv_", T (209), 2),
+    annotation ("gloo:recv", T (210), 199),                     /* rank 1's B0 sent at 407 */
+    annotation ("PP:0B0", T (212), 398),
+    op ("autograd::engine::evaluate_function: AddmmBackward0", T (410), 200),
+    op ("AddmmBackward0", T (411), 198),
+    annotation ("PP:0RECV_B1", T (611), 4), op ("c10d::recv_", T (612), 2),
+    annotation ("gloo:recv", T (613), 110),
+    annotation ("PP:0B1", T (615), 310), op ("autograd::engine::evaluate_function: AddmmBackward0", T (725), 200),
+    NULL,
+  };
+  char *ev1[] = {
+    annotation ("PP:1RECV_F0", T (0), 4), op ("c10d::recv_", T (1), 2),
+    annotation ("gloo:recv", T (2), 102),                       /* rank 0's F0 sent at 101 */
+    annotation ("PP:1F0", T (4), 202), op ("aten::linear", T (106), 100),
+    annotation ("PP:1B0", T (207), 203), op ("aten::mse_loss_backward", T (207), 200),
+    op ("c10d::send", T (407), 2),
+    annotation ("PP:1F1", T (410), 110), op ("c10d::recv_", T (411), 2),
+    annotation ("gloo:recv", T (412), 3), op ("aten::linear", T (420), 100),
+    annotation ("PP:1B1", T (521), 203), op ("aten::mse_loss_backward", T (521), 200),
+    op ("c10d::send", T (721), 2),
+    NULL,
+  };
+#undef T
+  char *j0 = g_strjoinv (", ", ev0), *j1 = g_strjoinv (", ", ev1);
+  char *t0 = trace_text (0, 2, j0), *t1 = trace_text (1, 2, j1);
+  char *f0 = write_file (&c, "r0.json", t0, -1), *f1 = write_file (&c, "r1.json", t1, -1);
+  char *o = pp_test_ctx_path (&c, "waits.pptrace");
+  g_assert_cmpint (run (&c, &out, &err, "import", f0, f1, "-o", o, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, ": 1F1B ("));
+  g_assert_nonnull (strstr (out, "8 blocks (4 waited inside their label for their input)"));
+  g_free (out); g_free (err);
+  char *csv = export_csv (&c, o);
+  /* rank,stage,microbatch,kind,step,start_ns,end_ns,...: the blocks are
+   * their operators (the first after the wait to the last before the
+   * sends, else the label's end); each wait runs from its label's start
+   * to its block's */
+  g_assert_nonnull (strstr (csv, "\n0,0,0,F,0,0,100000,"));
+  g_assert_nonnull (strstr (csv, "\n0,0,1,F,0,104000,204000,"));
+  g_assert_nonnull (strstr (csv, "\n0,0,0,WAIT,0,212000,410000,"));
+  g_assert_nonnull (strstr (csv, "\n0,0,0,B,0,410000,610000,"));
+  g_assert_nonnull (strstr (csv, "\n0,0,1,WAIT,0,615000,725000,"));
+  g_assert_nonnull (strstr (csv, "\n0,0,1,B,0,725000,925000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,0,WAIT,0,4000,106000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,0,F,0,106000,206000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,0,B,0,207000,407000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,0,SEND_B,0,407000,409000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,1,WAIT,0,410000,420000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,1,F,0,420000,520000,"));
+  g_assert_nonnull (strstr (csv, "\n1,1,1,B,0,521000,721000,"));
+  g_assert_cmpint (pp_test_count (csv, ",WAIT,"), ==, 4);
+  g_free (csv);
+
+  /* the plan is timed with the compute: its actions are 100 and 200 us,
+   * its step (1F1B, transfers free) 900 us, against 925 measured */
+  char *chrome = pp_test_ctx_path (&c, "waits-chrome.json"), *text = NULL;
+  g_assert_cmpint (run (&c, &out, &err, "export", o, "--format", "chrome", "-o", chrome, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (chrome, &text, NULL, NULL));
+  int n_plan = 0;
+  for (const char *p = strstr (text, "\"cat\":\"plan\",\"ph\":\"X\""); p != NULL;
+       p = strstr (p + 1, "\"cat\":\"plan\",\"ph\":\"X\""))
+    {
+      const char *dur = strstr (p, "\"dur\":"), *kind = strstr (p, "\"kind\":\"");
+      g_assert_nonnull (dur);
+      g_assert_nonnull (kind);
+      double want = strncmp (kind + 8, "F\"", 2) == 0 ? 100 : 200;
+      g_assert_cmpfloat (g_ascii_strtod (dur + 6, NULL), ==, want);
+      n_plan++;
+    }
+  g_assert_cmpint (n_plan, ==, 8);
+  g_free (text);
+  g_free (chrome);
+  g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "one step 0.900 ms"));
+  g_assert_nonnull (strstr (out, "median 0.925 ms"));
+  g_free (out); g_free (err);
+
+  for (gsize i = 0; ev0[i]; i++)
+    g_free (ev0[i]);
+  for (gsize i = 0; ev1[i]; i++)
+    g_free (ev1[i]);
+  g_free (j0); g_free (j1); g_free (t0); g_free (t1); g_free (f0); g_free (f1); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_device (void)
 {
@@ -435,6 +545,7 @@ main (int argc, char **argv)
   g_test_add_func ("/import-hostile/odd-events", test_odd_events);
   g_test_add_func ("/import-hostile/device", test_device);
   g_test_add_func ("/import-hostile/setup-transfers", test_setup_transfers);
+  g_test_add_func ("/import-hostile/waits", test_waits);
   g_test_add_func ("/import-hostile/usage", test_usage);
   return g_test_run ();
 }

@@ -70,12 +70,19 @@ def json_labels(path):
     return info["rank"], info["world_size"], names
 
 
-def expected_starts(path):
-    """Each block label's (start as import must give it, start of the
-    label), in ns, exactly: where
+COMM = re.compile(r"^(c10d::|gloo:|nccl:|record_param_comms$|ProcessGroup)")
+
+
+def expected_blocks(path):
+    """Each block label's (start, end as import must give them, start of
+    the label), in ns, exactly: the block is the label's compute.  Where
     the receive it waited for (gloo:recv under the PP:<s>RECV_F<m> label
     that an F of (s, m) needs, RECV_B for B and I; GPipe's inside the
-    block) ended inside the label's range, the block starts there."""
+    block) ended inside the label's range, or communication calls open
+    it, it waited: the block starts with the first operator (cpu_op) of
+    the label's thread that starts after those waits.  Where
+    communication calls close it (GPipe's sends), it ends with its last
+    operator's end."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
@@ -87,8 +94,18 @@ def expected_starts(path):
     rng = lambda e: (ns(e["ts"]), ns(e["ts"]) + int((Decimal(e.get("dur", 0)) * 1000).to_integral_value(rounding=ROUND_HALF_UP)))
     recv_labels = [(rng(e), e["name"]) for e in ev if e.get("cat") == "user_annotation"
                    and re.match(r"^PP:\d+RECV_[FB]\d+$", e["name"])]
-    blocks = sorted(((rng(e), e["name"].split(",")[0]) for e in ev if e.get("cat") == "user_annotation"
+    blocks = sorted(((rng(e), e["name"].split(",")[0], e.get("tid")) for e in ev if e.get("cat") == "user_annotation"
                      and BLOCK.match(e["name"].split(",")[0])), key=lambda x: x[0][0])
+    ops = []
+    for e in ev:
+        n = e["name"].split(",")[0]
+        if n.startswith(("PP:", "ProfilerStep#", "Optimizer.step#")) or BLOCK.match(n):
+            continue
+        comm = COMM.match(n) is not None
+        if comm or e.get("cat") in ("cpu_op", "Operator"):
+            t0, t1 = rng(e)
+            ops.append((t0, -t1, e.get("tid"), comm))
+    ops.sort()
     ready, inside = {}, {}
     for e in ev:
         if e.get("name") != "gloo:recv":
@@ -100,11 +117,11 @@ def expected_starts(path):
             m = re.match(r"^PP:(\d+)RECV_([FB])(\d+)$", n)
             ready.setdefault((m[2], int(m[1]), int(m[3])), []).append((a, t1))
         else:
-            for i, ((a, b), n) in enumerate(blocks):
+            for i, ((a, b), n, tid) in enumerate(blocks):
                 if a <= t0 <= b:
                     inside[i] = max(inside.get(i, 0), t1)
     out = []
-    for i, ((a, b), n) in enumerate(blocks):
+    for i, ((a, b), n, tid) in enumerate(blocks):
         m = re.match(r"^PP:(\d+)([FBI])(\d+)$", n)
         r = inside.get(i, 0)
         if m:
@@ -113,7 +130,30 @@ def expected_starts(path):
                       if p <= a]
             if posted:
                 r = max(r, max(posted)[1])
-        out.append((r if a < r < b else a, a))
+        cur = r if a < r < b else a
+        first = last = last_comm = None
+        for t0, mt1, otid, comm in ops:
+            t1 = -mt1
+            if t0 < a or t0 > b or otid != tid:
+                continue
+            if comm:
+                if first is None:
+                    if cur < t1 < b:
+                        cur = t1
+                elif last_comm is None or t0 > last_comm:
+                    last_comm = t0
+                continue
+            if t1 > b or (first is None and t0 < cur):
+                continue
+            if first is None:
+                first = t0
+            last = t1 if last is None else max(last, t1)
+        waited = cur > a
+        start = a if not waited else first if first is not None else cur
+        end = last if first is not None and last_comm is not None and last_comm >= last else b
+        if start >= end:
+            start, end = a, b
+        out.append((start, end, a))
     return out
 
 
@@ -161,15 +201,24 @@ def fixture(name, tmp):
         got = [r["name"] for r in blocks]
         check(got == labels and len(labels) > 0,
               f"{name}: rank {rank}: the imported order is the JSON's ({len(labels)} labels)")
-        want = expected_starts(path)
+        want = expected_blocks(path)
         starts = [int(r["start_ns"]) for r in blocks]
-        moved = sum(1 for w, a in want if w != a)
-        n_wait = sum(1 for r in rows if int(r["rank"]) == rank and r["kind"] == "WAIT")
-        offsets = {w - s for (w, a), s in zip(want, starts)}
+        ends = [int(r["end_ns"]) for r in blocks]
+        moved = sum(1 for w, e, a in want if w != a)
+        waits = sorted((int(r["stage"]), int(r["microbatch"]), int(r["step"]), int(r["end_ns"]))
+                       for r in rows if int(r["rank"]) == rank and r["kind"] == "WAIT")
+        offsets = {w - s for (w, e, a), s in zip(want, starts)}
         origins |= offsets
-        check(len(want) == len(starts) and len(offsets) == 1 and n_wait == moved and moved > 0,
-              f"{name}: rank {rank}: each block starts when the receive it waited for ended, "
-              f"the time before a WAIT ({n_wait} of {len(want)})")
+        check(len(want) == len(starts) and len(offsets) == 1 and len(waits) == moved and moved > 0,
+              f"{name}: rank {rank}: each block that waited for its input starts with its first "
+              f"operator after the wait, the time before a WAIT ({len(waits)} of {len(want)})")
+        check(len(want) == len(ends) and {e - s for (w, e, a), s in zip(want, ends)} == offsets,
+              f"{name}: rank {rank}: each block ends with its label, or with its last operator "
+              f"where sends close it")
+        # each wait is charged to the block after it: its stage, micro-batch, step, ending at its start
+        got = sorted((int(r["stage"]), int(r["microbatch"]), int(r["step"]), int(r["start_ns"]))
+                     for r, (w, e, a) in zip(blocks, want) if w != a)
+        check(waits == got, f"{name}: rank {rank}: each WAIT is its block's, ending where the block starts")
         xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
                  ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
         check(len(xfers) > 0, f"{name}: rank {rank}: transfers ({len(xfers)})")
