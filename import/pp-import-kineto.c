@@ -681,21 +681,22 @@ block_at (const Ev *const *blocks, size_t n, int64_t t)
   return -1;
 }
 
-/* The compute of block e, a label's range on its thread, into
- * [*start, *end).  PyTorch's label holds more than the stage's work: the
- * wait for its input (until ready, when the receive it waited for was
- * done, else the communication calls it opens with), and GPipe's holds the
- * sends it closes with.  So the block starts with the first operator after
- * its leading waits (*waited then) and, where communication closes it,
- * ends with its last operator, as pipescope's own runs time only the
- * stage's call.  A range with no operators in it keeps its own times, from
- * ready on. */
+/* The compute of block e, a label's range, into [*start, *end).  PyTorch's
+ * label holds more than the stage's call: the wait for its input, until
+ * ready (when the receive it waited for was done) or the end of the
+ * communication calls of its thread it opens with (*waited then), and
+ * GPipe's the sends it closes with.  So the block starts when its waits
+ * are over and, where communication calls of its thread close it, ends
+ * with its last operator (cpu_op, any thread: a backward's may run on
+ * autograd's), else with the label: what pipescope's own runs time, the
+ * stage's call, with its Python around the operators. */
 static void
 compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, int64_t *end,
                 bool *waited)
 {
   int64_t cur = ready > e->start && ready < e->end ? ready : e->start;
-  int64_t first = INT64_MIN, last = INT64_MIN, last_comm = INT64_MIN;
+  int64_t last = INT64_MIN, last_comm = INT64_MIN;
+  bool computed = false;
   size_t lo = 0, hi = rd->n_op;
   while (lo < hi)
     {
@@ -708,13 +709,13 @@ compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, 
   for (size_t k = lo; k < rd->n_op && rd->op[k].start <= e->end; k++)
     {
       const Op *o = &rd->op[k];
-      if (o->tid != e->tid)
-        continue;
       if (o->comm)
         {
-          if (first == INT64_MIN)
+          if (o->tid != e->tid)
+            continue;
+          if (!computed)
             {
-              /* a leading wait: what comes before it is not the work */
+              /* a leading wait: the work starts after it */
               if (o->end > cur && o->end < e->end)
                 cur = o->end;
             }
@@ -722,20 +723,17 @@ compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, 
             last_comm = o->start;
           continue;
         }
-      if (o->end > e->end)
+      /* an operator of the work (not those before its input was there:
+       * GPipe's receive buffers) */
+      if (o->end > e->end || (!computed && o->start < cur))
         continue;
-      if (first == INT64_MIN)
-        {
-          if (o->start < cur)
-            continue;   /* before its input was there (GPipe's buffers) */
-          first = o->start;
-        }
+      computed = true;
       if (o->end > last)
         last = o->end;
     }
   *waited = cur > e->start;
-  *start = !*waited ? e->start : first != INT64_MIN ? first : cur;
-  *end = first != INT64_MIN && last_comm >= last ? last : e->end;
+  *start = cur;
+  *end = computed && last_comm >= last ? last : e->end;
   if (*start >= *end)
     {
       *start = e->start;
@@ -949,7 +947,8 @@ push_span (PpSpan **spans, size_t *n, size_t *cap, const PpSpan *sp)
 }
 
 typedef struct {
-  uint64_t key;        /* (RECV kind, stage, micro-batch, step) */
+  uint64_t key;        /* (RECV kind, stage, micro-batch) */
+  int64_t  posted;     /* its label's start */
   int64_t  arrival;    /* when its data was there */
 } Arrival;
 
@@ -957,15 +956,34 @@ static int
 cmp_arrival (const void *a, const void *b)
 {
   const Arrival *x = a, *y = b;
-  return x->key < y->key ? -1 : x->key > y->key;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return x->posted < y->posted ? -1 : x->posted > y->posted;
 }
 
-/* stage < 4096, micro-batch < 2^20 (the import's bounds), step < 2^28 */
+/* stage < 4096, micro-batch < 2^20 (the import's bounds) */
 static uint64_t
-recv_key (int kind, int stage, int mb, int step)
+recv_key (int kind, int stage, int mb)
 {
-  return ((uint64_t) (kind + 1) << 60) | ((uint64_t) (stage & 0xfff) << 48)
-         | ((uint64_t) (mb & 0xfffff) << 28) | (uint64_t) (step & 0xfffffff);
+  return ((uint64_t) (kind + 1) << 40) | ((uint64_t) (stage & 0xfff) << 20) | (uint64_t) (mb & 0xfffff);
+}
+
+/* The arrival of the receive of key posted last at or before t (the one a
+ * block starting at t waited for: not by step, which a label before a
+ * step's first block may not have yet), INT64_MIN when none. */
+static int64_t
+arrival_for (const Arrival *arr, size_t n, uint64_t key, int64_t t)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (arr[mid].key < key || (arr[mid].key == key && arr[mid].posted <= t))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo > 0 && arr[lo - 1].key == key ? arr[lo - 1].arrival : INT64_MIN;
 }
 
 /* sh->order: each rank's blocks of one step, in the order run. */
@@ -1504,8 +1522,9 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
        * receive inside the action that needs it.  The receive (gloo:recv,
        * nccl:recv: running until the data is there) says when that was;
        * the block starts then, and before it the rank waits (a WAIT span).
-       * Which receive: the one under the PP:<s>RECV_F<m> label an F of
-       * (s, m) needs (RECV_B for B and I), or GPipe's inside the block. */
+       * Which receive: the one under the last PP:<s>RECV_F<m> label
+       * before an F of (s, m) (RECV_B for B and I), or GPipe's inside the
+       * block. */
       int64_t *ready = malloc ((nb + 1) * sizeof *ready);
       Arrival *arr = malloc ((rd->n_ev + 1) * sizeof *arr);
       size_t n_arr = 0;
@@ -1528,8 +1547,8 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
             continue;
           long lb = block_at (labels, nl, e->start);
           if (lb >= 0 && (labels[lb]->kind == PP_ACT_RECV_F || labels[lb]->kind == PP_ACT_RECV_B))
-            arr[n_arr++] = (Arrival) { recv_key (labels[lb]->kind, labels[lb]->stage, labels[lb]->mb,
-                                                 labels[lb]->step), e->end };
+            arr[n_arr++] = (Arrival) { recv_key (labels[lb]->kind, labels[lb]->stage, labels[lb]->mb),
+                                       labels[lb]->start, e->end };
           else
             {
               long b = block_at (blocks, nb, e->start);
@@ -1546,10 +1565,9 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                    : e->kind == PP_ACT_B || e->kind == PP_ACT_I ? PP_ACT_RECV_B : -1;
           if (rk < 0)
             continue;
-          Arrival probe = { recv_key (rk, e->stage, e->mb, e->step), 0 };
-          const Arrival *a = bsearch (&probe, arr, n_arr, sizeof *arr, cmp_arrival);
-          if (a != NULL && a->arrival > ready[b])
-            ready[b] = a->arrival;
+          int64_t a = arrival_for (arr, n_arr, recv_key (rk, e->stage, e->mb), e->start);
+          if (a > ready[b])
+            ready[b] = a;
         }
       free (arr);
       size_t bi = 0;

@@ -28,13 +28,14 @@
  *   - waits: PyTorch waits for an action's input inside the action's
  *     label; where the receive that brought it (gloo:recv, nccl:recv,
  *     under the PP:<s>RECV_F<m> label the block needs, or inside GPipe's
- *     block) ended inside the block, or communication calls (c10d::,
- *     gloo:, nccl:, record_param_comms) open it, the block starts with
- *     its first operator (cpu_op) after them on the label's thread, and
- *     the time before it is a WAIT span of its stage and micro-batch, as
- *     pipescope's own runs record it; where communication calls close the
- *     label (GPipe's sends), the block ends with its last operator.  So a
- *     block is its compute, and the plan's costs are the stage's work;
+ *     block; the last such label before the block) ended inside the
+ *     block, or communication calls of its thread (c10d::, gloo:, nccl:,
+ *     record_param_comms) open it, it waited: the block starts when the
+ *     waits are over and the time before is a WAIT span of its stage and
+ *     micro-batch, as pipescope's own runs record it; where communication
+ *     calls of its thread close it (GPipe's sends) the block ends with its
+ *     last operator (cpu_op, any thread), else with the label.  So a block
+ *     is the stage's call, and the plan's costs are the stages' work;
  *   - the optimizer: Optimizer.step#... ranges become OPT spans;
  *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
  *     gpu_memset) under the block that launched them (correlation id, or

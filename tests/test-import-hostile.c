@@ -14,7 +14,7 @@
  *   micro-batch, the block then timed by its kernels; a kernel with no
  *   known launch has none;
  * - a label that holds its input's wait (PyTorch's multi-stage runtime) or
- *   closes with its sends: the block is its operators between them, the
+ *   closes with its sends: the block is what lies between them, the
  *   wait a WAIT span of its stage and micro-batch, the plan timed with
  *   the compute (exactly the costs put in);
  * - an NVTX suffix is cut at the first comma;
@@ -319,10 +319,11 @@ test_setup_transfers (void)
  * block is its compute only, the wait before it a WAIT span of its stage
  * and micro-batch, and the plan is timed with the compute.  Two ranks,
  * 1F1B over stages 0 and 1, M=2, F 100 us and B 200 us everywhere; each
- * receive (gloo:recv, posted under its PP:<s>RECV_<x><m> label, or inside
- * the block as GPipe posts it) ends when the peer's data is there, the
- * block's operators start a little after; rank 1's blocks close with
- * their sends inside (as GPipe's do).  Times in us from 1000. */
+ * wait (a gloo:recv posted under its PP:<s>RECV_<x><m> label, or inside
+ * the block as GPipe posts it, running until the peer's data is there; a
+ * communication call of the label's thread that blocks) ends when the
+ * compute starts; rank 1's blocks close with their sends inside (as
+ * GPipe's do).  Times in us from 1000. */
 static void
 test_waits (void)
 {
@@ -336,23 +337,24 @@ test_waits (void)
     annotation ("PP:0F1", T (104), 100), op ("aten::linear", T (104), 100),
     annotation ("PP:0SEND_F1", T (204), 4), op ("c10d::send", T (205), 2),
     annotation ("PP:0RECV_B0", T (208), 4), op ("c10d::recv_", T (209), 2),
-    annotation ("gloo:recv", T (210), 199),                     /* rank 1's B0 sent at 407 */
+    annotation ("gloo:recv", T (210), 200),                     /* rank 1's B0 there at 410 */
     annotation ("PP:0B0", T (212), 398),
     op ("autograd::engine::evaluate_function: AddmmBackward0", T (410), 200),
     op ("AddmmBackward0", T (411), 198),
     annotation ("PP:0RECV_B1", T (611), 4), op ("c10d::recv_", T (612), 2),
-    annotation ("gloo:recv", T (613), 110),
-    annotation ("PP:0B1", T (615), 310), op ("autograd::engine::evaluate_function: AddmmBackward0", T (725), 200),
+    annotation ("PP:0B1", T (615), 310),
+    op ("record_param_comms", T (615), 110),                    /* a wait of the label's thread */
+    op ("autograd::engine::evaluate_function: AddmmBackward0", T (725), 200),
     NULL,
   };
   char *ev1[] = {
     annotation ("PP:1RECV_F0", T (0), 4), op ("c10d::recv_", T (1), 2),
-    annotation ("gloo:recv", T (2), 102),                       /* rank 0's F0 sent at 101 */
+    annotation ("gloo:recv", T (2), 104),                       /* rank 0's F0 there at 106 */
     annotation ("PP:1F0", T (4), 202), op ("aten::linear", T (106), 100),
     annotation ("PP:1B0", T (207), 203), op ("aten::mse_loss_backward", T (207), 200),
     op ("c10d::send", T (407), 2),
     annotation ("PP:1F1", T (410), 110), op ("c10d::recv_", T (411), 2),
-    annotation ("gloo:recv", T (412), 3), op ("aten::linear", T (420), 100),
+    annotation ("gloo:recv", T (412), 8), op ("aten::linear", T (420), 100),
     annotation ("PP:1B1", T (521), 203), op ("aten::mse_loss_backward", T (521), 200),
     op ("c10d::send", T (721), 2),
     NULL,
@@ -369,9 +371,9 @@ test_waits (void)
   g_free (out); g_free (err);
   char *csv = export_csv (&c, o);
   /* rank,stage,microbatch,kind,step,start_ns,end_ns,...: the blocks are
-   * their operators (the first after the wait to the last before the
-   * sends, else the label's end); each wait runs from its label's start
-   * to its block's */
+   * their compute: from the wait's end to the label's, or to the last
+   * operator before the sends; each wait runs from its label's start to
+   * its block's */
   g_assert_nonnull (strstr (csv, "\n0,0,0,F,0,0,100000,"));
   g_assert_nonnull (strstr (csv, "\n0,0,1,F,0,104000,204000,"));
   g_assert_nonnull (strstr (csv, "\n0,0,0,WAIT,0,212000,410000,"));

@@ -8,7 +8,10 @@ reader, and compared with what the imported trace holds (`export --format
 csv`, `info`):
 
 - per rank the imported compute order (blocks by start) is the labels'
-  order in that rank's JSON, label for label;
+  order in that rank's JSON, label for label, each block its compute
+  exactly: from the end of the wait its label holds (a WAIT of its stage
+  and micro-batch) to the label's end, or its last operator before sends
+  (with and without ProfilerStep ranges);
 - every (stage, micro-batch) of every step has its F and its B, or its I
   and W (the halves of an OVERLAP_F_B counted);
 - the run has world_size ranks, each with transfers, and a plan named for
@@ -75,14 +78,14 @@ COMM = re.compile(r"^(c10d::|gloo:|nccl:|record_param_comms$|ProcessGroup)")
 
 def expected_blocks(path):
     """Each block label's (start, end as import must give them, start of
-    the label), in ns, exactly: the block is the label's compute.  Where
-    the receive it waited for (gloo:recv under the PP:<s>RECV_F<m> label
-    that an F of (s, m) needs, RECV_B for B and I; GPipe's inside the
-    block) ended inside the label's range, or communication calls open
-    it, it waited: the block starts with the first operator (cpu_op) of
-    the label's thread that starts after those waits.  Where
-    communication calls close it (GPipe's sends), it ends with its last
-    operator's end."""
+    the label, whether it waited), in ns, exactly: the block is the
+    label's compute.  Where the receive it waited for (gloo:recv under the
+    last PP:<s>RECV_F<m> label before an F of (s, m), RECV_B for B and I;
+    GPipe's inside the block) ended inside the label's range, or
+    communication calls of its thread open it, it waited: the block starts
+    when those waits are over, the time before it a WAIT.  Where
+    communication calls of its thread close it (GPipe's sends), it ends
+    with its last operator (cpu_op, any thread), else with the label."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
@@ -131,29 +134,28 @@ def expected_blocks(path):
             if posted:
                 r = max(r, max(posted)[1])
         cur = r if a < r < b else a
-        first = last = last_comm = None
+        computed, last, last_comm = False, None, None
         for t0, mt1, otid, comm in ops:
             t1 = -mt1
-            if t0 < a or t0 > b or otid != tid:
+            if t0 < a or t0 > b:
                 continue
             if comm:
-                if first is None:
+                if otid != tid:
+                    continue
+                if not computed:
                     if cur < t1 < b:
                         cur = t1
                 elif last_comm is None or t0 > last_comm:
                     last_comm = t0
                 continue
-            if t1 > b or (first is None and t0 < cur):
+            if t1 > b or (not computed and t0 < cur):
                 continue
-            if first is None:
-                first = t0
+            computed = True
             last = t1 if last is None else max(last, t1)
-        waited = cur > a
-        start = a if not waited else first if first is not None else cur
-        end = last if first is not None and last_comm is not None and last_comm >= last else b
+        start, end = cur, last if computed and last_comm is not None and last_comm >= last else b
         if start >= end:
             start, end = a, b
-        out.append((start, end, a))
+        out.append((start, end, a, start > a))
     return out
 
 
@@ -204,20 +206,19 @@ def fixture(name, tmp):
         want = expected_blocks(path)
         starts = [int(r["start_ns"]) for r in blocks]
         ends = [int(r["end_ns"]) for r in blocks]
-        moved = sum(1 for w, e, a in want if w != a)
+        moved = sum(1 for w, e, a, waited in want if waited)
         waits = sorted((int(r["stage"]), int(r["microbatch"]), int(r["step"]), int(r["end_ns"]))
                        for r in rows if int(r["rank"]) == rank and r["kind"] == "WAIT")
-        offsets = {w - s for (w, e, a), s in zip(want, starts)}
+        offsets = {w - s for (w, e, a, _), s in zip(want, starts)}
         origins |= offsets
         check(len(want) == len(starts) and len(offsets) == 1 and len(waits) == moved and moved > 0,
-              f"{name}: rank {rank}: each block that waited for its input starts with its first "
-              f"operator after the wait, the time before a WAIT ({len(waits)} of {len(want)})")
-        check(len(want) == len(ends) and {e - s for (w, e, a), s in zip(want, ends)} == offsets,
-              f"{name}: rank {rank}: each block ends with its label, or with its last operator "
-              f"where sends close it")
+              f"{name}: rank {rank}: each block that waited for its input starts when the wait "
+              f"was over, the time before a WAIT ({len(waits)} of {len(want)})")
+        check(len(want) == len(ends) and {e - s for (w, e, a, _), s in zip(want, ends)} == offsets,
+              f"{name}: rank {rank}: each block ends with its label, or its last operator where sends close it")
         # each wait is charged to the block after it: its stage, micro-batch, step, ending at its start
         got = sorted((int(r["stage"]), int(r["microbatch"]), int(r["step"]), int(r["start_ns"]))
-                     for r, (w, e, a) in zip(blocks, want) if w != a)
+                     for r, (w, e, a, waited) in zip(blocks, want) if waited)
         check(waits == got, f"{name}: rank {rank}: each WAIT is its block's, ending where the block starts")
         xfers = [r for r in rows if int(r["rank"]) == rank and r["kind"] in
                  ("SEND_F", "RECV_F", "SEND_B", "RECV_B")]
@@ -312,6 +313,29 @@ def main():
         rc, out, err = run("import", cut_dir, "-o", mt)
         check(rc == 0 and "Interleaved1F1B" in out and f"{kept} blocks" in out,
               f"a profile begun mid-step, GPU label copies beside: the schedule found, {kept} blocks ({err.strip()} {out.strip()})")
+
+        # without ProfilerStep ranges (steps found from the repeats, a
+        # receive's label before the step's first block counted in the step
+        # before) each block waits for the receive posted last before it:
+        # the same blocks and waits as with them
+        nostep_dir = os.path.join(tmp, "nostep")
+        os.mkdir(nostep_dir)
+        for f in sorted(glob.glob(os.path.join(DATA, "interleaved", "*.json.gz"))):
+            d = load(f)
+            d["traceEvents"] = [e for e in d["traceEvents"] if not e.get("name", "").startswith("ProfilerStep#")]
+            with open(os.path.join(nostep_dir, os.path.basename(f)[:-3]), "w") as o:
+                json.dump(d, o)
+        nt = os.path.join(tmp, "nostep.pptrace")
+        rc, out, err = run("import", nostep_dir, "-o", nt)
+
+        def timed(rows):
+            rows = [r for r in rows if r["kind"] in kinds | {"WAIT"}]
+            t0 = min(int(r["start_ns"]) for r in rows)
+            return sorted((int(r["rank"]), int(r["start_ns"]) - t0, int(r["end_ns"]) - t0, r["kind"], r["name"])
+                          for r in rows)
+        kinds = {"F", "B", "I", "W", "OVERLAP_F_B"}
+        check(rc == 0 and timed(imported(nt, tmp)) == timed(traces["interleaved"][1]),
+              f"without ProfilerStep ranges: the same blocks and waits ({err.strip()})")
 
         # one rank in two files of different times (tensorboard_trace_handler
         # writes one a profiling cycle): one rank, the same spans as whole
