@@ -17,9 +17,10 @@ It runs tests/pytorch/train.py twice, plain and under profile, and asserts:
   * every (stage, micro-batch) of a rank has its forward and its backward
     (B, or I and W) in every step; transfers and waits are there;
   * the plan is in the trace, and the loss counters of the last stage;
-  * the plain run's torch.profiler traces import to the same orders, their
-    blocks the stages' compute (median F a stage within a factor 3 of
-    profile's), the plan timed with it (its step within a factor 3).
+  * the plain run's torch.profiler traces import to the same orders, the
+    plan timed with the blocks as imported (each planned forward the mean
+    of its stage's forwards in the same trace; no time of this machine is
+    compared with another run's).
 Needs PIPESCOPE_TORCH_PYTHON (the virtual environment's python, which
 ./dev.sh test provides); without it exits 77 saying so.
 """
@@ -291,35 +292,33 @@ def main():
                 got = [label_of_span(s) for s in sorted(iblocks[(r, st)], key=lambda s: int(s["start_ns"]))]
                 if got != want:
                     fail(f"import: rank {r} step {st}: {got}\n  the schedule's: {want}")
-        # the import's blocks are their compute, not the waits their labels
-        # hold: each stage's median F within a factor 3 of profile's (whose
-        # hook times the stage's call), where waits made it ~10x.  Not
-        # closer: torch.profiler's own cost on every operator makes the
-        # plain run's F 1.3-1.9x the hook's here; medians, as a shared core
-        # may stall one block for milliseconds; not the last stage's, whose
-        # label holds the loss as well
-        def median_f(rows):
-            by = collections.defaultdict(list)
-            for s in rows:
-                if s["kind"] == "F":
-                    by[int(s["stage"])].append(int(s["end_ns"]) - int(s["start_ns"]))
-            return {st: sorted(v)[len(v) // 2] for st, v in by.items()}
-        pf, jf = median_f(spans), median_f(csv.DictReader(open(icsv)))
-        print(f"# median F a stage (us), profile vs import: "
-              + ", ".join(f"{st}: {pf[st] / 1e3:.0f} vs {jf.get(st, 0) / 1e3:.0f}" for st in sorted(pf)))
-        for st in sorted(pf)[:-1]:
-            if not (st in jf and pf[st] / 3 <= jf[st] <= pf[st] * 3):
-                fail(f"import: stage {st}'s median F {jf.get(st)} ns, profile's {pf[st]} ns: not within a factor 3")
-        # and the plan timed with them: its step within a factor 3 of
-        # profile's plan's (with the waits it was ~10x)
-        iinfo = run([cli, "info", imported], env, "info of the import").stdout
-        step = lambda text: re.search(r"^planned bubble \(last plan of each rank, one step ([0-9.]+) ms\)", text, re.M)
-        ps, js = step(info), step(iinfo)
-        if ps is None or js is None:
-            fail(f"no planned step in info:\n{info}\n{iinfo}")
-        print(f"# planned step (ms), profile vs import: {ps[1]} vs {js[1]}")
-        if not float(ps[1]) / 3 <= float(js[1]) <= float(ps[1]) * 3:
-            fail(f"import: planned step {js[1]} ms, profile's {ps[1]} ms: not within a factor 3")
+        # the import's plan is timed with its blocks as imported (their
+        # compute, the waits their labels hold left out): each planned
+        # forward lasts the mean of the imported forwards of its stage, in
+        # the same trace, whatever this machine's load (with the labels' raw
+        # ranges it was about 10 times that).  Forwards only: the cost
+        # model's backward is one B = I + W a stage, which a stage that runs
+        # both B and I/W (DualPipeV) cannot match kind by kind
+        ichrome = os.path.join(tmp, "imported.json")
+        run([cli, "export", imported, "--format", "chrome", "-o", ichrome], env, "the import's Chrome export")
+        with open(ichrome) as f:
+            iev = json.load(f)
+        iev = iev["traceEvents"] if isinstance(iev, dict) else iev
+        durs = collections.defaultdict(list)
+        planned = {}
+        for e in iev:
+            k = (e.get("args") or {}).get("stage"), e.get("cat")
+            if e.get("cat") in ("F", "B", "I", "W") and e.get("ph") == "X":
+                durs[k].append(e["dur"])
+            elif e.get("cat") == "plan" and e.get("ph") == "X" and e["args"].get("kind") == "F":
+                planned[(e["args"]["stage"], e["args"]["kind"])] = e["dur"]
+        if not planned:
+            fail("the import has no timed plan")
+        for (st, kind), d in sorted(planned.items()):
+            got = durs.get((st, kind))
+            mean = sum(got) / len(got) if got else None
+            if mean is None or abs(d - mean) > 0.01 * mean + 0.01:
+                fail(f"import: the plan's {st}{kind} lasts {d} us, its imported blocks {mean} us on average")
     print(f"ok 1 - {pyname}: 2 ranks, {STEPS} steps, {len(spans)} spans, orders as the schedule's, "
           f"losses and weights bit for bit; its torch.profiler trace imports to the same orders")
 
