@@ -80,18 +80,6 @@ typedef struct {
 #define CS(st)        ((CudaStage *) (st)->bk)
 #define CR(rk)        ((CudaRank *) (rk)->bk)
 
-/* The cores this process may run on (a container's or taskset's share),
- * or the machine's where that cannot be asked. */
-static long
-usable_cpus (void)
-{
-  cpu_set_t set;
-  CPU_ZERO (&set);
-  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
-    return CPU_COUNT (&set);
-  return sysconf (_SC_NPROCESSORS_ONLN);
-}
-
 static PpStatus
 cuda_check (PpError *err, const char *what, cudaError_t e)
 {
@@ -856,7 +844,7 @@ cuda_open (PpRun *run, PpError *err)
     /* the cores the rank threads, the main thread, the probe's drain
      * thread and CUPTI's two (its flush thread, its own worker) leave
      * free: a rank thread that loses its core stops feeding its GPU */
-    long ncpu = usable_cpus ();
+    long ncpu = pp_run_usable_cores ();
     long n = ncpu - (run->transport->process_rank >= 0 ? 1 : run->P) - 1 - (cfg->probe != NULL) - 2 * (run_cupti (run) != NULL);
     if (n < 1) n = 1;
     if (n > 16) n = 16;

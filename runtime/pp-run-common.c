@@ -1,9 +1,12 @@
 /* pp-run-common.c — what the schedule walker and its compute backends both
  * call (pp-run-private.h): recording spans and counters, failing or
  * abandoning a step, waiting for a stage boundary's data. */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "pp-run-private.h"
 
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pp-transport.h"
 
@@ -158,4 +161,14 @@ pp_run_end_rank_step (PpRun *run, PpRunRank *rk, int64_t t0, int64_t t1)
   rk->last_wait = rk->wait_ns;
   rk->last_first = rk->first_ns;
   rk->last_last = rk->last_ns;
+}
+
+long
+pp_run_usable_cores (void)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
+    return CPU_COUNT (&set);
+  return sysconf (_SC_NPROCESSORS_ONLN);
 }

@@ -93,6 +93,10 @@ typedef struct _PpRun PpRun;
  * the rank threads, idle until the first step. */
 PpRun     *pp_run_new (const PpRunConfig *cfg, PpError *err);
 
+/* The cores this process may run on (a container's or taskset's share),
+ * or the machine's where that cannot be asked. */
+long       pp_run_usable_cores (void);
+
 /* Runs one training step on every rank and waits for it.  PP_EINVAL with
  * "stopped" if *stop was set (the step is abandoned cleanly). */
 PpStatus   pp_run_step (PpRun *run, PpStepStats *stats, PpError *err);

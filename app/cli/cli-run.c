@@ -1,7 +1,6 @@
 /* pipescope-cli run — trains the bundled network under a schedule with the
  * runtime (runtime/pp-run.h), live by default, and compares the
  * measured bubble with the simulator's prediction from the measured costs. */
-#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "cli-commands.h"
 #include "cli-common.h"
 #include "cli-job.h"
@@ -17,7 +16,6 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,16 +34,7 @@
  * many. */
 #define RUN_WINDOW_MAX 50
 
-/* The cores this process may run on (a taskset's or container's share). */
-static long
-usable_cores (void)
-{
-  cpu_set_t set;
-  CPU_ZERO (&set);
-  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
-    return CPU_COUNT (&set);
-  return sysconf (_SC_NPROCESSORS_ONLN);
-}
+
 /* the most step bubbles kept (steps x ranks): 32 MiB; a longer run's
  * figure is the median over its first steps */
 #define RUN_STEP_BUBBLES_MAX ((size_t) 1 << 22)
@@ -923,7 +912,7 @@ pp_cli_run (int argc, char **argv)
   shared_cores = 0;
   if (!use_cuda && (transport == NULL || transport->n_processes < 2))
     {
-      long cores = usable_cores ();
+      long cores = pp_run_usable_cores ();
       if (cores > 0 && cores < s->ranks)
         {
           shared_cores = (int) cores;

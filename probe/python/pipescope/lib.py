@@ -35,7 +35,6 @@ F, B, I, W = 0, 1, 2, 3
 SEND_F, RECV_F, SEND_B, RECV_B = 4, 5, 6, 7
 OPT, WAIT, OVERLAP_F_B = 8, 9, 13
 STEP_BEGIN, STEP_END = 64, 65   # pipescope_records' step markers
-_WAIT = WAIT
 LOSS, ACTIVATION_BYTES, DEVICE_BYTES, INFLIGHT = 0, 1, 2, 3
 
 last_error = ""
@@ -265,7 +264,7 @@ class Rank:
         if q is None:
             self._wait(self._h, stage, mb, peer, step, t0, t1)
             return
-        q += (_WAIT, stage, mb, step, t0, t1, peer, 0)
+        q += (WAIT, stage, mb, step, t0, t1, peer, 0)
         if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
             self.flush()
 
