@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 
 # Debian 12 packages the build and the tests need.
-packages=(gcc pkg-config meson ninja-build python3 python3-venv libglib2.0-dev libopenblas-dev zlib1g-dev
+packages=(gcc pkg-config meson ninja-build python3 python3-venv python3-dev libglib2.0-dev libopenblas-dev zlib1g-dev
           libopenmpi-dev openmpi-bin
           libcairo2-dev libgtk-4-dev libadwaita-1-dev
           xvfb xauth dbus-x11 desktop-file-utils appstream clang)

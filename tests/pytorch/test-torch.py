@@ -125,10 +125,15 @@ def live(cli, py, env, tmp):
 
 
 def main():
-    cli, sched = sys.argv[1], sys.argv[2]
+    # --python-hook: the hook records in Python (PIPESCOPE_FAST=0), not
+    # through its compiled hot path (probe/python/pipescope-fast.c)
+    argv = [a for a in sys.argv if a != "--python-hook"]
+    python_hook = len(argv) != len(sys.argv)
+    how = ", hook in Python" if python_hook else ""
+    cli, sched = argv[1], argv[2]
     # a third argument names the variable that holds the python of another
     # PyTorch (PIPESCOPE_TORCH211_PYTHON: 2.11, what the GPU machine has)
-    var = sys.argv[3] if len(sys.argv) > 3 else "PIPESCOPE_TORCH_PYTHON"
+    var = argv[3] if len(argv) > 3 else "PIPESCOPE_TORCH_PYTHON"
     py = os.environ.get(var)
     if not py or not os.path.exists(py):
         print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and sets it)")
@@ -140,6 +145,8 @@ def main():
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
+    if python_hook:
+        env["PIPESCOPE_FAST"] = "0"
     tmp = tempfile.mkdtemp(prefix="pp-torch-")
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
     os.chmod(tmp, 0o700)
@@ -255,7 +262,8 @@ def main():
         "export --format why")
 
     if not kineto_check:
-        print(f"ok 1 - {pyname} (PyTorch {res[0]['torch']}): 2 ranks, {STEPS} steps, {len(spans)} spans, "
+        print(f"ok 1 - {pyname} (PyTorch {res[0]['torch']}{how}): 2 ranks, {STEPS} steps, "
+              f"{len(spans)} spans, "
               f"orders as the schedule's, losses and weights bit for bit")
         return
     # The plain run's torch.profiler traces, imported: the same orders.
@@ -319,7 +327,7 @@ def main():
             mean = sum(got) / len(got) if got else None
             if mean is None or abs(d - mean) > 0.01 * mean + 0.01:
                 fail(f"import: the plan's {st}{kind} lasts {d} us, its imported blocks {mean} us on average")
-    print(f"ok 1 - {pyname}: 2 ranks, {STEPS} steps, {len(spans)} spans, orders as the schedule's, "
+    print(f"ok 1 - {pyname}{how}: 2 ranks, {STEPS} steps, {len(spans)} spans, orders as the schedule's, "
           f"losses and weights bit for bit; its torch.profiler trace imports to the same orders")
 
 

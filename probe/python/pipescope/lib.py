@@ -19,6 +19,11 @@ the cache), so the fewer, the better.  Times come from
 time.monotonic_ns, the library's CLOCK_MONOTONIC without a ctypes call,
 once a check at open has shown the two agree.  A library without
 pipescope_records gets a call a record, as before.
+
+Where the build made the hot path in C for this interpreter
+(_pipescope_fast beside the library, probe/python/pipescope-fast.c), the
+queue is that module's and its wrappers (torch.py) record into it without
+a Python frame; the methods here queue into it too, so the order holds.
 """
 
 import ctypes
@@ -121,10 +126,34 @@ def load():
         if v != API_VERSION:
             last_error = f"{path} has API version {v}; this hook knows {API_VERSION}"
             return None
+        lib.pipescope_fast = _load_fast(path) if lib.pipescope_has_records else None
         _lib = lib
         return lib
     last_error = ("cannot load libpipescope-probe.so (set PIPESCOPE_LIB; tried "
                   + ", ".join(tried or ["the linker's path"]) + ")")
+    return None
+
+
+def _load_fast(lib_path):
+    """The hot path in C (probe/python/pipescope-fast.c) beside the library,
+    built for this interpreter (its extension suffix), or None: then the
+    hook records in Python.  PIPESCOPE_FAST=0 keeps it in Python."""
+    if os.environ.get("PIPESCOPE_FAST") == "0" or os.sep not in lib_path:
+        return None
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(lib_path)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(here, "_pipescope_fast" + suffix)
+        if not os.path.exists(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("_pipescope_fast", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+        except Exception:   # ImportError, a build for another interpreter
+            return None
     return None
 
 
@@ -167,6 +196,16 @@ class Rank:
             self._records = lib.pipescope_records
             self._flushing = threading.Lock()
         self._refused = 0
+        # the compiled hot path, when this process has it and no other rank
+        # holds it: one queue for its wrappers' records and these methods'
+        self.fast = None
+        fast = getattr(lib, "pipescope_fast", None)
+        if fast is not None and self._q is not None:
+            def addr(fn):
+                return ctypes.cast(fn, ctypes.c_void_p).value
+            if fast.open(handle, addr(lib.pipescope_records), addr(lib.pipescope_now_ns)):
+                self.fast = fast
+                self._q = None
         self.has_device = lib.pipescope_has_device
         if self.has_device:
             self._push = lib.pipescope_device_push
@@ -174,6 +213,9 @@ class Rank:
 
     def flush(self):
         """Hands the records queued so far to the library."""
+        if self.fast is not None:
+            self.fast.flush()
+            return
         q = self._q
         if not q:
             return
@@ -221,6 +263,10 @@ class Rank:
         if not self._h:
             return ""
         self.flush()
+        if self.fast is not None:
+            self._refused += self.fast.refused()
+            self.fast.close()   # from now on its wrappers record nothing
+            self.fast = None
         self._q = None   # from now on a record goes to a NULL rank: nothing
         err = ctypes.create_string_buffer(512)
         rc = self._lib.pipescope_rank_close(self._h, err, len(err))
@@ -238,6 +284,9 @@ class Rank:
         self._lib.pipescope_plan(self._h, rank, len(actions), arr)
 
     def block(self, kind, stage, mb, step, t0, t1):
+        if self.fast is not None:
+            self.fast.record(kind, stage, mb, step, t0, t1)
+            return
         q = self._q
         if q is None:
             self._block(self._h, kind, stage, mb, step, t0, t1)
@@ -251,6 +300,9 @@ class Rank:
         self._lib.pipescope_overlap(self._h, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1)
 
     def transfer(self, kind, stage, mb, peer, nbytes, step, t0, t1):
+        if self.fast is not None:
+            self.fast.record(kind, stage, mb, step, t0, t1, peer, nbytes)
+            return
         q = self._q
         if q is None:
             self._transfer(self._h, kind, stage, mb, peer, nbytes, step, t0, t1)
@@ -260,6 +312,9 @@ class Rank:
             self.flush()
 
     def wait(self, stage, mb, peer, step, t0, t1):
+        if self.fast is not None:
+            self.fast.record(WAIT, stage, mb, step, t0, t1, peer, 0)
+            return
         q = self._q
         if q is None:
             self._wait(self._h, stage, mb, peer, step, t0, t1)
@@ -269,6 +324,9 @@ class Rank:
             self.flush()
 
     def step(self, step, phase, t):
+        if self.fast is not None:
+            self.fast.record(STEP_END if phase else STEP_BEGIN, -1, -1, step, t, t)
+            return
         q = self._q
         if q is None:
             self._lib.pipescope_step(self._h, step, phase, t)
@@ -286,7 +344,8 @@ class Rank:
 
     def dropped(self):
         self.flush()
-        return self._lib.pipescope_dropped(self._h) + self._refused
+        fast = self.fast.refused() if self.fast is not None else 0
+        return self._lib.pipescope_dropped(self._h) + self._refused + fast
 
     # ---- device activity (CUPTI): kernels and copies as children of blocks ----
     def device_start(self):

@@ -106,12 +106,29 @@ class _Hook:
         # kernels and copies tagged with the block's id
         self.device = False
         self.single_thread = None  # torch.autograd.set_multithreading_enabled
+        # the hot path in C (lib.Rank.fast): its wrappers record while the
+        # rank is open, every stage is on the CPU and nothing is paused;
+        # else they call the Python wrappers here
+        self.fast = None
+        self.cpu = False
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
         if not self.failed:
             self.failed = True
+            self.sync_fast()
             _say(f"recording stopped ({what}: {exc.__class__.__name__}: {exc}); the job runs on")
+
+    def sync_fast(self):
+        f = self.fast
+        if f is not None:
+            # 1: record; 2: a paused step, the calls and nothing else; 0: Python
+            f.set_on((2 if self.paused else 1) if self.rank is not None and not self.failed and self.cpu
+                     else 0)
+
+    def set_paused(self, paused):
+        self.paused = paused
+        self.sync_fast()
 
     # ---- the rank ------------------------------------------------------------
     def open(self, schedule):
@@ -143,6 +160,11 @@ class _Hook:
         rank.rank_info(socket.gethostname())
         if st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda":
             self.start_device(rank)
+        self.cpu = all(getattr(getattr(s, "device", None), "type", "cpu") != "cuda" for s in stages)
+        self.fast = rank.fast
+        if self.fast is not None:
+            self.fast.set_fail(self.fail)
+            self.sync_fast()
         return rank
 
     def start_device(self, rank):
@@ -347,6 +369,10 @@ class _Hook:
         self.losses = []
         idx = self.step_index
         self.step_index += 1
+        if self.fast is not None:
+            self.fast.set_step(idx)
+            if idx == 0:
+                self.fast.set_observed(self.observed)   # GPipe's and 1F1B's plan
         r.step(idx, 0, r.now())
         return idx
 
@@ -356,6 +382,8 @@ class _Hook:
             return
         if self.gpu_pending:
             self.resolve_gpu()
+        if self.fast is not None:
+            self.fast.set_observed(None)
         r.step(idx, 1, r.now())
         if idx == 0 and self.observed and not self.planned:
             # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
@@ -414,6 +442,7 @@ class _Hook:
         except Exception:
             pass
         self.rank = None
+        self.sync_fast()
         err = r.close()
         if err:
             _say(err[len("pipescope: "):] if err.startswith("pipescope: ") else err)
@@ -636,7 +665,7 @@ def _wrap_step(hook, orig):
             # the benchmark's paired steps: every other step unrecorded
             # (PIPESCOPE_BENCH_ALTERNATE), the optimizer's after it too
             hook.calls += 1
-            hook.paused = hook.calls % 2 == 0
+            hook.set_paused(hook.calls % 2 == 0)
             if hook.paused:
                 return orig(self, *args, **kwargs)
         idx = None
@@ -686,11 +715,15 @@ class _Label:
         out = self.inner.__enter__()
         if self.mine:
             self.hook.overlap = []
+            if self.hook.fast is not None:
+                self.hook.fast.set_overlap(self.hook.overlap)
         return out
 
     def __exit__(self, *exc):
         if self.mine:
             blocks, self.hook.overlap = self.hook.overlap, None
+            if self.hook.fast is not None:
+                self.hook.fast.set_overlap(None)
             try:
                 self.hook.overlap_end(blocks or [])
             except Exception as e:
@@ -771,15 +804,25 @@ def instrument():
             _say(f"not recording: {_lib.last_error}")
             return False
         hook = _Hook(torch, dist, stage_mod, sched)
+        fast = _lib.load().pipescope_fast
+
+        def hot(role, orig, wrapper, *kind):
+            """The C wrapper (pipescope-fast.c) where the build has one, the
+            Python one its fallback; else the Python one."""
+            return fast.wrap(role, orig, wrapper, *kind) if fast is not None else wrapper
+
         base = stage_mod._PipelineStageBase
-        base.forward_one_chunk = _wrap_block(hook, base.forward_one_chunk, _fwd_kind)
-        base.backward_one_chunk = _wrap_block(hook, base.backward_one_chunk, _bwd_kind)
-        base.backward_weight_one_chunk = _wrap_block(hook, base.backward_weight_one_chunk, _w_kind)
+        for name, role, kind_of in (("forward_one_chunk", "forward", _fwd_kind),
+                                    ("backward_one_chunk", "backward", _bwd_kind),
+                                    ("backward_weight_one_chunk", "weight", _w_kind)):
+            orig = getattr(base, name)
+            setattr(base, name, hot(role, orig, _wrap_block(hook, orig, kind_of)))
         for name, kind in (("get_fwd_send_ops", _lib.SEND_F), ("get_bwd_send_ops", _lib.SEND_B),
                            ("get_fwd_recv_ops", _lib.RECV_F), ("get_bwd_recv_ops", _lib.RECV_B)):
-            setattr(base, name, _wrap_get_ops(hook, getattr(base, name), kind))
-        sched._batch_p2p = _wrap_batch_p2p(hook, sched._batch_p2p)
-        sched._wait_batch_p2p = _wrap_wait(hook, sched._wait_batch_p2p)
+            orig = getattr(base, name)
+            setattr(base, name, hot("get_ops", orig, _wrap_get_ops(hook, orig, kind), kind))
+        sched._batch_p2p = hot("batch_p2p", sched._batch_p2p, _wrap_batch_p2p(hook, sched._batch_p2p))
+        sched._wait_batch_p2p = hot("wait", sched._wait_batch_p2p, _wrap_wait(hook, sched._wait_batch_p2p))
         if hasattr(sched, "record_function"):
             sched.record_function = _wrap_label(hook, sched.record_function)
         for cls in (sched._PipelineSchedule, sched.PipelineScheduleSingle, sched.PipelineScheduleMulti):

@@ -1,0 +1,748 @@
+/* pipescope-fast.c — the PyTorch hook's hot path, compiled (issue 14).
+ *
+ * The hook (probe/python/pipescope/torch.py) wraps about 70 calls a step of
+ * a 2-rank CPU job: each block, each stage's get_*_ops, each _batch_p2p and
+ * each _wait_batch_p2p.  As Python functions those wrappers cost 3 to 8 us
+ * each in place (the job's blocks evict the interpreter from the cache
+ * between calls), 2 to 3 % of a 23 ms step.  This module is the same four
+ * wrappers in C, for the common case (the rank open, CPU stages): a call reads two clocks, the arguments it needs, and writes
+ * one record into a queue here, handed to libpipescope-probe.so with one
+ * pipescope_records call at a step's end, at 512 records and 50 ms after
+ * the last hand-over.  In a paused step (the benchmark's unrecorded ones) it
+ * runs the wrapped call and nothing else.  In every other case (CUDA,
+ * failed, closed) a wrapper calls the Python wrapper it was made with,
+ * which does it all.
+ *
+ * One rank a process: open() takes the rank's handle and the library's
+ * pipescope_records and pipescope_now_ns as addresses (from ctypes, so the
+ * module never links or loads a second copy of the library).  Lib.Rank puts
+ * its own records (step markers, the optimizer, overlapped pairs) through
+ * record(), so there is one queue and one order.
+ *
+ * The wrapped function runs exactly once with the arguments it was given;
+ * its result and its exceptions pass through untouched.  A failure of the
+ * module's own (an argument that is not an integer, an attribute missing)
+ * switches the fast path off and reports once through the callable given
+ * to set_fail; the job never sees it.
+ *
+ * Built per CPython version (its extension suffix); lib.py loads it only
+ * under the interpreter it was built for.  Everything runs under the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pipescope.h"
+
+typedef size_t (*records_fn) (pipescope_rank *, size_t, const int64_t *);
+typedef int64_t (*now_fn) (void);
+
+enum { CAPACITY = 512, RING = 256, WAITS = 256, PEERS = 64 };
+#define FLUSH_NS 50000000
+
+/* What a wrapper stands for. */
+enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT };
+
+struct op_meta { const void *op; int32_t kind, stage, mb, peer; int64_t bytes; };
+struct work_peer { const void *work; int32_t peer; };
+struct pending_wait { int32_t peer; int64_t t0, t1; };
+
+static struct
+{
+  pipescope_rank *rank;
+  records_fn records;
+  now_fn now;
+  int on;                 /* the fast path records */
+  int pass;               /* a paused step: the wrapped call, nothing else */
+  int step;               /* the step records belong to */
+  int p2p_depth;          /* inside a _batch_p2p */
+  PyObject *observed;     /* a list: blocks appended as plan actions */
+  PyObject *overlap;      /* a list: blocks gathered into an overlapped pair */
+  PyObject *fail;         /* fail(what, exception) */
+  int64_t q[CAPACITY * PIPESCOPE_RECORD_FIELDS];
+  size_t n;
+  int64_t t_flush;
+  unsigned long long refused;
+  struct pending_wait waits[WAITS];
+  size_t n_waits;
+  /* the P2P ops get_*_ops made and the Works _batch_p2p returned, by
+   * address (as id() in Python: no reference kept, so no tensor is held
+   * longer), newest first when looked up; a ring, so bounded */
+  struct op_meta ops[RING];
+  size_t op_next;
+  struct work_peer works[RING];
+  size_t work_next;
+} S;
+
+static PyObject *str_stage_index, *str_tensor, *str_peer, *str_nbytes;
+
+/* ---- the queue ------------------------------------------------------------ */
+
+static void
+flush (void)
+{
+  if (S.n > 0 && S.rank != NULL)
+    S.refused += S.records (S.rank, S.n, S.q);
+  S.n = 0;
+  if (S.now != NULL)
+    S.t_flush = S.now ();
+}
+
+static void
+push (int64_t kind, int64_t stage, int64_t mb, int64_t step, int64_t t0, int64_t t1, int64_t peer,
+      int64_t bytes)
+{
+  if (S.rank == NULL)
+    return;   /* closed: nothing more */
+  int64_t *f = S.q + S.n * PIPESCOPE_RECORD_FIELDS;
+  f[0] = kind, f[1] = stage, f[2] = mb, f[3] = step, f[4] = t0, f[5] = t1, f[6] = peer, f[7] = bytes;
+  S.n++;
+  if (S.n == CAPACITY || kind == PIPESCOPE_STEP_END || t1 - S.t_flush > FLUSH_NS)
+    flush ();
+}
+
+/* Our own failure: the error raised here is reported once and cleared;
+ * the fast path is off from now on. */
+static void
+fail (const char *what)
+{
+  PyObject *type, *value, *tb;
+  PyErr_Fetch (&type, &value, &tb);
+  PyErr_NormalizeException (&type, &value, &tb);
+  S.on = 0;
+  S.pass = 0;
+  if (S.fail != NULL)
+    {
+      PyObject *r = PyObject_CallFunction (S.fail, "sO", what, value != NULL ? value : Py_None);
+      Py_XDECREF (r);
+      PyErr_Clear ();
+    }
+  Py_XDECREF (type);
+  Py_XDECREF (value);
+  Py_XDECREF (tb);
+}
+
+/* An int of a Python object, or -1 with an error set. */
+static int
+as_int (PyObject *o, int64_t *out)
+{
+  long long v = PyLong_AsLongLong (o);
+  if (v == -1 && PyErr_Occurred ())
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int
+attr_int (PyObject *o, PyObject *name, int64_t *out)
+{
+  PyObject *v = PyObject_GetAttr (o, name);
+  if (v == NULL)
+    return -1;
+  int rc = as_int (v, out);
+  Py_DECREF (v);
+  return rc;
+}
+
+/* ---- the wrapper type ------------------------------------------------------ */
+
+typedef struct
+{
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject *orig;       /* what it wraps */
+  PyObject *fallback;   /* the Python wrapper, for every case but the fast one */
+  int role;
+  int kind;             /* ROLE_GET_OPS: the transfers' kind */
+} Wrapper;
+
+/* A keyword argument's value, borrowed, or NULL. */
+static PyObject *
+keyword (PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *name)
+{
+  if (kwnames == NULL)
+    return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE (kwnames);
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (PyUnicode_CompareWithASCIIString (PyTuple_GET_ITEM (kwnames, i), name) == 0)
+      return args[nargs + i];
+  return NULL;
+}
+
+static PyObject *
+call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  if (S.pass)
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (!S.on || nargs < 1)
+    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+  PyObject *stage_obj = args[0];
+  Py_INCREF (stage_obj);   /* args belong to the caller; orig may drop its last reference */
+  int64_t t0 = S.now ();
+  PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  int64_t t1 = S.now ();
+  if (out == NULL || !S.on)
+    {
+      Py_DECREF (stage_obj);
+      return out;
+    }
+  /* the micro-batch: (self, chunk_id, ...) or chunk_id=; backward's
+   * full_backward decides B against I (PyTorch's default: full) */
+  const char *mb_name = w->role == ROLE_FORWARD ? "fwd_chunk_id" : "bwd_chunk_id";
+  PyObject *mb_obj = keyword (args, nargs, kwnames, mb_name);
+  if (mb_obj == NULL && nargs >= 2)
+    mb_obj = args[1];
+  int64_t kind = w->role == ROLE_FORWARD ? PIPESCOPE_F : w->role == ROLE_WEIGHT ? PIPESCOPE_W : PIPESCOPE_B;
+  int64_t stage = -1, mb = -1;
+  if (w->role == ROLE_BACKWARD)
+    {
+      PyObject *full = keyword (args, nargs, kwnames, "full_backward");
+      if (full == NULL && nargs >= 4)
+        full = args[3];
+      if (full != NULL)
+        {
+          int t = PyObject_IsTrue (full);
+          if (t < 0)
+            goto failed;
+          kind = t ? PIPESCOPE_B : PIPESCOPE_I;
+        }
+    }
+  if (attr_int (stage_obj, str_stage_index, &stage) < 0 || (mb_obj != NULL && as_int (mb_obj, &mb) < 0))
+    goto failed;
+  Py_CLEAR (stage_obj);
+  /* the waits since the last block are this block's */
+  for (size_t i = 0; i < S.n_waits; i++)
+    push (PIPESCOPE_WAIT, stage, mb, S.step, S.waits[i].t0, S.waits[i].t1, S.waits[i].peer, 0);
+  S.n_waits = 0;
+  if (S.overlap != NULL)
+    {
+      PyObject *b = Py_BuildValue ("(LLLLL)", (long long) kind, (long long) stage, (long long) mb,
+                                   (long long) t0, (long long) t1);
+      if (b == NULL || PyList_Append (S.overlap, b) < 0)
+        {
+          Py_XDECREF (b);
+          goto failed;
+        }
+      Py_DECREF (b);
+      return out;
+    }
+  push (kind, stage, mb, S.step, t0, t1, -1, 0);
+  if (S.observed != NULL)
+    {
+      PyObject *a = Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage, (long long) mb,
+                                   -1, -1, -1);
+      if (a == NULL || PyList_Append (S.observed, a) < 0)
+        {
+          Py_XDECREF (a);
+          goto failed;
+        }
+      Py_DECREF (a);
+    }
+  return out;
+failed:
+  Py_XDECREF (stage_obj);
+  fail ("a block");
+  return out;
+}
+
+static PyObject *
+call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  if (S.pass)
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (!S.on || nargs < 2)
+    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+  PyObject *stage_obj = args[0], *chunk = args[1];
+  Py_INCREF (stage_obj);
+  Py_INCREF (chunk);
+  PyObject *ops = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  PyObject *seq = NULL, *tensor = NULL;
+  if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops)) || PySequence_Size (ops) == 0)
+    goto done;
+  int64_t stage, mb;
+  if (attr_int (stage_obj, str_stage_index, &stage) < 0 || as_int (chunk, &mb) < 0)
+    goto failed;
+  seq = PySequence_Fast (ops, "ops");
+  if (seq == NULL)
+    goto failed;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE (seq);
+  for (Py_ssize_t i = 0; i < n; i++)
+    {
+      PyObject *op = PySequence_Fast_GET_ITEM (seq, i);
+      int64_t peer = -1, bytes = 0;
+      PyObject *p = PyObject_GetAttr (op, str_peer);
+      if (p == NULL)
+        goto failed;
+      int rc = p == Py_None ? 0 : as_int (p, &peer);
+      Py_DECREF (p);
+      if (rc < 0)
+        goto failed;
+      tensor = PyObject_GetAttr (op, str_tensor);
+      if (tensor == NULL)
+        goto failed;
+      if (tensor != Py_None && attr_int (tensor, str_nbytes, &bytes) < 0)
+        goto failed;
+      Py_CLEAR (tensor);
+      struct op_meta *m = &S.ops[S.op_next++ % RING];
+      *m = (struct op_meta) { op, w->kind, (int32_t) stage, (int32_t) mb, (int32_t) peer, bytes };
+    }
+  goto done;
+failed:
+  Py_XDECREF (tensor);
+  fail ("p2p ops");
+done:
+  Py_XDECREF (seq);
+  Py_DECREF (stage_obj);
+  Py_DECREF (chunk);
+  return ops;
+}
+
+/* The op's meta, taken out of the ring, or NULL. */
+static struct op_meta *
+take_op (const void *op)
+{
+  for (size_t k = 1; k <= RING && k <= S.op_next; k++)
+    {
+      struct op_meta *m = &S.ops[(S.op_next - k) % RING];
+      if (m->op == op)
+        {
+          m->op = NULL;
+          return m;
+        }
+    }
+  return NULL;
+}
+
+static PyObject *
+call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  if (S.p2p_depth || S.pass)   /* within one already timed; a paused step */
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (!S.on || nargs < 1)
+    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+  PyObject *ops = args[0];
+  Py_INCREF (ops);
+  S.p2p_depth++;
+  int64_t t0 = S.now ();
+  PyObject *works = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  int64_t t1 = S.now ();
+  S.p2p_depth--;
+  PyObject *seq = NULL;
+  if (works == NULL || !S.on)
+    goto done;
+  seq = PySequence_Fast (ops, "p2p ops");
+  if (seq == NULL)
+    {
+      fail ("a transfer");
+      goto done;
+    }
+  int32_t peers[PEERS];
+  size_t known = 0;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE (seq);
+  for (Py_ssize_t i = 0; i < n; i++)
+    {
+      struct op_meta *m = take_op (PySequence_Fast_GET_ITEM (seq, i));
+      if (m == NULL)
+        continue;
+      push (m->kind, m->stage, m->mb, S.step, t0, t1, m->peer, m->bytes);
+      if (known < PEERS)
+        peers[known] = m->peer;
+      known++;
+    }
+  /* a Work an op: its wait learns the peer (only when they pair up) */
+  if (known > 0 && known <= PEERS && PyList_Check (works) && (size_t) PyList_GET_SIZE (works) == known)
+    for (size_t i = 0; i < known; i++)
+      S.works[S.work_next++ % RING] = (struct work_peer) { PyList_GET_ITEM (works, i), peers[i] };
+done:
+  Py_XDECREF (seq);
+  Py_DECREF (ops);
+  return works;
+}
+
+static PyObject *
+call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  if (S.pass)
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (!S.on || nargs < 1)
+    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+  PyObject *work = args[0];
+  Py_INCREF (work);
+  int64_t t0 = S.now ();
+  PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  int64_t t1 = S.now ();
+  if (out != NULL && S.on)
+    {
+      int32_t peer = -1;
+      if (PyList_Check (work))
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE (work); i++)
+          {
+            const void *wk = PyList_GET_ITEM (work, i);
+            for (size_t k = 1; k <= RING && k <= S.work_next; k++)
+              {
+                struct work_peer *e = &S.works[(S.work_next - k) % RING];
+                if (e->work == wk)
+                  {
+                    peer = e->peer;
+                    e->work = NULL;
+                    break;
+                  }
+              }
+          }
+      /* charged to the block that comes next (its stage and micro-batch) */
+      if (S.n_waits < WAITS)
+        S.waits[S.n_waits++] = (struct pending_wait) { peer, t0, t1 };
+      else
+        S.refused++;
+    }
+  Py_DECREF (work);
+  return out;
+}
+
+static PyObject *
+wrapper_vectorcall (PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Wrapper *w = (Wrapper *) self;
+  switch (w->role)
+    {
+    case ROLE_GET_OPS:
+      return call_get_ops (w, args, nargsf, kwnames);
+    case ROLE_BATCH_P2P:
+      return call_batch_p2p (w, args, nargsf, kwnames);
+    case ROLE_WAIT:
+      return call_wait (w, args, nargsf, kwnames);
+    default:
+      return call_block (w, args, nargsf, kwnames);
+    }
+}
+
+/* A method when it is a class's attribute, as the function it replaces. */
+static PyObject *
+wrapper_get (PyObject *self, PyObject *obj, PyObject *type)
+{
+  (void) type;
+  if (obj == NULL || obj == Py_None)
+    {
+      Py_INCREF (self);
+      return self;
+    }
+  return PyMethod_New (self, obj);
+}
+
+/* __name__, __doc__, __wrapped__ and the rest: the wrapped function's. */
+static PyObject *
+wrapper_getattro (PyObject *self, PyObject *name)
+{
+  Wrapper *w = (Wrapper *) self;
+  if (PyUnicode_CompareWithASCIIString (name, "__wrapped__") == 0)
+    {
+      Py_INCREF (w->orig);
+      return w->orig;
+    }
+  PyObject *v = PyObject_GenericGetAttr (self, name);
+  if (v == NULL && PyErr_ExceptionMatches (PyExc_AttributeError))
+    {
+      PyErr_Clear ();
+      v = PyObject_GetAttr (w->orig, name);
+    }
+  return v;
+}
+
+static int
+wrapper_traverse (PyObject *self, visitproc visit, void *arg)
+{
+  Wrapper *w = (Wrapper *) self;
+  Py_VISIT (w->orig);
+  Py_VISIT (w->fallback);
+  return 0;
+}
+
+static int
+wrapper_clear (PyObject *self)
+{
+  Wrapper *w = (Wrapper *) self;
+  Py_CLEAR (w->orig);
+  Py_CLEAR (w->fallback);
+  return 0;
+}
+
+static void
+wrapper_dealloc (PyObject *self)
+{
+  PyObject_GC_UnTrack (self);
+  wrapper_clear (self);
+  Py_TYPE (self)->tp_free (self);
+}
+
+static PyObject *
+wrapper_repr (PyObject *self)
+{
+  return PyUnicode_FromFormat ("<pipescope wrapper of %R>", ((Wrapper *) self)->orig);
+}
+
+static PyTypeObject WrapperType = {
+  PyVarObject_HEAD_INIT (NULL, 0)
+  .tp_name = "_pipescope_fast.Wrapper",
+  .tp_basicsize = sizeof (Wrapper),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL
+              | Py_TPFLAGS_METHOD_DESCRIPTOR,
+  .tp_vectorcall_offset = offsetof (Wrapper, vectorcall),
+  .tp_call = PyVectorcall_Call,
+  .tp_descr_get = wrapper_get,
+  .tp_getattro = wrapper_getattro,
+  .tp_traverse = wrapper_traverse,
+  .tp_clear = wrapper_clear,
+  .tp_dealloc = wrapper_dealloc,
+  .tp_repr = wrapper_repr,
+  .tp_doc = "A wrapped pipelining call, recorded in C (pipescope-fast.c).",
+};
+
+/* ---- the module's functions ---------------------------------------------- */
+
+static const struct { const char *name; int role; } roles[] = {
+  { "forward", ROLE_FORWARD }, { "backward", ROLE_BACKWARD }, { "weight", ROLE_WEIGHT },
+  { "get_ops", ROLE_GET_OPS }, { "batch_p2p", ROLE_BATCH_P2P }, { "wait", ROLE_WAIT },
+};
+
+static PyObject *
+m_wrap (PyObject *mod, PyObject *args)
+{
+  (void) mod;
+  const char *role;
+  PyObject *orig, *fallback;
+  int kind = -1;
+  if (!PyArg_ParseTuple (args, "sOO|i:wrap", &role, &orig, &fallback, &kind))
+    return NULL;
+  if (!PyCallable_Check (orig) || !PyCallable_Check (fallback))
+    return PyErr_Format (PyExc_TypeError, "wrap: orig and fallback must be callable");
+  int r = -1;
+  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+    if (strcmp (role, roles[i].name) == 0)
+      r = roles[i].role;
+  if (r < 0)
+    return PyErr_Format (PyExc_ValueError, "wrap: no role %s", role);
+  if (r == ROLE_GET_OPS && (kind < PIPESCOPE_SEND_F || kind > PIPESCOPE_RECV_B))
+    return PyErr_Format (PyExc_ValueError, "wrap: get_ops needs a transfer kind, not %d", kind);
+  Wrapper *w = PyObject_GC_New (Wrapper, &WrapperType);
+  if (w == NULL)
+    return NULL;
+  w->vectorcall = wrapper_vectorcall;
+  Py_INCREF (orig);
+  Py_INCREF (fallback);
+  w->orig = orig;
+  w->fallback = fallback;
+  w->role = r;
+  w->kind = kind;
+  PyObject_GC_Track ((PyObject *) w);
+  return (PyObject *) w;
+}
+
+static void
+reset (void)
+{
+  S.on = 0;
+  S.pass = 0;
+  S.n = 0;
+  S.n_waits = 0;
+  S.p2p_depth = 0;
+  memset (S.ops, 0, sizeof S.ops);
+  memset (S.works, 0, sizeof S.works);
+  S.op_next = S.work_next = 0;
+  Py_CLEAR (S.observed);
+  Py_CLEAR (S.overlap);
+}
+
+static PyObject *
+m_open (PyObject *mod, PyObject *args)
+{
+  (void) mod;
+  unsigned long long h, rec, now;
+  if (!PyArg_ParseTuple (args, "KKK:open", &h, &rec, &now))
+    return NULL;
+  if (S.rank != NULL || h == 0 || rec == 0 || now == 0)
+    Py_RETURN_FALSE;   /* one rank a process */
+  reset ();
+  S.rank = (pipescope_rank *) (uintptr_t) h;
+  S.records = (records_fn) (uintptr_t) rec;
+  S.now = (now_fn) (uintptr_t) now;
+  S.refused = 0;
+  S.step = 0;
+  S.t_flush = S.now ();
+  Py_RETURN_TRUE;
+}
+
+static PyObject *
+m_close (PyObject *mod, PyObject *noargs)
+{
+  (void) mod, (void) noargs;
+  flush ();
+  S.rank = NULL;
+  reset ();
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_flush (PyObject *mod, PyObject *noargs)
+{
+  (void) mod, (void) noargs;
+  flush ();
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_record (PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+  (void) mod;
+  if (nargs != 6 && nargs != 8)
+    return PyErr_Format (PyExc_TypeError, "record takes 6 or 8 integers, not %zd", nargs);
+  int64_t f[8] = { 0, 0, 0, 0, 0, 0, -1, 0 };
+  for (Py_ssize_t i = 0; i < nargs; i++)
+    if (!PyLong_Check (args[i]) || as_int (args[i], &f[i]) < 0)
+      {
+        PyErr_Clear ();   /* not an integer, or past 64 bits: refused, counted */
+        S.refused++;
+        Py_RETURN_NONE;
+      }
+  push (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_refused (PyObject *mod, PyObject *noargs)
+{
+  (void) mod, (void) noargs;
+  return PyLong_FromUnsignedLongLong (S.refused);
+}
+
+static PyObject *
+m_set_on (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  long t = PyLong_AsLong (arg);
+  if (t == -1 && PyErr_Occurred ())
+    return NULL;
+  if (t < 0 || t > 2)
+    return PyErr_Format (PyExc_ValueError, "set_on: 0, 1 or 2, not %ld", t);
+  S.on = t == 1 && S.rank != NULL;
+  S.pass = t == 2 && S.rank != NULL;
+  if (!S.on)
+    S.n_waits = 0;   /* a wait is the next block's only while recording */
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_set_step (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  long v = PyLong_AsLong (arg);
+  if (v == -1 && PyErr_Occurred ())
+    return NULL;
+  if (v < 0 || v > INT32_MAX)
+    return PyErr_Format (PyExc_ValueError, "set_step: %ld is not a step", v);
+  S.step = (int) v;
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+set_list (PyObject **slot, PyObject *arg, const char *what)
+{
+  if (arg != Py_None && !PyList_Check (arg))
+    return PyErr_Format (PyExc_TypeError, "%s: a list or None", what);
+  Py_XINCREF (arg == Py_None ? NULL : arg);
+  Py_XSETREF (*slot, arg == Py_None ? NULL : arg);
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_set_observed (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  return set_list (&S.observed, arg, "set_observed");
+}
+
+static PyObject *
+m_set_overlap (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  return set_list (&S.overlap, arg, "set_overlap");
+}
+
+static PyObject *
+m_set_fail (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  if (arg != Py_None && !PyCallable_Check (arg))
+    return PyErr_Format (PyExc_TypeError, "set_fail: a callable or None");
+  Py_XINCREF (arg == Py_None ? NULL : arg);
+  Py_XSETREF (S.fail, arg == Py_None ? NULL : arg);
+  Py_RETURN_NONE;
+}
+
+static PyObject *
+m_state (PyObject *mod, PyObject *noargs)
+{
+  (void) mod, (void) noargs;
+  return Py_BuildValue ("{s:O,s:O,s:O,s:i,s:n,s:n}", "open", S.rank != NULL ? Py_True : Py_False, "on",
+                        S.on ? Py_True : Py_False, "pass", S.pass ? Py_True : Py_False, "step", S.step, "queued", (Py_ssize_t) S.n,
+                        "waits", (Py_ssize_t) S.n_waits);
+}
+
+static PyMethodDef methods[] = {
+  { "wrap", m_wrap, METH_VARARGS,
+    "wrap(role, orig, fallback[, kind]): a callable recording orig; role one of forward, backward, "
+    "weight, get_ops (kind: the transfers' kind), batch_p2p, wait" },
+  { "open", m_open, METH_VARARGS,
+    "open(rank, pipescope_records, pipescope_now_ns), addresses: True when this process had no rank open" },
+  { "close", m_close, METH_NOARGS, "Hands over what is queued; nothing is recorded after." },
+  { "flush", m_flush, METH_NOARGS, "Hands over what is queued." },
+  { "record", (PyCFunction) (void (*) (void)) m_record, METH_FASTCALL,
+    "record(kind, stage, mb, step, t0, t1[, peer, bytes]): one record, queued in order" },
+  { "refused", m_refused, METH_NOARGS, "Records refused here (not integers, too many waits)." },
+  { "set_on", m_set_on, METH_O,
+    "set_on(mode): 1, the wrappers record; 2, they run the wrapped call and nothing else (a paused "
+    "step); 0, they call their fallback" },
+  { "set_step", m_set_step, METH_O, "The step the wrappers' records belong to." },
+  { "set_observed", m_set_observed, METH_O, "A list blocks are appended to as plan actions, or None." },
+  { "set_overlap", m_set_overlap, METH_O, "A list blocks are gathered into instead of recorded, or None." },
+  { "set_fail", m_set_fail, METH_O, "fail(what, exception), called once on a failure of the module's own." },
+  { "state", m_state, METH_NOARGS, "The module's state, for tests." },
+  { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+  PyModuleDef_HEAD_INIT, "_pipescope_fast",
+  "The PyTorch hook's hot path in C (probe/python/pipescope-fast.c).", -1, methods,
+  NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__pipescope_fast (void);
+
+PyMODINIT_FUNC
+PyInit__pipescope_fast (void)
+{
+  if (PyType_Ready (&WrapperType) < 0)
+    return NULL;
+  str_stage_index = PyUnicode_InternFromString ("stage_index");
+  str_tensor = PyUnicode_InternFromString ("tensor");
+  str_peer = PyUnicode_InternFromString ("peer");
+  str_nbytes = PyUnicode_InternFromString ("nbytes");
+  if (str_stage_index == NULL || str_tensor == NULL || str_peer == NULL || str_nbytes == NULL)
+    return NULL;
+  PyObject *m = PyModule_Create (&module);
+  if (m == NULL)
+    return NULL;
+  Py_INCREF (&WrapperType);
+  if (PyModule_AddObject (m, "Wrapper", (PyObject *) &WrapperType) < 0)
+    {
+      Py_DECREF (&WrapperType);
+      Py_DECREF (m);
+      return NULL;
+    }
+  return m;
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""test-fast-hook.py LIB CLI FAST — the hook's hot path in C (issue 14).
+
+probe/python/pipescope-fast.c wraps the calls the PyTorch hook times (a
+stage's forward, backward and weight chunks, its get_*_ops, _batch_p2p,
+_wait_batch_p2p) and records them without a Python frame.  This checks,
+with stand-ins for PyTorch's objects (no PyTorch needed):
+
+  1. Every wrapper runs the wrapped call exactly once with the arguments it
+     was given, returns its very result, and lets its exception through
+     untouched (nothing recorded for a call that raised); as a class's
+     attribute it binds as a method; __name__ and __wrapped__ are the
+     wrapped function's.
+  2. What lands in the trace, field for field: F, B and I (full_backward
+     by keyword, by position, by default), W; a transfer a P2P op with its
+     kind, stage, micro-batch and bytes; a wait charged to the block after
+     it; step markers after the spans before them.
+  3. Switched off (a CUDA job) each wrapper calls its fallback, which then
+     runs the call; in a paused step each runs the call and nothing else
+     (nothing recorded: the trace's list below); a failure of the module's own (a
+     micro-batch that is not an integer) reports once, switches recording
+     off, and the call's result still comes back.
+  4. Blocks gathered for an overlapped pair and for the observed plan go
+     to the lists given, not the trace; after close nothing is recorded.
+FAST is the built module's path, or "none" (then skipped: no python3
+headers at build time, so the hook records in Python).
+"""
+
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "probe", "python")))
+n = 0
+
+
+def ok(msg):
+    global n
+    n += 1
+    print(f"ok {n} - {msg}")
+
+
+def fail(msg):
+    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
+    sys.exit(1)
+
+
+def spans_of(cli, trace, tmp):
+    out = os.path.join(tmp, "spans.csv")
+    p = subprocess.run([cli, "export", trace, "--format", "csv", "-o", out],
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"export {trace}: {p.stderr.strip()}")
+    with open(out) as f:
+        return list(csv.DictReader(f))
+
+
+class Tensor:
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+
+
+class Op:
+    def __init__(self, peer, nbytes):
+        self.peer = peer
+        self.tensor = Tensor(nbytes) if nbytes is not None else None
+
+
+class Work:
+    pass
+
+
+calls = []       # (what, args, kwargs) each time a wrapped original runs
+fallbacks = []   # each time a wrapper called its fallback
+
+
+def original(name, result=None, raises=None):
+    def fn(*args, **kwargs):
+        calls.append((name, args, kwargs))
+        if raises is not None:
+            raise raises
+        return result(*args, **kwargs) if result is not None else (name, args, kwargs)
+    fn.__name__ = name
+    return fn
+
+
+def fallback_of(orig):
+    def fb(*args, **kwargs):
+        fallbacks.append(orig.__name__)
+        return orig(*args, **kwargs)
+    return fb
+
+
+def main():
+    libpath, cli, fast_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    if fast_path == "none":
+        print("1..0 # SKIP the build has no _pipescope_fast (no python3 headers): the hook records in Python")
+        return 0
+    os.environ["PIPESCOPE_LIB"] = libpath
+    tmp = tempfile.mkdtemp(prefix="pp-fast-")
+    os.chmod(tmp, 0o700)
+    os.environ["XDG_RUNTIME_DIR"] = tmp
+    from pipescope import lib as L
+    raw = L.load()
+    if raw is None:
+        fail(f"load: {L.last_error}")
+    fast = raw.pipescope_fast
+    if fast is None:
+        fail(f"lib.py did not load {fast_path} beside {libpath}")
+    print("1..3")
+
+    trace = os.path.join(tmp, "fast.pptrace")
+    r, err = L.Rank.open("fast", 1, 2, trace=trace)
+    if r is None or r.fast is not fast:
+        fail(f"open: {err or 'the rank did not take the fast path'}")
+    r2, _ = L.Rank.open("fast-second", 0, 2, trace=os.path.join(tmp, "second.pptrace"))
+    if r2.fast is not None:
+        fail("a second rank in the process took the one fast queue")
+    r2.close()
+    failures = []
+    fast.set_fail(lambda what, exc: failures.append((what, exc)))
+
+    class Stage:
+        def __init__(self, index):
+            self.stage_index = index
+
+    o_fwd = original("forward_one_chunk")
+    o_bwd = original("backward_one_chunk")
+    o_w = original("backward_weight_one_chunk")
+    o_ops = original("get_bwd_recv_ops", result=lambda self, mb: [Op(0, 4096), Op(None, None)])
+    o_send = original("get_fwd_send_ops", result=lambda self, mb: [Op(0, 1 << 20)])
+    o_none = original("get_bwd_send_ops", result=lambda self, mb: [])
+    o_p2p = original("_batch_p2p", result=lambda ops: [Work() for _ in ops])
+    o_wait = original("_wait_batch_p2p", result=lambda works: None)
+    Stage.forward_one_chunk = fast.wrap("forward", o_fwd, fallback_of(o_fwd))
+    Stage.backward_one_chunk = fast.wrap("backward", o_bwd, fallback_of(o_bwd))
+    Stage.backward_weight_one_chunk = fast.wrap("weight", o_w, fallback_of(o_w))
+    Stage.get_bwd_recv_ops = fast.wrap("get_ops", o_ops, fallback_of(o_ops), L.RECV_B)
+    Stage.get_fwd_send_ops = fast.wrap("get_ops", o_send, fallback_of(o_send), L.SEND_F)
+    Stage.get_bwd_send_ops = fast.wrap("get_ops", o_none, fallback_of(o_none), L.SEND_B)
+    batch_p2p = fast.wrap("batch_p2p", o_p2p, fallback_of(o_p2p))
+    wait = fast.wrap("wait", o_wait, fallback_of(o_wait))
+    try:
+        fast.wrap("get_ops", o_ops, o_ops)
+        fail("a get_ops wrapper without a transfer kind was made")
+    except ValueError:
+        pass
+
+    # 1. each call once, its result and its exception untouched
+    fast.set_on(1)
+    s = Stage(1)
+    t = r.now()
+    r.step(0, 0, t)
+    args = (object(), {"k": 1})
+    out = s.forward_one_chunk(3, *args)
+    if out != ("forward_one_chunk", (s, 3) + args, {}) or calls[-1][1][0] is not s:
+        fail(f"forward: the result or the arguments changed: {out}")
+    boom = RuntimeError("the job's own error")
+    Stage.forward_one_chunk = fast.wrap("forward", original("forward_one_chunk", raises=boom),
+                                        fallback_of(o_fwd))
+    try:
+        s.forward_one_chunk(9)
+        fail("an exception of the wrapped call did not come through")
+    except RuntimeError as e:
+        if e is not boom:
+            fail(f"another exception came through: {e!r}")
+    Stage.forward_one_chunk = fast.wrap("forward", o_fwd, fallback_of(o_fwd))
+    if Stage.forward_one_chunk.__name__ != "forward_one_chunk" or Stage.forward_one_chunk.__wrapped__ is not o_fwd:
+        fail("__name__ / __wrapped__ are not the wrapped function's")
+    if len(calls) != 2 or fallbacks:
+        fail(f"{len(calls)} calls of the originals for 2 wrapped calls, {len(fallbacks)} fallbacks")
+    ok("a wrapped call runs once with its arguments; its result and its exception come back untouched")
+
+    # 2. what lands in the trace
+    ops = s.get_bwd_recv_ops(3)
+    if len(ops) != 2 or s.get_bwd_send_ops(3) != []:
+        fail("get_ops' result changed")
+    works = batch_p2p(ops)
+    wait(works)                                # a wait, charged to the next block
+    s.backward_one_chunk(3, full_backward=False)           # I 3, after the wait
+    s.backward_one_chunk(4, None, False)                   # I 4, by position
+    s.backward_one_chunk(bwd_chunk_id=5)                   # B 5, the default
+    s.backward_weight_one_chunk(3)                         # W 3
+    send = s.get_fwd_send_ops(6)
+    wait(batch_p2p(send))
+    r.step(0, 1, r.now())
+    r.step(1, 0, r.now())
+    fast.set_step(1)
+    s.forward_one_chunk(fwd_chunk_id=7)                    # F 7, step 1, after the wait
+    r.step(1, 1, r.now())
+
+    # 3. off: the fallback; our own failure: once, off, the result back
+    fast.set_on(0)
+    before = len(calls)
+    s.forward_one_chunk(8)
+    if fallbacks != ["forward_one_chunk"] or len(calls) != before + 1:
+        fail(f"switched off: fallbacks {fallbacks}, {len(calls) - before} calls")
+    fast.set_on(2)   # a paused step: the call, no fallback, nothing recorded
+    before, n_fb = len(calls), len(fallbacks)
+    s.forward_one_chunk(20)
+    wait(batch_p2p(s.get_fwd_send_ops(20)))
+    if len(calls) != before + 4 or len(fallbacks) != n_fb:
+        fail(f"paused: {len(calls) - before} calls of 4, {len(fallbacks) - n_fb} fallbacks")
+    fast.set_on(1)
+    out = s.forward_one_chunk("not a micro-batch")
+    if out[0] != "forward_one_chunk" or len(failures) != 1 or failures[0][0] != "a block":
+        fail(f"a failure of our own: result {out}, reports {failures}")
+    if fast.state()["on"]:
+        fail("recording stays on after a failure of its own")
+    s.forward_one_chunk(10)
+    if len(failures) != 1 or fallbacks[-1] != "forward_one_chunk":
+        fail("after a failure the wrappers did not fall back")
+    ok("switched off, each wrapper calls its fallback; paused, only the call; a failure of its own reports once, "
+       "switches off, and the call's result comes back")
+
+    # 4. the overlap's and the plan's lists; nothing after close
+    fast.set_on(1)
+    gathered, observed = [], []
+    fast.set_overlap(gathered)
+    s.forward_one_chunk(11)
+    fast.set_overlap(None)
+    fast.set_observed(observed)
+    s.backward_weight_one_chunk(12)
+    fast.set_observed(None)
+    if [g[:3] for g in gathered] != [(L.F, 1, 11)] or gathered[0][3] > gathered[0][4]:
+        fail(f"the overlap's list holds {gathered}")
+    if observed != [(L.W, 1, 12, -1, -1, -1)]:
+        fail(f"the plan's list holds {observed}")
+    r.close()
+    if fast.state()["open"] or fast.state()["on"]:
+        fail("the fast path is still open after close")
+    s.forward_one_chunk(13)   # after close: the fallback, nothing recorded
+
+    rows = spans_of(cli, trace, tmp)
+    got = [(x["kind"], int(x["stage"]), int(x["microbatch"]), int(x["step"]), int(x["bytes"]))
+           for x in sorted(rows, key=lambda x: (int(x["start_ns"]), int(x["end_ns"]), -int(x["bytes"])))]
+    want = [("F", 1, 3, 0, 0),
+            ("RECV_B", 1, 3, 0, 4096),         # the op with a tensor; the other had none
+            ("RECV_B", 1, 3, 0, 0),
+            ("WAIT", 1, 3, 0, 0),              # charged to I 3
+            ("I", 1, 3, 0, 0), ("I", 1, 4, 0, 0), ("B", 1, 5, 0, 0), ("W", 1, 3, 0, 0),
+            ("SEND_F", 1, 6, 0, 1 << 20),
+            ("WAIT", 1, 7, 1, 0),              # charged to F 7, in step 1
+            ("F", 1, 7, 1, 0),
+            ("W", 1, 12, 1, 0)]
+    if got != want:
+        fail("the trace differs from the calls:\n got  " + "\n      ".join(map(str, got))
+             + "\n want " + "\n      ".join(map(str, want)))
+    ok("the trace holds each block, transfer and wait as called, field for field; the overlap's "
+       "and the plan's blocks went to their lists; nothing after close")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
