@@ -23,6 +23,10 @@ collector's (profile's own, sampled from /proc while it runs), each over the
 plain run's step time.  On a machine with a core to spare, only the main
 thread's part lengthens a step.
 
+The same pairs in the main thread's CPU time a step (time.thread_time):
+what the hook adds to the thread that runs the blocks, less sensitive to a
+busy machine than wall time (a thread that waits for a core is not charged).
+
 Size: bytes a block in pipescope's trace against torch.profiler's Chrome
 JSON, each recording every step of one run.  Needs PIPESCOPE_TORCH_PYTHON.
 """
@@ -102,6 +106,10 @@ def main():
     hook_env = {"PYTHONPATH": os.path.join(pkg, "pipescope", "_autoload"), "PIPESCOPE_PYTHON": pkg,
                 "PIPESCOPE_LIB": lib, "PIPESCOPE_JOB": "bench-torch"}
     paired = {"pipescope": [], "hook alone": [], "torch.profiler": []}
+    # the same pairs in the main thread's CPU time (time.thread_time a
+    # step): what the hook adds to the thread that runs the blocks, which a
+    # busy machine changes far less than it changes a step's wall time
+    paired_cpu = {w: [] for w in paired}
     for rnd in range(ROUNDS):
         for what in paired:
             out = os.path.join(tmp, f"pair-{what}-{rnd}")
@@ -123,6 +131,17 @@ def main():
                 rec, plain = (t[k], t[k + 1]) if on_even else (t[k + 1], t[k])
                 ratios.append(rec / plain)
             paired[what].append(statistics.median(ratios))
+            per_rank = [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in (0, 1)]
+            extra, plain_s = [], []
+            for d in per_rank:
+                c = d["step_cpu_s"]
+                diffs = []
+                for k in range(WARM - WARM % 2, STEPS - 1, 2):
+                    rec, unrec = (k, k + 1) if on_even else (k + 1, k)
+                    diffs.append(c[rec] - c[unrec])
+                    plain_s.append(t[unrec])
+                extra.append(statistics.median(diffs))
+            paired_cpu[what].append((statistics.mean(extra), statistics.median(plain_s)))
 
     # whole runs, every step recorded: CPU time, and the files' sizes
     sizes = {}
@@ -161,6 +180,12 @@ def main():
     for what, v in paired.items():
         print(f"  {what:15s} recorded/unrecorded step time, median of pairs: {statistics.median(v):.4f}"
               f"   runs " + " ".join(f"{x:.4f}" for x in v))
+    print("  main thread's CPU a step, recorded minus unrecorded, median of pairs (mean of the ranks), "
+          "as a share of the unrecorded step:")
+    for what, v in paired_cpu.items():
+        share = [x / st for x, st in v]
+        print(f"  {what:15s} {statistics.median(x for x, _ in v) * 1e6:+8.0f} us  {statistics.median(share):+.2%}"
+              f"   runs " + " ".join(f"{x:+.2%}" for x in share))
     med = {w: {k: (statistics.median(v) if v else 0.0) for k, v in c.items()} for w, c in cpu.items()}
     step = med["plain"]["step"]
     print(f"  CPU a step and rank, whole runs, medians of {ROUNDS}, as a share of the plain run's "
