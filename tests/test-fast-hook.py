@@ -17,7 +17,8 @@ with stand-ins for PyTorch's objects (no PyTorch needed):
      it; step markers after the spans before them.
   3. Switched off (a CUDA job) each wrapper calls its fallback, which then
      runs the call; in a paused step each runs the call and nothing else
-     (nothing recorded: the trace's list below); a failure of the module's own (a
+     (nothing recorded: the trace's list below); a schedule's profiler
+     label goes to the fallback only for an overlapped pair; a failure of the module's own (a
      micro-batch that is not an integer) reports once, switches recording
      off, and the call's result still comes back.
   4. Blocks gathered for an overlapped pair and for the observed plan go
@@ -198,6 +199,16 @@ def main():
     s.forward_one_chunk(8)
     if fallbacks != ["forward_one_chunk"] or len(calls) != before + 1:
         fail(f"switched off: fallbacks {fallbacks}, {len(calls) - before} calls")
+    # a profiler label: only an overlapped pair's is the fallback's
+    o_label = original("record_function")
+    label = fast.wrap("label", o_label, fallback_of(o_label))
+    fast.set_on(1)
+    n_fb = len(fallbacks)
+    if label("PP:1F3") != ("record_function", ("PP:1F3",), {}) or len(fallbacks) != n_fb:
+        fail("a label that is not an overlapped pair's went to the fallback or changed")
+    label("PP:2;3OVERLAP_F_B")
+    if fallbacks[n_fb:] != ["record_function"]:
+        fail(f"an OVERLAP_F_B label did not go to the fallback: {fallbacks[n_fb:]}")
     fast.set_on(2)   # a paused step: the call, no fallback, nothing recorded
     before, n_fb = len(calls), len(fallbacks)
     s.forward_one_chunk(20)

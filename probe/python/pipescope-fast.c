@@ -2,7 +2,8 @@
  *
  * The hook (probe/python/pipescope/torch.py) wraps about 70 calls a step of
  * a 2-rank CPU job: each block, each stage's get_*_ops, each _batch_p2p and
- * each _wait_batch_p2p.  As Python functions those wrappers cost 3 to 8 us
+ * each _wait_batch_p2p (and in a multi-stage schedule each action's
+ * profiler label, only to find DualPipeV's overlapped pairs).  As Python functions those wrappers cost 3 to 8 us
  * each in place (the job's blocks evict the interpreter from the cache
  * between calls), 2 to 3 % of a 23 ms step.  This module is the same four
  * wrappers in C, for the common case (the rank open, CPU stages): a call reads two clocks, the arguments it needs, and writes
@@ -43,7 +44,7 @@ enum { CAPACITY = 512, RING = 256, WAITS = 256, PEERS = 64 };
 #define FLUSH_NS 50000000
 
 /* What a wrapper stands for. */
-enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT };
+enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT, ROLE_LABEL };
 
 struct op_meta { const void *op; int32_t kind, stage, mb, peer; int64_t bytes; };
 struct work_peer { const void *work; int32_t peer; };
@@ -65,6 +66,11 @@ static struct
   size_t n;
   int64_t t_flush;
   unsigned long long refused;
+  /* PIPESCOPE_FAST_SELFTIME=1 (bench-torch): the wrappers' own time, all
+   * but the wrapped call's, summed over the calls that recorded */
+  int self_time;
+  int64_t orig_ns, self_ns;
+  unsigned long long self_calls;
   struct pending_wait waits[WAITS];
   size_t n_waits;
   /* the P2P ops get_*_ops made and the Works _batch_p2p returned, by
@@ -184,6 +190,7 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   int64_t t0 = S.now ();
   PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
+  S.orig_ns = t1 - t0;
   if (out == NULL || !S.on)
     {
       Py_DECREF (stage_obj);
@@ -259,7 +266,10 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
   PyObject *stage_obj = args[0], *chunk = args[1];
   Py_INCREF (stage_obj);
   Py_INCREF (chunk);
+  int64_t t0 = S.self_time ? S.now () : 0;
   PyObject *ops = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (S.self_time)
+    S.orig_ns = S.now () - t0;
   PyObject *seq = NULL, *tensor = NULL;
   if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops)) || PySequence_Size (ops) == 0)
     goto done;
@@ -331,6 +341,7 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
   int64_t t0 = S.now ();
   PyObject *works = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
+  S.orig_ns = t1 - t0;
   S.p2p_depth--;
   PyObject *seq = NULL;
   if (works == NULL || !S.on)
@@ -377,6 +388,7 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   int64_t t0 = S.now ();
   PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
+  S.orig_ns = t1 - t0;
   if (out != NULL && S.on)
     {
       int32_t peer = -1;
@@ -405,10 +417,32 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   return out;
 }
 
+/* The schedule's profiler label around an action: only an OVERLAP_F_B
+ * one is the Python wrapper's (it gathers the pair); any other is the
+ * label itself, with no frame of ours around its enter and exit. */
 static PyObject *
-wrapper_vectorcall (PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+call_label (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  Wrapper *w = (Wrapper *) self;
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  if (S.on && nargs >= 1 && PyUnicode_Check (args[0]))
+    {
+      PyObject *name = args[0];
+      Py_ssize_t n = PyUnicode_GetLength (name), k = (Py_ssize_t) strlen ("OVERLAP_F_B");
+      PyObject *tail = n >= k ? PyUnicode_Substring (name, n - k, n) : NULL;
+      int overlap = tail != NULL && PyUnicode_CompareWithASCIIString (tail, "OVERLAP_F_B") == 0;
+      Py_XDECREF (tail);
+      PyErr_Clear ();
+      if (!overlap)
+        return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+    }
+  if (S.pass)
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+dispatch (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
   switch (w->role)
     {
     case ROLE_GET_OPS:
@@ -417,9 +451,26 @@ wrapper_vectorcall (PyObject *self, PyObject *const *args, size_t nargsf, PyObje
       return call_batch_p2p (w, args, nargsf, kwnames);
     case ROLE_WAIT:
       return call_wait (w, args, nargsf, kwnames);
+    case ROLE_LABEL:
+      return call_label (w, args, nargsf, kwnames);
     default:
       return call_block (w, args, nargsf, kwnames);
     }
+}
+
+static PyObject *
+wrapper_vectorcall (PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Wrapper *w = (Wrapper *) self;
+  if (!S.self_time || !S.on)
+    return dispatch (w, args, nargsf, kwnames);
+  S.orig_ns = 0;
+  int64_t a = S.now ();
+  PyObject *out = dispatch (w, args, nargsf, kwnames);
+  int64_t b = S.now ();
+  S.self_ns += b - a - S.orig_ns;
+  S.self_calls++;
+  return out;
 }
 
 /* A method when it is a class's attribute, as the function it replaces. */
@@ -508,6 +559,7 @@ static PyTypeObject WrapperType = {
 static const struct { const char *name; int role; } roles[] = {
   { "forward", ROLE_FORWARD }, { "backward", ROLE_BACKWARD }, { "weight", ROLE_WEIGHT },
   { "get_ops", ROLE_GET_OPS }, { "batch_p2p", ROLE_BATCH_P2P }, { "wait", ROLE_WAIT },
+  { "label", ROLE_LABEL },
 };
 
 static PyObject *
@@ -574,6 +626,10 @@ m_open (PyObject *mod, PyObject *args)
   S.refused = 0;
   S.step = 0;
   S.t_flush = S.now ();
+  const char *st = getenv ("PIPESCOPE_FAST_SELFTIME");
+  S.self_time = st != NULL && strcmp (st, "1") == 0;
+  S.self_ns = 0;
+  S.self_calls = 0;
   Py_RETURN_TRUE;
 }
 
@@ -688,15 +744,16 @@ static PyObject *
 m_state (PyObject *mod, PyObject *noargs)
 {
   (void) mod, (void) noargs;
-  return Py_BuildValue ("{s:O,s:O,s:O,s:i,s:n,s:n}", "open", S.rank != NULL ? Py_True : Py_False, "on",
-                        S.on ? Py_True : Py_False, "pass", S.pass ? Py_True : Py_False, "step", S.step, "queued", (Py_ssize_t) S.n,
-                        "waits", (Py_ssize_t) S.n_waits);
+  return Py_BuildValue ("{s:O,s:O,s:O,s:i,s:n,s:n,s:L,s:K}", "open", S.rank != NULL ? Py_True : Py_False,
+                        "on", S.on ? Py_True : Py_False, "pass", S.pass ? Py_True : Py_False, "step", S.step,
+                        "queued", (Py_ssize_t) S.n, "waits", (Py_ssize_t) S.n_waits, "self_ns",
+                        (long long) S.self_ns, "self_calls", S.self_calls);
 }
 
 static PyMethodDef methods[] = {
   { "wrap", m_wrap, METH_VARARGS,
     "wrap(role, orig, fallback[, kind]): a callable recording orig; role one of forward, backward, "
-    "weight, get_ops (kind: the transfers' kind), batch_p2p, wait" },
+    "weight, get_ops (kind: the transfers' kind), batch_p2p, wait, label" },
   { "open", m_open, METH_VARARGS,
     "open(rank, pipescope_records, pipescope_now_ns), addresses: True when this process had no rank open" },
   { "close", m_close, METH_NOARGS, "Hands over what is queued; nothing is recorded after." },

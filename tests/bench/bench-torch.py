@@ -110,6 +110,7 @@ def main():
     # step): what the hook adds to the thread that runs the blocks, which a
     # busy machine changes far less than it changes a step's wall time
     paired_cpu = {w: [] for w in paired}
+    self_time = []
     for rnd in range(ROUNDS):
         for what in paired:
             out = os.path.join(tmp, f"pair-{what}-{rnd}")
@@ -119,7 +120,7 @@ def main():
                 cmd = [cli, "profile", "--trace", out + ".pptrace", "--"] + cmd
                 on_even = True    # the hook records steps 0, 2, 4, ...
             elif what == "hook alone":
-                extra.update(hook_env, PIPESCOPE_TRACE=out + ".pptrace")
+                extra.update(hook_env, PIPESCOPE_TRACE=out + ".pptrace", PIPESCOPE_FAST_SELFTIME="1")
                 on_even = True
             else:
                 cmd = cmd + ["--profile-trace", out + ".kineto"]
@@ -142,6 +143,12 @@ def main():
                     plain_s.append(t[unrec])
                 extra.append(statistics.median(diffs))
             paired_cpu[what].append((statistics.mean(extra), statistics.median(plain_s)))
+            if what == "hook alone":
+                # the compiled wrappers' own time a recorded step (the
+                # hook's Python around the step and the loss not in it)
+                own = [statistics.median([x for x in d.get("hook_self_ns", [])[WARM:] if x > 0] or [0])
+                       for d in per_rank]
+                self_time.append((max(own) / 1e9, statistics.median(plain_s)))
 
     # whole runs, every step recorded: CPU time, and the files' sizes
     sizes = {}
@@ -186,6 +193,11 @@ def main():
         share = [x / st for x, st in v]
         print(f"  {what:15s} {statistics.median(x for x, _ in v) * 1e6:+8.0f} us  {statistics.median(share):+.2%}"
               f"   runs " + " ".join(f"{x:+.2%}" for x in share))
+    if self_time and max(x for x, _ in self_time) > 0:
+        print(f"  hook alone      its compiled wrappers' own time a recorded step, slower rank: "
+              f"{statistics.median(x for x, _ in self_time) * 1e6:.0f} us, "
+              f"{statistics.median(x / st for x, st in self_time):.2%} of the unrecorded step   runs "
+              + " ".join(f"{x * 1e6:.0f}" for x, _ in self_time))
     med = {w: {k: (statistics.median(v) if v else 0.0) for k, v in c.items()} for w, c in cpu.items()}
     step = med["plain"]["step"]
     print(f"  CPU a step and rank, whole runs, medians of {ROUNDS}, as a share of the plain run's "

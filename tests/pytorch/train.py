@@ -15,6 +15,7 @@ it knows pipescope: the tests run it plain and under `pipescope-cli profile`.
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -66,6 +67,16 @@ def thread_cpu_s():
             continue   # the thread ended meanwhile
         out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
+
+
+def hook_self_ns():
+    """The hook's compiled wrappers' own time so far, in ns, when the hook
+    is loaded with them and PIPESCOPE_FAST_SELFTIME=1; else None."""
+    hook = getattr(sys.modules.get("pipescope.torch"), "_hook", None)
+    fast = getattr(hook, "fast", None)
+    if fast is None or not os.environ.get("PIPESCOPE_FAST_SELFTIME"):
+        return None
+    return fast.state()["self_ns"]
 
 
 def main():
@@ -130,7 +141,9 @@ def main():
     elif a.profile_trace:
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         prof.__enter__()
+    self_ns = []   # the hook's C wrappers' own time a step (PIPESCOPE_FAST_SELFTIME=1)
     for step in range(a.steps):
+        s0 = hook_self_ns()
         order_by_step.append([])
         opt.zero_grad()
         losses = []
@@ -146,6 +159,8 @@ def main():
         opt.step()
         times.append(time.perf_counter() - t0)
         cpu_times.append(time.thread_time() - c0)
+        if s0 is not None:
+            self_ns.append(hook_self_ns() - s0)
         if prof is not None:
             prof.step()
         losses_by_step.append([l.item() for l in losses])
@@ -167,7 +182,8 @@ def main():
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "world": world, "stages": mine, "plan": plan,
                    "losses": losses_by_step, "order": order_by_step, "params": checks, "step_s": times,
-                   "step_cpu_s": cpu_times, "threads_cpu_s": thread_cpu_s(), "torch": torch.__version__}, f)
+                   "step_cpu_s": cpu_times, "threads_cpu_s": thread_cpu_s(), "torch": torch.__version__,
+                   "hook_self_ns": self_ns}, f)
     dist.destroy_process_group()
 
 

@@ -824,7 +824,8 @@ def instrument():
         sched._batch_p2p = hot("batch_p2p", sched._batch_p2p, _wrap_batch_p2p(hook, sched._batch_p2p))
         sched._wait_batch_p2p = hot("wait", sched._wait_batch_p2p, _wrap_wait(hook, sched._wait_batch_p2p))
         if hasattr(sched, "record_function"):
-            sched.record_function = _wrap_label(hook, sched.record_function)
+            sched.record_function = hot("label", sched.record_function,
+                                        _wrap_label(hook, sched.record_function))
         for cls in (sched._PipelineSchedule, sched.PipelineScheduleSingle, sched.PipelineScheduleMulti):
             if "step" in cls.__dict__:
                 setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
