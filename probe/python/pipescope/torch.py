@@ -19,8 +19,9 @@ PyTorch's own pipelining code, never the user's:
   * the runtime's profiler label around each action, to tell an overlapped
     forward and backward (DualPipeV's OVERLAP_F_B) as one block with both
     halves;
-  * _maybe_compute_loss (the last stage's loss, read at the step's end) and
-    the optimizers' global step hooks (an OPT block).
+  * _update_losses (the last stage's losses, once a step, read at the
+    step's end; _maybe_compute_loss where there is none) and the
+    optimizers' global step hooks (an OPT block).
 
 On CUDA, blocks are timed by CUDA events on the stage's stream, resolved
 once they have passed, never by a synchronisation.  Where the library can
@@ -687,6 +688,7 @@ def _wrap_step(hook, orig):
 
 
 def _wrap_loss(hook, orig):
+    """_maybe_compute_loss: the losses it appends, one a micro-batch."""
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         n = len(getattr(self, "_internal_losses", ()))
@@ -698,6 +700,22 @@ def _wrap_loss(hook, orig):
         except Exception as e:
             hook.fail("the loss", e)
         return out
+    return wrapper
+
+
+def _wrap_update_losses(hook, orig):
+    """_update_losses, once a step: the step's losses before it clears
+    them (one call a step where _wrap_loss takes one a micro-batch)."""
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        if hook.rank is not None and not hook.failed:
+            try:
+                losses = getattr(self, "_internal_losses", None)
+                if losses:
+                    hook.losses.extend(losses)
+            except Exception as e:
+                hook.fail("the loss", e)
+        return orig(self, *args, **kwargs)
     return wrapper
 
 
@@ -836,9 +854,11 @@ def instrument():
                                     sched.PipelineScheduleMulti)
                     and "step" in cls.__dict__):
                 setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
-        if "_maybe_compute_loss" in sched._PipelineSchedule.__dict__:
-            sched._PipelineSchedule._maybe_compute_loss = _wrap_loss(
-                hook, sched._PipelineSchedule._maybe_compute_loss)
+        base_sched = sched._PipelineSchedule.__dict__
+        if "_update_losses" in base_sched:
+            sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
+        elif "_maybe_compute_loss" in base_sched:
+            sched._PipelineSchedule._maybe_compute_loss = _wrap_loss(hook, base_sched["_maybe_compute_loss"])
         try:
             _opt_hooks(hook, torch)
         except Exception as e:
