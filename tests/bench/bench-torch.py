@@ -110,6 +110,7 @@ def main():
     # step): what the hook adds to the thread that runs the blocks, which a
     # busy machine changes far less than it changes a step's wall time
     paired_cpu = {w: [] for w in paired}
+    spread = {w: [] for w in paired}
     self_time = []
     for rnd in range(ROUNDS):
         for what in paired:
@@ -132,6 +133,9 @@ def main():
                 rec, plain = (t[k], t[k + 1]) if on_even else (t[k + 1], t[k])
                 ratios.append(rec / plain)
             paired[what].append(statistics.median(ratios))
+            # what the machine lets one run resolve: the standard error of
+            # a median of these pairs (1.2533 sigma / sqrt(n))
+            spread[what].append(1.2533 * statistics.stdev(ratios) / len(ratios) ** 0.5)
             per_rank = [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in (0, 1)]
             extra, plain_s = [], []
             for d in per_rank:
@@ -186,7 +190,8 @@ def main():
           f"every other step recorded, {ROUNDS} runs each")
     for what, v in paired.items():
         print(f"  {what:15s} recorded/unrecorded step time, median of pairs: {statistics.median(v):.4f}"
-              f"   runs " + " ".join(f"{x:.4f}" for x in v))
+              f"   runs " + " ".join(f"{x:.4f}" for x in v)
+              + f"   (a run's standard error +-{statistics.median(spread[what]):.4f})")
     print("  main thread's CPU a step, recorded minus unrecorded, median of pairs (mean of the ranks), "
           "as a share of the unrecorded step:")
     for what, v in paired_cpu.items():
