@@ -110,6 +110,17 @@ test_trace_roundtrip (void)
   g_assert_true (g_file_get_contents (c, &data, &len, NULL));
   g_assert_cmpint (pp_test_count (data, "\n"), ==, 49);
   g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n"));
+  /* -o -: the same bytes on standard output, and no file named "-" */
+  {
+    char *here = g_get_current_dir ();
+    g_assert_cmpint (g_chdir (dir), ==, 0);
+    g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", "-", NULL), ==, 0);
+    g_assert_cmpstr (out, ==, data);
+    g_assert_false (g_file_test ("-", G_FILE_TEST_EXISTS));
+    g_assert_cmpint (g_chdir (here), ==, 0);
+    g_free (here);
+    g_free (out); g_free (err);
+  }
   g_free (data);
 
   /* A copy cut mid-file still reads, and says so. */

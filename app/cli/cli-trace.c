@@ -964,7 +964,7 @@ export_usage (FILE *out)
          "                        (JSON: each rank's idle split into schedule, imbalance,\n"
          "                        transfers and runtime, the critical path, the measured\n"
          "                        costs and what to change; seconds)\n"
-         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed)\n"
+         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed); -: standard output\n"
          "\n"
          "chrome and csv count time from the run's start, as the app and render do.\n", out);
 }
@@ -1703,6 +1703,22 @@ pp_cli_export (int argc, char **argv)
         }
     }
 
+  if (strcmp (out, "-") == 0)
+    {
+      /* -o -: standard output, for a pipe (jq, a file of the caller's) */
+      int wrc = 0;
+      if (format == 2)
+        pp_why_write_json (stdout, why_s, why, &why_ch);
+      else
+        wrc = format == 0 ? write_chrome (stdout, &t, &av) : write_csv (stdout, &t, &av);
+      if (wrc != 0)
+        fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      else if (ferror (stdout) | (fflush (stdout) != 0))
+        fprintf (stderr, "pipescope-cli: error: cannot write to standard output: %s\n", strerror (errno));
+      else
+        status = 0;
+      goto done;
+    }
   tmp = malloc (strlen (out) + 5);
   if (tmp == NULL)
     {
