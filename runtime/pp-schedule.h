@@ -86,6 +86,13 @@ const PpScheduleInfo *pp_schedule_list (void);
 /* Looks a schedule up by canonical name or alias, case-insensitively; NULL if unknown. */
 const PpScheduleInfo *pp_schedule_lookup (const char *name);
 
+/* How a PyTorch job runs the schedule `name`: its torch.distributed.pipelining
+ * class ("ScheduleZBVZeroBubble"); "" where PyTorch has none but runs it
+ * from a CSV (`pipescope-cli schedule --format csv`, loaded with _load_csv:
+ * ZB-H1, ZB-H2); NULL where a PyTorch job cannot run it (DualPipe's two
+ * model copies) or the name is unknown. */
+const char *pp_schedule_pytorch_class (const char *name);
+
 /* Looks up `name` and generates it; V <= 0 means the schedule's default.
  * Unknown names are PP_EINVAL with the accepted names listed. */
 PpStatus pp_schedule_generate (const char *name, int ranks, int microbatches,

@@ -327,6 +327,25 @@ done:
   return ok;
 }
 
+/* What if tells a PyTorch user which class runs a schedule: for each of
+ * PyTorch's own, "Schedule" + its name here (the golden file's names, which
+ * pipescope's names alias); ZB-H1 and ZB-H2 through a CSV (""); DualPipe,
+ * two model copies, and unknown names not at all (NULL). */
+static void
+test_pytorch_class (void)
+{
+  for (guint k = 0; k < G_N_ELEMENTS (pytorch_names); k++)
+    {
+      g_autofree char *want = g_strdup_printf ("Schedule%s", pytorch_names[k]);
+      g_assert_cmpstr (pp_schedule_pytorch_class (pytorch_names[k]), ==, want);
+    }
+  g_assert_cmpstr (pp_schedule_pytorch_class ("ZB-H1"), ==, "");
+  g_assert_cmpstr (pp_schedule_pytorch_class ("zbh2"), ==, "");
+  g_assert_null (pp_schedule_pytorch_class ("DualPipe"));
+  g_assert_null (pp_schedule_pytorch_class ("no-such-schedule"));
+  g_assert_null (pp_schedule_pytorch_class (NULL));
+}
+
 static void
 test_schedule (gconstpointer data)
 {
@@ -422,6 +441,7 @@ main (int argc, char **argv)
   load_records (data_path);
 
   g_test_add_func ("/pytorch-match/file-complete", test_file_complete);
+  g_test_add_func ("/pytorch-match/class", test_pytorch_class);
   for (guint k = 0; k < G_N_ELEMENTS (pytorch_names); k++)
     {
       char *path = g_strdup_printf ("/pytorch-match/%s", pytorch_names[k]);

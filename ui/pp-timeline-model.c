@@ -867,6 +867,12 @@ pp_timeline_model_truncated (const PpTimelineModel *m)
   return m != NULL && m->truncated;
 }
 
+int
+pp_timeline_description_is_pytorch (const PpTraceDescription *d)
+{
+  return d != NULL && strncmp (d->model, "PyTorch ", 8) == 0;
+}
+
 long
 pp_timeline_description_number (const PpTraceDescription *d, const char *word, int before)
 {

@@ -94,6 +94,8 @@ const char *pp_timeline_model_rank_host (const PpTimelineModel *m, int r);
  * "micro-batch"); 0 if none. */
 long             pp_timeline_description_number (const PpTraceDescription *d, const char *word,
                                                  int before);
+/* Whether the run is a PyTorch job (the hook's model line, "PyTorch 2.15.0 gloo ..."). */
+int              pp_timeline_description_is_pytorch (const PpTraceDescription *d);
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
 /* The run's time zero: its earliest span or plan start (a plan is placed
  * at the description's start_monotonic_ns, the run's start).  Every time a

@@ -40,6 +40,7 @@ struct _PpWhatifPanel
   gboolean         held_pointer, held_focus;   /* in the list: its rows stay put */
   gboolean         deferred;       /* a recompute waits for the list to be let go */
   const PpTimelineModel *model;   /* the run the rows are for */
+  gboolean         pytorch;        /* a PyTorch job: rows it can run, each with how */
   guint            generation;     /* bumped by every recompute: a late worker's result is dropped */
   gboolean         working;        /* a worker is ranking */
 };
@@ -182,7 +183,7 @@ row_label (const char *text, int width_chars, float xalign)
 }
 
 static GtkWidget *
-suggestion_row (const PpSuggestion *s)
+suggestion_row (const PpSuggestion *s, gboolean pytorch)
 {
   char buf[64];
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
@@ -194,8 +195,19 @@ suggestion_row (const PpSuggestion *s)
 
   GtkWidget *name = row_label (s->schedule, 14, 0.0);
   gtk_widget_add_css_class (name, "heading");
-  gtk_widget_set_hexpand (name, TRUE);
   gtk_box_append (GTK_BOX (box), name);
+  if (pytorch)
+    {
+      /* how the job runs it: its class, or pipescope's CSV */
+      const char *cls = pp_schedule_pytorch_class (s->schedule);
+      GtkWidget *how = gtk_label_new (cls && *cls ? cls : "CSV, loaded with _load_csv");
+      gtk_label_set_xalign (GTK_LABEL (how), 0.0);
+      gtk_widget_add_css_class (how, "dim-label");
+      gtk_box_append (GTK_BOX (box), how);
+    }
+  GtkWidget *fill = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
+  gtk_widget_set_hexpand (fill, TRUE);
+  gtk_box_append (GTK_BOX (box), fill);
   g_snprintf (buf, sizeof buf, "M = %d", s->microbatches);
   gtk_box_append (GTK_BOX (box), row_label (buf, 8, 0.0));
   g_snprintf (buf, sizeof buf, "V = %d", s->stages_per_rank);
@@ -236,6 +248,15 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
       free (out);
       return;
     }
+  if (self->pytorch)
+    {
+      /* only what a PyTorch job can run (not DualPipe's two model copies) */
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++)
+        if (pp_schedule_pytorch_class (out[i].schedule) != NULL)
+          out[k++] = out[i];
+      n = k;
+    }
   self->suggestions = out;
   self->n_suggestions = n;
 
@@ -249,7 +270,7 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
   gtk_label_set_text (GTK_LABEL (self->status), msg);
   g_free (msg);
   for (size_t i = 0; i < n; i++)
-    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i]));
+    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i], self->pytorch));
 }
 
 /* ---- ranking on a worker thread ------------------------------------------------ */
@@ -445,6 +466,7 @@ pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
       self->model = model;
       self->last_compute_us = 0;
     }
+  self->pytorch = model != NULL && pp_timeline_description_is_pytorch (pp_timeline_model_description (model));
 
   if (have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
     {
