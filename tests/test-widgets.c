@@ -1034,6 +1034,41 @@ test_whatif_panel (void)
     g_assert_false (gtk_widget_get_visible (button));
   }
 
+  /* A PyTorch job (the hook's model line): only rows the job can run, no
+   * DualPipe (two model copies), which the bundled run's rows have; each
+   * with its class or the CSV route */
+  {
+    int n_dualpipe = 0, n_rows = 0;
+    for (GtkListBoxRow *r; (r = gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), n_rows)) != NULL; n_rows++)
+      {
+        GString *t = g_string_new (NULL);
+        collect_labels (GTK_WIDGET (r), t);
+        n_dualpipe += g_str_has_prefix (t->str, "DualPipe\n");
+        g_assert_null (strstr (t->str, "Schedule"));
+        g_string_free (t, TRUE);
+      }
+    g_assert_cmpint (n_dualpipe, >, 0);
+    PpTimelineModel *torch = gpipe_model ();
+    PpTraceDescription d = *pp_timeline_model_description (torch);
+    g_strlcpy (d.model, "PyTorch 2.15.0 gloo ScheduleGPipe", sizeof d.model);
+    PpTraceItem it = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &d };
+    pp_timeline_model_add (torch, &it);
+    g_assert_true (pp_timeline_description_is_pytorch (pp_timeline_model_description (torch)));
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), torch);
+    int n_torch = 0;
+    for (GtkListBoxRow *r; (r = gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), n_torch)) != NULL; n_torch++)
+      {
+        GString *t = g_string_new (NULL);
+        collect_labels (GTK_WIDGET (r), t);
+        g_assert_false (g_str_has_prefix (t->str, "DualPipe\n"));
+        g_assert_true (strstr (t->str, "\nSchedule") != NULL || strstr (t->str, "CSV, loaded with _load_csv") != NULL);
+        g_string_free (t, TRUE);
+      }
+    g_assert_cmpint (n_torch, ==, n_rows - n_dualpipe);
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
+    pp_timeline_model_free (torch);
+  }
+
   pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
