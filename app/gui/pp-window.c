@@ -91,6 +91,14 @@ pp_window_validate (PpWindow *self)
       pp_simulation_free (sim);
       pp_cost_model_free (cost);
       pp_schedule_free (s);
+      /* the run shown is someone's PyTorch job: Run is not a rerun of it */
+      const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+      if (pp_timeline_description_is_pytorch (d))
+        {
+          char *more = g_strdup_printf ("%s. Shown: a PyTorch job; Run trains pipescope's model", text);
+          g_free (text);
+          text = more;
+        }
       gtk_image_set_from_icon_name (self->verdict_icon, "emblem-ok-symbolic");
       gtk_widget_remove_css_class (GTK_WIDGET (self->verdict), "error");
       gtk_widget_remove_css_class (GTK_WIDGET (self->verdict_icon), "error");
@@ -287,6 +295,7 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
   self->shown[0] = a;
   self->shown[1] = b;
   pp_window_controls_from_run (self, a);
+  pp_window_validate (self);   /* its note follows the run shown */
   for (int i = 0; i < 2; i++)
     {
       PpRecording *r = self->shown[i];
