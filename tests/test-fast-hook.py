@@ -95,6 +95,59 @@ def fallback_of(orig):
     return fb
 
 
+def hostile(L, fast, tmp, failures, Stage):
+    """Python that runs in the middle of a wrapper: an op's attribute that
+    empties the list being returned (no crash, the job's list back), a
+    close and open within a wrapped _batch_p2p (the wrappers still follow
+    set_on), a KeyboardInterrupt from the report of a failure (the job's:
+    it comes through).  Each on a rank of its own, closed after."""
+    r, err = L.Rank.open("fast-hostile", 0, 1, trace=os.path.join(tmp, "hostile.pptrace"))
+    fast.set_on(1)
+    shared = []
+
+    class Clearing:
+        tensor = None
+
+        @property
+        def peer(self):
+            shared.clear()
+            return 0
+
+    def make(self, mb):
+        shared[:] = [Clearing(), Clearing()]
+        return shared
+    Stage.get_fwd_recv_ops = fast.wrap("get_ops", make, make, L.RECV_F)
+    if Stage(0).get_fwd_recv_ops(1) is not shared:
+        fail("get_ops did not return the job's own list")
+    reopened = []
+
+    def p2p_orig(ops):
+        if not reopened:
+            r.close()
+            reopened.append(L.Rank.open("fast-hostile-2", 0, 1, trace=os.path.join(tmp, "hostile2.pptrace"))[0])
+        return []
+    fb = []
+    p2p = fast.wrap("batch_p2p", p2p_orig, lambda ops: fb.append(1) or p2p_orig(ops))
+    fast.set_on(1)
+    p2p([])
+    fast.set_on(0)
+    p2p([])
+    if fb != [1]:
+        fail(f"after a close and open within _batch_p2p, switched off: {len(fb)} fallbacks, not 1")
+    fast.set_on(1)
+    fast.set_fail(lambda what, exc: (_ for _ in ()).throw(KeyboardInterrupt()))
+    Stage.forward_one_chunk_k = fast.wrap("forward", lambda self, mb: "out", lambda self, mb: "out")
+    try:
+        Stage(0).forward_one_chunk_k("not a micro-batch")
+        fail("a KeyboardInterrupt raised while reporting a failure did not reach the job")
+    except KeyboardInterrupt:
+        pass
+    fast.set_fail(lambda what, exc: failures.append((what, exc)))
+    reopened[0].close()
+    ok("Python within a wrapper: an op that empties the job's list, a close and open within "
+       "_batch_p2p, a KeyboardInterrupt from a report: no crash, the job's list and interrupt through")
+
+
 def main():
     libpath, cli, fast_path = sys.argv[1], sys.argv[2], sys.argv[3]
     if fast_path == "none":
@@ -111,7 +164,7 @@ def main():
     fast = raw.pipescope_fast
     if fast is None:
         fail(f"lib.py did not load {fast_path} beside {libpath}")
-    print("1..3")
+    print("1..4")
 
     trace = os.path.join(tmp, "fast.pptrace")
     r, err = L.Rank.open("fast", 1, 2, trace=trace)
@@ -244,6 +297,8 @@ def main():
     if fast.state()["open"] or fast.state()["on"]:
         fail("the fast path is still open after close")
     s.forward_one_chunk(13)   # after close: the fallback, nothing recorded
+
+    hostile(L, fast, tmp, failures, Stage)
 
     rows = spans_of(cli, trace, tmp)
     got = [(x["kind"], int(x["stage"]), int(x["microbatch"]), int(x["step"]), int(x["bytes"]))

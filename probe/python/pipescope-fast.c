@@ -110,8 +110,11 @@ push (int64_t kind, int64_t stage, int64_t mb, int64_t step, int64_t t0, int64_t
 }
 
 /* Our own failure: the error raised here is reported once and cleared;
- * the fast path is off from now on. */
-static void
+ * the fast path is off from now on.  An error that is no Exception (a
+ * KeyboardInterrupt, SystemExit, raised here or by the report) is the
+ * job's: it stays set and this returns -1, and the caller returns NULL, as
+ * the Python wrappers, which catch Exception only, let it through. */
+static int
 fail (const char *what)
 {
   PyObject *type, *value, *tb;
@@ -119,15 +122,48 @@ fail (const char *what)
   PyErr_NormalizeException (&type, &value, &tb);
   S.on = 0;
   S.pass = 0;
-  if (S.fail != NULL)
+  if (type != NULL && !PyErr_GivenExceptionMatches (type, PyExc_Exception))
     {
-      PyObject *r = PyObject_CallFunction (S.fail, "sO", what, value != NULL ? value : Py_None);
-      Py_XDECREF (r);
-      PyErr_Clear ();
+      PyErr_Restore (type, value, tb);
+      return -1;
+    }
+  int rc = 0;
+  PyObject *report = S.fail;
+  if (report != NULL)
+    {
+      Py_INCREF (report);   /* the report may set another */
+      PyObject *r = PyObject_CallFunction (report, "sO", what, value != NULL ? value : Py_None);
+      Py_DECREF (report);
+      if (r != NULL)
+        Py_DECREF (r);
+      else if (PyErr_ExceptionMatches (PyExc_Exception))
+        PyErr_Clear ();
+      else
+        rc = -1;   /* the report's own KeyboardInterrupt: the job's */
     }
   Py_XDECREF (type);
   Py_XDECREF (value);
   Py_XDECREF (tb);
+  return rc;
+}
+
+/* Appends a new tuple to *slot's list, if there still is one (building it
+ * can run a collection, whose finalizers may replace the list). */
+static int
+append_to (PyObject **slot, PyObject *item)
+{
+  if (item == NULL)
+    return -1;
+  PyObject *list = *slot;
+  int rc = 0;
+  if (list != NULL)
+    {
+      Py_INCREF (list);
+      rc = PyList_Append (list, item);
+      Py_DECREF (list);
+    }
+  Py_DECREF (item);
+  return rc;
 }
 
 /* An int of a Python object, or -1 with an error set. */
@@ -226,32 +262,21 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   S.n_waits = 0;
   if (S.overlap != NULL)
     {
-      PyObject *b = Py_BuildValue ("(LLLLL)", (long long) kind, (long long) stage, (long long) mb,
-                                   (long long) t0, (long long) t1);
-      if (b == NULL || PyList_Append (S.overlap, b) < 0)
-        {
-          Py_XDECREF (b);
-          goto failed;
-        }
-      Py_DECREF (b);
+      if (append_to (&S.overlap, Py_BuildValue ("(LLLLL)", (long long) kind, (long long) stage,
+                                                (long long) mb, (long long) t0, (long long) t1)) < 0)
+        goto failed;
       return out;
     }
   push (kind, stage, mb, S.step, t0, t1, -1, 0);
-  if (S.observed != NULL)
-    {
-      PyObject *a = Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage, (long long) mb,
-                                   -1, -1, -1);
-      if (a == NULL || PyList_Append (S.observed, a) < 0)
-        {
-          Py_XDECREF (a);
-          goto failed;
-        }
-      Py_DECREF (a);
-    }
+  if (S.observed != NULL
+      && append_to (&S.observed, Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage,
+                                                (long long) mb, -1, -1, -1)) < 0)
+    goto failed;
   return out;
 failed:
   Py_XDECREF (stage_obj);
-  fail ("a block");
+  if (fail ("a block") < 0)
+    Py_CLEAR (out);
   return out;
 }
 
@@ -271,18 +296,21 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
   if (S.self_time)
     S.orig_ns = S.now () - t0;
   PyObject *seq = NULL, *tensor = NULL;
-  if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops)) || PySequence_Size (ops) == 0)
+  if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops))
+      || (PyList_Check (ops) ? PyList_GET_SIZE (ops) : PyTuple_GET_SIZE (ops)) == 0)
     goto done;
   int64_t stage, mb;
   if (attr_int (stage_obj, str_stage_index, &stage) < 0 || as_int (chunk, &mb) < 0)
     goto failed;
-  seq = PySequence_Fast (ops, "ops");
+  /* a tuple of our own: reading an op's attributes can run Python, which
+   * may change the list the job gets back */
+  seq = PySequence_Tuple (ops);
   if (seq == NULL)
     goto failed;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE (seq);
+  Py_ssize_t n = PyTuple_GET_SIZE (seq);
   for (Py_ssize_t i = 0; i < n; i++)
     {
-      PyObject *op = PySequence_Fast_GET_ITEM (seq, i);
+      PyObject *op = PyTuple_GET_ITEM (seq, i);
       int64_t peer = -1, bytes = 0;
       PyObject *p = PyObject_GetAttr (op, str_peer);
       if (p == NULL)
@@ -303,7 +331,8 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
   goto done;
 failed:
   Py_XDECREF (tensor);
-  fail ("p2p ops");
+  if (fail ("p2p ops") < 0)
+    Py_CLEAR (ops);
 done:
   Py_XDECREF (seq);
   Py_DECREF (stage_obj);
@@ -342,22 +371,24 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
   PyObject *works = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
   S.orig_ns = t1 - t0;
-  S.p2p_depth--;
+  if (S.p2p_depth > 0)   /* a close and open within it reset it */
+    S.p2p_depth--;
   PyObject *seq = NULL;
   if (works == NULL || !S.on)
     goto done;
-  seq = PySequence_Fast (ops, "p2p ops");
+  seq = PySequence_Tuple (ops);
   if (seq == NULL)
     {
-      fail ("a transfer");
+      if (fail ("a transfer") < 0)
+        Py_CLEAR (works);
       goto done;
     }
   int32_t peers[PEERS];
   size_t known = 0;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE (seq);
+  Py_ssize_t n = PyTuple_GET_SIZE (seq);
   for (Py_ssize_t i = 0; i < n; i++)
     {
-      struct op_meta *m = take_op (PySequence_Fast_GET_ITEM (seq, i));
+      struct op_meta *m = take_op (PyTuple_GET_ITEM (seq, i));
       if (m == NULL)
         continue;
       push (m->kind, m->stage, m->mb, S.step, t0, t1, m->peer, m->bytes);
@@ -496,6 +527,8 @@ wrapper_getattro (PyObject *self, PyObject *name)
       Py_INCREF (w->orig);
       return w->orig;
     }
+  if (PyUnicode_CompareWithASCIIString (name, "__doc__") == 0)
+    return PyObject_GetAttr (w->orig, name);
   PyObject *v = PyObject_GenericGetAttr (self, name);
   if (v == NULL && PyErr_ExceptionMatches (PyExc_AttributeError))
     {
@@ -794,6 +827,13 @@ PyInit__pipescope_fast (void)
   PyObject *m = PyModule_Create (&module);
   if (m == NULL)
     return NULL;
+  /* what lib.py checks against the library it loaded */
+  if (PyModule_AddIntConstant (m, "API_VERSION", PIPESCOPE_API_VERSION) < 0
+      || PyModule_AddIntConstant (m, "RECORD_FIELDS", PIPESCOPE_RECORD_FIELDS) < 0)
+    {
+      Py_DECREF (m);
+      return NULL;
+    }
   Py_INCREF (&WrapperType);
   if (PyModule_AddObject (m, "Wrapper", (PyObject *) &WrapperType) < 0)
     {

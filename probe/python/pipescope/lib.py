@@ -142,19 +142,21 @@ def _load_fast(lib_path):
         return None
     import importlib.machinery
     import importlib.util
-    here = os.path.dirname(lib_path)
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(here, "_pipescope_fast" + suffix)
-        if not os.path.exists(path):
-            continue
-        try:
-            spec = importlib.util.spec_from_file_location("_pipescope_fast", path)
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            return mod
-        except Exception:   # ImportError, a build for another interpreter
-            return None
-    return None
+    # only this interpreter's own suffix (".cpython-311-x86_64-linux-gnu.so"),
+    # the one the build gives it: never a generic ".so" or ".abi3.so"
+    path = os.path.join(os.path.dirname(lib_path), "_pipescope_fast" + importlib.machinery.EXTENSION_SUFFIXES[0])
+    if not os.path.exists(path):
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location("_pipescope_fast", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except Exception:   # ImportError: a build for another interpreter
+        return None
+    # built against the same API and record layout as this package knows
+    if getattr(mod, "API_VERSION", None) != API_VERSION or getattr(mod, "RECORD_FIELDS", None) != Rank._FIELDS:
+        return None
+    return mod
 
 
 class Rank:
