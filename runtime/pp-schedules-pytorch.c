@@ -13,24 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *
-pp_schedule_pytorch_class (const char *name)
-{
-  static const struct { const char *ours, *theirs; } classes[] = {
-    { "GPipe", "ScheduleGPipe" }, { "1F1B", "Schedule1F1B" },
-    { "Interleaved1F1B", "ScheduleInterleaved1F1B" }, { "LoopedBFS", "ScheduleLoopedBFS" },
-    { "InterleavedZeroBubble", "ScheduleInterleavedZeroBubble" }, { "ZBV", "ScheduleZBVZeroBubble" },
-    { "DualPipeV", "ScheduleDualPipeV" }, { "ZB-H1", "" }, { "ZB-H2", "" },
-  };
-  const PpScheduleInfo *info = name != NULL ? pp_schedule_lookup (name) : NULL;
-  if (info == NULL)
-    return NULL;
-  for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
-    if (strcmp (classes[i].ours, info->name) == 0)
-      return classes[i].theirs;
-  return NULL;
-}
-
 #define PUSH(s, r, a)                                 \
   do {                                                \
     if (pp_schedule_push ((s), (r), (a)) != PP_OK)    \
