@@ -217,10 +217,6 @@ static PyObject *
 call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  if (S.pass)
-    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (!S.on || nargs < 1)
-    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   PyObject *stage_obj = args[0];
   Py_INCREF (stage_obj);   /* args belong to the caller; orig may drop its last reference */
   int64_t t0 = S.now ();
@@ -283,11 +279,6 @@ failed:
 static PyObject *
 call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  if (S.pass)
-    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (!S.on || nargs < 2)
-    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   PyObject *stage_obj = args[0], *chunk = args[1];
   Py_INCREF (stage_obj);
   Py_INCREF (chunk);
@@ -359,11 +350,6 @@ take_op (const void *op)
 static PyObject *
 call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  if (S.p2p_depth || S.pass)   /* within one already timed; a paused step */
-    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (!S.on || nargs < 1)
-    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   PyObject *ops = args[0];
   Py_INCREF (ops);
   S.p2p_depth++;
@@ -409,11 +395,6 @@ done:
 static PyObject *
 call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  if (S.pass)
-    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (!S.on || nargs < 1)
-    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   PyObject *work = args[0];
   Py_INCREF (work);
   int64_t t0 = S.now ();
@@ -454,8 +435,7 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 static PyObject *
 call_label (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  if (S.on && nargs >= 1 && PyUnicode_Check (args[0]))
+  if (PyUnicode_Check (args[0]))
     {
       PyObject *name = args[0];
       Py_ssize_t n = PyUnicode_GetLength (name), k = (Py_ssize_t) strlen ("OVERLAP_F_B");
@@ -466,14 +446,19 @@ call_label (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       if (!overlap)
         return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
     }
-  if (S.pass)
-    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
 }
 
+/* Every role alike first: a paused step (or a _batch_p2p within one
+ * already timed) runs the wrapped call alone; switched off, or called with
+ * fewer arguments than the role reads, the Python wrapper does it all. */
 static PyObject *
 dispatch (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+  if (S.pass || (w->role == ROLE_BATCH_P2P && S.p2p_depth > 0))
+    return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  if (!S.on || PyVectorcall_NARGS (nargsf) < (w->role == ROLE_GET_OPS ? 2 : 1))
+    return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   switch (w->role)
     {
     case ROLE_GET_OPS:
