@@ -27,7 +27,6 @@ FAST is the built module's path, or "none" (then skipped: no python3
 headers at build time, so the hook records in Python).
 """
 
-import csv
 import os
 import subprocess
 import sys
@@ -35,28 +34,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "probe", "python")))
-n = 0
-
-
-def ok(msg):
-    global n
-    n += 1
-    print(f"ok {n} - {msg}")
-
-
-def fail(msg):
-    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
-
-
-def spans_of(cli, trace, tmp):
-    out = os.path.join(tmp, "spans.csv")
-    p = subprocess.run([cli, "export", trace, "--format", "csv", "-o", out],
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        fail(f"export {trace}: {p.stderr.strip()}")
-    with open(out) as f:
-        return list(csv.DictReader(f))
+from pp_tap import fail, ok, spans_of  # noqa: E402 (tests/ is the script's folder, on sys.path)
 
 
 class Tensor:

@@ -22,7 +22,6 @@ that nothing is lost or changed on the way:
 No PyTorch needed: lib.py alone, with python3.
 """
 
-import csv
 import ctypes
 import os
 import struct
@@ -34,28 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "probe", "python")))
-n = 0
-
-
-def ok(msg):
-    global n
-    n += 1
-    print(f"ok {n} - {msg}")
-
-
-def fail(msg):
-    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
-
-
-def spans_of(cli, trace, tmp):
-    out = os.path.join(tmp, "spans.csv")
-    p = subprocess.run([cli, "export", trace, "--format", "csv", "-o", out],
-                       capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        fail(f"export {trace}: {p.stderr.strip()}")
-    with open(out) as f:
-        return list(csv.DictReader(f))
+from pp_tap import fail, ok, spans_of  # noqa: E402 (tests/ is the script's folder, on sys.path)
 
 
 def spans_before_marker(path, step, phase):

@@ -29,21 +29,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.normpath(os.path.join(HERE, "..", "probe", "python"))
 sys.path.insert(0, PYDIR)
-n = 0
+from pp_tap import fail, ok  # noqa: E402 (tests/ is the script's folder, on sys.path)
 
 P, M = 2, 4
 COST = {("F", 0): 1_000_000, ("F", 1): 1_500_000, ("B", 0): 2_000_000, ("B", 1): 3_000_000}
-
-
-def ok(msg):
-    global n
-    n += 1
-    print(f"ok {n} - {msg}")
-
-
-def fail(msg):
-    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
 
 
 def order(rank):

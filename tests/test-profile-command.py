@@ -16,18 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-
-
-def ok(msg):
-    global n
-    n += 1
-    print(f"ok {n} - {msg}")
-
-
-def fail(msg):
-    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
+from pp_tap import fail, ok  # noqa: E402 (tests/ is the script's folder, on sys.path)
 
 
 def main():

@@ -36,18 +36,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.normpath(os.path.join(HERE, "..", "..", "probe", "python"))
 AUTO = os.path.join(PKG, "pipescope", "_autoload")
-n = 0
-
-
-def ok(msg):
-    global n
-    n += 1
-    print(f"ok {n} - {msg}")
-
-
-def fail(msg):
-    print(f"not ok {n + 1} - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
+sys.path.insert(0, os.path.join(HERE, ".."))
+from pp_tap import fail, ok  # noqa: E402
 
 
 def py(python, code, env):
