@@ -58,6 +58,13 @@ pp_window_update_subtitle (PpWindow *self)
 
 /* ---- validation before the run --------------------------------------------- */
 
+/* The description of the (upper) run on screen, or NULL. */
+static const PpTraceDescription *
+shown_description (PpWindow *self)
+{
+  return self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+}
+
 static void
 pp_window_validate (PpWindow *self)
 {
@@ -92,7 +99,7 @@ pp_window_validate (PpWindow *self)
       pp_cost_model_free (cost);
       pp_schedule_free (s);
       /* the run shown is someone's PyTorch job: Run is not a rerun of it */
-      const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+      const PpTraceDescription *d = shown_description (self);
       if (pp_timeline_description_is_pytorch (d))
         {
           char *more = g_strdup_printf ("%s. Shown: a PyTorch job; Run trains pipescope's model", text);
@@ -740,7 +747,7 @@ static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_win
 static void
 whatif_model_from_shown (PpWindow *self)
 {
-  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+  const PpTraceDescription *d = shown_description (self);
   memset (&self->whatif_model, 0, sizeof self->whatif_model);
   if (d)
     {
@@ -755,7 +762,7 @@ whatif_model_from_shown (PpWindow *self)
 static gboolean
 whatif_for_pytorch (PpWindow *self, const char *schedule, int ranks, int microbatches, int stages_per_rank)
 {
-  const PpTraceDescription *d = self->shown[0] ? pp_timeline_model_description (pp_recording_get_model (self->shown[0])) : NULL;
+  const PpTraceDescription *d = shown_description (self);
   if (!pp_timeline_description_is_pytorch (d))
     return FALSE;
   const char *cls = pp_schedule_pytorch_class (schedule);

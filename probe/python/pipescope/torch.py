@@ -20,8 +20,7 @@ PyTorch's own pipelining code, never the user's:
     forward and backward (DualPipeV's OVERLAP_F_B) as one block with both
     halves;
   * _update_losses (the last stage's losses, once a step, read at the
-    step's end; _maybe_compute_loss where there is none) and the
-    optimizers' global step hooks (an OPT block).
+    step's end) and the optimizers' global step hooks (an OPT block).
 
 On CUDA, blocks are timed by CUDA events on the stage's stream, resolved
 once they have passed, never by a synchronisation.  Where the library can
@@ -687,25 +686,9 @@ def _wrap_step(hook, orig):
     return wrapper
 
 
-def _wrap_loss(hook, orig):
-    """_maybe_compute_loss: the losses it appends, one a micro-batch."""
-    @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
-        n = len(getattr(self, "_internal_losses", ()))
-        out = orig(self, *args, **kwargs)
-        try:
-            losses = getattr(self, "_internal_losses", None)
-            if hook.rank is not None and losses is not None and len(losses) > n:
-                hook.losses.extend(losses[n:])
-        except Exception as e:
-            hook.fail("the loss", e)
-        return out
-    return wrapper
-
-
 def _wrap_update_losses(hook, orig):
     """_update_losses, once a step: the step's losses before it clears
-    them (one call a step where _wrap_loss takes one a micro-batch)."""
+    them (every PyTorch the hook knows has it)."""
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         if hook.rank is not None and not hook.failed:
@@ -857,8 +840,6 @@ def instrument():
         base_sched = sched._PipelineSchedule.__dict__
         if "_update_losses" in base_sched:
             sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
-        elif "_maybe_compute_loss" in base_sched:
-            sched._PipelineSchedule._maybe_compute_loss = _wrap_loss(hook, base_sched["_maybe_compute_loss"])
         try:
             _opt_hooks(hook, torch)
         except Exception as e:
