@@ -277,6 +277,34 @@ collector_here (const char *job)
   return here;
 }
 
+/* The run this rank belongs to, from pipescope-cli profile
+ * (PIPESCOPE_JOB_ID, 16 hex digits): written into the rank file's header
+ * so that profile merges its own run's files only, never an earlier run's
+ * left beside them.  0: none (the rank was started by something else). */
+static uint64_t
+job_id_from_env (const char *name)
+{
+  const char *v = getenv ("PIPESCOPE_JOB_ID");
+  char *end = NULL;
+  if (v == NULL || v[0] == '\0')
+    return 0;
+  errno = 0;
+  unsigned long long id = strtoull (v, &end, 16);
+  if (errno != 0 || *end != '\0' || strlen (v) > 16 || v[0] == '-' || v[0] == '+' || id == 0)
+    {
+      fprintf (stderr, "pipescope: %s: PIPESCOPE_JOB_ID=%.40s is not 1 to 16 hex digits; its trace file "
+               "says no run\n", name, v);
+      return 0;
+    }
+  return (uint64_t) id;
+}
+
+static PpStatus
+write_job_id (PpTraceWriter *w, void *user, PpError *err)
+{
+  return pp_trace_writer_set_job_id (w, *(const uint64_t *) user, err);
+}
+
 static void
 foreign_free (pipescope_rank *r)
 {
@@ -362,7 +390,13 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
    * file that was asked for is still written. */
   if (server != NULL && pp_recorder_add_live (r->rec, server, &e) < 0)
     goto fail;
-  if (file && pp_recorder_add_file (r->rec, trace_path, &e) < 0)
+  int file_index = file ? pp_recorder_add_file (r->rec, trace_path, &e) : -1;
+  if (file && file_index < 0)
+    goto fail;
+  uint64_t job_id = file ? job_id_from_env (r->name) : 0;
+  /* the header goes out now, with the id: a rank killed before its first
+   * record still leaves a file that says whose it is */
+  if (job_id != 0 && pp_recorder_write_one (r->rec, file_index, write_job_id, &job_id, &e) != PP_OK)
     goto fail;
   PpRecorderHooks hooks;
   memset (&hooks, 0, sizeof hooks);

@@ -1,4 +1,4 @@
-/* pp-trace-format.h — the trace file's on-disk layout, version 1.1.
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.3.
  *
  * docs/trace-format.md is the specification; this header is its C form and
  * must agree with it.  Every struct is laid out with natural alignment and no
@@ -15,7 +15,8 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  2   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB) */
+#define PP_TRACE_VERSION_MINOR  3   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
+                                       1.3: the header's job_id */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -33,7 +34,7 @@ typedef struct {
   uint16_t version_minor;
   uint32_t header_size;     /* bytes from file start to the first frame */
   uint32_t reserved1;
-  uint64_t reserved2;
+  uint64_t job_id;          /* 1.3: the run that wrote the file (profile's); 0: none or older */
 } PpTraceFileHeader;
 _Static_assert (sizeof (PpTraceFileHeader) == 32, "file header is 32 bytes");
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define READ_CHUNK (1u << 20)
@@ -34,6 +35,7 @@ struct _PpTraceReader {
   int            header_done;
   int            swap;
   int            major, minor;
+  uint64_t       job_id;       /* 1.3; 0 before */
 
   /* the span batch being handed out */
   const uint8_t *batch;
@@ -332,9 +334,60 @@ read_header (PpTraceReader *r, PpTraceItem *item, PpError *err)
       short_input (r, item, 1);
       return 0;
     }
+  /* the field was reserved, written 0, before 1.3 */
+  if (r->minor >= 3)
+    r->job_id = ld64 (r, p + offsetof (PpTraceFileHeader, job_id));
   r->pos += hsize;
   r->header_done = 1;
   return 1;
+}
+
+uint64_t
+pp_trace_reader_get_job_id (PpTraceReader *r)
+{
+  return r ? r->job_id : 0;
+}
+
+PpStatus
+pp_trace_file_job_id (const char *path, uint64_t *job_id, PpError *err)
+{
+  /* the header alone (at most PP_TRACE_HEADER_MAX bytes), however large
+   * the file: profile asks this of every rank file in a folder */
+  uint8_t head[PP_TRACE_HEADER_MAX];
+  ssize_t n = -1;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  *job_id = 0;
+  if (fd < 0)
+    return pp_error_set (err, PP_EIO, "trace: cannot open %s: %s", path, strerror (errno));
+  do
+    n = pread (fd, head, sizeof head, 0);
+  while (n < 0 && errno == EINTR);
+  int read_errno = errno;
+  close (fd);
+  if (n < 0)
+    return pp_error_set (err, PP_EIO, "trace: cannot read %s: %s", path, strerror (read_errno));
+  PpTraceItem it;
+  PpTraceReader *r = pp_trace_reader_new_memory (head, (size_t) n, NULL);
+  if (r == NULL)
+    return pp_error_set (err, PP_ENOMEM, "trace: out of memory reading %s", path);
+  (void) pp_trace_reader_next (r, &it, NULL);   /* the header, then the bytes run out */
+  int whole = r->header_done;
+  *job_id = r->job_id;
+  pp_trace_reader_free (r);
+  if (!whole)
+    return pp_error_set (err, PP_EFORMAT, "%s: not a pipescope trace, or empty", path);
+  return PP_OK;
+}
+
+int
+pp_trace_file_in_use (const char *path)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    return 0;
+  int busy = flock (fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close (fd);   /* drops the lock taken, if taken */
+  return busy;
 }
 
 static PpStatus

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define BUFFER_SIZE      (1u << 20)
@@ -20,6 +21,7 @@ struct _PpTraceWriter {
   PpTraceWriteFunc write_fn;  /* NULL: write(2) to fd */
   void    *user;
   size_t   header_pending; /* callback: the header is the first header_pending bytes */
+  int      header_out;     /* the header has been handed on: its job id is fixed */
   /* write_item: the last frame in buf is a SPANS frame at this offset that
    * more spans may join; SIZE_MAX when not. */
   size_t   open_spans;
@@ -64,6 +66,7 @@ write_callback (PpTraceWriter *w, PpError *err)
       off = w->header_pending;
       w->header_pending = 0;
     }
+  w->header_out = 1;
   if (off < w->len && w->write_fn (w->user, w->buf + off, w->len - off) != 0)
     goto failed;
   w->len = 0;
@@ -99,6 +102,7 @@ write_all (PpTraceWriter *w, PpError *err)
           return writer_failed (w, err);
         }
       off += (size_t) n;
+      w->header_out = 1;
     }
   w->len = 0;
   return PP_OK;
@@ -261,7 +265,26 @@ pp_trace_writer_new_path (const char *path, int byte_order, PpError *err)
       return NULL;
     }
   w->owns_fd = 1;
+  /* A shared lock for as long as the file is open, released by the kernel
+   * when the writer's process dies: pp_trace_file_in_use tells a file
+   * still being written from one a dead run left.  Where locks are not
+   * supported the file is written all the same. */
+  (void) flock (fd, LOCK_SH | LOCK_NB);
   return w;
+}
+
+PpStatus
+pp_trace_writer_set_job_id (PpTraceWriter *w, uint64_t job_id, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (w->failed != PP_OK)
+    return writer_failed (w, err);
+  if (w->header_out)
+    return pp_error_set (err, PP_EINVAL, "trace: the job id goes in the file header, which is already written");
+  uint64_t v = w64 (w, job_id);
+  memcpy (w->buf + offsetof (PpTraceFileHeader, job_id), &v, sizeof v);
+  return PP_OK;
 }
 
 PpStatus

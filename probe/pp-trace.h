@@ -97,8 +97,13 @@ typedef struct _PpTraceReader PpTraceReader;
 /* Writes to fd, which the writer does not close.  The file header goes out
  * with the first flush.  NULL on failure, with err filled. */
 PpTraceWriter *pp_trace_writer_new_fd (int fd, int byte_order, PpError *err);
-/* Creates (truncates) path, mode 0600; the writer closes it. */
+/* Creates (truncates) path, mode 0600; the writer closes it.  It holds a
+ * shared flock on the file while open (pp_trace_file_in_use). */
 PpTraceWriter *pp_trace_writer_new_path (const char *path, int byte_order, PpError *err);
+/* The file header's job id (format 1.3): which run wrote the file, so
+ * that a run's rank files are told apart from another's.  Before the
+ * header goes out (the first flush); PP_EINVAL after. */
+PpStatus pp_trace_writer_set_job_id (PpTraceWriter *w, uint64_t job_id, PpError *err);
 
 PpStatus pp_trace_write_description (PpTraceWriter *w, const PpTraceDescription *desc,
                                      PpError *err);
@@ -209,6 +214,16 @@ PpTraceReader *pp_trace_reader_new_memory (const void *data, size_t size, PpErro
 PpStatus pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err);
 /* Version of the file, known once the first call to next has returned. */
 void     pp_trace_reader_get_version (PpTraceReader *r, int *major, int *minor);
+/* The header's job id, known likewise: 0 for none (and in files before 1.3). */
+uint64_t pp_trace_reader_get_job_id (PpTraceReader *r);
+
+/* A trace file's job id from its header alone.  PP_EFORMAT (one line
+ * naming path) when it holds no whole pipescope header. */
+PpStatus pp_trace_file_job_id (const char *path, uint64_t *job_id, PpError *err);
+/* 1 while some process has path open for writing through
+ * pp_trace_writer_new_path (its lock), 0 when none does or it cannot be
+ * told. */
+int      pp_trace_file_in_use (const char *path);
 void     pp_trace_reader_free (PpTraceReader *r);
 
 /* ---- streaming: live endpoints ------------------------------------------

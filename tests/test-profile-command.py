@@ -12,6 +12,7 @@ No PyTorch needed.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,13 @@ from pp_tap import fail, ok  # noqa: E402 (tests/ is the script's folder, on sys
 def main():
     cli = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="pp-profile-cmd-")
+    try:
+        return checks(cli, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(cli, tmp):
     os.chmod(tmp, 0o700)
     env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
     print("1..3")

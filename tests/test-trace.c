@@ -1677,7 +1677,7 @@ test_overlap_halves (Fixture *fx, gconstpointer unused)
         }
       pp_trace_reader_get_version (r, &major, &minor);
       g_assert_cmpint (major, ==, 1);
-      g_assert_cmpint (minor, ==, 2);
+      g_assert_cmpint (minor, >=, 2);
       next_item (r, &it);
       g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_END);
       pp_trace_reader_free (r);
@@ -1695,6 +1695,58 @@ test_overlap_halves (Fixture *fx, gconstpointer unused)
       g_assert_false (pp_span_has_sub (&it.span));
       pp_trace_reader_free (r);
       g_free (data);
+      g_free (path);
+    }
+}
+
+/* 1.3: the header's job id, in either byte order, fixed once the header is
+ * out; a file before 1.3 has none, whatever its reserved bytes hold; the
+ * writer's lock says a file is being written, and goes with the writer. */
+static void
+test_job_id (Fixture *fx, gconstpointer unused)
+{
+  (void) unused;
+  const uint64_t id = 0x0123456789abcdefull;
+  PpTraceDescription d = { .schedule = "1F1B", .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
+  for (int order = PP_TRACE_LITTLE; order <= PP_TRACE_BIG; order++)
+    {
+      char *path = fx_path (fx, "job.pptrace");
+      PpError err = { 0 };
+      uint64_t got = 1;
+      PpTraceWriter *w = pp_trace_writer_new_path (path, order, &err);
+      g_assert_nonnull (w);
+      g_assert_cmpint (pp_trace_file_in_use (path), ==, 1);
+      g_assert_cmpint (pp_trace_writer_set_job_id (w, id, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_flush (w, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_set_job_id (w, 7, &err), ==, PP_EINVAL);
+      g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_file_in_use (path), ==, 0);
+      g_assert_cmpint (pp_trace_file_job_id (path, &got, &err), ==, PP_OK);
+      g_assert_cmphex (got, ==, id);
+
+      /* the same bytes as a 1.2 file: the field was reserved then */
+      gchar *data = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+      uint16_t minor = order == PP_TRACE_LITTLE ? GUINT16_TO_LE (2) : GUINT16_TO_BE (2);
+      memcpy (data + offsetof (PpTraceFileHeader, version_minor), &minor, 2);
+      g_assert_true (g_file_set_contents (path, data, (gssize) len, NULL));
+      g_assert_cmpint (pp_trace_file_job_id (path, &got, &err), ==, PP_OK);
+      g_assert_cmphex (got, ==, 0);
+      PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+      PpTraceItem it;
+      next_item (r, &it);
+      g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_DESCRIPTION);
+      g_assert_cmphex (pp_trace_reader_get_job_id (r), ==, 0);
+      pp_trace_reader_free (r);
+      g_free (data);
+
+      /* no header, no id: one line naming the file */
+      g_assert_true (g_file_set_contents (path, "", 0, NULL));
+      g_assert_cmpint (pp_trace_file_job_id (path, &got, &err), ==, PP_EFORMAT);
+      g_assert_nonnull (strstr (err.msg, path));
+      g_assert_null (strchr (err.msg, '\n'));
       g_free (path);
     }
 }
@@ -1718,5 +1770,6 @@ main (int argc, char **argv)
   ADD ("stream-malformed", test_stream_malformed);
   ADD ("stream-large", test_stream_large);
   ADD ("write-item", test_write_item);
+  ADD ("job-id", test_job_id);
   return g_test_run ();
 }

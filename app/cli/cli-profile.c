@@ -7,8 +7,10 @@
  * (it loads pipescope.torch once a process imports
  * torch.distributed.pipelining), PIPESCOPE_JOB the job's name (every rank
  * process registers as NAME.rR under it), PIPESCOPE_LIB the probe library,
- * PIPESCOPE_TRACE the trace's path (each rank writes PATH.rankR, merged into
- * PATH when the command ends).
+ * PIPESCOPE_TRACE and PIPESCOPE_JOB_ID where the ranks' files go and whose
+ * they are (each rank writes PATH.ID.rankR, ID in its header too; merged
+ * into PATH when the command ends: "the run's rank files" below).  The
+ * command ends with profile (a parent-death signal), killed or not.
  *
  * This process is the job's collector: it registers as NAME, finds the
  * ranks in the registry as they open, reads each rank's live stream and
@@ -28,6 +30,7 @@
 #include "cli-common.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ifaddrs.h>
@@ -40,6 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,8 +80,9 @@ profile_usage (FILE *out)
          "is the command's.\n"
          "\n"
          "  --trace FILE          write the job's trace (each rank writes\n"
-         "                        FILE.rankR; merged into FILE at the end);\n"
-         "                        default NAME.pptrace in the current folder\n"
+         "                        FILE.ID.rankR, ID this run's; merged into FILE\n"
+         "                        at the end); default NAME.pptrace in the\n"
+         "                        current folder\n"
          "  --no-trace            keep no trace: watch it live only\n"
          "  --name NAME           the job's name (default pytorch-PID)\n"
          "  --listen HOST:PORT    serve the job on TCP too (port 0: any; a token\n"
@@ -519,8 +525,11 @@ forward_signal (int sig)
     kill ((pid_t) child_pid, sig);
 }
 
+/* The command's environment; PIPESCOPE_TRACE is where the ranks' files go
+ * (run: TRACE.ID, each rank writing run.rankR), PIPESCOPE_JOB_ID the id
+ * the probe writes into their headers. */
 static int
-set_env (const char *job, const char *lib, const char *py, const char *trace)
+set_env (const char *job, const char *lib, const char *py, const char *run, const char *job_id)
 {
   char path[PATH_MAX * 2 + 64];
   const char *old = getenv ("PYTHONPATH");
@@ -529,7 +538,8 @@ set_env (const char *job, const char *lib, const char *py, const char *trace)
             old ? old : "");
   if (setenv ("PYTHONPATH", path, 1) != 0 || setenv ("PIPESCOPE_JOB", job, 1) != 0
       || setenv ("PIPESCOPE_LIB", lib, 1) != 0 || setenv ("PIPESCOPE_PYTHON", py, 1) != 0
-      || (trace ? setenv ("PIPESCOPE_TRACE", trace, 1) : unsetenv ("PIPESCOPE_TRACE")) != 0)
+      || (run ? setenv ("PIPESCOPE_TRACE", run, 1) : unsetenv ("PIPESCOPE_TRACE")) != 0
+      || (run ? setenv ("PIPESCOPE_JOB_ID", job_id, 1) : unsetenv ("PIPESCOPE_JOB_ID")) != 0)
     {
       fprintf (stderr, "pipescope-cli: error: cannot set the command's environment: %s\n", strerror (errno));
       return 1;
@@ -644,7 +654,7 @@ spans_hosts (int argc, char **argv)
 /* The variables a rank on another host needs, those that are set. */
 static const char *const forwarded[] = {
   "PYTHONPATH", "PIPESCOPE_JOB", "PIPESCOPE_LIB", "PIPESCOPE_PYTHON", "PIPESCOPE_TRACE",
-  "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
+  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
 };
 
 static void
@@ -747,19 +757,254 @@ command_exists (const char *name)
   return false;
 }
 
-/* Merges the ranks' trace files PATH.rankR into PATH (and removes them),
- * its plan timed with the measured costs where it can be.  What merging
- * prints goes to stderr: the command's stdout is the command's own. */
-static int merge_traces_here (const char *trace);
+/* ---- the run's rank files --------------------------------------------------------
+ *
+ * Each rank writes TRACE.ID.rankR, ID being this run's job id (16 hex
+ * digits, also in each file's header): a run's files never take the names
+ * of another's (an earlier run killed before its merge, a run beside this
+ * one with the same --trace), and profile merges and removes only files
+ * whose header names its own run.  Files other runs left are never
+ * touched; profile says where they are and how to merge them. */
+
+#define PROFILE_LEFTOVERS_MAX 4096   /* rank files looked at in the trace's folder */
+
+/* A run's id: random, never 0 (0 is "no run" in a file's header). */
+static uint64_t
+new_job_id (void)
+{
+  uint64_t id = 0;
+  if (getrandom (&id, sizeof id, 0) != (ssize_t) sizeof id)
+    {
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      id = ((uint64_t) getpid () << 40) ^ (uint64_t) ts.tv_sec * 1000000007u ^ (uint64_t) ts.tv_nsec;
+    }
+  return id ? id : 1;
+}
+
+/* path, relative to this process's folder when it is not absolute: the
+ * command may change folder before its ranks open their files. */
+static int
+absolute_path (const char *path, char *out, size_t size)
+{
+  char cwd[PATH_MAX];
+  if (path[0] == '/')
+    return snprintf (out, size, "%s", path) < (int) size ? 0 : -1;
+  if (getcwd (cwd, sizeof cwd) == NULL)
+    return -1;
+  while (path[0] == '.' && path[1] == '/')
+    path += 2;
+  return snprintf (out, size, "%s%s%s", cwd, strcmp (cwd, "/") ? "/" : "", path) < (int) size ? 0 : -1;
+}
+
+/* Whether the trace's folder takes new files, tried with a name of our own
+ * (O_EXCL), never with a name a run's files may have.  2 and one line if not. */
+static int
+check_writable (const char *given, const char *trace)
+{
+  char probe[PATH_MAX];
+  const char *slash = strrchr (trace, '/');
+  int dir_len = slash == trace ? 1 : (int) (slash - trace);
+  if (snprintf (probe, sizeof probe, "%.*s/.pipescope-probe-XXXXXX", dir_len, trace) >= (int) sizeof probe)
+    return pp_cli_usage_error ("--trace %s: the path is too long", given);
+  int fd = mkstemp (probe);
+  if (fd < 0)
+    return pp_cli_usage_error ("--trace %s: cannot write in %.*s: %s", given, dir_len, trace, strerror (errno));
+  close (fd);
+  unlink (probe);
+  return 0;
+}
+
+/* A word as a shell reads it back: as is when plain, else in single quotes. */
+static void
+shell_word (FILE *out, const char *w)
+{
+  if (w[0] != '\0' && strspn (w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:,@%")
+                          == strlen (w))
+    {
+      fputs (w, out);
+      return;
+    }
+  fputc ('\'', out);
+  for (const char *p = w; *p; p++)
+    if (*p == '\'')
+      fputs ("'\\''", out);
+    else
+      fputc (*p, out);
+  fputc ('\'', out);
+}
+
+/* base ends with ".ID", ID being id in hex: the files' names are the run's
+ * own, so BASE.rank* names them and them only. */
+static bool
+base_is_runs (const char *base, uint64_t id)
+{
+  char tail[20];
+  size_t n = strlen (base), t = (size_t) snprintf (tail, sizeof tail, ".%016llx", (unsigned long long) id);
+  return id != 0 && n > t && strcmp (base + n - t, tail) == 0;
+}
+
+/* How to merge the rank files files[0..n) of base, into merged, or where
+ * merged is NULL into a trace of their own beside them (TRACE-ID.pptrace,
+ * never this run's trace): the command, for a line of profile's. */
+static void
+print_merge_command (FILE *out, const char *merged, const char *base, uint64_t id, char *const *files, int n)
+{
+  char stem[PATH_MAX], own[PATH_MAX + 32];
+  size_t len = strlen (base);
+  bool runs = base_is_runs (base, id);
+  if (merged == NULL)
+    {
+      snprintf (stem, sizeof stem, "%s", base);
+      if (runs)
+        stem[len - 17] = '\0';
+      len = strlen (stem);
+      if (len > 8 && strcmp (stem + len - 8, ".pptrace") == 0)
+        stem[len - 8] = '\0';
+      if (id != 0)
+        snprintf (own, sizeof own, "%s-%016llx.pptrace", stem, (unsigned long long) id);
+      else
+        snprintf (own, sizeof own, "%s-earlier.pptrace", stem);
+      merged = own;
+    }
+  fputs ("pipescope-cli merge -o ", out);
+  shell_word (out, merged);
+  if (runs)
+    {
+      fputc (' ', out);
+      shell_word (out, base);
+      fputs (".rank*", out);
+      return;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      fputc (' ', out);
+      shell_word (out, files[i]);
+    }
+}
+
+typedef struct {
+  char    *path;
+  size_t   base_len;    /* path[0..base_len) is the base, ".rankR" after it */
+  long     rank;
+  uint64_t id;
+  bool     busy;        /* still open for writing by a live process */
+} RankFile;
 
 static int
-merge_traces (const char *trace)
+rank_file_cmp (const void *a, const void *b)
+{
+  const RankFile *x = a, *y = b;
+  int c = strncmp (x->path, y->path, x->base_len < y->base_len ? x->base_len : y->base_len);
+  if (c == 0 && x->base_len != y->base_len)
+    c = x->base_len < y->base_len ? -1 : 1;
+  if (c == 0 && x->id != y->id)
+    c = x->id < y->id ? -1 : 1;
+  return c != 0 ? c : x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* NAME.rankR, R digits: R, else -1. */
+static long
+rank_of_name (const char *name, size_t *base_len)
+{
+  const char *dot = strrchr (name, '.');
+  if (dot == NULL || dot == name || strncmp (dot, ".rank", 5) != 0 || dot[5] == '\0'
+      || strspn (dot + 5, "0123456789") != strlen (dot + 5) || strlen (dot + 5) > 6)
+    return -1;
+  *base_len = (size_t) (dot - name);
+  return atol (dot + 5);
+}
+
+/* Says, one line each, which rank files of other runs lie in the trace's
+ * folder: a run's (a job id in their headers) and any at the trace's own
+ * name.  They are left as they are; the line gives the merge command. */
+static void
+report_leftovers (const char *trace)
+{
+  char dir[PATH_MAX];
+  const char *slash = strrchr (trace, '/');
+  snprintf (dir, sizeof dir, "%.*s", slash == trace ? 1 : (int) (slash - trace), trace);
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return;
+  RankFile *found = NULL;
+  int n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL && n < PROFILE_LEFTOVERS_MAX)
+    {
+      size_t base_len;
+      long rank = rank_of_name (e->d_name, &base_len);
+      char path[PATH_MAX];
+      uint64_t id = 0;
+      if (rank < 0 || snprintf (path, sizeof path, "%s%s%s", dir, strcmp (dir, "/") ? "/" : "", e->d_name)
+                      >= (int) sizeof path
+          || !is_file (path) || pp_trace_file_job_id (path, &id, NULL) != PP_OK)
+        continue;
+      base_len += strlen (path) - strlen (e->d_name);
+      if (id == 0 && !(strlen (trace) == base_len && strncmp (path, trace, base_len) == 0))
+        continue;   /* no run's, and not at this trace's name: someone's own files */
+      if (n == cap)
+        {
+          RankFile *more = realloc (found, (size_t) (cap = cap ? 2 * cap : 16) * sizeof *found);
+          if (more == NULL)
+            break;
+          found = more;
+        }
+      found[n] = (RankFile) { strdup (path), base_len, rank, id, pp_trace_file_in_use (path) != 0 };
+      if (found[n].path != NULL)
+        n++;
+    }
+  closedir (d);
+  if (n > 0)
+    qsort (found, (size_t) n, sizeof *found, rank_file_cmp);
+  char **paths = calloc ((size_t) n + 1, sizeof *paths);
+  for (int i = 0, j = 0; paths != NULL && i < n; i = j)
+    {
+      /* one run's files: the same base and the same id */
+      bool busy = false;
+      for (j = i; j < n && found[j].id == found[i].id && found[j].base_len == found[i].base_len
+                  && strncmp (found[j].path, found[i].path, found[i].base_len) == 0; j++)
+        {
+          paths[j - i] = found[j].path;
+          busy |= found[j].busy;
+        }
+      char base[PATH_MAX], run[40];
+      snprintf (base, sizeof base, "%.*s", (int) found[i].base_len, found[i].path);
+      if (found[i].id != 0)
+        snprintf (run, sizeof run, "run %016llx", (unsigned long long) found[i].id);
+      else
+        snprintf (run, sizeof run, "run (no job id)");
+      if (busy)
+        fprintf (stderr, "pipescope-cli: profile: another %s, still running, is writing %d rank file%s in %s "
+                 "(not part of this run, left alone); once it ends, merge them with: ", run, j - i,
+                 j - i == 1 ? "" : "s", dir);
+      else
+        fprintf (stderr, "pipescope-cli: profile: an earlier %s left %d rank file%s in %s (not part of this "
+                 "run, kept as they are); merge them with: ", run, j - i, j - i == 1 ? "" : "s", dir);
+      print_merge_command (stderr, NULL, base, found[i].id, paths, j - i);
+      fputc ('\n', stderr);
+    }
+  for (int i = 0; i < n; i++)
+    free (found[i].path);
+  free (paths);
+  free (found);
+}
+
+/* Merges this run's rank files RUN.rankR (RUN = TRACE.ID) into TRACE, its
+ * plan timed with the measured costs where it can be, and removes them
+ * once merged; when the merge fails they stay, and one line says how to
+ * merge them.  What merging prints goes to stderr: the command's stdout is
+ * the command's own. */
+static int merge_traces_here (const char *trace, const char *run, uint64_t id);
+
+static int
+merge_traces (const char *trace, const char *run, uint64_t id)
 {
   fflush (stdout);
   int saved = dup (STDOUT_FILENO);
   if (saved >= 0)
     dup2 (STDERR_FILENO, STDOUT_FILENO);
-  int status = merge_traces_here (trace);
+  int status = merge_traces_here (trace, run, id);
   fflush (stdout);
   if (saved >= 0)
     {
@@ -770,7 +1015,7 @@ merge_traces (const char *trace)
 }
 
 static int
-merge_traces_here (const char *trace)
+merge_traces_here (const char *trace, const char *run, uint64_t id)
 {
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
@@ -782,24 +1027,41 @@ merge_traces_here (const char *trace)
   argv[argc++] = (char *) trace;
   for (int r = 0; r < PROFILE_MAX_RANKS; r++)
     {
-      char p[PATH_MAX];
-      snprintf (p, sizeof p, "%s.rank%d", trace, r);
-      if (!is_file (p))
+      char p[PATH_MAX + 40];
+      uint64_t file_id = 0;
+      snprintf (p, sizeof p, "%s.rank%d", run, r);
+      /* this run's only, by its header too */
+      if (!is_file (p) || pp_trace_file_job_id (p, &file_id, NULL) != PP_OK || file_id != id)
         continue;
       argv[argc++] = strdup (p);
       found++;
     }
   if (found == 0)
     fprintf (stderr, "pipescope-cli: profile: no rank wrote a trace (%s.rankR): did the command run a "
-             "torch.distributed.pipelining schedule?\n", trace);
+             "torch.distributed.pipelining schedule?\n", run);
   else
     {
+      /* A file size limit (ulimit -f) must fail the write, as a full disk
+       * does, not kill profile with its rank files half merged. */
+      signal (SIGXFSZ, SIG_IGN);
+      bool existed = access (trace, F_OK) == 0;
       fflush (stdout);
       /* merge times the plan with the costs the ranks measured */
       status = pp_cli_merge (argc, argv);
       if (status == 0)
         for (int i = 3; i < argc; i++)
           unlink (argv[i]);
+      else
+        {
+          /* what a failed merge may have begun is no trace: the ranks'
+           * files are the run's record */
+          if (!existed)
+            unlink (trace);
+          fprintf (stderr, "pipescope-cli: profile: no trace written; the ranks' files are kept: merge them "
+                   "with: ");
+          print_merge_command (stderr, trace, run, id, argv + 3, argc - 3);
+          fputc ('\n', stderr);
+        }
     }
   for (int i = 3; i < argc; i++)
     free (argv[i]);
@@ -840,7 +1102,8 @@ pp_cli_profile (int argc, char **argv)
   PpError err = { 0 };
   int opt, status = 1;
   bool stuck = false, no_trace = false;
-  char default_trace[96];
+  char default_trace[96], trace_abs[PATH_MAX], run_base[PATH_MAX + 20], job_id_hex[20] = "";
+  uint64_t job_id = 0;
   char collect[300] = "";
   char **cmd = NULL, **user_cmd = NULL, *cmd_value = NULL;
 
@@ -888,21 +1151,24 @@ pp_cli_profile (int argc, char **argv)
     }
   if (trace != NULL)
     {
+      /* where the ranks write, whatever folder the command goes to */
+      errno = 0;
+      if (absolute_path (trace, trace_abs, sizeof trace_abs) != 0)
+        return pp_cli_usage_error ("--trace %s: cannot make it an absolute path: %s", trace,
+                                   errno ? strerror (errno) : "too long");
       /* fail now, not after the whole job: the folder must take files */
-      char probe[PATH_MAX];
-      snprintf (probe, sizeof probe, "%s.rank0", trace);
-      FILE *f = fopen (probe, "w");
-      if (f == NULL)
-        {
-          char *slash = strrchr (trace, '/');
-          return pp_cli_usage_error ("--trace %s: cannot write in %.*s: %s", trace,
-                                     slash ? (int) (slash - trace) : 1, slash ? trace : ".", strerror (errno));
-        }
-      fclose (f);
-      unlink (probe);
+      int st = check_writable (trace, trace_abs);
+      if (st != 0)
+        return st;
+      trace = trace_abs;
+      job_id = new_job_id ();
+      snprintf (job_id_hex, sizeof job_id_hex, "%016llx", (unsigned long long) job_id);
+      snprintf (run_base, sizeof run_base, "%s.%s", trace, job_id_hex);
     }
   if (find_hook (lib, sizeof lib, py, sizeof py) != 0)
     return 2;
+  if (trace != NULL)
+    report_leftovers (trace);
   if (name)
     snprintf (job, sizeof job, "%s", name);
   else
@@ -946,7 +1212,7 @@ pp_cli_profile (int argc, char **argv)
         fprintf (stderr, "pipescope-cli: profile: serving %s on %s\n", job,
                  pp_live_server_socket_path (c.server));
     }
-  if (set_env (job, lib, py, trace) != 0)
+  if (set_env (job, lib, py, trace ? run_base : NULL, job_id_hex) != 0)
     goto out;
   if (collect[0] && c.w)
     {
@@ -981,6 +1247,7 @@ pp_cli_profile (int argc, char **argv)
 
   fflush (stdout);
   fflush (stderr);
+  pid_t parent = getpid ();
   pid_t pid = fork ();
   if (pid < 0)
     {
@@ -992,6 +1259,13 @@ pp_cli_profile (int argc, char **argv)
       signal (SIGINT, SIG_DFL);
       signal (SIGTERM, SIG_DFL);
       signal (SIGHUP, SIG_DFL);
+      /* The job ends with profile, also when profile is killed (SIGKILL
+       * leaves it no time to pass anything on): SIGTERM, which torchrun
+       * and mpirun pass on to their workers.  A profile gone before the
+       * prctl cannot send it: then the command does not start. */
+      prctl (PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid () != parent)
+        _exit (128 + SIGTERM);
       execvp (cmd[0], cmd);
       fprintf (stderr, "pipescope-cli: error: cannot run %s: %s\n", argv[optind], strerror (errno));
       _exit (127);
@@ -1102,7 +1376,7 @@ pp_cli_profile (int argc, char **argv)
              pp_live_server_refused (c.server) == 1 ? "" : "s");
   /* the exit status stays the command's, whatever became of the trace
    * (merge_traces has said why it has none) */
-  if (trace != NULL && merge_traces (trace) == 0 && is_file (trace))
+  if (trace != NULL && merge_traces (trace, run_base, job_id) == 0 && is_file (trace))
     fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
 
 out:
