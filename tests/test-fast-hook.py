@@ -27,7 +27,9 @@ FAST is the built module's path, or "none" (then skipped: no python3
 headers at build time, so the hook records in Python).
 """
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +68,19 @@ def original(name, result=None, raises=None):
     return fn
 
 
+# Where PyTorch's functions put what each role reads (the hook finds it in
+# the signature, arguments.py; these stand-ins take anything)
+SELF = (0, "self")
+PARAMS = {"forward": (SELF, (1, "fwd_chunk_id")), "weight": (SELF, (1, "bwd_chunk_id")),
+          "backward": (SELF, (1, "bwd_chunk_id"), (3, "full_backward", True)),
+          "batch_p2p": ((0, "p2p_ops"),), "wait": ((0, "work"),), "label": ((0, "name"),)}
+
+
+def wrap(fast, role, orig, fallback, *kind):
+    params = PARAMS.get(role) or (SELF, (1, "fwd_chunk_id" if kind and kind[0] in (4, 5) else "bwd_chunk_id"))
+    return fast.wrap(role, orig, fallback, params, *kind)
+
+
 def fallback_of(orig):
     def fb(*args, **kwargs):
         fallbacks.append(orig.__name__)
@@ -94,7 +109,7 @@ def hostile(L, fast, tmp, failures, Stage):
     def make(self, mb):
         shared[:] = [Clearing(), Clearing()]
         return shared
-    Stage.get_fwd_recv_ops = fast.wrap("get_ops", make, make, L.RECV_F)
+    Stage.get_fwd_recv_ops = wrap(fast, "get_ops", make, make, L.RECV_F)
     if Stage(0).get_fwd_recv_ops(1) is not shared:
         fail("get_ops did not return the job's own list")
     reopened = []
@@ -105,7 +120,7 @@ def hostile(L, fast, tmp, failures, Stage):
             reopened.append(L.Rank.open("fast-hostile-2", 0, 1, trace=os.path.join(tmp, "hostile2.pptrace"))[0])
         return []
     fb = []
-    p2p = fast.wrap("batch_p2p", p2p_orig, lambda ops: fb.append(1) or p2p_orig(ops))
+    p2p = wrap(fast, "batch_p2p", p2p_orig, lambda ops: fb.append(1) or p2p_orig(ops))
     fast.set_on(1)
     p2p([])
     fast.set_on(0)
@@ -114,7 +129,7 @@ def hostile(L, fast, tmp, failures, Stage):
         fail(f"after a close and open within _batch_p2p, switched off: {len(fb)} fallbacks, not 1")
     fast.set_on(1)
     fast.set_fail(lambda what, exc: (_ for _ in ()).throw(KeyboardInterrupt()))
-    Stage.forward_one_chunk_k = fast.wrap("forward", lambda self, mb: "out", lambda self, mb: "out")
+    Stage.forward_one_chunk_k = wrap(fast, "forward", lambda self, mb: "out", lambda self, mb: "out")
     try:
         Stage(0).forward_one_chunk_k("not a micro-batch")
         fail("a KeyboardInterrupt raised while reporting a failure did not reach the job")
@@ -133,6 +148,7 @@ def main():
         return 0
     os.environ["PIPESCOPE_LIB"] = libpath
     tmp = tempfile.mkdtemp(prefix="pp-fast-")
+    atexit.register(shutil.rmtree, tmp, True)   # on every exit, fail()'s too
     os.chmod(tmp, 0o700)
     os.environ["XDG_RUNTIME_DIR"] = tmp
     from pipescope import lib as L
@@ -167,16 +183,16 @@ def main():
     o_none = original("get_bwd_send_ops", result=lambda self, mb: [])
     o_p2p = original("_batch_p2p", result=lambda ops: [Work() for _ in ops])
     o_wait = original("_wait_batch_p2p", result=lambda works: None)
-    Stage.forward_one_chunk = fast.wrap("forward", o_fwd, fallback_of(o_fwd))
-    Stage.backward_one_chunk = fast.wrap("backward", o_bwd, fallback_of(o_bwd))
-    Stage.backward_weight_one_chunk = fast.wrap("weight", o_w, fallback_of(o_w))
-    Stage.get_bwd_recv_ops = fast.wrap("get_ops", o_ops, fallback_of(o_ops), L.RECV_B)
-    Stage.get_fwd_send_ops = fast.wrap("get_ops", o_send, fallback_of(o_send), L.SEND_F)
-    Stage.get_bwd_send_ops = fast.wrap("get_ops", o_none, fallback_of(o_none), L.SEND_B)
-    batch_p2p = fast.wrap("batch_p2p", o_p2p, fallback_of(o_p2p))
-    wait = fast.wrap("wait", o_wait, fallback_of(o_wait))
+    Stage.forward_one_chunk = wrap(fast, "forward", o_fwd, fallback_of(o_fwd))
+    Stage.backward_one_chunk = wrap(fast, "backward", o_bwd, fallback_of(o_bwd))
+    Stage.backward_weight_one_chunk = wrap(fast, "weight", o_w, fallback_of(o_w))
+    Stage.get_bwd_recv_ops = wrap(fast, "get_ops", o_ops, fallback_of(o_ops), L.RECV_B)
+    Stage.get_fwd_send_ops = wrap(fast, "get_ops", o_send, fallback_of(o_send), L.SEND_F)
+    Stage.get_bwd_send_ops = wrap(fast, "get_ops", o_none, fallback_of(o_none), L.SEND_B)
+    batch_p2p = wrap(fast, "batch_p2p", o_p2p, fallback_of(o_p2p))
+    wait = wrap(fast, "wait", o_wait, fallback_of(o_wait))
     try:
-        fast.wrap("get_ops", o_ops, o_ops)
+        wrap(fast, "get_ops", o_ops, o_ops)
         fail("a get_ops wrapper without a transfer kind was made")
     except ValueError:
         pass
@@ -191,7 +207,7 @@ def main():
     if out != ("forward_one_chunk", (s, 3) + args, {}) or calls[-1][1][0] is not s:
         fail(f"forward: the result or the arguments changed: {out}")
     boom = RuntimeError("the job's own error")
-    Stage.forward_one_chunk = fast.wrap("forward", original("forward_one_chunk", raises=boom),
+    Stage.forward_one_chunk = wrap(fast, "forward", original("forward_one_chunk", raises=boom),
                                         fallback_of(o_fwd))
     try:
         s.forward_one_chunk(9)
@@ -199,7 +215,7 @@ def main():
     except RuntimeError as e:
         if e is not boom:
             fail(f"another exception came through: {e!r}")
-    Stage.forward_one_chunk = fast.wrap("forward", o_fwd, fallback_of(o_fwd))
+    Stage.forward_one_chunk = wrap(fast, "forward", o_fwd, fallback_of(o_fwd))
     if Stage.forward_one_chunk.__name__ != "forward_one_chunk" or Stage.forward_one_chunk.__wrapped__ is not o_fwd:
         fail("__name__ / __wrapped__ are not the wrapped function's")
     if len(calls) != 2 or fallbacks:
@@ -232,7 +248,7 @@ def main():
         fail(f"switched off: fallbacks {fallbacks}, {len(calls) - before} calls")
     # a profiler label: only an overlapped pair's is the fallback's
     o_label = original("record_function")
-    label = fast.wrap("label", o_label, fallback_of(o_label))
+    label = wrap(fast, "label", o_label, fallback_of(o_label))
     fast.set_on(1)
     n_fb = len(fallbacks)
     if label("PP:1F3") != ("record_function", ("PP:1F3",), {}) or len(fallbacks) != n_fb:

@@ -20,8 +20,13 @@
  * its own records (step markers, the optimizer, overlapped pairs) through
  * record(), so there is one queue and one order.
  *
- * The wrapped function runs exactly once with the arguments it was given;
- * its result and its exceptions pass through untouched.  A failure of the
+ * The wrapped function runs exactly once with the arguments it was given,
+ * however they were given (positionally, by keyword, defaults left out,
+ * keywords it does not know of); its result and its exceptions pass
+ * through untouched.  What a wrapper reads it finds by position or by
+ * keyword where the wrapped function's signature puts it: wrap() is told
+ * where, once (arguments.py reads the signature); an argument a call does
+ * not give is recorded as -1, or its default.  A failure of the
  * module's own (an argument that is not an integer, an attribute missing)
  * switches the fast path off and reports once through the callable given
  * to set_fail; the job never sees it.
@@ -190,6 +195,22 @@ attr_int (PyObject *o, PyObject *name, int64_t *out)
 
 /* ---- the wrapper type ------------------------------------------------------ */
 
+/* Where a call puts an argument a role reads, from the wrapped function's
+ * signature: its position (self counted; -1, keyword only), its keyword
+ * (NULL, positional only) and its default (NULL, none). */
+typedef struct
+{
+  Py_ssize_t pos;
+  PyObject *name;
+  PyObject *dflt;
+} Param;
+
+/* What each role reads, in this order (wrap() checks the count):
+ * forward, weight: self, micro-batch; backward: self, micro-batch,
+ * full_backward; get_ops: self, micro-batch; batch_p2p: the ops; wait: the
+ * works; label: the name. */
+enum { P_SELF = 0, P_MB = 1, P_FULL = 2, P_FIRST = 0, MAX_PARAMS = 3 };
+
 typedef struct
 {
   PyObject_HEAD
@@ -198,60 +219,63 @@ typedef struct
   PyObject *fallback;   /* the Python wrapper, for every case but the fast one */
   int role;
   int kind;             /* ROLE_GET_OPS: the transfers' kind */
+  int n_params;
+  Param params[MAX_PARAMS];
 } Wrapper;
 
-/* A keyword argument's value, borrowed, or NULL. */
+/* The value a call gives the parameter, else its default, else NULL; a new
+ * reference (the wrapped call may drop the caller's last one).  By
+ * position first: a valid call gives a parameter one way.  Keywords are
+ * compared by address first: a call site's are interned, as the name is. */
 static PyObject *
-keyword (PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *name)
+arg_of (const Param *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-  if (kwnames == NULL)
-    return NULL;
-  Py_ssize_t n = PyTuple_GET_SIZE (kwnames);
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (PyUnicode_CompareWithASCIIString (PyTuple_GET_ITEM (kwnames, i), name) == 0)
-      return args[nargs + i];
-  return NULL;
+  PyObject *v = p->dflt;
+  if (p->pos >= 0 && p->pos < nargs)
+    v = args[p->pos];
+  else if (p->name != NULL && kwnames != NULL)
+    {
+      Py_ssize_t n = PyTuple_GET_SIZE (kwnames), i;
+      for (i = 0; i < n && PyTuple_GET_ITEM (kwnames, i) != p->name; i++)
+        ;
+      for (Py_ssize_t k = 0; i == n && k < n; k++)
+        if (PyUnicode_Compare (PyTuple_GET_ITEM (kwnames, k), p->name) == 0)
+          i = k;
+      if (i < n)
+        v = args[nargs + i];
+    }
+  Py_XINCREF (v);
+  return v;
 }
 
 static PyObject *
 call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
-  PyObject *stage_obj = args[0];
-  Py_INCREF (stage_obj);   /* args belong to the caller; orig may drop its last reference */
+  /* read before the call: it may drop the last reference to w */
+  PyObject *stage_obj = arg_of (&w->params[P_SELF], args, nargs, kwnames);
+  PyObject *mb_obj = arg_of (&w->params[P_MB], args, nargs, kwnames);
+  PyObject *full = w->role == ROLE_BACKWARD ? arg_of (&w->params[P_FULL], args, nargs, kwnames) : NULL;
+  int64_t kind = w->role == ROLE_FORWARD ? PIPESCOPE_F : w->role == ROLE_WEIGHT ? PIPESCOPE_W : PIPESCOPE_B;
   int64_t t0 = S.now ();
   PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
   S.orig_ns = t1 - t0;
   if (out == NULL || !S.on)
-    {
-      Py_DECREF (stage_obj);
-      return out;
-    }
-  /* the micro-batch: (self, chunk_id, ...) or chunk_id=; backward's
-   * full_backward decides B against I (PyTorch's default: full) */
-  const char *mb_name = w->role == ROLE_FORWARD ? "fwd_chunk_id" : "bwd_chunk_id";
-  PyObject *mb_obj = keyword (args, nargs, kwnames, mb_name);
-  if (mb_obj == NULL && nargs >= 2)
-    mb_obj = args[1];
-  int64_t kind = w->role == ROLE_FORWARD ? PIPESCOPE_F : w->role == ROLE_WEIGHT ? PIPESCOPE_W : PIPESCOPE_B;
+    goto done;
+  /* a backward's full_backward decides B against I; not given and no
+   * default: B, PyTorch's */
   int64_t stage = -1, mb = -1;
-  if (w->role == ROLE_BACKWARD)
+  if (full != NULL)
     {
-      PyObject *full = keyword (args, nargs, kwnames, "full_backward");
-      if (full == NULL && nargs >= 4)
-        full = args[3];
-      if (full != NULL)
-        {
-          int t = PyObject_IsTrue (full);
-          if (t < 0)
-            goto failed;
-          kind = t ? PIPESCOPE_B : PIPESCOPE_I;
-        }
+      int t = PyObject_IsTrue (full);
+      if (t < 0)
+        goto failed;
+      kind = t ? PIPESCOPE_B : PIPESCOPE_I;
     }
-  if (attr_int (stage_obj, str_stage_index, &stage) < 0 || (mb_obj != NULL && as_int (mb_obj, &mb) < 0))
+  if ((stage_obj != NULL && attr_int (stage_obj, str_stage_index, &stage) < 0)
+      || (mb_obj != NULL && as_int (mb_obj, &mb) < 0))
     goto failed;
-  Py_CLEAR (stage_obj);
   /* the waits since the last block are this block's */
   for (size_t i = 0; i < S.n_waits; i++)
     push (PIPESCOPE_WAIT, stage, mb, S.step, S.waits[i].t0, S.waits[i].t1, S.waits[i].peer, 0);
@@ -261,27 +285,31 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       if (append_to (&S.overlap, Py_BuildValue ("(LLLLL)", (long long) kind, (long long) stage,
                                                 (long long) mb, (long long) t0, (long long) t1)) < 0)
         goto failed;
-      return out;
+      goto done;
     }
   push (kind, stage, mb, S.step, t0, t1, -1, 0);
   if (S.observed != NULL
       && append_to (&S.observed, Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage,
                                                 (long long) mb, -1, -1, -1)) < 0)
     goto failed;
-  return out;
+  goto done;
 failed:
-  Py_XDECREF (stage_obj);
   if (fail ("a block") < 0)
     Py_CLEAR (out);
+done:
+  Py_XDECREF (stage_obj);
+  Py_XDECREF (mb_obj);
+  Py_XDECREF (full);
   return out;
 }
 
 static PyObject *
 call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  PyObject *stage_obj = args[0], *chunk = args[1];
-  Py_INCREF (stage_obj);
-  Py_INCREF (chunk);
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  PyObject *stage_obj = arg_of (&w->params[P_SELF], args, nargs, kwnames);
+  PyObject *chunk = arg_of (&w->params[P_MB], args, nargs, kwnames);
+  int32_t kind = w->kind;   /* w may be gone after the call */
   int64_t t0 = S.self_time ? S.now () : 0;
   PyObject *ops = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   if (S.self_time)
@@ -290,8 +318,9 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
   if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops))
       || (PyList_Check (ops) ? PyList_GET_SIZE (ops) : PyTuple_GET_SIZE (ops)) == 0)
     goto done;
-  int64_t stage, mb;
-  if (attr_int (stage_obj, str_stage_index, &stage) < 0 || as_int (chunk, &mb) < 0)
+  int64_t stage = -1, mb = -1;
+  if ((stage_obj != NULL && attr_int (stage_obj, str_stage_index, &stage) < 0)
+      || (chunk != NULL && as_int (chunk, &mb) < 0))
     goto failed;
   /* a tuple of our own: reading an op's attributes can run Python, which
    * may change the list the job gets back */
@@ -317,7 +346,7 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
         goto failed;
       Py_CLEAR (tensor);
       struct op_meta *m = &S.ops[S.op_next++ % RING];
-      *m = (struct op_meta) { op, w->kind, (int32_t) stage, (int32_t) mb, (int32_t) peer, bytes };
+      *m = (struct op_meta) { op, kind, (int32_t) stage, (int32_t) mb, (int32_t) peer, bytes };
     }
   goto done;
 failed:
@@ -326,8 +355,8 @@ failed:
     Py_CLEAR (ops);
 done:
   Py_XDECREF (seq);
-  Py_DECREF (stage_obj);
-  Py_DECREF (chunk);
+  Py_XDECREF (stage_obj);
+  Py_XDECREF (chunk);
   return ops;
 }
 
@@ -350,8 +379,7 @@ take_op (const void *op)
 static PyObject *
 call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  PyObject *ops = args[0];
-  Py_INCREF (ops);
+  PyObject *ops = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
   S.p2p_depth++;
   int64_t t0 = S.now ();
   PyObject *works = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
@@ -360,7 +388,7 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
   if (S.p2p_depth > 0)   /* a close and open within it reset it */
     S.p2p_depth--;
   PyObject *seq = NULL;
-  if (works == NULL || !S.on)
+  if (works == NULL || !S.on || ops == NULL)
     goto done;
   seq = PySequence_Tuple (ops);
   if (seq == NULL)
@@ -388,15 +416,14 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
       S.works[S.work_next++ % RING] = (struct work_peer) { PyList_GET_ITEM (works, i), peers[i] };
 done:
   Py_XDECREF (seq);
-  Py_DECREF (ops);
+  Py_XDECREF (ops);
   return works;
 }
 
 static PyObject *
 call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  PyObject *work = args[0];
-  Py_INCREF (work);
+  PyObject *work = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
   int64_t t0 = S.now ();
   PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
@@ -404,7 +431,7 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   if (out != NULL && S.on)
     {
       int32_t peer = -1;
-      if (PyList_Check (work))
+      if (work != NULL && PyList_Check (work))
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE (work); i++)
           {
             const void *wk = PyList_GET_ITEM (work, i);
@@ -425,39 +452,40 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       else
         S.refused++;
     }
-  Py_DECREF (work);
+  Py_XDECREF (work);
   return out;
 }
 
 /* The schedule's profiler label around an action: only an OVERLAP_F_B
- * one is the Python wrapper's (it gathers the pair); any other is the
- * label itself, with no frame of ours around its enter and exit. */
+ * one is the Python wrapper's (it gathers the pair); any other (a name
+ * not given, not a string) is the label itself, with no frame of ours
+ * around its enter and exit. */
 static PyObject *
 call_label (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-  if (PyUnicode_Check (args[0]))
+  PyObject *name = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
+  int overlap = 0;
+  if (name != NULL && PyUnicode_Check (name))
     {
-      PyObject *name = args[0];
       Py_ssize_t n = PyUnicode_GetLength (name), k = (Py_ssize_t) strlen ("OVERLAP_F_B");
       PyObject *tail = n >= k ? PyUnicode_Substring (name, n - k, n) : NULL;
-      int overlap = tail != NULL && PyUnicode_CompareWithASCIIString (tail, "OVERLAP_F_B") == 0;
+      overlap = tail != NULL && PyUnicode_CompareWithASCIIString (tail, "OVERLAP_F_B") == 0;
       Py_XDECREF (tail);
       PyErr_Clear ();
-      if (!overlap)
-        return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
     }
-  return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
+  Py_XDECREF (name);
+  return PyObject_Vectorcall (overlap ? w->fallback : w->orig, args, nargsf, kwnames);
 }
 
 /* Every role alike first: a paused step (or a _batch_p2p within one
- * already timed) runs the wrapped call alone; switched off, or called with
- * fewer arguments than the role reads, the Python wrapper does it all. */
+ * already timed) runs the wrapped call alone; switched off, the Python
+ * wrapper does it all. */
 static PyObject *
 dispatch (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   if (S.pass || (w->role == ROLE_BATCH_P2P && S.p2p_depth > 0))
     return PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (!S.on || PyVectorcall_NARGS (nargsf) < (w->role == ROLE_GET_OPS ? 2 : 1))
+  if (!S.on)
     return PyObject_Vectorcall (w->fallback, args, nargsf, kwnames);
   switch (w->role)
     {
@@ -529,6 +557,11 @@ wrapper_traverse (PyObject *self, visitproc visit, void *arg)
   Wrapper *w = (Wrapper *) self;
   Py_VISIT (w->orig);
   Py_VISIT (w->fallback);
+  for (int i = 0; i < w->n_params; i++)
+    {
+      Py_VISIT (w->params[i].name);
+      Py_VISIT (w->params[i].dflt);
+    }
   return 0;
 }
 
@@ -538,6 +571,11 @@ wrapper_clear (PyObject *self)
   Wrapper *w = (Wrapper *) self;
   Py_CLEAR (w->orig);
   Py_CLEAR (w->fallback);
+  for (int i = 0; i < w->n_params; i++)
+    {
+      Py_CLEAR (w->params[i].name);
+      Py_CLEAR (w->params[i].dflt);
+    }
   return 0;
 }
 
@@ -574,29 +612,63 @@ static PyTypeObject WrapperType = {
 
 /* ---- the module's functions ---------------------------------------------- */
 
-static const struct { const char *name; int role; } roles[] = {
-  { "forward", ROLE_FORWARD }, { "backward", ROLE_BACKWARD }, { "weight", ROLE_WEIGHT },
-  { "get_ops", ROLE_GET_OPS }, { "batch_p2p", ROLE_BATCH_P2P }, { "wait", ROLE_WAIT },
-  { "label", ROLE_LABEL },
+static const struct { const char *name; int role, n_params; } roles[] = {
+  { "forward", ROLE_FORWARD, 2 }, { "backward", ROLE_BACKWARD, 3 }, { "weight", ROLE_WEIGHT, 2 },
+  { "get_ops", ROLE_GET_OPS, 2 }, { "batch_p2p", ROLE_BATCH_P2P, 1 }, { "wait", ROLE_WAIT, 1 },
+  { "label", ROLE_LABEL, 1 },
 };
+
+/* One (position, keyword[, default]) of wrap()'s params into *p (new
+ * references), or -1 with an error set. */
+static int
+param_from (PyObject *t, Param *p)
+{
+  PyObject *name = Py_None, *dflt = NULL;
+  Py_ssize_t pos;
+  if (!PyTuple_Check (t) || !PyArg_ParseTuple (t, "nO|O:a param", &pos, &name, &dflt))
+    {
+      if (!PyErr_Occurred ())
+        PyErr_SetString (PyExc_TypeError, "wrap: a param is (position, keyword[, default])");
+      return -1;
+    }
+  if (pos < -1 || (name != Py_None && !PyUnicode_Check (name)))
+    {
+      PyErr_SetString (PyExc_ValueError, "wrap: a param's position is -1 or more, its keyword a str or None");
+      return -1;
+    }
+  p->pos = pos;
+  p->name = NULL;
+  if (name != Py_None)
+    {
+      Py_INCREF (name);
+      PyUnicode_InternInPlace (&name);   /* compared by address first */
+      p->name = name;
+    }
+  Py_XINCREF (dflt);
+  p->dflt = dflt;
+  return 0;
+}
 
 static PyObject *
 m_wrap (PyObject *mod, PyObject *args)
 {
   (void) mod;
   const char *role;
-  PyObject *orig, *fallback;
+  PyObject *orig, *fallback, *params;
   int kind = -1;
-  if (!PyArg_ParseTuple (args, "sOO|i:wrap", &role, &orig, &fallback, &kind))
+  if (!PyArg_ParseTuple (args, "sOOO!|i:wrap", &role, &orig, &fallback, &PyTuple_Type, &params, &kind))
     return NULL;
   if (!PyCallable_Check (orig) || !PyCallable_Check (fallback))
     return PyErr_Format (PyExc_TypeError, "wrap: orig and fallback must be callable");
-  int r = -1;
+  int r = -1, n_params = 0;
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
     if (strcmp (role, roles[i].name) == 0)
-      r = roles[i].role;
+      r = roles[i].role, n_params = roles[i].n_params;
   if (r < 0)
     return PyErr_Format (PyExc_ValueError, "wrap: no role %s", role);
+  if (PyTuple_GET_SIZE (params) != n_params)
+    return PyErr_Format (PyExc_ValueError, "wrap: %s reads %d params, not %zd", role, n_params,
+                         PyTuple_GET_SIZE (params));
   if (r == ROLE_GET_OPS && (kind < PIPESCOPE_SEND_F || kind > PIPESCOPE_RECV_B))
     return PyErr_Format (PyExc_ValueError, "wrap: get_ops needs a transfer kind, not %d", kind);
   Wrapper *w = PyObject_GC_New (Wrapper, &WrapperType);
@@ -609,6 +681,13 @@ m_wrap (PyObject *mod, PyObject *args)
   w->fallback = fallback;
   w->role = r;
   w->kind = kind;
+  w->n_params = 0;
+  for (int i = 0; i < n_params; i++, w->n_params++)
+    if (param_from (PyTuple_GET_ITEM (params, i), &w->params[i]) < 0)
+      {
+        Py_DECREF (w);   /* never tracked: dealloc's untrack does nothing */
+        return NULL;
+      }
   PyObject_GC_Track ((PyObject *) w);
   return (PyObject *) w;
 }
@@ -770,8 +849,9 @@ m_state (PyObject *mod, PyObject *noargs)
 
 static PyMethodDef methods[] = {
   { "wrap", m_wrap, METH_VARARGS,
-    "wrap(role, orig, fallback[, kind]): a callable recording orig; role one of forward, backward, "
-    "weight, get_ops (kind: the transfers' kind), batch_p2p, wait, label" },
+    "wrap(role, orig, fallback, params[, kind]): a callable recording orig; role one of forward, "
+    "backward, weight, get_ops (kind: the transfers' kind), batch_p2p, wait, label; params: where a "
+    "call puts each argument the role reads, (position or -1, keyword or None[, default]) each" },
   { "open", m_open, METH_VARARGS,
     "open(rank, pipescope_records, pipescope_now_ns), addresses: True when this process had no rank open" },
   { "close", m_close, METH_NOARGS, "Hands over what is queued; nothing is recorded after." },

@@ -35,8 +35,10 @@ from its own device thread.
 It never raises into the job (every error of the hook is caught, said once on
 stderr, and recording stops), never changes what the job computes (the
 wrapped functions are called with the same arguments and their results and
-exceptions pass through untouched), and never waits on a viewer or a disk
-(recording is the C probe's rings).
+exceptions pass through untouched), never changes how they can be called (a
+wrapper takes (*args, **kwargs) and reads what it records where the
+wrapped function's signature puts it, arguments.py), and never waits on a
+viewer or a disk (recording is the C probe's rings).
 """
 
 import functools
@@ -46,6 +48,7 @@ import sys
 import threading
 
 from . import lib as _lib
+from .arguments import MISSING, Param
 
 KNOWN = ((2, 11), (2, 15))   # the PyTorch versions whose internals this hook knows
 
@@ -489,14 +492,68 @@ def _job_from_launcher():
 
 
 # ---- the wrappers: the original runs exactly once, its result and exceptions untouched ----
+#
+# Each takes (*args, **kwargs) and calls the original with them unchanged
+# (arguments.py): a caller may call a wrapped function every way it may call
+# the function itself.  What a wrapper records it reads through Params found
+# in the original's signature when it is made; what a call does not give is
+# recorded as -1, or not at all.
 
-def _wrap_block(hook, orig, kind_of):
+class _Block:
+    """A stage's compute call as a block: its kind (a backward's is I where
+    full_backward is false, else B) and where PyTorch puts what it reads:
+    the stage (self), the micro-batch and, for a backward, full_backward."""
+
+    def __init__(self, kind, mb, full=False):
+        self.kind, self.mb, self.full = kind, mb, full
+
+    def params(self, orig):
+        ps = [Param(orig, "self", 0), Param(orig, self.mb, 1)]
+        if self.full:
+            ps.append(Param(orig, "full_backward", 3, True))
+        return ps
+
+    def reader(self, orig):
+        """read(args, kwargs) -> (stage, kind, stage_index, mb) of a call of orig."""
+        ps = self.params(orig)
+        st, chunk, full = ps[0], ps[1], ps[2] if len(ps) > 2 else None
+        kind = self.kind
+
+        def read(args, kwargs):
+            stage = st.of(args, kwargs)
+            k = kind
+            if full is not None:
+                f = full.of(args, kwargs)
+                if f is not MISSING and not f:
+                    k = _lib.I
+            mb = chunk.of(args, kwargs)
+            return (stage, k, -1 if stage is MISSING else int(stage.stage_index),
+                    -1 if mb is MISSING else int(mb))
+        return read
+
+
+_fwd_kind = _Block(_lib.F, "fwd_chunk_id")
+_bwd_kind = _Block(_lib.B, "bwd_chunk_id", full=True)
+_w_kind = _Block(_lib.W, "bwd_chunk_id")
+
+
+def _wrap_block(hook, orig, block):
+    read = block.reader(orig)
+
     @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args, **kwargs):
         if hook.rank is None or hook.failed or hook.paused:
-            return orig(self, *args, **kwargs)
-        dev = getattr(self, "device", None)
-        if dev is not None and getattr(dev, "type", "") == "cuda":
+            return orig(*args, **kwargs)
+        try:
+            stage, kind, si, mb = read(args, kwargs)
+            cuda = getattr(getattr(stage, "device", None), "type", "") == "cuda"
+        except Exception as e:
+            # said once the call has passed: a call the function refuses
+            # is the job's own error, not ours
+            out = orig(*args, **kwargs)
+            hook.fail("a block", e)
+            return out
+        if cuda:
             # host time is launch time: the GPU's comes from events
             e0 = None
             try:
@@ -504,44 +561,38 @@ def _wrap_block(hook, orig, kind_of):
             except Exception as e:
                 hook.fail("a CUDA event", e)
             if hook.device and e0 is not None:
-                return _run_tagged(hook, orig, kind_of, self, e0, args, kwargs)
-            out = orig(self, *args, **kwargs)
-            if e0 is not None:
+                return _run_tagged(hook, orig, kind, si, mb, e0, args, kwargs)
+            out = orig(*args, **kwargs)
+            if e0 is not None and not hook.failed:
                 try:
-                    kind, mb = kind_of(args, kwargs)
-                    hook.gpu_block(kind, self.stage_index, int(mb), e0)
+                    hook.gpu_block(kind, si, mb, e0)
                 except Exception as e:
                     hook.fail("a block", e)
             return out
         now = hook.rank.now
         t0 = now()
-        out = orig(self, *args, **kwargs)
+        out = orig(*args, **kwargs)
         try:
-            t1 = now()
-            kind, mb = kind_of(args, kwargs)
-            hook.block(kind, self.stage_index, mb, t0, t1)
+            hook.block(kind, si, mb, t0, now())
         except Exception as e:
             hook.fail("a block", e)
         return out
     return wrapper
 
 
-def _run_tagged(hook, orig, kind_of, stage, e0, args, kwargs):
+def _run_tagged(hook, orig, kind, si, mb, e0, args, kwargs):
     """orig as one block whose kernels and copies CUPTI tags with its id:
     pushed before, popped after, whatever orig does; a backward on this
     thread.  orig runs once; its result and exceptions pass through."""
-    bid, kind, mb, single = 0, None, -1, None
+    bid, single = 0, None
     try:
-        kind, mb = kind_of(args, kwargs)
-        mb = int(mb)
-        bid = hook.rank.device_push(kind, stage.stage_index, mb,
-                                    hook.step_index - 1 if hook.step_index > 0 else 0)
+        bid = hook.rank.device_push(kind, si, mb, hook.step_index - 1 if hook.step_index > 0 else 0)
         if bid and kind != _lib.F and hook.single_thread is not None:
             single = hook.single_thread(False)   # set now, restored by __exit__
     except Exception as e:
         hook.fail("a block's tag", e)
     try:
-        out = orig(stage, *args, **kwargs)
+        out = orig(*args, **kwargs)
     finally:
         if single is not None:
             try:
@@ -553,42 +604,39 @@ def _run_tagged(hook, orig, kind_of, stage, e0, args, kwargs):
                 hook.rank.device_pop()
             except Exception as e:
                 hook.fail("a block's tag", e)
-    if kind is not None and not hook.failed:
+    if not hook.failed:
         try:
-            hook.gpu_block(kind, stage.stage_index, mb, e0, bid)
+            hook.gpu_block(kind, si, mb, e0, bid)
         except Exception as e:
             hook.fail("a block", e)
     return out
 
 
-def _fwd_kind(args, kwargs):
-    return _lib.F, kwargs.get("fwd_chunk_id", args[0] if args else -1)
+def _ops_params(orig, mb):
+    """get_*_ops' stage and micro-batch (mb: PyTorch's name of it)."""
+    return [Param(orig, "self", 0), Param(orig, mb, 1)]
 
 
-def _bwd_kind(args, kwargs):
-    full = kwargs.get("full_backward", args[2] if len(args) > 2 else True)
-    return (_lib.B if full else _lib.I), kwargs.get("bwd_chunk_id", args[0] if args else -1)
+def _wrap_get_ops(hook, orig, kind, mb_name):
+    st, chunk = _ops_params(orig, mb_name)
 
-
-def _w_kind(args, kwargs):
-    return _lib.W, kwargs.get("bwd_chunk_id", args[0] if args else -1)
-
-
-def _wrap_get_ops(hook, orig, kind):
     @functools.wraps(orig)
-    def wrapper(self, chunk_id, *args, **kwargs):
-        ops = orig(self, chunk_id, *args, **kwargs)
-        if ops and hook.rank is not None and not hook.failed and not hook.paused:
+    def wrapper(*args, **kwargs):
+        ops = orig(*args, **kwargs)
+        if hook.rank is not None and not hook.failed and not hook.paused:
             try:
-                meta = hook.op_meta
-                for op in ops:
-                    t = getattr(op, "tensor", None)
-                    peer = getattr(op, "peer", None)
-                    meta[id(op)] = (kind, self.stage_index, int(chunk_id),
-                                    -1 if peer is None else int(peer),
-                                    t.numel() * t.element_size() if t is not None else 0)
-                if len(meta) > 65536:
-                    meta.clear()
+                if ops:
+                    stage, mb = st.of(args, kwargs), chunk.of(args, kwargs)
+                    si = -1 if stage is MISSING else int(stage.stage_index)
+                    mb = -1 if mb is MISSING else int(mb)
+                    meta = hook.op_meta
+                    for op in ops:
+                        t = getattr(op, "tensor", None)
+                        peer = getattr(op, "peer", None)
+                        meta[id(op)] = (kind, si, mb, -1 if peer is None else int(peer),
+                                        t.numel() * t.element_size() if t is not None else 0)
+                    if len(meta) > 65536:
+                        meta.clear()
             except Exception as e:
                 hook.fail("p2p ops", e)
         return ops
@@ -596,23 +644,26 @@ def _wrap_get_ops(hook, orig, kind):
 
 
 def _wrap_batch_p2p(hook, orig):
+    ops_of = Param(orig, "p2p_ops", 0)
+
     @functools.wraps(orig)
-    def wrapper(p2p_ops, *args, **kwargs):
+    def wrapper(*args, **kwargs):
         r = hook.rank
         if r is None or hook.failed or hook.p2p_depth or hook.paused:
-            return orig(p2p_ops, *args, **kwargs)
+            return orig(*args, **kwargs)
         hook.p2p_depth += 1
         try:
             t0 = r.now()
-            works = orig(p2p_ops, *args, **kwargs)
+            works = orig(*args, **kwargs)
         finally:
             hook.p2p_depth -= 1
         try:
             t1 = r.now()
+            p2p_ops = ops_of.of(args, kwargs)
             pop = hook.op_meta.pop
             step = hook.step_index - 1 if hook.step_index > 0 else 0
             known = []
-            for op in p2p_ops:
+            for op in (() if p2p_ops is MISSING else p2p_ops):
                 m = pop(id(op), None)
                 if m is not None:
                     kind, stage, mb, peer, nbytes = m
@@ -632,16 +683,19 @@ def _wrap_batch_p2p(hook, orig):
 
 
 def _wrap_wait(hook, orig):
+    work_of = Param(orig, "work", 0)
+
     @functools.wraps(orig)
-    def wrapper(work, *args, **kwargs):
+    def wrapper(*args, **kwargs):
         r = hook.rank
         if r is None or hook.failed or hook.paused:
-            return orig(work, *args, **kwargs)
+            return orig(*args, **kwargs)
         t0 = r.now()
-        out = orig(work, *args, **kwargs)
+        out = orig(*args, **kwargs)
         try:
             t1 = r.now()
             peer = -1
+            work = work_of.of(args, kwargs)
             if isinstance(work, list):
                 pop = hook.work_peer.pop
                 for w in work:
@@ -657,30 +711,35 @@ def _wrap_wait(hook, orig):
 
 
 def _wrap_step(hook, orig):
+    schedule_of = Param(orig, "self", 0)
+
     @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args, **kwargs):
         if hook.failed or hook.in_step:
-            return orig(self, *args, **kwargs)
+            return orig(*args, **kwargs)
+        schedule = schedule_of.of(args, kwargs)
+        if schedule is MISSING:
+            return orig(*args, **kwargs)
         if hook.alternate:
             # the benchmark's paired steps: every other step unrecorded
             # (PIPESCOPE_BENCH_ALTERNATE), the optimizer's after it too
             hook.calls += 1
             hook.set_paused(hook.calls % 2 == 0)
             if hook.paused:
-                return orig(self, *args, **kwargs)
+                return orig(*args, **kwargs)
         idx = None
         try:
-            idx = hook.step_begin(self)
+            idx = hook.step_begin(schedule)
         except Exception as e:
             hook.fail("a step", e)
         hook.in_step += 1
         try:
-            return orig(self, *args, **kwargs)
+            return orig(*args, **kwargs)
         finally:
             hook.in_step -= 1
             if idx is not None and not hook.failed:
                 try:
-                    hook.step_end(self, idx)
+                    hook.step_end(schedule, idx)
                 except Exception as e:
                     hook.fail("a step's end", e)
     return wrapper
@@ -689,28 +748,37 @@ def _wrap_step(hook, orig):
 def _wrap_update_losses(hook, orig):
     """_update_losses, once a step: the step's losses before it clears
     them (every PyTorch the hook knows has it)."""
+    schedule_of = Param(orig, "self", 0)
+
     @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args, **kwargs):
         if hook.rank is not None and not hook.failed:
             try:
-                losses = getattr(self, "_internal_losses", None)
+                losses = getattr(schedule_of.of(args, kwargs), "_internal_losses", None)
                 if losses:
                     hook.losses.extend(losses)
             except Exception as e:
                 hook.fail("the loss", e)
-        return orig(self, *args, **kwargs)
+        return orig(*args, **kwargs)
     return wrapper
 
 
 class _Label:
     """The runtime's profiler label around an action; an OVERLAP_F_B one
-    gathers the blocks run inside it into one overlapped block."""
+    gathers the blocks run inside it into one overlapped block.  Anything
+    else asked of it is the label's own."""
 
     def __init__(self, hook, orig, name, args, kwargs):
         self.hook = hook
-        self.inner = orig(name, *args, **kwargs)
+        self.inner = orig(*args, **kwargs)
         self.mine = (hook.rank is not None and not hook.failed and isinstance(name, str)
                      and name.endswith("OVERLAP_F_B") and hook.overlap is None)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["inner"], name)
+
+    def __call__(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)   # as a decorator: the label's own
 
     def __enter__(self):
         out = self.inner.__enter__()
@@ -733,15 +801,25 @@ class _Label:
 
 
 def _wrap_label(hook, orig):
-    def record_function(name, *args, **kwargs):
-        return _Label(hook, orig, name, args, kwargs)
+    name_of = Param(orig, "name", 0)
+
+    # updated=(): orig is a class, whose __dict__ is no function's
+    @functools.wraps(orig, updated=())
+    def record_function(*args, **kwargs):
+        return _Label(hook, orig, name_of.of(args, kwargs), args, kwargs)
     return record_function
 
 
 def _opt_hooks(hook, torch):
+    # PyTorch calls them as hook(optimizer, args, kwargs): its own
+    # convention, positional, whatever the step was called with
     def pre(optimizer, args, kwargs):
-        if hook.rank is not None and not hook.failed and not hook.paused:
-            hook.opt_t0 = hook.rank.now()
+        r = hook.rank
+        if r is not None and not hook.failed and not hook.paused:
+            try:
+                hook.opt_t0 = r.now()
+            except Exception as e:
+                hook.fail("the optimizer", e)
 
     def post(optimizer, args, kwargs):
         r = hook.rank
@@ -756,6 +834,47 @@ def _opt_hooks(hook, torch):
     reg = importlib.import_module("torch.optim.optimizer")
     reg.register_optimizer_step_pre_hook(pre)
     reg.register_optimizer_step_post_hook(post)
+
+
+_BLOCKS = (("forward_one_chunk", "forward", _fwd_kind),
+           ("backward_one_chunk", "backward", _bwd_kind),
+           ("backward_weight_one_chunk", "weight", _w_kind))
+_GET_OPS = (("get_fwd_send_ops", _lib.SEND_F, "fwd_chunk_id"), ("get_bwd_send_ops", _lib.SEND_B, "bwd_chunk_id"),
+            ("get_fwd_recv_ops", _lib.RECV_F, "fwd_chunk_id"), ("get_bwd_recv_ops", _lib.RECV_B, "bwd_chunk_id"))
+
+
+def _install(hook, base, sched, fast):
+    """Wraps PyTorch's pipelining (base: _PipelineStageBase; sched: the
+    schedules module) for hook; fast: the compiled wrappers, or None."""
+
+    def hot(role, orig, wrapper, params, kind=-1):
+        """The C wrapper (pipescope-fast.c) where the build has one, the
+        Python one its fallback; else the Python one.  params: where the C
+        one reads what it records, found in orig's signature now."""
+        if fast is None:
+            return wrapper
+        return fast.wrap(role, orig, wrapper, tuple(p.spec() for p in params), kind)
+
+    for name, role, block in _BLOCKS:
+        orig = getattr(base, name)
+        setattr(base, name, hot(role, orig, _wrap_block(hook, orig, block), block.params(orig)))
+    for name, kind, mb in _GET_OPS:
+        orig = getattr(base, name)
+        setattr(base, name, hot("get_ops", orig, _wrap_get_ops(hook, orig, kind, mb), _ops_params(orig, mb), kind))
+    orig = sched._batch_p2p
+    sched._batch_p2p = hot("batch_p2p", orig, _wrap_batch_p2p(hook, orig), [Param(orig, "p2p_ops", 0)])
+    orig = sched._wait_batch_p2p
+    sched._wait_batch_p2p = hot("wait", orig, _wrap_wait(hook, orig), [Param(orig, "work", 0)])
+    if hasattr(sched, "record_function"):
+        orig = sched.record_function
+        sched.record_function = hot("label", orig, _wrap_label(hook, orig), [Param(orig, "name", 0)])
+    for name in dir(sched):
+        cls = getattr(sched, name)
+        if isinstance(cls, type) and issubclass(cls, sched._PipelineSchedule) and "step" in cls.__dict__:
+            setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
+    base_sched = sched._PipelineSchedule.__dict__
+    if "_update_losses" in base_sched:
+        sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
 
 
 def _check(torch, stage_mod, sched):
@@ -805,41 +924,7 @@ def instrument():
             _say(f"not recording: {_lib.last_error}")
             return False
         hook = _Hook(torch, dist, stage_mod, sched)
-        fast = _lib.load().pipescope_fast
-
-        def hot(role, orig, wrapper, *kind):
-            """The C wrapper (pipescope-fast.c) where the build has one, the
-            Python one its fallback; else the Python one."""
-            return fast.wrap(role, orig, wrapper, *kind) if fast is not None else wrapper
-
-        base = stage_mod._PipelineStageBase
-        for name, role, kind_of in (("forward_one_chunk", "forward", _fwd_kind),
-                                    ("backward_one_chunk", "backward", _bwd_kind),
-                                    ("backward_weight_one_chunk", "weight", _w_kind)):
-            orig = getattr(base, name)
-            setattr(base, name, hot(role, orig, _wrap_block(hook, orig, kind_of)))
-        for name, kind in (("get_fwd_send_ops", _lib.SEND_F), ("get_bwd_send_ops", _lib.SEND_B),
-                           ("get_fwd_recv_ops", _lib.RECV_F), ("get_bwd_recv_ops", _lib.RECV_B)):
-            orig = getattr(base, name)
-            setattr(base, name, hot("get_ops", orig, _wrap_get_ops(hook, orig, kind), kind))
-        sched._batch_p2p = hot("batch_p2p", sched._batch_p2p, _wrap_batch_p2p(hook, sched._batch_p2p))
-        sched._wait_batch_p2p = hot("wait", sched._wait_batch_p2p, _wrap_wait(hook, sched._wait_batch_p2p))
-        if hasattr(sched, "record_function"):
-            sched.record_function = hot("label", sched.record_function,
-                                        _wrap_label(hook, sched.record_function))
-        for cls in (sched._PipelineSchedule, sched.PipelineScheduleSingle, sched.PipelineScheduleMulti):
-            if "step" in cls.__dict__:
-                setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
-        for name in dir(sched):
-            cls = getattr(sched, name)
-            if (isinstance(cls, type) and issubclass(cls, sched._PipelineSchedule)
-                    and cls not in (sched._PipelineSchedule, sched.PipelineScheduleSingle,
-                                    sched.PipelineScheduleMulti)
-                    and "step" in cls.__dict__):
-                setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
-        base_sched = sched._PipelineSchedule.__dict__
-        if "_update_losses" in base_sched:
-            sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
+        _install(hook, stage_mod._PipelineStageBase, sched, _lib.load().pipescope_fast)
         try:
             _opt_hooks(hook, torch)
         except Exception as e:
