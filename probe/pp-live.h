@@ -3,12 +3,14 @@
  * A job serves its trace as it grows: the stream a viewer reads is exactly
  * the trace file format (docs/trace-format.md), header first, whole frames
  * after.  A viewer that attaches gets the run description and every event so
- * far (the job keeps its trace in memory), then the live stream.  Serving
- * never slows the job: pp_live_server_write only appends to memory; a server
- * thread writes to viewers with non-blocking sockets.  A viewer that falls
- * more than viewer_lag_bytes behind loses span, counter and step frames (never
- * the description, plan, strings or clock offsets), and is told how many
- * events it lost with a DROPPED frame (rank -1) when it catches up.
+ * far (the job keeps its trace in memory, within history_max_bytes), then
+ * the live stream.  Serving never slows the job: pp_live_server_write only
+ * appends to memory; a server thread writes to viewers with non-blocking
+ * sockets.  A viewer that falls more than viewer_lag_bytes behind loses
+ * span, counter and step frames (never the description, plan, strings or
+ * clock offsets, though only the newest of a rank's plans and offsets, or
+ * of a string id, once a newer one came), and is told how many events it
+ * lost with a DROPPED frame (rank -1) when it catches up.
  *
  * Local viewers connect to <registry dir>/<pid>.sock (mode 0600).  TCP only
  * when asked (listen = "HOST:PORT"); a TCP viewer first sends the line
@@ -38,7 +40,19 @@ typedef struct {
   const char *listen;            /* NULL, or "HOST:PORT" to serve on TCP too (port 0: any) */
   const char *token;             /* TCP token; NULL: a random one (pp_live_server_token) */
   size_t      viewer_lag_bytes;  /* 0: 64 MiB */
-  size_t      history_max_bytes; /* 0: 1 GiB; past it, new viewers get only what is essential + live */
+  /* 0: 1 GiB: the history's frames, their index and the essential frames
+   * below together; past it, new viewers get only what is essential + live */
+  size_t      history_max_bytes;
+  /* What is essential, kept past the history for late viewers: the first
+   * and the newest description, the newest plan, clock offset and RANK
+   * frame of each rank, and the names (STRING, the newest of each id) that
+   * the events still in the history use.  It counts against
+   * history_max_bytes; past this bound (0: a quarter of history_max_bytes,
+   * at least 1 MiB) names no event in the history uses go first, then the
+   * oldest events (so that their names may go), then the oldest frames;
+   * what goes is counted (pp_live_server_retained) and a late viewer is
+   * told of it in its DROPPED count. */
+  size_t      retained_max_bytes;
   int         no_register;       /* 1: serve without a registry entry (tests) */
   /* one rank of a job of several processes: the job's name, this rank, the
    * job's ranks (the registry entry's job, rank, n_ranks); NULL, 0, 0: no */
@@ -88,6 +102,15 @@ uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for 
  * (0: not yet, or never: no push, or a collector that does not answer);
  * *offset_ns and *rtt_ns are the last measurement's.  Any thread. */
 unsigned      pp_live_server_clock (PpLiveServer *s, int64_t *offset_ns, int64_t *rtt_ns);
+/* The essential frames kept for late viewers (retained_max_bytes above):
+ * how many and their bytes now; how many were replaced by a newer one of
+ * their rank (or string id), and how many were dropped past the bound,
+ * so far.  Any thread. */
+typedef struct {
+  uint64_t frames, bytes;
+  uint64_t superseded, dropped;
+} PpLiveRetained;
+void          pp_live_server_retained (PpLiveServer *s, PpLiveRetained *out);
 /* TCP connections refused so far: a wrong or missing token line (within
  * the second it has), or a push where none is taken. */
 uint64_t      pp_live_server_refused (PpLiveServer *s);

@@ -1,0 +1,374 @@
+/* pp-live-history.c — the stream a live server keeps in memory, and what
+ * of it each viewer is sent next (pp-live-private.h).
+ *
+ * pp_live_server_write appends whole frames to an in-memory history (a list
+ * of chunks, each holding whole frames) and indexes them: a sequence number,
+ * logical byte offset, type, and the number of events the frame holds
+ * (SPANS: its spans; COUNTER, STEP_MARKER: 1; DROPPED: its count).  Essential
+ * frames (DESCRIPTION, PLAN, CLOCK_OFFSET, STRING, RANK) are also kept apart,
+ * the newest of each rank (or string id) only (pp-live-retained.c); an
+ * older one still in the history is marked superseded and not sent to a
+ * viewer that has not had it yet.  When the history (its frames, their
+ * index and the retained frames) grows past history_max_bytes the oldest
+ * chunks are freed; a viewer that reaches the freed part gets the retained
+ * frames and a DROPPED count for the rest.
+ *
+ * Every viewer has a cursor (the sequence number of its next frame) and a
+ * staging buffer: under the lock, whole frames are copied from the history
+ * into it (skipping non-essential frames while the viewer lags more than
+ * viewer_lag_bytes, down to half of it, and counting what it skipped).
+ * Before the next non-essential frame after a skip, and when the viewer has
+ * caught up, a DROPPED frame (rank -1) carries the count.
+ */
+#include "pp-live-private.h"
+
+#define STAGE_MAX             (256u * 1024u)
+
+static uint64_t
+frame_events (PpLiveServer *s, const uint8_t *f, uint32_t size, uint16_t type)
+{
+  switch (type)
+    {
+    case PP_TRACE_FRAME_SPANS:
+      {
+        uint64_t n = 0;
+        for (uint32_t o = 8; o + 40 <= size; o += 40)
+          if (!(f[o + 39] & PP_TRACE_SPAN_IS_EXT))
+            n++;
+        return n;
+      }
+    case PP_TRACE_FRAME_DROPPED:
+      if (size >= 24)
+        {
+          uint64_t c;
+          memcpy (&c, f + 16, 8);
+          return s64 (s, c);
+        }
+      return 0;
+    default:
+      return 1;
+    }
+}
+
+/* Frees the oldest chunk, the last one too (the history is then empty
+ * until the next frame: pp_live_kept_bound may need that much).  Its
+ * frames' index entries go with it.  0, or -1 when there is none. */
+int
+pp_live_history_evict_oldest (PpLiveServer *s)
+{
+  if (s->n_chunks == 0)
+    return -1;
+  Chunk *c = &s->chunks[0];
+  uint64_t end = s->n_chunks > 1 ? s->chunks[1].first_seq : s->next_seq;
+  uint64_t n = end - c->first_seq;
+  s->head += n;
+  s->first_seq = end;
+  s->base_cum = s->head < s->n_frames ? s->frames[s->head].cum : s->cum_end;
+  s->window_bytes -= c->len + n * sizeof (Frame);
+  free (c->data);
+  memmove (s->chunks, s->chunks + 1, (s->n_chunks - 1) * sizeof *s->chunks);
+  s->n_chunks--;
+  if (s->head > 0 && s->head >= s->n_frames / 2)
+    {
+      memmove (s->frames, s->frames + s->head, (s->n_frames - s->head) * sizeof *s->frames);
+      s->n_frames -= s->head;
+      s->head = 0;
+    }
+  return 0;
+}
+
+/* Frees the oldest chunks while the history (its frames, their index, and
+ * the retained frames) is over its cap; the newest chunk stays. */
+static void
+evict (PpLiveServer *s)
+{
+  while (s->n_chunks > 1 && s->window_bytes + pp_live_kept_cost (s) > s->history_max)
+    pp_live_history_evict_oldest (s);
+}
+
+static int
+add_frame (PpLiveServer *s, const uint8_t *data, uint32_t size)
+{
+  uint16_t type;
+  memcpy (&type, data + 4, 2);
+  type = s16 (s, type);
+
+  Chunk *c = s->n_chunks ? &s->chunks[s->n_chunks - 1] : NULL;
+  if (c == NULL || c->cap - c->len < size)
+    {
+      if (grow ((void **) &s->chunks, &s->chunks_cap, s->n_chunks + 1, sizeof *s->chunks) < 0)
+        return -1;
+      size_t cap = size > s->chunk_size ? size : s->chunk_size;
+      uint8_t *d = malloc (cap);
+      if (d == NULL)
+        return -1;
+      c = &s->chunks[s->n_chunks++];
+      c->data = d;
+      c->len = 0;
+      c->cap = cap;
+      c->first_seq = s->next_seq;
+    }
+  if (grow ((void **) &s->frames, &s->frames_cap, s->n_frames + 1, sizeof *s->frames) < 0)
+    return -1;
+  int ess = pp_live_kept_is_essential (type);
+  uint64_t replaced = UINT64_MAX;
+  if (ess && pp_live_kept_add (s, type, data, size, s->next_seq, s->cum_end, &replaced) < 0)
+    return -1;
+  if (replaced != UINT64_MAX && replaced >= s->first_seq)
+    s->frames[s->head + (replaced - s->first_seq)].superseded = 1;
+  uint8_t *dst = c->data + c->len;
+  memcpy (dst, data, size);
+  c->len += size;
+  s->window_bytes += size + sizeof (Frame);
+  Frame *f = &s->frames[s->n_frames++];
+  f->off = s->end_off;
+  f->cum = s->cum_end;
+  f->events = ess ? 0 : frame_events (s, dst, size, type);
+  f->data = dst;
+  f->size = size;
+  f->type = type;
+  f->essential = (uint8_t) ess;
+  f->superseded = 0;
+  if (type == PP_TRACE_FRAME_SPANS)
+    pp_live_kept_refs (s, dst, size, s->next_seq);
+  s->next_seq++;
+  s->cum_end += f->events;
+  s->end_off += size;
+  evict (s);
+  pp_live_kept_bound (s);
+  return 0;
+}
+
+static int
+frame_size_ok (PpLiveServer *s, const uint8_t *h, uint32_t *size)
+{
+  uint32_t sz;
+  memcpy (&sz, h, 4);
+  sz = s32 (s, sz);
+  if (sz < 8 || sz % 8 != 0 || sz > PP_TRACE_FRAME_MAX)
+    return 0;
+  *size = sz;
+  return 1;
+}
+
+/* Appends bytes of frames (possibly partial) to the history; lock held. */
+int
+pp_live_history_append (PpLiveServer *s, const uint8_t *p, size_t n)
+{
+  /* the file header */
+  while (!s->hdr_done && n > 0)
+    {
+      size_t want = s->hdr_size ? s->hdr_size : 20;
+      size_t k = want - s->hdr_len;
+      if (k > n)
+        k = n;
+      memcpy (s->hdr + s->hdr_len, p, k);
+      s->hdr_len += k;
+      p += k;
+      n -= k;
+      if (s->hdr_len < want)
+        return 0;
+      if (s->hdr_size == 0)
+        {
+          if (memcmp (s->hdr, PP_TRACE_MAGIC, 8) != 0)
+            return -1;
+          uint8_t bo = s->hdr[8];
+          int host_little = 1;
+          {
+            uint16_t one = 1;
+            uint8_t b;
+            memcpy (&b, &one, 1);
+            host_little = b == 1;
+          }
+          if (bo == PP_TRACE_ORDER_LITTLE_CODE)
+            s->swap = !host_little;
+          else if (bo == PP_TRACE_ORDER_BIG_CODE)
+            s->swap = host_little;
+          else
+            return -1;
+          uint32_t hs;
+          memcpy (&hs, s->hdr + 16, 4);
+          hs = s32 (s, hs);
+          if (hs < 32 || hs > PP_TRACE_HEADER_MAX || hs % 8 != 0)
+            return -1;
+          s->hdr_size = hs;
+          if (s->hdr_len == hs)
+            s->hdr_done = 1;
+        }
+      else
+        s->hdr_done = 1;
+      if (s->hdr_done)
+        s->end_off = s->hdr_size;
+    }
+
+  while (n > 0)
+    {
+      uint32_t size;
+      if (s->tail_len == 0 && n >= 8)
+        {
+          if (!frame_size_ok (s, p, &size))
+            return -1;
+          if (size <= n)
+            {
+              if (add_frame (s, p, size) < 0)
+                return -2;
+              p += size;
+              n -= size;
+              continue;
+            }
+        }
+      /* a partial frame: gather it in the tail */
+      size_t want = 8;
+      if (s->tail_len >= 8 || (s->tail_len == 0 && n >= 8))
+        {
+          const uint8_t *h = s->tail_len >= 8 ? s->tail : p;
+          if (!frame_size_ok (s, h, &size))
+            return -1;
+          want = size;
+        }
+      if (grow ((void **) &s->tail, &s->tail_cap, want, 1) < 0)
+        return -2;
+      size_t k = want - s->tail_len;
+      if (k > n)
+        k = n;
+      memcpy (s->tail + s->tail_len, p, k);
+      s->tail_len += k;
+      p += k;
+      n -= k;
+      if (s->tail_len == want && want >= 8)
+        {
+          if (want == 8)
+            {
+              if (!frame_size_ok (s, s->tail, &size))
+                return -1;
+              if (size > 8)
+                continue;   /* now gather the body */
+            }
+          if (add_frame (s, s->tail, (uint32_t) s->tail_len) < 0)
+            return -2;
+          s->tail_len = 0;
+        }
+    }
+  return 0;
+}
+
+static int
+stage_dropped (PpLiveServer *s, Viewer *v)
+{
+  uint8_t f[sizeof (PpTraceFrameDropped)] = { 0 };
+  put32 (s, f, sizeof f);
+  put16 (s, f + 4, PP_TRACE_FRAME_DROPPED);
+  put32 (s, f + 8, (uint32_t) -1);
+  put64 (s, f + 16, v->pend_drop);
+  if (pp_live_stage (v, f, sizeof f) < 0)
+    return -1;
+  v->pend_drop = 0;
+  return 0;
+}
+
+static void
+count_drop (PpLiveServer *s, Viewer *v, uint64_t n)
+{
+  v->pend_drop += n;
+  s->dropped += n;
+}
+
+/* Copies whole frames from the history to the viewer's staging buffer, lock
+ * held.  Returns -1 when out of memory (the viewer is then dropped). */
+int
+pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
+{
+  if (!v->header_sent)
+    {
+      if (!s->hdr_done)
+        return 0;
+      if (pp_live_stage (v, s->hdr, s->hdr_size) < 0)
+        return -1;
+      v->header_sent = 1;
+    }
+  for (;;)
+    {
+      if (v->seq < s->first_seq)
+        {
+          /* the history has lost what comes next: the retained frames
+           * only, and the count of what went (pp-live-retained.c) */
+          const Kept *e = pp_live_kept_next (s, v->seq, s->first_seq);
+          if (e != NULL && e->data == NULL)
+            {
+              count_drop (s, v, e->gone);
+              v->seq = e->seq + 1;
+              continue;
+            }
+          if (e != NULL)
+            {
+              if (pending (v) > 0 && pending (v) + e->size > STAGE_MAX)
+                return 0;
+              count_drop (s, v, e->cum - v->cum);
+              if (pp_live_stage (v, e->data, e->size) < 0)
+                return -1;
+              v->cum = e->cum;
+              v->seq = e->seq + 1;
+              continue;
+            }
+          count_drop (s, v, s->base_cum - v->cum);
+          v->cum = s->base_cum;
+          v->seq = s->first_seq;
+          continue;
+        }
+      if (v->seq >= s->next_seq)
+        {
+          /* caught up: report what was skipped once the socket took the
+           * rest (a stalled viewer gets one DROPPED frame, not one a wake) */
+          if (v->pend_drop > 0 && pending (v) == 0 && stage_dropped (s, v) < 0)
+            return -1;
+          return 0;
+        }
+      Frame *f = &s->frames[s->head + (v->seq - s->first_seq)];
+      uint64_t lag = s->end_off - (f->off + f->size);   /* bytes written after this frame */
+      int lagging = lag > s->lag_bytes || (v->skipping && lag > s->lag_bytes / 2);
+      if (!f->essential)
+        {
+          if (lagging)
+            {
+              v->skipping = 1;
+              count_drop (s, v, f->events);
+              v->cum += f->events;
+              v->seq++;
+              continue;
+            }
+          v->skipping = 0;
+          if (pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+            return 0;
+          if (v->pend_drop > 0 && stage_dropped (s, v) < 0)
+            return -1;
+          if (pp_live_stage (v, f->data, f->size) < 0)
+            return -1;
+          v->cum += f->events;
+          v->seq++;
+        }
+      else if (f->superseded)
+        v->seq++;   /* a newer one of its rank (or id) follows: that one is sent */
+      else
+        {
+          if (!lagging && pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+            return 0;
+          if (pp_live_stage (v, f->data, f->size) < 0)
+            return -1;
+          v->seq++;
+        }
+    }
+}
+
+/* Sends what the viewer has, refilling from the history; never blocks.
+ * Returns 1 if some bytes went out. */
+
+void
+pp_live_history_free (PpLiveServer *s)
+{
+  for (size_t i = 0; i < s->n_chunks; i++)
+    free (s->chunks[i].data);
+  free (s->chunks);
+  free (s->frames);
+  pp_live_kept_free (s);
+  free (s->tail);
+}
