@@ -51,7 +51,7 @@ typedef enum {
 } PpTraceFrameType;
 
 /* Not a frame of any file: a rank's clock ping on its push to a collector
- * (pp-live.c; docs/transport.md, "Clocks").  Types from 0x7f00 are the
+ * (pp-live-clock.c; docs/transport.md, "Clocks").  Types from 0x7f00 are the
  * live endpoint's own; a reader skips them as it skips any unknown type. */
 #define PP_TRACE_FRAME_PUSH_CLOCK_PING 0x7f01
 
