@@ -8,18 +8,24 @@
 #include "pp-trace.h"
 
 const PpHostileTrace pp_hostile_traces[] = {
-  { "step-max", 1 },        /* one span with step 2^31 - 1 */
-  { "step-3e8", 1 },        /* one span with step 3e8 */
-  { "rank-65535", 1 },      /* DROPPED and COUNTER frames of rank 65535 */
-  { "m-2e24", 1 },          /* a DESCRIPTION with M = 2^24 */
-  { "span-9e18", 1 },       /* a span from -9e18 to 9e18 ns */
-  { "plan-far", 1 },        /* a plan action at -9.3e9 s */
-  { "loss-far", 1 },        /* a loss counter at step 2^31 - 1 and step markers there */
-  { "markers-5000", 0 },    /* 5,000 step markers in decreasing time order */
-  { "ranks-4096", 0 },      /* P = M = 4096, an F and a B on every rank */
-  { "ranks-65536", 0 },     /* P = 65,536 with 100,000 spans */
-  { "strings-50k", 0 },     /* 50,000 STRING frames, a span naming each */
-  { NULL, 0 },
+  { "step-max", 1, 0 },        /* one span with step 2^31 - 1 */
+  { "step-3e8", 1, 0 },        /* one span with step 3e8 */
+  { "rank-65535", 1, 0 },      /* DROPPED and COUNTER frames of rank 65535 */
+  { "m-2e24", 1, 0 },          /* a DESCRIPTION with M = 2^24 */
+  { "span-9e18", 1, 0 },       /* a span from -9e18 to 9e18 ns */
+  { "plan-far", 1, 0 },        /* a plan action at -9.3e9 s */
+  { "loss-far", 1, 0 },        /* a loss counter at step 2^31 - 1 and step markers there */
+  { "markers-5000", 0, 0 },    /* 5,000 step markers in decreasing time order */
+  { "ranks-4096", 0, 0 },      /* P = M = 4096, an F and a B on every rank */
+  { "ranks-65536", 0, 0 },     /* P = 65,536 with 100,000 spans */
+  { "strings-50k", 0, 0 },     /* 50,000 STRING frames, a span naming each */
+  /* issue "Never destroy a trace": what a 1.7 KB torch.profiler trace
+   * claiming world_size 65536 imports to (1.5 MB), 65,536 PLAN frames, each
+   * of which cost a pass over every rank */
+  { "plans-65536", 0, 1 },     /* P = 65,536: rank 0's order and 4 blocks, 65,535 empty plans */
+  { "plans-replaced", 0, 0 },  /* P = 65,536: rank 0's timed plan replaced 65,536 times */
+  { "offsets-65536", 0, 0 },   /* P = 65,536: a CLOCK_OFFSET frame for every rank */
+  { NULL, 0, 0 },
 };
 
 #define T0 1000000000LL   /* the run's clock at its start */
@@ -85,6 +91,49 @@ base_markers (PpTraceWriter *w, int M_desc, int markers)
           }
     }
   return pp_trace_write_spans (w, s, n, NULL) == PP_OK ? 0 : -1;
+}
+
+/* The traces of 65,536 PLAN or CLOCK_OFFSET frames: P = 65,536, M = 2,
+ * those frames, and rank 0's F0 F1 B0 B1, 10 us each, in 70 us. */
+static int
+many_frames (PpTraceWriter *w, const char *name)
+{
+  const int P = 65536;
+  PpTracePlanAction order[4] = {
+    { PP_TRACE_ACT_F, 0, 0, -1, -1, -1, 0, 0 }, { PP_TRACE_ACT_F, 0, 1, -1, -1, -1, 0, 0 },
+    { PP_TRACE_ACT_B, 0, 0, -1, -1, -1, 0, 0 }, { PP_TRACE_ACT_B, 0, 1, -1, -1, -1, 0, 0 },
+  };
+  if (description (w, P, 2) != 0)
+    return -1;
+  if (strcmp (name, "plans-65536") == 0)
+    /* the importer's plan: rank 0's order, no times, every other rank empty */
+    for (int r = 0; r < P; r++)
+      {
+        if (pp_trace_write_rank_plan (w, r, order, r == 0 ? 4 : 0, 0, NULL) != PP_OK)
+          return -1;
+      }
+  else if (strcmp (name, "plans-replaced") == 0)
+    /* each a timed plan of rank 0 ending earlier than the one it
+     * replaces: the last ends 1 us after the origin */
+    for (int k = 0; k < P; k++)
+      {
+        PpTracePlanAction a = { PP_TRACE_ACT_F, 0, 0, -1, -1, -1, 0, 1e-6 * (P - k) };
+        if (pp_trace_write_rank_plan (w, 0, &a, 1, 1, NULL) != PP_OK)
+          return -1;
+      }
+  else
+    for (int r = 0; r < P; r++)
+      if (pp_trace_write_clock_offset (w, r, 1000 + r, NULL) != PP_OK)
+        return -1;
+  for (int i = 0; i < 4; i++)
+    {
+      PpSpan s = span (0, order[i].kind == PP_TRACE_ACT_F ? PP_SPAN_F : PP_SPAN_B, order[i].microbatch,
+                       0, T0 + 20000LL * i, T0 + 20000LL * i + 10000);
+      s.stage = 0;
+      if (pp_trace_write_spans (w, &s, 1, NULL) != PP_OK)
+        return -1;
+    }
+  return 0;
 }
 
 static int
@@ -177,6 +226,8 @@ write_body (PpTraceWriter *w, const char *name)
         }
       return 0;
     }
+  if (strncmp (name, "plans-", 6) == 0 || strcmp (name, "offsets-65536") == 0)
+    return many_frames (w, name);
   fprintf (stderr, "hostile-traces: no trace named '%s'\n", name);
   return -1;
 }

@@ -1,11 +1,15 @@
-/* pipescope-cli schedule --trace, info and export as a user runs them. */
+/* pipescope-cli schedule --trace, info, export and merge as a user runs them. */
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pp-test-util.h"
 #include "pp-timeline-model.h"
+#include "pp-trace.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 
@@ -416,6 +420,235 @@ test_trace_empty_and_unwritable (void)
   pp_test_ctx_clear (&c);
 }
 
+/* ---- merge and export never destroy a trace ------------------------------ */
+
+/* The trace rank r of a 2-rank GPipe job writes under mpirun: its
+ * description, its RANK frame, and its F0 F1 B0 B1 (rank 0: with the plan
+ * of both ranks, timed, as a bundled run's rank 0 writes it). */
+static void
+write_rank_trace (const char *path, int r)
+{
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_LITTLE, &err);
+  PpTraceDescription d;
+  g_assert_nonnull (w);
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  g_strlcpy (d.host, "merge-test", sizeof d.host);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  d.start_monotonic_ns = 1000000000;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_rank (w, r, 100 + r, "merge-test", &err), ==, PP_OK);
+  if (r == 0)
+    {
+      PpTracePlanAction a[2][4];
+      const PpTracePlanAction *acts[2] = { a[0], a[1] };
+      size_t n[2] = { 4, 4 };
+      for (int pr = 0; pr < 2; pr++)
+        for (int k = 0; k < 4; k++)
+          a[pr][k] = (PpTracePlanAction) { k < 2 ? PP_TRACE_ACT_F : PP_TRACE_ACT_B, pr, k % 2, -1, -1, -1,
+                                           1e-6 * (k + pr), 1e-6 * (k + pr + 1) };
+      g_assert_cmpint (pp_trace_write_plan (w, 2, acts, n, 1, &err), ==, PP_OK);
+    }
+  for (int k = 0; k < 4; k++)
+    {
+      PpSpan s;
+      memset (&s, 0, sizeof s);
+      s.rank = s.stage = r;
+      s.kind = k < 2 ? PP_SPAN_F : PP_SPAN_B;
+      s.microbatch = k % 2;
+      s.start_ns = 1000000000 + 1000 * (k + r);
+      s.end_ns = s.start_ns + 1000;
+      s.device = 0xffff;
+      s.peer_rank = -1;
+      g_assert_cmpint (pp_trace_write_spans (w, &s, 1, &err), ==, PP_OK);
+    }
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+}
+
+static char *
+contents (const char *path)
+{
+  char *text = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (path, &text, &len, NULL));
+  return text;
+}
+
+static gint
+cmp_name (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* The names in dir, sorted, one a line: what a command left behind. */
+static char *
+listing (const char *dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  const char *n;
+  g_assert_nonnull (d);
+  while ((n = g_dir_read_name (d)) != NULL)
+    g_ptr_array_add (names, g_strdup (n));
+  g_dir_close (d);
+  g_ptr_array_sort (names, cmp_name);
+  g_ptr_array_add (names, NULL);
+  char *s = g_strjoinv ("\n", (char **) names->pdata);
+  g_ptr_array_free (names, TRUE);
+  return s;
+}
+
+static void
+full_disk (gpointer data)
+{
+  /* a write past the limit fails with EFBIG, as one to a full disk fails */
+  struct rlimit rl = { 1024, 1024 };
+  signal (SIGXFSZ, SIG_IGN);
+  setrlimit (RLIMIT_FSIZE, &rl);
+}
+
+/* Runs pipescope-cli with files limited to 1 KiB; returns its exit status. */
+static int
+run_on_full_disk (char **out, char **err, ...)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  GError *error = NULL;
+  const char *a;
+  va_list ap;
+  int status = -1;
+
+  g_ptr_array_add (argv, (char *) pp_test_cli_path ());
+  va_start (ap, err);
+  while ((a = va_arg (ap, const char *)) != NULL)
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, full_disk, NULL, out, err,
+                     &status, &error))
+    g_error ("spawn: %s", error->message);
+  g_ptr_array_free (argv, TRUE);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+/* Issue "Never destroy a trace": -o naming an input (another spelling, a
+ * link) and the same rank twice are refused in one line before anything is
+ * written; the inputs stay as they were and nothing is left behind. */
+static void
+test_merge_refuses (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-merge");
+  g_autofree char *r0 = pp_test_ctx_path (&c, "r0.pptrace");
+  g_autofree char *r1 = pp_test_ctx_path (&c, "r1.pptrace");
+  g_autofree char *r0_dot = pp_test_ctx_path (&c, "./r0.pptrace");
+  g_autofree char *r1_dot = pp_test_ctx_path (&c, "./r1.pptrace");
+  g_autofree char *r1_copy = pp_test_ctx_path (&c, "r1-copy.pptrace");
+  g_autofree char *link = pp_test_ctx_path (&c, "link.pptrace");
+  g_autofree char *merged = pp_test_ctx_path (&c, "merged.pptrace");
+  char *out, *err;
+
+  write_rank_trace (r0, 0);
+  write_rank_trace (r1, 1);
+  write_rank_trace (r1_copy, 1);
+  g_assert_cmpint (symlink ("r0.pptrace", link), ==, 0);
+  g_autofree char *before = contents (r0);
+  g_autofree char *files = listing (c.dir);
+
+  const char *const cases[][5] = {
+    /* -o, inputs..., what the one line says */
+    { r0_dot, r0, r1, NULL, "is the input" },
+    { link, r0, r1, NULL, "is the input" },
+    { r0, r0, r1, NULL, "is one of the inputs" },
+    { merged, r0, r1, r1_dot, "are the same file: give each rank's trace once" },
+    { merged, r0, r1, r1_copy, "both hold rank 1: give each rank's trace once" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_assert_cmpint (run (&out, &err, "merge", "-o", cases[i][0], cases[i][1], cases[i][2], cases[i][3],
+                            NULL), ==, 2);
+      pp_test_assert_one_line_error (err);
+      g_assert_nonnull (strstr (err, cases[i][4]));
+      g_free (out); g_free (err);
+      g_autofree char *after = contents (r0);
+      g_assert_cmpstr (after, ==, before);
+      g_autofree char *now = listing (c.dir);
+      g_assert_cmpstr (now, ==, files);
+    }
+
+  /* each rank once: one trace of both ranks' 8 blocks */
+  g_assert_cmpint (run (&out, &err, "merge", "-o", merged, r0, r1, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "info", merged, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "spans: 8 (F 4, B 4)\n"));
+  g_assert_nonnull (strstr (out, "plans: 2\n"));
+  g_free (out); g_free (err);
+
+  /* export over its own trace, by any name */
+  g_autofree char *kept = contents (merged);
+  g_autofree char *merged_dot = pp_test_ctx_path (&c, "./merged.pptrace");
+  for (int i = 0; i < 2; i++)
+    {
+      g_assert_cmpint (run (&out, &err, "export", merged, "--format", i ? "csv" : "chrome", "-o",
+                            i ? merged_dot : merged, NULL), ==, 2);
+      pp_test_assert_one_line_error (err);
+      g_assert_nonnull (strstr (err, "is the trace to export"));
+      g_free (out); g_free (err);
+      g_autofree char *after = contents (merged);
+      g_assert_cmpstr (after, ==, kept);
+    }
+  pp_test_ctx_clear (&c);
+}
+
+/* A full disk (files limited to 1 KiB) while merging or exporting: one line
+ * that says so and that the inputs are kept; an existing output as it was,
+ * nothing new in the folder. */
+static void
+test_merge_full_disk (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-merge-full");
+  g_autofree char *r0 = pp_test_ctx_path (&c, "r0.pptrace");
+  g_autofree char *r1 = pp_test_ctx_path (&c, "r1.pptrace");
+  g_autofree char *merged = pp_test_ctx_path (&c, "merged.pptrace");
+  g_autofree char *json = pp_test_ctx_path (&c, "merged.json");
+  char *out, *err;
+
+  write_rank_trace (r0, 0);
+  write_rank_trace (r1, 1);
+  g_assert_true (g_file_set_contents (merged, "an older merge", -1, NULL));
+  g_autofree char *files = listing (c.dir);
+
+  g_assert_cmpint (run_on_full_disk (&out, &err, "merge", "-o", merged, r0, r1, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "the disk is full"));
+  g_autofree char *kept = g_strdup_printf ("the inputs are kept: %s, %s\n", r0, r1);
+  g_assert_nonnull (strstr (err, kept));
+  g_free (out); g_free (err);
+  g_autofree char *after = contents (merged);
+  g_assert_cmpstr (after, ==, "an older merge");
+  g_autofree char *now = listing (c.dir);
+  g_assert_cmpstr (now, ==, files);
+
+  /* room enough: the merge stands; its export cannot be written */
+  g_assert_cmpint (run (&out, &err, "merge", "-o", merged, r0, r1, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_free (files);
+  files = listing (c.dir);
+  g_assert_cmpint (run_on_full_disk (&out, &err, "export", merged, "-o", json, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "the disk is full"));
+  g_free (out); g_free (err);
+  g_free (now);
+  now = listing (c.dir);
+  g_assert_cmpstr (now, ==, files);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -427,5 +660,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);
+  g_test_add_func ("/cli-trace/merge-refuses", test_merge_refuses);
+  g_test_add_func ("/cli-trace/merge-full-disk", test_merge_full_disk);
   return g_test_run ();
 }

@@ -3,11 +3,13 @@
  * RLIMIT_AS = 1 GiB, so a blow-up fails the test), and says what it should:
  * counts of steps, ranks, rows and lines, and one-line errors.  Never a time.
  *
- *   test-hostile --write DIR   writes the small traces (tests/data/hostile/)
+ *   test-hostile --write DIR          writes the small traces (tests/data/hostile/)
+ *   test-hostile --write-corpus DIR   writes the fuzz seeds (tests/fuzz/corpus/)
  */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -313,6 +315,89 @@ test_strings_50k (void)
   g_free (p);
 }
 
+/* The export of name in chrome format, through the CLI (under the limit). */
+static char *
+export_chrome (const char *name)
+{
+  char *p = trace_path (name), *json = g_strdup_printf ("%s/%s.json", tmpdir, name);
+  char *out = NULL, *err = NULL, *text = NULL;
+  g_assert_cmpint (cli (&out, &err, "export", p, "--format", "chrome", "-o", json, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_true (g_file_get_contents (json, &text, NULL, NULL));
+  g_free (out);
+  g_free (err);
+  g_free (json);
+  g_free (p);
+  return text;
+}
+
+/* Issue "Never destroy a trace": 65,536 PLAN frames (what importing a
+ * torch.profiler trace that claims world_size 65536 writes) each cost a
+ * pass over every rank: minutes for info, render and export.  Linear now:
+ * each finishes (under the limit, within the test's timeout) with every
+ * rank and plan counted. */
+static void
+test_plans_65536 (void)
+{
+  char *out = info ("plans-65536");
+  g_assert_nonnull (strstr (out, "ranks: 65536\n"));
+  g_assert_nonnull (strstr (out, "plans: 65536\n"));
+  g_assert_nonnull (strstr (out, "spans: 4 (F 2, B 2)\n"));
+  g_assert_cmpint (pp_test_count (out, "% (busy "), ==, 65536);
+  g_free (out);
+
+  char *json = export_chrome ("plans-65536");
+  g_assert_cmpint (pp_test_count (json, "\"name\":\"process_name\""), ==, 65536);
+  g_assert_cmpint (pp_test_count (json, "\"ph\":\"X\""), ==, 4);
+  g_free (json);
+
+  PpTimelineModel *m = model_of ("plans-65536");
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 65536);
+  g_assert_cmpuint (pp_timeline_model_n_plan_items (m), ==, 65536);
+  g_assert_cmpuint (pp_timeline_model_n_planned (m, 0), ==, 0);   /* no times: nothing to place */
+  pp_timeline_model_free (m);
+  assert_renders ("plans-65536");
+}
+
+/* Rank 0's plan replaced 65,536 times, each shorter than the one before:
+ * the plan extent is the last plan's (1 us), as the run's end is its last
+ * block's, however the extents are kept. */
+static void
+test_plans_replaced (void)
+{
+  PpTimelineModel *m = model_of ("plans-replaced");
+  g_assert_cmpuint (pp_timeline_model_n_plan_items (m), ==, 65536);
+  g_assert_cmpuint (pp_timeline_model_n_planned (m, 0), ==, 1);
+  g_assert_cmpint (pp_timeline_model_planned (m, 0)[0].end_ns, ==, 1000000000 + 1000);
+  g_assert_cmpint (pp_timeline_model_end_ns (m), ==, 1000000000 + 70000);   /* B1's end */
+  /* busy over the whole extent of the plans: no planned bubble */
+  PpTimelineRankStats st;
+  pp_timeline_model_rank_stats (m, 0, pp_timeline_model_start_ns (m), pp_timeline_model_end_ns (m), &st);
+  g_assert_cmpfloat (st.planned_bubble, ==, 0.0);
+  pp_timeline_model_free (m);
+
+  char *out = info ("plans-replaced");
+  g_assert_nonnull (strstr (out, "ranks: 65536\n"));
+  g_assert_nonnull (strstr (out, "plans: 65536\n"));   /* PLAN frames read */
+  g_free (out);
+  assert_renders ("plans-replaced");
+}
+
+/* A CLOCK_OFFSET frame for each of 65,536 ranks (each moved the extent
+ * with a pass over every rank): rank 0's blocks moved by its 1 us. */
+static void
+test_offsets_65536 (void)
+{
+  PpTimelineModel *m = model_of ("offsets-65536");
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, 65536);
+  g_assert_cmpint (pp_timeline_model_start_ns (m), ==, 1000000000 + 1000);
+  g_assert_cmpint (pp_timeline_model_end_ns (m), ==, 1000000000 + 71000);
+  pp_timeline_model_free (m);
+  char *out = info ("offsets-65536");
+  g_assert_nonnull (strstr (out, "ranks: 65536\n"));
+  g_free (out);
+}
+
 /* What the fuzzer found (tests/fuzz/corpus/finding-*): each goes through
  * the model, its step bubbles and the renderer (under ASan in the fuzz
  * test; here for the answer).  finding-step-bubbles-touched: a step visited
@@ -383,15 +468,38 @@ test_committed (void)
         g_free (file);
       }
   g_assert_cmpint (n, ==, 7);
+  /* the fuzz seeds the generator writes (tests/fuzz/corpus/) */
+  n = 0;
+  for (const PpHostileTrace *t = pp_hostile_traces; t->name; t++)
+    if (t->corpus)
+      {
+        char *file = g_strdup_printf ("%s.pptrace", t->name);
+        char *committed = g_build_filename (dir, "..", "fuzz", "corpus", file, NULL);
+        char *fresh = trace_path (t->name);
+        char *a = NULL, *b = NULL;
+        gsize la = 0, lb = 0;
+        g_assert_true (g_file_get_contents (committed, &a, &la, NULL));
+        g_assert_true (g_file_get_contents (fresh, &b, &lb, NULL));
+        g_assert_cmpuint (la, ==, lb);
+        g_assert_cmpmem (a + 16, la - 16, b + 16, lb - 16);
+        n++;
+        g_free (a);
+        g_free (b);
+        g_free (fresh);
+        g_free (committed);
+        g_free (file);
+      }
+  g_assert_cmpint (n, ==, 1);
 }
 
 int
 main (int argc, char **argv)
 {
-  if (argc == 3 && strcmp (argv[1], "--write") == 0)
+  if (argc == 3 && (strcmp (argv[1], "--write") == 0 || strcmp (argv[1], "--write-corpus") == 0))
     {
+      bool corpus = strcmp (argv[1], "--write-corpus") == 0;
       for (const PpHostileTrace *t = pp_hostile_traces; t->name; t++)
-        if (t->small)
+        if (corpus ? t->corpus : t->small)
           {
             char *file = g_strdup_printf ("%s.pptrace", t->name);
             char *p = g_build_filename (argv[2], file, NULL);
@@ -415,6 +523,9 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/markers-5000", test_markers_5000);
   g_test_add_func ("/hostile/ranks-65536", test_ranks_65536);
   g_test_add_func ("/hostile/strings-50k", test_strings_50k);
+  g_test_add_func ("/hostile/plans-65536", test_plans_65536);
+  g_test_add_func ("/hostile/plans-replaced", test_plans_replaced);
+  g_test_add_func ("/hostile/offsets-65536", test_offsets_65536);
   g_test_add_func ("/hostile/committed", test_committed);
   g_test_add_func ("/hostile/findings", test_findings);
   int rc = g_test_run ();

@@ -72,6 +72,12 @@ struct _PpTimelineModel {
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
   int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
+  /* The extents are a cache: what only widens them (a span, a first plan)
+   * widens them as it comes; what may shrink them (a plan replaced, a clock
+   * offset, the plan's origin moved) marks them stale, and the next query
+   * recomputes them once.  A file of 65,536 such frames then costs one
+   * pass over the ranks, not one per frame. */
+  int                extent_stale, plan_extent_stale;
   String            *strings;            /* sorted by id */
   size_t             n_strings, cap_strings;
   uint64_t           dropped;
@@ -258,6 +264,39 @@ recompute_plan_extent (PpTimelineModel *m)
         }
 }
 
+/* The plan extent widened by rank r's placed plan (its first: nothing shrinks). */
+static void
+widen_plan_extent (PpTimelineModel *m, int r)
+{
+  const Rank *rk = &m->ranks[r];
+  for (size_t k = 0; k < rk->n_plan; k++)
+    if (plan_kind_is_compute (rk->plan[k].kind))
+      {
+        if (rk->plan[k].start_ns < m->plan_ps)
+          m->plan_ps = rk->plan[k].start_ns;
+        if (rk->plan[k].end_ns > m->plan_pe)
+          m->plan_pe = rk->plan[k].end_ns;
+      }
+}
+
+/* Recomputes the stale extents before a query reads them: a cache, like
+ * settle's sorting, so queries keep a const model. */
+static void
+fresh_extents (const PpTimelineModel *cm)
+{
+  PpTimelineModel *m = (PpTimelineModel *) cm;
+  if (m->extent_stale)
+    {
+      recompute_extent (m);
+      m->extent_stale = 0;
+    }
+  if (m->plan_extent_stale)
+    {
+      recompute_plan_extent (m);
+      m->plan_extent_stale = 0;
+    }
+}
+
 /* Places rank r's stored plan on the spans' clock. */
 static int
 place_plan (PpTimelineModel *m, int r)
@@ -304,8 +343,8 @@ set_plan_origin (PpTimelineModel *m, int64_t origin)
   for (int r = 0; r < m->n_ranks; r++)
     if (place_plan (m, r) != 0)
       return -1;
-  recompute_extent (m);
-  recompute_plan_extent (m);
+  m->extent_stale = 1;
+  m->plan_extent_stale = 1;
   return 0;
 }
 
@@ -318,6 +357,9 @@ add_plan (PpTimelineModel *m, const PpTraceItem *item)
   if (ensure_rank (m, r) != 0)
     return 0;
   m->n_plan_items++;
+  /* a replaced plan may have held either extent */
+  if (m->ranks[r].n_plan > 0)
+    m->extent_stale = m->plan_extent_stale = 1;
   free (m->raw_plans[r].a);
   m->raw_plans[r].a = NULL;
   m->raw_plans[r].n = 0;
@@ -334,9 +376,7 @@ add_plan (PpTimelineModel *m, const PpTraceItem *item)
     }
   if (place_plan (m, r) != 0)
     return 0;
-  if (m->ranks[r].n_plan == 0)
-    recompute_extent (m);   /* a replaced plan may have held the extent */
-  recompute_plan_extent (m);
+  widen_plan_extent (m, r);
   return 1;
 }
 
@@ -669,7 +709,7 @@ add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
       if (sp->end_ns - sp->start_ns > rk->max_span_ns)
         rk->max_span_ns = sp->end_ns - sp->start_ns;
     }
-  recompute_extent (m);
+  m->extent_stale = 1;
   return rk->n_spans > 0;
 }
 
@@ -790,6 +830,7 @@ pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
   if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
     return 0;
   Rank *r = &m->ranks[rank];
+  fresh_extents (m);
   if (t_ns == PP_TIMELINE_LOST_AT_LAST_EVENT)
     t_ns = r->max_end_ns != INT64_MIN ? r->max_end_ns
            : m->span_end_ns != INT64_MIN ? m->span_end_ns : m->end_ns;
@@ -922,6 +963,8 @@ pp_timeline_model_n_ranks (const PpTimelineModel *m)
 int64_t
 pp_timeline_model_start_ns (const PpTimelineModel *m)
 {
+  if (m != NULL)
+    fresh_extents (m);
   if (m == NULL || m->start_ns == INT64_MAX)
     return m != NULL && m->has_desc ? m->desc.start_monotonic_ns : 0;
   return m->start_ns;
@@ -930,6 +973,8 @@ pp_timeline_model_start_ns (const PpTimelineModel *m)
 int64_t
 pp_timeline_model_end_ns (const PpTimelineModel *m)
 {
+  if (m != NULL)
+    fresh_extents (m);
   if (m == NULL || m->end_ns == INT64_MIN)
     return pp_timeline_model_start_ns (m);
   return m->end_ns;
@@ -1341,6 +1386,8 @@ out:
 int
 pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
 {
+  if (m != NULL)
+    fresh_extents (m);
   if (m == NULL || m->span_start_ns == INT64_MAX)
     return 0;
   *start = m->span_start_ns;
@@ -1358,6 +1405,7 @@ pp_timeline_model_planned_bubble (const PpTimelineModel *m, int rank, int64_t t0
   if (m == NULL || rank < 0 || rank >= m->n_ranks || m->ranks[rank].n_plan == 0)
     return -1;
   rk = &m->ranks[rank];
+  fresh_extents (m);
   /* The plan covers one step: its bubble is taken over the part of the
    * window the plans of all ranks span, so a whole-run window gives the
    * planned bubble of a step (as `info` prints it). */

@@ -38,6 +38,18 @@ pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **
   return 0;
 }
 
+int
+pp_cli_find_same_file (const char *path, const char *const *paths, size_t n)
+{
+  struct stat so, si;
+  if (stat (path, &so) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (stat (paths[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+      return (int) i;
+  return -1;
+}
+
 bool
 pp_cli_parse_int (const char *text, int lo, int hi, int *out)
 {

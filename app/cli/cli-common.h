@@ -1,9 +1,11 @@
 /* cli-common.h — what every pipescope-cli subcommand uses: the one-line
  * usage error, whole numbers from the command line, the trace FILE operand,
- * the schedule shape options.  Includes none of the subcommands' files. */
+ * an output that is one of the inputs, the schedule shape options.
+ * Includes none of the subcommands' files. */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Prints "pipescope-cli: error: <msg>" on stderr and returns 2. */
@@ -12,6 +14,12 @@ int pp_cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1,
 /* The one trace FILE operand left after getopt (argv[optind]) into *path;
  * otherwise the usage error (exit status 2) that `command` would give. */
 int pp_cli_one_trace_file (int argc, char **argv, const char *command, const char **path);
+
+/* The index of the first of paths[0..n) that is the same file as path
+ * (device and inode: "./x", a symbolic or a hard link to it), else -1 (and
+ * -1 when path does not exist yet).  Asked before an output is opened, so
+ * that writing it can never truncate or replace an input. */
+int pp_cli_find_same_file (const char *path, const char *const *paths, size_t n);
 
 /* Parses a whole decimal number in [lo, hi]; false for anything else. */
 bool pp_cli_parse_int (const char *text, int lo, int hi, int *out);

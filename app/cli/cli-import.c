@@ -158,19 +158,11 @@ pp_cli_import (int argc, char **argv)
       status = pp_cli_usage_error ("more than %d traces to import", PP_IMPORT_MAX_FILES);
       goto done;
     }
-  {
-    struct stat so;
-    if (stat (out, &so) == 0)
-      for (size_t i = 0; i < n; i++)
-        {
-          struct stat si;
-          if (stat (inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            {
-              status = pp_cli_usage_error ("-o %s is one of the inputs; write the trace elsewhere", out);
-              goto done;
-            }
-        }
-  }
+  if (pp_cli_find_same_file (out, (const char *const *) inputs, n) >= 0)
+    {
+      status = pp_cli_usage_error ("-o %s is one of the inputs; write the trace elsewhere", out);
+      goto done;
+    }
 
   PpImportSummary sum;
   PpError err = { 0 };

@@ -11,20 +11,27 @@
  * Ranks that planned without times (a PyTorch job's, each rank its own
  * plan: profile, or pipescope.torch.instrument() in the script) get the
  * job's plan timed with the costs it measured, as profile's trace has it;
- * a bundled run's rank 0 wrote a timed plan already, which stays as it is. */
+ * a bundled run's rank 0 wrote a timed plan already, which stays as it is.
+ *
+ * Nothing is ever lost to a merge: the output is written beside itself and
+ * renamed over only when whole (cli-output.h), never when it is an input;
+ * an input given twice, or a rank held by two inputs, is refused (its spans
+ * would count twice). */
+#include "cli-merge.h"
+
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "cli-output.h"
 #include "cli-plan.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include "pp-trace.h"
 
@@ -39,11 +46,13 @@ merge_usage (FILE *out)
          "  pipescope-cli merge -o job.pptrace job.rank*.pptrace\n"
          "gives the whole job, each rank's clock aligned to rank 0's by the\n"
          "clock offsets the ranks measured.  The inputs must describe the same\n"
-         "run (schedule, ranks, micro-batches, stages per rank).  Ranks that\n"
-         "planned without times (a PyTorch job's) get the job's plan timed with\n"
-         "the costs they measured, as 'pipescope-cli profile' gives it.\n"
+         "run (schedule, ranks, micro-batches, stages per rank), each rank in one\n"
+         "of them only.  Ranks that planned without times (a PyTorch job's) get the\n"
+         "job's plan timed with the costs they measured, as 'pipescope-cli profile'\n"
+         "gives it.\n"
          "\n"
-         "  -o, --output OUT   the merged trace (refused if it is one of the inputs)\n", out);
+         "  -o, --output OUT   the merged trace, written beside OUT and renamed over it\n"
+         "                     only when whole (refused if it is one of the inputs)\n", out);
 }
 
 /* old name id -> new, open addressing (ids are never 0) */
@@ -150,21 +159,50 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
   return status;
 }
 
-/* What the PLAN frames copied so far hold (copy_items' *plans). */
+/* What the PLAN frames copied so far hold (Merge.plans). */
 enum {
   PLAN_UNTIMED = 1 << 0,   /* a rank's actions without times */
   PLAN_TIMED   = 1 << 1,   /* a rank's actions with the simulator's times */
 };
 
-/* Copies the items of path into w (not its description; its plans only if
- * take_plan, else only those of ranks no trace copied before planned:
- * a PyTorch rank's trace plans its own rank alone), renumbering span names
- * from *next_name.  planned[PP_TRACE_MAX_RANKS] marks the ranks planned so
- * far; *plans gets the PLAN_* of the plans copied.  0, or 1 with one line. */
+/* copy_items' answer when the output could not be written (not said yet:
+ * the caller says it once, naming the inputs kept) */
+#define WRITE_FAILED 3
+
+typedef struct {
+  const char *const *inputs;
+  PpTraceWriter     *w;
+  PpError            werr;        /* why w failed, where the output's errno does not say */
+  bool              *planned;     /* [PP_TRACE_MAX_RANKS]: the ranks planned so far */
+  int               *holder;      /* [PP_TRACE_MAX_RANKS]: 1 + the input holding the rank; 0 */
+  int                plans;       /* PLAN_* of the plans copied */
+  uint32_t           next_name;   /* the next span name id of the merged trace */
+} Merge;
+
+/* Input i holds rank r (a RANK frame or a span of it): 0, or 2 with one
+ * line when another input held it first. */
 static int
-copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, int *plans,
-            uint32_t *next_name)
+hold_rank (Merge *mg, int i, int r)
 {
+  if (mg->holder[r] == 0)
+    mg->holder[r] = i + 1;
+  else if (mg->holder[r] != i + 1)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s and %s both hold rank %d: give each rank's "
+               "trace once\n", mg->inputs[mg->holder[r] - 1], mg->inputs[i], r);
+      return 2;
+    }
+  return 0;
+}
+
+/* Copies the items of input i into mg->w (not its description; its plans
+ * only if take_plan, else only those of ranks no trace copied before
+ * planned: a PyTorch rank's trace plans its own rank alone), renumbering
+ * span names.  0; 1 or 2 with one line; WRITE_FAILED. */
+static int
+copy_items (Merge *mg, int i, bool take_plan)
+{
+  const char *path = mg->inputs[i];
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
   IdMap names = { 0 };
@@ -176,10 +214,9 @@ copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, i
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
       return 1;
     }
-  for (;;)
+  while (status == 0)
     {
-      PpStatus rc = pp_trace_reader_next (r, &it, &err);
-      if (rc != PP_OK)
+      if (pp_trace_reader_next (r, &it, &err) != PP_OK)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
           status = 1;
@@ -194,42 +231,229 @@ copy_items (const char *path, PpTraceWriter *w, bool take_plan, bool *planned, i
         }
       if (it.type == PP_TRACE_ITEM_DESCRIPTION)
         continue;
-      if (it.type == PP_TRACE_ITEM_PLAN)
+      if (it.type == PP_TRACE_ITEM_RANK)
+        status = hold_rank (mg, i, it.rank_info.rank);
+      else if (it.type == PP_TRACE_ITEM_SPAN)
+        status = hold_rank (mg, i, it.span.rank);
+      else if (it.type == PP_TRACE_ITEM_PLAN)
         {
           int pr = it.plan.rank;
-          if (!take_plan && (planned[pr] || it.plan.n_actions == 0))
+          if (!take_plan && (mg->planned[pr] || it.plan.n_actions == 0))
             continue;
-          planned[pr] |= it.plan.n_actions > 0;
+          mg->planned[pr] |= it.plan.n_actions > 0;
           if (it.plan.n_actions > 0)
-            *plans |= it.plan.has_timeline ? PLAN_TIMED : PLAN_UNTIMED;
+            mg->plans |= it.plan.has_timeline ? PLAN_TIMED : PLAN_UNTIMED;
         }
+      if (status != 0)
+        break;
       if (it.type == PP_TRACE_ITEM_STRING)
         {
           uint32_t id = idmap_get (&names, it.string.id);
           if (id == 0)
             {
-              if (*next_name == UINT32_MAX || !idmap_put (&names, it.string.id, *next_name))
+              if (mg->next_name == UINT32_MAX || !idmap_put (&names, it.string.id, mg->next_name))
                 {
                   fprintf (stderr, "pipescope-cli: error: %s: too many span names\n", path);
                   status = 1;
                   break;
                 }
-              id = (*next_name)++;
+              id = mg->next_name++;
             }
           it.string.id = id;
         }
       else if (it.type == PP_TRACE_ITEM_SPAN && it.span.name_id != 0)
         it.span.name_id = idmap_get (&names, it.span.name_id);
-      if (pp_trace_write_item (w, &it, &err) != PP_OK)
-        {
-          fprintf (stderr, "pipescope-cli: error: writing the merged trace: %s\n", err.msg);
-          status = 1;
-          break;
-        }
+      if (pp_trace_write_item (mg->w, &it, &mg->werr) != PP_OK)
+        status = WRITE_FAILED;
     }
   free (names.keys);
   free (names.vals);
   pp_trace_reader_free (r);
+  return status;
+}
+
+/* The one line of a merged trace that could not be written: e (an errno;
+ * 0: msg says why), and that out and the inputs are as they were. */
+static void
+say_not_written (const char *out, int e, const char *msg, const char *const *inputs, int n)
+{
+  if (pp_cli_no_room (e))
+    fprintf (stderr, "pipescope-cli: error: the disk is full: merging into %s failed (%s); "
+             "nothing written, the inputs are kept: ", out, strerror (e));
+  else
+    fprintf (stderr, "pipescope-cli: error: merging into %s failed (%s); nothing written, the "
+             "inputs are kept: ", out, e != 0 ? strerror (e) : msg);
+  for (int i = 0; i < n && i < 8; i++)
+    fprintf (stderr, "%s%s", i ? ", " : "", inputs[i]);
+  if (n > 8)
+    fprintf (stderr, " and %d more", n - 8);
+  fputc ('\n', stderr);
+}
+
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+  int   i;
+} FileId;
+
+static int
+cmp_file_id (const void *a, const void *b)
+{
+  const FileId *x = a, *y = b;
+  if (x->dev != y->dev)
+    return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino)
+    return x->ino < y->ino ? -1 : 1;
+  return x->i - y->i;
+}
+
+/* The user's mistakes that would lose or double a rank's spans, refused
+ * before anything is written: out is an input (writing it would truncate
+ * that input), or an input is given twice (by two names or links).  0, or
+ * 2 with one line. */
+static int
+check_files (const char *out, const char *const *inputs, int n)
+{
+  int same = pp_cli_find_same_file (out, inputs, (size_t) n);
+  if (same >= 0)
+    {
+      if (strcmp (inputs[same], out) == 0)
+        return pp_cli_usage_error ("-o %s is one of the inputs; write the merged trace elsewhere", out);
+      return pp_cli_usage_error ("-o %s is the input %s; write the merged trace elsewhere", out,
+                                 inputs[same]);
+    }
+  /* sorted by file, each input once: a file given twice lies next to itself */
+  FileId *ids = calloc ((size_t) n, sizeof *ids);
+  int k = 0, status = 0;
+  if (ids == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      return 1;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      struct stat sb;
+      if (stat (inputs[i], &sb) == 0)   /* else reading it says why */
+        ids[k++] = (FileId) { sb.st_dev, sb.st_ino, i };
+    }
+  qsort (ids, (size_t) k, sizeof *ids, cmp_file_id);
+  for (int j = 1; j < k && status == 0; j++)
+    if (ids[j].dev == ids[j - 1].dev && ids[j].ino == ids[j - 1].ino)
+      status = pp_cli_usage_error ("%s and %s are the same file: give each rank's trace once",
+                                   inputs[ids[j - 1].i], inputs[ids[j].i]);
+  free (ids);
+  return status;
+}
+
+/* The merged trace at o (a whole file, its writer closed) with the job's
+ * plan timed by the costs it measured, where the ranks planned without
+ * times: *o becomes the timed copy; or, where that cannot be done (said in
+ * one line by pp_cli_write_timed_plan), stays the merged trace as it is. */
+static void
+time_plan (PpCliOutput *o)
+{
+  PpCliOutput timed;
+  int e = pp_cli_output_open (&timed, o->path, 0600);
+  if (e != 0)
+    {
+      fprintf (stderr, "pipescope-cli: merge: %s: %s; the plan stays untimed\n", o->path, strerror (e));
+      return;
+    }
+  if (pp_cli_write_timed_plan (o->tmp, timed.tmp, "merge") != 0)
+    {
+      pp_cli_output_discard (&timed);
+      return;
+    }
+  pp_cli_output_discard (o);
+  *o = timed;
+}
+
+int
+pp_cli_merge_files (const char *out, const char *const *inputs, int n)
+{
+  PpTraceDescription *descs = NULL;
+  bool *rank0 = NULL;
+  PpCliOutput o = { .fd = -1 };
+  Merge mg = { .inputs = inputs, .next_name = 1 };
+  int ref = -1, status, e;
+
+  if ((status = check_files (out, inputs, n)) != 0)
+    return status;
+  status = 1;
+  descs = calloc ((size_t) n, sizeof *descs);
+  rank0 = calloc ((size_t) n, sizeof *rank0);
+  mg.planned = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.planned);
+  mg.holder = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.holder);
+  if (descs == NULL || rank0 == NULL || mg.planned == NULL || mg.holder == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      goto done;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      const PpTraceDescription *a = &descs[0], *b = &descs[i];
+      if (peek (inputs[i], &descs[i], &rank0[i]) != 0)
+        goto done;
+      if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
+                    || a->n_microbatches != b->n_microbatches || a->n_virtual != b->n_virtual))
+        {
+          fprintf (stderr, "pipescope-cli: error: %s ran %s P=%d M=%d V=%d, %s ran %s P=%d M=%d V=%d: "
+                   "not one job\n", inputs[i], b->schedule, b->n_ranks, b->n_microbatches,
+                   b->n_virtual, inputs[0], a->schedule, a->n_ranks, a->n_microbatches, a->n_virtual);
+          goto done;
+        }
+      if (ref < 0 && rank0[i])
+        ref = i;
+    }
+  if (ref < 0)
+    ref = 0;
+
+  if ((e = pp_cli_output_open (&o, out, 0600)) != 0)
+    {
+      say_not_written (out, e, NULL, inputs, n);
+      goto done;
+    }
+  if ((mg.w = pp_trace_writer_new_callback (pp_cli_output_write, &o, PP_TRACE_NATIVE, &mg.werr)) == NULL
+      || pp_trace_write_description (mg.w, &descs[ref], &mg.werr) != PP_OK)
+    status = WRITE_FAILED;
+  /* rank 0's trace first: its plans win */
+  else if ((status = copy_items (&mg, ref, true)) == 0)
+    for (int i = 0; i < n && status == 0; i++)
+      if (i != ref)
+        status = copy_items (&mg, i, false);
+  if (mg.w != NULL && pp_trace_writer_close (mg.w, &mg.werr) != PP_OK && status == 0)
+    status = WRITE_FAILED;
+  mg.w = NULL;
+  if (status == WRITE_FAILED)
+    {
+      say_not_written (out, o.error, mg.werr.msg, inputs, n);
+      status = 1;
+    }
+  if (status != 0)
+    goto done;
+
+  if (mg.plans != 0 && !(mg.plans & PLAN_TIMED))
+    time_plan (&o);
+  if ((e = pp_cli_output_commit (&o)) != 0)
+    {
+      say_not_written (out, e, NULL, inputs, n);
+      status = 1;
+      goto done;
+    }
+  printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
+          descs[ref].n_ranks, out);
+  fflush (stdout);
+  if (mg.plans == 0)
+    fprintf (stderr, "pipescope-cli: merge: the plan stays untimed: no trace holds a plan "
+             "(its ranks never wrote one: pipescope_plan)\n");
+
+done:
+  pp_trace_writer_close (mg.w, NULL);
+  pp_cli_output_discard (&o);   /* no half-merged trace left behind */
+  free (descs);
+  free (rank0);
+  free (mg.planned);
+  free (mg.holder);
   return status;
 }
 
@@ -242,12 +466,7 @@ pp_cli_merge (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   const char *out = NULL;
-  PpTraceDescription *descs = NULL;
-  bool *rank0 = NULL, *planned = NULL;
-  PpTraceWriter *w = NULL;
-  PpError err = { 0 };
-  int opt, n, ref = -1, status = 1, plans = 0;
-  uint32_t next_name = 1;
+  int opt;
 
   opterr = 0;
   optind = 1;
@@ -262,94 +481,7 @@ pp_cli_merge (int argc, char **argv)
       }
   if (out == NULL)
     return pp_cli_usage_error ("merge needs -o OUT; see 'pipescope-cli merge --help'");
-  n = argc - optind;
-  if (n < 1)
+  if (argc - optind < 1)
     return pp_cli_usage_error ("merge needs the traces to join; see 'pipescope-cli merge --help'");
-  for (int i = optind; i < argc; i++)
-    if (strcmp (argv[i], out) == 0)
-      return pp_cli_usage_error ("-o %s is one of the inputs; write the merged trace elsewhere", out);
-
-  descs = calloc ((size_t) n, sizeof *descs);
-  rank0 = calloc ((size_t) n, sizeof *rank0);
-  if (descs == NULL || rank0 == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: out of memory\n");
-      goto done;
-    }
-  for (int i = 0; i < n; i++)
-    {
-      const PpTraceDescription *a = &descs[0], *b = &descs[i];
-      if (peek (argv[optind + i], &descs[i], &rank0[i]) != 0)
-        goto done;
-      if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
-                    || a->n_microbatches != b->n_microbatches || a->n_virtual != b->n_virtual))
-        {
-          fprintf (stderr, "pipescope-cli: error: %s ran %s P=%d M=%d V=%d, %s ran %s P=%d M=%d V=%d: "
-                   "not one job\n", argv[optind + i], b->schedule, b->n_ranks, b->n_microbatches,
-                   b->n_virtual, argv[optind], a->schedule, a->n_ranks, a->n_microbatches, a->n_virtual);
-          goto done;
-        }
-      if (ref < 0 && rank0[i])
-        ref = i;
-    }
-  if (ref < 0)
-    ref = 0;
-
-  if ((w = pp_trace_writer_new_path (out, PP_TRACE_NATIVE, &err)) == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s: %s\n", out, err.msg);
-      goto done;
-    }
-  if (pp_trace_write_description (w, &descs[ref], &err) != PP_OK)
-    {
-      fprintf (stderr, "pipescope-cli: error: %s: %s\n", out, err.msg);
-      goto done;
-    }
-  /* rank 0's trace first: its plans win */
-  if ((planned = calloc (PP_TRACE_MAX_RANKS, sizeof *planned)) == NULL
-      || copy_items (argv[optind + ref], w, true, planned, &plans, &next_name) != 0)
-    goto done;
-  for (int i = 0; i < n; i++)
-    if (i != ref && copy_items (argv[optind + i], w, false, planned, &plans, &next_name) != 0)
-      goto done;
-  {
-    PpTraceWriter *tmp = w;
-    w = NULL;
-    if (pp_trace_writer_close (tmp, &err) != PP_OK)
-      {
-        fprintf (stderr, "pipescope-cli: error: %s: %s\n", out, err.msg);
-        goto done;
-      }
-  }
-  printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
-          descs[ref].n_ranks, out);
-  fflush (stdout);
-  status = 0;   /* from here on the merged trace stands, timed or not */
-  if (plans == 0)
-    fprintf (stderr, "pipescope-cli: merge: the plan stays untimed: no trace holds a plan "
-             "(its ranks never wrote one: pipescope_plan)\n");
-  else if (!(plans & PLAN_TIMED))
-    {
-      /* the merged trace, then the same with the timed plan in its place */
-      char timed[PATH_MAX];
-      if (snprintf (timed, sizeof timed, "%s.timing", out) >= (int) sizeof timed)
-        fprintf (stderr, "pipescope-cli: merge: %s: path too long; the plan stays untimed\n", out);
-      else if (pp_cli_write_timed_plan (out, timed, "merge") == 0 && rename (timed, out) != 0)
-        {
-          fprintf (stderr, "pipescope-cli: merge: %s: %s; the plan stays untimed\n", out,
-                   strerror (errno));
-          unlink (timed);
-        }
-    }
-
-done:
-  if (w != NULL)
-    {
-      pp_trace_writer_close (w, NULL);
-      unlink (out);   /* no half-merged trace left behind */
-    }
-  free (descs);
-  free (rank0);
-  free (planned);
-  return status;
+  return pp_cli_merge_files (out, (const char *const *) argv + optind, argc - optind);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli-common.h"
+#include "cli-output.h"
 #include "cli-plan.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
@@ -964,7 +965,8 @@ export_usage (FILE *out)
          "                        (JSON: each rank's idle split into schedule, imbalance,\n"
          "                        transfers and runtime, the critical path, the measured\n"
          "                        costs and what to change; seconds)\n"
-         "  -o, --output OUT      file to write (written to OUT.tmp, then renamed); -: standard output\n"
+         "  -o, --output OUT      file to write (written beside it, renamed over it when\n"
+         "                        whole; not FILE itself); -: standard output\n"
          "\n"
          "chrome and csv count time from the run's start, as the app and render do.\n", out);
 }
@@ -1649,7 +1651,7 @@ pp_cli_export (int argc, char **argv)
   int format = 0;   /* chrome, csv, why */
   int opt, status = 1;
   Trace t;
-  char *tmp = NULL;
+  PpCliOutput o = { .fd = -1 };
   FILE *f = NULL;
 
   opterr = 0;
@@ -1681,6 +1683,9 @@ pp_cli_export (int argc, char **argv)
     return rc_args;
   if (out == NULL)
     return pp_cli_usage_error ("export needs -o OUT");
+  /* renaming the export over its own trace would lose the trace */
+  if (strcmp (out, "-") != 0 && pp_cli_find_same_file (out, &path, 1) >= 0)
+    return pp_cli_usage_error ("-o %s is the trace to export; write the export elsewhere", out);
   /* times from the app's zero (why's are the steps' own) */
   AppView av = { 0 };
   if ((format != 2 && app_view_read (path, format == 0, &av) != 0) || trace_load (path, &t) != 0)
@@ -1719,55 +1724,43 @@ pp_cli_export (int argc, char **argv)
         status = 0;
       goto done;
     }
-  tmp = malloc (strlen (out) + 5);
-  if (tmp == NULL)
+  int e = pp_cli_output_open (&o, out, 0644), fd = -1;
+  if (e == 0 && ((fd = dup (o.fd)) < 0 || (f = fdopen (fd, "w")) == NULL))
+    e = errno;
+  if (e != 0)
     {
-      fprintf (stderr, "pipescope-cli: error: out of memory\n");
-      goto done;
-    }
-  sprintf (tmp, "%s.tmp", out);
-  f = fopen (tmp, "w");
-  if (f == NULL)
-    {
-      fprintf (stderr, "pipescope-cli: error: cannot create '%s': %s\n", tmp, strerror (errno));
+      if (fd >= 0)
+        close (fd);
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, strerror (e));
       goto done;
     }
   if (format == 2)
     pp_why_write_json (f, why_s, why, &why_ch);
   else if ((format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
     {
-      fclose (f);
-      unlink (tmp);
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;
     }
-  if (ferror (f) | (fflush (f) != 0) | (fsync (fileno (f)) != 0 && errno != EINVAL))
+  e = ferror (f) ? (errno ? errno : EIO) : 0;
+  if (fclose (f) != 0 && e == 0)
+    e = errno;
+  f = NULL;
+  if (e == 0)
+    e = pp_cli_output_commit (&o);
+  if (e != 0)
     {
-      int e = errno;
-      fclose (f);
-      unlink (tmp);
-      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", tmp, strerror (e));
-      goto done;
-    }
-  if (fclose (f) != 0)
-    {
-      unlink (tmp);
-      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", tmp, strerror (errno));
-      goto done;
-    }
-  if (rename (tmp, out) != 0)
-    {
-      int e = errno;
-      unlink (tmp);
-      fprintf (stderr, "pipescope-cli: error: cannot rename '%s' to '%s': %s\n", tmp, out, strerror (e));
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s%s\n", out, strerror (e),
+               pp_cli_no_room (e) ? " (the disk is full); nothing written" : "");
       goto done;
     }
   status = 0;
 done:
+  if (f != NULL)
+    fclose (f);
+  pp_cli_output_discard (&o);   /* nothing of a failed export left behind */
   app_view_clear (&av);
   pp_why_report_free (why);
   pp_schedule_free (why_s);
-  free (tmp);
   trace_clear (&t);
   return status;
 }

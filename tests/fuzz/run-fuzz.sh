@@ -67,7 +67,7 @@ inc=$inc_plain
 cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
 cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
-     $src/app/cli/cli-common.c $src/app/cli/cli-plan.c"
+     $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c"
 flags_fuzz=$flags
 flags="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="$inc -I$src/app/cli"
