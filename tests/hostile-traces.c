@@ -24,7 +24,7 @@ const PpHostileTrace pp_hostile_traces[] = {
    * of which cost a pass over every rank */
   { "plans-65536", 0, 1 },     /* P = 65,536: rank 0's order and 4 blocks, 65,535 empty plans */
   { "plans-replaced", 0, 0 },  /* P = 65,536: rank 0's timed plan replaced 65,536 times */
-  { "offsets-65536", 0, 0 },   /* P = 65,536: a CLOCK_OFFSET frame for every rank */
+  { "offsets-65536", 0, 0 },   /* P = 65,536: a RANK and a CLOCK_OFFSET frame for every rank */
   { NULL, 0, 0 },
 };
 
@@ -123,8 +123,13 @@ many_frames (PpTraceWriter *w, const char *name)
       }
   else
     for (int r = 0; r < P; r++)
-      if (pp_trace_write_clock_offset (w, r, 1000 + r, NULL) != PP_OK)
-        return -1;
+      {
+        char host[32];
+        snprintf (host, sizeof host, "h%d", r);
+        if (pp_trace_write_rank (w, r, 100 + r, host, NULL) != PP_OK
+            || pp_trace_write_clock_offset (w, r, 1000 + r, NULL) != PP_OK)
+          return -1;
+      }
   for (int i = 0; i < 4; i++)
     {
       PpSpan s = span (0, order[i].kind == PP_TRACE_ACT_F ? PP_SPAN_F : PP_SPAN_B, order[i].microbatch,

@@ -383,8 +383,10 @@ test_plans_replaced (void)
   assert_renders ("plans-replaced");
 }
 
-/* A CLOCK_OFFSET frame for each of 65,536 ranks (each moved the extent
- * with a pass over every rank): rank 0's blocks moved by its 1 us. */
+/* A RANK and a CLOCK_OFFSET frame for each of 65,536 ranks (each offset
+ * moved the extent with a pass over every rank; info looked each rank's
+ * frames up with a pass over all of them): rank 0's blocks moved by its
+ * 1 us, every rank listed once with its host and offset. */
 static void
 test_offsets_65536 (void)
 {
@@ -395,6 +397,9 @@ test_offsets_65536 (void)
   pp_timeline_model_free (m);
   char *out = info ("offsets-65536");
   g_assert_nonnull (strstr (out, "ranks: 65536\n"));
+  g_assert_cmpint (pp_test_count (out, "\nrank "), ==, 65536);
+  g_assert_nonnull (strstr (out, "\nrank 0: host h0 pid 100, clock +0.001 ms to rank 0's\n"));
+  g_assert_nonnull (strstr (out, "\nrank 65535: host h65535 pid 65635, clock +0.067 ms to rank 0's\n"));
   g_free (out);
 }
 

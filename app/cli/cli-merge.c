@@ -173,7 +173,7 @@ typedef struct {
   const char *const *inputs;
   PpTraceWriter     *w;
   PpError            werr;        /* why w failed, where the output's errno does not say */
-  bool              *planned;     /* [PP_TRACE_MAX_RANKS]: the ranks planned so far */
+  int               *planned;     /* [PP_TRACE_MAX_RANKS]: 1 + the input that planned the rank, 0 if none */
   int               *holder;      /* [PP_TRACE_MAX_RANKS]: 1 + the input holding the rank; 0 */
   int                plans;       /* PLAN_* of the plans copied */
   uint32_t           next_name;   /* the next span name id of the merged trace */
@@ -196,8 +196,9 @@ hold_rank (Merge *mg, int i, int r)
 }
 
 /* Copies the items of input i into mg->w (not its description; its plans
- * only if take_plan, else only those of ranks no trace copied before
- * planned: a PyTorch rank's trace plans its own rank alone), renumbering
+ * only if take_plan, else only those of ranks no earlier input planned:
+ * a PyTorch rank's trace plans its own rank alone, and may plan it again,
+ * every plan kept so that the last counts, as in any trace), renumbering
  * span names.  0; 1 or 2 with one line; WRITE_FAILED. */
 static int
 copy_items (Merge *mg, int i, bool take_plan)
@@ -238,9 +239,10 @@ copy_items (Merge *mg, int i, bool take_plan)
       else if (it.type == PP_TRACE_ITEM_PLAN)
         {
           int pr = it.plan.rank;
-          if (!take_plan && (mg->planned[pr] || it.plan.n_actions == 0))
+          if (!take_plan && ((mg->planned[pr] != 0 && mg->planned[pr] != i + 1) || it.plan.n_actions == 0))
             continue;
-          mg->planned[pr] |= it.plan.n_actions > 0;
+          if (it.plan.n_actions > 0 && mg->planned[pr] == 0)
+            mg->planned[pr] = i + 1;
           if (it.plan.n_actions > 0)
             mg->plans |= it.plan.has_timeline ? PLAN_TIMED : PLAN_UNTIMED;
         }

@@ -208,16 +208,6 @@ keep_rank_item (Trace *t, const PpTraceItem *item)
   return true;
 }
 
-/* The last clock offset of rank r, 0 without one. */
-static int64_t
-rank_offset (const Trace *t, int r)
-{
-  for (size_t i = t->n_rank_items; i-- > 0;)
-    if (t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET && t->rank_items[i].clock_offset.rank == r)
-      return t->rank_items[i].clock_offset.offset_ns;
-  return 0;
-}
-
 /* A time as the timeline model keeps it: within +-2^61 ns. */
 static int64_t
 clamp_time (int64_t t)
@@ -561,30 +551,60 @@ oom:
 }
 
 
+/* The RANK and CLOCK_OFFSET items by rank, in file order within a rank:
+ * the last of a rank is the one that counts. */
+static int
+rank_item_rank (const PpTraceItem *it)
+{
+  return it->type == PP_TRACE_ITEM_RANK ? it->rank_info.rank : it->clock_offset.rank;
+}
+
+static int
+cmp_rank_item (const void *a, const void *b)
+{
+  const PpTraceItem *x = *(const PpTraceItem *const *) a, *y = *(const PpTraceItem *const *) b;
+  int rx = rank_item_rank (x), ry = rank_item_rank (y);
+  if (rx != ry)
+    return rx < ry ? -1 : 1;
+  if (x->type != y->type)
+    return x->type < y->type ? -1 : 1;
+  return x < y ? -1 : x > y;   /* file order: the items are one array */
+}
+
 /* "rank R: host H pid N" for every rank whose RANK frame the trace holds,
- * with its clock offset where it has one; nothing for an older trace. */
+ * with its clock offset where it has one; nothing for an older trace.
+ * One sort, not a pass over the items per rank: a trace may hold tens of
+ * thousands of ranks' frames. */
 static void
 print_ranks (const Trace *t)
 {
-  int max = -1;
+  size_t n = 0;
+  const PpTraceItem **by_rank = malloc ((t->n_rank_items ? t->n_rank_items : 1) * sizeof *by_rank);
+  if (by_rank == NULL)
+    return;
   for (size_t i = 0; i < t->n_rank_items; i++)
-    if (t->rank_items[i].type == PP_TRACE_ITEM_RANK && t->rank_items[i].rank_info.rank > max)
-      max = t->rank_items[i].rank_info.rank;
-  for (int r = 0; r <= max; r++)
+    if (t->rank_items[i].type == PP_TRACE_ITEM_RANK || t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET)
+      by_rank[n++] = &t->rank_items[i];
+  qsort (by_rank, n, sizeof *by_rank, cmp_rank_item);
+  for (size_t i = 0; i < n;)
     {
+      int r = rank_item_rank (by_rank[i]);
       const PpTraceItem *last = NULL;
-      for (size_t i = 0; i < t->n_rank_items; i++)
-        if (t->rank_items[i].type == PP_TRACE_ITEM_RANK && t->rank_items[i].rank_info.rank == r)
-          last = &t->rank_items[i];
-      if (last == NULL)
+      int64_t off = 0;
+      for (; i < n && rank_item_rank (by_rank[i]) == r; i++)
+        if (by_rank[i]->type == PP_TRACE_ITEM_RANK)
+          last = by_rank[i];
+        else
+          off = by_rank[i]->clock_offset.offset_ns;
+      if (last == NULL || r < 0)
         continue;
       printf ("rank %d: host %s pid %d", r, last->rank_info.host[0] ? last->rank_info.host : "?",
               last->rank_info.pid);
-      int64_t off = rank_offset (t, r);
       if (off != 0)
         printf (", clock %+.3f ms to rank 0's", (double) off / 1e6);
       printf ("\n");
     }
+  free (by_rank);
 }
 
 static int

@@ -2,6 +2,7 @@
 #include "cli-commands.h"
 #include "cli-common.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,12 @@ main (int argc, char **argv)
       printf ("pipescope-cli %s\n", PIPESCOPE_VERSION);
       return 0;
     }
+  /* A file size limit (ulimit -f) is a full disk to us: the write fails
+   * with EFBIG and the command says so in one line, instead of dying of
+   * SIGXFSZ with an output half written.  Not for profile: an ignored
+   * signal outlives exec, and the user's command keeps its own. */
+  if (strcmp (argv[1], "profile") != 0)
+    signal (SIGXFSZ, SIG_IGN);
   if (strcmp (argv[1], "schedule") == 0)
     return pp_cli_schedule (argc - 1, argv + 1);
   if (strcmp (argv[1], "run") == 0)
