@@ -412,6 +412,73 @@ def got_of(cli, trace, tmp):
     return got
 
 
+def review_cases(T, A):
+    """What a review found beside the call forms: a block whose arguments
+    the hook cannot read runs outside the hook's own exception (the job's
+    error carries no context of ours); a label copies as the real one; a
+    signature that raises anything at all leaves the defaults to read."""
+    class Hook:
+        rank = types.SimpleNamespace(now=lambda: 0)
+        failed = paused = False
+        said = []
+
+        def fail(self, what, e):
+            self.said.append(what)
+            self.failed = True
+
+    class Stage:   # no stage_index: the hook cannot read the stage
+        device = None
+
+    seen = []
+
+    def fwd(self, fwd_chunk_id, args=(), kwargs=None, save_forward_output=True):
+        seen.append(sys.exc_info()[1])
+        raise RuntimeError("the job's own")
+
+    hook = Hook()
+    w = T._wrap_block(hook, fwd, T._fwd_kind)
+    try:
+        w(Stage(), 0)
+        fail("review: the job's exception did not pass")
+    except RuntimeError as e:
+        if e.__context__ is not None or seen != [None]:
+            fail(f"review: the job's error ran inside the hook's: context {e.__context__!r}, "
+                 f"exc_info inside the call {seen!r}")
+    # a call the function refused is the job's error: recording goes on;
+    # one that passes with arguments the hook cannot read stops it, once
+    if hook.said:
+        fail(f"review: the hook said {hook.said} of a call the job's function refused")
+    if T._wrap_block(hook, lambda self, fwd_chunk_id: 7, T._fwd_kind)(Stage(), 0) != 7:
+        fail("review: a call the hook could not read lost its result")
+    if hook.said != ["a block"]:
+        fail(f"review: the hook said {hook.said}, not one 'a block'")
+
+    import copy
+    lab = T._Label(hook, lambda name: types.SimpleNamespace(name=name), "x", ("PP:0F0",), {})
+    for f in (copy.copy, copy.deepcopy):
+        if f(lab).name != "PP:0F0":
+            fail(f"review: {f.__name__} of a label lost its name")
+    bare = T._Label.__new__(T._Label)
+    if hasattr(bare, "inner"):
+        fail("review: a label without its inner label has one")
+
+    class Odd:   # inspect.signature raises what __signature__ raises
+        @property
+        def __signature__(self):
+            raise NameError("an annotation only TYPE_CHECKING imports")
+
+        def __call__(self, *args, **kwargs):
+            pass
+    try:
+        p = A.Param(Odd(), "fwd_chunk_id", 1)
+    except Exception as e:
+        fail(f"review: a signature that raised reached the hook's install: {e!r}")
+    if p.pos != 1 or p.name != "fwd_chunk_id":
+        fail(f"review: a signature that raised left ({p.pos}, {p.name}), not PyTorch's (1, fwd_chunk_id)")
+    ok("review cases: a job's error carries no context of the hook's; labels copy; "
+       "a signature that raises leaves PyTorch's layout")
+
+
 def main():
     libpath, cli, fast_path = sys.argv[1], sys.argv[2], sys.argv[3]
     os.environ["PIPESCOPE_LIB"] = libpath
@@ -432,7 +499,7 @@ def main():
         paths.append(("Python", None))
         layouts = (("PyTorch 2.15", torch_215), ("a later PyTorch", torch_later),
                    ("pass-through originals", torch_passthrough))
-        print(f"1..{len(layouts)}")
+        print(f"1..{len(layouts) + 1}")
         import io
         for name, make in layouts:
             done = []
@@ -454,6 +521,8 @@ def main():
                 done.append(f"{path}: {n} calls, {sum(want.values())} records")
             ok(f"{name}: every form of every wrapped call, results and exceptions the original's; "
                f"recorded as called, nothing paused or off ({'; '.join(done)})")
+        from pipescope import arguments as A
+        review_cases(T, A)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

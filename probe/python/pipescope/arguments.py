@@ -43,7 +43,9 @@ class Param:
         self.name, self.pos, self.default = name, pos, default
         try:
             sig = inspect.signature(fn)
-        except (TypeError, ValueError):
+        except Exception:
+            # not only TypeError and ValueError: a signature may evaluate
+            # annotations or run a __signature__ of someone's
             return
         params = list(sig.parameters.values())
         p = sig.parameters.get(name)

@@ -544,14 +544,18 @@ def _wrap_block(hook, orig, block):
     def wrapper(*args, **kwargs):
         if hook.rank is None or hook.failed or hook.paused:
             return orig(*args, **kwargs)
+        err = None
         try:
             stage, kind, si, mb = read(args, kwargs)
             cuda = getattr(getattr(stage, "device", None), "type", "") == "cuda"
         except Exception as e:
-            # said once the call has passed: a call the function refuses
-            # is the job's own error, not ours
+            err = e
+        if err is not None:
+            # the call runs outside our except clause, so the job's own
+            # exceptions carry no context of ours; said once the call has
+            # passed: a call the function refuses is the job's own error
             out = orig(*args, **kwargs)
-            hook.fail("a block", e)
+            hook.fail("a block", err)
             return out
         if cuda:
             # host time is launch time: the GPU's comes from events
@@ -775,7 +779,12 @@ class _Label:
                      and name.endswith("OVERLAP_F_B") and hook.overlap is None)
 
     def __getattr__(self, name):
-        return getattr(self.__dict__["inner"], name)
+        try:
+            inner = self.__dict__["inner"]
+        except KeyError:
+            # not yet set (copy, pickle): no attribute, as for any object
+            raise AttributeError(name) from None
+        return getattr(inner, name)
 
     def __call__(self, *args, **kwargs):
         return self.inner(*args, **kwargs)   # as a decorator: the label's own
@@ -924,7 +933,14 @@ def instrument():
             _say(f"not recording: {_lib.last_error}")
             return False
         hook = _Hook(torch, dist, stage_mod, sched)
-        _install(hook, stage_mod._PipelineStageBase, sched, _lib.load().pipescope_fast)
+        try:
+            _install(hook, stage_mod._PipelineStageBase, sched, _lib.load().pipescope_fast)
+        except Exception as e:
+            # what was wrapped stays wrapped, passing every call through:
+            # the hook is failed, and installed once, never again
+            hook.fail("installing the hook", e)
+            _hook = hook
+            return False
         try:
             _opt_hooks(hook, torch)
         except Exception as e:
