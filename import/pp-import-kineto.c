@@ -3,7 +3,8 @@
  *
  * Each file is parsed (pp-json.c), reduced to the few events that matter
  * (labels, transfers, steps, device work, launches), and freed before the
- * next is read: memory is the largest file plus those events.  Then the
+ * next is read: memory is the largest file plus those events, and all the
+ * files' text together is held to one budget (pp_import_budget).  Then the
  * ranks are put together, the plan rebuilt, and everything goes out through
  * the trace writer; nothing of the format is written here. */
 #include "pp-import.h"
@@ -83,6 +84,7 @@ typedef struct {
    * the ranks' counts up */
   int     mark_step;        /* -1: no step began with its first block */
   int64_t mark_time;        /* the end of that block */
+  int64_t ext_lo, ext_hi;   /* the time its events cover (ev_extent) */
 } RankData;
 
 /* interned names */
@@ -522,11 +524,22 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
         }
       else if (strncmp (name, "ProfilerStep#", 13) == 0)
         {
-          char *end;
-          errno = 0;
-          long n = strtol (name + 13, &end, 10);
-          if (errno != 0 || *end != '\0' || end == name + 13 || n < 0 || n > (1L << 30))
+          /* digits only; a number no training loop reaches (the steps
+           * are sized by those present, but int32 arithmetic on them is
+           * not) makes no sense: left out and counted */
+          const char *p = name + 13;
+          long n = 0;
+          if (*p == '\0')
             continue;
+          for (; *p >= '0' && *p <= '9' && n <= PP_IMPORT_MAX_STEP; p++)
+            n = n * 10 + (*p - '0');
+          if (*p != '\0' && (*p < '0' || *p > '9'))
+            continue;   /* not a step's name */
+          if (n > PP_IMPORT_MAX_STEP)
+            {
+              im->skipped++;
+              continue;
+            }
           ev.what = EV_STEP;
           ev.kind = (int32_t) n;
           if (n < rd->min_step)
@@ -570,18 +583,18 @@ nomem:
 
 /* ---- putting the ranks together ------------------------------------------ */
 
-/* The time the file's events cover; false when it has none. */
-static bool
-ev_extent (const RankData *rd, int64_t *lo, int64_t *hi)
+/* The time the file's events cover, into rd->ext_lo, ext_hi (lo > hi when
+ * it has none): once a file, as a rank's many files are merged. */
+static void
+ev_extent (RankData *rd)
 {
-  *lo = INT64_MAX;
-  *hi = INT64_MIN;
+  rd->ext_lo = INT64_MAX;
+  rd->ext_hi = INT64_MIN;
   for (size_t k = 0; k < rd->n_ev; k++)
     {
-      if (rd->ev[k].start < *lo) *lo = rd->ev[k].start;
-      if (rd->ev[k].end > *hi) *hi = rd->ev[k].end;
+      if (rd->ev[k].start < rd->ext_lo) rd->ext_lo = rd->ev[k].start;
+      if (rd->ev[k].end > rd->ext_hi) rd->ext_hi = rd->ev[k].end;
     }
-  return *lo <= *hi;
 }
 
 /* from's events and launches join to's (another time window of its rank);
@@ -598,6 +611,8 @@ merge_rank (RankData *to, RankData *from, PpError *err)
   for (size_t k = 0; k < from->n_op; k++)
     if (!push_op (to, from->op[k].start, from->op[k].end, from->op[k].tid, from->op[k].comm))
       return pp_error_set (err, PP_ENOMEM, "out of memory");
+  if (from->ext_lo < to->ext_lo) to->ext_lo = from->ext_lo;
+  if (from->ext_hi > to->ext_hi) to->ext_hi = from->ext_hi;
   to->n_pp += from->n_pp;
   to->n_gpipe += from->n_gpipe;
   to->n_steps += from->n_steps;
@@ -681,6 +696,19 @@ block_at (const Ev *const *blocks, size_t n, int64_t t)
   return -1;
 }
 
+/* Where the walks of compute_extent over a rank's operators (sorted by
+ * start) may begin.  A block looks at the operators that start inside its
+ * range; a rank's blocks follow one another, so an operator is inside one
+ * block, or two that touch at its start.  Blocks that overlap (only a file
+ * that lies has them: a thousand nested labels over a thousand operators)
+ * would make that a walk per block per operator; so a walk never goes
+ * back over what the blocks before the previous one walked, and each
+ * operator is looked at twice at most. */
+typedef struct {
+  size_t floor;      /* past the walks of all blocks but the last */
+  size_t prev_end;   /* past the last block's walk */
+} OpWalk;
+
 /* The compute of block e, a label's range, into [*start, *end).  PyTorch's
  * label holds more than the stage's call: the wait for its input, until
  * ready (when the receive it waited for was done) or the end of the
@@ -691,13 +719,13 @@ block_at (const Ev *const *blocks, size_t n, int64_t t)
  * autograd's), else with the label: what pipescope's own runs time, the
  * stage's call, with its Python around the operators. */
 static void
-compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, int64_t *end,
-                bool *waited)
+compute_extent (const RankData *rd, const Ev *e, int64_t ready, OpWalk *walk, int64_t *start,
+                int64_t *end, bool *waited)
 {
   int64_t cur = ready > e->start && ready < e->end ? ready : e->start;
   int64_t last = INT64_MIN, last_comm = INT64_MIN;
   bool computed = false;
-  size_t lo = 0, hi = rd->n_op;
+  size_t lo = 0, hi = rd->n_op, k;
   while (lo < hi)
     {
       size_t mid = lo + (hi - lo) / 2;
@@ -706,7 +734,9 @@ compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, 
       else
         hi = mid;
     }
-  for (size_t k = lo; k < rd->n_op && rd->op[k].start <= e->end; k++)
+  if (lo < walk->floor)
+    lo = walk->floor;
+  for (k = lo; k < rd->n_op && rd->op[k].start <= e->end; k++)
     {
       const Op *o = &rd->op[k];
       if (o->comm)
@@ -731,6 +761,9 @@ compute_extent (const RankData *rd, const Ev *e, int64_t ready, int64_t *start, 
       if (o->end > last)
         last = o->end;
     }
+  if (walk->prev_end > walk->floor)
+    walk->floor = walk->prev_end;
+  walk->prev_end = k;
   *waited = cur > e->start;
   *start = cur;
   *end = computed && last_comm >= last ? last : e->end;
@@ -1011,12 +1044,55 @@ build_order (const Import *im, Shape *sh, bool use_pp, int step, size_t *total, 
   return PP_OK;
 }
 
-typedef PpStatus (*LoadFunc) (void *user, size_t i, const char **name, char **text, size_t *size,
-                              PpError *err);
+typedef struct {
+  int32_t step;
+  int64_t start, end;
+} StepExtent;
+
+static int
+cmp_step_extent (const void *a, const void *b)
+{
+  const StepExtent *x = a, *y = b;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* ext[n], one entry a block, folded in place into one a step (ascending,
+ * from its first block's start to its last one's end); their count. */
+static size_t
+step_extents (StepExtent *ext, size_t n)
+{
+  size_t m = 0;
+  if (n > 1)
+    qsort (ext, n, sizeof *ext, cmp_step_extent);
+  for (size_t k = 0; k < n; k++)
+    {
+      if (m > 0 && ext[m - 1].step == ext[k].step)
+        {
+          if (ext[k].start < ext[m - 1].start) ext[m - 1].start = ext[k].start;
+          if (ext[k].end > ext[m - 1].end) ext[m - 1].end = ext[k].end;
+          continue;
+        }
+      ext[m++] = ext[k];
+    }
+  return m;
+}
+
+static int
+cmp_int32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* An import's inputs: what input i adds to the budget (pp_import_cost),
+ * and its JSON text, at most limit bytes. */
+typedef PpStatus (*CostFunc) (void *user, size_t i, size_t *cost, PpError *err);
+typedef PpStatus (*LoadFunc) (void *user, size_t i, size_t limit, const char **name, char **text,
+                              size_t *size, PpError *err);
 
 static PpStatus
-import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSummary *sum,
-            PpError *err)
+import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w,
+            PpImportSummary *sum, PpError *err)
 {
   Import im;
   Shape sh;
@@ -1044,6 +1120,17 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
     return pp_error_set (err, PP_ENOMEM, "out of memory");
   im.n = n;
 
+  /* one budget of JSON text for all the inputs together */
+  size_t budget = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      size_t c;
+      if ((st = cost (user, i, &c, err)) != PP_OK)
+        goto out;
+      budget = budget > SIZE_MAX - c ? SIZE_MAX : budget + c;
+    }
+  budget = pp_import_budget (budget);
+
   /* each file: parse, extract, free */
   for (size_t i = 0; i < n; i++)
     {
@@ -1051,10 +1138,11 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
       size_t size = 0;
       const char *name = NULL;
       PpJsonDoc doc;
-      if ((st = load (user, i, &name, &text, &size, err)) != PP_OK)
+      if ((st = load (user, i, budget, &name, &text, &size, err)) != PP_OK)
         goto out;
+      budget -= size;
       im.ranks[i].name = name;
-      st = pp_json_parse (text, size, &doc, err);
+      st = pp_json_parse (text, size, PP_IMPORT_BYTES_PER_VALUE, &doc, err);
       if (st != PP_OK)
         {
           char msg[PP_ERROR_MSG_MAX];
@@ -1068,6 +1156,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
       free (text);
       if (st != PP_OK)
         goto out;
+      ev_extent (&im.ranks[i]);
     }
 
   /* ranks: distributedInfo, else the order given */
@@ -1127,8 +1216,8 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         if (rank_of[r] >= 0)
           {
             RankData *to = &im.ranks[rank_of[r]];
-            int64_t a0, a1, b0, b1;
-            if (ev_extent (to, &a0, &a1) && ev_extent (rd, &b0, &b1) && a0 <= b1 && b0 <= a1)
+            if (to->ext_lo <= to->ext_hi && rd->ext_lo <= rd->ext_hi
+                && to->ext_lo <= rd->ext_hi && rd->ext_lo <= to->ext_hi)
               {
                 st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold rank %d at the same time: "
                                    "give each rank's trace once", to->name, rd->name, r);
@@ -1149,12 +1238,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
     sum->files = (int) n;
     n = kept;
     im.n = kept;
-    sh.P = world;
-    sum->ranks = world;
-    size_t ml = 0;
-    for (int r = 0; r < world && ml + 12 < sizeof sum->missing; r++)
-      if (rank_of[r] < 0)
-        ml += (size_t) snprintf (sum->missing + ml, sizeof sum->missing - ml, "%s%d", ml ? "," : "", r);
+    sh.P = world;   /* what the traces say, until their stages are known */
   }
 
   /* labels: PP: where a trace has any, else GPipe's */
@@ -1196,10 +1280,18 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
             e->stage = rd->rank;   /* single-stage schedules: stage r on rank r */
         }
     }
+  int named = 0;   /* stages the labels name, as runners or as peers */
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < im.ranks[i].n_ev; k++)
       {
         const Ev *e = &im.ranks[i].ev[k];
+        if (e->what == EV_LABEL_XFER && use_pp)
+          {
+            /* PP:<s>SEND_F<m> sends to stage s + 1, RECV_B receives from it */
+            int peer = e->kind == PP_ACT_SEND_F || e->kind == PP_ACT_RECV_B ? e->stage + 1 : e->stage;
+            if (peer + 1 > named)
+              named = peer + 1;
+          }
         if (!is_block_of (e, use_pp))
           continue;
         if (e->stage > max_stage) max_stage = e->stage;
@@ -1212,6 +1304,30 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
       }
   sh.n_stages = max_stage + 1;
   sh.M = max_mb + 1;
+  /* the world: as large as the traces' ranks and stages make it (each
+   * pipeline rank runs a stage at least), no larger, whatever
+   * distributedInfo.world_size says (the job's whole world, data-parallel
+   * replicas too, or a lie): a row a rank costs, a small file cannot ask
+   * for 65536 */
+  {
+    int top = 0;
+    for (size_t i = 0; i < n; i++)
+      if (im.ranks[i].rank + 1 > top)
+        top = im.ranks[i].rank + 1;
+    if (sh.n_stages > named)
+      named = sh.n_stages;
+    int justified = named > top ? named : top;
+    if (sh.P > justified)
+      {
+        sum->world_claimed = sh.P;
+        sh.P = justified;
+      }
+    sum->ranks = sh.P;
+    size_t ml = 0;
+    for (int r = 0; r < sh.P && ml + 12 < sizeof sum->missing; r++)
+      if (rank_of[r] < 0)
+        ml += (size_t) snprintf (sum->missing + ml, sizeof sum->missing - ml, "%s%d", ml ? "," : "", r);
+  }
   sh.V = sh.P > 0 && sh.n_stages % sh.P == 0 ? sh.n_stages / sh.P : (sh.n_stages + sh.P - 1) / sh.P;
   if (sh.V < 1)
     sh.V = 1;
@@ -1378,17 +1494,29 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
           if (is_block_of (&R->ev[k], use_pp) && R->ev[k].step >= 0 && R->ev[k].step < (int) R->n_ev)
             while (n_starts <= R->ev[k].step)
               starts[n_starts++] = R->ev[k].end;
+        /* the last step whose start is at or before a time, by halving:
+         * over each start's least with those after it (which grows with
+         * the step), the last at or before the time is the same step,
+         * and many ranks' files against a long reference stay n log n */
+        for (int q = n_starts - 1; q > 0; q--)
+          if (starts[q] < starts[q - 1])
+            starts[q - 1] = starts[q];
         for (size_t i = 0; i < n; i++)
           {
             const RankData *rd = &im.ranks[i];
             if ((int) i == ref || rd->n_steps > 0 || rd->mark_step < 0)
               continue;
-            int k = -1;
-            for (int q = 0; q < n_starts; q++)
-              if (starts[q] <= rd->mark_time)
-                k = q;
-            if (k >= 0)
-              offset[i] = k - rd->mark_step;
+            int lo = 0, hi = n_starts;
+            while (lo < hi)
+              {
+                int mid = lo + (hi - lo) / 2;
+                if (starts[mid] <= rd->mark_time)
+                  lo = mid + 1;
+                else
+                  hi = mid;
+              }
+            if (lo > 0)
+              offset[i] = (lo - 1) - rd->mark_step;
           }
         free (starts);
       }
@@ -1412,7 +1540,28 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         }
     free (offset);
   }
-  sum->steps = max_steps;
+  /* the steps that hold blocks, counted (their numbers may have gaps) */
+  {
+    size_t nb = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+      nb += im.ranks[i].n_ev;
+    int32_t *nums = malloc ((nb + 1) * sizeof *nums);
+    if (nums == NULL)
+      {
+        st = pp_error_set (err, PP_ENOMEM, "out of memory");
+        goto out;
+      }
+    for (size_t i = 0; i < n; i++)
+      for (size_t q = 0; q < im.ranks[i].n_ev; q++)
+        if (is_block_of (&im.ranks[i].ev[q], use_pp) && im.ranks[i].ev[q].step >= 0)
+          nums[k++] = im.ranks[i].ev[q].step;
+    if (k > 1)
+      qsort (nums, k, sizeof *nums, cmp_int32);
+    sum->steps = 0;
+    for (size_t q = 0; q < k; q++)
+      sum->steps += q == 0 || nums[q] != nums[q - 1];
+    free (nums);
+  }
   sum->microbatches = sh.M;
   sum->stages_per_rank = sh.V;
 
@@ -1571,6 +1720,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
         }
       free (arr);
       size_t bi = 0;
+      OpWalk walk = { 0, 0 };
       /* The rank's first pipeline action: a transfer before it is set-up,
        * not the schedule's (PyTorch's _initialize_stages sends and
        * receives the shapes before the first step's first action), and is
@@ -1618,7 +1768,7 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
                    * stage and micro-batch (as pipescope's hook records
                    * them: charged to the block that comes next) */
                   bool waited;
-                  compute_extent (rd, e, ready[bi], &sp.start_ns, &sp.end_ns, &waited);
+                  compute_extent (rd, e, ready[bi], &walk, &sp.start_ns, &sp.end_ns, &waited);
                   PpSpan wait = sp;
                   int from = e->kind == PP_ACT_F ? e->stage - 1 : e->stage + 1;
                   wait.kind = PP_SPAN_WAIT;
@@ -1892,37 +2042,29 @@ import_run (size_t n, LoadFunc load, void *user, PpTraceWriter *w, PpImportSumma
               }
           continue;
         }
-      /* one pass: the extent of each step's blocks (steps < blocks) */
-      int64_t *ext = malloc (((size_t) max_steps + 1) * 2 * sizeof *ext);
+      /* each step's blocks' extent, sized by the steps present (a step
+       * number may be far past their count) */
+      StepExtent *ext = malloc ((rd->n_ev + 1) * sizeof *ext);
+      size_t n_ext = 0;
       if (ext == NULL)
         {
           st = pp_error_set (err, PP_ENOMEM, "out of memory");
           goto out;
         }
-      for (int step = 0; step < max_steps; step++)
-        {
-          ext[2 * step] = INT64_MAX;
-          ext[2 * step + 1] = INT64_MIN;
-        }
       for (size_t k = 0; k < rd->n_ev; k++)
         {
           const Ev *e = &rd->ev[k];
-          if (!is_block_of (e, use_pp) || e->step < 0 || e->step >= max_steps)
-            continue;
-          if (e->start < ext[2 * e->step]) ext[2 * e->step] = e->start;
-          if (e->end > ext[2 * e->step + 1]) ext[2 * e->step + 1] = e->end;
+          if (is_block_of (e, use_pp) && e->step >= 0)
+            ext[n_ext++] = (StepExtent) { e->step, e->start, e->end };
         }
-      for (int step = 0; step < max_steps; step++)
-        {
-          if (ext[2 * step] > ext[2 * step + 1])
-            continue;
-          if ((st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_BEGIN, ext[2 * step], err)) != PP_OK
-              || (st = pp_trace_write_step_marker (w, rd->rank, step, PP_TRACE_STEP_END, ext[2 * step + 1], err)) != PP_OK)
-            {
-              free (ext);
-              goto out;
-            }
-        }
+      n_ext = step_extents (ext, n_ext);
+      for (size_t q = 0; q < n_ext; q++)
+        if ((st = pp_trace_write_step_marker (w, rd->rank, ext[q].step, PP_TRACE_STEP_BEGIN, ext[q].start, err)) != PP_OK
+            || (st = pp_trace_write_step_marker (w, rd->rank, ext[q].step, PP_TRACE_STEP_END, ext[q].end, err)) != PP_OK)
+          {
+            free (ext);
+            goto out;
+          }
       free (ext);
     }
   if ((st = pp_trace_write_spans (w, spans, n_spans, err)) != PP_OK)
@@ -1954,11 +2096,21 @@ typedef struct {
 } MemoryLoad;
 
 static PpStatus
-load_memory (void *user, size_t i, const char **name, char **text, size_t *size, PpError *err)
+cost_memory (void *user, size_t i, size_t *cost, PpError *err)
+{
+  const MemoryLoad *ml = user;
+  (void) err;
+  *cost = pp_import_cost (ml->in[i].data, ml->in[i].size, ml->in[i].size);
+  return PP_OK;
+}
+
+static PpStatus
+load_memory (void *user, size_t i, size_t limit, const char **name, char **text, size_t *size,
+             PpError *err)
 {
   const MemoryLoad *ml = user;
   *name = ml->in[i].name ? ml->in[i].name : "(input)";
-  return pp_import_decode (*name, ml->in[i].data, ml->in[i].size, text, size, err);
+  return pp_import_decode (*name, ml->in[i].data, ml->in[i].size, limit, text, size, err);
 }
 
 PpStatus
@@ -1966,7 +2118,7 @@ pp_import_kineto (const PpImportInput *inputs, size_t n, PpTraceWriter *w, PpImp
                   PpError *err)
 {
   MemoryLoad ml = { inputs };
-  return import_run (n, load_memory, &ml, w, sum, err);
+  return import_run (n, cost_memory, load_memory, &ml, w, sum, err);
 }
 
 typedef struct {
@@ -1974,11 +2126,19 @@ typedef struct {
 } FileLoad;
 
 static PpStatus
-load_file (void *user, size_t i, const char **name, char **text, size_t *size, PpError *err)
+cost_file (void *user, size_t i, size_t *cost, PpError *err)
+{
+  const FileLoad *fl = user;
+  return pp_import_file_cost (fl->paths[i], cost, err);
+}
+
+static PpStatus
+load_file (void *user, size_t i, size_t limit, const char **name, char **text, size_t *size,
+           PpError *err)
 {
   const FileLoad *fl = user;
   *name = fl->paths[i];
-  return pp_import_read_file (fl->paths[i], text, size, err);
+  return pp_import_read_file (fl->paths[i], limit, text, size, err);
 }
 
 PpStatus
@@ -2000,7 +2160,7 @@ pp_import_kineto_files (const char *const *paths, size_t n, const char *out_path
       free (tmp);
       return err ? err->status : PP_EIO;
     }
-  st = import_run (n, load_file, &fl, w, sum, err);
+  st = import_run (n, cost_file, load_file, &fl, w, sum, err);
   if (st == PP_OK)
     st = pp_trace_writer_close (w, err);
   else

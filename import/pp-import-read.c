@@ -4,22 +4,13 @@
 #include "pp-import.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-
-static size_t
-budget_for (size_t compressed)
-{
-  size_t b = compressed > PP_IMPORT_MAX_BYTES / PP_IMPORT_MAX_RATIO
-             ? PP_IMPORT_MAX_BYTES : compressed * PP_IMPORT_MAX_RATIO;
-  if (b < PP_IMPORT_MIN_BUDGET)
-    b = PP_IMPORT_MIN_BUDGET;
-  return b < PP_IMPORT_MAX_BYTES ? b : PP_IMPORT_MAX_BYTES;
-}
 
 static int
 is_gzip (const void *in, size_t n)
@@ -28,17 +19,46 @@ is_gzip (const void *in, size_t n)
   return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
 }
 
+size_t
+pp_import_cost (const void *head, size_t head_len, size_t n)
+{
+  if (!is_gzip (head, head_len))
+    return n;
+  return n > PP_IMPORT_MAX_BYTES / PP_IMPORT_MAX_RATIO ? PP_IMPORT_MAX_BYTES : n * PP_IMPORT_MAX_RATIO;
+}
+
+size_t
+pp_import_budget (size_t costs)
+{
+  return costs < PP_IMPORT_MIN_BUDGET ? PP_IMPORT_MIN_BUDGET : costs;
+}
+
+/* The one line of an input over what is left of the budget. */
+static PpStatus
+over_budget (PpError *err, const char *name, size_t limit, bool gz)
+{
+  if (limit >= PP_IMPORT_MAX_BYTES)
+    return pp_error_set (err, PP_EFORMAT, "%s: more than %zu MiB of JSON: refused", name,
+                         PP_IMPORT_MAX_BYTES >> 20);
+  return pp_error_set (err, PP_EFORMAT,
+                       "%s: %s more than the %zu MiB left of the import's budget (JSON of "
+                       "%d times the inputs' gzip'd size, at least %zu MiB in all): refused",
+                       name, gz ? "gunzips to" : "holds", limit >> 20, PP_IMPORT_MAX_RATIO,
+                       PP_IMPORT_MIN_BUDGET >> 20);
+}
+
 PpStatus
-pp_import_decode (const char *name, const void *in, size_t n, char **data, size_t *size,
-                  PpError *err)
+pp_import_decode (const char *name, const void *in, size_t n, size_t limit, char **data,
+                  size_t *size, PpError *err)
 {
   *data = NULL;
   *size = 0;
+  if (limit > PP_IMPORT_MAX_BYTES)
+    limit = PP_IMPORT_MAX_BYTES;
   if (!is_gzip (in, n))
     {
-      if (n > PP_IMPORT_MAX_BYTES)
-        return pp_error_set (err, PP_EFORMAT, "%s: larger than %zu MiB of JSON", name,
-                             PP_IMPORT_MAX_BYTES >> 20);
+      if (n > limit)
+        return over_budget (err, name, limit, false);
       char *t = malloc (n + 1);
       if (t == NULL)
         return pp_error_set (err, PP_ENOMEM, "%s: out of memory", name);
@@ -49,7 +69,7 @@ pp_import_decode (const char *name, const void *in, size_t n, char **data, size_
       return PP_OK;
     }
 
-  size_t limit = budget_for (n), cap = n * 4 + 4096, len = 0;
+  size_t cap = n < limit / 4 ? n * 4 + 4096 : limit, len = 0;
   if (cap > limit)
     cap = limit;
   char *out = malloc (cap + 1);
@@ -72,9 +92,7 @@ pp_import_decode (const char *name, const void *in, size_t n, char **data, size_
         {
           if (cap >= limit)
             {
-              st = pp_error_set (err, PP_EFORMAT,
-                                 "%s: gunzips to more than %zu MiB (%zu times its size): refused",
-                                 name, limit >> 20, limit / (n ? n : 1));
+              st = over_budget (err, name, limit, true);
               break;
             }
           size_t nc = cap * 2 > limit ? limit : cap * 2;
@@ -139,8 +157,47 @@ pp_import_decode (const char *name, const void *in, size_t n, char **data, size_
   return PP_OK;
 }
 
+/* Opens path, a regular file, for reading into *fd; one line when it is not. */
+static PpStatus
+open_regular (const char *path, int *fd, struct stat *sb, PpError *err)
+{
+  *fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (*fd < 0)
+    return pp_error_set (err, PP_EIO, "%s: %s", path, strerror (errno));
+  if (fstat (*fd, sb) != 0 || !S_ISREG (sb->st_mode))
+    {
+      close (*fd);
+      *fd = -1;
+      return pp_error_set (err, PP_EINVAL, "%s: not a regular file", path);
+    }
+  return PP_OK;
+}
+
 PpStatus
-pp_import_read_file (const char *path, char **data, size_t *size, PpError *err)
+pp_import_file_cost (const char *path, size_t *cost, PpError *err)
+{
+  struct stat sb;
+  unsigned char head[2];
+  int fd;
+  PpStatus st = open_regular (path, &fd, &sb, err);
+  *cost = 0;
+  if (st != PP_OK)
+    return st;
+  ssize_t r;
+  do
+    r = read (fd, head, sizeof head);
+  while (r < 0 && errno == EINTR);
+  int e = errno;
+  close (fd);
+  if (r < 0)
+    return pp_error_set (err, PP_EIO, "%s: %s", path, strerror (e));
+  *cost = pp_import_cost (head, (size_t) r, (uint64_t) sb.st_size > SIZE_MAX / 2 ? SIZE_MAX / 2
+                                                                                 : (size_t) sb.st_size);
+  return PP_OK;
+}
+
+PpStatus
+pp_import_read_file (const char *path, size_t limit, char **data, size_t *size, PpError *err)
 {
   struct stat sb;
   int fd;
@@ -150,14 +207,8 @@ pp_import_read_file (const char *path, char **data, size_t *size, PpError *err)
 
   *data = NULL;
   *size = 0;
-  fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return pp_error_set (err, PP_EIO, "%s: %s", path, strerror (errno));
-  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode))
-    {
-      close (fd);
-      return pp_error_set (err, PP_EINVAL, "%s: not a regular file", path);
-    }
+  if ((st = open_regular (path, &fd, &sb, err)) != PP_OK)
+    return st;
   /* a gzip'd file is at most the JSON budget over the least ratio we take */
   if ((uint64_t) sb.st_size > PP_IMPORT_MAX_BYTES)
     {
@@ -190,9 +241,14 @@ pp_import_read_file (const char *path, char **data, size_t *size, PpError *err)
   close (fd);
   if (is_gzip (raw, n))
     {
-      st = pp_import_decode (path, raw, n, data, size, err);
+      st = pp_import_decode (path, raw, n, limit, data, size, err);
       free (raw);
       return st;
+    }
+  if (n > limit)
+    {
+      free (raw);
+      return over_budget (err, path, limit, false);
     }
   raw[n] = '\0';
   *data = raw;

@@ -4,11 +4,13 @@
  * prof.export_chrome_trace and tensorboard_trace_handler write them (plain
  * or gzip, told apart by the magic bytes), become one run:
  *
- *   - ranks: each file's distributedInfo.rank (world_size from there too;
- *     without distributedInfo the files are ranks 0, 1, ... in the order
- *     given; one rank's files of different times, as tensorboard_trace_handler
- *     writes one a profiling cycle, are that rank's, of the same time an
- *     error); the host from host_name; times are baseTimeNanoseconds + ts
+ *   - ranks: each file's distributedInfo.rank (world_size from there too,
+ *     but no more ranks than the files' ranks and the stages their labels
+ *     name make: each pipeline rank runs a stage; without distributedInfo
+ *     the files are ranks 0, 1, ... in the order given; one rank's files
+ *     of different times, as tensorboard_trace_handler writes one a
+ *     profiling cycle, are that rank's, of the same time an error); the
+ *     host from host_name; times are baseTimeNanoseconds + ts
  *     (microseconds), read exactly, on one clock for all ranks;
  *   - blocks: the `PP:<action>` ranges of PyTorch's multi-stage runtime
  *     (PP:0F0, PP:3I0, PP:1W3, PP:(0F3;3B1)OVERLAP_F_B) and ScheduleGPipe's
@@ -51,9 +53,16 @@
  * Untrusted input: a file that is not such a trace, is cut short or lies
  * is PP_EFORMAT with one line naming the file and the reason; a trace with
  * no pipeline labels at all (Schedule1F1B labels nothing) is PP_EUNSUPPORTED
- * with one line that points to `pipescope-cli profile`.  Memory is bounded
- * by the largest file (a gzip'd file may expand PP_IMPORT_MAX_RATIO times,
- * at most PP_IMPORT_MAX_BYTES); nothing recurses.  No GLib.
+ * with one line that points to `pipescope-cli profile`.
+ *
+ * A small input costs little: one budget of JSON text bounds the whole
+ * import (pp_import_budget: a plain input counts its size, a gzip'd one
+ * PP_IMPORT_MAX_RATIO times its size, and the import at least
+ * PP_IMPORT_MIN_BUDGET, once); a file's JSON values are bounded by its text
+ * (one per PP_IMPORT_BYTES_PER_VALUE bytes: real traces have one per 11);
+ * what is kept of each file (its events) is linear in its text, and every
+ * pass over them is linear or n log n.  Past a bound, one line says which
+ * and the import stops.  Nothing recurses.  No GLib.
  */
 #pragma once
 
@@ -65,10 +74,14 @@
 
 #define PP_IMPORT_MAX_FILES  4096
 #define PP_IMPORT_MAX_BYTES  ((size_t) 1 << 30)   /* JSON text of one file */
-#define PP_IMPORT_MAX_RATIO  200                  /* gzip: text / compressed */
-#define PP_IMPORT_MIN_BUDGET ((size_t) 64 << 20)  /* a small gzip may still give this */
+/* gzip: text / compressed.  The real traces of tests/data/kineto gzip 12
+ * to 13 times; what gzips 100 times is a bomb more likely than a trace */
+#define PP_IMPORT_MAX_RATIO  100
+#define PP_IMPORT_MIN_BUDGET ((size_t) 64 << 20)  /* small inputs may still give this, in all */
+#define PP_IMPORT_BYTES_PER_VALUE 4               /* the densest text a file's values may be */
 #define PP_IMPORT_MAX_STAGES 4096
 #define PP_IMPORT_MAX_MICROBATCHES (1 << 20)
+#define PP_IMPORT_MAX_STEP   (1 << 30)            /* ProfilerStep#N past it: not a step */
 
 /* One input: its name for messages, and its bytes (plain JSON or gzip). */
 typedef struct {
@@ -81,7 +94,7 @@ typedef struct {
   int    ranks;              /* world size */
   int    files;
   int    microbatches, stages_per_rank;
-  int    steps;              /* most steps a rank has */
+  int    steps;              /* steps that hold blocks (numbered from the first; gaps not counted) */
   int    matched;            /* the order is a known schedule's */
   char   schedule[64];       /* its name, or "observed" */
   char   backend[32];        /* distributedInfo.backend */
@@ -89,14 +102,31 @@ typedef struct {
   size_t setup_transfers;    /* before a rank's first action (shape inference): left out */
   size_t waits;              /* blocks whose label held a wait for their input */
   char   missing[128];       /* ranks of the world with no file ("2,3"), "" when none */
+  int    world_claimed;      /* distributedInfo's world size when more than the traces'
+                              * ranks and stages make (ranks is those), else 0 */
 } PpImportSummary;
 
+/* What an input of n bytes whose first bytes are head[head_len] adds to
+ * its import's budget of JSON text: n when plain, PP_IMPORT_MAX_RATIO
+ * times n (at most PP_IMPORT_MAX_BYTES) when it starts with the gzip magic. */
+size_t   pp_import_cost (const void *head, size_t head_len, size_t n);
+/* The same of the file at path (a regular file, readable): PP_EIO or
+ * PP_EINVAL with one line when it is not. */
+PpStatus pp_import_file_cost (const char *path, size_t *cost, PpError *err);
+/* An import's budget of JSON text from its inputs' costs summed
+ * (saturating): that sum, at least PP_IMPORT_MIN_BUDGET. */
+size_t   pp_import_budget (size_t costs);
+
 /* Reads path whole (gunzipped when it starts with the gzip magic) into
- * *data (malloc'd, NUL-terminated), bounded as above. */
-PpStatus pp_import_read_file (const char *path, char **data, size_t *size, PpError *err);
-/* Gunzips (or copies) in[n] into *data (malloc'd, NUL-terminated). */
-PpStatus pp_import_decode (const char *name, const void *in, size_t n, char **data, size_t *size,
-                           PpError *err);
+ * *data (malloc'd, NUL-terminated): at most limit bytes of text (what is
+ * left of the import's budget) and PP_IMPORT_MAX_BYTES; past it,
+ * PP_EFORMAT with one line. */
+PpStatus pp_import_read_file (const char *path, size_t limit, char **data, size_t *size,
+                              PpError *err);
+/* Gunzips (or copies) in[n] into *data (malloc'd, NUL-terminated), bounded
+ * the same way. */
+PpStatus pp_import_decode (const char *name, const void *in, size_t n, size_t limit, char **data,
+                           size_t *size, PpError *err);
 
 /* Converts the inputs (one per rank) into w: description, rank frames,
  * plan, names, step markers, spans.  sum may be NULL. */

@@ -1,7 +1,10 @@
 /* pp-json.c — a small JSON reader for untrusted files (pp-json.h).
  *
  * One loop over the text with an explicit stack of open containers (at most
- * PP_JSON_MAX_DEPTH): no recursion, so no input can exhaust the C stack. */
+ * PP_JSON_MAX_DEPTH): no recursion, so no input can exhaust the C stack.
+ * It runs twice: once to check the text and count its values, which the
+ * caller's budget is held against before anything is allocated, then to
+ * fill exactly that many nodes (no array grown by doubling, no slack). */
 #include "pp-json.h"
 
 #include <stdlib.h>
@@ -10,11 +13,13 @@
 typedef struct {
   uint32_t node;     /* the open array or object */
   uint32_t last;     /* its last child so far, 0 when none */
+  uint8_t  type;     /* PP_JSON_ARRAY or PP_JSON_OBJECT */
 } Level;
 
 typedef struct {
-  PpJsonDoc *doc;
-  size_t     cap;
+  PpJsonNode *nodes;   /* NULL: only count them */
+  size_t      n;
+  size_t      bytes_per_value;   /* counting: the budget (0 none) */
 } Builder;
 
 static bool
@@ -38,39 +43,37 @@ hex_value (char c)
   return -1;
 }
 
-#define NO_NODE UINT32_MAX
+#define OVER_BUDGET UINT32_MAX
 
-/* Appends a node, linked under the innermost open container; its index, or
- * NO_NODE when out of memory. */
+/* Appends a node (or counts it), linked under the innermost open
+ * container, for a value that begins at byte at; its index, or
+ * OVER_BUDGET when counting finds more values than the text so far may
+ * hold (a bomb stops at its first few hundred KiB, not at its end). */
 static uint32_t
-add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint32_t len)
+add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint32_t len,
+          uint8_t escaped, size_t at)
 {
-  PpJsonDoc *d = b->doc;
-  if (d->n_nodes == b->cap)
+  if (b->nodes == NULL)
     {
-      size_t nc = b->cap ? b->cap * 2 : 1024;
-      if (nc >= UINT32_MAX)
-        return NO_NODE;
-      PpJsonNode *g = realloc (d->nodes, nc * sizeof *g);
-      if (g == NULL)
-        return NO_NODE;
-      d->nodes = g;
-      b->cap = nc;
+      if (b->bytes_per_value > 0 && b->n >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
+        return OVER_BUDGET;
+      return (uint32_t) b->n++;
     }
-  uint32_t i = (uint32_t) d->n_nodes++;
-  PpJsonNode *n = &d->nodes[i];
+  uint32_t i = (uint32_t) b->n++;
+  PpJsonNode *n = &b->nodes[i];
   memset (n, 0, sizeof *n);
   n->type = type;
+  n->escaped = escaped;
   n->off = off;
   n->len = len;
   if (depth > 0)
     {
       Level *l = &stack[depth - 1];
-      PpJsonNode *parent = &d->nodes[l->node];
+      PpJsonNode *parent = &b->nodes[l->node];
       if (l->last == 0)
         parent->off = i;
       else
-        d->nodes[l->last].next = i;
+        b->nodes[l->last].next = i;
       l->last = i;
       parent->len++;
     }
@@ -157,23 +160,18 @@ scan_number (const char *t, size_t size, size_t *pos)
   return NULL;
 }
 
-PpStatus
-pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
+/* One pass over the text into b (or counting into b->n). */
+static PpStatus
+parse (const char *text, size_t size, Builder *b, PpError *err)
 {
   Level stack[PP_JSON_MAX_DEPTH];
   int depth = 0;
-  Builder b = { doc, 0 };
   size_t pos = 0;
   const char *why = NULL;
   /* what the next token may be */
   enum { WANT_VALUE, WANT_VALUE_OR_CLOSE, WANT_KEY, WANT_KEY_OR_CLOSE, WANT_COLON,
          WANT_COMMA_OR_CLOSE, WANT_END } want = WANT_VALUE;
 
-  memset (doc, 0, sizeof *doc);
-  doc->text = text;
-  doc->size = size;
-  if (size > PP_JSON_MAX_BYTES)
-    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
   /* a UTF-8 byte order mark, which some editors and Windows tools write */
   if (size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
     pos = 3;
@@ -186,7 +184,7 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
         {
           if (want == WANT_END)
             return PP_OK;
-          why = doc->n_nodes == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
+          why = b->n == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
           goto fail;
         }
       char c = text[pos];
@@ -210,8 +208,8 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
         }
       if (want == WANT_COMMA_OR_CLOSE || want == WANT_VALUE_OR_CLOSE || want == WANT_KEY_OR_CLOSE)
         {
-          PpJsonNode *open = &doc->nodes[stack[depth - 1].node];
-          char close = open->type == PP_JSON_OBJECT ? '}' : ']';
+          bool object = stack[depth - 1].type == PP_JSON_OBJECT;
+          char close = object ? '}' : ']';
           if (c == close)
             {
               pos++;
@@ -223,11 +221,11 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
             {
               if (c != ',')
                 {
-                  why = open->type == PP_JSON_OBJECT ? "expected ',' or '}'" : "expected ',' or ']'";
+                  why = object ? "expected ',' or '}'" : "expected ',' or ']'";
                   goto fail;
                 }
               pos++;
-              want = open->type == PP_JSON_OBJECT ? WANT_KEY : WANT_VALUE;
+              want = object ? WANT_KEY : WANT_VALUE;
               continue;
             }
           want = want == WANT_KEY_OR_CLOSE ? WANT_KEY : WANT_VALUE;
@@ -243,16 +241,13 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
             }
           if ((why = scan_string (text, size, &pos, &off, &len, &esc)) != NULL)
             goto fail;
-          uint32_t k = add_node (&b, stack, depth, PP_JSON_STRING, off, len);
-          if (k == NO_NODE)
-            goto nomem;
-          doc->nodes[k].escaped = esc;
+          if (add_node (b, stack, depth, PP_JSON_STRING, off, len, esc, at) == OVER_BUDGET)
+            goto over;
           want = WANT_COLON;
           continue;
         }
 
       /* a value */
-      uint32_t node;
       if (c == '{' || c == '[')
         {
           if (depth == PP_JSON_MAX_DEPTH)
@@ -260,11 +255,11 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
               why = "nested deeper than 64 levels";
               goto fail;
             }
-          node = add_node (&b, stack, depth, c == '{' ? PP_JSON_OBJECT : PP_JSON_ARRAY, 0, 0);
-          if (node == NO_NODE)
-            goto nomem;
-          stack[depth].node = node;
+          uint8_t type = c == '{' ? PP_JSON_OBJECT : PP_JSON_ARRAY;
+          if ((stack[depth].node = add_node (b, stack, depth, type, 0, 0, 0, at)) == OVER_BUDGET)
+            goto over;
           stack[depth].last = 0;
+          stack[depth].type = type;
           depth++;
           pos++;
           want = c == '{' ? WANT_KEY_OR_CLOSE : WANT_VALUE_OR_CLOSE;
@@ -276,18 +271,16 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
           uint8_t esc;
           if ((why = scan_string (text, size, &pos, &off, &len, &esc)) != NULL)
             goto fail;
-          node = add_node (&b, stack, depth, PP_JSON_STRING, off, len);
-          if (node == NO_NODE)
-            goto nomem;
-          doc->nodes[node].escaped = esc;
+          if (add_node (b, stack, depth, PP_JSON_STRING, off, len, esc, at) == OVER_BUDGET)
+            goto over;
         }
       else if (c == '-' || is_digit (c))
         {
           if ((why = scan_number (text, size, &pos)) != NULL)
             goto fail;
-          node = add_node (&b, stack, depth, PP_JSON_NUMBER, (uint32_t) at, (uint32_t) (pos - at));
-          if (node == NO_NODE)
-            goto nomem;
+          if (add_node (b, stack, depth, PP_JSON_NUMBER, (uint32_t) at, (uint32_t) (pos - at), 0, at)
+              == OVER_BUDGET)
+            goto over;
         }
       else
         {
@@ -307,9 +300,8 @@ pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err)
               goto fail;
             }
           pos += strlen (words[k].word);
-          node = add_node (&b, stack, depth, words[k].type, 0, 0);
-          if (node == NO_NODE)
-            goto nomem;
+          if (add_node (b, stack, depth, words[k].type, 0, 0, 0, at) == OVER_BUDGET)
+            goto over;
         }
       want = depth == 0 ? WANT_END : WANT_COMMA_OR_CLOSE;
     }
@@ -321,12 +313,39 @@ fail:
     size_t end = pos < size ? pos : size;
     for (size_t i = 0; i < end; i++)
       line += text[i] == '\n';
-    pp_json_doc_clear (doc);
     return pp_error_set (err, PP_EFORMAT, "bad JSON at byte %zu (line %zu): %s", pos, line, why);
   }
-nomem:
-  pp_json_doc_clear (doc);
-  return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON");
+over:
+  return pp_error_set (err, PP_EFORMAT,
+                       "too many JSON values: %zu in the first %zu bytes (a text may hold one per "
+                       "%zu bytes and %d more): refused", b->n + 1, pos, b->bytes_per_value,
+                       PP_JSON_FREE_VALUES);
+}
+
+PpStatus
+pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
+               PpError *err)
+{
+  Builder count = { NULL, 0, bytes_per_value };
+  PpStatus st;
+
+  memset (doc, 0, sizeof *doc);
+  doc->text = text;
+  doc->size = size;
+  if (size > PP_JSON_MAX_BYTES)
+    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
+  if ((st = parse (text, size, &count, err)) != PP_OK)
+    return st;
+  /* a node index is a uint32 (no text under PP_JSON_MAX_BYTES reaches it) */
+  if (count.n >= OVER_BUDGET)
+    return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count.n);
+  Builder fill = { malloc (count.n * sizeof *fill.nodes), 0, 0 };
+  if (fill.nodes == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count.n);
+  parse (text, size, &fill, NULL);   /* the same text: it passes again */
+  doc->nodes = fill.nodes;
+  doc->n_nodes = fill.n;
+  return PP_OK;
 }
 
 void

@@ -4,8 +4,14 @@
  * point into the text (nothing is copied, strings are decoded on request).
  * It never recurses: nesting deeper than PP_JSON_MAX_DEPTH, a text longer
  * than PP_JSON_MAX_BYTES, anything but one RFC 8259 value (blanks around it
- * and a UTF-8 byte order mark before it allowed) is PP_EFORMAT with one line naming the byte offset and what was
- * expected.  Memory is the text plus 16 bytes a value; time is linear.
+ * and a UTF-8 byte order mark before it allowed) is PP_EFORMAT with one line
+ * naming the byte offset and what was expected.  Memory is the text plus 16
+ * bytes a value, and the caller bounds the values by the text: with
+ * bytes_per_value k, a document holds at most PP_JSON_FREE_VALUES plus one
+ * value per k bytes, in every prefix of it; more is PP_EFORMAT with one
+ * line, said before any node is allocated and as soon as a prefix is too
+ * dense (a text of n bytes may hold n / 2 values, 8 times its size in
+ * nodes: [0,0,0,...]).  Time is linear (two passes: one counts, one fills).
  *
  * Numbers are kept as text and converted exactly, with no locale (the app
  * runs under the user's LC_NUMERIC): pp_json_scaled gives value x 10^k
@@ -24,6 +30,7 @@
 
 #define PP_JSON_MAX_DEPTH 64
 #define PP_JSON_MAX_BYTES ((size_t) 1 << 31)
+#define PP_JSON_FREE_VALUES 65536   /* before the bytes-per-value bound counts */
 
 typedef enum {
   PP_JSON_NULL = 0,
@@ -54,7 +61,8 @@ typedef struct {
   size_t      n_nodes;
 } PpJsonDoc;
 
-PpStatus pp_json_parse (const char *text, size_t size, PpJsonDoc *doc, PpError *err);
+PpStatus pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
+                        PpError *err);
 void     pp_json_doc_clear (PpJsonDoc *doc);
 
 static inline const PpJsonNode *

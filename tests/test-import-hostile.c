@@ -20,11 +20,21 @@
  * - an NVTX suffix is cut at the first comma;
  * - ranks of the world with no trace are said so, the rest imported;
  * - usage: no -o, a missing file, -o naming an input, a folder without
- *   traces (exit 2); an output that cannot be written (exit 1, nothing left).
+ *   traces (exit 2); an output that cannot be written (exit 1, nothing left);
+ * - a small input costs little, each under 1 GiB resident (the
+ *   child's peak, from wait4) and a 2 GiB address-space limit: labels
+ *   nested over operators, all imported; a gzip of [0,0,...] refused for
+ *   its values before they are allocated; ProfilerStep#100000000 and
+ *   #1073741824 imported with their numbers, past 2^30 left out; one
+ *   budget of JSON for all the files (past it one line; its densest
+ *   events imported); more than 4096 traces refused in one line, named or
+ *   in a folder alike; a world_size no rank or stage justifies cut down
+ *   and said.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +43,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "pp-import.h"
 #include "pp-test-util.h"
 
 #define run(c, out, err, ...) pp_test_cli_run ((c)->envp, out, err, __VA_ARGS__)
@@ -103,6 +114,263 @@ child_limit_memory (gpointer data)
   setrlimit (RLIMIT_AS, &rl);
 }
 
+/* A small input costs little: each of these imports stays
+ * under 1 GiB resident.  The child runs under a 2 GiB address-space limit
+ * (the CLI maps some 650 MiB of libraries, cuBLASLt's the most), so that a
+ * runaway allocation fails at once rather than swapping, and with one
+ * OpenBLAS thread (whose buffers spin on a failed allocation and are no
+ * import's); its peak resident set comes from wait4. */
+#define BOUND_RSS_KIB (1L << 20)
+
+static int
+run_bounded (Ctx *c, char **out, char **err, long *maxrss_kib, const char *const *args)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  GPtrArray *envp = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) pp_test_cli_path ());
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *) args[i]);
+  g_ptr_array_add (argv, NULL);
+  for (gsize i = 0; c->envp[i] != NULL; i++)
+    if (!g_str_has_prefix (c->envp[i], "OPENBLAS_NUM_THREADS="))
+      g_ptr_array_add (envp, c->envp[i]);
+  g_ptr_array_add (envp, (char *) "OPENBLAS_NUM_THREADS=1");
+  g_ptr_array_add (envp, NULL);
+  char *po = pp_test_ctx_path (c, "bounded.out"), *pe = pp_test_ctx_path (c, "bounded.err");
+  int fo = open (po, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fe = open (pe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  g_assert_true (fo >= 0 && fe >= 0);
+
+  pid_t pid = fork ();
+  g_assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      struct rlimit rl = { (rlim_t) 2 << 30, (rlim_t) 2 << 30 };
+      if (setrlimit (RLIMIT_AS, &rl) != 0 || dup2 (fo, 1) < 0 || dup2 (fe, 2) < 0)
+        _exit (125);
+      execve ((char *) argv->pdata[0], (char **) argv->pdata, (char **) envp->pdata);
+      _exit (126);
+    }
+  int status;
+  struct rusage ru;
+  while (wait4 (pid, &status, 0, &ru) < 0)
+    g_assert_cmpint (errno, ==, EINTR);
+  close (fo);
+  close (fe);
+  g_assert_true (g_file_get_contents (po, out, NULL, NULL));
+  g_assert_true (g_file_get_contents (pe, err, NULL, NULL));
+  if (!WIFEXITED (status))
+    g_error ("pipescope-cli import did not exit normally (signal %d): %s", WTERMSIG (status), *err);
+  *maxrss_kib = ru.ru_maxrss;
+  g_ptr_array_free (argv, TRUE);
+  g_ptr_array_free (envp, TRUE);
+  g_free (po);
+  g_free (pe);
+  return WEXITSTATUS (status);
+}
+
+/* gzip'd: head, then body n times, then tail; padded with zeros (no gzip
+ * member: ignored, as gzip -d ignores trailing garbage) to pad bytes. */
+static char *
+write_gz (Ctx *c, const char *name, const char *head, const char *body, gsize n, const char *tail,
+          gsize pad)
+{
+  char *p = pp_test_ctx_path (c, name);
+  gzFile gz = gzopen (p, "wb6");
+  g_assert_nonnull (gz);
+  gsize bl = strlen (body), per = MAX ((gsize) 1, (1 << 20) / MAX (bl, (gsize) 1));
+  GString *chunk = g_string_new (NULL);
+  for (gsize i = 0; i < per; i++)
+    g_string_append (chunk, body);
+  g_assert_cmpint (gzputs (gz, head), ==, (int) strlen (head));
+  for (gsize done = 0; done < n; done += per)
+    {
+      gsize k = MIN (per, n - done);
+      g_assert_cmpint (gzwrite (gz, chunk->str, (unsigned) (k * bl)), ==, (int) (k * bl));
+    }
+  g_assert_cmpint (gzputs (gz, tail), ==, (int) strlen (tail));
+  g_assert_cmpint (gzclose (gz), ==, Z_OK);
+  g_string_free (chunk, TRUE);
+  if (pad > 0)
+    {
+      FILE *f = fopen (p, "ab");
+      g_assert_nonnull (f);
+      long at = ftell (f);
+      g_assert_cmpint (at, <, (long) pad);
+      for (long i = at; i < (long) pad; i++)
+        fputc (0, f);
+      g_assert_cmpint (fclose (f), ==, 0);
+    }
+  return p;
+}
+
+/* Blocks nested over operators: labels each over the same operators were
+ * a walk per label per operator (120,000 of each in 64 KiB of gzip took a
+ * minute; the 600,000 here, inside the least budget, a quarter of an hour,
+ * past the test's timeout).  Each operator is looked at twice at most
+ * now: every block imported. */
+static void
+test_nested_blocks (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *f = write_gz (&c, "nested.json.gz",
+                      "{\"distributedInfo\":{\"rank\":0,\"world_size\":1},\"traceEvents\":[",
+                      "{\"ph\":\"X\",\"name\":\"PP:0F0\",\"ts\":0,\"dur\":1000},"
+                      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"ts\":1,\"dur\":5},",
+                      600000, "{}]}", 0);
+  char *o = pp_test_ctx_path (&c, "nested.pptrace");
+  const char *args[] = { "import", f, "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, " 600000 blocks ("));
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_free (out); g_free (err); g_free (f); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+/* A document of small values ([0,0,...]) cost 16 bytes a value: 734 MB
+ * for 64 KiB of gzip, 1.95 GB for 1 MiB.  The values are counted first
+ * and held against the text's size: one line, nothing allocated for them. */
+static void
+test_value_bomb (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *o = pp_test_ctx_path (&c, "values.pptrace");
+  /* 63 MiB in about 64 KiB: inside the least budget (64 MiB); 99 MiB in
+   * 1 MiB (padded): inside that file's (100 times its size) */
+  struct { const char *name; gsize mib, pad; } cases[] = {
+    { "zeros-64k.json.gz", 63, 0 }, { "zeros-1m.json.gz", 99, 1 << 20 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      char *f = write_gz (&c, cases[i].name, "[", "0,", cases[i].mib << 19, "0]", cases[i].pad);
+      const char *args[] = { "import", f, "-o", o, NULL };
+      g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 2);
+      pp_test_assert_one_line_error (err);
+      g_assert_nonnull (strstr (err, cases[i].name));
+      g_assert_nonnull (strstr (err, ": too many JSON values: "));
+      g_assert_nonnull (strstr (err, "(a text may hold one per 4 bytes and 65536 more): refused"));
+      g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+      g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+      g_free (out); g_free (err); g_free (f);
+    }
+  g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+/* ProfilerStep#100000000 in 1.1 KB asked for 1.6 GB, #1073741824 for
+ * 16 GiB (an array indexed by step number); the steps are sized by those
+ * present, and a number past 2^30 is an event that makes no sense. */
+static void
+test_huge_steps (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *o = pp_test_ctx_path (&c, "steps.pptrace");
+  char *plain = blocks_1f1b_like (1, 1, 10), *again = blocks_1f1b_like (1, 1, 210);
+  char *b_events = g_strdup_printf ("%s, %s", plain, again);
+  char *tb = trace_text (1, 2, b_events);
+  char *fb = write_file (&c, "no-steps.json", tb, -1);
+  const char *big[] = { "100000000", "1073741824" };
+  for (gsize i = 0; i < G_N_ELEMENTS (big); i++)
+    {
+      char *s0 = annotation ("ProfilerStep#0", 0, 100), *s1 = g_strdup_printf ("ProfilerStep#%s", big[i]);
+      char *s1a = annotation (s1, 200, 100);
+      char *past = annotation ("ProfilerStep#1073741825", 400, 10);
+      char *absurd = annotation ("ProfilerStep#99999999999999999999", 420, 10);
+      char *b0 = blocks_1f1b_like (0, 1, 10), *b1 = blocks_1f1b_like (0, 1, 210);
+      char *events = g_strdup_printf ("%s, %s, %s, %s, %s, %s", s0, b0, s1a, b1, past, absurd);
+      char *ta = trace_text (0, 2, events);
+      char *fa = write_file (&c, "steps.json", ta, -1);
+      const char *args[] = { "import", fa, fb, "-o", o, NULL };
+      g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 0);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_nonnull (strstr (out, "imported 2 ranks from 2 traces"));
+      /* rank 0's steps 0 and N, rank 1's (no ProfilerStep) 0 and 1 */
+      g_assert_nonnull (strstr (out, ", 3 steps\n"));
+      g_assert_nonnull (strstr (out, "  2 events left out"));
+      g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+      g_free (out); g_free (err);
+      char *csv = export_csv (&c, o);
+      char *want = g_strdup_printf ("\n0,0,0,F,%s,", big[i]);
+      g_assert_nonnull (strstr (csv, want));
+      g_assert_cmpint (pp_test_count (csv, ",F,"), ==, 4);
+      g_free (want); g_free (csv);
+      g_free (s0); g_free (s1); g_free (s1a); g_free (past); g_free (absurd); g_free (b0); g_free (b1);
+      g_free (events); g_free (ta); g_free (fa);
+    }
+  g_free (plain); g_free (again); g_free (b_events); g_free (tb); g_free (fb); g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+/* Four files of 190 KB each gunzipped to 64 MiB, the least budget, each
+ * (1.48 GB, an 808 MB trace): one budget bounds them all now.  Files
+ * that gunzip to more in all are refused in one line; the densest events
+ * that fit it (a block each 34 bytes) stay under 1 GiB. */
+static void
+test_one_budget (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *o = pp_test_ctx_path (&c, "budget.pptrace");
+  char *f[4];
+  /* 20 MiB of blanks each, in a few KiB: 80 MiB in all */
+  for (int r = 0; r < 4; r++)
+    {
+      char name[32], *head = g_strdup_printf ("{\"distributedInfo\": {\"rank\": %d, \"world_size\": 4}, "
+                                              "\"traceEvents\": [", r);
+      g_snprintf (name, sizeof name, "blank%d.json.gz", r);
+      f[r] = write_gz (&c, name, head, "        ", 20 << 17, "]}", 0);
+      g_free (head);
+    }
+  const char *args[] = { "import", f[0], f[1], f[2], f[3], "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "blank3.json.gz: gunzips to more than the "));
+  g_assert_nonnull (strstr (err, " MiB left of the import's budget"));
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+  g_free (out); g_free (err);
+  for (int r = 0; r < 4; r++)
+    g_free (f[r]);
+
+  /* 15.5 MiB of blocks each (62 MiB in all): imported, every block */
+  gsize per = 0;
+  for (int r = 0; r < 4; r++)
+    {
+      char name[32], *head = g_strdup_printf ("{\"distributedInfo\": {\"rank\": %d, \"world_size\": 4}, "
+                                              "\"traceEvents\": [", r);
+      char *body = g_strdup_printf ("{\"ph\":\"X\",\"name\":\"PP:%dF0\",\"ts\":5},", r);
+      g_snprintf (name, sizeof name, "dense%d.json.gz", r);
+      per = (gsize) (31 << 19) / strlen (body);
+      f[r] = write_gz (&c, name, head, body, per, "{}]}", 0);
+      g_free (head);
+      g_free (body);
+    }
+  for (int r = 0; r < 4; r++)
+    args[1 + r] = f[r];
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  char *want = g_strdup_printf (" %zu blocks (", 4 * per);
+  g_assert_nonnull (strstr (out, want));
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_free (want); g_free (out); g_free (err);
+  for (int r = 0; r < 4; r++)
+    g_free (f[r]);
+  g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_bomb (void)
 {
@@ -147,6 +415,110 @@ test_bomb (void)
   g_free (out); g_free (err);
   g_free (outp);
   g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
+/* More traces than one import takes: one rule for files named and a
+ * folder's (which took its first 4096 in readdir's order, silently), said
+ * in one line; 4096 import. */
+static void
+test_many_files (void)
+{
+  Ctx c;
+  char *out, *err, *err_dir;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *dir = pp_test_ctx_path (&c, "many");
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  char *b = blocks_1f1b_like (0, 1, 10);
+  char *t = g_strdup_printf ("{\"traceEvents\": [%s]}", b);
+  GPtrArray *named = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (named, g_strdup ("import"));
+  for (int i = 0; i < PP_IMPORT_MAX_FILES + 1; i++)
+    {
+      char *p = g_strdup_printf ("%s/t%05d.json", dir, i);
+      FILE *fp = fopen (p, "w");   /* not g_file_set_contents: no fsync a file */
+      g_assert_nonnull (fp);
+      g_assert_cmpint (fputs (t, fp), >=, 0);
+      g_assert_cmpint (fclose (fp), ==, 0);
+      g_ptr_array_add (named, p);
+    }
+  char *o = pp_test_ctx_path (&c, "many.pptrace");
+  g_ptr_array_add (named, g_strdup ("-o"));
+  g_ptr_array_add (named, g_strdup (o));
+  g_ptr_array_add (named, NULL);
+
+  const char *by_dir[] = { "import", dir, "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err_dir, &rss, by_dir), ==, 2);
+  pp_test_assert_one_line_error (err_dir);
+  g_assert_nonnull (strstr (err_dir, "4097 traces to import"));
+  g_assert_nonnull (strstr (err_dir, "import at most 4096 at once"));
+  g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+  g_free (out);
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, (const char *const *) named->pdata), ==, 2);
+  g_assert_cmpstr (err, ==, err_dir);   /* the same rule, the same line */
+  g_free (out); g_free (err);
+  /* a folder of 4096 and one more named */
+  char *last = g_strdup (g_ptr_array_index (named, PP_IMPORT_MAX_FILES + 1));
+  char *moved = pp_test_ctx_path (&c, "one-more.json");
+  g_assert_cmpint (g_rename (last, moved), ==, 0);
+  const char *dir_and_one[] = { "import", dir, moved, "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, dir_and_one), ==, 2);
+  g_assert_cmpstr (err, ==, err_dir);
+  g_free (out); g_free (err);
+  const char *dir_only[] = { "import", dir, "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, dir_only), ==, 0);
+  g_assert_nonnull (strstr (out, "imported 4096 ranks from 4096 traces"));
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_free (out); g_free (err);
+
+  g_free (err_dir); g_free (last); g_free (moved); g_free (o); g_free (b); g_free (t); g_free (dir);
+  g_ptr_array_free (named, TRUE);
+  pp_test_ctx_clear (&c);
+}
+
+/* distributedInfo.world_size 65536 in 1.7 KB made 65,536 rows (PLAN
+ * frames); a world is as large as the traces' ranks and stages make it
+ * (each pipeline rank runs a stage), and the summary says what was claimed. */
+static void
+test_world_claimed (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *b0 = blocks_1f1b_like (0, 4, 100);
+  char *t0 = trace_text (0, 65536, b0);
+  char *f0 = write_file (&c, "world.json", t0, -1);
+  char *o = pp_test_ctx_path (&c, "world.pptrace");
+  const char *args[] = { "import", f0, "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, "imported 1 rank from 1 trace"));
+  g_assert_nonnull (strstr (out, "  distributedInfo says world size 65536, but these traces' ranks "
+                                 "and stages make 1: imported as 1 rank\n"));
+  g_assert_null (strstr (out, "no trace for rank"));
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\nranks: 1\n"));
+  g_assert_nonnull (strstr (out, "\nplans: 1\n"));
+  g_free (out); g_free (err);
+
+  /* the stages a transfer label names count: stage 1 sends to stage 2,
+   * so a world of 3 of which rank 2 has no trace */
+  char *b1 = blocks_1f1b_like (1, 1, 110), *send = annotation ("PP:1SEND_F0", 125, 2);
+  char *e1 = g_strdup_printf ("%s, %s", b1, send);
+  char *t8 = trace_text (0, 8, b0), *t1 = trace_text (1, 8, e1);
+  char *f8 = write_file (&c, "r0.json", t8, -1), *f1 = write_file (&c, "r1.json", t1, -1);
+  g_assert_cmpint (run (&c, &out, &err, "import", f8, f1, "-o", o, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "imported 3 ranks from 2 traces"));
+  g_assert_nonnull (strstr (out, "world size 8, but these traces' ranks and stages make 3"));
+  g_assert_nonnull (strstr (out, "  no trace for rank 2: "));
+  g_free (out); g_free (err);
+
+  g_free (b0); g_free (t0); g_free (f0); g_free (o);
+  g_free (b1); g_free (send); g_free (e1); g_free (t8); g_free (t1); g_free (f8); g_free (f1);
   pp_test_ctx_clear (&c);
 }
 
@@ -199,13 +571,14 @@ test_lies (void)
   g_assert_nonnull (strstr (err, "baseTimeNanoseconds"));
   g_free (out); g_free (err); g_free (t); g_free (f);
 
-  /* ranks of the world without a trace: said, the rest imported */
+  /* ranks of the world without a trace: said, the rest imported (ranks 0
+   * and 3 make a world of 4) */
   t = trace_text (0, 4, b0);
   f = write_file (&c, "of4.json", t, -1);
-  char *t1b = trace_text (1, 4, b1);
+  char *t1b = trace_text (3, 4, b1);
   char *f1b = write_file (&c, "of4b.json", t1b, -1);
   g_assert_cmpint (run (&c, &out, &err, "import", f, f1b, "-o", o, NULL), ==, 0);
-  g_assert_nonnull (strstr (out, "no trace for ranks 2,3"));
+  g_assert_nonnull (strstr (out, "no trace for ranks 1,2"));
   g_free (out); g_free (err);
   g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
   g_assert_nonnull (strstr (out, "\nranks: 4\n"));
@@ -549,5 +922,11 @@ main (int argc, char **argv)
   g_test_add_func ("/import-hostile/setup-transfers", test_setup_transfers);
   g_test_add_func ("/import-hostile/waits", test_waits);
   g_test_add_func ("/import-hostile/usage", test_usage);
+  g_test_add_func ("/import-hostile/nested-blocks", test_nested_blocks);
+  g_test_add_func ("/import-hostile/value-bomb", test_value_bomb);
+  g_test_add_func ("/import-hostile/huge-steps", test_huge_steps);
+  g_test_add_func ("/import-hostile/one-budget", test_one_budget);
+  g_test_add_func ("/import-hostile/many-files", test_many_files);
+  g_test_add_func ("/import-hostile/world-claimed", test_world_claimed);
   return g_test_run ();
 }

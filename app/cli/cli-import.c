@@ -31,8 +31,12 @@ import_usage (FILE *out)
          "and the plan rebuilt from the order each rank ran.\n"
          "\n"
          "Schedule1F1B labels none of its actions for the profiler: trace such a\n"
-         "job with 'pipescope-cli profile -- torchrun ...' instead.\n"
-         "\n"
+         "job with 'pipescope-cli profile -- torchrun ...' instead.\n", out);
+  fprintf (out, "\n"
+           "At most %d traces at once (a folder's count one each).  The traces may\n"
+           "gunzip to %d times their size, at least %zu MiB of JSON in all.\n",
+           PP_IMPORT_MAX_FILES, PP_IMPORT_MAX_RATIO, PP_IMPORT_MIN_BUDGET >> 20);
+  fputs ("\n"
          "  -o, --output OUT   the trace to write (refused if it is one of the inputs)\n", out);
 }
 
@@ -49,9 +53,35 @@ ends_with (const char *s, const char *suffix)
   return a >= b && strcmp (s + a - b, suffix) == 0;
 }
 
-/* Appends path, or a folder's *.json / *.json.gz files (sorted), to *list. */
+/* Appends path to *list; 1 when out of memory. */
 static int
-add_input (const char *path, char ***list, size_t *n, size_t *cap)
+append (char ***list, size_t *n, size_t *cap, char *path)
+{
+  if (path == NULL)
+    return 1;
+  if (*n == *cap)
+    {
+      size_t nc = *cap ? *cap * 2 : 16;
+      char **g = realloc (*list, nc * sizeof *g);
+      if (g == NULL)
+        {
+          free (path);
+          return 1;
+        }
+      *list = g;
+      *cap = nc;
+    }
+  (*list)[(*n)++] = path;
+  return 0;
+}
+
+/* Appends path, or a folder's *.json / *.json.gz files (sorted), to *list,
+ * and counts them in *total.  One rule for both: past PP_IMPORT_MAX_FILES
+ * traces in all the import is refused (pp_cli_import says so), so a
+ * folder's names are kept only while they could still be imported, and
+ * counted on. */
+static int
+add_input (const char *path, char ***list, size_t *n, size_t *cap, size_t *total)
 {
   struct stat sb;
   if (stat (path, &sb) != 0)
@@ -60,55 +90,33 @@ add_input (const char *path, char ***list, size_t *n, size_t *cap)
     {
       if (access (path, R_OK) != 0)
         return pp_cli_usage_error ("%s: %s", path, strerror (errno));
-      if (*n == *cap)
-        {
-          size_t nc = *cap ? *cap * 2 : 16;
-          char **g = realloc (*list, nc * sizeof *g);
-          if (g == NULL)
-            return 1;
-          *list = g;
-          *cap = nc;
-        }
-      if (((*list)[(*n)++] = strdup (path)) == NULL)
-        return 1;
-      return 0;
+      ++*total;
+      return *total > PP_IMPORT_MAX_FILES ? 0 : append (list, n, cap, strdup (path));
     }
   DIR *d = opendir (path);
   if (d == NULL)
     return pp_cli_usage_error ("%s: %s", path, strerror (errno));
-  size_t first = *n;
+  size_t first = *n, found = 0;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
     {
       if (de->d_name[0] == '.' || !(ends_with (de->d_name, ".json") || ends_with (de->d_name, ".json.gz")))
         continue;
-      if (*n >= PP_IMPORT_MAX_FILES)
-        break;
+      found++;
+      if (++*total > PP_IMPORT_MAX_FILES)
+        continue;
       size_t len = strlen (path) + strlen (de->d_name) + 2;
       char *full = malloc (len);
-      if (full == NULL)
+      if (full != NULL)
+        snprintf (full, len, "%s/%s", path, de->d_name);
+      if (append (list, n, cap, full) != 0)
         {
           closedir (d);
           return 1;
         }
-      snprintf (full, len, "%s/%s", path, de->d_name);
-      if (*n == *cap)
-        {
-          size_t nc = *cap ? *cap * 2 : 16;
-          char **g = realloc (*list, nc * sizeof *g);
-          if (g == NULL)
-            {
-              free (full);
-              closedir (d);
-              return 1;
-            }
-          *list = g;
-          *cap = nc;
-        }
-      (*list)[(*n)++] = full;
     }
   closedir (d);
-  if (*n == first)
+  if (found == 0)
     return pp_cli_usage_error ("%s: no *.json or *.json.gz traces in this folder", path);
   qsort (*list + first, *n - first, sizeof **list, cmp_str);
   return 0;
@@ -124,7 +132,7 @@ pp_cli_import (int argc, char **argv)
   };
   const char *out = NULL;
   char **inputs = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, total = 0;
   int opt, status = 1;
 
   opterr = 0;
@@ -144,7 +152,7 @@ pp_cli_import (int argc, char **argv)
     return pp_cli_usage_error ("import needs -o OUT.pptrace; see 'pipescope-cli import --help'");
   for (int i = optind; i < argc; i++)
     {
-      int rc = add_input (argv[i], &inputs, &n, &cap);
+      int rc = add_input (argv[i], &inputs, &n, &cap, &total);
       if (rc != 0)
         {
           if (rc == 1)
@@ -153,9 +161,11 @@ pp_cli_import (int argc, char **argv)
           goto done;
         }
     }
-  if (n > PP_IMPORT_MAX_FILES)
+  if (total > PP_IMPORT_MAX_FILES)
     {
-      status = pp_cli_usage_error ("more than %d traces to import", PP_IMPORT_MAX_FILES);
+      status = pp_cli_usage_error ("%zu traces to import (a folder's *.json and *.json.gz counted), "
+                                   "more than %d: import at most %d at once",
+                                   total, PP_IMPORT_MAX_FILES, PP_IMPORT_MAX_FILES);
       goto done;
     }
   if (pp_cli_find_same_file (out, (const char *const *) inputs, n) >= 0)
@@ -181,6 +191,9 @@ pp_cli_import (int argc, char **argv)
           sum.ranks, sum.microbatches, sum.stages_per_rank, sum.steps, sum.steps == 1 ? "" : "s");
   printf ("  %zu blocks (%zu waited inside their label for their input), %zu transfers, "
           "%zu device spans -> %s\n", sum.blocks, sum.waits, sum.transfers, sum.device_spans, out);
+  if (sum.world_claimed)
+    printf ("  distributedInfo says world size %d, but these traces' ranks and stages make %d: "
+            "imported as %d rank%s\n", sum.world_claimed, sum.ranks, sum.ranks, sum.ranks == 1 ? "" : "s");
   if (sum.missing[0])
     printf ("  no trace for rank%s %s: those rows stay empty\n",
             strchr (sum.missing, ',') ? "s" : "", sum.missing);

@@ -1,12 +1,16 @@
 /* fuzz-import.c — libFuzzer target: the torch.profiler importer over any
  * bytes (import/pp-import.h).
  *
- * The input is one or two traces: split at the first 0xff byte (never in
- * JSON text), so that two ranks are merged, as import does with a job's
- * files; gzip'd inputs are gunzipped as the importer would.  The JSON
+ * The input is one trace or many: split at every SEP, four bytes never in
+ * JSON text and as good as never in a gzip (a single 0xff, as it was, is
+ * in most gzips and cut them all), so that ranks are put together and one
+ * rank's files merged, as import does with a job's files, under one
+ * budget for them all (up to PP_IMPORT_MAX_FILES + 1 of them, the one past
+ * it refused); gzip'd inputs are gunzipped as the importer would.  The JSON
  * reader sees it first on its own (every node touched), then the whole
  * importer writes into a memory trace, which the trace reader must read
  * back without error: what import writes is always a valid trace. */
+#define _GNU_SOURCE   /* memmem */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +21,8 @@
 #include "pp-trace.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+#define SEP "\xff\xfe\xfd\xfc"
 
 typedef struct {
   unsigned char *buf;
@@ -46,7 +52,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   PpError err = { 0 };
   PpJsonDoc doc;
-  if (pp_json_parse ((const char *) data, size, &doc, &err) == PP_OK)
+  if (pp_json_parse ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, &doc, &err) == PP_OK)
     {
       char buf[64];
       int64_t v;
@@ -59,17 +65,26 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       pp_json_doc_clear (&doc);
     }
 
-  const uint8_t *cut = memchr (data, 0xff, size);
-  PpImportInput in[2] = {
-    { "rank-a.json", data, cut ? (size_t) (cut - data) : size },
-    { "rank-b.json", cut ? cut + 1 : NULL, cut ? size - (size_t) (cut - data) - 1 : 0 },
-  };
+  static PpImportInput in[PP_IMPORT_MAX_FILES + 1];
+  static const char *const names[] = { "rank-a.json", "rank-b.json", "rank-c.json", "rank-d.json" };
+  size_t n = 0;
+  for (const uint8_t *p = data, *end = data + size; n <= PP_IMPORT_MAX_FILES; n++)
+    {
+      const uint8_t *cut = memmem (p, (size_t) (end - p), SEP, 4);
+      in[n] = (PpImportInput) { names[n % 4], p, cut ? (size_t) (cut - p) : (size_t) (end - p) };
+      if (cut == NULL)
+        {
+          n++;
+          break;
+        }
+      p = cut + 4;
+    }
   Sink sink = { 0 };
   PpTraceWriter *w = pp_trace_writer_new_callback (sink_write, &sink, PP_TRACE_NATIVE, &err);
   if (w == NULL)
     return 0;
   PpImportSummary sum;
-  PpStatus st = pp_import_kineto (in, cut ? 2 : 1, w, &sum, &err);
+  PpStatus st = pp_import_kineto (in, n, w, &sum, &err);
   if (st != PP_OK && (err.msg[0] == '\0' || strchr (err.msg, '\n') != NULL))
     abort ();   /* a refusal is one line that says why */
   if (pp_trace_writer_close (w, &err) != PP_OK)

@@ -106,16 +106,21 @@ for f in "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace;
   done
 done
 echo "run-fuzz: san-trace-cli: info, export (chrome, csv), render, suggest over $n_files seed files"
-# the importer's seeds: small torch.profiler traces (JSON, one gzip'd)
+# the importer's seeds: small torch.profiler traces (JSON, one gzip'd) and
+# the small hostile ones (tests/fuzz/make-import-seeds.py); its heavy seeds
+# (a gzip bomb, nesting, the budget across files: tens of MiB gunzipped)
+# are run once with the corpus, under the same limits, and not fuzzed from:
+# a second each under the sanitizers would starve the fuzzing.
 corpus_json="$out/corpus-json"
 mkdir -p "$corpus_json"
 cp "$src"/tests/fuzz/corpus-json/* "$corpus_json"/ 2>/dev/null
 for t in fuzz-reader fuzz-consumers fuzz-import; do
   c=$corpus
-  [ "$t" = fuzz-import ] && c=$corpus_json
+  once=""
+  [ "$t" = fuzz-import ] && c=$corpus_json && once="$src/tests/fuzz/corpus-json-heavy"
   # every input of the corpus once
   # shellcheck disable=SC2086
-  if ! "$out/$t" $limits -runs=0 -artifact_prefix="$out/$t-" "$c" >"$out/$t.corpus.log" 2>&1; then
+  if ! "$out/$t" $limits -runs=0 -artifact_prefix="$out/$t-" "$c" $once >"$out/$t.corpus.log" 2>&1; then
     echo "run-fuzz: FINDING: $t on the corpus:"; tail -40 "$out/$t.corpus.log"; status=1; continue
   fi
   secs=$((total / 2))
