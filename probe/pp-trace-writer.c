@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BUFFER_SIZE      (1u << 20)
@@ -252,10 +253,26 @@ pp_trace_writer_new_path (const char *path, int byte_order, PpError *err)
       pp_error_set (err, PP_EINVAL, "trace: no path");
       return NULL;
     }
-  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     {
       pp_error_set (err, PP_EIO, "trace: cannot create %s: %s", path, strerror (errno));
+      return NULL;
+    }
+  /* Emptied only once no other writer holds it: a file a running job is
+   * still writing (its shared lock, below) is never truncated under it. */
+  struct stat st;
+  if (flock (fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+    {
+      pp_error_set (err, PP_EIO, "trace: %s is being written by a running job; give another name",
+                    path);
+      close (fd);
+      return NULL;
+    }
+  if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode) && ftruncate (fd, 0) != 0)
+    {
+      pp_error_set (err, PP_EIO, "trace: cannot create %s: %s", path, strerror (errno));
+      close (fd);
       return NULL;
     }
   PpTraceWriter *w = pp_trace_writer_new_fd (fd, byte_order, err);

@@ -2242,9 +2242,26 @@ svg_add_text (const char *path, const TextSink *k, PpError *err)
   return PP_OK;
 }
 
+/* cairo's file output does not see a failed flush at its close (a full
+ * disk under a small PDF): the image goes through this stream, whose every
+ * write and whose close are checked. */
+static cairo_status_t
+export_write (void *closure, const unsigned char *data, unsigned int length)
+{
+  FILE *f = closure;
+  return fwrite (data, 1, length, f) == length ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
 PpStatus
 pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const char *path,
                     PpError *err)
+{
+  return pp_timeline_export_as (m, v, path, path, err);
+}
+
+PpStatus
+pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v, const char *path,
+                       const char *name, PpError *err)
 {
   PpTimelineView view;
   const char *dot;
@@ -2253,16 +2270,17 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
   cairo_t *cr;
   int kind;   /* 0 png, 1 svg, 2 pdf */
   TextSink sink = { 0 };
+  FILE *f;
 
-  if (m == NULL || v == NULL || path == NULL)
+  if (m == NULL || v == NULL || path == NULL || name == NULL)
     return pp_error_set (err, PP_EINVAL, "nothing to export");
   view = *v;
   view.show_header = 1;
   view.show_legend = 1;
   if (view.width < 1 || view.height < 1 || view.width > 32767 || view.height > 32767)
     return pp_error_set (err, PP_EINVAL, "%s: size %.0fx%.0f is out of range (1 to 32767 px)",
-                         path, view.width, view.height);
-  dot = strrchr (path, '.');
+                         name, view.width, view.height);
+  dot = strrchr (name, '.');
   if (dot != NULL && strcasecmp (dot, ".png") == 0)
     kind = 0;
   else if (dot != NULL && strcasecmp (dot, ".svg") == 0)
@@ -2271,34 +2289,32 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
     kind = 2;
   else
     return pp_error_set (err, PP_EINVAL, "%s: unknown image type; name the file .png, .svg or .pdf",
-                         path);
+                         name);
 
-  /* cairo says only "error while writing to output stream": ask the
-   * system first, for the reason (no such folder, no permission) */
-  {
-    FILE *probe = fopen (path, "wb");
-    if (probe == NULL)
-      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, strerror (errno));
-    fclose (probe);
-  }
+  /* opened here, not by cairo, which says only "error while writing to
+   * output stream": the system's reason (no such folder, no permission) */
+  if ((f = fopen (path, "wb")) == NULL)
+    return pp_error_set (err, PP_EIO, "%s: cannot write: %s", name, strerror (errno));
   if (kind == 0)
     s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (view.width),
                                     (int) ceil (view.height));
   else if (kind == 1)
     {
-      s = cairo_svg_surface_create (path, view.width, view.height);
+      s = cairo_svg_surface_create_for_stream (export_write, f, view.width, view.height);
       /* a 1920-wide export is 1920 px wide, not 1920 pt (2560 px) */
       cairo_svg_surface_set_document_unit (s, CAIRO_SVG_UNIT_PX);
     }
   else
     /* the pixel size at 96 dpi (CSS's px): a 1123 x 794 drawing is an A4
      * page, not 1123 pt wide */
-    s = cairo_pdf_surface_create (path, view.width * PDF_PT_PER_PX, view.height * PDF_PT_PER_PX);
+    s = cairo_pdf_surface_create_for_stream (export_write, f, view.width * PDF_PT_PER_PX,
+                                             view.height * PDF_PT_PER_PX);
   cs = cairo_surface_status (s);
   if (cs != CAIRO_STATUS_SUCCESS)
     {
       cairo_surface_destroy (s);
-      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+      fclose (f);
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", name, cairo_status_to_string (cs));
     }
   cr = cairo_create (s);
   if (kind == 1)
@@ -2309,15 +2325,20 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
   cs = cairo_status (cr);
   cairo_destroy (cr);
   if (cs == CAIRO_STATUS_SUCCESS && kind == 0)
-    cs = cairo_surface_write_to_png (s, path);
+    cs = cairo_surface_write_to_png_stream (s, export_write, f);
   cairo_surface_finish (s);
   if (cs == CAIRO_STATUS_SUCCESS)
     cs = cairo_surface_status (s);
   cairo_surface_destroy (s);
-  if (cs != CAIRO_STATUS_SUCCESS)
+  int e = (fflush (f) != 0 || ferror (f)) ? errno : 0;
+  if (fclose (f) != 0 && e == 0)
+    e = errno;
+  if (cs != CAIRO_STATUS_SUCCESS || e != 0)
     {
       sink_clear (&sink);
-      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", path, cairo_status_to_string (cs));
+      if (cs == CAIRO_STATUS_WRITE_ERROR || cs == CAIRO_STATUS_SUCCESS)
+        return pp_error_set (err, PP_EIO, "%s: cannot write: %s", name, strerror (e ? e : EIO));
+      return pp_error_set (err, PP_EIO, "%s: cannot write: %s", name, cairo_status_to_string (cs));
     }
   if (kind == 1)
     {

@@ -136,3 +136,7 @@ void    pp_timeline_color (int kind, int dark, double rgb[3]);
  * width x height with header and legend; one-line errors. */
 PpStatus pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v,
                              const char *path, PpError *err);
+/* The same, written to path (a temporary, say) as the image type name's
+ * extension says; messages name name. */
+PpStatus pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v,
+                                const char *path, const char *name, PpError *err);

@@ -284,7 +284,7 @@ say_not_written (const char *out, int e, const char *msg, const char *const *inp
              "nothing written, the inputs are kept: ", out, strerror (e));
   else
     fprintf (stderr, "pipescope-cli: error: merging into %s failed (%s); nothing written, the "
-             "inputs are kept: ", out, e != 0 ? strerror (e) : msg);
+             "inputs are kept: ", out, e != 0 ? pp_cli_output_strerror (e) : msg);
   for (int i = 0; i < n && i < 8; i++)
     fprintf (stderr, "%s%s", i ? ", " : "", inputs[i]);
   if (n > 8)
@@ -349,25 +349,31 @@ check_files (const char *out, const char *const *inputs, int n)
 
 /* The merged trace at o (a whole file, its writer closed) with the job's
  * plan timed by the costs it measured, where the ranks planned without
- * times: *o becomes the timed copy; or, where that cannot be done (said in
- * one line by pp_cli_write_timed_plan), stays the merged trace as it is. */
-static void
-time_plan (PpCliOutput *o)
+ * times: *o becomes the timed copy; or, where the plan cannot be timed
+ * (said in one line by pp_cli_write_timed_plan), stays the merged trace as
+ * it is.  0; or 1 when the timed copy could not be written (a full disk:
+ * the merge fails, why says why). */
+static int
+time_plan (PpCliOutput *o, char *why, size_t why_size)
 {
   PpCliOutput timed;
+  if (o->direct)
+    return 0;   /* a device or a FIFO takes the merge once: it stays untimed */
   int e = pp_cli_output_open (&timed, o->path, 0600);
   if (e != 0)
     {
-      fprintf (stderr, "pipescope-cli: merge: %s: %s; the plan stays untimed\n", o->path, strerror (e));
-      return;
+      snprintf (why, why_size, "%s", pp_cli_output_strerror (e));
+      return 1;
     }
-  if (pp_cli_write_timed_plan (o->tmp, timed.tmp, "merge") != 0)
+  int st = pp_cli_write_timed_plan (o->tmp, timed.tmp, "merge", why, why_size);
+  if (st != 0)
     {
       pp_cli_output_discard (&timed);
-      return;
+      return st == 2;
     }
   pp_cli_output_discard (o);
   *o = timed;
+  return 0;
 }
 
 int
@@ -434,8 +440,12 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   if (status != 0)
     goto done;
 
-  if (mg.plans != 0 && !(mg.plans & PLAN_TIMED))
-    time_plan (&o);
+  if (mg.plans != 0 && !(mg.plans & PLAN_TIMED) && time_plan (&o, mg.werr.msg, sizeof mg.werr.msg) != 0)
+    {
+      say_not_written (out, 0, mg.werr.msg, inputs, n);
+      status = 1;
+      goto done;
+    }
   if ((e = pp_cli_output_commit (&o)) != 0)
     {
       say_not_written (out, e, NULL, inputs, n);

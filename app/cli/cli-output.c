@@ -1,6 +1,7 @@
 /* cli-output.c — an output file replaced whole or not at all (cli-output.h). */
 #define _GNU_SOURCE   /* O_TMPFILE */
 #include "cli-output.h"
+#include "pp-trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,11 +17,17 @@ pp_cli_no_room (int e)
   return e == ENOSPC || e == EDQUOT || e == EFBIG;
 }
 
-/* A name beside o->path, "PATH.tmp-XXXXXX" (mkstemp's pattern) into buf. */
+const char *
+pp_cli_output_strerror (int e)
+{
+  return e == EBUSY ? "a running job is writing it (its trace file): give another name" : strerror (e);
+}
+
+/* A name beside o->target, "PATH.tmp-XXXXXX" (mkstemp's pattern) into buf. */
 static int
 name_beside (const PpCliOutput *o, char *buf, size_t size)
 {
-  if ((size_t) snprintf (buf, size, "%s.tmp-XXXXXX", o->path) >= size)
+  if ((size_t) snprintf (buf, size, "%s.tmp-XXXXXX", o->target) >= size)
     return ENAMETOOLONG;
   return 0;
 }
@@ -29,16 +36,39 @@ int
 pp_cli_output_open (PpCliOutput *o, const char *path, int mode)
 {
   char dir[PATH_MAX];
-  const char *slash = strrchr (path, '/');
+  struct stat st, lst;
   int e;
 
   memset (o, 0, sizeof *o);
   o->path = path;
   o->fd = -1;
+  if ((size_t) snprintf (o->target, sizeof o->target, "%s", path) >= sizeof o->target)
+    return ENAMETOOLONG;
+  if (stat (path, &st) == 0)
+    {
+      if (S_ISDIR (st.st_mode))
+        return EISDIR;
+      if (!S_ISREG (st.st_mode))
+        {
+          /* a device, FIFO or terminal: renaming over it would put a file
+           * where it was (/dev/null, /dev/stdout); write into it */
+          if ((o->fd = open (path, O_WRONLY | O_CLOEXEC)) < 0)
+            return errno;
+          o->direct = true;
+          snprintf (o->tmp, sizeof o->tmp, "%s", path);
+          return 0;
+        }
+      if (pp_trace_file_in_use (path))
+        return EBUSY;
+      /* a link stays a link: what it leads to is replaced */
+      if (lstat (path, &lst) == 0 && S_ISLNK (lst.st_mode) && realpath (path, o->target) == NULL)
+        return errno;
+    }
+  const char *target = o->target, *slash = strrchr (target, '/');
   if (slash == NULL)
     snprintf (dir, sizeof dir, ".");
-  else if ((size_t) snprintf (dir, sizeof dir, "%.*s", slash == path ? 1 : (int) (slash - path),
-                              path) >= sizeof dir)
+  else if ((size_t) snprintf (dir, sizeof dir, "%.*s", slash == target ? 1 : (int) (slash - target),
+                              target) >= sizeof dir)
     return ENAMETOOLONG;
 #ifdef O_TMPFILE
   /* a file of no name: if the command dies, the file system drops it */
@@ -132,6 +162,13 @@ pp_cli_output_commit (PpCliOutput *o)
 {
   int e = o->error;
 
+  if (o->direct)
+    {
+      if (close (o->fd) != 0 && e == 0)
+        e = errno;
+      o->fd = -1;
+      return e;
+    }
   if (e == 0 && fsync (o->fd) != 0)
     e = errno;
   if (e == 0 && o->unnamed)
@@ -139,7 +176,7 @@ pp_cli_output_commit (PpCliOutput *o)
   if (e == 0 && close (o->fd) != 0)
     e = errno;
   o->fd = -1;
-  if (e == 0 && rename (o->tmp, o->path) != 0)
+  if (e == 0 && rename (o->tmp, o->target) != 0)
     e = errno;
   if (e == 0)
     o->tmp[0] = '\0';   /* it is the output now */
@@ -153,7 +190,7 @@ pp_cli_output_discard (PpCliOutput *o)
   if (o->fd >= 0)
     close (o->fd);
   o->fd = -1;
-  if (!o->unnamed && o->tmp[0] != '\0')
+  if (!o->unnamed && !o->direct && o->tmp[0] != '\0')
     unlink (o->tmp);
   o->tmp[0] = '\0';
 }

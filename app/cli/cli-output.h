@@ -4,7 +4,11 @@
  * without a name), which takes the output's name only once everything was
  * written and is on the disk.  A full disk, an error or a killed command
  * leaves an existing output as it was and, but for a killed command on such
- * a file system, nothing beside it. */
+ * a file system, nothing beside it.  An output that is a link keeps its
+ * link: the file it leads to is replaced.  An output that is no regular
+ * file (a device, a FIFO, a terminal, /dev/stdout on a pipe) is written in
+ * place, never replaced.  A trace a running job still writes (its lock,
+ * pp_trace_file_in_use) is refused: EBUSY. */
 #pragma once
 
 #include <limits.h>
@@ -13,14 +17,22 @@
 
 typedef struct {
   const char *path;            /* the output; the caller keeps it alive */
-  char        tmp[PATH_MAX];   /* the content while written: /proc/self/fd/N, or a name beside path */
+  char        target[PATH_MAX]; /* the file replaced: path, or where its link leads */
+  char        tmp[PATH_MAX];   /* the content while written: /proc/self/fd/N, a name beside
+                                  target, or path itself when direct */
   int         fd;
   bool        unnamed;         /* no name on the disk yet: nothing to remove */
+  bool        direct;          /* no regular file: written in place */
   int         error;           /* errno of the first failed write; 0 */
 } PpCliOutput;
 
-/* Starts o for path with the given mode: 0, or an errno (nothing made). */
+/* Starts o for path with the given mode: 0, or an errno (nothing made;
+ * pp_cli_output_strerror says it). */
 int pp_cli_output_open (PpCliOutput *o, const char *path, int mode);
+
+/* An errno of pp_cli_output_open or _commit in words, EBUSY as the trace
+ * of a running job. */
+const char *pp_cli_output_strerror (int e);
 
 /* A PpTraceWriteFunc (pp_trace_writer_new_callback, user = o): writes all
  * of data; 0, or -1 with o->error set (and every later call fails). */

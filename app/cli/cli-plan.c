@@ -201,7 +201,8 @@ out:
 }
 
 int
-pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
+pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, char *why,
+                         size_t why_size)
 {
   PpWhyReport *rep = NULL;
   PpSchedule *s = NULL;
@@ -246,7 +247,14 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
   status = 0;
   goto out;
 fail:
-  fprintf (stderr, "pipescope-cli: %s: the timed plan: %s; the plan stays untimed\n", who, err.msg);
+  if (created)
+    {
+      /* the writing failed, not the plan */
+      snprintf (why, why_size, "%s", err.msg);
+      status = 2;
+    }
+  else
+    fprintf (stderr, "pipescope-cli: %s: the timed plan: %s; the plan stays untimed\n", who, err.msg);
 out:
   pp_trace_writer_close (w, NULL);
   if (status != 0 && created)

@@ -39,5 +39,8 @@ PpStatus pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimul
  * which replace the ranks' untimed ones.  Says so in one line on stderr
  * ("planned NAME with the costs it measured: ..."); 0, or 1 with one line
  * on stderr naming who ("merge") and why the plan stays untimed (a CSV
- * schedule, no whole step), trace then not left behind. */
-int pp_cli_write_timed_plan (const char *part, const char *trace, const char *who);
+ * schedule, no whole step), trace then not left behind; or 2 when trace
+ * could not be written (a full disk: not the plan's fault, the caller's
+ * whole output fails), nothing said, the reason in why (why_size bytes). */
+int pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, char *why,
+                             size_t why_size);

@@ -797,11 +797,27 @@ absolute_path (const char *path, char *out, size_t size)
   return snprintf (out, size, "%s%s%s", cwd, strcmp (cwd, "/") ? "/" : "", path) < (int) size ? 0 : -1;
 }
 
-/* Whether the trace's folder takes new files, tried with a name of our own
- * (O_EXCL), never with a name a run's files may have.  2 and one line if not. */
+/* Whether the trace can be written, before the command runs, not after:
+ * not a folder, not a file a running job writes, not a rank file of some
+ * run (which the merge would replace), and a folder that takes new files,
+ * tried with a name of our own (O_EXCL), never with a name a run's files
+ * may have.  2 and one line if not. */
 static int
 check_writable (const char *given, const char *trace)
 {
+  struct stat st;
+  uint64_t id = 0;
+  if (stat (trace, &st) == 0)
+    {
+      if (S_ISDIR (st.st_mode))
+        return pp_cli_usage_error ("--trace %s is a folder: name the trace file (e.g. %s/job.pptrace)",
+                                   given, given);
+      if (S_ISREG (st.st_mode) && pp_trace_file_in_use (trace))
+        return pp_cli_usage_error ("--trace %s: a running job is writing it: give another name", given);
+      if (S_ISREG (st.st_mode) && pp_trace_file_job_id (trace, &id, NULL) == PP_OK && id != 0)
+        return pp_cli_usage_error ("--trace %s is a rank file of run %016llx, not a merged trace: give "
+                                   "the trace another name", given, (unsigned long long) id);
+    }
   char probe[PATH_MAX];
   const char *slash = strrchr (trace, '/');
   int dir_len = slash == trace ? 1 : (int) (slash - trace);

@@ -2,6 +2,7 @@
  * same function as the app's window. */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "cli-output.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -184,6 +185,9 @@ pp_cli_render (int argc, char **argv)
                         && strcasecmp (dot, ".pdf") != 0))
       return pp_cli_usage_error ("'%s': name the image .png, .svg or .pdf", out);
   }
+  /* writing the image over its own trace would lose the trace */
+  if (pp_cli_find_same_file (out, &path, 1) >= 0)
+    return pp_cli_usage_error ("-o %s is the trace to render; write the image elsewhere", out);
   if (from >= 0 && to >= 0 && to <= from)
     return pp_cli_usage_error ("--to must be later than --from");
   if (step_a >= 0 && (from >= 0 || to >= 0))
@@ -258,12 +262,28 @@ pp_cli_render (int argc, char **argv)
   v.dark = dark;
   v.show_header = 1;
   v.show_legend = 1;
-  if (pp_timeline_export (m, &v, out, &err) != PP_OK)
+  /* the image replaces OUT whole or not at all (cli-output.h) */
+  PpCliOutput o;
+  int e = pp_cli_output_open (&o, out, 0644);
+  if (e != 0)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, pp_cli_output_strerror (e));
+      pp_timeline_model_free (m);
+      return 1;
+    }
+  if (pp_timeline_export_as (m, &v, o.tmp, out, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s; nothing written\n", err.msg);
+      pp_cli_output_discard (&o);
       pp_timeline_model_free (m);
       return 1;
     }
   pp_timeline_model_free (m);
+  if ((e = pp_cli_output_commit (&o)) != 0)
+    {
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s%s\n", out, pp_cli_output_strerror (e),
+               pp_cli_no_room (e) ? " (the disk is full); nothing written" : "");
+      return 1;
+    }
   return 0;
 }

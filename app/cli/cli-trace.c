@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1706,6 +1707,14 @@ pp_cli_export (int argc, char **argv)
   /* renaming the export over its own trace would lose the trace */
   if (strcmp (out, "-") != 0 && pp_cli_find_same_file (out, &path, 1) >= 0)
     return pp_cli_usage_error ("-o %s is the trace to export; write the export elsewhere", out);
+  {
+    /* -o - into the trace itself (export X -o - >> X) */
+    struct stat so, si;
+    if (strcmp (out, "-") == 0 && fstat (STDOUT_FILENO, &so) == 0 && stat (path, &si) == 0
+        && so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+      return pp_cli_usage_error ("standard output is the trace to export (%s); write the export "
+                                 "elsewhere", path);
+  }
   /* times from the app's zero (why's are the steps' own) */
   AppView av = { 0 };
   if ((format != 2 && app_view_read (path, format == 0, &av) != 0) || trace_load (path, &t) != 0)
@@ -1751,7 +1760,7 @@ pp_cli_export (int argc, char **argv)
     {
       if (fd >= 0)
         close (fd);
-      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, strerror (e));
+      fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, pp_cli_output_strerror (e));
       goto done;
     }
   if (format == 2)
