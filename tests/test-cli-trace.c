@@ -1,5 +1,8 @@
 /* pipescope-cli schedule --trace, info, export and merge as a user runs them. */
 #include <glib.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -649,6 +652,95 @@ test_merge_full_disk (void)
   pp_test_ctx_clear (&c);
 }
 
+/* From a hostile re-test of the above: an output that is no regular file
+ * (here /dev/null through a link) is written into, never renamed over; a
+ * link stays a link; standard output that is the trace, an image over its
+ * trace, and a trace a running job holds open are refused; an image that
+ * cannot be written whole leaves the old one. */
+static void
+test_outputs_kept (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-outputs-kept");
+  g_autofree char *r0 = pp_test_ctx_path (&c, "r0.pptrace");
+  g_autofree char *r1 = pp_test_ctx_path (&c, "r1.pptrace");
+  g_autofree char *to_null = pp_test_ctx_path (&c, "to-null");
+  g_autofree char *to_r0 = pp_test_ctx_path (&c, "to-r0.png");
+  g_autofree char *png = pp_test_ctx_path (&c, "keep.png");
+  g_autofree char *held = pp_test_ctx_path (&c, "held.pptrace");
+  char *out, *err;
+  struct stat sb;
+
+  write_rank_trace (r0, 0);
+  write_rank_trace (r1, 1);
+  g_autofree char *before = contents (r0);
+
+  /* a device through a link: written into, the link and the device kept */
+  g_assert_cmpint (symlink ("/dev/null", to_null), ==, 0);
+  g_assert_cmpint (run (&out, &err, "export", r0, "-o", to_null, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "merge", "-o", to_null, r0, r1, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (lstat (to_null, &sb), ==, 0);
+  g_assert_true (S_ISLNK (sb.st_mode));
+  g_assert_cmpint (stat ("/dev/null", &sb), ==, 0);
+  g_assert_true (S_ISCHR (sb.st_mode));
+
+  /* export X -o - >> X */
+  g_autofree char *cmd = g_strdup_printf ("'%s' export '%s' -o - >> '%s'", pp_test_cli_path (), r0, r0);
+  g_autofree char *sh_err = NULL;
+  int status = -1;
+  char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+  g_assert_true (g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &sh_err,
+                               &status, NULL));
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 2);
+  pp_test_assert_one_line_error (sh_err);
+  g_autofree char *after = contents (r0);
+  g_assert_cmpstr (after, ==, before);
+
+  /* an image over its own trace, through a link */
+  g_assert_cmpint (symlink (r0, to_r0), ==, 0);
+  g_assert_cmpint (run (&out, &err, "render", r0, "-o", to_r0, NULL), ==, 2);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  g_free (after);
+  after = contents (r0);
+  g_assert_cmpstr (after, ==, before);
+
+  /* an image that cannot be written whole: the old one stays */
+  g_assert_true (g_file_set_contents (png, "an older image", -1, NULL));
+  g_autofree char *files = listing (c.dir);
+  g_assert_cmpint (run_on_full_disk (&out, &err, "render", r0, "-o", png, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  g_autofree char *old_png = contents (png);
+  g_assert_cmpstr (old_png, ==, "an older image");
+  g_autofree char *now = listing (c.dir);
+  g_assert_cmpstr (now, ==, files);
+
+  /* a trace a running job writes: its shared lock, held here */
+  g_assert_true (g_file_set_contents (held, "a rank's trace, being written", -1, NULL));
+  int fd = open (held, O_RDONLY);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (flock (fd, LOCK_SH), ==, 0);
+  g_assert_cmpint (run (&out, &err, "merge", "-o", held, r0, r1, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_assert_nonnull (strstr (err, "running job"));
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", r0, "-o", held, NULL), ==, 1);
+  pp_test_assert_one_line_error (err);
+  g_free (out); g_free (err);
+  /* and any trace writer (record -o, run --trace) */
+  PpError e = { 0 };
+  g_assert_null (pp_trace_writer_new_path (held, PP_TRACE_LITTLE, &e));
+  g_assert_nonnull (strstr (e.msg, "running job"));
+  g_autofree char *kept = contents (held);
+  g_assert_cmpstr (kept, ==, "a rank's trace, being written");
+  close (fd);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -662,5 +754,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);
   g_test_add_func ("/cli-trace/merge-refuses", test_merge_refuses);
   g_test_add_func ("/cli-trace/merge-full-disk", test_merge_full_disk);
+  g_test_add_func ("/cli-trace/outputs-kept", test_outputs_kept);
   return g_test_run ();
 }

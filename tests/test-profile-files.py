@@ -254,7 +254,37 @@ def check_full(cli, tmp):
        "whose merge command then works")
 
 
-CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full]
+def check_refused_names(cli, tmp):
+    """A --trace that merge would fail on, or that names another run's rank
+    file, is refused before the command runs (it would run for hours and
+    then lose its trace, or the other run's)."""
+    d = os.path.join(tmp, "names")
+    os.mkdir(d)
+    os.mkdir(os.path.join(d, "adir"))
+    other = "00000000c0ffee42"
+    trace = os.path.join(d, "t.pptrace")
+    r = run(writer("write", 2), cwd=d, env=dict(os.environ, PIPESCOPE_TRACE=f"{trace}.{other}",
+                                               PIPESCOPE_JOB_ID=other))
+    if r.returncode != 0:
+        fail(f"writing another run's rank files: {r.stderr}")
+    rank0 = f"t.pptrace.{other}.rank0"
+    before = digests(sorted(glob.glob(trace + ".*rank*")))
+    marker = os.path.join(d, "ran")
+    for given, words in (("adir", "is a folder"), (".", "is a folder"), (rank0, "is a rank file of run")):
+        p = profile(cli, d, ["--trace", given], ["touch", marker])
+        said = p.stderr.strip().splitlines()
+        if p.returncode != 2 or len(said) != 1 or words not in said[0]:
+            fail(f"--trace {given}: exit {p.returncode}, stderr {p.stderr!r}")
+        if os.path.exists(marker):
+            fail(f"--trace {given}: the command ran before the refusal")
+    if digests(sorted(glob.glob(trace + ".*rank*"))) != before:
+        fail("another run's rank files were changed")
+    ok("--trace naming a folder or another run's rank file: exit 2, one line, before the command runs; "
+       "the rank files as they were")
+
+
+CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full,
+          check_refused_names]
 
 
 def main():
