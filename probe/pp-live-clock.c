@@ -24,7 +24,6 @@
 #define CLOCK_REPLY_MS        500
 #define CLOCK_SESSION_MS      2000
 #define CLOCK_EVERY_MS        10000
-#define CLOCK_CLOSE_WAIT_MS   200
 static const char clock_reply_magic[8] = { 'P', 'P', 'C', 'L', 'O', 'C', 'K', '1' };
 
 static void
@@ -200,29 +199,6 @@ pp_live_clock_timeout (PpLiveServer *s, int64_t t, int timeout)
         timeout = l;
     }
   return timeout;
-}
-
-/* The server stops.  A clock reply still on its way would reach a closed
- * socket, whose reset can cost the collector the end of the stream it has
- * not read yet: our side of the push is shut, and the replies waited for,
- * a moment at most. */
-void
-pp_live_clock_finish (PpLiveServer *s)
-{
-  Viewer *v = s->push_v;
-  if (v != NULL && !v->dead && !v->connecting && !s->clk_off && s->clk_outstanding > 0
-      && shutdown (v->fd, SHUT_WR) == 0)
-    {
-      int64_t end = now_ms () + CLOCK_CLOSE_WAIT_MS;
-      while (s->clk_outstanding > 0 && !v->dead && !s->clk_off)
-        {
-          int64_t left = end - now_ms ();
-          struct pollfd p = { .fd = v->fd, .events = POLLIN };
-          if (left <= 0 || poll (&p, 1, (int) left) <= 0)
-            break;
-          pp_live_viewer_read (s, v);
-        }
-    }
 }
 
 unsigned

@@ -22,6 +22,9 @@
  */
 #include "pp-live-private.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #define STAGE_MAX             (256u * 1024u)
 
 static uint64_t
@@ -51,7 +54,7 @@ frame_events (PpLiveServer *s, const uint8_t *f, uint32_t size, uint16_t type)
 }
 
 /* Frees the oldest chunk, the last one too (the history is then empty
- * until the next frame: pp_live_kept_bound may need that much).  Its
+ * until the next frame: the retained set's bound may need that much).  Its
  * frames' index entries go with it.  0, or -1 when there is none. */
 int
 pp_live_history_evict_oldest (PpLiveServer *s)
@@ -135,7 +138,12 @@ add_frame (PpLiveServer *s, const uint8_t *data, uint32_t size)
   s->cum_end += f->events;
   s->end_off += size;
   evict (s);
-  pp_live_kept_bound (s);
+  /* over the retained set's bound: the oldest events go first where the
+   * names they use are what holds it */
+  uint64_t horizon = pp_live_kept_bound_begin (s);
+  while (horizon != UINT64_MAX && s->first_seq < horizon && pp_live_history_evict_oldest (s) == 0)
+    ;
+  pp_live_kept_bound_end (s);
   return 0;
 }
 
@@ -356,6 +364,53 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
             return -1;
           v->seq++;
         }
+    }
+}
+
+/* Sends what the viewer has, refilling from the history; never blocks.
+ * Returns 1 if some bytes went out. */
+int
+pp_live_viewer_pump (PpLiveServer *s, Viewer *v)
+{
+  int progress = 0;
+  pthread_mutex_lock (&s->lock);
+  int r = pp_live_viewer_fill (s, v);
+  pthread_mutex_unlock (&s->lock);
+  if (r < 0)
+    {
+      v->dead = 1;
+      return 0;
+    }
+  for (;;)
+    {
+      if (pending (v) == 0)
+        {
+          v->off = v->len = 0;
+          pthread_mutex_lock (&s->lock);
+          r = pp_live_viewer_fill (s, v);
+          pthread_mutex_unlock (&s->lock);
+          if (r < 0)
+            {
+              v->dead = 1;
+              return progress;
+            }
+          if (pending (v) == 0)
+            return progress;
+        }
+      ssize_t n = send (v->fd, v->buf + v->off, pending (v), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0)
+        {
+          v->off += (size_t) n;
+          progress = 1;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return progress;
+      v->err_no = n < 0 ? errno : 0;
+      v->dead = 1;
+      return progress;
     }
 }
 

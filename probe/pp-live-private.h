@@ -150,6 +150,7 @@ typedef struct {
   size_t    n_strings;   /* of the live, STRING frames, and their bytes */
   uint64_t  string_bytes;
   uint64_t  max;         /* bound on bytes and the entries' bookkeeping */
+  int       bounding;    /* between pp_live_kept_bound_begin and _end */
   uint64_t  superseded, dropped;
   int       have_desc;   /* the first DESCRIPTION came (it is kept apart: key 0) */
 } KeptSet;
@@ -287,6 +288,26 @@ pending (const Viewer *v)
   return v->len - v->off;
 }
 
+/* Appends n bytes to what the viewer has to send: 0, or -1 out of memory.
+ * Inline: every side of the endpoint stages, none calls another for it. */
+static inline int
+pp_live_stage (Viewer *v, const void *data, size_t n)
+{
+  if (v->off > 0 && v->off == v->len)
+    v->off = v->len = 0;
+  if (v->len + n > v->cap && v->off > 0)
+    {
+      memmove (v->buf, v->buf + v->off, v->len - v->off);
+      v->len -= v->off;
+      v->off = 0;
+    }
+  if (grow ((void **) &v->buf, &v->cap, v->len + n, 1) < 0)
+    return -1;
+  memcpy (v->buf + v->len, data, n);
+  v->len += n;
+  return 0;
+}
+
 /* pp-live-history.c, lock held: appends bytes of frames (possibly partial)
  * to the history (0; -1 malformed; -2 out of memory); copies whole frames
  * from it to a viewer's staging buffer (-1 when out of memory). */
@@ -303,13 +324,17 @@ int      pp_live_kept_is_essential (uint16_t type);
 int      pp_live_kept_add (PpLiveServer *s, uint16_t type, const uint8_t *f, uint32_t size,
                            uint64_t seq, uint64_t cum, uint64_t *replaced);
 void     pp_live_kept_refs (PpLiveServer *s, const uint8_t *f, uint32_t size, uint64_t seq);
-void     pp_live_kept_bound (PpLiveServer *s);
+/* Over its bound, the retained set drops what it can alone (names no
+ * event uses); returns the history sequence number below which the oldest
+ * events must go for the names they use to go too (UINT64_MAX: none).
+ * The history evicts them, then calls pp_live_kept_bound_end. */
+uint64_t pp_live_kept_bound_begin (PpLiveServer *s);
+void     pp_live_kept_bound_end (PpLiveServer *s);
 uint64_t pp_live_kept_cost (const PpLiveServer *s);
 const Kept *pp_live_kept_next (PpLiveServer *s, uint64_t from_seq, uint64_t below_seq);
 void     pp_live_kept_free (PpLiveServer *s);
 
 /* pp-live-server.c: a viewer's staging buffer and its socket */
-int      pp_live_stage (Viewer *v, const void *data, size_t n);
 int      pp_live_viewer_pump (PpLiveServer *s, Viewer *v);
 void     pp_live_viewer_read (PpLiveServer *s, Viewer *v);
 
@@ -325,7 +350,6 @@ void     pp_live_push_at_end (PpLiveServer *s);
 void     pp_live_clock_tick (PpLiveServer *s);
 void     pp_live_clock_reply (PpLiveServer *s, const uint8_t *p, size_t n, int64_t t_recv);
 int      pp_live_clock_timeout (PpLiveServer *s, int64_t t, int timeout);
-void     pp_live_clock_finish (PpLiveServer *s);
 
 /* pp-live-token.c */
 PpStatus pp_live_token_make (char *out, PpError *err);

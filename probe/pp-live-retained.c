@@ -307,23 +307,29 @@ names_horizon (PpLiveServer *s, uint64_t low)
 /* Brings the set within its bound (lock held, after each frame).  From
  * over max down to three quarters of it, so that a flood pays for this
  * once per quarter of the bound, not once per frame. */
-void
-pp_live_kept_bound (PpLiveServer *s)
+uint64_t
+pp_live_kept_bound_begin (PpLiveServer *s)
 {
   KeptSet *k = &s->kept;
   if (cost (k) <= k->max)
-    return;
+    return UINT64_MAX;
+  k->bounding = 1;
   uint64_t low = k->max - k->max / 4;
   drop_unused_names (s, low);
   if (cost (k) > low && cost (k) - string_cost (k) <= low)
-    {
-      /* the names the history's events use: the oldest events go first */
-      uint64_t horizon = names_horizon (s, low);
-      while (horizon != UINT64_MAX && s->first_seq < horizon
-             && pp_live_history_evict_oldest (s) == 0)
-        ;
-      drop_unused_names (s, low);
-    }
+    return names_horizon (s, low);   /* the names the history's events use */
+  return UINT64_MAX;
+}
+
+void
+pp_live_kept_bound_end (PpLiveServer *s)
+{
+  KeptSet *k = &s->kept;
+  if (!k->bounding)
+    return;
+  k->bounding = 0;
+  uint64_t low = k->max - k->max / 4;
+  drop_unused_names (s, low);   /* those whose events the history just let go */
   for (size_t i = 0; i < k->n && cost (k) > low; i++)
     if (k->e[i].data != NULL && k->e[i].key != (uint64_t) PP_TRACE_FRAME_DESCRIPTION << 32)
       unlink_entry (k, &k->e[i], 1);

@@ -81,72 +81,6 @@ pp_live_server_write (void *server, const void *data, size_t size)
     wake (s);
   return r == 0 ? 0 : -1;
 }
-/* -- staging -- */
-
-int
-pp_live_stage (Viewer *v, const void *data, size_t n)
-{
-  if (v->off > 0 && v->off == v->len)
-    v->off = v->len = 0;
-  if (v->len + n > v->cap && v->off > 0)
-    {
-      memmove (v->buf, v->buf + v->off, v->len - v->off);
-      v->len -= v->off;
-      v->off = 0;
-    }
-  if (grow ((void **) &v->buf, &v->cap, v->len + n, 1) < 0)
-    return -1;
-  memcpy (v->buf + v->len, data, n);
-  v->len += n;
-  return 0;
-}
-/* Sends what the viewer has, refilling from the history; never blocks.
- * Returns 1 if some bytes went out. */
-int
-pp_live_viewer_pump (PpLiveServer *s, Viewer *v)
-{
-  int progress = 0;
-  pthread_mutex_lock (&s->lock);
-  int r = pp_live_viewer_fill (s, v);
-  pthread_mutex_unlock (&s->lock);
-  if (r < 0)
-    {
-      v->dead = 1;
-      return 0;
-    }
-  for (;;)
-    {
-      if (pending (v) == 0)
-        {
-          v->off = v->len = 0;
-          pthread_mutex_lock (&s->lock);
-          r = pp_live_viewer_fill (s, v);
-          pthread_mutex_unlock (&s->lock);
-          if (r < 0)
-            {
-              v->dead = 1;
-              return progress;
-            }
-          if (pending (v) == 0)
-            return progress;
-        }
-      ssize_t n = send (v->fd, v->buf + v->off, pending (v), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0)
-        {
-          v->off += (size_t) n;
-          progress = 1;
-          continue;
-        }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return progress;
-      v->err_no = n < 0 ? errno : 0;
-      v->dead = 1;
-      return progress;
-    }
-}
-
 static int
 viewer_caught_up (PpLiveServer *s, Viewer *v)
 {
@@ -416,6 +350,32 @@ drain_wake (PpLiveServer *s)
   atomic_store (&s->wake_pending, 0);
 }
 
+#define CLOCK_CLOSE_WAIT_MS   200
+
+/* The server stops (here, not in pp-live-clock.c, which calls the
+ * server: the files call one way).  A clock reply still on its way would reach a closed
+ * socket, whose reset can cost the collector the end of the stream it has
+ * not read yet: our side of the push is shut, and the replies waited for,
+ * a moment at most. */
+static void
+clock_finish (PpLiveServer *s)
+{
+  Viewer *v = s->push_v;
+  if (v != NULL && !v->dead && !v->connecting && !s->clk_off && s->clk_outstanding > 0
+      && shutdown (v->fd, SHUT_WR) == 0)
+    {
+      int64_t end = now_ms () + CLOCK_CLOSE_WAIT_MS;
+      while (s->clk_outstanding > 0 && !v->dead && !s->clk_off)
+        {
+          int64_t left = end - now_ms ();
+          struct pollfd p = { .fd = v->fd, .events = POLLIN };
+          if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+            break;
+          pp_live_viewer_read (s, v);
+        }
+    }
+}
+
 /* At the end: give viewers what is left, for a bounded time. */
 static void
 final_drain (PpLiveServer *s)
@@ -451,7 +411,7 @@ final_drain (PpLiveServer *s)
       poll (pfds, s->n_viewers_arr, 20);
     }
   free (pfds);
-  pp_live_clock_finish (s);
+  clock_finish (s);
 }
 
 static void *
