@@ -1040,7 +1040,10 @@ pp_cli_info (int argc, char **argv)
           strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
         printf ("started: %s\n", when);
       }
-      print_ranks (&t);
+      /* a trace of processes names each with its host and pid below; a
+       * pipeline rank's RANK frames are its replicas', the last one's only */
+      if (t.n_procs == 0)
+        print_ranks (&t);
     }
   else
     printf ("description: none\n");
