@@ -126,6 +126,22 @@ PIPESCOPE_API int      pipescope_counter (pipescope_rank *r, int kind, double va
 /* Where this rank runs (its host name; the pid is the caller's). */
 PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host);
 
+/* The process's place on the job's mesh (trace format 1.4), for a job
+ * whose pipeline ranks are each run by several processes (data-parallel
+ * replicas, tensor ranks): process is its global rank, coord and size its
+ * coordinates and the mesh's sizes in the order pp, dp, tp, cp, ep (size
+ * 1 where the job has no such dimension; coord[0] is the rank given at
+ * open).  Right after pipescope_rank_open (and pipescope_rank_info),
+ * before the first record: writes the PROCESS frame to the file and the
+ * live stream, tags every later frame of this rank with the process, and
+ * registers the rank again as "<job>.r<rank>.p<process>".  Returns 0, or
+ * -1 on a bad argument (a coordinate outside its size, coord[0] not the
+ * rank, process outside [0, 65535)) or a second call: recording goes on
+ * untagged (or as first placed).  Added to version 1 without changing any
+ * call above: look it up by name. */
+PIPESCOPE_API int      pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5],
+                                             const int32_t size[5]);
+
 /* Records dropped so far (rings full, or step markers past a queue of
  * 256 while the drain is stuck); 0 for NULL. */
 PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);

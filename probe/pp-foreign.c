@@ -74,6 +74,7 @@ struct pipescope_rank {
   int             n_markers;
   uint64_t        markers_dropped;
   char            name[96];
+  int32_t         process;               /* pipescope_rank_place's, -1 before */
   /* device activity: set once by pipescope_device_start (cu before
    * cupti), cleared at close after the last drain */
   const PpCuptiModule *cu;
@@ -339,6 +340,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
       return NULL;
     }
   r->rank = rank;
+  r->process = -1;
   pthread_mutex_init (&r->device_lock, NULL);
   pthread_mutex_init (&r->marker_lock, NULL);
   r->n_ranks = n_ranks;
@@ -726,6 +728,45 @@ pipescope_rank_info (pipescope_rank *r, const char *host)
     }
   RankArg a = { r->rank, host };
   return write_all (r, write_rank, &a);
+}
+
+static PpStatus
+write_place (PpTraceWriter *w, void *arg, PpError *err)
+{
+  const PpTraceProcess *p = arg;
+  PpStatus st = pp_trace_writer_set_process (w, p->process, err);
+  return st == PP_OK ? pp_trace_write_process (w, p, err) : st;
+}
+
+int
+pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5])
+{
+  PpTraceProcess p;
+  if (r == NULL || coord == NULL || size == NULL || r->process >= 0)
+    return -1;
+  memset (&p, 0, sizeof p);
+  p.process = process;
+  p.rank = r->rank;
+  memcpy (p.coord, coord, sizeof p.coord);
+  memcpy (p.size, size, sizeof p.size);
+  p.pid = (int32_t) getpid ();
+  if (gethostname (p.host, sizeof p.host - 1) != 0)
+    p.host[0] = '\0';
+  if (pp_trace_process_check (&p, NULL) != PP_OK)
+    return -1;
+  r->process = process;
+  /* the frame and the tag together, under the writers' lock: no frame of
+   * the drain's falls between them */
+  int rc = write_all (r, write_place, &p);
+  /* two processes of one pipeline rank are two entries of the job; a
+   * failed rewrite leaves the entry as opened (still this process's own
+   * file, found by its pid) */
+  char name[sizeof r->name + 16];
+  snprintf (name, sizeof name, "%.72s.p%d", r->name, process);
+  PpError e = { 0 };
+  if (pp_live_server_rename (pp_recorder_server (r->rec), name, &e) == PP_OK)
+    snprintf (r->name, sizeof r->name, "%.80s", name);
+  return rc;
 }
 
 uint64_t

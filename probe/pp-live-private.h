@@ -197,6 +197,7 @@ struct _PpLiveServer {
   char  priv_dir[PATH_MAX];       /* no_register: our temp dir, else "" */
   int   registered;
   char  reg_dir[PATH_MAX];        /* where the entry is (the registry or its fallback) */
+  PpJobInfo entry;                /* what it says, for pp_live_server_rename */
   char  notice[PP_ERROR_MSG_MAX]; /* why the usual registry was not used, or "" */
   int32_t pid;
   char  token[TOKEN_HEX + 1];

@@ -46,7 +46,7 @@ pp_live_kept_is_essential (uint16_t type)
 {
   return type == PP_TRACE_FRAME_DESCRIPTION || type == PP_TRACE_FRAME_PLAN
          || type == PP_TRACE_FRAME_CLOCK_OFFSET || type == PP_TRACE_FRAME_STRING
-         || type == PP_TRACE_FRAME_RANK;
+         || type == PP_TRACE_FRAME_RANK || type == PP_TRACE_FRAME_PROCESS;
 }
 
 static int
@@ -67,9 +67,12 @@ string_cost (const KeptSet *k)
   return k->string_bytes + (uint64_t) k->n_strings * ENTRY_COST;
 }
 
-/* The rank of PLAN, CLOCK_OFFSET and RANK frames and the id of a STRING
- * are the same 4 bytes after the frame header.  A frame too short to hold
- * them is malformed (a viewer's reader refuses it): they share one key. */
+/* The rank of PLAN, CLOCK_OFFSET and RANK frames, the process of a
+ * PROCESS frame and the id of a STRING are the same 4 bytes after the
+ * frame header.  A frame too short to hold them is malformed (a viewer's
+ * reader refuses it): they share one key.  The header's process (1.4)
+ * keeps two processes of one pipeline rank apart (a collector's stream
+ * holds both); a STRING's id is the stream's alone, whoever wrote it. */
 static uint64_t
 key_of (PpLiveServer *s, uint16_t type, const uint8_t *f, uint32_t size)
 {
@@ -81,7 +84,14 @@ key_of (PpLiveServer *s, uint16_t type, const uint8_t *f, uint32_t size)
       memcpy (&sub, f + 8, 4);
       sub = s32 (s, sub);
     }
-  return (uint64_t) type << 32 | sub;
+  uint64_t who = 0;
+  if (type != PP_TRACE_FRAME_STRING && type != PP_TRACE_FRAME_DESCRIPTION)
+    {
+      uint16_t tag;
+      memcpy (&tag, f + offsetof (PpTraceFrameHeader, process), 2);
+      who = s->swap ? __builtin_bswap16 (tag) : tag;
+    }
+  return who << 48 | (uint64_t) type << 32 | sub;
 }
 
 static uint64_t

@@ -800,6 +800,7 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
       if (pp_registry_add_in (s->reg_dir, &job, err) != PP_OK)
         goto fail;
       s->registered = 1;
+      s->entry = job;
     }
 
   if (pthread_create (&s->thread, NULL, server_thread, s) != 0)
@@ -813,6 +814,17 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
 fail:
   pp_live_server_free (s);
   return NULL;
+}
+
+PpStatus
+pp_live_server_rename (PpLiveServer *s, const char *name, PpError *err)
+{
+  if (s == NULL || name == NULL || name[0] == '\0')
+    return pp_error_set (err, PP_EINVAL, "live: no server or name");
+  if (!s->registered)
+    return PP_OK;
+  snprintf (s->entry.name, sizeof s->entry.name, "%s", name);
+  return pp_registry_add_in (s->reg_dir, &s->entry, err);
 }
 
 const char *

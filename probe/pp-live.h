@@ -94,6 +94,10 @@ int           pp_live_server_tcp_port (PpLiveServer *s);  /* 0 without TCP */
  * registered in the private fallback it names (pp_registry_dir_for_job). */
 const char   *pp_live_server_notice (PpLiveServer *s);
 unsigned      pp_live_server_n_viewers (PpLiveServer *s);
+/* Writes the server's registry entry again under name (a rank that has
+ * learnt its place on the job's mesh: "<job>.r<rank>.p<process>").
+ * PP_OK also for a server without an entry. */
+PpStatus      pp_live_server_rename (PpLiveServer *s, const char *name, PpError *err);
 uint64_t      pp_live_server_dropped (PpLiveServer *s);   /* events dropped for slow viewers, all viewers */
 /* A pushing rank's clock against its collector's, measured on the server
  * thread over the push: a few ping-pongs at the start and every 10 s, the

@@ -1,4 +1,4 @@
-/* pp-trace-format.h — the trace file's on-disk layout, version 1.3.
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.4.
  *
  * docs/trace-format.md is the specification; this header is its C form and
  * must agree with it.  Every struct is laid out with natural alignment and no
@@ -15,8 +15,9 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  3   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
-                                       1.3: the header's job_id */
+#define PP_TRACE_VERSION_MINOR  4   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
+                                       1.3: the header's job_id; 1.4: PROCESS frames and
+                                       the frame header's process */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -48,6 +49,7 @@ typedef enum {
   PP_TRACE_FRAME_STRING       = 7,
   PP_TRACE_FRAME_DROPPED      = 8,
   PP_TRACE_FRAME_RANK         = 9,   /* 1.1 */
+  PP_TRACE_FRAME_PROCESS      = 10,  /* 1.4 */
 } PpTraceFrameType;
 
 /* Not a frame of any file: a rank's clock ping on its push to a collector
@@ -58,7 +60,10 @@ typedef enum {
 typedef struct {
   uint32_t size;            /* whole frame, this header included; multiple of 8 */
   uint16_t type;            /* PpTraceFrameType */
-  uint16_t reserved;        /* written 0, ignored */
+  /* 1.4: the writing process's global rank + 1 (its PROCESS frame's
+   * process); 0: not said, the frame is its pipeline rank's as before 1.4.
+   * Written 0 and ignored before 1.4. */
+  uint16_t process;
 } PpTraceFrameHeader;
 _Static_assert (sizeof (PpTraceFrameHeader) == 8, "frame header is 8 bytes");
 
@@ -207,3 +212,20 @@ typedef struct {
   char     host[64];        /* NUL-terminated */
 } PpTraceFrameRank;
 _Static_assert (sizeof (PpTraceFrameRank) == 88, "rank frame");
+
+/* 1.4: a process of the job and its place on the job's mesh.  coord and
+ * size are in the order pp, dp, tp, cp, ep; coord[0] is rank, a size is 1
+ * where the job has no such dimension.  The frames the process writes
+ * after it carry process + 1 in their header. */
+typedef struct {
+  PpTraceFrameHeader h;
+  int32_t  process;         /* global rank G, [0, 65535) */
+  int32_t  rank;            /* pipeline rank: its spans' rank */
+  int32_t  coord[5];
+  int32_t  size[5];
+  int32_t  pid;
+  uint32_t reserved;
+  char     host[64];        /* NUL-terminated */
+} PpTraceFrameProcess;
+_Static_assert (sizeof (PpTraceFrameProcess) == 128, "process frame");
+_Static_assert (offsetof (PpTraceFrameProcess, host) == 64, "process frame layout");

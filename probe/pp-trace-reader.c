@@ -42,6 +42,7 @@ struct _PpTraceReader {
   size_t         batch_slots;
   size_t         batch_i;
   uint64_t       batch_offset;
+  int32_t        batch_process;
 
   PpTraceDescription desc;
   PpTracePlanAction *plan;
@@ -83,6 +84,7 @@ frame_type_name (unsigned type)
     case PP_TRACE_FRAME_STEP_MARKER:  return "STEP_MARKER";
     case PP_TRACE_FRAME_CLOCK_OFFSET: return "CLOCK_OFFSET";
     case PP_TRACE_FRAME_RANK:         return "RANK";
+    case PP_TRACE_FRAME_PROCESS:      return "PROCESS";
     case PP_TRACE_FRAME_STRING:       return "STRING";
     case PP_TRACE_FRAME_DROPPED:      return "DROPPED";
     default:                          return "unknown";
@@ -565,6 +567,7 @@ min_size (unsigned type)
     case PP_TRACE_FRAME_STEP_MARKER:  return sizeof (PpTraceFrameStepMarker);
     case PP_TRACE_FRAME_CLOCK_OFFSET: return sizeof (PpTraceFrameClockOffset);
     case PP_TRACE_FRAME_RANK:         return sizeof (PpTraceFrameRank);
+    case PP_TRACE_FRAME_PROCESS:      return sizeof (PpTraceFrameProcess);
     case PP_TRACE_FRAME_STRING:       return sizeof (PpTraceFrameString);
     case PP_TRACE_FRAME_DROPPED:      return sizeof (PpTraceFrameDropped);
     default:                          return sizeof (PpTraceFrameHeader);
@@ -579,8 +582,12 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
   if (r->failed != PP_OK)
     return pp_error_set (err, r->failed, "%s", r->failed_msg);
   item->need_more = 0;
+  item->process = -1;
   if (r->batch_i < r->batch_slots)
-    return decode_span (r, item, err);
+    {
+      item->process = r->batch_process;
+      return decode_span (r, item, err);
+    }
   if (r->ended)
     return end (r, item, r->truncated);
   if (!r->header_done)
@@ -603,6 +610,10 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
       uint64_t off = r->base + r->pos;
       uint32_t size = ld32 (r, f);
       unsigned type = ld16 (r, f + 4);
+      /* before 1.4 a PROCESS frame is a newer writer's unknown frame, and
+       * the header's process was reserved */
+      if (type == PP_TRACE_FRAME_PROCESS && r->minor < 4)
+        type = UINT16_MAX;
       if (size < min_size (type))
         return FRAME_FAIL (r, err, off, type, "size %" PRIu32 " is below the minimum %zu",
                            size, min_size (type));
@@ -622,6 +633,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
 
       item->truncated = 0;
       item->offset = off;
+      item->process = r->minor >= 4 ? (int32_t) ld16 (r, f + offsetof (PpTraceFrameHeader, process)) - 1 : -1;
       switch (type)
         {
         case PP_TRACE_FRAME_DESCRIPTION:
@@ -638,6 +650,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
           r->batch_slots = (size - sizeof (PpTraceFrameSpans)) / sizeof (PpTraceDiskSpan);
           r->batch_i = 0;
           r->batch_offset = off;
+          r->batch_process = item->process;
           if (r->batch_slots == 0)
             continue;
           return decode_span (r, item, err);
@@ -694,6 +707,26 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
             memcpy (item->rank_info.host, f + offsetof (PpTraceFrameRank, host),
                     sizeof item->rank_info.host);
             item->rank_info.host[sizeof item->rank_info.host - 1] = '\0';
+            return PP_OK;
+          }
+
+        case PP_TRACE_FRAME_PROCESS:
+          {
+            PpTraceProcess *p = &item->process_info;
+            p->process = ldi32 (r, f + offsetof (PpTraceFrameProcess, process));
+            p->rank = ldi32 (r, f + offsetof (PpTraceFrameProcess, rank));
+            for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+              {
+                p->coord[d] = ldi32 (r, f + offsetof (PpTraceFrameProcess, coord) + 4 * (size_t) d);
+                p->size[d] = ldi32 (r, f + offsetof (PpTraceFrameProcess, size) + 4 * (size_t) d);
+              }
+            p->pid = ldi32 (r, f + offsetof (PpTraceFrameProcess, pid));
+            memcpy (p->host, f + offsetof (PpTraceFrameProcess, host), sizeof p->host);
+            p->host[sizeof p->host - 1] = '\0';
+            PpError why = { 0 };
+            if (pp_trace_process_check (p, &why) != PP_OK)
+              return FRAME_FAIL (r, err, off, type, "%s", why.msg + strlen ("trace: "));
+            item->type = PP_TRACE_ITEM_PROCESS;
             return PP_OK;
           }
 

@@ -27,6 +27,10 @@ struct _PpTraceWriter {
   size_t   open_spans;
   size_t   open_spans_size;  /* its size so far */
   uint64_t open_spans_from;  /* item offset its spans came from */
+  uint16_t open_spans_tag;   /* and their process tag */
+  /* 1.4: process + 1 of the process whose frames these are, in every
+   * frame header from pp_trace_writer_set_process on; 0: none */
+  uint16_t tag;
   int      swap;          /* file order differs from the host's */
   uint8_t *buf;
   size_t   len;
@@ -164,7 +168,7 @@ static inline void
 commit (PpTraceWriter *w, uint8_t *frame, uint32_t size, uint16_t type)
 {
   w->open_spans = SIZE_MAX;
-  PpTraceFrameHeader h = { w32 (w, size), w16 (w, type), 0 };
+  PpTraceFrameHeader h = { w32 (w, size), w16 (w, type), w16 (w, w->tag) };
   memcpy (frame, &h, sizeof h);
   w->len += size;
 }
@@ -625,6 +629,68 @@ pp_trace_write_rank (PpTraceWriter *w, int32_t rank, int32_t pid, const char *ho
 }
 
 PpStatus
+pp_trace_process_check (const PpTraceProcess *p, PpError *err)
+{
+  static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
+  if (p == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no process");
+  if (p->process < 0 || p->process >= PP_TRACE_MAX_PROCESSES)
+    return pp_error_set (err, PP_EINVAL, "trace: process %d outside [0, %d)", p->process,
+                         PP_TRACE_MAX_PROCESSES);
+  if (!rank_ok (p->rank))
+    return pp_error_set (err, PP_EINVAL, "trace: process %d has pipeline rank %d, outside [0, %d)",
+                         p->process, p->rank, PP_TRACE_MAX_RANKS);
+  if (p->coord[PP_TRACE_MESH_PP] != p->rank)
+    return pp_error_set (err, PP_EINVAL, "trace: process %d has pp coordinate %d, not its pipeline rank %d",
+                         p->process, p->coord[PP_TRACE_MESH_PP], p->rank);
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    if (p->size[d] < 1 || p->size[d] > PP_TRACE_MAX_PROCESSES || p->coord[d] < 0
+        || p->coord[d] >= p->size[d])
+      return pp_error_set (err, PP_EINVAL, "trace: process %d has %s %d of size %d, not in [0, size) "
+                           "with a size in [1, %d]", p->process, dim[d], p->coord[d], p->size[d],
+                           PP_TRACE_MAX_PROCESSES);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_write_process (PpTraceWriter *w, const PpTraceProcess *p, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  PpStatus st = pp_trace_process_check (p, err);
+  if (st != PP_OK)
+    return st;
+  PpTraceFrameProcess f;
+  memset (&f, 0, sizeof f);
+  f.process = (int32_t) w32 (w, (uint32_t) p->process);
+  f.rank = (int32_t) w32 (w, (uint32_t) p->rank);
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    {
+      f.coord[d] = (int32_t) w32 (w, (uint32_t) p->coord[d]);
+      f.size[d] = (int32_t) w32 (w, (uint32_t) p->size[d]);
+    }
+  f.pid = (int32_t) w32 (w, (uint32_t) p->pid);
+  copy_str (f.host, p->host, sizeof f.host);
+  uint8_t *q;
+  RESERVE_OR_RETURN (q, w, sizeof f, 0, err);
+  memcpy (q, &f, sizeof f);
+  commit (w, q, sizeof f, PP_TRACE_FRAME_PROCESS);
+  return PP_OK;
+}
+
+PpStatus
+pp_trace_writer_set_process (PpTraceWriter *w, int32_t process, PpError *err)
+{
+  if (w == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer");
+  if (process < -1 || process >= PP_TRACE_MAX_PROCESSES)
+    return pp_error_set (err, PP_EINVAL, "trace: process %d outside [-1, %d)", process,
+                         PP_TRACE_MAX_PROCESSES);
+  w->tag = (uint16_t) (process + 1);
+  return PP_OK;
+}
+
+PpStatus
 pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name, PpError *err)
 {
   if (w == NULL || name == NULL)
@@ -691,6 +757,7 @@ write_one_span (PpTraceWriter *w, const PpSpan *span, uint64_t from, PpError *er
                          span->rank, PP_TRACE_MAX_RANKS);
   const size_t most = 2 * sizeof (PpTraceDiskSpan);
   if (w->failed == PP_OK && w->open_spans != SIZE_MAX && w->open_spans_from == from
+      && w->open_spans_tag == w->tag
       && w->open_spans_size + most <= sizeof (PpTraceFrameSpans) + SPANS_PER_FRAME * most
       && w->cap - w->len >= most)
     {
@@ -708,8 +775,11 @@ write_one_span (PpTraceWriter *w, const PpSpan *span, uint64_t from, PpError *er
   w->open_spans = (size_t) (p - w->buf);
   w->open_spans_size = n;
   w->open_spans_from = from;
+  w->open_spans_tag = w->tag;
   return PP_OK;
 }
+
+static PpStatus write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err);
 
 PpStatus
 pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
@@ -718,6 +788,18 @@ pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
     return pp_error_set (err, PP_EINVAL, "trace: no writer or item");
   if (w->failed != PP_OK)
     return writer_failed (w, err);
+  /* a copy keeps who wrote each frame: merge's inputs are per process */
+  uint16_t own = w->tag;
+  w->tag = item->process >= 0 && item->process < PP_TRACE_MAX_PROCESSES
+           ? (uint16_t) (item->process + 1) : 0;
+  PpStatus st = write_item (w, item, err);
+  w->tag = own;
+  return st;
+}
+
+static PpStatus
+write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
+{
   switch (item->type)
     {
     case PP_TRACE_ITEM_DESCRIPTION:
@@ -763,6 +845,9 @@ pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
     case PP_TRACE_ITEM_RANK:
       return pp_trace_write_rank (w, item->rank_info.rank, item->rank_info.pid, item->rank_info.host,
                                   err);
+
+    case PP_TRACE_ITEM_PROCESS:
+      return pp_trace_write_process (w, &item->process_info, err);
 
     case PP_TRACE_ITEM_END:
     default:

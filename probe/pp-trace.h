@@ -36,6 +36,9 @@ enum {
 #define PP_TRACE_MAX_RANKS       65536
 #define PP_TRACE_MAX_MICROBATCHES (1 << 24)
 #define PP_TRACE_MAX_VIRTUAL     4096
+/* A process's global rank (format 1.4) lies in [0, PP_TRACE_MAX_PROCESSES):
+ * frame headers carry it + 1 in 16 bits. */
+#define PP_TRACE_MAX_PROCESSES   65535
 /* Longest interned string, NUL not counted. */
 #define PP_TRACE_STRING_MAX      4095
 /* Most actions one rank's plan may hold (bounded by the frame size). */
@@ -84,6 +87,30 @@ typedef struct {
   double  planned_end;
 } PpTracePlanAction;
 
+/* A process's place on the job's mesh (format 1.4), dimensions in this
+ * order; a job without a dimension has size 1 there. */
+enum {
+  PP_TRACE_MESH_PP = 0,
+  PP_TRACE_MESH_DP,
+  PP_TRACE_MESH_TP,
+  PP_TRACE_MESH_CP,
+  PP_TRACE_MESH_EP,
+  PP_TRACE_MESH_DIMS
+};
+
+typedef struct {
+  int32_t process;                     /* global rank G, [0, PP_TRACE_MAX_PROCESSES) */
+  int32_t rank;                        /* pipeline rank (the rank of its spans) */
+  int32_t coord[PP_TRACE_MESH_DIMS];   /* coord[PP_TRACE_MESH_PP] == rank */
+  int32_t size[PP_TRACE_MESH_DIMS];    /* >= 1 each; coord[d] < size[d] */
+  int32_t pid;
+  char    host[64];                    /* NUL-terminated */
+} PpTraceProcess;
+
+/* PP_OK when p is a place a trace can hold, else PP_EINVAL and one line
+ * naming the field that is wrong. */
+PpStatus pp_trace_process_check (const PpTraceProcess *p, PpError *err);
+
 typedef enum {
   PP_TRACE_STEP_BEGIN = 0,
   PP_TRACE_STEP_END   = 1,
@@ -131,6 +158,14 @@ PpStatus pp_trace_write_clock_offset (PpTraceWriter *w, int32_t rank, int64_t of
  * for a rank wins. */
 PpStatus pp_trace_write_rank (PpTraceWriter *w, int32_t rank, int32_t pid, const char *host,
                               PpError *err);
+/* The PROCESS frame (format 1.4): who writes what follows.  It does not
+ * tag anything itself: see pp_trace_writer_set_process. */
+PpStatus pp_trace_write_process (PpTraceWriter *w, const PpTraceProcess *p, PpError *err);
+/* Every frame written from now on carries process (its header's process
+ * field, 1.4); -1: none (as before 1.4).  PP_EINVAL outside
+ * [-1, PP_TRACE_MAX_PROCESSES).  pp_trace_write_item tags each item's
+ * frame with the item's own process instead. */
+PpStatus pp_trace_writer_set_process (PpTraceWriter *w, int32_t process, PpError *err);
 /* Interns name under id (>= 1) for PpSpan.name_id.  The last one for an id wins. */
 PpStatus pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name,
                                 PpError *err);
@@ -160,6 +195,7 @@ typedef enum {
   PP_TRACE_ITEM_STRING,
   PP_TRACE_ITEM_DROPPED,
   PP_TRACE_ITEM_RANK,
+  PP_TRACE_ITEM_PROCESS,       /* 1.4 */
 } PpTraceItemType;
 
 typedef struct {
@@ -168,6 +204,9 @@ typedef struct {
   int             need_more;   /* END only, stream readers: no whole frame buffered
                                 * yet; feed more bytes and call next again */
   uint64_t        offset;      /* byte offset of the frame the item came from */
+  /* 1.4: the global rank of the process that wrote the item's frame; -1
+   * when the frame does not say (every frame before 1.4) */
+  int32_t         process;
   union {
     const PpTraceDescription *description;
     struct {
@@ -202,6 +241,7 @@ typedef struct {
       int32_t pid;
       char    host[64];        /* NUL-terminated */
     } rank_info;
+    PpTraceProcess process_info;
   };
 } PpTraceItem;
 
@@ -237,7 +277,9 @@ PpTraceWriter *pp_trace_writer_new_callback (PpTraceWriteFunc write, void *user,
                                              int byte_order, PpError *err);
 
 /* Writes what a reader delivered (any item but END), so a viewer can store
- * what it receives; PLAN items are written as one rank's plan. */
+ * what it receives; PLAN items are written as one rank's plan.  The frame
+ * carries the item's process (none when it is outside [0,
+ * PP_TRACE_MAX_PROCESSES)). */
 PpStatus pp_trace_write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err);
 
 /* A reader over bytes that arrive in pieces (a socket).  Feed bytes as they

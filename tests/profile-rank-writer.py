@@ -11,13 +11,19 @@ probe/python/pipescope/lib.py where pipescope-cli profile says
   profile-rank-writer.py hold PIDFILE    rank 0 of 1, recording until SIGTERM
                                          (then closes its rank); its pid in
                                          PIDFILE once its file is open
-Prints "wrote P ranks" (write) on stdout.  A soft file size limit is
+  profile-rank-writer.py mesh P D [G0]   a P x D job as processes (issue 27):
+                                         P * D processes at once, process
+                                         G0 + pp * D + dp being pipeline rank
+                                         pp of replica dp, placed on the mesh
+                                         (Rank.place), its file .rank<G>
+Prints "wrote P ranks" (write), "wrote N processes" (mesh) on stdout.  A soft file size limit is
 lifted first (to the hard one): the test limits profile's merge, not this.
 """
 
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
 
@@ -79,6 +85,34 @@ def hold(pidfile):
     r.close()
 
 
+def mesh_one(p, d, g0, i):
+    pp, dp = divmod(i, d)
+    g = g0 + i
+    trace = os.environ["PIPESCOPE_TRACE"]
+    r, err = L.Rank.open(os.environ.get("PIPESCOPE_JOB", "writer"), pp, p, trace=f"{trace}.rank{g}")
+    if r is None:
+        sys.exit(f"profile-rank-writer: process {g}: {err}")
+    r.rank_info()
+    if not r.place(g, (pp, dp, 0), (p, d, 1)):
+        sys.exit(f"profile-rank-writer: process {g}: place refused")
+    r.describe("GPipe", "cpu", p, M, 1, "profile-rank-writer", "profile-rank-writer.py")
+    r.plan(pp, [(L.F, pp, m, -1, -1, -1) for m in range(M)] + [(L.B, pp, m, -1, -1, -1) for m in range(M)])
+    for step in range(2):
+        record_step(r, pp, step)
+        time.sleep(0.5)   # the collector scans every 100 ms: it sees every process
+    err = r.close()
+    if err:
+        sys.exit(f"profile-rank-writer: process {g}: {err}")
+
+
+def mesh(p, d, g0):
+    procs = [subprocess.Popen([sys.executable, __file__, "mesh-one", str(p), str(d), str(g0), str(i)])
+             for i in range(p * d)]
+    if any(x.wait() != 0 for x in procs):
+        sys.exit("profile-rank-writer: a process of the mesh failed")
+    print(f"wrote {p * d} processes", flush=True)
+
+
 if __name__ == "__main__":
     # a file size limit meant for profile (test-profile-files.py puts one
     # on it with prlimit) is not the job's: its own files are written whole
@@ -87,5 +121,9 @@ if __name__ == "__main__":
         resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     if sys.argv[1] == "write":
         write(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+    elif sys.argv[1] == "mesh":
+        mesh(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    elif sys.argv[1] == "mesh-one":
+        mesh_one(*(int(x) for x in sys.argv[2:6]))
     else:
         hold(sys.argv[2])

@@ -113,7 +113,7 @@ test_trace_roundtrip (void)
   g_free (out); g_free (err);
   g_assert_true (g_file_get_contents (c, &data, &len, NULL));
   g_assert_cmpint (pp_test_count (data, "\n"), ==, 49);
-  g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n"));
+  g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub,process,dp,tp\n"));
   /* -o -: the same bytes on standard output, and no file named "-" */
   {
     char *here = g_get_current_dir ();
@@ -289,10 +289,11 @@ test_overlap_halves (void)
   g_free (out); g_free (err);
   g_assert_true (g_file_get_contents (c, &data, NULL, NULL));
   g_assert_cmpint (pp_test_count (data, ",OVERLAP_F_B,"), ==, 18);
-  /* rank 1's 2F2+1B0, its last field the backward half */
+  /* rank 1's 2F2+1B0, its sub field the backward half (then process, dp,
+   * tp: empty, the trace has no places) */
   g_assert_nonnull (strstr (data, "\n1,2,2,OVERLAP_F_B,0,"));
-  g_assert_cmpint (pp_test_count (data, "B0\n") + pp_test_count (data, "B1\n") + pp_test_count (data, "B2\n")
-                   + pp_test_count (data, "B3\n"), ==, 18);
+  g_assert_cmpint (pp_test_count (data, "B0,,,\n") + pp_test_count (data, "B1,,,\n")
+                   + pp_test_count (data, "B2,,,\n") + pp_test_count (data, "B3,,,\n"), ==, 18);
   g_free (data);
   pp_test_rm_rf (dir);
   g_free (dir); g_free (t); g_free (j); g_free (c);

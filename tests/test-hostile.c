@@ -306,8 +306,8 @@ test_strings_50k (void)
   g_assert_cmpint (cli (&out, &err, "export", p, "--format", "csv", "-o", csv, NULL), ==, 0);
   g_assert_true (g_file_get_contents (csv, &text, NULL, NULL));
   g_assert_cmpint (pp_test_count (text, "\n"), ==, 50001);
-  g_assert_nonnull (strstr (text, ",kernel_1,\n"));   /* name, then sub (empty) */
-  g_assert_nonnull (strstr (text, ",kernel_50000,\n"));
+  g_assert_nonnull (strstr (text, ",kernel_1,,,,\n"));   /* name, then sub, process, dp, tp (empty) */
+  g_assert_nonnull (strstr (text, ",kernel_50000,,,,\n"));
   g_free (text);
   g_free (out);
   g_free (err);

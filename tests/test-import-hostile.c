@@ -452,20 +452,20 @@ test_device (void)
   g_assert_nonnull (strstr (out, "5 device spans"));
   g_free (out); g_free (err);
   char *csv = export_csv (&c, o);
-  /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub */
+  /* rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub,process,dp,tp */
   /* blocks with device work run from their first kernel to their last
    * (NCCL's, which wait for the peer, not counted); times count from the
    * run's start: step 0, which began with its first action on the host at
    * 100 us (before the first span, the NCCL kernel at 121 us) */
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,21000,81000,0,9,0,ncclDevKernel_SendRecv,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,21000,81000,0,9,0,ncclDevKernel_SendRecv,,,,\n"));
   g_assert_nonnull (strstr (csv, "0,0,0,F,0,60000,90000,65535,"));
   g_assert_nonnull (strstr (csv, "0,0,0,B,0,260000,290000,65535,"));
-  g_assert_nonnull (strstr (csv, ",PP:0F0,\n"));         /* the NVTX suffix cut */
+  g_assert_nonnull (strstr (csv, ",PP:0F0,,,,\n"));         /* the NVTX suffix cut */
   g_assert_null (strstr (csv, "seq = 5"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,60000,90000,0,7,0,gemm_fwd,\n"));
-  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,260000,290000,0,7,0,gemm_bwd,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,60000,90000,0,7,0,gemm_fwd,,,,\n"));
+  g_assert_nonnull (strstr (csv, "0,0,0,KERNEL,0,260000,290000,0,7,0,gemm_bwd,,,,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,MEMCPY,"));
-  g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD,\n"));
+  g_assert_nonnull (strstr (csv, ",0,8,4096,Memcpy DtoD,,,,\n"));
   g_assert_nonnull (strstr (csv, "0,-1,-1,KERNEL,"));
   /* the Chrome export counts from the same start: no event before 0
    * (step 0's slice began before the first span) */

@@ -166,7 +166,7 @@ else notok "profile -- mpirun across two hosts exited $rc: $(grep -v '^---' "$tm
 if grep -q '^rank 1 on hostB: [1-9]' "$tmp/push.out"; then ok "rank 1 ran on hostB and recorded: $(grep '^rank 1' "$tmp/push.out")"
 else notok "rank 1 did not record on hostB: $(cat "$tmp/push.out" | tr '\n' ' ')"; fi
 if grep -q "ranks on other hosts push their streams to $ipA:" "$tmp/push.err" \
-   && grep -q 'profile: pushjob: 2 ranks recorded (1 pushed from other hosts)' "$tmp/push.err"; then
+   && grep -q 'profile: pushjob: 2 processes recorded (1 pushed from other hosts)' "$tmp/push.err"; then
   ok "profile told the ranks where it is, and rank 1 pushed its stream"
 else
   notok "no stream was pushed: $(grep -E 'push|recorded' "$tmp/push.err" | tr '\n' ' ')"
@@ -214,7 +214,7 @@ done
   >"$tmp/x.out" 2>"$tmp/x.err"
 rc=$?
 if [ $rc -eq 0 ] && grep -q '^rank 1 var kept' "$tmp/x.out" && grep -q '^rank 1 on hostB: [1-9]' "$tmp/x.out" \
-   && grep -q 'xjob: 2 ranks recorded (1 pushed from other hosts)' "$tmp/x.err"; then
+   && grep -q 'xjob: 2 processes recorded (1 pushed from other hosts)' "$tmp/x.err"; then
   ok "with the user's -x, rank 1 gets the user's variable and profile's, and pushes"
 else
   notok "with the user's -x (exit $rc): $(tr '\n' ' ' <"$tmp/x.out") $(grep -v '^---' "$tmp/x.err" | head -4 | tr '\n' ' ')"

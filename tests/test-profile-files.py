@@ -20,9 +20,13 @@ PyTorch).  Each check asserts files, exit codes and one-line messages:
      profile run meanwhile with the same --trace says the files are another
      run's, still being written; the next one says how to merge what the
      killed run left, which works.
-  5. A file size limit at the merge (prlimit --fsize, as a full disk): the
-     command's exit status, no trace file at all, the ranks' files kept,
-     one line with the merge command, which then works.
+  5. A file size limit at the merge (prlimit --fsize, as a full disk): exit
+     1 (the command's 0, said in the line), no trace file at all, the
+     ranks' files kept, one line with the merge command, which then works.
+  6. A job of 2 pipeline ranks x 2 replicas, a process each, placed on the
+     mesh (issue 27): "4 processes recorded (pp 2 × dp 2 × tp 1)", the four
+     files TRACE.ID.rank<G> merged into a trace of 4 processes; processes
+     4094 and 4095 (global ranks up to 4095) are merged too.
 """
 
 import glob
@@ -127,7 +131,7 @@ def check_writability(cli, tmp):
         f.write(b"a killed run's only copy\n")
     before = digests([only_copy])
     p = profile(cli, d, ["--trace", "t.pptrace"], [sys.executable, "-c", "print('hello')"])
-    if p.returncode != 0 or p.stdout != "hello\n":
+    if p.returncode != 1 or p.stdout != "hello\n":   # 1: no trace, which --trace promised
         fail(f"profile of 'hello': exit {p.returncode}, stdout {p.stdout!r}:\n{p.stderr}")
     if not os.path.exists(only_copy) or digests([only_copy]) != before:
         fail("the writability check changed or removed t.pptrace.rank0")
@@ -161,7 +165,7 @@ def check_leftovers(cli, tmp):
         fail(f"the leftovers are not what the test means: {left}")
     before = digests(left)
     p = profile(cli, d, ["--trace", "t.pptrace"], [sys.executable, "-c", "print('hello')"])
-    if p.returncode != 0 or os.path.exists(trace) or "no rank wrote a trace" not in p.stderr:
+    if p.returncode != 1 or os.path.exists(trace) or "no rank wrote a trace" not in p.stderr:
         fail(f"a job with no ranks next to leftovers: exit {p.returncode}, trace there: "
              f"{os.path.exists(trace)}:\n{p.stderr}")
     p = profile(cli, d, ["--trace", "t.pptrace"], writer("write", 2))
@@ -203,7 +207,8 @@ def check_killed(cli, tmp):
         run_id = held[len(trace) + 1:-len(".rank0")]
         b = profile(cli, d, ["--trace", "t.pptrace"], ["true"])
         busy = lines(b.stderr, "still running")
-        if b.returncode != 0 or len(busy) != 1 or run_id not in busy[0] or not os.path.exists(held):
+        # 1: `true` leaves no trace, which --trace promised
+        if b.returncode != 1 or len(busy) != 1 or run_id not in busy[0] or not os.path.exists(held):
             fail(f"a profile beside a running one with the same --trace:\n{b.stderr}")
         a.send_signal(signal.SIGKILL)
         a.wait(timeout=TIMEOUT)
@@ -219,7 +224,7 @@ def check_killed(cli, tmp):
         fail("the killed run's rank file is not readable")
     c = profile(cli, d, ["--trace", "t.pptrace"], ["true"])
     said = lines(c.stderr, "an earlier run")
-    if c.returncode != 0 or len(said) != 1 or run_id not in said[0] or not os.path.exists(held):
+    if c.returncode != 1 or len(said) != 1 or run_id not in said[0] or not os.path.exists(held):
         fail(f"the profile after a killed one does not say what it left:\n{c.stderr}")
     m = run_merge(cli, merge_command(said[0]))
     if m.returncode != 0 or "merged 1 trace of GPipe (P=1)" not in m.stdout:
@@ -241,8 +246,9 @@ def check_full(cli, tmp):
     p = run(limit + [cli, "profile", "--trace", "t.pptrace", "--"] + writer("write", 2), cwd=d, preexec_fn=pre)
     kept = sorted(glob.glob(trace + ".*.rank*"))
     said = lines(p.stderr, "files are kept")
-    if p.returncode != 0 or p.stdout != "wrote 2 ranks\n":
-        fail(f"the merge past the limit: exit {p.returncode} (the command's is 0):\n{p.stderr}")
+    if p.returncode != 1 or p.stdout != "wrote 2 ranks\n" \
+            or "the command exited 0, but no trace was written" not in "".join(said):
+        fail(f"the merge past the limit: exit {p.returncode} (the command's is 0, the trace missing):\n{p.stderr}")
     if os.path.exists(trace):
         fail(f"a trace of {os.path.getsize(trace)} bytes left by a merge that failed")
     if len(kept) != 2 or len(said) != 1 or trace not in said[0]:
@@ -250,11 +256,34 @@ def check_full(cli, tmp):
     m = run_merge(cli, merge_command(said[0]))
     if m.returncode != 0 or "merged 2 traces of GPipe (P=2)" not in m.stdout or not os.path.exists(trace):
         fail(f"the merge command profile gave: exit {m.returncode}:\n{m.stderr}")
-    ok("a file size limit at the merge: exit 0 (the command's), no trace file, both rank files kept, one line "
+    ok("a file size limit at the merge: exit 1 (the command's 0, said), no trace file, both rank files kept, one line "
        "whose merge command then works")
 
 
-CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full]
+def check_mesh(cli, tmp):
+    d = os.path.join(tmp, "mesh")
+    os.mkdir(d)
+    trace = os.path.join(d, "t.pptrace")
+    p = profile(cli, d, ["--trace", "t.pptrace", "--name", "meshjob"], writer("mesh", 2, 2))
+    if p.returncode != 0 or p.stdout != "wrote 4 processes\n":
+        fail(f"profile of a 2 x 2 mesh: exit {p.returncode}, stdout {p.stdout!r}:\n{p.stderr}")
+    if len(lines(p.stderr, "meshjob: 4 processes recorded (pp 2 \u00d7 dp 2 \u00d7 tp 1)")) != 1:
+        fail(f"profile does not count 4 processes on a 2 x 2 mesh:\n{p.stderr}")
+    if "merged 4 traces of GPipe (P=2, 4 processes)" not in p.stderr or glob.glob(trace + ".*rank*"):
+        fail(f"the 4 processes' files not merged (left: {glob.glob(trace + '.*rank*')}):\n{p.stderr}")
+    info = run([cli, "info", trace]).stdout
+    if "processes: 4 (pp 2 \u00d7 dp 2 \u00d7 tp 1)" not in info or "process 3: pp 1 dp 1 tp 0" not in info:
+        fail(f"info of the profiled 2 x 2 mesh:\n{info}")
+    os.unlink(trace)
+    p = profile(cli, d, ["--trace", "t.pptrace", "--name", "highjob"], writer("mesh", 1, 2, 4094))
+    if p.returncode != 0 or "merged 2 traces of GPipe (P=1, 2 processes)" not in p.stderr:
+        fail(f"profile of processes 4094 and 4095: exit {p.returncode}:\n{p.stderr}")
+    if "process 4095: pp 0 dp 1 tp 0" not in run([cli, "info", trace]).stdout:
+        fail("process 4095 is not in the trace")
+    ok("a 2 x 2 mesh: 4 processes recorded (pp 2 x dp 2 x tp 1), merged, in info; processes 4094 and 4095 merged")
+
+
+CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full, check_mesh]
 
 
 def main():

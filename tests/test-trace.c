@@ -1036,6 +1036,8 @@ item_repr (GString *out, const PpTraceItem *it)
   g_string_append_printf (out, "type=%d", (int) it->type);
   if (repr_offsets)
     g_string_append_printf (out, " off=%" G_GUINT64_FORMAT, it->offset);
+  if (it->type != PP_TRACE_ITEM_END)
+    g_string_append_printf (out, " process=%d", it->process);
   switch (it->type)
     {
     case PP_TRACE_ITEM_END:
@@ -1091,6 +1093,15 @@ item_repr (GString *out, const PpTraceItem *it)
       g_string_append_printf (out, " %d %d '%s'", it->rank_info.rank, it->rank_info.pid,
                               it->rank_info.host);
       break;
+    case PP_TRACE_ITEM_PROCESS:
+      {
+        const PpTraceProcess *p = &it->process_info;
+        g_string_append_printf (out, " %d %d", p->process, p->rank);
+        for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+          g_string_append_printf (out, " %d/%d", p->coord[d], p->size[d]);
+        g_string_append_printf (out, " %d '%s'", p->pid, p->host);
+        break;
+      }
     }
   g_string_append_c (out, '\n');
 }
@@ -1751,6 +1762,169 @@ test_job_id (Fixture *fx, gconstpointer unused)
     }
 }
 
+/* 1.4: a PROCESS frame and the process in every frame header after it,
+ * in either byte order; a copy through write_item keeps who wrote what;
+ * the same bytes said to be 1.3 read as a 1.3 reader reads them (the
+ * PROCESS frame skipped as unknown, every process -1); a place outside
+ * its mesh is refused by the writer and by the reader. */
+static void
+test_process (Fixture *fx, gconstpointer unused)
+{
+  (void) unused;
+  PpTraceDescription d = { .schedule = "1F1B", .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
+  PpTraceProcess place = { .process = 3, .rank = 1, .coord = { 1, 1, 0, 0, 0 },
+                           .size = { 2, 2, 1, 1, 1 }, .pid = 4242, .host = "node-7" };
+  PpSpan span = { .start_ns = 100, .end_ns = 200, .rank = 1, .stage = 1, .microbatch = 0,
+                  .kind = PP_SPAN_F, .peer_rank = -1 };
+  PpCounter counter = { .time_ns = 150, .value = 2.5, .rank = 1, .kind = PP_COUNTER_LOSS };
+  /* type and process of each item, in order */
+  const int want_type[] = { PP_TRACE_ITEM_DESCRIPTION, PP_TRACE_ITEM_RANK, PP_TRACE_ITEM_PROCESS,
+                            PP_TRACE_ITEM_SPAN, PP_TRACE_ITEM_SPAN, PP_TRACE_ITEM_STEP_MARKER,
+                            PP_TRACE_ITEM_COUNTER, PP_TRACE_ITEM_SPAN };
+  const int want_process[] = { -1, -1, 3, 3, 3, 3, 3, -1 };
+  const int n_want = G_N_ELEMENTS (want_type);
+
+  for (int order = PP_TRACE_LITTLE; order <= PP_TRACE_BIG; order++)
+    {
+      char *path = fx_path (fx, "process.pptrace");
+      char *copy = fx_path (fx, "copy.pptrace");
+      PpError err = { 0 };
+      PpTraceWriter *w = pp_trace_writer_new_path (path, order, &err);
+      g_assert_nonnull (w);
+      g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_rank (w, 1, 4242, "node-7", &err), ==, PP_OK);
+      /* refused: a coordinate outside its size, pp not the rank, a process
+       * the header cannot carry */
+      PpTraceProcess bad = place;
+      bad.coord[PP_TRACE_MESH_DP] = 2;
+      g_assert_cmpint (pp_trace_write_process (w, &bad, &err), ==, PP_EINVAL);
+      g_assert_nonnull (strstr (err.msg, "dp 2 of size 2"));
+      g_assert_null (strchr (err.msg, '\n'));
+      bad = place;
+      bad.coord[PP_TRACE_MESH_PP] = 0;
+      g_assert_cmpint (pp_trace_write_process (w, &bad, &err), ==, PP_EINVAL);
+      bad = place;
+      bad.process = PP_TRACE_MAX_PROCESSES;
+      g_assert_cmpint (pp_trace_write_process (w, &bad, &err), ==, PP_EINVAL);
+      g_assert_cmpint (pp_trace_writer_set_process (w, PP_TRACE_MAX_PROCESSES, &err), ==, PP_EINVAL);
+      g_assert_cmpint (pp_trace_writer_set_process (w, -2, &err), ==, PP_EINVAL);
+
+      g_assert_cmpint (pp_trace_writer_set_process (w, place.process, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_process (w, &place, &err), ==, PP_OK);
+      PpSpan two[2] = { span, span };
+      two[1].kind = PP_SPAN_B;
+      two[1].rank = 40000;     /* the extension slot: tagged all the same */
+      g_assert_cmpint (pp_trace_write_spans (w, two, 2, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_step_marker (w, 1, 0, PP_TRACE_STEP_END, 300, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_counter (w, &counter, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_set_process (w, -1, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_spans (w, &span, 1, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+      /* read: every item says its process; the place is whole */
+      PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+      PpTraceWriter *cw = pp_trace_writer_new_path (copy, PP_TRACE_NATIVE, &err);
+      g_assert_nonnull (r);
+      g_assert_nonnull (cw);
+      GString *orig = g_string_new (NULL);
+      PpTraceItem it;
+      int n = 0;
+      for (;; n++)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          g_assert_cmpint (n, <, n_want);
+          g_assert_cmpint (it.type, ==, want_type[n]);
+          g_assert_cmpint (it.process, ==, want_process[n]);
+          if (it.type == PP_TRACE_ITEM_PROCESS)
+            {
+              const PpTraceProcess *p = &it.process_info;
+              g_assert_cmpint (p->process, ==, 3);
+              g_assert_cmpint (p->rank, ==, 1);
+              for (int k = 0; k < PP_TRACE_MESH_DIMS; k++)
+                {
+                  g_assert_cmpint (p->coord[k], ==, place.coord[k]);
+                  g_assert_cmpint (p->size[k], ==, place.size[k]);
+                }
+              g_assert_cmpint (p->pid, ==, 4242);
+              g_assert_cmpstr (p->host, ==, "node-7");
+            }
+          repr_offsets = FALSE;
+          item_repr (orig, &it);
+          repr_offsets = TRUE;
+          g_assert_cmpint (pp_trace_write_item (cw, &it, &err), ==, PP_OK);
+        }
+      g_assert_cmpint (n, ==, n_want);
+      int major = 0, minor = 0;
+      pp_trace_reader_get_version (r, &major, &minor);
+      g_assert_cmpint (minor, ==, 4);
+      pp_trace_reader_free (r);
+      g_assert_cmpint (pp_trace_writer_close (cw, &err), ==, PP_OK);
+
+      /* the copy says the same, processes included */
+      GString *again = g_string_new (NULL);
+      r = pp_trace_reader_new_path (copy, &err);
+      for (;;)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          repr_offsets = FALSE;
+          item_repr (again, &it);
+          repr_offsets = TRUE;
+        }
+      pp_trace_reader_free (r);
+      assert_same_text (again->str, orig->str);
+      g_string_free (again, TRUE);
+      g_string_free (orig, TRUE);
+
+      /* a 1.3 reader's view: the same bytes said to be 1.3 */
+      gchar *data = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+      uint16_t v = order == PP_TRACE_LITTLE ? GUINT16_TO_LE (3) : GUINT16_TO_BE (3);
+      memcpy (data + offsetof (PpTraceFileHeader, version_minor), &v, 2);
+      r = pp_trace_reader_new_memory (data, len, &err);
+      int spans = 0, others = 0;
+      for (;;)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          g_assert_cmpint (it.type, !=, PP_TRACE_ITEM_PROCESS);
+          g_assert_cmpint (it.process, ==, -1);
+          if (it.type == PP_TRACE_ITEM_SPAN)
+            spans++;
+          else
+            others++;
+        }
+      g_assert_cmpint (spans, ==, 3);
+      g_assert_cmpint (others, ==, 4);   /* description, rank, marker, counter */
+      g_assert_false (it.truncated);
+      pp_trace_reader_free (r);
+
+      /* a PROCESS frame whose place is outside its mesh is malformed */
+      v = order == PP_TRACE_LITTLE ? GUINT16_TO_LE (4) : GUINT16_TO_BE (4);
+      memcpy (data + offsetof (PpTraceFileHeader, version_minor), &v, 2);
+      size_t at = sizeof (PpTraceFileHeader) + sizeof (PpTraceFrameDescription) + sizeof (PpTraceFrameRank);
+      g_assert_cmpuint (data[at + 4] | data[at + 5], ==, PP_TRACE_FRAME_PROCESS);
+      int32_t big = order == PP_TRACE_LITTLE ? (int32_t) GUINT32_TO_LE (9) : (int32_t) GUINT32_TO_BE (9);
+      memcpy (data + at + offsetof (PpTraceFrameProcess, coord) + 4 * PP_TRACE_MESH_TP, &big, 4);
+      r = pp_trace_reader_new_memory (data, len, &err);
+      PpStatus st = PP_OK;
+      while ((st = pp_trace_reader_next (r, &it, &err)) == PP_OK && it.type != PP_TRACE_ITEM_END)
+        ;
+      g_assert_cmpint (st, ==, PP_EFORMAT);
+      g_assert_nonnull (strstr (err.msg, "PROCESS"));
+      g_assert_nonnull (strstr (err.msg, "tp 9 of size 1"));
+      pp_trace_reader_free (r);
+      g_free (data);
+      g_free (copy);
+      g_free (path);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1771,5 +1945,6 @@ main (int argc, char **argv)
   ADD ("stream-large", test_stream_large);
   ADD ("write-item", test_write_item);
   ADD ("job-id", test_job_id);
+  ADD ("process", test_process);
   return g_test_run ();
 }

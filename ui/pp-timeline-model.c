@@ -4,6 +4,15 @@
  * spans nearly in order, so an add is an append in the common case and a
  * binary search plus memmove of the short tail otherwise: queries stay
  * const and never sort.
+ *
+ * A job whose pipeline ranks each run in several processes (replicas:
+ * PROCESS frames, trace format 1.4) would draw two replicas' blocks on one
+ * row.  Until rows fold their replicas, a row shows one process, the
+ * lowest place of its rank (dp first, then tp, cp, ep): the items of the
+ * others are left out of the model (the trace and its exports keep them),
+ * so every number computed over the model is that replica's.  A lower
+ * place that comes after another was shown replaces it (its spans and
+ * memory go; a step marker it gave stays).
  */
 #include "pp-timeline-model-private.h"
 
@@ -27,6 +36,9 @@ typedef struct {
   int                peak_inflight;
   char               host[64];       /* RANK: where the rank ran; "" unknown */
   int64_t            lost_ns;        /* its stream ended abnormally here; INT64_MAX: not lost */
+  /* the process whose items the row shows (-1: none placed yet) and its place */
+  int32_t            shown_process;
+  int32_t            shown_coord[PP_TRACE_MESH_DIMS];
   /* activation bytes over time: every stride-th counter, at most
    * PP_TIMELINE_MEMORY_MAX (halved, stride doubled, when full) */
   PpTimelineMemorySample *mem;
@@ -88,6 +100,12 @@ struct _PpTimelineModel {
   int32_t            max_marked_step;    /* -1: no marker yet */
   int32_t            provisional_step;   /* the step given a boundary from a block */
   int                several_hosts;      /* RANK frames name more than one host */
+  /* format 1.4: the processes placed (a bit each), their count, and the
+   * largest dp size a place says */
+  uint8_t           *process_bits;
+  int                n_processes;
+  int32_t            n_replicas;
+  uint64_t           hidden_spans;       /* other replicas' spans left out */
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -135,6 +153,7 @@ pp_timeline_model_new (void)
   m->plan_pe = INT64_MIN;
   m->max_marked_step = -1;
   m->provisional_step = -1;
+  m->n_replicas = 1;
   return m;
 }
 
@@ -151,6 +170,7 @@ pp_timeline_model_free (PpTimelineModel *m)
       free (m->raw_plans[r].a);
     }
   free (m->ranks);
+  free (m->process_bits);
   free (m->raw_plans);
   free (m->marks);
   free (m->step_starts);
@@ -189,6 +209,7 @@ ensure_rank (PpTimelineModel *m, int r)
           m->ranks[i].peak_activation = -1;
           m->ranks[i].peak_inflight = -1;
           m->ranks[i].lost_ns = INT64_MAX;
+          m->ranks[i].shown_process = -1;
         }
       m->cap_ranks = cap;
     }
@@ -757,11 +778,91 @@ add_string (PpTimelineModel *m, uint32_t id, const char *name)
   return 1;
 }
 
+/* Whether an item of rank r written by process (-1: not said) is the
+ * shown replica's: untagged items and those of a rank no process has
+ * placed yet are. */
+static int
+is_shown (PpTimelineModel *m, int r, int32_t process)
+{
+  if (process < 0 || r < 0 || r >= m->n_ranks)
+    return 1;
+  int32_t shown = m->ranks[r].shown_process;
+  return shown < 0 || shown == process;
+}
+
+/* A PROCESS frame: counted; the row of its rank shows it when it is the
+ * first placed there or a lower place than the one shown (which then
+ * goes).  Returns 1 if what is drawn changed. */
+static int
+add_process (PpTimelineModel *m, const PpTraceProcess *p)
+{
+  if (p->process < 0 || p->process >= PP_TRACE_MAX_PROCESSES || ensure_rank (m, p->rank) != 0)
+    return 0;
+  if (m->process_bits == NULL && (m->process_bits = calloc (PP_TRACE_MAX_PROCESSES / 8 + 1, 1)) == NULL)
+    return 0;
+  if (!(m->process_bits[p->process / 8] & (1u << (p->process % 8))))
+    {
+      m->process_bits[p->process / 8] |= (uint8_t) (1u << (p->process % 8));
+      m->n_processes++;
+    }
+  if (p->size[PP_TRACE_MESH_DP] > m->n_replicas)
+    m->n_replicas = p->size[PP_TRACE_MESH_DP];
+  Rank *rk = &m->ranks[p->rank];
+  if (rk->shown_process == p->process)
+    return 0;
+  if (rk->shown_process >= 0)
+    {
+      int lower = 0;
+      for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+        if (p->coord[d] != rk->shown_coord[d])
+          {
+            lower = p->coord[d] < rk->shown_coord[d];
+            break;
+          }
+      if (!lower)
+        return 0;
+      /* the row showed another replica: its spans and memory go */
+      m->hidden_spans += rk->n_spans;
+      m->n_spans_total -= rk->n_spans;
+      rk->n_spans = rk->n_sorted = 0;
+      rk->max_span_ns = 0;
+      rk->max_end_ns = INT64_MIN;
+      rk->n_mem = 0;
+      rk->peak_activation = -1;
+      rk->peak_inflight = -1;
+      m->extent_stale = 1;
+    }
+  rk->shown_process = p->process;
+  memcpy (rk->shown_coord, p->coord, sizeof rk->shown_coord);
+  return 1;
+}
+
+/* The rank an item is of, for is_shown; -1 for items of the run. */
+static int
+item_rank (const PpTraceItem *item)
+{
+  switch (item->type)
+    {
+    case PP_TRACE_ITEM_SPAN:         return item->span.rank;
+    case PP_TRACE_ITEM_COUNTER:      return item->counter.rank;
+    case PP_TRACE_ITEM_STEP_MARKER:  return item->step_marker.rank;
+    case PP_TRACE_ITEM_CLOCK_OFFSET: return item->clock_offset.rank;
+    case PP_TRACE_ITEM_RANK:         return item->rank_info.rank;
+    default:                         return -1;
+    }
+}
+
 int
 pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
+  /* another replica's: in the trace, not on its row (see the top) */
+  if (!is_shown (m, item_rank (item), item->process))
+    {
+      m->hidden_spans += item->type == PP_TRACE_ITEM_SPAN;
+      return 0;
+    }
   switch (item->type)
     {
     case PP_TRACE_ITEM_DESCRIPTION:
@@ -793,6 +894,8 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
       else if (strcmp (m->first_host, item->rank_info.host) != 0)
         m->several_hosts = 1;
       return 1;
+    case PP_TRACE_ITEM_PROCESS:
+      return add_process (m, &item->process_info);
     case PP_TRACE_ITEM_DROPPED:
       /* Saturating: the sum of a file's counts cannot wrap. */
       m->dropped = item->dropped.count > UINT64_MAX - m->dropped ? UINT64_MAX
@@ -952,6 +1055,44 @@ const PpTraceDescription *
 pp_timeline_model_description (const PpTimelineModel *m)
 {
   return m != NULL && m->has_desc ? &m->desc : NULL;
+}
+
+int
+pp_timeline_model_n_processes (const PpTimelineModel *m)
+{
+  return m != NULL ? m->n_processes : 0;
+}
+
+int
+pp_timeline_model_n_replicas (const PpTimelineModel *m)
+{
+  return m != NULL ? m->n_replicas : 1;
+}
+
+int
+pp_timeline_model_shown_dp (const PpTimelineModel *m)
+{
+  int dp = -1;
+  for (int r = 0; m != NULL && r < m->n_ranks; r++)
+    if (m->ranks[r].shown_process >= 0 && (dp < 0 || m->ranks[r].shown_coord[PP_TRACE_MESH_DP] < dp))
+      dp = m->ranks[r].shown_coord[PP_TRACE_MESH_DP];
+  return dp < 0 ? 0 : dp;
+}
+
+uint64_t
+pp_timeline_model_n_hidden_spans (const PpTimelineModel *m)
+{
+  return m != NULL ? m->hidden_spans : 0;
+}
+
+void
+pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size)
+{
+  if (size == 0)
+    return;
+  buf[0] = '\0';
+  if (m != NULL && m->n_replicas > 1)
+    snprintf (buf, size, "replica dp %d of %d shown", pp_timeline_model_shown_dp (m), m->n_replicas);
 }
 
 int

@@ -97,6 +97,20 @@ long             pp_timeline_description_number (const PpTraceDescription *d, co
 /* Whether the run is a PyTorch job (the hook's model line, "PyTorch 2.15.0 gloo ..."). */
 int              pp_timeline_description_is_pytorch (const PpTraceDescription *d);
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
+/* A job whose pipeline ranks each run in several processes (PROCESS
+ * frames, trace format 1.4): a row shows one of them, its rank's lowest
+ * place (dp, then tp, cp, ep), and every other replica's items are left out
+ * of the model, so every number computed over it is that replica's.
+ * n_processes: the processes placed (0: a trace without places, one
+ * process a rank); n_replicas: the data-parallel size (1 without);
+ * shown_dp: the dp the rows show; n_hidden_spans: the other replicas'
+ * spans left out.  replica_note: "replica dp 0 of 2 shown", or "" when
+ * the trace has one replica, for a header. */
+int              pp_timeline_model_n_processes (const PpTimelineModel *m);
+int              pp_timeline_model_n_replicas (const PpTimelineModel *m);
+int              pp_timeline_model_shown_dp (const PpTimelineModel *m);
+uint64_t         pp_timeline_model_n_hidden_spans (const PpTimelineModel *m);
+void             pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size);
 /* The run's time zero: its earliest span or plan start (a plan is placed
  * at the description's start_monotonic_ns, the run's start).  Every time a
  * user reads counts from here: the ruler, the tooltips, render, info and

@@ -16,7 +16,17 @@
  * Nothing is ever lost to a merge: the output is written beside itself and
  * renamed over only when whole (cli-output.h), never when it is an input;
  * an input given twice, or a rank held by two inputs, is refused (its spans
- * would count twice). */
+ * would count twice).
+ *
+ * Format 1.4: a job whose pipeline ranks each run in several processes
+ * (data-parallel replicas) writes a file per process, each with a PROCESS
+ * frame (its global rank and place on the mesh) and its frames tagged
+ * with it.  Those inputs are told apart by process, not pipeline rank: two
+ * processes of one rank merge, each keeping its frames tagged (the frames
+ * a process wrote before its PROCESS frame, its RANK frame, get its tag
+ * too); one process in two inputs, or two processes claiming one place,
+ * is refused as a rank twice is.  Inputs are read one after another, so
+ * thousands of them need one descriptor at a time. */
 #include "cli-merge.h"
 
 #include "cli-commands.h"
@@ -49,7 +59,10 @@ merge_usage (FILE *out)
          "run (schedule, ranks, micro-batches, stages per rank), each rank in one\n"
          "of them only.  Ranks that planned without times (a PyTorch job's) get the\n"
          "job's plan timed with the costs they measured, as 'pipescope-cli profile'\n"
-         "gives it.\n"
+         "gives it.  A job whose ranks run in several processes (data-parallel\n"
+         "replicas) writes a trace per process (FILE.rankG, G the global rank, each\n"
+         "with its place on the job's mesh): those merge by process, each process\n"
+         "once and each place held by one process.\n"
          "\n"
          "  -o, --output OUT   the merged trace, written beside OUT and renamed over it\n"
          "                     only when whole (refused if it is one of the inputs)\n", out);
@@ -111,7 +124,7 @@ idmap_put (IdMap *m, uint32_t key, uint32_t val)
  * before format 1.1 or from threads, which ran every rank).  0, or 1 with
  * one line. */
 static int
-peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
+peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *process)
 {
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
@@ -120,12 +133,15 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
   int status = 0;
 
   *has_rank0 = false;
+  *process = -1;
   if (r == NULL)
     {
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
       return 1;
     }
-  /* a writer puts the description first and the rank frames right after */
+  /* a writer puts the description first and the rank frames right after;
+   * a process's file has its PROCESS frame among them (-2: several, a
+   * merged trace's) */
   for (int i = 0; i < 64; i++)
     {
       if (pp_trace_reader_next (r, &it, &err) != PP_OK)
@@ -146,6 +162,8 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0)
           any_rank = true;
           *has_rank0 |= it.rank_info.rank == 0;
         }
+      else if (it.type == PP_TRACE_ITEM_PROCESS)
+        *process = *process == -1 ? it.process_info.process : -2;
     }
   pp_trace_reader_free (r);
   if (status == 0 && !have)
@@ -175,6 +193,14 @@ typedef struct {
   PpError            werr;        /* why w failed, where the output's errno does not say */
   int               *planned;     /* [PP_TRACE_MAX_RANKS]: 1 + the input that planned the rank, 0 if none */
   int               *holder;      /* [PP_TRACE_MAX_RANKS]: 1 + the input holding the rank; 0 */
+  int               *by_process;  /* [PP_TRACE_MAX_RANKS]: 1 + an input holding the rank by process */
+  /* format 1.4: the PROCESS frames copied, by process; a hash of their
+   * places (1 + process, 0 empty) */
+  PpTraceProcess    *places;      /* [PP_TRACE_MAX_PROCESSES] */
+  int               *place_input; /* [PP_TRACE_MAX_PROCESSES]: 1 + its input, 0 none */
+  int32_t           *place_hash;
+  size_t             place_cap;   /* a power of two, twice the processes at most */
+  int                n_processes;
   int                plans;       /* PLAN_* of the plans copied */
   uint32_t           next_name;   /* the next span name id of the merged trace */
 } Merge;
@@ -195,13 +221,84 @@ hold_rank (Merge *mg, int i, int r)
   return 0;
 }
 
+static const char *const dim_name[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
+
+/* "pp 1 dp 0 tp 0", cp and ep only where the mesh has them. */
+static void
+place_text (const PpTraceProcess *p, char *buf, size_t size)
+{
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < PP_TRACE_MESH_DIMS && n < size; d++)
+    if (d <= PP_TRACE_MESH_TP || p->size[d] > 1)
+      n += (size_t) snprintf (buf + n, size - n, "%s%s %d", n ? " " : "", dim_name[d], p->coord[d]);
+}
+
+static size_t
+place_slot (const Merge *mg, const PpTraceProcess *p)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    h = (h ^ (uint32_t) p->coord[d]) * 1099511628211ull;
+  size_t mask = mg->place_cap - 1;
+  size_t i = (size_t) h & mask;
+  while (mg->place_hash[i] != 0
+         && memcmp (mg->places[mg->place_hash[i] - 1].coord, p->coord, sizeof p->coord) != 0)
+    i = (i + 1) & mask;
+  return i;
+}
+
+/* Input i's PROCESS frame p: 0, or 2 with one line naming both inputs when
+ * another input held the process, or another process claims its place. */
+static int
+hold_process (Merge *mg, int i, const PpTraceProcess *p)
+{
+  int g = p->process;
+  if (mg->place_input[g] != 0)
+    {
+      if (mg->place_input[g] == i + 1
+          && memcmp (mg->places[g].coord, p->coord, sizeof p->coord) == 0)
+        return 0;   /* its place said again */
+      return pp_cli_usage_error ("%s and %s both hold process %d: give each process's trace once",
+                                 mg->inputs[mg->place_input[g] - 1], mg->inputs[i], g);
+    }
+  size_t k = place_slot (mg, p);
+  if (mg->place_hash[k] != 0)
+    {
+      int other = mg->place_hash[k] - 1;
+      char where[96];
+      place_text (p, where, sizeof where);
+      return pp_cli_usage_error ("%s (process %d) and %s (process %d) both claim the place %s: "
+                                 "the job's mesh was read wrong, or a trace is from another run",
+                                 mg->inputs[mg->place_input[other] - 1], other, mg->inputs[i], g, where);
+    }
+  mg->places[g] = *p;
+  mg->place_input[g] = i + 1;
+  mg->place_hash[k] = g + 1;
+  mg->n_processes++;
+  return 0;
+}
+
+/* Input i holds pipeline rank r by process (its items are tagged) or as a
+ * whole (an input without PROCESS frames): the two never mix. */
+static int
+hold_rank_by_process (Merge *mg, int i, int r)
+{
+  if (mg->holder[r] != 0)
+    return pp_cli_usage_error ("%s holds rank %d as one process and %s holds processes of it: "
+                               "give the traces of one run", mg->inputs[mg->holder[r] - 1], r,
+                               mg->inputs[i]);
+  mg->by_process[r] = i + 1;
+  return 0;
+}
+
 /* Copies the items of input i into mg->w (not its description; its plans
  * only if take_plan, else only those of ranks no earlier input planned:
  * a PyTorch rank's trace plans its own rank alone, and may plan it again,
  * every plan kept so that the last counts, as in any trace), renumbering
  * span names.  0; 1 or 2 with one line; WRITE_FAILED. */
 static int
-copy_items (Merge *mg, int i, bool take_plan)
+copy_items (Merge *mg, int i, bool take_plan, int32_t process)
 {
   const char *path = mg->inputs[i];
   PpError err = { 0 };
@@ -232,10 +329,24 @@ copy_items (Merge *mg, int i, bool take_plan)
         }
       if (it.type == PP_TRACE_ITEM_DESCRIPTION)
         continue;
-      if (it.type == PP_TRACE_ITEM_RANK)
-        status = hold_rank (mg, i, it.rank_info.rank);
-      else if (it.type == PP_TRACE_ITEM_SPAN)
-        status = hold_rank (mg, i, it.span.rank);
+      /* a process's own file: what it wrote before its PROCESS frame is
+       * its too */
+      if (it.process < 0 && process >= 0)
+        it.process = process;
+      if (it.type == PP_TRACE_ITEM_PROCESS)
+        status = hold_process (mg, i, &it.process_info);
+      else if (it.type == PP_TRACE_ITEM_RANK || it.type == PP_TRACE_ITEM_SPAN)
+        {
+          int rank = it.type == PP_TRACE_ITEM_RANK ? it.rank_info.rank : it.span.rank;
+          if (it.process >= 0)
+            status = hold_rank_by_process (mg, i, rank);
+          else if (mg->by_process[rank] != 0)
+            status = pp_cli_usage_error ("%s holds processes of rank %d and %s holds it as one "
+                                         "process: give the traces of one run",
+                                         mg->inputs[mg->by_process[rank] - 1], rank, mg->inputs[i]);
+          else
+            status = hold_rank (mg, i, rank);
+        }
       else if (it.type == PP_TRACE_ITEM_PLAN)
         {
           int pr = it.plan.rank;
@@ -375,6 +486,7 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
 {
   PpTraceDescription *descs = NULL;
   bool *rank0 = NULL;
+  int32_t *process = NULL;
   PpCliOutput o = { .fd = -1 };
   Merge mg = { .inputs = inputs, .next_name = 1 };
   int ref = -1, status, e;
@@ -384,9 +496,16 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   status = 1;
   descs = calloc ((size_t) n, sizeof *descs);
   rank0 = calloc ((size_t) n, sizeof *rank0);
+  process = calloc ((size_t) n, sizeof *process);
   mg.planned = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.planned);
   mg.holder = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.holder);
-  if (descs == NULL || rank0 == NULL || mg.planned == NULL || mg.holder == NULL)
+  mg.by_process = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.by_process);
+  mg.places = calloc (PP_TRACE_MAX_PROCESSES, sizeof *mg.places);
+  mg.place_input = calloc (PP_TRACE_MAX_PROCESSES, sizeof *mg.place_input);
+  mg.place_cap = 1u << 17;   /* over twice PP_TRACE_MAX_PROCESSES: never full */
+  mg.place_hash = calloc (mg.place_cap, sizeof *mg.place_hash);
+  if (descs == NULL || rank0 == NULL || process == NULL || mg.planned == NULL || mg.holder == NULL
+      || mg.by_process == NULL || mg.places == NULL || mg.place_input == NULL || mg.place_hash == NULL)
     {
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;
@@ -394,7 +513,7 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   for (int i = 0; i < n; i++)
     {
       const PpTraceDescription *a = &descs[0], *b = &descs[i];
-      if (peek (inputs[i], &descs[i], &rank0[i]) != 0)
+      if (peek (inputs[i], &descs[i], &rank0[i], &process[i]) != 0)
         goto done;
       if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
                     || a->n_microbatches != b->n_microbatches || a->n_virtual != b->n_virtual))
@@ -419,10 +538,10 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
       || pp_trace_write_description (mg.w, &descs[ref], &mg.werr) != PP_OK)
     status = WRITE_FAILED;
   /* rank 0's trace first: its plans win */
-  else if ((status = copy_items (&mg, ref, true)) == 0)
+  else if ((status = copy_items (&mg, ref, true, process[ref])) == 0)
     for (int i = 0; i < n && status == 0; i++)
       if (i != ref)
-        status = copy_items (&mg, i, false);
+        status = copy_items (&mg, i, false, process[i]);
   if (mg.w != NULL && pp_trace_writer_close (mg.w, &mg.werr) != PP_OK && status == 0)
     status = WRITE_FAILED;
   mg.w = NULL;
@@ -442,8 +561,12 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
       status = 1;
       goto done;
     }
-  printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
-          descs[ref].n_ranks, out);
+  if (mg.n_processes > 0)
+    printf ("merged %d trace%s of %s (P=%d, %d process%s) into %s\n", n, n == 1 ? "" : "s",
+            descs[ref].schedule, descs[ref].n_ranks, mg.n_processes, mg.n_processes == 1 ? "" : "es", out);
+  else
+    printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
+            descs[ref].n_ranks, out);
   fflush (stdout);
   if (mg.plans == 0)
     fprintf (stderr, "pipescope-cli: merge: the plan stays untimed: no trace holds a plan "
@@ -454,8 +577,13 @@ done:
   pp_cli_output_discard (&o);   /* no half-merged trace left behind */
   free (descs);
   free (rank0);
+  free (process);
   free (mg.planned);
   free (mg.holder);
+  free (mg.by_process);
+  free (mg.places);
+  free (mg.place_input);
+  free (mg.place_hash);
   return status;
 }
 

@@ -1,7 +1,11 @@
 /* cli-plan.c — a schedule's simulated plan as trace frames (cli-plan.h). */
+#define _GNU_SOURCE   /* memfd_create */
 #include "cli-plan.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <sys/mman.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +204,124 @@ out:
   return status;
 }
 
+/* The process each pipeline rank shows (the timeline model's choice: its
+ * lowest place, dp first), from the PROCESS frames of path; shown[r] -1
+ * for a rank without.  Returns the processes seen, -1 with err. */
+static int
+shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MESH_DIMS], PpError *err)
+{
+  PpTraceReader *rd = pp_trace_reader_new_path (path, err);
+  PpTraceItem it;
+  int n = 0;
+  if (rd == NULL)
+    return -1;
+  for (;;)
+    {
+      if (pp_trace_reader_next (rd, &it, err) != PP_OK)
+        {
+          pp_trace_reader_free (rd);
+          return -1;
+        }
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      if (it.type != PP_TRACE_ITEM_PROCESS)
+        continue;
+      const PpTraceProcess *p = &it.process_info;
+      int lower = shown[p->rank] < 0;
+      for (int d = PP_TRACE_MESH_DP; !lower && d < PP_TRACE_MESH_DIMS; d++)
+        if (p->coord[d] != coord[p->rank][d])
+          {
+            lower = p->coord[d] < coord[p->rank][d];
+            break;
+          }
+      if (lower)
+        {
+          shown[p->rank] = p->process;
+          memcpy (coord[p->rank], p->coord, sizeof coord[0]);
+        }
+      n++;
+    }
+  pp_trace_reader_free (rd);
+  return n;
+}
+
+/* part as the analysis takes it: where its pipeline ranks ran in several
+ * processes (replicas, format 1.4), a copy in memory (*fd, its path in
+ * copy) holding one replica's items, as the timeline shows (every
+ * replica's would count each block twice); else part itself (copy "",
+ * *fd -1). */
+static PpStatus
+one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err)
+{
+  int32_t *shown = malloc (PP_TRACE_MAX_RANKS * sizeof *shown);
+  int32_t (*coord)[PP_TRACE_MESH_DIMS] = malloc (PP_TRACE_MAX_RANKS * sizeof *coord);
+  PpTraceReader *rd = NULL;
+  PpTraceWriter *w = NULL;
+  PpTraceItem it;
+  PpStatus st = PP_OK;
+  int fd = -1;
+
+  copy[0] = '\0';
+  *copy_fd = -1;
+  if (shown == NULL || coord == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (int r = 0; r < PP_TRACE_MAX_RANKS; r++)
+    shown[r] = -1;
+  int n = shown_processes (part, shown, coord, err);
+  if (n < 0)
+    {
+      st = err->status;
+      goto out;
+    }
+  if (n == 0)
+    goto out;
+  if ((fd = memfd_create ("pipescope-replica", MFD_CLOEXEC)) < 0)
+    {
+      st = pp_error_set (err, PP_EIO, "cannot make a copy of one replica in memory: %s", strerror (errno));
+      goto out;
+    }
+  snprintf (copy, size, "/proc/self/fd/%d", fd);
+  if ((rd = pp_trace_reader_new_path (part, err)) == NULL
+      || (w = pp_trace_writer_new_fd (fd, PP_TRACE_NATIVE, err)) == NULL)
+    {
+      st = err->status;
+      goto out;
+    }
+  for (;;)
+    {
+      if ((st = pp_trace_reader_next (rd, &it, err)) != PP_OK)
+        goto out;
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      int r = it.type == PP_TRACE_ITEM_SPAN ? it.span.rank
+              : it.type == PP_TRACE_ITEM_STEP_MARKER ? it.step_marker.rank
+              : it.type == PP_TRACE_ITEM_COUNTER ? it.counter.rank : -1;
+      if (r >= 0 && it.process >= 0 && shown[r] >= 0 && it.process != shown[r])
+        continue;
+      if ((st = pp_trace_write_item (w, &it, err)) != PP_OK)
+        goto out;
+    }
+  st = pp_trace_writer_close (w, err);
+  w = NULL;
+out:
+  pp_trace_writer_close (w, NULL);
+  pp_trace_reader_free (rd);
+  if (st == PP_OK && fd >= 0)
+    *copy_fd = fd;
+  else
+    {
+      if (fd >= 0)
+        close (fd);
+      copy[0] = '\0';
+    }
+  free (shown);
+  free (coord);
+  return st;
+}
+
 int
 pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
 {
@@ -212,8 +334,11 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
   PpTraceItem it;
   int status = 1;
   bool created = false;
+  char copy[64] = "";
+  int copy_fd = -1;
 
-  if (pp_why_analyse_trace (part, 0, &rep, NULL, &s, &err) != PP_OK
+  if (one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
+      || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK
       || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);
@@ -248,6 +373,8 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who)
 fail:
   fprintf (stderr, "pipescope-cli: %s: the timed plan: %s; the plan stays untimed\n", who, err.msg);
 out:
+  if (copy_fd >= 0)
+    close (copy_fd);
   pp_trace_writer_close (w, NULL);
   if (status != 0 && created)
     unlink (trace);   /* no half-timed trace left behind */

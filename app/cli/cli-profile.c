@@ -58,7 +58,12 @@
 #include "pp-trace.h"
 #include "pp-why.h"
 
-#define PROFILE_MAX_RANKS 1024
+/* The job's processes (streams, and rank files TRACE.ID.rank<G>), G below
+ * it; a pipeline rank's plan, rank below it too. */
+#define PROFILE_MAX_RANKS 4096
+/* A stream's span names move into a range of their own: its index + 1
+ * above this many bits (4096 streams x 2^19 names fit 32 bits). */
+#define PROFILE_NAME_BITS 19
 #define PROFILE_SCAN_MS   100
 #define PROFILE_DRAIN_S   10     /* after the command ends, how long ranks' streams may take to end */
 #define PROFILE_PLAN_MS   5000   /* how often the live stream's plan is timed again */
@@ -77,10 +82,12 @@ profile_usage (FILE *out)
          "steps, losses and plan, with nothing changed in the job's code.  The\n"
          "ranks form one job that 'jobs', 'record', 'info' and the app see as one\n"
          "run, served by this process while the command runs.  The exit status\n"
-         "is the command's.\n"
+         "is the command's, or 1 when it is 0 but the trace promised could not be\n"
+         "written (one line says why, with the command's status).\n"
          "\n"
-         "  --trace FILE          write the job's trace (each rank writes\n"
-         "                        FILE.ID.rankR, ID this run's; merged into FILE\n"
+         "  --trace FILE          write the job's trace (each process writes\n"
+         "                        FILE.ID.rankG, G its global rank, ID this run's;\n"
+         "                        merged into FILE\n"
          "                        at the end); default NAME.pptrace in the\n"
          "                        current folder\n"
          "  --no-trace            keep no trace: watch it live only\n"
@@ -178,6 +185,10 @@ typedef struct {
   bool          have_clock;
   int32_t       clock_rank;
   int64_t       clock_offset;
+  /* its process's place on the job's mesh (trace format 1.4), for the
+   * closing line's count */
+  bool          have_place;
+  PpTraceProcess place;
 } RankStream;
 
 struct Collector {
@@ -239,16 +250,22 @@ collect_item (RankStream *rs, PpTraceItem *it)
 {
   Collector *c = rs->c;
   PpError err = { 0 };
-  uint32_t base = (uint32_t) (rs->index + 1) << 20;
+  uint32_t base = (uint32_t) (rs->index + 1) << PROFILE_NAME_BITS;
 
   if (it->type == PP_TRACE_ITEM_STRING)
     {
-      if (it->string.id >= (1u << 20))
+      if (it->string.id >= (1u << PROFILE_NAME_BITS))
         return;
       it->string.id += base;
     }
   else if (it->type == PP_TRACE_ITEM_SPAN)
-    it->span.name_id = it->span.name_id && it->span.name_id < (1u << 20) ? it->span.name_id + base : 0;
+    it->span.name_id = it->span.name_id && it->span.name_id < (1u << PROFILE_NAME_BITS)
+                       ? it->span.name_id + base : 0;
+  if (it->type == PP_TRACE_ITEM_PROCESS)
+    {
+      rs->have_place = true;
+      rs->place = it->process_info;
+    }
   if (it->type == PP_TRACE_ITEM_CLOCK_OFFSET && rs->pid == 0)
     {
       rs->have_clock = true;
@@ -283,7 +300,13 @@ collect_item (RankStream *rs, PpTraceItem *it)
           c->dirty = true;
         }
     }
-  if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL
+  /* the live plan is timed with one replica's blocks, as the timeline
+   * shows one (its first place: dp 0, tp 0, ...); other replicas' would
+   * count every block twice */
+  bool first_replica = true;
+  for (int d = PP_TRACE_MESH_DP; rs->have_place && d < PP_TRACE_MESH_DIMS; d++)
+    first_replica &= rs->place.coord[d] == 0;
+  if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL && first_replica
       && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)))
     {
       if (c->n_kept == PROFILE_SPANS_MAX)
@@ -462,6 +485,21 @@ take_pushed (void *user, int fd, const void *data, size_t n, const char *peer)
 
 /* Connects to the job's ranks that registered since the last scan, and
  * reads the streams pushed since. */
+/* Whether a process's registry entry named entry is the stream named
+ * name already read: the same name, or the name with the ".p<G>" a rank
+ * takes once placed on the job's mesh (pipescope_rank_place registers it
+ * again under it). */
+static bool
+same_stream (const char *name, const char *entry)
+{
+  size_t n = strlen (name);
+  if (strcmp (name, entry) == 0)
+    return true;
+  if (strncmp (name, entry, n) != 0 || entry[n] != '.' || entry[n + 1] != 'p' || entry[n + 2] == '\0')
+    return false;
+  return strspn (entry + n + 2, "0123456789") == strlen (entry + n + 2);
+}
+
 static void
 scan_ranks (Collector *c)
 {
@@ -496,7 +534,7 @@ scan_ranks (Collector *c)
           || strncmp (j->endpoint, "unix:", 5) != 0)
         continue;
       for (int k = 0; k < c->n_ranks; k++)
-        known |= c->ranks[k]->pid == j->pid && strcmp (c->ranks[k]->name, j->name) == 0;
+        known |= c->ranks[k]->pid == j->pid && same_stream (c->ranks[k]->name, j->name);
       if (known)
         continue;
       PpLiveClient *client = pp_live_client_connect (j->endpoint + 5, NULL, NULL);
@@ -995,16 +1033,16 @@ report_leftovers (const char *trace)
  * once merged; when the merge fails they stay, and one line says how to
  * merge them.  What merging prints goes to stderr: the command's stdout is
  * the command's own. */
-static int merge_traces_here (const char *trace, const char *run, uint64_t id);
+static int merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_status);
 
 static int
-merge_traces (const char *trace, const char *run, uint64_t id)
+merge_traces (const char *trace, const char *run, uint64_t id, int cmd_status)
 {
   fflush (stdout);
   int saved = dup (STDOUT_FILENO);
   if (saved >= 0)
     dup2 (STDERR_FILENO, STDOUT_FILENO);
-  int status = merge_traces_here (trace, run, id);
+  int status = merge_traces_here (trace, run, id, cmd_status);
   fflush (stdout);
   if (saved >= 0)
     {
@@ -1014,8 +1052,21 @@ merge_traces (const char *trace, const char *run, uint64_t id)
   return status;
 }
 
+/* The start of profile's line when the trace it promised is not there:
+ * the command's own status first, which profile's exit no longer is. */
+static void
+say_no_trace (int cmd_status)
+{
+  if (cmd_status > 128)
+    fprintf (stderr, "pipescope-cli: profile: the command was killed (signal %d), and no trace was "
+             "written: ", cmd_status - 128);
+  else
+    fprintf (stderr, "pipescope-cli: profile: the command exited %d, but no trace was written: ",
+             cmd_status);
+}
+
 static int
-merge_traces_here (const char *trace, const char *run, uint64_t id)
+merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_status)
 {
   char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
   int argc = 0, found = 0, status = 1;
@@ -1037,8 +1088,11 @@ merge_traces_here (const char *trace, const char *run, uint64_t id)
       found++;
     }
   if (found == 0)
-    fprintf (stderr, "pipescope-cli: profile: no rank wrote a trace (%s.rankR): did the command run a "
-             "torch.distributed.pipelining schedule?\n", run);
+    {
+      say_no_trace (cmd_status);
+      fprintf (stderr, "no rank wrote a trace (%s.rankG): did the command run a "
+               "torch.distributed.pipelining schedule?\n", run);
+    }
   else
     {
       /* A file size limit (ulimit -f) must fail the write, as a full disk
@@ -1057,8 +1111,8 @@ merge_traces_here (const char *trace, const char *run, uint64_t id)
            * files are the run's record */
           if (!existed)
             unlink (trace);
-          fprintf (stderr, "pipescope-cli: profile: no trace written; the ranks' files are kept: merge them "
-                   "with: ");
+          say_no_trace (cmd_status);
+          fprintf (stderr, "the merge failed (said above); the ranks' files are kept: merge them with: ");
           print_merge_command (stderr, trace, run, id, argv + 3, argc - 3);
           fputc ('\n', stderr);
         }
@@ -1332,6 +1386,29 @@ pp_cli_profile (int argc, char **argv)
       struct timespec ts = { 0, 100000000L };
       nanosleep (&ts, NULL);
     }
+  /* what it really got: processes, and the mesh their places say */
+  int n_placed = 0;
+  int32_t mesh[PP_TRACE_MESH_DIMS] = { 1, 1, 1, 1, 1 };
+  for (int k = 0; k < c.n_ranks; k++)
+    if (c.ranks[k]->have_place)
+      {
+        n_placed++;
+        for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+          if (c.ranks[k]->place.size[d] > mesh[d])
+            mesh[d] = c.ranks[k]->place.size[d];
+      }
+  char mesh_note[128] = "";
+  if (n_placed > 0)
+    {
+      static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
+      size_t len = (size_t) snprintf (mesh_note, sizeof mesh_note, " (");
+      for (int d = 0; d < PP_TRACE_MESH_DIMS && len < sizeof mesh_note; d++)
+        if (d <= PP_TRACE_MESH_TP || mesh[d] > 1)
+          len += (size_t) snprintf (mesh_note + len, sizeof mesh_note - len, "%s%s %d",
+                                    d ? " \u00d7 " : "", dim[d], mesh[d]);
+      if (len < sizeof mesh_note)
+        snprintf (mesh_note + len, sizeof mesh_note - len, ")");
+    }
   int n_pushed = 0;
   for (int k = 0; k < c.n_ranks; k++)
     {
@@ -1368,16 +1445,22 @@ pp_cli_profile (int argc, char **argv)
   char pushed_note[64] = "";
   if (n_pushed > 0)
     snprintf (pushed_note, sizeof pushed_note, " (%d pushed from other hosts)", n_pushed);
-  fprintf (stderr, "pipescope-cli: profile: %s: %d rank%s recorded%s, %llu spans served\n", job,
-           c.n_ranks, c.n_ranks == 1 ? "" : "s", pushed_note, (unsigned long long) c.spans);
+  fprintf (stderr, "pipescope-cli: profile: %s: %d process%s recorded%s%s, %llu spans served\n", job,
+           c.n_ranks, c.n_ranks == 1 ? "" : "es", mesh_note, pushed_note, (unsigned long long) c.spans);
   if (pp_live_server_refused (c.server) > 0)
     fprintf (stderr, "pipescope-cli: profile: %llu TCP connection%s refused (a wrong token, or no token "
              "line within a second)\n", (unsigned long long) pp_live_server_refused (c.server),
              pp_live_server_refused (c.server) == 1 ? "" : "s");
-  /* the exit status stays the command's, whatever became of the trace
-   * (merge_traces has said why it has none) */
-  if (trace != NULL && merge_traces (trace, run_base, job_id) == 0 && is_file (trace))
-    fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
+  /* the exit status is the command's, unless the trace profile promised
+   * is not there: then not 0 (merge_traces has said why, with the
+   * command's status) */
+  if (trace != NULL)
+    {
+      if (merge_traces (trace, run_base, job_id, status) == 0 && is_file (trace))
+        fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
+      else if (status == 0)
+        status = 1;
+    }
 
 out:
   if (c.w && !stuck)

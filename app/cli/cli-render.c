@@ -195,6 +195,15 @@ pp_cli_render (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot read trace");
       return 1;
     }
+  {
+    /* a row per pipeline rank shows one replica (the model's choice):
+     * the picture and its header's numbers are that replica's */
+    char note[64];
+    pp_timeline_model_replica_note (m, note, sizeof note);
+    if (note[0])
+      fprintf (stderr, "pipescope-cli: render: %s (each pipeline rank's lowest dp); its bubble is "
+               "the header's; every process's spans stay in the trace\n", note);
+  }
   if (height <= 0)
     {
       int n = pp_timeline_model_n_ranks (m);

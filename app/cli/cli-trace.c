@@ -53,8 +53,12 @@ typedef struct {
 typedef struct {
   bool               has_desc;
   PpTraceDescription desc;
+  /* every span; in a trace with places (format 1.4) those of the shown
+   * replica first, spans[0, n_spans), which every analysis reads (the
+   * timeline model shows them alone), and then the other replicas' up
+   * to n_all_spans, which the exports write too */
   PpSpan            *spans;
-  size_t             n_spans, cap_spans;
+  size_t             n_spans, cap_spans, n_all_spans;
   int                max_rank;       /* -1: none seen */
   int                n_plans;
   PlanSummary       *plans;          /* [cap_plans] by rank */
@@ -76,6 +80,15 @@ typedef struct {
   PpWhyPlans                why_plans;
   const PpTracePlanAction **why_actions;
   size_t                   *why_n;
+  /* format 1.4: the process that wrote each span (-1: not said) and the
+   * PROCESS frames, one a process (its last), sorted by process; for the
+   * Chrome export, each pipeline rank's track (its shown replica's) */
+  int32_t           *span_process;     /* [cap_spans] */
+  PpTraceProcess    *procs;
+  size_t             n_procs, cap_procs;
+  int32_t           *proc_at;          /* [PP_TRACE_MAX_PROCESSES]: index in procs, -1 none; NULL without */
+  int               *rank_pid;         /* [n_rank_pid], NULL without places */
+  int                n_rank_pid;
 } Trace;
 
 /* What the app reads off a trace (its timeline model): the run's time
@@ -178,6 +191,10 @@ static void
 trace_clear (Trace *t)
 {
   free (t->spans);
+  free (t->span_process);
+  free (t->procs);
+  free (t->proc_at);
+  free (t->rank_pid);
   for (size_t i = 0; i < t->n_strings; i++)
     free (t->strings[i].name);
   free (t->strings);
@@ -206,6 +223,143 @@ keep_rank_item (Trace *t, const PpTraceItem *item)
     }
   t->rank_items[t->n_rank_items++] = *item;
   return true;
+}
+
+/* A PROCESS item, the last one for a process replacing the earlier;
+ * false when out of memory. */
+static bool
+keep_process (Trace *t, const PpTraceProcess *p)
+{
+  if (t->proc_at == NULL)
+    {
+      if ((t->proc_at = malloc (PP_TRACE_MAX_PROCESSES * sizeof *t->proc_at)) == NULL)
+        return false;
+      memset (t->proc_at, 0xff, PP_TRACE_MAX_PROCESSES * sizeof *t->proc_at);
+    }
+  if (t->proc_at[p->process] >= 0)
+    {
+      t->procs[t->proc_at[p->process]] = *p;
+      return true;
+    }
+  if (t->n_procs == t->cap_procs)
+    {
+      size_t cap = t->cap_procs ? 2 * t->cap_procs : 16;
+      PpTraceProcess *n = realloc (t->procs, cap * sizeof *n);
+      if (n == NULL)
+        return false;
+      t->procs = n;
+      t->cap_procs = cap;
+    }
+  t->proc_at[p->process] = (int32_t) t->n_procs;
+  t->procs[t->n_procs++] = *p;
+  return true;
+}
+
+static int
+cmp_process (const void *a, const void *b)
+{
+  const PpTraceProcess *x = a, *y = b;
+  return (x->process > y->process) - (x->process < y->process);
+}
+
+/* The replica a pipeline rank shows (the timeline model's choice): the
+ * lowest place, dp first, then tp, cp, ep. */
+static bool
+shown_before (const PpTraceProcess *x, const PpTraceProcess *y)
+{
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d];
+  return x->process < y->process;
+}
+
+/* After reading: the processes sorted, and each pipeline rank's Chrome
+ * track: its shown process's, or 65536 + rank for a rank no process
+ * placed.  false when out of memory. */
+static bool
+index_processes (Trace *t)
+{
+  if (t->n_procs == 0)
+    return true;
+  qsort (t->procs, t->n_procs, sizeof *t->procs, cmp_process);
+  for (size_t i = 0; i < t->n_procs; i++)
+    t->proc_at[t->procs[i].process] = (int32_t) i;
+  int n = t->max_rank + 1 > t->desc.n_ranks ? t->max_rank + 1 : t->desc.n_ranks;
+  if ((t->rank_pid = malloc (((size_t) n + 1) * sizeof *t->rank_pid)) == NULL)
+    return false;
+  t->n_rank_pid = n;
+  int32_t *shown = malloc (((size_t) n + 1) * sizeof *shown);
+  if (shown == NULL)
+    return false;
+  for (int r = 0; r < n; r++)
+    shown[r] = -1;
+  for (size_t i = 0; i < t->n_procs; i++)
+    {
+      const PpTraceProcess *p = &t->procs[i];
+      if (p->rank < n && (shown[p->rank] < 0 || shown_before (p, &t->procs[shown[p->rank]])))
+        shown[p->rank] = (int32_t) i;
+    }
+  for (int r = 0; r < n; r++)
+    t->rank_pid[r] = shown[r] >= 0 ? t->procs[shown[r]].process : PP_TRACE_MAX_RANKS + r;
+  free (shown);
+  /* the shown replica's spans first, in order; the others after them */
+  PpSpan *tmp = malloc ((t->n_spans + 1) * sizeof *tmp);
+  int32_t *tmp_p = malloc ((t->n_spans + 1) * sizeof *tmp_p);
+  if (tmp == NULL || tmp_p == NULL)
+    {
+      free (tmp);
+      free (tmp_p);
+      return false;
+    }
+  size_t k = 0, n_shown = 0;
+  for (int pass = 0; pass < 2; pass++)
+    {
+      for (size_t i = 0; i < t->n_spans; i++)
+        {
+          int32_t g = t->span_process[i];
+          int r = t->spans[i].rank;
+          bool hidden = g >= 0 && t->proc_at[g] >= 0 && r < n && t->rank_pid[r] != g;
+          if (hidden == (pass == 1))
+            {
+              tmp[k] = t->spans[i];
+              tmp_p[k++] = g;
+            }
+        }
+      if (pass == 0)
+        n_shown = k;
+    }
+  memcpy (t->spans, tmp, t->n_spans * sizeof *tmp);
+  memcpy (t->span_process, tmp_p, t->n_spans * sizeof *tmp_p);
+  free (tmp);
+  free (tmp_p);
+  t->n_spans = n_shown;
+  return true;
+}
+
+/* The place of the process that wrote span i, or NULL. */
+static const PpTraceProcess *
+span_place (const Trace *t, size_t i)
+{
+  int32_t g = t->span_process != NULL ? t->span_process[i] : -1;
+  if (g < 0 || t->proc_at == NULL || t->proc_at[g] < 0)
+    return NULL;
+  return &t->procs[t->proc_at[g]];
+}
+
+/* The Chrome export's track (pid) of a pipeline rank's rows: the rank
+ * itself, or in a trace with places its shown process's. */
+static int
+rank_pid (const Trace *t, int r)
+{
+  return t->rank_pid != NULL && r >= 0 && r < t->n_rank_pid ? t->rank_pid[r] : r;
+}
+
+/* The track of span s (in t->spans): its process's in a trace with places. */
+static int
+span_pid (const Trace *t, const PpSpan *s)
+{
+  const PpTraceProcess *p = t->rank_pid != NULL ? span_place (t, (size_t) (s - t->spans)) : NULL;
+  return p != NULL ? p->process : rank_pid (t, s->rank);
 }
 
 /* A time as the timeline model keeps it: within +-2^61 ns. */
@@ -447,7 +601,8 @@ trace_load (const char *path, Trace *t)
           t->truncated = item.truncated;
           pp_trace_reader_free (r);
           strings_index (t);
-          if (apply_clock_offsets (t) != 0 || !build_why_plans (t))
+          t->n_all_spans = t->n_spans;
+          if (apply_clock_offsets (t) != 0 || !build_why_plans (t) || !index_processes (t))
             {
               fprintf (stderr, "pipescope-cli: error: out of memory\n");
               trace_clear (t);
@@ -473,8 +628,13 @@ trace_load (const char *path, Trace *t)
               if (n == NULL)
                 goto oom;
               t->spans = n;
+              int32_t *np = realloc (t->span_process, cap * sizeof *np);
+              if (np == NULL)
+                goto oom;
+              t->span_process = np;
               t->cap_spans = cap;
             }
+          t->span_process[t->n_spans] = item.process;
           t->spans[t->n_spans++] = item.span;
           see_rank (t, item.span.rank);
           if (item.span.step > t->max_step)
@@ -530,6 +690,11 @@ trace_load (const char *path, Trace *t)
         case PP_TRACE_ITEM_CLOCK_OFFSET:
           if (!keep_rank_item (t, &item))
             goto oom;
+          break;
+        case PP_TRACE_ITEM_PROCESS:
+          if (!keep_process (t, &item.process_info))
+            goto oom;
+          see_rank (t, item.process_info.rank);
           break;
         case PP_TRACE_ITEM_DROPPED:
           /* saturating: a file's counts cannot wrap the sum */
@@ -605,6 +770,69 @@ print_ranks (const Trace *t)
       printf ("\n");
     }
   free (by_rank);
+}
+
+static const char *const mesh_dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
+
+/* The mesh's sizes: the largest each process says (in a sound job they
+ * all say the same). */
+static void
+mesh_sizes (const Trace *t, int32_t size[PP_TRACE_MESH_DIMS])
+{
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    size[d] = 1;
+  for (size_t i = 0; i < t->n_procs; i++)
+    for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+      if (t->procs[i].size[d] > size[d])
+        size[d] = t->procs[i].size[d];
+}
+
+/* "processes: 4 (pp 2 × dp 2 × tp 1)" and "process G: pp R dp D tp T host
+ * H pid N" a process (cp and ep where the mesh has them); nothing for a
+ * trace without PROCESS frames (format 1.4). */
+static void
+print_processes (const Trace *t)
+{
+  int32_t size[PP_TRACE_MESH_DIMS];
+  if (t->n_procs == 0)
+    return;
+  mesh_sizes (t, size);
+  printf ("processes: %zu (", t->n_procs);
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    if (d <= PP_TRACE_MESH_TP || size[d] > 1)
+      printf ("%s%s %d", d ? " \u00d7 " : "", mesh_dim[d], size[d]);
+  printf (")\n");
+  for (size_t i = 0; i < t->n_procs; i++)
+    {
+      const PpTraceProcess *p = &t->procs[i];
+      printf ("process %d:", p->process);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        if (d <= PP_TRACE_MESH_TP || size[d] > 1)
+          printf (" %s %d", mesh_dim[d], p->coord[d]);
+      printf (" host %s pid %d\n", p->host[0] ? p->host : "?", p->pid);
+    }
+}
+
+/* "replica dp 0 of 2 shown" (and what that means for the numbers after
+ * it) in a trace where pipeline ranks have several processes: the
+ * analysis is the timeline's, one replica's. */
+static void
+print_shown_replica (const Trace *t)
+{
+  int32_t size[PP_TRACE_MESH_DIMS];
+  if (t->rank_pid == NULL || t->n_all_spans == t->n_spans)
+    return;
+  mesh_sizes (t, size);
+  int dp = INT32_MAX;
+  for (int r = 0; r < t->n_rank_pid; r++)
+    if (t->rank_pid[r] < PP_TRACE_MAX_PROCESSES && t->proc_at[t->rank_pid[r]] >= 0)
+      {
+        int d = t->procs[t->proc_at[t->rank_pid[r]]].coord[PP_TRACE_MESH_DP];
+        dp = d < dp ? d : dp;
+      }
+  printf ("replica dp %d of %d shown: the bubble, step times, idle and why below are its (each "
+          "pipeline rank's lowest dp, then tp); %zu of the %zu spans, every process's in the "
+          "exports\n", dp == INT32_MAX ? 0 : dp, size[PP_TRACE_MESH_DP], t->n_spans, t->n_all_spans);
 }
 
 static int
@@ -816,6 +1044,7 @@ pp_cli_info (int argc, char **argv)
   else
     printf ("description: none\n");
   printf ("ranks: %d\n", n_ranks);
+  print_processes (&t);
   printf ("steps: %" PRId64 "\n", t.max_step + 1);
   printf ("plans: %d\n", t.n_plans);
   /* The planned bubble of the last plan of every rank, when they all carry
@@ -842,16 +1071,18 @@ pp_cli_info (int argc, char **argv)
       }
   }
 
-  for (size_t i = 0; i < t.n_spans; i++)
+  for (size_t i = 0; i < t.n_all_spans; i++)
     {
       const PpSpan *sp = &t.spans[i];
       per_kind[sp->kind < PP_N_SPAN_KINDS ? sp->kind : PP_N_SPAN_KINDS]++;
+      if (i >= t.n_spans)
+        continue;   /* another replica's: in the count, not the analysis */
       if (sp->start_ns < gstart)
         gstart = sp->start_ns;
       if (sp->end_ns > gend)
         gend = sp->end_ns;
     }
-  printf ("spans: %zu", t.n_spans);
+  printf ("spans: %zu", t.n_all_spans);
   {
     bool first = true;
     for (int k = 0; k <= PP_N_SPAN_KINDS; k++)
@@ -865,6 +1096,7 @@ pp_cli_info (int argc, char **argv)
       putchar (')');
     putchar ('\n');
   }
+  print_shown_replica (&t);
 
   if (t.n_spans > 0 && gend > gstart && n_ranks > 0)
     {
@@ -988,7 +1220,11 @@ export_usage (FILE *out)
          "  -o, --output OUT      file to write (written beside it, renamed over it when\n"
          "                        whole; not FILE itself); -: standard output\n"
          "\n"
-         "chrome and csv count time from the run's start, as the app and render do.\n", out);
+         "chrome and csv count time from the run's start, as the app and render do.\n"
+         "A trace of a job whose ranks run in several processes (data-parallel\n"
+         "replicas: trace format 1.4) keeps every process's spans: csv's columns\n"
+         "process (the global rank), dp and tp say whose (empty where the trace does\n"
+         "not say), and chrome has a track per process named by its place.\n", out);
 }
 
 static void
@@ -1128,11 +1364,11 @@ write_flows (FILE *f, const Trace *t, int64_t base)
           used[recv[j]] = true;
           id++;
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
-                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, s->rank);
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, span_pid (t, s));
           print_us_since (f, s->start_ns, base);
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
-                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, rc->rank);
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, span_pid (t, rc));
           /* the data is there when the receive ends, and not before the
            * send has ended: a receive posted early (PyTorch's irecv, its
            * span the posting) ends before the send starts */
@@ -1242,11 +1478,11 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
           /* "s" inside the dependency's slice (its last nanosecond), "f"
            * bound to the enclosing slice at the block's start */
           fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
-                   id, dep->rank);
+                   id, span_pid (t, dep));
           print_us_since (f, dep->end_ns > dep->start_ns ? dep->end_ns - 1 : dep->start_ns, base);
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
-                   id, b->rank);
+                   id, span_pid (t, b));
           print_us_since (f, b->start_ns, base);
           fprintf (f, "}");
         }
@@ -1277,7 +1513,7 @@ write_counters (FILE *f, const Trace *t, int64_t base)
         }
       if (!isfinite (v))
         continue;
-      fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name, c->rank);
+      fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name, rank_pid (t, c->rank));
       print_us_since (f, c->time_ns, base);
       fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
     }
@@ -1470,7 +1706,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
           action_name (&a, V, name, sizeof name);
           fprintf (f, ",\n{\"name\":");
           json_string (f, name);
-          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", r, ROW_PLAN);
+          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", rank_pid (t, r), ROW_PLAN);
           print_us_since (f, ps, base);
           fputs (",\"dur\":", f);
           print_us_since (f, pe, ps);
@@ -1486,7 +1722,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
       const PlanSummary *ps = &t->plans[r];
       int64_t at = v->n_steps > 0 ? v->step_starts[0] : base;
       fprintf (f, ",\n{\"name\":\"plan (order only)\",\"cat\":\"plan\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
-                  "\"tid\":%d,\"ts\":", r, ROW_PLAN);
+                  "\"tid\":%d,\"ts\":", rank_pid (t, r), ROW_PLAN);
       print_us_since (f, at, base);
       fputs (",\"args\":{\"order\":\"", f);
       for (size_t k = 0; k < ps->n_order; k++)
@@ -1510,6 +1746,91 @@ rank_has_plan (const Trace *t, const AppView *v, int r)
   return r < t->cap_plans && t->plans[r].seen && !t->plans[r].has_timeline && t->plans[r].n_order > 0;
 }
 
+/* One track's names: the process (pid) and its used rows. */
+static void
+write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsigned rows, int rank)
+{
+  static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan" };
+  fprintf (f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+           *first ? "" : ",", pid);
+  json_string (f, name);
+  fprintf (f, "}}");
+  *first = false;
+  fprintf (f, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%" PRId64 "}}",
+           pid, sort);
+  for (int row = 0; row < N_ROWS; row++)
+    if (rows & (1u << row))
+      {
+        fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+                 pid, row);
+        if (row == ROW_PLAN)
+          fprintf (f, "\"plan rank %d\"}}", rank);
+        else
+          fprintf (f, "\"%s\"}}", row_names[row]);
+        fprintf (f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"sort_index\":%d}}", pid, row, row_order[row]);
+      }
+}
+
+static const PpTraceProcess *sort_places_of;   /* cmp_place's trace (qsort has no user data) */
+
+/* Processes in the order of their places: pp, then dp, tp, cp, ep. */
+static int
+cmp_place (const void *a, const void *b)
+{
+  const PpTraceProcess *x = &sort_places_of[*(const size_t *) a], *y = &sort_places_of[*(const size_t *) b];
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d] ? -1 : 1;
+  return (x->process > y->process) - (x->process < y->process);
+}
+
+/* The tracks' names: a rank each ("rank R"); in a trace with places
+ * (format 1.4) a process each, named by its place ("pp 1 · dp 0 · tp 0
+ * (process 2)"), and "rank R" for a rank no process placed. */
+static int
+write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, bool *first)
+{
+  char name[160];
+  if (t->rank_pid == NULL)
+    {
+      for (int r = 0; r < n_ranks; r++)
+        {
+          snprintf (name, sizeof name, "rank %d", r);
+          write_track (f, first, r, name, r, rows[r], r);
+        }
+      return 0;
+    }
+  int32_t size[PP_TRACE_MESH_DIMS];
+  size_t *order = malloc ((t->n_procs + 1) * sizeof *order);
+  if (order == NULL)
+    return -1;
+  mesh_sizes (t, size);
+  for (size_t i = 0; i < t->n_procs; i++)
+    order[i] = i;
+  sort_places_of = t->procs;
+  qsort (order, t->n_procs, sizeof *order, cmp_place);
+  for (size_t k = 0; k < t->n_procs; k++)
+    {
+      const PpTraceProcess *p = &t->procs[order[k]];
+      size_t n = 0;
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        if (d <= PP_TRACE_MESH_TP || size[d] > 1)
+          n += (size_t) snprintf (name + n, sizeof name - n, "%s%s %d", d ? " \u00b7 " : "", mesh_dim[d],
+                                  p->coord[d]);
+      snprintf (name + n, sizeof name - n, " (process %d)", p->process);
+      write_track (f, first, p->process, name, (int64_t) k, rows[p->process], p->rank);
+    }
+  free (order);
+  for (int r = 0; r < n_ranks; r++)
+    if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[rank_pid (t, r)] != 0)
+      {
+        snprintf (name, sizeof name, "rank %d", r);
+        write_track (f, first, rank_pid (t, r), name, (int64_t) t->n_procs + r, rows[rank_pid (t, r)], r);
+      }
+  return 0;
+}
+
 static int
 write_chrome (FILE *f, const Trace *t, const AppView *v)
 {
@@ -1517,8 +1838,10 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
   int64_t base = v->origin;
   int n_ranks = n_ranks_of (t);
   int V = t->has_desc && t->desc.n_virtual > 1 ? t->desc.n_virtual : 1;
-  unsigned char *rows = calloc ((size_t) n_ranks + 1, 1);   /* bit per used row */
-  static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan" };
+  /* bit per used row, by track: a rank's, or with places a process's
+   * (pids below 65535) and a rank's no process placed (65536 + rank) */
+  size_t n_pids = t->rank_pid != NULL ? (size_t) PP_TRACE_MAX_RANKS + (size_t) n_ranks : (size_t) n_ranks;
+  unsigned char *rows = calloc (n_pids + 1, 1);
   StepSlice *sl = NULL;
   size_t n_sl = 0;
   bool first = true;
@@ -1528,38 +1851,24 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       free (rows);
       return -1;
     }
-  for (size_t i = 0; i < t->n_spans; i++)
-    rows[t->spans[i].rank] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    rows[span_pid (t, &t->spans[i])] |= (unsigned char) (1u << row_of (t->spans[i].kind));
   for (size_t i = 0; i < n_sl; i++)
     if (sl[i].rank < n_ranks)
-      rows[sl[i].rank] |= 1u << ROW_STEPS;
+      rows[rank_pid (t, sl[i].rank)] |= 1u << ROW_STEPS;
   for (int r = 0; r < n_ranks; r++)
     if (rank_has_plan (t, v, r))
-      rows[r] |= 1u << ROW_PLAN;
+      rows[rank_pid (t, r)] |= 1u << ROW_PLAN;
 
   fputs ("{\"traceEvents\":[", f);
-  for (int r = 0; r < n_ranks; r++)
+  if (write_tracks (f, t, rows, n_ranks, &first) != 0)
     {
-      fprintf (f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
-               first ? "" : ",", r, r);
-      first = false;
-      fprintf (f, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
-               r, r);
-      for (int row = 0; row < N_ROWS; row++)
-        if (rows[r] & (1u << row))
-          {
-            fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-                     r, row);
-            if (row == ROW_PLAN)
-              fprintf (f, "\"plan rank %d\"}}", r);
-            else
-              fprintf (f, "\"%s\"}}", row_names[row]);
-            fprintf (f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                        "\"args\":{\"sort_index\":%d}}", r, row, row_order[row]);
-          }
+      free (rows);
+      free (sl);
+      return -1;
     }
   bool any_span = t->n_spans > 0;
-  for (size_t i = 0; i < t->n_spans; i++)
+  for (size_t i = 0; i < t->n_all_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
       const char *kn = kind_name (s->kind);
@@ -1584,7 +1893,8 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
         snprintf (name, sizeof name, "%s%d", kn, s->microbatch);
       fprintf (f, ",\n{\"name\":");
       json_string (f, act < 0 && str ? str : name);
-      fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, s->rank, row_of (s->kind));
+      fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, span_pid (t, s),
+               row_of (s->kind));
       /* times as the model holds them: within +-2^61 ns */
       int64_t t0 = clamp_time (s->start_ns), t1 = clamp_time (s->end_ns);
       print_us_since (f, t0, base);
@@ -1612,7 +1922,7 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
   for (size_t i = 0; i < n_sl; i++)
     {
       fprintf (f, ",\n{\"name\":\"step %d\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
-               sl[i].step, sl[i].rank, ROW_STEPS);
+               sl[i].step, rank_pid (t, sl[i].rank), ROW_STEPS);
       print_us_since (f, sl[i].begin, base);
       fputs (",\"dur\":", f);
       print_us_since (f, sl[i].end, sl[i].begin);
@@ -1638,8 +1948,8 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
 static int
 write_csv (FILE *f, const Trace *t, const AppView *v)
 {
-  fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub\n", f);
-  for (size_t i = 0; i < t->n_spans; i++)
+  fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub,process,dp,tp\n", f);
+  for (size_t i = 0; i < t->n_all_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
       const char *str = trace_string (t, s->name_id);
@@ -1651,9 +1961,18 @@ write_csv (FILE *f, const Trace *t, const AppView *v)
       csv_field (f, str ? str : "");
       /* an overlapped pair's backward half (format 1.2): "3B2" */
       if (pp_span_has_sub (s))
-        fprintf (f, ",%d%s%d\n", s->sub_stage, kind_name (s->sub_kind), s->sub_microbatch);
+        fprintf (f, ",%d%s%d", s->sub_stage, kind_name (s->sub_kind), s->sub_microbatch);
       else
-        fputs (",\n", f);
+        fputs (",", f);
+      /* format 1.4: the process that wrote it and its place; empty where
+       * the trace does not say (a trace without PROCESS frames) */
+      const PpTraceProcess *p = span_place (t, i);
+      if (p != NULL)
+        fprintf (f, ",%d,%d,%d\n", p->process, p->coord[PP_TRACE_MESH_DP], p->coord[PP_TRACE_MESH_TP]);
+      else if (t->span_process != NULL && t->span_process[i] >= 0)
+        fprintf (f, ",%d,,\n", t->span_process[i]);
+      else
+        fputs (",,,\n", f);
     }
   return 0;
 }

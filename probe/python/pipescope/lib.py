@@ -344,6 +344,27 @@ class Rank:
     def rank_info(self, host=None):
         self._lib.pipescope_rank_info(self._h, _b(host))
 
+    def place(self, process, coord, size):
+        """This process's place on the job's mesh: its global rank, its
+        coordinates and the mesh's sizes (pp, dp, tp, cp, ep; shorter
+        sequences are filled with 0 and 1).  True when recorded; False on a
+        bad place or with a library that has no pipescope_rank_place (it
+        then records as before, one process per pipeline rank)."""
+        fn = getattr(self._lib, "pipescope_rank_place", None)
+        if fn is None:
+            return False
+        arr = ctypes.c_int32 * 5
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, arr, arr]
+        try:
+            c = [int(x) for x in list(coord)[:5]]
+            n = [int(x) for x in list(size)[:5]]
+            c += [0] * (5 - len(c))
+            n += [1] * (5 - len(n))
+            return fn(self._h, int(process), arr(*c), arr(*n)) == 0
+        except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
+            return False
+
     def dropped(self):
         self.flush()
         fast = self.fast.refused() if self.fast is not None else 0

@@ -1,0 +1,209 @@
+/* pp-synth-mesh.c — writes the per-process trace files of a synthetic
+ * P × D job (P pipeline ranks, D data-parallel replicas), as the Python
+ * hook's ranks write them: BASE.rank<G> per process, G = pp · D + dp
+ * (torchtitan's layout, pp outermost), each with its description, its
+ * RANK frame, its PROCESS frame (trace format 1.4) and every later frame
+ * tagged, its own untimed plan, and STEPS steps of M micro-batches in
+ * GPipe or 1F1B order, timed by a small simulation (F 1 ms, B 2 ms; a
+ * replica dp runs dp × 10 µs later, so that replicas differ).
+ *
+ * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
+ *   --collide: the last process claims the place of the one before it
+ *              (a job whose mesh was read wrong), for merge's refusal.
+ *
+ * A test tool (tests/), not installed: the tests of merge, info, the
+ * exports and the timeline model use it at small sizes (2 × 2, 4 × 8), and
+ * it measures them at 16 × 128. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp-trace.h"
+
+#define F_NS 1000000
+#define B_NS 2000000
+
+typedef struct {
+  int kind;   /* PP_SPAN_F or PP_SPAN_B */
+  int mb;
+} Act;
+
+/* Rank r's order of one step: GPipe all forwards then all backwards;
+ * 1F1B P - 1 - r forwards first, then one forward one backward, then the
+ * backwards left. */
+static int
+order (int one_f_one_b, int P, int M, int r, Act *a)
+{
+  int n = 0;
+  if (!one_f_one_b)
+    {
+      for (int m = 0; m < M; m++)
+        a[n++] = (Act) { PP_SPAN_F, m };
+      for (int m = 0; m < M; m++)
+        a[n++] = (Act) { PP_SPAN_B, m };
+      return n;
+    }
+  int warm = P - 1 - r < M ? P - 1 - r : M;
+  int f = 0, b = 0;
+  for (; f < warm; f++)
+    a[n++] = (Act) { PP_SPAN_F, f };
+  while (b < M)
+    {
+      if (f < M)
+        a[n++] = (Act) { PP_SPAN_F, f++ };
+      a[n++] = (Act) { PP_SPAN_B, b++ };
+    }
+  return n;
+}
+
+/* The end times of one step of every rank, by list scheduling: an action
+ * starts when its rank is free and what it needs (the forward of the rank
+ * before, the backward of the rank after, its own forward) has ended. */
+static void
+simulate (int one_f_one_b, int P, int M, int64_t t0, int64_t *f_end, int64_t *b_end)
+{
+  Act *a = malloc (sizeof *a * (size_t) (2 * M));
+  int *next = calloc ((size_t) P, sizeof *next);
+  int64_t *free_at = malloc (sizeof *free_at * (size_t) P);
+  for (int r = 0; r < P; r++)
+    free_at[r] = t0;
+  for (int i = 0; i < P * M; i++)
+    f_end[i] = b_end[i] = -1;
+  int left = 2 * P * M;
+  while (left > 0)
+    for (int r = 0; r < P; r++)
+      {
+        int n = order (one_f_one_b, P, M, r, a);
+        while (next[r] < n)
+          {
+            Act x = a[next[r]];
+            int64_t need = free_at[r];
+            if (x.kind == PP_SPAN_F && r > 0)
+              {
+                if (f_end[(r - 1) * M + x.mb] < 0)
+                  break;
+                need = need > f_end[(r - 1) * M + x.mb] ? need : f_end[(r - 1) * M + x.mb];
+              }
+            if (x.kind == PP_SPAN_B && r < P - 1)
+              {
+                if (b_end[(r + 1) * M + x.mb] < 0)
+                  break;
+                need = need > b_end[(r + 1) * M + x.mb] ? need : b_end[(r + 1) * M + x.mb];
+              }
+            int64_t end = need + (x.kind == PP_SPAN_F ? F_NS : B_NS);
+            (x.kind == PP_SPAN_F ? f_end : b_end)[r * M + x.mb] = end;
+            free_at[r] = end;
+            next[r]++;
+            left--;
+          }
+      }
+  free (a);
+  free (next);
+  free (free_at);
+}
+
+static int
+die (const char *what, const PpError *err)
+{
+  fprintf (stderr, "pp-synth-mesh: %s: %s\n", what, err->msg);
+  return 1;
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 7)
+    {
+      fprintf (stderr, "usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]\n");
+      return 2;
+    }
+  const char *base = argv[1];
+  int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
+  int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
+  uint64_t job_id = 0;
+  int collide = 0;
+  for (int i = 7; i < argc; i++)
+    if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
+      job_id = strtoull (argv[++i], NULL, 16);
+    else if (strcmp (argv[i], "--collide") == 0)
+      collide = 1;
+  if (P < 1 || D < 1 || M < 1 || steps < 1 || P * D > PP_TRACE_MAX_PROCESSES)
+    {
+      fprintf (stderr, "pp-synth-mesh: P, D, M, STEPS must be >= 1 and P x D < %d\n",
+               PP_TRACE_MAX_PROCESSES);
+      return 2;
+    }
+
+  int64_t *f_end = malloc (sizeof *f_end * (size_t) (P * M));
+  int64_t *b_end = malloc (sizeof *b_end * (size_t) (P * M));
+  Act *a = malloc (sizeof *a * (size_t) (2 * M));
+  PpTracePlanAction *plan = calloc ((size_t) (2 * M), sizeof *plan);
+  PpSpan *spans = malloc (sizeof *spans * (size_t) (2 * M));
+  const int64_t step_ns = (int64_t) (M + P) * 3 * (F_NS + B_NS);
+  PpTraceDescription desc = { .n_ranks = P, .n_microbatches = M, .n_virtual = 1 };
+  snprintf (desc.schedule, sizeof desc.schedule, "%s", one_f_one_b ? "1F1B" : "GPipe");
+  snprintf (desc.backend, sizeof desc.backend, "cpu");
+  snprintf (desc.host, sizeof desc.host, "synth");
+  snprintf (desc.model, sizeof desc.model, "synthetic %d x %d mesh", P, D);
+  snprintf (desc.cmdline, sizeof desc.cmdline, "pp-synth-mesh");
+
+  for (int g = 0; g < P * D; g++)
+    {
+      int r = g / D, dp = g % D;
+      PpTraceProcess place = { .process = g, .rank = r, .coord = { r, dp, 0, 0, 0 },
+                               .size = { P, D, 1, 1, 1 }, .pid = 1000 + g };
+      snprintf (place.host, sizeof place.host, "node%d", g / 8);
+      if (collide && g == P * D - 1 && D > 1)
+        place.coord[1] = dp - 1;
+      char path[4096];
+      snprintf (path, sizeof path, "%s.rank%d", base, g);
+      PpError err = { 0 };
+      PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+      if (w == NULL)
+        return die (path, &err);
+      if (job_id != 0)
+        pp_trace_writer_set_job_id (w, job_id, &err);
+      /* as the hook: description and RANK at open, then the place, then
+       * everything tagged */
+      if (pp_trace_write_description (w, &desc, &err) != PP_OK
+          || pp_trace_write_rank (w, r, place.pid, place.host, &err) != PP_OK
+          || pp_trace_writer_set_process (w, g, &err) != PP_OK
+          || pp_trace_write_process (w, &place, &err) != PP_OK)
+        return die (path, &err);
+      int n = order (one_f_one_b, P, M, r, a);
+      for (int i = 0; i < n; i++)
+        plan[i] = (PpTracePlanAction) { .kind = a[i].kind == PP_SPAN_F ? PP_TRACE_ACT_F : PP_TRACE_ACT_B,
+                                        .stage = r, .microbatch = a[i].mb, .sub_kind = -1,
+                                        .sub_stage = -1, .sub_microbatch = -1 };
+      if (pp_trace_write_rank_plan (w, r, plan, (size_t) n, 0, &err) != PP_OK)
+        return die (path, &err);
+      for (int s = 0; s < steps; s++)
+        {
+          int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000;
+          simulate (one_f_one_b, P, M, t0, f_end, b_end);
+          if (pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_BEGIN, t0, &err) != PP_OK)
+            return die (path, &err);
+          for (int i = 0; i < n; i++)
+            {
+              int64_t end = (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
+              spans[i] = (PpSpan) { .start_ns = end - (a[i].kind == PP_SPAN_F ? F_NS : B_NS),
+                                    .end_ns = end, .rank = r, .stage = r, .microbatch = a[i].mb,
+                                    .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
+                                    .peer_rank = -1 };
+            }
+          int64_t last = spans[n - 1].end_ns;
+          if (pp_trace_write_spans (w, spans, (size_t) n, &err) != PP_OK
+              || pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_END, last, &err) != PP_OK)
+            return die (path, &err);
+        }
+      if (pp_trace_writer_close (w, &err) != PP_OK)
+        return die (path, &err);
+    }
+  free (f_end);
+  free (b_end);
+  free (a);
+  free (plan);
+  free (spans);
+  return 0;
+}

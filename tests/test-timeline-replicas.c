@@ -1,0 +1,158 @@
+/* test-timeline-replicas.c — the timeline model of a job whose pipeline
+ * ranks each run in several processes (issue 27): a row never mixes two
+ * replicas' blocks.
+ *
+ * pp-synth-mesh (its path the first argument) writes a P x D job's
+ * per-process files (PROCESS frames, format 1.4).  Every process's file is
+ * fed into one model, the higher replicas first (so that a lower place
+ * comes after another was shown and must replace it); the model must hold
+ * exactly what a model of replica dp 0 alone holds: the same spans a row,
+ * the same step bubbles, and say how many processes and replicas the
+ * trace has.  A trace without places reads as one replica. */
+#include <glib.h>
+#include <string.h>
+
+#include "pp-test-util.h"
+#include "pp-timeline-model.h"
+#include "pp-trace.h"
+
+static const char *synth;
+
+static void
+feed (PpTimelineModel *m, const char *path)
+{
+  PpError err = { 0 };
+  PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+  PpTraceItem it;
+  g_assert_nonnull (r);
+  for (;;)
+    {
+      g_assert_cmpint (pp_trace_reader_next (r, &it, &err), ==, PP_OK);
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      pp_timeline_model_add (m, &it);
+    }
+  pp_trace_reader_free (r);
+}
+
+static void
+write_job (PpTestCtx *c, const char *base, int P, int D, int M, const char *sched)
+{
+  char *path = pp_test_ctx_path (c, base);
+  char *sp = g_strdup_printf ("%d", P), *sd = g_strdup_printf ("%d", D), *sm = g_strdup_printf ("%d", M);
+  const char *argv[] = { synth, path, sp, sd, sm, "3", sched, NULL };
+  int status = -1;
+  GError *error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_free (sp); g_free (sd); g_free (sm); g_free (path);
+}
+
+/* One P x D job: every process into one model, the higher dp first; and
+ * dp 0's processes alone into another. */
+static void
+check_job (int P, int D, int M, const char *sched)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-replicas-");
+  write_job (&c, "job", P, D, M, sched);
+  PpTimelineModel *all = pp_timeline_model_new (), *one = pp_timeline_model_new ();
+  for (int dp = D - 1; dp >= 0; dp--)
+    for (int r = 0; r < P; r++)
+      {
+        char name[64];
+        g_snprintf (name, sizeof name, "job.rank%d", r * D + dp);
+        char *path = pp_test_ctx_path (&c, name);
+        feed (all, path);
+        if (dp == 0)
+          feed (one, path);
+        g_free (path);
+      }
+
+  g_assert_cmpint (pp_timeline_model_n_ranks (all), ==, P);
+  g_assert_cmpint (pp_timeline_model_n_processes (all), ==, P * D);
+  g_assert_cmpint (pp_timeline_model_n_replicas (all), ==, D);
+  g_assert_cmpint (pp_timeline_model_shown_dp (all), ==, 0);
+  g_assert_cmpuint (pp_timeline_model_n_hidden_spans (all), ==, (guint64) (P * (D - 1) * 3 * 2 * M));
+  char note[64];
+  pp_timeline_model_replica_note (all, note, sizeof note);
+  char *want = D > 1 ? g_strdup_printf ("replica dp 0 of %d shown", D) : g_strdup ("");
+  g_assert_cmpstr (note, ==, want);
+  g_free (want);
+
+  /* each row: dp 0's blocks, every one once, as dp 0 alone has them */
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (all), ==, pp_timeline_model_n_spans_total (one));
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (all), ==, (gsize) (P * 3 * 2 * M));
+  for (int r = 0; r < P; r++)
+    {
+      gsize n = pp_timeline_model_n_spans (all, r);
+      g_assert_cmpuint (n, ==, pp_timeline_model_n_spans (one, r));
+      g_assert_cmpmem (pp_timeline_model_spans (all, r), n * sizeof (PpSpan),
+                       pp_timeline_model_spans (one, r), n * sizeof (PpSpan));
+    }
+  /* and the analysis over the model is that replica's */
+  double *ba = g_new0 (double, P), *bo = g_new0 (double, P);
+  g_assert_cmpint (pp_timeline_model_step_bubbles (all, ba), ==, pp_timeline_model_step_bubbles (one, bo));
+  for (int r = 0; r < P; r++)
+    g_assert_cmpfloat (ba[r], ==, bo[r]);
+  g_assert_cmpuint (pp_timeline_model_n_steps (all), ==, 3);
+  g_free (ba);
+  g_free (bo);
+  pp_timeline_model_free (all);
+  pp_timeline_model_free (one);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+test_two_by_two (void)
+{
+  check_job (2, 2, 4, "1f1b");
+}
+
+static void
+test_four_by_eight (void)
+{
+  check_job (4, 8, 6, "gpipe");
+}
+
+/* One replica: no note, nothing hidden; a trace without PROCESS frames
+ * (the same bytes said to be 1.3) holds no processes and one replica. */
+static void
+test_one_replica (void)
+{
+  check_job (3, 1, 4, "1f1b");
+
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-replicas-");
+  write_job (&c, "old", 2, 2, 2, "gpipe");
+  char *path = pp_test_ctx_path (&c, "old.rank1");
+  gchar *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+  guint16 minor = GUINT16_TO_LE (3);   /* pp-synth-mesh writes the host's order: x86 and arm64 are little */
+  memcpy (data + 14, &minor, 2);
+  g_assert_true (g_file_set_contents (path, data, (gssize) len, NULL));
+  PpTimelineModel *m = pp_timeline_model_new ();
+  feed (m, path);
+  g_assert_cmpint (pp_timeline_model_n_processes (m), ==, 0);
+  g_assert_cmpint (pp_timeline_model_n_replicas (m), ==, 1);
+  g_assert_cmpuint (pp_timeline_model_n_hidden_spans (m), ==, 0);
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (m), ==, 3 * 2 * 2);
+  pp_timeline_model_free (m);
+  g_free (data);
+  g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_assert_cmpint (argc, >=, 2);
+  synth = argv[1];
+  g_test_add_func ("/timeline-replicas/2x2", test_two_by_two);
+  g_test_add_func ("/timeline-replicas/4x8", test_four_by_eight);
+  g_test_add_func ("/timeline-replicas/one-replica", test_one_replica);
+  return g_test_run ();
+}
