@@ -22,6 +22,13 @@ PyTorch's own pipelining code, never the user's:
   * _update_losses (the last stage's losses, once a step, read at the
     step's end) and the optimizers' global step hooks (an OPT block).
 
+Each process is recorded as itself: when it opens its rank it reads, once,
+its place on the job's mesh (its global rank, pipeline rank, dp and tp
+coordinates; place.py), names its trace file by its global rank
+($PIPESCOPE_TRACE.rank<G>: the replicas of one pipeline rank never collide)
+and hands the place to the library (Rank.place); its spans, plan and
+description stay its pipeline rank's.
+
 On CUDA, blocks are timed by CUDA events on the stage's stream, resolved
 once they have passed, never by a synchronisation.  Where the library can
 run its CUPTI collector in the process (PIPESCOPE_CUPTI=0: not tried), the
@@ -48,6 +55,7 @@ import sys
 import threading
 
 from . import lib as _lib
+from . import place as _place
 from .arguments import MISSING, Param
 
 KNOWN = ((2, 11), (2, 15))   # the PyTorch versions whose internals this hook knows
@@ -149,10 +157,12 @@ class _Hook:
             group_rank = self.dist.get_rank() if self.dist.is_initialized() else 0
         if not group_size:
             group_size = self.dist.get_world_size() if self.dist.is_initialized() else 1
+        process, place = self.read_place(st, stages, int(group_rank))
         job = os.environ.get("PIPESCOPE_JOB") or _job_from_launcher()
         trace = os.environ.get("PIPESCOPE_TRACE")
         if trace:
-            trace = f"{trace}.rank{group_rank}"
+            # by global rank: the replicas of one pipeline rank never collide
+            trace = f"{trace}.rank{process}"
         rank, err = _lib.Rank.open(job, int(group_rank), int(group_size), "pytorch", trace,
                                    os.environ.get("PIPESCOPE_RANK_LISTEN"))
         if rank is None:
@@ -161,6 +171,12 @@ class _Hook:
             return None
         self.rank = rank
         rank.rank_info(socket.gethostname())
+        place_fn = getattr(rank, "place", None)   # a lib.py before Rank.place: records as before
+        if place is not None and place_fn is not None:
+            try:
+                place_fn(process, *place)   # False: a library without places; the same records
+            except Exception as e:
+                _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
         if st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda":
             self.start_device(rank)
         self.cpu = all(getattr(getattr(s, "device", None), "type", "cpu") != "cuda" for s in stages)
@@ -169,6 +185,38 @@ class _Hook:
             self.fast.set_fail(self.fail)
             self.sync_fast()
         return rank
+
+    def read_place(self, st, stages, pipeline_rank):
+        """(global rank, (coord, size) or None): this process's place on
+        the job's mesh, read once, at the rank's open (place.py).  A place
+        that cannot be read is said in one line and not recorded: the
+        trace then holds the process as its pipeline rank, as before."""
+        try:
+            g = self.dist.get_rank() if self.dist.is_initialized() else pipeline_rank
+        except Exception:
+            g = pipeline_rank
+        try:
+            place = _place.place_of(self.dist, getattr(st, "group", None),
+                                    [s.submod for s in stages if getattr(s, "submod", None) is not None])
+        except _place.NoPlace as e:
+            _say(f"the process's place not recorded ({e}); recording goes on")
+            return g, None
+        except Exception as e:
+            _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
+            return g, None
+        if place is None:
+            return g, None
+        coord, size = place
+        if coord[0] != pipeline_rank:
+            _say(f"the process's place not recorded (pipeline rank {coord[0]} in the stage's group, "
+                 f"{pipeline_rank} in the schedule); recording goes on")
+            return g, None
+        if g == pipeline_rank and all(n == 1 for n in size[1:]):
+            # one process a pipeline rank, global rank = pipeline rank: the
+            # trace says as much without a place, as before (its registry
+            # name and frames unchanged)
+            return g, None
+        return g, place
 
     def start_device(self, rank):
         """The library's CUPTI collector for this rank, where it can run; one

@@ -1,0 +1,176 @@
+"""mesh-train.py — a job with more than one pipeline, as PyTorch users write
+one: 4 processes on CPU with gloo under `torchrun --nproc-per-node 4`, an
+MLP of blocks split by depth into pipeline stages, the stages replicated
+or split on a DeviceMesh.  For pipescope's tests: nothing in it knows
+pipescope.
+
+    torchrun --nproc-per-node 4 mesh-train.py --layout ddp --out DIR
+
+Layouts (P = 2 pipeline ranks of 2 processes each):
+  ddp     mesh ("pp", "dp"), each stage in DistributedDataParallel over
+          mesh["dp"]'s group, Schedule1F1B
+  fsdp    mesh ("pp", "dp"), FSDP2's fully_shard(block, mesh=mesh["dp"])
+          per block, ScheduleInterleaved1F1B (2 stages a rank)
+  tp      mesh ("pp", "tp"), parallelize_module(block, mesh["tp"],
+          fc1 column-wise, fc2 row-wise), Schedule1F1B (tp innermost, pp
+          outermost: Megatron's order)
+  dp-pp   mesh ("dp", "pp"): pp innermost, pipeline rank = global rank % P;
+          DDP over mesh["dp"]'s group, Schedule1F1B
+  groups  no mesh: the same layout as dp-pp from dist.new_group, DDP over
+          the dp group, Schedule1F1B
+  unplaced  no mesh, no data-parallel wrapping, pipelines of processes
+          (0, 3) and (1, 2): two replicas that train on their own, laid out
+          so that no place can be read from the groups alone
+
+Each process writes DIR/process<G>.json (G its global rank): the losses of
+every step (last stage), the parameter checksums after the last step, its
+place as the job itself knows it (pp, dp, tp, cp, ep and their sizes, from
+its mesh or its groups), and, with --list DIR2, the names of the files in
+DIR2 once every process has stepped (a barrier).
+"""
+
+import argparse
+import json
+import os
+
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import PipelineStage
+from torch.distributed.pipelining import schedules as S
+
+P = 2
+WIDTH = 16
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(WIDTH, 2 * WIDTH)
+        self.fc2 = torch.nn.Linear(2 * WIDTH, WIDTH)
+
+    def forward(self, x):
+        return torch.tanh(self.fc2(torch.tanh(self.fc1(x))))
+
+
+def place_from_mesh(mesh):
+    """(coord, size) in the order pp, dp, tp, cp, ep, by the mesh's names."""
+    coord, size = [0] * 5, [1] * 5
+    slot = {"pp": 0, "dp": 1, "tp": 2, "cp": 3, "ep": 4}
+    for name, c in zip(mesh.mesh_dim_names, mesh.get_coordinate()):
+        coord[slot[name]] = c
+        size[slot[name]] = mesh.size(mesh.mesh_dim_names.index(name))
+    return coord, size
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layout", required=True, choices=["ddp", "fsdp", "tp", "dp-pp", "groups", "unplaced"])
+    ap.add_argument("--microbatches", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--list", help="a folder whose file names to note after the steps")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    dist.init_process_group("gloo")
+    g, world = dist.get_rank(), dist.get_world_size()
+    mesh = None
+    if a.layout in ("ddp", "fsdp"):
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (P, world // P), mesh_dim_names=("pp", "dp"))
+    elif a.layout == "tp":
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (P, world // P), mesh_dim_names=("pp", "tp"))
+    elif a.layout == "dp-pp":
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (world // P, P), mesh_dim_names=("dp", "pp"))
+    if a.layout == "unplaced":
+        pipes = [[0, 3], [1, 2]]
+        pp_group = None
+        for i, ranks in enumerate(pipes):
+            grp = dist.new_group(ranks)
+            if g in ranks:
+                pp_group, coord = grp, [ranks.index(g), i, 0, 0, 0]
+        dp_group, size = None, [P, world // P, 1, 1, 1]
+    elif mesh is not None:
+        pp_group = mesh["pp"].get_group()
+        coord, size = place_from_mesh(mesh)
+        dp_group = mesh["dp"].get_group() if "dp" in mesh.mesh_dim_names else None
+    else:
+        # every process creates every group, in the same order
+        pp_group = dp_group = None
+        for d in range(world // P):
+            grp = dist.new_group([d * P + p for p in range(P)])
+            if g // P == d:
+                pp_group = grp
+        for p in range(P):
+            grp = dist.new_group([d * P + p for d in range(world // P)])
+            if g % P == p:
+                dp_group = grp
+        coord, size = [g % P, g // P, 0, 0, 0], [P, world // P, 1, 1, 1]
+    pp = dist.get_rank(pp_group)
+    dp = coord[1]
+
+    torch.manual_seed(0)
+    v = 2 if a.layout == "fsdp" else 1
+    n_stages = P * v
+    blocks = [Block() for _ in range(n_stages)]   # the same weights in every process
+    mine = [pp + k * P for k in range(v)]
+    mods = []
+    for s in mine:
+        mod = blocks[s]
+        if a.layout == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+            fully_shard(mod.fc1, mesh=mesh["dp"])
+            fully_shard(mod.fc2, mesh=mesh["dp"])
+            fully_shard(mod, mesh=mesh["dp"])
+        elif a.layout == "tp":
+            from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                           parallelize_module)
+            parallelize_module(mod, mesh["tp"], {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
+        elif dp_group is not None:
+            mod = torch.nn.parallel.DistributedDataParallel(mod, process_group=dp_group)
+        mods.append(mod)
+    stages = [PipelineStage(m, s, n_stages, torch.device("cpu"), group=pp_group) for m, s in zip(mods, mine)]
+    loss_fn = torch.nn.MSELoss()
+    if a.layout == "fsdp":
+        sched = S.ScheduleInterleaved1F1B(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
+    else:
+        sched = S.Schedule1F1B(stages[0], n_microbatches=a.microbatches, loss_fn=loss_fn)
+    params = [p for m in mods for p in m.parameters()]
+    opt = torch.optim.SGD(params, lr=0.05)
+
+    # each data-parallel replica its own batch; tensor ranks the same
+    gen = torch.Generator().manual_seed(1 + dp)
+    x = torch.randn(2 * a.microbatches, WIDTH, generator=gen)
+    y = torch.randn(2 * a.microbatches, WIDTH, generator=gen)
+    losses_by_step = []
+    for _ in range(a.steps):
+        opt.zero_grad()
+        losses = []
+        kwargs = {}
+        if n_stages - 1 in mine:
+            kwargs.update(target=y, losses=losses)
+        if 0 in mine:
+            sched.step(x, **kwargs)
+        else:
+            sched.step(**kwargs)
+        opt.step()
+        losses_by_step.append([l.item() for l in losses])
+    listed = None
+    if a.list:
+        dist.barrier()   # every process has stepped: its trace file is open
+        listed = sorted(os.listdir(a.list))
+
+    def full(p):
+        return p.full_tensor() if hasattr(p, "full_tensor") else p
+    checks = [float(full(p).detach().double().sum()) for p in params]
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
+        json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
+                   "listed": listed, "torch": torch.__version__}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""test-torch-mesh.py — a job with more than one pipeline (4 processes: 2
+pipeline ranks of 2 processes each, on CPU with gloo under torchrun) under
+`pipescope-cli profile`, for one layout of tests/pytorch/mesh-train.py.
+
+    test-torch-mesh.py CLI LAYOUT        (ddp, fsdp, tp, dp-pp, groups, unplaced)
+
+It runs the job twice, plain and under profile, and asserts:
+  * profile's exit status is the command's (0), and every process's losses
+    and weights after the last step are the plain run's, bit for bit;
+  * the hook recorded in every process (no "not recording", no "recording
+    stopped", no place it could not read; in the layout "unplaced", whose
+    groups say no place, exactly one line of each process saying so, and
+    profile's own, non-zero, that it wrote no trace);
+  * 4 trace files were written, one a process, named by global rank
+    (TRACE.ID.rank0 ... rank3), whatever the pipeline rank each holds;
+  * the merged trace's info lists 4 processes, each at the place the job
+    computed itself from its mesh (or its groups), profile counted them,
+    and in the CSV export every span is its process's at that place, each
+    process with a forward and a backward in every step (not for
+    "unplaced").
+Needs PIPESCOPE_TORCH_PYTHON; without it exits 0 with a SKIP line.
+"""
+
+import collections
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORLD = 4
+
+
+def fail(msg):
+    print("not ok 1 - " + msg.replace("\n", "\n# "))
+    sys.exit(1)
+
+
+def run(cmd, env, what, timeout=300):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        fail(f"{what} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def main():
+    cli, layout = sys.argv[1], sys.argv[2]
+    py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
+    if not py or not os.path.exists(py):
+        print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and sets it)")
+        sys.exit(0)
+    print("1..1")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    tmp = tempfile.mkdtemp(prefix="pp-torch-mesh-")
+    try:
+        check(cli, py, layout, env, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(cli, py, layout, env, tmp):
+    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
+    os.chmod(tmp, 0o700)
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    job = [torchrun, "--standalone", "--nproc-per-node", str(WORLD), os.path.join(HERE, "mesh-train.py"),
+           "--layout", layout, "--steps", "2", "--microbatches", "4"]
+    plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
+    os.mkdir(traces)
+    run(job + ["--out", plain], env, "the plain run")
+    trace = os.path.join(traces, "job.pptrace")
+    cmd = [cli, "profile", "--trace", trace, "--name", "meshtest", "--"] + job + ["--out", prof, "--list", traces]
+    if layout != "unplaced":
+        p = run(cmd, env, "the profiled run")
+    else:
+        # processes of one pipeline rank, none placed: no trace can be
+        # merged, and profile says so, the job's own status in the line
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        if p.returncode == 0 or "the command exited 0, but no trace was written" not in p.stderr:
+            fail(f"profile of processes it cannot tell apart exited {p.returncode}:\n{p.stderr[-3000:]}")
+    for bad in ("not recording", "recording stopped") + (() if layout == "unplaced" else ("place not recorded",)):
+        if bad in p.stderr:
+            fail(f"the hook said '{bad}':\n{p.stderr[-3000:]}")
+    if layout == "unplaced":
+        # groups that say no place: one line a process, and the job the same
+        said = p.stderr.count("pipescope: the process's place not recorded (the pipeline's process groups "
+                              "are not laid out regularly); recording goes on\n")
+        if said != WORLD:
+            fail(f"{said} processes said their place could not be read, not {WORLD}:\n{p.stderr[-3000:]}")
+
+    places = {}
+    for g in range(WORLD):
+        a = json.load(open(os.path.join(plain, f"process{g}.json")))
+        b = json.load(open(os.path.join(prof, f"process{g}.json")))
+        if a["losses"] != b["losses"]:
+            fail(f"process {g}: losses differ under profile: {a['losses']} vs {b['losses']}")
+        if a["params"] != b["params"]:
+            fail(f"process {g}: weights differ under profile")
+        places[g] = (b["coord"], b["size"])
+    if not any(l for g in places for l in json.load(open(os.path.join(prof, f"process{g}.json")))["losses"]):
+        fail("no process computed a loss")
+    if len({tuple(c) for c, s in places.values()}) != WORLD:
+        fail(f"the job's own places are not distinct: {places}")
+
+    # the files every process saw once all had stepped: one a process, by global rank
+    listed = json.load(open(os.path.join(prof, "process0.json")))["listed"]
+    files = [f for f in listed if re.fullmatch(r"job\.pptrace\.[0-9a-f]+\.rank[0-9]+", f)]
+    ranks = sorted(int(f.rsplit("rank", 1)[1]) for f in files)
+    if ranks != list(range(WORLD)):
+        fail(f"trace files written: {listed}; want job.pptrace.ID.rank0 ... rank{WORLD - 1}")
+
+    if layout == "unplaced":
+        print(f"ok 1 - {layout}: {WORLD} processes, no place to read, said once by each; losses and weights "
+              f"bit for bit, one trace file a process by global rank")
+        return
+    info = run([cli, "info", trace], env, "info").stdout
+    c0, s0 = places[0]
+    want = ["ranks: 2", f"processes: {WORLD} (pp {s0[0]} × dp {s0[1]} × tp {s0[2]})"]
+    for g, (c, s) in places.items():
+        want.append(f"process {g}: pp {c[0]} dp {c[1]} tp {c[2]} host ")
+    for w in want:
+        if w not in info:
+            fail(f"info lacks '{w}':\n{info}")
+    if len(re.findall(r"^\s*process \d+: ", info, re.M)) != WORLD:
+        fail(f"info does not list {WORLD} processes:\n{info}")
+    said = f"{WORLD} processes recorded (pp {s0[0]} × dp {s0[1]} × tp {s0[2]})"
+    if said not in p.stderr:
+        fail(f"profile did not say '{said}':\n{p.stderr[-3000:]}")
+    # every span is its process's, at its place: each process computed a
+    # forward and a backward of every step under its pipeline rank
+    spans = os.path.join(tmp, "spans.csv")
+    run([cli, "export", trace, "--format", "csv", "-o", spans], env, "export --format csv")
+    kinds = collections.defaultdict(set)
+    for r in csv.DictReader(open(spans)):
+        g = int(r["process"])
+        c = places[g][0] if g in places else None
+        if c is None or [int(r["rank"]), int(r["dp"]), int(r["tp"])] != c[:3]:
+            fail(f"a span of process {g} at rank {r['rank']} dp {r['dp']} tp {r['tp']}, not {c}")
+        kinds[(g, int(r["step"]))].add(r["kind"])
+    for g in places:
+        for step in range(2):
+            k = kinds[(g, step)]
+            if "F" not in k or not ({"B", "I"} & k):
+                fail(f"process {g} step {step} has only {sorted(k)}")
+    print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
+          f"by global rank, each process at the place its mesh gives it: "
+          + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())))
+
+
+if __name__ == "__main__":
+    main()
