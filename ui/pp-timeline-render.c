@@ -785,6 +785,12 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
     else if (mean_idle_in_view >= 0 && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  idle %.1f%% of what is shown",
                        100 * mean_idle_in_view);
+    /* the rows are one replica of each pipeline rank: said where the
+     * bubble is, so that a report's image says whose bubble it is */
+    char note[128];
+    pp_timeline_model_replica_note (c->m, note, sizeof note);
+    if (note[0] && len < sizeof line)
+      len += snprintf (line + len, sizeof line - len, "  ·  %s", note);
     if (mean_planned >= 0 && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  planned %.1f%% a step", 100 * mean_planned);
     if (pp_timeline_model_dropped (c->m) > 0 && len < sizeof line)
