@@ -725,6 +725,48 @@ test_timeline_still_pointer (void)
 
 /* ---- panels -------------------------------------------------------------------- */
 
+/* A job of 2 pipeline ranks x 2 replicas: until the folded view, the rows
+ * are one replica's, and the statistics say whose. */
+static void
+test_stats_replicas (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  GtkWidget *p = pp_stats_panel_new ();
+  GString *text = g_string_new (NULL);
+
+  add_description (m, 2, 1, 0);
+  for (int g = 0; g < 4; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info.process = g;
+      it.process_info.rank = g / 2;
+      it.process_info.coord[PP_TRACE_MESH_PP] = g / 2;
+      it.process_info.coord[PP_TRACE_MESH_DP] = g % 2;
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        it.process_info.size[d] = d <= PP_TRACE_MESH_DP ? 2 : 1;
+      it.process_info.pid = 100 + g;
+      g_strlcpy (it.process_info.host, "h", sizeof it.process_info.host);
+      pp_timeline_model_add (m, &it);
+      PpTraceItem sp = { .type = PP_TRACE_ITEM_SPAN, .process = g };
+      sp.span.rank = g / 2;
+      sp.span.stage = g / 2;
+      sp.span.kind = PP_SPAN_F;
+      sp.span.microbatch = 0;
+      sp.span.peer_rank = -1;
+      sp.span.device = 0xffff;
+      sp.span.start_ns = 1000000 * (g / 2);
+      sp.span.end_ns = sp.span.start_ns + 1000000;
+      pp_timeline_model_add (m, &sp);
+    }
+  g_object_ref_sink (p);
+  pp_stats_panel_update (PP_STATS_PANEL (p), m);
+  collect_labels (p, text);
+  g_assert_nonnull (strstr (text->str, "4 processes, replica dp 0 of 2 shown"));
+  g_string_free (text, TRUE);
+  g_object_unref (p);
+  pp_timeline_model_free (m);
+}
+
 static void
 test_stats_panel (void)
 {
@@ -1107,6 +1149,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
+  g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
