@@ -569,7 +569,7 @@ test_merge_refuses (void)
     { link, r0, r1, NULL, "is the input" },
     { r0, r0, r1, NULL, "is one of the inputs" },
     { merged, r0, r1, r1_dot, "are the same file: give each rank's trace once" },
-    { merged, r0, r1, r1_copy, "both hold rank 1: give each rank's trace once" },
+    { merged, r0, r1, r1_copy, "both hold pipeline rank 1 and neither says its place on the job's mesh: give one trace of each pipeline rank" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
     {

@@ -145,6 +145,26 @@ test_one_replica (void)
   pp_test_ctx_clear (&c);
 }
 
+/* Whose rows these are, said by every view alike: tensor ranks are
+ * replicas of a row too (a TP job's note read "dp 0 of 1 shown"). */
+static void
+test_note (void)
+{
+  char buf[160];
+  int32_t shown[PP_TRACE_MESH_DIMS] = { 0, 0, 0, 0, 0 };
+  int32_t dp[PP_TRACE_MESH_DIMS] = { 2, 2, 1, 1, 1 }, tp[PP_TRACE_MESH_DIMS] = { 2, 1, 2, 1, 1 };
+  int32_t both[PP_TRACE_MESH_DIMS] = { 16, 8, 4, 1, 1 }, none[PP_TRACE_MESH_DIMS] = { 4, 1, 1, 1, 1 };
+  pp_timeline_replica_note_format (shown, dp, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "replica dp 0 of 2 shown");
+  pp_timeline_replica_note_format (shown, tp, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "1 of 2 processes a rank shown (tp 0 of tp 2)");
+  shown[PP_TRACE_MESH_DP] = 3;
+  pp_timeline_replica_note_format (shown, both, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "1 of 32 processes a rank shown (dp 3 tp 0 of dp 8 \u00d7 tp 4)");
+  pp_timeline_replica_note_format (shown, none, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -154,5 +174,6 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-replicas/2x2", test_two_by_two);
   g_test_add_func ("/timeline-replicas/4x8", test_four_by_eight);
   g_test_add_func ("/timeline-replicas/one-replica", test_one_replica);
+  g_test_add_func ("/timeline-replicas/note", test_note);
   return g_test_run ();
 }

@@ -131,7 +131,7 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model)
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));
   /* a job of replicas: the rows, and these figures, are one replica's */
-  char note[128];
+  char note[160];
   pp_timeline_model_replica_note (model, note, sizeof note);
   if (note[0])
     g_string_append_printf (s, " · %d processes, %s", pp_timeline_model_n_processes (model), note);

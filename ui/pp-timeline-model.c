@@ -104,7 +104,8 @@ struct _PpTimelineModel {
    * largest dp size a place says */
   uint8_t           *process_bits;
   int                n_processes;
-  int32_t            n_replicas;
+  int32_t            n_replicas;         /* processes a pipeline rank has: dp x tp x cp x ep */
+  int32_t            mesh_size[PP_TRACE_MESH_DIMS];   /* the largest size each place says */
   uint64_t           hidden_spans;       /* other replicas' spans left out */
 };
 
@@ -805,8 +806,18 @@ add_process (PpTimelineModel *m, const PpTraceProcess *p)
       m->process_bits[p->process / 8] |= (uint8_t) (1u << (p->process % 8));
       m->n_processes++;
     }
-  if (p->size[PP_TRACE_MESH_DP] > m->n_replicas)
-    m->n_replicas = p->size[PP_TRACE_MESH_DP];
+  /* tensor, context and expert ranks are replicas of a row too: the row
+   * shows one process of them all */
+  int64_t n = 1;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    {
+      if (p->size[d] > m->mesh_size[d])
+        m->mesh_size[d] = p->size[d];
+      if (d != PP_TRACE_MESH_PP)
+        n *= m->mesh_size[d] > 0 ? m->mesh_size[d] : 1;
+    }
+  if (n > m->n_replicas)
+    m->n_replicas = (int32_t) (n < INT32_MAX ? n : INT32_MAX);
   Rank *rk = &m->ranks[p->rank];
   if (rk->shown_process == p->process)
     return 0;
@@ -1086,13 +1097,59 @@ pp_timeline_model_n_hidden_spans (const PpTimelineModel *m)
 }
 
 void
+pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
+                                 const int32_t size[PP_TRACE_MESH_DIMS], char *buf, size_t bufsize)
+{
+  static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
+  int64_t n = 1;
+  int only_dp = 1;
+  if (bufsize == 0)
+    return;
+  buf[0] = '\0';
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    {
+      n *= size[d] > 1 ? size[d] : 1;
+      if (d != PP_TRACE_MESH_DP && size[d] > 1)
+        only_dp = 0;
+    }
+  if (n <= 1)
+    return;
+  if (only_dp)
+    {
+      snprintf (buf, bufsize, "replica dp %d of %d shown", shown[PP_TRACE_MESH_DP], size[PP_TRACE_MESH_DP]);
+      return;
+    }
+  /* tensor (context, expert) ranks too: which process, of which mesh */
+  char place[96] = "", mesh[96] = "";
+  size_t lp = 0, lm = 0;
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (size[d] > 1 && lp < sizeof place && lm < sizeof mesh)
+      {
+        lp += (size_t) snprintf (place + lp, sizeof place - lp, "%s%s %d", lp ? " " : "", dim[d], shown[d]);
+        lm += (size_t) snprintf (mesh + lm, sizeof mesh - lm, "%s%s %d", lm ? " \u00d7 " : "", dim[d], size[d]);
+      }
+  snprintf (buf, bufsize, "1 of %lld processes a rank shown (%s of %s)", (long long) n, place, mesh);
+}
+
+void
 pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size)
 {
+  int32_t shown[PP_TRACE_MESH_DIMS] = { 0 }, sizes[PP_TRACE_MESH_DIMS] = { 1, 1, 1, 1, 1 };
   if (size == 0)
     return;
   buf[0] = '\0';
-  if (m != NULL && m->n_replicas > 1)
-    snprintf (buf, size, "replica dp %d of %d shown", pp_timeline_model_shown_dp (m), m->n_replicas);
+  if (m == NULL || m->n_replicas <= 1)
+    return;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    {
+      int lo = -1;
+      for (int r = 0; r < m->n_ranks; r++)
+        if (m->ranks[r].shown_process >= 0 && (lo < 0 || m->ranks[r].shown_coord[d] < lo))
+          lo = m->ranks[r].shown_coord[d];
+      shown[d] = lo < 0 ? 0 : lo;
+      sizes[d] = m->mesh_size[d] > 0 ? m->mesh_size[d] : 1;
+    }
+  pp_timeline_replica_note_format (shown, sizes, buf, size);
 }
 
 int

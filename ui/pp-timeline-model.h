@@ -111,6 +111,12 @@ int              pp_timeline_model_n_replicas (const PpTimelineModel *m);
 int              pp_timeline_model_shown_dp (const PpTimelineModel *m);
 uint64_t         pp_timeline_model_n_hidden_spans (const PpTimelineModel *m);
 void             pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size);
+/* The note itself, from the shown process's coordinates and the mesh's
+ * sizes (dimensions as PP_TRACE_MESH_*): "replica dp 0 of 2 shown", "1 of
+ * 4 processes a rank shown (dp 0 tp 0 of dp 2 × tp 2)", "" for one. */
+void             pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
+                                                  const int32_t size[PP_TRACE_MESH_DIMS], char *buf,
+                                                  size_t bufsize);
 /* The run's time zero: its earliest span or plan start (a plan is placed
  * at the description's start_monotonic_ns, the run's start).  Every time a
  * user reads counts from here: the ruler, the tooltips, render, info and

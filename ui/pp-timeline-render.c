@@ -787,7 +787,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
                        100 * mean_idle_in_view);
     /* the rows are one replica of each pipeline rank: said where the
      * bubble is, so that a report's image says whose bubble it is */
-    char note[128];
+    char note[160];
     pp_timeline_model_replica_note (c->m, note, sizeof note);
     if (note[0] && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  %s", note);

@@ -214,8 +214,12 @@ hold_rank (Merge *mg, int i, int r)
     mg->holder[r] = i + 1;
   else if (mg->holder[r] != i + 1)
     {
-      fprintf (stderr, "pipescope-cli: error: %s and %s both hold rank %d: give each rank's "
-               "trace once\n", mg->inputs[mg->holder[r] - 1], mg->inputs[i], r);
+      /* the same rank twice, or two replicas of it whose place on the
+       * job's mesh is not in their files (the hook could not read it):
+       * either way one of them is too many for one pipeline */
+      fprintf (stderr, "pipescope-cli: error: %s and %s both hold pipeline rank %d and neither says "
+               "its place on the job's mesh: give one trace of each pipeline rank\n",
+               mg->inputs[mg->holder[r] - 1], mg->inputs[i], r);
       return 2;
     }
   return 0;

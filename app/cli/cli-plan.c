@@ -250,8 +250,8 @@ shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MES
  * copy) holding one replica's items, as the timeline shows (every
  * replica's would count each block twice); else part itself (copy "",
  * *fd -1). */
-static PpStatus
-one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err)
+PpStatus
+pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err)
 {
   int32_t *shown = malloc (PP_TRACE_MAX_RANKS * sizeof *shown);
   int32_t (*coord)[PP_TRACE_MESH_DIMS] = malloc (PP_TRACE_MAX_RANKS * sizeof *coord);
@@ -338,7 +338,7 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
   char copy[64] = "";
   int copy_fd = -1;
 
-  if (one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
+  if (pp_cli_one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
       || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK
       || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
     {

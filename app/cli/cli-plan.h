@@ -44,3 +44,10 @@ PpStatus pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimul
  * whole output fails), nothing said, the reason in why (why_size bytes). */
 int pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, char *why,
                              size_t why_size);
+
+/* part as every analysis takes it: where its pipeline ranks ran in
+ * several processes (replicas, format 1.4), a copy in memory (*copy_fd,
+ * its path in copy) of the replica the timeline shows (every replica's
+ * would count each block twice); else part itself (copy "", *copy_fd -1).
+ * The caller closes *copy_fd. */
+PpStatus pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err);

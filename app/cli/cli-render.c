@@ -202,7 +202,7 @@ pp_cli_render (int argc, char **argv)
   {
     /* a row per pipeline rank shows one replica (the model's choice):
      * the picture and its header's numbers are that replica's */
-    char note[64];
+    char note[160];
     pp_timeline_model_replica_note (m, note, sizeof note);
     if (note[0])
       fprintf (stderr, "pipescope-cli: render: %s (each pipeline rank's lowest dp); its bubble is "

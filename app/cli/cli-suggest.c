@@ -2,6 +2,7 @@
  * the step time the simulator predicts from the costs measured in a trace. */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "cli-plan.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pp-suggest.h"
 #include "pp-trace.h"
@@ -125,11 +127,19 @@ pp_cli_suggest (int argc, char **argv)
   if ((rc_args = pp_cli_one_trace_file (argc, argv, "suggest", &path)) != 0)
     return rc_args;
 
-  if (pp_measured_costs_from_trace (path, &costs, &err) != PP_OK)
+  /* a job of replicas: one replica's costs, as every other view takes them */
+  char copy[64];
+  int copy_fd = -1;
+  if (pp_cli_one_replica (path, copy, sizeof copy, &copy_fd, &err) != PP_OK
+      || pp_measured_costs_from_trace (copy[0] ? copy : path, &costs, &err) != PP_OK)
     {
+      if (copy_fd >= 0)
+        close (copy_fd);
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
       return 1;
     }
+  if (copy_fd >= 0)
+    close (copy_fd);
   if (read_description (path, &desc, &has_desc) != 0)
     goto out;
   if (has_desc)

@@ -824,16 +824,24 @@ print_shown_replica (const Trace *t)
   if (t->rank_pid == NULL || t->n_all_spans == t->n_spans)
     return;
   mesh_sizes (t, size);
-  int dp = INT32_MAX;
+  int32_t shown[PP_TRACE_MESH_DIMS];
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    shown[d] = INT32_MAX;
   for (int r = 0; r < t->n_rank_pid; r++)
     if (t->rank_pid[r] < PP_TRACE_MAX_PROCESSES && t->proc_at[t->rank_pid[r]] >= 0)
-      {
-        int d = t->procs[t->proc_at[t->rank_pid[r]]].coord[PP_TRACE_MESH_DP];
-        dp = d < dp ? d : dp;
-      }
-  printf ("replica dp %d of %d shown: the bubble, step times, idle and why below are its (each "
-          "pipeline rank's lowest dp, then tp); %zu of the %zu spans, every process's in the "
-          "exports\n", dp == INT32_MAX ? 0 : dp, size[PP_TRACE_MESH_DP], t->n_spans, t->n_all_spans);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        {
+          int c = t->procs[t->proc_at[t->rank_pid[r]]].coord[d];
+          shown[d] = c < shown[d] ? c : shown[d];
+        }
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    if (shown[d] == INT32_MAX)
+      shown[d] = 0;
+  char note[160];
+  pp_timeline_replica_note_format (shown, size, note, sizeof note);
+  printf ("%s: the bubble, step times, idle and why below are its (each pipeline rank's lowest dp, "
+          "then tp); %zu of the %zu spans, every process's in the exports\n",
+          note[0] ? note : "one process a rank shown", t->n_spans, t->n_all_spans);
 }
 
 static int
