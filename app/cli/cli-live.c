@@ -106,7 +106,7 @@ pp_cli_jobs (int argc, char **argv)
         printf (" tcp:%s", j->tcp);
       if (j->job[0])
         {
-          int seen = 0, expected = j->n_ranks;
+          int seen = 0, procs = 0, expected = j->n_ranks;
           char hosts[256] = "";
           size_t len = 0;
           for (size_t k = 0; k < n; k++)
@@ -117,8 +117,13 @@ pp_cli_jobs (int argc, char **argv)
                   continue;
                 if (jobs[k].n_ranks > expected)
                   expected = jobs[k].n_ranks;
-                bool known = false;
-                seen++;
+                bool known = false, rank_known = false;
+                procs++;
+                /* a rank's replicas (processes placed on a mesh) are one rank */
+                for (size_t q = 0; q < k && !rank_known; q++)
+                  rank_known = strcmp (jobs[q].job, j->job) == 0 && jobs[q].rank == jobs[k].rank
+                               && !(jobs[q].n_ranks == 0 && strcmp (jobs[q].name, j->job) == 0);
+                seen += !rank_known;
                 for (size_t q = 0; q < k; q++)
                   known |= strcmp (jobs[q].job, j->job) == 0 && strcmp (jobs[q].host, jobs[k].host) == 0
                            && !(jobs[q].n_ranks == 0 && strcmp (jobs[q].name, j->job) == 0);
@@ -126,8 +131,10 @@ pp_cli_jobs (int argc, char **argv)
                   len += (size_t) snprintf (hosts + len, sizeof hosts - len, "%s%s", len ? "," : "",
                                             jobs[k].host);
               }
-          printf ("  ranks %d/%d here on %s%s", seen, expected, hosts[0] ? hosts : "-",
-                  j->rank == 0 ? "" : " (rank 0 is elsewhere)");
+          printf ("  ranks %d/%d", seen, expected);
+          if (procs > seen)
+            printf (" (%d processes)", procs);
+          printf (" here on %s%s", hosts[0] ? hosts : "-", j->rank == 0 ? "" : " (rank 0 is elsewhere)");
         }
       putchar ('\n');
     }
