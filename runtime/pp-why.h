@@ -8,7 +8,12 @@
  *   imbalance + what the measured per-stage costs add to that;
  *   transfers + what the measured transfer times add;
  *   runtime     the rest: measured minus the full plan (late hand-offs,
- *               host overhead, contention, jitter).
+ *               host overhead, contention, jitter);
+ *   dp_comm     the rank's data-parallel communication inside the step
+ *               (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD spans,
+ *               where no block of it runs): busy, not bubble, so the four
+ *               parts above split what is left of the measured time, its
+ *               bubble.
  * Each part is a difference of two levels: the balanced plan's idle, the
  * per-stage plan's, the full plan's and the measured idle.  A level above
  * a later one is first cut to it (pp_why_split_levels): where a slow
@@ -51,18 +56,19 @@
 /* ---- idle time split by cause -------------------------------------------- */
 
 typedef struct {
-  double measured;   /* = schedule + imbalance + transfers + runtime */
+  double measured;   /* = schedule + imbalance + transfers + runtime + dp_comm */
   double schedule;
   double imbalance;
   double transfers;
   double runtime;
+  double dp_comm;    /* data-parallel communication: not bubble, a part of its own */
 } PpWhyIdle;
 
-/* The part names in order, "schedule", "imbalance", "transfers", "runtime"
- * (index 0..3 as laid out in PpWhyIdle after measured). */
-#define PP_WHY_N_PARTS 4
+/* The part names in order, "schedule", "imbalance", "transfers", "runtime",
+ * "dp_comm" (index 0..4 as laid out in PpWhyIdle after measured). */
+#define PP_WHY_N_PARTS 5
 const char *pp_why_part_name (int part);
-/* The part by index (0 schedule .. 3 runtime). */
+/* The part by index (0 schedule .. 3 runtime, 4 dp_comm). */
 double      pp_why_idle_part (const PpWhyIdle *idle, int part);
 
 /* The four parts of one rank's idle out->measured from the idle of its
@@ -70,6 +76,13 @@ double      pp_why_idle_part (const PpWhyIdle *idle, int part);
  * held to the least of itself and the levels after it, the parts their
  * rises. */
 void        pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *out);
+
+/* Takes dp, a rank's data-parallel communication time in the step, out of
+ * w's split as a part of its own: dp_comm = min (dp, measured), and the
+ * other four parts split measured - dp_comm (its bubble) from the same
+ * plan levels (pp_why_split_levels); measured is unchanged.  The parts
+ * still add up to measured, none negative. */
+void        pp_why_split_dp (PpWhyIdle *w, double balanced, double per_stage, double full, double dp);
 
 /* Splits each rank's idle time under the measured per-stage costs (costs:
  * n_stages == s->n_stages) into out[s->ranks].  measured_idle[r] is what the
@@ -196,6 +209,17 @@ typedef struct {
  * problems. */
 PpStatus pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans,
                                    PpSchedule **out, PpError *err);
+
+/* s (the compute order pp_why_schedule_of_trace built) with the plans'
+ * data-parallel actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD:
+ * a plan from PyTorch's pipeline_order_with_comms) put back where the
+ * plans hold them, for the simulator to place them as PyTorch's runtime
+ * runs them (their times: the costs' dp).  Each rank's plan must hold s's
+ * compute actions in s's order and its data-parallel actions only for its
+ * own stages; PP_EINVAL with one line where not.  *out NULL (PP_OK) where
+ * the plans hold no data-parallel action. */
+PpStatus pp_why_schedule_with_comms (const PpSchedule *s, const PpWhyPlans *plans,
+                                     PpSchedule **out, PpError *err);
 
 /* ---- what to change --------------------------------------------------------- */
 

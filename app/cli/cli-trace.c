@@ -1544,6 +1544,10 @@ action_kind_of_span (int kind)
     case PP_SPAN_W: return PP_ACT_W;
     case PP_SPAN_OVERLAP_F_B: return PP_ACT_OVERLAP_F_B;
     case PP_SPAN_OPT: return PP_ACT_OPT;
+    case PP_SPAN_UNSHARD: return PP_ACT_UNSHARD;
+    case PP_SPAN_RESHARD: return PP_ACT_RESHARD;
+    case PP_SPAN_REDUCE_GRAD: return PP_ACT_REDUCE_GRAD;
+    case PP_SPAN_WAIT_REDUCE_GRAD: return PP_ACT_WAIT_REDUCE_GRAD;
     default: return -1;
     }
 }
@@ -1551,11 +1555,14 @@ action_kind_of_span (int kind)
 /* What the export calls a block or a planned action: the label every
  * report gives it (pp_action_to_label: "2F3", "0F3+3B1"), the stage left
  * out where each rank runs one stage ("F3"); the kind alone without a
- * micro-batch ("OPT"). */
+ * micro-batch ("OPT"), but a data-parallel action with its stage
+ * ("0UNSHARD"). */
 static void
 action_name (const PpAction *a, int V, char *buf, size_t size)
 {
-  if (a->microbatch < 0)
+  if (pp_action_is_dp_comm (a) && a->stage >= 0)
+    pp_action_to_string (a, buf, size);   /* PyTorch's repr, "0UNSHARD", as the timeline labels it */
+  else if (a->microbatch < 0)
     snprintf (buf, size, "%s", pp_action_kind_name (a->kind));
   else if (V <= 1 && a->kind != PP_ACT_OVERLAP_F_B)
     snprintf (buf, size, "%s%d", pp_action_kind_name (a->kind), a->microbatch);
