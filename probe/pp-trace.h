@@ -57,6 +57,10 @@ typedef enum {
   PP_TRACE_ACT_RECV_B,
   PP_TRACE_ACT_OVERLAP_F_B,
   PP_TRACE_ACT_OPT,
+  PP_TRACE_ACT_UNSHARD,          /* FSDP's actions (format 1.5) */
+  PP_TRACE_ACT_RESHARD,
+  PP_TRACE_ACT_REDUCE_GRAD,
+  PP_TRACE_ACT_WAIT_REDUCE_GRAD,
 } PpTraceActionKind;
 
 /* The run's description.  Strings are NUL-terminated within their array;

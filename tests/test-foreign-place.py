@@ -34,8 +34,8 @@ FRAME_RANK, FRAME_PROCESS = 9, 10
 def frames(path):
     """(type, process tag, offset, bytes) of every frame of a little-endian file."""
     data = open(path, "rb").read()
-    if struct.unpack_from("<HH", data, 12) != (1, 4):
-        fail(f"{path}: format {struct.unpack_from('<HH', data, 12)}, not 1.4")
+    if not (1, 4) <= struct.unpack_from("<HH", data, 12) < (2, 0):
+        fail(f"{path}: format {struct.unpack_from('<HH', data, 12)}, not 1.4 or a later 1.x")
     off = struct.unpack_from("<I", data, 16)[0]
     out = []
     while off + 8 <= len(data):

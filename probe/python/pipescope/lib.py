@@ -41,6 +41,18 @@ SEND_F, RECV_F, SEND_B, RECV_B = 4, 5, 6, 7
 OPT, WAIT, OVERLAP_F_B = 8, 9, 13
 STEP_BEGIN, STEP_END = 64, 65   # pipescope_records' step markers
 LOSS, ACTIVATION_BYTES, DEVICE_BYTES, INFLIGHT = 0, 1, 2, 3
+# Data-parallel communication (trace format 1.5), recorded with Rank.block:
+# FSDP's actions as PyTorch names them, and the gradient reduction at a
+# step's end; stage = the stage, mb = -1.
+SPAN_UNSHARD, SPAN_RESHARD, SPAN_REDUCE_GRAD, SPAN_WAIT_REDUCE_GRAD = 14, 15, 16, 17
+# The same actions in a plan (Rank.plan): pipescope_plan takes the API's
+# (span) kinds, as for F and OVERLAP_F_B, and writes the trace's action
+# kinds (10..13) itself.  Use the names, never the numbers.
+ACT_UNSHARD, ACT_RESHARD, ACT_REDUCE_GRAD, ACT_WAIT_REDUCE_GRAD = (
+    SPAN_UNSHARD, SPAN_RESHARD, SPAN_REDUCE_GRAD, SPAN_WAIT_REDUCE_GRAD)
+# Collectives seen inside a step's blocks (Rank.counter): one value of
+# each a step, that step's total, at the step's end.
+COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
 
 last_error = ""
 _lib = None
