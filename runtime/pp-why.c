@@ -402,6 +402,10 @@ pp_why_report_free (PpWhyReport *r)
   free (r->idle);
   free (r->path_share);
   pp_cost_model_free (r->costs);
+  free (r->idle_replica);
+  free (r->idle_min);
+  free (r->idle_max);
+  free (r->idle_max_replica);
   free (r);
 }
 
@@ -1398,8 +1402,15 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
   PpTraceDescription desc;
   int has_desc = 0;
   PpSpan *spans = NULL;
+  int32_t *span_process = NULL;   /* who wrote each span (1.4), -1 not said */
   size_t n = 0, cap = 0;
   int64_t *off = NULL;
+  /* 1.4: a process's own clock offset holds for its items alone */
+  int64_t *proc_off = NULL;
+  uint8_t *has_proc_off = NULL;
+  PpTraceProcess *procs = NULL;
+  size_t n_procs = 0, cap_procs = 0;
+  int32_t *replica = NULL;
   PpTracePlanAction **plan = NULL;   /* [PP_TRACE_MAX_RANKS] each rank's last plan */
   size_t *n_plan = NULL;
   int plan_ranks = 0;
@@ -1456,8 +1467,37 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
             plan_ranks = r + 1;
         }
       else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
-               && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
+               && item.clock_offset.rank < PP_TRACE_MAX_RANKS && item.process < 0)
         off[item.clock_offset.rank] = item.clock_offset.offset_ns;
+      else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
+               && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
+        {
+          if (proc_off == NULL
+              && ((proc_off = calloc (PP_TRACE_MAX_PROCESSES, sizeof *proc_off)) == NULL
+                  || (has_proc_off = calloc (PP_TRACE_MAX_PROCESSES, 1)) == NULL))
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          proc_off[item.process] = item.clock_offset.offset_ns;
+          has_proc_off[item.process] = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_PROCESS)
+        {
+          if (n_procs == cap_procs)
+            {
+              size_t nc = cap_procs ? 2 * cap_procs : 16;
+              PpTraceProcess *g = realloc (procs, nc * sizeof *g);
+              if (g == NULL)
+                {
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              procs = g;
+              cap_procs = nc;
+            }
+          procs[n_procs++] = item.process_info;
+        }
       else if (item.type == PP_TRACE_ITEM_SPAN
                && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
                    || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
@@ -1467,14 +1507,18 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
             {
               size_t nc = cap ? 2 * cap : 4096;
               PpSpan *g = realloc (spans, nc * sizeof *g);
-              if (g == NULL)
+              int32_t *gp = g != NULL ? realloc (span_process, nc * sizeof *gp) : NULL;
+              if (g != NULL)
+                spans = g;
+              if (gp == NULL)
                 {
                   st = pp_error_set (err, PP_ENOMEM, "out of memory");
                   goto out;
                 }
-              spans = g;
+              span_process = gp;
               cap = nc;
             }
+          span_process[n] = item.process;
           spans[n++] = item.span;
         }
     }
@@ -1484,20 +1528,34 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
       goto out;
     }
   for (size_t i = 0; i < n; i++)
-    if (spans[i].rank >= 0 && spans[i].rank < PP_TRACE_MAX_RANKS
-        && llabs (spans[i].start_ns) < ((int64_t) 1 << 61) && llabs (spans[i].end_ns) < ((int64_t) 1 << 61)
-        && llabs (off[spans[i].rank]) < ((int64_t) 1 << 61))
-      {
-        spans[i].start_ns += off[spans[i].rank];
-        spans[i].end_ns += off[spans[i].rank];
-      }
+    {
+      int32_t g = span_process[i];
+      int64_t o = g >= 0 && proc_off != NULL && has_proc_off[g] ? proc_off[g]
+                  : spans[i].rank >= 0 && spans[i].rank < PP_TRACE_MAX_RANKS ? off[spans[i].rank] : 0;
+      if (llabs (spans[i].start_ns) < ((int64_t) 1 << 61) && llabs (spans[i].end_ns) < ((int64_t) 1 << 61)
+          && llabs (o) < ((int64_t) 1 << 61))
+        {
+          spans[i].start_ns += o;
+          spans[i].end_ns += o;
+        }
+    }
+  if (n_procs > 0 && (replica = pp_why_replicas_of_spans (procs, n_procs, span_process, n, err)) == NULL)
+    {
+      st = err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
+      goto out;
+    }
   {
     PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
-    st = pp_why_analyse_run (&desc, &plans, spans, n, max_steps, out, change, sched_out, err);
+    st = pp_why_analyse_replicas (&desc, &plans, spans, replica, n, max_steps, out, change, sched_out, err);
   }
 out:
   pp_trace_reader_free (rd);
   free (spans);
+  free (span_process);
+  free (proc_off);
+  free (has_proc_off);
+  free (procs);
+  free (replica);
   free (off);
   if (plan != NULL)
     for (int r = 0; r < plan_ranks; r++)
@@ -1654,5 +1712,6 @@ pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpW
         fprintf (f, ", \"shared_cores\": %d", c->cores);
       fprintf (f, "}");
     }
+  pp_why_write_replicas_json (f, r);
   fprintf (f, "\n}\n");
 }
