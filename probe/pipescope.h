@@ -158,6 +158,14 @@ PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host)
  * call above: look it up by name. */
 PIPESCOPE_API int      pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5],
                                              const int32_t size[5]);
+/* A process whose place on the job's mesh could not be read (its
+ * groups say none): its global rank alone, in a PROCESS frame flagged
+ * "place not read" (coord: its pipeline rank, dp 0).  Two such processes
+ * of one pipeline rank never collide: the merge numbers them as replicas
+ * in order of global rank, and every view says the place was not read.
+ * Returns as pipescope_rank_place does.  Added to version 1 without
+ * changing any call above: look it up by name. */
+PIPESCOPE_API int      pipescope_rank_unplaced (pipescope_rank *r, int process);
 
 /* Records dropped so far (rings full, or step markers past a queue of
  * 256 while the drain is stuck); 0 for NULL. */

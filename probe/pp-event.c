@@ -38,5 +38,5 @@ pp_span_kind_is_dp_comm (int kind)
 int
 pp_span_kind_is_work (int kind)
 {
-  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT;
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || pp_span_kind_is_dp_comm (kind);
 }

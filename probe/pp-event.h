@@ -87,9 +87,11 @@ typedef struct {
 
 const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", "KERNEL", ... */
 
-/* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT), as
- * opposed to communication, waiting, or device detail under a block?  What
- * is not work between a rank's first and last work is its bubble. */
+/* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT, and
+ * the data-parallel communication UNSHARD ... WAIT_REDUCE_GRAD: busy, not
+ * compute), as opposed to pipeline transfers, waiting, or device detail
+ * under a block?  What is not work between a rank's first and last work is
+ * its bubble. */
 int         pp_span_kind_is_work (int kind);
 /* A schedule's block: F, B, I, W or OVERLAP_F_B (work without OPT).  A
  * step's compute window runs from its first block to its last. */

@@ -775,8 +775,10 @@ write_place (PpTraceWriter *w, void *arg, PpError *err)
   return st == PP_OK ? pp_trace_write_process (w, p, err) : st;
 }
 
-int
-pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5])
+/* pipescope_rank_place and pipescope_rank_unplaced: the PROCESS frame
+ * with flags (PP_TRACE_PROCESS_*). */
+static int
+place_rank (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5], uint32_t flags)
 {
   PpTraceProcess p;
   if (r == NULL || coord == NULL || size == NULL || r->process >= 0)
@@ -784,6 +786,7 @@ pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], co
   memset (&p, 0, sizeof p);
   p.process = process;
   p.rank = r->rank;
+  p.flags = flags;
   memcpy (p.coord, coord, sizeof p.coord);
   memcpy (p.size, size, sizeof p.size);
   p.pid = (int32_t) getpid ();
@@ -804,6 +807,23 @@ pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], co
   if (pp_live_server_rename (pp_recorder_server (r->rec), name, &e) == PP_OK)
     snprintf (r->name, sizeof r->name, "%.80s", name);
   return rc;
+}
+
+int
+pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5])
+{
+  return place_rank (r, process, coord, size, 0);
+}
+
+int
+pipescope_rank_unplaced (pipescope_rank *r, int process)
+{
+  if (r == NULL)
+    return -1;
+  /* its pipeline rank and nothing else: the merge numbers the replicas */
+  const int32_t coord[5] = { r->rank, 0, 0, 0, 0 };
+  const int32_t size[5] = { r->n_ranks > r->rank ? r->n_ranks : r->rank + 1, 1, 1, 1, 1 };
+  return place_rank (r, process, coord, size, PP_TRACE_PROCESS_UNPLACED);
 }
 
 uint64_t

@@ -225,7 +225,7 @@ typedef struct {
   int32_t  coord[5];
   int32_t  size[5];
   int32_t  pid;
-  uint32_t reserved;
+  uint32_t flags;           /* PP_TRACE_PROCESS_* (written 0 before: reserved) */
   char     host[64];        /* NUL-terminated */
 } PpTraceFrameProcess;
 _Static_assert (sizeof (PpTraceFrameProcess) == 128, "process frame");

@@ -377,6 +377,9 @@ class Rank:
         sequences are filled with 0 and 1).  True when recorded; False on a
         bad place or with a library that has no pipescope_rank_place (it
         then records as before, one process per pipeline rank)."""
+        why = getattr(coord, "why", None)   # place.Unread: the job did not say it
+        if why is not None:
+            return self._unplaced(process, why)
         fn = getattr(self._lib, "pipescope_rank_place", None)
         if fn is None:
             return False
@@ -391,6 +394,28 @@ class Rank:
             return fn(self._h, int(process), arr(*c), arr(*n)) == 0
         except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
             return False
+
+    def _unplaced(self, process, why):
+        """A process whose place the job's groups do not say: its global
+        rank in a PROCESS frame flagged "place not read" (the merge numbers
+        such replicas in order of global rank), said in one line."""
+        fn = getattr(self._lib, "pipescope_rank_unplaced", None)
+        done = False
+        if fn is not None:
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+            try:
+                done = fn(self._h, int(process)) == 0
+            except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
+                done = False
+        try:
+            os.write(2, (f"pipescope: the process's place was not read ({why}): recorded as process "
+                         f"{int(process)} of its pipeline rank, place not read"
+                         + ("" if done else " (not recorded: this library cannot say it)")
+                         + "; recording goes on\n").encode())
+        except Exception:
+            pass
+        return done
 
     def dropped(self):
         self.flush()
