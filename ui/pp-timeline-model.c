@@ -151,6 +151,15 @@ plan_kind_is_compute (int kind)
          || kind == PP_TRACE_ACT_W || kind == PP_TRACE_ACT_OVERLAP_F_B || kind == PP_TRACE_ACT_OPT;
 }
 
+/* A planned action that keeps its rank busy: compute, or data-parallel
+ * communication (a plan from pipeline_order_with_comms), never bubble. */
+static int
+plan_kind_is_busy (int kind)
+{
+  return plan_kind_is_compute (kind) || kind == PP_TRACE_ACT_UNSHARD || kind == PP_TRACE_ACT_RESHARD
+         || kind == PP_TRACE_ACT_REDUCE_GRAD || kind == PP_TRACE_ACT_WAIT_REDUCE_GRAD;
+}
+
 /* Times from a file are clamped to [-PP_TIMELINE_MAX_ABS_NS,
  * PP_TIMELINE_MAX_ABS_NS] (about 73 years either side of the clock's zero):
  * the difference of any two, and a time plus such a difference, then fit in
@@ -1757,11 +1766,14 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
       for (size_t i = 0; i < m->ranks[r].n_spans; i++)
         {
           const PpSpan *s = &m->ranks[r].spans[i];
-          if (!pp_span_kind_is_block (s->kind) || s->step < 0)
+          /* data-parallel communication inside the window is busy, not
+           * bubble; the window itself is the blocks' */
+          int dp = pp_span_kind_is_dp_comm (s->kind);
+          if (!(pp_span_kind_is_block (s->kind) || dp) || s->step < 0)
             continue;
           size_t k = cur != SIZE_MAX && steps[cur] == s->step ? cur
                      : step_index (steps, n_distinct, s->step);
-          if (hi[k] <= lo[k])
+          if (k >= n_distinct || steps[k] != s->step || hi[k] <= lo[k])
             continue;
           if (k != cur)
             {
@@ -1846,7 +1858,7 @@ pp_timeline_model_planned_bubble (const PpTimelineModel *m, int rank, int64_t t0
   pbusy.t1 = pe;
   /* Plan entries of a rank follow each other in time. */
   for (size_t k = 0; k < rk->n_plan; k++)
-    if (plan_kind_is_compute (rk->plan[k].kind))
+    if (plan_kind_is_busy (rk->plan[k].kind))
       union_add (&pbusy, rk->plan[k].start_ns, rk->plan[k].end_ns);
   double b = 1.0 - union_total (&pbusy) / (double) (pe - ps);
   return b < 0 ? 0 : b;

@@ -59,6 +59,13 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_MEMCPY]      = HEX (0x882255),   /* wine (Tol) */
   [PP_SPAN_MEMSET]      = HEX (0x999999),
   [PP_SPAN_OVERLAP_F_B] = HEX (0x56B4E9),   /* sky blue */
+  /* data-parallel communication: violet, the one hue left clear of every
+   * kind above for all four visions; deep for the parameters (FSDP's
+   * unshard and reshard), light for the gradients' reduction */
+  [PP_SPAN_UNSHARD]          = HEX (0x5E00BB),
+  [PP_SPAN_RESHARD]          = HEX (0x5E00BB),
+  [PP_SPAN_REDUCE_GRAD]      = HEX (0x9933FF),
+  [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0x9933FF),
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
@@ -75,6 +82,10 @@ static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_MEMCPY]      = HEX (0xC0608F),
   [PP_SPAN_MEMSET]      = HEX (0x8C8C8C),
   [PP_SPAN_OVERLAP_F_B] = HEX (0xA6DCF7),
+  [PP_SPAN_UNSHARD]          = HEX (0x5A1AE0),
+  [PP_SPAN_RESHARD]          = HEX (0x5A1AE0),
+  [PP_SPAN_REDUCE_GRAD]      = HEX (0xA050FF),
+  [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0xA050FF),
 };
 static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
@@ -277,6 +288,8 @@ lane_of (int kind)
     {
     case PP_SPAN_F: case PP_SPAN_B: case PP_SPAN_I: case PP_SPAN_W:
     case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT:
+    case PP_SPAN_UNSHARD: case PP_SPAN_RESHARD: case PP_SPAN_REDUCE_GRAD:
+    case PP_SPAN_WAIT_REDUCE_GRAD:
       return LANE_BLOCK;
     case PP_SPAN_SEND_F: case PP_SPAN_RECV_F: case PP_SPAN_SEND_B: case PP_SPAN_RECV_B:
     case PP_SPAN_WAIT:
@@ -325,6 +338,10 @@ plan_span_kind (int action_kind)
     case PP_TRACE_ACT_W: return PP_SPAN_W;
     case PP_TRACE_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
     case PP_TRACE_ACT_OPT: return PP_SPAN_OPT;
+    case PP_TRACE_ACT_UNSHARD: return PP_SPAN_UNSHARD;
+    case PP_TRACE_ACT_RESHARD: return PP_SPAN_RESHARD;
+    case PP_TRACE_ACT_REDUCE_GRAD: return PP_SPAN_REDUCE_GRAD;
+    case PP_TRACE_ACT_WAIT_REDUCE_GRAD: return PP_SPAN_WAIT_REDUCE_GRAD;
     default: return -1;
     }
 }
@@ -332,9 +349,10 @@ plan_span_kind (int action_kind)
 /* ---- the per-render scratch ------------------------------------------------------ */
 
 /* Aggregation slots: the kinds of the block lane, then those of the thin lane. */
-enum { N_SLOTS = 11 };
+enum { N_SLOTS = 15, N_BLOCK_SLOTS = 10 };
 static const int slot_kind[N_SLOTS] = {
   PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
+  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD,
   PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
 };
 static int
@@ -437,7 +455,7 @@ cover (Ctx *c, int lane, int slot, double xa, double xb)
 static void
 flush_columns (Ctx *c, cairo_t *cr, int lane, double y, double h)
 {
-  int s0 = lane == 0 ? 0 : 6, s1 = lane == 0 ? 6 : N_SLOTS;
+  int s0 = lane == 0 ? 0 : N_BLOCK_SLOTS, s1 = lane == 0 ? N_BLOCK_SLOTS : N_SLOTS;
   int ca = c->cmin[lane], cb = c->cmax[lane];
   Rgb col[N_SLOTS];
 
@@ -934,7 +952,8 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
   struct { int kind; const char *label; int thin; } items[] = {
     { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
     { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
-    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
+    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
+    { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
     { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
     { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
   };
@@ -957,6 +976,10 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
         bits |= 1u << PP_SPAN_RECV_F;
       if (k == PP_SPAN_SEND_B)
         bits |= 1u << PP_SPAN_RECV_B;
+      if (k == PP_SPAN_UNSHARD)
+        bits |= 1u << PP_SPAN_RESHARD;
+      if (k == PP_SPAN_REDUCE_GRAD)
+        bits |= 1u << PP_SPAN_WAIT_REDUCE_GRAD;
       if (!(seen & bits) && k != PP_SPAN_F)
         continue;
       if (c->summary && items[i].thin)
@@ -1032,11 +1055,21 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
     }
 }
 
-/* The label inside a block: "3", or "2F3" for a chunked schedule. */
+/* The label inside a block: "3", or "2F3" for a chunked schedule; a
+ * data-parallel one by its action's name, "0UNSHARD" ("U" where narrow). */
 static void
 block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
 {
-  if (b->mb < 0)
+  if (pp_span_kind_is_dp_comm (b->kind))
+    {
+      static const char *const narrow[] = { "U", "R", "RG", "WRG" };
+      const char *name = pp_span_kind_name ((PpSpanKind) b->kind);
+      if (wide && b->stage >= 0)
+        snprintf (buf, n, "%d%s", b->stage, name);
+      else
+        snprintf (buf, n, "%s", narrow[b->kind - PP_SPAN_UNSHARD]);
+    }
+  else if (b->mb < 0)
     snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
   else if (b->kind == PP_SPAN_OVERLAP_F_B && b->sub_kind != 0)
     {
@@ -1058,8 +1091,8 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
 {
   double y, h;
   int dark = c->v->dark;
-  /* A color is (kind, chunk); at most 16 x 8 of them. */
-  uint64_t used[2] = { 0, 0 };
+  /* A color is (kind, chunk); at most 32 x 8 of them. */
+  uint64_t used[4] = { 0, 0, 0, 0 };
 
   lane_y (&c->l, r, plan ? 3 : lane, &y, &h);
   y = round (y);
@@ -1069,10 +1102,10 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
   for (size_t i = 0; i < c->n_boxes; i++)
     if (c->boxes[i].lane == lane)
       {
-        int key = (c->boxes[i].kind & 15) * 8 + (c->boxes[i].chunk & 7);
+        int key = (c->boxes[i].kind & 31) * 8 + (c->boxes[i].chunk & 7);
         used[key >> 6] |= 1ull << (key & 63);
       }
-  for (int key = 0; key < 128; key++)
+  for (int key = 0; key < 256; key++)
     {
       if (!(used[key >> 6] >> (key & 63) & 1))
         continue;
@@ -1558,7 +1591,9 @@ median_step_ns (const PpTimelineModel *m)
 static double
 draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
 {
-  static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT };
+  static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
+                               PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
+                               PP_SPAN_WAIT_REDUCE_GRAD };
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
   size_t n = pp_timeline_model_n_steps (c->m);
