@@ -52,6 +52,14 @@ enum {
   PIPESCOPE_OPT = 8,        /* optimizer step */
   PIPESCOPE_WAIT = 9,       /* the rank waits for a peer */
   PIPESCOPE_OVERLAP_F_B = 13, /* a forward and a backward run together (pipescope_overlap) */
+  /* Data-parallel communication, recorded as blocks (stage: the stage,
+   * micro-batch -1): FSDP's actions as PyTorch names them, and the
+   * gradient reduction across replicas at a step's end.  Added to version
+   * 1: an older library refuses them (the call returns -1). */
+  PIPESCOPE_UNSHARD = 14,
+  PIPESCOPE_RESHARD = 15,
+  PIPESCOPE_REDUCE_GRAD = 16,
+  PIPESCOPE_WAIT_REDUCE_GRAD = 17,
 };
 
 /* Counter kinds. */
@@ -60,6 +68,11 @@ enum {
   PIPESCOPE_ACTIVATION_BYTES = 1, /* activation memory the rank holds */
   PIPESCOPE_DEVICE_BYTES = 2,     /* device memory in use */
   PIPESCOPE_INFLIGHT = 3,         /* micro-batches whose activations the rank holds */
+  /* Collectives the caller saw inside its blocks (tensor-parallel
+   * all-reduce, all-gather, reduce-scatter): one value of each a step,
+   * that step's total, at the step's end.  Added to version 1. */
+  PIPESCOPE_COLLECTIVE_CALLS = 4,
+  PIPESCOPE_COLLECTIVE_BYTES = 5,
 };
 
 typedef struct pipescope_rank pipescope_rank;
@@ -96,11 +109,15 @@ PIPESCOPE_API int      pipescope_describe (pipescope_rank *r, const char *schedu
 /* The plan of rank `rank` (usually this rank's), as the order the runtime
  * will run: n actions, 6 integers each (kind, stage, micro-batch, and for
  * PIPESCOPE_OVERLAP_F_B the backward half's kind, stage, micro-batch, else
- * -1, -1, -1).  kind is F, B, I, W or OVERLAP_F_B.  A collector simulates
- * it with the costs it measures. */
+ * -1, -1, -1).  kind is F, B, I, W, OVERLAP_F_B, or one of FSDP's
+ * actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD: a plan from
+ * PyTorch's pipeline_order_with_comms; micro-batch -1).  A collector
+ * simulates it with the costs it measures. */
 PIPESCOPE_API int      pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions);
 
-/* A block of work (F, B, I, W, OPT) from start_ns to end_ns. */
+/* A block of work (F, B, I, W, OPT) or of data-parallel communication
+ * (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD) from start_ns to
+ * end_ns. */
 PIPESCOPE_API int      pipescope_block (pipescope_rank *r, int kind, int stage, int microbatch, int step,
                           int64_t start_ns, int64_t end_ns);
 /* An overlapped forward and backward (DualPipe's OVERLAP_F_B): both
@@ -141,6 +158,14 @@ PIPESCOPE_API int      pipescope_rank_info (pipescope_rank *r, const char *host)
  * call above: look it up by name. */
 PIPESCOPE_API int      pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5],
                                              const int32_t size[5]);
+/* A process whose place on the job's mesh could not be read (its
+ * groups say none): its global rank alone, in a PROCESS frame flagged
+ * "place not read" (coord: its pipeline rank, dp 0).  Two such processes
+ * of one pipeline rank never collide: the merge numbers them as replicas
+ * in order of global rank, and every view says the place was not read.
+ * Returns as pipescope_rank_place does.  Added to version 1 without
+ * changing any call above: look it up by name. */
+PIPESCOPE_API int      pipescope_rank_unplaced (pipescope_rank *r, int process);
 
 /* Records dropped so far (rings full, or step markers past a queue of
  * 256 while the drain is stuck); 0 for NULL. */
@@ -154,7 +179,8 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
  * records holds n records of PIPESCOPE_RECORD_FIELDS int64_t each, in this
  * order: kind, stage, microbatch, step, start_ns, end_ns, peer, bytes.  A
  * block kind (F, B, I, W, OPT) is recorded as pipescope_block records it
- * (peer and bytes ignored), a transfer kind as pipescope_transfer, WAIT as
+ * (peer and bytes ignored), a data-parallel one (UNSHARD, ...) likewise
+ * but with its bytes, a transfer kind as pipescope_transfer, WAIT as
  * pipescope_wait (bytes ignored), and PIPESCOPE_STEP_BEGIN / _END as
  * pipescope_step records phase 0 / 1 of step at start_ns (the other fields
  * ignored), after the records before it in the batch.  Returns how many

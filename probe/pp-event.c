@@ -6,6 +6,7 @@ pp_span_kind_name (PpSpanKind kind)
   static const char *const names[PP_N_SPAN_KINDS] = {
     "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OPT", "WAIT",
     "KERNEL", "MEMCPY", "MEMSET", "OVERLAP_F_B",
+    "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD",
   };
   return (unsigned) kind < PP_N_SPAN_KINDS ? names[kind] : "?";
 }
@@ -15,6 +16,7 @@ pp_counter_kind_name (PpCounterKind kind)
 {
   static const char *const names[PP_N_COUNTER_KINDS] = {
     "loss", "activation_bytes", "device_bytes", "inflight",
+    "collective_calls", "collective_bytes",
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }
@@ -27,7 +29,14 @@ pp_span_kind_is_block (int kind)
 }
 
 int
+pp_span_kind_is_dp_comm (int kind)
+{
+  return kind == PP_SPAN_UNSHARD || kind == PP_SPAN_RESHARD || kind == PP_SPAN_REDUCE_GRAD
+         || kind == PP_SPAN_WAIT_REDUCE_GRAD;
+}
+
+int
 pp_span_kind_is_work (int kind)
 {
-  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT;
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || pp_span_kind_is_dp_comm (kind);
 }

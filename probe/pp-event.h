@@ -24,6 +24,14 @@ typedef enum {
   PP_SPAN_MEMCPY,       /* device copy */
   PP_SPAN_MEMSET,
   PP_SPAN_OVERLAP_F_B,  /* a forward and a backward run together (DualPipe) */
+  /* Data-parallel communication (format 1.5): FSDP's actions as PyTorch's
+   * schedules run them, and the gradient reduction across replicas at a
+   * step's end.  Busy time of its own: never bubble, never compute.  stage
+   * is the stage, microbatch -1, bytes the bytes moved where known. */
+  PP_SPAN_UNSHARD,          /* all-gather a stage's parameters */
+  PP_SPAN_RESHARD,          /* free them again */
+  PP_SPAN_REDUCE_GRAD,      /* reduce(-scatter) the stage's gradients across replicas */
+  PP_SPAN_WAIT_REDUCE_GRAD, /* wait for that reduction to finish */
   PP_N_SPAN_KINDS
 } PpSpanKind;
 
@@ -32,6 +40,11 @@ typedef enum {
   PP_COUNTER_ACTIVATION_BYTES, /* activation memory held by the rank */
   PP_COUNTER_DEVICE_BYTES,     /* device memory in use */
   PP_COUNTER_INFLIGHT,         /* micro-batches whose activations the rank holds */
+  /* Collectives inside the step's blocks (tensor-parallel all-reduce, ...)
+   * that the hook saw: one value a step a process, that step's total
+   * (format 1.5). */
+  PP_COUNTER_COLLECTIVE_CALLS,
+  PP_COUNTER_COLLECTIVE_BYTES,
   PP_N_COUNTER_KINDS
 } PpCounterKind;
 
@@ -74,11 +87,16 @@ typedef struct {
 
 const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", "KERNEL", ... */
 
-/* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT), as
- * opposed to communication, waiting, or device detail under a block?  What
- * is not work between a rank's first and last work is its bubble. */
+/* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT, and
+ * the data-parallel communication UNSHARD ... WAIT_REDUCE_GRAD: busy, not
+ * compute), as opposed to pipeline transfers, waiting, or device detail
+ * under a block?  What is not work between a rank's first and last work is
+ * its bubble. */
 int         pp_span_kind_is_work (int kind);
 /* A schedule's block: F, B, I, W or OVERLAP_F_B (work without OPT).  A
  * step's compute window runs from its first block to its last. */
 int         pp_span_kind_is_block (int kind);
+/* Data-parallel communication: UNSHARD, RESHARD, REDUCE_GRAD,
+ * WAIT_REDUCE_GRAD (format 1.5). */
+int         pp_span_kind_is_dp_comm (int kind);
 const char *pp_counter_kind_name (PpCounterKind kind); /* "loss", ... */

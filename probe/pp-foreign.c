@@ -38,12 +38,17 @@ _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (in
                   && (int) PIPESCOPE_W == (int) PP_SPAN_W && (int) PIPESCOPE_SEND_F == (int) PP_SPAN_SEND_F
                   && (int) PIPESCOPE_RECV_F == (int) PP_SPAN_RECV_F && (int) PIPESCOPE_SEND_B == (int) PP_SPAN_SEND_B
                   && (int) PIPESCOPE_RECV_B == (int) PP_SPAN_RECV_B && (int) PIPESCOPE_OPT == (int) PP_SPAN_OPT
-                  && (int) PIPESCOPE_WAIT == (int) PP_SPAN_WAIT && (int) PIPESCOPE_OVERLAP_F_B == (int) PP_SPAN_OVERLAP_F_B,
+                  && (int) PIPESCOPE_WAIT == (int) PP_SPAN_WAIT && (int) PIPESCOPE_OVERLAP_F_B == (int) PP_SPAN_OVERLAP_F_B
+                  && (int) PIPESCOPE_UNSHARD == (int) PP_SPAN_UNSHARD && (int) PIPESCOPE_RESHARD == (int) PP_SPAN_RESHARD
+                  && (int) PIPESCOPE_REDUCE_GRAD == (int) PP_SPAN_REDUCE_GRAD
+                  && (int) PIPESCOPE_WAIT_REDUCE_GRAD == (int) PP_SPAN_WAIT_REDUCE_GRAD,
                 "the API's kinds are the trace format's span kinds");
 _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES
                   && (int) PIPESCOPE_DEVICE_BYTES == (int) PP_COUNTER_DEVICE_BYTES
-                  && (int) PIPESCOPE_INFLIGHT == (int) PP_COUNTER_INFLIGHT,
+                  && (int) PIPESCOPE_INFLIGHT == (int) PP_COUNTER_INFLIGHT
+                  && (int) PIPESCOPE_COLLECTIVE_CALLS == (int) PP_COUNTER_COLLECTIVE_CALLS
+                  && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_NEST_MAX    16
@@ -516,6 +521,38 @@ is_block_kind (int k)
          || k == PP_TRACE_ACT_OVERLAP_F_B;
 }
 
+/* A plan's kind in the API's numbers (span kinds) as the trace's action
+ * kind; -1 for one a plan cannot hold. */
+static int
+plan_action_kind (int k)
+{
+  switch (k)
+    {
+    case PIPESCOPE_F: case PIPESCOPE_B: case PIPESCOPE_I: case PIPESCOPE_W:
+      return k;   /* the same numbers in both */
+    case PIPESCOPE_OVERLAP_F_B: return PP_TRACE_ACT_OVERLAP_F_B;
+    case PIPESCOPE_UNSHARD: return PP_TRACE_ACT_UNSHARD;
+    case PIPESCOPE_RESHARD: return PP_TRACE_ACT_RESHARD;
+    case PIPESCOPE_REDUCE_GRAD: return PP_TRACE_ACT_REDUCE_GRAD;
+    case PIPESCOPE_WAIT_REDUCE_GRAD: return PP_TRACE_ACT_WAIT_REDUCE_GRAD;
+    default: return -1;
+    }
+}
+
+static int
+is_dp_kind (int k)
+{
+  return k == PIPESCOPE_UNSHARD || k == PIPESCOPE_RESHARD || k == PIPESCOPE_REDUCE_GRAD
+         || k == PIPESCOPE_WAIT_REDUCE_GRAD;
+}
+
+static int
+is_block_api_kind (int k)
+{
+  return k == PIPESCOPE_F || k == PIPESCOPE_B || k == PIPESCOPE_I || k == PIPESCOPE_W
+         || k == PIPESCOPE_OPT || is_dp_kind (k);
+}
+
 int
 pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions)
 {
@@ -530,13 +567,12 @@ pipescope_plan (pipescope_rank *r, int rank, size_t n, const int32_t *actions)
     {
       const int32_t *x = actions + 6 * i;
       /* the API's kinds are span kinds; a plan's are action kinds */
-      int kind = x[0] == PIPESCOPE_OVERLAP_F_B ? PP_TRACE_ACT_OVERLAP_F_B
-                 : x[0] == PP_TRACE_ACT_OVERLAP_F_B ? -1 : x[0];
-      if (!is_block_kind (kind) || (kind == PP_TRACE_ACT_OVERLAP_F_B && !is_block_kind (x[3])))
+      int kind = plan_action_kind (x[0]);
+      if (kind < 0 || (kind == PP_TRACE_ACT_OVERLAP_F_B && !is_block_kind (x[3])))
         goto out;
       a[i].kind = kind;
       a[i].stage = x[1];
-      a[i].microbatch = x[2];
+      a[i].microbatch = is_dp_kind (x[0]) ? -1 : x[2];
       a[i].sub_kind = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[3] : -1;
       a[i].sub_stage = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[4] : -1;
       a[i].sub_microbatch = kind == PP_TRACE_ACT_OVERLAP_F_B ? x[5] : -1;
@@ -575,8 +611,7 @@ int
 pipescope_block (pipescope_rank *r, int kind, int stage, int microbatch, int step,
                  int64_t start_ns, int64_t end_ns)
 {
-  if (!(kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
-        || kind == PIPESCOPE_OPT))
+  if (!is_block_api_kind (kind))
     return -1;
   return record (r, kind, stage, microbatch, step, start_ns, end_ns, -1, 0);
 }
@@ -659,6 +694,8 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
       else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
                || kind == PIPESCOPE_OPT)
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);
+      else if (is_dp_kind ((int) kind))
+        rc = record (r, (int) kind, (int) f[1], -1, (int) f[3], f[4], f[5], -1, (uint64_t) f[7]);
       else if (kind == PIPESCOPE_SEND_F || kind == PIPESCOPE_RECV_F || kind == PIPESCOPE_SEND_B
                || kind == PIPESCOPE_RECV_B)
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], (int) f[6],
@@ -738,8 +775,10 @@ write_place (PpTraceWriter *w, void *arg, PpError *err)
   return st == PP_OK ? pp_trace_write_process (w, p, err) : st;
 }
 
-int
-pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5])
+/* pipescope_rank_place and pipescope_rank_unplaced: the PROCESS frame
+ * with flags (PP_TRACE_PROCESS_*). */
+static int
+place_rank (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5], uint32_t flags)
 {
   PpTraceProcess p;
   if (r == NULL || coord == NULL || size == NULL || r->process >= 0)
@@ -747,6 +786,7 @@ pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], co
   memset (&p, 0, sizeof p);
   p.process = process;
   p.rank = r->rank;
+  p.flags = flags;
   memcpy (p.coord, coord, sizeof p.coord);
   memcpy (p.size, size, sizeof p.size);
   p.pid = (int32_t) getpid ();
@@ -767,6 +807,23 @@ pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], co
   if (pp_live_server_rename (pp_recorder_server (r->rec), name, &e) == PP_OK)
     snprintf (r->name, sizeof r->name, "%.80s", name);
   return rc;
+}
+
+int
+pipescope_rank_place (pipescope_rank *r, int process, const int32_t coord[5], const int32_t size[5])
+{
+  return place_rank (r, process, coord, size, 0);
+}
+
+int
+pipescope_rank_unplaced (pipescope_rank *r, int process)
+{
+  if (r == NULL)
+    return -1;
+  /* its pipeline rank and nothing else: the merge numbers the replicas */
+  const int32_t coord[5] = { r->rank, 0, 0, 0, 0 };
+  const int32_t size[5] = { r->n_ranks > r->rank ? r->n_ranks : r->rank + 1, 1, 1, 1, 1 };
+  return place_rank (r, process, coord, size, PP_TRACE_PROCESS_UNPLACED);
 }
 
 uint64_t
@@ -825,8 +882,7 @@ pipescope_device_start (pipescope_rank *r, char *err, size_t err_size)
 static int
 is_tagged_kind (int kind)
 {
-  return kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
-         || kind == PIPESCOPE_OPT;
+  return is_block_api_kind (kind);   /* a data-parallel block's NCCL kernels are its children too */
 }
 
 uint64_t

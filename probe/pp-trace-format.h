@@ -15,9 +15,10 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  4   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
+#define PP_TRACE_VERSION_MINOR  5   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
                                        1.3: the header's job_id; 1.4: PROCESS frames and
-                                       the frame header's process */
+                                       the frame header's process; 1.5: data-parallel
+                                       span, action and counter kinds */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -224,7 +225,7 @@ typedef struct {
   int32_t  coord[5];
   int32_t  size[5];
   int32_t  pid;
-  uint32_t reserved;
+  uint32_t flags;           /* PP_TRACE_PROCESS_* (written 0 before: reserved) */
   char     host[64];        /* NUL-terminated */
 } PpTraceFrameProcess;
 _Static_assert (sizeof (PpTraceFrameProcess) == 128, "process frame");

@@ -721,6 +721,7 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
                 p->size[d] = ldi32 (r, f + offsetof (PpTraceFrameProcess, size) + 4 * (size_t) d);
               }
             p->pid = ldi32 (r, f + offsetof (PpTraceFrameProcess, pid));
+            p->flags = ld32 (r, f + offsetof (PpTraceFrameProcess, flags));
             memcpy (p->host, f + offsetof (PpTraceFrameProcess, host), sizeof p->host);
             p->host[sizeof p->host - 1] = '\0';
             PpError why = { 0 };

@@ -687,6 +687,7 @@ pp_trace_write_process (PpTraceWriter *w, const PpTraceProcess *p, PpError *err)
       f.size[d] = (int32_t) w32 (w, (uint32_t) p->size[d]);
     }
   f.pid = (int32_t) w32 (w, (uint32_t) p->pid);
+  f.flags = w32 (w, p->flags);
   copy_str (f.host, p->host, sizeof f.host);
   uint8_t *q;
   RESERVE_OR_RETURN (q, w, sizeof f, 0, err);

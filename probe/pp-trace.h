@@ -57,6 +57,10 @@ typedef enum {
   PP_TRACE_ACT_RECV_B,
   PP_TRACE_ACT_OVERLAP_F_B,
   PP_TRACE_ACT_OPT,
+  PP_TRACE_ACT_UNSHARD,          /* FSDP's actions (format 1.5) */
+  PP_TRACE_ACT_RESHARD,
+  PP_TRACE_ACT_REDUCE_GRAD,
+  PP_TRACE_ACT_WAIT_REDUCE_GRAD,
 } PpTraceActionKind;
 
 /* The run's description.  Strings are NUL-terminated within their array;
@@ -98,18 +102,35 @@ enum {
   PP_TRACE_MESH_DIMS
 };
 
+/* PpTraceProcess.flags.  UNPLACED: the hook could not read the process's
+ * place from the job (groups laid out irregularly); only its global rank
+ * and pipeline rank are known.  Its file says coord (rank, 0, 0, 0, 0);
+ * merge numbers such processes as replicas of their pipeline rank in order
+ * of global rank (pp_trace_number_unplaced) and keeps the flag, so every
+ * view can say the place was not read.  Other bits are kept, not read. */
+#define PP_TRACE_PROCESS_UNPLACED 0x1u
+
 typedef struct {
   int32_t process;                     /* global rank G, [0, PP_TRACE_MAX_PROCESSES) */
   int32_t rank;                        /* pipeline rank (the rank of its spans) */
   int32_t coord[PP_TRACE_MESH_DIMS];   /* coord[PP_TRACE_MESH_PP] == rank */
   int32_t size[PP_TRACE_MESH_DIMS];    /* >= 1 each; coord[d] < size[d] */
   int32_t pid;
+  uint32_t flags;                      /* PP_TRACE_PROCESS_* */
   char    host[64];                    /* NUL-terminated */
 } PpTraceProcess;
 
 /* PP_OK when p is a place a trace can hold, else PP_EINVAL and one line
  * naming the field that is wrong. */
 PpStatus pp_trace_process_check (const PpTraceProcess *p, PpError *err);
+
+/* Numbers the processes of ps[n] whose place was not read
+ * (PP_TRACE_PROCESS_UNPLACED) as replicas of their pipeline rank: within a
+ * rank, in order of global rank, dp = k (after the largest dp a placed
+ * process of that rank holds), tp, cp, ep 0; their dp size the most any
+ * rank then has.  Placed processes are left as they are.  One sort of an
+ * index; PP_ENOMEM, else PP_OK. */
+PpStatus pp_trace_number_unplaced (PpTraceProcess *ps, size_t n, PpError *err);
 
 typedef enum {
   PP_TRACE_STEP_BEGIN = 0,

@@ -18,6 +18,10 @@ static const char *const kind_names[PP_N_ACT_KINDS] = {
   [PP_ACT_RECV_B] = "RECV_B",
   [PP_ACT_OVERLAP_F_B] = "OVERLAP_F_B",
   [PP_ACT_OPT] = "OPT",
+  [PP_ACT_UNSHARD] = "UNSHARD",
+  [PP_ACT_RESHARD] = "RESHARD",
+  [PP_ACT_REDUCE_GRAD] = "REDUCE_GRAD",
+  [PP_ACT_WAIT_REDUCE_GRAD] = "WAIT_REDUCE_GRAD",
 };
 
 const char *
@@ -42,6 +46,13 @@ pp_action_is_compute (const PpAction *a)
     default:
       return false;
     }
+}
+
+bool
+pp_action_is_dp_comm (const PpAction *a)
+{
+  return a->kind == PP_ACT_UNSHARD || a->kind == PP_ACT_RESHARD || a->kind == PP_ACT_REDUCE_GRAD
+         || a->kind == PP_ACT_WAIT_REDUCE_GRAD;
 }
 
 bool
@@ -117,7 +128,8 @@ parse_simple (const char *p, const char *end, const char *whole, int *kind,
     }
   *stage = (int) v;
 
-  /* Longest kind name that matches (SEND_F before S..., OVERLAP_F_B is not a leaf). */
+  /* Longest kind name that matches (SEND_F before S..., WAIT_REDUCE_GRAD
+   * before W; OVERLAP_F_B is not a leaf). */
   int best = -1;
   size_t best_len = 0;
   for (int k = 0; k < PP_N_ACT_KINDS; k++)
@@ -133,7 +145,7 @@ parse_simple (const char *p, const char *end, const char *whole, int *kind,
     }
   if (best < 0)
     return pp_error_set (err, PP_EFORMAT,
-                         "invalid action '%s': unknown kind (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or OPT)",
+                         "invalid action '%s': unknown kind (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, OPT, UNSHARD, RESHARD, REDUCE_GRAD or WAIT_REDUCE_GRAD)",
                          whole);
   q += best_len;
   *kind = best;
@@ -154,7 +166,9 @@ parse_simple (const char *p, const char *end, const char *whole, int *kind,
         return pp_error_set (err, PP_EFORMAT, "invalid action '%s': unexpected text after the microbatch", whole);
       *mb = (int) v;
     }
-  if (*mb < 0 && *kind != PP_ACT_OPT)
+  /* OPT and FSDP's actions have no micro-batch; PyTorch's regex takes one
+   * on any kind, so a given one is kept. */
+  if (*mb < 0 && *kind != PP_ACT_OPT && !pp_action_is_dp_comm (&(PpAction) { .kind = *kind }))
     return pp_error_set (err, PP_EFORMAT, "invalid action '%s': %s needs a microbatch index",
                          whole, kind_names[*kind]);
   return PP_OK;

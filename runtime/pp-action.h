@@ -1,8 +1,8 @@
 /* pp-action.h — one step of a pipeline schedule: (stage, kind, microbatch).
  *
  * The text form is PyTorch's `_Action` repr (torch.distributed.pipelining):
- * `2F0`, `1I3`, `0W5`, `3SEND_F1`, `0OPT`, and for two actions run together
- * `(0F4;3B1)OVERLAP_F_B`.
+ * `2F0`, `1I3`, `0W5`, `3SEND_F1`, `0OPT`, FSDP's `1UNSHARD`, `0REDUCE_GRAD`,
+ * and for two actions run together `(0F4;3B1)OVERLAP_F_B`.
  */
 #pragma once
 
@@ -22,12 +22,18 @@ typedef enum {
   PP_ACT_RECV_B,
   PP_ACT_OVERLAP_F_B, /* a forward and a backward run together (DualPipe) */
   PP_ACT_OPT,         /* optimizer step */
+  /* FSDP's actions, as PyTorch's `pipeline_order_with_comms` holds them:
+   * data-parallel communication of a stage, no micro-batch. */
+  PP_ACT_UNSHARD,
+  PP_ACT_RESHARD,
+  PP_ACT_REDUCE_GRAD,
+  PP_ACT_WAIT_REDUCE_GRAD,
   PP_N_ACT_KINDS
 } PpActionKind;
 
 /* An action.  For PP_ACT_OVERLAP_F_B, (stage, microbatch) is the forward
  * sub-action and (sub_kind, sub_stage, sub_microbatch) the backward one
- * (PP_ACT_B or PP_ACT_I).  microbatch is -1 where an action has none (OPT). */
+ * (PP_ACT_B or PP_ACT_I).  microbatch is -1 where an action has none (OPT, FSDP's). */
 typedef struct {
   int kind;            /* PpActionKind */
   int stage;
@@ -58,6 +64,10 @@ const char *pp_action_kind_name (PpActionKind kind);
 
 /* Is it work on a device (F, B, I, W, OVERLAP_F_B) rather than comms or OPT? */
 bool pp_action_is_compute (const PpAction *a);
+
+/* Is it data-parallel communication (UNSHARD, RESHARD, REDUCE_GRAD,
+ * WAIT_REDUCE_GRAD)? */
+bool pp_action_is_dp_comm (const PpAction *a);
 
 bool pp_action_equal (const PpAction *a, const PpAction *b);
 

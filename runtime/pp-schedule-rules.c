@@ -18,8 +18,8 @@ check_stage_mb (const PpSchedule *s, int rank, int step, int kind, int stage, in
                          "rank %d, step %d: %s runs stage %d, which belongs to rank %d",
                          rank, step, pp_action_to_string (a, buf, sizeof buf), stage,
                          s->stage_rank[stage]);
-  if (kind == PP_ACT_OPT)
-    return PP_OK;
+  if (kind == PP_ACT_OPT || pp_action_is_dp_comm (a))
+    return PP_OK;   /* no micro-batch: the stage's, once a step */
   if (mb < s->stage_mb_lo[stage] || mb >= s->stage_mb_hi[stage])
     return pp_error_set (err, PP_EFORMAT,
                          "rank %d, step %d: %s names micro-batch %d, but stage %d sees %d..%d",

@@ -19,7 +19,7 @@ pp_cost_model_new_uniform (int n_stages, double f, double b, double w, double c)
   if (cm == NULL)
     return NULL;
   cm->n_stages = n_stages;
-  cm->f = malloc ((size_t) n_stages * 4 * sizeof (double));
+  cm->f = calloc ((size_t) n_stages * (4 + PP_COST_N_DP), sizeof (double));
   if (cm->f == NULL)
     {
       free (cm);
@@ -28,6 +28,7 @@ pp_cost_model_new_uniform (int n_stages, double f, double b, double w, double c)
   cm->b = cm->f + n_stages;
   cm->w = cm->b + n_stages;
   cm->comm = cm->w + n_stages;
+  cm->dp = cm->comm + n_stages;
   for (int s = 0; s < n_stages; s++)
     {
       cm->f[s] = f;
@@ -36,6 +37,15 @@ pp_cost_model_new_uniform (int n_stages, double f, double b, double w, double c)
       cm->comm[s] = c;
     }
   return cm;
+}
+
+double
+pp_cost_model_dp (const PpCostModel *c, int kind, int stage)
+{
+  int k = kind - PP_ACT_UNSHARD;
+  if (c == NULL || c->dp == NULL || k < 0 || k >= PP_COST_N_DP || stage < 0 || stage >= c->n_stages)
+    return 0;
+  return c->dp[(size_t) k * (size_t) c->n_stages + (size_t) stage];
 }
 
 void
@@ -149,7 +159,7 @@ duration (const SimState *st, int kind, int stage)
     case PP_ACT_B: return st->c->b[stage];
     case PP_ACT_I: return st->c->b[stage] - st->c->w[stage];
     case PP_ACT_W: return st->c->w[stage];
-    default: return 0;
+    default: return pp_cost_model_dp (st->c, kind, stage);   /* 0 for transfers and OPT */
     }
 }
 

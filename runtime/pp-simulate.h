@@ -6,7 +6,10 @@
  *   B/I(s,m) after B/I(next(s),m) + transfer (nothing at a chain tail) and F(s,m),
  *   W(s,m)   after I(s,m).
  * A transfer costs nothing between two stages on the same rank.  An
- * OVERLAP_F_B starts when both halves may start and lasts F + B.
+ * OVERLAP_F_B starts when both halves may start and lasts F + B.  FSDP's
+ * actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD, in a plan from
+ * PyTorch's pipeline_order_with_comms) wait for nothing but their rank and
+ * last the cost model's dp time of their kind and stage: busy, not idle.
  */
 #pragma once
 
@@ -18,7 +21,17 @@ typedef struct {
   double *b;      /* [n_stages] full backward time; I = b - w */
   double *w;      /* [n_stages] weight-gradient time */
   double *comm;   /* [n_stages] transfer time from stage s to its next (and back) */
+  /* [PP_COST_N_DP * n_stages] data-parallel action time, dp[k * n_stages + s]
+   * for k = kind - PP_ACT_UNSHARD (UNSHARD, RESHARD, REDUCE_GRAD,
+   * WAIT_REDUCE_GRAD); 0 in a new model */
+  double *dp;
 } PpCostModel;
+
+#define PP_COST_N_DP 4
+
+/* The time of data-parallel action kind (PP_ACT_UNSHARD ...) on stage; 0
+ * for any other kind or a stage outside the model. */
+double       pp_cost_model_dp (const PpCostModel *c, int kind, int stage);
 
 /* Uniform costs for every stage: F, B (= I + W), W, transfer C. */
 PpCostModel *pp_cost_model_new_uniform (int n_stages, double f, double b, double w, double c);
@@ -36,7 +49,7 @@ typedef struct {
 typedef struct {
   double first_start;   /* the rank's first action starts */
   double last_end;      /* its last action ends */
-  double busy;          /* time spent computing */
+  double busy;          /* time spent computing, data-parallel actions included (never idle) */
   double idle;          /* makespan - busy */
   double bubble;        /* idle / makespan */
   int    peak_inflight; /* most (stage, micro-batch) pairs whose activations are held at once */

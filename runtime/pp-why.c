@@ -10,7 +10,8 @@
 
 /* ---- idle time split by cause -------------------------------------------- */
 
-static const char *const part_names[PP_WHY_N_PARTS] = { "schedule", "imbalance", "transfers", "runtime" };
+static const char *const part_names[PP_WHY_N_PARTS] = { "schedule", "imbalance", "transfers", "runtime",
+                                                         "dp_comm" };
 
 const char *
 pp_why_part_name (int part)
@@ -27,6 +28,7 @@ pp_why_idle_part (const PpWhyIdle *idle, int part)
     case 1: return idle->imbalance;
     case 2: return idle->transfers;
     case 3: return idle->runtime;
+    case 4: return idle->dp_comm;
     default: return 0;
     }
 }
@@ -56,6 +58,19 @@ pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *
   out->runtime = cum[3] - cum[2];
 }
 
+void
+pp_why_split_dp (PpWhyIdle *w, double balanced, double per_stage, double full, double dp)
+{
+  double measured = w->measured;
+  double d = dp > 0 ? (dp < measured ? dp : measured) : 0;
+  if (!(d >= 0))
+    d = 0;
+  w->measured = measured - d;
+  pp_why_split_levels (balanced, per_stage, full, w);
+  w->measured = measured;
+  w->dp_comm = d;
+}
+
 static PpCostModel *
 cost_model_copy (const PpCostModel *c, int with_comm)
 {
@@ -72,9 +87,22 @@ cost_model_copy (const PpCostModel *c, int with_comm)
   return o;
 }
 
+static PpStatus split_with_dp (const PpSchedule *s, const PpCostModel *costs,
+                               const double *measured_idle, const double *dp, PpWhyIdle *out,
+                               PpError *err);
+
 PpStatus
 pp_why_split (const PpSchedule *s, const PpCostModel *costs, const double *measured_idle,
               PpWhyIdle *out, PpError *err)
+{
+  return split_with_dp (s, costs, measured_idle, NULL, out, err);
+}
+
+/* pp_why_split, with dp[r] (may be NULL) each rank's data-parallel
+ * communication in the step: its own part (pp_why_split_dp). */
+static PpStatus
+split_with_dp (const PpSchedule *s, const PpCostModel *costs, const double *measured_idle,
+               const double *dp, PpWhyIdle *out, PpError *err)
 {
   PpCostModel *cm[3] = { NULL, NULL, NULL };
   PpSimulation *sim[3] = { NULL, NULL, NULL };
@@ -110,7 +138,8 @@ pp_why_split (const PpSchedule *s, const PpCostModel *costs, const double *measu
     {
       PpWhyIdle *o = &out[r];
       o->measured = measured_idle != NULL ? measured_idle[r] : sim[2]->rank[r].idle;
-      pp_why_split_levels (sim[0]->rank[r].idle, sim[1]->rank[r].idle, sim[2]->rank[r].idle, o);
+      pp_why_split_dp (o, sim[0]->rank[r].idle, sim[1]->rank[r].idle, sim[2]->rank[r].idle,
+                       dp != NULL ? dp[r] : 0);
     }
 out:
   for (int k = 0; k < 3; k++)
@@ -373,6 +402,10 @@ pp_why_report_free (PpWhyReport *r)
   free (r->idle);
   free (r->path_share);
   pp_cost_model_free (r->costs);
+  free (r->idle_replica);
+  free (r->idle_min);
+  free (r->idle_max);
+  free (r->idle_max_replica);
   free (r);
 }
 
@@ -469,6 +502,44 @@ costs_of_sums (const StageSums *a, int n_stages, const double *xsum, const long 
     }
 }
 
+/* Each rank's data-parallel communication in a step's window [lo, hi]
+ * (seconds) where none of its blocks runs: the union of its blocks and
+ * data-parallel spans there less busy[r], the blocks' alone.  idx holds the
+ * step's spans sorted by rank, then start. */
+static void
+step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi,
+              const double *busy, int P, double *dp)
+{
+  int64_t end = INT64_MIN;
+  int cur = -1;
+  double all = 0;
+  for (int r = 0; r < P; r++)
+    dp[r] = 0;
+  for (size_t j = 0; j <= n; j++)
+    {
+      const PpSpan *sp = j < n ? &spans[idx[j]] : NULL;
+      if (sp == NULL || sp->rank != cur)
+        {
+          if (cur >= 0 && cur < P && all > 0)
+            dp[cur] = fmax (0, all * 1e-9 - busy[cur]);
+          if (sp == NULL)
+            break;
+          cur = sp->rank;
+          end = INT64_MIN;
+          all = 0;
+        }
+      if (action_kind_of_span (sp->kind) < 0 && !pp_span_kind_is_dp_comm (sp->kind))
+        continue;
+      int64_t a = sp->start_ns > lo ? sp->start_ns : lo, b = sp->end_ns < hi ? sp->end_ns : hi;
+      if (a < end)
+        a = end;
+      if (b > a)
+        all += (double) (b - a);
+      if (b > end)
+        end = b;
+    }
+}
+
 PpStatus
 pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int max_steps,
                       PpWhyReport **out, PpError *err)
@@ -484,6 +555,8 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
   StageSums *total = NULL;
   double *txsum = NULL;
   long *txn = NULL;
+  double *dp = NULL, *dpsum = NULL;   /* [P] a step's; [PP_COST_N_DP * S] sums over the steps */
+  long *dpn = NULL;
   PpStatus st = PP_OK;
   int P, S, M;
 
@@ -515,6 +588,11 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
       if (action_kind_of_span (sp->kind) >= 0)
         {
           if (sp->stage < 0 || sp->stage >= S || sp->microbatch < 0 || sp->microbatch >= M)
+            continue;
+        }
+      else if (pp_span_kind_is_dp_comm (sp->kind))
+        {
+          if (sp->stage >= S)
             continue;
         }
       else if (boundary_of_transfer (s, sp->kind, sp->stage) < 0)
@@ -580,6 +658,11 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
   busy = calloc ((size_t) P, sizeof *busy);
   last_end = calloc ((size_t) P, sizeof *last_end);
   blk = malloc ((size_t) (n_compute + 1) * sizeof *blk);
+  dp = calloc ((size_t) P, sizeof *dp);
+  dpsum = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpsum);
+  dpn = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpn);
+  if (dp == NULL || dpsum == NULL || dpn == NULL)
+    goto oom;
   if (rep->steps == NULL || rep->idle == NULL || rep->path_share == NULL || rep->costs == NULL
       || cm == NULL || sums == NULL || total == NULL || xsum == NULL || txsum == NULL || xn == NULL
       || txn == NULL || idle == NULL || busy == NULL || last_end == NULL || blk == NULL)
@@ -600,6 +683,16 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
           const PpSpan *sp = &spans[idx[rg->first + j]];
           int ak = action_kind_of_span (sp->kind);
           double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
+          if (pp_span_kind_is_dp_comm (sp->kind))
+            {
+              if (sp->stage >= 0)
+                {
+                  size_t c = (size_t) (sp->kind - PP_SPAN_UNSHARD) * (size_t) S + (size_t) sp->stage;
+                  dpsum[c] += d;
+                  dpn[c]++;
+                }
+              continue;
+            }
           if (ak < 0)
             {
               int bd = boundary_of_transfer (s, sp->kind, sp->stage);
@@ -660,6 +753,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
           if (b->end > last_end[b->rank])
             last_end[b->rank] = b->end;
         }
+      step_dp_time (spans, idx + rg->first, rg->n, lo, hi, busy, P, dp);
       ws->step = rg->step;
       ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;
@@ -670,7 +764,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
       if (ws->idle == NULL)
         goto oom;
       rep->n_steps++;
-      if ((st = pp_why_split (s, cm, idle, ws->idle, err)) != PP_OK)
+      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK)
         goto out;
       if ((st = pp_why_critical_path (s, blk, nb, cm->comm, &ws->path, err)) != PP_OK)
         goto out;
@@ -698,6 +792,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
           rep->idle[r].imbalance += ws->idle[r].imbalance;
           rep->idle[r].transfers += ws->idle[r].transfers;
           rep->idle[r].runtime += ws->idle[r].runtime;
+          rep->idle[r].dp_comm += ws->idle[r].dp_comm;
         }
       double L = ws->path.end - ws->path.start;
       if (L > 0)
@@ -718,6 +813,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
         rep->idle[r].imbalance /= k;
         rep->idle[r].transfers /= k;
         rep->idle[r].runtime /= k;
+        rep->idle[r].dp_comm /= k;
       }
     for (int q = 0; q < S; q++)
       rep->path_share[q] /= k;
@@ -725,6 +821,8 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
     rep->path_slack_share /= k;
   }
   costs_of_sums (total, S, txsum, txn, rep->costs);
+  for (size_t c = 0; c < (size_t) PP_COST_N_DP * (size_t) S; c++)
+    rep->costs->dp[c] = dpn[c] ? dpsum[c] / (double) dpn[c] : 0;
   *out = rep;
   rep = NULL;
   goto out;
@@ -745,6 +843,9 @@ out:
   free (busy);
   free (last_end);
   free (blk);
+  free (dp);
+  free (dpsum);
+  free (dpn);
   pp_cost_model_free (cm);
   return st;
 }
@@ -768,8 +869,8 @@ pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out, P
                                d->n_virtual > 0 ? d->n_virtual : 0, out, err);
 }
 
-/* The plan's compute actions of every rank as PpAction arrays (transfers
- * and optimizer steps left out; an unknown kind kept, for the inference to
+/* The plan's compute actions of every rank as PpAction arrays (transfers,
+ * optimizer steps and data-parallel actions left out; an unknown kind kept, for the inference to
  * name); PP_EINVAL with one line where the plan is too large. */
 static PpStatus
 plan_actions (const PpWhyPlans *plans, int P, PpAction ***acts_out, int **n_out, PpError *err)
@@ -801,7 +902,8 @@ plan_actions (const PpWhyPlans *plans, int P, PpAction ***acts_out, int **n_out,
       for (size_t k = 0; k < plans->n_actions[r]; k++)
         {
           int kind = pa[k].kind;
-          if ((kind >= PP_ACT_SEND_F && kind <= PP_ACT_RECV_B) || kind == PP_ACT_OPT)
+          if ((kind >= PP_ACT_SEND_F && kind <= PP_ACT_RECV_B) || kind == PP_ACT_OPT
+              || (kind >= PP_ACT_UNSHARD && kind <= PP_ACT_WAIT_REDUCE_GRAD))
             continue;
           acts[r][n[r]++] = (PpAction) { kind, pa[k].stage, pa[k].microbatch,
                                          pa[k].sub_kind, pa[k].sub_stage, pa[k].sub_microbatch };
@@ -917,6 +1019,84 @@ pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans, 
     }
   return pp_error_set (err, pst == PP_ENOMEM ? PP_ENOMEM : PP_EINVAL, "the trace's plan: %.200s; by its name: %.250s",
                        perr.msg, nerr.msg);
+}
+
+PpStatus
+pp_why_schedule_with_comms (const PpSchedule *s, const PpWhyPlans *plans, PpSchedule **out,
+                            PpError *err)
+{
+  PpSchedule *o = NULL;
+  PpStatus st = PP_OK;
+  int any = 0;
+
+  *out = NULL;
+  if (s == NULL || plans == NULL || plans->actions == NULL || plans->n_actions == NULL)
+    return PP_OK;
+  for (int r = 0; r < s->ranks && r < plans->n_ranks && !any; r++)
+    for (size_t k = 0; k < plans->n_actions[r] && !any; k++)
+      any = plans->actions[r][k].kind >= PP_ACT_UNSHARD && plans->actions[r][k].kind <= PP_ACT_WAIT_REDUCE_GRAD;
+  if (!any)
+    return PP_OK;
+  o = pp_schedule_new (s->name, s->ranks, s->microbatches, s->stages_per_rank, PP_PLACE_CUSTOM);
+  if (o == NULL)
+    goto oom;
+  if (o->n_stages != s->n_stages)
+    {
+      st = pp_error_set (err, PP_EINVAL, "%s's stages cannot hold data-parallel actions", s->name);
+      goto out;
+    }
+  memcpy (o->stage_rank, s->stage_rank, (size_t) s->n_stages * sizeof *s->stage_rank);
+  memcpy (o->stage_prev, s->stage_prev, (size_t) s->n_stages * sizeof *s->stage_prev);
+  memcpy (o->stage_next, s->stage_next, (size_t) s->n_stages * sizeof *s->stage_next);
+  memcpy (o->stage_mb_lo, s->stage_mb_lo, (size_t) s->n_stages * sizeof *s->stage_mb_lo);
+  memcpy (o->stage_mb_hi, s->stage_mb_hi, (size_t) s->n_stages * sizeof *s->stage_mb_hi);
+  for (int r = 0; r < s->ranks; r++)
+    {
+      const PpRankActions *ra = &s->rank[r];
+      size_t np = r < plans->n_ranks ? plans->n_actions[r] : 0;
+      int next = 0;   /* s's next compute action on r */
+      for (size_t k = 0; k < np; k++)
+        {
+          const PpTracePlanAction *pa = &plans->actions[r][k];
+          PpAction a = { pa->kind, pa->stage, pa->microbatch, pa->sub_kind, pa->sub_stage, pa->sub_microbatch };
+          char buf[PP_ACTION_STR_MAX];
+          if (pp_action_is_dp_comm (&a))
+            {
+              if (a.stage < 0 || a.stage >= s->n_stages || s->stage_rank[a.stage] != r)
+                {
+                  st = pp_error_set (err, PP_EINVAL, "rank %d's plan runs %s, of a stage it does not hold",
+                                     r, pp_action_to_string (&a, buf, sizeof buf));
+                  goto out;
+                }
+              a.microbatch = -1;
+            }
+          else if (!pp_action_is_compute (&a))
+            continue;   /* transfers and the optimizer: not planned here */
+          else if (next >= ra->n_actions || !pp_action_equal (&a, &ra->actions[next]))
+            {
+              st = pp_error_set (err, PP_EINVAL,
+                                 "rank %d's plan runs %s where the schedule runs %s: its data-parallel "
+                                 "actions cannot be placed", r, pp_action_to_string (&a, buf, sizeof buf),
+                                 next < ra->n_actions ? "another action" : "nothing more");
+              goto out;
+            }
+          else
+            a = ra->actions[next++];
+          if (pp_schedule_push (o, r, a) != PP_OK)
+            goto oom;
+        }
+      /* a rank without a plan (or with a short one) keeps s's order */
+      for (; next < ra->n_actions; next++)
+        if (pp_schedule_push (o, r, ra->actions[next]) != PP_OK)
+          goto oom;
+    }
+  *out = o;
+  return PP_OK;
+oom:
+  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+out:
+  pp_schedule_free (o);
+  return st;
 }
 
 /* ---- what to change --------------------------------------------------------- */
@@ -1213,124 +1393,6 @@ out:
   return st;
 }
 
-PpStatus
-pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
-                      PpSchedule **sched_out, PpError *err)
-{
-  PpTraceReader *rd;
-  PpTraceItem item;
-  PpTraceDescription desc;
-  int has_desc = 0;
-  PpSpan *spans = NULL;
-  size_t n = 0, cap = 0;
-  int64_t *off = NULL;
-  PpTracePlanAction **plan = NULL;   /* [PP_TRACE_MAX_RANKS] each rank's last plan */
-  size_t *n_plan = NULL;
-  int plan_ranks = 0;
-  PpError rerr = { 0 };
-  PpStatus st = PP_OK;
-
-  *out = NULL;
-  if (sched_out != NULL)
-    *sched_out = NULL;
-  if (change != NULL)
-    memset (change, 0, sizeof *change);
-  rd = pp_trace_reader_new_path (path, &rerr);
-  if (rd == NULL)
-    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
-                         rerr.msg[0] ? rerr.msg : strerror (errno));
-  off = calloc (PP_TRACE_MAX_RANKS, sizeof *off);
-  plan = calloc (PP_TRACE_MAX_RANKS, sizeof *plan);
-  n_plan = calloc (PP_TRACE_MAX_RANKS, sizeof *n_plan);
-  if (off == NULL || plan == NULL || n_plan == NULL)
-    {
-      st = pp_error_set (err, PP_ENOMEM, "out of memory");
-      goto out;
-    }
-  for (;;)
-    {
-      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
-        {
-          pp_error_set (err, st, "%s: %s", path, rerr.msg);
-          goto out;
-        }
-      if (item.type == PP_TRACE_ITEM_END)
-        break;
-      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
-        {
-          desc = *item.description;
-          has_desc = 1;
-        }
-      else if (item.type == PP_TRACE_ITEM_PLAN && item.plan.rank >= 0
-               && item.plan.rank < PP_TRACE_MAX_RANKS)
-        {
-          /* a later plan of a rank replaces the earlier (a timed one the untimed) */
-          int r = item.plan.rank;
-          free (plan[r]);
-          n_plan[r] = 0;
-          if ((plan[r] = malloc ((item.plan.n_actions + 1) * sizeof **plan)) == NULL)
-            {
-              st = pp_error_set (err, PP_ENOMEM, "out of memory");
-              goto out;
-            }
-          if (item.plan.n_actions > 0)
-            memcpy (plan[r], item.plan.actions, item.plan.n_actions * sizeof **plan);
-          n_plan[r] = item.plan.n_actions;
-          if (r >= plan_ranks)
-            plan_ranks = r + 1;
-        }
-      else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
-               && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
-        off[item.clock_offset.rank] = item.clock_offset.offset_ns;
-      else if (item.type == PP_TRACE_ITEM_SPAN
-               && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
-                   || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
-                   || item.span.kind == PP_SPAN_RECV_B))
-        {
-          if (n == cap)
-            {
-              size_t nc = cap ? 2 * cap : 4096;
-              PpSpan *g = realloc (spans, nc * sizeof *g);
-              if (g == NULL)
-                {
-                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
-                  goto out;
-                }
-              spans = g;
-              cap = nc;
-            }
-          spans[n++] = item.span;
-        }
-    }
-  if (!has_desc)
-    {
-      st = pp_error_set (err, PP_EINVAL, "%s has no description: its schedule is unknown", path);
-      goto out;
-    }
-  for (size_t i = 0; i < n; i++)
-    if (spans[i].rank >= 0 && spans[i].rank < PP_TRACE_MAX_RANKS
-        && llabs (spans[i].start_ns) < ((int64_t) 1 << 61) && llabs (spans[i].end_ns) < ((int64_t) 1 << 61)
-        && llabs (off[spans[i].rank]) < ((int64_t) 1 << 61))
-      {
-        spans[i].start_ns += off[spans[i].rank];
-        spans[i].end_ns += off[spans[i].rank];
-      }
-  {
-    PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
-    st = pp_why_analyse_run (&desc, &plans, spans, n, max_steps, out, change, sched_out, err);
-  }
-out:
-  pp_trace_reader_free (rd);
-  free (spans);
-  free (off);
-  if (plan != NULL)
-    for (int r = 0; r < plan_ranks; r++)
-      free (plan[r]);
-  free (plan);
-  free (n_plan);
-  return st;
-}
-
 PpCostModel *
 pp_why_cost_model_of_measured (const PpSchedule *s, const PpMeasuredCosts *mc)
 {
@@ -1355,18 +1417,25 @@ pp_why_cost_model_of_measured (const PpSchedule *s, const PpMeasuredCosts *mc)
 void
 pp_why_print_idle (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit)
 {
-  fprintf (f, "rank  %10s  %10s  %10s  %10s  %10s  most\n", "idle", "schedule", "imbalance",
-           "transfers", "runtime");
+  /* the data-parallel column only for a job that has such communication */
+  int dp = 0;
+  for (int r = 0; r < ranks; r++)
+    dp |= idle[r].dp_comm > 0;
+  fprintf (f, "rank  %10s  %10s  %10s  %10s  %10s  %s most\n", "idle", "schedule", "imbalance",
+           "transfers", "runtime", dp ? "   dp_comm  " : "");
   for (int r = 0; r < ranks; r++)
     {
       const PpWhyIdle *w = &idle[r];
       int most = 0;
+      char dpc[32] = "";
       for (int k = 1; k < PP_WHY_N_PARTS; k++)
         if (pp_why_idle_part (w, k) > pp_why_idle_part (w, most))
           most = k;
-      fprintf (f, "%4d  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %s\n", r,
+      if (dp)
+        snprintf (dpc, sizeof dpc, "%7.2f %-2s  ", w->dp_comm * scale, unit);
+      fprintf (f, "%4d  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %s%s\n", r,
                w->measured * scale, unit, w->schedule * scale, unit, w->imbalance * scale, unit,
-               w->transfers * scale, unit, w->runtime * scale, unit,
+               w->transfers * scale, unit, w->runtime * scale, unit, dpc,
                w->measured > 0 ? pp_why_part_name (most) : "-");
     }
 }
@@ -1407,8 +1476,24 @@ static void
 json_idle (FILE *f, const PpWhyIdle *w)
 {
   fprintf (f, "{\"idle\": %.9g, \"schedule\": %.9g, \"imbalance\": %.9g, \"transfers\": %.9g, "
-              "\"runtime\": %.9g}", w->measured, w->schedule, w->imbalance, w->transfers, w->runtime);
+              "\"runtime\": %.9g, \"dp_comm\": %.9g}", w->measured, w->schedule, w->imbalance,
+           w->transfers, w->runtime, w->dp_comm);
 }
+
+void
+pp_why_write_replicas_json (FILE *f, const PpWhyReport *r)
+{
+  if (r == NULL || r->n_replicas <= 1 || r->idle_min == NULL)
+    return;
+  fprintf (f, ",\n  \"replicas\": {\"count\": %d, \"statistic\": \"median replica per rank by idle\", "
+              "\"steps_of_replica\": %d, \"per_rank\": [", r->n_replicas, r->median_replica);
+  for (int q = 0; q < r->ranks; q++)
+    fprintf (f, "%s\n    {\"rank\": %d, \"replica\": %d, \"idle_min\": %.9g, \"idle_max\": %.9g, "
+                "\"idle_max_replica\": %d}", q ? "," : "", q, r->idle_replica[q], r->idle_min[q],
+             r->idle_max[q], r->idle_max_replica[q]);
+  fprintf (f, "\n  ]}");
+}
+
 
 void
 pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpWhyChange *c)
@@ -1470,5 +1555,6 @@ pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpW
         fprintf (f, ", \"shared_cores\": %d", c->cores);
       fprintf (f, "}");
     }
+  pp_why_write_replicas_json (f, r);
   fprintf (f, "\n}\n");
 }

@@ -8,7 +8,12 @@
  *   imbalance + what the measured per-stage costs add to that;
  *   transfers + what the measured transfer times add;
  *   runtime     the rest: measured minus the full plan (late hand-offs,
- *               host overhead, contention, jitter).
+ *               host overhead, contention, jitter);
+ *   dp_comm     the rank's data-parallel communication inside the step
+ *               (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD spans,
+ *               where no block of it runs): busy, not bubble, so the four
+ *               parts above split what is left of the measured time, its
+ *               bubble.
  * Each part is a difference of two levels: the balanced plan's idle, the
  * per-stage plan's, the full plan's and the measured idle.  A level above
  * a later one is first cut to it (pp_why_split_levels): where a slow
@@ -51,18 +56,19 @@
 /* ---- idle time split by cause -------------------------------------------- */
 
 typedef struct {
-  double measured;   /* = schedule + imbalance + transfers + runtime */
+  double measured;   /* = schedule + imbalance + transfers + runtime + dp_comm */
   double schedule;
   double imbalance;
   double transfers;
   double runtime;
+  double dp_comm;    /* data-parallel communication: not bubble, a part of its own */
 } PpWhyIdle;
 
-/* The part names in order, "schedule", "imbalance", "transfers", "runtime"
- * (index 0..3 as laid out in PpWhyIdle after measured). */
-#define PP_WHY_N_PARTS 4
+/* The part names in order, "schedule", "imbalance", "transfers", "runtime",
+ * "dp_comm" (index 0..4 as laid out in PpWhyIdle after measured). */
+#define PP_WHY_N_PARTS 5
 const char *pp_why_part_name (int part);
-/* The part by index (0 schedule .. 3 runtime). */
+/* The part by index (0 schedule .. 3 runtime, 4 dp_comm). */
 double      pp_why_idle_part (const PpWhyIdle *idle, int part);
 
 /* The four parts of one rank's idle out->measured from the idle of its
@@ -70,6 +76,13 @@ double      pp_why_idle_part (const PpWhyIdle *idle, int part);
  * held to the least of itself and the levels after it, the parts their
  * rises. */
 void        pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *out);
+
+/* Takes dp, a rank's data-parallel communication time in the step, out of
+ * w's split as a part of its own: dp_comm = min (dp, measured), and the
+ * other four parts split measured - dp_comm (its bubble) from the same
+ * plan levels (pp_why_split_levels); measured is unchanged.  The parts
+ * still add up to measured, none negative. */
+void        pp_why_split_dp (PpWhyIdle *w, double balanced, double per_stage, double full, double dp);
 
 /* Splits each rank's idle time under the measured per-stage costs (costs:
  * n_stages == s->n_stages) into out[s->ranks].  measured_idle[r] is what the
@@ -149,6 +162,16 @@ typedef struct {
   double      *path_share;       /* [n_stages] mean share of the step each stage holds on the path */
   double       path_transfer_share, path_slack_share;
   PpCostModel *costs;            /* mean measured costs over the analysed steps */
+  /* A job of several replicas (pp_why_analyse_replicas): each replica's
+   * pipeline analysed on its own; idle[r] is rank r's median replica's
+   * (by measured idle; the lower of two middles), its whole split, and the
+   * rest (steps, path, costs, length) the median replica's by step
+   * length.  n_replicas 1 and the arrays NULL for one pipeline. */
+  int          n_replicas;       /* replicas analysed (a whole step each) */
+  int          median_replica;   /* the replica the steps and path are of */
+  int         *idle_replica;     /* [ranks] the replica idle[r] is of */
+  double      *idle_min, *idle_max;   /* [ranks] measured idle over the replicas */
+  int         *idle_max_replica; /* [ranks] the replica that idles most */
 } PpWhyReport;
 
 /* Analyses the spans of a run of schedule s (times in ns on one clock; the
@@ -196,6 +219,17 @@ typedef struct {
  * problems. */
 PpStatus pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans,
                                    PpSchedule **out, PpError *err);
+
+/* s (the compute order pp_why_schedule_of_trace built) with the plans'
+ * data-parallel actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD:
+ * a plan from PyTorch's pipeline_order_with_comms) put back where the
+ * plans hold them, for the simulator to place them as PyTorch's runtime
+ * runs them (their times: the costs' dp).  Each rank's plan must hold s's
+ * compute actions in s's order and its data-parallel actions only for its
+ * own stages; PP_EINVAL with one line where not.  *out NULL (PP_OK) where
+ * the plans hold no data-parallel action. */
+PpStatus pp_why_schedule_with_comms (const PpSchedule *s, const PpWhyPlans *plans,
+                                     PpSchedule **out, PpError *err);
 
 /* ---- what to change --------------------------------------------------------- */
 
@@ -260,6 +294,30 @@ PpStatus pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *p
                              const PpSpan *spans, size_t n, int max_steps, PpWhyReport **out,
                              PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
+/* A job whose pipeline ranks each run in several processes (data-parallel
+ * replicas, tensor ranks): replica[i] is the pipeline span i belongs to
+ * (the processes sharing dp, tp, cp, ep: 0 .. n_replicas - 1; -1 for a
+ * span of no placed process, a pipeline of its own).  Each replica's spans
+ * are analysed on their own (pp_why_analyse_run, never one replica's
+ * blocks beside another's), and aggregated per pipeline rank as
+ * PpWhyReport says: the median replica, with the spread.  change and
+ * sched_out are the median replica's.  replica NULL or one replica: what
+ * pp_why_analyse_run gives.  Replicas without a whole step are left out;
+ * when none has one, the first one's error. */
+PpStatus pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                  const PpSpan *spans, const int32_t *replica, size_t n,
+                                  int max_steps, PpWhyReport **out, PpWhyChange *change,
+                                  PpSchedule **sched_out, PpError *err);
+
+/* The replica of each of n spans (span_process[i]: the process that wrote
+ * it, -1 none) from a trace's PROCESS frames procs[n_procs] as read (a
+ * later frame of a process replacing an earlier; processes whose place was
+ * not read numbered as pp_trace_number_unplaced does): the pipelines
+ * (dp, tp, cp, ep) numbered densely in that order, -1 for a span of no
+ * placed process.  malloc'd [n]; NULL with err set when out of memory. */
+int32_t *pp_why_replicas_of_spans (const PpTraceProcess *procs, size_t n_procs, const int32_t *span_process,
+                                   size_t n, PpError *err);
+
 /* ---- reports ---------------------------------------------------------------
  * For the CLI: the split a rank a line (values x scale, in unit: 1e3 and
  * "ms" for seconds), the what-to-change lines, the critical path shares,
@@ -268,6 +326,12 @@ void pp_why_print_idle (FILE *f, const PpWhyIdle *idle, int ranks, double scale,
 void pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *unit);
 void pp_why_print_path (FILE *f, const PpWhyReport *r);
 void pp_why_write_json (FILE *f, const PpSchedule *s, const PpWhyReport *r, const PpWhyChange *c);
+/* A report of several replicas: "over 2 replicas: ..." lines of the
+ * statistic and each rank's spread (nothing for one), and its JSON member
+ * (",\n  \"replicas\": {...}", nothing for one), which pp_why_write_json
+ * writes. */
+void pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *unit);
+void pp_why_write_replicas_json (FILE *f, const PpWhyReport *r);
 
 /* The per-stage cost model of a one-chain, one-stage-per-rank run's
  * measured costs (pp_measured_costs_from_trace: per rank = per stage when

@@ -8,8 +8,26 @@
  * replica dp runs dp × 10 µs later, so that replicas differ).
  *
  * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
- *   --collide: the last process claims the place of the one before it
- *              (a job whose mesh was read wrong), for merge's refusal.
+ *                      [--comm] [--offsets] [--unplaced] [--straggler DP]
+ *   --collide:  the last process claims the place of the one before it
+ *               (a job whose mesh was read wrong), for merge's refusal.
+ *   --comm:     each block's hand-off too: SEND_F/RECV_F after a forward,
+ *               SEND_B/RECV_B after a backward (100 µs, peer_rank set,
+ *               within the replica), and the last rank's loss a step
+ *               (1 / (step + 1) + dp / 100: each replica its own).
+ *   --offsets:  replicas on two hosts: an odd dp's clock runs 5 s ahead
+ *               (+ 1 ms a pipeline rank) and its process writes the
+ *               CLOCK_OFFSET that brings it back; aligned, its times are
+ *               those written without the option.
+ *   --unplaced: the hook could not read the places: PROCESS frames
+ *               flagged "place not read" (dp 0 in every file), and the
+ *               global ranks laid out G = (D - 1 - dp) · P + pp, so that
+ *               numbering by global rank reverses the job's dp.
+ *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
+ *               the folded view's mark and info's slowest replica.
+ *
+ * One step is simulated once (every replica runs the same one, shifted),
+ * so 16 x 128 at M = 32 takes a second or so.
  *
  * A test tool (tests/), not installed: the tests of merge, info, the
  * exports and the timeline model use it at small sizes (2 × 2, 4 × 8), and
@@ -122,12 +140,25 @@ main (int argc, char **argv)
   int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
-  int collide = 0;
+  int collide = 0, comm = 0, offsets = 0, unplaced = 0, straggler = -1;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
     else if (strcmp (argv[i], "--collide") == 0)
       collide = 1;
+    else if (strcmp (argv[i], "--comm") == 0)
+      comm = 1;
+    else if (strcmp (argv[i], "--offsets") == 0)
+      offsets = 1;
+    else if (strcmp (argv[i], "--unplaced") == 0)
+      unplaced = 1;
+    else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
+      straggler = atoi (argv[++i]);
+    else
+      {
+        fprintf (stderr, "pp-synth-mesh: unknown option '%s'\n", argv[i]);
+        return 2;
+      }
   if (P < 1 || D < 1 || M < 1 || steps < 1 || P * D > PP_TRACE_MAX_PROCESSES)
     {
       fprintf (stderr, "pp-synth-mesh: P, D, M, STEPS must be >= 1 and P x D < %d\n",
@@ -139,7 +170,7 @@ main (int argc, char **argv)
   int64_t *b_end = malloc (sizeof *b_end * (size_t) (P * M));
   Act *a = malloc (sizeof *a * (size_t) (2 * M));
   PpTracePlanAction *plan = calloc ((size_t) (2 * M), sizeof *plan);
-  PpSpan *spans = malloc (sizeof *spans * (size_t) (2 * M));
+  PpSpan *spans = malloc (sizeof *spans * (size_t) (6 * M));
   const int64_t step_ns = (int64_t) (M + P) * 3 * (F_NS + B_NS);
   PpTraceDescription desc = { .n_ranks = P, .n_microbatches = M, .n_virtual = 1 };
   snprintf (desc.schedule, sizeof desc.schedule, "%s", one_f_one_b ? "1F1B" : "GPipe");
@@ -148,11 +179,27 @@ main (int argc, char **argv)
   snprintf (desc.model, sizeof desc.model, "synthetic %d x %d mesh", P, D);
   snprintf (desc.cmdline, sizeof desc.cmdline, "pp-synth-mesh");
 
+  /* one step from time 0; each replica's steps are this one, shifted */
+  simulate (one_f_one_b, P, M, 0, f_end, b_end);
   for (int g = 0; g < P * D; g++)
     {
       int r = g / D, dp = g % D;
+      if (unplaced)
+        {
+          r = g % P;
+          dp = D - 1 - g / P;
+        }
+      /* --offsets: this process's clock against the reference */
+      int64_t skew = offsets && dp % 2 ? 5000000000 + (int64_t) r * 1000000 : 0;
       PpTraceProcess place = { .process = g, .rank = r, .coord = { r, dp, 0, 0, 0 },
                                .size = { P, D, 1, 1, 1 }, .pid = 1000 + g };
+      if (unplaced)
+        {
+          /* what the hook knows: its pipeline rank, nothing more */
+          place.coord[1] = 0;
+          place.size[1] = 1;
+          place.flags = PP_TRACE_PROCESS_UNPLACED;
+        }
       snprintf (place.host, sizeof place.host, "node%d", g / 8);
       if (collide && g == P * D - 1 && D > 1)
         place.coord[1] = dp - 1;
@@ -169,7 +216,8 @@ main (int argc, char **argv)
       if (pp_trace_write_description (w, &desc, &err) != PP_OK
           || pp_trace_write_rank (w, r, place.pid, place.host, &err) != PP_OK
           || pp_trace_writer_set_process (w, g, &err) != PP_OK
-          || pp_trace_write_process (w, &place, &err) != PP_OK)
+          || pp_trace_write_process (w, &place, &err) != PP_OK
+          || (offsets && skew != 0 && pp_trace_write_clock_offset (w, r, -skew, &err) != PP_OK))
         return die (path, &err);
       int n = order (one_f_one_b, P, M, r, a);
       for (int i = 0; i < n; i++)
@@ -180,21 +228,45 @@ main (int argc, char **argv)
         return die (path, &err);
       for (int s = 0; s < steps; s++)
         {
-          int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000;
-          simulate (one_f_one_b, P, M, t0, f_end, b_end);
-          if (pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_BEGIN, t0, &err) != PP_OK)
+          int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000
+                       + (dp == straggler ? 1500000 : 0);
+          if (pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_BEGIN, t0 + skew, &err) != PP_OK)
             return die (path, &err);
+          int k = 0;
+          int64_t last = t0;
           for (int i = 0; i < n; i++)
             {
-              int64_t end = (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
-              spans[i] = (PpSpan) { .start_ns = end - (a[i].kind == PP_SPAN_F ? F_NS : B_NS),
-                                    .end_ns = end, .rank = r, .stage = r, .microbatch = a[i].mb,
-                                    .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
-                                    .peer_rank = -1 };
+              int64_t end = t0 + (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
+              spans[k++] = (PpSpan) { .start_ns = end - (a[i].kind == PP_SPAN_F ? F_NS : B_NS) + skew,
+                                      .end_ns = end + skew, .rank = r, .stage = r, .microbatch = a[i].mb,
+                                      .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
+                                      .peer_rank = -1 };
+              last = end > last ? end : last;
+              if (!comm)
+                continue;
+              /* the hand-off out of this block, and the one into it */
+              int fwd = a[i].kind == PP_SPAN_F, to = fwd ? r + 1 : r - 1;
+              if (to >= 0 && to < P)
+                spans[k++] = (PpSpan) { .start_ns = end + skew, .end_ns = end + 100000 + skew, .rank = r,
+                                        .stage = r, .microbatch = a[i].mb, .step = s,
+                                        .kind = fwd ? PP_SPAN_SEND_F : PP_SPAN_SEND_B, .device = 0xffff,
+                                        .peer_rank = to, .bytes = 4096 };
+              int from = fwd ? r - 1 : r + 1;
+              if (from >= 0 && from < P)
+                {
+                  int64_t sent = t0 + (fwd ? f_end : b_end)[from * M + a[i].mb];
+                  spans[k++] = (PpSpan) { .start_ns = sent + skew, .end_ns = sent + 100000 + skew, .rank = r,
+                                          .stage = r, .microbatch = a[i].mb, .step = s,
+                                          .kind = fwd ? PP_SPAN_RECV_F : PP_SPAN_RECV_B, .device = 0xffff,
+                                          .peer_rank = from, .bytes = 4096 };
+                }
             }
-          int64_t last = spans[n - 1].end_ns;
-          if (pp_trace_write_spans (w, spans, (size_t) n, &err) != PP_OK
-              || pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_END, last, &err) != PP_OK)
+          if (pp_trace_write_spans (w, spans, (size_t) k, &err) != PP_OK
+              || pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_END, last + skew, &err) != PP_OK)
+            return die (path, &err);
+          PpCounter loss = { .time_ns = last + skew, .value = 1.0 / (s + 1) + dp / 100.0, .rank = r, .step = s,
+                             .kind = PP_COUNTER_LOSS };
+          if (comm && r == P - 1 && pp_trace_write_counter (w, &loss, &err) != PP_OK)
             return die (path, &err);
         }
       if (pp_trace_writer_close (w, &err) != PP_OK)

@@ -51,6 +51,7 @@ test_round_trip (void)
   static const char *const texts[] = {
     "0F0", "12B345", "7I0", "7W9", "0SEND_F1", "1RECV_F1", "2SEND_B0", "3RECV_B7",
     "(0F4;3B1)OVERLAP_F_B", "(5F0;2I9)OVERLAP_F_B", "0OPT",
+    "1UNSHARD", "0RESHARD", "3REDUCE_GRAD", "0WAIT_REDUCE_GRAD",
   };
   for (gsize i = 0; i < G_N_ELEMENTS (texts); i++)
     {
@@ -82,6 +83,40 @@ test_parse_details (void)
   g_assert_false (pp_action_is_compute (&a));
 }
 
+/* FSDP's actions as PyTorch's pipeline_order_with_comms holds them: no
+ * micro-batch, and WAIT_REDUCE_GRAD is not a W (longest name wins). */
+static void
+test_parse_fsdp (void)
+{
+  static const struct { const char *text; int kind; int stage; } cases[] = {
+    { "1UNSHARD", PP_ACT_UNSHARD, 1 },
+    { "0RESHARD", PP_ACT_RESHARD, 0 },
+    { "12REDUCE_GRAD", PP_ACT_REDUCE_GRAD, 12 },
+    { "3WAIT_REDUCE_GRAD", PP_ACT_WAIT_REDUCE_GRAD, 3 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      PpAction a;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_action_parse (cases[i].text, &a, &err), ==, PP_OK);
+      g_assert_cmpint (a.kind, ==, cases[i].kind);
+      g_assert_cmpint (a.stage, ==, cases[i].stage);
+      g_assert_cmpint (a.microbatch, ==, -1);
+      g_assert_true (pp_action_is_dp_comm (&a));
+      g_assert_false (pp_action_is_compute (&a));
+    }
+  g_assert_cmpstr (pp_action_kind_name (PP_ACT_WAIT_REDUCE_GRAD), ==, "WAIT_REDUCE_GRAD");
+  /* PyTorch's regex takes a micro-batch on any kind: kept */
+  PpAction a;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_action_parse ("0REDUCE_GRAD2", &a, &err), ==, PP_OK);
+  g_assert_cmpint (a.kind, ==, PP_ACT_REDUCE_GRAD);
+  g_assert_cmpint (a.microbatch, ==, 2);
+  a = pp_action (PP_ACT_W, 0, 1);
+  g_assert_false (pp_action_is_dp_comm (&a));
+  g_assert_cmpint (pp_action_parse ("0WAIT_REDUCE", &a, &err), ==, PP_EFORMAT);
+}
+
 static void
 test_parse_errors (void)
 {
@@ -111,5 +146,6 @@ main (int argc, char **argv)
   g_test_add_func ("/action/round-trip", test_round_trip);
   g_test_add_func ("/action/parse-details", test_parse_details);
   g_test_add_func ("/action/parse-errors", test_parse_errors);
+  g_test_add_func ("/action/parse-fsdp", test_parse_fsdp);
   return g_test_run ();
 }

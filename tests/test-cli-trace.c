@@ -1,5 +1,6 @@
 /* pipescope-cli schedule --trace, info, export and merge as a user runs them. */
 #include <glib.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include "pp-test-util.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
+#include "pp-simulate.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
 
@@ -246,6 +248,132 @@ test_chrome_counters (void)
 
 /* DualPipeV's overlapped F+B keeps both halves (format 1.2) in the Chrome
  * export and the CSV: every OVERLAP_F_B span names its backward half. */
+/* An FSDP job's trace (issue 27): 1F1B, P 2, M 2, three steps as the
+ * simulator plans them, each rank unsharding its stage before its first
+ * block and rank 1 reducing its gradients (1 ms) right after its last
+ * backward, while rank 0 still computes; plans from
+ * pipeline_order_with_comms, untimed.  The CSV and Chrome exports name the
+ * blocks as PyTorch does, info counts them, Why has a dp_comm part, and
+ * merge's timed plan places rank 1's REDUCE_GRAD after its last backward. */
+static void
+test_dp_kinds (void)
+{
+  char *dir = g_dir_make_tmp ("pp-cli-dp-XXXXXX", NULL);
+  char *t = g_build_filename (dir, "dp.pptrace", NULL), *m = g_build_filename (dir, "m.pptrace", NULL);
+  char *c = g_build_filename (dir, "dp.csv", NULL), *j = g_build_filename (dir, "dp.json", NULL);
+  char *w = g_build_filename (dir, "why.json", NULL);
+  char *out, *err, *data;
+  PpError e = { 0 };
+  PpSchedule *s = NULL;
+  g_assert_cmpint (pp_schedule_new_1f1b (2, 2, 1, &s, &e), ==, PP_OK);
+  PpCostModel *cm = pp_cost_model_new_uniform (2, 2e-3, 4e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  g_assert_cmpint (pp_simulate (s, cm, &sim, &e), ==, PP_OK);
+
+  PpTraceWriter *tw = pp_trace_writer_new_path (t, PP_TRACE_NATIVE, &e);
+  g_assert_nonnull (tw);
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 2, .n_virtual = 1 };
+  strcpy (d.schedule, "1F1B");
+  strcpy (d.backend, "cpu");
+  g_assert_cmpint (pp_trace_write_description (tw, &d, &e), ==, PP_OK);
+  for (int r = 0; r < 2; r++)
+    {
+      PpTracePlanAction p[16];
+      int n = 0;
+      p[n++] = (PpTracePlanAction) { PP_TRACE_ACT_UNSHARD, r, -1, -1, -1, -1, 0, 0 };
+      for (int k = 0; k < s->rank[r].n_actions; k++)
+        p[n++] = (PpTracePlanAction) { s->rank[r].actions[k].kind, r, s->rank[r].actions[k].microbatch,
+                                       -1, -1, -1, 0, 0 };
+      p[n++] = (PpTracePlanAction) { PP_TRACE_ACT_REDUCE_GRAD, r, -1, -1, -1, -1, 0, 0 };
+      g_assert_cmpint (pp_trace_write_rank_plan (tw, r, p, (size_t) n, 0, &e), ==, PP_OK);
+    }
+  for (int step = 0; step < 3; step++)
+    {
+      int64_t base = 1000000000 + (int64_t) step * 100000000;
+      for (int r = 0; r < 2; r++)
+        {
+          int last = s->rank[r].n_actions - 1;
+          PpSpan u = { .rank = r, .stage = r, .microbatch = -1, .step = step, .kind = PP_SPAN_UNSHARD,
+                       .device = 0xffff, .peer_rank = -1, .bytes = 4096 };
+          u.start_ns = base - 500000;
+          u.end_ns = base;
+          g_assert_cmpint (pp_trace_write_spans (tw, &u, 1, &e), ==, PP_OK);
+          for (int k = 0; k <= last; k++)
+            {
+              const PpAction *a = &s->rank[r].actions[k];
+              PpSpan b = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .step = step,
+                           .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B, .device = 0xffff,
+                           .peer_rank = -1 };
+              b.start_ns = base + (int64_t) llround (sim->timeline[r][k].start * 1e9);
+              b.end_ns = base + (int64_t) llround (sim->timeline[r][k].end * 1e9);
+              g_assert_cmpint (pp_trace_write_spans (tw, &b, 1, &e), ==, PP_OK);
+            }
+          if (r == 1)
+            {
+              PpSpan g = { .rank = 1, .stage = 1, .microbatch = -1, .step = step,
+                           .kind = PP_SPAN_REDUCE_GRAD, .device = 0xffff, .peer_rank = -1 };
+              g.start_ns = base + (int64_t) llround (sim->timeline[1][last].end * 1e9);
+              g.end_ns = g.start_ns + 1000000;
+              g_assert_cmpint (pp_trace_write_spans (tw, &g, 1, &e), ==, PP_OK);
+            }
+        }
+    }
+  g_assert_cmpint (pp_trace_writer_close (tw, &e), ==, PP_OK);
+
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "csv", "-o", c, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (c, &data, NULL, NULL));
+  g_assert_cmpint (pp_test_count (data, ",UNSHARD,"), ==, 6);
+  g_assert_cmpint (pp_test_count (data, ",REDUCE_GRAD,"), ==, 3);
+  g_free (data);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "chrome", "-o", j, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (j, &data, NULL, NULL));
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"1REDUCE_GRAD\",\"cat\":\"REDUCE_GRAD\""), ==, 3);
+  g_assert_cmpint (pp_test_count (data, "{\"name\":\"0UNSHARD\",\"cat\":\"UNSHARD\""), ==, 3);
+  g_free (data);
+  g_assert_cmpint (run (&out, &err, "info", t, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "UNSHARD 6"));
+  g_assert_nonnull (strstr (out, "REDUCE_GRAD 3"));
+  g_assert_nonnull (strstr (out, "dp_comm"));
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "export", t, "--format", "why", "-o", w, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_true (g_file_get_contents (w, &data, NULL, NULL));
+  g_assert_nonnull (strstr (data, "\"dp_comm\": 0.001"));
+  g_free (data);
+
+  /* merge times the plan: its data-parallel actions placed too */
+  g_assert_cmpint (run (&out, &err, "merge", "-o", m, t, NULL), ==, 0);
+  g_assert_nonnull (strstr (err, "its data-parallel actions included"));
+  g_free (out); g_free (err);
+  PpTraceReader *rd = pp_trace_reader_new_path (m, &e);
+  PpTraceItem it;
+  int timed_rg = 0;
+  g_assert_nonnull (rd);
+  while (pp_trace_reader_next (rd, &it, &e) == PP_OK && it.type != PP_TRACE_ITEM_END)
+    if (it.type == PP_TRACE_ITEM_PLAN && it.plan.has_timeline && it.plan.rank == 1)
+      {
+        const PpTracePlanAction *p = it.plan.actions;
+        size_t n = it.plan.n_actions;
+        g_assert_cmpint (n, ==, (size_t) s->rank[1].n_actions + 2);
+        g_assert_cmpint (p[0].kind, ==, PP_TRACE_ACT_UNSHARD);
+        g_assert_cmpint (p[n - 1].kind, ==, PP_TRACE_ACT_REDUCE_GRAD);
+        /* right after the last backward, as long as measured */
+        g_assert_cmpfloat_with_epsilon (p[n - 1].planned_start, p[n - 2].planned_end, 1e-9);
+        g_assert_cmpfloat_with_epsilon (p[n - 1].planned_end - p[n - 1].planned_start, 1e-3, 1e-6);
+        timed_rg++;
+      }
+  g_assert_cmpint (timed_rg, ==, 1);
+  pp_trace_reader_free (rd);
+
+  pp_simulation_free (sim);
+  pp_cost_model_free (cm);
+  pp_schedule_free (s);
+  pp_test_rm_rf (dir);
+  g_free (dir); g_free (t); g_free (m); g_free (c); g_free (j); g_free (w);
+}
+
 static void
 test_overlap_halves (void)
 {
@@ -749,6 +877,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/roundtrip", test_trace_roundtrip);
   g_test_add_func ("/cli-trace/chrome-counters", test_chrome_counters);
   g_test_add_func ("/cli-trace/overlap-halves", test_overlap_halves);
+  g_test_add_func ("/cli-trace/dp-kinds", test_dp_kinds);
   g_test_add_func ("/cli-trace/one-origin", test_one_origin);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);

@@ -13,6 +13,9 @@ ep); lib.Rank.place drives it.  This checks:
   3. A bad place (a coordinate outside its size, pp not the rank, a
      process the header cannot carry) and a second place are refused
      (False) and recording goes on; a library without the symbol: False.
+  4. A place the job's groups do not say (place.Unread, as place_of
+     gives it): the PROCESS frame flagged "place not read" (flags 1), dp
+     0, said in one line; recording goes on.
 No PyTorch needed: lib.py alone, with python3.
 """
 
@@ -31,8 +34,8 @@ FRAME_RANK, FRAME_PROCESS = 9, 10
 def frames(path):
     """(type, process tag, offset, bytes) of every frame of a little-endian file."""
     data = open(path, "rb").read()
-    if struct.unpack_from("<HH", data, 12) != (1, 4):
-        fail(f"{path}: format {struct.unpack_from('<HH', data, 12)}, not 1.4")
+    if not (1, 4) <= struct.unpack_from("<HH", data, 12) < (2, 0):
+        fail(f"{path}: format {struct.unpack_from('<HH', data, 12)}, not 1.4 or a later 1.x")
     off = struct.unpack_from("<I", data, 16)[0]
     out = []
     while off + 8 <= len(data):
@@ -53,7 +56,7 @@ def main():
     from pipescope import lib as L
     if L.load() is None:
         fail(f"load: {L.last_error}")
-    print("1..3")
+    print("1..4")
 
     # 1. the frame and the tags: process 3 is pp 1, dp 1 of a 2 x 2 mesh
     trace = os.path.join(tmp, "p3.pptrace")
@@ -121,6 +124,39 @@ def main():
     ok("PROCESS frame whole; every later frame tagged with process 3")
     ok("registered as place-job.r1.p3")
     ok("bad places and a second place refused; recording goes on; no symbol: False")
+
+    # 4. a place not read: process 2 of pipeline rank 0, flagged
+    from pipescope import place as PL
+    coord, size = PL.unread(2, [0, 2], 4, "the pipeline's process groups are not laid out regularly")
+    un_path = os.path.join(tmp, "unread.pptrace")
+    un, err = L.Rank.open("place-job", 1, 2, trace=un_path)
+    if un is None:
+        fail(f"open: {err}")
+    r_fd, w_fd = os.pipe()
+    saved = os.dup(2)
+    os.dup2(w_fd, 2)
+    try:
+        took = un.place(2, coord, size)
+    finally:
+        os.dup2(saved, 2)
+        os.close(w_fd)
+        os.close(saved)
+    said = os.read(r_fd, 65536).decode()
+    os.close(r_fd)
+    un.block(L.F, 1, 0, 0, t, t + 5)
+    un.close()
+    proc = [f for f in frames(un_path) if f[0] == FRAME_PROCESS]
+    if not took or len(proc) != 1:
+        fail(f"an unread place: took {took}, {len(proc)} PROCESS frames")
+    body = proc[0][3]
+    got = (struct.unpack_from("<ii", body, 8), struct.unpack_from("<5i", body, 16),
+           struct.unpack_from("<5i", body, 36), struct.unpack_from("<I", body, 60)[0])
+    if got != ((2, 1), (1, 0, 0, 0, 0), (2, 1, 1, 1, 1), 1):
+        fail(f"the PROCESS frame of an unread place says {got}")
+    if said.count("\n") != 1 or "place was not read (the pipeline's process groups are not laid out " \
+            "regularly): recorded as process 2" not in said:
+        fail(f"an unread place said: {said!r}")
+    ok("a place not read: PROCESS frame flagged, dp 0, said in one line")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ that nothing is lost or changed on the way:
      column: not checked); what it does not take (OVERLAP_F_B, an unknown
      kind, a stage past int, negative bytes, an end before its start, a
      marker of a negative step) is refused and counted in its return
-     value, and the rest of the batch still lands.
+     value, and the rest of the batch still lands.  The data-parallel
+     kinds (UNSHARD, ..., format 1.5) keep their bytes.
   2. Through lib.Rank: records queued before a step's end marker are in the
      trace before that marker (the marker follows its spans).
   3. Two threads recording at once: every record of both is in the trace,
@@ -19,6 +20,8 @@ that nothing is lost or changed on the way:
   4. More records than one hand-over holds, and a record that is not an
      integer (refused, counted in dropped()); after close a record costs
      nothing and goes nowhere.
+  5. A plan with FSDP's actions (format 1.5) is taken and written with the
+     trace's action kinds; a kind no plan holds is refused.
 No PyTorch needed: lib.py alone, with python3.
 """
 
@@ -70,7 +73,7 @@ def main():
         fail(f"load: {L.last_error}")
     if not raw.pipescope_has_records:
         fail("the library has no pipescope_records")
-    print("1..4")
+    print("1..5")
 
     # 1. the C call itself
     trace = os.path.join(tmp, "c.pptrace")
@@ -86,6 +89,11 @@ def main():
         (L.B, 0, 3, 1, t + 300, t + 500, -1, 0),
         (L.RECV_B, 0, 3, 1, t + 290, t + 295, 1, 4096),
         (L.OPT, -1, -1, 1, t + 500, t + 600, -1, 0),
+        # data-parallel communication (format 1.5): its bytes kept
+        (L.SPAN_UNSHARD, 0, -1, 0, t + 50, t + 90, -1, 1 << 20),
+        (L.SPAN_RESHARD, 0, -1, 1, t + 600, t + 610, -1, 0),
+        (L.SPAN_REDUCE_GRAD, 0, -1, 1, t + 610, t + 700, -1, 3 << 20),
+        (L.SPAN_WAIT_REDUCE_GRAD, 0, -1, 1, t + 700, t + 720, -1, 0),
     ]
     bad = [
         (L.OVERLAP_F_B, 0, 1, 0, t, t + 1, -1, 0),
@@ -96,7 +104,7 @@ def main():
         (L.STEP_END, -1, -1, -3, t, t, -1, 0),
     ]
     batch = [good[0], bad[0], good[1], bad[1], good[2], bad[2], good[3], bad[3], good[4], bad[4], good[5],
-             bad[5], good[6]]
+             bad[5]] + good[6:]
     arr = (ctypes.c_int64 * (8 * len(batch)))(*[x for rec in batch for x in rec])
     refused = raw.pipescope_records(r._h, len(batch), ctypes.addressof(arr))
     if refused != len(bad):
@@ -110,7 +118,9 @@ def main():
         fail("a marker of step -3 is in the trace")
     good = good[1:]   # the spans
     rows = spans_of(cli, trace, tmp)
-    kinds = {L.F: "F", L.B: "B", L.SEND_F: "SEND_F", L.RECV_B: "RECV_B", L.WAIT: "WAIT", L.OPT: "OPT"}
+    kinds = {L.F: "F", L.B: "B", L.SEND_F: "SEND_F", L.RECV_B: "RECV_B", L.WAIT: "WAIT", L.OPT: "OPT",
+             L.SPAN_UNSHARD: "UNSHARD", L.SPAN_RESHARD: "RESHARD", L.SPAN_REDUCE_GRAD: "REDUCE_GRAD",
+             L.SPAN_WAIT_REDUCE_GRAD: "WAIT_REDUCE_GRAD"}
     if len(rows) != len(good):
         fail(f"{len(rows)} spans in the trace, {len(good)} recorded:\n{rows}")
     t0 = min(int(x["start_ns"]) for x in rows)
@@ -198,6 +208,37 @@ def main():
         fail(f"{len(got)} transfers in the trace, {k} recorded")
     ok(f"{k} records past a hand-over's {L.Rank._CAPACITY}: all in the trace; one not an integer "
        "refused and counted; nothing after close")
+
+    # 5. a plan with FSDP's actions (PyTorch's pipeline_order_with_comms):
+    # given in the API's kinds, written as the trace's action kinds 10..13
+    trace = os.path.join(tmp, "plan.pptrace")
+    r, err = L.Rank.open("records-plan", 0, 1, trace=trace)
+    plan = [(L.ACT_UNSHARD, 0, -1), (L.F, 0, 0), (L.B, 0, 0), (L.ACT_REDUCE_GRAD, 0, -1),
+            (L.ACT_WAIT_REDUCE_GRAD, 0, -1), (L.ACT_RESHARD, 0, -1)]
+    flat = [x for k, st, mb in plan for x in (k, st, mb, -1, -1, -1)]
+    arr = (ctypes.c_int32 * len(flat))(*flat)
+    if raw.pipescope_plan(r._h, 0, len(plan), arr) != 0:
+        fail("pipescope_plan refused a plan with FSDP's actions")
+    kernel = (ctypes.c_int32 * 6)(10, 0, 0, -1, -1, -1)   # KERNEL: no plan's kind
+    if raw.pipescope_plan(r._h, 0, 1, kernel) != -1:
+        fail("pipescope_plan took a KERNEL action")
+    r.close()
+    data = open(trace, "rb").read()
+    off = struct.unpack_from("<I", data, 16)[0]
+    kinds_in = None
+    while off + 8 <= len(data):
+        size, kind = struct.unpack_from("<IH", data, off)
+        if size < 8 or off + size > len(data):
+            break
+        if kind == 2:   # PLAN: actions of 40 bytes from byte 24, kind then stage, micro-batch
+            kinds_in = [struct.unpack_from("<iii", data, a)
+                        for a in range(off + 24, off + size - 39, 40)]
+        off += size
+    want = [(10, 0, -1), (0, 0, 0), (1, 0, 0), (12, 0, -1), (13, 0, -1), (11, 0, -1)]
+    if kinds_in != want:
+        fail(f"the PLAN frame holds {kinds_in}, not {want}")
+    ok("a plan with UNSHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD, RESHARD: written as action kinds 10..13; "
+       "a KERNEL refused")
     return 0
 
 

@@ -415,7 +415,7 @@ test_palette_distinct (void)
   };
   static const char *const vision[] = { "normal", "protanopia", "deuteranopia", "tritanopia" };
   static const int kinds[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B,
-                               PP_SPAN_OPT, PP_SPAN_WAIT, -1 };
+                               PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, -1 };
   const int n = G_N_ELEMENTS (kinds);
 
   for (int dark = 0; dark < 2; dark++)

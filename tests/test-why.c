@@ -26,7 +26,7 @@ split (const PpSchedule *s, const PpCostModel *c, const double *measured)
 static void
 assert_adds_up (const PpWhyIdle *w)
 {
-  g_assert_cmpfloat_with_epsilon (w->schedule + w->imbalance + w->transfers + w->runtime,
+  g_assert_cmpfloat_with_epsilon (w->schedule + w->imbalance + w->transfers + w->runtime + w->dp_comm,
                                   w->measured, EPS);
 }
 
@@ -1125,6 +1125,159 @@ test_plan_cli (void)
   pp_test_ctx_clear (&ctx);
 }
 
+/* ---- data-parallel communication (issue 27) -------------------------------------- */
+
+/* 1F1B's plans as PyTorch's pipeline_order_with_comms writes them: each
+ * rank unshards its stage first, reduces its gradients after its last
+ * backward, waits for that, reshards.  Into plans[r] (n[r] actions). */
+static void
+plans_with_comms (const PpSchedule *s, PpTracePlanAction **plans, size_t *n)
+{
+  for (int r = 0; r < s->ranks; r++)
+    {
+      int k = 0;
+      plans[r] = g_new0 (PpTracePlanAction, s->rank[r].n_actions + 4);
+      plans[r][k++] = (PpTracePlanAction) { PP_ACT_UNSHARD, r, -1, -1, -1, -1, 0, 0 };
+      for (int j = 0; j < s->rank[r].n_actions; j++)
+        {
+          const PpAction *a = &s->rank[r].actions[j];
+          plans[r][k++] = (PpTracePlanAction) { a->kind, a->stage, a->microbatch, -1, -1, -1, 0, 0 };
+        }
+      plans[r][k++] = (PpTracePlanAction) { PP_ACT_REDUCE_GRAD, r, -1, -1, -1, -1, 0, 0 };
+      plans[r][k++] = (PpTracePlanAction) { PP_ACT_WAIT_REDUCE_GRAD, r, -1, -1, -1, -1, 0, 0 };
+      plans[r][k++] = (PpTracePlanAction) { PP_ACT_RESHARD, r, -1, -1, -1, -1, 0, 0 };
+      n[r] = (size_t) k;
+    }
+}
+
+/* A plan with FSDP's actions: put back in the compute order where the
+ * plans hold them, accepted by validation, and simulated in order on
+ * their rank with the cost model's time of that kind on that stage (0
+ * where none): REDUCE_GRAD right after the rank's last backward, busy. */
+static void
+test_dp_plan_lines_up (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1), *full = NULL;
+  PpTracePlanAction *plans[2];
+  size_t n[2];
+  PpError err = { 0 };
+  plans_with_comms (s, plans, n);
+  PpWhyPlans wp = { 2, (const PpTracePlanAction *const *) plans, n };
+  g_assert_cmpint (pp_why_schedule_with_comms (s, &wp, &full, &err), ==, PP_OK);
+  g_assert_nonnull (full);
+  for (int r = 0; r < 2; r++)
+    g_assert_cmpint (full->rank[r].n_actions, ==, s->rank[r].n_actions + 4);
+  g_assert_cmpint (pp_schedule_validate (full, &err), ==, PP_OK);
+
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1, 2, 0, 0);
+  for (int st = 0; st < 2; st++)
+    {
+      c->dp[(PP_ACT_UNSHARD - PP_ACT_UNSHARD) * 2 + st] = 0.5;
+      c->dp[(PP_ACT_REDUCE_GRAD - PP_ACT_UNSHARD) * 2 + st] = 3;
+      /* WAIT_REDUCE_GRAD and RESHARD never measured: 0 */
+    }
+  PpSimulation *sim = NULL, *plain = NULL;
+  g_assert_cmpint (pp_simulate (full, c, &sim, &err), ==, PP_OK);
+  g_assert_cmpint (pp_simulate (s, c, &plain, &err), ==, PP_OK);
+  for (int r = 0; r < 2; r++)
+    {
+      int last = full->rank[r].n_actions - 1;
+      const PpSimAction *t = sim->timeline[r];
+      g_assert_cmpint (full->rank[r].actions[0].kind, ==, PP_ACT_UNSHARD);
+      g_assert_cmpfloat_with_epsilon (t[0].end - t[0].start, 0.5, EPS);
+      /* REDUCE_GRAD follows the last backward at once and lasts 3 */
+      g_assert_cmpint (full->rank[r].actions[last - 2].kind, ==, PP_ACT_REDUCE_GRAD);
+      g_assert_cmpfloat_with_epsilon (t[last - 2].start, t[last - 3].end, EPS);
+      g_assert_cmpfloat_with_epsilon (t[last - 2].end - t[last - 2].start, 3, EPS);
+      g_assert_cmpfloat_with_epsilon (t[last].end - t[last].start, 0, EPS);
+      /* busy, not idle: the compute's plus 3.5 */
+      g_assert_cmpfloat_with_epsilon (sim->rank[r].busy, plain->rank[r].busy + 3.5, EPS);
+    }
+  pp_simulation_free (sim);
+  pp_simulation_free (plain);
+
+  /* a plan whose compute order is not the schedule's: refused in one line */
+  PpTracePlanAction swap = plans[1][1];
+  plans[1][1] = plans[1][2];
+  plans[1][2] = swap;
+  PpSchedule *bad = NULL;
+  g_assert_cmpint (pp_why_schedule_with_comms (s, &wp, &bad, &err), ==, PP_EINVAL);
+  g_assert_null (bad);
+  g_assert_null (strchr (err.msg, '\n'));
+  /* plans without data-parallel actions: nothing to add */
+  size_t n_plain[2] = { 0, 0 };
+  PpWhyPlans none = { 2, (const PpTracePlanAction *const *) plans, n_plain };
+  g_assert_cmpint (pp_why_schedule_with_comms (s, &none, &bad, &err), ==, PP_OK);
+  g_assert_null (bad);
+
+  for (int r = 0; r < 2; r++)
+    g_free (plans[r]);
+  pp_cost_model_free (c);
+  pp_schedule_free (full);
+  pp_schedule_free (s);
+}
+
+/* Why's part of its own: a REDUCE_GRAD on rank 1 inside the step (after
+ * its last backward, while rank 0 still computes) is dp_comm, not
+ * schedule or runtime; the five parts still add up to the measured time;
+ * the report's costs hold its mean duration for the plan. */
+static void
+test_dp_part (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  for (int step = 0; step < 3; step++)
+    {
+      int64_t base = (int64_t) step * 1000000000;
+      for (int r = 0; r < 2; r++)
+        for (int k = 0; k < s->rank[r].n_actions; k++)
+          {
+            const PpAction *a = &s->rank[r].actions[k];
+            PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .step = step,
+                          .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B, .peer_rank = -1 };
+            sp.start_ns = base + (int64_t) llround (sim->timeline[r][k].start * 1e9);
+            sp.end_ns = base + (int64_t) llround (sim->timeline[r][k].end * 1e9);
+            g_array_append_val (spans, sp);
+          }
+      /* rank 1's last backward ends 2 ms before rank 0's: 1 ms of it reducing */
+      int last = s->rank[1].n_actions - 1;
+      PpSpan rg = { .rank = 1, .stage = 1, .microbatch = -1, .step = step,
+                    .kind = PP_SPAN_REDUCE_GRAD, .peer_rank = -1 };
+      rg.start_ns = base + (int64_t) llround (sim->timeline[1][last].end * 1e9);
+      rg.end_ns = rg.start_ns + 1000000;
+      g_array_append_val (spans, rg);
+    }
+  PpWhyReport *rep = NULL;
+  if (pp_why_analyse_spans (s, (const PpSpan *) spans->data, spans->len, 0, &rep, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_steps, ==, 2);
+  for (int i = 0; i < rep->n_steps; i++)
+    for (int r = 0; r < 2; r++)
+      {
+        const PpWhyIdle *w = &rep->steps[i].idle[r];
+        assert_adds_up (w);
+        g_assert_cmpfloat_with_epsilon (w->dp_comm, r == 1 ? 1e-3 : 0, 1e-8);
+        g_assert_cmpfloat (w->runtime, >=, 0);
+        /* the rank's bubble, measured less dp_comm, is the plan's idle */
+        g_assert_cmpfloat_with_epsilon (w->measured - w->dp_comm, sim->rank[r].idle - (r == 1 ? 1e-3 : 0),
+                                        1e-8);
+      }
+  g_assert_cmpfloat_with_epsilon (rep->idle[1].dp_comm, 1e-3, 1e-8);
+  g_assert_cmpstr (pp_why_part_name (4), ==, "dp_comm");
+  g_assert_cmpfloat_with_epsilon (pp_why_idle_part (&rep->idle[1], 4), 1e-3, 1e-8);
+  g_assert_cmpfloat_with_epsilon (pp_cost_model_dp (rep->costs, PP_ACT_REDUCE_GRAD, 1), 1e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (pp_cost_model_dp (rep->costs, PP_ACT_REDUCE_GRAD, 0), 0, 1e-12);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1146,5 +1299,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why/plan/order-differs", test_plan_order_differs);
   g_test_add_func ("/why/plan/bad", test_plan_bad);
   g_test_add_func ("/why/plan/cli", test_plan_cli);
+  g_test_add_func ("/why/dp/plan-lines-up", test_dp_plan_lines_up);
+  g_test_add_func ("/why/dp/part", test_dp_part);
   return g_test_run ();
 }

@@ -14,6 +14,8 @@ static const struct { const char *word; int kind; } kind_words[] = {
   { "fb", PP_SPAN_OVERLAP_F_B }, { "f+b", PP_SPAN_OVERLAP_F_B },
   { "opt", PP_SPAN_OPT }, { "optimizer", PP_SPAN_OPT },
   { "wait", PP_SPAN_WAIT },
+  { "unshard", PP_SPAN_UNSHARD }, { "reshard", PP_SPAN_RESHARD },
+  { "reduce_grad", PP_SPAN_REDUCE_GRAD }, { "wait_reduce_grad", PP_SPAN_WAIT_REDUCE_GRAD },
 };
 
 static const struct { const char *word; size_t field; } number_words[] = {

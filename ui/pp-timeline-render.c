@@ -24,6 +24,7 @@
 #define SPAN_MIN_PX     1.5    /* narrower spans are aggregated per column */
 #define KERNEL_BLOCK_PX 80.0   /* kernels show under blocks at least this wide */
 #define LABEL_W         100.0  /* rank labels, left of the plot: "CPU rank 12", "nodeB:rank 3" */
+#define LABEL_W_VIEW    150.0  /* a view's rows say more: "CPU rank 12 ×128", "rank 3 dp 17 tp 1" */
 #define RIGHT_MARGIN    14.0
 #define HEADER_H        48.0
 #define RULER_H         30.0
@@ -58,6 +59,13 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_MEMCPY]      = HEX (0x882255),   /* wine (Tol) */
   [PP_SPAN_MEMSET]      = HEX (0x999999),
   [PP_SPAN_OVERLAP_F_B] = HEX (0x56B4E9),   /* sky blue */
+  /* data-parallel communication: violet, the one hue left clear of every
+   * kind above for all four visions; deep for the parameters (FSDP's
+   * unshard and reshard), light for the gradients' reduction */
+  [PP_SPAN_UNSHARD]          = HEX (0x5E00BB),
+  [PP_SPAN_RESHARD]          = HEX (0x5E00BB),
+  [PP_SPAN_REDUCE_GRAD]      = HEX (0x9933FF),
+  [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0x9933FF),
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
@@ -74,6 +82,10 @@ static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_MEMCPY]      = HEX (0xC0608F),
   [PP_SPAN_MEMSET]      = HEX (0x8C8C8C),
   [PP_SPAN_OVERLAP_F_B] = HEX (0xA6DCF7),
+  [PP_SPAN_UNSHARD]          = HEX (0x5A1AE0),
+  [PP_SPAN_RESHARD]          = HEX (0x5A1AE0),
+  [PP_SPAN_REDUCE_GRAD]      = HEX (0xA050FF),
+  [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0xA050FF),
 };
 static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
@@ -180,7 +192,8 @@ void
 pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelineLayout *out)
 {
   int n = pp_timeline_model_n_ranks (m);
-  double label_w = v->width >= 320 ? LABEL_W : floor (v->width * 0.2);
+  double label_w = v->width >= 320 ? (pp_timeline_model_is_view (m) ? LABEL_W_VIEW : LABEL_W)
+                                    : floor (v->width * 0.2);
   double y = 0, avail, inner, gap;
 
   if (n < 1)
@@ -275,6 +288,8 @@ lane_of (int kind)
     {
     case PP_SPAN_F: case PP_SPAN_B: case PP_SPAN_I: case PP_SPAN_W:
     case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT:
+    case PP_SPAN_UNSHARD: case PP_SPAN_RESHARD: case PP_SPAN_REDUCE_GRAD:
+    case PP_SPAN_WAIT_REDUCE_GRAD:
       return LANE_BLOCK;
     case PP_SPAN_SEND_F: case PP_SPAN_RECV_F: case PP_SPAN_SEND_B: case PP_SPAN_RECV_B:
     case PP_SPAN_WAIT:
@@ -323,6 +338,10 @@ plan_span_kind (int action_kind)
     case PP_TRACE_ACT_W: return PP_SPAN_W;
     case PP_TRACE_ACT_OVERLAP_F_B: return PP_SPAN_OVERLAP_F_B;
     case PP_TRACE_ACT_OPT: return PP_SPAN_OPT;
+    case PP_TRACE_ACT_UNSHARD: return PP_SPAN_UNSHARD;
+    case PP_TRACE_ACT_RESHARD: return PP_SPAN_RESHARD;
+    case PP_TRACE_ACT_REDUCE_GRAD: return PP_SPAN_REDUCE_GRAD;
+    case PP_TRACE_ACT_WAIT_REDUCE_GRAD: return PP_SPAN_WAIT_REDUCE_GRAD;
     default: return -1;
     }
 }
@@ -330,9 +349,10 @@ plan_span_kind (int action_kind)
 /* ---- the per-render scratch ------------------------------------------------------ */
 
 /* Aggregation slots: the kinds of the block lane, then those of the thin lane. */
-enum { N_SLOTS = 11 };
+enum { N_SLOTS = 15, N_BLOCK_SLOTS = 10 };
 static const int slot_kind[N_SLOTS] = {
   PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
+  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD,
   PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
 };
 static int
@@ -435,7 +455,7 @@ cover (Ctx *c, int lane, int slot, double xa, double xb)
 static void
 flush_columns (Ctx *c, cairo_t *cr, int lane, double y, double h)
 {
-  int s0 = lane == 0 ? 0 : 6, s1 = lane == 0 ? 6 : N_SLOTS;
+  int s0 = lane == 0 ? 0 : N_BLOCK_SLOTS, s1 = lane == 0 ? N_BLOCK_SLOTS : N_SLOTS;
   int ca = c->cmin[lane], cb = c->cmax[lane];
   Rgb col[N_SLOTS];
 
@@ -912,6 +932,7 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
 }
 
 static cairo_pattern_t *hatch_pattern (const Theme *th);
+static int folded_rows (const PpTimelineModel *m);
 
 /* The legend: what each mark means, drawn as the rows draw it (the
  * bubble's hatch from the same pattern, the thin lane's marks thin, the
@@ -931,7 +952,8 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
   struct { int kind; const char *label; int thin; } items[] = {
     { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
     { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
-    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
+    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
+    { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
     { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
     { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
   };
@@ -954,6 +976,10 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
         bits |= 1u << PP_SPAN_RECV_F;
       if (k == PP_SPAN_SEND_B)
         bits |= 1u << PP_SPAN_RECV_B;
+      if (k == PP_SPAN_UNSHARD)
+        bits |= 1u << PP_SPAN_RESHARD;
+      if (k == PP_SPAN_REDUCE_GRAD)
+        bits |= 1u << PP_SPAN_WAIT_REDUCE_GRAD;
       if (!(seen & bits) && k != PP_SPAN_F)
         continue;
       if (c->summary && items[i].thin)
@@ -1006,6 +1032,15 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
         }
       x = legend_item (c, cr, x, y, "step length: median to 2x (bars: work by kind a step)");
     }
+  if (x + 200 < c->v->width && folded_rows (c->m))
+    {
+      /* drawn as the rows draw it (draw_whiskers) */
+      set_rgba (cr, c->th.fg, 0.8);
+      cairo_rectangle (cr, x, y + 8, 10, 1.5);
+      cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
+      cairo_fill (cr);
+      x = legend_item (c, cr, x, y, "replicas folded: median, mark to the latest end");
+    }
   if (x + 120 < c->v->width)
     {
       const double dash[] = { 4, 3 };
@@ -1020,11 +1055,21 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
     }
 }
 
-/* The label inside a block: "3", or "2F3" for a chunked schedule. */
+/* The label inside a block: "3", or "2F3" for a chunked schedule; a
+ * data-parallel one by its action's name, "0UNSHARD" ("U" where narrow). */
 static void
 block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
 {
-  if (b->mb < 0)
+  if (pp_span_kind_is_dp_comm (b->kind))
+    {
+      static const char *const narrow[] = { "U", "R", "RG", "WRG" };
+      const char *name = pp_span_kind_name ((PpSpanKind) b->kind);
+      if (wide && b->stage >= 0)
+        snprintf (buf, n, "%d%s", b->stage, name);
+      else
+        snprintf (buf, n, "%s", narrow[b->kind - PP_SPAN_UNSHARD]);
+    }
+  else if (b->mb < 0)
     snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
   else if (b->kind == PP_SPAN_OVERLAP_F_B && b->sub_kind != 0)
     {
@@ -1046,8 +1091,8 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
 {
   double y, h;
   int dark = c->v->dark;
-  /* A color is (kind, chunk); at most 16 x 8 of them. */
-  uint64_t used[2] = { 0, 0 };
+  /* A color is (kind, chunk); at most 32 x 8 of them. */
+  uint64_t used[4] = { 0, 0, 0, 0 };
 
   lane_y (&c->l, r, plan ? 3 : lane, &y, &h);
   y = round (y);
@@ -1057,10 +1102,10 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
   for (size_t i = 0; i < c->n_boxes; i++)
     if (c->boxes[i].lane == lane)
       {
-        int key = (c->boxes[i].kind & 15) * 8 + (c->boxes[i].chunk & 7);
+        int key = (c->boxes[i].kind & 31) * 8 + (c->boxes[i].chunk & 7);
         used[key >> 6] |= 1ull << (key & 63);
       }
-  for (int key = 0; key < 128; key++)
+  for (int key = 0; key < 256; key++)
     {
       if (!(used[key >> 6] >> (key & 63) & 1))
         continue;
@@ -1546,7 +1591,9 @@ median_step_ns (const PpTimelineModel *m)
 static double
 draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
 {
-  static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT };
+  static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
+                               PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
+                               PP_SPAN_WAIT_REDUCE_GRAD };
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
   size_t n = pp_timeline_model_n_steps (c->m);
@@ -1627,6 +1674,53 @@ draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
         }
     }
   return w1 > w0 ? fmax (0, 1.0 - busy / (double) (w1 - w0)) : -1;
+}
+
+/* Whether some row folds replicas (the legend then says what its mark is). */
+static int
+folded_rows (const PpTimelineModel *m)
+{
+  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+    if (pp_timeline_model_row_folded (m, r) > 1)
+      return 1;
+  return 0;
+}
+
+/* A folded row's blocks are the replicas' median; a thin line from a
+ * block's end to the latest replica's end, with a tick there, shows a
+ * straggler at a glance.  Marks under a pixel are left out. */
+static void
+draw_whiskers (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+  size_t n = pp_timeline_model_n_spans (c->m, r);
+  double by, bh;
+
+  if (pp_timeline_model_row_folded (c->m, r) < 2)
+    return;
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  cairo_save (cr);
+  cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
+  cairo_clip (cr);
+  set_rgba (cr, c->th.fg, 0.8);
+  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
+       i < n && sp[i].start_ns < v->t1_ns; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+      if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
+          || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK)
+        continue;
+      double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
+      if (xb - xa < 1)
+        continue;
+      double y = round (by + bh * 0.75);
+      cairo_rectangle (cr, xa, y, xb - xa, 1.5);
+      cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, 1.5, bh * 0.55);
+    }
+  cairo_fill (cr);
+  cairo_restore (cr);
 }
 
 /* Draws rank r; returns its idle share of the visible part of the run (-1
@@ -1737,6 +1831,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   draw_boxes (c, cr, r, LANE_BLOCK, 0);
   draw_boxes (c, cr, r, LANE_THIN, 0);
   draw_boxes (c, cr, r, LANE_KERNEL, 0);
+  draw_whiskers (c, cr, r);
 
   /* The plan lane: the same colors, see-through. */
   if (v->show_plan && l->plan_h >= 2)

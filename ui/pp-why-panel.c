@@ -55,6 +55,7 @@ static const double part_rgb[PP_WHY_N_PARTS][3] = {
   { 0.835, 0.369, 0.000 },   /* imbalance: vermillion */
   { 0.000, 0.620, 0.451 },   /* transfers: bluish green */
   { 0.800, 0.475, 0.655 },   /* runtime: reddish purple */
+  { 0.600, 0.200, 1.000 },   /* dp_comm: violet, as the timeline draws data-parallel blocks */
 };
 
 static double
@@ -115,13 +116,23 @@ draw_bars (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer da
     }
 }
 
+/* Does any rank have data-parallel communication (the part shown only then)? */
+static gboolean
+has_dp (const PpWhyPanel *self)
+{
+  for (int r = 0; r < self->ranks; r++)
+    if (self->idle[r].dp_comm > 0)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
 {
+  PpWhyPanel *self = data;
   double fg[3], x = LABEL_W;
   (void) width;
   (void) height;
-  (void) data;
   fg_color (GTK_WIDGET (area), fg);
   cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 12);
@@ -129,6 +140,8 @@ draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
     {
       cairo_text_extents_t e;
       const char *name = pp_why_part_name (k);
+      if (k == 4 && (self == NULL || !has_dp (self)))
+        continue;
       cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
       cairo_rectangle (cr, x, 4, 12, 12);
       cairo_fill (cr);
@@ -171,6 +184,8 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
   for (int k = 0; k < PP_WHY_N_PARTS; k++)
     {
       double v = pp_why_idle_part (i, k);
+      if (k == 4 && v <= 0)
+        continue;   /* no data-parallel communication */
       g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", pp_why_part_name (k),
                               v * 1e3, i->measured > 0 ? 100.0 * v / i->measured : 0.0,
                               k == under ? "</b>" : "");
@@ -273,7 +288,7 @@ last_steps_spans (const PpTimelineModel *m, int keep_steps)
         if (sp[i].step >= from
             && (pp_span_kind_is_block (sp[i].kind) || sp[i].kind == PP_SPAN_SEND_F
                 || sp[i].kind == PP_SPAN_SEND_B || sp[i].kind == PP_SPAN_RECV_F
-                || sp[i].kind == PP_SPAN_RECV_B))
+                || sp[i].kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (sp[i].kind)))
           g_array_append_val (a, sp[i]);
     }
   return a;

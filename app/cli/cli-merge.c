@@ -26,7 +26,13 @@
  * a process wrote before its PROCESS frame, its RANK frame, get its tag
  * too); one process in two inputs, or two processes claiming one place,
  * is refused as a rank twice is.  Inputs are read one after another, so
- * thousands of them need one descriptor at a time. */
+ * thousands of them need one descriptor at a time.
+ *
+ * A process whose place the hook could not read (its PROCESS frame flagged
+ * PP_TRACE_PROCESS_UNPLACED, dp 0 in its file) is still a process: before
+ * copying, such inputs are numbered as replicas of their pipeline rank in
+ * order of global rank (pp_trace_number_unplaced), and their PROCESS
+ * frames are written so, the flag kept. */
 #include "cli-merge.h"
 
 #include "cli-commands.h"
@@ -124,7 +130,8 @@ idmap_put (IdMap *m, uint32_t key, uint32_t val)
  * before format 1.1 or from threads, which ran every rank).  0, or 1 with
  * one line. */
 static int
-peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *process)
+peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *process,
+      PpTraceProcess *place)
 {
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
@@ -163,7 +170,10 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *proc
           *has_rank0 |= it.rank_info.rank == 0;
         }
       else if (it.type == PP_TRACE_ITEM_PROCESS)
-        *process = *process == -1 ? it.process_info.process : -2;
+        {
+          *process = *process == -1 ? it.process_info.process : -2;
+          *place = it.process_info;
+        }
     }
   pp_trace_reader_free (r);
   if (status == 0 && !have)
@@ -202,6 +212,10 @@ typedef struct {
   size_t             place_cap;   /* a power of two, twice the processes at most */
   int                n_processes;
   int                plans;       /* PLAN_* of the plans copied */
+  /* [n inputs]: the place an input's one process is given where the hook
+   * could not read it (flag PP_TRACE_PROCESS_UNPLACED), else NULL */
+  const PpTraceProcess *const *numbered;
+  int                n_unplaced;
   uint32_t           next_name;   /* the next span name id of the merged trace */
 } Merge;
 
@@ -296,6 +310,46 @@ hold_rank_by_process (Merge *mg, int i, int r)
   return 0;
 }
 
+/* The inputs whose one process was not placed by the hook, numbered as
+ * replicas of their pipeline rank (pp_trace_number_unplaced, with the
+ * placed processes of the other inputs beside them): numbered[i] points
+ * to input i's new place, NULL for an input placed or of several
+ * processes.  0, or 1 with one line. */
+static int
+number_unplaced (const PpTraceProcess *peeked, const int32_t *process, int n, PpTraceProcess *work,
+                 const PpTraceProcess **numbered, int *n_unplaced)
+{
+  size_t k = 0;
+  int *of = calloc ((size_t) n + 1, sizeof *of);
+  PpError err = { 0 };
+  if (of == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: error: out of memory\n");
+      return 1;
+    }
+  for (int i = 0; i < n; i++)
+    if (process[i] >= 0)
+      {
+        of[k] = i;
+        work[k++] = peeked[i];
+      }
+  if (pp_trace_number_unplaced (work, k, &err) != PP_OK)
+    {
+      free (of);
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return 1;
+    }
+  *n_unplaced = 0;
+  for (size_t j = 0; j < k; j++)
+    if (work[j].flags & PP_TRACE_PROCESS_UNPLACED)
+      {
+        numbered[of[j]] = &work[j];
+        ++*n_unplaced;
+      }
+  free (of);
+  return 0;
+}
+
 /* Copies the items of input i into mg->w (not its description; its plans
  * only if take_plan, else only those of ranks no earlier input planned:
  * a PyTorch rank's trace plans its own rank alone, and may plan it again,
@@ -337,6 +391,10 @@ copy_items (Merge *mg, int i, bool take_plan, int32_t process)
        * its too */
       if (it.process < 0 && process >= 0)
         it.process = process;
+      if (it.type == PP_TRACE_ITEM_PROCESS && mg->numbered != NULL && mg->numbered[i] != NULL
+          && it.process_info.process == mg->numbered[i]->process
+          && (it.process_info.flags & PP_TRACE_PROCESS_UNPLACED))
+        it.process_info = *mg->numbered[i];
       if (it.type == PP_TRACE_ITEM_PROCESS)
         status = hold_process (mg, i, &it.process_info);
       else if (it.type == PP_TRACE_ITEM_RANK || it.type == PP_TRACE_ITEM_SPAN)
@@ -497,6 +555,8 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   PpTraceDescription *descs = NULL;
   bool *rank0 = NULL;
   int32_t *process = NULL;
+  PpTraceProcess *peeked = NULL, *unplaced = NULL;
+  const PpTraceProcess **numbered = NULL;
   PpCliOutput o = { .fd = -1 };
   Merge mg = { .inputs = inputs, .next_name = 1 };
   int ref = -1, status, e;
@@ -507,6 +567,9 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   descs = calloc ((size_t) n, sizeof *descs);
   rank0 = calloc ((size_t) n, sizeof *rank0);
   process = calloc ((size_t) n, sizeof *process);
+  peeked = calloc ((size_t) n, sizeof *peeked);
+  unplaced = calloc ((size_t) n, sizeof *unplaced);
+  numbered = calloc ((size_t) n, sizeof *numbered);
   mg.planned = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.planned);
   mg.holder = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.holder);
   mg.by_process = calloc (PP_TRACE_MAX_RANKS, sizeof *mg.by_process);
@@ -514,7 +577,8 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   mg.place_input = calloc (PP_TRACE_MAX_PROCESSES, sizeof *mg.place_input);
   mg.place_cap = 1u << 17;   /* over twice PP_TRACE_MAX_PROCESSES: never full */
   mg.place_hash = calloc (mg.place_cap, sizeof *mg.place_hash);
-  if (descs == NULL || rank0 == NULL || process == NULL || mg.planned == NULL || mg.holder == NULL
+  if (descs == NULL || rank0 == NULL || process == NULL || peeked == NULL || unplaced == NULL
+      || numbered == NULL || mg.planned == NULL || mg.holder == NULL
       || mg.by_process == NULL || mg.places == NULL || mg.place_input == NULL || mg.place_hash == NULL)
     {
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
@@ -523,7 +587,7 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   for (int i = 0; i < n; i++)
     {
       const PpTraceDescription *a = &descs[0], *b = &descs[i];
-      if (peek (inputs[i], &descs[i], &rank0[i], &process[i]) != 0)
+      if (peek (inputs[i], &descs[i], &rank0[i], &process[i], &peeked[i]) != 0)
         goto done;
       if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
                     || a->n_microbatches != b->n_microbatches || a->n_virtual != b->n_virtual))
@@ -538,6 +602,9 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
     }
   if (ref < 0)
     ref = 0;
+  if (number_unplaced (peeked, process, n, unplaced, numbered, &mg.n_unplaced) != 0)
+    goto done;
+  mg.numbered = numbered;
 
   if ((e = pp_cli_output_open (&o, out, 0600)) != 0)
     {
@@ -581,6 +648,10 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   else
     printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
             descs[ref].n_ranks, out);
+  if (mg.n_unplaced > 0)
+    printf ("%d process%s whose place on the job's mesh the hook could not read: shown as replicas "
+            "of their pipeline rank in order of global rank (place not read)\n", mg.n_unplaced,
+            mg.n_unplaced == 1 ? "" : "es");
   fflush (stdout);
   if (mg.plans == 0)
     fprintf (stderr, "pipescope-cli: merge: the plan stays untimed: no trace holds a plan "
@@ -592,6 +663,9 @@ done:
   free (descs);
   free (rank0);
   free (process);
+  free (peeked);
+  free (unplaced);
+  free (numbered);
   free (mg.planned);
   free (mg.holder);
   free (mg.by_process);

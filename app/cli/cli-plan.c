@@ -322,12 +322,47 @@ out:
   return st;
 }
 
+/* The last PLAN of every rank of part (0 <= rank < n): what each rank wrote,
+ * data-parallel actions included, for pp_why_schedule_with_comms. */
+typedef struct {
+  int                 n;
+  PpTracePlanAction **actions;   /* [n] */
+  size_t             *n_actions; /* [n] */
+} RankPlans;
+
+static void
+rank_plans_clear (RankPlans *p)
+{
+  for (int r = 0; r < p->n; r++)
+    free (p->actions[r]);
+  free (p->actions);
+  free (p->n_actions);
+  memset (p, 0, sizeof *p);
+}
+
+static PpStatus
+rank_plans_take (RankPlans *p, const PpTraceItem *it, PpError *err)
+{
+  int r = it->plan.rank;
+  if (r < 0 || r >= p->n)
+    return PP_OK;
+  PpTracePlanAction *a = malloc ((it->plan.n_actions + 1) * sizeof *a);
+  if (a == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  memcpy (a, it->plan.actions, it->plan.n_actions * sizeof *a);
+  free (p->actions[r]);
+  p->actions[r] = a;
+  p->n_actions[r] = it->plan.n_actions;
+  return PP_OK;
+}
+
 int
 pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, char *why,
                          size_t why_size)
 {
   PpWhyReport *rep = NULL;
-  PpSchedule *s = NULL;
+  PpSchedule *s = NULL, *with_comms = NULL;
+  RankPlans plans = { 0 };
   PpSimulation *sim = NULL;
   PpTraceReader *rd = NULL;
   PpTraceWriter *w = NULL;
@@ -339,10 +374,17 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
   int copy_fd = -1;
 
   if (pp_cli_one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
-      || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK
-      || pp_simulate (s, rep->costs, &sim, &err) != PP_OK)
+      || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);
+      goto out;
+    }
+  plans.n = s->ranks;
+  plans.actions = calloc ((size_t) s->ranks, sizeof *plans.actions);
+  plans.n_actions = calloc ((size_t) s->ranks, sizeof *plans.n_actions);
+  if (plans.actions == NULL || plans.n_actions == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: out of memory\n", who);
       goto out;
     }
   if ((rd = pp_trace_reader_new_path (part, &err)) == NULL
@@ -355,11 +397,30 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
         goto fail;
       if (it.type == PP_TRACE_ITEM_END)
         break;
+      if (it.type == PP_TRACE_ITEM_PLAN && rank_plans_take (&plans, &it, &err) != PP_OK)
+        goto fail;
       if (pp_trace_write_item (w, &it, &err) != PP_OK)
         goto fail;
     }
+  {
+    /* a plan from pipeline_order_with_comms: its data-parallel actions
+     * placed too, with the times measured (the costs' dp), so that the
+     * plan lane lines up with the measurement; where they cannot be
+     * placed, the compute order alone, said in one line */
+    PpWhyPlans wp = { plans.n, (const PpTracePlanAction *const *) plans.actions, plans.n_actions };
+    PpError cerr = { 0 };
+    if (pp_why_schedule_with_comms (s, &wp, &with_comms, &cerr) != PP_OK)
+      fprintf (stderr, "pipescope-cli: %s: the plan is timed without its data-parallel actions: %s\n",
+               who, cerr.msg);
+  }
+  if (pp_simulate (with_comms ? with_comms : s, rep->costs, &sim, &err) != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);
+      created = true;
+      goto untimed;
+    }
   /* the simulation's times are seconds, as the report's costs */
-  if (pp_cli_write_plan (w, s, sim, 1.0, &err) != PP_OK)
+  if (pp_cli_write_plan (w, with_comms ? with_comms : s, sim, 1.0, &err) != PP_OK)
     goto fail;
   {
     PpTraceWriter *tmp = w;
@@ -367,8 +428,8 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
     if (pp_trace_writer_close (tmp, &err) != PP_OK)
       goto fail;
   }
-  fprintf (stderr, "planned %s with the costs it measured: %.3f ms a step\n", s->name,
-           sim->makespan * 1e3);
+  fprintf (stderr, "planned %s with the costs it measured: %.3f ms a step%s\n", s->name,
+           sim->makespan * 1e3, with_comms ? ", its data-parallel actions included" : "");
   status = 0;
   goto out;
 fail:
@@ -380,6 +441,9 @@ fail:
     }
   else
     fprintf (stderr, "pipescope-cli: %s: the timed plan: %s; the plan stays untimed\n", who, err.msg);
+  goto out;
+untimed:
+  status = 1;   /* said above; the half-written copy goes */
 out:
   if (copy_fd >= 0)
     close (copy_fd);
@@ -388,7 +452,9 @@ out:
     unlink (trace);   /* no half-timed trace left behind */
   pp_trace_reader_free (rd);
   pp_simulation_free (sim);
+  pp_schedule_free (with_comms);
   pp_schedule_free (s);
   pp_why_report_free (rep);
+  rank_plans_clear (&plans);
   return status;
 }

@@ -1403,17 +1403,24 @@ pp_cli_profile (int argc, char **argv)
       nanosleep (&ts, NULL);
     }
   /* what it really got: processes, and the mesh their places say */
-  int n_placed = 0;
+  int n_placed = 0, n_unread = 0;
   int32_t mesh[PP_TRACE_MESH_DIMS] = { 1, 1, 1, 1, 1 };
-  for (int k = 0; k < c.n_ranks; k++)
+  PpTraceProcess *got = calloc ((size_t) c.n_ranks + 1, sizeof *got);
+  for (int k = 0; got != NULL && k < c.n_ranks; k++)
     if (c.ranks[k]->have_place)
       {
-        n_placed++;
-        for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-          if (c.ranks[k]->place.size[d] > mesh[d])
-            mesh[d] = c.ranks[k]->place.size[d];
+        got[n_placed++] = c.ranks[k]->place;
+        n_unread += (c.ranks[k]->place.flags & PP_TRACE_PROCESS_UNPLACED) != 0;
       }
-  char mesh_note[128] = "";
+  /* places the hook could not read: numbered as the merge numbers them */
+  if (got != NULL && n_unread > 0)
+    pp_trace_number_unplaced (got, (size_t) n_placed, NULL);
+  for (int k = 0; got != NULL && k < n_placed; k++)
+    for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+      if (got[k].size[d] > mesh[d])
+        mesh[d] = got[k].size[d];
+  free (got);
+  char mesh_note[192] = "";
   if (n_placed > 0)
     {
       static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
@@ -1422,6 +1429,9 @@ pp_cli_profile (int argc, char **argv)
         if (d <= PP_TRACE_MESH_TP || mesh[d] > 1)
           len += (size_t) snprintf (mesh_note + len, sizeof mesh_note - len, "%s%s %d",
                                     d ? " \u00d7 " : "", dim[d], mesh[d]);
+      if (len < sizeof mesh_note && n_unread > 0)
+        len += (size_t) snprintf (mesh_note + len, sizeof mesh_note - len, "; the place of %d not read "
+                                  "from the job", n_unread);
       if (len < sizeof mesh_note)
         snprintf (mesh_note + len, sizeof mesh_note - len, ")");
     }

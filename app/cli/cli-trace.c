@@ -17,6 +17,7 @@
 #include "cli-common.h"
 #include "cli-output.h"
 #include "cli-plan.h"
+#include "cli-replicas.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
@@ -49,6 +50,7 @@ typedef struct {
   int64_t t;
   int32_t rank, step;
   int     phase;
+  int32_t process;   /* format 1.4: the process that wrote it; -1 not said */
 } StepMarker;
 
 typedef struct {
@@ -74,6 +76,7 @@ typedef struct {
   size_t             n_rank_items, cap_rank_items;
   /* counters (loss, activation memory, ...): the Chrome export's counter tracks */
   PpCounter         *counters;
+  int32_t           *counter_process;  /* [cap_counters] who wrote each (1.4); -1 not said */
   size_t             n_counters, cap_counters;
   StepMarker        *markers;
   size_t             n_markers, cap_markers;
@@ -90,6 +93,11 @@ typedef struct {
   int32_t           *proc_at;          /* [PP_TRACE_MAX_PROCESSES]: index in procs, -1 none; NULL without */
   int               *rank_pid;         /* [n_rank_pid], NULL without places */
   int                n_rank_pid;
+  /* [n_procs]: the pipeline a process belongs to, its (dp, tp, cp, ep)
+   * numbered densely in that order: the replica of the pipeline */
+  int32_t           *proc_replica;
+  int32_t            n_replicas;       /* 1 without places */
+  size_t             n_unplaced;       /* processes whose place was not read */
 } Trace;
 
 /* What the app reads off a trace (its timeline model): the run's time
@@ -196,6 +204,7 @@ trace_clear (Trace *t)
   free (t->procs);
   free (t->proc_at);
   free (t->rank_pid);
+  free (t->proc_replica);
   for (size_t i = 0; i < t->n_strings; i++)
     free (t->strings[i].name);
   free (t->strings);
@@ -204,6 +213,7 @@ trace_clear (Trace *t)
   free (t->plans);
   free (t->rank_items);
   free (t->counters);
+  free (t->counter_process);
   free (t->markers);
   free (t->why_actions);
   free (t->why_n);
@@ -277,14 +287,70 @@ shown_before (const PpTraceProcess *x, const PpTraceProcess *y)
 /* After reading: the processes sorted, and each pipeline rank's Chrome
  * track: its shown process's, or 65536 + rank for a rank no process
  * placed.  false when out of memory. */
+static int
+cmp_replica_coords (const PpTraceProcess *x, const PpTraceProcess *y)
+{
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d] ? -1 : 1;
+  return 0;
+}
+
+static const PpTraceProcess *sort_replicas_of;   /* qsort has no user data */
+
+static int
+cmp_replica_index (const void *a, const void *b)
+{
+  return cmp_replica_coords (&sort_replicas_of[*(const size_t *) a], &sort_replicas_of[*(const size_t *) b]);
+}
+
+/* Each process's replica: the pipelines of the job are the processes that
+ * share (dp, tp, cp, ep), numbered in that order.  false when out of
+ * memory. */
+static bool
+index_replicas (Trace *t)
+{
+  size_t *idx = malloc ((t->n_procs + 1) * sizeof *idx);
+  if (idx == NULL || (t->proc_replica = malloc ((t->n_procs + 1) * sizeof *t->proc_replica)) == NULL)
+    {
+      free (idx);
+      return false;
+    }
+  for (size_t i = 0; i < t->n_procs; i++)
+    idx[i] = i;
+  sort_replicas_of = t->procs;
+  qsort (idx, t->n_procs, sizeof *idx, cmp_replica_index);
+  int32_t k = -1;
+  for (size_t i = 0; i < t->n_procs; i++)
+    {
+      if (i == 0 || cmp_replica_coords (&t->procs[idx[i - 1]], &t->procs[idx[i]]) != 0)
+        k++;
+      t->proc_replica[idx[i]] = k;
+    }
+  t->n_replicas = k + 1;
+  free (idx);
+  return true;
+}
+
 static bool
 index_processes (Trace *t)
 {
+  t->n_replicas = 1;
   if (t->n_procs == 0)
     return true;
   qsort (t->procs, t->n_procs, sizeof *t->procs, cmp_process);
   for (size_t i = 0; i < t->n_procs; i++)
-    t->proc_at[t->procs[i].process] = (int32_t) i;
+    {
+      t->proc_at[t->procs[i].process] = (int32_t) i;
+      t->n_unplaced += (t->procs[i].flags & PP_TRACE_PROCESS_UNPLACED) != 0;
+    }
+  /* a process the hook could not place: a replica of its pipeline rank,
+   * numbered in order of global rank (merge numbers them the same way;
+   * a process's own file says dp 0) */
+  if (t->n_unplaced > 0 && pp_trace_number_unplaced (t->procs, t->n_procs, NULL) != PP_OK)
+    return false;
+  if (!index_replicas (t))
+    return false;
   int n = t->max_rank + 1 > t->desc.n_ranks ? t->max_rank + 1 : t->desc.n_ranks;
   if ((t->rank_pid = malloc (((size_t) n + 1) * sizeof *t->rank_pid)) == NULL)
     return false;
@@ -347,6 +413,52 @@ span_place (const Trace *t, size_t i)
   return &t->procs[t->proc_at[g]];
 }
 
+/* The replica (pipeline) span i belongs to: its process's (index_replicas),
+ * -1 for a span no placed process wrote. */
+static int32_t
+span_replica (const Trace *t, size_t i)
+{
+  int32_t g = t->span_process != NULL ? t->span_process[i] : -1;
+  if (g < 0 || t->proc_at == NULL || t->proc_at[g] < 0)
+    return -1;
+  return t->proc_replica[t->proc_at[g]];
+}
+
+/* Every span's replica (span_replica) for pp_why_analyse_replicas; NULL
+ * for a trace of one pipeline, or out of memory (*oom set). */
+static int32_t *
+replicas_of (const Trace *t, bool *oom)
+{
+  *oom = false;
+  if (t->n_replicas <= 1)
+    return NULL;
+  int32_t *r = malloc ((t->n_all_spans + 1) * sizeof *r);
+  if (r == NULL)
+    {
+      *oom = true;
+      return NULL;
+    }
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    r[i] = span_replica (t, i);
+  return r;
+}
+
+/* The why analysis of a trace: per pipeline rank over the replicas, each
+ * replica's pipeline on its own (pp_why_analyse_replicas); a trace of one
+ * pipeline as it always was. */
+static PpStatus
+analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s, PpError *e)
+{
+  bool oom;
+  int32_t *rep = replicas_of (t, &oom);
+  if (oom)
+    return pp_error_set (e, PP_ENOMEM, "out of memory");
+  PpStatus st = pp_why_analyse_replicas (&t->desc, &t->why_plans, t->spans, rep,
+                                         rep != NULL ? t->n_all_spans : t->n_spans, 0, why, ch, s, e);
+  free (rep);
+  return st;
+}
+
 /* The Chrome export's track (pid) of a pipeline rank's rows: the rank
  * itself, or in a trace with places its shown process's. */
 static int
@@ -363,6 +475,26 @@ span_pid (const Trace *t, const PpSpan *s)
   return p != NULL ? p->process : rank_pid (t, s->rank);
 }
 
+/* The track of an item process wrote for pipeline rank r (a counter, a
+ * step marker): the process's own where it is placed, else the rank's. */
+static int
+item_pid (const Trace *t, int32_t process, int r)
+{
+  if (t->rank_pid != NULL && process >= 0 && t->proc_at != NULL && t->proc_at[process] >= 0)
+    return process;
+  return rank_pid (t, r);
+}
+
+/* The track of pipeline rank r's plan: in a trace with places one of its
+ * own, the pipeline's (every replica runs it), past the process and rank
+ * tracks; else the rank's. */
+#define PLAN_PID_BASE (2 * PP_TRACE_MAX_RANKS)
+static int
+plan_pid (const Trace *t, int r)
+{
+  return t->rank_pid != NULL ? PLAN_PID_BASE + r : r;
+}
+
 /* A time as the timeline model keeps it: within +-2^61 ns. */
 static int64_t
 clamp_time (int64_t t)
@@ -372,45 +504,83 @@ clamp_time (int64_t t)
 }
 
 /* Every span on the common clock (rank 0's, for a job of several hosts):
- * the rank's time + its offset, clamped like the timeline model's times so
- * no later arithmetic overflows. */
+ * the item's time + its clock offset, clamped like the timeline model's
+ * times so no later arithmetic overflows.  A CLOCK_OFFSET frame a process
+ * wrote (format 1.4: tagged) holds for that process's items alone (two
+ * replicas of one pipeline rank on two hosts have two clocks); an untagged
+ * one for its rank's items that have no offset of their process, as
+ * before 1.4. */
+typedef struct {
+  int64_t *by_rank;      /* [n ranks] */
+  int64_t *by_process;   /* [PP_TRACE_MAX_PROCESSES], NULL when no process said one */
+  uint8_t *has_process;  /* the same: 1 where process g said one */
+  int      n;
+} Offsets;
+
+static int64_t
+offset_of (const Offsets *o, int32_t rank, int32_t process)
+{
+  if (process >= 0 && process < PP_TRACE_MAX_PROCESSES && o->by_process != NULL && o->has_process[process])
+    return o->by_process[process];
+  /* else its rank's untagged one (a process's own file: what it wrote
+   * before its PROCESS frame is untagged) */
+  return rank >= 0 && rank < o->n ? o->by_rank[rank] : 0;
+}
+
 static int
 apply_clock_offsets (Trace *t)
 {
-  int n = t->max_rank + 1;
-  int64_t *off;
+  Offsets o = { NULL, NULL, NULL, t->max_rank + 1 };
   bool any = false;
 
-  if (n <= 0)
+  if (o.n <= 0)
     return 0;
-  if ((off = calloc ((size_t) n, sizeof *off)) == NULL)
+  if ((o.by_rank = calloc ((size_t) o.n, sizeof *o.by_rank)) == NULL)
     return 1;
   for (size_t i = 0; i < t->n_rank_items; i++)
-    if (t->rank_items[i].type == PP_TRACE_ITEM_CLOCK_OFFSET
-        && t->rank_items[i].clock_offset.rank < n)
-      {
-        off[t->rank_items[i].clock_offset.rank] = clamp_time (t->rank_items[i].clock_offset.offset_ns);
-        any = true;
-      }
+    {
+      const PpTraceItem *it = &t->rank_items[i];
+      if (it->type != PP_TRACE_ITEM_CLOCK_OFFSET || it->clock_offset.rank >= o.n)
+        continue;
+      int64_t off = clamp_time (it->clock_offset.offset_ns);
+      any = true;
+      if (it->process < 0)
+        {
+          o.by_rank[it->clock_offset.rank] = off;
+          continue;
+        }
+      if (o.by_process == NULL
+          && ((o.by_process = calloc (PP_TRACE_MAX_PROCESSES, sizeof *o.by_process)) == NULL
+              || (o.has_process = calloc (PP_TRACE_MAX_PROCESSES, 1)) == NULL))
+        {
+          free (o.by_rank);
+          free (o.by_process);
+          return 1;
+        }
+      o.by_process[it->process] = off;
+      o.has_process[it->process] = 1;
+    }
   for (size_t i = 0; any && i < t->n_spans; i++)
     {
       PpSpan *sp = &t->spans[i];
-      int64_t o = sp->rank >= 0 && sp->rank < n ? off[sp->rank] : 0;
-      /* |time|, |o| <= 2^61: the sums cannot overflow */
-      sp->start_ns = clamp_time (sp->start_ns) + o;
-      sp->end_ns = clamp_time (sp->end_ns) + o;
+      int64_t d = offset_of (&o, sp->rank, t->span_process[i]);
+      /* |time|, |d| <= 2^61: the sums cannot overflow */
+      sp->start_ns = clamp_time (sp->start_ns) + d;
+      sp->end_ns = clamp_time (sp->end_ns) + d;
     }
   for (size_t i = 0; any && i < t->n_counters; i++)
     {
       PpCounter *c = &t->counters[i];
-      c->time_ns = clamp_time (c->time_ns) + (c->rank >= 0 && c->rank < n ? off[c->rank] : 0);
+      c->time_ns = clamp_time (c->time_ns) + offset_of (&o, c->rank, t->counter_process[i]);
     }
   for (size_t i = 0; any && i < t->n_markers; i++)
     {
       StepMarker *mk = &t->markers[i];
-      mk->t = clamp_time (mk->t) + (mk->rank >= 0 && mk->rank < n ? off[mk->rank] : 0);
+      mk->t = clamp_time (mk->t) + offset_of (&o, mk->rank, mk->process);
     }
-  free (off);
+  free (o.by_rank);
+  free (o.by_process);
+  free (o.has_process);
   return 0;
 }
 
@@ -651,8 +821,13 @@ trace_load (const char *path, Trace *t)
               if (n == NULL)
                 goto oom;
               t->counters = n;
+              int32_t *np = realloc (t->counter_process, cap * sizeof *np);
+              if (np == NULL)
+                goto oom;
+              t->counter_process = np;
               t->cap_counters = cap;
             }
+          t->counter_process[t->n_counters] = item.process;
           t->counters[t->n_counters++] = item.counter;
           break;
         case PP_TRACE_ITEM_STEP_MARKER:
@@ -669,7 +844,8 @@ trace_load (const char *path, Trace *t)
               t->cap_markers = cap;
             }
           t->markers[t->n_markers++] = (StepMarker) { item.step_marker.time_ns, item.step_marker.rank,
-                                                      item.step_marker.step, (int) item.step_marker.phase };
+                                                      item.step_marker.step, (int) item.step_marker.phase,
+                                                      item.process };
           break;
         case PP_TRACE_ITEM_STRING:
           if (t->n_strings == t->cap_strings)
@@ -802,6 +978,10 @@ print_processes (const Trace *t)
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
     if (d <= PP_TRACE_MESH_TP || size[d] > 1)
       printf ("%s%s %d", d ? " \u00d7 " : "", mesh_dim[d], size[d]);
+  /* never a place guessed silently: the hook could not read these */
+  if (t->n_unplaced > 0)
+    printf ("; the place of %zu not read from the job: replicas of their pipeline rank numbered by "
+            "global rank", t->n_unplaced);
   printf (")\n");
   for (size_t i = 0; i < t->n_procs; i++)
     {
@@ -810,7 +990,8 @@ print_processes (const Trace *t)
       for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
         if (d <= PP_TRACE_MESH_TP || size[d] > 1)
           printf (" %s %d", mesh_dim[d], p->coord[d]);
-      printf (" host %s pid %d\n", p->host[0] ? p->host : "?", p->pid);
+      printf (" host %s pid %d%s\n", p->host[0] ? p->host : "?", p->pid,
+              p->flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "");
     }
 }
 
@@ -837,11 +1018,18 @@ print_shown_replica (const Trace *t)
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
     if (shown[d] == INT32_MAX)
       shown[d] = 0;
-  char note[160];
-  pp_timeline_replica_note_format (shown, size, note, sizeof note);
-  printf ("%s: the bubble, step times, idle and why below are its (each pipeline rank's lowest dp, "
-          "then tp); %zu of the %zu spans, every process's in the exports\n",
-          note[0] ? note : "one process a rank shown", t->n_spans, t->n_all_spans);
+  /* the timeline folds the replicas; the bubble below is one replica's,
+   * idle by cause the median replica's */
+  int64_t per = 1;
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    per *= size[d];
+  printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
+          "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
+          "lowest place), idle by cause is over the %d replicas, the spread over replicas after "
+          "them; %zu of the %zu spans, every process's in the exports\n",
+          (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
+          t->n_unplaced > 0 ? " (place not read from the job: replicas numbered by global rank)" : "",
+          shown[PP_TRACE_MESH_DP], t->n_replicas, t->n_spans, t->n_all_spans);
 }
 
 static int
@@ -1155,6 +1343,7 @@ pp_cli_info (int argc, char **argv)
       }
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_step_time_and_loss (&t);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
@@ -1195,11 +1384,12 @@ pp_cli_info (int argc, char **argv)
     PpWhyReport *why = NULL;
     PpWhyChange ch;
     PpError e = { 0 };
-    if (t.has_desc && pp_why_analyse_run (&t.desc, &t.why_plans, t.spans, t.n_spans, 0, &why, &ch, NULL, &e) == PP_OK)
+    if (t.has_desc && analyse_why (&t, &why, &ch, NULL, &e) == PP_OK)
       {
         printf ("idle by cause (a step, mean over the last %d whole step%s; 'export --format why' has it all):\n",
                 why->n_steps, why->n_steps == 1 ? "" : "s");
         pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
+        pp_why_print_replicas (stdout, why, 1e3, "ms");
         pp_why_print_path (stdout, why);
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
@@ -1236,7 +1426,9 @@ export_usage (FILE *out)
          "A trace of a job whose ranks run in several processes (data-parallel\n"
          "replicas: trace format 1.4) keeps every process's spans: csv's columns\n"
          "process (the global rank), dp and tp say whose (empty where the trace does\n"
-         "not say), and chrome has a track per process named by its place.\n", out);
+         "not say), and chrome has a track per process named by its place (its steps,\n"
+         "losses and transfers within its replica) and the plan once per pipeline rank;\n"
+         "why is each replica's pipeline analysed on its own, per rank the median replica.\n", out);
 }
 
 static void
@@ -1305,10 +1497,15 @@ row_of (int kind)
 
 static const Trace *sort_trace;
 
+/* By replica first: a transfer pairs within its own pipeline (the send of
+ * replica dp d is received by replica d), and so does a dependency. */
 static int
 cmp_comm (const void *a, const void *b)
 {
-  const PpSpan *x = &sort_trace->spans[*(const size_t *) a], *y = &sort_trace->spans[*(const size_t *) b];
+  size_t i = *(const size_t *) a, j = *(const size_t *) b;
+  const PpSpan *x = &sort_trace->spans[i], *y = &sort_trace->spans[j];
+  int32_t ri = span_replica (sort_trace, i), rj = span_replica (sort_trace, j);
+  if (ri != rj) return ri < rj ? -1 : 1;
   if (x->step != y->step) return x->step < y->step ? -1 : 1;
   if (x->microbatch != y->microbatch) return x->microbatch < y->microbatch ? -1 : 1;
   if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
@@ -1334,15 +1531,15 @@ static int
 write_flows (FILE *f, const Trace *t, int64_t base)
 {
   size_t n_send = 0, n_recv = 0, id = 0;
-  size_t *send = malloc ((t->n_spans + 1) * sizeof *send);
-  size_t *recv = malloc ((t->n_spans + 1) * sizeof *recv);
-  bool *used = calloc (t->n_spans + 1, sizeof *used);
+  size_t *send = malloc ((t->n_all_spans + 1) * sizeof *send);
+  size_t *recv = malloc ((t->n_all_spans + 1) * sizeof *recv);
+  bool *used = calloc (t->n_all_spans + 1, sizeof *used);
   if (send == NULL || recv == NULL || used == NULL)
     {
       free (send); free (recv); free (used);
       return -1;
     }
-  for (size_t i = 0; i < t->n_spans; i++)
+  for (size_t i = 0; i < t->n_all_spans; i++)
     {
       int k = t->spans[i].kind;
       if (k == PP_SPAN_SEND_F || k == PP_SPAN_SEND_B)
@@ -1355,13 +1552,15 @@ write_flows (FILE *f, const Trace *t, int64_t base)
   for (size_t i = 0; i < n_send; i++)
     {
       const PpSpan *s = &t->spans[send[i]];
-      /* Binary search the first receive of the same (step, microbatch). */
+      int32_t rs = span_replica (t, send[i]);
+      /* Binary search the first receive of the same (replica, step, microbatch). */
       size_t lo = 0, hi = n_recv;
       while (lo < hi)
         {
           size_t mid = (lo + hi) / 2;
           const PpSpan *m = &t->spans[recv[mid]];
-          if (m->step < s->step || (m->step == s->step && m->microbatch < s->microbatch))
+          int32_t rm = span_replica (t, recv[mid]);
+          if (rm < rs || (rm == rs && (m->step < s->step || (m->step == s->step && m->microbatch < s->microbatch))))
             lo = mid + 1;
           else
             hi = mid;
@@ -1369,7 +1568,7 @@ write_flows (FILE *f, const Trace *t, int64_t base)
       for (size_t j = lo; j < n_recv; j++)
         {
           const PpSpan *rc = &t->spans[recv[j]];
-          if (rc->step != s->step || rc->microbatch != s->microbatch)
+          if (span_replica (t, recv[j]) != rs || rc->step != s->step || rc->microbatch != s->microbatch)
             break;
           if (used[recv[j]] || !pairs (s, rc))
             continue;
@@ -1414,7 +1613,10 @@ dep_class (int kind)
 static int
 cmp_block (const void *a, const void *b)
 {
-  const PpSpan *x = &sort_trace->spans[*(const size_t *) a], *y = &sort_trace->spans[*(const size_t *) b];
+  size_t i = *(const size_t *) a, j = *(const size_t *) b;
+  const PpSpan *x = &sort_trace->spans[i], *y = &sort_trace->spans[j];
+  int32_t ri = span_replica (sort_trace, i), rj = span_replica (sort_trace, j);
+  if (ri != rj) return ri < rj ? -1 : 1;
   if (x->step != y->step) return x->step < y->step ? -1 : 1;
   if (x->stage != y->stage) return x->stage < y->stage ? -1 : 1;
   if (x->microbatch != y->microbatch) return x->microbatch < y->microbatch ? -1 : 1;
@@ -1431,23 +1633,24 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
 {
   PpSchedule *s = NULL;
   PpError err = { 0 };
-  size_t n = 0, id = t->n_spans + 1;
+  size_t n = 0, id = t->n_all_spans + 1;
   if (!t->has_desc || pp_why_schedule_of_trace (&t->desc, &t->why_plans, &s, &err) != PP_OK)
     return 0;   /* no schedule we know: no dependencies to draw */
-  size_t *idx = malloc ((t->n_spans + 1) * sizeof *idx);
+  size_t *idx = malloc ((t->n_all_spans + 1) * sizeof *idx);
   if (idx == NULL)
     {
       pp_schedule_free (s);
       return -1;
     }
-  for (size_t i = 0; i < t->n_spans; i++)
+  for (size_t i = 0; i < t->n_all_spans; i++)
     if (dep_class (t->spans[i].kind) >= 0 && t->spans[i].microbatch >= 0)
       idx[n++] = i;
   sort_trace = t;
   qsort (idx, n, sizeof *idx, cmp_block);
-  for (size_t i = 0; i < t->n_spans; i++)
+  for (size_t i = 0; i < t->n_all_spans; i++)
     {
       const PpSpan *b = &t->spans[i];
+      int32_t rb = span_replica (t, i);
       int act;
       switch (b->kind)
         {
@@ -1470,7 +1673,9 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
             {
               size_t mid = (lo + hi) / 2;
               const PpSpan *m = &t->spans[idx[mid]];
-              int c = m->step != key.step ? (m->step < key.step ? -1 : 1)
+              int32_t rm = span_replica (t, idx[mid]);
+              int c = rm != rb ? (rm < rb ? -1 : 1)
+                      : m->step != key.step ? (m->step < key.step ? -1 : 1)
                       : m->stage != key.stage ? (m->stage < key.stage ? -1 : 1)
                       : m->microbatch != key.microbatch ? (m->microbatch < key.microbatch ? -1 : 1)
                       : dep_class (m->kind) < dep_class (key.kind) ? -1
@@ -1483,7 +1688,7 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
           if (lo >= n)
             continue;
           const PpSpan *dep = &t->spans[idx[lo]];
-          if (dep->step != key.step || dep->stage != key.stage || dep->microbatch != key.microbatch
+          if (span_replica (t, idx[lo]) != rb || dep->step != key.step || dep->stage != key.stage || dep->microbatch != key.microbatch
               || dep_class (dep->kind) != dep_class (key.kind))
             continue;
           id++;
@@ -1504,33 +1709,6 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
   return 0;
 }
 
-/* Counter tracks a rank (Perfetto draws "C" events as a track under the
- * process): the loss per step, activation memory in MiB, micro-batches in
- * flight, device memory. */
-static void
-write_counters (FILE *f, const Trace *t, int64_t base)
-{
-  for (size_t i = 0; i < t->n_counters; i++)
-    {
-      const PpCounter *c = &t->counters[i];
-      const char *name, *unit;
-      double v = c->value;
-      switch (c->kind)
-        {
-        case PP_COUNTER_LOSS: name = "loss"; unit = "loss"; break;
-        case PP_COUNTER_ACTIVATION_BYTES: name = "activation memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
-        case PP_COUNTER_DEVICE_BYTES: name = "device memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
-        case PP_COUNTER_INFLIGHT: name = "micro-batches in flight"; unit = "micro-batches"; break;
-        default: continue;
-        }
-      if (!isfinite (v))
-        continue;
-      fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name, rank_pid (t, c->rank));
-      print_us_since (f, c->time_ns, base);
-      fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
-    }
-}
-
 /* A block's action kind (PpActionKind) from its span kind; -1 for what is
  * not a block or the optimizer. */
 static int
@@ -1544,6 +1722,10 @@ action_kind_of_span (int kind)
     case PP_SPAN_W: return PP_ACT_W;
     case PP_SPAN_OVERLAP_F_B: return PP_ACT_OVERLAP_F_B;
     case PP_SPAN_OPT: return PP_ACT_OPT;
+    case PP_SPAN_UNSHARD: return PP_ACT_UNSHARD;
+    case PP_SPAN_RESHARD: return PP_ACT_RESHARD;
+    case PP_SPAN_REDUCE_GRAD: return PP_ACT_REDUCE_GRAD;
+    case PP_SPAN_WAIT_REDUCE_GRAD: return PP_ACT_WAIT_REDUCE_GRAD;
     default: return -1;
     }
 }
@@ -1551,11 +1733,14 @@ action_kind_of_span (int kind)
 /* What the export calls a block or a planned action: the label every
  * report gives it (pp_action_to_label: "2F3", "0F3+3B1"), the stage left
  * out where each rank runs one stage ("F3"); the kind alone without a
- * micro-batch ("OPT"). */
+ * micro-batch ("OPT"), but a data-parallel action with its stage
+ * ("0UNSHARD"). */
 static void
 action_name (const PpAction *a, int V, char *buf, size_t size)
 {
-  if (a->microbatch < 0)
+  if (pp_action_is_dp_comm (a) && a->stage >= 0)
+    pp_action_to_string (a, buf, size);   /* PyTorch's repr, "0UNSHARD", as the timeline labels it */
+  else if (a->microbatch < 0)
     snprintf (buf, size, "%s", pp_action_kind_name (a->kind));
   else if (V <= 1 && a->kind != PP_ACT_OVERLAP_F_B)
     snprintf (buf, size, "%s%d", pp_action_kind_name (a->kind), a->microbatch);
@@ -1569,6 +1754,8 @@ enum { ROW_COMPUTE, ROW_COMM, ROW_DEVICE, ROW_STEPS, ROW_PLAN, N_ROWS };
 static const int row_order[N_ROWS] = { [ROW_STEPS] = 0, [ROW_COMPUTE] = 1, [ROW_PLAN] = 2,
                                        [ROW_COMM] = 3, [ROW_DEVICE] = 4 };
 
+/* A step of one track: in a trace with places each process's own steps
+ * (rank holds the track's pid, item_pid), else each rank's. */
 typedef struct {
   int32_t rank, step;
   int64_t begin, end;   /* end INT64_MIN: no END marker */
@@ -1627,6 +1814,10 @@ step_slices (const Trace *t, StepSlice **out, size_t *n_out)
       return -1;
     }
   memcpy (mk, t->markers, t->n_markers * sizeof *mk);
+  /* by track: every process's steps, not only its rank's shown replica's */
+  for (size_t i = 0; i < t->n_markers; i++)
+    if (mk[i].rank >= 0)
+      mk[i].rank = item_pid (t, mk[i].process, mk[i].rank);
   qsort (mk, t->n_markers, sizeof *mk, cmp_marker);
   for (size_t i = 0; i < t->n_markers;)
     {
@@ -1657,10 +1848,10 @@ step_slices (const Trace *t, StepSlice **out, size_t *n_out)
         }
       for (size_t i = 0; i < n; i++)
         last[i] = INT64_MIN;
-      for (size_t i = 0; i < t->n_spans; i++)
+      for (size_t i = 0; i < t->n_all_spans; i++)
         {
           const PpSpan *sp = &t->spans[i];
-          StepSlice key = { .rank = sp->rank, .step = sp->step };
+          StepSlice key = { .rank = span_pid (t, sp), .step = sp->step };
           const StepSlice *hit = bsearch (&key, sl, n, sizeof *sl, cmp_slice_step);
           if (hit != NULL && hit->end == INT64_MIN && clamp_time (sp->end_ns) > last[hit - sl])
             last[hit - sl] = clamp_time (sp->end_ns);
@@ -1690,13 +1881,15 @@ step_slices (const Trace *t, StepSlice **out, size_t *n_out)
  * plan action of rank r as a slice on the rank's plan track, one copy under
  * every step (pp_timeline_plan_copy: as the app draws it), named as the
  * blocks are.  A plan with no times (its order only) is one instant at the
- * first step's start (the run's start without steps) that lists the order. */
-static void
-write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
+ * first step's start (the run's start without steps) that lists the order.
+ * f NULL: nothing written, *first_t lowered to the earliest time it would
+ * write.  Returns the events (written or not): a track without any has
+ * no name either. */
+static size_t
+write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64_t base, int64_t *first_t)
 {
   const PpTimelinePlanned *p = r < v->n_ranks ? v->plan[r] : NULL;
-  size_t np = p ? v->n_plan[r] : 0;
-  int64_t base = v->origin;
+  size_t np = p ? v->n_plan[r] : 0, n = 0;
   char name[PP_ACTION_STR_MAX];
 
   for (size_t c = 0; np > 0 && c < v->n_copies; c++)
@@ -1711,6 +1904,12 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
             continue;
           if (pe > limit)
             pe = limit;
+          n++;
+          if (f == NULL)
+            {
+              *first_t = ps < *first_t ? ps : *first_t;
+              continue;
+            }
           PpAction a = pp_action (p[k].kind, p[k].stage, p[k].microbatch);
           if (p[k].kind == PP_ACT_OVERLAP_F_B)
             a = pp_action_overlap (p[k].stage, p[k].microbatch, p[k].sub_kind, p[k].sub_stage,
@@ -1718,7 +1917,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
           action_name (&a, V, name, sizeof name);
           fprintf (f, ",\n{\"name\":");
           json_string (f, name);
-          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", rank_pid (t, r), ROW_PLAN);
+          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", plan_pid (t, r), ROW_PLAN);
           print_us_since (f, ps, base);
           fputs (",\"dur\":", f);
           print_us_since (f, pe, ps);
@@ -1732,9 +1931,15 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
   if (np == 0 && r < t->cap_plans && t->plans[r].seen && !t->plans[r].has_timeline && t->plans[r].n_order > 0)
     {
       const PlanSummary *ps = &t->plans[r];
-      int64_t at = v->n_steps > 0 ? v->step_starts[0] : base;
+      int64_t at = v->n_steps > 0 ? v->step_starts[0] : v->origin;
+      n++;
+      if (f == NULL)
+        {
+          *first_t = at < *first_t ? at : *first_t;
+          return n;
+        }
       fprintf (f, ",\n{\"name\":\"plan (order only)\",\"cat\":\"plan\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
-                  "\"tid\":%d,\"ts\":", rank_pid (t, r), ROW_PLAN);
+                  "\"tid\":%d,\"ts\":", plan_pid (t, r), ROW_PLAN);
       print_us_since (f, at, base);
       fputs (",\"args\":{\"order\":\"", f);
       for (size_t k = 0; k < ps->n_order; k++)
@@ -1748,14 +1953,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V)
         }
       fputs ("\"}}", f);
     }
-}
-
-static bool
-rank_has_plan (const Trace *t, const AppView *v, int r)
-{
-  if (r < v->n_ranks && v->n_plan[r] > 0 && v->n_copies > 0)
-    return true;
-  return r < t->cap_plans && t->plans[r].seen && !t->plans[r].has_timeline && t->plans[r].n_order > 0;
+  return n;
 }
 
 /* One track's names: the process (pid) and its used rows. */
@@ -1776,7 +1974,7 @@ write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsi
         fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
                  pid, row);
         if (row == ROW_PLAN)
-          fprintf (f, "\"plan rank %d\"}}", rank);
+          fprintf (f, "\"plan rank %d%s\"}}", rank, pid >= PLAN_PID_BASE ? " (the pipeline's, every replica)" : "");
         else
           fprintf (f, "\"%s\"}}", row_names[row]);
         fprintf (f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
@@ -1797,20 +1995,27 @@ cmp_place (const void *a, const void *b)
   return (x->process > y->process) - (x->process < y->process);
 }
 
+/* Bits of Chrome.rows past the rows: the track holds counters. */
+#define TRACK_COUNTERS (1u << N_ROWS)
+
 /* The tracks' names: a rank each ("rank R"); in a trace with places
  * (format 1.4) a process each, named by its place ("pp 1 · dp 0 · tp 0
- * (process 2)"), and "rank R" for a rank no process placed. */
+ * (process 2)", "place not read" where the hook could not read it), the
+ * plan of each pipeline rank on a track of its own after its processes
+ * ("plan · pp 1"), and "rank R" for a rank no process placed.  A track
+ * with no event gets no name (rows[pid] 0). */
 static int
 write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, bool *first)
 {
-  char name[160];
+  char name[200];
   if (t->rank_pid == NULL)
     {
       for (int r = 0; r < n_ranks; r++)
-        {
-          snprintf (name, sizeof name, "rank %d", r);
-          write_track (f, first, r, name, r, rows[r], r);
-        }
+        if (rows[r] != 0)
+          {
+            snprintf (name, sizeof name, "rank %d", r);
+            write_track (f, first, r, name, r, rows[r], r);
+          }
       return 0;
     }
   int32_t size[PP_TRACE_MESH_DIMS];
@@ -1822,37 +2027,91 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
     order[i] = i;
   sort_places_of = t->procs;
   qsort (order, t->n_procs, sizeof *order, cmp_place);
-  for (size_t k = 0; k < t->n_procs; k++)
+  int64_t sort = 0;
+  for (size_t k = 0; k <= t->n_procs; k++)
     {
+      /* after the last process of a pipeline rank: its plan */
+      int prev = k > 0 ? t->procs[order[k - 1]].rank : -1;
+      if (k > 0 && (k == t->n_procs || t->procs[order[k]].rank != prev) && prev < n_ranks
+          && rows[plan_pid (t, prev)] != 0)
+        {
+          snprintf (name, sizeof name, "plan \u00b7 pp %d (pipeline rank %d, every replica)", prev, prev);
+          write_track (f, first, plan_pid (t, prev), name, sort++, rows[plan_pid (t, prev)], prev);
+        }
+      if (k == t->n_procs)
+        break;
       const PpTraceProcess *p = &t->procs[order[k]];
+      if (rows[p->process] == 0)
+        continue;
       size_t n = 0;
       for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
         if (d <= PP_TRACE_MESH_TP || size[d] > 1)
           n += (size_t) snprintf (name + n, sizeof name - n, "%s%s %d", d ? " \u00b7 " : "", mesh_dim[d],
                                   p->coord[d]);
-      snprintf (name + n, sizeof name - n, " (process %d)", p->process);
-      write_track (f, first, p->process, name, (int64_t) k, rows[p->process], p->rank);
+      snprintf (name + n, sizeof name - n, " (process %d%s)", p->process,
+                p->flags & PP_TRACE_PROCESS_UNPLACED ? ", place not read: dp by global rank" : "");
+      write_track (f, first, p->process, name, sort++, rows[p->process], p->rank);
     }
   free (order);
   for (int r = 0; r < n_ranks; r++)
-    if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[rank_pid (t, r)] != 0)
-      {
-        snprintf (name, sizeof name, "rank %d", r);
-        write_track (f, first, rank_pid (t, r), name, (int64_t) t->n_procs + r, rows[rank_pid (t, r)], r);
-      }
+    {
+      if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[rank_pid (t, r)] != 0)
+        {
+          snprintf (name, sizeof name, "rank %d", r);
+          write_track (f, first, rank_pid (t, r), name, sort++, rows[rank_pid (t, r)], r);
+        }
+      /* a rank no process placed: its plan after it */
+      if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[plan_pid (t, r)] != 0)
+        {
+          snprintf (name, sizeof name, "plan \u00b7 rank %d", r);
+          write_track (f, first, plan_pid (t, r), name, sort++, rows[plan_pid (t, r)], r);
+        }
+    }
   return 0;
+}
+
+/* Counter tracks a process (a rank without places; Perfetto draws "C"
+ * events as a track under the process): the loss per step, activation memory in MiB, micro-batches in
+ * flight, device memory. */
+static void
+write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows, size_t n_pids)
+{
+  for (size_t i = 0; i < t->n_counters; i++)
+    {
+      const PpCounter *c = &t->counters[i];
+      /* a counter of a rank with no track (past the trace's ranks): none */
+      size_t pid = (size_t) item_pid (t, t->counter_process[i], c->rank);
+      if (pid >= n_pids || !(rows[pid] & TRACK_COUNTERS))
+        continue;
+      const char *name, *unit;
+      double v = c->value;
+      switch (c->kind)
+        {
+        case PP_COUNTER_LOSS: name = "loss"; unit = "loss"; break;
+        case PP_COUNTER_ACTIVATION_BYTES: name = "activation memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
+        case PP_COUNTER_DEVICE_BYTES: name = "device memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
+        case PP_COUNTER_INFLIGHT: name = "micro-batches in flight"; unit = "micro-batches"; break;
+        default: continue;
+        }
+      if (!isfinite (v))
+        continue;
+      /* each process's own: two replicas' losses are two series */
+      fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name,
+               item_pid (t, t->counter_process[i], c->rank));
+      print_us_since (f, c->time_ns, base);
+      fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
+    }
 }
 
 static int
 write_chrome (FILE *f, const Trace *t, const AppView *v)
 {
-  /* the app's time zero: a block's ts is where its tooltip puts it */
-  int64_t base = v->origin;
   int n_ranks = n_ranks_of (t);
   int V = t->has_desc && t->desc.n_virtual > 1 ? t->desc.n_virtual : 1;
   /* bit per used row, by track: a rank's, or with places a process's
-   * (pids below 65535) and a rank's no process placed (65536 + rank) */
-  size_t n_pids = t->rank_pid != NULL ? (size_t) PP_TRACE_MAX_RANKS + (size_t) n_ranks : (size_t) n_ranks;
+   * (pids below 65535), a rank's no process placed (65536 + rank) and a
+   * pipeline rank's plan (131072 + rank) */
+  size_t n_pids = t->rank_pid != NULL ? (size_t) PLAN_PID_BASE + (size_t) n_ranks : (size_t) n_ranks;
   unsigned char *rows = calloc (n_pids + 1, 1);
   StepSlice *sl = NULL;
   size_t n_sl = 0;
@@ -1863,14 +2122,32 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       free (rows);
       return -1;
     }
+  /* the app's time zero, so that a block's ts is where its tooltip puts
+   * it; or, where something comes before it (a replica the timeline does
+   * not show started earlier), that: a trace event's ts is never negative */
+  int64_t base = v->origin;
   for (size_t i = 0; i < t->n_all_spans; i++)
-    rows[span_pid (t, &t->spans[i])] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+    {
+      rows[span_pid (t, &t->spans[i])] |= (unsigned char) (1u << row_of (t->spans[i].kind));
+      base = clamp_time (t->spans[i].start_ns) < base ? clamp_time (t->spans[i].start_ns) : base;
+    }
   for (size_t i = 0; i < n_sl; i++)
-    if (sl[i].rank < n_ranks)
-      rows[rank_pid (t, sl[i].rank)] |= 1u << ROW_STEPS;
+    if (sl[i].rank >= 0 && (size_t) sl[i].rank < n_pids)
+      {
+        rows[sl[i].rank] |= 1u << ROW_STEPS;
+        base = sl[i].begin < base ? sl[i].begin : base;
+      }
   for (int r = 0; r < n_ranks; r++)
-    if (rank_has_plan (t, v, r))
-      rows[rank_pid (t, r)] |= 1u << ROW_PLAN;
+    if (write_plan_track (NULL, t, v, r, V, 0, &base) > 0)
+      rows[plan_pid (t, r)] |= 1u << ROW_PLAN;
+  bool any_span = t->n_all_spans > 0;
+  for (size_t i = 0; any_span && i < t->n_counters; i++)
+    if (t->counters[i].kind < PP_N_COUNTER_KINDS && isfinite (t->counters[i].value)
+        && (size_t) item_pid (t, t->counter_process[i], t->counters[i].rank) < n_pids)
+      {
+        rows[item_pid (t, t->counter_process[i], t->counters[i].rank)] |= TRACK_COUNTERS;
+        base = clamp_time (t->counters[i].time_ns) < base ? clamp_time (t->counters[i].time_ns) : base;
+      }
 
   fputs ("{\"traceEvents\":[", f);
   if (write_tracks (f, t, rows, n_ranks, &first) != 0)
@@ -1879,7 +2156,6 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       free (sl);
       return -1;
     }
-  bool any_span = t->n_spans > 0;
   for (size_t i = 0; i < t->n_all_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
@@ -1930,11 +2206,13 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
         fprintf (f, ",\"device\":%u,\"stream\":%u", (unsigned) s->device, (unsigned) s->stream);
       fputs ("}}", f);
     }
-  /* each rank's steps, as the app's step boundaries mark them */
+  /* each track's steps, as its own markers mark them */
   for (size_t i = 0; i < n_sl; i++)
     {
+      if (sl[i].rank < 0 || (size_t) sl[i].rank >= n_pids)
+        continue;
       fprintf (f, ",\n{\"name\":\"step %d\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
-               sl[i].step, rank_pid (t, sl[i].rank), ROW_STEPS);
+               sl[i].step, sl[i].rank, ROW_STEPS);
       print_us_since (f, sl[i].begin, base);
       fputs (",\"dur\":", f);
       print_us_since (f, sl[i].end, sl[i].begin);
@@ -1942,15 +2220,16 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
     }
   free (sl);
   for (int r = 0; r < n_ranks; r++)
-    if (rows[r] & (1u << ROW_PLAN))
-      write_plan_track (f, t, v, r, V);
-  free (rows);
-  if (any_span && write_flows (f, t, base) != 0)
-    return -1;
-  if (any_span && write_dependency_flows (f, t, base) != 0)
-    return -1;
+    if (rows[plan_pid (t, r)] & (1u << ROW_PLAN))
+      write_plan_track (f, t, v, r, V, base, NULL);
+  if (any_span && (write_flows (f, t, base) != 0 || write_dependency_flows (f, t, base) != 0))
+    {
+      free (rows);
+      return -1;
+    }
   if (any_span)
-    write_counters (f, t, base);
+    write_counters (f, t, base, rows, n_pids);
+  free (rows);
   fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
   return 0;
 }
@@ -2060,7 +2339,7 @@ pp_cli_export (int argc, char **argv)
       PpError e = { 0 };
       if (!t.has_desc)
         snprintf (e.msg, sizeof e.msg, "%s has no description: its schedule is unknown", path);
-      if (!t.has_desc || pp_why_analyse_run (&t.desc, &t.why_plans, t.spans, t.n_spans, 0, &why, &why_ch, &why_s, &e) != PP_OK)
+      if (!t.has_desc || analyse_why (&t, &why, &why_ch, &why_s, &e) != PP_OK)
         {
           fprintf (stderr, "pipescope-cli: error: %s\n", e.msg);
           goto done;

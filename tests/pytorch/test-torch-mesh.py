@@ -10,15 +10,15 @@ It runs the job twice, plain and under profile, and asserts:
     and weights after the last step are the plain run's, bit for bit;
   * the hook recorded in every process (no "not recording", no "recording
     stopped", no place it could not read; in the layout "unplaced", whose
-    groups say no place, exactly one line of each process saying so, and
-    profile's own, non-zero, that it wrote no trace);
+    groups say no place, exactly one line of each process saying its
+    place was not read, and the trace still made: every process in it,
+    numbered by global rank and said to be "place not read");
   * 4 trace files were written, one a process, named by global rank
     (TRACE.ID.rank0 ... rank3), whatever the pipeline rank each holds;
   * the merged trace's info lists 4 processes, each at the place the job
     computed itself from its mesh (or its groups), profile counted them,
     and in the CSV export every span is its process's at that place, each
-    process with a forward and a backward in every step (not for
-    "unplaced").
+    process with a forward and a backward in every step.
 Needs PIPESCOPE_TORCH_PYTHON; without it exits 0 with a SKIP line.
 """
 
@@ -76,21 +76,15 @@ def check(cli, py, layout, env, tmp):
     run(job + ["--out", plain], env, "the plain run")
     trace = os.path.join(traces, "job.pptrace")
     cmd = [cli, "profile", "--trace", trace, "--name", "meshtest", "--"] + job + ["--out", prof, "--list", traces]
-    if layout != "unplaced":
-        p = run(cmd, env, "the profiled run")
-    else:
-        # processes of one pipeline rank, none placed: no trace can be
-        # merged, and profile says so, the job's own status in the line
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        if p.returncode == 0 or "the command exited 0, but no trace was written" not in p.stderr:
-            fail(f"profile of processes it cannot tell apart exited {p.returncode}:\n{p.stderr[-3000:]}")
-    for bad in ("not recording", "recording stopped") + (() if layout == "unplaced" else ("place not recorded",)):
+    p = run(cmd, env, "the profiled run")
+    for bad in ("not recording", "recording stopped", "place not recorded"):
         if bad in p.stderr:
             fail(f"the hook said '{bad}':\n{p.stderr[-3000:]}")
     if layout == "unplaced":
-        # groups that say no place: one line a process, and the job the same
-        said = p.stderr.count("pipescope: the process's place not recorded (the pipeline's process groups "
-                              "are not laid out regularly); recording goes on\n")
+        # groups that say no place: one line a process, each still recorded
+        said = len(re.findall(r"pipescope: the process's place was not read \(the pipeline's process groups "
+                              r"are not laid out regularly\): recorded as process \d of its pipeline rank, "
+                              r"place not read; recording goes on\n", p.stderr))
         if said != WORLD:
             fail(f"{said} processes said their place could not be read, not {WORLD}:\n{p.stderr[-3000:]}")
 
@@ -115,13 +109,18 @@ def check(cli, py, layout, env, tmp):
     if ranks != list(range(WORLD)):
         fail(f"trace files written: {listed}; want job.pptrace.ID.rank0 ... rank{WORLD - 1}")
 
-    if layout == "unplaced":
-        print(f"ok 1 - {layout}: {WORLD} processes, no place to read, said once by each; losses and weights "
-              f"bit for bit, one trace file a process by global rank")
-        return
     info = run([cli, "info", trace], env, "info").stdout
+    if layout == "unplaced":
+        # the pipelines (0, 3) and (1, 2): numbered by global rank within
+        # their pipeline rank, never a place guessed silently
+        places = {0: ([0, 0, 0], [2, 2, 1]), 1: ([0, 1, 0], [2, 2, 1]), 2: ([1, 0, 0], [2, 2, 1]),
+                  3: ([1, 1, 0], [2, 2, 1])}
+        lines = [x for x in info.splitlines() if re.match(r"process \d+: ", x)]
+        if len(lines) != WORLD or not all("place not read" in x for x in lines):
+            fail(f"info does not say each process's place was not read:\n{info}")
     c0, s0 = places[0]
-    want = ["ranks: 2", f"processes: {WORLD} (pp {s0[0]} × dp {s0[1]} × tp {s0[2]})"]
+    mesh = f"(pp {s0[0]} × dp {s0[1]} × tp {s0[2]}" + ("; the place of 4 not read" if layout == "unplaced" else ")")
+    want = ["ranks: 2", f"processes: {WORLD} {mesh}"]
     for g, (c, s) in places.items():
         want.append(f"process {g}: pp {c[0]} dp {c[1]} tp {c[2]} host ")
     for w in want:
@@ -129,7 +128,7 @@ def check(cli, py, layout, env, tmp):
             fail(f"info lacks '{w}':\n{info}")
     if len(re.findall(r"^\s*process \d+: ", info, re.M)) != WORLD:
         fail(f"info does not list {WORLD} processes:\n{info}")
-    said = f"{WORLD} processes recorded (pp {s0[0]} × dp {s0[1]} × tp {s0[2]})"
+    said = f"{WORLD} processes recorded {mesh}"
     if said not in p.stderr:
         fail(f"profile did not say '{said}':\n{p.stderr[-3000:]}")
     # every span is its process's, at its place: each process computed a
@@ -137,20 +136,81 @@ def check(cli, py, layout, env, tmp):
     spans = os.path.join(tmp, "spans.csv")
     run([cli, "export", trace, "--format", "csv", "-o", spans], env, "export --format csv")
     kinds = collections.defaultdict(set)
+    rows = collections.defaultdict(list)   # (process, step) -> its spans
     for r in csv.DictReader(open(spans)):
         g = int(r["process"])
         c = places[g][0] if g in places else None
         if c is None or [int(r["rank"]), int(r["dp"]), int(r["tp"])] != c[:3]:
             fail(f"a span of process {g} at rank {r['rank']} dp {r['dp']} tp {r['tp']}, not {c}")
         kinds[(g, int(r["step"]))].add(r["kind"])
+        rows[(g, int(r["step"]))].append(r)
     for g in places:
         for step in range(2):
             k = kinds[(g, step)]
             if "F" not in k or not ({"B", "I"} & k):
                 fail(f"process {g} step {step} has only {sorted(k)}")
+    said = check_actions(layout, prof, places, rows)
     print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
           f"by global rank, each process at the place its mesh gives it: "
-          + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())))
+          + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())) + said)
+
+
+DP_KINDS = ("UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD")
+
+
+def check_actions(layout, prof, places, rows):
+    """Each process ran its pipeline rank's pipeline_order (its compute
+    spans, in time order, are the schedule's own order of its rank: the
+    job wrote it); the data-parallel actions: FSDP's (UNSHARD, REDUCE_GRAD,
+    WAIT_REDUCE_GRAD of each of the process's stages, every step, as the
+    runtime's lowered order has them), DDP's gradient reduction at the end
+    of a single-stage step (REDUCE_GRAD of the process's stage, once a
+    step), none where the job has no data parallelism.  The words said."""
+    fsdp = layout.startswith("fsdp")
+    ddp = layout in ("ddp", "dp-pp", "groups")
+    n_dp = collections.Counter()
+    for g in places:
+        job = json.load(open(os.path.join(prof, f"process{g}.json")))
+        lowered = collections.Counter(a.lstrip("0123456789") for a in job["lowered"])
+        order = [a for a in job["order"] if re.fullmatch(r"\d+[FBIW]\d+", a)]   # its compute
+        stages = {int(re.match(r"\d+", a).group()) for a in order}
+        for step in range(2):
+            spans = sorted(rows[(g, step)], key=lambda r: (int(r["start_ns"]), int(r["end_ns"])))
+            ran = [f"{r['stage']}{r['kind']}{r['microbatch']}" for r in spans if r["kind"] in ("F", "B", "I", "W")]
+            if not fsdp:
+                # a single-stage schedule runs _step_microbatches, whose
+                # micro-batches PyTorch 2.15's pipeline_order of 1F1B
+                # numbers otherwise past rank 0 (1F1 1B0 ... 1F4): its
+                # order of kinds and stages, each micro-batch once a kind
+                ok = ([re.sub(r"\d+$", "", a) for a in ran] == [re.sub(r"\d+$", "", a) for a in order]
+                      and sorted(ran) == sorted(f"{s}{k}{m}" for s in stages for k in "FB"
+                                                for m in range(len(order) // 2)))
+            else:
+                ok = ran == order
+            if not ok:
+                fail(f"process {g} step {step} ran {ran}, its pipeline rank's pipeline_order is {order}")
+            dp = [(r["kind"], int(r["stage"])) for r in spans if r["kind"] in DP_KINDS]
+            n_dp.update(k for k, _ in dp)
+            if any(r["microbatch"] != "-1" for r in spans if r["kind"] in DP_KINDS):
+                fail(f"process {g} step {step}: a data-parallel action with a micro-batch")
+            got = collections.Counter(dp)
+            if fsdp:
+                for s in stages:
+                    for k in ("UNSHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"):
+                        want = 1 if k != "UNSHARD" else None
+                        if not got[(k, s)] or (want and got[(k, s)] != want):
+                            fail(f"process {g} step {step}: {got[(k, s)]} {k} of stage {s}; its actions {dp}")
+                for k in ("REDUCE_GRAD", "WAIT_REDUCE_GRAD"):
+                    if sum(n for (kk, _), n in got.items() if kk == k) != lowered[k]:
+                        fail(f"process {g} step {step}: {dp}, the lowered order has {lowered[k]} {k}")
+            elif ddp:
+                if dp != [("REDUCE_GRAD", s) for s in sorted(stages)]:
+                    fail(f"process {g} step {step}: data-parallel actions {dp}, not one REDUCE_GRAD of "
+                         f"stage {sorted(stages)}")
+            elif dp:
+                fail(f"process {g} step {step}: data-parallel actions {dp} in a job without data parallelism")
+    return ("; each process ran its rank's pipeline_order"
+            + ("; data-parallel actions " + ", ".join(f"{k} {n}" for k, n in sorted(n_dp.items())) if n_dp else ""))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,18 @@ SEND_F, RECV_F, SEND_B, RECV_B = 4, 5, 6, 7
 OPT, WAIT, OVERLAP_F_B = 8, 9, 13
 STEP_BEGIN, STEP_END = 64, 65   # pipescope_records' step markers
 LOSS, ACTIVATION_BYTES, DEVICE_BYTES, INFLIGHT = 0, 1, 2, 3
+# Data-parallel communication (trace format 1.5), recorded with Rank.block:
+# FSDP's actions as PyTorch names them, and the gradient reduction at a
+# step's end; stage = the stage, mb = -1.
+SPAN_UNSHARD, SPAN_RESHARD, SPAN_REDUCE_GRAD, SPAN_WAIT_REDUCE_GRAD = 14, 15, 16, 17
+# The same actions in a plan (Rank.plan): pipescope_plan takes the API's
+# (span) kinds, as for F and OVERLAP_F_B, and writes the trace's action
+# kinds (10..13) itself.  Use the names, never the numbers.
+ACT_UNSHARD, ACT_RESHARD, ACT_REDUCE_GRAD, ACT_WAIT_REDUCE_GRAD = (
+    SPAN_UNSHARD, SPAN_RESHARD, SPAN_REDUCE_GRAD, SPAN_WAIT_REDUCE_GRAD)
+# Collectives seen inside a step's blocks (Rank.counter): one value of
+# each a step, that step's total, at the step's end.
+COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
 
 last_error = ""
 _lib = None
@@ -297,6 +309,21 @@ class Rank:
         if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
             self.flush()
 
+    def dp_block(self, kind, stage, step, t0, t1, nbytes=0):
+        """A data-parallel action (SPAN_UNSHARD ... SPAN_WAIT_REDUCE_GRAD) of
+        stage with the bytes it moves: through the records, which carry
+        bytes (pipescope_block records 0)."""
+        if self.fast is not None:
+            self.fast.record(kind, stage, -1, step, t0, t1, -1, nbytes)
+            return
+        q = self._q
+        if q is None:
+            self._block(self._h, kind, stage, -1, step, t0, t1)
+            return
+        q += (kind, stage, -1, step, t0, t1, -1, nbytes)
+        if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
+
     def overlap(self, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1):
         self.flush()
         self._lib.pipescope_overlap(self._h, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1)
@@ -350,6 +377,9 @@ class Rank:
         sequences are filled with 0 and 1).  True when recorded; False on a
         bad place or with a library that has no pipescope_rank_place (it
         then records as before, one process per pipeline rank)."""
+        why = getattr(coord, "why", None)   # place.Unread: the job did not say it
+        if why is not None:
+            return self._unplaced(process, why)
         fn = getattr(self._lib, "pipescope_rank_place", None)
         if fn is None:
             return False
@@ -364,6 +394,28 @@ class Rank:
             return fn(self._h, int(process), arr(*c), arr(*n)) == 0
         except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
             return False
+
+    def _unplaced(self, process, why):
+        """A process whose place the job's groups do not say: its global
+        rank in a PROCESS frame flagged "place not read" (the merge numbers
+        such replicas in order of global rank), said in one line."""
+        fn = getattr(self._lib, "pipescope_rank_unplaced", None)
+        done = False
+        if fn is not None:
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+            try:
+                done = fn(self._h, int(process)) == 0
+            except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
+                done = False
+        try:
+            os.write(2, (f"pipescope: the process's place was not read ({why}): recorded as process "
+                         f"{int(process)} of its pipeline rank, place not read"
+                         + ("" if done else " (not recorded: this library cannot say it)")
+                         + "; recording goes on\n").encode())
+        except Exception:
+            pass
+        return done
 
     def dropped(self):
         self.flush()

@@ -253,12 +253,35 @@ class NoPlace(Exception):
     """The job's groups do not say this process's place (the message says why)."""
 
 
+class Unread(list):
+    """The coord of a process whose place the job's groups do not say
+    (pipeline rank, then 0s), with why: the hook records it as its global
+    rank alone, flagged "place not read" (lib.Rank.place), never at a place
+    guessed.  A list, so that it travels where a coord does."""
+
+    def __init__(self, coord, why):
+        super().__init__(coord)
+        self.why = why
+
+
+def unread(g, pp_ranks, world, why):
+    """(coord, size) of a process whose place cannot be read: its pipeline
+    rank, dp 0 of the W / P replicas the world implies (the merge numbers
+    them in order of global rank), coord an Unread that says why."""
+    P = len(pp_ranks)
+    size = [P, max(1, world // P), 1, 1, 1]
+    return Unread([pp_ranks.index(g), 0, 0, 0, 0], why), size
+
+
 def place_of(dist, group, modules):
     """(coord, size) of this process (5 ints each: pp, dp, tp, cp, ep),
     its pipeline's group given (None: the world) and the stage's modules;
     None when dist is not initialized (one process: nothing to place).
-    Raises NoPlace when the job does not say it, anything else on a
-    failure to read: either way the hook records no place."""
+    Where the groups are laid out so that no place can be read, coord is an
+    Unread (see unread()): the process is recorded by its global rank,
+    "place not read".  Raises NoPlace when the stage's group does not hold
+    the process, anything else on a failure to read: then the hook records
+    no place."""
     if not dist.is_initialized():
         return None
     g, world = dist.get_rank(), dist.get_world_size()
@@ -276,5 +299,7 @@ def place_of(dist, group, modules):
     dp_ranks = list(dist.get_process_group_ranks(dp_group)) if dp_group is not None else None
     got = derived(g, pp_ranks, world, dp_ranks)
     if got is None:
-        raise NoPlace("the pipeline's process groups are not laid out regularly")
+        # still a process of its pipeline rank: recorded by its global
+        # rank, its place said to be not read (never a place guessed)
+        return unread(g, pp_ranks, world, "the pipeline's process groups are not laid out regularly")
     return got

@@ -1,5 +1,9 @@
 """pipescope.torch — records a torch.distributed.pipelining job, unchanged.
 
+The adapter for PyTorch's pipelining: it knows its schedule classes and
+wraps their methods; what it sees it hands to core.Recorder (the rank, the
+records, the plan, CUDA timing: what every framework's adapter shares).
+
     import pipescope.torch
     pipescope.torch.instrument()
 
@@ -50,10 +54,9 @@ viewer or a disk (recording is the C probe's rings).
 
 import functools
 import os
-import socket
-import sys
 import threading
 
+from . import core as _core
 from . import lib as _lib
 from . import place as _place
 from .arguments import MISSING, Param
@@ -72,74 +75,36 @@ _SCHEDULE_NAMES = {
 }
 
 _KIND_OF = {"F": _lib.F, "B": _lib.B, "I": _lib.I, "W": _lib.W}
+# the data-parallel actions, by PyTorch's names (its _ComputationType values)
+_DP_KIND_OF = {"UNSHARD": _lib.SPAN_UNSHARD, "RESHARD": _lib.SPAN_RESHARD,
+               "REDUCE_GRAD": _lib.SPAN_REDUCE_GRAD, "WAIT_REDUCE_GRAD": _lib.SPAN_WAIT_REDUCE_GRAD}
 
 _hook = None
 _lock = threading.Lock()
+_say = _core.say
 
 
-def _say(msg):
-    try:
-        sys.stderr.write(f"pipescope: {msg}\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
+class _Hook(_core.Recorder):
+    """The recording of this process (core.Recorder) as PyTorch's schedules
+    drive it: its rank opened, described and planned from the schedule."""
 
-
-class _Hook:
     def __init__(self, torch, dist, stage_mod, sched_mod):
-        self.torch = torch
+        super().__init__(torch)
         self.dist = dist
         self.stage_mod = stage_mod
         self.sched = sched_mod
-        self.rank = None          # lib.Rank once the first step runs
-        self.failed = False       # a failure of the hook: record nothing more
-        self.step_index = 0       # steps begun in this process
-        self.in_step = 0
-        self.described = False
-        self.planned = False
-        self.observed = []        # first step's compute order (single-stage plans)
         self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
         self.work_peer = {}       # id(Work) -> the peer its op talks to
-        self.pending_waits = []   # waits before the next block: (peer, t0, t1)
-        self.overlap = None       # inside an OVERLAP_F_B action: list of blocks
-        self.losses = []
-        self.loss_pending = []    # (step, tensors, event) resolved without a sync
-        self.opt_t0 = None
         self.p2p_depth = 0
-        self.alternate = bool(os.environ.get("PIPESCOPE_BENCH_ALTERNATE"))
-        self.calls = 0
-        self.paused = False
-        # CUDA: blocks timed by events on the stage's stream, resolved
-        # once they have passed (a step late is fine), never by a sync
-        self.gpu_pending = []     # ("block"|"overlap", ev0, ev1, fields)
-        self.gpu_ref = None       # (event, host ns) the GPU's times are counted from
-        # CUPTI in the library (device_start at the rank's open): blocks'
-        # kernels and copies tagged with the block's id
-        self.device = False
-        self.single_thread = None  # torch.autograd.set_multithreading_enabled
-        # the hot path in C (lib.Rank.fast): its wrappers record while the
-        # rank is open, every stage is on the CPU and nothing is paused;
-        # else they call the Python wrappers here
-        self.fast = None
-        self.cpu = False
-
-    # ---- failure: never into the job ----------------------------------------
-    def fail(self, what, exc):
-        if not self.failed:
-            self.failed = True
-            self.sync_fast()
-            _say(f"recording stopped ({what}: {exc.__class__.__name__}: {exc}); the job runs on")
-
-    def sync_fast(self):
-        f = self.fast
-        if f is not None:
-            # 1: record; 2: a paused step, the calls and nothing else; 0: Python
-            f.set_on((2 if self.paused else 1) if self.rank is not None and not self.failed and self.cpu
-                     else 0)
-
-    def set_paused(self, paused):
-        self.paused = paused
-        self.sync_fast()
+        # data parallelism (issue 27), read at the rank's open: the stages
+        # wrapped in DDP or FSDP2, and each FSDP2 module of a stage as
+        # (stage, first, last, bytes) in the order the runtime's
+        # UNSHARD/RESHARD reach them (stage.submod.modules())
+        self.dp_stages = set()
+        self.fsdp = {}
+        self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
+        self.reduce_bytes = {}    # FSDP2 stage -> the bytes its gradients' reduce-scatter takes in
+        self.dp_depth = 0         # inside a recorded gradient reduction
 
     # ---- the rank ------------------------------------------------------------
     def open(self, schedule):
@@ -158,43 +123,68 @@ class _Hook:
         if not group_size:
             group_size = self.dist.get_world_size() if self.dist.is_initialized() else 1
         process, place = self.read_place(st, stages, int(group_rank))
-        job = os.environ.get("PIPESCOPE_JOB") or _job_from_launcher()
-        trace = os.environ.get("PIPESCOPE_TRACE")
-        if trace:
-            # by global rank: the replicas of one pipeline rank never collide
-            trace = f"{trace}.rank{process}"
-        rank, err = _lib.Rank.open(job, int(group_rank), int(group_size), "pytorch", trace,
-                                   os.environ.get("PIPESCOPE_RANK_LISTEN"))
-        if rank is None:
-            self.failed = True
-            _say(f"not recording: {err}")
-            return None
-        self.rank = rank
-        rank.rank_info(socket.gethostname())
-        place_fn = getattr(rank, "place", None)   # a lib.py before Rank.place: records as before
-        if place is not None and place_fn is not None:
+        cuda = st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda"
+        cpu = all(getattr(getattr(s, "device", None), "type", "cpu") != "cuda" for s in stages)
+        rank = self.open_rank(int(group_rank), int(group_size), "pytorch", process, place, cuda, cpu)
+        if rank is not None:
             try:
-                place_fn(process, *place)   # False: a library without places; the same records
+                self.map_dp(stages)
             except Exception as e:
-                _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
-        if st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda":
-            self.start_device(rank)
-        self.cpu = all(getattr(getattr(s, "device", None), "type", "cpu") != "cuda" for s in stages)
-        self.fast = rank.fast
-        if self.fast is not None:
-            self.fast.set_fail(self.fail)
-            self.sync_fast()
+                _say(f"data-parallel actions not recorded ({e.__class__.__name__}: {e}); recording goes on")
+                self.dp_stages, self.fsdp = set(), {}
         return rank
+
+    def map_dp(self, stages):
+        """Which stages are data-parallel (DDP, FSDP2), and their FSDP2
+        modules with the bytes each one's all-gather brings (its
+        parameters' full size): read once, at the rank's open."""
+        fsdp_cls = _fsdp_module()
+        ddp_cls = getattr(getattr(self.torch, "nn", None), "parallel", None)
+        ddp_cls = getattr(ddp_cls, "DistributedDataParallel", None)
+        for st in stages:
+            mod = getattr(st, "submod", None)
+            si = int(st.stage_index)
+            if ddp_cls is not None and isinstance(mod, ddp_cls):
+                self.dp_stages.add(si)
+            elif fsdp_cls is not None and isinstance(mod, fsdp_cls):
+                self.dp_stages.add(si)
+                mods = [m for m in mod.modules() if isinstance(m, fsdp_cls)]
+                for i, m in enumerate(mods):
+                    self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1, _fsdp_bytes(m))
+                self.reduce_bytes[si] = sum(self.fsdp[id(m)][3] for m in mods)
+
+    def fsdp_call(self, kind, m, t0, t1):
+        """One FSDP2 module's unshard or reshard call, part of its stage's
+        UNSHARD or RESHARD action: the runtime calls every FSDP2 module of
+        the stage in turn, the stage's own first; the action is one block
+        from the first call's start to the last's end."""
+        info = self.fsdp.get(id(m))
+        if info is None:
+            return
+        si, first, last, nbytes = info
+        run = self.fsdp_run.get(kind)
+        if run is not None and (first or run[0] != si):
+            self.fsdp_flush(kind)
+            run = None
+        if run is None:
+            run = self.fsdp_run[kind] = [si, t0, t1, 0]
+        run[2] = t1
+        run[3] += nbytes
+        if last:
+            self.fsdp_flush(kind)
+
+    def fsdp_flush(self, kind=None):
+        for k in ([kind] if kind is not None else list(self.fsdp_run)):
+            run = self.fsdp_run.pop(k, None)
+            if run is not None:
+                self.dp_block(k, run[0], run[1], run[2], run[3])
 
     def read_place(self, st, stages, pipeline_rank):
         """(global rank, (coord, size) or None): this process's place on
         the job's mesh, read once, at the rank's open (place.py).  A place
         that cannot be read is said in one line and not recorded: the
         trace then holds the process as its pipeline rank, as before."""
-        try:
-            g = self.dist.get_rank() if self.dist.is_initialized() else pipeline_rank
-        except Exception:
-            g = pipeline_rank
+        g = _core.global_rank(self.dist, pipeline_rank)
         try:
             place = _place.place_of(self.dist, getattr(st, "group", None),
                                     [s.submod for s in stages if getattr(s, "submod", None) is not None])
@@ -204,31 +194,7 @@ class _Hook:
         except Exception as e:
             _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
             return g, None
-        if place is None:
-            return g, None
-        coord, size = place
-        if coord[0] != pipeline_rank:
-            _say(f"the process's place not recorded (pipeline rank {coord[0]} in the stage's group, "
-                 f"{pipeline_rank} in the schedule); recording goes on")
-            return g, None
-        if g == pipeline_rank and all(n == 1 for n in size[1:]):
-            # one process a pipeline rank, global rank = pipeline rank: the
-            # trace says as much without a place, as before (its registry
-            # name and frames unchanged)
-            return g, None
-        return g, place
-
-    def start_device(self, rank):
-        """The library's CUPTI collector for this rank, where it can run; one
-        line where it cannot, and the blocks keep their CUDA events' times."""
-        if os.environ.get("PIPESCOPE_CUPTI") == "0" or not rank.has_device:
-            return
-        rc, why = rank.device_start()
-        if rc != 0:
-            _say(f"kernels and copies not recorded ({why}); blocks timed by CUDA events")
-            return
-        self.single_thread = getattr(self.torch.autograd, "set_multithreading_enabled", None)
-        self.device = True
+        return g, self.settle_place(g, place, pipeline_rank)
 
     def stages_of(self, schedule):
         if hasattr(schedule, "_stages"):
@@ -261,7 +227,7 @@ class _Hook:
                 n = sum(p.numel() for p in s.submod.parameters())
             except Exception:
                 n = 0
-            params.append(f"s{s.stage_index} {_count(n)}")
+            params.append(f"s{s.stage_index} {_core.count(n)}")
         stage_map = ""
         order = getattr(schedule, "pipeline_order", None)
         if isinstance(order, dict) and isinstance(schedule, self.sched.PipelineScheduleMulti):
@@ -274,8 +240,7 @@ class _Hook:
         rank_no = getattr(schedule, "rank", getattr(st, "group_rank", 0) if st is not None else 0)
         model = (f"PyTorch {torch.__version__} {pg} {cls}{stage_map}; params of rank {rank_no}'s stages "
                  + " ".join(params))
-        cmd = " ".join(sys.argv)
-        self.rank.describe(name, backend, int(n_ranks), m, int(v), model[:255], cmd[:1023])
+        self.describe_job(name, backend, int(n_ranks), m, int(v), model)
         self.write_plan(schedule)
 
     def write_plan(self, schedule):
@@ -287,233 +252,48 @@ class _Hook:
         if (not isinstance(schedule, self.sched.PipelineScheduleMulti) or not isinstance(order, dict)
                 or rank is None or rank not in order):
             return False
+        # the runtime's lowered order, with FSDP's and the gradient
+        # reduction's actions, is what it runs: the plan where it has one
+        # (those actions kept for the stages that are data-parallel: the
+        # lowering adds them to every stage, and runs them as no-ops on
+        # the others, which record nothing)
+        lowered = getattr(schedule, "pipeline_order_with_comms", None)
+        if isinstance(lowered, dict) and lowered.get(rank):
+            order = lowered
         acts = []
         for a in order[rank]:
-            t = _plan_action(a)
+            t = _plan_action(a, self.dp_stages)
             if t is not None:
                 acts.append(t)
-        self.rank.plan(int(rank), acts)
-        self.planned = True
+        self.plan(int(rank), acts)
         return True
 
-    # ---- blocks --------------------------------------------------------------
-    def block(self, kind, stage, mb, t0, t1):
-        r = self.rank
-        if r is None:
-            return
-        si = self.step_index
-        step = si - 1 if si > 0 else 0
-        waits = self.pending_waits
-        if waits:
-            for peer, w0, w1 in waits:
-                r.wait(stage, mb, peer, step, w0, w1)
-            waits.clear()
-        if self.overlap is not None:
-            self.overlap.append((kind, stage, mb, t0, t1))
-            return
-        r.block(kind, stage, mb, step, t0, t1)
-        if si == 1 and self.in_step:
-            self.observed.append((kind, stage, mb, -1, -1, -1))
-
-    # ---- CUDA: events around each block -------------------------------------
-    def gpu_events(self):
-        torch = self.torch
-        if self.gpu_ref is None:
-            # once: the origin of the GPU's clock on the host's (one sync,
-            # before the first block, never again)
-            ref = torch.cuda.Event(enable_timing=True)
-            ref.record()
-            ref.synchronize()
-            self.gpu_ref = (ref, self.rank.now())
-        e0 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        return e0
-
-    def gpu_block(self, kind, stage, mb, e0, bid=0):
-        e1 = self.torch.cuda.Event(enable_timing=True)
-        e1.record()
-        step = self.step_index - 1 if self.step_index > 0 else 0
-        if self.pending_waits:
-            r = self.rank
-            for peer, w0, w1 in self.pending_waits:
-                r.wait(stage, mb, peer, step, w0, w1)
-            self.pending_waits.clear()
-        if self.overlap is not None:
-            self.overlap.append((kind, stage, mb, e0, e1, bid))
-            return
-        self.gpu_pending.append(("block", e0, e1, (bid, kind, stage, mb, step)))
-        if self.in_step and self.step_index == 1:
-            self.observed.append((kind, stage, mb, -1, -1, -1))
-        if len(self.gpu_pending) > 4096:
-            self.resolve_gpu()
-
-    def resolve_gpu(self, final=False):
-        """Records the blocks whose end event has passed, in order."""
-        r = self.rank
-        if r is None or self.gpu_ref is None:
-            self.gpu_pending.clear()
-            return
-        ref, t_ref = self.gpu_ref
-        done = 0
-        for tag, e0, e1, a in self.gpu_pending:
-            if not final and not e1.query():
-                break
-            if final:
-                e1.synchronize()
-            t0 = t_ref + int(ref.elapsed_time(e0) * 1e6)
-            t1 = t_ref + int(ref.elapsed_time(e1) * 1e6)
-            # with a block id the library times the block by its kernels
-            # once CUPTI has handed them over (their work has passed)
-            if tag == "block":
-                bid, kind, stage, mb, step = a
-                if bid:
-                    r.device_block(bid, kind, stage, mb, step, t0, t1)
-                else:
-                    r.block(kind, stage, mb, step, t0, t1)
-            else:
-                bf, bb, fs, fm, bk, bs, bm, step = a
-                if bf or bb:
-                    r.device_overlap(bf, bb, fs, fm, bk, bs, bm, step, t0, t1)
-                else:
-                    r.overlap(fs, fm, bk, bs, bm, step, t0, t1)
-            done += 1
-        del self.gpu_pending[:done]
-
-    def overlap_end(self, blocks):
-        r = self.rank
-        if r is None or not blocks:
-            return
-        step = self.step_index - 1 if self.step_index > 0 else 0
-        if len(blocks[0]) == 6:
-            # CUDA: (kind, stage, mb, e0, e1, block id); the pair spans the
-            # first's start to the second's end
-            f = [b for b in blocks if b[0] == _lib.F]
-            bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
-            if f and bw:
-                self.gpu_pending.append(("overlap", blocks[0][3], blocks[-1][4],
-                                         (f[0][5], bw[0][5], f[0][1], f[0][2], bw[0][0], bw[0][1],
-                                          bw[0][2], step)))
-            else:
-                for kind, stage, mb, e0, e1, bid in blocks:
-                    self.gpu_pending.append(("block", e0, e1, (bid, kind, stage, mb, step)))
-            return
-        f = [b for b in blocks if b[0] == _lib.F]
-        bw = [b for b in blocks if b[0] in (_lib.B, _lib.I)]
-        rest = [b for b in blocks if b not in f[:1] and b not in bw[:1]]
-        if f and bw:
-            t0 = min(b[3] for b in blocks[:2])
-            t1 = max(b[4] for b in blocks[:2])
-            r.overlap(f[0][1], f[0][2], bw[0][0], bw[0][1], bw[0][2], step, t0, t1)
-        else:
-            rest = blocks
-        for kind, stage, mb, t0, t1 in rest:
-            r.block(kind, stage, mb, step, t0, t1)
-
     # ---- steps ---------------------------------------------------------------
-    def step_begin(self, schedule):
+    def schedule_begin(self, schedule):
+        """A step of schedule begins: the rank opened and described at the
+        first; its index, or None when not recording."""
         r = self.open(schedule)
         if r is None:
             return None
         if not self.described:
             self.describe(schedule)
-        self.resolve_losses(final=False)
-        self.losses = []
-        idx = self.step_index
-        self.step_index += 1
-        if self.fast is not None:
-            self.fast.set_step(idx)
-            if idx == 0:
-                self.fast.set_observed(self.observed)   # GPipe's and 1F1B's plan
-        r.step(idx, 0, r.now())
-        return idx
+        return self.step_begin()
 
-    def step_end(self, schedule, idx):
-        r = self.rank
-        if r is None:
-            return
-        if self.gpu_pending:
-            self.resolve_gpu()
-        if self.fast is not None:
-            self.fast.set_observed(None)
-        r.step(idx, 1, r.now())
-        if idx == 0 and self.observed and not self.planned:
-            # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
-            self.rank.plan(int(getattr(self.stages_of(schedule)[0], "group_rank", 0)), self.observed)
-            self.planned = True
-        self.observed = []
-        if self.losses:
-            self.queue_losses(idx, self.losses)
-        self.losses = []
-
-    def queue_losses(self, idx, tensors):
-        torch = self.torch
-        try:
-            ts = [t for t in tensors if hasattr(t, "detach")]
-            if not ts:
-                return
-            if not ts[0].is_cuda:
-                # read now (item() needs no detach): nothing kept, no op run
-                r = self.rank
-                vals = [t.item() if t.numel() == 1 else float(t.detach().float().mean()) for t in ts]
-                if r is not None:
-                    r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
-                return
-            # CUDA, no sync: a copy on the stream, read once its event has passed
-            host = [t.detach().to("cpu", non_blocking=True) for t in ts]
-            ev = torch.cuda.Event()
-            ev.record()
-            self.loss_pending.append((idx, host, ev))
-            self.resolve_losses(final=False)
-        except Exception as e:
-            self.fail("loss", e)
-
-    def resolve_losses(self, final):
-        r = self.rank
-        keep = []
-        for idx, ts, ev in self.loss_pending:
-            if ev is not None and not final and not ev.query():
-                keep.append((idx, ts, ev))
-                continue
-            if ev is not None and final:
-                ev.synchronize()
-            # one element (a scalar loss): item() reads it without the
-            # two tensor operations a mean takes
-            vals = [t.item() if t.numel() == 1 else float(t.float().mean()) for t in ts]
-            if r is not None and vals:
-                r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
-        self.loss_pending = keep
-
-    def close(self):
-        r = self.rank
-        if r is None:
-            return
-        try:
-            self.resolve_losses(final=True)
-            self.resolve_gpu(final=True)
-        except Exception:
-            pass
-        self.rank = None
-        self.sync_fast()
-        err = r.close()
-        if err:
-            _say(err[len("pipescope: "):] if err.startswith("pipescope: ") else err)
+    def schedule_end(self, schedule, idx):
+        self.fsdp_flush()
+        # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
+        stages = self.stages_of(schedule)
+        self.step_end(idx, int(getattr(stages[0], "group_rank", 0)) if stages else 0)
 
 
-def _count(n):
-    if n >= 1e9:
-        return f"{n / 1e9:.2f}G"
-    if n >= 1e6:
-        return f"{n / 1e6:.2f}M"
-    if n >= 1e3:
-        return f"{n / 1e3:.1f}k"
-    return str(n)
-
-
-def _plan_action(a):
-    """A PyTorch _Action as the C API's 6 integers, or None (bubbles, comms)."""
+def _plan_action(a, dp_stages=()):
+    """A PyTorch _Action as the C API's 6 integers, or None (bubbles, p2p
+    comms; data-parallel actions of a stage not in dp_stages)."""
     if a is None:
         return None
     ct = getattr(a.computation_type, "value", str(a.computation_type))
+    if ct in _DP_KIND_OF:
+        return (_DP_KIND_OF[ct], a.stage_index, -1, -1, -1, -1) if a.stage_index in dp_stages else None
     subs = getattr(a, "sub_actions", None)
     if ct == "OVERLAP_F_B" and subs:
         f = [s for s in subs if getattr(s.computation_type, "value", "") == "F"]
@@ -524,18 +304,6 @@ def _plan_action(a):
         return None
     if ct in _KIND_OF and a.microbatch_index is not None:
         return (_KIND_OF[ct], a.stage_index, a.microbatch_index, -1, -1, -1)
-    return None
-
-
-def _job_from_launcher():
-    """One name for every rank of a job started without `pipescope-cli
-    profile`: torchrun's run id, else the rendezvous address."""
-    rid = os.environ.get("TORCHELASTIC_RUN_ID")
-    if rid and rid != "none":
-        return f"torch-{rid}"[:60]
-    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-    if addr and port:
-        return f"torch-{addr}-{port}"[:60]
     return None
 
 
@@ -605,63 +373,8 @@ def _wrap_block(hook, orig, block):
             out = orig(*args, **kwargs)
             hook.fail("a block", err)
             return out
-        if cuda:
-            # host time is launch time: the GPU's comes from events
-            e0 = None
-            try:
-                e0 = hook.gpu_events()
-            except Exception as e:
-                hook.fail("a CUDA event", e)
-            if hook.device and e0 is not None:
-                return _run_tagged(hook, orig, kind, si, mb, e0, args, kwargs)
-            out = orig(*args, **kwargs)
-            if e0 is not None and not hook.failed:
-                try:
-                    hook.gpu_block(kind, si, mb, e0)
-                except Exception as e:
-                    hook.fail("a block", e)
-            return out
-        now = hook.rank.now
-        t0 = now()
-        out = orig(*args, **kwargs)
-        try:
-            hook.block(kind, si, mb, t0, now())
-        except Exception as e:
-            hook.fail("a block", e)
-        return out
+        return _core.run_block(hook, orig, kind, si, mb, cuda, args, kwargs)
     return wrapper
-
-
-def _run_tagged(hook, orig, kind, si, mb, e0, args, kwargs):
-    """orig as one block whose kernels and copies CUPTI tags with its id:
-    pushed before, popped after, whatever orig does; a backward on this
-    thread.  orig runs once; its result and exceptions pass through."""
-    bid, single = 0, None
-    try:
-        bid = hook.rank.device_push(kind, si, mb, hook.step_index - 1 if hook.step_index > 0 else 0)
-        if bid and kind != _lib.F and hook.single_thread is not None:
-            single = hook.single_thread(False)   # set now, restored by __exit__
-    except Exception as e:
-        hook.fail("a block's tag", e)
-    try:
-        out = orig(*args, **kwargs)
-    finally:
-        if single is not None:
-            try:
-                single.__exit__(None, None, None)
-            except Exception as e:
-                hook.fail("autograd's threads", e)
-        if bid:
-            try:
-                hook.rank.device_pop()
-            except Exception as e:
-                hook.fail("a block's tag", e)
-    if not hook.failed:
-        try:
-            hook.gpu_block(kind, si, mb, e0, bid)
-        except Exception as e:
-            hook.fail("a block", e)
-    return out
 
 
 def _ops_params(orig, mb):
@@ -781,7 +494,7 @@ def _wrap_step(hook, orig):
                 return orig(*args, **kwargs)
         idx = None
         try:
-            idx = hook.step_begin(schedule)
+            idx = hook.schedule_begin(schedule)
         except Exception as e:
             hook.fail("a step", e)
         hook.in_step += 1
@@ -791,7 +504,7 @@ def _wrap_step(hook, orig):
             hook.in_step -= 1
             if idx is not None and not hook.failed:
                 try:
-                    hook.step_end(schedule, idx)
+                    hook.schedule_end(schedule, idx)
                 except Exception as e:
                     hook.fail("a step's end", e)
     return wrapper
@@ -812,6 +525,88 @@ def _wrap_update_losses(hook, orig):
             except Exception as e:
                 hook.fail("the loss", e)
         return orig(*args, **kwargs)
+    return wrapper
+
+
+def _fsdp_module():
+    """FSDP2's FSDPModule class, or None where this PyTorch has none."""
+    try:
+        import importlib
+        return getattr(importlib.import_module("torch.distributed.fsdp"), "FSDPModule", None)
+    except Exception:
+        return None
+
+
+def _fsdp_bytes(m):
+    """The bytes an FSDP2 module's all-gather brings: the full size of the
+    parameters it manages itself (a DTensor's numel is its full tensor's);
+    0 where FSDP's state cannot be read."""
+    try:
+        group = m._get_fsdp_state()._fsdp_param_group
+        if group is None:
+            return 0
+        return sum(fp.sharded_param.numel() * fp.sharded_param.element_size() for fp in group.fsdp_params)
+    except Exception:
+        return 0
+
+
+def _wrap_reduce(hook, orig, kind):
+    """A stage's gradient reduction (perform_reduce_grad: the single-stage
+    schedules' at a step's end and the runtime's REDUCE_GRAD for a stage
+    not in FSDP2; start_gradient_reduction: REDUCE_GRAD of an FSDP2 stage;
+    wait_for_gradient_reduction: its WAIT_REDUCE_GRAD) as a block of kind,
+    for a data-parallel stage; one block, the outermost (perform_reduce_grad
+    of an FSDP2 stage calls the other two)."""
+    stage_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if hook.rank is None or hook.failed or hook.paused or hook.dp_depth or not hook.dp_stages:
+            return orig(*args, **kwargs)
+        try:
+            st = stage_of.of(args, kwargs)
+            si = None if st is MISSING else int(st.stage_index)
+        except Exception:
+            si = None   # not a stage the hook knows: the call as it is
+        if si not in hook.dp_stages:
+            return orig(*args, **kwargs)
+        hook.dp_depth += 1
+        try:
+            t0 = hook.rank.now()
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
+        try:
+            hook.dp_block(kind, si, t0, hook.rank.now(),
+                          hook.reduce_bytes.get(si, 0) if kind == _lib.SPAN_REDUCE_GRAD else 0)
+        except Exception as e:
+            hook.fail("a gradient reduction", e)
+        return out
+    return wrapper
+
+
+def _wrap_fsdp(hook, orig, kind):
+    """FSDPModule.unshard or .reshard, called by the runtime's UNSHARD and
+    RESHARD actions on each FSDP2 module of a stage: timed for the stage's
+    action (hook.fsdp_call) inside a step, outside a gradient reduction;
+    any other call (the job's own, FSDP's) as it is."""
+    module_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if (hook.rank is None or hook.failed or hook.paused or not hook.in_step or hook.dp_depth
+                or not hook.fsdp):
+            return orig(*args, **kwargs)
+        m = module_of.of(args, kwargs)
+        if m is MISSING or id(m) not in hook.fsdp:
+            return orig(*args, **kwargs)
+        t0 = hook.rank.now()
+        out = orig(*args, **kwargs)
+        try:
+            hook.fsdp_call(kind, m, t0, hook.rank.now())
+        except Exception as e:
+            hook.fail("an FSDP action", e)
+        return out
     return wrapper
 
 
@@ -840,18 +635,14 @@ class _Label:
     def __enter__(self):
         out = self.inner.__enter__()
         if self.mine:
-            self.hook.overlap = []
-            if self.hook.fast is not None:
-                self.hook.fast.set_overlap(self.hook.overlap)
+            self.hook.overlap_begin()
         return out
 
     def __exit__(self, *exc):
         if self.mine:
-            blocks, self.hook.overlap = self.hook.overlap, None
-            if self.hook.fast is not None:
-                self.hook.fast.set_overlap(None)
+            blocks = self.hook.overlap_stop()
             try:
-                self.hook.overlap_end(blocks or [])
+                self.hook.overlap_end(blocks)
             except Exception as e:
                 self.hook.fail("an overlapped block", e)
         return self.inner.__exit__(*exc)
@@ -865,32 +656,6 @@ def _wrap_label(hook, orig):
     def record_function(*args, **kwargs):
         return _Label(hook, orig, name_of.of(args, kwargs), args, kwargs)
     return record_function
-
-
-def _opt_hooks(hook, torch):
-    # PyTorch calls them as hook(optimizer, args, kwargs): its own
-    # convention, positional, whatever the step was called with
-    def pre(optimizer, args, kwargs):
-        r = hook.rank
-        if r is not None and not hook.failed and not hook.paused:
-            try:
-                hook.opt_t0 = r.now()
-            except Exception as e:
-                hook.fail("the optimizer", e)
-
-    def post(optimizer, args, kwargs):
-        r = hook.rank
-        if r is not None and not hook.failed and hook.opt_t0 is not None:
-            try:
-                r.block(_lib.OPT, -1, -1, max(0, hook.step_index - 1), hook.opt_t0, r.now())
-            except Exception as e:
-                hook.fail("the optimizer", e)
-        hook.opt_t0 = None
-
-    import importlib
-    reg = importlib.import_module("torch.optim.optimizer")
-    reg.register_optimizer_step_pre_hook(pre)
-    reg.register_optimizer_step_post_hook(post)
 
 
 _BLOCKS = (("forward_one_chunk", "forward", _fwd_kind),
@@ -929,6 +694,19 @@ def _install(hook, base, sched, fast):
         cls = getattr(sched, name)
         if isinstance(cls, type) and issubclass(cls, sched._PipelineSchedule) and "step" in cls.__dict__:
             setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
+    # data parallelism: the stage's gradient reduction (every PyTorch the
+    # hook knows has perform_reduce_grad; 2.15 the FSDP2 split of it), and
+    # FSDP2's unshard and reshard; a PyTorch without them is left as it is
+    for name, kind in (("perform_reduce_grad", _lib.SPAN_REDUCE_GRAD),
+                       ("start_gradient_reduction", _lib.SPAN_REDUCE_GRAD),
+                       ("wait_for_gradient_reduction", _lib.SPAN_WAIT_REDUCE_GRAD)):
+        if name in getattr(base, "__dict__", {}):
+            setattr(base, name, _wrap_reduce(hook, base.__dict__[name], kind))
+    fsdp = _fsdp_module()
+    if fsdp is not None:
+        for name, kind in (("unshard", _lib.SPAN_UNSHARD), ("reshard", _lib.SPAN_RESHARD)):
+            if name in fsdp.__dict__:
+                setattr(fsdp, name, _wrap_fsdp(hook, fsdp.__dict__[name], kind))
     base_sched = sched._PipelineSchedule.__dict__
     if "_update_losses" in base_sched:
         sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
@@ -990,7 +768,7 @@ def instrument():
             _hook = hook
             return False
         try:
-            _opt_hooks(hook, torch)
+            _core.opt_hooks(hook)
         except Exception as e:
             _say(f"optimizer steps not recorded ({e})")
         import atexit

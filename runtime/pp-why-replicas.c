@@ -1,0 +1,267 @@
+/* pp-why-replicas.c — the Why of a job of several replicas: each replica's
+ * pipeline on its own, aggregated per pipeline rank.
+ *
+ * A data-parallel job runs the pipeline D times (× T tensor ranks, ...).
+ * Analysing every replica's spans as if they were one pipeline counts each
+ * block D times and mixes one replica's hand-offs with another's.  Here
+ * the spans are bucketed by replica, each bucket is a run of its own
+ * (pp_why_analyse_run), and the reports are folded per pipeline rank: the
+ * rank's median replica by measured idle (its whole split, so that the
+ * parts still add up to its idle), with the least and the most idle of
+ * any replica beside it; the steps, critical path and costs are those of
+ * the replica whose step length is the median.  One replica reads exactly
+ * as pp_why_analyse_run.  No GLib. */
+#include "pp-why.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  PpWhyReport *rep;
+  int          replica;
+} Analysed;
+
+static const Analysed *sort_analysed;   /* qsort has no user data */
+static int sort_rank;
+
+/* By the rank's measured idle, then by replica: the order a median takes. */
+static int
+cmp_idle (const void *a, const void *b)
+{
+  const Analysed *x = &sort_analysed[*(const int *) a], *y = &sort_analysed[*(const int *) b];
+  double ix = x->rep->idle[sort_rank].measured, iy = y->rep->idle[sort_rank].measured;
+  if (ix != iy)
+    return ix < iy ? -1 : 1;
+  return (x->replica > y->replica) - (x->replica < y->replica);
+}
+
+static int
+cmp_length (const void *a, const void *b)
+{
+  const Analysed *x = &sort_analysed[*(const int *) a], *y = &sort_analysed[*(const int *) b];
+  if (x->rep->length != y->rep->length)
+    return x->rep->length < y->rep->length ? -1 : 1;
+  return (x->replica > y->replica) - (x->replica < y->replica);
+}
+
+/* The replicas' spans, bucketed by replica (-1 last): first[k] .. first[k
+ * + 1] in *out of bucket k, k = replica, n_buckets - 1 for -1.  NULL when
+ * out of memory. */
+static PpSpan *
+bucket (const PpSpan *spans, const int32_t *replica, size_t n, int n_buckets, size_t *first)
+{
+  PpSpan *out = malloc ((n + 1) * sizeof *out);
+  size_t *fill = malloc (((size_t) n_buckets + 1) * sizeof *fill);
+  if (out == NULL || fill == NULL)
+    {
+      free (out);
+      free (fill);
+      return NULL;
+    }
+  memset (first, 0, ((size_t) n_buckets + 1) * sizeof *first);
+  for (size_t i = 0; i < n; i++)
+    first[(replica[i] >= 0 ? replica[i] : n_buckets - 1) + 1]++;
+  for (int k = 0; k < n_buckets; k++)
+    first[k + 1] += first[k];
+  memcpy (fill, first, ((size_t) n_buckets + 1) * sizeof *fill);
+  for (size_t i = 0; i < n; i++)
+    out[fill[replica[i] >= 0 ? replica[i] : n_buckets - 1]++] = spans[i];
+  free (fill);
+  return out;
+}
+
+PpStatus
+pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
+                         const int32_t *replica, size_t n, int max_steps, PpWhyReport **out,
+                         PpWhyChange *change, PpSchedule **sched_out, PpError *err)
+{
+  int n_buckets = 0;
+  bool any_unplaced = false;
+  for (size_t i = 0; replica != NULL && i < n; i++)
+    {
+      if (replica[i] >= n_buckets)
+        n_buckets = replica[i] + 1;
+      any_unplaced |= replica[i] < 0;
+    }
+  n_buckets += any_unplaced;
+  if (n_buckets <= 1)
+    return pp_why_analyse_run (desc, plans, spans, n, max_steps, out, change, sched_out, err);
+
+  *out = NULL;
+  if (sched_out != NULL)
+    *sched_out = NULL;
+  size_t *first = malloc (((size_t) n_buckets + 1) * sizeof *first);
+  Analysed *got = calloc ((size_t) n_buckets, sizeof *got);
+  int *order = malloc (((size_t) n_buckets + 1) * sizeof *order);
+  PpSpan *by = first != NULL ? bucket (spans, replica, n, n_buckets, first) : NULL;
+  PpError first_err = { 0 };
+  PpStatus st = PP_OK;
+  int k = 0;
+  if (first == NULL || got == NULL || order == NULL || by == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (int b = 0; b < n_buckets; b++)
+    {
+      PpError e = { 0 };
+      PpWhyReport *rep = NULL;
+      int id = b == n_buckets - 1 && any_unplaced ? -1 : b;
+      if (first[b + 1] == first[b])
+        continue;
+      if (pp_why_analyse_run (desc, plans, by + first[b], first[b + 1] - first[b], max_steps, &rep, NULL,
+                              NULL, &e) != PP_OK)
+        {
+          if (first_err.status == PP_OK)
+            first_err = e;
+          continue;
+        }
+      got[k++] = (Analysed) { rep, id };
+    }
+  if (k == 0)
+    {
+      st = pp_error_set (err, first_err.status != PP_OK ? first_err.status : PP_EINVAL, "%s",
+                         first_err.msg[0] ? first_err.msg : "no whole step in any replica");
+      goto out;
+    }
+
+  /* the median replica by step length: its steps, path and costs, and
+   * what to change, analysed again with the change asked for */
+  for (int i = 0; i < k; i++)
+    order[i] = i;
+  sort_analysed = got;
+  qsort (order, (size_t) k, sizeof *order, cmp_length);
+  int med = order[(k - 1) / 2];
+  int mb = got[med].replica >= 0 ? got[med].replica : n_buckets - 1;
+  PpWhyReport *rep = NULL;
+  if ((st = pp_why_analyse_run (desc, plans, by + first[mb], first[mb + 1] - first[mb], max_steps, &rep, change,
+                                sched_out, err)) != PP_OK)
+    goto out;
+  int R = rep->ranks;
+  rep->n_replicas = k;
+  rep->median_replica = got[med].replica;
+  rep->idle_replica = malloc (((size_t) R + 1) * sizeof *rep->idle_replica);
+  rep->idle_min = malloc (((size_t) R + 1) * sizeof *rep->idle_min);
+  rep->idle_max = malloc (((size_t) R + 1) * sizeof *rep->idle_max);
+  rep->idle_max_replica = malloc (((size_t) R + 1) * sizeof *rep->idle_max_replica);
+  if (rep->idle_replica == NULL || rep->idle_min == NULL || rep->idle_max == NULL || rep->idle_max_replica == NULL)
+    {
+      pp_why_report_free (rep);
+      if (sched_out != NULL)
+        {
+          pp_schedule_free (*sched_out);
+          *sched_out = NULL;
+        }
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  /* per pipeline rank: its median replica by measured idle, and the spread */
+  for (int r = 0; r < R; r++)
+    {
+      int m = 0;
+      for (int i = 0; i < k; i++)
+        if (got[i].rep->ranks > r)
+          order[m++] = i;
+      if (m == 0)
+        continue;
+      sort_rank = r;
+      qsort (order, (size_t) m, sizeof *order, cmp_idle);
+      const Analysed *mid = &got[order[(m - 1) / 2]], *hi = &got[order[m - 1]];
+      rep->idle[r] = mid->rep->idle[r];
+      rep->idle_replica[r] = mid->replica;
+      rep->idle_min[r] = got[order[0]].rep->idle[r].measured;
+      rep->idle_max[r] = hi->rep->idle[r].measured;
+      rep->idle_max_replica[r] = hi->replica;
+    }
+  *out = rep;
+out:
+  for (int i = 0; got != NULL && i < k; i++)
+    pp_why_report_free (got[i].rep);
+  free (got);
+  free (order);
+  free (first);
+  free (by);
+  return st;
+}
+
+static const PpTraceProcess *sort_procs;
+
+static int
+cmp_pipeline (const void *a, const void *b)
+{
+  const PpTraceProcess *x = &sort_procs[*(const size_t *) a], *y = &sort_procs[*(const size_t *) b];
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d] ? -1 : 1;
+  return 0;
+}
+
+int32_t *
+pp_why_replicas_of_spans (const PpTraceProcess *procs, size_t n_procs, const int32_t *span_process, size_t n,
+                          PpError *err)
+{
+  int32_t *at = malloc (PP_TRACE_MAX_PROCESSES * sizeof *at);   /* process -> index in uniq */
+  PpTraceProcess *uniq = malloc ((n_procs + 1) * sizeof *uniq);
+  size_t *idx = malloc ((n_procs + 1) * sizeof *idx);
+  int32_t *rep_of = malloc ((n_procs + 1) * sizeof *rep_of);
+  int32_t *out = malloc ((n + 1) * sizeof *out);
+  size_t m = 0;
+  if (at == NULL || uniq == NULL || idx == NULL || rep_of == NULL || out == NULL)
+    {
+      free (out);
+      out = NULL;
+      pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto done;
+    }
+  memset (at, 0xff, PP_TRACE_MAX_PROCESSES * sizeof *at);
+  for (size_t i = 0; i < n_procs; i++)
+    {
+      int32_t g = procs[i].process;
+      if (at[g] < 0)
+        at[g] = (int32_t) m++;
+      uniq[at[g]] = procs[i];   /* the last frame of a process holds */
+    }
+  if (pp_trace_number_unplaced (uniq, m, err) != PP_OK)
+    {
+      free (out);
+      out = NULL;
+      goto done;
+    }
+  for (size_t i = 0; i < m; i++)
+    idx[i] = i;
+  sort_procs = uniq;
+  qsort (idx, m, sizeof *idx, cmp_pipeline);
+  int32_t k = -1;
+  for (size_t i = 0; i < m; i++)
+    {
+      if (i == 0 || cmp_pipeline (&idx[i - 1], &idx[i]) != 0)
+        k++;
+      rep_of[idx[i]] = k;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t g = span_process[i];
+      out[i] = g >= 0 && g < PP_TRACE_MAX_PROCESSES && at[g] >= 0 ? rep_of[at[g]] : -1;
+    }
+done:
+  free (at);
+  free (uniq);
+  free (idx);
+  free (rep_of);
+  return out;
+}
+
+void
+pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *unit)
+{
+  if (r == NULL || r->n_replicas <= 1 || r->idle_min == NULL)
+    return;
+  fprintf (f, "over %d replicas, each pipeline analysed on its own: a rank's row is its median replica's "
+           "(by idle), the path and steps replica %d's (the median step length); idle spread a rank:\n",
+           r->n_replicas, r->median_replica);
+  for (int q = 0; q < r->ranks; q++)
+    fprintf (f, "  rank %d: idle %.2f %s (replica %d), min %.2f %s, max %.2f %s (replica %d)\n", q,
+             r->idle[q].measured * scale, unit, r->idle_replica[q], r->idle_min[q] * scale, unit,
+             r->idle_max[q] * scale, unit, r->idle_max_replica[q]);
+}
