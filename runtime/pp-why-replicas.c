@@ -265,17 +265,3 @@ pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *
              r->idle[q].measured * scale, unit, r->idle_replica[q], r->idle_min[q] * scale, unit,
              r->idle_max[q] * scale, unit, r->idle_max_replica[q]);
 }
-
-void
-pp_why_write_replicas_json (FILE *f, const PpWhyReport *r)
-{
-  if (r == NULL || r->n_replicas <= 1 || r->idle_min == NULL)
-    return;
-  fprintf (f, ",\n  \"replicas\": {\"count\": %d, \"statistic\": \"median replica per rank by idle\", "
-              "\"steps_of_replica\": %d, \"per_rank\": [", r->n_replicas, r->median_replica);
-  for (int q = 0; q < r->ranks; q++)
-    fprintf (f, "%s\n    {\"rank\": %d, \"replica\": %d, \"idle_min\": %.9g, \"idle_max\": %.9g, "
-                "\"idle_max_replica\": %d}", q ? "," : "", q, r->idle_replica[q], r->idle_min[q],
-             r->idle_max[q], r->idle_max_replica[q]);
-  fprintf (f, "\n  ]}");
-}

@@ -8,7 +8,7 @@
  * replica dp runs dp × 10 µs later, so that replicas differ).
  *
  * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
- *                      [--comm] [--offsets] [--unplaced] [--collectives]
+ *                      [--comm] [--offsets] [--unplaced] [--collectives] [--straggler DP]
  *   --collide:  the last process claims the place of the one before it
  *               (a job whose mesh was read wrong), for merge's refusal.
  *   --comm:     each block's hand-off too: SEND_F/RECV_F after a forward,
@@ -26,6 +26,11 @@
  *   --collectives: every process counts its collectives (format 1.5), at
  *               each step's end: COLLECTIVE_CALLS 10 + G + step, and
  *               COLLECTIVE_BYTES 1 MiB x (G + 1), G its global rank.
+ *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
+ *               the folded view's mark and info's slowest replica.
+ *
+ * One step is simulated once (every replica runs the same one, shifted),
+ * so 16 x 128 at M = 32 takes a second or so.
  *
  * A test tool (tests/), not installed: the tests of merge, info, the
  * exports and the timeline model use it at small sizes (2 × 2, 4 × 8), and
@@ -138,7 +143,7 @@ main (int argc, char **argv)
   int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
-  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0;
+  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
@@ -152,6 +157,8 @@ main (int argc, char **argv)
       unplaced = 1;
     else if (strcmp (argv[i], "--collectives") == 0)
       collectives = 1;
+    else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
+      straggler = atoi (argv[++i]);
     else
       {
         fprintf (stderr, "pp-synth-mesh: unknown option '%s'\n", argv[i]);
@@ -177,6 +184,8 @@ main (int argc, char **argv)
   snprintf (desc.model, sizeof desc.model, "synthetic %d x %d mesh", P, D);
   snprintf (desc.cmdline, sizeof desc.cmdline, "pp-synth-mesh");
 
+  /* one step from time 0; each replica's steps are this one, shifted */
+  simulate (one_f_one_b, P, M, 0, f_end, b_end);
   for (int g = 0; g < P * D; g++)
     {
       int r = g / D, dp = g % D;
@@ -224,15 +233,15 @@ main (int argc, char **argv)
         return die (path, &err);
       for (int s = 0; s < steps; s++)
         {
-          int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000;
-          simulate (one_f_one_b, P, M, t0, f_end, b_end);
+          int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000
+                       + (dp == straggler ? 1500000 : 0);
           if (pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_BEGIN, t0 + skew, &err) != PP_OK)
             return die (path, &err);
           int k = 0;
           int64_t last = t0;
           for (int i = 0; i < n; i++)
             {
-              int64_t end = (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
+              int64_t end = t0 + (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
               spans[k++] = (PpSpan) { .start_ns = end - (a[i].kind == PP_SPAN_F ? F_NS : B_NS) + skew,
                                       .end_ns = end + skew, .rank = r, .stage = r, .microbatch = a[i].mb,
                                       .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
@@ -250,7 +259,7 @@ main (int argc, char **argv)
               int from = fwd ? r - 1 : r + 1;
               if (from >= 0 && from < P)
                 {
-                  int64_t sent = (fwd ? f_end : b_end)[from * M + a[i].mb];
+                  int64_t sent = t0 + (fwd ? f_end : b_end)[from * M + a[i].mb];
                   spans[k++] = (PpSpan) { .start_ns = sent + skew, .end_ns = sent + 100000 + skew, .rank = r,
                                           .stage = r, .microbatch = a[i].mb, .step = s,
                                           .kind = fwd ? PP_SPAN_RECV_F : PP_SPAN_RECV_B, .device = 0xffff,

@@ -107,6 +107,61 @@ test_app_open_json (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
+/* ---- a job of replicas: folded, a rank unfolded, all, one replica ------------------ */
+
+/* A PP 2 x DP 2 job (pp-synth-mesh, merged by the CLI): the window opens
+ * it folded (2 rows), a label click unfolds rank 1 (3), Ctrl+U every rank
+ * (4), the switch shows replica 1 (2) and folds again (2); a screenshot
+ * of each is a PNG of the rows shown. */
+static void
+test_app_replicas (void)
+{
+  const char *synth = g_getenv ("PP_SYNTH_MESH"), *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (synth);
+  g_assert_nonnull (cli);
+  g_autofree char *dir = g_build_filename (tmp_dir, "replicas", NULL);
+  g_autofree char *base = g_build_filename (dir, "job", NULL);
+  g_autofree char *trace = g_build_filename (dir, "job.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_autofree char *r0 = g_strconcat (base, ".rank0", NULL), *r1 = g_strconcat (base, ".rank1", NULL);
+  g_autofree char *r2 = g_strconcat (base, ".rank2", NULL), *r3 = g_strconcat (base, ".rank3", NULL);
+  const char *make[] = { synth, base, "2", "2", "4", "3", "1f1b", "--straggler", "1", NULL };
+  const char *merge[] = { cli, "merge", "-o", trace, r0, r1, r2, r3, NULL };
+  const char *const *cmds[] = { make, merge };
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
+    {
+      int status = -1;
+      g_assert_true (g_spawn_sync (NULL, (char **) cmds[i], NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                                   NULL, &status, NULL));
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+    }
+  g_setenv ("PIPESCOPE_SELF_TEST_SHOTS", dir, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=replicas", trace, NULL);
+  g_unsetenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "self-test: replicas folded: 2 rows (P 2, D 2)\n"));
+  g_assert_nonnull (strstr (out, "self-test: replicas rank-1-unfolded: 3 rows (P 2, D 2)\n"));
+  g_assert_nonnull (strstr (out, "self-test: replicas all: 4 rows (P 2, D 2)\n"));
+  g_assert_nonnull (strstr (out, "self-test: replicas replica-1: 2 rows (P 2, D 2)\n"));
+  g_assert_nonnull (strstr (out, "self-test: replicas folded-again: 2 rows (P 2, D 2)\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: replicas"));
+  const char *shots[] = { "folded", "rank-1-unfolded", "all", "replica-1", "folded-again" };
+  for (guint i = 0; i < G_N_ELEMENTS (shots); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("replicas-%s.png", shots[i]);
+      g_autofree char *png = g_build_filename (dir, name, NULL);
+      g_autofree char *data = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (png, &data, &len, NULL));
+      g_assert_cmpuint (len, >, 8);
+      g_assert_cmpmem (data, 8, "\x89PNG\r\n\x1a\n", 8);
+    }
+}
+
 /* ---- Profile a command: a real PyTorch job, a row per rank ---------------------- */
 
 static void
@@ -314,6 +369,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/token-file", test_app_token_file);
   g_test_add_func ("/app/open-json", test_app_open_json);
   g_test_add_func ("/app/profile", test_app_profile);
+  g_test_add_func ("/app/replicas", test_app_replicas);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

@@ -21,7 +21,16 @@ and that of such a trace
   5. the CSV export's process, dp and tp columns say whose each span is
      (every process's spans there), empty for a trace without places;
   6. the Chrome export has a track per process named by its place, each
-     process's spans on its own track.
+     process's spans on its own track;
+  7. info lists the slowest replica of every step (a job whose replica dp 1
+     runs 1.5 ms late: dp 1, 0.755 ms after the median of two, every step)
+     and each rank's bubble over the replicas; render draws a row a
+     pipeline rank folded, a row a process with --replicas all, a row a
+     rank with --replicas 1 (the image's height says how many rows), and
+     refuses a replica the job does not have in one line, exit 2;
+  8. a 16 x 32 job of M = 32 (512 files; the 16 x 128 one is bench-fold's)
+     merges, and info and render (folded and all) run within 1 GiB of
+     address space (RLIMIT_AS): info names its straggler replica.
 """
 
 import collections
@@ -97,7 +106,7 @@ def main():
     cli, tool = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="pp-mesh-merge-")
     try:
-        print("1..6")
+        print("1..8")
         # 1. joined, every process kept and tagged
         small = synth(tool, os.path.join(tmp, "small"), 2, 2, 4, 2, "1f1b")
         check_joined(cli, tmp, os.path.join(tmp, "small.pptrace"), small, 2, 2, 4, 2, "1f1b")
@@ -150,7 +159,7 @@ def main():
         r = subprocess.run([cli, "info", old], capture_output=True, text=True, timeout=60)
         if r.returncode != 0 or "process" in r.stdout.replace("processes", "").split("ranks:")[1]:
             fail(f"info of a trace without places says processes:\n{r.stdout}{r.stderr}")
-        note = [x for x in lines if x.startswith("replica dp 0 of 2 shown")]
+        note = [x for x in lines if x.startswith("2 replicas a pipeline rank, folded in the timeline")]
         bubbles = [x.strip() for x in lines if x.strip().startswith("rank ") and "bubble:" in x]
         if len(note) != 1 or "32 of the 64 spans" not in note[0] or bubbles != ["rank 0 bubble: 20.0%",
                                                                                   "rank 1 bubble: 20.0%"]:
@@ -187,6 +196,66 @@ def main():
         if blocks != {g: 16 for g in range(4)}:
             fail(f"the Chrome export's blocks by track: {dict(blocks)}")
         ok("Chrome: a track per process named by its place, its 16 blocks on it")
+
+        # 7. the slowest replica per step; render's rows
+        slow = synth(tool, os.path.join(tmp, "slow"), 2, 2, 4, 3, "1f1b", "--straggler", "1")
+        trace = os.path.join(tmp, "slow.pptrace")
+        r = merge(cli, trace, slow)
+        if r.returncode != 0:
+            fail(f"merge of the straggler job: {r.stderr.strip()}")
+        r = subprocess.run([cli, "info", trace], capture_output=True, text=True, timeout=60)
+        lines = r.stdout.splitlines()
+        if "slowest replica per step (every step; by: its end after the median end, ms):" not in lines:
+            fail("info has no table of the slowest replica:\n" + r.stdout)
+        at = lines.index("slowest replica per step (every step; by: its end after the median end, ms):")
+        table = [x.split() for x in lines[at + 2:at + 8]]
+        want = [[str(s), *w, "dp", "1", "+0.755", "node0"] for s in range(3) for w in (["whole", "step"], ["rank", "0"])]
+        spread = [x.strip() for x in lines if x.strip().startswith("rank ") and "median" in x and "to" in x]
+        if table != want or spread != ["rank 0: median 20.0%, 20.0% to 20.0%", "rank 1: median 20.0%, 20.0% to 20.0%"]:
+            fail(f"info's slowest replica per step: {table}, its bubbles over replicas: {spread}\n" + r.stdout)
+        heights = {}
+        for how in ("fold", "all", "1"):
+            png = os.path.join(tmp, f"slow-{how}.png")
+            r = subprocess.run([cli, "render", trace, "-o", png, "--replicas", how], capture_output=True,
+                               text=True, timeout=60)
+            if r.returncode != 0:
+                fail(f"render --replicas {how}: exit {r.returncode}: {r.stderr.strip()}")
+            heights[how] = struct.unpack(">I", open(png, "rb").read()[20:24])[0]
+        # 48 + 34 + 30 + 8 and 62 a row (cli-render.c's fitted height)
+        if heights != {"fold": 120 + 2 * 62, "all": 120 + 4 * 62, "1": 120 + 2 * 62}:
+            fail(f"render's rows by --replicas (image heights): {heights}")
+        for bad, says in (("2", "--replicas 2: the job has replicas dp 0 to 1"), ("x", "--replicas takes fold")):
+            r = subprocess.run([cli, "render", trace, "-o", os.path.join(tmp, "no.png"), "--replicas", bad],
+                               capture_output=True, text=True, timeout=60)
+            if r.returncode != 2 or says not in r.stderr or len(r.stderr.strip().splitlines()) != 1 \
+                    or os.path.exists(os.path.join(tmp, "no.png")):
+                fail(f"render --replicas {bad}: exit {r.returncode}: {r.stderr.strip()}")
+        ok("info: the slowest replica of every step (dp 1, +0.755 ms, node0), each rank's bubble over "
+           "replicas; render: 2 rows folded, 4 with --replicas all, 2 with --replicas 1, a replica not "
+           "there refused")
+
+        # 8. a larger job within 1 GiB
+        wide = synth(tool, os.path.join(tmp, "wide"), 16, 32, 32, 3, "1f1b", "--straggler", "5")
+        trace = os.path.join(tmp, "wide.pptrace")
+        r = merge(cli, trace, wide)
+        if r.returncode != 0 or "512 processes" not in r.stdout:
+            fail(f"merge of the 16 x 32 job: exit {r.returncode}: {r.stderr.strip()}")
+        for f in wide:
+            os.unlink(f)
+
+        def one_gib():
+            resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        r = subprocess.run([cli, "info", trace], capture_output=True, text=True, timeout=120, preexec_fn=one_gib)
+        if r.returncode != 0 or "  0      whole step  dp 5 " not in r.stdout:
+            fail(f"info of the 16 x 32 job within 1 GiB: exit {r.returncode}: {r.stderr.strip()}\n{r.stdout[-2000:]}")
+        for how in ("fold", "all"):
+            png = os.path.join(tmp, f"wide-{how}.png")
+            r = subprocess.run([cli, "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", how],
+                               capture_output=True, text=True, timeout=120, preexec_fn=one_gib)
+            if r.returncode != 0 or not os.path.exists(png):
+                fail(f"render --replicas {how} of the 16 x 32 job within 1 GiB: exit {r.returncode}: "
+                     f"{r.stderr.strip()}")
+        ok("a 16 x 32 job of M = 32: merge, info (its straggler dp 5) and render fold and all within 1 GiB")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -725,8 +725,104 @@ test_timeline_still_pointer (void)
 
 /* ---- panels -------------------------------------------------------------------- */
 
-/* A job of 2 pipeline ranks x 2 replicas: until the folded view, the rows
- * are one replica's, and the statistics say whose. */
+/* A 2 x 2 job of replicas, replica dp 1 ending each block 0.5 ms late. */
+static PpTimelineModel *
+replicas_model (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  const gint64 S = G_GINT64_CONSTANT (1000000000);
+  add_description (m, 2, 1, S);
+  for (int g = 0; g < 4; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info.process = g;
+      it.process_info.rank = g / 2;
+      it.process_info.coord[PP_TRACE_MESH_PP] = g / 2;
+      it.process_info.coord[PP_TRACE_MESH_DP] = g % 2;
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        it.process_info.size[d] = d <= PP_TRACE_MESH_DP ? 2 : 1;
+      it.process_info.pid = 100 + g;
+      g_snprintf (it.process_info.host, sizeof it.process_info.host, "node%d", g);
+      pp_timeline_model_add (m, &it);
+      PpTraceItem sp = { .type = PP_TRACE_ITEM_SPAN, .process = g };
+      sp.span.rank = g / 2;
+      sp.span.stage = g / 2;
+      sp.span.kind = PP_SPAN_F;
+      sp.span.microbatch = 0;
+      sp.span.peer_rank = -1;
+      sp.span.device = 0xffff;
+      sp.span.start_ns = S + MS * (g / 2);
+      sp.span.end_ns = sp.span.start_ns + MS + (g % 2) * MS / 2;
+      pp_timeline_model_add (m, &sp);
+    }
+  return m;
+}
+
+/* The rows of a job of replicas: folded (2), a click on rank 1's label
+ * unfolds it (3) and folds it again (2), all (4); a folded block's tooltip
+ * names the slowest replica, its host and how late it ended. */
+static void
+test_timeline_replicas (void)
+{
+  PpTimelineModel *m = replicas_model ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (tl, WIN_W, WIN_H);
+  g_assert_true (pp_timeline_widget_has_replicas (t));
+  g_assert_true (pp_timeline_widget_get_model (t) == m);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 2);
+
+  PpTimelineModel *dm = pp_timeline_widget_get_drawn_model (t);
+  PpTimelineView v;
+  PpTimelineLayout l;
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (dm, &v, &l);
+  /* rank 0's folded F0: the median of [0, 1) and [0, 1.5) ms ends at 1.25 */
+  double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (dm) + MS / 2);
+  double y = l.rows_y + 0.5 * l.block_h;
+  char *text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "CPU rank 0 \u00d72 · stage 0 · micro-batch 0 · F"));
+  g_assert_nonnull (strstr (text, "\nthe median of 2 replicas; the slowest, dp 1 (process 1 on node1), ends "
+                                  "0.250 ms after the median end"));
+  g_free (text);
+
+  /* a click on rank 1's label, as the pointer gives it */
+  GtkGesture *click = NULL;
+  GListModel *cs = gtk_widget_observe_controllers (tl);
+  for (guint i = 0; i < g_list_model_get_n_items (cs) && click == NULL; i++)
+    {
+      GObject *c = g_list_model_get_item (cs, i);
+      if (GTK_IS_GESTURE_CLICK (c))
+        click = GTK_GESTURE (c);
+      g_object_unref (c);
+    }
+  g_object_unref (cs);
+  g_assert_nonnull (click);
+  double lx = l.x0 / 2, ly = l.rows_y + 1.5 * l.row_h;
+  g_signal_emit_by_name (click, "released", 1, lx, ly);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 3);
+  dm = pp_timeline_widget_get_drawn_model (t);
+  char label[64];
+  pp_timeline_model_rank_label (dm, 2, label, sizeof label);
+  g_assert_cmpstr (label, ==, "CPU rank 1 dp 1");
+  g_signal_emit_by_name (click, "released", 1, lx, ly);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 2);
+
+  pp_timeline_widget_set_replicas (t, -2);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 4);
+  pp_timeline_widget_set_replicas (t, 1);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 2);
+  pp_timeline_widget_set_replicas (t, -1);
+  g_assert_cmpint (pp_timeline_widget_n_rows (t), ==, 2);
+
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+/* A job of 2 pipeline ranks x 2 replicas: the rows fold the replicas, the
+ * statistics are one replica's, and say whose. */
 static void
 test_stats_replicas (void)
 {
@@ -761,7 +857,8 @@ test_stats_replicas (void)
   g_object_ref_sink (p);
   pp_stats_panel_update (PP_STATS_PANEL (p), m);
   collect_labels (p, text);
-  g_assert_nonnull (strstr (text->str, "4 processes, replica dp 0 of 2 shown"));
+  g_assert_nonnull (strstr (text->str, "4 processes, 2 a pipeline rank, folded in the timeline; these figures: "
+                               "replica dp 0's"));
   g_string_free (text, TRUE);
   g_object_unref (p);
   pp_timeline_model_free (m);
@@ -1109,6 +1206,37 @@ test_whatif_panel (void)
     g_assert_cmpint (n_torch, ==, n_rows - n_dualpipe);
     pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
     pp_timeline_model_free (torch);
+
+    /* a megatron-core job (its schedule's name says so): only 1F1B and
+     * Megatron-Interleaved, each saying its group (issue 28) */
+    PpTimelineModel *meg = gpipe_model ();
+    PpTraceDescription md = *pp_timeline_model_description (meg);
+    g_strlcpy (md.schedule, "Megatron-1F1B", sizeof md.schedule);
+    g_strlcpy (md.model, "megatron-core 0.16.1 gloo", sizeof md.model);
+    PpTraceItem mit = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &md };
+    pp_timeline_model_add (meg, &mit);
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), meg);
+    int n_meg = 0, n_interleaved = 0;
+    for (GtkListBoxRow *r; (r = gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), n_meg)) != NULL; n_meg++)
+      {
+        GString *t = g_string_new (NULL);
+        collect_labels (GTK_WIDGET (r), t);
+        if (g_str_has_prefix (t->str, "Megatron-Interleaved:group="))
+          {
+            g_assert_nonnull (strstr (t->str, "\ngroup "));
+            n_interleaved++;
+          }
+        else
+          {
+            g_assert_true (g_str_has_prefix (t->str, "1F1B\n"));
+            g_assert_nonnull (strstr (t->str, "\nnot interleaved"));
+          }
+        g_string_free (t, TRUE);
+      }
+    g_assert_cmpint (n_interleaved, >, 0);
+    g_assert_cmpint (n_meg, >, n_interleaved);
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
+    pp_timeline_model_free (meg);
   }
 
   pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
@@ -1150,6 +1278,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
+  g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);

@@ -130,11 +130,12 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model)
   g_string_append_printf (s, " · Steps: %zu", n_steps);
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));
-  /* a job of replicas: the rows, and these figures, are one replica's */
-  char note[160];
-  pp_timeline_model_replica_note (model, note, sizeof note);
-  if (note[0])
-    g_string_append_printf (s, " · %d processes, %s", pp_timeline_model_n_processes (model), note);
+  /* a job of replicas: the timeline folds them; these figures are one
+   * replica's (info's spread over replicas is not repeated here) */
+  if (pp_timeline_model_n_replicas (model) > 1)
+    g_string_append_printf (s, " · %d processes, %d a pipeline rank, folded in the timeline; these figures: "
+                            "replica dp %d's", pp_timeline_model_n_processes (model),
+                            pp_timeline_model_n_replicas (model), pp_timeline_model_shown_dp (model));
 
   if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->summary)), s->str) != 0)
     gtk_label_set_text (GTK_LABEL (self->summary), s->str);

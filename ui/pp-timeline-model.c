@@ -6,13 +6,13 @@
  * const and never sort.
  *
  * A job whose pipeline ranks each run in several processes (replicas:
- * PROCESS frames, trace format 1.4) would draw two replicas' blocks on one
- * row.  Until rows fold their replicas, a row shows one process, the
- * lowest place of its rank (dp first, then tp, cp, ep): the items of the
- * others are left out of the model (the trace and its exports keep them),
- * so every number computed over the model is that replica's.  A lower
- * place that comes after another was shown replaces it (its spans and
- * memory go; a step marker it gave stays).
+ * PROCESS frames, trace format 1.4): a rank's row holds one process, the
+ * lowest place of its rank (dp first, then tp, cp, ep), and every number
+ * computed over the ranks is that replica's; a lower place that comes
+ * after another was shown replaces it (its spans and memory go; a step
+ * marker it gave stays).  Every placed process's spans are kept besides,
+ * in its own list (procs), for the views that fold or unfold the replicas
+ * (pp-timeline-fold.c builds them as models whose ranks are rows).
  */
 #include "pp-timeline-model-private.h"
 
@@ -50,6 +50,22 @@ typedef struct {
   uint32_t id;
   char    *name;
 } String;
+
+/* One process of a job of replicas: its place and its spans, by start once
+ * settled, on the clock of its own CLOCK_OFFSET frames. */
+typedef struct {
+  PpTraceProcess place;
+  int            placed;           /* its PROCESS frame came */
+  Rank           r;                /* spans, n_spans, n_sorted, offset_ns used */
+} Proc;
+
+/* A view's row: the pipeline rank it belongs to, the process it shows (-1:
+ * folded), its label, and for a folded row one PpTimelineFold a span. */
+typedef struct {
+  int             rank, process, n_folded;
+  char            label[40];
+  PpTimelineFold *fold;
+} Row;
 
 typedef struct {
   int64_t t;
@@ -107,6 +123,20 @@ struct _PpTimelineModel {
   int32_t            n_replicas;         /* processes a pipeline rank has: dp x tp x cp x ep */
   int32_t            mesh_size[PP_TRACE_MESH_DIMS];   /* the largest size each place says */
   uint64_t           hidden_spans;       /* other replicas' spans left out */
+  /* Every placed process's spans, for the views that fold or unfold the
+   * replicas (pp-timeline-fold.c): procs by arrival, proc_at by process id
+   * (-1: none), places the placed ones in mesh order, rebuilt on query. */
+  Proc              *procs;
+  int                n_procs, cap_procs;
+  int32_t           *proc_at;            /* [PP_TRACE_MAX_PROCESSES] */
+  int               *places;
+  int                n_places, places_dirty;
+  /* A view (pp_timeline_model_new_like): what each row is and says */
+  int                is_view;
+  Row               *rows;               /* [cap_ranks] */
+  double            *row_bubbles;        /* [n_ranks]: step_bubbles' answer, when set */
+  int                row_bubble_steps;
+  char               note[160];
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -179,6 +209,16 @@ pp_timeline_model_free (PpTimelineModel *m)
       free (m->ranks[r].plan);
       free (m->raw_plans[r].a);
     }
+  for (int i = 0; i < m->n_procs; i++)
+    free (m->procs[i].r.spans);
+  free (m->procs);
+  free (m->proc_at);
+  free (m->places);
+  if (m->rows != NULL)
+    for (int r = 0; r < m->cap_ranks; r++)
+      free (m->rows[r].fold);
+  free (m->rows);
+  free (m->row_bubbles);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -211,6 +251,14 @@ ensure_rank (PpTimelineModel *m, int r)
       if (np == NULL)
         return -1;
       m->raw_plans = np;
+      if (m->is_view)
+        {
+          Row *rw = realloc (m->rows, (size_t) cap * sizeof *rw);
+          if (rw == NULL)
+            return -1;
+          m->rows = rw;
+          memset (m->rows + m->cap_ranks, 0, (size_t) (cap - m->cap_ranks) * sizeof *rw);
+        }
       memset (m->ranks + m->cap_ranks, 0, (size_t) (cap - m->cap_ranks) * sizeof *nr);
       memset (m->raw_plans + m->cap_ranks, 0, (size_t) (cap - m->cap_ranks) * sizeof *m->raw_plans);
       for (int i = m->cap_ranks; i < cap; i++)
@@ -857,6 +905,160 @@ add_process (PpTimelineModel *m, const PpTraceProcess *p)
   return 1;
 }
 
+/* The entry of process g, made on first sight (its spans may come before
+ * its PROCESS frame); NULL out of memory. */
+static Proc *
+proc_of (PpTimelineModel *m, int32_t g)
+{
+  if (g < 0 || g >= PP_TRACE_MAX_PROCESSES)
+    return NULL;
+  if (m->proc_at == NULL)
+    {
+      if ((m->proc_at = malloc (PP_TRACE_MAX_PROCESSES * sizeof *m->proc_at)) == NULL)
+        return NULL;
+      memset (m->proc_at, 0xff, PP_TRACE_MAX_PROCESSES * sizeof *m->proc_at);   /* -1 */
+    }
+  if (m->proc_at[g] >= 0)
+    return &m->procs[m->proc_at[g]];
+  if (m->n_procs == m->cap_procs)
+    {
+      int cap = m->cap_procs ? 2 * m->cap_procs : 16;
+      Proc *np = realloc (m->procs, (size_t) cap * sizeof *np);
+      if (np == NULL)
+        return NULL;
+      m->procs = np;
+      m->cap_procs = cap;
+    }
+  Proc *p = &m->procs[m->n_procs];
+  memset (p, 0, sizeof *p);
+  p->place.process = g;
+  p->place.rank = -1;
+  p->r.max_end_ns = INT64_MIN;
+  m->proc_at[g] = m->n_procs++;
+  return p;
+}
+
+/* A span of a placed job kept in its process's list too (appended; sorted
+ * at the first query, as a rank's are). */
+static void
+proc_add_span (PpTimelineModel *m, const PpSpan *in, int32_t process)
+{
+  Proc *p = proc_of (m, process);
+  if (p == NULL)
+    return;
+  Rank *rk = &p->r;
+  PpSpan s = *in;
+  s.start_ns = add_ns (s.start_ns, rk->offset_ns);
+  s.end_ns = add_ns (s.end_ns, rk->offset_ns);
+  if (s.end_ns < s.start_ns)
+    s.end_ns = s.start_ns;
+  if (rk->n_spans == rk->cap_spans)
+    {
+      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
+      PpSpan *n = realloc (rk->spans, cap * sizeof *n);
+      if (n == NULL)
+        return;
+      rk->spans = n;
+      rk->cap_spans = cap;
+    }
+  if (rk->n_sorted == rk->n_spans
+      && (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns))
+    rk->n_sorted++;
+  rk->spans[rk->n_spans++] = s;
+}
+
+/* A CLOCK_OFFSET frame of a process moves its spans as a rank's move. */
+static void
+proc_clock_offset (PpTimelineModel *m, int32_t process, int64_t offset)
+{
+  Proc *p = proc_of (m, process);
+  if (p == NULL)
+    return;
+  offset = clamp_ns (offset);
+  int64_t delta = offset - p->r.offset_ns;
+  p->r.offset_ns = offset;
+  for (size_t i = 0; i < p->r.n_spans; i++)
+    {
+      p->r.spans[i].start_ns = add_ns (p->r.spans[i].start_ns, delta);
+      p->r.spans[i].end_ns = add_ns (p->r.spans[i].end_ns, delta);
+    }
+}
+
+static void
+proc_place (PpTimelineModel *m, const PpTraceProcess *pl)
+{
+  Proc *p = pl->rank >= 0 && pl->rank < PP_TRACE_MAX_RANKS ? proc_of (m, pl->process) : NULL;
+  if (p == NULL)
+    return;
+  p->place = *pl;
+  p->placed = 1;
+  m->places_dirty = 1;
+}
+
+static const PpTimelineModel *places_sort_model;   /* qsort has no closure; one thread draws */
+
+static int
+cmp_place (const void *a, const void *b)
+{
+  const PpTraceProcess *x = &places_sort_model->procs[*(const int *) a].place;
+  const PpTraceProcess *y = &places_sort_model->procs[*(const int *) b].place;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d] ? -1 : 1;
+  return (x->process > y->process) - (x->process < y->process);
+}
+
+/* The placed processes in mesh order (pipeline rank, then dp, tp, cp, ep):
+ * a cache rebuilt on the first query after a PROCESS frame. */
+static void
+ensure_places (const PpTimelineModel *cm)
+{
+  PpTimelineModel *m = (PpTimelineModel *) cm;
+  if (!m->places_dirty)
+    return;
+  m->places_dirty = 0;
+  free (m->places);
+  m->n_places = 0;
+  if ((m->places = malloc ((size_t) (m->n_procs + 1) * sizeof *m->places)) == NULL)
+    return;
+  for (int i = 0; i < m->n_procs; i++)
+    if (m->procs[i].placed)
+      m->places[m->n_places++] = i;
+  places_sort_model = m;
+  qsort (m->places, (size_t) m->n_places, sizeof *m->places, cmp_place);
+}
+
+int
+pp_timeline_model_n_places (const PpTimelineModel *m)
+{
+  if (m == NULL)
+    return 0;
+  ensure_places (m);
+  return m->n_places;
+}
+
+const PpTraceProcess *
+pp_timeline_model_place (const PpTimelineModel *m, int i)
+{
+  if (i < 0 || i >= pp_timeline_model_n_places (m))
+    return NULL;
+  return &m->procs[m->places[i]].place;
+}
+
+const PpSpan *
+pp_timeline_model_place_spans (const PpTimelineModel *m, int i, size_t *n)
+{
+  *n = 0;
+  if (i < 0 || i >= pp_timeline_model_n_places (m))
+    return NULL;
+  Rank *rk = &((PpTimelineModel *) m)->procs[m->places[i]].r;
+  settle_rank (rk);   /* a cache, as settle's */
+  *n = rk->n_spans;
+  return rk->spans;
+}
+
 /* The rank an item is of, for is_shown; -1 for items of the run. */
 static int
 item_rank (const PpTraceItem *item)
@@ -877,6 +1079,16 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
+  /* every process's spans are kept for the views over the replicas */
+  if (item->process >= 0 && !m->is_view)
+    {
+      if (item->type == PP_TRACE_ITEM_SPAN)
+        proc_add_span (m, &item->span, item->process);
+      else if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
+        proc_clock_offset (m, item->process, item->clock_offset.offset_ns);
+    }
+  if (item->type == PP_TRACE_ITEM_PROCESS && !m->is_view)
+    proc_place (m, &item->process_info);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
     {
@@ -934,6 +1146,11 @@ pp_timeline_model_rank_label (const PpTimelineModel *m, int r, char *buf, size_t
 {
   const char *host = m != NULL && m->several_hosts && r >= 0 && r < m->n_ranks ? m->ranks[r].host : "";
 
+  if (m != NULL && m->is_view && r >= 0 && r < m->n_ranks && m->rows[r].label[0])
+    {
+      snprintf (buf, size, "%s", m->rows[r].label);
+      return;
+    }
   if (host[0])
     snprintf (buf, size, "%.8s:rank %d", host, r);   /* the label area is narrow; tooltips say more */
   else
@@ -1147,6 +1364,11 @@ pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size
   if (size == 0)
     return;
   buf[0] = '\0';
+  if (m != NULL && m->is_view)
+    {
+      snprintf (buf, size, "%s", m->note);
+      return;
+    }
   if (m == NULL || m->n_replicas <= 1)
     return;
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
@@ -1471,6 +1693,11 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
 
   if (m == NULL)
     return 0;
+  if (m->row_bubbles != NULL)
+    {
+      memcpy (bubble, m->row_bubbles, (size_t) m->n_ranks * sizeof *bubble);
+      return m->row_bubble_steps;
+    }
   for (int r = 0; r < m->n_ranks; r++)
     settle (m, r);   /* one pass a step below takes spans by start */
   for (int r = 0; r < m->n_ranks; r++)
@@ -1635,4 +1862,190 @@ pp_timeline_model_planned_bubble (const PpTimelineModel *m, int rank, int64_t t0
       union_add (&pbusy, rk->plan[k].start_ns, rk->plan[k].end_ns);
   double b = 1.0 - union_total (&pbusy) / (double) (pe - ps);
   return b < 0 ? 0 : b;
+}
+
+/* ---- views (pp-timeline-fold.c builds them) ---- */
+
+PpTimelineModel *
+pp_timeline_model_new_like (const PpTimelineModel *src)
+{
+  PpTimelineModel *v = pp_timeline_model_new ();
+  if (v == NULL)
+    return NULL;
+  v->is_view = 1;
+  if (src == NULL)
+    return v;
+  v->truncated = src->truncated;
+  if (src->has_desc)
+    {
+      v->has_desc = 1;
+      v->desc = src->desc;
+    }
+  if (src->plan_origin_ns != INT64_MIN)
+    v->plan_origin_ns = src->plan_origin_ns;
+  for (size_t i = 0; i < src->n_marks; i++)
+    {
+      see_time (v, src->marks[i].t, src->marks[i].t);
+      push_mark (v, src->marks[i].t, src->marks[i].step);
+    }
+  v->max_marked_step = src->max_marked_step;
+  v->provisional_step = src->provisional_step;
+  for (size_t i = 0; i < src->n_strings; i++)
+    add_string (v, src->strings[i].id, src->strings[i].name);
+  if (src->n_losses > 0 && (v->losses = malloc (src->n_losses * sizeof *v->losses)) != NULL)
+    {
+      memcpy (v->losses, src->losses, src->n_losses * sizeof *v->losses);
+      v->n_losses = src->n_losses;
+      v->n_loss_counters = src->n_loss_counters;
+    }
+  v->dropped = src->dropped;
+  /* the places, without their spans: who a fold's slowest replica is */
+  if (src->n_procs > 0 && src->proc_at != NULL
+      && (v->procs = calloc ((size_t) src->n_procs, sizeof *v->procs)) != NULL
+      && (v->proc_at = malloc (PP_TRACE_MAX_PROCESSES * sizeof *v->proc_at)) != NULL)
+    {
+      memcpy (v->proc_at, src->proc_at, PP_TRACE_MAX_PROCESSES * sizeof *v->proc_at);
+      for (int i = 0; i < src->n_procs; i++)
+        {
+          v->procs[i].place = src->procs[i].place;
+          v->procs[i].placed = src->procs[i].placed;
+          v->procs[i].r.max_end_ns = INT64_MIN;
+        }
+      v->n_procs = v->cap_procs = src->n_procs;
+      v->places_dirty = 1;
+    }
+  v->n_processes = src->n_processes;
+  v->n_replicas = src->n_replicas;
+  memcpy (v->mesh_size, src->mesh_size, sizeof v->mesh_size);
+  return v;
+}
+
+int
+pp_timeline_model_view_add_row (PpTimelineModel *v, const PpTimelineModel *src, int rank,
+                                int process, int n_folded, const char *label, int with_plan)
+{
+  int row = v->n_ranks;
+  if (!v->is_view || ensure_rank (v, row) != 0)
+    return -1;
+  Row *rw = &v->rows[row];
+  rw->rank = rank;
+  rw->process = process;
+  rw->n_folded = n_folded;
+  snprintf (rw->label, sizeof rw->label, "%s", label ? label : "");
+  Rank *rk = &v->ranks[row];
+  if (process >= 0 && src->proc_at != NULL && src->proc_at[process] >= 0)
+    snprintf (rk->host, sizeof rk->host, "%s", src->procs[src->proc_at[process]].place.host);
+  else if (rank >= 0 && rank < src->n_ranks)
+    snprintf (rk->host, sizeof rk->host, "%s", src->ranks[rank].host);
+  if (rank >= 0 && rank < src->n_ranks)
+    {
+      rk->lost_ns = src->ranks[rank].lost_ns;
+      rk->peak_activation = src->ranks[rank].peak_activation;
+      rk->peak_inflight = src->ranks[rank].peak_inflight;
+      if (with_plan && src->raw_plans[rank].n > 0
+          && (v->raw_plans[row].a = malloc (src->raw_plans[rank].n * sizeof *v->raw_plans[row].a)) != NULL)
+        {
+          memcpy (v->raw_plans[row].a, src->raw_plans[rank].a,
+                  src->raw_plans[rank].n * sizeof *v->raw_plans[row].a);
+          v->raw_plans[row].n = src->raw_plans[rank].n;
+          v->raw_plans[row].timed = src->raw_plans[rank].timed;
+          v->n_plan_items++;
+          if (place_plan (v, row) == 0)
+            widen_plan_extent (v, row);
+        }
+    }
+  return row;
+}
+
+int
+pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spans, size_t n,
+                                  const PpTimelineFold *fold)
+{
+  if (!v->is_view || row < 0 || row >= v->n_ranks)
+    return -1;
+  Rank *rk = &v->ranks[row];
+  size_t before = rk->n_spans;
+  for (size_t i = 0; i < n; i++)
+    {
+      PpSpan s = spans[i];
+      s.rank = row;
+      add_span (v, &s);
+    }
+  if (rk->n_spans != before + n)
+    return -1;
+  if (fold != NULL && n > 0)
+    {
+      Row *rw = &v->rows[row];
+      PpTimelineFold *f = realloc (rw->fold, (before + n) * sizeof *f);
+      if (f == NULL)
+        return -1;
+      memcpy (f + before, fold, n * sizeof *f);
+      rw->fold = f;
+    }
+  return 0;
+}
+
+void
+pp_timeline_model_view_set_note (PpTimelineModel *v, const char *note)
+{
+  if (v != NULL && v->is_view)
+    snprintf (v->note, sizeof v->note, "%s", note);
+}
+
+int
+pp_timeline_model_is_view (const PpTimelineModel *m)
+{
+  return m != NULL && m->is_view;
+}
+
+int
+pp_timeline_model_row_rank (const PpTimelineModel *m, int row)
+{
+  if (m == NULL || row < 0 || row >= m->n_ranks)
+    return -1;
+  return m->is_view ? m->rows[row].rank : row;
+}
+
+int
+pp_timeline_model_row_process (const PpTimelineModel *m, int row)
+{
+  return m != NULL && m->is_view && row >= 0 && row < m->n_ranks ? m->rows[row].process : -1;
+}
+
+int
+pp_timeline_model_row_folded (const PpTimelineModel *m, int row)
+{
+  return m != NULL && m->is_view && row >= 0 && row < m->n_ranks ? m->rows[row].n_folded : 0;
+}
+
+const PpTimelineFold *
+pp_timeline_model_fold (const PpTimelineModel *m, int row, long index)
+{
+  if (m == NULL || !m->is_view || row < 0 || row >= m->n_ranks || m->rows[row].fold == NULL
+      || index < 0 || (size_t) index >= m->ranks[row].n_spans)
+    return NULL;
+  settle (m, row);   /* spans came sorted: nothing moves, the folds stay beside them */
+  return &m->rows[row].fold[index];
+}
+
+const PpTraceProcess *
+pp_timeline_model_process_place (const PpTimelineModel *m, int32_t process)
+{
+  if (m == NULL || m->proc_at == NULL || process < 0 || process >= PP_TRACE_MAX_PROCESSES
+      || m->proc_at[process] < 0 || !m->procs[m->proc_at[process]].placed)
+    return NULL;
+  return &m->procs[m->proc_at[process]].place;
+}
+
+void
+pp_timeline_model_view_set_bubbles (PpTimelineModel *v, const double *by_rank, int n_steps)
+{
+  if (v == NULL || !v->is_view || v->n_ranks == 0)
+    return;
+  free (v->row_bubbles);
+  if ((v->row_bubbles = malloc ((size_t) v->n_ranks * sizeof *v->row_bubbles)) == NULL)
+    return;
+  for (int r = 0; r < v->n_ranks; r++)
+    v->row_bubbles[r] = by_rank[v->rows[r].rank];
+  v->row_bubble_steps = n_steps;
 }

@@ -98,13 +98,14 @@ long             pp_timeline_description_number (const PpTraceDescription *d, co
 int              pp_timeline_description_is_pytorch (const PpTraceDescription *d);
 int              pp_timeline_model_n_ranks (const PpTimelineModel *m);
 /* A job whose pipeline ranks each run in several processes (PROCESS
- * frames, trace format 1.4): a row shows one of them, its rank's lowest
- * place (dp, then tp, cp, ep), and every other replica's items are left out
- * of the model, so every number computed over it is that replica's.
+ * frames, trace format 1.4): a rank's spans here are one of them, its
+ * lowest place (dp, then tp, cp, ep), and every number computed over the
+ * ranks is that replica's; every process's spans are kept besides (the
+ * places below) for the views that fold them (pp-timeline-fold.h).
  * n_processes: the processes placed (0: a trace without places, one
  * process a rank); n_replicas: the data-parallel size (1 without);
- * shown_dp: the dp the rows show; n_hidden_spans: the other replicas'
- * spans left out.  replica_note: "replica dp 0 of 2 shown", or "" when
+ * shown_dp: the dp the ranks hold; n_hidden_spans: the other replicas'
+ * spans, which the ranks leave out (the places keep them).  replica_note: "replica dp 0 of 2 shown", or "" when
  * the trace has one replica, for a header. */
 int              pp_timeline_model_n_processes (const PpTimelineModel *m);
 int              pp_timeline_model_n_replicas (const PpTimelineModel *m);
@@ -117,6 +118,35 @@ void             pp_timeline_model_replica_note (const PpTimelineModel *m, char 
 void             pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
                                                   const int32_t size[PP_TRACE_MESH_DIMS], char *buf,
                                                   size_t bufsize);
+/* Every placed process's spans are kept too, whatever the rows show: the
+ * views of pp-timeline-fold.h fold or unfold them.  Places in mesh order
+ * (pipeline rank, then dp, tp, cp, ep), i in [0, n_places); the spans by
+ * start, valid until the next add.  process_place: the place of global
+ * rank process, NULL if none came. */
+int                   pp_timeline_model_n_places (const PpTimelineModel *m);
+const PpTraceProcess *pp_timeline_model_place (const PpTimelineModel *m, int i);
+const PpSpan         *pp_timeline_model_place_spans (const PpTimelineModel *m, int i, size_t *n);
+const PpTraceProcess *pp_timeline_model_process_place (const PpTimelineModel *m, int32_t process);
+
+/* A view's rows (pp-timeline-fold.h): a model whose "ranks" are rows.  A
+ * row shows a pipeline rank folded over its replicas (row_folded: how
+ * many; row_process -1) or one process (row_process: its global rank).
+ * For a model that is no view, a row is its rank: row_rank(r) = r,
+ * row_process -1, row_folded 0. */
+typedef struct {
+  int64_t latest_end_ns;     /* the end of the replica that ended last */
+  int64_t earliest_start_ns; /* the start of the replica that started first */
+  int32_t slowest_process;   /* its global rank */
+  int32_t slowest_dp;        /* and its replica */
+  int32_t n;                 /* replicas that ran the block */
+} PpTimelineFold;
+int                   pp_timeline_model_is_view (const PpTimelineModel *m);
+int                   pp_timeline_model_row_rank (const PpTimelineModel *m, int row);
+int                   pp_timeline_model_row_process (const PpTimelineModel *m, int row);
+int                   pp_timeline_model_row_folded (const PpTimelineModel *m, int row);
+/* A folded block's spread (NULL for a row that is not folded). */
+const PpTimelineFold *pp_timeline_model_fold (const PpTimelineModel *m, int row, long index);
+
 /* The run's time zero: its earliest span or plan start (a plan is placed
  * at the description's start_monotonic_ns, the run's start).  Every time a
  * user reads counts from here: the ruler, the tooltips, render, info and

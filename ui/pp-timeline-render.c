@@ -24,6 +24,7 @@
 #define SPAN_MIN_PX     1.5    /* narrower spans are aggregated per column */
 #define KERNEL_BLOCK_PX 80.0   /* kernels show under blocks at least this wide */
 #define LABEL_W         100.0  /* rank labels, left of the plot: "CPU rank 12", "nodeB:rank 3" */
+#define LABEL_W_VIEW    150.0  /* a view's rows say more: "CPU rank 12 ×128", "rank 3 dp 17 tp 1" */
 #define RIGHT_MARGIN    14.0
 #define HEADER_H        48.0
 #define RULER_H         30.0
@@ -191,7 +192,8 @@ void
 pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelineLayout *out)
 {
   int n = pp_timeline_model_n_ranks (m);
-  double label_w = v->width >= 320 ? LABEL_W : floor (v->width * 0.2);
+  double label_w = v->width >= 320 ? (pp_timeline_model_is_view (m) ? LABEL_W_VIEW : LABEL_W)
+                                    : floor (v->width * 0.2);
   double y = 0, avail, inner, gap;
 
   if (n < 1)
@@ -930,6 +932,7 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
 }
 
 static cairo_pattern_t *hatch_pattern (const Theme *th);
+static int folded_rows (const PpTimelineModel *m);
 
 /* The legend: what each mark means, drawn as the rows draw it (the
  * bubble's hatch from the same pattern, the thin lane's marks thin, the
@@ -1028,6 +1031,15 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
           cairo_fill (cr);
         }
       x = legend_item (c, cr, x, y, "step length: median to 2x (bars: work by kind a step)");
+    }
+  if (x + 200 < c->v->width && folded_rows (c->m))
+    {
+      /* drawn as the rows draw it (draw_whiskers) */
+      set_rgba (cr, c->th.fg, 0.8);
+      cairo_rectangle (cr, x, y + 8, 10, 1.5);
+      cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
+      cairo_fill (cr);
+      x = legend_item (c, cr, x, y, "replicas folded: median, mark to the latest end");
     }
   if (x + 120 < c->v->width)
     {
@@ -1664,6 +1676,53 @@ draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
   return w1 > w0 ? fmax (0, 1.0 - busy / (double) (w1 - w0)) : -1;
 }
 
+/* Whether some row folds replicas (the legend then says what its mark is). */
+static int
+folded_rows (const PpTimelineModel *m)
+{
+  for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
+    if (pp_timeline_model_row_folded (m, r) > 1)
+      return 1;
+  return 0;
+}
+
+/* A folded row's blocks are the replicas' median; a thin line from a
+ * block's end to the latest replica's end, with a tick there, shows a
+ * straggler at a glance.  Marks under a pixel are left out. */
+static void
+draw_whiskers (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+  size_t n = pp_timeline_model_n_spans (c->m, r);
+  double by, bh;
+
+  if (pp_timeline_model_row_folded (c->m, r) < 2)
+    return;
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  cairo_save (cr);
+  cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
+  cairo_clip (cr);
+  set_rgba (cr, c->th.fg, 0.8);
+  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
+       i < n && sp[i].start_ns < v->t1_ns; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+      if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
+          || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK)
+        continue;
+      double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
+      if (xb - xa < 1)
+        continue;
+      double y = round (by + bh * 0.75);
+      cairo_rectangle (cr, xa, y, xb - xa, 1.5);
+      cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, 1.5, bh * 0.55);
+    }
+  cairo_fill (cr);
+  cairo_restore (cr);
+}
+
 /* Draws rank r; returns its idle share of the visible part of the run (-1
  * if none of the run is visible). */
 static double
@@ -1772,6 +1831,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   draw_boxes (c, cr, r, LANE_BLOCK, 0);
   draw_boxes (c, cr, r, LANE_THIN, 0);
   draw_boxes (c, cr, r, LANE_KERNEL, 0);
+  draw_whiskers (c, cr, r);
 
   /* The plan lane: the same colors, see-through. */
   if (v->show_plan && l->plan_h >= 2)

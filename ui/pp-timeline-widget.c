@@ -7,6 +7,7 @@
  * go through pp_timeline_hit, live following reads only the model's extent.
  */
 #include "pp-timeline-widget.h"
+#include "pp-timeline-fold.h"
 #include "pp-timeline-details.h"
 #include "pp-why.h"
 
@@ -24,7 +25,11 @@ struct _PpTimelineWidget
 {
   GtkWidget        parent_instance;
 
-  PpTimelineModel *model;             /* borrowed */
+  PpTimelineModel *model;             /* what is drawn: source, or view for a job of replicas */
+  PpTimelineModel *source;            /* borrowed: the caller's */
+  PpTimelineModel *view_model;        /* owned: source's rows folded or unfolded */
+  int              replica;           /* -1 fold, -2 all, N replica dp N */
+  GByteArray      *unfolded;          /* fold: a byte a rank, 1 unfolded */
   PpTimelineView   view;              /* t0/t1, show_plan, hover, selection */
   gboolean         range_valid;       /* t0/t1 were set from data or by a caller */
   gboolean         live;
@@ -67,6 +72,7 @@ enum {
   SIGNAL_SPAN_SELECTED,
   SIGNAL_RANGE_CHANGED,
   SIGNAL_RANGE_MEASURED,
+  SIGNAL_ROWS_CHANGED,
   N_SIGNALS
 };
 
@@ -311,14 +317,108 @@ select_span (PpTimelineWidget *self, int rank, long index)
   g_signal_emit (self, signals[SIGNAL_SPAN_SELECTED], 0, rank, (glong) index);
 }
 
+/* What is drawn: the source itself, or for a job of replicas a view of it
+ * (pp-timeline-fold.h) as the user chose. */
+static void
+rebuild_view (PpTimelineWidget *self)
+{
+  g_clear_pointer (&self->view_model, pp_timeline_model_free);
+  if (self->source != NULL && pp_timeline_model_has_replicas (self->source))
+    {
+      PpTimelineReplicas how = { .replica = self->replica >= 0 ? self->replica : -1,
+                                 .all = self->replica == -2,
+                                 .unfolded = self->unfolded ? self->unfolded->data : NULL,
+                                 .n_unfolded = self->unfolded ? (int) self->unfolded->len : 0 };
+      if (how.replica >= pp_timeline_model_dp_size (self->source))
+        how.replica = -1;
+      self->view_model = pp_timeline_view_new (self->source, &how);
+    }
+  self->model = self->view_model != NULL ? self->view_model : self->source;
+}
+
+/* The rows changed under the selection: it and the hover go. */
+static void
+rows_changed (PpTimelineWidget *self)
+{
+  rebuild_view (self);
+  g_clear_pointer (&self->schedule, pp_schedule_free);
+  self->schedule_tried = FALSE;
+  clear_hover_and_selection (self);
+  self->model_dirty = TRUE;
+  gtk_widget_queue_resize (GTK_WIDGET (self));
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SIGNAL_ROWS_CHANGED], 0);
+}
+
+void
+pp_timeline_widget_set_replicas (PpTimelineWidget *self, int replica)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (self->unfolded != NULL)
+    g_byte_array_set_size (self->unfolded, 0);
+  self->replica = replica < -2 ? -1 : replica;
+  rows_changed (self);
+}
+
+int
+pp_timeline_widget_get_replicas (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), -1);
+  return self->replica;
+}
+
+gboolean
+pp_timeline_widget_has_replicas (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), FALSE);
+  return self->view_model != NULL;
+}
+
+void
+pp_timeline_widget_toggle_rank (PpTimelineWidget *self, int rank)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (self->view_model == NULL || rank < 0 || rank >= pp_timeline_model_n_ranks (self->source))
+    return;
+  /* from all or one replica, a click folds every other rank back */
+  if (self->replica != -1)
+    {
+      int was_all = self->replica == -2;
+      pp_timeline_widget_set_replicas (self, -1);
+      if (was_all)
+        {
+          g_byte_array_set_size (self->unfolded, (guint) pp_timeline_model_n_ranks (self->source));
+          memset (self->unfolded->data, 1, self->unfolded->len);
+        }
+    }
+  if (self->unfolded->len <= (guint) rank)
+    {
+      guint old = self->unfolded->len;
+      g_byte_array_set_size (self->unfolded, (guint) rank + 1);
+      memset (self->unfolded->data + old, 0, (guint) rank + 1 - old);
+    }
+  self->unfolded->data[rank] = !self->unfolded->data[rank];
+  rows_changed (self);
+}
+
+int
+pp_timeline_widget_n_rows (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), 0);
+  return self->model != NULL ? pp_timeline_model_n_ranks (self->model) : 0;
+}
+
 void
 pp_timeline_widget_set_model (PpTimelineWidget *self, PpTimelineModel *model)
 {
   g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
 
-  if (self->model == model)
+  if (self->source == model)
     return;
-  self->model = model;
+  self->source = model;
+  if (self->unfolded != NULL)
+    g_byte_array_set_size (self->unfolded, 0);
+  rebuild_view (self);
   clear_hover_and_selection (self);
   g_clear_pointer (&self->schedule, pp_schedule_free);
   self->schedule_tried = FALSE;
@@ -335,6 +435,13 @@ PpTimelineModel *
 pp_timeline_widget_get_model (PpTimelineWidget *self)
 {
   g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), NULL);
+  return self->source;
+}
+
+PpTimelineModel *
+pp_timeline_widget_get_drawn_model (PpTimelineWidget *self)
+{
+  g_return_val_if_fail (PP_IS_TIMELINE_WIDGET (self), NULL);
   return self->model;
 }
 
@@ -343,6 +450,9 @@ pp_timeline_widget_model_changed (PpTimelineWidget *self)
 {
   g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
 
+  /* a job of replicas: the rows are built again from what came */
+  if (self->view_model != NULL || pp_timeline_model_has_replicas (self->source))
+    rebuild_view (self);
   /* Span indices may have shifted (sorted inserts): a stale hover would
    * highlight the wrong block until the pointer moves. */
   self->view.hover_rank = -1;
@@ -685,6 +795,17 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
             }
         }
     }
+  /* a folded block: the replicas' median; who ended last, where, how late */
+  const PpTimelineFold *f = pp_timeline_model_fold (m, rank, index);
+  if (f != NULL && f->n > 1)
+    {
+      const PpTraceProcess *p = pp_timeline_model_process_place (m, f->slowest_process);
+      g_string_append_printf (t, "\nthe median of %d replicas; the slowest, dp %d (process %d%s%s), ends ",
+                              f->n, f->slowest_dp, f->slowest_process, p && p->host[0] ? " on " : "",
+                              p && p->host[0] ? p->host : "");
+      append_ms (t, (double) (f->latest_end_ns - s->end_ns));
+      g_string_append (t, " after the median end");
+    }
   return g_string_free (t, FALSE);
 }
 
@@ -991,7 +1112,20 @@ on_click_released (GtkGestureClick *g, int n_press, double x, double y, PpTimeli
       self->measuring = FALSE;
       return;
     }
-  current_view (self, &v, NULL);
+  {
+    /* a click on a row's label folds or unfolds its pipeline rank */
+    PpTimelineLayout l;
+    current_view (self, &v, &l);
+    if (self->view_model != NULL && x < l.x0 && y >= l.rows_y && l.row_h > 0)
+      {
+        int row = (int) ((y - l.rows_y) / l.row_h);
+        if (row < pp_timeline_model_n_ranks (self->model))
+          {
+            pp_timeline_widget_toggle_rank (self, pp_timeline_model_row_rank (self->model, row));
+            return;
+          }
+      }
+  }
   if (pp_timeline_hit (self->model, &v, x, y, &hit) && !hit.planned && hit.index >= 0)
     {
       rank = hit.rank;
@@ -1110,6 +1244,9 @@ pp_timeline_widget_set_property (GObject *object, guint prop_id, const GValue *v
 static void
 pp_timeline_widget_dispose (GObject *object)
 {
+  g_clear_pointer (&PP_TIMELINE_WIDGET (object)->view_model, pp_timeline_model_free);
+  g_clear_pointer (&PP_TIMELINE_WIDGET (object)->unfolded, g_byte_array_unref);
+  PP_TIMELINE_WIDGET (object)->source = NULL;
   PpTimelineWidget *self = PP_TIMELINE_WIDGET (object);
 
   self->model = NULL;
@@ -1150,6 +1287,8 @@ pp_timeline_widget_class_init (PpTimelineWidgetClass *klass)
   signals[SIGNAL_RANGE_MEASURED] =
     g_signal_new ("range-measured", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  signals[SIGNAL_ROWS_CHANGED] = g_signal_new ("rows-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                               0, NULL, NULL, NULL, G_TYPE_NONE, 0);
   signals[SIGNAL_RANGE_CHANGED] =
     g_signal_new ("range-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 0);
@@ -1161,6 +1300,8 @@ pp_timeline_widget_class_init (PpTimelineWidgetClass *klass)
 static void
 pp_timeline_widget_init (PpTimelineWidget *self)
 {
+  self->replica = -1;
+  self->unfolded = g_byte_array_new ();
   GtkWidget *widget = GTK_WIDGET (self);
   GtkEventController *c;
   GtkGesture *g;

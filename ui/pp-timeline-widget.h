@@ -24,6 +24,9 @@ GtkWidget *pp_timeline_widget_new (void);
  * set_model (NULL) before freeing it). */
 void       pp_timeline_widget_set_model (PpTimelineWidget *self, PpTimelineModel *model);
 PpTimelineModel *pp_timeline_widget_get_model (PpTimelineWidget *self);
+/* What is drawn: the model, or for a job of replicas its view (owned by
+ * the widget, valid until the rows or the model change). */
+PpTimelineModel *pp_timeline_widget_get_drawn_model (PpTimelineWidget *self);
 
 /* New data arrived in the model: redraw (coalesced to the frame clock), and
  * follow the newest events if live and the user has not moved away. */
@@ -61,10 +64,23 @@ void       pp_timeline_widget_zoom_to_measured (PpTimelineWidget *self);
  * FALSE with a one-line error for text it cannot read (the filter stays). */
 gboolean   pp_timeline_widget_set_filter_text (PpTimelineWidget *self, const char *text, GError **error);
 
+/* A job of replicas (pp-timeline-fold.h): the rows fold each pipeline
+ * rank's processes by default.  set_replicas: -1 fold, -2 all (a row a
+ * process), N replica dp N alone; it folds every rank back.  toggle_rank:
+ * what a click on a row's label does, unfold that rank into a row a
+ * process or fold it again.  has_replicas: whether the rows are such a
+ * view; n_rows: the rows drawn. */
+void       pp_timeline_widget_set_replicas (PpTimelineWidget *self, int replica);
+int        pp_timeline_widget_get_replicas (PpTimelineWidget *self);
+gboolean   pp_timeline_widget_has_replicas (PpTimelineWidget *self);
+void       pp_timeline_widget_toggle_rank (PpTimelineWidget *self, int rank);
+int        pp_timeline_widget_n_rows (PpTimelineWidget *self);
+
 /* Properties: "show-plan" (gboolean), "live" (gboolean).
  * Signals: "span-selected" (int rank, long index: -1 when cleared),
  *          "range-changed" (the visible range moved),
- *          "range-measured" (the measured range changed or was cleared). */
+ *          "range-measured" (the measured range changed or was cleared),
+ *          "rows-changed" (a job of replicas folded or unfolded). */
 void       pp_timeline_widget_set_show_plan (PpTimelineWidget *self, gboolean show);
 gboolean   pp_timeline_widget_get_show_plan (PpTimelineWidget *self);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 
@@ -33,6 +34,10 @@ render_usage (FILE *out)
          "                        at 96 dpi (1123x794, 1056x816), and a PDF that size\n"
          "      --plan            draw the plan lane under each rank\n"
          "      --dark            dark palette\n"
+         "      --replicas fold|all|N  a job of replicas (data-parallel, tensor ranks):\n"
+         "                        fold (default) a row a pipeline rank, its blocks the\n"
+         "                        replicas' median with a mark to the latest end; all\n"
+         "                        a row a process; N replica dp N alone\n"
          "\n"
          "A PDF page is the image's pixel size at 96 dpi (1600 px wide: 1200 pt);\n"
          "an SVG's text stays text.\n", out);
@@ -86,7 +91,7 @@ parse_size (const char *s, const char *what, double *out)
 int
 pp_cli_render (int argc, char **argv)
 {
-  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK, OPT_PAPER };
+  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK, OPT_PAPER, OPT_REPLICAS };
   static const struct option options[] = {
     { "output", required_argument, NULL, 'o' },
     { "width", required_argument, NULL, 'W' },
@@ -97,6 +102,7 @@ pp_cli_render (int argc, char **argv)
     { "plan", no_argument, NULL, OPT_PLAN },
     { "dark", no_argument, NULL, OPT_DARK },
     { "paper", required_argument, NULL, OPT_PAPER },
+    { "replicas", required_argument, NULL, OPT_REPLICAS },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -107,6 +113,7 @@ pp_cli_render (int argc, char **argv)
   PpError err = { 0 };
   PpTimelineModel *m;
   PpTimelineView v;
+  PpTimelineReplicas replicas = { .replica = -1 };
 
   opterr = 0;
   optind = 1;
@@ -119,6 +126,10 @@ pp_cli_render (int argc, char **argv)
           return 0;
         case 'o':
           out = optarg;
+          break;
+        case OPT_REPLICAS:
+          if (pp_timeline_replicas_parse (optarg, &replicas, &err) != PP_OK)
+            return pp_cli_usage_error ("%s", err.msg);
           break;
         case 'W':
           if (parse_size (optarg, "width", &width) != 0)
@@ -199,15 +210,32 @@ pp_cli_render (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot read trace");
       return 1;
     }
-  {
-    /* a row per pipeline rank shows one replica (the model's choice):
-     * the picture and its header's numbers are that replica's */
-    char note[160];
-    pp_timeline_model_replica_note (m, note, sizeof note);
-    if (note[0])
-      fprintf (stderr, "pipescope-cli: render: %s (each pipeline rank's lowest dp); its bubble is "
-               "the header's; every process's spans stay in the trace\n", note);
-  }
+  if (!pp_timeline_model_has_replicas (m) && replicas.replica > 0)
+    {
+      pp_timeline_model_free (m);
+      return pp_cli_usage_error ("--replicas %d: %s has one process a pipeline rank (replica dp 0)",
+                                 replicas.replica, path);
+    }
+  if (pp_timeline_model_has_replicas (m))
+    {
+      /* the rows: folded, unfolded or one replica (pp-timeline-fold.h) */
+      int D = pp_timeline_model_dp_size (m);
+      if (replicas.replica >= D)
+        {
+          pp_timeline_model_free (m);
+          return pp_cli_usage_error ("--replicas %d: the job has replicas dp 0 to %d", replicas.replica, D - 1);
+        }
+      PpTimelineModel *view = pp_timeline_view_new (m, &replicas);
+      pp_timeline_model_free (m);
+      if ((m = view) == NULL)
+        {
+          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          return 1;
+        }
+      char note[160];
+      pp_timeline_model_replica_note (m, note, sizeof note);
+      fprintf (stderr, "pipescope-cli: render: %s; --replicas fold|all|N chooses the rows\n", note);
+    }
   if (height <= 0)
     {
       int n = pp_timeline_model_n_ranks (m);

@@ -17,6 +17,7 @@
 #include "cli-common.h"
 #include "cli-output.h"
 #include "cli-plan.h"
+#include "cli-replicas.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
@@ -1017,14 +1018,18 @@ print_shown_replica (const Trace *t)
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
     if (shown[d] == INT32_MAX)
       shown[d] = 0;
-  char note[160];
-  pp_timeline_replica_note_format (shown, size, note, sizeof note);
-  printf ("%s%s: the bubble, step times and idle below are its (each pipeline rank's lowest dp, "
-          "then tp), idle by cause is over the %d replicas; %zu of the %zu spans, every process's in "
-          "the exports\n",
-          note[0] ? note : "one process a rank shown",
+  /* the timeline folds the replicas; the bubble below is one replica's,
+   * idle by cause the median replica's */
+  int64_t per = 1;
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    per *= size[d];
+  printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
+          "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
+          "lowest place), idle by cause is over the %d replicas, the spread over replicas after "
+          "them; %zu of the %zu spans, every process's in the exports\n",
+          (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
           t->n_unplaced > 0 ? " (place not read from the job: replicas numbered by global rank)" : "",
-          t->n_replicas, t->n_spans, t->n_all_spans);
+          shown[PP_TRACE_MESH_DP], t->n_replicas, t->n_spans, t->n_all_spans);
 }
 
 static int
@@ -1413,6 +1418,7 @@ pp_cli_info (int argc, char **argv)
       }
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_step_time_and_loss (&t);
       print_collectives (&t);
       /* where the spans lie, from the run's start as the app counts */

@@ -324,6 +324,9 @@ pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, 
       return FALSE;
     }
   PpTimelineModel *m = pp_recording_get_model (run);
+  /* a job of replicas: the rows as the timeline shows them (folded or not) */
+  if (pp_timeline_widget_get_model (self->timeline[0]) == m)
+    m = pp_timeline_widget_get_drawn_model (self->timeline[0]);
   PpTimelineView v;
   if (as_shown)
     {

@@ -9,7 +9,11 @@
  * and leaves it open.
  * `--self-test=open FILE...` waits for the files to open (torch.profiler
  * traces of a job's ranks imported together: one run) and says what the
- * runs hold. */
+ * runs hold.
+ * `--self-test=replicas FILE` opens a job of replicas (P x D) and checks the
+ * rows: folded (P), one rank unfolded as a label click does (P - 1 + D),
+ * all (Ctrl+U: P x D), one replica from the switch (P), folded again; with
+ * PIPESCOPE_SELF_TEST_SHOTS=DIR it saves each as DIR/replicas-*.png. */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include "pp-registry.h"
+#include "pp-timeline-fold.h"
 
 #define STEP_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
@@ -662,6 +667,84 @@ tick_open (struct PpSelfTest *t)
   return TRUE;
 }
 
+/* replicas: the rows of a job of replicas, each view in turn */
+static gboolean
+replicas_shot (struct PpSelfTest *t, const char *name)
+{
+  const char *dir = g_getenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  g_autoptr (GError) error = NULL;
+  if (dir == NULL || !*dir)
+    return TRUE;
+  g_autofree char *path = g_strdup_printf ("%s/replicas-%s.png", dir, name);
+  if (!pp_window_save_screenshot (t->win, path, TRUE, 1600, 900, &error))
+    {
+      g_autofree char *why = g_strdup_printf ("screenshot %s: %s", path, error->message);
+      fail (t, why);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+tick_replicas (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpTimelineWidget *tl = w->timeline[0];
+  PpRecording *r0 = run_at (w, 0);
+  PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
+  if (m == NULL || pp_timeline_model_n_spans_total (m) == 0 || !pp_timeline_widget_has_replicas (tl))
+    return FALSE;
+  int P = pp_timeline_model_n_ranks (m), D = pp_timeline_model_dp_size (m);
+  struct { const char *name; int rows; } want[] = {
+    { "folded", P }, { "rank-1-unfolded", P - 1 + D }, { "all", P * D }, { "replica-1", P }, { "folded-again", P },
+  };
+  /* each step: what the user does, then the rows it must give */
+  switch (t->step)
+    {
+    case 0:   /* as opened: folded, and the switch says so */
+      if (gtk_drop_down_get_selected (w->replicas_switch) != 0
+          || !gtk_widget_get_visible (GTK_WIDGET (w->replicas_switch)))
+        {
+          fail (t, "the replicas switch is not shown on Fold");
+          return TRUE;
+        }
+      break;
+    case 1:   /* what a click on rank 1's label does */
+      pp_timeline_widget_toggle_rank (tl, 1);
+      break;
+    case 2:   /* Ctrl+U */
+      g_action_group_activate_action (G_ACTION_GROUP (w), "unfold-replicas", NULL);
+      if (gtk_drop_down_get_selected (w->replicas_switch) != 1)
+        {
+          fail (t, "Ctrl+U did not set the switch to a row a process");
+          return TRUE;
+        }
+      break;
+    case 3:   /* the switch: Replica 1 */
+      gtk_drop_down_set_selected (w->replicas_switch, 3);
+      break;
+    case 4:   /* the switch: Fold */
+      gtk_drop_down_set_selected (w->replicas_switch, 0);
+      break;
+    default:
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  int rows = pp_timeline_widget_n_rows (tl);
+  say ("replicas %s: %d rows (P %d, D %d)", want[t->step].name, rows, P, D);
+  if (rows != want[t->step].rows)
+    {
+      g_autofree char *why = g_strdup_printf ("%s: %d rows, not %d", want[t->step].name, rows, want[t->step].rows);
+      fail (t, why);
+      return TRUE;
+    }
+  if (!replicas_shot (t, want[t->step].name))
+    return TRUE;
+  t->step++;
+  return FALSE;
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -681,6 +764,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
                     : strcmp (t->mode, "open") == 0 ? tick_open (t)
+                    : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {

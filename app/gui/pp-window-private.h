@@ -45,6 +45,8 @@ struct _PpWindow
   PpMemoryChart    *memory;
   PpWhatifPanel    *whatif;
   PpWhyPanel       *why;
+  GtkDropDown      *replicas_switch; /* a job of replicas: Fold, All, Replica 0.. */
+  int               replicas_dp;     /* the replicas it lists (0: hidden) */
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
   GtkWidget        *path_overlay;
   /* find and filter; the details of the selected block or measured range */

@@ -1,6 +1,7 @@
 /* pp-window.c — the window: run controls with validation before the run,
  * the session's runs, one or two timelines sharing a time scale, panels. */
 #include "pp-window-private.h"
+#include "pp-timeline-fold.h"
 
 #include "pp-application.h"
 #include "pp-import-open.h"
@@ -219,6 +220,59 @@ pp_window_controls_from_run (PpWindow *self, PpRecording *run)
     }
 }
 
+/* The replicas switch: shown for a job of replicas, listing Fold, All and
+ * each replica; it follows the upper timeline (a label click, Ctrl+U). */
+static void
+update_replicas_switch (PpWindow *self)
+{
+  PpTimelineWidget *t = self->timeline[0];
+  PpTimelineModel *m = pp_timeline_widget_get_model (t);
+  int D = pp_timeline_widget_has_replicas (t) ? pp_timeline_model_dp_size (m) : 0;
+  if (D != self->replicas_dp)
+    {
+      GtkStringList *items = gtk_string_list_new (NULL);
+      gtk_string_list_append (items, "Fold replicas");
+      gtk_string_list_append (items, "A row a process");
+      for (int dp = 0; dp < D; dp++)
+        {
+          char name[32];
+          g_snprintf (name, sizeof name, "Replica %d", dp);
+          gtk_string_list_append (items, name);
+        }
+      self->replicas_dp = D;
+      gtk_drop_down_set_model (self->replicas_switch, G_LIST_MODEL (items));
+      g_object_unref (items);
+      gtk_widget_set_visible (GTK_WIDGET (self->replicas_switch), D > 0);
+    }
+  int r = pp_timeline_widget_get_replicas (t);
+  guint want = r == -2 ? 1 : r >= 0 ? (guint) r + 2 : 0;
+  if (D > 0 && gtk_drop_down_get_selected (self->replicas_switch) != want)
+    gtk_drop_down_set_selected (self->replicas_switch, want);
+}
+
+static void
+on_replicas_selected (GtkDropDown *dd, GParamSpec *pspec, PpWindow *self)
+{
+  guint i = gtk_drop_down_get_selected (dd);
+  int want = i == 0 ? -1 : i == 1 ? -2 : (int) i - 2;
+  if (i == GTK_INVALID_LIST_POSITION || self->replicas_dp == 0
+      || want == pp_timeline_widget_get_replicas (self->timeline[0]))
+    return;
+  pp_timeline_widget_set_replicas (self->timeline[0], want);
+}
+
+/* Ctrl+U: every rank unfolded, or folded again. */
+static void
+action_unfold_replicas (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  PpWindow *self = data;
+  if (!pp_timeline_widget_has_replicas (self->timeline[0]))
+    return;
+  pp_timeline_widget_set_replicas (self->timeline[0],
+                                   pp_timeline_widget_get_replicas (self->timeline[0]) == -2 ? -1 : -2);
+  update_replicas_switch (self);
+}
+
 static void
 on_run_changed (PpRecording *run, PpWindow *self)
 {
@@ -227,6 +281,7 @@ on_run_changed (PpRecording *run, PpWindow *self)
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
       pp_timeline_widget_model_changed (self->timeline[i]);
+  update_replicas_switch (self);
   /* the loss chart draws the compared run too */
   if (self->shown[0] == run || self->shown[1] == run)
     self->panels_dirty = TRUE;
@@ -314,6 +369,7 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
           pp_timeline_widget_zoom_to_fit (self->timeline[i]);
         }
     }
+  update_replicas_switch (self);
   /* Comparing: the timelines take most of the height, the panels the rest. */
   gboolean comparing = gtk_widget_get_visible (self->timeline_box[1]);
   if (b && !comparing)
@@ -444,7 +500,12 @@ draw_path_overlay (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpo
   v.width = width;
   v.height = height;
   v.critical_path = pp_why_panel_get_critical_path (self->why, &v.n_critical_path);
-  pp_timeline_render_critical_path (cr, m, &v);
+  /* over the rows drawn (a job of replicas: folded, or one replica); rows
+   * of processes are no pipeline's, and the path is */
+  PpTimelineModel *drawn = pp_timeline_widget_get_drawn_model (self->timeline[0]);
+  if (pp_timeline_model_n_ranks (drawn) != pp_timeline_model_n_ranks (m))
+    return;
+  pp_timeline_render_critical_path (cr, drawn, &v);
 }
 
 static void
@@ -757,23 +818,20 @@ whatif_model_from_shown (PpWindow *self)
     }
 }
 
-/* A PyTorch job's What if row: how to run it in the job (the controls
- * drive pipescope's own model, not the job), said and copied. */
+/* A PyTorch or megatron-core job's What if row: how to run it in the job
+ * (the controls drive pipescope's own model, not the job), said and copied. */
 static gboolean
-whatif_for_pytorch (PpWindow *self, const char *schedule, int ranks, int microbatches, int stages_per_rank)
+whatif_for_job (PpWindow *self, const char *schedule, int ranks, int microbatches, int stages_per_rank)
 {
   const PpTraceDescription *d = shown_description (self);
-  if (!pp_timeline_description_is_pytorch (d))
+  PpFramework fw = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
+  if (fw == PP_FRAMEWORK_PIPESCOPE)
     return FALSE;
-  const char *cls = pp_schedule_pytorch_class (schedule);
-  g_autofree char *how = NULL;
-  if (cls != NULL && *cls)
-    how = g_strdup_printf ("%s with n_microbatches=%d and %d stage%s a rank", cls, microbatches,
-                           stages_per_rank > 0 ? stages_per_rank : 1, stages_per_rank > 1 ? "s" : "");
-  else
-    how = g_strdup_printf ("pipescope-cli schedule -s %s -p %d -m %d --format csv > %s.csv, "
-                           "then the schedule's _load_csv(\"%s.csv\")", schedule, ranks, microbatches,
-                           schedule, schedule);
+  PpSuggestion s = { .ranks = ranks, .microbatches = microbatches,
+                     .stages_per_rank = stages_per_rank > 0 ? stages_per_rank : 1 };
+  char how[512];
+  g_strlcpy (s.schedule, schedule, sizeof s.schedule);
+  pp_suggestion_how (&s, fw, how, sizeof how);
   gdk_clipboard_set_text (gtk_widget_get_clipboard (GTK_WIDGET (self)), how);
   g_autofree char *msg = g_strdup_printf ("In your job: %s (copied)", how);
   pp_window_toast (self, msg);
@@ -784,7 +842,7 @@ static void
 on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
                  int stages_per_rank, PpWindow *self)
 {
-  if (whatif_for_pytorch (self, schedule, ranks, microbatches, stages_per_rank))
+  if (whatif_for_job (self, schedule, ranks, microbatches, stages_per_rank))
     return;
   self->applying_whatif = TRUE;
   GListModel *names = gtk_drop_down_get_model (self->schedule);
@@ -989,6 +1047,8 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, why);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_toggle);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, replicas_switch);
+  gtk_widget_class_bind_template_callback (widget_class, on_replicas_selected);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_overlay);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, find_entry);
@@ -1028,6 +1088,7 @@ static const GActionEntry win_entries[] = {
   { "export-chrome", action_export },
   { "screenshot", action_screenshot },
   { "zoom-fit", action_zoom_fit },
+  { "unfold-replicas", action_unfold_replicas },
 };
 
 static void
@@ -1040,6 +1101,7 @@ pp_window_init (PpWindow *self)
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->path_overlay), draw_path_overlay, self, NULL);
+  g_signal_connect_swapped (self->timeline[0], "rows-changed", G_CALLBACK (update_replicas_switch), self);
   pp_window_details_init (self);
 
   GtkStringList *names = gtk_string_list_new (NULL);

@@ -11,6 +11,7 @@ Layouts (P = 2 pipeline ranks of 2 processes each):
           mesh["dp"]'s group, Schedule1F1B
   fsdp    mesh ("pp", "dp"), FSDP2's fully_shard(block, mesh=mesh["dp"])
           per block, ScheduleInterleaved1F1B (2 stages a rank)
+  fsdp-zbv  the same, ScheduleZBVZeroBubble (stages r and 2P-1-r of rank r)
   tp      mesh ("pp", "tp"), parallelize_module(block, mesh["tp"],
           fc1 column-wise, fc2 row-wise), Schedule1F1B (tp innermost, pp
           outermost: Megatron's order)
@@ -64,7 +65,8 @@ def place_from_mesh(mesh):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", required=True, choices=["ddp", "fsdp", "tp", "dp-pp", "groups", "unplaced"])
+    ap.add_argument("--layout", required=True,
+                    choices=["ddp", "fsdp", "fsdp-zbv", "tp", "dp-pp", "groups", "unplaced"])
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--list", help="a folder whose file names to note after the steps")
@@ -74,7 +76,8 @@ def main():
     dist.init_process_group("gloo")
     g, world = dist.get_rank(), dist.get_world_size()
     mesh = None
-    if a.layout in ("ddp", "fsdp"):
+    fsdp = a.layout in ("fsdp", "fsdp-zbv")
+    if a.layout == "ddp" or fsdp:
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh("cpu", (P, world // P), mesh_dim_names=("pp", "dp"))
     elif a.layout == "tp":
@@ -111,14 +114,14 @@ def main():
     dp = coord[1]
 
     torch.manual_seed(0)
-    v = 2 if a.layout == "fsdp" else 1
+    v = 2 if fsdp else 1
     n_stages = P * v
     blocks = [Block() for _ in range(n_stages)]   # the same weights in every process
-    mine = [pp + k * P for k in range(v)]
+    mine = [pp, n_stages - 1 - pp] if a.layout == "fsdp-zbv" else [pp + k * P for k in range(v)]
     mods = []
     for s in mine:
         mod = blocks[s]
-        if a.layout == "fsdp":
+        if fsdp:
             from torch.distributed.fsdp import fully_shard
             fully_shard(mod.fc1, mesh=mesh["dp"])
             fully_shard(mod.fc2, mesh=mesh["dp"])
@@ -134,6 +137,8 @@ def main():
     loss_fn = torch.nn.MSELoss()
     if a.layout == "fsdp":
         sched = S.ScheduleInterleaved1F1B(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
+    elif a.layout == "fsdp-zbv":
+        sched = S.ScheduleZBVZeroBubble(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
     else:
         sched = S.Schedule1F1B(stages[0], n_microbatches=a.microbatches, loss_fn=loss_fn)
     params = [p for m in mods for p in m.parameters()]
@@ -161,13 +166,20 @@ def main():
         dist.barrier()   # every process has stepped: its trace file is open
         listed = sorted(os.listdir(a.list))
 
+    # the schedule's own plan of this pipeline rank: its compute actions in
+    # order, and the runtime's lowered order (FSDP's actions) where it has one
+    order = [str(x) for x in (getattr(sched, "pipeline_order", None) or {}).get(pp, []) if x is not None]
+    lowered = getattr(sched, "pipeline_order_with_comms", None) or {}
+    lowered = [str(x) for x in lowered.get(pp, [])]
+
     def full(p):
         return p.full_tensor() if hasattr(p, "full_tensor") else p
     checks = [float(full(p).detach().double().sum()) for p in params]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
         json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
-                   "listed": listed, "torch": torch.__version__}, f)
+                   "listed": listed, "torch": torch.__version__,
+                   "order": order, "lowered": lowered}, f)
     dist.barrier()
     dist.destroy_process_group()
 

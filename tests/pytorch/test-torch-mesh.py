@@ -136,20 +136,81 @@ def check(cli, py, layout, env, tmp):
     spans = os.path.join(tmp, "spans.csv")
     run([cli, "export", trace, "--format", "csv", "-o", spans], env, "export --format csv")
     kinds = collections.defaultdict(set)
+    rows = collections.defaultdict(list)   # (process, step) -> its spans
     for r in csv.DictReader(open(spans)):
         g = int(r["process"])
         c = places[g][0] if g in places else None
         if c is None or [int(r["rank"]), int(r["dp"]), int(r["tp"])] != c[:3]:
             fail(f"a span of process {g} at rank {r['rank']} dp {r['dp']} tp {r['tp']}, not {c}")
         kinds[(g, int(r["step"]))].add(r["kind"])
+        rows[(g, int(r["step"]))].append(r)
     for g in places:
         for step in range(2):
             k = kinds[(g, step)]
             if "F" not in k or not ({"B", "I"} & k):
                 fail(f"process {g} step {step} has only {sorted(k)}")
+    said = check_actions(layout, prof, places, rows)
     print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
           f"by global rank, each process at the place its mesh gives it: "
-          + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())))
+          + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())) + said)
+
+
+DP_KINDS = ("UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD")
+
+
+def check_actions(layout, prof, places, rows):
+    """Each process ran its pipeline rank's pipeline_order (its compute
+    spans, in time order, are the schedule's own order of its rank: the
+    job wrote it); the data-parallel actions: FSDP's (UNSHARD, REDUCE_GRAD,
+    WAIT_REDUCE_GRAD of each of the process's stages, every step, as the
+    runtime's lowered order has them), DDP's gradient reduction at the end
+    of a single-stage step (REDUCE_GRAD of the process's stage, once a
+    step), none where the job has no data parallelism.  The words said."""
+    fsdp = layout.startswith("fsdp")
+    ddp = layout in ("ddp", "dp-pp", "groups")
+    n_dp = collections.Counter()
+    for g in places:
+        job = json.load(open(os.path.join(prof, f"process{g}.json")))
+        lowered = collections.Counter(a.lstrip("0123456789") for a in job["lowered"])
+        order = [a for a in job["order"] if re.fullmatch(r"\d+[FBIW]\d+", a)]   # its compute
+        stages = {int(re.match(r"\d+", a).group()) for a in order}
+        for step in range(2):
+            spans = sorted(rows[(g, step)], key=lambda r: (int(r["start_ns"]), int(r["end_ns"])))
+            ran = [f"{r['stage']}{r['kind']}{r['microbatch']}" for r in spans if r["kind"] in ("F", "B", "I", "W")]
+            if not fsdp:
+                # a single-stage schedule runs _step_microbatches, whose
+                # micro-batches PyTorch 2.15's pipeline_order of 1F1B
+                # numbers otherwise past rank 0 (1F1 1B0 ... 1F4): its
+                # order of kinds and stages, each micro-batch once a kind
+                ok = ([re.sub(r"\d+$", "", a) for a in ran] == [re.sub(r"\d+$", "", a) for a in order]
+                      and sorted(ran) == sorted(f"{s}{k}{m}" for s in stages for k in "FB"
+                                                for m in range(len(order) // 2)))
+            else:
+                ok = ran == order
+            if not ok:
+                fail(f"process {g} step {step} ran {ran}, its pipeline rank's pipeline_order is {order}")
+            dp = [(r["kind"], int(r["stage"])) for r in spans if r["kind"] in DP_KINDS]
+            n_dp.update(k for k, _ in dp)
+            if any(r["microbatch"] != "-1" for r in spans if r["kind"] in DP_KINDS):
+                fail(f"process {g} step {step}: a data-parallel action with a micro-batch")
+            got = collections.Counter(dp)
+            if fsdp:
+                for s in stages:
+                    for k in ("UNSHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"):
+                        want = 1 if k != "UNSHARD" else None
+                        if not got[(k, s)] or (want and got[(k, s)] != want):
+                            fail(f"process {g} step {step}: {got[(k, s)]} {k} of stage {s}; its actions {dp}")
+                for k in ("REDUCE_GRAD", "WAIT_REDUCE_GRAD"):
+                    if sum(n for (kk, _), n in got.items() if kk == k) != lowered[k]:
+                        fail(f"process {g} step {step}: {dp}, the lowered order has {lowered[k]} {k}")
+            elif ddp:
+                if dp != [("REDUCE_GRAD", s) for s in sorted(stages)]:
+                    fail(f"process {g} step {step}: data-parallel actions {dp}, not one REDUCE_GRAD of "
+                         f"stage {sorted(stages)}")
+            elif dp:
+                fail(f"process {g} step {step}: data-parallel actions {dp} in a job without data parallelism")
+    return ("; each process ran its rank's pipeline_order"
+            + ("; data-parallel actions " + ", ".join(f"{k} {n}" for k, n in sorted(n_dp.items())) if n_dp else ""))
 
 
 if __name__ == "__main__":

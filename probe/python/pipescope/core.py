@@ -224,6 +224,19 @@ class Recorder:
         if si == 1 and self.in_step:
             self.observed.append((kind, stage, mb, -1, -1, -1))
 
+    def dp_block(self, kind, stage, t0, t1, nbytes=0):
+        """A data-parallel action of stage (lib.SPAN_UNSHARD, SPAN_RESHARD,
+        SPAN_REDUCE_GRAD, SPAN_WAIT_REDUCE_GRAD; micro-batch -1) with the
+        bytes it moves (0: not known); in step 0's order, as the plan where
+        none is given.  Host-timed: on CUDA the issue of the work, not the
+        work (a collective's wait is where its time shows on the host)."""
+        r = self.rank
+        if r is None:
+            return
+        r.dp_block(kind, stage, self.current_step(), t0, t1, int(nbytes))
+        if self.step_index == 1 and self.in_step:
+            self.observed.append((kind, stage, -1, -1, -1, -1))
+
     # ---- CUDA: events around each block -------------------------------------
     def gpu_events(self):
         torch = self.torch

@@ -309,6 +309,21 @@ class Rank:
         if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
             self.flush()
 
+    def dp_block(self, kind, stage, step, t0, t1, nbytes=0):
+        """A data-parallel action (SPAN_UNSHARD ... SPAN_WAIT_REDUCE_GRAD) of
+        stage with the bytes it moves: through the records, which carry
+        bytes (pipescope_block records 0)."""
+        if self.fast is not None:
+            self.fast.record(kind, stage, -1, step, t0, t1, -1, nbytes)
+            return
+        q = self._q
+        if q is None:
+            self._block(self._h, kind, stage, -1, step, t0, t1)
+            return
+        q += (kind, stage, -1, step, t0, t1, -1, nbytes)
+        if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
+
     def overlap(self, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1):
         self.flush()
         self._lib.pipescope_overlap(self._h, f_stage, f_mb, b_kind, b_stage, b_mb, step, t0, t1)

@@ -75,6 +75,9 @@ _SCHEDULE_NAMES = {
 }
 
 _KIND_OF = {"F": _lib.F, "B": _lib.B, "I": _lib.I, "W": _lib.W}
+# the data-parallel actions, by PyTorch's names (its _ComputationType values)
+_DP_KIND_OF = {"UNSHARD": _lib.SPAN_UNSHARD, "RESHARD": _lib.SPAN_RESHARD,
+               "REDUCE_GRAD": _lib.SPAN_REDUCE_GRAD, "WAIT_REDUCE_GRAD": _lib.SPAN_WAIT_REDUCE_GRAD}
 
 _hook = None
 _lock = threading.Lock()
@@ -93,6 +96,15 @@ class _Hook(_core.Recorder):
         self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
         self.work_peer = {}       # id(Work) -> the peer its op talks to
         self.p2p_depth = 0
+        # data parallelism (issue 27), read at the rank's open: the stages
+        # wrapped in DDP or FSDP2, and each FSDP2 module of a stage as
+        # (stage, first, last, bytes) in the order the runtime's
+        # UNSHARD/RESHARD reach them (stage.submod.modules())
+        self.dp_stages = set()
+        self.fsdp = {}
+        self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
+        self.reduce_bytes = {}    # FSDP2 stage -> the bytes its gradients' reduce-scatter takes in
+        self.dp_depth = 0         # inside a recorded gradient reduction
 
     # ---- the rank ------------------------------------------------------------
     def open(self, schedule):
@@ -113,7 +125,59 @@ class _Hook(_core.Recorder):
         process, place = self.read_place(st, stages, int(group_rank))
         cuda = st is not None and getattr(getattr(st, "device", None), "type", "") == "cuda"
         cpu = all(getattr(getattr(s, "device", None), "type", "cpu") != "cuda" for s in stages)
-        return self.open_rank(int(group_rank), int(group_size), "pytorch", process, place, cuda, cpu)
+        rank = self.open_rank(int(group_rank), int(group_size), "pytorch", process, place, cuda, cpu)
+        if rank is not None:
+            try:
+                self.map_dp(stages)
+            except Exception as e:
+                _say(f"data-parallel actions not recorded ({e.__class__.__name__}: {e}); recording goes on")
+                self.dp_stages, self.fsdp = set(), {}
+        return rank
+
+    def map_dp(self, stages):
+        """Which stages are data-parallel (DDP, FSDP2), and their FSDP2
+        modules with the bytes each one's all-gather brings (its
+        parameters' full size): read once, at the rank's open."""
+        fsdp_cls = _fsdp_module()
+        ddp_cls = getattr(getattr(self.torch, "nn", None), "parallel", None)
+        ddp_cls = getattr(ddp_cls, "DistributedDataParallel", None)
+        for st in stages:
+            mod = getattr(st, "submod", None)
+            si = int(st.stage_index)
+            if ddp_cls is not None and isinstance(mod, ddp_cls):
+                self.dp_stages.add(si)
+            elif fsdp_cls is not None and isinstance(mod, fsdp_cls):
+                self.dp_stages.add(si)
+                mods = [m for m in mod.modules() if isinstance(m, fsdp_cls)]
+                for i, m in enumerate(mods):
+                    self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1, _fsdp_bytes(m))
+                self.reduce_bytes[si] = sum(self.fsdp[id(m)][3] for m in mods)
+
+    def fsdp_call(self, kind, m, t0, t1):
+        """One FSDP2 module's unshard or reshard call, part of its stage's
+        UNSHARD or RESHARD action: the runtime calls every FSDP2 module of
+        the stage in turn, the stage's own first; the action is one block
+        from the first call's start to the last's end."""
+        info = self.fsdp.get(id(m))
+        if info is None:
+            return
+        si, first, last, nbytes = info
+        run = self.fsdp_run.get(kind)
+        if run is not None and (first or run[0] != si):
+            self.fsdp_flush(kind)
+            run = None
+        if run is None:
+            run = self.fsdp_run[kind] = [si, t0, t1, 0]
+        run[2] = t1
+        run[3] += nbytes
+        if last:
+            self.fsdp_flush(kind)
+
+    def fsdp_flush(self, kind=None):
+        for k in ([kind] if kind is not None else list(self.fsdp_run)):
+            run = self.fsdp_run.pop(k, None)
+            if run is not None:
+                self.dp_block(k, run[0], run[1], run[2], run[3])
 
     def read_place(self, st, stages, pipeline_rank):
         """(global rank, (coord, size) or None): this process's place on
@@ -188,9 +252,17 @@ class _Hook(_core.Recorder):
         if (not isinstance(schedule, self.sched.PipelineScheduleMulti) or not isinstance(order, dict)
                 or rank is None or rank not in order):
             return False
+        # the runtime's lowered order, with FSDP's and the gradient
+        # reduction's actions, is what it runs: the plan where it has one
+        # (those actions kept for the stages that are data-parallel: the
+        # lowering adds them to every stage, and runs them as no-ops on
+        # the others, which record nothing)
+        lowered = getattr(schedule, "pipeline_order_with_comms", None)
+        if isinstance(lowered, dict) and lowered.get(rank):
+            order = lowered
         acts = []
         for a in order[rank]:
-            t = _plan_action(a)
+            t = _plan_action(a, self.dp_stages)
             if t is not None:
                 acts.append(t)
         self.plan(int(rank), acts)
@@ -208,16 +280,20 @@ class _Hook(_core.Recorder):
         return self.step_begin()
 
     def schedule_end(self, schedule, idx):
+        self.fsdp_flush()
         # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
         stages = self.stages_of(schedule)
         self.step_end(idx, int(getattr(stages[0], "group_rank", 0)) if stages else 0)
 
 
-def _plan_action(a):
-    """A PyTorch _Action as the C API's 6 integers, or None (bubbles, comms)."""
+def _plan_action(a, dp_stages=()):
+    """A PyTorch _Action as the C API's 6 integers, or None (bubbles, p2p
+    comms; data-parallel actions of a stage not in dp_stages)."""
     if a is None:
         return None
     ct = getattr(a.computation_type, "value", str(a.computation_type))
+    if ct in _DP_KIND_OF:
+        return (_DP_KIND_OF[ct], a.stage_index, -1, -1, -1, -1) if a.stage_index in dp_stages else None
     subs = getattr(a, "sub_actions", None)
     if ct == "OVERLAP_F_B" and subs:
         f = [s for s in subs if getattr(s.computation_type, "value", "") == "F"]
@@ -452,6 +528,88 @@ def _wrap_update_losses(hook, orig):
     return wrapper
 
 
+def _fsdp_module():
+    """FSDP2's FSDPModule class, or None where this PyTorch has none."""
+    try:
+        import importlib
+        return getattr(importlib.import_module("torch.distributed.fsdp"), "FSDPModule", None)
+    except Exception:
+        return None
+
+
+def _fsdp_bytes(m):
+    """The bytes an FSDP2 module's all-gather brings: the full size of the
+    parameters it manages itself (a DTensor's numel is its full tensor's);
+    0 where FSDP's state cannot be read."""
+    try:
+        group = m._get_fsdp_state()._fsdp_param_group
+        if group is None:
+            return 0
+        return sum(fp.sharded_param.numel() * fp.sharded_param.element_size() for fp in group.fsdp_params)
+    except Exception:
+        return 0
+
+
+def _wrap_reduce(hook, orig, kind):
+    """A stage's gradient reduction (perform_reduce_grad: the single-stage
+    schedules' at a step's end and the runtime's REDUCE_GRAD for a stage
+    not in FSDP2; start_gradient_reduction: REDUCE_GRAD of an FSDP2 stage;
+    wait_for_gradient_reduction: its WAIT_REDUCE_GRAD) as a block of kind,
+    for a data-parallel stage; one block, the outermost (perform_reduce_grad
+    of an FSDP2 stage calls the other two)."""
+    stage_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if hook.rank is None or hook.failed or hook.paused or hook.dp_depth or not hook.dp_stages:
+            return orig(*args, **kwargs)
+        try:
+            st = stage_of.of(args, kwargs)
+            si = None if st is MISSING else int(st.stage_index)
+        except Exception:
+            si = None   # not a stage the hook knows: the call as it is
+        if si not in hook.dp_stages:
+            return orig(*args, **kwargs)
+        hook.dp_depth += 1
+        try:
+            t0 = hook.rank.now()
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
+        try:
+            hook.dp_block(kind, si, t0, hook.rank.now(),
+                          hook.reduce_bytes.get(si, 0) if kind == _lib.SPAN_REDUCE_GRAD else 0)
+        except Exception as e:
+            hook.fail("a gradient reduction", e)
+        return out
+    return wrapper
+
+
+def _wrap_fsdp(hook, orig, kind):
+    """FSDPModule.unshard or .reshard, called by the runtime's UNSHARD and
+    RESHARD actions on each FSDP2 module of a stage: timed for the stage's
+    action (hook.fsdp_call) inside a step, outside a gradient reduction;
+    any other call (the job's own, FSDP's) as it is."""
+    module_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if (hook.rank is None or hook.failed or hook.paused or not hook.in_step or hook.dp_depth
+                or not hook.fsdp):
+            return orig(*args, **kwargs)
+        m = module_of.of(args, kwargs)
+        if m is MISSING or id(m) not in hook.fsdp:
+            return orig(*args, **kwargs)
+        t0 = hook.rank.now()
+        out = orig(*args, **kwargs)
+        try:
+            hook.fsdp_call(kind, m, t0, hook.rank.now())
+        except Exception as e:
+            hook.fail("an FSDP action", e)
+        return out
+    return wrapper
+
+
 class _Label:
     """The runtime's profiler label around an action; an OVERLAP_F_B one
     gathers the blocks run inside it into one overlapped block.  Anything
@@ -536,6 +694,19 @@ def _install(hook, base, sched, fast):
         cls = getattr(sched, name)
         if isinstance(cls, type) and issubclass(cls, sched._PipelineSchedule) and "step" in cls.__dict__:
             setattr(cls, "step", _wrap_step(hook, cls.__dict__["step"]))
+    # data parallelism: the stage's gradient reduction (every PyTorch the
+    # hook knows has perform_reduce_grad; 2.15 the FSDP2 split of it), and
+    # FSDP2's unshard and reshard; a PyTorch without them is left as it is
+    for name, kind in (("perform_reduce_grad", _lib.SPAN_REDUCE_GRAD),
+                       ("start_gradient_reduction", _lib.SPAN_REDUCE_GRAD),
+                       ("wait_for_gradient_reduction", _lib.SPAN_WAIT_REDUCE_GRAD)):
+        if name in getattr(base, "__dict__", {}):
+            setattr(base, name, _wrap_reduce(hook, base.__dict__[name], kind))
+    fsdp = _fsdp_module()
+    if fsdp is not None:
+        for name, kind in (("unshard", _lib.SPAN_UNSHARD), ("reshard", _lib.SPAN_RESHARD)):
+            if name in fsdp.__dict__:
+                setattr(fsdp, name, _wrap_fsdp(hook, fsdp.__dict__[name], kind))
     base_sched = sched._PipelineSchedule.__dict__
     if "_update_losses" in base_sched:
         sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])

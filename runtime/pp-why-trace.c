@@ -1,0 +1,183 @@
+/* pp-why-trace.c — a trace file read for the Why analysis: its description,
+ * each rank's last plan, its blocks and transfers with every process's clock
+ * offset applied, handed to the analysis over replicas (pp-why-replicas.c).
+ * Apart from pp-why.c so that the analysis of one run never depends on
+ * reading files (pp-why-replicas.c calls pp-why.c, this calls both). */
+#include "pp-why.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+PpStatus
+pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
+                      PpSchedule **sched_out, PpError *err)
+{
+  PpTraceReader *rd;
+  PpTraceItem item;
+  PpTraceDescription desc;
+  int has_desc = 0;
+  PpSpan *spans = NULL;
+  int32_t *span_process = NULL;   /* who wrote each span (1.4), -1 not said */
+  size_t n = 0, cap = 0;
+  int64_t *off = NULL;
+  /* 1.4: a process's own clock offset holds for its items alone */
+  int64_t *proc_off = NULL;
+  uint8_t *has_proc_off = NULL;
+  PpTraceProcess *procs = NULL;
+  size_t n_procs = 0, cap_procs = 0;
+  int32_t *replica = NULL;
+  PpTracePlanAction **plan = NULL;   /* [PP_TRACE_MAX_RANKS] each rank's last plan */
+  size_t *n_plan = NULL;
+  int plan_ranks = 0;
+  PpError rerr = { 0 };
+  PpStatus st = PP_OK;
+
+  *out = NULL;
+  if (sched_out != NULL)
+    *sched_out = NULL;
+  if (change != NULL)
+    memset (change, 0, sizeof *change);
+  rd = pp_trace_reader_new_path (path, &rerr);
+  if (rd == NULL)
+    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
+                         rerr.msg[0] ? rerr.msg : strerror (errno));
+  off = calloc (PP_TRACE_MAX_RANKS, sizeof *off);
+  plan = calloc (PP_TRACE_MAX_RANKS, sizeof *plan);
+  n_plan = calloc (PP_TRACE_MAX_RANKS, sizeof *n_plan);
+  if (off == NULL || plan == NULL || n_plan == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (;;)
+    {
+      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
+        {
+          pp_error_set (err, st, "%s: %s", path, rerr.msg);
+          goto out;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          desc = *item.description;
+          has_desc = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_PLAN && item.plan.rank >= 0
+               && item.plan.rank < PP_TRACE_MAX_RANKS)
+        {
+          /* a later plan of a rank replaces the earlier (a timed one the untimed) */
+          int r = item.plan.rank;
+          free (plan[r]);
+          n_plan[r] = 0;
+          if ((plan[r] = malloc ((item.plan.n_actions + 1) * sizeof **plan)) == NULL)
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          if (item.plan.n_actions > 0)
+            memcpy (plan[r], item.plan.actions, item.plan.n_actions * sizeof **plan);
+          n_plan[r] = item.plan.n_actions;
+          if (r >= plan_ranks)
+            plan_ranks = r + 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
+               && item.clock_offset.rank < PP_TRACE_MAX_RANKS && item.process < 0)
+        off[item.clock_offset.rank] = item.clock_offset.offset_ns;
+      else if (item.type == PP_TRACE_ITEM_CLOCK_OFFSET && item.clock_offset.rank >= 0
+               && item.clock_offset.rank < PP_TRACE_MAX_RANKS)
+        {
+          if (proc_off == NULL
+              && ((proc_off = calloc (PP_TRACE_MAX_PROCESSES, sizeof *proc_off)) == NULL
+                  || (has_proc_off = calloc (PP_TRACE_MAX_PROCESSES, 1)) == NULL))
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
+          proc_off[item.process] = item.clock_offset.offset_ns;
+          has_proc_off[item.process] = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_PROCESS)
+        {
+          if (n_procs == cap_procs)
+            {
+              size_t nc = cap_procs ? 2 * cap_procs : 16;
+              PpTraceProcess *g = realloc (procs, nc * sizeof *g);
+              if (g == NULL)
+                {
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              procs = g;
+              cap_procs = nc;
+            }
+          procs[n_procs++] = item.process_info;
+        }
+      else if (item.type == PP_TRACE_ITEM_SPAN
+               && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
+                   || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
+                   || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)))
+        {
+          if (n == cap)
+            {
+              size_t nc = cap ? 2 * cap : 4096;
+              PpSpan *g = realloc (spans, nc * sizeof *g);
+              int32_t *gp = g != NULL ? realloc (span_process, nc * sizeof *gp) : NULL;
+              if (g != NULL)
+                spans = g;
+              if (gp == NULL)
+                {
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              span_process = gp;
+              cap = nc;
+            }
+          span_process[n] = item.process;
+          spans[n++] = item.span;
+        }
+    }
+  if (!has_desc)
+    {
+      st = pp_error_set (err, PP_EINVAL, "%s has no description: its schedule is unknown", path);
+      goto out;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t g = span_process[i];
+      int64_t o = g >= 0 && proc_off != NULL && has_proc_off[g] ? proc_off[g]
+                  : spans[i].rank >= 0 && spans[i].rank < PP_TRACE_MAX_RANKS ? off[spans[i].rank] : 0;
+      if (llabs (spans[i].start_ns) < ((int64_t) 1 << 61) && llabs (spans[i].end_ns) < ((int64_t) 1 << 61)
+          && llabs (o) < ((int64_t) 1 << 61))
+        {
+          spans[i].start_ns += o;
+          spans[i].end_ns += o;
+        }
+    }
+  if (n_procs > 0 && (replica = pp_why_replicas_of_spans (procs, n_procs, span_process, n, err)) == NULL)
+    {
+      st = err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
+      goto out;
+    }
+  {
+    PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
+    st = pp_why_analyse_replicas (&desc, &plans, spans, replica, n, max_steps, out, change, sched_out, err);
+  }
+out:
+  pp_trace_reader_free (rd);
+  free (spans);
+  free (span_process);
+  free (proc_off);
+  free (has_proc_off);
+  free (procs);
+  free (replica);
+  free (off);
+  if (plan != NULL)
+    for (int r = 0; r < plan_ranks; r++)
+      free (plan[r]);
+  free (plan);
+  free (n_plan);
+  return st;
+}

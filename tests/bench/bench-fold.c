@@ -1,0 +1,173 @@
+/* bench-fold: a job of replicas at the size users outgrow one machine at
+ * (issue 27): 16 pipeline ranks x 128 replicas, 2,048 processes, 3 steps
+ * of M = 32, written by pp-synth-mesh (replica 77 a straggler).
+ *
+ * - panning: the frame the timeline widget draws (pp_timeline_render at
+ *   1920x1080), the view a tenth of the run shifted by a hundredth each
+ *   frame, folded (16 rows) against unfolded (2,048 rows): the median
+ *   frame time and frames a second;
+ * - building each view from the model (what a click on "fold" costs);
+ * - `pipescope-cli render` of the merged trace, --replicas fold against
+ *   all: the median of 3 wall times.
+ *
+ * Usage: bench-fold PP_SYNTH_MESH PIPESCOPE_CLI */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pp-timeline-fold.h"
+#include "pp-timeline-model.h"
+#include "pp-timeline-render.h"
+
+#define P 16
+#define D 128
+#define N_FRAMES 60
+#define N_RENDERS 3
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *t, int n)
+{
+  qsort (t, (size_t) n, sizeof *t, cmp_double);
+  return t[n / 2];
+}
+
+static void
+run (const char *const *argv)
+{
+  int status = -1;
+  GError *error = NULL;
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                     NULL, NULL, NULL, &status, &error)
+      || !g_spawn_check_wait_status (status, &error))
+    {
+      fprintf (stderr, "bench-fold: %s: %s\n", argv[0], error ? error->message : "failed");
+      exit (1);
+    }
+}
+
+/* The median frame while panning over the run, in ms. */
+static double
+pan (const PpTimelineModel *m)
+{
+  cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1920, 1080);
+  cairo_t *cr = cairo_create (img);
+  PpTimelineView v;
+  double t[N_FRAMES];
+  pp_timeline_view_init (&v, m, 1920, 1080);
+  int64_t s = pp_timeline_model_start_ns (m), len = pp_timeline_model_end_ns (m) - s;
+  for (int i = 0; i < N_FRAMES; i++)
+    {
+      v.t0_ns = s + len * i / 100;
+      v.t1_ns = v.t0_ns + len / 10;
+      double a = now_ms ();
+      pp_timeline_render (cr, m, &v);
+      cairo_surface_flush (img);
+      t[i] = now_ms () - a;
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (img);
+  return median (t, N_FRAMES);
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 3)
+    {
+      fprintf (stderr, "usage: bench-fold PP_SYNTH_MESH PIPESCOPE_CLI\n");
+      return 2;
+    }
+  char *dir = g_dir_make_tmp ("bench-fold-XXXXXX", NULL);
+  char *base = g_build_filename (dir, "job", NULL), *trace = g_build_filename (dir, "job.pptrace", NULL);
+  const char *synth[] = { argv[1], base, G_STRINGIFY (P), G_STRINGIFY (D), "32", "3", "1f1b", "--straggler", "77",
+                          NULL };
+  run (synth);
+  GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (merge, g_strdup (argv[2]));
+  g_ptr_array_add (merge, g_strdup ("merge"));
+  g_ptr_array_add (merge, g_strdup ("-o"));
+  g_ptr_array_add (merge, g_strdup (trace));
+  for (int g = 0; g < P * D; g++)
+    g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
+  g_ptr_array_add (merge, NULL);
+  run ((const char *const *) merge->pdata);
+
+  PpError err = { 0 };
+  double a = now_ms ();
+  PpTimelineModel *src = pp_timeline_model_new_from_file (trace, &err);
+  if (src == NULL)
+    {
+      fprintf (stderr, "bench-fold: %s\n", err.msg);
+      return 1;
+    }
+  double t_load = now_ms () - a;
+  PpTimelineReplicas fold = { .replica = -1 }, all = { .replica = -1, .all = 1 };
+  a = now_ms ();
+  PpTimelineModel *vf = pp_timeline_view_new (src, &fold);
+  double t_fold = now_ms () - a;
+  a = now_ms ();
+  PpTimelineModel *va = pp_timeline_view_new (src, &all);
+  double t_all = now_ms () - a;
+  printf ("bench-fold: %d x %d = %d processes, %zu spans a process x %d; load %.0f ms; building the view: "
+          "folded %.1f ms (%d rows), unfolded %.1f ms (%d rows)\n", P, D, P * D,
+          pp_timeline_model_n_spans (va, 0), P * D, t_load, t_fold, pp_timeline_model_n_ranks (vf), t_all,
+          pp_timeline_model_n_ranks (va));
+  double ff = pan (vf), fa = pan (va);
+  printf ("bench-fold: panning at 1920x1080 (a tenth of the run, %d frames): folded median %.2f ms a frame "
+          "(%.0f frames/s), unfolded %.2f ms (%.0f frames/s): unfolded/folded %.2fx\n", N_FRAMES, ff, 1e3 / ff,
+          fa, 1e3 / fa, fa / ff);
+
+  double rf[N_RENDERS], ra[N_RENDERS];
+  char *png = g_build_filename (dir, "out.png", NULL);
+  for (int i = 0; i < N_RENDERS; i++)
+    {
+      const char *f[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "fold", NULL };
+      const char *u[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "all", NULL };
+      a = now_ms ();
+      run (f);
+      rf[i] = now_ms () - a;
+      a = now_ms ();
+      run (u);
+      ra[i] = now_ms () - a;
+    }
+  double mf = median (rf, N_RENDERS), ma = median (ra, N_RENDERS);
+  printf ("bench-fold: pipescope-cli render 1920x1080 (median of %d): --replicas fold %.0f ms, all %.0f ms: "
+          "all/fold %.2fx\n", N_RENDERS, mf, ma, ma / mf);
+
+  pp_timeline_model_free (vf);
+  pp_timeline_model_free (va);
+  pp_timeline_model_free (src);
+  for (int g = 0; g < P * D; g++)
+    {
+      char *p = g_strdup_printf ("%s.rank%d", base, g);
+      g_remove (p);
+      g_free (p);
+    }
+  g_remove (trace);
+  g_remove (png);
+  g_rmdir (dir);
+  g_ptr_array_unref (merge);
+  g_free (png);
+  g_free (base);
+  g_free (trace);
+  g_free (dir);
+  return 0;
+}
