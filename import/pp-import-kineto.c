@@ -31,6 +31,7 @@ enum {
   EV_STEP,      /* ProfilerStep#N */
   EV_OPT,       /* Optimizer.step#... */
   EV_DEVICE,    /* kernel, copy, memset */
+  EV_DP,        /* FSDP's PP:<s>UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD */
 };
 
 typedef struct {
@@ -66,7 +67,13 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  int     rank, world;      /* -1: not given */
+  int     rank, world;      /* -1: not given; rank: the pipeline rank once placed */
+  /* a job of many pipelines (data-parallel replicas): the file's process
+   * (distributedInfo.rank, its global rank) and its place, read from the
+   * process groups a DeviceMesh names (pg_config: mesh_pp, mesh_dp, ...) */
+  int     process;
+  int32_t coord[PP_TRACE_MESH_DIMS], size[PP_TRACE_MESH_DIMS];
+  bool    placed;           /* coord[PP] read from a mesh_pp group */
   int32_t pid;
   char    host[64];
   char    backend[32];
@@ -98,6 +105,8 @@ typedef struct {
 typedef struct {
   RankData *ranks;          /* [n] in input order */
   size_t    n;
+  const int *rank_of;       /* [P]: the file (index) of each pipeline rank that
+                             * gives its order (its first replica), -1 none */
   Names     names;
   size_t    skipped;
 } Import;
@@ -341,6 +350,52 @@ dtype_size (const PpJsonDoc *d, uint32_t node)
   return 0;
 }
 
+/* The process's place from the groups a DeviceMesh made (their pg_desc
+ * "mesh_<dim>", torch names them so; pg_config lists the groups the
+ * process is in): its coordinate on dim is its index in the group's
+ * ranks, the dim's size the group's.  Dims other than pp, dp, tp, cp, ep
+ * are not read.  rd->placed when the pp dim was found.  false: a group
+ * larger than the world (ws, when said), which no job has. */
+static bool
+read_mesh_place (const PpJsonDoc *d, uint32_t pgs, int64_t g, int64_t ws, RankData *rd)
+{
+  static const char *const dims[PP_TRACE_MESH_DIMS] = { "mesh_pp", "mesh_dp", "mesh_tp", "mesh_cp", "mesh_ep" };
+  for (int k = 0; k < PP_TRACE_MESH_DIMS; k++)
+    {
+      rd->coord[k] = 0;
+      rd->size[k] = 1;
+    }
+  if (pgs == 0 || d->nodes[pgs].type != PP_JSON_ARRAY || g < 0)
+    return true;
+  for (uint32_t pg = d->nodes[pgs].off; pg != 0; pg = d->nodes[pg].next)
+    {
+      if (d->nodes[pg].type != PP_JSON_OBJECT)
+        continue;
+      uint32_t desc = pp_json_get (d, pg, "pg_desc"), ranks = pp_json_get (d, pg, "ranks");
+      int k = 0;
+      while (k < PP_TRACE_MESH_DIMS && !pp_json_string_is (d, desc, dims[k]))
+        k++;
+      if (k == PP_TRACE_MESH_DIMS || ranks == 0 || d->nodes[ranks].type != PP_JSON_ARRAY)
+        continue;
+      int32_t idx = -1, cnt = 0;
+      for (uint32_t e = d->nodes[ranks].off; e != 0 && cnt < PP_TRACE_MAX_PROCESSES; e = d->nodes[e].next, cnt++)
+        {
+          int64_t v;
+          if (pp_json_int (d, e, &v) && v == g && idx < 0)
+            idx = cnt;
+        }
+      if (idx < 0)
+        continue;   /* a group it is not in: not its place */
+      if (ws > 0 && cnt > ws)
+        return false;
+      rd->coord[k] = idx;
+      rd->size[k] = cnt;
+      if (k == PP_TRACE_MESH_PP)
+        rd->placed = true;
+    }
+  return true;
+}
+
 /* Reads one file's document into rd.  PP_EFORMAT with one line for what
  * is not a trace. */
 static PpStatus
@@ -373,6 +428,10 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
                                  rd->name, (long long) r, (long long) ws);
           rd->rank = (int) r;
           rd->world = (int) ws;
+          if (!read_mesh_place (d, pp_json_get (d, di, "pg_config"), r, ws, rd))
+            return pp_error_set (err, PP_EFORMAT,
+                                 "%s: distributedInfo.pg_config has a mesh group larger than its world "
+                                 "size %lld: not possible", rd->name, (long long) ws);
           pp_json_string (d, pp_json_get (d, di, "backend"), rd->backend, sizeof rd->backend);
         }
       pp_json_string (d, pp_json_get (d, root, "host_name"), rd->host, sizeof rd->host);
@@ -486,8 +545,21 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
         {
           PpAction a;
           if (pp_action_parse (name + 3, &a, NULL) != PP_OK)
-            continue;   /* UNSHARD, REDUCE_GRAD, WAIT_SEND_F0, ... */
-          if (pp_action_is_compute (&a))
+            continue;   /* WAIT_SEND_F0, ... */
+          if (a.kind == PP_ACT_UNSHARD || a.kind == PP_ACT_RESHARD || a.kind == PP_ACT_REDUCE_GRAD
+              || a.kind == PP_ACT_WAIT_REDUCE_GRAD)
+            {
+              /* data-parallel communication: a block of its own, not the
+               * pipeline's (it names a stage, no micro-batch) */
+              if (a.stage < 0 || a.stage >= PP_IMPORT_MAX_STAGES)
+                {
+                  im->skipped++;
+                  continue;
+                }
+              ev.what = EV_DP;
+              a.microbatch = -1;
+            }
+          else if (pp_action_is_compute (&a))
             {
               if (!action_in_bounds (&a))
                 {
@@ -795,6 +867,10 @@ span_kind_of (int act)
     case PP_ACT_RECV_F: return PP_SPAN_RECV_F;
     case PP_ACT_SEND_B: return PP_SPAN_SEND_B;
     case PP_ACT_RECV_B: return PP_SPAN_RECV_B;
+    case PP_ACT_UNSHARD: return PP_SPAN_UNSHARD;
+    case PP_ACT_RESHARD: return PP_SPAN_RESHARD;
+    case PP_ACT_REDUCE_GRAD: return PP_SPAN_REDUCE_GRAD;
+    case PP_ACT_WAIT_REDUCE_GRAD: return PP_SPAN_WAIT_REDUCE_GRAD;
     default: return -1;
     }
 }
@@ -1029,6 +1105,8 @@ build_order (const Import *im, Shape *sh, bool use_pp, int step, size_t *total, 
       const RankData *rd = &im->ranks[i];
       int r = rd->rank;
       size_t cnt = 0;
+      if (im->rank_of != NULL && im->rank_of[r] != (int) i)
+        continue;   /* a replica: its pipeline rank's order is the first replica's */
       for (size_t k = 0; k < rd->n_ev; k++)
         cnt += is_block_of (&rd->ev[k], use_pp) && rd->ev[k].step == step;
       free (sh->order[r]);
@@ -1086,6 +1164,213 @@ cmp_int32 (const void *a, const void *b)
 
 /* An import's inputs: what input i adds to the budget (pp_import_cost),
  * and its JSON text, at most limit bytes. */
+/* ---- processes: a job of many pipelines ------------------------------------ */
+
+/* The least stage the file's PP: blocks run, INT32_MAX none: with the
+ * schedule's placement (stage s on pipeline rank s mod P, V-shaped ones
+ * too) the pipeline rank's least stage is its rank. */
+static int
+least_stage (const RankData *rd)
+{
+  int m = INT32_MAX;
+  for (size_t k = 0; k < rd->n_ev; k++)
+    if (rd->ev[k].what == EV_BLOCK && !rd->ev[k].gpipe && rd->ev[k].stage < m)
+      m = rd->ev[k].stage;
+  return m;
+}
+
+/* Is this a job of many pipelines, and where is each file?  It is when a
+ * file's place was read from its mesh, or two processes (files that say
+ * their global rank: said) run the same stages (replicas).  Then each file's process is its global rank (rank
+ * as read so far) and rank becomes its pipeline rank: the mesh's pp
+ * coordinate, else (place not read) the place of its least stage among
+ * the files' least stages.  *mesh false: files are ranks, as before. */
+static PpStatus
+place_processes (Import *im, bool said, bool *mesh, PpError *err)
+{
+  size_t n = im->n;
+  int *least = malloc ((n + 1) * sizeof *least), *sorted = malloc ((n + 1) * sizeof *sorted);
+  int *least_rank = malloc ((n + 1) * sizeof *least_rank);
+  size_t n_least = 0;
+  bool placed = false, twice = false;
+  PpStatus st = PP_OK;
+
+  *mesh = false;
+  if (least == NULL || sorted == NULL || least_rank == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      least[i] = least_stage (&im->ranks[i]);
+      placed |= im->ranks[i].placed;
+      if (least[i] != INT32_MAX)
+        sorted[n_least++] = least[i];
+    }
+  if (n_least > 1)
+    qsort (sorted, n_least, sizeof *sorted, cmp_int32);
+  size_t u = 0;
+  for (size_t q = 0; q < n_least; q++)
+    if (u == 0 || sorted[q] != sorted[u - 1])
+      sorted[u++] = sorted[q];
+  /* fewer stage sets than processes running them: replicas (one
+   * process's files of two profiling cycles are one process) */
+  size_t n_proc = 0, p = 0;
+  for (size_t i = 0; i < n; i++)
+    if (least[i] != INT32_MAX)
+      least_rank[n_proc++] = im->ranks[i].rank;
+  if (n_proc > 1)
+    qsort (least_rank, n_proc, sizeof *least_rank, cmp_int32);
+  for (size_t q = 0; q < n_proc; q++)
+    p += q == 0 || least_rank[q] != least_rank[q - 1];
+  twice = said && u < p;
+  if (!placed && !twice)
+    goto out;
+  *mesh = true;
+  for (size_t i = 0; i < n; i++)
+    {
+      RankData *rd = &im->ranks[i];
+      rd->process = rd->rank;
+      rd->world = -1;
+      if (rd->process >= PP_TRACE_MAX_PROCESSES)
+        {
+          st = pp_error_set (err, PP_EFORMAT, "%s: process %d: a trace holds processes 0 to %d",
+                             rd->name, rd->process, PP_TRACE_MAX_PROCESSES - 1);
+          goto out;
+        }
+      if (rd->placed)
+        {
+          rd->rank = rd->coord[PP_TRACE_MESH_PP];
+          continue;
+        }
+      if (least[i] == INT32_MAX)
+        {
+          st = pp_error_set (err, PP_EFORMAT,
+                             "%s: process %d runs no labelled pipeline action and its trace has no "
+                             "mesh_pp process group: its pipeline rank cannot be told; leave its "
+                             "file out or profile the job with 'pipescope-cli profile'",
+                             rd->name, rd->process);
+          goto out;
+        }
+      size_t lo = 0, hi = u;
+      while (lo < hi)
+        {
+          size_t mid = lo + (hi - lo) / 2;
+          if (sorted[mid] < least[i])
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+      rd->rank = (int) lo;
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        {
+          rd->coord[d] = 0;
+          rd->size[d] = 1;
+        }
+      rd->coord[PP_TRACE_MESH_PP] = rd->rank;
+    }
+out:
+  free (least);
+  free (sorted);
+  free (least_rank);
+  return st;
+}
+
+static int
+cmp_place (const void *a, const void *b)
+{
+  const PpTraceProcess *x = a, *y = b;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+    if (x->coord[d] != y->coord[d])
+      return x->coord[d] < y->coord[d] ? -1 : 1;
+  return (x->process > y->process) - (x->process < y->process);
+}
+
+/* The place of im->ranks[i] as a PROCESS frame says it. */
+static PpTraceProcess
+process_of (const RankData *rd)
+{
+  PpTraceProcess p;
+  memset (&p, 0, sizeof p);
+  p.process = rd->process;
+  p.rank = rd->rank;
+  memcpy (p.coord, rd->coord, sizeof p.coord);
+  memcpy (p.size, rd->size, sizeof p.size);
+  p.pid = rd->pid;
+  p.flags = rd->placed ? 0 : PP_TRACE_PROCESS_UNPLACED;
+  snprintf (p.host, sizeof p.host, "%s", rd->host);
+  return p;
+}
+
+/* The processes (one file each now) numbered where their place was not
+ * read, as merge numbers them (pp_trace_number_unplaced), every place
+ * checked, and no place held twice: one line naming both files. */
+static PpStatus
+number_processes (Import *im, PpImportSummary *sum, PpError *err)
+{
+  size_t n = im->n;
+  PpTraceProcess *ps = calloc (n + 1, sizeof *ps);
+  PpStatus st = PP_OK;
+  int32_t P = 0;
+  if (ps == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    {
+      ps[i] = process_of (&im->ranks[i]);
+      if (ps[i].rank + 1 > P)
+        P = ps[i].rank + 1;
+      if (ps[i].size[PP_TRACE_MESH_PP] > P)
+        P = ps[i].size[PP_TRACE_MESH_PP];
+    }
+  for (size_t i = 0; i < n; i++)
+    if (ps[i].flags & PP_TRACE_PROCESS_UNPLACED)
+      ps[i].size[PP_TRACE_MESH_PP] = P;
+  if ((st = pp_trace_number_unplaced (ps, n, err)) != PP_OK)
+    goto out;
+  for (size_t i = 0; i < n; i++)
+    {
+      RankData *rd = &im->ranks[i];
+      PpError e2 = { 0 };
+      memcpy (rd->coord, ps[i].coord, sizeof rd->coord);
+      memcpy (rd->size, ps[i].size, sizeof rd->size);
+      if (pp_trace_process_check (&ps[i], &e2) != PP_OK)
+        {
+          st = pp_error_set (err, PP_EFORMAT, "%s: process %d: %s", rd->name, rd->process, e2.msg);
+          goto out;
+        }
+    }
+  if (n > 1)
+    qsort (ps, n, sizeof *ps, cmp_place);
+  for (size_t i = 1; i < n; i++)
+    if (memcmp (ps[i].coord, ps[i - 1].coord, sizeof ps[i].coord) == 0)
+      {
+        const char *a = "?", *b = "?";
+        for (size_t j = 0; j < n; j++)
+          {
+            if (im->ranks[j].process == ps[i - 1].process) a = im->ranks[j].name;
+            if (im->ranks[j].process == ps[i].process) b = im->ranks[j].name;
+          }
+        st = pp_error_set (err, PP_EFORMAT,
+                           "%s (process %d) and %s (process %d) both claim the place pp %d dp %d tp %d: "
+                           "give the traces of one job",
+                           a, ps[i - 1].process, b, ps[i].process, ps[i].coord[PP_TRACE_MESH_PP],
+                           ps[i].coord[PP_TRACE_MESH_DP], ps[i].coord[PP_TRACE_MESH_TP]);
+        goto out;
+      }
+  sum->processes = (int) n;
+  for (size_t i = 0; i < n; i++)
+    {
+      sum->unplaced += !im->ranks[i].placed;
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        if (ps[i].size[d] > sum->mesh_size[d])
+          sum->mesh_size[d] = ps[i].size[d];
+    }
+out:
+  free (ps);
+  return st;
+}
+
 typedef PpStatus (*CostFunc) (void *user, size_t i, size_t *cost, PpError *err);
 typedef PpStatus (*LoadFunc) (void *user, size_t i, size_t limit, const char **name, char **text,
                               size_t *size, PpError *err);
@@ -1101,9 +1386,11 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
   size_t n_spans = 0, cap_spans = 0;
   const Ev **blocks = NULL;
   int *rank_of = NULL;     /* [world] -> input index, -1 */
+  size_t *span_from = NULL;
   PpSimulation *sim = NULL;
   PpCostModel *cm = NULL;
   PpImportSummary s0;
+  bool mesh_job = false;
 
   memset (&im, 0, sizeof im);
   memset (&sh, 0, sizeof sh);
@@ -1197,30 +1484,40 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
                              "not from the same job?", im.ranks[i].name, im.ranks[i].world, world);
           goto out;
         }
-    rank_of = malloc ((size_t) world * sizeof *rank_of);
+    /* a job of many pipelines: each file a process, its rank the
+     * pipeline rank of its place; files are then told apart by process */
+    if ((st = place_processes (&im, with > 0, &mesh_job, err)) != PP_OK)
+      goto out;
+    int keys = world;
+    if (mesh_job)
+      for (size_t i = 0; i < n; i++)
+        if (im.ranks[i].process + 1 > keys)
+          keys = im.ranks[i].process + 1;
+    rank_of = malloc ((size_t) keys * sizeof *rank_of);
     if (rank_of == NULL)
       {
         st = pp_error_set (err, PP_ENOMEM, "out of memory");
         goto out;
       }
-    for (int r = 0; r < world; r++)
+    for (int r = 0; r < keys; r++)
       rank_of[r] = -1;
-    /* one rank's files of different times (tensorboard_trace_handler
-     * writes one per profiling cycle) are one rank; of the same time, the
-     * same trace twice */
+    /* one rank's (process's) files of different times
+     * (tensorboard_trace_handler writes one per profiling cycle) are one
+     * rank; of the same time, the same trace twice */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
       {
         RankData *rd = &im.ranks[i];
-        int r = rd->rank;
+        int r = mesh_job ? rd->process : rd->rank;
         if (rank_of[r] >= 0)
           {
             RankData *to = &im.ranks[rank_of[r]];
             if (to->ext_lo <= to->ext_hi && rd->ext_lo <= rd->ext_hi
                 && to->ext_lo <= rd->ext_hi && rd->ext_lo <= to->ext_hi)
               {
-                st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold rank %d at the same time: "
-                                   "give each rank's trace once", to->name, rd->name, r);
+                st = pp_error_set (err, PP_EFORMAT, "%s and %s both hold %s %d at the same time: "
+                                   "give each %s's trace once", to->name, rd->name,
+                                   mesh_job ? "process" : "rank", r, mesh_job ? "process" : "rank");
                 goto out;
               }
             if ((st = merge_rank (to, rd, err)) != PP_OK)
@@ -1238,6 +1535,41 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
     sum->files = (int) n;
     n = kept;
     im.n = kept;
+    if (mesh_job)
+      {
+        /* by pipeline rank from here on: the first replica (least dp,
+         * then process) gives the rank's order and description */
+        if ((st = number_processes (&im, sum, err)) != PP_OK)
+          goto out;
+        world = 0;
+        for (size_t i = 0; i < n; i++)
+          if (im.ranks[i].rank + 1 > world)
+            world = im.ranks[i].rank + 1;
+        if (world > keys)
+          {
+            /* a mesh_pp group wider than the world the files said */
+            int *g = realloc (rank_of, (size_t) world * sizeof *rank_of);
+            if (g == NULL)
+              {
+                st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                goto out;
+              }
+            rank_of = g;
+            keys = world;
+          }
+        for (int r = 0; r < keys; r++)
+          rank_of[r] = -1;
+        for (size_t i = 0; i < n; i++)
+          {
+            int r = im.ranks[i].rank;
+            const RankData *o = rank_of[r] >= 0 ? &im.ranks[rank_of[r]] : NULL;
+            if (o == NULL || im.ranks[i].coord[PP_TRACE_MESH_DP] < o->coord[PP_TRACE_MESH_DP]
+                || (im.ranks[i].coord[PP_TRACE_MESH_DP] == o->coord[PP_TRACE_MESH_DP]
+                    && im.ranks[i].process < o->process))
+              rank_of[r] = (int) i;
+          }
+      }
+    im.rank_of = rank_of;
     sh.P = world;   /* what the traces say, until their stages are known */
   }
 
@@ -1597,11 +1929,18 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
             sh.sched && sh.matched ? sh.sched->name : "observed");
   snprintf (sum->backend, sizeof sum->backend, "%s", im.ranks[0].backend);
 
-  /* spans */
+  /* spans, file after file (span_from[i]: file i's first) */
+  span_from = malloc ((n + 1) * sizeof *span_from);
+  if (span_from == NULL)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
   for (size_t i = 0; i < n; i++)
     {
       RankData *rd = &im.ranks[i];
       size_t nb = 0;
+      span_from[i] = n_spans;
       free (blocks);
       blocks = malloc ((rd->n_ev + 1) * sizeof *blocks);
       if (blocks == NULL)
@@ -1793,6 +2132,12 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
             }
           else if (e->what == EV_OPT)
             sp.kind = PP_SPAN_OPT;
+          else if (e->what == EV_DP)
+            {
+              sp.kind = (uint16_t) span_kind_of (e->kind);
+              sp.stage = e->stage;
+              sum->dp_actions++;
+            }
           else if (e->what == EV_XFER && e->level == level && e->start < first_action)
             {
               sum->setup_transfers++;
@@ -1918,6 +2263,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
       free (gpu);
       free (ready);
     }
+  span_from[n] = n_spans;
 
   /* the description */
   PpTraceDescription desc;
@@ -1960,7 +2306,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
 
   if ((st = pp_trace_write_description (w, &desc, err)) != PP_OK)
     goto out;
-  for (int r = 0; r < sh.P; r++)
+  for (int r = 0; r < sh.P && !mesh_job; r++)
     if (rank_of[r] >= 0)
       {
         const RankData *rd = &im.ranks[rank_of[r]];
@@ -2020,10 +2366,24 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
   for (uint32_t id = 1; id <= im.names.n; id++)
     if ((st = pp_trace_write_string (w, id, im.names.names[id - 1], err)) != PP_OK)
       goto out;
-  /* step markers: each rank's ProfilerStep ranges, else its blocks' extent */
+  /* step markers: each rank's ProfilerStep ranges, else its blocks' extent;
+   * a job of many pipelines: each process's frames tagged with it, its
+   * PROCESS and RANK frames first, then its markers and spans */
   for (size_t i = 0; i < n; i++)
     {
       const RankData *rd = &im.ranks[i];
+      if (mesh_job)
+        {
+          PpTraceProcess p = process_of (rd);
+          if (p.host[0] == '\0')
+            snprintf (p.host, sizeof p.host, "%s", desc.host);
+          if ((st = pp_trace_writer_set_process (w, rd->process, err)) != PP_OK
+              || (st = pp_trace_write_process (w, &p, err)) != PP_OK
+              || (st = pp_trace_write_rank (w, rd->rank, rd->pid, p.host, err)) != PP_OK
+              || (st = pp_trace_write_spans (w, spans + span_from[i], span_from[i + 1] - span_from[i],
+                                             err)) != PP_OK)
+            goto out;
+        }
       int global_min = INT32_MAX;
       for (size_t j = 0; j < n; j++)
         if (im.ranks[j].min_step < global_min)
@@ -2067,7 +2427,11 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
           }
       free (ext);
     }
-  if ((st = pp_trace_write_spans (w, spans, n_spans, err)) != PP_OK)
+  if (mesh_job)
+    st = pp_trace_writer_set_process (w, -1, err);
+  else
+    st = pp_trace_write_spans (w, spans, n_spans, err);
+  if (st != PP_OK)
     goto out;
   sum->skipped = im.skipped;
 
@@ -2077,6 +2441,7 @@ out:
   free (blocks);
   free (spans);
   free (rank_of);
+  free (span_from);
   shape_clear (&sh);
   for (size_t i = 0; i < im.n; i++)
     {

@@ -38,6 +38,17 @@
  *     calls of its thread close it (GPipe's sends) the block ends with its
  *     last operator (cpu_op, any thread), else with the label.  So a block
  *     is the stage's call, and the plan's costs are the stages' work;
+ *   - data-parallel communication: FSDP's PP:<s>UNSHARD, RESHARD,
+ *     REDUCE_GRAD and WAIT_REDUCE_GRAD ranges become spans of their kinds
+ *     (their stage, micro-batch -1), not blocks of the plan;
+ *   - a job of many pipelines (data-parallel replicas, one file a global
+ *     rank): each file is a process (PROCESS frame, its frames tagged),
+ *     its place from the process groups a DeviceMesh names in
+ *     distributedInfo.pg_config (mesh_pp, mesh_dp, mesh_tp, mesh_cp,
+ *     mesh_ep); where the trace has none, its pipeline rank from the
+ *     stages it runs and the place flagged PP_TRACE_PROCESS_UNPLACED,
+ *     numbered as merge numbers it; two processes of one place are an
+ *     error; a pipeline rank's first replica gives its order;
  *   - the optimizer: Optimizer.step#... ranges become OPT spans;
  *   - device work: kernels, copies and memsets (cat kernel, gpu_memcpy,
  *     gpu_memset) under the block that launched them (correlation id, or
@@ -104,6 +115,11 @@ typedef struct {
   char   missing[128];       /* ranks of the world with no file ("2,3"), "" when none */
   int    world_claimed;      /* distributedInfo's world size when more than the traces'
                               * ranks and stages make (ranks is those), else 0 */
+  int    processes;          /* a job of many pipelines (replicas): its processes, one
+                              * PROCESS frame each; 0 when the files are the ranks */
+  int    unplaced;           /* of those, whose place was not in their trace */
+  int32_t mesh_size[PP_TRACE_MESH_DIMS];  /* the mesh they make (pp, dp, tp, cp, ep) */
+  size_t dp_actions;         /* FSDP's UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD */
 } PpImportSummary;
 
 /* What an input of n bytes whose first bytes are head[head_len] adds to

@@ -4,14 +4,17 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 static const PpScheduleInfo schedules[] = {
   { "GPipe", "gpipe fill-drain", pp_schedule_new_gpipe, 0, 1,
     "all forwards, then all backwards (Huang et al. 2018)" },
-  { "1F1B", "1f1b pipedream-flush", pp_schedule_new_1f1b, 0, 1,
-    "one forward, one backward in steady state (PipeDream-Flush)" },
+  /* megatron-core's forward_backward_pipelining_without_interleaving runs
+   * exactly this order (warm-up P-1-r forwards, then F,B pairs): an alias. */
+  { "1F1B", "1f1b pipedream-flush megatron-1f1b", pp_schedule_new_1f1b, 0, 1,
+    "one forward, one backward in steady state (PipeDream-Flush; Megatron-1F1B)" },
   { "Interleaved1F1B", "interleaved interleaved-1f1b", pp_schedule_new_interleaved_1f1b, 1, 2,
     "1F1B over V looped stages per rank, depth first (Megatron-LM)" },
   { "LoopedBFS", "looped-bfs bfs", pp_schedule_new_looped_bfs, 1, 2,
@@ -28,7 +31,9 @@ static const PpScheduleInfo schedules[] = {
     "DeepSeek's DualPipe folded into a V: overlapped F and B" },
   { "DualPipe", "dualpipe", pp_schedule_new_dualpipe, 0, 2,
     "DeepSeek's bidirectional DualPipe: two model copies, both directions" },
-  { NULL, NULL, NULL, 0, 0, NULL },
+  { "Megatron-Interleaved", "megatron-interleaved megatron-vpp", pp_schedule_new_megatron_interleaved, 1, 2,
+    "megatron-core's interleaved 1F1B, micro-batches in groups of --group (default P)", 1 },
+  { NULL, NULL, NULL, 0, 0, NULL, 0 },
 };
 
 const PpScheduleInfo *
@@ -56,20 +61,61 @@ alias_matches (const char *aliases, const char *name)
   return false;
 }
 
+/* Where a name's parameters start (":group=3"), or its end. */
+static size_t
+base_length (const char *name)
+{
+  const char *colon = strchr (name, ':');
+  return colon ? (size_t) (colon - name) : strlen (name);
+}
+
 const PpScheduleInfo *
 pp_schedule_lookup (const char *name)
 {
+  char base[64];
+  size_t n;
+
   if (name == NULL)
     return NULL;
+  n = base_length (name);
+  if (n >= sizeof base)
+    return NULL;
+  memcpy (base, name, n);
+  base[n] = '\0';
   for (const PpScheduleInfo *i = schedules; i->name; i++)
-    if (strcasecmp (i->name, name) == 0 || alias_matches (i->aliases, name))
-      return i;
+    if (strcasecmp (i->name, base) == 0 || alias_matches (i->aliases, base))
+      return name[n] == '\0' || i->takes_group ? i : NULL;
   return NULL;
+}
+
+int
+pp_schedule_name_group (const char *name)
+{
+  const char *p = name ? strchr (name, ':') : NULL;
+  long g = 0;
+  char *end;
+
+  if (p == NULL)
+    return 0;
+  if (strncasecmp (p + 1, "group=", 6) != 0)
+    return -1;
+  p += 7;
+  if (*p < '0' || *p > '9')
+    return -1;
+  g = strtol (p, &end, 10);
+  return *end != '\0' || g < 1 || g > 1 << 20 ? -1 : (int) g;
 }
 
 PpStatus
 pp_schedule_generate (const char *name, int ranks, int microbatches, int stages_per_rank,
                       PpSchedule **out, PpError *err)
+{
+  return pp_schedule_generate_group (name, ranks, microbatches, stages_per_rank, 0, out, err);
+}
+
+PpStatus
+pp_schedule_generate_group (const char *name, int ranks, int microbatches, int stages_per_rank,
+                            int group, PpSchedule **out, PpError *err)
 {
   const PpScheduleInfo *info = pp_schedule_lookup (name);
 
@@ -98,6 +144,22 @@ pp_schedule_generate (const char *name, int ranks, int microbatches, int stages_
   if (stages_per_rank > 64)
     return pp_error_set (err, PP_EINVAL, "%s: at most 64 stages per rank are supported (got %d)",
                          info->name, stages_per_rank);
+  if (info->takes_group)
+    {
+      int named = pp_schedule_name_group (name);
+      if (named < 0)
+        return pp_error_set (err, PP_EINVAL, "'%s': write the group as %s:group=N, N a whole number >= 1",
+                             name, info->name);
+      if (group > 0 && named > 0 && group != named)
+        return pp_error_set (err, PP_EINVAL, "'%s' says group %d but --group is %d; give one of them",
+                             name, named, group);
+      return pp_schedule_new_megatron_interleaved_group (ranks, microbatches, stages_per_rank,
+                                                         group > 0 ? group : named, out, err);
+    }
+  if (group > 0)
+    return pp_error_set (err, PP_EINVAL,
+                         "%s takes no group (--group is megatron-core's microbatch_group_size_per_vp_stage: "
+                         "use -s Megatron-Interleaved)", info->name);
   return info->generate (ranks, microbatches, stages_per_rank, out, err);
 }
 
@@ -174,4 +236,46 @@ pp_schedule_pytorch_class (const char *name)
     if (strcmp (classes[i].ours, info->name) == 0)
       return classes[i].theirs;
   return NULL;
+}
+
+/* ---- frameworks ---- */
+
+PpFramework
+pp_framework_of_description (const char *schedule, const char *model)
+{
+  if (schedule != NULL && strncasecmp (schedule, "Megatron-", 9) == 0)
+    return PP_FRAMEWORK_MEGATRON;
+  if (model != NULL && strncmp (model, "PyTorch ", 8) == 0)
+    return PP_FRAMEWORK_PYTORCH;
+  return PP_FRAMEWORK_PIPESCOPE;
+}
+
+bool
+pp_schedule_runs_on (const char *name, PpFramework framework)
+{
+  const PpScheduleInfo *info = pp_schedule_lookup (name);
+  if (info == NULL)
+    return false;
+  switch (framework)
+    {
+    case PP_FRAMEWORK_PYTORCH:
+      return pp_schedule_pytorch_class (info->name) != NULL;
+    case PP_FRAMEWORK_MEGATRON:
+      return strcmp (info->name, "1F1B") == 0 || info->takes_group;
+    case PP_FRAMEWORK_PIPESCOPE:
+    default:
+      return !info->takes_group;
+    }
+}
+
+const char *
+pp_framework_name (PpFramework framework)
+{
+  switch (framework)
+    {
+    case PP_FRAMEWORK_PYTORCH: return "PyTorch";
+    case PP_FRAMEWORK_MEGATRON: return "megatron-core";
+    case PP_FRAMEWORK_PIPESCOPE:
+    default: return "pipescope";
+    }
 }

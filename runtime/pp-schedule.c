@@ -109,3 +109,47 @@ pp_schedule_total_actions (const PpSchedule *s)
     n += s->rank[r].n_actions;
   return n;
 }
+
+int
+pp_schedule_rank_difference (const PpSchedule *a, const PpSchedule *b, int r)
+{
+  const PpRankActions *x = &a->rank[r], *y = &b->rank[r];
+  int i = 0, j = 0;
+
+  /* compute actions only: transfers and optimizer steps do not order work */
+  for (int k = 0;; k++, i++, j++)
+    {
+      while (i < x->n_actions && !pp_action_is_compute (&x->actions[i]))
+        i++;
+      while (j < y->n_actions && !pp_action_is_compute (&y->actions[j]))
+        j++;
+      if (i == x->n_actions && j == y->n_actions)
+        return -1;
+      if (i == x->n_actions || j == y->n_actions || !pp_action_equal (&x->actions[i], &y->actions[j]))
+        return k;
+    }
+}
+
+bool
+pp_schedule_same_order (const PpSchedule *a, const PpSchedule *b, int *rank, int *index)
+{
+  if (rank)
+    *rank = -1;
+  if (index)
+    *index = -1;
+  if (a->ranks != b->ranks)
+    return false;
+  for (int r = 0; r < a->ranks; r++)
+    {
+      int k = pp_schedule_rank_difference (a, b, r);
+      if (k >= 0)
+        {
+          if (rank)
+            *rank = r;
+          if (index)
+            *index = k;
+          return false;
+        }
+    }
+  return true;
+}

@@ -21,7 +21,7 @@ typedef struct {
 } PpRankActions;
 
 typedef struct {
-  char           name[32];       /* canonical: "GPipe", "1F1B", "ZB-H1", ... */
+  char           name[48];       /* canonical: "GPipe", "1F1B", "Megatron-Interleaved:group=4", ... */
   int            ranks;          /* P */
   int            microbatches;   /* M */
   int            stages_per_rank;/* V */
@@ -70,6 +70,15 @@ PpStatus pp_schedule_new_zb_h2             (int P, int M, int V, PpSchedule **ou
 PpStatus pp_schedule_new_zbv               (int P, int M, int V, PpSchedule **out, PpError *err);
 PpStatus pp_schedule_new_dualpipev         (int P, int M, int V, PpSchedule **out, PpError *err);
 PpStatus pp_schedule_new_dualpipe          (int P, int M, int V, PpSchedule **out, PpError *err);
+/* megatron-core's forward_backward_pipelining_with_interleaving with
+ * microbatch_group_size_per_vp_stage G (<= 0: megatron-core's default, P);
+ * named "Megatron-Interleaved:group=G".  PP_EINVAL with megatron-core's
+ * refusals (pp_megatron_check_group). */
+PpStatus pp_schedule_new_megatron_interleaved (int P, int M, int V, PpSchedule **out, PpError *err);
+PpStatus pp_schedule_new_megatron_interleaved_group (int P, int M, int V, int G,
+                                                     PpSchedule **out, PpError *err);
+/* What megatron-core 0.16 refuses: G outside [P, M], or 0 < M % G < P. */
+PpStatus pp_megatron_check_group (int P, int M, int G, PpError *err);
 
 typedef struct {
   const char          *name;          /* canonical name */
@@ -78,13 +87,21 @@ typedef struct {
   int                  takes_v;       /* 1: V is a free parameter */
   int                  default_v;     /* V used when the user gives none */
   const char          *summary;       /* one line for --help */
+  int                  takes_group;   /* 1: takes ":group=N" / --group (Megatron's
+                                       * microbatch_group_size_per_vp_stage) */
 } PpScheduleInfo;
 
 /* All known schedules, terminated by an entry with name == NULL. */
 const PpScheduleInfo *pp_schedule_list (void);
 
-/* Looks a schedule up by canonical name or alias, case-insensitively; NULL if unknown. */
+/* Looks a schedule up by canonical name or alias, case-insensitively; NULL if
+ * unknown.  A schedule that takes a group may be named with its parameter,
+ * "Megatron-Interleaved:group=3": the suffix is ignored here. */
 const PpScheduleInfo *pp_schedule_lookup (const char *name);
+
+/* N of a name's ":group=N" suffix; 0 where there is none, -1 where the
+ * suffix is there but not a whole number >= 1. */
+int pp_schedule_name_group (const char *name);
 
 /* How a PyTorch job runs the schedule `name`: its torch.distributed.pipelining
  * class ("ScheduleZBVZeroBubble"); "" where PyTorch has none but runs it
@@ -97,6 +114,41 @@ const char *pp_schedule_pytorch_class (const char *name);
  * Unknown names are PP_EINVAL with the accepted names listed. */
 PpStatus pp_schedule_generate (const char *name, int ranks, int microbatches,
                                int stages_per_rank, PpSchedule **out, PpError *err);
+/* The same with a group (<= 0: the name's ":group=N", else the schedule's
+ * default); a group for a schedule that takes none, or one that disagrees
+ * with the name's, is PP_EINVAL. */
+PpStatus pp_schedule_generate_group (const char *name, int ranks, int microbatches,
+                                     int stages_per_rank, int group, PpSchedule **out,
+                                     PpError *err);
+
+/* ---- which framework runs a job, and what it can run ---------------------
+ * A trace's description says who ran it: a schedule named "Megatron-..." is
+ * a megatron-core job, a model that opens "PyTorch " a
+ * torch.distributed.pipelining job, anything else pipescope's own runtime.
+ * What if offers a job only what its framework runs (one rule for every
+ * view): PyTorch runs the schedules it has a class for and ZB-H1/ZB-H2 from
+ * a CSV (pp_schedule_pytorch_class); megatron-core runs 1F1B and
+ * Megatron-Interleaved; pipescope's runtime runs every schedule but the
+ * framework-specific Megatron-Interleaved (at its default group it is
+ * Interleaved1F1B). */
+typedef enum {
+  PP_FRAMEWORK_PIPESCOPE = 0,
+  PP_FRAMEWORK_PYTORCH,
+  PP_FRAMEWORK_MEGATRON,
+} PpFramework;
+
+PpFramework pp_framework_of_description (const char *schedule, const char *model);
+bool        pp_schedule_runs_on (const char *name, PpFramework framework);
+const char *pp_framework_name (PpFramework framework);
+
+/* Whether a and b run the same compute actions in the same order on every
+ * rank.  Where they do not, *rank and *index (either may be NULL) say the
+ * first rank that differs and the first position on it (-1, -1 when the
+ * shapes differ: P). */
+bool pp_schedule_same_order (const PpSchedule *a, const PpSchedule *b, int *rank, int *index);
+/* The first position where rank r's compute actions differ in a and b, or -1
+ * where they are the same (r < both schedules' ranks). */
+int  pp_schedule_rank_difference (const PpSchedule *a, const PpSchedule *b, int r);
 
 /* ---- what a request costs, before it is built ----------------------------
  * pp_schedule_estimate_actions: about how many actions (all ranks) the

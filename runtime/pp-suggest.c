@@ -75,7 +75,7 @@ check_costs (const PpMeasuredCosts *c, PpError *err)
 /* Simulates one candidate; PP_OK with *keep = 0 when the schedule does not
  * accept (P, M', V). */
 static PpStatus
-simulate_candidate (const PpMeasuredCosts *c, const PpScheduleInfo *info, int M2, int V,
+simulate_candidate (const PpMeasuredCosts *c, const PpScheduleInfo *info, int M2, int V, int G,
                     PpSuggestion *out, int *keep, PpError *err)
 {
   PpSchedule *s = NULL;
@@ -86,7 +86,9 @@ simulate_candidate (const PpMeasuredCosts *c, const PpScheduleInfo *info, int M2
   PpStatus st;
 
   *keep = 0;
-  st = info->generate (c->ranks, M2, V, &s, &gerr);
+  st = info->takes_group
+       ? pp_schedule_new_megatron_interleaved_group (c->ranks, M2, V, G, &s, &gerr)
+       : info->generate (c->ranks, M2, V, &s, &gerr);
   if (st == PP_EINVAL || st == PP_EUNSUPPORTED)
     return PP_OK;                     /* this schedule cannot take (P, M', V) */
   if (st != PP_OK)
@@ -165,35 +167,80 @@ too_large (int P, int M, int V)
   return (int64_t) P * M * (V > 0 ? V : 1) > PP_SUGGEST_MAX_WORK;
 }
 
+/* ---- the candidates of a job ----------------------------------------------
+ * One rule for every view: a job is offered only what its framework runs
+ * (pp_schedule_runs_on).  Each schedule at every M' of candidate_ms, with
+ * V = 2 where V is free; megatron-core's interleaved schedule also at V = 4
+ * and with its group of micro-batches G = P (its default), 2P and M' (all
+ * of a step's micro-batches through a chunk before the next: the most
+ * memory, the fewest chunk switches). */
+
+typedef struct {
+  const PpScheduleInfo *info;
+  int M, V, G;
+} Candidate;
+
+#define MAX_CANDIDATES 256
+
+static size_t
+list_candidates (const PpMeasuredCosts *c, Candidate out[MAX_CANDIDATES])
+{
+  int Ms[5], n_ms = candidate_ms (c->ranks, c->microbatches, Ms);
+  const int P = c->ranks;
+  size_t n = 0;
+
+  for (const PpScheduleInfo *info = pp_schedule_list (); info->name; info++)
+    {
+      if (!pp_schedule_runs_on (info->name, c->framework))
+        continue;
+      for (int i = 0; i < n_ms; i++)
+        {
+          if (!info->takes_group)
+            {
+              out[n++] = (Candidate) { info, Ms[i], info->takes_v ? 2 : info->default_v, 0 };
+              continue;
+            }
+          const int Vs[2] = { 2, 4 };
+          const int Gs[3] = { P, 2 * P, Ms[i] };
+          for (int v = 0; v < 2; v++)
+            for (int g = 0; g < 3; g++)
+              {
+                bool dup = false;
+                for (int h = 0; h < g; h++)
+                  dup = dup || Gs[h] == Gs[g];
+                if (!dup && pp_megatron_check_group (P, Ms[i], Gs[g], NULL) == PP_OK)
+                  out[n++] = (Candidate) { info, Ms[i], Vs[v], Gs[g] };
+              }
+        }
+    }
+  return n;
+}
+
 size_t
 pp_suggest_n_too_large (const PpMeasuredCosts *costs)
 {
-  int Ms[5], n_ms;
-  size_t n = 0;
+  Candidate cand[MAX_CANDIDATES];
+  size_t n = 0, n_cand;
   if (costs == NULL || costs->ranks < 1 || costs->microbatches < 1)
     return 0;
-  n_ms = candidate_ms (costs->ranks, costs->microbatches, Ms);
-  for (const PpScheduleInfo *info = pp_schedule_list (); info->name; info++)
-    for (int i = 0; i < n_ms; i++)
-      n += too_large (costs->ranks, Ms[i], info->takes_v ? 2 : info->default_v);
+  n_cand = list_candidates (costs, cand);
+  for (size_t i = 0; i < n_cand; i++)
+    n += too_large (costs->ranks, cand[i].M, cand[i].V);
   return n;
 }
 
 int64_t
 pp_suggest_work (const PpMeasuredCosts *costs)
 {
-  int Ms[5], n_ms;
+  Candidate cand[MAX_CANDIDATES];
   int64_t w = 0;
+  size_t n_cand;
   if (costs == NULL || costs->ranks < 1 || costs->microbatches < 1)
     return 0;
-  n_ms = candidate_ms (costs->ranks, costs->microbatches, Ms);
-  for (const PpScheduleInfo *info = pp_schedule_list (); info->name; info++)
-    for (int i = 0; i < n_ms; i++)
-      {
-        int V = info->takes_v ? 2 : info->default_v;
-        if (!too_large (costs->ranks, Ms[i], V))
-          w += (int64_t) costs->ranks * Ms[i] * (V > 0 ? V : 1);
-      }
+  n_cand = list_candidates (costs, cand);
+  for (size_t i = 0; i < n_cand; i++)
+    if (!too_large (costs->ranks, cand[i].M, cand[i].V))
+      w += (int64_t) costs->ranks * cand[i].M * (cand[i].V > 0 ? cand[i].V : 1);
   return w;
 }
 
@@ -201,11 +248,11 @@ PpStatus
 pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
             PpSuggestion **out, size_t *n_out, PpError *err)
 {
-  const PpScheduleInfo *list = pp_schedule_list ();
+  Candidate cands[MAX_CANDIDATES];
   PpSuggestion *res = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, n_cands;
   PpStatus st;
-  int P, Ms[5], n_ms = 0;
+  int P;
 
   if (out == NULL || n_out == NULL)
     return pp_error_set (err, PP_EINVAL, "pp_suggest: out and n_out are required");
@@ -217,44 +264,43 @@ pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
     return pp_error_set (err, PP_EINVAL, "memory budget is not a number");
 
   P = costs->ranks;
-  n_ms = candidate_ms (P, costs->microbatches, Ms);
+  n_cands = list_candidates (costs, cands);
 
   size_t n_small = 0;
-  for (const PpScheduleInfo *info = list; info->name; info++)
-    for (int i = 0; i < n_ms; i++)
-      {
-        PpSuggestion cand;
-        int keep;
-        int V = info->takes_v ? 2 : info->default_v;
+  for (size_t i = 0; i < n_cands; i++)
+    {
+      PpSuggestion cand;
+      int keep;
+      const Candidate *c = &cands[i];
 
-        if (too_large (P, Ms[i], V))
-          continue;
-        n_small++;
+      if (too_large (P, c->M, c->V))
+        continue;
+      n_small++;
 
-        st = simulate_candidate (costs, info, Ms[i], V, &cand, &keep, err);
-        if (st != PP_OK)
-          {
-            free (res);
-            return st;
-          }
-        if (!keep)
-          continue;
-        if (memory_budget > 0 && cand.peak_activation > memory_budget * (1 + 1e-9))
-          continue;
-        if (n == cap)
-          {
-            size_t nc = cap ? 2 * cap : 32;
-            PpSuggestion *g = realloc (res, nc * sizeof *g);
-            if (g == NULL)
-              {
-                free (res);
-                return pp_error_set (err, PP_ENOMEM, "out of memory");
-              }
-            res = g;
-            cap = nc;
-          }
-        res[n++] = cand;
-      }
+      st = simulate_candidate (costs, c->info, c->M, c->V, c->G, &cand, &keep, err);
+      if (st != PP_OK)
+        {
+          free (res);
+          return st;
+        }
+      if (!keep)
+        continue;
+      if (memory_budget > 0 && cand.peak_activation > memory_budget * (1 + 1e-9))
+        continue;
+      if (n == cap)
+        {
+          size_t nc = cap ? 2 * cap : 32;
+          PpSuggestion *g = realloc (res, nc * sizeof *g);
+          if (g == NULL)
+            {
+              free (res);
+              return pp_error_set (err, PP_ENOMEM, "out of memory");
+            }
+          res = g;
+          cap = nc;
+        }
+      res[n++] = cand;
+    }
   if (n_small == 0)
     return pp_error_set (err, PP_EINVAL,
                          "P=%d is too large to simulate: every candidate exceeds %ld ranks x "
@@ -272,6 +318,48 @@ pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
   *out = res;
   *n_out = n;
   return PP_OK;
+}
+
+char *
+pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size_t size)
+{
+  const PpScheduleInfo *info = pp_schedule_lookup (s->schedule);
+  const char *cls;
+
+  if (size == 0)
+    return buf;
+  buf[0] = '\0';
+  if (info == NULL)
+    return buf;
+  switch (framework)
+    {
+    case PP_FRAMEWORK_PYTORCH:
+      cls = pp_schedule_pytorch_class (info->name);
+      if (cls != NULL && *cls)
+        snprintf (buf, size, "%s with n_microbatches=%d and %d stage%s a rank", cls, s->microbatches,
+                  s->stages_per_rank, s->stages_per_rank == 1 ? "" : "s");
+      else if (cls != NULL)
+        snprintf (buf, size, "pipescope-cli schedule -s %s -p %d -m %d --format csv > %s.csv, then "
+                  "the schedule's _load_csv(\"%s.csv\")", info->name, s->ranks, s->microbatches,
+                  info->name, info->name);
+      break;
+    case PP_FRAMEWORK_MEGATRON:
+      if (info->takes_group)
+        {
+          int g = pp_schedule_name_group (s->schedule);
+          snprintf (buf, size, "virtual_pipeline_model_parallel_size=%d, "
+                    "microbatch_group_size_per_vp_stage=%d, num_microbatches=%d",
+                    s->stages_per_rank, g > 0 ? g : s->ranks, s->microbatches);
+        }
+      else
+        snprintf (buf, size, "virtual_pipeline_model_parallel_size=None, num_microbatches=%d",
+                  s->microbatches);
+      break;
+    case PP_FRAMEWORK_PIPESCOPE:
+    default:
+      break;
+    }
+  return buf;
 }
 
 /* ---- measured costs from a trace ------------------------------------------- */
@@ -464,6 +552,7 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
 
   out->ranks = P;
   out->microbatches = M;
+  out->framework = has_desc ? pp_framework_of_description (desc.schedule, desc.model) : PP_FRAMEWORK_PIPESCOPE;
   out->comm = n_send > 0 ? sum_send / (double) n_send : 0;
   out->f = calloc ((size_t) P, sizeof *out->f);
   out->b = calloc ((size_t) P, sizeof *out->b);

@@ -26,10 +26,12 @@ typedef struct {
   int     microbatches;       /* M of the measured run */
   double *f, *b, *w;          /* [ranks] measured seconds per micro-batch (all the rank's layers) */
   double  comm;               /* measured transfer seconds (0 for the local transport) */
+  PpFramework framework;      /* who ran the job: its candidates are only what that
+                               * framework runs (0: pipescope's runtime, every schedule) */
 } PpMeasuredCosts;
 
 typedef struct {
-  char   schedule[32];
+  char   schedule[48];        /* a name pp_schedule_generate takes (with its ":group=N") */
   int    ranks, microbatches, stages_per_rank;
   double step_time;           /* predicted seconds, one step between barriers */
   double bubble;              /* predicted, 0..1 */
@@ -42,14 +44,24 @@ typedef struct {
  * cannot make suggest, or the app's What-if panel, run for minutes. */
 #define PP_SUGGEST_MAX_WORK (1L << 16)
 
-/* Every schedule x M' in {P, 2P, 4P, 8P, M} (deduplicated, only what the
- * schedule accepts, P x M' x V <= PP_SUGGEST_MAX_WORK) whose peak_activation
+/* Every schedule the job's framework runs (costs->framework,
+ * pp_schedule_runs_on) x M' in {P, 2P, 4P, 8P, M} (deduplicated, only what
+ * the schedule accepts, P x M' x V <= PP_SUGGEST_MAX_WORK; for
+ * megatron-core also Megatron-Interleaved at V = 4 and with groups P, 2P
+ * and M', named "Megatron-Interleaved:group=G") whose peak_activation
  * <= memory_budget (<= 0: no limit), sorted by predicted step time, then
  * memory.  *out is malloc'd.  When every candidate is over the limit: PP_EINVAL,
  * "P=4096 is too large to simulate: every candidate exceeds 65536 ranks x
  * micro-batches x stages per rank". */
 PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
                      PpSuggestion **out, size_t *n_out, PpError *err);
+
+/* How a job of `framework` runs suggestion s, in its own terms, into buf:
+ * PyTorch: "ScheduleInterleaved1F1B with n_microbatches=8 and 2 stages a
+ * rank" (or the CSV it loads); megatron-core: the config it takes
+ * ("virtual_pipeline_model_parallel_size=2, microbatch_group_size_per_vp_stage=4,
+ * num_microbatches=8"); "" for pipescope's runtime.  Returns buf. */
+char    *pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size_t size);
 
 /* How many candidates pp_suggest leaves out for being over PP_SUGGEST_MAX_WORK. */
 size_t   pp_suggest_n_too_large (const PpMeasuredCosts *costs);
@@ -70,7 +82,8 @@ int64_t  pp_suggest_work (const PpMeasuredCosts *costs);
  * rank and micro-batch seen + 1); comm is the mean SEND_F/SEND_B span, 0
  * without any.  A trace with no F/B/I/W/OVERLAP spans is PP_EINVAL "PATH has
  * no measured F/B spans; record a run first"; a rank without F or backward
- * spans is PP_EINVAL too.  The run's schedule is rebuilt only when its
+ * spans is PP_EINVAL too.  framework is the description's
+ * (pp_framework_of_description).  The run's schedule is rebuilt only when its
  * P x M x V is at most PP_SUGGEST_MAX_WORK (else every stage counts 1).
  * On failure *out is left cleared.  Free with
  * pp_measured_costs_clear (NULL and cleared structs are fine). */

@@ -8,7 +8,7 @@
  * replica dp runs dp × 10 µs later, so that replicas differ).
  *
  * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
- *                      [--comm] [--offsets] [--unplaced] [--straggler DP]
+ *                      [--comm] [--offsets] [--unplaced] [--collectives] [--straggler DP]
  *   --collide:  the last process claims the place of the one before it
  *               (a job whose mesh was read wrong), for merge's refusal.
  *   --comm:     each block's hand-off too: SEND_F/RECV_F after a forward,
@@ -23,6 +23,9 @@
  *               flagged "place not read" (dp 0 in every file), and the
  *               global ranks laid out G = (D - 1 - dp) · P + pp, so that
  *               numbering by global rank reverses the job's dp.
+ *   --collectives: every process counts its collectives (format 1.5), at
+ *               each step's end: COLLECTIVE_CALLS 10 + G + step, and
+ *               COLLECTIVE_BYTES 1 MiB x (G + 1), G its global rank.
  *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
  *               the folded view's mark and info's slowest replica.
  *
@@ -140,7 +143,7 @@ main (int argc, char **argv)
   int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
-  int collide = 0, comm = 0, offsets = 0, unplaced = 0, straggler = -1;
+  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
@@ -152,6 +155,8 @@ main (int argc, char **argv)
       offsets = 1;
     else if (strcmp (argv[i], "--unplaced") == 0)
       unplaced = 1;
+    else if (strcmp (argv[i], "--collectives") == 0)
+      collectives = 1;
     else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
       straggler = atoi (argv[++i]);
     else
@@ -267,6 +272,13 @@ main (int argc, char **argv)
           PpCounter loss = { .time_ns = last + skew, .value = 1.0 / (s + 1) + dp / 100.0, .rank = r, .step = s,
                              .kind = PP_COUNTER_LOSS };
           if (comm && r == P - 1 && pp_trace_write_counter (w, &loss, &err) != PP_OK)
+            return die (path, &err);
+          PpCounter calls = { .time_ns = last + skew, .value = 10 + g + s, .rank = r, .step = s,
+                              .kind = PP_COUNTER_COLLECTIVE_CALLS };
+          PpCounter bytes = { .time_ns = last + skew, .value = 1048576.0 * (g + 1), .rank = r, .step = s,
+                              .kind = PP_COUNTER_COLLECTIVE_BYTES };
+          if (collectives && (pp_trace_write_counter (w, &calls, &err) != PP_OK
+                              || pp_trace_write_counter (w, &bytes, &err) != PP_OK))
             return die (path, &err);
         }
       if (pp_trace_writer_close (w, &err) != PP_OK)

@@ -485,6 +485,131 @@ test_cli (void)
   g_free (e);
 }
 
+/* issue 28: a job is offered only what its framework runs, one rule for
+ * `suggest` and the What if panel (pp_suggest's costs.framework). */
+static void
+test_frameworks (void)
+{
+  double f[P], b[P], w[P];
+  PpMeasuredCosts c = uniform_costs (f, b, w);
+  PpSuggestion *s;
+  size_t n;
+  int n_dualpipe = 0, n_megatron = 0;
+
+  /* pipescope's runtime: every general schedule, no framework-specific one */
+  s = suggest (&c, 0, &n);
+  for (size_t i = 0; i < n; i++)
+    {
+      n_dualpipe += strcmp (s[i].schedule, "DualPipe") == 0;
+      g_assert_false (g_str_has_prefix (s[i].schedule, "Megatron-"));
+    }
+  g_assert_cmpint (n_dualpipe, >, 0);
+  free (s);
+
+  /* PyTorch: only what torch.distributed.pipelining runs (a class or its CSV) */
+  c.framework = PP_FRAMEWORK_PYTORCH;
+  s = suggest (&c, 0, &n);
+  g_assert_cmpuint (n, >, 10);
+  for (size_t i = 0; i < n; i++)
+    {
+      g_assert_nonnull (pp_schedule_pytorch_class (s[i].schedule));
+      g_assert_true (pp_schedule_runs_on (s[i].schedule, PP_FRAMEWORK_PYTORCH));
+    }
+  g_assert_null (find (s, n, "DualPipe", 8));
+  g_assert_nonnull (find (s, n, "DualPipeV", 8));
+  g_assert_nonnull (find (s, n, "ZB-H1", 8));
+  free (s);
+
+  /* megatron-core: 1F1B and its interleaved schedule at V 2 and 4, groups P,
+   * 2P and M', never a configuration it refuses */
+  c.framework = PP_FRAMEWORK_MEGATRON;
+  s = suggest (&c, 0, &n);
+  gboolean seen_v4 = FALSE, seen_g2p = FALSE, seen_gm = FALSE;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (strcmp (s[i].schedule, "1F1B") == 0)
+        {
+          g_assert_cmpint (s[i].stages_per_rank, ==, 1);
+          continue;
+        }
+      int g = pp_schedule_name_group (s[i].schedule);
+      g_assert_true (g_str_has_prefix (s[i].schedule, "Megatron-Interleaved:group="));
+      g_assert_cmpint (g, >=, P);
+      g_assert_cmpint (pp_megatron_check_group (P, s[i].microbatches, g, NULL), ==, PP_OK);
+      g_assert_true (s[i].stages_per_rank == 2 || s[i].stages_per_rank == 4);
+      seen_v4 |= s[i].stages_per_rank == 4;
+      seen_g2p |= g == 2 * P;
+      seen_gm |= g == s[i].microbatches && g > 2 * P;
+      n_megatron++;
+    }
+  g_assert_true (seen_v4 && seen_g2p && seen_gm);
+  g_assert_nonnull (find (s, n, "1F1B", 8));
+  g_assert_nonnull (find (s, n, "Megatron-Interleaved:group=4", 8));
+  g_assert_null (find (s, n, "Interleaved1F1B", 8));
+  g_assert_cmpint (n_megatron, >, 10);
+  g_assert_cmpint (pp_suggest_work (&c), >, 0);
+  /* each row says how the job runs it */
+  char how[256];
+  const PpSuggestion *g4 = find (s, n, "Megatron-Interleaved:group=4", 8);
+  g_assert_cmpstr (pp_suggestion_how (g4, PP_FRAMEWORK_MEGATRON, how, sizeof how), ==,
+                   g4->stages_per_rank == 2
+                   ? "virtual_pipeline_model_parallel_size=2, microbatch_group_size_per_vp_stage=4, num_microbatches=8"
+                   : "virtual_pipeline_model_parallel_size=4, microbatch_group_size_per_vp_stage=4, num_microbatches=8");
+  free (s);
+}
+
+/* The framework comes from the trace; `suggest` on a PyTorch job never
+ * offers DualPipe (it ranked it first before), on a Megatron job only what
+ * megatron-core runs, with the measured configuration found. */
+static void
+test_frameworks_cli (void)
+{
+  char *dir = g_dir_make_tmp ("pp-suggest-fw-XXXXXX", NULL);
+  const char *data = g_getenv ("PP_TEST_DATA_DIR");
+  PpMeasuredCosts c;
+  PpError err = { 0 };
+  char *out, *errs;
+
+  char *meg = sim_trace (dir, "megatron.pptrace", "Megatron-Interleaved", "4", "8");
+  g_assert_cmpint (pp_measured_costs_from_trace (meg, &c, &err), ==, PP_OK);
+  g_assert_cmpint (c.framework, ==, PP_FRAMEWORK_MEGATRON);
+  pp_measured_costs_clear (&c);
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &errs, "suggest", meg, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "candidates: what a megatron-core job can run"));
+  g_assert_nonnull (strstr (out, "Megatron-Interleaved:group=4       8   2"));
+  g_assert_nonnull (strstr (out, "← measured"));
+  g_assert_nonnull (strstr (out, "to run #1 in your job: virtual_pipeline_model_parallel_size="));
+  g_assert_null (strstr (out, "DualPipe"));
+  g_assert_null (strstr (out, "ZB"));
+  g_free (out);
+  g_free (errs);
+
+  /* a real PyTorch job's torch.profiler traces, imported */
+  g_autofree char *torch = g_build_filename (dir, "torch.pptrace", NULL);
+  g_autofree char *r0 = g_build_filename (data, "kineto", "interleaved", "rank0.pt.trace.json.gz", NULL);
+  g_autofree char *r1 = g_build_filename (data, "kineto", "interleaved", "rank1.pt.trace.json.gz", NULL);
+  if (pp_test_cli_run (NULL, &out, &errs, "import", r0, r1, "-o", torch, NULL) != 0)
+    g_error ("import: %s", errs);
+  g_free (out);
+  g_free (errs);
+  g_assert_cmpint (pp_measured_costs_from_trace (torch, &c, &err), ==, PP_OK);
+  g_assert_cmpint (c.framework, ==, PP_FRAMEWORK_PYTORCH);
+  pp_measured_costs_clear (&c);
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &errs, "suggest", torch, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "candidates: what a PyTorch job can run"));
+  g_assert_null (strstr (out, "DualPipe "));
+  g_assert_null (strstr (out, "Megatron"));
+  g_assert_nonnull (strstr (out, "   1  "));
+  g_free (out);
+  g_free (errs);
+
+  g_unlink (meg);
+  g_unlink (torch);
+  g_rmdir (dir);
+  g_free (meg);
+  g_free (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -496,5 +621,7 @@ main (int argc, char **argv)
   g_test_add_func ("/suggest/costs-from-trace", test_costs_from_trace);
   g_test_add_func ("/suggest/reproduces-measured", test_reproduces_measured);
   g_test_add_func ("/suggest/cli", test_cli);
+  g_test_add_func ("/suggest/frameworks", test_frameworks);
+  g_test_add_func ("/suggest/frameworks-cli", test_frameworks_cli);
   return g_test_run ();
 }

@@ -1206,6 +1206,37 @@ test_whatif_panel (void)
     g_assert_cmpint (n_torch, ==, n_rows - n_dualpipe);
     pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
     pp_timeline_model_free (torch);
+
+    /* a megatron-core job (its schedule's name says so): only 1F1B and
+     * Megatron-Interleaved, each saying its group (issue 28) */
+    PpTimelineModel *meg = gpipe_model ();
+    PpTraceDescription md = *pp_timeline_model_description (meg);
+    g_strlcpy (md.schedule, "Megatron-1F1B", sizeof md.schedule);
+    g_strlcpy (md.model, "megatron-core 0.16.1 gloo", sizeof md.model);
+    PpTraceItem mit = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &md };
+    pp_timeline_model_add (meg, &mit);
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), meg);
+    int n_meg = 0, n_interleaved = 0;
+    for (GtkListBoxRow *r; (r = gtk_list_box_get_row_at_index (GTK_LIST_BOX (list), n_meg)) != NULL; n_meg++)
+      {
+        GString *t = g_string_new (NULL);
+        collect_labels (GTK_WIDGET (r), t);
+        if (g_str_has_prefix (t->str, "Megatron-Interleaved:group="))
+          {
+            g_assert_nonnull (strstr (t->str, "\ngroup "));
+            n_interleaved++;
+          }
+        else
+          {
+            g_assert_true (g_str_has_prefix (t->str, "1F1B\n"));
+            g_assert_nonnull (strstr (t->str, "\nnot interleaved"));
+          }
+        g_string_free (t, TRUE);
+      }
+    g_assert_cmpint (n_interleaved, >, 0);
+    g_assert_cmpint (n_meg, >, n_interleaved);
+    pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);
+    pp_timeline_model_free (meg);
   }
 
   pp_whatif_panel_update (PP_WHATIF_PANEL (p), NULL);

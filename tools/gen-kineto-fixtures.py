@@ -14,6 +14,11 @@ hold is what `pipescope-cli import` reads:
   zbv/         ScheduleZBVZeroBubble (V-shaped, I and W): `PP:<action>`
   dualpipev/   ScheduleDualPipeV: `PP:(0F2;3B1)OVERLAP_F_B` ranges
   1f1b/        Schedule1F1B: no pipelining labels at all (import refuses it)
+  fsdp/        a PP 2 x DP 2 job of 4 processes (`--nproc-per-node 4`): a
+               DeviceMesh ("pp", "dp"), each stage in FSDP2's fully_shard
+               over mesh["dp"], ScheduleInterleaved1F1B: `PP:<action>` with
+               FSDP's PP:0UNSHARD, PP:1RESHARD, PP:0REDUCE_GRAD, ...; one
+               trace per global rank, process<G>.json.gz
 
 (tests/test-import.py gunzips one into a temporary folder for the plain
 JSON that export_chrome_trace writes before anyone compresses it.)
@@ -42,7 +47,11 @@ SCHEDULES = {
     "zbv": ("ScheduleZBVZeroBubble", 2, "export", True, True),
     "dualpipev": ("ScheduleDualPipeV", 2, "export", True, True),
     "1f1b": ("Schedule1F1B", 1, "export", True, True),
+    "fsdp": ("ScheduleInterleaved1F1B", 2, "export", True, True),
 }
+# jobs on a mesh: name -> processes (P = 2 pipeline ranks, the rest replicas)
+MESH = {"fsdp": 4}
+P_MESH = 2
 M = 4
 STEPS = 2
 WIDTH = 8
@@ -60,6 +69,12 @@ def worker(name, out):
     cls_name, V, writer, use_gzip, stepped = SCHEDULES[name]
     dist.init_process_group("gloo")
     rank, P = dist.get_rank(), dist.get_world_size()
+    grank, mesh, group = rank, None, None
+    if name in MESH:
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (P_MESH, P // P_MESH), mesh_dim_names=("pp", "dp"))
+        group = mesh["pp"].get_group()
+        rank, P = dist.get_rank(group), P_MESH
     torch.manual_seed(0)
     n_stages = P * V
     if cls_name in ("ScheduleZBVZeroBubble", "ScheduleDualPipeV"):
@@ -70,7 +85,10 @@ def worker(name, out):
     for s in ids:
         torch.manual_seed(s)
         mod = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.Tanh())
-        stages.append(pp.PipelineStage(mod, s, n_stages, torch.device("cpu")))
+        if mesh is not None:
+            from torch.distributed.fsdp import fully_shard
+            fully_shard(mod, mesh=mesh["dp"])
+        stages.append(pp.PipelineStage(mod, s, n_stages, torch.device("cpu"), group=group))
     cls = getattr(pp, cls_name)
     loss_fn = torch.nn.MSELoss()
     sched = cls(stages[0] if V == 1 else stages, n_microbatches=M, loss_fn=loss_fn)
@@ -91,7 +109,7 @@ def worker(name, out):
 
     one_step()  # warm-up, outside the profile
     os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, f"rank{rank}.json")
+    path = os.path.join(out, f"process{grank}.json" if mesh is not None else f"rank{rank}.json")
 
     def export(p):
         p.export_chrome_trace(path)
@@ -126,7 +144,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, PP_GEN_KINETO_WORKER=name, PP_GEN_KINETO_OUT=tmp,
                        OMP_NUM_THREADS="1")
-            subprocess.run([torchrun, "--nproc-per-node", "2", "--master-port", "29517",
+            subprocess.run([torchrun, "--nproc-per-node", str(MESH.get(name, 2)), "--master-port", "29517",
                             os.path.abspath(__file__)], env=env, check=True)
             os.makedirs(dest, exist_ok=True)
             for old in glob.glob(os.path.join(dest, "*")):

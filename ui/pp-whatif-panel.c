@@ -40,7 +40,7 @@ struct _PpWhatifPanel
   gboolean         held_pointer, held_focus;   /* in the list: its rows stay put */
   gboolean         deferred;       /* a recompute waits for the list to be let go */
   const PpTimelineModel *model;   /* the run the rows are for */
-  gboolean         pytorch;        /* a PyTorch job: rows it can run, each with how */
+  PpFramework      framework;      /* who ran the job: each row says how it runs there */
   guint            generation;     /* bumped by every recompute: a late worker's result is dropped */
   gboolean         working;        /* a worker is ranking */
 };
@@ -91,6 +91,8 @@ pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out)
     return FALSE;
   out->ranks = P;
   out->microbatches = d && d->n_microbatches > 0 ? d->n_microbatches : 1;
+  /* one rule for every view: candidates are what the job's framework runs */
+  out->framework = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
   out->f = g_new0 (double, P);
   out->b = g_new0 (double, P);
   out->w = g_new0 (double, P);
@@ -165,7 +167,8 @@ pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out)
 static gboolean
 measured_costs_equal (const PpMeasuredCosts *a, const PpMeasuredCosts *b)
 {
-  if (a->ranks != b->ranks || a->microbatches != b->microbatches || a->comm != b->comm)
+  if (a->ranks != b->ranks || a->microbatches != b->microbatches || a->comm != b->comm
+      || a->framework != b->framework)
     return FALSE;
   size_t n = (size_t) a->ranks * sizeof (double);
   return memcmp (a->f, b->f, n) == 0 && memcmp (a->b, b->b, n) == 0 && memcmp (a->w, b->w, n) == 0;
@@ -183,7 +186,7 @@ row_label (const char *text, int width_chars, float xalign)
 }
 
 static GtkWidget *
-suggestion_row (const PpSuggestion *s, gboolean pytorch)
+suggestion_row (const PpSuggestion *s, PpFramework framework)
 {
   char buf[64];
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
@@ -196,13 +199,25 @@ suggestion_row (const PpSuggestion *s, gboolean pytorch)
   GtkWidget *name = row_label (s->schedule, 14, 0.0);
   gtk_widget_add_css_class (name, "heading");
   gtk_box_append (GTK_BOX (box), name);
-  if (pytorch)
+  if (framework == PP_FRAMEWORK_PYTORCH)
     {
       /* how the job runs it: its class, or pipescope's CSV */
       const char *cls = pp_schedule_pytorch_class (s->schedule);
       GtkWidget *how = gtk_label_new (cls && *cls ? cls : "CSV, loaded with _load_csv");
       gtk_label_set_xalign (GTK_LABEL (how), 0.0);
       gtk_widget_add_css_class (how, "dim-label");
+      gtk_box_append (GTK_BOX (box), how);
+    }
+  else if (framework == PP_FRAMEWORK_MEGATRON)
+    {
+      /* megatron-core's config for it; the whole line in the tooltip */
+      char line[256];
+      int g = pp_schedule_name_group (s->schedule);
+      g_autofree char *text = g > 0 ? g_strdup_printf ("group %d", g) : g_strdup ("not interleaved");
+      GtkWidget *how = gtk_label_new (text);
+      gtk_label_set_xalign (GTK_LABEL (how), 0.0);
+      gtk_widget_add_css_class (how, "dim-label");
+      gtk_widget_set_tooltip_text (how, pp_suggestion_how (s, framework, line, sizeof line));
       gtk_box_append (GTK_BOX (box), how);
     }
   GtkWidget *fill = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
@@ -248,15 +263,7 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
       free (out);
       return;
     }
-  if (self->pytorch)
-    {
-      /* only what a PyTorch job can run (not DualPipe's two model copies) */
-      size_t k = 0;
-      for (size_t i = 0; i < n; i++)
-        if (pp_schedule_pytorch_class (out[i].schedule) != NULL)
-          out[k++] = out[i];
-      n = k;
-    }
+  /* only what the job's framework runs: pp_suggest's rule (costs.framework) */
   self->suggestions = out;
   self->n_suggestions = n;
 
@@ -270,7 +277,7 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
   gtk_label_set_text (GTK_LABEL (self->status), msg);
   g_free (msg);
   for (size_t i = 0; i < n; i++)
-    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i], self->pytorch));
+    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i], self->framework));
 }
 
 /* ---- ranking on a worker thread ------------------------------------------------ */
@@ -466,7 +473,7 @@ pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
       self->model = model;
       self->last_compute_us = 0;
     }
-  self->pytorch = model != NULL && pp_timeline_description_is_pytorch (pp_timeline_model_description (model));
+  self->framework = have ? c.framework : PP_FRAMEWORK_PIPESCOPE;
 
   if (have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
     {

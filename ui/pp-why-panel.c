@@ -345,6 +345,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       gtk_label_set_text (GTK_LABEL (self->change), "");
       gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), 0);
       gtk_widget_queue_draw (self->bars);
+      gtk_widget_queue_draw (self->legend);   /* no results: no dp_comm entry */
       pp_schedule_free (s);
       return;
     }
@@ -375,6 +376,9 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   g_free (t);
   gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
   gtk_widget_queue_draw (self->bars);
+  /* the legend shows dp_comm only when the results have some (has_dp):
+   * drawn once before any result, it must be drawn again now */
+  gtk_widget_queue_draw (self->legend);
 
   /* the critical path's share per stage, the largest first named */
   GString *p = g_string_new ("Critical path: ");

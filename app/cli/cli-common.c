@@ -68,7 +68,8 @@ void
 pp_cli_print_schedules (FILE *out)
 {
   for (const PpScheduleInfo *i = pp_schedule_list (); i->name; i++)
-    fprintf (out, "  %-22s %s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "");
+    fprintf (out, "  %-22s %s%s%s\n", i->name, i->summary, i->takes_v ? " [V]" : "",
+             i->takes_group ? " [group]" : "");
 }
 
 bool

@@ -28,7 +28,14 @@ import_usage (FILE *out)
          "PyTorch's multi-stage schedules and ScheduleGPipe's 'Forward i' /\n"
          "'Backward i' as blocks, gloo and NCCL send/recv as transfers, GPU\n"
          "kernels under the block that launched them, ProfilerStep#N as steps,\n"
-         "and the plan rebuilt from the order each rank ran.\n"
+         "FSDP's PP:0UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD as\n"
+         "data-parallel blocks, and the plan rebuilt from the order each rank ran.\n"
+         "\n"
+         "A job of several pipelines (data-parallel replicas), a file per global\n"
+         "rank, is one trace of processes, as merge makes it: each file's place\n"
+         "from its DeviceMesh groups (distributedInfo.pg_config: mesh_pp,\n"
+         "mesh_dp, mesh_tp, ...), else its pipeline rank from the stages it runs\n"
+         "and its place marked 'place not read'.\n"
          "\n"
          "Schedule1F1B labels none of its actions for the profiler: trace such a\n"
          "job with 'pipescope-cli profile -- torchrun ...' instead.\n", out);
@@ -191,6 +198,13 @@ pp_cli_import (int argc, char **argv)
           sum.ranks, sum.microbatches, sum.stages_per_rank, sum.steps, sum.steps == 1 ? "" : "s");
   printf ("  %zu blocks (%zu waited inside their label for their input), %zu transfers, "
           "%zu device spans -> %s\n", sum.blocks, sum.waits, sum.transfers, sum.device_spans, out);
+  if (sum.processes)
+    printf ("  %d processes (pp %d × dp %d × tp %d)%s, %zu data-parallel actions (UNSHARD, RESHARD, "
+            "REDUCE_GRAD, WAIT_REDUCE_GRAD)\n", sum.processes, sum.mesh_size[0], sum.mesh_size[1],
+            sum.mesh_size[2], sum.unplaced ? ", some whose place is not in their trace (place not read)" : "",
+            sum.dp_actions);
+  else if (sum.dp_actions)
+    printf ("  %zu data-parallel actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD)\n", sum.dp_actions);
   if (sum.world_claimed)
     printf ("  distributedInfo says world size %d, but these traces' ranks and stages make %d: "
             "imported as %d rank%s\n", sum.world_claimed, sum.ranks, sum.ranks, sum.ranks == 1 ? "" : "s");

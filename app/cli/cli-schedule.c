@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
@@ -21,7 +22,7 @@ schedule_usage (FILE *out)
 {
 
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
-         "                              [--stages-per-rank V] [--cost F,B,W,C]\n"
+         "                              [--stages-per-rank V] [--group N] [--cost F,B,W,C]\n"
          "                              [--format ascii|actions|csv|json] [--trace FILE]\n"
          "                              [--serve [--listen HOST:PORT] [--steps N]\n"
          "                                       [--speed X]]\n"
@@ -34,6 +35,11 @@ schedule_usage (FILE *out)
          "  -p, --ranks P              pipeline ranks (GPUs), at least 2\n"
          "  -m, --microbatches M       micro-batches per step\n"
          "  -v, --stages-per-rank V    model chunks per rank (interleaved schedules)\n"
+         "  -g, --group N              Megatron-Interleaved: megatron-core's\n"
+         "                             microbatch_group_size_per_vp_stage (default P;\n"
+         "                             also written -s Megatron-Interleaved:group=N);\n"
+         "                             the output says whether the order equals\n"
+         "                             PyTorch's Interleaved1F1B, and shows both where not\n"
          "  -c, --cost F,B,W[,C]       time of a forward, a full backward (B = I + W),\n"
          "                             its weight-gradient part W, and a transfer C;\n"
          "                             default 1,2,1,0\n"
@@ -150,13 +156,16 @@ json_action (const PpSimAction *sa, int kind, int stage, int mb, bool overlap, b
 }
 
 static void
-print_json (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
+print_json (const PpSchedule *s, const PpSimulation *sim, const double cost[4], int same)
 {
   bool first = true;
+  static const char *const words[] = { NULL, "equal", "differs", "refused" };
 
   printf ("{\n  \"schedule\": \"%s\",\n  \"ranks\": %d,\n  \"microbatches\": %d,\n"
           "  \"stages_per_rank\": %d,\n  \"stages\": %d,\n",
           s->name, s->ranks, s->microbatches, s->stages_per_rank, s->n_stages);
+  if (same > 0 && same < 4)
+    printf ("  \"pytorch_interleaved1f1b\": \"%s\",\n", words[same]);
   printf ("  \"cost\": {\"F\": %.9g, \"B\": %.9g, \"W\": %.9g, \"I\": %.9g, \"transfer\": %.9g},\n",
           cost[0], cost[1], cost[2], cost[1] - cost[2], cost[3]);
   printf ("  \"makespan\": %.9g,\n  \"bubble\": %.9g,\n  \"period\": %.9g,\n  \"steady_bubble\": %.9g,\n",
@@ -187,6 +196,76 @@ print_json (const PpSchedule *s, const PpSimulation *sim, const double cost[4])
   printf ("\n  ]\n}\n");
 }
 
+/* ---- Megatron's orders beside PyTorch's ---- */
+
+typedef enum { SAME_NOT_ASKED, SAME_EQUAL, SAME_DIFFERS, SAME_REFUSED } Sameness;
+
+static void
+print_rank_order (const char *who, const PpSchedule *s, int r, int mark)
+{
+  char buf[PP_ACTION_STR_MAX];
+  int k = 0;
+  printf ("  rank %d %-9s", r, who);
+  for (int i = 0; i < s->rank[r].n_actions; i++)
+    if (pp_action_is_compute (&s->rank[r].actions[i]))
+      {
+        pp_action_to_string (&s->rank[r].actions[i], buf, sizeof buf);
+        printf (k == mark ? " [%s]" : " %s", buf);
+        k++;
+      }
+  putchar ('\n');
+}
+
+/* Megatron-Interleaved against PyTorch's Interleaved1F1B for the same P, V,
+ * M: one line saying which, and where they differ both orders of every rank
+ * that differs (its first difference in brackets).  quiet: only the verdict. */
+static Sameness
+compare_with_pytorch (const PpSchedule *s, bool quiet)
+{
+  PpSchedule *py = NULL;
+  PpError err = { 0 };
+  int rank, index;
+  const char *group = strchr (s->name, '=');
+  char shape[96];
+
+  snprintf (shape, sizeof shape, "P=%d, V=%d, M=%d, group=%s", s->ranks, s->stages_per_rank,
+            s->microbatches, group ? group + 1 : "?");
+  if (pp_schedule_generate ("Interleaved1F1B", s->ranks, s->microbatches, s->stages_per_rank,
+                            &py, &err) != PP_OK)
+    {
+      if (!quiet)
+        printf ("PyTorch's Interleaved1F1B cannot run %s (%s): megatron-core's order has no "
+                "PyTorch equal here\n", shape, err.msg);
+      return SAME_REFUSED;
+    }
+  if (pp_schedule_same_order (s, py, &rank, &index))
+    {
+      if (!quiet)
+        printf ("megatron-core's order for %s equals PyTorch's Interleaved1F1B\n", shape);
+      pp_schedule_free (py);
+      return SAME_EQUAL;
+    }
+  if (!quiet)
+    {
+      int n_diff = 0;
+      for (int r = 0; r < s->ranks; r++)
+        n_diff += pp_schedule_rank_difference (s, py, r) >= 0;
+      printf ("megatron-core's order for %s differs from PyTorch's Interleaved1F1B on %d of %d "
+              "ranks (first: rank %d, action %d, in brackets); both orders:\n",
+              shape, n_diff, s->ranks, rank, index);
+      for (int r = 0; r < s->ranks; r++)
+        {
+          int at = pp_schedule_rank_difference (s, py, r);
+          if (at < 0)
+            continue;
+          print_rank_order ("Megatron:", s, r, at);
+          print_rank_order ("PyTorch:", py, r, at);
+        }
+    }
+  pp_schedule_free (py);
+  return SAME_DIFFERS;
+}
+
 int
 pp_cli_schedule (int argc, char **argv)
 {
@@ -195,6 +274,7 @@ pp_cli_schedule (int argc, char **argv)
     { "ranks", required_argument, NULL, 'p' },
     { "microbatches", required_argument, NULL, 'm' },
     { "stages-per-rank", required_argument, NULL, 'v' },
+    { "group", required_argument, NULL, 'g' },
     { "cost", required_argument, NULL, 'c' },
     { "format", required_argument, NULL, 'f' },
     { "csv", required_argument, NULL, 'C' },
@@ -207,7 +287,7 @@ pp_cli_schedule (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   const char *name = NULL, *csv = NULL, *trace = NULL, *listen = NULL;
-  int P = 0, M = 0, V = 0, opt, steps = 0;
+  int P = 0, M = 0, V = 0, G = 0, opt, steps = 0;
   bool serve = false, speed_set = false;
   double speed = 1.0;
   double cost[4] = { 1, 2, 1, 0 };
@@ -220,7 +300,7 @@ pp_cli_schedule (int argc, char **argv)
 
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long (argc, argv, ":s:p:m:v:c:f:h", options, NULL)) != -1)
+  while ((opt = getopt_long (argc, argv, ":s:p:m:v:g:c:f:h", options, NULL)) != -1)
     {
       switch (opt)
         {
@@ -242,6 +322,10 @@ pp_cli_schedule (int argc, char **argv)
               return pp_cli_usage_error ("--speed takes a number above 0 (got '%s')", optarg);
             speed_set = true;
           }
+          break;
+        case 'g':
+          if (!pp_cli_parse_int (optarg, 1, 1 << 20, &G))
+            return pp_cli_usage_error ("--group takes a whole number from 1 to %d (got '%s')", 1 << 20, optarg);
           break;
         case 'p':
         case 'm':
@@ -282,9 +366,9 @@ pp_cli_schedule (int argc, char **argv)
 
   if (csv != NULL)
     {
-      if (name || P || M || V)
+      if (name || P || M || V || G)
         return pp_cli_usage_error ("--csv takes the ranks, stages and micro-batches from the file; "
-                                   "drop --schedule, --ranks, --microbatches and --stages-per-rank");
+                                   "drop --schedule, --ranks, --microbatches, --stages-per-rank and --group");
       FILE *in = fopen (csv, "r");
       if (in == NULL)
         return pp_cli_usage_error ("cannot open '%s': %s", csv, strerror (errno));
@@ -304,7 +388,7 @@ pp_cli_schedule (int argc, char **argv)
       /* What cannot fit is refused before it is built (the output formats
        * stream: they add nothing per action). */
       if (pp_schedule_check_size (name, P, M, V, PP_SCHEDULE_BYTES_PER_ACTION, &err) != PP_OK
-          || pp_schedule_generate (name, P, M, V, &s, &err) != PP_OK)
+          || pp_schedule_generate_group (name, P, M, V, G, &s, &err) != PP_OK)
         return pp_cli_usage_error ("%s", err.msg);
     }
 
@@ -322,6 +406,12 @@ pp_cli_schedule (int argc, char **argv)
       goto out;
     }
 
+  /* A Megatron order says how it stands to PyTorch's (csv stays pure data). */
+  const PpScheduleInfo *info = name ? pp_schedule_lookup (name) : NULL;
+  Sameness same = SAME_NOT_ASKED;
+  if (info != NULL && info->takes_group && (format == FMT_JSON))
+    same = compare_with_pytorch (s, true);
+
   switch (format)
     {
     case FMT_ASCII: print_ascii (s, sim, cost); break;
@@ -333,7 +423,15 @@ pp_cli_schedule (int argc, char **argv)
           status = 1;
         }
       break;
-    case FMT_JSON: print_json (s, sim, cost); break;
+    case FMT_JSON: print_json (s, sim, cost, same); break;
+    }
+  if (info != NULL && (format == FMT_ASCII || format == FMT_ACTIONS))
+    {
+      if (info->takes_group)
+        compare_with_pytorch (s, false);
+      else if (strncasecmp (name, "Megatron-", 9) == 0)
+        printf ("%s: megatron-core's forward_backward_pipelining_without_interleaving runs exactly "
+                "this %s order (PyTorch's Schedule1F1B too)\n", name, info->name);
     }
   if (fflush (stdout) != 0)
     status = 1;

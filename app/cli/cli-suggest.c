@@ -23,10 +23,13 @@ suggest_usage (FILE *out)
          "\n"
          "Reads the costs measured in a trace (per rank, the mean forward, full\n"
          "backward and weight-gradient time of one micro-batch through all the\n"
-         "rank's layers) and ranks every schedule, with P = the measured ranks,\n"
-         "V = 2 where V is free, and M' in {P, 2P, 4P, 8P, measured M}, by the step\n"
-         "time the simulator predicts.  The batch stays the same: with M' micro-\n"
-         "batches each costs M/M' of a measured one.\n"
+         "rank's layers) and ranks every schedule the job's framework can run\n"
+         "(a PyTorch job: torch.distributed.pipelining's; a megatron-core job: 1F1B\n"
+         "and Megatron-Interleaved, V 2 and 4, groups P, 2P and M'; pipescope's own\n"
+         "runtime: all), with P = the measured ranks, V = 2 where V is free, and\n"
+         "M' in {P, 2P, 4P, 8P, measured M}, by the step time the simulator\n"
+         "predicts.  The batch stays the same: with M' micro-batches each costs\n"
+         "M/M' of a measured one.\n"
          "\n"
          "  -b, --memory-budget MB   keep only candidates whose peak activation\n"
          "                           memory, in measured micro-batches held by one\n"
@@ -86,6 +89,7 @@ pp_cli_suggest (int argc, char **argv)
   };
   PpMeasuredCosts costs = { 0 };
   PpSuggestion *all = NULL, *kept = NULL;
+  char measured_name[64];
   size_t n_all = 0, n_kept = 0;
   PpTraceDescription desc;
   PpError err = { 0 };
@@ -147,6 +151,14 @@ pp_cli_suggest (int argc, char **argv)
       const PpScheduleInfo *info = pp_schedule_lookup (desc.schedule);
       measured = info ? info->name : desc.schedule;
       mV = desc.n_virtual > 0 ? desc.n_virtual : (info ? info->default_v : 1);
+      if (info != NULL && info->takes_group)
+        {
+          /* as the candidates are named: with the group, P by default */
+          int g = pp_schedule_name_group (desc.schedule);
+          snprintf (measured_name, sizeof measured_name, "%s:group=%d", info->name,
+                    g > 0 ? g : costs.ranks);
+          measured = measured_name;
+        }
     }
 
   /* All candidates (to find the measured one), then those within the budget. */
@@ -171,6 +183,8 @@ pp_cli_suggest (int argc, char **argv)
             desc.backend[0] ? desc.backend : "unknown backend");
   else
     printf ("measured: P=%d, M=%d (no description)\n", costs.ranks, costs.microbatches);
+  if (costs.framework != PP_FRAMEWORK_PIPESCOPE)
+    printf ("candidates: what a %s job can run\n", pp_framework_name (costs.framework));
   printf ("measured per micro-batch, all of a rank's layers:\n");
   for (int r = 0; r < costs.ranks; r++)
     {
@@ -198,19 +212,28 @@ pp_cli_suggest (int argc, char **argv)
     {
       size_t shown = top > 0 && (size_t) top < n_kept ? (size_t) top : n_kept;
       bool measured_shown = false;
-      printf ("%4s  %-22s %6s %3s %11s %7s %21s\n", "rank", "schedule", "M", "V",
+      int width = 22;
+      for (size_t i = 0; i < shown; i++)
+        if ((int) strlen (kept[i].schedule) > width)
+          width = (int) strlen (kept[i].schedule);
+      printf ("%4s  %-*s %6s %3s %11s %7s %21s\n", "rank", width, "schedule", "M", "V",
               "step (ms)", "bubble", "peak activation (mb)");
       for (size_t i = 0; i < shown; i++)
         {
           const PpSuggestion *s = &kept[i];
           bool m = is_measured (s, measured, costs.microbatches, mV);
           measured_shown = measured_shown || m;
-          printf ("%4zu  %-22s %6d %3d %11.3f %6.1f%% %21.2f%s\n", i + 1, s->schedule, s->microbatches,
+          printf ("%4zu  %-*s %6d %3d %11.3f %6.1f%% %21.2f%s\n", i + 1, width, s->schedule, s->microbatches,
                   s->stages_per_rank, s->step_time * 1e3, 100.0 * s->bubble, s->peak_activation,
                   m ? "  ← measured" : "");
         }
       if (shown < n_kept)
         printf ("(%zu more; --top to see them)\n", n_kept - shown);
+      if (costs.framework != PP_FRAMEWORK_PIPESCOPE)
+        {
+          char how[256];
+          printf ("to run #1 in your job: %s\n", pp_suggestion_how (&kept[0], costs.framework, how, sizeof how));
+        }
       if (!measured_shown && measured != NULL)
         {
           size_t i;

@@ -1127,6 +1127,81 @@ print_step_time_and_loss (const Trace *t)
     printf ("loss: %.6g -> %.6g (%d value%s, as the job computed it)\n", first, last, n, n == 1 ? "" : "s");
 }
 
+/* One process's (or, without places, one rank's) collective counters. */
+typedef struct {
+  int32_t process, rank;
+  double  calls, bytes;
+  int32_t n_calls, n_bytes;
+} Collectives;
+
+static int
+cmp_collectives (const void *a, const void *b)
+{
+  const Collectives *x = a, *y = b;
+  if (x->process != y->process)
+    return x->process < y->process ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* "collectives inside the blocks (per step mean, total):" and a line a
+ * process (format 1.5: one COLLECTIVE_CALLS and one COLLECTIVE_BYTES value
+ * a step a process, that step's total); nothing when the trace has none.
+ * Counters are grouped by their own process, so replicas stay apart. */
+static void
+print_collectives (const Trace *t)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < t->n_counters; i++)
+    n += (t->counters[i].kind == PP_COUNTER_COLLECTIVE_CALLS || t->counters[i].kind == PP_COUNTER_COLLECTIVE_BYTES)
+         && isfinite (t->counters[i].value);
+  if (n == 0)
+    return;
+  Collectives *c = calloc (n, sizeof *c);
+  if (c == NULL)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < t->n_counters; i++)
+    {
+      const PpCounter *x = &t->counters[i];
+      bool calls = x->kind == PP_COUNTER_COLLECTIVE_CALLS;
+      if ((!calls && x->kind != PP_COUNTER_COLLECTIVE_BYTES) || !isfinite (x->value))
+        continue;
+      c[k] = (Collectives) { t->counter_process[i], x->rank, calls ? x->value : 0, calls ? 0 : x->value,
+                             calls, !calls };
+      k++;
+    }
+  qsort (c, n, sizeof *c, cmp_collectives);
+  printf ("collectives inside the blocks (tensor-parallel calls the hook counted; a step's mean, and in all):\n");
+  for (size_t i = 0; i < n;)
+    {
+      Collectives s = c[i];
+      size_t j = i + 1;
+      for (; j < n && c[j].process == s.process && c[j].rank == s.rank; j++)
+        {
+          s.calls += c[j].calls;
+          s.bytes += c[j].bytes;
+          s.n_calls += c[j].n_calls;
+          s.n_bytes += c[j].n_bytes;
+        }
+      const PpTraceProcess *p = s.process >= 0 && t->proc_at != NULL && t->proc_at[s.process] >= 0
+                                ? &t->procs[t->proc_at[s.process]] : NULL;
+      if (p != NULL)
+        printf ("  process %d (pp %d dp %d tp %d):", p->process, p->coord[PP_TRACE_MESH_PP],
+                p->coord[PP_TRACE_MESH_DP], p->coord[PP_TRACE_MESH_TP]);
+      else
+        printf ("  rank %d:", s.rank);
+      if (s.n_calls > 0)
+        printf (" calls %.1f a step, %.0f in all (%d step%s);", s.calls / s.n_calls, s.calls, s.n_calls,
+                s.n_calls == 1 ? "" : "s");
+      if (s.n_bytes > 0)
+        printf (" bytes %.3f MiB a step, %.3f MiB in all (%d step%s)", s.bytes / s.n_bytes / 1048576.0,
+                s.bytes / 1048576.0, s.n_bytes, s.n_bytes == 1 ? "" : "s");
+      printf ("\n");
+      i = j;
+    }
+  free (c);
+}
+
 /* Each rank's bubble inside the steps' compute windows (what `run` prints
  * and what compares with a plan's bubble a step); nothing when the trace
  * has no step. */
@@ -1345,6 +1420,7 @@ pp_cli_info (int argc, char **argv)
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_step_time_and_loss (&t);
+      print_collectives (&t);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
               (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
@@ -1709,8 +1785,11 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
   return 0;
 }
 
-/* A block's action kind (PpActionKind) from its span kind; -1 for what is
- * not a block or the optimizer. */
+/* A span's action kind (PpActionKind), for the spans the exports name as
+ * actions: the blocks (F, B, I, W, OVERLAP_F_B), the optimizer, and FSDP's
+ * data-parallel actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD,
+ * named with their stage as PyTorch names them: "0UNSHARD"); -1 for the
+ * rest (transfers, waits, device work), which keep their kind's name. */
 static int
 action_kind_of_span (int kind)
 {
@@ -2072,7 +2151,7 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
 
 /* Counter tracks a process (a rank without places; Perfetto draws "C"
  * events as a track under the process): the loss per step, activation memory in MiB, micro-batches in
- * flight, device memory. */
+ * flight, device memory, and the collectives a step (calls, MiB) the hook counted (format 1.5). */
 static void
 write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows, size_t n_pids)
 {
@@ -2091,6 +2170,8 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
         case PP_COUNTER_ACTIVATION_BYTES: name = "activation memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
         case PP_COUNTER_DEVICE_BYTES: name = "device memory (MiB)"; unit = "MiB"; v /= 1048576.0; break;
         case PP_COUNTER_INFLIGHT: name = "micro-batches in flight"; unit = "micro-batches"; break;
+        case PP_COUNTER_COLLECTIVE_CALLS: name = "collective calls a step"; unit = "calls"; break;
+        case PP_COUNTER_COLLECTIVE_BYTES: name = "collective bytes a step (MiB)"; unit = "MiB"; v /= 1048576.0; break;
         default: continue;
         }
       if (!isfinite (v))

@@ -818,23 +818,20 @@ whatif_model_from_shown (PpWindow *self)
     }
 }
 
-/* A PyTorch job's What if row: how to run it in the job (the controls
- * drive pipescope's own model, not the job), said and copied. */
+/* A PyTorch or megatron-core job's What if row: how to run it in the job
+ * (the controls drive pipescope's own model, not the job), said and copied. */
 static gboolean
-whatif_for_pytorch (PpWindow *self, const char *schedule, int ranks, int microbatches, int stages_per_rank)
+whatif_for_job (PpWindow *self, const char *schedule, int ranks, int microbatches, int stages_per_rank)
 {
   const PpTraceDescription *d = shown_description (self);
-  if (!pp_timeline_description_is_pytorch (d))
+  PpFramework fw = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
+  if (fw == PP_FRAMEWORK_PIPESCOPE)
     return FALSE;
-  const char *cls = pp_schedule_pytorch_class (schedule);
-  g_autofree char *how = NULL;
-  if (cls != NULL && *cls)
-    how = g_strdup_printf ("%s with n_microbatches=%d and %d stage%s a rank", cls, microbatches,
-                           stages_per_rank > 0 ? stages_per_rank : 1, stages_per_rank > 1 ? "s" : "");
-  else
-    how = g_strdup_printf ("pipescope-cli schedule -s %s -p %d -m %d --format csv > %s.csv, "
-                           "then the schedule's _load_csv(\"%s.csv\")", schedule, ranks, microbatches,
-                           schedule, schedule);
+  PpSuggestion s = { .ranks = ranks, .microbatches = microbatches,
+                     .stages_per_rank = stages_per_rank > 0 ? stages_per_rank : 1 };
+  char how[512];
+  g_strlcpy (s.schedule, schedule, sizeof s.schedule);
+  pp_suggestion_how (&s, fw, how, sizeof how);
   gdk_clipboard_set_text (gtk_widget_get_clipboard (GTK_WIDGET (self)), how);
   g_autofree char *msg = g_strdup_printf ("In your job: %s (copied)", how);
   pp_window_toast (self, msg);
@@ -845,7 +842,7 @@ static void
 on_whatif_apply (PpWhatifPanel *panel, const char *schedule, int ranks, int microbatches,
                  int stages_per_rank, PpWindow *self)
 {
-  if (whatif_for_pytorch (self, schedule, ranks, microbatches, stages_per_rank))
+  if (whatif_for_job (self, schedule, ranks, microbatches, stages_per_rank))
     return;
   self->applying_whatif = TRUE;
   GListModel *names = gtk_drop_down_get_model (self->schedule);
