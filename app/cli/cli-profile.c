@@ -1107,7 +1107,8 @@ merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_stat
     {
       say_no_trace (cmd_status);
       fprintf (stderr, "no rank wrote a trace (%s.rankG): did the command run a "
-               "torch.distributed.pipelining schedule?\n", run);
+               "torch.distributed.pipelining schedule, or megatron-core's with "
+               "pipeline_model_parallel_size above 1?\n", run);
     }
   else
     {

@@ -37,6 +37,7 @@ struct PpSelfTest
   GArray   *pids;      /* our children */
   gboolean  done;
   char     *png, *svg, *json;
+  guint     profiled;    /* profile: the run it added (the default run may be run 0) */
 
   /* bench-stream */
   gint64    bench_start, bench_last_loop;
@@ -594,13 +595,15 @@ tick_bench_stream (struct PpSelfTest *t)
 }
 
 /* profile: Profile a command with the one in PIPESCOPE_SELF_TEST_PROFILE (a
- * PyTorch job), as the dialog does; it is on screen with a row per rank,
- * spans on every one; then Stop ends it. */
+ * PyTorch or megatron-core job), as the dialog does; the run it adds (not run
+ * 0, the default run without --no-run) is on screen with a row per rank,
+ * spans on every one (with PIPESCOPE_SELF_TEST_SHOTS=DIR, DIR/profile.png);
+ * then Stop ends it. */
 static gboolean
 tick_profile (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = t->step > 0 ? run_at (w, t->profiled) : NULL;
   switch (t->step)
     {
     case 0:
@@ -613,6 +616,7 @@ tick_profile (struct PpSelfTest *t)
             return TRUE;
           }
         say ("profiling: %s", cmd);
+        t->profiled = g_list_model_get_n_items (G_LIST_MODEL (w->runs));
         if (!pp_window_profile (w, cmd, &error))
           {
             g_autofree char *why = g_strdup_printf ("profile did not start: %s", error->message);
@@ -635,6 +639,14 @@ tick_profile (struct PpSelfTest *t)
         pp_timeline_model_rank_label (m, 1, row1, sizeof row1);
         say ("profiled %s: %s, %d ranks, rows '%s' and '%s' (%zu spans)", pp_recording_get_title (r0),
              d->schedule, pp_timeline_model_n_ranks (m), row0, row1, pp_timeline_model_n_spans_total (m));
+        const char *dir = g_getenv ("PIPESCOPE_SELF_TEST_SHOTS");
+        if (dir && *dir)
+          {
+            g_autofree char *path = g_build_filename (dir, "profile.png", NULL);
+            g_autoptr (GError) error = NULL;
+            if (!pp_window_save_screenshot (w, path, TRUE, 1600, 900, &error))
+              say ("screenshot %s: %s", path, error->message);
+          }
         pp_recording_stop (r0);
         next_step (t);
         return FALSE;

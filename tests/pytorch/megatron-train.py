@@ -125,6 +125,8 @@ def main():
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--per-token", action="store_true",
+                    help="calculate_per_token_loss: loss_func returns (sum over tokens, tokens, report)")
     ap.add_argument("--list", help="after the last step, write the names in this folder to the json")
     a = ap.parse_args()
 
@@ -146,6 +148,8 @@ def main():
         kw.update(virtual_pipeline_model_parallel_size=V, overlap_p2p_comm=True, batch_p2p_comm=False)
         if a.group:
             kw["microbatch_group_size_per_vp_stage"] = a.group
+    if a.per_token:
+        kw["calculate_per_token_loss"] = True
     config = TransformerConfig(**kw)
     r, dp_group = ps.get_pipeline_model_parallel_rank(), ps.get_data_parallel_group()
     vocab, mb_size = 64, 2
@@ -162,10 +166,16 @@ def main():
                     dist.all_reduce(p.grad, group=dp_group)
                     p.grad /= n
     config.finalize_model_grads_func = finalize
-    opt = torch.optim.SGD([p for c in chunks for p in c.parameters()], lr=0.05)
+    # a loss summed over tokens has gradients as many times larger
+    lr = 0.05 / (a.seq * mb_size) if a.per_token else 0.05
+    opt = torch.optim.SGD([p for c in chunks for p in c.parameters()], lr=lr)
 
     def loss_func(labels, out):
         loss = torch.nn.functional.cross_entropy(out.reshape(-1, vocab), labels.transpose(0, 1).reshape(-1))
+        if a.per_token:
+            # Megatron-LM's form: the sum and its token count (megatron-core leaves it undivided)
+            n = torch.tensor(labels.numel(), dtype=torch.int)
+            return loss * labels.numel(), n, {"lm loss": loss.detach().clone()}
         return loss, {"lm loss": loss.detach().clone()}   # before Megatron scales it in place
 
     def forward_step(data_iterator, model):

@@ -7,7 +7,8 @@ CPU, gloo, torchrun) under `pipescope-cli profile`, for one layout:
     1f1b           2 processes, pp 2, 1F1B (forward_backward_pipelining_without_interleaving)
     interleaved    2 processes, pp 2, V 2 (..._with_interleaving, overlap_p2p_comm)
     interleaved4   4 processes, pp 4, V 2, 8 micro-batches
-    dp             4 processes, pp 2 x dp 2, 1F1B (finalize_model_grads reduces over dp)
+    dp             4 processes, pp 2 x dp 2, 1F1B (finalize_model_grads reduces over dp),
+                   calculate_per_token_loss (the loss a sum over tokens, its count beside)
     unknown        a megatron-core version the hook does not know: one line, nothing wrapped;
                    the autoload engages the adapter on the schedules' import only
     (PYTHON_VARIABLE PIPESCOPE_TORCH211_PYTHON: the older megatron-core line, 1F1B)
@@ -102,6 +103,18 @@ print("instrumented" if ok else "left alone", "untouched" if before == after els
 """
 
 
+NO_PIPELINE = r"""
+import pipescope.megatron
+from megatron.core.pipeline_parallel import schedules
+print("instrumented" if pipescope.megatron.instrument() else "left alone")
+for _ in range(2):
+    try:
+        schedules.forward_backward_no_pipelining()   # megatron-core's own TypeError, not ours
+    except TypeError as e:
+        print("passed", "forward_backward_no_pipelining" in str(e))
+"""
+
+
 def unknown(cli, py, env):
     """A version the hook does not know: instrument() says so in one line
     and wraps nothing.  And the autoload (what profile puts on PYTHONPATH)
@@ -129,8 +142,20 @@ def unknown(cli, py, env):
     if p.returncode != 0 or p.stdout.split() != ["True", "True"] or "pipescope:" in p.stderr:
         fail(f"a process that imports megatron-core's schedules was not instrumented: {p.stdout!r} "
              f"{p.stderr[-2000:]!r}")
+    # a job whose pipeline_model_parallel_size is 1: megatron-core runs
+    # forward_backward_no_pipelining; said once (else profile ends with no
+    # trace and no reason), the call and its exception megatron-core's own
+    p = subprocess.run([py, "-c", NO_PIPELINE], env=dict(auto, PYTHONPATH=pkg), capture_output=True,
+                       text=True, timeout=300)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
+    want = ("pipescope: megatron-core ran forward_backward_no_pipelining (pipeline_model_parallel_size 1): "
+            "no pipeline there to record; profile a job with pipeline_model_parallel_size 2 or more")
+    if p.returncode != 0 or p.stdout.split() != ["instrumented", "passed", "True", "passed", "True"] \
+            or lines != [want]:
+        fail(f"no pipelining: exit {p.returncode}, {p.stdout!r}, said {lines}:\n{p.stderr[-2000:]}")
     print("ok 1 - unknown: megatron-core 0.99.0 left alone, said in one line, nothing wrapped; the autoload "
-          "engages the adapter when the schedules are imported, not before")
+          "engages the adapter when the schedules are imported, not before; forward_backward_no_pipelining "
+          "said once")
 
 
 def check(cli, py, layout, env, tmp):
@@ -140,6 +165,8 @@ def check(cli, py, layout, env, tmp):
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py"),
            "--pp", str(P), "--vp", str(V), "--microbatches", str(M), "--steps", "2"]
+    if layout == "dp":
+        job.append("--per-token")
     plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
     os.mkdir(traces)
     run(job + ["--out", plain], env, "the plain run")

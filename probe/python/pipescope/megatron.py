@@ -113,10 +113,12 @@ class _Hook(_core.Recorder):
         self.dist, self.version, self.sched, self.ps = dist, version, sched, ps
         self.in_step = False
         self.pp, self.P, self.V = 0, 1, 1
+        self.loss_here = True     # tensor-parallel rank 0: its peers compute the same loss
         self.cuda = False         # the chunks are on CUDA: blocks timed by events
         self.out_meta = {}        # id(forward's output) -> (stage, mb): backward_step's
         self.send_meta = {}       # id(tensor to send) -> (stage, mb)
         self.recv_pending = {}    # id(received tensor) -> (kind, peer, bytes, t0, t1)
+        self.tokens = []          # calculate_per_token_loss: each loss's token count
 
     # ---- the rank ------------------------------------------------------------
     def open(self, chunks):
@@ -125,6 +127,10 @@ class _Hook(_core.Recorder):
         ps = self.ps
         self.pp = int(ps.get_pipeline_model_parallel_rank())
         self.P = int(ps.get_pipeline_model_parallel_world_size())
+        try:
+            self.loss_here = int(ps.get_tensor_model_parallel_rank()) == 0
+        except Exception:
+            self.loss_here = True
         g = _core.global_rank(self.dist, self.pp)
         try:
             place = self.settle_place(g, self.mesh(), self.pp)
@@ -165,6 +171,7 @@ class _Hook(_core.Recorder):
             self.describe(fn_name, chunks, M, V, group)
         if not self.planned:
             self.write_plan(fn_name, M, V, group, config)
+        self.tokens = []
         return self.step_begin()
 
     def end(self, idx):
@@ -173,9 +180,17 @@ class _Hook(_core.Recorder):
         self.flush_waits()
         if self.losses:
             # what forward_step returns on the last stage is the loss over
-            # the step's micro-batches (Megatron divides each by M): summed
+            # the step's micro-batches (Megatron divides each by M): summed;
+            # with calculate_per_token_loss each is a sum over its tokens,
+            # left undivided: the step's sum over all its tokens is the mean
+            # (on the loss's device: nothing waits for it here)
+            add = lambda a, b: a + b   # noqa: E731
             ls = self.losses
-            self.losses = [functools.reduce(lambda a, b: a + b, ls[1:], ls[0])]
+            loss = functools.reduce(add, ls[1:], ls[0])
+            if self.tokens:
+                loss = loss / functools.reduce(add, self.tokens[1:], self.tokens[0]).clamp(min=1)
+            self.losses = [loss]
+        self.tokens = []
         self.step_end(idx, self.pp)
         self.out_meta.clear()
         self.send_meta.clear()
@@ -338,6 +353,21 @@ def _wrap_schedule(hook, orig, fn_name):
     return wrapper
 
 
+def _wrap_no_pipelining(hook, orig):
+    """forward_backward_no_pipelining: no pipeline to record; said once
+    (else profile ends with no trace and no reason), the call untouched."""
+    said = []
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if not said and hook.rank is None and not hook.failed:
+            said.append(True)
+            _say("megatron-core ran forward_backward_no_pipelining (pipeline_model_parallel_size 1): "
+                 "no pipeline there to record; profile a job with pipeline_model_parallel_size 2 or more")
+        return orig(*args, **kwargs)
+    return wrapper
+
+
 def _wrap_finalize(hook, orig):
     """finalize_model_grads (the data-parallel gradient reduction) as
     REDUCE_GRAD of the pipeline rank (the kinds contract, item 3)."""
@@ -355,6 +385,7 @@ def _wrap_forward(hook, orig):
     input_of = Param(orig, "input_tensor", 4)
     last_of = Param(orig, "is_last_stage", 13, MISSING)
     collect_of = Param(orig, "collect_non_loss_data", 8, False)
+    config_of = Param(orig, "config", 6, None)
 
     @functools.wraps(orig)
     def wrapper(*args, **kwargs):
@@ -381,9 +412,17 @@ def _wrap_forward(hook, orig):
             last = last_of.of(args, kwargs)
             if last is MISSING:   # 0.13: the last virtual stage computes the loss
                 last = stage == hook.P * hook.V - 1
-            if last and not collect_of.of(args, kwargs):
+            if last and hook.loss_here and not collect_of.of(args, kwargs):
                 t = o[0] if isinstance(o, list) else o
+                n = None
+                if getattr(config_of.of(args, kwargs), "calculate_per_token_loss", False):
+                    # a sum over tokens: its count is forward_step's second result
+                    n = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+                    if not hasattr(n, "clamp"):
+                        t = None   # no count: no loss rather than a wrong one
                 if hasattr(t, "detach"):
+                    if n is not None:
+                        hook.tokens.append(n.detach())
                     hook.losses.append(t.detach())   # before Megatron may deallocate it
         except Exception as e:
             hook.fail("a forward", e)
@@ -520,6 +559,9 @@ def instrument():
         try:
             for name in _SCHEDULES:
                 setattr(sched, name, _wrap_schedule(hook, getattr(sched, name), name))
+            if hasattr(sched, "forward_backward_no_pipelining"):
+                sched.forward_backward_no_pipelining = _wrap_no_pipelining(
+                    hook, sched.forward_backward_no_pipelining)
             sched.forward_step = _wrap_forward(hook, sched.forward_step)
             sched.backward_step = _wrap_backward(hook, sched.backward_step)
             p2p._batched_p2p_ops = _wrap_p2p(hook, p2p._batched_p2p_ops)
