@@ -605,6 +605,111 @@ test_live (void)
   pp_live_server_free (s1);
 }
 
+/* Rows shorter than a line of text (2 × 64 processes unfolded in 300 px,
+ * about 1.5 px a row, as 16 × 128 in 4,000): the labels drawn do not
+ * overlap.  The label column's ink comes in separate bands, one a label
+ * drawn, with blank pixel rows between them; labels stacked a row apart
+ * (each row's own) ran into one black band. */
+static void
+test_labels_legible (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  char *base = pp_test_ctx_path (&c, "big");
+  const char *argv[] = { synth, base, "2", "64", "2", "1", "1f1b", NULL };
+  int status = -1;
+  GError *error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  PpTimelineModel *src = pp_timeline_model_new ();
+  for (int g = 0; g < 128; g++)
+    {
+      char *path = g_strdup_printf ("%s.rank%d", base, g);
+      feed (src, path);
+      g_free (path);
+    }
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  PpTimelineModel *v = pp_timeline_view_new (src, &all);
+  g_assert_cmpint (pp_timeline_model_n_ranks (v), ==, 128);
+
+  PpTimelineView view;
+  pp_timeline_view_init (&view, v, 900, 300);
+  cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 900, 300);
+  cairo_t *cr = cairo_create (img);
+  pp_timeline_render (cr, v, &view);
+  cairo_destroy (cr);
+  cairo_surface_flush (img);
+  PpTimelineLayout l;
+  pp_timeline_layout (v, &view, &l);
+  g_assert_cmpfloat (l.row_h, <, 3);
+  const unsigned char *px = cairo_image_surface_get_data (img);
+  int stride = cairo_image_surface_get_stride (img);
+  int bands = 0, in_band = 0;
+  for (int y = (int) l.rows_y; y < (int) (l.rows_y + 128 * l.row_h) && y < 300; y++)
+    {
+      int ink = 0;
+      for (int x = 0; x < (int) l.x0 - 6; x++)
+        {
+          const unsigned char *p = px + y * stride + x * 4;
+          ink |= p[0] + p[1] + p[2] < 3 * 128;
+        }
+      bands += ink && !in_band;
+      in_band = ink;
+    }
+  /* about 190 px of rows, a label every 9 px or more: 10 or more bands */
+  g_assert_cmpint (bands, >=, 10);
+  cairo_surface_destroy (img);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (src);
+  g_free (base);
+  pp_test_ctx_clear (&c);
+}
+
+/* A process's label wider than the label column (a narrow image, where
+ * the column is a fifth of it, or "CPU rank 0 dp 0 tp 0") is drawn
+ * smaller, not cut at the image's left edge: at six widths, the first
+ * pixel columns hold no ink (a cut label put some of its letters there). */
+static void
+test_labels_fit (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  write_job (&c);
+  PpTimelineModel *src = load_job (&c, -1);
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  PpTimelineModel *v = pp_timeline_view_new (src, &all);
+  int ink = 0, label_ink = 0;
+  for (int w = 300; w < 318; w += 3)
+    {
+      PpTimelineView view;
+      pp_timeline_view_init (&view, v, w, 400);
+      cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, w, 400);
+      cairo_t *cr = cairo_create (img);
+      pp_timeline_render (cr, v, &view);
+      cairo_destroy (cr);
+      cairo_surface_flush (img);
+      PpTimelineLayout l;
+      pp_timeline_layout (v, &view, &l);
+      const unsigned char *px = cairo_image_surface_get_data (img);
+      int stride = cairo_image_surface_get_stride (img);
+      for (int y = (int) l.rows_y; y < (int) (l.rows_y + P * D * l.row_h) && y < 400; y++)
+        for (int x = 0; x < (int) l.x0 - 6; x++)
+          {
+            const unsigned char *p = px + y * stride + x * 4;
+            int dark = p[0] + p[1] + p[2] < 3 * 128;
+            label_ink += dark;
+            ink += dark && x < 2;
+          }
+      cairo_surface_destroy (img);
+    }
+  g_assert_cmpint (label_ink, >, 0);   /* the labels are drawn */
+  g_assert_cmpint (ink, ==, 0);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (src);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -619,5 +724,7 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-fold/live", test_live);
   g_test_add_func ("/timeline-fold/untagged", test_untagged);
   g_test_add_func ("/timeline-fold/thin-mark-drawn", test_thin_mark_drawn);
+  g_test_add_func ("/timeline-fold/labels-legible", test_labels_legible);
+  g_test_add_func ("/timeline-fold/labels-fit", test_labels_fit);
   return g_test_run ();
 }

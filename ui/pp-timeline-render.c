@@ -1890,18 +1890,41 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   return w1 > w0 ? 1.0 - busy / (double) (w1 - w0) : -1;
 }
 
+/* The rank labels' font size for rows of this height. */
+static double
+label_font_size (const PpTimelineLayout *l)
+{
+  return fmin (13, fmax (7, l->row_h * 0.32));
+}
+
+/* *last_y: the baseline of the label drawn last (-1e9 before the first).
+ * Rows shorter than a line of text (2,048 processes unfolded in 4,000 px)
+ * would stack their labels into one black smear: a label that would
+ * overlap the one above it is left out, so every label drawn is legible
+ * and the rows between two labels are those of the label above. */
 static void
-draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
+draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble, double *last_y)
 {
   const PpTimelineLayout *l = &c->l;
   double by, bh;
   char buf[48];
-  double fs = fmin (13, fmax (7, l->row_h * 0.32));
+  double fs = label_font_size (l);
 
   lane_y (l, r, LANE_BLOCK, &by, &bh);
+  if (by + bh / 2 + fs * 0.36 - *last_y < fs + 2)
+    return;
+  *last_y = l->row_h >= 30 ? by + bh / 2 + fs : by + bh / 2 + fs * 0.36;
   pp_timeline_model_rank_label (c->m, r, buf, sizeof buf);
   set_rgb (cr, c->th.fg);
   font (cr, fs, 1);
+  /* a process's label ("CPU rank 0 dp 0 tp 0") can be wider than the
+   * column: a smaller font, not a name cut at the image's left edge */
+  double tw = text_w (cr, buf), room = l->x0 - 12;
+  if (tw > room && room > 0)
+    {
+      fs = fmax (5, fs * room / tw);
+      font (cr, fs, 1);
+    }
   if (l->row_h >= 30 && pp_timeline_model_rank_lost (c->m, r) != INT64_MAX)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
@@ -2091,12 +2114,24 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     cairo_restore (cr);
     cairo_pattern_destroy (hatch);
 
+    /* Where labels cannot all be drawn, a pipeline rank's first row (its
+     * folded row, or its first process) keeps its label: a process's
+     * label that would crowd the next rank's first one is left out. */
+    double last_label_y = -1e9, gap = label_font_size (&c.l) + 2;
+    int next_first = 0;   /* the next rank's first row after r, once looked for */
     for (int r = 0; r < c.n_ranks; r++)
       {
         double ry = c.l.rows_y + r * c.l.row_h;
         if (ry > v->height)
           break;   /* rows below the image: nothing of them is drawn */
-        draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1);
+        int first = r == 0 || pp_timeline_model_row_rank (m, r) != pp_timeline_model_row_rank (m, r - 1);
+        if (!first && next_first <= r)
+          for (next_first = r + 1; next_first < c.n_ranks; next_first++)
+            if (pp_timeline_model_row_rank (m, next_first) != pp_timeline_model_row_rank (m, next_first - 1))
+              break;
+        if (!first && next_first < c.n_ranks && (next_first - r) * c.l.row_h < gap)
+          continue;
+        draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1, &last_label_y);
       }
     free (bubbles);
 
