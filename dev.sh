@@ -64,10 +64,32 @@ torch_venv() {   # VERSION VARIABLE
   fi
   export "$var=$venv/bin/python"
 }
+# megatron-core for the tests of Megatron-LM jobs (tests/pytorch/megatron-*):
+# without its optional dependencies (its schedules need torch and packaging
+# only), into the same environments, behind a marker of its own so that an
+# environment made before this step gets it without reinstalling PyTorch.
+# 0.16 is the newest that installs under Python 3.11; 0.13 an older line a
+# user may still run.  It failing skips the Megatron tests, not the others.
+megatron_core() {   # VENV_PYTHON VERSION
+  local py=$1 version=$2
+  local venv; venv=$(dirname "$(dirname "$py")")
+  local marker="$venv/.pipescope-megatron-${version%.\*}"
+  [ -f "$marker" ] && return 0
+  echo "dev.sh: installing megatron-core $version into $venv (once, small)" >&2
+  if "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "megatron-core==$version" packaging \
+       >"$venv.megatron.log" 2>&1 \
+     && "$py" -c "import megatron.core.pipeline_parallel.schedules" >>"$venv.megatron.log" 2>&1; then
+    touch "$marker"
+  else
+    echo "dev.sh: megatron-core $version did not install (log: $venv.megatron.log); the Megatron tests will skip" >&2
+  fi
+}
 torch_venvs() {
   [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
   torch_venv 2.15.0 PIPESCOPE_TORCH_PYTHON
   torch_venv 2.11.0 PIPESCOPE_TORCH211_PYTHON
+  megatron_core "$PIPESCOPE_TORCH_PYTHON" '0.16.*'
+  megatron_core "$PIPESCOPE_TORCH211_PYTHON" '0.13.*'
 }
 
 case "${1:-}" in

@@ -212,7 +212,17 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
   out->row_h = avail > n ? avail / n : 1;
   gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
   inner = out->row_h - gap;
-  if (v->show_plan)
+  /* rows of processes (replicas unfolded) carry no plan, which is a
+   * pipeline rank's: no lane kept empty for it, no "plan" label */
+  int plan = v->show_plan;
+  if (plan && pp_timeline_model_is_view (m))
+    {
+      plan = 0;
+      for (int r = 0; r < pp_timeline_model_n_ranks (m) && !plan; r++)
+        plan = pp_timeline_model_n_planned (m, r) > 0;
+    }
+  out->plan_h = 0;
+  if (plan)
     {
       /* the plan lane tall enough for its numbers (a report prints it) */
       out->block_h = inner * 0.55;
@@ -807,7 +817,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
                        100 * mean_idle_in_view);
     /* the rows are one replica of each pipeline rank: said where the
      * bubble is, so that a report's image says whose bubble it is */
-    char note[160];
+    char note[256];
     pp_timeline_model_replica_note (c->m, note, sizeof note);
     if (note[0] && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  %s", note);
@@ -1008,7 +1018,7 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
       text_at (cr, "chunk 0 / 1 (shade)", x + 21, y + 10, 0);
       x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 14;
     }
-  if (c->v->show_plan && x + 120 < c->v->width)
+  if (c->v->show_plan && c->l.plan_h > 0 && x + 120 < c->v->width)
     {
       Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
       cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
@@ -1696,31 +1706,38 @@ draw_whiskers (Ctx *c, cairo_t *cr, int r)
   const PpTimelineLayout *l = &c->l;
   const PpSpan *sp = pp_timeline_model_spans (c->m, r);
   size_t n = pp_timeline_model_n_spans (c->m, r);
-  double by, bh;
 
   if (pp_timeline_model_row_folded (c->m, r) < 2)
     return;
-  lane_y (l, r, LANE_BLOCK, &by, &bh);
-  cairo_save (cr);
-  cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
-  cairo_clip (cr);
-  set_rgba (cr, c->th.fg, 0.8);
-  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
-       i < n && sp[i].start_ns < v->t1_ns; i++)
+  /* blocks, and the sends, receives and waits of the thin lane: a late
+   * hand-off is a straggler too */
+  for (int lane = LANE_BLOCK; lane <= LANE_THIN; lane++)
     {
-      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
-      if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
-          || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK)
+      double by, bh;
+      lane_y (l, r, lane, &by, &bh);
+      if (bh < 2)
         continue;
-      double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
-      if (xb - xa < 1)
-        continue;
-      double y = round (by + bh * 0.75);
-      cairo_rectangle (cr, xa, y, xb - xa, 1.5);
-      cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, 1.5, bh * 0.55);
+      cairo_save (cr);
+      cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
+      cairo_clip (cr);
+      set_rgba (cr, c->th.fg, 0.8);
+      for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
+           i < n && sp[i].start_ns < v->t1_ns; i++)
+        {
+          const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+          if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
+              || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != lane)
+            continue;
+          double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
+          if (xb - xa < 1)
+            continue;
+          double y = round (by + bh * 0.75);
+          cairo_rectangle (cr, xa, y, xb - xa, lane == LANE_BLOCK ? 1.5 : 1);
+          cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, lane == LANE_BLOCK ? 1.5 : 1, bh * 0.55);
+        }
+      cairo_fill (cr);
+      cairo_restore (cr);
     }
-  cairo_fill (cr);
-  cairo_restore (cr);
 }
 
 /* Draws rank r; returns its idle share of the visible part of the run (-1

@@ -31,18 +31,19 @@ cairo_flags="$cairo_flags $(pkg-config --cflags --libs openblas 2>/dev/null || e
 
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="-I$src/probe -I$src/runtime -I$src/ui -I$src/kernels"
-probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-event.c $src/probe/pp-status.c"
+probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-trace-places.c $src/probe/pp-event.c $src/probe/pp-status.c"
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
-         pp-closed-form.c pp-suggest.c pp-why.c pp-model.c pp-chunk-layout.c; do
+         pp-schedule-megatron.c pp-closed-form.c pp-suggest.c pp-why.c pp-why-replicas.c pp-why-trace.c \
+         pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
 # pp-why.c asks the bundled model (pp-model.c, its parts laid out by
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
-ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c"
+ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c"
 
 build() { # name sources...
   name=$1; shift
@@ -67,7 +68,8 @@ inc=$inc_plain
 cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
 cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
-     $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c"
+     $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c \
+     $src/app/cli/cli-replicas.c"
 flags_fuzz=$flags
 flags="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="$inc -I$src/app/cli"

@@ -3,9 +3,12 @@ process of a job without a change to its code: profile puts this folder
 first on PYTHONPATH, and Python imports sitecustomize at start-up.
 
 It runs the sitecustomize this one shadows (if any), then waits, costing
-nothing, until the process imports torch.distributed.pipelining; only then
-does it load pipescope.torch and instrument it.  A process that never
-pipelines (torchrun's launcher, a data loader worker, a tool) is left alone.
+nothing, until the process imports a framework's pipeline schedules
+(torch.distributed.pipelining; megatron-core's
+megatron.core.pipeline_parallel.schedules); only then does it load that
+framework's adapter (pipescope.torch, pipescope.megatron) and instrument it.
+A process that never pipelines (torchrun's launcher, a data loader worker, a
+tool) is left alone.
 """
 
 import importlib.abc
@@ -32,14 +35,39 @@ def _chain():
             return
 
 
+# the module whose import engages an adapter -> the adapter
+_ADAPTERS = {
+    "torch.distributed.pipelining": "pipescope.torch",
+    "megatron.core.pipeline_parallel.schedules": "pipescope.megatron",
+}
+
+
+def _engage(adapter):
+    try:
+        import importlib
+        importlib.import_module(adapter).instrument()
+    except Exception as e:  # never into the job
+        sys.stderr.write(f"pipescope: not recording ({e})\n")
+
+
 class _Finder(importlib.abc.MetaPathFinder):
-    TARGET = "torch.distributed.pipelining"
+    def __init__(self, targets):
+        self.targets = dict(targets)
 
     def find_spec(self, name, path, target=None):
-        if name != self.TARGET:
+        adapter = self.targets.pop(name, None)
+        if adapter is None:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        if not self.targets:
+            sys.meta_path.remove(self)
+        # the real spec, found by the finders after this one
+        spec = None
+        for f in sys.meta_path:
+            if f is self or not hasattr(f, "find_spec"):
+                continue
+            spec = f.find_spec(name, path, target)
+            if spec is not None:
+                break
         if spec is None or spec.loader is None:
             return spec
         real = spec.loader
@@ -50,11 +78,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
             def exec_module(self, module):
                 real.exec_module(module)
-                try:
-                    import pipescope.torch
-                    pipescope.torch.instrument()
-                except Exception as e:  # never into the job
-                    sys.stderr.write(f"pipescope: not recording ({e})\n")
+                _engage(adapter)
 
         spec.loader = _Loader()
         return spec
@@ -64,11 +88,14 @@ def _install():
     pkg = os.environ.get("PIPESCOPE_PYTHON")
     if pkg and pkg not in sys.path:
         sys.path.append(pkg)
-    if "torch.distributed.pipelining" in sys.modules:
-        import pipescope.torch
-        pipescope.torch.instrument()
-    else:
-        sys.meta_path.insert(0, _Finder())
+    waiting = {}
+    for target, adapter in _ADAPTERS.items():
+        if target in sys.modules:
+            _engage(adapter)
+        else:
+            waiting[target] = adapter
+    if waiting:
+        sys.meta_path.insert(0, _Finder(waiting))
 
 
 try:

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""megatron-train.py — a small megatron-core job on CPU (gloo, torchrun), the
+kind `pipescope-cli profile` must record with nothing changed: a GPT of plain
+modules split as Megatron splits layers (virtual stage = chunk x P + pp rank
+holds layers [vs L / (P V), (vs + 1) L / (P V))), trained through
+megatron-core's own get_forward_backward_func(): 1F1B (--vp 1) or its
+interleaved schedule (--vp V).
+
+    torchrun --nproc-per-node W megatron-train.py --pp P [--vp V] --out DIR
+
+Each process writes DIR/process<G>.json: its losses (the last stage's, a
+step), a checksum of its weights after the last step (bit for bit: the
+float32 bytes' hash), its place (pp, dp, tp as megatron-core's
+parallel_state says), and the order megatron-core ran its compute in, a step:
+the forwards as megatron-core called this job's forward_step_func (chunk
+and micro-batch read from the data iterator it was handed), the backwards as
+autograd ran them through an identity marker at each chunk's output — the
+job's own witness, independent of the hook.
+
+CUDA shims, in this job only (never in the hook): megatron-core's schedules
+allocate receive buffers on torch.cuda.current_device(), synchronize after
+batched p2p, and make a total-token counter with device="cuda" (0.13:
+with .cuda()).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def cpu_shims():
+    torch.cuda.current_device = lambda: torch.device("cpu")
+    torch.cuda.synchronize = lambda *a, **k: None
+    zeros = torch.zeros
+
+    def zeros_cpu(*args, **kwargs):
+        if str(kwargs.get("device", "")).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        return zeros(*args, **kwargs)
+    torch.zeros = zeros_cpu
+    torch.Tensor.cuda = lambda self, *a, **k: self   # 0.13's total-token counter
+
+
+class Witness(torch.autograd.Function):
+    """Identity whose backward logs (chunk, mb): when autograd runs it, the
+    backward of that chunk and micro-batch is running."""
+
+    @staticmethod
+    def forward(ctx, x, log, tag):
+        ctx.log, ctx.tag = log, tag
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.log.append(("B",) + ctx.tag)
+        return g, None, None
+
+
+class Block(torch.nn.Module):
+    """A pre-norm residual MLP layer (a transformer layer less attention)."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(h)
+        self.up = torch.nn.Linear(h, 4 * h)
+        self.down = torch.nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
+
+
+class Chunk(torch.nn.Module):
+    """Virtual stage vs of the GPT: the embedding on the first, the head and
+    the loss on the last; megatron-core hands it its input tensor."""
+
+    def __init__(self, config, vs, n_vs, layers, vocab, chunk, log):
+        super().__init__()
+        from megatron.core.enums import ModelType
+        self.config = config
+        self.model_type = ModelType.encoder_or_decoder
+        self.vp_stage = chunk
+        self.first, self.last = vs == 0, vs == n_vs - 1
+        h = config.hidden_size
+        per = layers // n_vs
+        torch.manual_seed(1000 + vs)   # the same weights in every run
+        self.embed = torch.nn.Embedding(vocab, h) if self.first else None
+        self.layers = torch.nn.ModuleList(Block(h) for _ in range(per))
+        self.head = torch.nn.Linear(h, vocab) if self.last else None
+        self.input_tensor = None
+        self.chunk, self.log = chunk, log
+
+    def set_input_tensor(self, t):
+        self.input_tensor = t[0] if isinstance(t, list) else t
+
+    def forward(self, tokens, mb):
+        x = self.embed(tokens).transpose(0, 1).contiguous() if self.first else self.input_tensor
+        for layer in self.layers:
+            x = layer(x)
+        if self.last:
+            x = self.head(x)   # [s, b, vocab]
+        return Witness.apply(x, self.log, (self.chunk, mb))
+
+
+def batches(step, m, mb_size, seq, vocab):
+    g = torch.Generator().manual_seed(7 + step)
+    for i in range(m):
+        tokens = torch.randint(0, vocab, (mb_size, seq + 1), generator=g)
+        yield {"mb": i, "tokens": tokens[:, :-1], "labels": tokens[:, 1:]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pp", type=int, default=2)
+    ap.add_argument("--vp", type=int, default=1)
+    ap.add_argument("--microbatches", type=int, default=4)
+    ap.add_argument("--group", type=int, default=0, help="microbatch_group_size_per_vp_stage (0: P)")
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--list", help="after the last step, write the names in this folder to the json")
+    a = ap.parse_args()
+
+    cpu_shims()
+    dist.init_process_group("gloo")
+    from megatron.core import parallel_state as ps
+    from megatron.core.pipeline_parallel import get_forward_backward_func
+    from megatron.core.transformer import TransformerConfig
+
+    P, V = a.pp, a.vp
+    ps.initialize_model_parallel(pipeline_model_parallel_size=P,
+                                 virtual_pipeline_model_parallel_size=V if V > 1 else None)
+    kw = dict(num_layers=a.layers, hidden_size=a.hidden, num_attention_heads=2,
+              pipeline_model_parallel_size=P, pipeline_dtype=torch.float32,
+              bf16=False, fp16=False, params_dtype=torch.float32)
+    if V > 1:
+        # with batched p2p on P 2 the next and the previous peer are one rank
+        # and tensors swap (Megatron-LM #750): overlapped, unbatched p2p
+        kw.update(virtual_pipeline_model_parallel_size=V, overlap_p2p_comm=True, batch_p2p_comm=False)
+        if a.group:
+            kw["microbatch_group_size_per_vp_stage"] = a.group
+    config = TransformerConfig(**kw)
+    r, dp_group = ps.get_pipeline_model_parallel_rank(), ps.get_data_parallel_group()
+    vocab, mb_size = 64, 2
+    log = []
+    chunks = [Chunk(config, c * P + r, P * V, a.layers, vocab, c, log) for c in range(V)]
+
+    def finalize(model_chunks, *args, **kwargs):
+        # the data-parallel gradient reduction (megatron-core's
+        # finalize_model_grads needs its own DDP wrapper; this job's is plain)
+        n = dist.get_world_size(dp_group)
+        for m in model_chunks:
+            for p in m.parameters():
+                if p.grad is not None and n > 1:
+                    dist.all_reduce(p.grad, group=dp_group)
+                    p.grad /= n
+    config.finalize_model_grads_func = finalize
+    opt = torch.optim.SGD([p for c in chunks for p in c.parameters()], lr=0.05)
+
+    def loss_func(labels, out):
+        loss = torch.nn.functional.cross_entropy(out.reshape(-1, vocab), labels.transpose(0, 1).reshape(-1))
+        return loss, {"lm loss": loss.detach().clone()}   # before Megatron scales it in place
+
+    def forward_step(data_iterator, model):
+        b = next(data_iterator)
+        log.append(("F", model.chunk, b["mb"]))
+        out = model(b["tokens"], b["mb"])
+        from functools import partial
+        return out, partial(loss_func, b["labels"])
+
+    dp_rank = ps.get_data_parallel_rank()
+    losses, orders, step_s, cpu_s = [], [], [], []
+    fb = get_forward_backward_func()
+    for step in range(a.steps):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        opt.zero_grad()
+        log.clear()
+        # each replica its own data: dp rank in the seed
+        iters = [batches(step * 10 + dp_rank, a.microbatches, mb_size, a.seq, vocab) for _ in range(V)]
+        out = fb(forward_step_func=forward_step, data_iterator=iters if V > 1 else iters[0],
+                 model=chunks if V > 1 else chunks[0], num_microbatches=a.microbatches,
+                 seq_length=a.seq, micro_batch_size=mb_size, forward_only=False)
+        opt.step()
+        losses.append([float(d["lm loss"]) for d in out] if out else [])
+        orders.append([list(x) for x in log])
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.thread_time() - c0)
+
+    h = hashlib.sha256()
+    for c in chunks:
+        for p in c.parameters():
+            h.update(p.detach().numpy().tobytes())
+    g = dist.get_rank()
+    rec = {"losses": losses, "params": h.hexdigest(), "orders": orders,
+           "coord": [r, dp_rank, ps.get_tensor_model_parallel_rank()],
+           "size": [P, ps.get_data_parallel_world_size(), ps.get_tensor_model_parallel_world_size()],
+           "vp": V, "pp_rank": r, "step_s": step_s, "cpu_s": cpu_s}
+    dist.barrier()
+    if a.list:
+        rec["listed"] = sorted(os.listdir(a.list))
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
+        json.dump(rec, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

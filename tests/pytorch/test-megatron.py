@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""test-megatron.py — a real megatron-core job (tests/pytorch/megatron-train.py,
+CPU, gloo, torchrun) under `pipescope-cli profile`, for one layout:
+
+    test-megatron.py CLI LAYOUT [PYTHON_VARIABLE]
+
+    1f1b           2 processes, pp 2, 1F1B (forward_backward_pipelining_without_interleaving)
+    interleaved    2 processes, pp 2, V 2 (..._with_interleaving, overlap_p2p_comm)
+    interleaved4   4 processes, pp 4, V 2, 8 micro-batches
+    dp             4 processes, pp 2 x dp 2, 1F1B (finalize_model_grads reduces over dp)
+    unknown        a megatron-core version the hook does not know: one line, nothing wrapped;
+                   the autoload engages the adapter on the schedules' import only
+    (PYTHON_VARIABLE PIPESCOPE_TORCH211_PYTHON: the older megatron-core line, 1F1B)
+
+It runs the job twice, plain and under profile, and asserts:
+  * profile exits 0 and the hook engaged in every process (no "not
+    recording", no "recording stopped");
+  * every process's losses and weights after the last step are the plain
+    run's, bit for bit;
+  * one trace holds every process (info: its processes, or ranks), the
+    schedule named as megatron-core's (Megatron-1F1B, Megatron-Interleaved
+    with its group size), the loss recorded equal to the job's;
+  * each process's F and B blocks of every step, in the order of their
+    start, are (kind, virtual stage, micro-batch) exactly as megatron-core
+    ran them (the job's own witness: the calls megatron-core made of its
+    forward_step_func and the backwards autograd ran, virtual stage =
+    chunk x P + pp rank), and so is each rank's plan (Chrome export);
+  * sends and receives: as many SEND_F as RECV_F and SEND_B as RECV_B,
+    with micro-batches; waits recorded; the optimizer's steps;
+  * render --plan draws it into a PNG.
+Skips (TAP "1..0 # SKIP") where the PyTorch environment or megatron-core
+is missing.
+"""
+
+import collections
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAYOUTS = {   # world, pp, vp, micro-batches
+    "1f1b": (2, 2, 1, 4),
+    "interleaved": (2, 2, 2, 4),
+    "interleaved4": (4, 4, 2, 8),
+    "dp": (4, 2, 1, 4),
+}
+
+
+def fail(msg):
+    print("not ok 1 - " + msg.replace("\n", "\n# "))
+    sys.exit(1)
+
+
+def run(cmd, env, what, timeout=400):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        fail(f"{what} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def main():
+    cli, layout = sys.argv[1], sys.argv[2]
+    var = sys.argv[3] if len(sys.argv) > 3 else "PIPESCOPE_TORCH_PYTHON"
+    py = os.environ.get(var)
+    if not py or not os.path.exists(py):
+        print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and megatron-core and sets it)")
+        sys.exit(0)
+    if subprocess.run([py, "-c", "import megatron.core.pipeline_parallel.schedules"],
+                      capture_output=True).returncode != 0:
+        print(f"1..0 # SKIP megatron-core is not installed in {py} (./dev.sh test installs it)")
+        sys.exit(0)
+    print("1..1")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["PYTHONWARNINGS"] = "ignore"
+    if layout == "unknown":
+        return unknown(cli, py, env)
+    tmp = tempfile.mkdtemp(prefix="pp-megatron-")
+    try:
+        check(cli, py, layout, env, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+UNKNOWN = r"""
+import sys
+from megatron.core import package_info
+package_info.MINOR, package_info.__version__ = 99, "0.99.0"
+from megatron.core.pipeline_parallel import schedules, p2p_communication
+before = (schedules.forward_step, schedules.backward_step, p2p_communication._p2p_ops,
+          schedules.forward_backward_pipelining_with_interleaving)
+import pipescope.megatron
+ok = pipescope.megatron.instrument()
+after = (schedules.forward_step, schedules.backward_step, p2p_communication._p2p_ops,
+         schedules.forward_backward_pipelining_with_interleaving)
+print("instrumented" if ok else "left alone", "untouched" if before == after else "wrapped")
+"""
+
+
+def unknown(cli, py, env):
+    """A version the hook does not know: instrument() says so in one line
+    and wraps nothing.  And the autoload (what profile puts on PYTHONPATH)
+    engages the adapter when, and only when, the process imports
+    megatron-core's schedules."""
+    pkg = os.path.join(HERE, "..", "..", "probe", "python")
+    env["PYTHONPATH"] = pkg
+    p = subprocess.run([py, "-c", UNKNOWN], env=env, capture_output=True, text=True, timeout=300)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
+    want = ("pipescope: not recording: megatron-core 0.99.0 is not one this hook knows (0.13 to 0.16); "
+            "set PIPESCOPE_MEGATRON_ANY=1 to try; the job runs untouched")
+    if p.returncode != 0 or p.stdout.strip() != "left alone untouched" or lines != [want]:
+        fail(f"an unknown megatron-core: exit {p.returncode}, {p.stdout.strip()!r}, said {lines}:\n{p.stderr[-2000:]}")
+    lib = os.path.join(os.path.dirname(cli), "..", "..", "probe", "libpipescope-probe.so")
+    auto = dict(env, PYTHONPATH=os.path.join(pkg, "pipescope", "_autoload"), PIPESCOPE_PYTHON=pkg,
+                PIPESCOPE_JOB="megtest", PIPESCOPE_LIB=lib)
+    probe = ("import sys; import {}; print('pipescope.megatron' in sys.modules, "
+             "hasattr(sys.modules['megatron.core.pipeline_parallel.schedules'].forward_step, '__wrapped__') "
+             "if 'megatron.core.pipeline_parallel.schedules' in sys.modules else None)")
+    p = subprocess.run([py, "-c", probe.format("torch")], env=auto, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or p.stdout.split() != ["False", "None"]:
+        fail(f"a process that never imports megatron-core: {p.stdout!r} {p.stderr[-2000:]!r}")
+    p = subprocess.run([py, "-c", probe.format("megatron.core.pipeline_parallel")], env=auto,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or p.stdout.split() != ["True", "True"] or "pipescope:" in p.stderr:
+        fail(f"a process that imports megatron-core's schedules was not instrumented: {p.stdout!r} "
+             f"{p.stderr[-2000:]!r}")
+    print("ok 1 - unknown: megatron-core 0.99.0 left alone, said in one line, nothing wrapped; the autoload "
+          "engages the adapter when the schedules are imported, not before")
+
+
+def check(cli, py, layout, env, tmp):
+    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
+    os.chmod(tmp, 0o700)
+    W, P, V, M = LAYOUTS[layout]
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py"),
+           "--pp", str(P), "--vp", str(V), "--microbatches", str(M), "--steps", "2"]
+    plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
+    os.mkdir(traces)
+    run(job + ["--out", plain], env, "the plain run")
+    trace = os.path.join(traces, "job.pptrace")
+    p = run([cli, "profile", "--trace", trace, "--name", "megtest", "--"] + job + ["--out", prof],
+            env, "the profiled run")
+    for bad in ("not recording", "recording stopped", "not recorded"):
+        if bad in p.stderr:
+            fail(f"the hook said '{bad}':\n{p.stderr[-3000:]}")
+
+    procs = {}
+    for g in range(W):
+        a = json.load(open(os.path.join(plain, f"process{g}.json")))
+        b = json.load(open(os.path.join(prof, f"process{g}.json")))
+        if a["losses"] != b["losses"]:
+            fail(f"process {g}: losses differ under profile: {a['losses']} vs {b['losses']}")
+        if a["params"] != b["params"]:
+            fail(f"process {g}: weights differ under profile")
+        procs[g] = b
+    lasts = [g for g, b in procs.items() if b["pp_rank"] == P - 1]
+    if not all(procs[g]["losses"][0] for g in lasts):
+        fail("the last stage computed no loss")
+
+    info = run([cli, "info", trace], env, "info").stdout
+    name = "Megatron-1F1B" if V == 1 else f"Megatron-Interleaved:group={P}"
+    want = [f"schedule: {name} (P={P}, M={M}, V={V})", f"ranks: {P}", "megatron-core "]
+    if W > P:
+        # each process at the place parallel_state gave it (tp innermost, pp outermost)
+        want.append(f"processes: {W} (pp {P} × dp {W // P}")
+        want += [f"process {g}: pp {b['coord'][0]} dp {b['coord'][1]} tp {b['coord'][2]} host "
+                 for g, b in procs.items()]
+    for w in want:
+        if w not in info:
+            fail(f"info lacks '{w}':\n{info}")
+    spans = os.path.join(tmp, "spans.csv")
+    run([cli, "export", trace, "--format", "csv", "-o", spans], env, "export --format csv")
+    rows = list(csv.DictReader(open(spans)))
+    by = collections.defaultdict(list)   # (process or rank, step) -> spans
+    counts = collections.Counter()
+    for r in rows:
+        who = int(r["process"]) if r["process"] else int(r["rank"])
+        by[(who, int(r["step"]))].append(r)
+        counts[r["kind"]] += 1
+    for g, b in procs.items():
+        for step in range(2):
+            got = [(r["kind"], int(r["stage"]), int(r["microbatch"]))
+                   for r in sorted(by[(g, step)], key=lambda r: int(r["start_ns"])) if r["kind"] in ("F", "B")]
+            ran = [(k, c * P + b["pp_rank"], mb) for k, c, mb in b["orders"][step]]
+            if got != ran:
+                fail(f"process {g} step {step}: recorded {got}\nmegatron-core ran {ran}")
+    n_blocks = W * 2 * M * V
+    if counts["F"] != n_blocks or counts["B"] != n_blocks:
+        fail(f"{counts['F']} F and {counts['B']} B recorded, not {n_blocks} each: {dict(counts)}")
+    # every transfer between pipeline ranks, both ends (P 2 V 1: F out of
+    # rank 0, grads out of rank 1; each pair of ranks per micro-batch and chunk)
+    n_xfer = W // P * (P * V - 1) * M * 2
+    for k in ("SEND_F", "RECV_F", "SEND_B", "RECV_B"):
+        if counts[k] != n_xfer:
+            fail(f"{counts[k]} {k} recorded, not {n_xfer}: {dict(counts)}")
+    if any(int(r["microbatch"]) < 0 for r in rows if r["kind"] in ("SEND_F", "RECV_F", "SEND_B", "RECV_B")):
+        fail("a transfer without its micro-batch")
+    if counts["WAIT"] == 0 or counts["OPT"] != W * 2:
+        fail(f"waits {counts['WAIT']}, optimizer steps {counts['OPT']} (want some, and {W * 2}): {dict(counts)}")
+    if "REDUCE_GRAD" in counts and counts["REDUCE_GRAD"] != W * 2:
+        fail(f"{counts['REDUCE_GRAD']} REDUCE_GRAD recorded, not one a step a process ({W * 2})")
+
+    # the plan of each rank: megatron-core's order
+    chrome = os.path.join(tmp, "c.json")
+    run([cli, "export", trace, "--format", "chrome", "-o", chrome], env, "export --format chrome")
+    ev = json.load(open(chrome))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    # the loss recorded: each last-stage process's mean loss of each step
+    got = sorted(e["args"]["loss"] for e in ev if e.get("ph") == "C" and e.get("name") == "loss")
+    want = sorted(sum(x) / len(x) for g in lasts for x in procs[g]["losses"])
+    if len(got) != len(want) or any(abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(got, want)):
+        fail(f"the losses recorded {got} are not the job's {want}")
+    # the plan lanes: the track named "plan rank R" (one a pipeline rank)
+    lane = {}
+    for e in ev:
+        m = e.get("name") == "thread_name" and str(e["args"].get("name", ""))
+        if m and m.startswith("plan rank "):
+            lane[(e["pid"], e["tid"])] = int(m.split()[2])
+    plans = collections.defaultdict(list)
+    for e in ev:
+        if e.get("cat") == "plan" and e.get("ph") == "X" and e["args"].get("step", 0) == 0:
+            plans[lane.get((e["pid"], e["tid"]), -1)].append(
+                (e["ts"], e["args"]["kind"], e["args"]["stage"], e["args"]["microbatch"]))
+    for g, b in procs.items():
+        if g >= P and W > P:
+            continue   # one replica's plan per pipeline rank is enough
+        r = b["pp_rank"]
+        plan = [(k, s, mb) for _, k, s, mb in sorted(plans.get(r, []))]
+        ran = [(k, c * P + r, mb) for k, c, mb in b["orders"][0]]
+        if plan != ran:
+            fail(f"rank {r}'s plan {plan}\nmegatron-core ran {ran}")
+
+    png = os.path.join(tmp, "job.png")
+    run([cli, "render", trace, "--plan", "-o", png], env, "render --plan")
+    with open(png, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n" or os.path.getsize(png) < 10000:
+            fail("render --plan wrote no image")
+    keep = os.environ.get("PIPESCOPE_MEGATRON_KEEP")
+    if keep:   # for the README's screenshot
+        shutil.copy(trace, keep + ".pptrace")
+        shutil.copy(png, keep + ".png")
+    print(f"ok 1 - {layout}: {W} processes, pp {P} V {V} M {M} ({name}): losses and weights bit for bit, "
+          f"one trace, every process's {n_blocks // W} F and B a step in megatron-core's order and its plan, "
+          f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps"
+          + (f", {counts['REDUCE_GRAD']} REDUCE_GRAD" if "REDUCE_GRAD" in counts else ""))
+
+
+if __name__ == "__main__":
+    main()
