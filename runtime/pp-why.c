@@ -1231,7 +1231,9 @@ pp_why_suggest_partition (const PpSchedule *s, const PpCostModel *costs,
           out->slowest_stage = i;
         }
     }
-  out->excess = out->mean_cost > 0 ? out->slowest_cost / out->mean_cost - 1 : 0;
+  /* the slowest is never below the mean, but the mean summed as c / S can
+   * round above equal costs (16 stages of 3 ms printed "-0% above") */
+  out->excess = out->mean_cost > 0 ? fmax (0, out->slowest_cost / out->mean_cost - 1) : 0;
   if ((st = pp_simulate (s, costs, &sim, err)) != PP_OK)
     return st;
   out->current_step = sim->makespan;

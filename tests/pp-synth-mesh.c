@@ -9,6 +9,7 @@
  *
  * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
  *                      [--comm] [--offsets] [--unplaced] [--collectives] [--straggler DP]
+ *                      [--slow-stage DP]
  *   --collide:  the last process claims the place of the one before it
  *               (a job whose mesh was read wrong), for merge's refusal.
  *   --comm:     each block's hand-off too: SEND_F/RECV_F after a forward,
@@ -26,6 +27,9 @@
  *   --collectives: every process counts its collectives (format 1.5), at
  *               each step's end: COLLECTIVE_CALLS 10 + G + step, and
  *               COLLECTIVE_BYTES 1 MiB x (G + 1), G its global rank.
+ *   --slow-stage: replica DP's last pipeline rank runs its blocks twice as
+ *               long (a slow device): the replicas then idle differently,
+ *               for the analyses over replicas (each rank's median one).
  *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
  *               the folded view's mark and info's slowest replica.
  *
@@ -78,11 +82,19 @@ order (int one_f_one_b, int P, int M, int r, Act *a)
   return n;
 }
 
+/* How long a block of kind takes on rank r (slow_rank: twice as long). */
+static int64_t
+block_ns (int kind, int r, int slow_rank)
+{
+  return (kind == PP_SPAN_F ? F_NS : B_NS) * (r == slow_rank ? 2 : 1);
+}
+
 /* The end times of one step of every rank, by list scheduling: an action
  * starts when its rank is free and what it needs (the forward of the rank
- * before, the backward of the rank after, its own forward) has ended. */
+ * before, the backward of the rank after, its own forward) has ended;
+ * rank slow_rank's blocks twice as long (-1: none). */
 static void
-simulate (int one_f_one_b, int P, int M, int64_t t0, int64_t *f_end, int64_t *b_end)
+simulate (int one_f_one_b, int P, int M, int64_t t0, int slow_rank, int64_t *f_end, int64_t *b_end)
 {
   Act *a = malloc (sizeof *a * (size_t) (2 * M));
   int *next = calloc ((size_t) P, sizeof *next);
@@ -112,7 +124,7 @@ simulate (int one_f_one_b, int P, int M, int64_t t0, int64_t *f_end, int64_t *b_
                   break;
                 need = need > b_end[(r + 1) * M + x.mb] ? need : b_end[(r + 1) * M + x.mb];
               }
-            int64_t end = need + (x.kind == PP_SPAN_F ? F_NS : B_NS);
+            int64_t end = need + block_ns (x.kind, r, slow_rank);
             (x.kind == PP_SPAN_F ? f_end : b_end)[r * M + x.mb] = end;
             free_at[r] = end;
             next[r]++;
@@ -143,7 +155,7 @@ main (int argc, char **argv)
   int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
-  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1;
+  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1, slow_dp = -1;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
@@ -159,6 +171,8 @@ main (int argc, char **argv)
       collectives = 1;
     else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
       straggler = atoi (argv[++i]);
+    else if (strcmp (argv[i], "--slow-stage") == 0 && i + 1 < argc)
+      slow_dp = atoi (argv[++i]);
     else
       {
         fprintf (stderr, "pp-synth-mesh: unknown option '%s'\n", argv[i]);
@@ -173,6 +187,8 @@ main (int argc, char **argv)
 
   int64_t *f_end = malloc (sizeof *f_end * (size_t) (P * M));
   int64_t *b_end = malloc (sizeof *b_end * (size_t) (P * M));
+  int64_t *f_slow = malloc (sizeof *f_slow * (size_t) (P * M));
+  int64_t *b_slow = malloc (sizeof *b_slow * (size_t) (P * M));
   Act *a = malloc (sizeof *a * (size_t) (2 * M));
   PpTracePlanAction *plan = calloc ((size_t) (2 * M), sizeof *plan);
   PpSpan *spans = malloc (sizeof *spans * (size_t) (6 * M));
@@ -185,7 +201,8 @@ main (int argc, char **argv)
   snprintf (desc.cmdline, sizeof desc.cmdline, "pp-synth-mesh");
 
   /* one step from time 0; each replica's steps are this one, shifted */
-  simulate (one_f_one_b, P, M, 0, f_end, b_end);
+  simulate (one_f_one_b, P, M, 0, -1, f_end, b_end);
+  simulate (one_f_one_b, P, M, 0, P - 1, f_slow, b_slow);   /* --slow-stage's replica */
   for (int g = 0; g < P * D; g++)
     {
       int r = g / D, dp = g % D;
@@ -194,6 +211,9 @@ main (int argc, char **argv)
           r = g % P;
           dp = D - 1 - g / P;
         }
+      /* --slow-stage: this replica's step, its last rank slow */
+      int slow = dp == slow_dp ? P - 1 : -1;
+      const int64_t *fe = slow >= 0 ? f_slow : f_end, *be = slow >= 0 ? b_slow : b_end;
       /* --offsets: this process's clock against the reference */
       int64_t skew = offsets && dp % 2 ? 5000000000 + (int64_t) r * 1000000 : 0;
       PpTraceProcess place = { .process = g, .rank = r, .coord = { r, dp, 0, 0, 0 },
@@ -241,8 +261,8 @@ main (int argc, char **argv)
           int64_t last = t0;
           for (int i = 0; i < n; i++)
             {
-              int64_t end = t0 + (a[i].kind == PP_SPAN_F ? f_end : b_end)[r * M + a[i].mb];
-              spans[k++] = (PpSpan) { .start_ns = end - (a[i].kind == PP_SPAN_F ? F_NS : B_NS) + skew,
+              int64_t end = t0 + (a[i].kind == PP_SPAN_F ? fe : be)[r * M + a[i].mb];
+              spans[k++] = (PpSpan) { .start_ns = end - block_ns (a[i].kind, r, slow) + skew,
                                       .end_ns = end + skew, .rank = r, .stage = r, .microbatch = a[i].mb,
                                       .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
                                       .peer_rank = -1 };
@@ -259,7 +279,7 @@ main (int argc, char **argv)
               int from = fwd ? r - 1 : r + 1;
               if (from >= 0 && from < P)
                 {
-                  int64_t sent = t0 + (fwd ? f_end : b_end)[from * M + a[i].mb];
+                  int64_t sent = t0 + (fwd ? fe : be)[from * M + a[i].mb];
                   spans[k++] = (PpSpan) { .start_ns = sent + skew, .end_ns = sent + 100000 + skew, .rank = r,
                                           .stage = r, .microbatch = a[i].mb, .step = s,
                                           .kind = fwd ? PP_SPAN_RECV_F : PP_SPAN_RECV_B, .device = 0xffff,
@@ -286,6 +306,8 @@ main (int argc, char **argv)
     }
   free (f_end);
   free (b_end);
+  free (f_slow);
+  free (b_slow);
   free (a);
   free (plan);
   free (spans);

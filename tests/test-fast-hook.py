@@ -287,6 +287,32 @@ def main():
         fail(f"the overlap's list holds {gathered}")
     if observed != [(L.W, 1, 12, -1, -1, -1)]:
         fail(f"the plan's list holds {observed}")
+
+    # a cut (set_cut: DDP's all-reduce finishing in the last backward): the
+    # block whose call holds the mark ends there, the rest of the call is
+    # the cut's kind (micro-batch -1, its bytes); a cut of another stage, or
+    # one outside the call, cuts nothing and is gone after the next block
+    def ddp_backward(self, mb, full_backward=True):
+        fast.set_cut(L.SPAN_REDUCE_GRAD, self.stage_index, r.now(), 777)
+        return ("ddp", mb)
+    Stage.ddp_backward = wrap(fast, "backward", ddp_backward, fallback_of(ddp_backward))
+    observed = []
+    fast.set_observed(observed)
+    if s.ddp_backward(14) != ("ddp", 14):
+        fail("a cut block's result did not come back")
+    fast.set_observed(None)
+    if observed != [(L.B, 1, 14, -1, -1, -1), (L.SPAN_REDUCE_GRAD, 1, -1, -1, -1, -1)]:
+        fail(f"the plan's list after a cut block holds {observed}")
+    fast.set_cut(L.SPAN_REDUCE_GRAD, 9, r.now(), 1)   # stage 9's: not stage 1's block
+    s.backward_one_chunk(15)
+    fast.set_cut(L.SPAN_REDUCE_GRAD, 1, 1, 1)         # long before the call
+    s.backward_one_chunk(16)
+    s.backward_one_chunk(17)
+    try:
+        fast.set_cut(L.STEP_BEGIN, 1, 1, 1)
+        fail("set_cut took a step marker as a span kind")
+    except ValueError:
+        pass
     r.close()
     if fast.state()["open"] or fast.state()["on"]:
         fail("the fast path is still open after close")
@@ -305,12 +331,15 @@ def main():
             ("SEND_F", 1, 6, 0, 1 << 20),
             ("WAIT", 1, 7, 1, 0),              # charged to F 7, in step 1
             ("F", 1, 7, 1, 0),
-            ("W", 1, 12, 1, 0)]
+            ("W", 1, 12, 1, 0),
+            ("B", 1, 14, 1, 0), ("REDUCE_GRAD", 1, -1, 1, 777),   # cut where the call set it
+            ("B", 1, 15, 1, 0), ("B", 1, 16, 1, 0), ("B", 1, 17, 1, 0)]
     if got != want:
         fail("the trace differs from the calls:\n got  " + "\n      ".join(map(str, got))
              + "\n want " + "\n      ".join(map(str, want)))
     ok("the trace holds each block, transfer and wait as called, field for field; the overlap's "
-       "and the plan's blocks went to their lists; nothing after close")
+       "and the plan's blocks went to their lists; a cut block ends at its mark and the rest is the cut's "
+       "kind; nothing after close")
     return 0
 
 

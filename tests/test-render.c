@@ -135,6 +135,7 @@ test_model_items (void)
   int64_t starts[] = { 100, 300, 200, 50, 300, 400 };
 
   memset (&it, 0, sizeof it);
+  it.process = -1;   /* untagged, as a reader gives a trace before 1.4: a process's offset is its own */
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < G_N_ELEMENTS (starts); i++)
     {

@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <string.h>
 
+#include "pp-live.h"
 #include "pp-test-util.h"
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
@@ -40,16 +41,17 @@ feed (PpTimelineModel *m, const char *path)
   pp_trace_reader_free (r);
 }
 
-/* Every process of the job into one model (only_dp >= 0: that replica's). */
+/* Every process of job base into one model, the last global rank first
+ * (only_dp >= 0: that replica's). */
 static PpTimelineModel *
-load_job (PpTestCtx *c, int only_dp)
+load_base (PpTestCtx *c, const char *base, int only_dp)
 {
   PpTimelineModel *m = pp_timeline_model_new ();
   for (int g = P * D - 1; g >= 0; g--)
     if (only_dp < 0 || g % D == only_dp)
       {
         char name[64];
-        g_snprintf (name, sizeof name, "job.rank%d", g);
+        g_snprintf (name, sizeof name, "%s.rank%d", base, g);
         char *path = pp_test_ctx_path (c, name);
         feed (m, path);
         g_free (path);
@@ -57,18 +59,44 @@ load_job (PpTestCtx *c, int only_dp)
   return m;
 }
 
-static void
-write_job (PpTestCtx *c)
+static PpTimelineModel *
+load_job (PpTestCtx *c, int only_dp)
 {
-  char *path = pp_test_ctx_path (c, "job");
+  return load_base (c, "job", only_dp);
+}
+
+/* pp-synth-mesh's job base (dp 2 the straggler), option: one more or NULL */
+static void
+write_base (PpTestCtx *c, const char *base, const char *option)
+{
+  char *path = pp_test_ctx_path (c, base);
   const char *argv[] = { synth, path, G_STRINGIFY (P), G_STRINGIFY (D), G_STRINGIFY (M), G_STRINGIFY (STEPS),
-                         "1f1b", "--straggler", "2", NULL };
+                         "1f1b", "--straggler", "2", option, NULL };
   int status = -1;
   GError *error = NULL;
   g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
   g_assert_no_error (error);
   g_assert_true (g_spawn_check_wait_status (status, NULL));
   g_free (path);
+}
+
+static void
+write_job (PpTestCtx *c)
+{
+  write_base (c, "job", NULL);
+}
+
+static void
+assert_same_spans (const PpSpan *a, size_t na, const PpSpan *b, size_t nb)
+{
+  g_assert_cmpuint (na, ==, nb);
+  for (size_t i = 0; i < na; i++)   /* field by field: PpSpan has padding */
+    {
+      g_assert_cmpint (a[i].start_ns, ==, b[i].start_ns);
+      g_assert_cmpint (a[i].end_ns, ==, b[i].end_ns);
+      g_assert_cmpint (a[i].kind, ==, b[i].kind);
+      g_assert_cmpint (a[i].microbatch, ==, b[i].microbatch);
+    }
 }
 
 /* The spans of process g (its place index in mesh order: rank · D + dp). */
@@ -155,6 +183,19 @@ test_fold (void)
     }
   g_assert_cmpint (pp_timeline_model_step_bubbles (v, bv), ==, STEPS);
   g_assert_cmpfloat (bv[5], ==, bs[1]);
+
+  /* rows of processes carry no plan: no lane is kept for it (the source,
+   * rows of pipeline ranks, keeps it) */
+  PpTimelineView pv;
+  PpTimelineLayout pl;
+  pp_timeline_view_init (&pv, v, 1200, 600);
+  pv.show_plan = 1;
+  pp_timeline_layout (v, &pv, &pl);
+  g_assert_cmpfloat (pl.plan_h, ==, 0);
+  pp_timeline_view_init (&pv, src, 1200, 600);
+  pv.show_plan = 1;
+  pp_timeline_layout (src, &pv, &pl);
+  g_assert_cmpfloat (pl.plan_h, >, 0);
   pp_timeline_model_free (v);
 
   /* rank 1 unfolded: rank 0 folded, then rank 1's three processes */
@@ -289,6 +330,386 @@ test_mark_drawn (void)
   pp_test_ctx_clear (&c);
 }
 
+/* A folded send in the thin lane gets the mark too: past its median end,
+ * up to where dp 2's send ended, the thin lane holds the mark's color. */
+static void
+test_thin_mark_drawn (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  write_base (&c, "comm", "--comm");
+  PpTimelineModel *src = load_base (&c, "comm", -1);
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *v = pp_timeline_view_new (src, &fold);
+  const PpSpan *s = pp_timeline_model_spans (v, 0);
+  size_t n = pp_timeline_model_n_spans (v, 0), pick = n;
+  for (size_t i = 0; i < n && pick == n; i++)
+    if (s[i].step == 1 && s[i].kind == PP_SPAN_SEND_F)
+      pick = i;
+  g_assert_cmpuint (pick, <, n);
+  const PpTimelineFold *f = pp_timeline_model_fold (v, 0, (long) pick);
+  g_assert_nonnull (f);
+  g_assert_cmpint (f->slowest_dp, ==, 2);
+  g_assert_cmpint (f->latest_end_ns - s[pick].end_ns, ==, 1510000);
+
+  PpTimelineView view;
+  pp_timeline_view_init (&view, v, 1200, 300);
+  view.t0_ns = s[pick].start_ns - 500000;
+  view.t1_ns = f->latest_end_ns + 500000;
+  cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 1200, 300);
+  cairo_t *cr = cairo_create (img);
+  pp_timeline_render (cr, v, &view);
+  cairo_destroy (cr);
+  cairo_surface_flush (img);
+  PpTimelineLayout l;
+  pp_timeline_layout (v, &view, &l);
+  /* the middle of the mark, where no replica's send is (they end 100 µs in) */
+  int x = (int) pp_timeline_x_of (&view, &l, s[pick].end_ns + 755000);
+  int dark = 0;
+  const unsigned char *px = cairo_image_surface_get_data (img);
+  int stride = cairo_image_surface_get_stride (img);
+  for (int y = (int) (l.rows_y + l.block_h); y < (int) (l.rows_y + l.block_h + l.thin_h); y++)
+    {
+      const unsigned char *p = px + y * stride + x * 4;
+      dark += p[0] + p[1] + p[2] < 3 * 110;
+    }
+  g_assert_cmpint (dark, >=, 1);
+  cairo_surface_destroy (img);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (src);
+  pp_test_ctx_clear (&c);
+}
+
+/* Replicas on two hosts (--offsets: an odd dp's clock 5 s ahead, and its
+ * own CLOCK_OFFSET): every process's spans, every row and the folded view
+ * on the reference clock, as those of the job written without.  The
+ * processes come last global rank first, so that a row changes the
+ * process it shows after another one's offset came. */
+static void
+test_offsets (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  write_job (&c);
+  write_base (&c, "skew", "--offsets");
+  PpTimelineModel *want = load_job (&c, -1), *got = load_base (&c, "skew", -1);
+  g_assert_cmpint (pp_timeline_model_n_places (got), ==, P * D);
+  for (int i = 0; i < P * D; i++)
+    {
+      size_t na, nb;
+      const PpSpan *a = pp_timeline_model_place_spans (got, i, &na), *b = pp_timeline_model_place_spans (want, i, &nb);
+      assert_same_spans (a, na, b, nb);
+    }
+  for (int r = 0; r < P; r++)
+    assert_same_spans (pp_timeline_model_spans (got, r), pp_timeline_model_n_spans (got, r),
+                       pp_timeline_model_spans (want, r), pp_timeline_model_n_spans (want, r));
+  g_assert_cmpuint (pp_timeline_model_n_steps (got), ==, STEPS);
+  for (size_t i = 0; i < STEPS; i++)
+    g_assert_cmpint (pp_timeline_model_step_starts (got)[i], ==, pp_timeline_model_step_starts (want)[i]);
+  g_assert_cmpint (pp_timeline_model_start_ns (got), ==, pp_timeline_model_start_ns (want));
+  g_assert_cmpint (pp_timeline_model_end_ns (got), ==, pp_timeline_model_end_ns (want));
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *vg = pp_timeline_view_new (got, &fold), *vw = pp_timeline_view_new (want, &fold);
+  for (int r = 0; r < P; r++)
+    {
+      assert_same_spans (pp_timeline_model_spans (vg, r), pp_timeline_model_n_spans (vg, r),
+                         pp_timeline_model_spans (vw, r), pp_timeline_model_n_spans (vw, r));
+      g_assert_cmpint (pp_timeline_model_fold (vg, r, 0)->latest_end_ns, ==,
+                       pp_timeline_model_fold (vw, r, 0)->latest_end_ns);
+    }
+  pp_timeline_model_free (vg);
+  pp_timeline_model_free (vw);
+  pp_timeline_model_free (got);
+  pp_timeline_model_free (want);
+  pp_test_ctx_clear (&c);
+}
+
+/* Places the hook could not read (--unplaced: every file says dp 0, the
+ * global ranks laid out G = (D - 1 - dp) · P + pp): numbered within a
+ * pipeline rank by global rank, as merge and info number them, and said. */
+static void
+test_unplaced (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  write_base (&c, "job", "--unplaced");
+  PpTimelineModel *m = load_job (&c, -1);
+  g_assert_cmpint (pp_timeline_model_n_places (m), ==, P * D);
+  g_assert_cmpint (pp_timeline_model_dp_size (m), ==, D);
+  for (int i = 0; i < P * D; i++)
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      /* place i is rank i / D, dp i % D: the (i % D)-th lowest global rank of the rank */
+      g_assert_cmpint (p->rank, ==, i / D);
+      g_assert_cmpint (p->coord[PP_TRACE_MESH_DP], ==, i % D);
+      g_assert_cmpint (p->process, ==, (i % D) * P + i / D);
+      g_assert_cmpint (p->size[PP_TRACE_MESH_DP], ==, D);
+      g_assert_true (p->flags & PP_TRACE_PROCESS_UNPLACED);
+    }
+  /* each row shows its rank's dp 0 (global rank r), whatever came first */
+  for (int r = 0; r < P; r++)
+    {
+      size_t n;
+      const PpSpan *s = pp_timeline_model_place_spans (m, r * D, &n);
+      assert_same_spans (pp_timeline_model_spans (m, r), pp_timeline_model_n_spans (m, r), s, n);
+    }
+  char buf[160];
+  pp_timeline_model_replica_note (m, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "replica dp 0 of 3 shown (place not read: dp by global rank)");
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &fold);
+  g_assert_cmpint (pp_timeline_model_n_ranks (v), ==, P);
+  g_assert_cmpint (pp_timeline_model_row_folded (v, 1), ==, D);
+  pp_timeline_model_replica_note (v, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "3 replicas folded (median, mark to the latest end); place not read: dp by global rank");
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+  pp_test_ctx_clear (&c);
+}
+
+static void
+add_item_span (PpTimelineModel *m, int32_t process, int rank, int mb, int64_t t)
+{
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN, .process = process };
+  it.span = (PpSpan) { .start_ns = t, .end_ns = t + 1000, .rank = rank, .stage = rank, .microbatch = mb,
+                       .kind = PP_SPAN_F, .peer_rank = -1 };
+  pp_timeline_model_add (m, &it);
+}
+
+/* Spans no process tagged, of a placed job: rank 1 runs in one process
+ * (2), which takes them; rank 0 runs in two, so they are nobody's and the
+ * view says it leaves them out. */
+static void
+test_untagged (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int g = 0; g < 3; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = g / 2, .coord = { g / 2, g % 2, 0, 0, 0 },
+                                           .size = { 2, 2, 1, 1, 1 }, .pid = 10 + g };
+      pp_timeline_model_add (m, &it);
+      add_item_span (m, g, g / 2, 0, 1000000);
+    }
+  add_item_span (m, -1, 1, 1, 2000000);
+  add_item_span (m, -1, 0, 1, 2000000);
+  g_assert_cmpuint (pp_timeline_model_n_unassigned_spans (m), ==, 1);
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &all);
+  g_assert_cmpint (pp_timeline_model_n_ranks (v), ==, 3);
+  g_assert_cmpint (pp_timeline_model_row_process (v, 2), ==, 2);
+  g_assert_cmpuint (pp_timeline_model_n_spans (v, 2), ==, 2);   /* its own and the untagged one */
+  g_assert_cmpint (pp_timeline_model_spans (v, 2)[1].microbatch, ==, 1);
+  g_assert_cmpuint (pp_timeline_model_n_spans (v, 0), ==, 1);
+  char buf[256];
+  pp_timeline_model_replica_note (v, buf, sizeof buf);
+  g_assert_cmpstr (buf, ==, "2 replicas unfolded: a row a process; 1 span of no process not shown");
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+}
+
+/* ---- the live view of a mesh job ---- */
+
+#define LIVE_N 4   /* blocks a process */
+
+/* Process g (dp g of pipeline rank 0, of 1 × 2) served live: its blocks
+ * LIVE_N forwards 1 ms apart, dp 1's 100 µs later, on a clock 5 s ahead
+ * that its CLOCK_OFFSET brings back. */
+static PpLiveServer *
+serve_process (int g)
+{
+  PpError err = { 0 };
+  PpLiveConfig cfg = { .no_register = 1 };
+  PpLiveServer *s = pp_live_server_new (&cfg, &err);
+  g_assert_true (s != NULL || (g_printerr ("%s\n", err.msg), 0));
+  PpTraceWriter *w = pp_trace_writer_new_callback (pp_live_server_write, s, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  strcpy (d.schedule, "GPipe");
+  strcpy (d.backend, "cpu");
+  d.n_ranks = 1;
+  d.n_microbatches = LIVE_N;
+  d.n_virtual = 1;
+  PpTraceProcess place = { .process = g, .rank = 0, .coord = { 0, g, 0, 0, 0 }, .size = { 1, 2, 1, 1, 1 },
+                           .pid = 100 + g };
+  int64_t skew = g == 1 ? 5000000000 : 0;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_set_process (w, g, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_process (w, &place, &err), ==, PP_OK);
+  if (skew != 0)
+    g_assert_cmpint (pp_trace_write_clock_offset (w, 0, -skew, &err), ==, PP_OK);
+  for (int i = 0; i < LIVE_N; i++)
+    {
+      int64_t t = 1000000000 + (int64_t) i * 1000000 + g * 100000 + skew;
+      PpSpan sp = { .start_ns = t, .end_ns = t + 500000, .rank = 0, .stage = 0, .microbatch = i,
+                    .step = 0, .kind = PP_SPAN_F, .peer_rank = -1 };
+      g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &err), ==, PP_OK);
+    }
+  g_assert_cmpint (pp_trace_writer_flush (w, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+  return s;
+}
+
+/* Everything process g's server has, as the app's recording reads it. */
+static void
+follow (PpTimelineModel *m, PpLiveServer *s)
+{
+  PpError err = { 0 };
+  PpLiveClient *c = pp_live_client_connect (pp_live_server_socket_path (s), NULL, &err);
+  g_assert_true (c != NULL || (g_printerr ("%s\n", err.msg), 0));
+  int spans = 0;
+  while (spans < LIVE_N)
+    {
+      PpTraceItem it;
+      g_assert_cmpint (pp_live_client_next (c, &it, 1000, &err), ==, PP_OK);
+      g_assert_true (it.type != PP_TRACE_ITEM_END || it.need_more);   /* a retry when nothing came yet */
+      spans += it.type == PP_TRACE_ITEM_SPAN;
+      pp_timeline_model_add (m, &it);
+    }
+  pp_live_client_free (c);
+}
+
+/* Two replicas of a pipeline rank followed live, dp 1 first (issue 27:
+ * "the live view mixes two replicas' blocks on one row"): the row shows
+ * dp 0 alone, and the view folds them as a file's model does, on one
+ * clock. */
+static void
+test_live (void)
+{
+  PpLiveServer *s1 = serve_process (1), *s0 = serve_process (0);
+  PpTimelineModel *m = pp_timeline_model_new ();
+  follow (m, s1);
+  follow (m, s0);
+  g_assert_cmpint (pp_timeline_model_n_processes (m), ==, 2);
+  g_assert_cmpint (pp_timeline_model_n_replicas (m), ==, 2);
+  g_assert_cmpuint (pp_timeline_model_n_spans (m, 0), ==, LIVE_N);
+  g_assert_cmpuint (pp_timeline_model_n_hidden_spans (m), ==, LIVE_N);
+  for (int i = 0; i < LIVE_N; i++)
+    g_assert_cmpint (pp_timeline_model_spans (m, 0)[i].start_ns, ==, 1000000000 + (int64_t) i * 1000000);
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &fold);
+  g_assert_cmpint (pp_timeline_model_n_ranks (v), ==, 1);
+  g_assert_cmpint (pp_timeline_model_row_folded (v, 0), ==, 2);
+  g_assert_cmpuint (pp_timeline_model_n_spans (v, 0), ==, LIVE_N);
+  for (int i = 0; i < LIVE_N; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (v, 0, i);
+      g_assert_cmpint (f->n, ==, 2);
+      g_assert_cmpint (f->slowest_dp, ==, 1);
+      g_assert_cmpint (f->latest_end_ns, ==, 1000000000 + (int64_t) i * 1000000 + 100000 + 500000);
+    }
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+  pp_live_server_free (s0);
+  pp_live_server_free (s1);
+}
+
+/* Rows shorter than a line of text (2 × 64 processes unfolded in 300 px,
+ * about 1.5 px a row, as 16 × 128 in 4,000): the labels drawn do not
+ * overlap.  The label column's ink comes in separate bands, one a label
+ * drawn, with blank pixel rows between them; labels stacked a row apart
+ * (each row's own) ran into one black band. */
+static void
+test_labels_legible (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  char *base = pp_test_ctx_path (&c, "big");
+  const char *argv[] = { synth, base, "2", "64", "2", "1", "1f1b", NULL };
+  int status = -1;
+  GError *error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  PpTimelineModel *src = pp_timeline_model_new ();
+  for (int g = 0; g < 128; g++)
+    {
+      char *path = g_strdup_printf ("%s.rank%d", base, g);
+      feed (src, path);
+      g_free (path);
+    }
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  PpTimelineModel *v = pp_timeline_view_new (src, &all);
+  g_assert_cmpint (pp_timeline_model_n_ranks (v), ==, 128);
+
+  PpTimelineView view;
+  pp_timeline_view_init (&view, v, 900, 300);
+  cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 900, 300);
+  cairo_t *cr = cairo_create (img);
+  pp_timeline_render (cr, v, &view);
+  cairo_destroy (cr);
+  cairo_surface_flush (img);
+  PpTimelineLayout l;
+  pp_timeline_layout (v, &view, &l);
+  g_assert_cmpfloat (l.row_h, <, 3);
+  const unsigned char *px = cairo_image_surface_get_data (img);
+  int stride = cairo_image_surface_get_stride (img);
+  int bands = 0, in_band = 0;
+  for (int y = (int) l.rows_y; y < (int) (l.rows_y + 128 * l.row_h) && y < 300; y++)
+    {
+      int ink = 0;
+      for (int x = 0; x < (int) l.x0 - 6; x++)
+        {
+          const unsigned char *p = px + y * stride + x * 4;
+          ink |= p[0] + p[1] + p[2] < 3 * 128;
+        }
+      bands += ink && !in_band;
+      in_band = ink;
+    }
+  /* about 190 px of rows, a label every 9 px or more: 10 or more bands */
+  g_assert_cmpint (bands, >=, 10);
+  cairo_surface_destroy (img);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (src);
+  g_free (base);
+  pp_test_ctx_clear (&c);
+}
+
+/* A process's label wider than the label column (a narrow image, where
+ * the column is a fifth of it, or "CPU rank 0 dp 0 tp 0") is drawn
+ * smaller, not cut at the image's left edge: at six widths, the first
+ * pixel columns hold no ink (a cut label put some of its letters there). */
+static void
+test_labels_fit (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-fold-");
+  write_job (&c);
+  PpTimelineModel *src = load_job (&c, -1);
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  PpTimelineModel *v = pp_timeline_view_new (src, &all);
+  int ink = 0, label_ink = 0;
+  for (int w = 300; w < 318; w += 3)
+    {
+      PpTimelineView view;
+      pp_timeline_view_init (&view, v, w, 400);
+      cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, w, 400);
+      cairo_t *cr = cairo_create (img);
+      pp_timeline_render (cr, v, &view);
+      cairo_destroy (cr);
+      cairo_surface_flush (img);
+      PpTimelineLayout l;
+      pp_timeline_layout (v, &view, &l);
+      const unsigned char *px = cairo_image_surface_get_data (img);
+      int stride = cairo_image_surface_get_stride (img);
+      for (int y = (int) l.rows_y; y < (int) (l.rows_y + P * D * l.row_h) && y < 400; y++)
+        for (int x = 0; x < (int) l.x0 - 6; x++)
+          {
+            const unsigned char *p = px + y * stride + x * 4;
+            int dark = p[0] + p[1] + p[2] < 3 * 128;
+            label_ink += dark;
+            ink += dark && x < 2;
+          }
+      cairo_surface_destroy (img);
+    }
+  g_assert_cmpint (label_ink, >, 0);   /* the labels are drawn */
+  g_assert_cmpint (ink, ==, 0);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (src);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -298,5 +719,12 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-fold/views", test_fold);
   g_test_add_func ("/timeline-fold/statistics", test_statistics);
   g_test_add_func ("/timeline-fold/mark-drawn", test_mark_drawn);
+  g_test_add_func ("/timeline-fold/offsets", test_offsets);
+  g_test_add_func ("/timeline-fold/unplaced", test_unplaced);
+  g_test_add_func ("/timeline-fold/live", test_live);
+  g_test_add_func ("/timeline-fold/untagged", test_untagged);
+  g_test_add_func ("/timeline-fold/thin-mark-drawn", test_thin_mark_drawn);
+  g_test_add_func ("/timeline-fold/labels-legible", test_labels_legible);
+  g_test_add_func ("/timeline-fold/labels-fit", test_labels_fit);
   return g_test_run ();
 }

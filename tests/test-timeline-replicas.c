@@ -154,14 +154,14 @@ test_note (void)
   int32_t shown[PP_TRACE_MESH_DIMS] = { 0, 0, 0, 0, 0 };
   int32_t dp[PP_TRACE_MESH_DIMS] = { 2, 2, 1, 1, 1 }, tp[PP_TRACE_MESH_DIMS] = { 2, 1, 2, 1, 1 };
   int32_t both[PP_TRACE_MESH_DIMS] = { 16, 8, 4, 1, 1 }, none[PP_TRACE_MESH_DIMS] = { 4, 1, 1, 1, 1 };
-  pp_timeline_replica_note_format (shown, dp, buf, sizeof buf);
+  pp_timeline_replica_note_format (shown, dp, 0, buf, sizeof buf);
   g_assert_cmpstr (buf, ==, "replica dp 0 of 2 shown");
-  pp_timeline_replica_note_format (shown, tp, buf, sizeof buf);
+  pp_timeline_replica_note_format (shown, tp, 0, buf, sizeof buf);
   g_assert_cmpstr (buf, ==, "1 of 2 processes a rank shown (tp 0 of tp 2)");
   shown[PP_TRACE_MESH_DP] = 3;
-  pp_timeline_replica_note_format (shown, both, buf, sizeof buf);
+  pp_timeline_replica_note_format (shown, both, 0, buf, sizeof buf);
   g_assert_cmpstr (buf, ==, "1 of 32 processes a rank shown (dp 3 tp 0 of dp 8 \u00d7 tp 4)");
-  pp_timeline_replica_note_format (shown, none, buf, sizeof buf);
+  pp_timeline_replica_note_format (shown, none, 0, buf, sizeof buf);
   g_assert_cmpstr (buf, ==, "");
 }
 

@@ -1278,6 +1278,28 @@ test_dp_part (void)
   g_array_free (spans, TRUE);
 }
 
+/* 16 stages of equal cost (1 ms F, 2 ms B, as pp-synth-mesh's job): no
+ * stage is above the mean, and the line says "0% above", never "-0%". */
+static void
+test_excess_equal_stages (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 16, 32, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (16, 1e-3, 2e-3, 0, 0);
+  PpWhyChange ch;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_why_suggest_partition (s, c, NULL, NULL, 0, &ch, &err), ==, PP_OK);
+  g_assert_cmpfloat (ch.excess, >=, 0);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream (&buf, &n);
+  pp_why_print_change (f, &ch, 1e3, "ms");
+  fclose (f);
+  g_assert_nonnull (strstr (buf, ", 0% above the mean stage"));
+  free (buf);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1301,5 +1323,6 @@ main (int argc, char **argv)
   g_test_add_func ("/why/plan/cli", test_plan_cli);
   g_test_add_func ("/why/dp/plan-lines-up", test_dp_plan_lines_up);
   g_test_add_func ("/why/dp/part", test_dp_part);
+  g_test_add_func ("/why/partition/excess-equal", test_excess_equal_stages);
   return g_test_run ();
 }

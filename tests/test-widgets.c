@@ -15,6 +15,7 @@
 #include "pp-test-util.h"
 #include "pp-timeline-widget.h"
 #include "pp-timeline-details.h"
+#include "pp-timeline-fold.h"
 
 /* Not in the headers: the widgets expose these for tests. */
 char    *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
@@ -864,6 +865,129 @@ test_stats_replicas (void)
   pp_timeline_model_free (m);
 }
 
+/* The Why tab of a 2 x 2 job says what info and export --format why say:
+ * each pipeline rank's median replica over the two (pp_why_analyse_replicas
+ * over every process's spans), not the one replica its rows show.  Replica
+ * dp 0's rank 1 is slow (pp-synth-mesh --slow-stage 0), so rank 0 idles
+ * more in dp 0: its median replica (the lower of two middles) is dp 1. */
+static void
+test_why_replicas (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-widgets-why-");
+  char *base = pp_test_ctx_path (&c, "job"), *merged = pp_test_ctx_path (&c, "job.pptrace");
+  const char *argv[] = { g_getenv ("PIPESCOPE_SYNTH_MESH"), base, "2", "2", "4", "4", "1f1b",
+                         "--slow-stage", "0", NULL };
+  int status = -1;
+  g_assert_nonnull (argv[0]);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  char *in[4], *out = NULL, *err = NULL;
+  for (int g = 0; g < 4; g++)
+    in[g] = g_strdup_printf ("%s.rank%d", base, g);
+  int rc = pp_test_cli_run (NULL, &out, &err, "merge", "-o", merged, in[0], in[1], in[2], in[3], NULL);
+  g_assert_cmpint (rc, ==, 0);
+
+  PpError e = { 0 };
+  PpWhyReport *want = NULL;
+  g_assert_cmpint (pp_why_analyse_trace (merged, 0, &want, NULL, NULL, &e), ==, PP_OK);
+  g_assert_cmpint (want->n_replicas, ==, 2);
+  PpTimelineModel *m = pp_timeline_model_new_from_file (merged, &e);
+  g_assert_nonnull (m);
+  GtkWidget *p = pp_why_panel_new ();
+  g_object_ref_sink (p);
+  pp_why_panel_update (PP_WHY_PANEL (p), m);
+  g_assert_cmpint (pp_why_panel_get_n_rows (PP_WHY_PANEL (p)), ==, 2);
+  for (int r = 0; r < 2; r++)
+    {
+      PpWhyIdle got;
+      int n_rep = 0;
+      g_assert_true (pp_why_panel_get_idle (PP_WHY_PANEL (p), r, &got, &n_rep));
+      g_assert_cmpint (n_rep, ==, 2);
+      g_assert_cmpfloat_with_epsilon (got.measured, want->idle[r].measured, 1e-9);
+      for (int k = 0; k < PP_WHY_N_PARTS; k++)
+        g_assert_cmpfloat_with_epsilon (pp_why_idle_part (&got, k), pp_why_idle_part (&want->idle[r], k), 1e-9);
+    }
+  pp_why_report_free (want);
+  g_object_unref (p);
+
+  /* the statistics' bubble over replicas is info's */
+  g_free (out);
+  g_free (err);
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &err, "info", merged, NULL), ==, 0);
+  GtkWidget *st = pp_stats_panel_new ();
+  g_object_ref_sink (st);
+  pp_stats_panel_update (PP_STATS_PANEL (st), m);
+  GString *text = g_string_new (NULL);
+  collect_labels (st, text);
+  for (int r = 0; r < 2; r++)
+    {
+      char key[32], cell[64];
+      double med, lo, hi;
+      g_snprintf (key, sizeof key, "  rank %d: median ", r);
+      const char *line = strstr (out, key);
+      g_assert_nonnull (line);
+      g_assert_cmpint (sscanf (line + strlen (key), "%lf%%, %lf%% to %lf%%", &med, &lo, &hi), ==, 3);
+      if (hi > lo)
+        g_snprintf (cell, sizeof cell, "%.1f%% (%.1f\u2013%.1f%%, dp ", med, lo, hi);
+      else
+        g_snprintf (cell, sizeof cell, "%.1f%% (every replica)", med);
+      g_assert_nonnull (strstr (text->str, cell));
+    }
+  g_string_free (text, TRUE);
+  g_object_unref (st);
+
+  if (g_getenv ("PP_WIDGETS_SCREENSHOT_DIR"))
+    {
+      GtkWidget *wp = g_object_ref_sink (pp_why_panel_new ()), *sp = g_object_ref_sink (pp_stats_panel_new ());
+      pp_why_panel_update (PP_WHY_PANEL (wp), m);
+      pp_stats_panel_update (PP_STATS_PANEL (sp), m);
+      GtkWidget *panels[2] = { wp, sp };
+      const char *names[2] = { "why-replicas.png", "stats-replicas.png" };
+      for (int i = 0; i < 2; i++)
+        {
+          GtkWidget *win = window_with (g_object_ref (panels[i]), 1100, 300);
+          cairo_surface_t *shot = render_widget (panels[i]);
+          save_png (shot, names[i]);
+          cairo_surface_destroy (shot);
+          gtk_window_set_child (GTK_WINDOW (win), NULL);
+          gtk_window_destroy (GTK_WINDOW (win));
+        }
+      g_object_unref (wp);
+      g_object_unref (sp);
+    }
+
+  /* the details pane of a folded block: the median, the slowest replica
+   * (dp 0, whose rank 1 is slow), where, how late */
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &fold);
+  PpTimelineBlockDetails d;
+  g_assert_true (pp_timeline_block_details (v, NULL, 1, 0, &d));
+  char *dt = pp_timeline_block_details_text (v, &d);
+  g_assert_nonnull (strstr (dt, "Folded: the median of 2 replicas (start and end)\n"));
+  g_assert_nonnull (strstr (dt, "Slowest replica: dp 0 (process 2 on node0), ended "));
+  g_assert_nonnull (strstr (dt, " after the median end"));
+  g_free (dt);
+  pp_timeline_model_free (v);
+  /* unfolded: a row a process says which */
+  PpTimelineReplicas all = { .replica = -1, .all = 1 };
+  v = pp_timeline_view_new (m, &all);
+  g_assert_true (pp_timeline_block_details (v, NULL, 3, 0, &d));
+  dt = pp_timeline_block_details_text (v, &d);
+  g_assert_nonnull (strstr (dt, "Process: 3 (pid 1003)"));
+  g_assert_null (strstr (dt, "Folded"));
+  g_free (dt);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+  for (int g = 0; g < 4; g++)
+    g_free (in[g]);
+  g_free (out);
+  g_free (err);
+  g_free (base);
+  g_free (merged);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_stats_panel (void)
 {
@@ -1278,6 +1402,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
+  g_test_add_func ("/widgets/why-replicas", test_why_replicas);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);

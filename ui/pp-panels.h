@@ -91,5 +91,8 @@ const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, siz
 int        pp_why_panel_get_n_rows (PpWhyPanel *self);
 /* The last analysis' "what to change", FALSE before one. */
 gboolean   pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out);
+/* Rank r's idle split shown (a job of replicas: its median replica's, and
+ * *n_replicas the replicas analysed; may be NULL); FALSE without one. */
+gboolean   pp_why_panel_get_idle (PpWhyPanel *self, int r, PpWhyIdle *out, int *n_replicas);
 
 G_END_DECLS

@@ -3,7 +3,9 @@
  * A summary line (mean step time, samples/s when the batch is known, dropped
  * events) over one row per rank: measured bubble, the plan's, the closed form
  * (P-1)/(M+P-1) for GPipe and 1F1B, peak in-flight micro-batches and peak
- * activation memory.  update() reads only the model's per-rank statistics;
+ * activation memory; for a job of replicas, each rank's bubble a step over
+ * them (median, least to largest, the replica that idles most), as info
+ * prints it.  update() reads only the model's per-rank statistics;
  * labels are reused while the number of ranks stays the same.
  */
 #include "pp-panels.h"
@@ -14,8 +16,10 @@
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "pp-timeline-fold.h"
 
-#define N_COLUMNS 6
+#define N_COLUMNS 7
+#define SPREAD_COLUMN 6   /* shown for a job of replicas only */
 
 struct _PpStatsPanel
 {
@@ -25,6 +29,7 @@ struct _PpStatsPanel
   GtkWidget *summary;        /* GtkLabel */
   GtkWidget *grid;
   GtkWidget *more;           /* GtkLabel: the ranks past the rows */
+  GtkWidget *spread_title;   /* the header of SPREAD_COLUMN */
   GPtrArray *cells;          /* [n_rows * N_COLUMNS] labels, row-major (not owned) */
   int        n_rows;         /* ranks shown */
 };
@@ -33,7 +38,7 @@ G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
 
 static const char *const column_titles[N_COLUMNS] = {
   "Rank", "Bubble a step", "Bubble (plan)", "Closed form",
-  "Peak in-flight", "Peak activation (MiB)",
+  "Peak in-flight", "Peak activation (MiB)", "Bubble over replicas",
 };
 
 static GtkWidget *
@@ -131,10 +136,10 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model)
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));
   /* a job of replicas: the timeline folds them; these figures are one
-   * replica's (info's spread over replicas is not repeated here) */
+   * replica's but the last column */
   if (pp_timeline_model_n_replicas (model) > 1)
     g_string_append_printf (s, " · %d processes, %d a pipeline rank, folded in the timeline; these figures: "
-                            "replica dp %d's", pp_timeline_model_n_processes (model),
+                            "replica dp %d's, the last column over the replicas", pp_timeline_model_n_processes (model),
                             pp_timeline_model_n_replicas (model), pp_timeline_model_shown_dp (model));
 
   if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->summary)), s->str) != 0)
@@ -167,6 +172,9 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
    * otherwise swamp it.  The whole run's idle share where no step is known. */
   double *step_bubble = g_new (double, n_all > 0 ? n_all : 1);
   int n_steps = pp_timeline_model_step_bubbles (model, step_bubble);
+  PpTimelineSpread *spread = g_new0 (PpTimelineSpread, n_all > 0 ? n_all : 1);
+  int n_rep = pp_timeline_model_has_replicas (model) ? pp_timeline_replica_bubbles (model, n_all, spread) : 0;
+  gtk_widget_set_visible (self->spread_title, n_rep > 1);
 
   update_summary (self, model);
   ensure_rows (self, n_ranks);
@@ -205,8 +213,20 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
       else
         g_strlcpy (buf, "–", sizeof buf);
       set_cell (self, 5, row, buf);
+      /* "33.3% (32.1–35.0%, dp 1 most)": the median replica's, the spread,
+       * and which replica idles most where they differ */
+      buf[0] = '\0';
+      if (n_rep > 1 && spread[r].n > 0 && spread[r].max > spread[r].min)
+        g_snprintf (buf, sizeof buf, "%.1f%% (%.1f\u2013%.1f%%, dp %d most)", 100 * spread[r].median,
+                    100 * spread[r].min, 100 * spread[r].max, spread[r].max_dp);
+      else if (n_rep > 1 && spread[r].n > 0)
+        g_snprintf (buf, sizeof buf, "%.1f%% (every replica)", 100 * spread[r].median);
+      set_cell (self, SPREAD_COLUMN, row, buf[0] ? buf : "\u2013");
+      GtkWidget *cell = g_ptr_array_index (self->cells, (guint) r * N_COLUMNS + SPREAD_COLUMN);
+      gtk_widget_set_visible (cell, n_rep > 1);
     }
   g_free (step_bubble);
+  g_free (spread);
 }
 
 int
@@ -259,7 +279,15 @@ pp_stats_panel_init (PpStatsPanel *self)
   gtk_grid_set_row_spacing (GTK_GRID (self->grid), 3);
   gtk_box_append (GTK_BOX (self->box), self->grid);
   for (int c = 0; c < N_COLUMNS; c++)
-    gtk_grid_attach (GTK_GRID (self->grid), cell_label (column_titles[c], TRUE), c, 0, 1, 1);
+    {
+      GtkWidget *l = cell_label (column_titles[c], TRUE);
+      gtk_grid_attach (GTK_GRID (self->grid), l, c, 0, 1, 1);
+      if (c == SPREAD_COLUMN)
+        {
+          self->spread_title = l;
+          gtk_widget_set_visible (l, FALSE);
+        }
+    }
   self->cells = g_ptr_array_new ();
 
   self->more = gtk_label_new (NULL);

@@ -191,6 +191,26 @@ pp_timeline_block_details_text (const PpTimelineModel *m, const PpTimelineBlockD
   g_string_append (t, "\nDuration: ");
   append_time (t, (double) (s->end_ns - s->start_ns));
   g_string_append_c (t, '\n');
+  /* a folded row's block is the replicas' median: say so, and which
+   * replica ended last, where, and how late (the tooltip's words) */
+  const PpTimelineFold *f = pp_timeline_model_fold (m, d->rank, d->index);
+  if (f != NULL && f->n > 1)
+    {
+      const PpTraceProcess *p = pp_timeline_model_process_place (m, f->slowest_process);
+      g_string_append_printf (t, "Folded: the median of %d replicas (start and end)\n", f->n);
+      g_string_append_printf (t, "Slowest replica: dp %d (process %d%s%s), ended ", f->slowest_dp,
+                              f->slowest_process, p && p->host[0] ? " on " : "", p && p->host[0] ? p->host : "");
+      append_time (t, (double) (f->latest_end_ns - s->end_ns));
+      g_string_append (t, " after the median end\n");
+    }
+  else if (pp_timeline_model_row_process (m, d->rank) >= 0)
+    {
+      /* an unfolded row: the process it is */
+      const PpTraceProcess *p = pp_timeline_model_process_place (m, pp_timeline_model_row_process (m, d->rank));
+      if (p != NULL)
+        g_string_append_printf (t, "Process: %d (pid %d%s)\n", p->process, p->pid,
+                                p->flags & PP_TRACE_PROCESS_UNPLACED ? ", place not read: dp by global rank" : "");
+    }
 
   if (d->idle_before_ns >= 0)
     {

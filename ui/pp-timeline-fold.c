@@ -309,7 +309,7 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
   const char *word = pp_timeline_model_rank_word (src);
   int32_t size[PP_TRACE_MESH_DIMS];
   int any_unfolded = how->all;
-  char note[160], label[40], where[40];
+  char note[256], label[40], where[40];
 
   if (v == NULL)
     return NULL;
@@ -317,6 +317,23 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
   for (int r = 0; r < how->n_unfolded && how->unfolded != NULL; r++)
     any_unfolded |= how->unfolded[r] != 0;
   view_note (how, size, n_ranks, note, sizeof note);
+  /* a place the hook could not read is pipescope's numbering: said */
+  for (int i = 0; i < n_places; i++)
+    if (pp_timeline_model_place (src, i)->flags & PP_TRACE_PROCESS_UNPLACED)
+      {
+        size_t l = strlen (note);
+        snprintf (note + l, sizeof note - l, "; place not read: dp by global rank");
+        break;
+      }
+  /* spans no process wrote, of a rank of several processes: whose they
+   * are is not known, so no process's row shows them; said */
+  uint64_t lost = pp_timeline_model_n_unassigned_spans (src);
+  if (lost > 0)
+    {
+      size_t l = strlen (note);
+      snprintf (note + l, sizeof note - l, "; %llu span%s of no process not shown", (unsigned long long) lost,
+                lost == 1 ? "" : "s");
+    }
   pp_timeline_model_view_set_note (v, note);
   /* rows are pipeline ranks unless one is unfolded: then the plan lane,
    * which is a pipeline rank's, is left out */

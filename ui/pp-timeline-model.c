@@ -29,7 +29,8 @@ typedef struct {
   size_t             n_sorted;       /* spans[0, n_sorted) are by start; the rest came after */
   int64_t            max_span_ns;
   int64_t            max_end_ns;
-  int64_t            offset_ns;      /* CLOCK_OFFSET: reference = rank's time + offset */
+  int64_t            offset_ns;      /* the offset its spans are moved by (its shown process's) */
+  int64_t            untagged_offset_ns;   /* the rank's CLOCK_OFFSET of no process */
   PpTimelinePlanned *plan;
   size_t             n_plan;
   double             peak_activation;
@@ -39,6 +40,11 @@ typedef struct {
   /* the process whose items the row shows (-1: none placed yet) and its place */
   int32_t            shown_process;
   int32_t            shown_coord[PP_TRACE_MESH_DIMS];
+  uint32_t           shown_flags;    /* PP_TRACE_PROCESS_*: its place was not read */
+  /* A job of processes: the rank's spans no process tagged, on its
+   * untagged clock, and how many of them its single process took in */
+  PpSpan            *untagged;
+  size_t             n_untagged, cap_untagged, n_adopted;
   /* activation bytes over time: every stride-th counter, at most
    * PP_TIMELINE_MEMORY_MAX (halved, stride doubled, when full) */
   PpTimelineMemorySample *mem;
@@ -52,10 +58,16 @@ typedef struct {
 } String;
 
 /* One process of a job of replicas: its place and its spans, by start once
- * settled, on the clock of its own CLOCK_OFFSET frames. */
+ * settled, on the clock of its own CLOCK_OFFSET frames, or where it has
+ * none, of its rank's untagged one (as cli-trace.c and pp-why-trace.c
+ * read them). */
 typedef struct {
-  PpTraceProcess place;
+  PpTraceProcess place;            /* numbered where its place was not read */
+  PpTraceProcess read;             /* as its PROCESS frame said */
   int            placed;           /* its PROCESS frame came */
+  int32_t        rank;             /* the pipeline rank of its spans, -1 not known */
+  int            has_own_offset;
+  int64_t        own_offset_ns;    /* its own CLOCK_OFFSET, when has_own_offset */
   Rank           r;                /* spans, n_spans, n_sorted, offset_ns used */
 } Proc;
 
@@ -136,11 +148,16 @@ struct _PpTimelineModel {
   Row               *rows;               /* [cap_ranks] */
   double            *row_bubbles;        /* [n_ranks]: step_bubbles' answer, when set */
   int                row_bubble_steps;
-  char               note[160];
+  char               note[256];
+  int                n_unplaced;         /* processes whose place was not read */
+  int                untagged_pending;   /* spans in a rank's untagged not yet adopted */
 };
 
 static void settle (const PpTimelineModel *cm, int r);
 static int  push_mark (PpTimelineModel *m, int64_t t, int step);
+static int64_t offset_for (const PpTimelineModel *m, int r, int32_t process);
+static void    adopt_untagged (const PpTimelineModel *cm);
+static void    keep_untagged (PpTimelineModel *m, const PpSpan *in);
 
 
 
@@ -206,6 +223,7 @@ pp_timeline_model_free (PpTimelineModel *m)
     {
       free (m->ranks[r].spans);
       free (m->ranks[r].mem);
+      free (m->ranks[r].untagged);
       free (m->ranks[r].plan);
       free (m->raw_plans[r].a);
     }
@@ -514,8 +532,9 @@ settle (const PpTimelineModel *cm, int r)
     settle_rank (&m->ranks[r]);
 }
 
+/* A span onto its rank's row, moved by offset (its clock's: offset_for). */
 static void
-add_span (PpTimelineModel *m, const PpSpan *in)
+add_span (PpTimelineModel *m, const PpSpan *in, int64_t offset)
 {
   PpSpan s = *in;
   Rank *rk;
@@ -523,8 +542,8 @@ add_span (PpTimelineModel *m, const PpSpan *in)
   if (ensure_rank (m, s.rank) != 0)
     return;
   rk = &m->ranks[s.rank];
-  s.start_ns = add_ns (s.start_ns, rk->offset_ns);
-  s.end_ns = add_ns (s.end_ns, rk->offset_ns);
+  s.start_ns = add_ns (s.start_ns, offset);
+  s.end_ns = add_ns (s.end_ns, offset);
   if (s.end_ns < s.start_ns)
     s.end_ns = s.start_ns;
   if (rk->n_spans == rk->cap_spans)
@@ -649,7 +668,7 @@ add_step_marker (PpTimelineModel *m, const PpTraceItem *item)
 
   if (ensure_rank (m, item->step_marker.rank) != 0)
     return 0;
-  t = add_ns (t, m->ranks[item->step_marker.rank].offset_ns);
+  t = add_ns (t, offset_for (m, item->step_marker.rank, item->process));
   if (item->step_marker.phase != PP_TRACE_STEP_BEGIN || step < 0)
     return 0;
   if (step > m->max_marked_step)
@@ -695,7 +714,7 @@ push_mark (PpTimelineModel *m, int64_t t, int step)
  * other sample goes and only every stride-th is kept from then on (the
  * peak is kept exactly apart). */
 static void
-add_memory_sample (Rank *rk, const PpCounter *c)
+add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
 {
   if (rk->mem_stride == 0)
     rk->mem_stride = 1;
@@ -710,11 +729,11 @@ add_memory_sample (Rank *rk, const PpCounter *c)
       rk->n_mem = PP_TIMELINE_MEMORY_MAX / 2;
       rk->mem_stride *= 2;
     }
-  rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, rk->offset_ns), c->value };
+  rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
 static int
-add_counter (PpTimelineModel *m, const PpCounter *c)
+add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
   switch (c->kind)
     {
@@ -744,7 +763,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
         return 0;
       if (c->value > m->ranks[c->rank].peak_activation)
         m->ranks[c->rank].peak_activation = c->value;
-      add_memory_sample (&m->ranks[c->rank], c);
+      add_memory_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
       return 1;
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)
@@ -758,6 +777,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c)
     }
 }
 
+/* Moves rank r's row (its spans and memory) to offset. */
 static int
 add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
 {
@@ -848,21 +868,71 @@ is_shown (PpTimelineModel *m, int r, int32_t process)
   return shown < 0 || shown == process;
 }
 
-/* A PROCESS frame: counted; the row of its rank shows it when it is the
- * first placed there or a lower place than the one shown (which then
- * goes).  Returns 1 if what is drawn changed. */
+/* Whether place a (coordinates, global rank) comes before place b on
+ * their rank: dp, then tp, cp, ep, then the global rank. */
 static int
-add_process (PpTimelineModel *m, const PpTraceProcess *p)
+place_before (const int32_t *a, int32_t pa, const int32_t *b, int32_t pb)
 {
-  if (p->process < 0 || p->process >= PP_TRACE_MAX_PROCESSES || ensure_rank (m, p->rank) != 0)
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (a[d] != b[d])
+      return a[d] < b[d];
+  return pa < pb;
+}
+
+/* Rank r's row shows process p from now on: the spans of another replica
+ * it showed go, and p's, kept in its list whatever was shown, come back
+ * (a live stream may bring a lower place after others' spans).  Returns 1
+ * if what is drawn changed. */
+static int
+show_process (PpTimelineModel *m, int r, Proc *p)
+{
+  Rank *rk = &m->ranks[r];
+  int same = rk->shown_process == p->place.process;
+  memcpy (rk->shown_coord, p->place.coord, sizeof rk->shown_coord);
+  rk->shown_flags = p->place.flags;
+  if (same)
+    return 0;
+  int had = rk->shown_process >= 0;
+  rk->shown_process = p->place.process;
+  if (!had)
+    return 1;   /* the row held the rank's items so far, all of them: they stay */
+  m->hidden_spans += rk->n_spans;
+  m->n_spans_total -= rk->n_spans;
+  rk->n_spans = rk->n_sorted = 0;
+  rk->max_span_ns = 0;
+  rk->max_end_ns = INT64_MIN;
+  rk->n_mem = 0;
+  rk->peak_activation = -1;
+  rk->peak_inflight = -1;
+  m->extent_stale = 1;
+  rk->offset_ns = p->r.offset_ns;
+  settle_rank (&p->r);
+  for (size_t i = 0; i < p->r.n_spans; i++)
+    add_span (m, &p->r.spans[i], 0);   /* on its clock already */
+  m->hidden_spans -= p->r.n_spans < m->hidden_spans ? p->r.n_spans : m->hidden_spans;
+  return 1;
+}
+
+/* A PROCESS frame (its place already kept: proc_place): counted; the row
+ * of its rank shows it when it is the first placed there or a lower place
+ * than the one shown.  Returns 1 if what is drawn changed. */
+static int
+add_process (PpTimelineModel *m, const PpTraceProcess *in)
+{
+  if (in->process < 0 || in->process >= PP_TRACE_MAX_PROCESSES || ensure_rank (m, in->rank) != 0)
     return 0;
   if (m->process_bits == NULL && (m->process_bits = calloc (PP_TRACE_MAX_PROCESSES / 8 + 1, 1)) == NULL)
     return 0;
-  if (!(m->process_bits[p->process / 8] & (1u << (p->process % 8))))
+  if (!(m->process_bits[in->process / 8] & (1u << (in->process % 8))))
     {
-      m->process_bits[p->process / 8] |= (uint8_t) (1u << (p->process % 8));
+      m->process_bits[in->process / 8] |= (uint8_t) (1u << (in->process % 8));
       m->n_processes++;
     }
+  Proc *pr = m->proc_at != NULL && m->proc_at[in->process] >= 0 ? &m->procs[m->proc_at[in->process]] : NULL;
+  if (pr == NULL || !pr->placed)
+    return 0;
+  /* as numbered where its place was not read (proc_place) */
+  const PpTraceProcess *p = &pr->place;
   /* tensor, context and expert ranks are replicas of a row too: the row
    * shows one process of them all */
   int64_t n = 1;
@@ -876,33 +946,20 @@ add_process (PpTimelineModel *m, const PpTraceProcess *p)
   if (n > m->n_replicas)
     m->n_replicas = (int32_t) (n < INT32_MAX ? n : INT32_MAX);
   Rank *rk = &m->ranks[p->rank];
-  if (rk->shown_process == p->process)
-    return 0;
-  if (rk->shown_process >= 0)
+  Proc *low = pr;
+  if (m->n_unplaced > 0)
     {
-      int lower = 0;
-      for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-        if (p->coord[d] != rk->shown_coord[d])
-          {
-            lower = p->coord[d] < rk->shown_coord[d];
-            break;
-          }
-      if (!lower)
-        return 0;
-      /* the row showed another replica: its spans and memory go */
-      m->hidden_spans += rk->n_spans;
-      m->n_spans_total -= rk->n_spans;
-      rk->n_spans = rk->n_sorted = 0;
-      rk->max_span_ns = 0;
-      rk->max_end_ns = INT64_MIN;
-      rk->n_mem = 0;
-      rk->peak_activation = -1;
-      rk->peak_inflight = -1;
-      m->extent_stale = 1;
+      /* a number given may have moved every place of the rank */
+      for (int i = 0; i < m->n_procs; i++)
+        if (m->procs[i].placed && m->procs[i].place.rank == p->rank
+            && place_before (m->procs[i].place.coord, m->procs[i].place.process, low->place.coord,
+                             low->place.process))
+          low = &m->procs[i];
     }
-  rk->shown_process = p->process;
-  memcpy (rk->shown_coord, p->coord, sizeof rk->shown_coord);
-  return 1;
+  else if (rk->shown_process >= 0 && rk->shown_process != p->process
+           && !place_before (p->coord, p->process, rk->shown_coord, rk->shown_process))
+    return 0;
+  return show_process (m, p->rank, low);
 }
 
 /* The entry of process g, made on first sight (its spans may come before
@@ -933,9 +990,46 @@ proc_of (PpTimelineModel *m, int32_t g)
   memset (p, 0, sizeof *p);
   p->place.process = g;
   p->place.rank = -1;
+  p->rank = -1;
   p->r.max_end_ns = INT64_MIN;
   m->proc_at[g] = m->n_procs++;
   return p;
+}
+
+/* The clock of process p's items: its own CLOCK_OFFSET, else its rank's
+ * untagged one. */
+static int64_t
+proc_offset (const PpTimelineModel *m, const Proc *p)
+{
+  if (p->has_own_offset)
+    return p->own_offset_ns;
+  return p->rank >= 0 && p->rank < m->n_ranks ? m->ranks[p->rank].untagged_offset_ns : 0;
+}
+
+/* The offset an item of rank r written by process (-1: none said) is
+ * moved by: its process's own, else the rank's untagged one. */
+static int64_t
+offset_for (const PpTimelineModel *m, int r, int32_t process)
+{
+  if (process >= 0 && process < PP_TRACE_MAX_PROCESSES && m->proc_at != NULL && m->proc_at[process] >= 0
+      && m->procs[m->proc_at[process]].has_own_offset)
+    return m->procs[m->proc_at[process]].own_offset_ns;
+  return r >= 0 && r < m->n_ranks ? m->ranks[r].untagged_offset_ns : 0;
+}
+
+/* Moves process p's spans onto its clock as it now stands (an offset
+ * came, or its rank became known). */
+static void
+proc_move (PpTimelineModel *m, Proc *p)
+{
+  int64_t offset = proc_offset (m, p);
+  int64_t delta = offset - p->r.offset_ns;   /* both clamped: fits */
+  p->r.offset_ns = offset;
+  for (size_t i = 0; delta != 0 && i < p->r.n_spans; i++)
+    {
+      p->r.spans[i].start_ns = add_ns (p->r.spans[i].start_ns, delta);
+      p->r.spans[i].end_ns = add_ns (p->r.spans[i].end_ns, delta);
+    }
 }
 
 /* A span of a placed job kept in its process's list too (appended; sorted
@@ -946,6 +1040,11 @@ proc_add_span (PpTimelineModel *m, const PpSpan *in, int32_t process)
   Proc *p = proc_of (m, process);
   if (p == NULL)
     return;
+  if (p->rank < 0 && in->rank >= 0 && in->rank < PP_TRACE_MAX_RANKS && ensure_rank (m, in->rank) == 0)
+    {
+      p->rank = in->rank;   /* its spans came before its place: its rank's clock */
+      proc_move (m, p);
+    }
   Rank *rk = &p->r;
   PpSpan s = *in;
   s.start_ns = add_ns (s.start_ns, rk->offset_ns);
@@ -967,32 +1066,91 @@ proc_add_span (PpTimelineModel *m, const PpSpan *in, int32_t process)
   rk->spans[rk->n_spans++] = s;
 }
 
-/* A CLOCK_OFFSET frame of a process moves its spans as a rank's move. */
-static void
-proc_clock_offset (PpTimelineModel *m, int32_t process, int64_t offset)
+/* A CLOCK_OFFSET frame: a process's own (process >= 0), or its rank's for
+ * the items of no process and the processes without one of their own.
+ * What came before moves; rank r's row goes by the process it shows (by
+ * what came last while it shows none).  Returns 1 if what is drawn
+ * changed. */
+static int
+take_clock_offset (PpTimelineModel *m, int r, int32_t process, int64_t offset)
 {
-  Proc *p = proc_of (m, process);
-  if (p == NULL)
-    return;
+  if (ensure_rank (m, r) != 0)
+    return 0;
   offset = clamp_ns (offset);
-  int64_t delta = offset - p->r.offset_ns;
-  p->r.offset_ns = offset;
-  for (size_t i = 0; i < p->r.n_spans; i++)
+  int32_t shown = m->ranks[r].shown_process;
+  int64_t before = shown >= 0 ? offset_for (m, r, shown) : m->ranks[r].offset_ns;
+  if (process >= 0)
     {
-      p->r.spans[i].start_ns = add_ns (p->r.spans[i].start_ns, delta);
-      p->r.spans[i].end_ns = add_ns (p->r.spans[i].end_ns, delta);
+      Proc *p = proc_of (m, process);
+      if (p == NULL)
+        return 0;
+      p->has_own_offset = 1;
+      p->own_offset_ns = offset;
+      if (p->rank < 0)
+        p->rank = r;
+      proc_move (m, p);
     }
+  else
+    {
+      Rank *rk = &m->ranks[r];
+      int64_t d = offset - rk->untagged_offset_ns;   /* both clamped: fits */
+      for (size_t i = rk->n_adopted; i < rk->n_untagged; i++)
+        {
+          rk->untagged[i].start_ns = add_ns (rk->untagged[i].start_ns, d);
+          rk->untagged[i].end_ns = add_ns (rk->untagged[i].end_ns, d);
+        }
+      m->ranks[r].untagged_offset_ns = offset;
+      for (int i = 0; i < m->n_procs; i++)
+        if (m->procs[i].rank == r && !m->procs[i].has_own_offset)
+          proc_move (m, &m->procs[i]);
+    }
+  /* the row moves by what its shown process's clock moved (all clamped:
+   * the sum fits) */
+  int64_t after = shown >= 0 ? offset_for (m, r, shown) : offset;
+  return add_clock_offset (m, r, m->ranks[r].offset_ns + (after - before));
+}
+
+/* Numbers the processes whose place was not read as merge does
+ * (pp_trace_number_unplaced over every process placed so far: a process
+ * of a single file or a live stream says dp 0).  Out of memory, they keep
+ * what they said. */
+static void
+number_unplaced (PpTimelineModel *m)
+{
+  PpTraceProcess *work = malloc ((size_t) (m->n_procs + 1) * sizeof *work);
+  size_t k = 0;
+  if (work == NULL)
+    return;
+  for (int i = 0; i < m->n_procs; i++)
+    if (m->procs[i].placed)
+      work[k++] = m->procs[i].read;
+  if (pp_trace_number_unplaced (work, k, NULL) == PP_OK)
+    {
+      k = 0;
+      for (int i = 0; i < m->n_procs; i++)
+        if (m->procs[i].placed)
+          m->procs[i].place = work[k++];
+    }
+  free (work);
 }
 
 static void
 proc_place (PpTimelineModel *m, const PpTraceProcess *pl)
 {
-  Proc *p = pl->rank >= 0 && pl->rank < PP_TRACE_MAX_RANKS ? proc_of (m, pl->process) : NULL;
+  Proc *p = pl->rank >= 0 && pl->rank < PP_TRACE_MAX_RANKS && ensure_rank (m, pl->rank) == 0
+            ? proc_of (m, pl->process) : NULL;
   if (p == NULL)
     return;
-  p->place = *pl;
+  int was_unplaced = p->placed && (p->read.flags & PP_TRACE_PROCESS_UNPLACED);
+  int unplaced = (pl->flags & PP_TRACE_PROCESS_UNPLACED) != 0;
+  m->n_unplaced += unplaced - was_unplaced;
+  p->read = p->place = *pl;
   p->placed = 1;
+  p->rank = pl->rank;
+  proc_move (m, p);
   m->places_dirty = 1;
+  if (m->n_unplaced > 0)
+    number_unplaced (m);
 }
 
 static const PpTimelineModel *places_sort_model;   /* qsort has no closure; one thread draws */
@@ -1053,6 +1211,7 @@ pp_timeline_model_place_spans (const PpTimelineModel *m, int i, size_t *n)
   *n = 0;
   if (i < 0 || i >= pp_timeline_model_n_places (m))
     return NULL;
+  adopt_untagged (m);
   Rank *rk = &((PpTimelineModel *) m)->procs[m->places[i]].r;
   settle_rank (rk);   /* a cache, as settle's */
   *n = rk->n_spans;
@@ -1074,21 +1233,107 @@ item_rank (const PpTraceItem *item)
     }
 }
 
+/* A span of a job of processes that no process tagged: kept apart, so
+ * that a view can give it to its rank's process when the rank has one
+ * (adopt_untagged), or say it is not shown. */
+static void
+keep_untagged (PpTimelineModel *m, const PpSpan *in)
+{
+  if (in->rank < 0 || in->rank >= m->n_ranks)
+    return;
+  Rank *rk = &m->ranks[in->rank];
+  if (rk->n_untagged == rk->cap_untagged)
+    {
+      size_t cap = rk->cap_untagged ? 2 * rk->cap_untagged : 64;
+      PpSpan *n = realloc (rk->untagged, cap * sizeof *n);
+      if (n == NULL)
+        return;
+      rk->untagged = n;
+      rk->cap_untagged = cap;
+    }
+  PpSpan s = *in;
+  s.start_ns = add_ns (s.start_ns, rk->untagged_offset_ns);
+  s.end_ns = add_ns (s.end_ns, rk->untagged_offset_ns);
+  if (s.end_ns < s.start_ns)
+    s.end_ns = s.start_ns;
+  rk->untagged[rk->n_untagged++] = s;
+  m->untagged_pending = 1;
+}
+
+/* A rank of one placed process: its untagged spans are that process's
+ * (appended to its list, sorted at the next query).  A rank of several
+ * keeps them apart: pp_timeline_model_n_unassigned_spans says so. */
+static void
+adopt_untagged (const PpTimelineModel *cm)
+{
+  PpTimelineModel *m = (PpTimelineModel *) cm;
+  if (!m->untagged_pending)
+    return;
+  m->untagged_pending = 0;
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      Rank *rk = &m->ranks[r];
+      if (rk->n_adopted == rk->n_untagged)
+        continue;
+      Proc *only = NULL;
+      int n = 0;
+      for (int i = 0; i < m->n_procs; i++)
+        if (m->procs[i].placed && m->procs[i].place.rank == r && n++ == 0)
+          only = &m->procs[i];
+      if (n != 1)
+        continue;
+      Rank *pr = &only->r;
+      size_t add = rk->n_untagged - rk->n_adopted;
+      if (pr->n_spans + add > pr->cap_spans)
+        {
+          size_t cap = pr->n_spans + add;
+          PpSpan *ns = realloc (pr->spans, cap * sizeof *ns);
+          if (ns == NULL)
+            {
+              m->untagged_pending = 1;
+              continue;
+            }
+          pr->spans = ns;
+          pr->cap_spans = cap;
+        }
+      memcpy (pr->spans + pr->n_spans, rk->untagged + rk->n_adopted, add * sizeof *pr->spans);
+      pr->n_spans += add;   /* n_sorted stays: settle_rank sorts them in */
+      rk->n_adopted = rk->n_untagged;
+    }
+}
+
+uint64_t
+pp_timeline_model_n_unassigned_spans (const PpTimelineModel *m)
+{
+  uint64_t n = 0;
+  if (m == NULL || m->is_view)
+    return 0;
+  adopt_untagged (m);
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      int places = 0;
+      for (int i = 0; i < m->n_procs && places < 2; i++)
+        places += m->procs[i].placed && m->procs[i].place.rank == r;
+      if (places >= 2)
+        n += m->ranks[r].n_untagged - m->ranks[r].n_adopted;
+    }
+  return n;
+}
+
 int
 pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
   /* every process's spans are kept for the views over the replicas */
-  if (item->process >= 0 && !m->is_view)
-    {
-      if (item->type == PP_TRACE_ITEM_SPAN)
-        proc_add_span (m, &item->span, item->process);
-      else if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
-        proc_clock_offset (m, item->process, item->clock_offset.offset_ns);
-    }
+  if (item->process >= 0 && !m->is_view && item->type == PP_TRACE_ITEM_SPAN)
+    proc_add_span (m, &item->span, item->process);
   if (item->type == PP_TRACE_ITEM_PROCESS && !m->is_view)
     proc_place (m, &item->process_info);
+  /* any process's: its clock, and its row's when it shows that process */
+  if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
+    return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
+                              item->clock_offset.offset_ns);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
     {
@@ -1107,14 +1352,14 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
     case PP_TRACE_ITEM_PLAN:
       return add_plan (m, item);
     case PP_TRACE_ITEM_SPAN:
-      add_span (m, &item->span);
+      add_span (m, &item->span, offset_for (m, item->span.rank, item->process));
+      if (item->process < 0 && m->n_procs > 0 && !m->is_view)
+        keep_untagged (m, &item->span);
       return 1;
     case PP_TRACE_ITEM_COUNTER:
-      return add_counter (m, &item->counter);
+      return add_counter (m, &item->counter, item->process);
     case PP_TRACE_ITEM_STEP_MARKER:
       return add_step_marker (m, item);
-    case PP_TRACE_ITEM_CLOCK_OFFSET:
-      return add_clock_offset (m, item->clock_offset.rank, item->clock_offset.offset_ns);
     case PP_TRACE_ITEM_STRING:
       return add_string (m, item->string.id, item->string.name);
     case PP_TRACE_ITEM_RANK:
@@ -1324,8 +1569,11 @@ pp_timeline_model_n_hidden_spans (const PpTimelineModel *m)
 
 void
 pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
-                                 const int32_t size[PP_TRACE_MESH_DIMS], char *buf, size_t bufsize)
+                                 const int32_t size[PP_TRACE_MESH_DIMS], uint32_t flags, char *buf,
+                                 size_t bufsize)
 {
+  /* numbered by pipescope, not read from the job: said, as info says it */
+  const char *unread = flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "";
   static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
   int64_t n = 1;
   int only_dp = 1;
@@ -1342,7 +1590,8 @@ pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
     return;
   if (only_dp)
     {
-      snprintf (buf, bufsize, "replica dp %d of %d shown", shown[PP_TRACE_MESH_DP], size[PP_TRACE_MESH_DP]);
+      snprintf (buf, bufsize, "replica dp %d of %d shown%s", shown[PP_TRACE_MESH_DP], size[PP_TRACE_MESH_DP],
+                unread);
       return;
     }
   /* tensor (context, expert) ranks too: which process, of which mesh */
@@ -1354,13 +1603,14 @@ pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
         lp += (size_t) snprintf (place + lp, sizeof place - lp, "%s%s %d", lp ? " " : "", dim[d], shown[d]);
         lm += (size_t) snprintf (mesh + lm, sizeof mesh - lm, "%s%s %d", lm ? " \u00d7 " : "", dim[d], size[d]);
       }
-  snprintf (buf, bufsize, "1 of %lld processes a rank shown (%s of %s)", (long long) n, place, mesh);
+  snprintf (buf, bufsize, "1 of %lld processes a rank shown (%s of %s)%s", (long long) n, place, mesh, unread);
 }
 
 void
 pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size)
 {
   int32_t shown[PP_TRACE_MESH_DIMS] = { 0 }, sizes[PP_TRACE_MESH_DIMS] = { 1, 1, 1, 1, 1 };
+  uint32_t flags = 0;
   if (size == 0)
     return;
   buf[0] = '\0';
@@ -1380,7 +1630,10 @@ pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size
       shown[d] = lo < 0 ? 0 : lo;
       sizes[d] = m->mesh_size[d] > 0 ? m->mesh_size[d] : 1;
     }
-  pp_timeline_replica_note_format (shown, sizes, buf, size);
+  for (int r = 0; r < m->n_ranks; r++)
+    if (m->ranks[r].shown_process >= 0)
+      flags |= m->ranks[r].shown_flags;
+  pp_timeline_replica_note_format (shown, sizes, flags, buf, size);
 }
 
 int
@@ -1969,7 +2222,7 @@ pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spa
     {
       PpSpan s = spans[i];
       s.rank = row;
-      add_span (v, &s);
+      add_span (v, &s, 0);   /* on the source's clock already */
     }
   if (rk->n_spans != before + n)
     return -1;

@@ -114,10 +114,12 @@ uint64_t         pp_timeline_model_n_hidden_spans (const PpTimelineModel *m);
 void             pp_timeline_model_replica_note (const PpTimelineModel *m, char *buf, size_t size);
 /* The note itself, from the shown process's coordinates and the mesh's
  * sizes (dimensions as PP_TRACE_MESH_*): "replica dp 0 of 2 shown", "1 of
- * 4 processes a rank shown (dp 0 tp 0 of dp 2 × tp 2)", "" for one. */
+ * 4 processes a rank shown (dp 0 tp 0 of dp 2 × tp 2)", "" for one; with
+ * " (place not read: dp by global rank)" after it when flags (of the
+ * processes shown, PP_TRACE_PROCESS_*) say a place was not read. */
 void             pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
-                                                  const int32_t size[PP_TRACE_MESH_DIMS], char *buf,
-                                                  size_t bufsize);
+                                                  const int32_t size[PP_TRACE_MESH_DIMS], uint32_t flags,
+                                                  char *buf, size_t bufsize);
 /* Every placed process's spans are kept too, whatever the rows show: the
  * views of pp-timeline-fold.h fold or unfold them.  Places in mesh order
  * (pipeline rank, then dp, tp, cp, ep), i in [0, n_places); the spans by
@@ -127,6 +129,10 @@ int                   pp_timeline_model_n_places (const PpTimelineModel *m);
 const PpTraceProcess *pp_timeline_model_place (const PpTimelineModel *m, int i);
 const PpSpan         *pp_timeline_model_place_spans (const PpTimelineModel *m, int i, size_t *n);
 const PpTraceProcess *pp_timeline_model_process_place (const PpTimelineModel *m, int32_t process);
+/* Spans of a placed job that no process tagged: a rank of one process
+ * counts them its own (its place_spans hold them); those of a rank of
+ * several belong to none, and this says how many a view leaves out. */
+uint64_t              pp_timeline_model_n_unassigned_spans (const PpTimelineModel *m);
 
 /* A view's rows (pp-timeline-fold.h): a model whose "ranks" are rows.  A
  * row shows a pipeline rank folded over its replicas (row_folded: how

@@ -212,7 +212,17 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
   out->row_h = avail > n ? avail / n : 1;
   gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
   inner = out->row_h - gap;
-  if (v->show_plan)
+  /* rows of processes (replicas unfolded) carry no plan, which is a
+   * pipeline rank's: no lane kept empty for it, no "plan" label */
+  int plan = v->show_plan;
+  if (plan && pp_timeline_model_is_view (m))
+    {
+      plan = 0;
+      for (int r = 0; r < pp_timeline_model_n_ranks (m) && !plan; r++)
+        plan = pp_timeline_model_n_planned (m, r) > 0;
+    }
+  out->plan_h = 0;
+  if (plan)
     {
       /* the plan lane tall enough for its numbers (a report prints it) */
       out->block_h = inner * 0.55;
@@ -807,7 +817,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
                        100 * mean_idle_in_view);
     /* the rows are one replica of each pipeline rank: said where the
      * bubble is, so that a report's image says whose bubble it is */
-    char note[160];
+    char note[256];
     pp_timeline_model_replica_note (c->m, note, sizeof note);
     if (note[0] && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  %s", note);
@@ -1008,7 +1018,7 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
       text_at (cr, "chunk 0 / 1 (shade)", x + 21, y + 10, 0);
       x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 14;
     }
-  if (c->v->show_plan && x + 120 < c->v->width)
+  if (c->v->show_plan && c->l.plan_h > 0 && x + 120 < c->v->width)
     {
       Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
       cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
@@ -1696,31 +1706,38 @@ draw_whiskers (Ctx *c, cairo_t *cr, int r)
   const PpTimelineLayout *l = &c->l;
   const PpSpan *sp = pp_timeline_model_spans (c->m, r);
   size_t n = pp_timeline_model_n_spans (c->m, r);
-  double by, bh;
 
   if (pp_timeline_model_row_folded (c->m, r) < 2)
     return;
-  lane_y (l, r, LANE_BLOCK, &by, &bh);
-  cairo_save (cr);
-  cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
-  cairo_clip (cr);
-  set_rgba (cr, c->th.fg, 0.8);
-  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
-       i < n && sp[i].start_ns < v->t1_ns; i++)
+  /* blocks, and the sends, receives and waits of the thin lane: a late
+   * hand-off is a straggler too */
+  for (int lane = LANE_BLOCK; lane <= LANE_THIN; lane++)
     {
-      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
-      if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
-          || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK)
+      double by, bh;
+      lane_y (l, r, lane, &by, &bh);
+      if (bh < 2)
         continue;
-      double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
-      if (xb - xa < 1)
-        continue;
-      double y = round (by + bh * 0.75);
-      cairo_rectangle (cr, xa, y, xb - xa, 1.5);
-      cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, 1.5, bh * 0.55);
+      cairo_save (cr);
+      cairo_rectangle (cr, l->x0, by - 2, l->x1 - l->x0, bh + 4);
+      cairo_clip (cr);
+      set_rgba (cr, c->th.fg, 0.8);
+      for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
+           i < n && sp[i].start_ns < v->t1_ns; i++)
+        {
+          const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+          if (f == NULL || f->latest_end_ns <= sp[i].end_ns || f->latest_end_ns < v->t0_ns
+              || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != lane)
+            continue;
+          double xa = pp_timeline_x_of (v, l, sp[i].end_ns), xb = pp_timeline_x_of (v, l, f->latest_end_ns);
+          if (xb - xa < 1)
+            continue;
+          double y = round (by + bh * 0.75);
+          cairo_rectangle (cr, xa, y, xb - xa, lane == LANE_BLOCK ? 1.5 : 1);
+          cairo_rectangle (cr, round (xb) - 1, by + bh * 0.45, lane == LANE_BLOCK ? 1.5 : 1, bh * 0.55);
+        }
+      cairo_fill (cr);
+      cairo_restore (cr);
     }
-  cairo_fill (cr);
-  cairo_restore (cr);
 }
 
 /* Draws rank r; returns its idle share of the visible part of the run (-1
@@ -1873,18 +1890,41 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   return w1 > w0 ? 1.0 - busy / (double) (w1 - w0) : -1;
 }
 
+/* The rank labels' font size for rows of this height. */
+static double
+label_font_size (const PpTimelineLayout *l)
+{
+  return fmin (13, fmax (7, l->row_h * 0.32));
+}
+
+/* *last_y: the baseline of the label drawn last (-1e9 before the first).
+ * Rows shorter than a line of text (2,048 processes unfolded in 4,000 px)
+ * would stack their labels into one black smear: a label that would
+ * overlap the one above it is left out, so every label drawn is legible
+ * and the rows between two labels are those of the label above. */
 static void
-draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble)
+draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble, double *last_y)
 {
   const PpTimelineLayout *l = &c->l;
   double by, bh;
   char buf[48];
-  double fs = fmin (13, fmax (7, l->row_h * 0.32));
+  double fs = label_font_size (l);
 
   lane_y (l, r, LANE_BLOCK, &by, &bh);
+  if (by + bh / 2 + fs * 0.36 - *last_y < fs + 2)
+    return;
+  *last_y = l->row_h >= 30 ? by + bh / 2 + fs : by + bh / 2 + fs * 0.36;
   pp_timeline_model_rank_label (c->m, r, buf, sizeof buf);
   set_rgb (cr, c->th.fg);
   font (cr, fs, 1);
+  /* a process's label ("CPU rank 0 dp 0 tp 0") can be wider than the
+   * column: a smaller font, not a name cut at the image's left edge */
+  double tw = text_w (cr, buf), room = l->x0 - 12;
+  if (tw > room && room > 0)
+    {
+      fs = fmax (5, fs * room / tw);
+      font (cr, fs, 1);
+    }
   if (l->row_h >= 30 && pp_timeline_model_rank_lost (c->m, r) != INT64_MAX)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
@@ -2074,12 +2114,24 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     cairo_restore (cr);
     cairo_pattern_destroy (hatch);
 
+    /* Where labels cannot all be drawn, a pipeline rank's first row (its
+     * folded row, or its first process) keeps its label: a process's
+     * label that would crowd the next rank's first one is left out. */
+    double last_label_y = -1e9, gap = label_font_size (&c.l) + 2;
+    int next_first = 0;   /* the next rank's first row after r, once looked for */
     for (int r = 0; r < c.n_ranks; r++)
       {
         double ry = c.l.rows_y + r * c.l.row_h;
         if (ry > v->height)
           break;   /* rows below the image: nothing of them is drawn */
-        draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1);
+        int first = r == 0 || pp_timeline_model_row_rank (m, r) != pp_timeline_model_row_rank (m, r - 1);
+        if (!first && next_first <= r)
+          for (next_first = r + 1; next_first < c.n_ranks; next_first++)
+            if (pp_timeline_model_row_rank (m, next_first) != pp_timeline_model_row_rank (m, next_first - 1))
+              break;
+        if (!first && next_first < c.n_ranks && (next_first - r) * c.l.row_h < gap)
+          continue;
+        draw_rank_label (&c, cr, r, bubbles ? bubbles[r] : -1, &last_label_y);
       }
     free (bubbles);
 

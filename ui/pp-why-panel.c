@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp-timeline-fold.h"
 #include "pp-why.h"
 
 #define PP_WHY_PANEL_MAX_STEPS 16
@@ -41,6 +42,7 @@ struct _PpWhyPanel
   const PpTimelineModel *seen_model;
   int         ranks;
   PpWhyIdle  *idle;        /* [ranks] */
+  int         n_replicas;  /* the replicas analysed (1: one pipeline) */
   char      (*labels)[48]; /* [ranks]: what the trace calls each rank */
   PpTimelinePathBlock *crit;
   size_t      n_crit;
@@ -57,6 +59,15 @@ static const double part_rgb[PP_WHY_N_PARTS][3] = {
   { 0.800, 0.475, 0.655 },   /* runtime: reddish purple */
   { 0.600, 0.200, 1.000 },   /* dp_comm: violet, as the timeline draws data-parallel blocks */
 };
+
+/* A part's name where a user reads it: the runtime's names, but
+ * "dp_comm" (a JSON key) in words. */
+static const char *
+part_label (int k)
+{
+  const char *name = pp_why_part_name (k);
+  return strcmp (name, "dp_comm") == 0 ? "data-parallel comm." : name;
+}
 
 static double
 max_bar (const PpWhyPanel *self)
@@ -139,7 +150,7 @@ draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
   for (int k = 0; k < PP_WHY_N_PARTS; k++)
     {
       cairo_text_extents_t e;
-      const char *name = pp_why_part_name (k);
+      const char *name = part_label (k);
       if (k == 4 && (self == NULL || !has_dp (self)))
         continue;
       cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
@@ -186,7 +197,7 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
       double v = pp_why_idle_part (i, k);
       if (k == 4 && v <= 0)
         continue;   /* no data-parallel communication */
-      g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", pp_why_part_name (k),
+      g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", part_label (k),
                               v * 1e3, i->measured > 0 ? 100.0 * v / i->measured : 0.0,
                               k == under ? "</b>" : "");
     }
@@ -265,11 +276,33 @@ pp_why_panel_new (void)
   return g_object_new (PP_TYPE_WHY_PANEL, NULL);
 }
 
-/* The spans of the model's last steps (block and transfer kinds only). */
+static gboolean
+analysed_kind (int kind)
+{
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
+         || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind);
+}
+
+static void
+append_steps (GArray *a, GArray *who, const PpSpan *sp, size_t n, int32_t from, int32_t process)
+{
+  for (size_t i = 0; i < n; i++)
+    if (sp[i].step >= from && analysed_kind (sp[i].kind))
+      {
+        g_array_append_val (a, sp[i]);
+        g_array_append_val (who, process);
+      }
+}
+
+/* The spans of the model's last steps (block and transfer kinds only),
+ * and in who the process that wrote each (-1: none said).  A job of
+ * replicas gives every placed process's spans (the model keeps them all;
+ * its rows hold one replica's), and the rows' of a rank no process placed. */
 static GArray *
-last_steps_spans (const PpTimelineModel *m, int keep_steps)
+last_steps_spans (const PpTimelineModel *m, int keep_steps, GArray *who)
 {
   int n_ranks = pp_timeline_model_n_ranks (m);
+  int n_places = pp_timeline_model_has_replicas (m) ? pp_timeline_model_n_places (m) : 0;
   int32_t last = -1;
   GArray *a = g_array_new (FALSE, FALSE, sizeof (PpSpan));
   for (int r = 0; r < n_ranks; r++)
@@ -279,18 +312,24 @@ last_steps_spans (const PpTimelineModel *m, int keep_steps)
         if (pp_span_kind_is_block (sp[i].kind) && sp[i].step > last)
           last = sp[i].step;
     }
+  if (last < 0)
+    return a;
   /* one more than kept: the last may still be running */
   int32_t from = last - keep_steps;
-  for (int r = 0; r < n_ranks && last >= 0; r++)
+  gboolean *placed = g_new0 (gboolean, MAX (n_ranks, 1));
+  for (int i = 0; i < n_places; i++)
     {
-      const PpSpan *sp = pp_timeline_model_spans (m, r);
-      for (size_t i = 0, n = pp_timeline_model_n_spans (m, r); i < n; i++)
-        if (sp[i].step >= from
-            && (pp_span_kind_is_block (sp[i].kind) || sp[i].kind == PP_SPAN_SEND_F
-                || sp[i].kind == PP_SPAN_SEND_B || sp[i].kind == PP_SPAN_RECV_F
-                || sp[i].kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (sp[i].kind)))
-          g_array_append_val (a, sp[i]);
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      size_t n;
+      const PpSpan *sp = pp_timeline_model_place_spans (m, i, &n);
+      append_steps (a, who, sp, n, from, p->process);
+      if (p->rank >= 0 && p->rank < n_ranks)
+        placed[p->rank] = TRUE;
     }
+  for (int r = 0; r < n_ranks; r++)
+    if (!placed[r])
+      append_steps (a, who, pp_timeline_model_spans (m, r), pp_timeline_model_n_spans (m, r), from, -1);
+  g_free (placed);
   return a;
 }
 
@@ -299,7 +338,9 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
 {
   g_return_if_fail (PP_IS_WHY_PANEL (self));
 
-  size_t n_total = model != NULL ? pp_timeline_model_n_spans_total (model) : 0;
+  /* the other replicas' spans count too: the analysis reads them */
+  size_t n_total = model != NULL ? pp_timeline_model_n_spans_total (model)
+                                   + (size_t) pp_timeline_model_n_hidden_spans (model) : 0;
   size_t n_plans = pp_timeline_model_n_plan_items (model);
   if (model == self->seen_model && n_total == self->seen_spans && n_plans == self->seen_plans)
     return;
@@ -324,16 +365,33 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
     g_snprintf (err.msg, sizeof err.msg, "the trace does not describe its schedule");
   else
     {
-      GArray *spans = last_steps_spans (model, keep);
+      GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
+      GArray *spans = last_steps_spans (model, keep, who);
       const PpTracePlanAction **pa = NULL;
       size_t *pn = NULL;
       int np = pp_timeline_model_plans (model, &pa, &pn);
       PpWhyPlans plans = { MAX (np, 0), pa, pn };
-      pp_why_analyse_run (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, spans->len, keep,
-                          &rep, &ch, &s, &err);
+      /* over the replicas as info analyses them: each replica's pipeline
+       * on its own, a rank's median replica shown */
+      int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
+      int32_t *replica = NULL;
+      if (n_places > 0)
+        {
+          PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
+          for (int i = 0; i < n_places; i++)
+            procs[i] = *pp_timeline_model_place (model, i);
+          replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
+                                              spans->len, &err);
+          g_free (procs);
+        }
+      if (n_places == 0 || replica != NULL)
+        pp_why_analyse_replicas (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
+                                 spans->len, keep, &rep, &ch, &s, &err);
+      free (replica);
       free (pa);
       free (pn);
       g_array_free (spans, TRUE);
+      g_array_free (who, TRUE);
     }
 
   if (rep == NULL)
@@ -354,6 +412,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   self->have_change = TRUE;
   self->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
   self->idle = g_memdup2 (rep->idle, (gsize) self->ranks * sizeof *self->idle);
+  self->n_replicas = rep->n_replicas;
   self->labels = g_malloc0 ((gsize) MAX (self->ranks, 1) * sizeof *self->labels);
   for (int r = 0; r < self->ranks; r++)
     pp_timeline_model_rank_label (model, r, self->labels[r], sizeof self->labels[r]);
@@ -368,10 +427,13 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   for (int k = 1; k < PP_WHY_N_PARTS; k++)
     if (sum[k] > sum[most])
       most = k;
-  char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s): "
+  char over[96] = "";
+  if (rep->n_replicas > 1)
+    g_snprintf (over, sizeof over, ", each rank's median replica of %d", rep->n_replicas);
+  char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s%s): "
                              "%.0f%% of it is %s",
-                             rep->n_steps, rep->n_steps == 1 ? "" : "s",
-                             total > 0 ? 100.0 * sum[most] / total : 0.0, pp_why_part_name (most));
+                             rep->n_steps, rep->n_steps == 1 ? "" : "s", over,
+                             total > 0 ? 100.0 * sum[most] / total : 0.0, part_label (most));
   gtk_label_set_text (GTK_LABEL (self->title), t);
   g_free (t);
   gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
@@ -450,4 +512,18 @@ pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out)
   if (self->have_change && out != NULL)
     *out = self->last_change;
   return self->have_change;
+}
+
+/* Rank r's idle split as the panel shows it (over replicas: its median
+ * replica's); FALSE without a result or past the rows. */
+gboolean
+pp_why_panel_get_idle (PpWhyPanel *self, int r, PpWhyIdle *out, int *n_replicas)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), FALSE);
+  if (self->idle == NULL || r < 0 || r >= self->ranks)
+    return FALSE;
+  *out = self->idle[r];
+  if (n_replicas != NULL)
+    *n_replicas = self->n_replicas;
+  return TRUE;
 }

@@ -232,7 +232,7 @@ pp_cli_render (int argc, char **argv)
           fprintf (stderr, "pipescope-cli: error: out of memory\n");
           return 1;
         }
-      char note[160];
+      char note[256];
       pp_timeline_model_replica_note (m, note, sizeof note);
       fprintf (stderr, "pipescope-cli: render: %s; --replicas fold|all|N chooses the rows\n", note);
     }

@@ -64,10 +64,12 @@ pp_cli_print_replicas (const PpTraceProcess *procs, size_t n_procs, const PpSpan
       it.process_info = procs[i];
       pp_timeline_model_add (m, &it);
     }
-  /* blocks only: what the statistics and the table read */
+  /* blocks and data-parallel communication: what the statistics and the
+   * table read (the app's model holds both; FSDP's actions are busy, not
+   * bubble, so info's figures are the app's) */
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
-    if (span_process[i] >= 0 && pp_span_kind_is_block (spans[i].kind))
+    if (span_process[i] >= 0 && (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind)))
       {
         it.process = span_process[i];
         it.span = spans[i];

@@ -1218,11 +1218,12 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
       pp_timeline_model_free (m);
       return;
     }
-  /* the spans info has read already, not the file again */
+  /* the spans info has read already, not the file again; data-parallel
+   * communication too, busy and not bubble (as the app's statistics) */
   memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
-    if (pp_span_kind_is_block (spans[i].kind))
+    if (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind))
       {
         it.span = spans[i];
         pp_timeline_model_add (m, &it);

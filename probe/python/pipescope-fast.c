@@ -85,6 +85,10 @@ static struct
   size_t op_next;
   struct work_peer works[RING];
   size_t work_next;
+  /* set_cut: the next block of cut_stage that holds cut_t ends there, and
+   * the rest of its call is recorded as cut_kind (DDP's all-reduce that
+   * finishes inside the last backward); cut_t 0: none */
+  int64_t cut_t, cut_kind, cut_stage, cut_bytes;
 } S;
 
 static PyObject *str_stage_index, *str_tensor, *str_peer, *str_nbytes;
@@ -280,6 +284,15 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   for (size_t i = 0; i < S.n_waits; i++)
     push (PIPESCOPE_WAIT, stage, mb, S.step, S.waits[i].t0, S.waits[i].t1, S.waits[i].peer, 0);
   S.n_waits = 0;
+  int64_t t_end = t1, cut_kind = -1, cut_bytes = 0;
+  if (S.cut_t != 0)
+    {
+      /* one block's, the one whose call holds the mark; never an
+       * overlapped pair's half */
+      if (S.overlap == NULL && S.cut_stage == stage && S.cut_t >= t0 && S.cut_t <= t1)
+        t1 = S.cut_t, cut_kind = S.cut_kind, cut_bytes = S.cut_bytes;
+      S.cut_t = 0;
+    }
   if (S.overlap != NULL)
     {
       if (append_to (&S.overlap, Py_BuildValue ("(LLLLL)", (long long) kind, (long long) stage,
@@ -292,6 +305,14 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       && append_to (&S.observed, Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage,
                                                 (long long) mb, -1, -1, -1)) < 0)
     goto failed;
+  if (cut_kind >= 0)
+    {
+      push (cut_kind, stage, -1, S.step, t1, t_end, -1, cut_bytes);
+      if (S.observed != NULL
+          && append_to (&S.observed, Py_BuildValue ("(LLiiii)", (long long) cut_kind, (long long) stage,
+                                                    -1, -1, -1, -1)) < 0)
+        goto failed;
+    }
   goto done;
 failed:
   if (fail ("a block") < 0)
@@ -790,6 +811,19 @@ m_set_on (PyObject *mod, PyObject *arg)
 }
 
 static PyObject *
+m_set_cut (PyObject *mod, PyObject *args)
+{
+  (void) mod;
+  long long kind, stage, t, bytes;
+  if (!PyArg_ParseTuple (args, "LLLL", &kind, &stage, &t, &bytes))
+    return NULL;
+  if (kind < 0 || kind >= PIPESCOPE_STEP_BEGIN || t < 0)
+    return PyErr_Format (PyExc_ValueError, "set_cut: kind %lld at %lld is not a cut", kind, t);
+  S.cut_kind = kind, S.cut_stage = stage, S.cut_t = t, S.cut_bytes = bytes;
+  Py_RETURN_NONE;
+}
+
+static PyObject *
 m_set_step (PyObject *mod, PyObject *arg)
 {
   (void) mod;
@@ -862,6 +896,9 @@ static PyMethodDef methods[] = {
   { "set_on", m_set_on, METH_O,
     "set_on(mode): 1, the wrappers record; 2, they run the wrapped call and nothing else (a paused "
     "step); 0, they call their fallback" },
+  { "set_cut", m_set_cut, METH_VARARGS,
+    "set_cut(kind, stage, t, bytes): the next block of stage whose call holds t ends at t; the rest of "
+    "the call is recorded as kind (micro-batch -1, bytes)" },
   { "set_step", m_set_step, METH_O, "The step the wrappers' records belong to." },
   { "set_observed", m_set_observed, METH_O, "A list blocks are appended to as plan actions, or None." },
   { "set_overlap", m_set_overlap, METH_O, "A list blocks are gathered into instead of recorded, or None." },

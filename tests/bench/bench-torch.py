@@ -220,7 +220,58 @@ def main():
     for what, n in sizes.items():
         print(f"  {what:15s} {n:10d} bytes for {STEPS} steps, {n / blocks:8.1f} bytes a block "
               f"(everything the file holds, over the {blocks} blocks)")
+    for layout in MESH_LAYOUTS:
+        mesh_bench(torchrun, env, hook_env, tmp, layout)
     return 0
+
+
+# issue 27: the hook on a PP 2 x DP 2 job (tests/pytorch/mesh-train.py, 4
+# processes): DDP (1F1B: the last backward's all-reduce cut out of its B,
+# post-accumulate-grad hooks) and FSDP2 (Interleaved1F1B: UNSHARD's issue
+# and wait, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD).  BENCH_TORCH_MESH=""
+# leaves them out.
+MESH_LAYOUTS = [x for x in os.environ.get("BENCH_TORCH_MESH", "ddp fsdp").split() if x]
+MESH_STEPS = 40
+
+
+def mesh_bench(torchrun, env, hook_env, tmp, layout):
+    """The hook's self-time a step on a mesh job, every other step
+    recorded (the hook alone): the main thread's CPU a recorded step minus
+    its unrecorded neighbour's (every Python and C wrapper of the hook, the
+    post-accumulate-grad hooks, the records), the compiled wrappers' own
+    part, and the step's wall time; medians over pairs, the slowest
+    process's share."""
+    job = [torchrun, "--standalone", "--nproc-per-node", "4",
+           os.path.join(HERE, "..", "pytorch", "mesh-train.py"), "--layout", layout, "--width", "256",
+           "--microbatches", "8", "--steps", str(MESH_STEPS), "--timing"]
+    rounds = []
+    for rnd in range(ROUNDS):
+        out = os.path.join(tmp, f"mesh-{layout}-{rnd}")
+        extra = dict(hook_env, PIPESCOPE_TRACE=out + ".pptrace", PIPESCOPE_FAST_SELFTIME="1",
+                     PIPESCOPE_BENCH_ALTERNATE="1")
+        p = subprocess.run(job + ["--out", out], env=dict(env, **extra), capture_output=True, text=True,
+                           timeout=600)
+        if p.returncode != 0:
+            raise SystemExit(f"bench-torch: the {layout} mesh job failed:\n{p.stderr[-2000:]}")
+        procs = [json.load(open(os.path.join(out, f"process{g}.json"))) for g in range(4)]
+        wall = [max(x) for x in zip(*(d["step_s"] for d in procs))]
+        # which steps were recorded: those the compiled wrappers ran in
+        # (PIPESCOPE_BENCH_ALTERNATE records every other one); even ones
+        # where the wrappers are not compiled
+        own_ns = [sum(x) for x in zip(*(d["hook_self_ns"] or [0] * MESH_STEPS for d in procs))]
+        first = 1 if sum(own_ns[1::2]) > sum(own_ns[0::2]) else 0
+        pairs = range(WARM + first, MESH_STEPS - 1, 2)   # step k recorded, k + 1 not
+        cpu = max(statistics.median(d["step_cpu_s"][k] - d["step_cpu_s"][k + 1] for k in pairs) for d in procs)
+        own = max(statistics.median([d["hook_self_ns"][k] for k in pairs] or [0]) for d in procs) / 1e9
+        plain = statistics.median(wall[k + 1] for k in pairs)
+        ratio = statistics.median(wall[k] / wall[k + 1] for k in pairs)
+        rounds.append((cpu, own, plain, ratio))
+    cpu, own, plain, ratio = (statistics.median(r[i] for r in rounds) for i in range(4))
+    print(f"bench-torch: PP 2 x DP 2 {layout} (mesh-train.py, width 256, M=8, {MESH_STEPS} steps, "
+          f"every other recorded, {ROUNDS} runs): hook self-time a step (main thread CPU, recorded minus "
+          f"unrecorded, slowest process) {cpu * 1e6:+.0f} us = {cpu / plain:+.2%} of the unrecorded step "
+          f"{plain * 1000:.2f} ms; its compiled wrappers' part {own * 1e6:.0f} us; recorded/unrecorded "
+          f"wall {ratio:.4f}   runs " + " ".join(f"{r[0] * 1e6:+.0f}us/{r[2] * 1000:.1f}ms" for r in rounds))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ DIR2 once every process has stepped (a barrier).
 import argparse
 import json
 import os
+import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -44,13 +46,22 @@ WIDTH = 16
 
 
 class Block(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, width=WIDTH):
         super().__init__()
-        self.fc1 = torch.nn.Linear(WIDTH, 2 * WIDTH)
-        self.fc2 = torch.nn.Linear(2 * WIDTH, WIDTH)
+        self.fc1 = torch.nn.Linear(width, 2 * width)
+        self.fc2 = torch.nn.Linear(2 * width, width)
 
     def forward(self, x):
         return torch.tanh(self.fc2(torch.tanh(self.fc1(x))))
+
+
+def hook_self_ns():
+    """The hook's compiled wrappers' own time so far (ns) where it is loaded
+    with them and PIPESCOPE_FAST_SELFTIME=1, else None (as train.py)."""
+    fast = getattr(getattr(sys.modules.get("pipescope.torch"), "_hook", None), "fast", None)
+    if fast is None or not os.environ.get("PIPESCOPE_FAST_SELFTIME"):
+        return None
+    return fast.state()["self_ns"]
 
 
 def place_from_mesh(mesh):
@@ -71,6 +82,9 @@ def main():
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--list", help="a folder whose file names to note after the steps")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--width", type=int, default=WIDTH)
+    ap.add_argument("--timing", action="store_true",
+                    help="note each step's wall and main-thread CPU time (bench-torch)")
     a = ap.parse_args()
 
     dist.init_process_group("gloo")
@@ -116,7 +130,7 @@ def main():
     torch.manual_seed(0)
     v = 2 if fsdp else 1
     n_stages = P * v
-    blocks = [Block() for _ in range(n_stages)]   # the same weights in every process
+    blocks = [Block(a.width) for _ in range(n_stages)]   # the same weights in every process
     mine = [pp, n_stages - 1 - pp] if a.layout == "fsdp-zbv" else [pp + k * P for k in range(v)]
     mods = []
     for s in mine:
@@ -143,13 +157,27 @@ def main():
         sched = S.Schedule1F1B(stages[0], n_microbatches=a.microbatches, loss_fn=loss_fn)
     params = [p for m in mods for p in m.parameters()]
     opt = torch.optim.SGD(params, lr=0.05)
+    own_calls = [0]
+    if a.layout == "tp":
+        # the job's own patch of a functional collective (as a user's
+        # tracer would): it must keep seeing its calls, hooked or not
+        import torch.distributed._functional_collectives as funcol
+        job_all_reduce = funcol.all_reduce
+
+        def counting_all_reduce(*args, **kwargs):
+            own_calls[0] += 1
+            return job_all_reduce(*args, **kwargs)
+        funcol.all_reduce = counting_all_reduce
 
     # each data-parallel replica its own batch; tensor ranks the same
     gen = torch.Generator().manual_seed(1 + dp)
-    x = torch.randn(2 * a.microbatches, WIDTH, generator=gen)
-    y = torch.randn(2 * a.microbatches, WIDTH, generator=gen)
+    x = torch.randn(2 * a.microbatches, a.width, generator=gen)
+    y = torch.randn(2 * a.microbatches, a.width, generator=gen)
     losses_by_step = []
+    step_s, step_cpu_s, self_ns = [], [], []
     for _ in range(a.steps):
+        s0 = hook_self_ns() if a.timing else None
+        t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad()
         losses = []
         kwargs = {}
@@ -160,6 +188,10 @@ def main():
         else:
             sched.step(**kwargs)
         opt.step()
+        step_s.append(time.perf_counter() - t0)
+        step_cpu_s.append(time.thread_time() - c0)
+        if s0 is not None:
+            self_ns.append(hook_self_ns() - s0)
         losses_by_step.append([l.item() for l in losses])
     listed = None
     if a.list:
@@ -179,7 +211,8 @@ def main():
     with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
         json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
                    "listed": listed, "torch": torch.__version__,
-                   "order": order, "lowered": lowered}, f)
+                   "order": order, "lowered": lowered, "own_calls": own_calls[0],
+                   "step_s": step_s, "step_cpu_s": step_cpu_s, "hook_self_ns": self_ns}, f)
     dist.barrier()
     dist.destroy_process_group()
 

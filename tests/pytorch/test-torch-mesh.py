@@ -3,7 +3,7 @@
 pipeline ranks of 2 processes each, on CPU with gloo under torchrun) under
 `pipescope-cli profile`, for one layout of tests/pytorch/mesh-train.py.
 
-    test-torch-mesh.py CLI LAYOUT        (ddp, fsdp, tp, dp-pp, groups, unplaced)
+    test-torch-mesh.py CLI LAYOUT   (ddp, fsdp, fsdp-zbv, tp, dp-pp, groups, unplaced)
 
 It runs the job twice, plain and under profile, and asserts:
   * profile's exit status is the command's (0), and every process's losses
@@ -150,6 +150,7 @@ def check(cli, py, layout, env, tmp):
             if "F" not in k or not ({"B", "I"} & k):
                 fail(f"process {g} step {step} has only {sorted(k)}")
     said = check_actions(layout, prof, places, rows)
+    said += check_collectives(cli, env, tmp, trace, layout, plain, prof, places)
     print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
           f"by global rank, each process at the place its mesh gives it: "
           + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())) + said)
@@ -195,6 +196,18 @@ def check_actions(layout, prof, places, rows):
                 fail(f"process {g} step {step}: a data-parallel action with a micro-batch")
             got = collections.Counter(dp)
             if fsdp:
+                # every UNSHARD twice: its all-gathers issued, and waited
+                # for right before the stage's compute that needs them
+                if sum(n for (kk, _), n in got.items() if kk == "UNSHARD") != 2 * lowered["UNSHARD"]:
+                    fail(f"process {g} step {step}: {dp}; want each of the lowered order's "
+                         f"{lowered['UNSHARD']} UNSHARD twice (issue, wait)")
+                seq = [r for r in spans if r["kind"] in ("F", "B", "I", "W") + DP_KINDS]
+                for s in stages:
+                    i = next(i for i, r in enumerate(seq) if r["kind"] in ("F", "B", "I", "W")
+                             and int(r["stage"]) == s)
+                    if i == 0 or (seq[i - 1]["kind"], int(seq[i - 1]["stage"])) != ("UNSHARD", s):
+                        fail(f"process {g} step {step}: stage {s}'s first compute is not right after "
+                             f"its UNSHARD's wait: {[(r['kind'], r['stage']) for r in seq[:i + 1]]}")
                 for s in stages:
                     for k in ("UNSHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"):
                         want = 1 if k != "UNSHARD" else None
@@ -204,13 +217,83 @@ def check_actions(layout, prof, places, rows):
                     if sum(n for (kk, _), n in got.items() if kk == k) != lowered[k]:
                         fail(f"process {g} step {step}: {dp}, the lowered order has {lowered[k]} {k}")
             elif ddp:
-                if dp != [("REDUCE_GRAD", s) for s in sorted(stages)]:
-                    fail(f"process {g} step {step}: data-parallel actions {dp}, not one REDUCE_GRAD of "
-                         f"stage {sorted(stages)}")
+                # DDP's all-reduce, finished inside the last backward: the
+                # last B ends where a REDUCE_GRAD of the stage begins; then
+                # perform_reduce_grad's at the step's end
+                if sorted(dp) != sorted([("REDUCE_GRAD", s) for s in stages] * 2):
+                    fail(f"process {g} step {step}: data-parallel actions {dp}, not two REDUCE_GRAD of "
+                         f"each stage of {sorted(stages)} (DDP's all-reduce, the gradients' scaling)")
+                for s in stages:
+                    last_b = [r for r in spans if r["kind"] == "B" and int(r["stage"]) == s][-1]
+                    rg = [r for r in spans if r["kind"] == "REDUCE_GRAD" and int(r["stage"]) == s]
+                    if (rg[0]["start_ns"] != last_b["end_ns"] or int(rg[0]["end_ns"]) < int(rg[0]["start_ns"])
+                            or int(rg[1]["start_ns"]) < int(rg[0]["end_ns"])):
+                        fail(f"process {g} step {step}: stage {s}'s last B {last_b} is not followed at once "
+                             f"by DDP's REDUCE_GRAD {rg[0]}")
             elif dp:
                 fail(f"process {g} step {step}: data-parallel actions {dp} in a job without data parallelism")
     return ("; each process ran its rank's pipeline_order"
             + ("; data-parallel actions " + ", ".join(f"{k} {n}" for k, n in sorted(n_dp.items())) if n_dp else ""))
+
+
+def check_collectives(cli, env, tmp, trace, layout, plain, prof, places):
+    """The tensor-parallel collectives the hook counted: in the tp layout
+    one COLLECTIVE_CALLS and one COLLECTIVE_BYTES value per step per
+    process (the Chrome export's counter tracks), calls > 0 and the same
+    in both processes of a tp pair; none in a job without tp.  The job's
+    own wrapper of funcol.all_reduce (tp layout) saw the same calls plain
+    and under profile."""
+    out = os.path.join(tmp, "chrome.json")
+    run([cli, "export", trace, "--format", "chrome", "-o", out], env, "export --format chrome")
+    d = json.load(open(out))
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    pid_of = {}
+    for e in ev:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            m = re.search(r"\(process (\d+)\)", e["args"]["name"])
+            if m:
+                pid_of[e["pid"]] = int(m.group(1))
+    if layout.startswith("fsdp"):
+        # the plan has an UNSHARD and a REDUCE_GRAD for each one measured
+        # (UNSHARD: issue and wait): the simulator's mean of them adds up
+        # to their time
+        track = {}
+        for e in ev:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                m = re.match(r"plan · pp (\d+) ", e["args"]["name"])
+                track[e["pid"]] = ("plan", int(m.group(1))) if m else ("process", pid_of.get(e["pid"]))
+        for kind in ("UNSHARD", "REDUCE_GRAD"):
+            n = collections.Counter(track.get(e["pid"]) for e in ev
+                                    if e.get("ph") == "X" and re.fullmatch(r"\d*" + kind, e.get("name", "")))
+            for g, (c, _) in places.items():
+                if not n[("process", g)] or n[("process", g)] != n[("plan", c[0])]:
+                    fail(f"process {g}: {n[('process', g)]} {kind} blocks, its pipeline rank's plan "
+                         f"{n[('plan', c[0])]}")
+    calls = collections.defaultdict(list)
+    mib = collections.defaultdict(list)
+    for e in ev:
+        if e.get("ph") == "C" and e["name"] == "collective calls a step":
+            calls[pid_of.get(e["pid"])].append(e["args"]["calls"])
+        elif e.get("ph") == "C" and e["name"] == "collective bytes a step (MiB)":
+            mib[pid_of.get(e["pid"])].append(e["args"]["MiB"])
+    if layout != "tp":
+        if calls or mib:
+            fail(f"collectives counted in a job without tensor parallelism: {dict(calls)}")
+        return ""
+    for g in places:
+        if len(calls[g]) != 2 or len(mib[g]) != 2 or not all(c > 0 for c in calls[g]) or not all(
+                b > 0 for b in mib[g]):
+            fail(f"process {g}: collective calls a step {calls[g]}, MiB {mib[g]}: want 2 steps, each > 0")
+    for g in places:
+        for h in places:
+            if places[g][0][0] == places[h][0][0] and (calls[g], mib[g]) != (calls[h], mib[h]):
+                fail(f"processes {g} and {h} of one tp pair counted {calls[g]}/{mib[g]} and {calls[h]}/{mib[h]}")
+    for g in places:
+        a = json.load(open(os.path.join(plain, f"process{g}.json")))["own_calls"]
+        b = json.load(open(os.path.join(prof, f"process{g}.json")))["own_calls"]
+        if a != b or not a:
+            fail(f"process {g}: the job's own funcol.all_reduce wrapper saw {a} calls plain, {b} under profile")
+    return "; tp collectives a step " + ", ".join(f"{g}={calls[g]}" for g in sorted(places))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,11 @@ class Recorder:
         # else they call the Python wrappers of the adapter
         self.fast = None
         self.cpu = False
+        # (kind, stage, t, bytes): the next block of stage whose call holds
+        # t ends there, the rest of it recorded as kind (a data-parallel
+        # action that finishes inside the block's call); the C wrappers'
+        # set_cut where they record
+        self.cut = None
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
@@ -220,9 +225,18 @@ class Recorder:
         if self.overlap is not None:
             self.overlap.append((kind, stage, mb, t0, t1))
             return
+        cut, t_end = self.cut, t1
+        if cut is not None:
+            self.cut = None
+            if cut[1] == stage and t0 <= cut[2] <= t1:
+                t1 = cut[2]
+            else:
+                cut = None
         r.block(kind, stage, mb, step, t0, t1)
         if si == 1 and self.in_step:
             self.observed.append((kind, stage, mb, -1, -1, -1))
+        if cut is not None:
+            self.dp_block(cut[0], stage, t1, t_end, cut[3])
 
     def dp_block(self, kind, stage, t0, t1, nbytes=0):
         """A data-parallel action of stage (lib.SPAN_UNSHARD, SPAN_RESHARD,

@@ -24,7 +24,20 @@ PyTorch's own pipelining code, never the user's:
     forward and backward (DualPipeV's OVERLAP_F_B) as one block with both
     halves;
   * _update_losses (the last stage's losses, once a step, read at the
-    step's end) and the optimizers' global step hooks (an OPT block).
+    step's end) and the optimizers' global step hooks (an OPT block);
+  * data parallelism (issue 27): FSDPModule.unshard/reshard inside a step
+    (UNSHARD, RESHARD), the runtime's _assert_unsharded where it waits for
+    an UNSHARD's all-gathers (an UNSHARD block too: data-parallel
+    communication, not bubble), the stage's gradient reduction
+    (REDUCE_GRAD, WAIT_REDUCE_GRAD), and backward_maybe_with_nosync of a
+    DDP stage's last backward: post-accumulate-grad hooks, there for that
+    call only, mark when the last gradient is ready; the block ends there
+    and the rest of the call (DDP finishing its all-reduce) is a
+    REDUCE_GRAD;
+  * in a job with a tp dimension > 1, the functional collectives' and
+    torch.distributed's collectives (module attributes, looked up at each
+    call by DTensor and by the job), counted inside a step: one
+    COLLECTIVE_CALLS and one COLLECTIVE_BYTES value a step.
 
 Each process is recorded as itself: when it opens its rank it reads, once,
 its place on the job's mesh (its global rank, pipeline rank, dp and tp
@@ -105,6 +118,13 @@ class _Hook(_core.Recorder):
         self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
         self.reduce_bytes = {}    # FSDP2 stage -> the bytes its gradients' reduce-scatter takes in
         self.dp_depth = 0         # inside a recorded gradient reduction
+        self.ddp = {}             # DDP stage -> the bytes its gradients' all-reduce takes in
+        # tensor-parallel collectives (jobs with tp > 1): counted inside a
+        # step, written as the step's COLLECTIVE_CALLS/_BYTES at its end
+        self.coll_on = False
+        self.coll_depth = 0       # inside a counted collective: the calls it makes are its own
+        self.coll_calls = 0
+        self.coll_bytes = 0
 
     # ---- the rank ------------------------------------------------------------
     def open(self, schedule):
@@ -131,7 +151,13 @@ class _Hook(_core.Recorder):
                 self.map_dp(stages)
             except Exception as e:
                 _say(f"data-parallel actions not recorded ({e.__class__.__name__}: {e}); recording goes on")
-                self.dp_stages, self.fsdp = set(), {}
+                self.dp_stages, self.fsdp, self.ddp = set(), {}, {}
+            if place is not None and len(place[1]) > 2 and place[1][2] > 1:
+                try:
+                    _install_collectives(self)
+                except Exception as e:
+                    _say(f"tensor-parallel collectives not counted ({e.__class__.__name__}: {e}); "
+                         "recording goes on")
         return rank
 
     def map_dp(self, stages):
@@ -146,6 +172,7 @@ class _Hook(_core.Recorder):
             si = int(st.stage_index)
             if ddp_cls is not None and isinstance(mod, ddp_cls):
                 self.dp_stages.add(si)
+                self.ddp[si] = sum(p.numel() * p.element_size() for p in mod.parameters() if p.requires_grad)
             elif fsdp_cls is not None and isinstance(mod, fsdp_cls):
                 self.dp_stages.add(si)
                 mods = [m for m in mod.modules() if isinstance(m, fsdp_cls)]
@@ -265,7 +292,8 @@ class _Hook(_core.Recorder):
             t = _plan_action(a, self.dp_stages)
             if t is not None:
                 acts.append(t)
-        self.plan(int(rank), acts)
+        acts = _with_unshard_waits(acts, {v[0] for v in self.fsdp.values()})
+        self.plan(int(rank), _with_ddp_reduce(acts, set(self.ddp) if self.cpu else set()))
         return True
 
     # ---- steps ---------------------------------------------------------------
@@ -277,13 +305,62 @@ class _Hook(_core.Recorder):
             return None
         if not self.described:
             self.describe(schedule)
+        self.coll_calls = self.coll_bytes = 0
         return self.step_begin()
 
     def schedule_end(self, schedule, idx):
         self.fsdp_flush()
         # GPipe, 1F1B: no pipeline_order; the plan is what step 0 ran
         stages = self.stages_of(schedule)
+        self.cut = None
         self.step_end(idx, int(getattr(stages[0], "group_rank", 0)) if stages else 0)
+        if self.coll_on and self.rank is not None:
+            t = self.rank.now()
+            self.rank.counter(_lib.COUNTER_COLLECTIVE_CALLS, self.coll_calls, idx, t)
+            self.rank.counter(_lib.COUNTER_COLLECTIVE_BYTES, self.coll_bytes, idx, t)
+
+
+def _with_unshard_waits(acts, fsdp_stages):
+    """acts (plan tuples) with, for an FSDP2 stage, an UNSHARD before the
+    first compute after each of its UNSHARDs: where the runtime waits for
+    the all-gathers (_assert_unsharded), recorded as an UNSHARD block too.
+    So the plan has an action for every UNSHARD block measured, and the
+    simulator, which gives each the measured mean, adds up to the measured
+    time (issue and wait), neither halved nor doubled."""
+    if not fsdp_stages:
+        return acts
+    out, pending = [], set()
+    for t in acts:
+        if t[0] == _lib.SPAN_UNSHARD and t[1] in fsdp_stages:
+            pending.add(t[1])
+        elif t[0] not in _DP_KIND_OF.values():
+            for s in (t[1], t[4]) if t[0] == _lib.OVERLAP_F_B else (t[1],):
+                if s in pending:
+                    pending.discard(s)
+                    out.append((_lib.SPAN_UNSHARD, s, -1, -1, -1, -1))
+        out.append(t)
+    return out
+
+
+def _with_ddp_reduce(acts, ddp_stages):
+    """acts (plan tuples) with, for a DDP stage, a REDUCE_GRAD right after
+    its last backward (B or W): DDP's all-reduce finishing inside it,
+    recorded as a REDUCE_GRAD of its own (_wrap_nosync), beside the
+    lowered order's REDUCE_GRAD (the gradients' scaling)."""
+    last = {}
+    for i, t in enumerate(acts):
+        # (an overlapped pair's half is never cut: DualPipeV's is recorded whole)
+        if t[0] in (_lib.B, _lib.W) and t[1] in ddp_stages:
+            last[t[1]] = i
+    if not last:
+        return acts
+    after = {i: s for s, i in last.items()}
+    out = []
+    for i, t in enumerate(acts):
+        out.append(t)
+        if i in after:
+            out.append((_lib.SPAN_REDUCE_GRAD, after[i], -1, -1, -1, -1))
+    return out
 
 
 def _plan_action(a, dp_stages=()):
@@ -610,6 +687,174 @@ def _wrap_fsdp(hook, orig, kind):
     return wrapper
 
 
+def _wrap_unshard_wait(hook, orig):
+    """_PipelineScheduleRuntime._assert_unsharded(stage): before a stage's
+    compute, it waits for the all-gathers its UNSHARD issued (their
+    UnshardHandle.wait).  Where one is pending, the call is that wait: an
+    UNSHARD block of the stage (bytes 0: the issue has them), so the
+    all-gather's time is data-parallel communication, never bubble (a WAIT
+    span would be: Why counts a wait as idle)."""
+    sched_of = Param(orig, "self", 0)
+    stage_of = Param(orig, "stage", 1)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused or not hook.fsdp:
+            return orig(*args, **kwargs)
+        try:
+            si = int(stage_of.of(args, kwargs).stage_index)
+            pending = si in hook.dp_stages and si in getattr(sched_of.of(args, kwargs), "unshard_ops", ())
+        except Exception:
+            pending = False   # not a call the hook knows: as it is
+        if not pending:
+            return orig(*args, **kwargs)
+        t0 = r.now()
+        out = orig(*args, **kwargs)
+        try:
+            hook.fsdp_flush(_lib.SPAN_UNSHARD)   # the issue first, in time order
+            hook.dp_block(_lib.SPAN_UNSHARD, si, t0, r.now())
+        except Exception as e:
+            hook.fail("an FSDP all-gather's wait", e)
+        return out
+    return wrapper
+
+
+def _wrap_nosync(hook, orig):
+    """_PipelineStageBase.backward_maybe_with_nosync: in a DDP stage's last
+    backward (last_backward true) DDP's reducer all-reduces the gradients
+    as they become ready and waits for the last all-reduce when the
+    backward ends.  A post-accumulate-grad hook on each of the stage's
+    parameters, there for this call only, notes when the last gradient
+    is ready; the enclosing block ends there and the rest of its call is a
+    REDUCE_GRAD of the stage (Recorder.cut, the C wrappers' set_cut).  The
+    hooks only read a clock: the gradients, DDP's buckets and the call's
+    result are untouched.  CPU stages only: on CUDA the host's clock is
+    not the device's."""
+    stage_of = Param(orig, "self", 0)
+    last_of = Param(orig, "last_backward", 3, False)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused or not hook.ddp or not last_of.of(args, kwargs):
+            return orig(*args, **kwargs)
+        handles, last = [], [0]
+        try:
+            st = stage_of.of(args, kwargs)
+            si = int(st.stage_index)
+            if si in hook.ddp and getattr(st.device, "type", "cpu") != "cuda":
+                now = r.now
+
+                def ready(_param):
+                    last[0] = now()
+                handles = [p.register_post_accumulate_grad_hook(ready)
+                           for p in st.submod.parameters() if p.requires_grad]
+        except Exception as e:
+            hook.fail("DDP's gradient all-reduce", e)
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            try:
+                for h in handles:
+                    h.remove()
+            except Exception as e:
+                hook.fail("DDP's gradient all-reduce", e)
+        if last[0] and not hook.failed:
+            hook.cut = (_lib.SPAN_REDUCE_GRAD, si, last[0], hook.ddp[si])
+            f = hook.fast
+            if f is not None:
+                try:
+                    f.set_cut(*hook.cut)
+                except Exception as e:
+                    hook.fail("DDP's gradient all-reduce", e)
+        return out
+    return wrapper
+
+
+# The collectives a tensor-parallel job's blocks run: DTensor's
+# redistribute calls the functional collectives (placement_types looks
+# funcol.all_reduce, all_gather_single, reduce_scatter_single ... up on the
+# module at each call); hand-written tensor parallelism calls c10d's.
+_FUNCOL = ("all_reduce", "all_gather_single", "reduce_scatter_single", "all_gather_tensor",
+           "reduce_scatter_tensor", "all_to_all_single", "all_reduce_coalesced", "all_gather_single_coalesced",
+           "reduce_scatter_single_coalesced", "all_gather_into_tensor_coalesced",
+           "reduce_scatter_tensor_coalesced", "broadcast", "permute_tensor", "all_gather_single_autograd",
+           "reduce_scatter_single_autograd", "all_gather_tensor_autograd", "reduce_scatter_tensor_autograd",
+           "all_to_all_single_autograd")
+_C10D = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+         "all_to_all", "all_to_all_single", "broadcast", "reduce", "all_reduce_coalesced")
+
+
+def _nbytes(x):
+    """The bytes of a tensor, or of the tensors of a list."""
+    if isinstance(x, (list, tuple)):
+        return sum(_nbytes(t) for t in x)
+    try:
+        return x.numel() * x.element_size()
+    except Exception:
+        return 0
+
+
+def _data_param(orig):
+    """The argument whose bytes a collective moves: its input where its
+    signature names one, else its first."""
+    import inspect
+    try:
+        names = list(inspect.signature(orig).parameters)
+    except Exception:
+        names = []
+    for n in ("input", "input_tensor", "input_list", "input_tensor_list", "inputs"):
+        if n in names:
+            return Param(orig, n, names.index(n))
+    return Param(orig, names[0], 0) if names else Param(orig, "tensor", 0)
+
+
+def _wrap_collective(hook, orig):
+    data_of = _data_param(orig)
+
+    compiling = getattr(getattr(hook.torch, "compiler", None), "is_compiling", None)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        # under torch.compile's tracing the call is the job's alone: a count
+        # kept there would break its graph
+        if compiling is not None and compiling():
+            return orig(*args, **kwargs)
+        if not hook.in_step or hook.coll_depth or hook.failed or hook.paused:
+            return orig(*args, **kwargs)
+        hook.coll_depth += 1
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            hook.coll_depth -= 1
+        try:
+            hook.coll_calls += 1
+            hook.coll_bytes += _nbytes(data_of.of(args, kwargs))
+        except Exception as e:
+            hook.fail("a collective", e)
+        return out
+    return wrapper
+
+
+def _install_collectives(hook):
+    """Counts the collectives of a job with a tp dimension > 1: the module
+    attributes of the functional collectives and of torch.distributed
+    wrapped (a job without tensor parallelism is left as it is: its
+    collectives are data-parallel, recorded as blocks).  A function the job
+    patched before is wrapped as it is; one it patches after replaces ours."""
+    if hook.coll_on:
+        return
+    import importlib
+    funcol = importlib.import_module("torch.distributed._functional_collectives")
+    for mod, names in ((funcol, _FUNCOL), (hook.dist, _C10D)):
+        for name in names:
+            orig = getattr(mod, name, None)
+            if callable(orig):
+                setattr(mod, name, _wrap_collective(hook, orig))
+    hook.coll_on = True
+
+
 class _Label:
     """The runtime's profiler label around an action; an OVERLAP_F_B one
     gathers the blocks run inside it into one overlapped block.  Anything
@@ -702,6 +947,11 @@ def _install(hook, base, sched, fast):
                        ("wait_for_gradient_reduction", _lib.SPAN_WAIT_REDUCE_GRAD)):
         if name in getattr(base, "__dict__", {}):
             setattr(base, name, _wrap_reduce(hook, base.__dict__[name], kind))
+    if "backward_maybe_with_nosync" in getattr(base, "__dict__", {}):
+        base.backward_maybe_with_nosync = _wrap_nosync(hook, base.__dict__["backward_maybe_with_nosync"])
+    runtime = getattr(sched, "_PipelineScheduleRuntime", None)
+    if runtime is not None and "_assert_unsharded" in runtime.__dict__:
+        runtime._assert_unsharded = _wrap_unshard_wait(hook, runtime.__dict__["_assert_unsharded"])
     fsdp = _fsdp_module()
     if fsdp is not None:
         for name, kind in (("unshard", _lib.SPAN_UNSHARD), ("reshard", _lib.SPAN_RESHARD)):
