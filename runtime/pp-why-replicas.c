@@ -257,11 +257,14 @@ pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *
 {
   if (r == NULL || r->n_replicas <= 1 || r->idle_min == NULL)
     return;
-  fprintf (f, "over %d replicas, each pipeline analysed on its own: a rank's row is its median replica's "
-           "(by idle), the path and steps replica %d's (the median step length); idle spread a rank:\n",
+  /* a copy is a place off the pipeline axis (dp, tp, cp, ep): a replica
+   * of a job of replicas, a tensor rank of a job of tensor ranks */
+  fprintf (f, "over %d copies of the pipeline (its replicas and tensor ranks, numbered by dp, then tp, cp, ep), "
+           "each analysed on its own: a rank's row is its median copy's (by idle), the path and steps copy "
+           "%d's (the median step length); idle spread a rank:\n",
            r->n_replicas, r->median_replica);
   for (int q = 0; q < r->ranks; q++)
-    fprintf (f, "  rank %d: idle %.2f %s (replica %d), min %.2f %s, max %.2f %s (replica %d)\n", q,
+    fprintf (f, "  rank %d: idle %.2f %s (copy %d), min %.2f %s, max %.2f %s (copy %d)\n", q,
              r->idle[q].measured * scale, unit, r->idle_replica[q], r->idle_min[q] * scale, unit,
              r->idle_max[q] * scale, unit, r->idle_max_replica[q]);
 }

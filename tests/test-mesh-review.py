@@ -171,7 +171,7 @@ def main():
             fail(f"why's idle of the 2 x 2 job {whys['mesh']['idle']} is not the one-replica job's "
                  f"{whys['one']['idle']}")
         info = run([cli, "info", mesh], "info").stdout
-        if "over 2 replicas, each pipeline analysed on its own" not in info:
+        if "over 2 copies of the pipeline (its replicas and tensor ranks" not in info:
             fail(f"info does not say its why is over the replicas:\n{info}")
         ok("why: per pipeline rank over 2 replicas, each on its own; its idle the one-replica job's")
 

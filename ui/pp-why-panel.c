@@ -429,7 +429,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       most = k;
   char over[96] = "";
   if (rep->n_replicas > 1)
-    g_snprintf (over, sizeof over, ", each rank's median replica of %d", rep->n_replicas);
+    g_snprintf (over, sizeof over, ", each rank's median copy of the pipeline of %d", rep->n_replicas);
   char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s%s): "
                              "%.0f%% of it is %s",
                              rep->n_steps, rep->n_steps == 1 ? "" : "s", over,

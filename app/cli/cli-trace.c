@@ -1025,7 +1025,7 @@ print_shown_replica (const Trace *t)
     per *= size[d];
   printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
           "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
-          "lowest place), idle by cause is over the %d replicas, the spread over replicas after "
+          "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
           "them; %zu of the %zu spans, every process's in the exports\n",
           (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
           t->n_unplaced > 0 ? " (place not read from the job: replicas numbered by global rank)" : "",
