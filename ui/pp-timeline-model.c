@@ -532,6 +532,33 @@ settle (const PpTimelineModel *cm, int r)
     settle_rank (&m->ranks[r]);
 }
 
+/* s moved by offset, appended to rk's spans: a span out of order is sorted
+ * in at the next query (settle), O(1) here whatever order spans come in,
+ * rather than a move of the spans after it each time (quadratic for spans
+ * that come reversed). */
+static void
+append_span (Rank *rk, const PpSpan *in, int64_t offset)
+{
+  PpSpan s = *in;
+  s.start_ns = add_ns (s.start_ns, offset);
+  s.end_ns = add_ns (s.end_ns, offset);
+  if (s.end_ns < s.start_ns)
+    s.end_ns = s.start_ns;
+  if (rk->n_spans == rk->cap_spans)
+    {
+      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
+      PpSpan *n = realloc (rk->spans, cap * sizeof *n);
+      if (n == NULL)
+        return;
+      rk->spans = n;
+      rk->cap_spans = cap;
+    }
+  if (rk->n_sorted == rk->n_spans
+      && (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns))
+    rk->n_sorted++;
+  rk->spans[rk->n_spans++] = s;
+}
+
 /* A span onto its rank's row, moved by offset (its clock's: offset_for). */
 static void
 add_span (PpTimelineModel *m, const PpSpan *in, int64_t offset)
@@ -546,23 +573,7 @@ add_span (PpTimelineModel *m, const PpSpan *in, int64_t offset)
   s.end_ns = add_ns (s.end_ns, offset);
   if (s.end_ns < s.start_ns)
     s.end_ns = s.start_ns;
-  if (rk->n_spans == rk->cap_spans)
-    {
-      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
-      PpSpan *n = realloc (rk->spans, cap * sizeof *n);
-      if (n == NULL)
-        return;
-      rk->spans = n;
-      rk->cap_spans = cap;
-    }
-  /* Appended: a span out of order is sorted in at the next query (settle),
-   * O(1) here whatever order spans come in, rather than a move of the
-   * spans after it each time (quadratic for spans that come reversed). */
-  if (rk->n_sorted == rk->n_spans
-      && (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns))
-    rk->n_sorted++;
-  rk->spans[rk->n_spans] = s;
-  rk->n_spans++;
+  append_span (rk, &s, 0);   /* moved above: the rest reads its times */
   if (m->max_marked_step >= 0 && s.step == m->max_marked_step + 1 && s.step != m->provisional_step
       && pp_span_kind_is_block (s.kind))
     {
@@ -1045,25 +1056,7 @@ proc_add_span (PpTimelineModel *m, const PpSpan *in, int32_t process)
       p->rank = in->rank;   /* its spans came before its place: its rank's clock */
       proc_move (m, p);
     }
-  Rank *rk = &p->r;
-  PpSpan s = *in;
-  s.start_ns = add_ns (s.start_ns, rk->offset_ns);
-  s.end_ns = add_ns (s.end_ns, rk->offset_ns);
-  if (s.end_ns < s.start_ns)
-    s.end_ns = s.start_ns;
-  if (rk->n_spans == rk->cap_spans)
-    {
-      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
-      PpSpan *n = realloc (rk->spans, cap * sizeof *n);
-      if (n == NULL)
-        return;
-      rk->spans = n;
-      rk->cap_spans = cap;
-    }
-  if (rk->n_sorted == rk->n_spans
-      && (rk->n_spans == 0 || rk->spans[rk->n_spans - 1].start_ns <= s.start_ns))
-    rk->n_sorted++;
-  rk->spans[rk->n_spans++] = s;
+  append_span (&p->r, in, p->r.offset_ns);
 }
 
 /* A CLOCK_OFFSET frame: a process's own (process >= 0), or its rank's for
