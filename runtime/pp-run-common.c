@@ -51,6 +51,23 @@ pp_run_fail (PpRun *run, const PpError *e)
   pp_run_abort_step (run);
 }
 
+/* What recording took on this thread: the record helpers below and the
+ * schedstat reads of pp-run-host.c add to it; each rank thread reads its
+ * own (PROBE_SELF_NS). */
+static _Thread_local int64_t self_ns;
+
+int64_t
+pp_run_host_self (void)
+{
+  return self_ns;
+}
+
+void
+pp_run_host_add_self (int64_t ns)
+{
+  self_ns += ns;
+}
+
 /* A host span of rank's work, step's, with no device, stream or name. */
 static void
 host_span (PpSpan *sp, int step, int rank, int stage, int mb, int kind, int64_t t0, int64_t t1, int peer)
@@ -75,8 +92,10 @@ pp_run_record_step_span (PpRun *run, int step, int rank, int stage, int mb, int 
 
   if (run->cfg.probe == NULL)
     return;
+  int64_t a = pp_probe_now_ns ();
   host_span (&sp, step, rank, stage, mb, kind, t0, t1, peer);
   pp_probe_record_span (run->cfg.probe, &sp);
+  pp_run_host_add_self (pp_probe_now_ns () - a);
 }
 
 void
@@ -93,6 +112,7 @@ pp_run_record_action_span (PpRun *run, int rank, const PpAction *a, int64_t t0, 
 
   if (run->cfg.probe == NULL)
     return;
+  int64_t t_rec = pp_probe_now_ns ();
   host_span (&sp, run->step, rank, a->stage, a->microbatch, pp_run_span_kind (a->kind), t0, t1, -1);
   if (a->kind == PP_ACT_OVERLAP_F_B && (a->sub_kind == PP_ACT_B || a->sub_kind == PP_ACT_I))
     {
@@ -102,6 +122,7 @@ pp_run_record_action_span (PpRun *run, int rank, const PpAction *a, int64_t t0, 
       sp.sub_microbatch = a->sub_microbatch;
     }
   pp_probe_record_span (run->cfg.probe, &sp);
+  pp_run_host_add_self (pp_probe_now_ns () - t_rec);
 }
 
 void
@@ -111,6 +132,7 @@ pp_run_record_counter (PpRun *run, int rank, int kind, double value, int64_t t)
 
   if (run->cfg.probe == NULL)
     return;
+  int64_t a = pp_probe_now_ns ();
   memset (&c, 0, sizeof c);
   c.time_ns = t;
   c.value = value;
@@ -118,6 +140,7 @@ pp_run_record_counter (PpRun *run, int rank, int kind, double value, int64_t t)
   c.step = run->step;
   c.kind = (uint16_t) kind;
   pp_probe_record_counter (run->cfg.probe, &c);
+  pp_run_host_add_self (pp_probe_now_ns () - a);
 }
 
 int
@@ -133,6 +156,13 @@ pp_run_span_kind (int act)
     }
 }
 
+void
+pp_run_record_host_schedule (PpRun *run, PpRunRank *rk, int64_t t0, int64_t t1)
+{
+  if (rk->host_on && t0 >= 0 && t1 - t0 >= PP_RUN_WAIT_RECORD_NS)
+    pp_run_record_span (run, rk->rank, -1, -1, PP_SPAN_HOST_SCHEDULE, t0, t1, -1);
+}
+
 PpStatus
 pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int stage, int mb,
                    const float **data, bool record, PpError *err)
@@ -143,6 +173,12 @@ pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int stage, int m
 
   t1 = pp_probe_now_ns ();
   rk->wait_ns += t1 - t0;
+  /* the schedule's own code up to this wait; the next piece starts at its end */
+  if (rk->host_on)
+    {
+      pp_run_record_host_schedule (run, rk, rk->host_from, t0);
+      rk->host_from = t1;
+    }
   /* A producer on this rank ran before on this thread: time spent here is
    * the machine's (a descheduled thread), not a wait for a peer. */
   if (t1 - t0 > PP_RUN_WAIT_RECORD_NS && record && rc != PP_EINVAL && run->stages[ps].rank != rk->rank)

@@ -27,8 +27,10 @@
 
 #include "pp-batch-pool.h"
 #include "pp-run.h"
+#include "pp-schedstat.h"
 
 #define PP_RUN_WAIT_RECORD_NS 1000LL   /* shorter waits are not worth a span */
+#define PP_RUN_EDGE_SKIP_NS   10000LL  /* shorter gaps: no schedstat read at the next start */
 
 /* What a micro-batch of a stage has been through in this step (what
  * recovery must undo after an abandoned one). */
@@ -59,6 +61,10 @@ typedef struct {
   int           *stages;     /* stages this rank holds */
   int            n_stages;
   void          *bk;         /* the backend's (NULL where none) */
+  /* the host between blocks (pp-run-host.c), the rank thread's own */
+  bool           host_on;
+  PpSchedstat    sched;
+  int64_t        host_from, end_edge_ns;
 } PpRunRank;
 
 /* One work of an action (an OVERLAP_F_B has two): its identity and, once
@@ -219,3 +225,24 @@ PpStatus pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int sta
 /* The end of a rank's step: its optimizer span [t0, t1] and the times the
  * reports give until the next one. */
 void     pp_run_end_rank_step (PpRun *run, PpRunRank *rk, int64_t t0, int64_t t1);
+
+/* ---- the host between blocks (pp-run-host.c), on the rank's thread ---- */
+
+/* Opens and closes the thread's schedstat; on: record the host's side
+ * (a backend that times its blocks on the host: the CPU one). */
+void     pp_run_host_open (PpRun *run, PpRunRank *rk, bool on);
+void     pp_run_host_close (PpRunRank *rk);
+/* What recording took on the calling thread so far, and more of it
+ * (pp-run-common.c, whose record helpers time themselves). */
+int64_t  pp_run_host_self (void);
+void     pp_run_host_add_self (int64_t ns);
+/* The step's actions begin; a block's start (just before it); its end
+ * (t_end; self_at_end: pp_run_host_self just before the block's own span
+ * was recorded). */
+void     pp_run_host_step_begin (PpRun *run, PpRunRank *rk);
+void     pp_run_host_block_start (PpRun *run, PpRunRank *rk);
+void     pp_run_host_block_end (PpRun *run, PpRunRank *rk, int64_t t_end, int64_t self_at_end);
+/* A HOST_SCHEDULE span of rk's (t0, t1), where it records the host's side
+ * and the span is long enough (pp-run-common.c; pp_run_wait_ready cuts the
+ * schedule's pieces at its waits). */
+void     pp_run_record_host_schedule (PpRun *run, PpRunRank *rk, int64_t t0, int64_t t1);

@@ -186,6 +186,19 @@ record_memory (PpRun *run, PpRunRank *rk, int64_t t)
   pp_run_record_counter (run, rk->rank, PP_COUNTER_INFLIGHT, (double) inflight, t);
 }
 
+/* The batch made on the main thread (CPU backend, no pool): a HOST_DATA
+ * span on the head's rank, whose first forward reads it, of the step in
+ * whose time it was made: before the step's actions (the first step's), or
+ * the next step's while the ranks take their optimizer step; either way in
+ * the head's gap between steps. */
+static void
+record_data (PpRun *run, int step, int64_t t0, int64_t t1)
+{
+  int head = run->stages[run->chain_stage[0]].rank;
+  if (pp_transport_runs_rank (run->transport, head))
+    pp_run_record_step_span (run, step, head, -1, -1, PP_SPAN_HOST_DATA, t0, t1, -1);
+}
+
 /* Runs one action.  PP_EIO without a message: the step was abandoned. */
 static PpStatus
 run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
@@ -193,11 +206,12 @@ run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
   const PpRunBackend *b = run->backend;
   PpRunWork w[2];
   int n = 0;
-  int64_t t_end = 0;
+  int64_t t_end = 0, self_at_end;
   PpStatus rc;
 
   if ((rc = prepare_action (run, rk, a, w, &n, err)) != PP_OK || n == 0)
     return rc;
+  pp_run_host_block_start (run, rk);
   if ((rc = b->action_begin (run, rk, a, w, n, err)) != PP_OK)
     return rc;
   for (int i = 0; i < n && rc == PP_OK; i++)
@@ -207,9 +221,13 @@ run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
       run->stages[w[i].stage].mb_state[w[i].k] |= pp_run_work_done_bits (w[i].kind);
       rc = b->work_end (run, rk, &w[i], i, err);
     }
+  self_at_end = pp_run_host_self ();
   b->action_end (run, rk, a, rc, &t_end);
   if (rc == PP_OK)
-    record_memory (run, rk, t_end);
+    {
+      record_memory (run, rk, t_end);
+      pp_run_host_block_end (run, rk, t_end, self_at_end);
+    }
   return rc;
 }
 
@@ -229,6 +247,7 @@ run_rank_step (PpRun *run, PpRunRank *rk)
       pp_run_fail (run, &err);
       return;
     }
+  pp_run_host_step_begin (run, rk);
   for (int i = 0; i < ra->n_actions; i++)
     {
       PpStatus rc;
@@ -280,6 +299,8 @@ rank_main (void *data)
           (void) pthread_setaffinity_np (pthread_self (), sizeof set, &set);
         }
     }
+  /* this thread's schedstat; host edges where blocks are timed on the host */
+  pp_run_host_open (run, rk, run->backend == pp_run_backend_cpu ());
 
   for (;;)
     {
@@ -305,6 +326,7 @@ rank_main (void *data)
         pthread_cond_broadcast (&run->done);
       pthread_mutex_unlock (&run->mu);
     }
+  pp_run_host_close (rk);
   return NULL;
 }
 
@@ -716,7 +738,11 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
       pp_batch_pool_wait (run->pool);
     }
   else
-    pp_model_batch (run->model, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
+    {
+      int64_t d0 = pp_probe_now_ns ();
+      pp_model_batch (run->model, run->cfg.data_seed, run->step, run->cfg.batch, run->x, run->labels);
+      record_data (run, run->step, d0, pp_probe_now_ns ());
+    }
   run->next_step = -1;
   /* GPU: the next step's batch is made by the pool while the GPUs run this
    * one (on the CPU backend the cores are the ranks', and the main thread
@@ -818,8 +844,12 @@ pp_run_step (PpRun *run, PpStepStats *stats, PpError *err)
   if (run->pool != NULL)
     pp_batch_pool_wait (run->pool);
   else
-    pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
-                    run->labels_next);
+    {
+      int64_t d0 = pp_probe_now_ns ();
+      pp_model_batch (run->model, run->cfg.data_seed, run->step + 1, run->cfg.batch, run->x_next,
+                      run->labels_next);
+      record_data (run, run->step, d0, pp_probe_now_ns ());   /* made in this step's time */
+    }
   run->next_step = run->step + 1;
   pthread_mutex_lock (&run->mu);
   while (run->remaining > 0)

@@ -162,6 +162,42 @@ test_app_replicas (void)
     }
 }
 
+/* ---- the host lane: a GC pause under the pointer (issue 29) ---------------------- */
+
+/* pp-synth-host's trace (GC pauses of 3.2 ms in rank 0's gaps): the
+ * self-test zooms to the first, puts the pointer over it in the host lane,
+ * and the tooltip names it; the screenshot is a PNG. */
+static void
+test_app_host_lane (void)
+{
+  const char *synth = g_getenv ("PP_SYNTH_HOST");
+  g_assert_nonnull (synth);
+  g_autofree char *dir = g_build_filename (tmp_dir, "host-lane", NULL);
+  g_autofree char *trace = g_build_filename (dir, "host.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  const char *make[] = { synth, trace, NULL };
+  int status = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_setenv ("PIPESCOPE_SELF_TEST_SHOTS", dir, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=host-lane", trace, NULL);
+  g_unsetenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "self-test: host lane tooltip: GC pause 3.2 ms\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: host-lane"));
+  g_autofree char *png = g_build_filename (dir, "host-lane.png", NULL);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (png, &data, &len, NULL));
+  g_assert_cmpuint (len, >, 8);
+  g_assert_cmpmem (data, 8, "\x89PNG\r\n\x1a\n", 8);
+}
+
 /* ---- Profile a command: a real PyTorch job, a row per rank ---------------------- */
 
 static void
@@ -370,6 +406,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/open-json", test_app_open_json);
   g_test_add_func ("/app/profile", test_app_profile);
   g_test_add_func ("/app/replicas", test_app_replicas);
+  g_test_add_func ("/app/host-lane", test_app_host_lane);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

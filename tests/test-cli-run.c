@@ -113,7 +113,8 @@ test_run_trace (void)
   g_assert_cmpstr (err, ==, "");
   g_assert_nonnull (strstr (out, "schedule: 1F1B (P=2, M=4, V=1)\n"));
   g_assert_nonnull (strstr (out, "backend: cpu\n"));
-  g_assert_nonnull (strstr (out, "model: residual MLP: 4 blocks, width 16, hidden 64, batch 16\n"));
+  g_assert_nonnull (strstr (out, "model: residual MLP: 4 blocks, width 16, hidden 64, batch 16; "
+                                 "no edge samples in gaps under 10 us\n"));
   g_assert_nonnull (strstr (out, "steps: 30\n"));
   /* 30 steps x 4 micro-batches x 2 ranks of F and of B. */
   g_assert_nonnull (strstr (out, "(F 240, B 240"));

@@ -10,6 +10,8 @@
 #include "pp-timeline-model.h"
 #include "pp-timeline-model-private.h"
 #include "pp-timeline-render.h"
+#include "pp-timeline-host-lane.h"
+#include "pp-timeline-host-tip.h"
 #include "pp-timeline-summary.h"
 
 #define run(out, err, ...) pp_test_cli_run (NULL, out, err, __VA_ARGS__)
@@ -405,16 +407,17 @@ lab_of_linear (const double l[3], double lab[3])
  * and the dark palette.  Issue 17: I's orange read as a second vermillion
  * beside the waits (18 apart for a deuteranope), and the hatched bubble
  * vanished against I for a tritanope (7). */
+static const double sim[4][3][3] = {
+  { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } },
+  { { 0.152286, 1.052583, -0.204868 }, { 0.114503, 0.786281, 0.099216 }, { -0.003882, -0.048116, 1.051998 } },
+  { { 0.367322, 0.860646, -0.227968 }, { 0.280085, 0.672501, 0.047413 }, { -0.011820, 0.042940, 0.968881 } },
+  { { 1.255528, -0.076749, -0.178779 }, { -0.078411, 0.930809, 0.147602 }, { 0.004733, 0.691367, 0.303900 } },
+};
+static const char *const vision[] = { "normal", "protanopia", "deuteranopia", "tritanopia" };
+
 static void
 test_palette_distinct (void)
 {
-  static const double sim[4][3][3] = {
-    { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } },
-    { { 0.152286, 1.052583, -0.204868 }, { 0.114503, 0.786281, 0.099216 }, { -0.003882, -0.048116, 1.051998 } },
-    { { 0.367322, 0.860646, -0.227968 }, { 0.280085, 0.672501, 0.047413 }, { -0.011820, 0.042940, 0.968881 } },
-    { { 1.255528, -0.076749, -0.178779 }, { -0.078411, 0.930809, 0.147602 }, { 0.004733, 0.691367, 0.303900 } },
-  };
-  static const char *const vision[] = { "normal", "protanopia", "deuteranopia", "tritanopia" };
   static const int kinds[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B,
                                PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, -1 };
   const int n = G_N_ELEMENTS (kinds);
@@ -483,6 +486,121 @@ test_palette_distinct (void)
             }
       }
     }
+}
+
+/* The host lane (issue 29): every two of its parts (GC, the host kinds,
+ * waiting, descheduled) and the ground they lie on at least 15 CIELAB units
+ * apart, for the four visions, light and dark. */
+static void
+test_host_lane_palette (void)
+{
+  for (int dark = 0; dark < 2; dark++)
+    for (int v = 0; v < 4; v++)
+      {
+        double lab[PP_HOST_N_PARTS + 1][3];
+        for (int i = 0; i <= PP_HOST_N_PARTS; i++)
+          {
+            double c[3], lin[3], out[3];
+            if (i < PP_HOST_N_PARTS)
+              pp_timeline_host_color (i, dark, c);
+            else
+              c[0] = c[1] = c[2] = dark ? 0x1E / 255.0 : 1.0;   /* the background */
+            for (int k = 0; k < 3; k++)
+              lin[k] = srgb_linear (c[k]);
+            for (int k = 0; k < 3; k++)
+              out[k] = CLAMP (sim[v][k][0] * lin[0] + sim[v][k][1] * lin[1] + sim[v][k][2] * lin[2], 0, 1);
+            lab_of_linear (out, lab[i]);
+          }
+        for (int i = 0; i <= PP_HOST_N_PARTS; i++)
+          for (int j = i + 1; j <= PP_HOST_N_PARTS; j++)
+            {
+              double d = sqrt ((lab[i][0] - lab[j][0]) * (lab[i][0] - lab[j][0])
+                               + (lab[i][1] - lab[j][1]) * (lab[i][1] - lab[j][1])
+                               + (lab[i][2] - lab[j][2]) * (lab[i][2] - lab[j][2]));
+              if (d < 15)
+                g_error ("%s palette, %s: host lane's %s and %s are only %.1f apart",
+                         dark ? "dark" : "light", vision[v], pp_timeline_host_lane_part_name (i),
+                         j < PP_HOST_N_PARTS ? pp_timeline_host_lane_part_name (j) : "background", d);
+            }
+      }
+}
+
+/* The host lane (issue 29): drawn only where the trace has host kinds or
+ * run-delay counters; a GC pause in a gap drawn in its color at the
+ * blocks' scale; the tooltips name the part under the pointer and its
+ * length, and say descheduled time has no known place in its gap. */
+static void
+test_host_lane (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  PpTimelineView v;
+  PpTimelineLayout l;
+  const struct { int rank, kind; int64_t t0, t1; } spans[] = {
+    { 0, PP_SPAN_F, 0, 2 * MS }, { 0, PP_SPAN_F, 8 * MS, 10 * MS }, { 1, PP_SPAN_F, 2 * MS, 8 * MS },
+    { 0, PP_SPAN_GC, 3 * MS, 6200000 },
+  };
+
+  for (guint i = 0; i < 3; i++)
+    {
+      it.span = (PpSpan) { .start_ns = spans[i].t0, .end_ns = spans[i].t1, .rank = spans[i].rank,
+                           .kind = (uint16_t) spans[i].kind, .peer_rank = -1, .microbatch = (int32_t) i };
+      pp_timeline_model_add (m, &it);
+    }
+  pp_timeline_view_init (&v, m, 1000, 300);
+  pp_timeline_layout (m, &v, &l);
+  g_assert_cmpfloat (l.host_h, ==, 0);   /* an older trace: no lane */
+  g_assert_false (pp_timeline_host_lane_present (m));
+
+  it.span = (PpSpan) { .start_ns = spans[3].t0, .end_ns = spans[3].t1, .rank = 0, .kind = PP_SPAN_GC,
+                       .peer_rank = -1, .stage = -1, .microbatch = -1 };
+  pp_timeline_model_add (m, &it);
+  /* rank 0's run delay: 1.1 ms more across its gap (2 .. 8 ms) */
+  const struct { int64_t t; double v; } delay[] = { { 0, 5e6 }, { 2 * MS, 5e6 }, { 8 * MS, 6.1e6 }, { 10 * MS, 6.1e6 } };
+  for (guint i = 0; i < G_N_ELEMENTS (delay); i++)
+    {
+      PpTraceItem c = { .type = PP_TRACE_ITEM_COUNTER };
+      c.counter = (PpCounter) { .time_ns = delay[i].t, .value = delay[i].v, .rank = 0,
+                                .kind = PP_COUNTER_RUN_DELAY_NS };
+      pp_timeline_model_add (m, &c);
+    }
+  g_assert_true (pp_timeline_host_lane_present (m));
+  g_assert_cmpuint (pp_timeline_host_lane_parts_seen (m), ==,
+                    (1u << PP_HOST_PART_GC) | (1u << PP_HOST_PART_DESCHEDULED));
+
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1000, 600);
+  cairo_t *cr = cairo_create (s);
+  pp_timeline_view_init (&v, m, 1000, 600);
+  v.t0_ns = 0;
+  v.t1_ns = 10 * MS;
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  pp_timeline_layout (m, &v, &l);
+  g_assert_cmpfloat (l.host_h, >=, 20);   /* the patches below fit in its halves */
+  double lane_y = l.rows_y + l.block_h + l.thin_h + l.plan_h;
+  double gc[3];
+  pp_timeline_host_color (PP_HOST_PART_GC, 0, gc);
+  /* the GC pause's middle, in the lane's upper half (descheduled is in the lower) */
+  double xg = pp_timeline_x_of (&v, &l, 4600000), yg = lane_y + l.host_h * 0.25;
+  g_assert_cmpfloat (patch_share (s, xg, yg, gc, 0.02), ==, 1.0);
+  /* nothing of the lane before the gap or on rank 1, which has neither */
+  g_assert_cmpfloat (patch_share (s, pp_timeline_x_of (&v, &l, MS), yg, gc, 0.1), ==, 0);
+  g_assert_cmpfloat (patch_share (s, xg, yg + l.row_h, gc, 0.1), ==, 0);
+
+  char *tip = pp_timeline_host_lane_tooltip (m, &v, xg, yg);
+  g_assert_cmpstr (tip, ==, "GC pause 3.2 ms");
+  free (tip);
+  tip = pp_timeline_host_lane_tooltip (m, &v, pp_timeline_x_of (&v, &l, 2500000), lane_y + l.host_h * 0.75);
+  g_assert_nonnull (tip);
+  g_assert_true (g_str_has_prefix (tip, "descheduled 1.1 ms of this 6.0 ms gap"));
+  g_assert_nonnull (strstr (tip, "not known"));
+  free (tip);
+  /* the blocks' lane is not the host lane's */
+  g_assert_null (pp_timeline_host_lane_tooltip (m, &v, xg, l.rows_y + l.block_h * 0.5));
+
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
 }
 
 /* The legend row of an image holds the kinds' swatches, the bubble's hatch
@@ -1307,6 +1425,8 @@ main (int argc, char **argv)
   g_test_add ("/render/pixels", Fixture, NULL, fixture_setup, test_render_pixels, fixture_teardown);
   g_test_add_func ("/render/aggregated", test_render_aggregated);
   g_test_add_func ("/render/palette-distinct", test_palette_distinct);
+  g_test_add_func ("/render/host-lane-palette", test_host_lane_palette);
+  g_test_add_func ("/render/host-lane", test_host_lane);
   g_test_add_func ("/render/model-huge-counter", test_model_huge_counter);
   g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/filter-parse", test_filter_parse);

@@ -50,6 +50,9 @@ typedef struct {
   PpTimelineMemorySample *mem;
   size_t             n_mem;
   unsigned           mem_stride, mem_skip;
+  /* RUN_DELAY_NS samples (trace format 1.6), in time order */
+  PpTimelineMemorySample *delay;
+  size_t             n_delay, cap_delay;
 } Rank;
 
 typedef struct {
@@ -223,6 +226,7 @@ pp_timeline_model_free (PpTimelineModel *m)
     {
       free (m->ranks[r].spans);
       free (m->ranks[r].mem);
+      free (m->ranks[r].delay);
       free (m->ranks[r].untagged);
       free (m->ranks[r].plan);
       free (m->raw_plans[r].a);
@@ -743,6 +747,28 @@ add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
+/* A run-delay sample, kept in time order (a rank's come nearly sorted). */
+static void
+add_delay_sample (Rank *rk, const PpCounter *c, int64_t offset)
+{
+  if (!isfinite (c->value))
+    return;
+  if (rk->n_delay == rk->cap_delay)
+    {
+      size_t cap = rk->cap_delay ? rk->cap_delay * 2 : 256;
+      PpTimelineMemorySample *d = realloc (rk->delay, cap * sizeof *d);
+      if (d == NULL)
+        return;
+      rk->delay = d;
+      rk->cap_delay = cap;
+    }
+  PpTimelineMemorySample x = { add_ns (c->time_ns, offset), c->value };
+  size_t i = rk->n_delay++;
+  for (; i > 0 && rk->delay[i - 1].t > x.t; i--)
+    rk->delay[i] = rk->delay[i - 1];
+  rk->delay[i] = x;
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
@@ -775,6 +801,11 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       if (c->value > m->ranks[c->rank].peak_activation)
         m->ranks[c->rank].peak_activation = c->value;
       add_memory_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
+      return 1;
+    case PP_COUNTER_RUN_DELAY_NS:
+      if (ensure_rank (m, c->rank) != 0)
+        return 0;
+      add_delay_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
       return 1;
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)
@@ -809,6 +840,8 @@ add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
   rk->max_span_ns = 0;
   for (size_t i = 0; i < rk->n_mem; i++)
     rk->mem[i].t = add_ns (rk->mem[i].t, delta);
+  for (size_t i = 0; i < rk->n_delay; i++)
+    rk->delay[i].t = add_ns (rk->delay[i].t, delta);
   for (size_t i = 0; i < rk->n_spans; i++)
     {
       PpSpan *sp = &rk->spans[i];
@@ -913,6 +946,7 @@ show_process (PpTimelineModel *m, int r, Proc *p)
   rk->max_span_ns = 0;
   rk->max_end_ns = INT64_MIN;
   rk->n_mem = 0;
+  rk->n_delay = 0;
   rk->peak_activation = -1;
   rk->peak_inflight = -1;
   m->extent_stale = 1;
@@ -1400,6 +1434,13 @@ pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n)
 {
   *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_mem : 0;
   return *n ? m->ranks[r].mem : NULL;
+}
+
+const PpTimelineMemorySample *
+pp_timeline_model_run_delay (const PpTimelineModel *m, int r, size_t *n)
+{
+  *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_delay : 0;
+  return *n ? m->ranks[r].delay : NULL;
 }
 
 int

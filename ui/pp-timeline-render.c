@@ -9,6 +9,7 @@
  * rectangles on vector ones).
  */
 #include "pp-timeline-render.h"
+#include "pp-timeline-host-lane.h"
 #include "pp-timeline-model-private.h"
 #include "pp-timeline-summary.h"
 
@@ -66,6 +67,13 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_RESHARD]          = HEX (0x5E00BB),
   [PP_SPAN_REDUCE_GRAD]      = HEX (0x9933FF),
   [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0x9933FF),
+  /* the host lane's (pp-timeline-host-lane.c; apart from each other, a
+   * wait and the lane's descheduled hatch for the four visions) */
+  [PP_SPAN_GC]             = HEX (0x332288),   /* indigo (Tol) */
+  [PP_SPAN_HOST_SCHEDULE]  = HEX (0x77AADD),   /* light blue (Tol) */
+  [PP_SPAN_HOST_LOSS]      = HEX (0x663333),   /* brown */
+  [PP_SPAN_HOST_DATA]      = HEX (0xEECC66),   /* sand (Tol) */
+  [PP_SPAN_HOST_ZERO_GRAD] = HEX (0xAAAAAA),   /* grey */
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
@@ -86,6 +94,11 @@ static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_RESHARD]          = HEX (0x5A1AE0),
   [PP_SPAN_REDUCE_GRAD]      = HEX (0xA050FF),
   [PP_SPAN_WAIT_REDUCE_GRAD] = HEX (0xA050FF),
+  [PP_SPAN_GC]             = HEX (0xEECC66),   /* sand: the lane's brightest on dark */
+  [PP_SPAN_HOST_SCHEDULE]  = HEX (0x33BBEE),
+  [PP_SPAN_HOST_LOSS]      = HEX (0x994455),
+  [PP_SPAN_HOST_DATA]      = HEX (0x0077BB),
+  [PP_SPAN_HOST_ZERO_GRAD] = HEX (0x332288),
 };
 static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
@@ -116,6 +129,16 @@ pp_timeline_color (int kind, int dark, double rgb[3])
   rgb[0] = c.r;
   rgb[1] = c.g;
   rgb[2] = c.b;
+}
+
+void
+pp_timeline_host_color (int part, int dark, double rgb[3])
+{
+  int kind = pp_timeline_host_lane_part_kind (part);
+  if (kind < 0)
+    pp_timeline_host_lane_descheduled_rgb (dark, rgb);
+  else
+    pp_timeline_color (kind, dark, rgb);
 }
 
 static Rgb
@@ -234,6 +257,9 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
       out->block_h = inner * 0.80;
       out->thin_h = inner * 0.20;
     }
+  /* the host lane at the row's bottom, taken from the blocks */
+  out->host_h = pp_timeline_host_lane_present (m) ? inner * 0.14 : 0;
+  out->block_h -= out->host_h;
 }
 
 /* The view with its range inside the model's time range (see
@@ -289,7 +315,7 @@ pp_timeline_t_of (const PpTimelineView *v, const PpTimelineLayout *l, double x)
 }
 
 /* Which lane a span kind lives in. */
-enum { LANE_BLOCK, LANE_THIN, LANE_KERNEL, LANE_NONE };
+enum { LANE_BLOCK, LANE_THIN, LANE_KERNEL, LANE_HOST, LANE_NONE };
 
 static int
 lane_of (int kind)
@@ -306,6 +332,9 @@ lane_of (int kind)
       return LANE_THIN;
     case PP_SPAN_KERNEL: case PP_SPAN_MEMCPY: case PP_SPAN_MEMSET:
       return LANE_KERNEL;
+    case PP_SPAN_GC: case PP_SPAN_HOST_SCHEDULE: case PP_SPAN_HOST_LOSS: case PP_SPAN_HOST_DATA:
+    case PP_SPAN_HOST_ZERO_GRAD:
+      return LANE_HOST;   /* drawn by pp-timeline-host-lane.c */
     default:
       return LANE_NONE;
     }
@@ -335,6 +364,13 @@ lane_y (const PpTimelineLayout *l, int r, int lane, double *y, double *h)
       *h = l->plan_h - (l->plan_h >= 6 ? 2 : 0);
       break;
     }
+}
+
+/* The host lane: the row's bottom, under the plan lane. */
+static double
+lane_y_host (const PpTimelineLayout *l, int r)
+{
+  return l->rows_y + r * l->row_h + l->block_h + l->thin_h + l->plan_h;
 }
 
 static int
@@ -1004,6 +1040,23 @@ draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
       set_rgb (cr, kind_rgb (k, c->v->dark));
       cairo_fill (cr);
       x = legend_item (c, cr, x, y, items[i].label);
+    }
+  /* the host lane's parts this trace holds */
+  unsigned host = c->l.host_h > 0 ? pp_timeline_host_lane_parts_seen (c->m) : 0;
+  static const int host_order[] = { PP_HOST_PART_GC, PP_HOST_PART_DESCHEDULED, PP_HOST_PART_WAIT,
+                                    PP_HOST_PART_SCHEDULE, PP_HOST_PART_LOSS, PP_HOST_PART_DATA,
+                                    PP_HOST_PART_ZERO_GRAD };
+  for (size_t o = 0; o < sizeof host_order / sizeof host_order[0] && !c->summary; o++)
+    {
+      int p = host_order[o];
+      const char *label = pp_timeline_host_lane_part_name (p);
+      if (!(host & (1u << p)) || (p == PP_HOST_PART_WAIT && (seen & (1u << PP_SPAN_WAIT)))
+          || x + 19 + text_w (cr, label) > c->v->width)
+        continue;
+      double rgb[3];
+      pp_timeline_host_color (p, c->v->dark, rgb);
+      pp_timeline_host_lane_swatch (cr, p, rgb, c->v->dark, x, y + 4, 14, 8);
+      x = legend_item (c, cr, x, y, label);
     }
   if (c->V > 1 && x + 150 < c->v->width)
     {
@@ -1784,7 +1837,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       if (s->end_ns < v->t0_ns)
         continue;
       lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
-      if (lane == LANE_NONE)
+      if (lane == LANE_NONE || lane == LANE_HOST)
         continue;
       x = ns_between (v->t0_ns, s->start_ns) * px_per_ns;   /* plot-relative */
       w = (double) (s->end_ns - s->start_ns) * px_per_ns;
@@ -1849,6 +1902,13 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   draw_boxes (c, cr, r, LANE_THIN, 0);
   draw_boxes (c, cr, r, LANE_KERNEL, 0);
   draw_whiskers (c, cr, r);
+  if (l->host_h > 0)
+    {
+      PpHostLaneScale sc = { v->t0_ns, v->t1_ns, l->x0, l->x1, v->dark, { { 0 } } };
+      for (int p = 0; p < PP_HOST_N_PARTS; p++)
+        pp_timeline_host_color (p, v->dark, sc.rgb[p]);
+      pp_timeline_host_lane_draw (cr, c->m, r, &sc, lane_y_host (l, r), l->host_h);
+    }
 
   /* The plan lane: the same colors, see-through. */
   if (v->show_plan && l->plan_h >= 2)
@@ -1962,7 +2022,7 @@ span_rect (const Ctx *c, int r, long index, double *x, double *y, double *w, dou
     return 0;
   const PpSpan *s = &pp_timeline_model_spans (c->m, r)[index];
   int lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
-  if (lane == LANE_NONE || s->end_ns < c->v->t0_ns || s->start_ns > c->v->t1_ns)
+  if (lane == LANE_NONE || lane == LANE_HOST || s->end_ns < c->v->t0_ns || s->start_ns > c->v->t1_ns)
     return 0;
   double xa = fmax (pp_timeline_x_of (c->v, &c->l, s->start_ns), c->l.x0 - 3);
   double xb = fmin (pp_timeline_x_of (c->v, &c->l, s->end_ns), c->l.x1 + 3);
@@ -2290,7 +2350,7 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
        i < ns && sp[i].start_ns <= t + tol; i++)
     {
       int sl = sp[i].kind < PP_N_SPAN_KINDS ? lane_of (sp[i].kind) : LANE_NONE;
-      if (sl == LANE_NONE)
+      if (sl == LANE_NONE || sl == LANE_HOST)
         continue;
       if (lane == LANE_BLOCK ? sl != LANE_BLOCK : sl == LANE_BLOCK)
         continue;

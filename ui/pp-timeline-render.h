@@ -9,7 +9,9 @@
  * (units adapt to the zoom), one row per rank (label on the left; a block lane
  * colored by kind with the micro-batch number inside a block when it fits and
  * the stage told apart by shade for interleaved/V schedules; a thin lane
- * below for sends, receives and waits; the plan lane under it when asked),
+ * below for sends, receives and waits; the plan lane under it when asked;
+ * the host lane at the bottom where the trace has host records,
+ * pp-timeline-host-lane.h),
  * step boundaries as vertical lines, and an optional legend.  The bubble —
  * time a rank sits idle or waits between its first and last work — is filled
  * in its own color under the blocks.  Spans narrower than a pixel are
@@ -97,6 +99,7 @@ typedef struct {
   double  rows_y;           /* first row's top */
   double  row_h;            /* one rank: block lane + thin lane (+ plan lane) + gap */
   double  block_h, thin_h, plan_h;
+  double  host_h;           /* the host lane, at the row's bottom (0: none) */
 } PpTimelineLayout;
 
 void    pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v,
@@ -131,6 +134,8 @@ int     pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *v, doub
 /* The palette (colorblind-safe, Okabe–Ito based); kind is a PpSpanKind, or
  * -1 for the bubble. */
 void    pp_timeline_color (int kind, int dark, double rgb[3]);
+/* The color of a part of the host lane (PP_HOST_PART_*, pp-timeline-host-lane.h). */
+void    pp_timeline_host_color (int part, int dark, double rgb[3]);
 
 /* Writes the timeline to path as PNG, SVG or PDF (by extension) at
  * width x height with header and legend; one-line errors. */

@@ -9,6 +9,7 @@
 #include "pp-timeline-widget.h"
 #include "pp-timeline-fold.h"
 #include "pp-timeline-details.h"
+#include "pp-timeline-host-tip.h"
 #include "pp-why.h"
 
 #include <adwaita.h>
@@ -863,7 +864,7 @@ pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
     return NULL;
   current_view (self, &v, NULL);
   if (!pp_timeline_hit (self->model, &v, x, y, &hit))
-    return NULL;
+    return pp_timeline_host_lane_tooltip (self->model, &v, x, y);
   return hit_tooltip (self->model, &hit);
 }
 
@@ -909,6 +910,8 @@ update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
             }
           text = hit_tooltip (self->model, &hit);
         }
+      else
+        text = pp_timeline_host_lane_tooltip (self->model, &v, x, y);
     }
   if (rank != self->view.hover_rank || index != self->view.hover_index)
     {

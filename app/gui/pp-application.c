@@ -67,11 +67,11 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
   if (self_test && !g_strv_contains ((const char *const[]) { "run", "attach", "demo", "demo-compare",
                                                              "demo-attach", "demo-screenshot",
                                                              "bench-stream", "open", "profile", "replicas",
-                                                             NULL },
+                                                             "host-lane", "demo-why", NULL },
                                       self_test))
     {
       g_application_command_line_printerr (cmdline,
-                                           "pipescope: --self-test takes run, attach, bench-stream, open, profile, replicas, demo or demo-compare\n");
+                                           "pipescope: --self-test takes run, attach, bench-stream, open, profile, replicas, host-lane, demo or demo-compare\n");
       return 2;
     }
 

@@ -13,7 +13,11 @@
  * `--self-test=replicas FILE` opens a job of replicas (P x D) and checks the
  * rows: folded (P), one rank unfolded as a label click does (P - 1 + D),
  * all (Ctrl+U: P x D), one replica from the switch (P), folded again; with
- * PIPESCOPE_SELF_TEST_SHOTS=DIR it saves each as DIR/replicas-*.png. */
+ * PIPESCOPE_SELF_TEST_SHOTS=DIR it saves each as DIR/replicas-*.png.
+ * `--self-test=host-lane FILE` puts the pointer over the first GC pause in
+ * the host lane and checks the tooltip names it (DIR/host-lane.png);
+ * `--self-test=demo-why FILE` shows the file's last steps and the Why tab
+ * and stays open, for a screenshot. */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -757,6 +761,101 @@ tick_replicas (struct PpSelfTest *t)
   return FALSE;
 }
 
+/* host-lane: a trace with a GC pause (tests/pp-synth-host.c) opened, zoomed
+ * to the pause's step, the pointer put over the pause in its rank's host
+ * lane: the tooltip must name it; with PIPESCOPE_SELF_TEST_SHOTS=DIR the
+ * view is saved as DIR/host-lane.png (issue 29). */
+char *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
+
+static gboolean
+tick_host_lane (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpTimelineWidget *tl = w->timeline[0];
+  PpRecording *r0 = run_at (w, 0);
+  PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
+  if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
+    return FALSE;
+  /* the first GC pause of any rank */
+  int rank = -1;
+  const PpSpan *gc = NULL;
+  for (int r = 0; r < pp_timeline_model_n_ranks (m) && gc == NULL; r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0; i < pp_timeline_model_n_spans (m, r) && gc == NULL; i++)
+        if (sp[i].kind == PP_SPAN_GC)
+          {
+            gc = &sp[i];
+            rank = r;
+          }
+    }
+  if (gc == NULL)
+    {
+      fail (t, "the trace has no GC pause");
+      return TRUE;
+    }
+  if (t->step == 0)
+    {
+      /* its step, as a user would zoom to it */
+      int64_t mid = gc->start_ns / 2 + gc->end_ns / 2, len = gc->end_ns - gc->start_ns;
+      pp_timeline_widget_set_range (tl, mid - 6 * len, mid + 6 * len);
+      t->step++;
+      return FALSE;
+    }
+  PpTimelineView v;
+  PpTimelineLayout l;
+  pp_timeline_widget_get_view (tl, &v);
+  pp_timeline_layout (pp_timeline_widget_get_drawn_model (tl), &v, &l);
+  if (l.host_h <= 0)
+    {
+      fail (t, "no host lane is drawn for a trace with a GC pause");
+      return TRUE;
+    }
+  double x = pp_timeline_x_of (&v, &l, gc->start_ns / 2 + gc->end_ns / 2);
+  double y = l.rows_y + rank * l.row_h + l.block_h + l.thin_h + l.plan_h + l.host_h * 0.25;
+  g_autofree char *tip = pp_timeline_widget_tooltip_text (tl, x, y);
+  say ("host lane tooltip: %s", tip ? tip : "(none)");
+  if (tip == NULL || strstr (tip, "GC pause") == NULL)
+    {
+      fail (t, "the tooltip over the GC pause does not name it");
+      return TRUE;
+    }
+  const char *dir = g_getenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  if (dir != NULL && *dir)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autofree char *path = g_build_filename (dir, "host-lane.png", NULL);
+      if (!pp_window_save_screenshot (w, path, TRUE, 1400, 560, &error))
+        {
+          g_autofree char *why = g_strdup_printf ("screenshot %s: %s", path, error->message);
+          fail (t, why);
+          return TRUE;
+        }
+    }
+  t->done = TRUE;
+  gtk_window_close (GTK_WINDOW (w));
+  return TRUE;
+}
+
+/* demo-why FILE: the file's last steps zoomed, the Why tab shown, the
+ * window left open (tools/why-screenshot.sh captures it). */
+static gboolean
+tick_demo_why (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRecording *r0 = run_at (w, 0);
+  PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
+  if (m == NULL || pp_timeline_model_n_spans_total (m) == 0 || w->shown[0] == NULL)
+    return FALSE;
+  zoom_to_steps (w, -1, 2);
+  GtkWidget *stack = gtk_widget_get_ancestor (GTK_WIDGET (w->why), ADW_TYPE_VIEW_STACK);
+  if (stack != NULL)
+    adw_view_stack_set_visible_child_name (ADW_VIEW_STACK (stack), "why");
+  say ("demo ready");
+  t->done = TRUE;
+  return TRUE;
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -777,6 +876,8 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
                     : strcmp (t->mode, "open") == 0 ? tick_open (t)
                     : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)
+                    : strcmp (t->mode, "host-lane") == 0 ? tick_host_lane (t)
+                    : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {
