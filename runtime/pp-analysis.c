@@ -13,13 +13,22 @@ pp_analysis_plan_label (PpAnalysisPlan plan)
   switch (plan)
     {
     case PP_ANALYSIS_PLAN_CLOSED_FORM:
-      return "closed form";
+      return "closed form (F=1, B=2)";
     case PP_ANALYSIS_PLAN_UNIT_COSTS:
-      return "plan at unit costs (F=1, B=2)";
+      return "plan at unit costs";
     case PP_ANALYSIS_PLAN_MEASURED_COSTS:
     default:
       return "plan at measured costs";
     }
+}
+
+PpAnalysisPlan
+pp_analysis_plan_of_backend (const char *backend)
+{
+  /* `schedule --trace` and `schedule --serve` describe their runs so: the
+   * simulator at F=1, B=2; every other writer times its plan by what it measured */
+  return backend != NULL && strcmp (backend, "simulated") == 0 ? PP_ANALYSIS_PLAN_UNIT_COSTS
+                                                              : PP_ANALYSIS_PLAN_MEASURED_COSTS;
 }
 
 size_t

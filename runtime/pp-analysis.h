@@ -42,13 +42,21 @@
 #define PP_ANALYSIS_STEP_RULE "whole steps after the first, the last 16 at most"
 #define PP_ANALYSIS_STEP_STATISTIC "median step"
 
-/* The plans a bubble may come from; each view labels its plan bubble by it. */
+/* The name of the measured bubble wherever it is shown beside a plan's. */
+#define PP_ANALYSIS_MEASURED_LABEL "measured bubble a step"
+
+/* The plans a bubble may come from; each view labels its plan bubble by it:
+ * "closed form (F=1, B=2)", "plan at unit costs", "plan at measured costs". */
 typedef enum {
   PP_ANALYSIS_PLAN_CLOSED_FORM = 0,   /* (P-1)/(M+P-1) and its kin */
   PP_ANALYSIS_PLAN_UNIT_COSTS,        /* the simulated plan, F=1 B=2 */
   PP_ANALYSIS_PLAN_MEASURED_COSTS,    /* the simulated plan under the run's costs */
 } PpAnalysisPlan;
 const char *pp_analysis_plan_label (PpAnalysisPlan plan);
+/* Which plan a trace's timed PLAN frames are, by its description's backend:
+ * "simulated" (`schedule --trace`, `--serve`) the plan at unit costs, any
+ * other (run, merge, profile) the plan at measured costs. */
+PpAnalysisPlan pp_analysis_plan_of_backend (const char *backend);
 
 /* Of n whole steps (their numbers ascending), the counted ones: returns how
  * many, *first the index of the first.  lowest is the run's lowest step

@@ -87,7 +87,7 @@ test_run_trace (void)
   g_assert_cmpfloat (g_array_index (losses, double, losses->len - 1), <, g_array_index (losses, double, 0));
   /* The table: a line per rank, the closed form of 1F1B (P-1)/(M+P-1) = 20%. */
   g_assert_nonnull (strstr (out, "steps 14\u201329 (16 steps: whole steps after the first, the last 16 at most)"));
-  g_assert_nonnull (strstr (out, "bubble a step (measured)"));
+  g_assert_nonnull (strstr (out, "measured bubble a step"));
   g_assert_cmpint (pp_test_count (out, "20.0%\n"), ==, 2);
   g_assert_nonnull (strstr (out, "samples/s"));
   g_array_free (losses, TRUE);
@@ -101,7 +101,7 @@ test_run_trace (void)
   for (int r = 0; r < 2; r++)
     {
       char want[32], *line = g_strdup_printf ("\n%4d  ", r);
-      const char *at = strstr (run_out, "bubble a step (measured)");
+      const char *at = strstr (run_out, "measured bubble a step");
       g_assert_nonnull (at);
       at = strstr (at, line);
       g_assert_nonnull (at);
@@ -119,7 +119,7 @@ test_run_trace (void)
   g_assert_nonnull (strstr (out, "steps: 30\n"));
   /* 30 steps x 4 micro-batches x 2 ranks of F and of B. */
   g_assert_nonnull (strstr (out, "(F 240, B 240"));
-  g_assert_nonnull (strstr (out, "planned bubble (last plan of each rank"));
+  g_assert_nonnull (strstr (out, "bubble, plan at measured costs (the last plan of each rank"));
   g_assert_nonnull (strstr (out, "truncated: no\n"));
   g_free (out);
   g_free (err);
@@ -328,7 +328,7 @@ test_sigint (void)
   err = read_all (ch.err_fd);
   assert_run_stderr_quiet (err);
   g_assert_nonnull (strstr (out, "stopped after "));
-  g_assert_nonnull (strstr (out, "bubble a step (measured)"));
+  g_assert_nonnull (strstr (out, "measured bubble a step"));
   g_free (out);
   g_free (err);
   g_free (first);

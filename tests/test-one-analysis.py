@@ -62,6 +62,7 @@ try:
     ok(printed and printed[0] == 0 and printed[-1] == 19, "run numbers its steps 0..19 (%s)" % printed[-1:])
     run_steps = re.search(r"^steps (\d+)\u2013(\d+) \((\d+) steps: whole steps after the first", out, re.M)
     run_bub = [float(x) for x in re.findall(r"^\s+\d+\s+([\d.]+)%\s+[\d.]+%\s+\S+$", out, re.M)]
+    run_plan = re.findall(r"^\s+\d+\s+[\d.]+%\s+([\d.]+%)\s+\S+$", out, re.M)
     run_med = re.search(r"^median step ([\d.]+) ms", out, re.M)
 
     info = cli("info", trace)
@@ -70,6 +71,13 @@ try:
     ok(run_steps is not None and (int(run_steps.group(1)), int(run_steps.group(2))) == (4, 19),
        "run analyses the same steps")
     ok(len(bub) == 2 and run_bub == bub, "run's bubble a step per rank is info's (%s, %s)" % (run_bub, bub))
+    info_plan = re.search(r"^bubble, plan at measured costs \(the last plan of each rank, one step [\d.]+ ms\): "
+                          r"rank 0 ([\d.]+%), rank 1 ([\d.]+%)$", info, re.M)
+    ok(re.search(r"^rank  measured bubble a step  plan at measured costs  closed form \(F=1, B=2\)$", out, re.M)
+       is not None, "run names its three bubbles as every view does")
+    ok(info_plan is not None and run_plan == list(info_plan.groups()),
+       "run's plan at measured costs is info's (the plan it served live is the one it saved) (%s, %s)"
+       % (run_plan, info_plan and info_plan.groups()))
     ok(run_med is not None and med is not None and run_med.group(1) == med,
        "run's median step is info's (%s, %s)" % (run_med and run_med.group(1), med))
     ok(re.search(r"^idle by cause \(a step, the mean over the 16 steps analysed", info, re.M) is not None,

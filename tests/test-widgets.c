@@ -999,8 +999,14 @@ test_stats_panel (void)
   pp_stats_panel_update (PP_STATS_PANEL (p), m);
   pp_stats_panel_update (PP_STATS_PANEL (p), m);   /* again: rows are reused */
   collect_labels (p, text);
-  /* 4 ranks x (measured, plan, closed form) */
-  g_assert_cmpint (pp_test_count (text->str, "33.3%"), ==, 12);
+  /* 4 ranks x (measured, plan, closed form), and the summary's mean */
+  g_assert_cmpint (pp_test_count (text->str, "33.3%"), ==, 13);
+  g_assert_nonnull (strstr (text->str, "measured bubble a step 33.3% (mean over the ranks)"));
+  /* every bubble says which it is (issue 30); a simulated run's plan is
+   * the plan at unit costs */
+  g_assert_nonnull (strstr (text->str, "Measured bubble a step"));
+  g_assert_nonnull (strstr (text->str, "Bubble, plan at unit costs"));
+  g_assert_nonnull (strstr (text->str, "Bubble, closed form (F=1, B=2)"));
   /* a simulated plan ran on no device: its ranks are ranks, not GPUs */
   g_assert_nonnull (strstr (text->str, "rank 3"));
   g_assert_null (strstr (text->str, "rank 4"));
@@ -1233,11 +1239,10 @@ test_whatif_panel (void)
     {
       g_assert_cmpfloat_with_epsilon (c.f[r], 1e-3, 1e-9);
       g_assert_cmpfloat_with_epsilon (c.b[r], 2e-3, 1e-9);
-      g_assert_cmpfloat_with_epsilon (c.w[r], 1e-3, 1e-9);
+      /* no W span (a backward never split): W = 0, suggest's rule */
+      g_assert_cmpfloat (c.w[r], ==, 0);
     }
-  g_free (c.f);
-  g_free (c.b);
-  g_free (c.w);
+  pp_measured_costs_clear (&c);
 
   GtkWidget *p = pp_whatif_panel_new ();
   GtkWidget *win = window_with (p, 700, 500);
@@ -1268,6 +1273,39 @@ test_whatif_panel (void)
   g_assert_nonnull (strstr (text->str, " ms"));
   g_assert_nonnull (strstr (text->str, "bubble"));
   g_string_free (text, TRUE);
+
+  /* issue 30: the measured configuration's row shows what was measured
+   * and says so, every other row says it is a prediction */
+  {
+    PpWhatifMeasured mr;
+    GString *all = g_string_new ("\n");
+    g_assert_true (pp_whatif_measured (m, &mr));
+    g_assert_cmpint (mr.n_steps, >, 0);
+    collect_labels (list, all);
+    g_assert_cmpint (pp_test_count (all->str, "\nmeasured\n"), ==, 1);
+    int n_rows = pp_test_count (all->str, "\nM = ");
+    g_assert_cmpint (n_rows, >, 1);
+    g_assert_cmpint (pp_test_count (all->str, "\npredicted\n"), ==, n_rows - 1);
+    g_string_free (all, TRUE);
+  }
+  /* the memory budget 0 reads "no limit" */
+  {
+    GtkWidget *spin = NULL;
+    GPtrArray *st = g_ptr_array_new ();
+    g_ptr_array_add (st, p);
+    while (st->len && spin == NULL)
+      {
+        GtkWidget *w = g_ptr_array_steal_index (st, st->len - 1);
+        if (GTK_IS_SPIN_BUTTON (w))
+          spin = w;
+        for (GtkWidget *ch = gtk_widget_get_first_child (w); ch; ch = gtk_widget_get_next_sibling (ch))
+          g_ptr_array_add (st, ch);
+      }
+    g_ptr_array_unref (st);
+    g_assert_nonnull (spin);
+    g_assert_cmpfloat (pp_whatif_panel_get_budget (PP_WHATIF_PANEL (p)), ==, 0);
+    g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (spin)), ==, "no limit");
+  }
 
   cairo_surface_t *shot = render_widget (p);
   save_png (shot, "whatif.png");

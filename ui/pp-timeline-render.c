@@ -810,7 +810,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
     if (len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "%s shown", dur);
     if (mean_bubble >= 0 && len < sizeof line)
-      len += snprintf (line + len, sizeof line - len, "  ·  bubble %.1f%% a step (median of %d)",
+      len += snprintf (line + len, sizeof line - len, "  ·  " PP_ANALYSIS_MEASURED_LABEL " %.1f%% (median of %d steps)",
                        100 * mean_bubble, n_steps);
     else if (mean_idle_in_view >= 0 && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  idle %.1f%% of what is shown",
@@ -822,7 +822,8 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
     if (note[0] && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  %s", note);
     if (mean_planned >= 0 && len < sizeof line)
-      len += snprintf (line + len, sizeof line - len, "  ·  planned %.1f%% a step", 100 * mean_planned);
+      len += snprintf (line + len, sizeof line - len, "  ·  bubble, %s %.1f%%",
+                       pp_analysis_plan_label (pp_analysis_plan_of_backend (d ? d->backend : NULL)), 100 * mean_planned);
     if (pp_timeline_model_dropped (c->m) > 0 && len < sizeof line)
       snprintf (line + len, sizeof line - len, "  ·  %llu events dropped",
                 (unsigned long long) pp_timeline_model_dropped (c->m));
@@ -1936,9 +1937,12 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble, double *last_y)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
       /* idle over what is shown (zooming changes it; gaps between steps
-       * count): the bubble a step is the stats panel's figure */
-      snprintf (buf, sizeof buf, "idle %.0f%%", 100 * bubble);
-      font (cr, fmin (11, fs - 1), 0);
+       * count), named so: the measured bubble a step is another figure */
+      snprintf (buf, sizeof buf, "idle %.0f%% in view", 100 * bubble);
+      double ifs = fmin (11, fs - 1), iw;
+      font (cr, ifs, 0);
+      if ((iw = text_w (cr, buf)) > l->x0 - 12 && l->x0 > 12)
+        font (cr, fmax (5, ifs * (l->x0 - 12) / iw), 0);
       set_rgb (cr, c->v->dark ? kind_rgb (PP_SPAN_WAIT, 1) : (Rgb) HEX (0xB04A00));
       text_at (cr, buf, l->x0 - 8, by + bh / 2 + fs, 1);
     }

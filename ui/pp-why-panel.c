@@ -333,6 +333,56 @@ last_steps_spans (const PpTimelineModel *m, int keep_steps, GArray *who)
   return a;
 }
 
+gboolean
+pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhyChange *ch_out,
+                      PpSchedule **s_out, PpError *err)
+{
+  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
+  PpWhyReport *rep = NULL;
+  PpSchedule *s = NULL;
+  int keep = 2 * PP_ANALYSIS_STEPS;
+
+  *rep_out = NULL;
+  if (d == NULL)
+    {
+      g_snprintf (err->msg, sizeof err->msg, "the trace does not describe its schedule");
+      return FALSE;
+    }
+  GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  GArray *spans = last_steps_spans (model, keep, who);
+  const PpTracePlanAction **pa = NULL;
+  size_t *pn = NULL;
+  int np = pp_timeline_model_plans (model, &pa, &pn);
+  PpWhyPlans plans = { MAX (np, 0), pa, pn };
+  /* over the replicas as info analyses them: each replica's pipeline
+   * on its own, a rank's median replica shown */
+  int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
+  int32_t *replica = NULL;
+  if (n_places > 0)
+    {
+      PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
+      for (int i = 0; i < n_places; i++)
+        procs[i] = *pp_timeline_model_place (model, i);
+      replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
+                                          spans->len, err);
+      g_free (procs);
+    }
+  if (n_places == 0 || replica != NULL)
+    pp_why_analyse_replicas (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
+                             spans->len, 0, &rep, ch_out, &s, err);
+  free (replica);
+  free (pa);
+  free (pn);
+  g_array_free (spans, TRUE);
+  g_array_free (who, TRUE);
+  *rep_out = rep;
+  if (s_out != NULL)
+    *s_out = s;
+  else
+    pp_schedule_free (s);
+  return rep != NULL;
+}
+
 void
 pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
 {
@@ -349,44 +399,11 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   self->seen_plans = n_plans;
   clear_results (self);
 
-  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
   PpWhyReport *rep = NULL;
   PpWhyChange ch;
   PpSchedule *s = NULL;
   PpError err = { 0 };
-  int keep = 2 * PP_ANALYSIS_STEPS;
-  if (d == NULL)
-    g_snprintf (err.msg, sizeof err.msg, "the trace does not describe its schedule");
-  else
-    {
-      GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
-      GArray *spans = last_steps_spans (model, keep, who);
-      const PpTracePlanAction **pa = NULL;
-      size_t *pn = NULL;
-      int np = pp_timeline_model_plans (model, &pa, &pn);
-      PpWhyPlans plans = { MAX (np, 0), pa, pn };
-      /* over the replicas as info analyses them: each replica's pipeline
-       * on its own, a rank's median replica shown */
-      int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
-      int32_t *replica = NULL;
-      if (n_places > 0)
-        {
-          PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
-          for (int i = 0; i < n_places; i++)
-            procs[i] = *pp_timeline_model_place (model, i);
-          replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
-                                              spans->len, &err);
-          g_free (procs);
-        }
-      if (n_places == 0 || replica != NULL)
-        pp_why_analyse_replicas (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
-                                 spans->len, 0, &rep, &ch, &s, &err);
-      free (replica);
-      free (pa);
-      free (pn);
-      g_array_free (spans, TRUE);
-      g_array_free (who, TRUE);
-    }
+  pp_why_panel_analyse (model, &rep, &ch, &s, &err);
 
   if (rep == NULL)
     {

@@ -1197,7 +1197,7 @@ pp_cli_run (int argc, char **argv)
         }
       char what[160];
       printf ("\n%s\n", pp_analysis_describe_steps (&an, what, sizeof what));
-      printf ("rank  bubble a step (measured)  %s  %s\n", pp_analysis_plan_label (PP_ANALYSIS_PLAN_MEASURED_COSTS),
+      printf ("rank  %s  %s  %s\n", PP_ANALYSIS_MEASURED_LABEL, pp_analysis_plan_label (PP_ANALYSIS_PLAN_MEASURED_COSTS),
               pp_analysis_plan_label (PP_ANALYSIS_PLAN_CLOSED_FORM));
       for (int r = 0; r < s->ranks; r++)
         {
@@ -1205,7 +1205,7 @@ pp_cli_run (int argc, char **argv)
           pp_analysis_format_percent (meas, sizeof meas, k > 0 ? an.bubble[r] : -1, 1);
           pp_analysis_format_percent (pred, sizeof pred, msim != NULL ? msim->rank[r].bubble : -1, 1);
           pp_analysis_format_percent (cf, sizeof cf, closed, 1);
-          printf ("%4d  %24s  %22s  %11s\n", r, meas, pred, cf);
+          printf ("%4d  %22s  %22s  %22s\n", r, meas, pred, cf);
         }
       double med_s = an.median_step * 1e-9;
       printf ("median step %.3f ms, %.0f samples/s; loss %.4f -> %.4f\n", 1e3 * med_s,

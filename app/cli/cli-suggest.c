@@ -102,13 +102,6 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
   return 0;
 }
 
-static bool
-is_measured (const PpSuggestion *s, const char *name, int M, int V)
-{
-  return name != NULL && strcmp (s->schedule, name) == 0 && s->microbatches == M
-         && s->stages_per_rank == V;
-}
-
 int
 pp_cli_suggest (int argc, char **argv)
 {
@@ -180,17 +173,10 @@ pp_cli_suggest (int argc, char **argv)
     goto out;
   if (has_desc)
     {
-      const PpScheduleInfo *info = pp_schedule_lookup (desc.schedule);
-      measured = info ? info->name : desc.schedule;
-      mV = desc.n_virtual > 0 ? desc.n_virtual : (info ? info->default_v : 1);
-      if (info != NULL && info->takes_group)
-        {
-          /* as the candidates are named: with the group, P by default */
-          int g = pp_schedule_name_group (desc.schedule);
-          snprintf (measured_name, sizeof measured_name, "%s:group=%d", info->name,
-                    g > 0 ? g : costs.ranks);
-          measured = measured_name;
-        }
+      /* named as the candidates are (the app's What if names it so too) */
+      pp_suggest_measured_name (desc.schedule, desc.n_virtual, costs.ranks, measured_name, sizeof measured_name,
+                                &mV);
+      measured = measured_name;
     }
 
   /* All candidates (to find the measured one), then those within the budget. */
@@ -257,7 +243,7 @@ pp_cli_suggest (int argc, char **argv)
       for (size_t i = 0; i < shown; i++)
         {
           const PpSuggestion *s = &kept[i];
-          bool m = is_measured (s, measured, costs.microbatches, mV) && an.n_steps > 0;
+          bool m = pp_suggestion_is (s, measured, costs.microbatches, mV) && an.n_steps > 0;
           char pc[32];
           measured_shown = measured_shown || m;
           double step = m ? an.median_step * 1e-9 : s->step_time;
@@ -276,14 +262,14 @@ pp_cli_suggest (int argc, char **argv)
       if (!measured_shown && measured != NULL)
         {
           size_t i;
-          for (i = 0; i < n_kept && !is_measured (&kept[i], measured, costs.microbatches, mV); i++)
+          for (i = 0; i < n_kept && !pp_suggestion_is (&kept[i], measured, costs.microbatches, mV); i++)
             ;
           if (i < n_kept)
             printf ("measured configuration: #%zu, %s M %d V %d, predicted %.3f ms\n", i + 1, measured,
                     costs.microbatches, mV, kept[i].step_time * 1e3);
           else
             {
-              for (i = 0; i < n_all && !is_measured (&all[i], measured, costs.microbatches, mV); i++)
+              for (i = 0; i < n_all && !pp_suggestion_is (&all[i], measured, costs.microbatches, mV); i++)
                 ;
               if (i < n_all)
                 printf ("measured configuration: %s M %d V %d, predicted %.3f ms, peak activation %.2f: "

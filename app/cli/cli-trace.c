@@ -1190,7 +1190,7 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
       char what[160], pc[32];
       printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
       printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
-      printf ("bubble a step (measured: the median over the steps analysed of the share of the step a rank "
+      printf (PP_ANALYSIS_MEASURED_LABEL " (the median over the steps analysed of the share of the step a rank "
               "runs no block):\n");
       for (int r = 0; r < n_ranks; r++)
         printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
@@ -1320,12 +1320,21 @@ pp_cli_info (int argc, char **argv)
       }
     if (all && pe > ps)
       {
-        printf ("planned bubble (last plan of each rank, one step %.3f ms):", (pe - ps) * 1e3);
+        printf ("bubble, %s (the last plan of each rank, one step %.3f ms):",
+                pp_analysis_plan_label (pp_analysis_plan_of_backend (t.has_desc ? t.desc.backend : NULL)),
+                (pe - ps) * 1e3);
         for (int r = 0; r < n_ranks; r++)
           printf ("%s rank %d %.1f%%", r ? "," : "", r, 100.0 * (1.0 - t.plans[r].busy / (pe - ps)));
         putchar ('\n');
       }
   }
+  if (t.has_desc)
+    {
+      /* the third bubble, named as the app's Stats table names it */
+      double cf = pp_bubble_closed_form (t.desc.schedule, t.desc.n_ranks, t.desc.n_microbatches, t.desc.n_virtual);
+      if (cf >= 0)
+        printf ("bubble, %s: %.1f%%\n", pp_analysis_plan_label (PP_ANALYSIS_PLAN_CLOSED_FORM), 100.0 * cf);
+    }
 
   for (size_t i = 0; i < t.n_all_spans; i++)
     {

@@ -323,6 +323,19 @@ pp_recording_mark_lost (PpRecording *self)
     g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
 }
 
+/* The number of the run's newest step, as the trace and every output
+ * number steps (from 0); -1 before any. */
+static int
+last_step (const PpTimelineModel *m)
+{
+  size_t n = m ? pp_timeline_model_n_steps (m) : 0;
+  const int32_t *num = n ? pp_timeline_model_step_numbers (m) : NULL;
+  int last = -1;
+  for (size_t i = 0; i < n; i++)
+    last = MAX (last, num[i]);
+  return last;
+}
+
 /* One toast for the end of a run, once its cause is known: for a child,
  * when both its stream has ended and it has exited (in either order). */
 static void
@@ -337,7 +350,8 @@ pp_recording_tell_end (PpRecording *self)
     msg = g_strdup_printf ("%s: killed by signal %d after %zu steps", self->title,
                            self->child_status - 128, n);
   else if (!self->child && !self->stop_asked && self->end_how < 0)
-    msg = g_strdup_printf ("%s: connection lost at step %zu (the job may still run)", self->title, n);
+    msg = g_strdup_printf ("%s: connection lost at step %d (the job may still run)", self->title,
+                           MAX (last_step (self->model), 0));
   else
     msg = g_strdup_printf ("%s: %s after %zu steps", self->title, pp_recording_end_word (self), n);
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
@@ -348,19 +362,20 @@ pp_recording_update_status (PpRecording *self)
 {
   g_autofree char *s = NULL;
   size_t n = self->model ? pp_timeline_model_n_steps (self->model) : 0;
+  int last = last_step (self->model);
   switch (self->state)
     {
     case PP_RECORDING_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
     case PP_RECORDING_LIVE:
       /* a job attached over TCP has no pid here: its address instead */
       if (self->pid > 0)
-        s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n);
+        s = g_strdup_printf ("live · pid %d · step %d", self->pid, MAX (last, 0));
       else
-        s = g_strdup_printf ("live · %s · step %zu", self->live ? self->live->job : "?", n);
+        s = g_strdup_printf ("live · %s · step %d", self->live ? self->live->job : "?", MAX (last, 0));
       break;
     case PP_RECORDING_ENDED:
       if (!self->child && !self->stop_asked && self->end_how < 0)
-        s = g_strdup_printf ("connection lost at step %zu", n);
+        s = g_strdup_printf ("connection lost at step %d", MAX (last, 0));
       else
         s = g_strdup_printf ("%s · %zu steps", pp_recording_end_word (self), n);
       break;

@@ -92,8 +92,8 @@ pp_window_validate (PpWindow *self)
       PpCostModel *cost = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0);
       PpSimulation *sim = NULL;
       if (cost && pp_simulate (s, cost, &sim, NULL) == PP_OK)
-        text = g_strdup_printf ("Ready: %d stages, planned bubble %.1f%% (F=1, B=2)",
-                                s->n_stages, 100.0 * sim->bubble);
+        text = g_strdup_printf ("Ready: %d stages, bubble %.1f%% (%s, F=1, B=2)",
+                                s->n_stages, 100.0 * sim->bubble, pp_analysis_plan_label (PP_ANALYSIS_PLAN_UNIT_COSTS));
       else
         text = g_strdup_printf ("Ready: %d stages", s->n_stages);
       pp_simulation_free (sim);
