@@ -565,6 +565,19 @@ test_timeline_tooltip (void)
   g_assert_cmpstr (text, ==, "rank 1 · stage 1 · micro-batch 2 · F · start 3.000 ms · 1.000 ms");
   g_free (text);
 
+  /* zoomed in until the ruler reads µs, the tooltip reads µs (issue 30) */
+  pp_timeline_widget_set_range (t, start + 3 * MS + MS / 2 - 20000, start + 3 * MS + MS / 2 + 20000);
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_cmpstr (pp_timeline_ruler_unit (m, &v, NULL, NULL), ==, "µs");
+  pp_timeline_layout (m, &v, &l);
+  x = pp_timeline_x_of (&v, &l, start + 3 * MS + MS / 2);
+  text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_cmpstr (text, ==, "rank 1 · stage 1 · micro-batch 2 · F · start 3000.000 µs · 1000.000 µs");
+  g_free (text);
+  pp_timeline_widget_zoom_to_fit (t);
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (m, &v, &l);
+
   /* the bubble has no tooltip */
   x = pp_timeline_x_of (&v, &l, start + 10 * MS);
   y = l.rows_y + 0.5 * l.block_h;
@@ -626,8 +639,74 @@ test_timeline_tooltip (void)
   y = l.rows_y + 0.5 * l.block_h;
   text = pp_timeline_widget_tooltip_text (t, x, y);
   g_assert_cmpstr (text, ==, "CPU rank 0 · 2F2 + 1B0 overlapped (forward: stage 2, micro-batch 2; "
-                             "backward B: stage 1, micro-batch 0) · start 0 ns · 2.000 ms");
+                             "backward B: stage 1, micro-batch 0) · start 0.000 ms · 2.000 ms");
   g_free (text);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+/* Issue 30: the arrow keys pan the timeline without a click into it first
+ * (the window hands them over, focus on a button), but never while the
+ * focus is in a text entry (Find's keys stay Find's). */
+static void
+test_timeline_arrows_from_window (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *button = gtk_button_new_with_label ("Run"), *entry = gtk_entry_new ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  gtk_box_append (GTK_BOX (box), button);
+  gtk_box_append (GTK_BOX (box), entry);
+  gtk_widget_set_vexpand (tl, TRUE);
+  gtk_box_append (GTK_BOX (box), tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (box, WIN_W, WIN_H);
+
+  /* the window's key controller that runs before any child's */
+  GtkEventController *keys = NULL;
+  GListModel *cs = gtk_widget_observe_controllers (win);
+  for (guint i = 0; i < g_list_model_get_n_items (cs) && keys == NULL; i++)
+    {
+      GObject *c = g_list_model_get_item (cs, i);
+      if (GTK_IS_EVENT_CONTROLLER_KEY (c)
+          && gtk_event_controller_get_propagation_phase (GTK_EVENT_CONTROLLER (c)) == GTK_PHASE_CAPTURE)
+        keys = GTK_EVENT_CONTROLLER (c);
+      g_object_unref (c);
+    }
+  g_object_unref (cs);
+  g_assert_nonnull (keys);
+
+  gint64 a0, a1, b0, b1;
+  gboolean handled = FALSE;
+  pp_timeline_widget_zoom (t, 4);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  gtk_widget_grab_focus (button);
+  g_assert_true (gtk_root_get_focus (GTK_ROOT (win)) == button);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Right, 0, 0, &handled);
+  g_assert_true (handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b0, >, a0);
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
+
+  /* in the entry, Left is the entry's */
+  gtk_widget_grab_focus (entry);
+  handled = FALSE;
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  g_assert_false (handled);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  g_assert_cmpint (a0, ==, b0);
+  g_assert_cmpint (a1, ==, b1);
+
+  /* with a modifier the window's own shortcuts keep it */
+  gtk_widget_grab_focus (button);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, GDK_CONTROL_MASK, &handled);
+  g_assert_false (handled);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  g_assert_true (handled);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  g_assert_cmpint (a0, <, b0);
+
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
 }
@@ -1399,6 +1478,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/details", test_timeline_details);
   g_test_add_func ("/widgets/timeline/live-follow", test_timeline_live_follow);
   g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
+  g_test_add_func ("/widgets/timeline/arrows-from-window", test_timeline_arrows_from_window);
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);

@@ -151,6 +151,12 @@ struct _PpTimelineModel {
   char               note[256];
   int                n_unplaced;         /* processes whose place was not read */
   int                untagged_pending;   /* spans in a rank's untagged not yet adopted */
+  /* Bumped by whatever changes what the model holds: a cache of a
+   * whole-run figure is good while it stands (step_bubbles' answer,
+   * asked by every frame's header, costs a pass and a sort over every
+   * span: a million spans redrawn at any zoom paid it each time). */
+  uint64_t           generation;
+  struct { double *bubble; int n_ranks, n_steps; uint64_t generation; } step_cache;
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -237,6 +243,7 @@ pp_timeline_model_free (PpTimelineModel *m)
       free (m->rows[r].fold);
   free (m->rows);
   free (m->row_bubbles);
+  free (m->step_cache.bubble);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -1318,6 +1325,7 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
+  m->generation++;
   /* every process's spans are kept for the views over the replicas */
   if (item->process >= 0 && !m->is_view && item->type == PP_TRACE_ITEM_SPAN)
     proc_add_span (m, &item->span, item->process);
@@ -1408,6 +1416,7 @@ pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
   if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
     return 0;
   Rank *r = &m->ranks[rank];
+  m->generation++;
   fresh_extents (m);
   if (t_ns == PP_TIMELINE_LOST_AT_LAST_EVENT)
     t_ns = r->max_end_ns != INT64_MIN ? r->max_end_ns
@@ -1926,8 +1935,8 @@ step_index (const int32_t *steps, size_t n, int32_t step)
  * rank's per-step values are kept only for the steps it has spans in (the
  * others' bubble is 1): memory and time are O(spans log spans), whatever
  * the step numbers or the number of ranks. */
-int
-pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+static int
+compute_step_bubbles (const PpTimelineModel *m, double *bubble)
 {
   int32_t *steps = NULL;
   size_t n_distinct = 0, n_block = 0;
@@ -2066,6 +2075,35 @@ out:
   return n_steps;
 }
 
+/* The answer is kept until the model changes (generation): every frame
+ * asks it for the header, at any zoom. */
+int
+pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+{
+  PpTimelineModel *mm = (PpTimelineModel *) m;
+  int n_steps;
+
+  if (m == NULL)
+    return 0;
+  if (m->step_cache.bubble != NULL && m->step_cache.generation == m->generation
+      && m->step_cache.n_ranks == m->n_ranks)
+    {
+      memcpy (bubble, m->step_cache.bubble, (size_t) m->n_ranks * sizeof *bubble);
+      return m->step_cache.n_steps;
+    }
+  n_steps = compute_step_bubbles (m, bubble);
+  free (mm->step_cache.bubble);
+  mm->step_cache.bubble = m->n_ranks > 0 ? malloc ((size_t) m->n_ranks * sizeof *bubble) : NULL;
+  if (mm->step_cache.bubble != NULL)
+    {
+      memcpy (mm->step_cache.bubble, bubble, (size_t) m->n_ranks * sizeof *bubble);
+      mm->step_cache.n_ranks = m->n_ranks;
+      mm->step_cache.n_steps = n_steps;
+      mm->step_cache.generation = m->generation;
+    }
+  return n_steps;
+}
+
 int
 pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
 {
@@ -2173,6 +2211,7 @@ pp_timeline_model_view_add_row (PpTimelineModel *v, const PpTimelineModel *src, 
   int row = v->n_ranks;
   if (!v->is_view || ensure_rank (v, row) != 0)
     return -1;
+  v->generation++;
   Row *rw = &v->rows[row];
   rw->rank = rank;
   rw->process = process;
@@ -2209,6 +2248,7 @@ pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spa
 {
   if (!v->is_view || row < 0 || row >= v->n_ranks)
     return -1;
+  v->generation++;
   Rank *rk = &v->ranks[row];
   size_t before = rk->n_spans;
   for (size_t i = 0; i < n; i++)
@@ -2288,6 +2328,7 @@ pp_timeline_model_view_set_bubbles (PpTimelineModel *v, const double *by_rank, i
 {
   if (v == NULL || !v->is_view || v->n_ranks == 0)
     return;
+  v->generation++;
   free (v->row_bubbles);
   if ((v->row_bubbles = malloc ((size_t) v->n_ranks * sizeof *v->row_bubbles)) == NULL)
     return;

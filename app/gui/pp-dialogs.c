@@ -330,9 +330,10 @@ pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, 
   PpTimelineView v;
   if (as_shown)
     {
-      pp_timeline_widget_get_view (self->timeline[0], &v);
-      v.width = width;
-      v.height = height;
+      /* its range, and blocks or per-step bars as the window draws them */
+      PpTimelineView shown;
+      pp_timeline_widget_get_view (self->timeline[0], &shown);
+      pp_timeline_view_as_shown (m, &shown, width, height, &v);
     }
   else
     {
