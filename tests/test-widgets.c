@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pp-compare.h"
 #include "pp-panels.h"
 #include "pp-suggest.h"
 #include "pp-test-util.h"
@@ -1084,10 +1085,91 @@ test_memory_chart (void)
   g_assert_cmpint (blue, >, 50);
   cairo_surface_destroy (empty);
   cairo_surface_destroy (full);
+  g_assert_null (pp_memory_chart_empty_reason (PP_MEMORY_CHART (chart)));
   pp_memory_chart_update (PP_MEMORY_CHART (chart), NULL);
   g_assert_null (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 0, buf, sizeof buf));
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
+
+  /* A PyTorch job's hook records no activation memory: the empty chart
+   * says so, not "not yet" (issue 30); a run of ours says "not yet". */
+  for (int pytorch = 0; pytorch < 2; pytorch++)
+    {
+      PpTimelineModel *pm = pp_timeline_model_new ();
+      PpTraceDescription pd = d;
+      if (pytorch)
+        g_strlcpy (pd.model, "PyTorch 2.5.0 gloo Schedule1F1B", sizeof pd.model);
+      PpTraceItem pit = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &pd };
+      pp_timeline_model_add (pm, &pit);
+      GtkWidget *c2 = pp_memory_chart_new ();
+      pp_memory_chart_update (PP_MEMORY_CHART (c2), pm);
+      const char *why = pp_memory_chart_empty_reason (PP_MEMORY_CHART (c2));
+      g_assert_nonnull (why);
+      if (pytorch)
+        g_assert_nonnull (strstr (why, "records none for PyTorch jobs"));
+      else
+        g_assert_cmpstr (why, ==, "No activation memory reported yet");
+      g_object_ref_sink (c2);
+      g_object_unref (c2);
+      pp_timeline_model_free (pm);
+    }
+}
+
+/* Two runs compared (issue 30): what differs, with the ratio.  GPipe with
+ * 6 micro-batches against 1F1B with 12 on 4 ranks (plans at unit costs):
+ * the schedule and M differ, P does not; every rank's bubble a step goes
+ * from 3/9 (33.3 %) to 3/15 (20.0 %), x0.60. */
+static void
+test_compare_runs (void)
+{
+  PpTimelineModel *a = gpipe_model ();
+  g_autofree char *path = g_build_filename (tmpdir, "1f1b-12.pptrace", NULL);
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &err, "schedule", "-s", "1F1B", "-p", "4", "-m", "12",
+                                    "--trace", path, NULL), ==, 0);
+  g_free (out);
+  g_free (err);
+  PpError perr = { 0 };
+  PpTimelineModel *b = pp_timeline_model_new_from_file (path, &perr);
+  g_assert_nonnull (b);
+  PpCompareRow rows[32];
+  size_t n = pp_compare_runs (a, b, rows, G_N_ELEMENTS (rows));
+  /* schedule, P, M, V, steps, step time, 4 ranks' bubbles, their mean */
+  g_assert_cmpuint (n, ==, 11);
+  g_assert_cmpstr (rows[0].what, ==, "Schedule");
+  g_assert_cmpstr (rows[0].a, ==, "GPipe");
+  g_assert_cmpstr (rows[0].b, ==, "1F1B");
+  g_assert_true (rows[0].differs);
+  g_assert_cmpstr (rows[1].what, ==, "Ranks (P)");
+  g_assert_false (rows[1].differs);
+  g_assert_cmpstr (rows[1].ratio, ==, "same");
+  g_assert_cmpstr (rows[2].what, ==, "Micro-batches (M)");
+  g_assert_cmpstr (rows[2].a, ==, "6");
+  g_assert_cmpstr (rows[2].b, ==, "12");
+  g_assert_true (rows[2].differs);
+  g_assert_cmpstr (rows[5].what, ==, "Mean step time");
+  for (int r = 0; r < 4; r++)
+    {
+      char what[48];
+      g_snprintf (what, sizeof what, "Bubble a step, rank %d", r);
+      g_assert_cmpstr (rows[6 + r].what, ==, what);
+      g_assert_cmpstr (rows[6 + r].a, ==, "33.3 %");
+      g_assert_cmpstr (rows[6 + r].b, ==, "20.0 %");
+      g_assert_cmpstr (rows[6 + r].ratio, ==, "×0.60");
+    }
+  g_assert_cmpstr (rows[10].what, ==, "Bubble a step, mean");
+  g_assert_cmpstr (rows[10].ratio, ==, "×0.60");
+  /* a run against itself: nothing differs */
+  n = pp_compare_runs (a, a, rows, G_N_ELEMENTS (rows));
+  for (size_t i = 0; i < n; i++)
+    g_assert_false (rows[i].differs);
+  /* the table shows them (a header and a line a row, four cells each) */
+  GtkWidget *table = pp_compare_table_new ();
+  g_object_ref_sink (table);
+  pp_compare_table_update (PP_COMPARE_TABLE (table), a, "gpipe.pptrace — GPipe", b, "1f1b-12.pptrace — 1F1B");
+  g_object_unref (table);
+  pp_timeline_model_free (a);
+  pp_timeline_model_free (b);
 }
 
 static void
@@ -1406,6 +1488,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
+  g_test_add_func ("/widgets/compare-runs", test_compare_runs);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);

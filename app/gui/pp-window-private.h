@@ -2,6 +2,7 @@
  * reach inside it. */
 #pragma once
 
+#include "pp-compare.h"
 #include "pp-panels.h"
 #include "pp-recording.h"
 #include "pp-timeline-widget.h"
@@ -34,6 +35,9 @@ struct _PpWindow
   AdwToastOverlay  *toasts;
   GtkListBox       *run_list;
   GtkStack         *main_stack;     /* "empty" / "timeline" */
+  AdwStatusPage    *empty_page;     /* what "empty" says: how to start, or why an open failed */
+  char             *empty_default;  /* its description as the template has it */
+  gboolean          waiting;        /* it says the run on screen has no block yet */
   GtkPaned         *vpaned;         /* timelines above, panels below */
   int               single_position;/* the divider before comparing */
   PpTimelineWidget *timeline[2];
@@ -45,6 +49,9 @@ struct _PpWindow
   PpMemoryChart    *memory;
   PpWhatifPanel    *whatif;
   PpWhyPanel       *why;
+  AdwViewStack     *panels;
+  AdwViewStackPage *compare_page;   /* shown while two runs are compared */
+  PpCompareTable   *compare;
   GtkDropDown      *replicas_switch; /* a job of replicas: Fold, All, Replica 0.. */
   int               replicas_dp;     /* the replicas it lists (0: hidden) */
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
@@ -93,8 +100,23 @@ gboolean pp_window_save_screenshot    (PpWindow *self, const char *path, gboolea
                                        int width, int height, GError **error);
 void pp_window_export_chrome_to       (PpWindow *self, const char *out);
 void pp_window_toast                  (PpWindow *self, const char *message);
+/* pp-window-empty.c: the page shown where there is no timeline.  A file
+ * that could not be opened: a toast, and while no run is on screen the
+ * page says it (title, and message as text, never markup).  A run on
+ * screen without a block yet: "Waiting for Ranks" (or why it ended without
+ * one) instead of an empty timeline; update_waiting follows the run shown.
+ * reset: the page as the template has it. */
+void pp_window_show_open_error        (PpWindow *self, const char *message);
+void pp_window_update_waiting         (PpWindow *self);
+void pp_window_reset_empty_page       (PpWindow *self);
 /* The primary run shown (NULL if none). */
 PpRecording *pp_window_get_shown_run        (PpWindow *self);
+
+/* pp-save-trace.c: Save Trace… (Ctrl+Shift+S), and what it does once a
+ * file is chosen (also used by the self-test): the shown run's trace
+ * copied to path. */
+void     pp_window_show_save_trace_dialog (PpWindow *self);
+gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GError **error);
 
 /* pp-window-details.c: the find entry and the details pane, wired to
  * the upper timeline (called once from init). */
