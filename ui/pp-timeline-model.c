@@ -111,6 +111,12 @@ struct _PpTimelineModel {
   double            *losses;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  /* the block-edge counters (run delay, probe self; 1.6), clock offset
+   * applied, for the Why panel's runtime parts: the last
+   * PP_TIMELINE_EDGE_MAX of them, who wrote each */
+  PpCounter         *edge;
+  int32_t           *edge_process;
+  size_t             n_edge, cap_edge;
   int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
   /* The extents are a cache: what only widens them (a span, a first plan)
    * widens them as it comes; what may shrink them (a plan replaced, a clock
@@ -244,6 +250,8 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  free (m->edge);
+  free (m->edge_process);
   for (size_t i = 0; i < m->n_strings; i++)
     free (m->strings[i].name);
   free (m->strings);
@@ -743,11 +751,57 @@ add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
+/* Keeps a block-edge counter; past PP_TIMELINE_EDGE_MAX the older half
+ * goes (the Why panel reads the last steps only). */
+static int
+add_edge_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
+{
+  if (c->rank < 0 || c->rank >= PP_TRACE_MAX_RANKS)
+    return 0;
+  if (m->n_edge == PP_TIMELINE_EDGE_MAX)
+    {
+      size_t half = m->n_edge / 2;
+      memmove (m->edge, m->edge + half, (m->n_edge - half) * sizeof *m->edge);
+      memmove (m->edge_process, m->edge_process + half, (m->n_edge - half) * sizeof *m->edge_process);
+      m->n_edge -= half;
+    }
+  if (m->n_edge == m->cap_edge)
+    {
+      size_t cap = m->cap_edge ? 2 * m->cap_edge : 256;
+      PpCounter *e = realloc (m->edge, cap * sizeof *e);
+      if (e == NULL)
+        return 0;
+      m->edge = e;
+      int32_t *p = realloc (m->edge_process, cap * sizeof *p);
+      if (p == NULL)
+        return 0;
+      m->edge_process = p;
+      m->cap_edge = cap;
+    }
+  m->edge[m->n_edge] = *c;
+  m->edge[m->n_edge].time_ns = add_ns (c->time_ns, offset_for (m, c->rank, process));
+  m->edge_process[m->n_edge++] = process;
+  return 1;
+}
+
+size_t
+pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
+                                 const int32_t **process)
+{
+  *counters = m != NULL ? m->edge : NULL;
+  if (process != NULL)
+    *process = m != NULL ? m->edge_process : NULL;
+  return m != NULL ? m->n_edge : 0;
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
   switch (c->kind)
     {
+    case PP_COUNTER_RUN_DELAY_NS:
+    case PP_COUNTER_PROBE_SELF_NS:
+      return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
       /* Losses are indexed by step; the array may run ahead of the loss
        * counters seen by a bounded factor only, so one counter with a huge
@@ -2143,6 +2197,13 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       memcpy (v->losses, src->losses, src->n_losses * sizeof *v->losses);
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
+    }
+  if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
+      && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL)
+    {
+      memcpy (v->edge, src->edge, src->n_edge * sizeof *v->edge);
+      memcpy (v->edge_process, src->edge_process, src->n_edge * sizeof *v->edge_process);
+      v->n_edge = v->cap_edge = src->n_edge;
     }
   v->dropped = src->dropped;
   /* the places, without their spans: who a fold's slowest replica is */

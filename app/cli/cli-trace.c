@@ -23,6 +23,7 @@
 #include "pp-trace.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
 
@@ -453,9 +454,23 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
   int32_t *rep = replicas_of (t, &oom);
   if (oom)
     return pp_error_set (e, PP_ENOMEM, "out of memory");
-  PpStatus st = pp_why_analyse_replicas (&t->desc, &t->why_plans, t->spans, rep,
-                                         rep != NULL ? t->n_all_spans : t->n_spans, 0, why, ch, s, e);
+  /* the counters' replicas, as the spans' (runtime's block-edge counters) */
+  int32_t *crep = rep != NULL ? malloc ((t->n_counters + 1) * sizeof *crep) : NULL;
+  if (rep != NULL && crep == NULL)
+    {
+      free (rep);
+      return pp_error_set (e, PP_ENOMEM, "out of memory");
+    }
+  for (size_t i = 0; crep != NULL && i < t->n_counters; i++)
+    {
+      int32_t g = t->counter_process[i];
+      crep[i] = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? t->proc_replica[t->proc_at[g]] : -1;
+    }
+  PpStatus st = pp_why_analyse_replicas_counters (&t->desc, &t->why_plans, t->spans, rep,
+                                                  rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
+                                                  crep, t->n_counters, 0, why, ch, s, e);
   free (rep);
+  free (crep);
   return st;
 }
 
@@ -1467,6 +1482,7 @@ pp_cli_info (int argc, char **argv)
                 why->n_steps, why->n_steps == 1 ? "" : "s");
         pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_replicas (stdout, why, 1e3, "ms");
+        pp_why_print_runtime_parts (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_path (stdout, why);
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
