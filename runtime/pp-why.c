@@ -1,5 +1,6 @@
 /* pp-why.c — idle time by cause, the critical path, what to change (pp-why.h). */
 #include "pp-why.h"
+#include "pp-analysis.h"
 #include "pp-why-runtime.h"
 #include "pp-schedule-rules.h"
 
@@ -576,7 +577,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   *out = NULL;
   if (s == NULL)
     return pp_error_set (err, PP_EINVAL, "pp_why_analyse_spans: a schedule is required");
-  if (max_steps <= 0)
+  if (max_steps <= 0 || max_steps > PP_WHY_MAX_STEPS)
     max_steps = PP_WHY_MAX_STEPS;
   P = s->ranks;
   S = s->n_stages;
@@ -642,10 +643,18 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                          s->name);
       goto out;
     }
-  /* the last max_steps, the first (warm-up) step left out when there are more */
+  /* the steps that count: pp-analysis.h's one rule (max_steps may ask
+   * for fewer, never more) */
   size_t first_range = 0;
-  if (n_ranges > 1 && ranges[0].step == spans[idx[0]].step)
-    first_range = 1;
+  {
+    int32_t *whole = malloc (n_ranges * sizeof *whole);
+    if (whole == NULL)
+      goto oom;
+    for (size_t i = 0; i < n_ranges; i++)
+      whole[i] = ranges[i].step;
+    pp_analysis_pick_steps (whole, n_ranges, spans[idx[0]].step, &first_range);
+    free (whole);
+  }
   if (n_ranges - first_range > (size_t) max_steps)
     first_range = n_ranges - (size_t) max_steps;
 
@@ -822,7 +831,14 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
     }
   {
     double k = rep->n_steps;
-    rep->length /= k;
+    /* the step statistic is the median step (pp-analysis.h) */
+    double *lens = malloc ((size_t) rep->n_steps * sizeof *lens);
+    if (lens == NULL)
+      goto oom;
+    for (int i = 0; i < rep->n_steps; i++)
+      lens[i] = rep->steps[i].length;
+    rep->length = pp_analysis_median (lens, (size_t) rep->n_steps);
+    free (lens);
     for (int r = 0; r < P; r++)
       {
         rep->idle[r].measured /= k;

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pp-analysis.h"
 #include "pp-event.h"
 #include "pp-model.h"
 #include "pp-schedule.h"
@@ -169,9 +170,9 @@ PpStatus pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out,
 
 /* ---- a measured run ------------------------------------------------------- */
 
-/* The most steps one analysis looks at (the last ones): a trace of a
- * million steps costs what this many cost. */
-#define PP_WHY_MAX_STEPS 64
+/* The most steps one analysis looks at: pp-analysis.h's rule, the same
+ * in every view. */
+#define PP_WHY_MAX_STEPS PP_ANALYSIS_STEPS
 
 typedef struct {
   int        step;
@@ -184,11 +185,10 @@ typedef struct {
 
 typedef struct {
   int          ranks, n_stages;
-  int          n_steps;          /* analysed: the last whole steps, the first
-                                  * (warm-up) step left out when there are more */
+  int          n_steps;          /* analysed: pp-analysis.h's step rule */
   PpWhyStep   *steps;            /* [n_steps] */
   PpWhyIdle   *idle;             /* [ranks] mean over the analysed steps */
-  double       length;           /* mean step length */
+  double       length;           /* the median step (pp-analysis.h) */
   double      *path_share;       /* [n_stages] mean share of the step each stage holds on the path */
   double       path_transfer_share, path_slack_share;
   PpCostModel *costs;            /* mean measured costs over the analysed steps */

@@ -8,10 +8,12 @@
  * tooltip lists them under runtime), each stage's share of the critical
  * path and the "what to change" line.
  *
- * The analysis reads only the last steps (at most PP_WHY_PANEL_MAX_STEPS,
- * fewer for a large schedule: at most PP_WHY_PANEL_MAX_WORK simulated
- * actions an update), and only again when the model has new spans: a
- * trace of a million spans costs one pass to pick the steps' spans out.
+ * The analysis counts the steps every view counts (pp-analysis.h: whole
+ * steps after the first, the last PP_ANALYSIS_STEPS); it is handed the
+ * spans of twice as many last steps, enough for the rule to find them
+ * (a step still running is not whole), and runs only again when the model
+ * has new spans: a trace of a million spans costs one pass to pick the
+ * steps' spans out.
  */
 #include "pp-panels.h"
 
@@ -23,8 +25,6 @@
 #include "pp-why.h"
 #include "pp-why-runtime.h"
 
-#define PP_WHY_PANEL_MAX_STEPS 16
-#define PP_WHY_PANEL_MAX_WORK  (1L << 18)
 
 #define ROW_H   22.0
 #define LABEL_W 96.0   /* "CPU rank 12", "nodeB:rank 3" */
@@ -369,13 +369,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   PpWhyChange ch;
   PpSchedule *s = NULL;
   PpError err = { 0 };
-  int keep = PP_WHY_PANEL_MAX_STEPS;
-  if (d != NULL && d->n_ranks > 0 && d->n_microbatches > 0)
-    {
-      /* about 2 actions per stage visit, 3 simulations a step */
-      long work = 6L * d->n_ranks * d->n_microbatches * (d->n_virtual > 0 ? d->n_virtual : 1);
-      keep = (int) CLAMP (PP_WHY_PANEL_MAX_WORK / MAX (work, 1), 1, PP_WHY_PANEL_MAX_STEPS);
-    }
+  int keep = 2 * PP_ANALYSIS_STEPS;
   if (d == NULL)
     g_snprintf (err.msg, sizeof err.msg, "the trace does not describe its schedule");
   else
@@ -406,7 +400,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
         }
       if (n_places == 0 || replica != NULL)
         pp_why_analyse_replicas_counters (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
-                                          spans->len, ctr, ctr_replica, n_ctr, keep, &rep, &ch, &s, &err);
+                                          spans->len, ctr, ctr_replica, n_ctr, 0, &rep, &ch, &s, &err);
       free (replica);
       free (ctr_replica);
       free (pa);
@@ -452,8 +446,9 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   char over[96] = "";
   if (rep->n_replicas > 1)
     g_snprintf (over, sizeof over, ", each rank's median copy of the pipeline of %d", rep->n_replicas);
-  char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s%s): "
-                             "%.0f%% of it is %s",
+  char *t = g_strdup_printf ("Idle time by cause, a step (the mean over steps %d\u2013%d, %d step%s: "
+                             PP_ANALYSIS_STEP_RULE "%s): %.0f%% of it is %s",
+                             rep->steps[0].step, rep->steps[rep->n_steps - 1].step,
                              rep->n_steps, rep->n_steps == 1 ? "" : "s", over,
                              total > 0 ? 100.0 * sum[most] / total : 0.0, part_label (most));
   gtk_label_set_text (GTK_LABEL (self->title), t);
