@@ -237,6 +237,57 @@ test_app_replicas (void)
     }
 }
 
+/* ---- the Spans tab and Find (issue 30) -------------------------------------------- */
+
+/* A ZB-H1 run of 4 ranks, 8 micro-batches, 6 steps on the CPU (F, I, W
+ * blocks and the optimizer): the Spans tab lists every block in start
+ * order and longest first after a click on Duration; Find "W" counts the
+ * 4 x 8 x 6 W blocks, Enter and Shift+Enter walk them ("1 of 192", ...,
+ * around to "192 of 192"), each selected on the timeline and in view; a
+ * click on a line selects its block; the histogram holds each W once.
+ * The window with the tab in view is saved as spans.png. */
+static void
+test_app_spans (void)
+{
+  const char *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (cli);
+  g_autofree char *dir = g_build_filename (tmp_dir, "spans", NULL);
+  g_autofree char *trace = g_build_filename (dir, "zbh1.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  const char *make[] = { cli, "run", "-s", "zbh1", "-p", "4", "-m", "8", "--steps", "6", "--backend", "cpu",
+                         "--no-live", "--trace", trace, NULL };
+  int status = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_setenv ("PIPESCOPE_SELF_TEST_SHOTS", dir, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=spans", trace, NULL);
+  g_unsetenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* 4 ranks x 6 steps x (8 F + 8 I + 8 W + 1 OPT) blocks */
+  g_assert_nonnull (strstr (out, "self-test: spans tab: 600 lines, 600 blocks on the timeline\n"));
+  g_assert_nonnull (strstr (out, "self-test: sorted by duration: 600 lines, the longest first"));
+  const char *counts[] = { "192 matches", "1 of 192", "2 of 192", "192 of 192", "3 of 192" };
+  for (guint i = 0; i < G_N_ELEMENTS (counts); i++)
+    {
+      g_autofree char *line = g_strdup_printf ("self-test: find count: \"%s\"\n", counts[i]);
+      g_assert_nonnull (strstr (out, line));
+    }
+  g_assert_nonnull (strstr (out, "self-test: histogram of W: 1 kind(s) x 4 rank(s), 192 blocks in its bins\n"));
+  g_assert_nonnull (strstr (out, "self-test: a click on line 3 selects its block on the timeline, in view\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: spans"));
+  g_autofree char *png = g_build_filename (dir, "spans.png", NULL);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (png, &data, &len, NULL));
+  g_assert_cmpuint (len, >, 8);
+  g_assert_cmpmem (data, 8, "\x89PNG\r\n\x1a\n", 8);
+}
+
 /* ---- Profile a command: a real PyTorch job, a row per rank ---------------------- */
 
 static void
@@ -454,6 +505,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/replicas", test_app_replicas);
   g_test_add_func ("/app/open-error", test_app_open_error);
   g_test_add_func ("/app/save", test_app_save);
+  g_test_add_func ("/app/spans", test_app_spans);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

@@ -129,7 +129,7 @@ def main():
                                    start_new_session=True)
             # wait for the first step of rank 0 (its report), not for a time
             line = job.stdout.readline()
-            while line and not line.startswith("step 1 "):
+            while line and not line.startswith("step 0 "):
                 line = job.stdout.readline()
             return job
 
@@ -247,7 +247,7 @@ def main():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             line = job.stdout.readline()
-            while line and not line.startswith("step 1 "):
+            while line and not line.startswith("step 0 "):
                 line = job.stdout.readline()
             import threading
             rest = []   # the job's step lines, drained so it never blocks on a full pipe

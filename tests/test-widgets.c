@@ -17,6 +17,7 @@
 #include "pp-timeline-widget.h"
 #include "pp-timeline-details.h"
 #include "pp-timeline-fold.h"
+#include "pp-why-runtime.h"
 
 /* Not in the headers: the widgets expose these for tests. */
 char    *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
@@ -866,6 +867,85 @@ test_stats_replicas (void)
   pp_timeline_model_free (m);
 }
 
+/* The Why tab names what runtime is made of (issue 29): a GPipe 2 x 2
+ * trace (F 1 ms, B 2 ms) whose blocks from 3 ms on are 4 ms late, with a
+ * 3 ms GC in rank 1's gap and rank 0's run delay growing 1.5 ms across
+ * its gap (counters at its block edges): the panel's runtime parts are
+ * the analysis's, and its text names them with their shares. */
+static void
+test_why_runtime_parts (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-widgets-why-rt-");
+  char *path = pp_test_ctx_path (&c, "run.pptrace");
+  PpSchedule *s = pp_test_generate ("GPipe", 2, 2, 1);
+  PpSimulation *sim = pp_test_simulate (s, 1e-3, 2e-3, 0, 0);
+  PpError e = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &e);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &e), ==, PP_OK);
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        int64_t t0 = llround (sim->timeline[r][k].start * 1e9), t1 = llround (sim->timeline[r][k].end * 1e9);
+        int64_t late = t0 >= 3000000 ? 4000000 : 0;
+        PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .peer_rank = -1,
+                      .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B,
+                      .start_ns = t0 + late, .end_ns = t1 + late };
+        g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &e), ==, PP_OK);
+        for (int edge = 0; r == 0 && edge < 2; edge++)
+          {
+            PpCounter ct = { .rank = 0, .kind = PP_COUNTER_RUN_DELAY_NS,
+                             .time_ns = edge == 0 ? sp.start_ns : sp.end_ns };
+            ct.value = ct.time_ns >= 9000000 ? 1.5e6 : 0;
+            g_assert_cmpint (pp_trace_write_counter (w, &ct, &e), ==, PP_OK);
+          }
+      }
+  PpSpan gc = { .rank = 1, .stage = -1, .microbatch = -1, .peer_rank = -1, .kind = PP_SPAN_GC,
+                .start_ns = 3000000, .end_ns = 6000000 };
+  g_assert_cmpint (pp_trace_write_spans (w, &gc, 1, &e), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+
+  PpWhyReport *want = NULL;
+  g_assert_cmpint (pp_why_analyse_trace (path, 0, &want, NULL, NULL, &e), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (want->idle[1].runtime_parts[PP_WHY_RT_GC], 3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (want->idle[0].runtime_parts[PP_WHY_RT_DESCHEDULED], 1.5e-3, 1e-9);
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &e);
+  g_assert_nonnull (m);
+  GtkWidget *p = pp_why_panel_new ();
+  g_object_ref_sink (p);
+  pp_why_panel_update (PP_WHY_PANEL (p), m);
+  for (int r = 0; r < 2; r++)
+    {
+      PpWhyIdle got;
+      int n_rep = 0;
+      g_assert_true (pp_why_panel_get_idle (PP_WHY_PANEL (p), r, &got, &n_rep));
+      for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+        g_assert_cmpfloat_with_epsilon (got.runtime_parts[k], want->idle[r].runtime_parts[k], 1e-9);
+    }
+  GString *text = g_string_new (NULL);
+  collect_labels (p, text);
+  g_assert_nonnull (strstr (text->str, "Inside runtime"));
+  g_assert_nonnull (strstr (text->str, ": 4.00 ms = descheduled 38%, gc 0%"));
+  g_assert_nonnull (strstr (text->str, ": 4.00 ms = descheduled 0%, gc 75%"));
+  g_string_free (text, TRUE);
+  g_object_unref (p);
+  pp_timeline_model_free (m);
+  pp_why_report_free (want);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
 /* The Why tab of a 2 x 2 job says what info and export --format why say:
  * each pipeline rank's median replica over the two (pp_why_analyse_replicas
  * over every process's spans), not the one replica its rows show.  Replica
@@ -1485,6 +1565,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
   g_test_add_func ("/widgets/why-replicas", test_why_replicas);
+  g_test_add_func ("/widgets/why-runtime-parts", test_why_runtime_parts);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);

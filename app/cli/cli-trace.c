@@ -23,6 +23,7 @@
 #include "pp-trace.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
 
@@ -453,9 +454,23 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
   int32_t *rep = replicas_of (t, &oom);
   if (oom)
     return pp_error_set (e, PP_ENOMEM, "out of memory");
-  PpStatus st = pp_why_analyse_replicas (&t->desc, &t->why_plans, t->spans, rep,
-                                         rep != NULL ? t->n_all_spans : t->n_spans, 0, why, ch, s, e);
+  /* the counters' replicas, as the spans' (runtime's block-edge counters) */
+  int32_t *crep = rep != NULL ? malloc ((t->n_counters + 1) * sizeof *crep) : NULL;
+  if (rep != NULL && crep == NULL)
+    {
+      free (rep);
+      return pp_error_set (e, PP_ENOMEM, "out of memory");
+    }
+  for (size_t i = 0; crep != NULL && i < t->n_counters; i++)
+    {
+      int32_t g = t->counter_process[i];
+      crep[i] = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? t->proc_replica[t->proc_at[g]] : -1;
+    }
+  PpStatus st = pp_why_analyse_replicas_counters (&t->desc, &t->why_plans, t->spans, rep,
+                                                  rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
+                                                  crep, t->n_counters, 0, why, ch, s, e);
   free (rep);
+  free (crep);
   return st;
 }
 
@@ -1057,63 +1072,12 @@ cmp_interval (const void *a, const void *b)
 
 /* ---- info ------------------------------------------------------------------ */
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
-/* The measured step (first F/B/I/W start to last end over every rank, the
- * median over the steps) and the loss the last stage reported, first to
- * last: what `run` prints at its end, for any trace. */
+/* The loss the last stage reported, first to last (the median step is
+ * print_step_bubbles', the one analysis's). */
 static void
-print_step_time_and_loss (const Trace *t)
+print_loss (const Trace *t)
 {
-  int lo_step = INT_MAX, hi_step = -1;
-  for (size_t i = 0; i < t->n_spans; i++)
-    if (pp_span_kind_is_block (t->spans[i].kind) && t->spans[i].step >= 0)
-      {
-        if (t->spans[i].step < lo_step) lo_step = t->spans[i].step;
-        if (t->spans[i].step > hi_step) hi_step = t->spans[i].step;
-      }
-  long n_steps = hi_step >= lo_step ? (long) hi_step - lo_step + 1 : 0;
-  if (n_steps > 0 && n_steps <= (1L << 24))
-    {
-      int64_t *lo = malloc ((size_t) n_steps * sizeof *lo), *hi = malloc ((size_t) n_steps * sizeof *hi);
-      double *len = malloc ((size_t) n_steps * sizeof *len);
-      if (lo != NULL && hi != NULL && len != NULL)
-        {
-          for (long k = 0; k < n_steps; k++)
-            {
-              lo[k] = INT64_MAX;
-              hi[k] = INT64_MIN;
-            }
-          for (size_t i = 0; i < t->n_spans; i++)
-            {
-              const PpSpan *sp = &t->spans[i];
-              if (!pp_span_kind_is_block (sp->kind) || sp->step < 0)
-                continue;
-              long k = sp->step - lo_step;
-              if (sp->start_ns < lo[k]) lo[k] = sp->start_ns;
-              if (sp->end_ns > hi[k]) hi[k] = sp->end_ns;
-            }
-          int m = 0;
-          for (long k = 0; k < n_steps; k++)
-            if (hi[k] > lo[k] && (double) hi[k] - (double) lo[k] < 1e18)
-              len[m++] = (double) (hi[k] - lo[k]);
-          if (m > 0)
-            {
-              qsort (len, (size_t) m, sizeof *len, cmp_double);
-              printf ("step time (first F/B/I/W start to last end, every rank): median %.3f ms over %d "
-                      "step%s, min %.3f, max %.3f\n", len[m / 2] / 1e6, m, m == 1 ? "" : "s", len[0] / 1e6,
-                      len[m - 1] / 1e6);
-            }
-        }
-      free (lo);
-      free (hi);
-      free (len);
-    }
   int n = 0;
   double first = 0, last = 0;
   for (size_t i = 0; i < t->n_counters; i++)
@@ -1202,24 +1166,18 @@ print_collectives (const Trace *t)
   free (c);
 }
 
-/* Each rank's bubble inside the steps' compute windows (what `run` prints
- * and what compares with a plan's bubble a step); nothing when the trace
- * has no step. */
+/* The one analysis's steps of the spans info has read (not the file
+ * again): blocks and data-parallel communication, busy and not bubble
+ * (as the app's statistics).  n_steps 0 when none counts. */
 static void
-print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
 {
   PpTimelineModel *m = pp_timeline_model_new ();
   PpTraceItem it;
-  double *b;
-  int n_steps;
 
-  if (m == NULL || n_ranks <= 0 || (b = calloc ((size_t) n_ranks, sizeof *b)) == NULL)
-    {
-      pp_timeline_model_free (m);
-      return;
-    }
-  /* the spans info has read already, not the file again; data-parallel
-   * communication too, busy and not bubble (as the app's statistics) */
+  memset (a, 0, sizeof *a);
+  if (m == NULL)
+    return;
   memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
@@ -1228,23 +1186,60 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
         it.span = spans[i];
         pp_timeline_model_add (m, &it);
       }
-  if (pp_timeline_model_n_ranks (m) < n_ranks)
-    n_ranks = pp_timeline_model_n_ranks (m);
-  n_steps = pp_timeline_model_step_bubbles (m, b);
-  if (n_steps > 0)
-    {
-      double sum = 0;
-      printf ("bubble a step (median over %d step%s, each from its first F/B/I/W start to its last end):\n",
-              n_steps, n_steps == 1 ? "" : "s");
-      for (int r = 0; r < n_ranks; r++)
-        {
-          printf ("  rank %d bubble: %.1f%%\n", r, 100.0 * b[r]);
-          sum += b[r];
-        }
-      printf ("mean bubble a step: %.1f%%\n", 100.0 * sum / n_ranks);
-    }
-  free (b);
+  pp_timeline_model_step_analysis (m, a);
   pp_timeline_model_free (m);
+}
+
+/* The steps analysed, the median step and each rank's bubble inside the
+ * steps' compute windows (what `run` prints and what compares with a
+ * plan's bubble a step); nothing when the trace has no step. */
+static void
+print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+{
+  PpAnalysisSteps a;
+  step_analysis_of (spans, n_spans, &a);
+  if (a.n_ranks < n_ranks)
+    n_ranks = a.n_ranks;
+  if (a.n_steps > 0)
+    {
+      char what[160], pc[32];
+      printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
+      printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
+      printf ("bubble a step (measured: the median over the steps analysed of the share of the step a rank "
+              "runs no block):\n");
+      for (int r = 0; r < n_ranks; r++)
+        printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
+      printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
+    }
+  pp_analysis_steps_clear (&a);
+}
+
+/* export --format why: the why report with the one analysis's steps,
+ * median step and bubbles as its first member. */
+static int
+write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport *why, const PpWhyChange *ch)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream (&buf, &len);
+  PpAnalysisSteps a;
+
+  if (m == NULL)
+    return -1;
+  pp_why_write_json (m, s, why, ch);
+  if (fclose (m) != 0 || len < 2)
+    {
+      free (buf);
+      return -1;
+    }
+  step_analysis_of (t->spans, t->n_spans, &a);
+  fputs ("{\n  ", f);
+  pp_analysis_write_json_member (f, &a);
+  fputs (",\n", f);
+  fputs (buf + 2, f);   /* pp_why_write_json's object past its "{\n" */
+  pp_analysis_steps_clear (&a);
+  free (buf);
+  return 0;
 }
 
 static void
@@ -1424,7 +1419,7 @@ pp_cli_info (int argc, char **argv)
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
-      print_step_time_and_loss (&t);
+      print_loss (&t);
       print_collectives (&t);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
@@ -1467,10 +1462,11 @@ pp_cli_info (int argc, char **argv)
     PpError e = { 0 };
     if (t.has_desc && analyse_why (&t, &why, &ch, NULL, &e) == PP_OK)
       {
-        printf ("idle by cause (a step, mean over the last %d whole step%s; 'export --format why' has it all):\n",
+        printf ("idle by cause (a step, the mean over the %d step%s analysed; 'export --format why' has it all):\n",
                 why->n_steps, why->n_steps == 1 ? "" : "s");
         pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_replicas (stdout, why, 1e3, "ms");
+        pp_why_print_runtime_parts (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_path (stdout, why);
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
@@ -2576,7 +2572,7 @@ pp_cli_export (int argc, char **argv)
       /* -o -: standard output, for a pipe (jq, a file of the caller's) */
       int wrc = 0;
       if (format == 2)
-        pp_why_write_json (stdout, why_s, why, &why_ch);
+        wrc = write_why_json (stdout, &t, why_s, why, &why_ch);
       else
         wrc = format == 0 ? write_chrome (stdout, &t, &av) : write_csv (stdout, &t, &av);
       if (wrc != 0)
@@ -2597,9 +2593,8 @@ pp_cli_export (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, pp_cli_output_strerror (e));
       goto done;
     }
-  if (format == 2)
-    pp_why_write_json (f, why_s, why, &why_ch);
-  else if ((format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
+  if ((format == 2 ? write_why_json (f, &t, why_s, why, &why_ch)
+       : format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
     {
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;

@@ -17,7 +17,8 @@
  * `--self-test=replicas FILE` opens a job of replicas (P x D) and checks the
  * rows: folded (P), one rank unfolded as a label click does (P - 1 + D),
  * all (Ctrl+U: P x D), one replica from the switch (P), folded again; with
- * PIPESCOPE_SELF_TEST_SHOTS=DIR it saves each as DIR/replicas-*.png. */
+ * PIPESCOPE_SELF_TEST_SHOTS=DIR it saves each as DIR/replicas-*.png.
+ * `--self-test=spans FILE`: the Spans tab and Find (pp-self-test-spans.c). */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -899,6 +900,28 @@ tick_replicas (struct PpSelfTest *t)
   return FALSE;
 }
 
+/* spans: the Spans tab and Find (pp-self-test-spans.c) */
+static gboolean
+tick_spans (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  switch (pp_self_test_spans (t->win, t->step, &why))
+    {
+    case 0:
+      return FALSE;
+    case 1:
+      next_step (t);
+      return FALSE;
+    case 2:
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (t->win));
+      return TRUE;
+    default:
+      fail (t, why ? why : "spans");
+      return TRUE;
+    }
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -921,6 +944,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "open-error") == 0 ? tick_open_error (t)
                     : strcmp (t->mode, "save") == 0 ? tick_save (t)
                     : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)
+                    : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {

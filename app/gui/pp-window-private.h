@@ -5,6 +5,7 @@
 #include "pp-compare.h"
 #include "pp-panels.h"
 #include "pp-recording.h"
+#include "pp-span-table.h"
 #include "pp-timeline-widget.h"
 #include "pp-window.h"
 
@@ -58,6 +59,8 @@ struct _PpWindow
   GtkWidget        *path_overlay;
   /* find and filter; the details of the selected block or measured range */
   GtkSearchEntry   *find_entry;
+  GtkLabel         *find_count;     /* "3 of 41" */
+  PpSpanTable      *span_table;     /* the Spans tab */
   GtkWidget        *details_pane;
   GtkLabel         *details_title;
   GtkLabel         *details_label;
@@ -123,6 +126,17 @@ gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GEr
 void pp_window_details_init           (PpWindow *self);
 /* What the pane says now ("" hidden), for the self-test. */
 const char *pp_window_details_text    (PpWindow *self);
+
+/* pp-window-find.c: Find's count and Enter / Shift+Enter (the next and
+ * previous match, in the Spans tab's order), Ctrl+F, and the Spans tab
+ * wired to the upper timeline (called once from init). */
+void pp_window_find_init              (PpWindow *self);
+/* Goes to the next (dir 1) or previous (-1) match: selected and shown. */
+void pp_window_find_step              (PpWindow *self, int dir);
+
+/* pp-self-test-spans.c: step of --self-test=spans; 0 again later, 1 the
+ * next step, 2 done, -1 failed (*why, g_free it). */
+int  pp_self_test_spans               (PpWindow *self, int step, char **why);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

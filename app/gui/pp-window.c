@@ -179,6 +179,7 @@ pp_window_update_panels (PpWindow *self)
       g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
       pp_compare_table_update (self->compare, m, na, pp_recording_get_model (self->shown[1]), nb);
     }
+  pp_span_table_update (self->span_table);
   /* What if offers the partition that would balance the stages */
   PpWhyChange ch;
   if (pp_why_panel_get_change (self->why, &ch) && ch.has_partition && ch.changed)
@@ -1068,6 +1069,7 @@ pp_window_class_init (PpWindowClass *klass)
   g_type_ensure (PP_TYPE_WHATIF_PANEL);
   g_type_ensure (PP_TYPE_WHY_PANEL);
   g_type_ensure (PP_TYPE_COMPARE_TABLE);
+  g_type_ensure (PP_TYPE_SPAN_TABLE);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/pipescope/Pipescope/pp-window.ui");
   gtk_widget_class_bind_template_child (widget_class, PpWindow, title);
@@ -1102,6 +1104,8 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_overlay);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, find_entry);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, find_count);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, span_table);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_pane);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_title);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_label);
@@ -1155,6 +1159,7 @@ pp_window_init (PpWindow *self)
   gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->path_overlay), draw_path_overlay, self, NULL);
   g_signal_connect_swapped (self->timeline[0], "rows-changed", G_CALLBACK (update_replicas_switch), self);
   pp_window_details_init (self);
+  pp_window_find_init (self);
 
   GtkStringList *names = gtk_string_list_new (NULL);
   guint default_index = 0, i = 0;
