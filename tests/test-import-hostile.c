@@ -785,7 +785,7 @@ test_waits (void)
   g_free (chrome);
   g_assert_cmpint (run (&c, &out, &err, "info", o, NULL), ==, 0);
   g_assert_nonnull (strstr (out, "one step 0.900 ms"));
-  g_assert_nonnull (strstr (out, "median 0.925 ms"));
+  g_assert_nonnull (strstr (out, "median step: 0.925 ms"));
   g_free (out); g_free (err);
 
   for (gsize i = 0; ev0[i]; i++)
