@@ -60,6 +60,15 @@ enum {
   PIPESCOPE_RESHARD = 15,
   PIPESCOPE_REDUCE_GRAD = 16,
   PIPESCOPE_WAIT_REDUCE_GRAD = 17,
+  /* What the host did between blocks (trace format 1.6), recorded as
+   * blocks (stage -1, micro-batch -1; HOST_LOSS: the micro-batch where
+   * known): neither work nor bubble, they say where a gap went.  Added to
+   * version 1: an older library refuses them (the call returns -1). */
+  PIPESCOPE_GC = 18,             /* the garbage collector paused the thread */
+  PIPESCOPE_HOST_SCHEDULE = 19,  /* the schedule's own code between actions */
+  PIPESCOPE_HOST_LOSS = 20,      /* the loss function, outside a block */
+  PIPESCOPE_HOST_DATA = 21,      /* data loading, splitting a batch */
+  PIPESCOPE_HOST_ZERO_GRAD = 22, /* zero_grad, gradient bookkeeping between steps */
 };
 
 /* Counter kinds. */
@@ -73,6 +82,12 @@ enum {
    * that step's total, at the step's end.  Added to version 1. */
   PIPESCOPE_COLLECTIVE_CALLS = 4,
   PIPESCOPE_COLLECTIVE_BYTES = 5,
+  /* Cumulative nanoseconds of the thread that records the rank's blocks,
+   * sampled at block edges (trace format 1.6): the run-queue delay
+   * (runnable, not running; /proc/thread-self/schedstat's second field)
+   * and the time the caller's own recording took.  Added to version 1. */
+  PIPESCOPE_RUN_DELAY_NS = 6,
+  PIPESCOPE_PROBE_SELF_NS = 7,
 };
 
 typedef struct pipescope_rank pipescope_rank;
@@ -183,7 +198,9 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
  * but with its bytes, a transfer kind as pipescope_transfer, WAIT as
  * pipescope_wait (bytes ignored), and PIPESCOPE_STEP_BEGIN / _END as
  * pipescope_step records phase 0 / 1 of step at start_ns (the other fields
- * ignored), after the records before it in the batch.  Returns how many
+ * ignored), after the records before it in the batch, a host kind (GC,
+ * HOST_*) as pipescope_block, and PIPESCOPE_COUNTER_RECORD as
+ * pipescope_counter of (stage, bytes, step, start_ns).  Returns how many
  * were not recorded: a kind this call does not take (OVERLAP_F_B has its
  * own), a stage, step or peer outside int, negative bytes, an end before
  * its start, or full rings and marker queue (those also counted in
@@ -191,6 +208,12 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
 #define PIPESCOPE_RECORD_FIELDS 8
 #define PIPESCOPE_STEP_BEGIN    64   /* pipescope_records only: not a span kind */
 #define PIPESCOPE_STEP_END      65
+/* pipescope_records only: a counter (the record's stage field: its kind,
+ * PIPESCOPE_LOSS ...) of the integer value in the bytes field at start_ns
+ * in step; for the cumulative block-edge counters, a batch's samples cost
+ * no call of their own.  Added to version 1 (an older library refuses the
+ * record: counted as not recorded). */
+#define PIPESCOPE_COUNTER_RECORD 66
 PIPESCOPE_API size_t   pipescope_records (pipescope_rank *r, size_t n, const int64_t *records);
 
 /* ---- Device activity: kernels and copies as children of their blocks ----

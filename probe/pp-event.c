@@ -7,6 +7,7 @@ pp_span_kind_name (PpSpanKind kind)
     "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OPT", "WAIT",
     "KERNEL", "MEMCPY", "MEMSET", "OVERLAP_F_B",
     "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD",
+    "GC", "HOST_SCHEDULE", "HOST_LOSS", "HOST_DATA", "HOST_ZERO_GRAD",
   };
   return (unsigned) kind < PP_N_SPAN_KINDS ? names[kind] : "?";
 }
@@ -17,6 +18,7 @@ pp_counter_kind_name (PpCounterKind kind)
   static const char *const names[PP_N_COUNTER_KINDS] = {
     "loss", "activation_bytes", "device_bytes", "inflight",
     "collective_calls", "collective_bytes",
+    "run_delay_ns", "probe_self_ns",
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }
@@ -39,4 +41,10 @@ int
 pp_span_kind_is_work (int kind)
 {
   return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || pp_span_kind_is_dp_comm (kind);
+}
+
+int
+pp_span_kind_is_host (int kind)
+{
+  return kind >= PP_SPAN_GC && kind <= PP_SPAN_HOST_ZERO_GRAD;
 }

@@ -32,6 +32,16 @@ typedef enum {
   PP_SPAN_RESHARD,          /* free them again */
   PP_SPAN_REDUCE_GRAD,      /* reduce(-scatter) the stage's gradients across replicas */
   PP_SPAN_WAIT_REDUCE_GRAD, /* wait for that reduction to finish */
+  /* What the rank's host did between blocks (format 1.6): never work,
+   * never bubble of their own; the analysis charges the part of them that
+   * falls in a rank's idle time to the runtime share of the bubble
+   * (pp-why.h, runtime parts).  stage -1, microbatch -1 (HOST_LOSS: the
+   * micro-batch where known). */
+  PP_SPAN_GC,               /* the Python garbage collector paused the rank's thread */
+  PP_SPAN_HOST_SCHEDULE,    /* the schedule's own code between actions */
+  PP_SPAN_HOST_LOSS,        /* the loss function, outside a block */
+  PP_SPAN_HOST_DATA,        /* data loading, splitting a batch into micro-batches */
+  PP_SPAN_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping between steps */
   PP_N_SPAN_KINDS
 } PpSpanKind;
 
@@ -45,6 +55,14 @@ typedef enum {
    * (format 1.5). */
   PP_COUNTER_COLLECTIVE_CALLS,
   PP_COUNTER_COLLECTIVE_BYTES,
+  /* Sampled at block edges on the rank's recording thread (format 1.6):
+   * cumulative nanoseconds, so the difference of two samples is what
+   * happened between them.  RUN_DELAY: the time the thread was runnable
+   * but not running (the kernel's run-queue delay, the second field of
+   * /proc/thread-self/schedstat).  PROBE_SELF: the time pipescope's own
+   * recording took on that thread (the hook's cost). */
+  PP_COUNTER_RUN_DELAY_NS,
+  PP_COUNTER_PROBE_SELF_NS,
   PP_N_COUNTER_KINDS
 } PpCounterKind;
 
@@ -99,4 +117,7 @@ int         pp_span_kind_is_block (int kind);
 /* Data-parallel communication: UNSHARD, RESHARD, REDUCE_GRAD,
  * WAIT_REDUCE_GRAD (format 1.5). */
 int         pp_span_kind_is_dp_comm (int kind);
+/* What the host did between blocks: GC, HOST_SCHEDULE, HOST_LOSS,
+ * HOST_DATA, HOST_ZERO_GRAD (format 1.6). */
+int         pp_span_kind_is_host (int kind);
 const char *pp_counter_kind_name (PpCounterKind kind); /* "loss", ... */

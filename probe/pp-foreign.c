@@ -41,14 +41,21 @@ _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (in
                   && (int) PIPESCOPE_WAIT == (int) PP_SPAN_WAIT && (int) PIPESCOPE_OVERLAP_F_B == (int) PP_SPAN_OVERLAP_F_B
                   && (int) PIPESCOPE_UNSHARD == (int) PP_SPAN_UNSHARD && (int) PIPESCOPE_RESHARD == (int) PP_SPAN_RESHARD
                   && (int) PIPESCOPE_REDUCE_GRAD == (int) PP_SPAN_REDUCE_GRAD
-                  && (int) PIPESCOPE_WAIT_REDUCE_GRAD == (int) PP_SPAN_WAIT_REDUCE_GRAD,
+                  && (int) PIPESCOPE_WAIT_REDUCE_GRAD == (int) PP_SPAN_WAIT_REDUCE_GRAD
+                  && (int) PIPESCOPE_GC == (int) PP_SPAN_GC
+                  && (int) PIPESCOPE_HOST_SCHEDULE == (int) PP_SPAN_HOST_SCHEDULE
+                  && (int) PIPESCOPE_HOST_LOSS == (int) PP_SPAN_HOST_LOSS
+                  && (int) PIPESCOPE_HOST_DATA == (int) PP_SPAN_HOST_DATA
+                  && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD,
                 "the API's kinds are the trace format's span kinds");
 _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES
                   && (int) PIPESCOPE_DEVICE_BYTES == (int) PP_COUNTER_DEVICE_BYTES
                   && (int) PIPESCOPE_INFLIGHT == (int) PP_COUNTER_INFLIGHT
                   && (int) PIPESCOPE_COLLECTIVE_CALLS == (int) PP_COUNTER_COLLECTIVE_CALLS
-                  && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES,
+                  && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES
+                  && (int) PIPESCOPE_RUN_DELAY_NS == (int) PP_COUNTER_RUN_DELAY_NS
+                  && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_NEST_MAX    16
@@ -550,7 +557,7 @@ static int
 is_block_api_kind (int k)
 {
   return k == PIPESCOPE_F || k == PIPESCOPE_B || k == PIPESCOPE_I || k == PIPESCOPE_W
-         || k == PIPESCOPE_OPT || is_dp_kind (k);
+         || k == PIPESCOPE_OPT || is_dp_kind (k) || pp_span_kind_is_host (k);
 }
 
 int
@@ -692,7 +699,7 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
       if (!fits)
         rc = -1;
       else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
-               || kind == PIPESCOPE_OPT)
+               || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind))
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);
       else if (is_dp_kind ((int) kind))
         rc = record (r, (int) kind, (int) f[1], -1, (int) f[3], f[4], f[5], -1, (uint64_t) f[7]);
@@ -702,6 +709,8 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
                      (uint64_t) f[7]);
       else if (kind == PIPESCOPE_WAIT)
         rc = record (r, PIPESCOPE_WAIT, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], (int) f[6], 0);
+      else if (kind == PIPESCOPE_COUNTER_RECORD)
+        rc = pipescope_counter (r, (int) f[1], (double) f[7], (int) f[3], f[4]);
       else if ((kind == PIPESCOPE_STEP_BEGIN || kind == PIPESCOPE_STEP_END) && f[3] >= 0)
         {
           device_emit_waiting (r);   /* as pipescope_step does */

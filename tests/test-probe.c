@@ -1,12 +1,16 @@
 /* The probe's recording API: every record reaches the sink once and in
  * per-thread order, or is dropped and counted; flush, thread exit and free
  * lose nothing. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <glib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "pp-probe.h"
+#include "pp-schedstat.h"
 
 #define N_THREADS 8
 #define MAX_RANKS 16
@@ -497,6 +501,73 @@ test_now (void)
   g_assert_cmpint (b - a, <, G_GINT64_CONSTANT (2000000000));
 }
 
+/* The thread's run-queue delay: read again and again through one
+ * descriptor (pread at 0 rereads), never decreasing; and while a second
+ * thread of ours spins on the same single CPU this thread is pinned to,
+ * this thread waits for the CPU and the delay grows. */
+static volatile int spin_stop;
+
+static void *
+spin_on (void *arg)
+{
+  cpu_set_t *set = arg;
+  pthread_setaffinity_np (pthread_self (), sizeof *set, set);
+  while (!spin_stop)
+    ;
+  return NULL;
+}
+
+static void
+test_schedstat (void)
+{
+  PpSchedstat st;
+  if (pp_schedstat_open (&st) != 0)
+    {
+      g_test_skip ("this kernel offers no /proc/thread-self/schedstat");
+      return;
+    }
+  int64_t last = pp_schedstat_run_delay_ns (&st);
+  g_assert_cmpint (last, >=, 0);
+  for (int i = 0; i < 1000; i++)
+    {
+      int64_t d = pp_schedstat_run_delay_ns (&st);
+      g_assert_cmpint (d, >=, last);
+      last = d;
+    }
+  /* Pin this thread and a spinner to one CPU: each runs only when the
+   * other is preempted, so this thread's delay must grow while it asks
+   * for the CPU over and over (sched_yield keeps it runnable). */
+  cpu_set_t one;
+  CPU_ZERO (&one);
+  if (sched_getcpu () < 0)
+    {
+      pp_schedstat_close (&st);
+      g_test_skip ("no sched_getcpu");
+      return;
+    }
+  CPU_SET (sched_getcpu (), &one);
+  cpu_set_t old;
+  pthread_getaffinity_np (pthread_self (), sizeof old, &old);
+  g_assert_cmpint (pthread_setaffinity_np (pthread_self (), sizeof one, &one), ==, 0);
+  spin_stop = 0;
+  pthread_t t;
+  g_assert_cmpint (pthread_create (&t, NULL, spin_on, &one), ==, 0);
+  int64_t before = pp_schedstat_run_delay_ns (&st);
+  int64_t after = before;
+  for (int i = 0; i < 200000 && after == before; i++)
+    {
+      for (volatile int k = 0; k < 10000; k++)
+        ;
+      after = pp_schedstat_run_delay_ns (&st);
+    }
+  spin_stop = 1;
+  pthread_join (t, NULL);
+  pthread_setaffinity_np (pthread_self (), sizeof old, &old);
+  g_assert_cmpint (after, >, before);
+  pp_schedstat_close (&st);
+  g_assert_cmpint (pp_schedstat_run_delay_ns (&st), ==, -1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -515,5 +586,6 @@ main (int argc, char **argv)
   g_test_add_func ("/probe/bad-config", test_bad_config);
   g_test_add_func ("/probe/fork", test_fork);
   g_test_add_func ("/probe/now", test_now);
+  g_test_add_func ("/probe/schedstat", test_schedstat);
   return g_test_run ();
 }

@@ -1,6 +1,6 @@
 /* pp-stats-panel.c — per-rank statistics of a run as a grid of labels.
  *
- * A summary line (mean step time, samples/s when the batch is known, dropped
+ * A summary line (the median step over the steps the one analysis counts, samples/s when the batch is known, dropped
  * events) over one row per rank: measured bubble, the plan's, the closed form
  * (P-1)/(M+P-1) for GPipe and 1F1B, peak in-flight micro-batches and peak
  * activation memory; for a job of replicas, each rank's bubble a step over
@@ -37,7 +37,7 @@ struct _PpStatsPanel
 G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
 
 static const char *const column_titles[N_COLUMNS] = {
-  "Rank", "Bubble a step", "Bubble (plan)", "Closed form",
+  "Rank", "Bubble a step (measured)", "Bubble (trace's plan)", "Bubble (closed form)",
   "Peak in-flight", "Peak activation (MiB)", "Bubble over replicas",
 };
 
@@ -100,7 +100,7 @@ format_percent (char *buf, size_t size, double fraction)
   if (fraction < 0 || !isfinite (fraction))
     g_strlcpy (buf, "–", size);
   else
-    g_snprintf (buf, size, "%.1f%%", 100.0 * fraction);
+    pp_analysis_format_percent (buf, size, fraction, 1);
 }
 
 /* The closed-form bubble of the run's schedule; -1 where it has none. */
@@ -115,23 +115,23 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model)
 {
   GString *s = g_string_new (NULL);
   size_t n_steps = pp_timeline_model_n_steps (model);
-  const int64_t *starts = pp_timeline_model_step_starts (model);
-  double step_ns = 0;
+  PpAnalysisSteps a;
+  char what[160];
 
-  if (n_steps >= 2)
-    step_ns = (double) (starts[n_steps - 1] - starts[0]) / (double) (n_steps - 1);
-  else if (n_steps == 1 && pp_timeline_model_end_ns (model) > starts[0])
-    step_ns = (double) (pp_timeline_model_end_ns (model) - starts[0]);
-
+  /* the one analysis's statistic over the steps every view counts */
+  pp_timeline_model_step_analysis (model, &a);
+  double step_ns = a.n_steps > 0 ? a.median_step : 0;
   if (step_ns > 0)
     {
-      g_string_append_printf (s, "Mean step time: %.3f ms", step_ns / 1e6);
+      g_string_append_printf (s, "Median step: %.3f ms over %s", step_ns / 1e6,
+                              pp_analysis_describe_steps (&a, what, sizeof what));
       long batch = pp_timeline_description_number (pp_timeline_model_description (model), "batch", 0);
       if (batch > 0)
         g_string_append_printf (s, " · %.1f samples/s", (double) batch / (step_ns / 1e9));
     }
   else
-    g_string_append (s, "Mean step time: –");
+    g_string_append (s, "Median step: – (no whole step yet)");
+  pp_analysis_steps_clear (&a);
   g_string_append_printf (s, " · Steps: %zu", n_steps);
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));

@@ -213,7 +213,7 @@ def main():
         fail("Chrome export: an event before time 0")
     info = run([cli, "info", trace], env, "info").stdout
     wants = ["ranks: 2", f"steps: {STEPS}", "rank 0: host", "rank 1: host", "PyTorch",
-             "planned bubble (last plan of each rank", "idle by cause (a step, mean over the last",
+             "planned bubble (last plan of each rank", "idle by cause (a step, the mean over the",
              "critical path (share of the step", f"step time (first F/B/I/W start to last end, every rank): median ",
              f"over {STEPS} steps", f"({STEPS} values, as the job computed it)"]
     for want in wants:

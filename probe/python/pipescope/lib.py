@@ -53,6 +53,16 @@ ACT_UNSHARD, ACT_RESHARD, ACT_REDUCE_GRAD, ACT_WAIT_REDUCE_GRAD = (
 # Collectives seen inside a step's blocks (Rank.counter): one value of
 # each a step, that step's total, at the step's end.
 COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
+# What the host did between blocks (trace format 1.6), recorded with
+# Rank.block (stage -1, mb -1; HOST_LOSS: the micro-batch where known):
+# neither work nor bubble, they say where a gap went.
+SPAN_GC, SPAN_HOST_SCHEDULE, SPAN_HOST_LOSS, SPAN_HOST_DATA, SPAN_HOST_ZERO_GRAD = 18, 19, 20, 21, 22
+# Cumulative nanoseconds of the recording thread, sampled at block edges
+# (1.6): its run-queue delay (/proc/thread-self/schedstat's second field)
+# and the hook's own cost on it.  In a batch as a COUNTER_RECORD record:
+# (COUNTER_RECORD, counter kind, -1, step, time_ns, time_ns, -1, value).
+COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS = 6, 7
+COUNTER_RECORD = 66   # pipescope_records only: not a span kind
 
 last_error = ""
 _lib = None
