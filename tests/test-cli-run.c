@@ -371,8 +371,9 @@ test_live (void)
   /* jobs lists it while it runs. */
   g_assert_cmpint (run (&c, &out, &err, "jobs", NULL), ==, 0);
   g_assert_cmpstr (err, ==, "");
-  want = g_strdup_printf ("%d ", (int) ch.pid);
-  g_assert_true (g_str_has_prefix (out, want));
+  want = g_strdup_printf ("\n%d ", (int) ch.pid);   /* under the column headers */
+  g_assert_true (g_str_has_prefix (out, "PID "));
+  g_assert_nonnull (strstr (out, want));
   g_assert_nonnull (strstr (out, " ZB-H1 "));
   g_free (want);
   g_free (out);

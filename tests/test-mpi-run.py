@@ -218,7 +218,8 @@ def main():
         job = long_job(os.path.join(tmp, "live.pptrace"), live=True)
         try:
             ranks = ranks_of(job)
-            listing = run([cli, "jobs"]).stdout.strip().splitlines()
+            # the first line names the columns
+            listing = run([cli, "jobs"]).stdout.strip().splitlines()[1:]
             check(len(listing) == 1 and "ranks 2/2" in listing[0],
                   f"jobs prints the 2-process job as one line ({listing})")
             rec = os.path.join(tmp, "recorded.pptrace")

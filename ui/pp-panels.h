@@ -60,6 +60,10 @@ void        pp_memory_chart_set_budget (PpMemoryChart *self, double microbatches
  * (1F1B: 2)", the last the schedule's planned peak of micro-batches held)
  * into buf; NULL past the ranks shown. */
 const char *pp_memory_chart_summary (PpMemoryChart *self, int r, char *buf, size_t size);
+/* What the chart says instead of a chart (why it is empty: nothing yet,
+ * or a PyTorch or megatron-core job, whose hook records no activation
+ * memory); NULL while it draws one. */
+const char *pp_memory_chart_empty_reason (PpMemoryChart *self);
 
 #define PP_TYPE_LOSS_CHART (pp_loss_chart_get_type ())
 G_DECLARE_FINAL_TYPE (PpLossChart, pp_loss_chart, PP, LOSS_CHART, GtkWidget)

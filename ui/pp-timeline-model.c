@@ -111,6 +111,12 @@ struct _PpTimelineModel {
   double            *losses;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  /* the block-edge counters (run delay, probe self; 1.6), clock offset
+   * applied, for the Why panel's runtime parts: the last
+   * PP_TIMELINE_EDGE_MAX of them, who wrote each */
+  PpCounter         *edge;
+  int32_t           *edge_process;
+  size_t             n_edge, cap_edge;
   int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
   /* The extents are a cache: what only widens them (a span, a first plan)
    * widens them as it comes; what may shrink them (a plan replaced, a clock
@@ -151,6 +157,12 @@ struct _PpTimelineModel {
   char               note[256];
   int                n_unplaced;         /* processes whose place was not read */
   int                untagged_pending;   /* spans in a rank's untagged not yet adopted */
+  /* Bumped by whatever changes what the model holds: a cache of a
+   * whole-run figure is good while it stands (step_bubbles' answer,
+   * asked by every frame's header, costs a pass and a sort over every
+   * span: a million spans redrawn at any zoom paid it each time). */
+  uint64_t           generation;
+  struct { double *bubble; int n_ranks, n_steps; uint64_t generation; } step_cache;
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -237,6 +249,7 @@ pp_timeline_model_free (PpTimelineModel *m)
       free (m->rows[r].fold);
   free (m->rows);
   free (m->row_bubbles);
+  free (m->step_cache.bubble);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -244,6 +257,8 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  free (m->edge);
+  free (m->edge_process);
   for (size_t i = 0; i < m->n_strings; i++)
     free (m->strings[i].name);
   free (m->strings);
@@ -743,11 +758,57 @@ add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
+/* Keeps a block-edge counter; past PP_TIMELINE_EDGE_MAX the older half
+ * goes (the Why panel reads the last steps only). */
+static int
+add_edge_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
+{
+  if (c->rank < 0 || c->rank >= PP_TRACE_MAX_RANKS)
+    return 0;
+  if (m->n_edge == PP_TIMELINE_EDGE_MAX)
+    {
+      size_t half = m->n_edge / 2;
+      memmove (m->edge, m->edge + half, (m->n_edge - half) * sizeof *m->edge);
+      memmove (m->edge_process, m->edge_process + half, (m->n_edge - half) * sizeof *m->edge_process);
+      m->n_edge -= half;
+    }
+  if (m->n_edge == m->cap_edge)
+    {
+      size_t cap = m->cap_edge ? 2 * m->cap_edge : 256;
+      PpCounter *e = realloc (m->edge, cap * sizeof *e);
+      if (e == NULL)
+        return 0;
+      m->edge = e;
+      int32_t *p = realloc (m->edge_process, cap * sizeof *p);
+      if (p == NULL)
+        return 0;
+      m->edge_process = p;
+      m->cap_edge = cap;
+    }
+  m->edge[m->n_edge] = *c;
+  m->edge[m->n_edge].time_ns = add_ns (c->time_ns, offset_for (m, c->rank, process));
+  m->edge_process[m->n_edge++] = process;
+  return 1;
+}
+
+size_t
+pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
+                                 const int32_t **process)
+{
+  *counters = m != NULL ? m->edge : NULL;
+  if (process != NULL)
+    *process = m != NULL ? m->edge_process : NULL;
+  return m != NULL ? m->n_edge : 0;
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
   switch (c->kind)
     {
+    case PP_COUNTER_RUN_DELAY_NS:
+    case PP_COUNTER_PROBE_SELF_NS:
+      return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
       /* Losses are indexed by step; the array may run ahead of the loss
        * counters seen by a bounded factor only, so one counter with a huge
@@ -1318,6 +1379,7 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
+  m->generation++;
   /* every process's spans are kept for the views over the replicas */
   if (item->process >= 0 && !m->is_view && item->type == PP_TRACE_ITEM_SPAN)
     proc_add_span (m, &item->span, item->process);
@@ -1408,6 +1470,7 @@ pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
   if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
     return 0;
   Rank *r = &m->ranks[rank];
+  m->generation++;
   fresh_extents (m);
   if (t_ns == PP_TIMELINE_LOST_AT_LAST_EVENT)
     t_ns = r->max_end_ns != INT64_MIN ? r->max_end_ns
@@ -1917,8 +1980,9 @@ pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
   return ok ? out->n_steps : 0;
 }
 
-int
-pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+/* Each rank's bubble a step by the one analysis (pp-analysis.h). */
+static int
+compute_step_bubbles (const PpTimelineModel *m, double *bubble)
 {
   PpAnalysisSteps a;
 
@@ -1935,6 +1999,35 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
   for (int r = 0; r < m->n_ranks && n_steps > 0; r++)
     bubble[r] = a.bubble[r];
   pp_analysis_steps_clear (&a);
+  return n_steps;
+}
+
+/* The answer is kept until the model changes (generation): every frame
+ * asks it for the header, at any zoom. */
+int
+pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+{
+  PpTimelineModel *mm = (PpTimelineModel *) m;
+  int n_steps;
+
+  if (m == NULL)
+    return 0;
+  if (m->step_cache.bubble != NULL && m->step_cache.generation == m->generation
+      && m->step_cache.n_ranks == m->n_ranks)
+    {
+      memcpy (bubble, m->step_cache.bubble, (size_t) m->n_ranks * sizeof *bubble);
+      return m->step_cache.n_steps;
+    }
+  n_steps = compute_step_bubbles (m, bubble);
+  free (mm->step_cache.bubble);
+  mm->step_cache.bubble = m->n_ranks > 0 ? malloc ((size_t) m->n_ranks * sizeof *bubble) : NULL;
+  if (mm->step_cache.bubble != NULL)
+    {
+      memcpy (mm->step_cache.bubble, bubble, (size_t) m->n_ranks * sizeof *bubble);
+      mm->step_cache.n_ranks = m->n_ranks;
+      mm->step_cache.n_steps = n_steps;
+      mm->step_cache.generation = m->generation;
+    }
   return n_steps;
 }
 
@@ -2016,6 +2109,13 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
     }
+  if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
+      && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL)
+    {
+      memcpy (v->edge, src->edge, src->n_edge * sizeof *v->edge);
+      memcpy (v->edge_process, src->edge_process, src->n_edge * sizeof *v->edge_process);
+      v->n_edge = v->cap_edge = src->n_edge;
+    }
   v->dropped = src->dropped;
   /* the places, without their spans: who a fold's slowest replica is */
   if (src->n_procs > 0 && src->proc_at != NULL
@@ -2045,6 +2145,7 @@ pp_timeline_model_view_add_row (PpTimelineModel *v, const PpTimelineModel *src, 
   int row = v->n_ranks;
   if (!v->is_view || ensure_rank (v, row) != 0)
     return -1;
+  v->generation++;
   Row *rw = &v->rows[row];
   rw->rank = rank;
   rw->process = process;
@@ -2081,6 +2182,7 @@ pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spa
 {
   if (!v->is_view || row < 0 || row >= v->n_ranks)
     return -1;
+  v->generation++;
   Rank *rk = &v->ranks[row];
   size_t before = rk->n_spans;
   for (size_t i = 0; i < n; i++)
@@ -2160,6 +2262,7 @@ pp_timeline_model_view_set_bubbles (PpTimelineModel *v, const double *by_rank, i
 {
   if (v == NULL || !v->is_view || v->n_ranks == 0)
     return;
+  v->generation++;
   free (v->row_bubbles);
   if ((v->row_bubbles = malloc ((size_t) v->n_ranks * sizeof *v->row_bubbles)) == NULL)
     return;

@@ -199,6 +199,13 @@ int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
 const double    *pp_timeline_model_losses (const PpTimelineModel *m);
 
+/* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6),
+ * times with the clock offsets applied, the last PP_TIMELINE_EDGE_MAX of
+ * them, and who wrote each (process, -1 none); their count. */
+#define PP_TIMELINE_EDGE_MAX ((size_t) 1 << 20)
+size_t           pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
+                                                  const int32_t **process);
+
 /* Resolves a span's name_id; NULL if none. */
 const char      *pp_timeline_model_string (const PpTimelineModel *m, uint32_t id);
 

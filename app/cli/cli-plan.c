@@ -29,6 +29,16 @@ pp_cli_span_kind_of_action (int kind)
     }
 }
 
+void
+pp_cli_span_set_sub (PpSpan *sp, const PpAction *a)
+{
+  if (a->kind != PP_ACT_OVERLAP_F_B || (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I))
+    return;
+  sp->sub_kind = (uint16_t) pp_cli_span_kind_of_action (a->sub_kind);
+  sp->sub_stage = a->sub_stage;
+  sp->sub_microbatch = a->sub_microbatch;
+}
+
 static int64_t
 units_to_ns (double t)
 {
@@ -175,6 +185,7 @@ pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulatio
             sp->kind = (uint16_t) sk;
             sp->device = 0xffff;
             sp->peer_rank = -1;
+            pp_cli_span_set_sub (sp, a);
           }
       }
 

@@ -20,6 +20,9 @@ int pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimul
 
 /* The PpSpanKind of a compute action kind (F, B, I, W, OVERLAP_F_B), else -1. */
 int pp_cli_span_kind_of_action (int kind);
+/* An overlapped pair's backward half (B or I) into sp, as the runtime
+ * records it: a simulated block is labelled as a measured one ("0F3+3B1"). */
+void pp_cli_span_set_sub (PpSpan *sp, const PpAction *a);
 /* The description of a simulated run of s: backend "simulated", model
  * "none", this host, the command line from argv, both clocks read now. */
 void pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc, char **argv);

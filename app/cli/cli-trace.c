@@ -23,6 +23,7 @@
 #include "pp-trace.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
 
@@ -453,9 +454,23 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
   int32_t *rep = replicas_of (t, &oom);
   if (oom)
     return pp_error_set (e, PP_ENOMEM, "out of memory");
-  PpStatus st = pp_why_analyse_replicas (&t->desc, &t->why_plans, t->spans, rep,
-                                         rep != NULL ? t->n_all_spans : t->n_spans, 0, why, ch, s, e);
+  /* the counters' replicas, as the spans' (runtime's block-edge counters) */
+  int32_t *crep = rep != NULL ? malloc ((t->n_counters + 1) * sizeof *crep) : NULL;
+  if (rep != NULL && crep == NULL)
+    {
+      free (rep);
+      return pp_error_set (e, PP_ENOMEM, "out of memory");
+    }
+  for (size_t i = 0; crep != NULL && i < t->n_counters; i++)
+    {
+      int32_t g = t->counter_process[i];
+      crep[i] = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? t->proc_replica[t->proc_at[g]] : -1;
+    }
+  PpStatus st = pp_why_analyse_replicas_counters (&t->desc, &t->why_plans, t->spans, rep,
+                                                  rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
+                                                  crep, t->n_counters, 0, why, ch, s, e);
   free (rep);
+  free (crep);
   return st;
 }
 
@@ -1277,7 +1292,11 @@ pp_cli_info (int argc, char **argv)
     return 1;
 
   n_ranks = n_ranks_of (&t);
-  printf ("trace: %s\n", path);
+  /* a file cut short is said first: every number below is of what it holds */
+  if (t.truncated)
+    printf ("trace: %s (truncated: the file ends inside a frame; what follows is what it holds)\n", path);
+  else
+    printf ("trace: %s\n", path);
   if (t.has_desc)
     {
       printf ("schedule: %s (P=%d, M=%d, V=%d)\n", t.desc.schedule, t.desc.n_ranks,
@@ -1456,6 +1475,7 @@ pp_cli_info (int argc, char **argv)
                 why->n_steps, why->n_steps == 1 ? "" : "s");
         pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_replicas (stdout, why, 1e3, "ms");
+        pp_why_print_runtime_parts (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_path (stdout, why);
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
@@ -1544,6 +1564,16 @@ print_us_since (FILE *f, int64_t t, int64_t base)
       ns = (uint64_t) base - (uint64_t) t;
     }
   fprintf (f, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+/* t - base in nanoseconds, signed (the pipescope member's times) */
+static void
+print_ns_since (FILE *f, int64_t t, int64_t base)
+{
+  if (t < base)
+    fprintf (f, "-%" PRIu64, (uint64_t) base - (uint64_t) t);
+  else
+    fprintf (f, "%" PRIu64, (uint64_t) t - (uint64_t) base);
 }
 
 static int
@@ -2174,6 +2204,124 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
     }
 }
 
+/* A double as the 16 hex digits of its bits, in a string: exact, and read
+ * back without a locale's decimal point (the app runs under the user's). */
+static void
+print_double_bits (FILE *f, double x)
+{
+  uint64_t bits;
+  memcpy (&bits, &x, sizeof bits);
+  fprintf (f, "\"%016" PRIx64 "\"", bits);
+}
+
+/* What `import` needs to give the same run back from this export, which
+ * Chrome's events cannot say exactly (issue 30): the description, each
+ * rank's host and pid, the processes' places, each rank's plan (its
+ * compute actions, with their planned times where it has them), the step
+ * markers and counters as recorded (time from origin_ns, the events' zero),
+ * and the dropped count.  Spans come from the events themselves (their
+ * args: rank, kind, stage, micro-batch, step, ...).  Times are on the
+ * common clock (clock offsets applied), so no offset is written.  Perfetto
+ * and chrome://tracing ignore a top-level member they do not know. */
+static void
+write_pipescope_meta (FILE *f, const Trace *t, int64_t base)
+{
+  fprintf (f, ",\"pipescope\":{\"format\":1,\"origin_ns\":%" PRId64 ",\"dropped\":%" PRIu64, base,
+           t->dropped);
+  if (t->has_desc)
+    {
+      const PpTraceDescription *d = &t->desc;
+      fputs (",\n\"description\":{\"schedule\":", f);
+      json_string (f, d->schedule);
+      fputs (",\"backend\":", f);
+      json_string (f, d->backend);
+      fputs (",\"host\":", f);
+      json_string (f, d->host);
+      fputs (",\"model\":", f);
+      json_string (f, d->model);
+      fputs (",\"cmdline\":", f);
+      json_string (f, d->cmdline);
+      fprintf (f, ",\"n_ranks\":%d,\"n_microbatches\":%d,\"n_virtual\":%d,\"start_unix_ns\":%" PRId64
+                  ",\"start_monotonic_ns\":%" PRId64 "}", d->n_ranks, d->n_microbatches, d->n_virtual,
+               d->start_unix_ns, d->start_monotonic_ns);
+    }
+  /* [rank, pid, host]: the last RANK frame of each */
+  fputs (",\n\"ranks\":[", f);
+  bool first = true;
+  for (size_t i = 0; i < t->n_rank_items; i++)
+    {
+      const PpTraceItem *it = &t->rank_items[i];
+      if (it->type != PP_TRACE_ITEM_RANK)
+        continue;
+      fprintf (f, "%s[%d,%d,", first ? "" : ",", it->rank_info.rank, it->rank_info.pid);
+      json_string (f, it->rank_info.host);
+      fputc (']', f);
+      first = false;
+    }
+  /* [process, rank, flags, pid, host, coord..., size...] */
+  fputs ("],\n\"processes\":[", f);
+  for (size_t i = 0; i < t->n_procs; i++)
+    {
+      const PpTraceProcess *p = &t->procs[i];
+      fprintf (f, "%s[%d,%d,%u,%d,", i ? "," : "", p->process, p->rank, p->flags, p->pid);
+      json_string (f, p->host);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        fprintf (f, ",%d", p->coord[d]);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        fprintf (f, ",%d", p->size[d]);
+      fputc (']', f);
+    }
+  /* {rank, has_timeline, actions: [kind, stage, mb, sub_kind, sub_stage, sub_mb, start, end]},
+   * the times (seconds) as their bits */
+  fputs ("],\n\"plans\":[", f);
+  first = true;
+  for (int r = 0; r < t->cap_plans; r++)
+    {
+      const PlanSummary *ps = &t->plans[r];
+      if (!ps->seen)
+        continue;
+      fprintf (f, "%s{\"rank\":%d,\"has_timeline\":%d,\"actions\":[", first ? "" : ",\n", r,
+               ps->has_timeline ? 1 : 0);
+      for (size_t k = 0; k < ps->n_order; k++)
+        {
+          const PpTracePlanAction *a = &ps->order[k];
+          fprintf (f, "%s[%d,%d,%d,%d,%d,%d,", k ? "," : "", a->kind, a->stage, a->microbatch,
+                   a->sub_kind, a->sub_stage, a->sub_microbatch);
+          print_double_bits (f, a->planned_start);
+          fputc (',', f);
+          print_double_bits (f, a->planned_end);
+          fputc (']', f);
+        }
+      fputs ("]}", f);
+      first = false;
+    }
+  /* [rank, step, phase, ns from origin, process] */
+  fputs ("],\n\"markers\":[", f);
+  for (size_t i = 0; i < t->n_markers; i++)
+    {
+      const StepMarker *m = &t->markers[i];
+      fprintf (f, "%s[%d,%d,%d,", i ? "," : "", m->rank, m->step, m->phase);
+      print_ns_since (f, clamp_time (m->t), base);
+      fprintf (f, ",%d]", m->process);
+    }
+  /* [rank, step, kind, ns from origin, value's bits, process] */
+  fputs ("],\n\"counters\":[", f);
+  first = true;
+  for (size_t i = 0; i < t->n_counters; i++)
+    {
+      const PpCounter *c = &t->counters[i];
+      if (!isfinite (c->value))
+        continue;
+      fprintf (f, "%s[%d,%d,%u,", first ? "" : ",", c->rank, c->step, (unsigned) c->kind);
+      print_ns_since (f, clamp_time (c->time_ns), base);
+      fputc (',', f);
+      print_double_bits (f, c->value);
+      fprintf (f, ",%d]", t->counter_process[i]);
+      first = false;
+    }
+  fputs ("]}", f);
+}
+
 static int
 write_chrome (FILE *f, const Trace *t, const AppView *v)
 {
@@ -2259,9 +2407,12 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       print_us_since (f, t0, base);
       fputs (",\"dur\":", f);
       print_us_since (f, t1 > t0 ? t1 : t0, t0);
-      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\"",
-               s->stage, s->microbatch, s->step, kn);
-      if (act >= 0 && str)
+      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\",\"rank\":%d",
+               s->stage, s->microbatch, s->step, kn, s->rank);
+      if (t->span_process != NULL && t->span_process[i] >= 0)
+        fprintf (f, ",\"process\":%d", t->span_process[i]);
+      /* its recorded name (a kernel's, a block's label), for import */
+      if (str)
         {
           fputs (",\"source_name\":", f);
           json_string (f, str);
@@ -2301,7 +2452,9 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
   if (any_span)
     write_counters (f, t, base, rows, n_pids);
   free (rows);
-  fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+  fputs ("\n],\"displayTimeUnit\":\"ms\"", f);
+  write_pipescope_meta (f, t, base);
+  fputs ("}\n", f);
   return 0;
 }
 
@@ -2316,10 +2469,16 @@ write_csv (FILE *f, const Trace *t, const AppView *v)
       const PpSpan *s = &t->spans[i];
       const char *str = trace_string (t, s->name_id);
       /* both within +-2^61 ns: the differences fit */
-      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",%u,%u,%" PRIu64 ",",
-               s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step,
-               clamp_time (s->start_ns) - v->origin, clamp_time (s->end_ns) - v->origin,
-               (unsigned) s->device, (unsigned) s->stream, s->bytes);
+      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",", s->rank, s->stage, s->microbatch,
+               kind_name (s->kind), s->step, clamp_time (s->start_ns) - v->origin,
+               clamp_time (s->end_ns) - v->origin);
+      /* a host span has no device and no stream: empty fields, not the
+       * file's 0xffff ("device 65535" reads as a GPU) */
+      if (s->device != 0xffff)
+        fprintf (f, "%u,%u,", (unsigned) s->device, (unsigned) s->stream);
+      else
+        fputs (",,", f);
+      fprintf (f, "%" PRIu64 ",", s->bytes);
       csv_field (f, str ? str : "");
       /* an overlapped pair's backward half (format 1.2): "3B2" */
       if (pp_span_has_sub (s))
