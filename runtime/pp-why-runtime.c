@@ -208,26 +208,24 @@ first_ending_after (const Iv *v, size_t n, int64_t t)
   return lo;
 }
 
-/* The sample of s[n] nearest t; NULL when none. */
+/* The counter's value at t: its last sample at or before t (NULL when
+ * none).  A recorder may write a sample only when the value changed
+ * (the hook does), so a missing sample means "as the one before"; a
+ * sample after t is the value after something t does not include (a
+ * block's run delay), never the value at t. */
 static const Sample *
-nearest (const Sample *s, size_t n, int64_t t)
+last_at (const Sample *s, size_t n, int64_t t)
 {
   size_t lo = 0, hi = n;
-  if (n == 0)
-    return NULL;
   while (lo < hi)
     {
       size_t m = lo + (hi - lo) / 2;
-      if (s[m].t < t)
+      if (s[m].t <= t)
         lo = m + 1;
       else
         hi = m;
     }
-  if (lo == n)
-    return &s[n - 1];
-  if (lo > 0 && (double) t - (double) s[lo - 1].t < (double) s[lo].t - (double) t)
-    return &s[lo - 1];
-  return &s[lo];
+  return lo > 0 ? &s[lo - 1] : NULL;
 }
 
 /* A cumulative counter's growth across the gap [a, b] (its edges, ns;
@@ -238,8 +236,8 @@ growth (const Sample *s, size_t n, int64_t a, int64_t b, double share)
 {
   if (a == INT64_MIN || b == INT64_MAX)
     return 0;
-  const Sample *x = nearest (s, n, a), *y = nearest (s, n, b);
-  if (x == NULL || y == NULL || !(x->t < y->t))
+  const Sample *x = last_at (s, n, a), *y = last_at (s, n, b);
+  if (x == NULL || y == NULL || !(x->t <= y->t))
     return 0;
   double d = (y->v - x->v) * 1e-9 * share;
   return d > 0 ? d : 0;   /* NaN and decreasing counters: nothing */

