@@ -8,6 +8,7 @@
  * ranks are put together, the plan rebuilt, and everything goes out through
  * the trace writer; nothing of the format is written here. */
 #include "pp-import.h"
+#include "pp-import-chrome.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -1435,6 +1436,18 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
           char msg[PP_ERROR_MSG_MAX];
           snprintf (msg, sizeof msg, "%s", err ? err->msg : "");
           pp_error_set (err, st, "%s: %s", name, msg);
+          free (text);
+          goto out;
+        }
+      if (pp_import_chrome_is_pipescope (&doc))
+        {
+          /* pipescope's own export: the run it came from, whole */
+          if (n == 1)
+            st = pp_import_chrome (&doc, name, w, sum, err);
+          else
+            st = pp_error_set (err, PP_EINVAL, "%s is pipescope's Chrome export of a whole run: "
+                               "import it alone, not with other traces", name);
+          pp_json_doc_clear (&doc);
           free (text);
           goto out;
         }

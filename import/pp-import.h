@@ -61,6 +61,10 @@
  *     is named for it (so Why and What if rebuild it), else "observed";
  *     simulated with the per-stage costs of the blocks as imported.
  *
+ * pipescope's own Chrome export (`export --format chrome`, recognised by
+ * its top-level "pipescope" member) is not a torch.profiler trace: it is
+ * read back as the run it was exported from (pp-import-chrome.c), alone.
+ *
  * Untrusted input: a file that is not such a trace, is cut short or lies
  * is PP_EFORMAT with one line naming the file and the reason; a trace with
  * no pipeline labels at all (Schedule1F1B labels nothing) is PP_EUNSUPPORTED
@@ -120,6 +124,8 @@ typedef struct {
   int    unplaced;           /* of those, whose place was not in their trace */
   int32_t mesh_size[PP_TRACE_MESH_DIMS];  /* the mesh they make (pp, dp, tp, cp, ep) */
   size_t dp_actions;         /* FSDP's UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD */
+  int    from_export;        /* the input was pipescope's own Chrome export: the run
+                              * it was exported from, given back (pp-import-chrome.c) */
 } PpImportSummary;
 
 /* What an input of n bytes whose first bytes are head[head_len] adds to

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +215,28 @@ list_candidates (const PpMeasuredCosts *c, Candidate out[MAX_CANDIDATES])
         }
     }
   return n;
+}
+
+void
+pp_suggest_measured_name (const char *schedule, int n_virtual, int ranks, char *name, size_t size, int *V)
+{
+  const PpScheduleInfo *info = pp_schedule_lookup (schedule);
+  *V = n_virtual > 0 ? n_virtual : (info ? info->default_v : 1);
+  if (info != NULL && info->takes_group)
+    {
+      /* as the candidates are named: with the group, P by default */
+      int g = pp_schedule_name_group (schedule);
+      snprintf (name, size, "%s:group=%d", info->name, g > 0 ? g : ranks);
+    }
+  else
+    snprintf (name, size, "%s", info ? info->name : schedule);
+}
+
+int
+pp_suggestion_is (const PpSuggestion *s, const char *name, int microbatches, int V)
+{
+  return name != NULL && strcmp (s->schedule, name) == 0 && s->microbatches == microbatches
+         && s->stages_per_rank == V;
 }
 
 size_t
@@ -456,104 +479,80 @@ pp_measured_costs_clear (PpMeasuredCosts *c)
   memset (c, 0, sizeof *c);
 }
 
-PpStatus
-pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err)
+/* What the spans add up to, before the costs are made of it. */
+typedef struct {
+  StageMap map;
+  double   sum_send;
+  long     n_send;
+  int      max_rank, max_mb;
+} CostSums;
+
+static PpStatus
+costs_add_span (CostSums *cs, const PpSpan *sp, PpError *err)
 {
-  PpTraceReader *rd = NULL;
-  PpTraceItem item;
-  PpTraceDescription desc;
-  bool has_desc = false;
-  StageMap map = { 0 };
-  PpSchedule *sched = NULL;
-  double sum_send = 0;
-  long n_send = 0;
-  int max_rank = -1, max_mb = -1, P, M;
-  PpError rerr = { 0 };
-  PpStatus st = PP_OK;
+  int k = acc_kind (sp->kind);
 
-  if (out == NULL)
-    return pp_error_set (err, PP_EINVAL, "pp_measured_costs_from_trace: out is required");
-  memset (out, 0, sizeof *out);
-  if (path == NULL)
-    return pp_error_set (err, PP_EINVAL, "no trace path");
-
-  rd = pp_trace_reader_new_path (path, &rerr);
-  if (rd == NULL)
-    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
-                         rerr.msg[0] ? rerr.msg : strerror (errno));
-  for (;;)
+  if (sp->end_ns < sp->start_ns || sp->rank < 0)
+    return PP_OK;
+  /* end >= start: the difference as unsigned is exact */
+  double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
+  if (sp->kind == PP_SPAN_SEND_F || sp->kind == PP_SPAN_SEND_B)
     {
-      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
-        {
-          pp_error_set (err, st, "%s: %s", path, rerr.msg);
-          goto out;
-        }
-      if (item.type == PP_TRACE_ITEM_END)
-        break;
-      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
-        {
-          desc = *item.description;
-          has_desc = true;
-        }
-      else if (item.type == PP_TRACE_ITEM_SPAN)
-        {
-          const PpSpan *sp = &item.span;
-          int k = acc_kind (sp->kind);
-
-          if (sp->end_ns < sp->start_ns || sp->rank < 0)
-            continue;
-          /* end >= start: the difference as unsigned is exact */
-          double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
-          if (sp->kind == PP_SPAN_SEND_F || sp->kind == PP_SPAN_SEND_B)
-            {
-              sum_send += d;
-              n_send++;
-              continue;
-            }
-          if (k < 0)
-            continue;
-          StageAcc *a = stage_get (&map, sp->rank, sp->stage);
-          if (a == NULL)
-            {
-              st = pp_error_set (err, PP_ENOMEM, "out of memory");
-              goto out;
-            }
-          a->sum[k] += d;
-          a->n[k]++;
-          if (sp->rank > max_rank)
-            max_rank = sp->rank;
-          if (sp->microbatch > max_mb)
-            max_mb = sp->microbatch;
-        }
+      cs->sum_send += d;
+      cs->n_send++;
+      return PP_OK;
     }
+  if (k < 0)
+    return PP_OK;
+  StageAcc *a = stage_get (&cs->map, sp->rank, sp->stage);
+  if (a == NULL)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  a->sum[k] += d;
+  a->n[k]++;
+  if (sp->rank > cs->max_rank)
+    cs->max_rank = sp->rank;
+  if (sp->microbatch > cs->max_mb)
+    cs->max_mb = sp->microbatch;
+  return PP_OK;
+}
 
-  if (map.used == 0)
+/* The costs of what cs holds (desc NULL: none; what names the run in
+ * errors).  Frees cs's map. */
+static PpStatus
+costs_finish (CostSums *cs, const PpTraceDescription *desc, const char *what, PpMeasuredCosts *out,
+              PpError *err)
+{
+  PpSchedule *sched = NULL;
+  PpStatus st = PP_OK;
+  int P, M;
+
+  if (cs->map.used == 0)
     {
-      st = pp_error_set (err, PP_EINVAL, "%s has no measured F/B spans; record a run first", path);
+      st = pp_error_set (err, PP_EINVAL, "%s has no measured F/B spans; record a run first", what);
       goto out;
     }
-  P = has_desc && desc.n_ranks > max_rank ? desc.n_ranks : max_rank + 1;
-  M = has_desc && desc.n_microbatches > 0 ? desc.n_microbatches : max_mb + 1;
+  P = desc != NULL && desc->n_ranks > cs->max_rank ? desc->n_ranks : cs->max_rank + 1;
+  M = desc != NULL && desc->n_microbatches > 0 ? desc->n_microbatches : cs->max_mb + 1;
   if (M < 1)
     M = 1;
 
   /* Where the run's schedule can be rebuilt, its stages tell which share of
    * the micro-batches each one sees (all for one chain, half for DualPipe);
    * otherwise every stage is taken to see them all. */
-  if (has_desc && desc.n_ranks == P && desc.n_microbatches == M
-      && !too_large (P, M, desc.n_virtual))
+  if (desc != NULL && desc->n_ranks == P && desc->n_microbatches == M
+      && !too_large (P, M, desc->n_virtual))
     {
-      char name[sizeof desc.schedule];
-      snprintf (name, sizeof name, "%s", desc.schedule);
-      if (pp_schedule_generate (name, P, M, desc.n_virtual > 0 ? desc.n_virtual : 0,
+      char name[sizeof desc->schedule];
+      snprintf (name, sizeof name, "%s", desc->schedule);
+      if (pp_schedule_generate (name, P, M, desc->n_virtual > 0 ? desc->n_virtual : 0,
                                 &sched, NULL) != PP_OK)
         sched = NULL;
     }
 
   out->ranks = P;
   out->microbatches = M;
-  out->framework = has_desc ? pp_framework_of_description (desc.schedule, desc.model) : PP_FRAMEWORK_PIPESCOPE;
-  out->comm = n_send > 0 ? sum_send / (double) n_send : 0;
+  out->framework = desc != NULL ? pp_framework_of_description (desc->schedule, desc->model) : PP_FRAMEWORK_PIPESCOPE;
+  out->comm = cs->n_send > 0 ? cs->sum_send / (double) cs->n_send : 0;
   out->f = calloc ((size_t) P, sizeof *out->f);
   out->b = calloc ((size_t) P, sizeof *out->b);
   out->w = calloc ((size_t) P, sizeof *out->w);
@@ -562,9 +561,9 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
     }
-  for (size_t i = 0; i < map.cap; i++)
+  for (size_t i = 0; i < cs->map.cap; i++)
     {
-      const StageAcc *a = &map.slots[i];
+      const StageAcc *a = &cs->map.slots[i];
       double share = 1, f, b, w, ov;
 
       if (!a->used || a->rank >= P)
@@ -592,7 +591,7 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
       {
         st = pp_error_set (err, PP_EINVAL,
                            "%s: rank %d has no measured %s spans; record a whole step",
-                           path, r, out->f[r] <= 0 ? "F" : "B");
+                           what, r, out->f[r] <= 0 ? "F" : "B");
         goto out;
       }
     else if (out->w[r] > out->b[r])
@@ -602,7 +601,73 @@ out:
   if (st != PP_OK)
     pp_measured_costs_clear (out);
   pp_schedule_free (sched);
-  free (map.slots);
+  free (cs->map.slots);
+  cs->map.slots = NULL;
+  return st;
+}
+
+PpStatus
+pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err)
+{
+  PpTraceReader *rd = NULL;
+  PpTraceItem item;
+  PpTraceDescription desc;
+  bool has_desc = false;
+  CostSums cs = { .max_rank = -1, .max_mb = -1 };
+  PpError rerr = { 0 };
+  PpStatus st = PP_OK;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_measured_costs_from_trace: out is required");
+  memset (out, 0, sizeof *out);
+  if (path == NULL)
+    return pp_error_set (err, PP_EINVAL, "no trace path");
+
+  rd = pp_trace_reader_new_path (path, &rerr);
+  if (rd == NULL)
+    return pp_error_set (err, rerr.status != PP_OK ? rerr.status : PP_EIO, "%s: %s", path,
+                         rerr.msg[0] ? rerr.msg : strerror (errno));
+  for (;;)
+    {
+      if ((st = pp_trace_reader_next (rd, &item, &rerr)) != PP_OK)
+        {
+          pp_error_set (err, st, "%s: %s", path, rerr.msg);
+          goto out;
+        }
+      if (item.type == PP_TRACE_ITEM_END)
+        break;
+      if (item.type == PP_TRACE_ITEM_DESCRIPTION)
+        {
+          desc = *item.description;
+          has_desc = true;
+        }
+      else if (item.type == PP_TRACE_ITEM_SPAN && (st = costs_add_span (&cs, &item.span, err)) != PP_OK)
+        goto out;
+    }
+  pp_trace_reader_free (rd);
+  return costs_finish (&cs, has_desc ? &desc : NULL, path, out, err);
+out:
+  free (cs.map.slots);
   pp_trace_reader_free (rd);
   return st;
+}
+
+PpStatus
+pp_measured_costs_from_spans (const PpTraceDescription *desc, const PpSpan *const *rows, const size_t *n,
+                              int n_rows, const char *what, PpMeasuredCosts *out, PpError *err)
+{
+  CostSums cs = { .max_rank = -1, .max_mb = -1 };
+  PpStatus st;
+
+  if (out == NULL)
+    return pp_error_set (err, PP_EINVAL, "pp_measured_costs_from_spans: out is required");
+  memset (out, 0, sizeof *out);
+  for (int r = 0; r < n_rows; r++)
+    for (size_t i = 0; i < n[r]; i++)
+      if ((st = costs_add_span (&cs, &rows[r][i], err)) != PP_OK)
+        {
+          free (cs.map.slots);
+          return st;
+        }
+  return costs_finish (&cs, desc, what != NULL ? what : "the run", out, err);
 }

@@ -20,6 +20,7 @@
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 #include "pp-status.h"
+#include "pp-trace.h"
 
 typedef struct {
   int     ranks;              /* P of the measured run */
@@ -63,6 +64,17 @@ PpStatus pp_suggest (const PpMeasuredCosts *costs, double memory_budget,
  * num_microbatches=8"); "" for pipescope's runtime.  Returns buf. */
 char    *pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size_t size);
 
+/* The measured configuration as pp_suggest names its candidates, for the
+ * row every view marks as measured (suggest, the app's What if): the
+ * schedule's canonical name (with ":group=G" where it takes a group: the
+ * description's G, else P) into name, and *V (the description's
+ * n_virtual, else the schedule's default).  An unknown schedule keeps its
+ * name, V 1 unless given. */
+void     pp_suggest_measured_name (const char *schedule, int n_virtual, int ranks, char *name, size_t size,
+                                   int *V);
+/* Whether s is that configuration (name, M, V). */
+int      pp_suggestion_is (const PpSuggestion *s, const char *name, int microbatches, int V);
+
 /* How many candidates pp_suggest leaves out for being over PP_SUGGEST_MAX_WORK. */
 size_t   pp_suggest_n_too_large (const PpMeasuredCosts *costs);
 /* The sum of P x M' x V over the candidates pp_suggest simulates: what a
@@ -88,4 +100,11 @@ int64_t  pp_suggest_work (const PpMeasuredCosts *costs);
  * On failure *out is left cleared.  Free with
  * pp_measured_costs_clear (NULL and cleared structs are fine). */
 PpStatus pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *err);
+/* The same from spans in memory (a trace's, or a timeline's rows: rows[i]
+ * holds n[i] spans, any order) and the run's description (NULL: none);
+ * what names the run in the errors ("PATH", "the run").  suggest and the
+ * app's What if tab take their costs by this one rule. */
+PpStatus pp_measured_costs_from_spans (const PpTraceDescription *desc, const PpSpan *const *rows,
+                                       const size_t *n, int n_rows, const char *what,
+                                       PpMeasuredCosts *out, PpError *err);
 void     pp_measured_costs_clear (PpMeasuredCosts *c);

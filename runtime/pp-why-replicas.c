@@ -45,13 +45,14 @@ cmp_length (const void *a, const void *b)
   return (x->replica > y->replica) - (x->replica < y->replica);
 }
 
-/* The replicas' spans, bucketed by replica (-1 last): first[k] .. first[k
- * + 1] in *out of bucket k, k = replica, n_buckets - 1 for -1.  NULL when
- * out of memory. */
-static PpSpan *
-bucket (const PpSpan *spans, const int32_t *replica, size_t n, int n_buckets, size_t *first)
+/* The replicas' spans (or counters: items of size bytes), bucketed by
+ * replica (-1 last): first[k] .. first[k + 1] in *out of bucket k, k =
+ * replica, n_buckets - 1 for -1; an item of a replica past the buckets is
+ * left out.  NULL when out of memory. */
+static void *
+bucket (const void *items, size_t size, const int32_t *replica, size_t n, int n_buckets, size_t *first)
 {
-  PpSpan *out = malloc ((n + 1) * sizeof *out);
+  char *out = malloc ((n + 1) * size);
   size_t *fill = malloc (((size_t) n_buckets + 1) * sizeof *fill);
   if (out == NULL || fill == NULL)
     {
@@ -61,12 +62,15 @@ bucket (const PpSpan *spans, const int32_t *replica, size_t n, int n_buckets, si
     }
   memset (first, 0, ((size_t) n_buckets + 1) * sizeof *first);
   for (size_t i = 0; i < n; i++)
-    first[(replica[i] >= 0 ? replica[i] : n_buckets - 1) + 1]++;
+    if (replica[i] < n_buckets)
+      first[(replica[i] >= 0 ? replica[i] : n_buckets - 1) + 1]++;
   for (int k = 0; k < n_buckets; k++)
     first[k + 1] += first[k];
   memcpy (fill, first, ((size_t) n_buckets + 1) * sizeof *fill);
   for (size_t i = 0; i < n; i++)
-    out[fill[replica[i] >= 0 ? replica[i] : n_buckets - 1]++] = spans[i];
+    if (replica[i] < n_buckets)
+      memcpy (out + size * fill[replica[i] >= 0 ? replica[i] : n_buckets - 1]++,
+              (const char *) items + size * i, size);
   free (fill);
   return out;
 }
@@ -75,6 +79,17 @@ PpStatus
 pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
                          const int32_t *replica, size_t n, int max_steps, PpWhyReport **out,
                          PpWhyChange *change, PpSchedule **sched_out, PpError *err)
+{
+  return pp_why_analyse_replicas_counters (desc, plans, spans, replica, n, NULL, NULL, 0, max_steps,
+                                           out, change, sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                  const PpSpan *spans, const int32_t *replica, size_t n,
+                                  const PpCounter *counters, const int32_t *counter_replica,
+                                  size_t n_counters, int max_steps, PpWhyReport **out,
+                                  PpWhyChange *change, PpSchedule **sched_out, PpError *err)
 {
   int n_buckets = 0;
   bool any_unplaced = false;
@@ -86,7 +101,8 @@ pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans
     }
   n_buckets += any_unplaced;
   if (n_buckets <= 1)
-    return pp_why_analyse_run (desc, plans, spans, n, max_steps, out, change, sched_out, err);
+    return pp_why_analyse_run_counters (desc, plans, spans, n, counters, n_counters, max_steps, out,
+                                        change, sched_out, err);
 
   *out = NULL;
   if (sched_out != NULL)
@@ -94,11 +110,16 @@ pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans
   size_t *first = malloc (((size_t) n_buckets + 1) * sizeof *first);
   Analysed *got = calloc ((size_t) n_buckets, sizeof *got);
   int *order = malloc (((size_t) n_buckets + 1) * sizeof *order);
-  PpSpan *by = first != NULL ? bucket (spans, replica, n, n_buckets, first) : NULL;
+  PpSpan *by = first != NULL ? bucket (spans, sizeof *spans, replica, n, n_buckets, first) : NULL;
+  /* counters of no known replica cannot be told apart: none */
+  size_t *cfirst = calloc ((size_t) n_buckets + 1, sizeof *cfirst);
+  PpCounter *cby = cfirst != NULL && counter_replica != NULL && n_counters > 0
+    ? bucket (counters, sizeof *counters, counter_replica, n_counters, n_buckets, cfirst) : NULL;
   PpError first_err = { 0 };
   PpStatus st = PP_OK;
   int k = 0;
-  if (first == NULL || got == NULL || order == NULL || by == NULL)
+  if (first == NULL || got == NULL || order == NULL || by == NULL || cfirst == NULL
+      || (counter_replica != NULL && n_counters > 0 && cby == NULL))
     {
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
@@ -110,8 +131,9 @@ pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans
       int id = b == n_buckets - 1 && any_unplaced ? -1 : b;
       if (first[b + 1] == first[b])
         continue;
-      if (pp_why_analyse_run (desc, plans, by + first[b], first[b + 1] - first[b], max_steps, &rep, NULL,
-                              NULL, &e) != PP_OK)
+      if (pp_why_analyse_run_counters (desc, plans, by + first[b], first[b + 1] - first[b],
+                                       cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
+                                       max_steps, &rep, NULL, NULL, &e) != PP_OK)
         {
           if (first_err.status == PP_OK)
             first_err = e;
@@ -135,8 +157,9 @@ pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPlans *plans
   int med = order[(k - 1) / 2];
   int mb = got[med].replica >= 0 ? got[med].replica : n_buckets - 1;
   PpWhyReport *rep = NULL;
-  if ((st = pp_why_analyse_run (desc, plans, by + first[mb], first[mb + 1] - first[mb], max_steps, &rep, change,
-                                sched_out, err)) != PP_OK)
+  if ((st = pp_why_analyse_run_counters (desc, plans, by + first[mb], first[mb + 1] - first[mb],
+                                         cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
+                                         max_steps, &rep, change, sched_out, err)) != PP_OK)
     goto out;
   int R = rep->ranks;
   rep->n_replicas = k;
@@ -182,6 +205,8 @@ out:
   free (order);
   free (first);
   free (by);
+  free (cfirst);
+  free (cby);
   return st;
 }
 

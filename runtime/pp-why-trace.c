@@ -1,5 +1,6 @@
 /* pp-why-trace.c — a trace file read for the Why analysis: its description,
- * each rank's last plan, its blocks and transfers with every process's clock
+ * each rank's last plan, its blocks and transfers, its host spans, kernels
+ * and block-edge counters (runtime's parts) with every process's clock
  * offset applied, handed to the analysis over replicas (pp-why-replicas.c).
  * Apart from pp-why.c so that the analysis of one run never depends on
  * reading files (pp-why-replicas.c calls pp-why.c, this calls both). */
@@ -21,6 +22,9 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
   PpSpan *spans = NULL;
   int32_t *span_process = NULL;   /* who wrote each span (1.4), -1 not said */
   size_t n = 0, cap = 0;
+  PpCounter *ctr = NULL;            /* the block-edge counters (1.6) */
+  int32_t *ctr_process = NULL, *ctr_replica = NULL;
+  size_t n_ctr = 0, cap_ctr = 0;
   int64_t *off = NULL;
   /* 1.4: a process's own clock offset holds for its items alone */
   int64_t *proc_off = NULL;
@@ -118,7 +122,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
       else if (item.type == PP_TRACE_ITEM_SPAN
                && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
                    || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
-                   || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)))
+                   || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
+                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL))
         {
           if (n == cap)
             {
@@ -138,6 +143,28 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
           span_process[n] = item.process;
           spans[n++] = item.span;
         }
+      else if (item.type == PP_TRACE_ITEM_COUNTER
+               && (item.counter.kind == PP_COUNTER_RUN_DELAY_NS
+                   || item.counter.kind == PP_COUNTER_PROBE_SELF_NS))
+        {
+          if (n_ctr == cap_ctr)
+            {
+              size_t nc = cap_ctr ? 2 * cap_ctr : 4096;
+              PpCounter *g = realloc (ctr, nc * sizeof *g);
+              int32_t *gp = g != NULL ? realloc (ctr_process, nc * sizeof *gp) : NULL;
+              if (g != NULL)
+                ctr = g;
+              if (gp == NULL)
+                {
+                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
+                  goto out;
+                }
+              ctr_process = gp;
+              cap_ctr = nc;
+            }
+          ctr_process[n_ctr] = item.process;
+          ctr[n_ctr++] = item.counter;
+        }
     }
   if (!has_desc)
     {
@@ -156,19 +183,37 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
           spans[i].end_ns += o;
         }
     }
+  for (size_t i = 0; i < n_ctr; i++)
+    {
+      int32_t g = ctr_process[i];
+      int64_t o = g >= 0 && proc_off != NULL && has_proc_off[g] ? proc_off[g]
+                  : ctr[i].rank >= 0 && ctr[i].rank < PP_TRACE_MAX_RANKS ? off[ctr[i].rank] : 0;
+      if (llabs (ctr[i].time_ns) < ((int64_t) 1 << 61) && llabs (o) < ((int64_t) 1 << 61))
+        ctr[i].time_ns += o;
+    }
   if (n_procs > 0 && (replica = pp_why_replicas_of_spans (procs, n_procs, span_process, n, err)) == NULL)
+    {
+      st = err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
+      goto out;
+    }
+  if (n_procs > 0 && n_ctr > 0
+      && (ctr_replica = pp_why_replicas_of_spans (procs, n_procs, ctr_process, n_ctr, err)) == NULL)
     {
       st = err != NULL && err->status != PP_OK ? err->status : PP_ENOMEM;
       goto out;
     }
   {
     PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
-    st = pp_why_analyse_replicas (&desc, &plans, spans, replica, n, max_steps, out, change, sched_out, err);
+    st = pp_why_analyse_replicas_counters (&desc, &plans, spans, replica, n, ctr, ctr_replica, n_ctr,
+                                           max_steps, out, change, sched_out, err);
   }
 out:
   pp_trace_reader_free (rd);
   free (spans);
   free (span_process);
+  free (ctr);
+  free (ctr_process);
+  free (ctr_replica);
   free (proc_off);
   free (has_proc_off);
   free (procs);

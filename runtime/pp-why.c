@@ -1,5 +1,7 @@
 /* pp-why.c — idle time by cause, the critical path, what to change (pp-why.h). */
 #include "pp-why.h"
+#include "pp-analysis.h"
+#include "pp-why-runtime.h"
 #include "pp-schedule-rules.h"
 
 #include <errno.h>
@@ -140,6 +142,7 @@ split_with_dp (const PpSchedule *s, const PpCostModel *costs, const double *meas
       o->measured = measured_idle != NULL ? measured_idle[r] : sim[2]->rank[r].idle;
       pp_why_split_dp (o, sim[0]->rank[r].idle, sim[1]->rank[r].idle, sim[2]->rank[r].idle,
                        dp != NULL ? dp[r] : 0);
+      pp_why_runtime_reset (o);
     }
 out:
   for (int k = 0; k < 3; k++)
@@ -544,6 +547,15 @@ PpStatus
 pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int max_steps,
                       PpWhyReport **out, PpError *err)
 {
+  return pp_why_analyse_spans_counters (s, spans, n, NULL, 0, max_steps, out, err);
+}
+
+PpStatus
+pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t n,
+                               const PpCounter *counters, size_t n_counters, int max_steps,
+                               PpWhyReport **out, PpError *err)
+{
+  PpWhyRuntimeIndex *rix = NULL;
   PpWhyReport *rep = NULL;
   size_t *idx = NULL, n_idx = 0, n_ranges = 0;
   StepRange *ranges = NULL;
@@ -565,7 +577,7 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
   *out = NULL;
   if (s == NULL)
     return pp_error_set (err, PP_EINVAL, "pp_why_analyse_spans: a schedule is required");
-  if (max_steps <= 0)
+  if (max_steps <= 0 || max_steps > PP_WHY_MAX_STEPS)
     max_steps = PP_WHY_MAX_STEPS;
   P = s->ranks;
   S = s->n_stages;
@@ -631,10 +643,18 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
                          s->name);
       goto out;
     }
-  /* the last max_steps, the first (warm-up) step left out when there are more */
+  /* the steps that count: pp-analysis.h's one rule (max_steps may ask
+   * for fewer, never more) */
   size_t first_range = 0;
-  if (n_ranges > 1 && ranges[0].step == spans[idx[0]].step)
-    first_range = 1;
+  {
+    int32_t *whole = malloc (n_ranges * sizeof *whole);
+    if (whole == NULL)
+      goto oom;
+    for (size_t i = 0; i < n_ranges; i++)
+      whole[i] = ranges[i].step;
+    pp_analysis_pick_steps (whole, n_ranges, spans[idx[0]].step, &first_range);
+    free (whole);
+  }
   if (n_ranges - first_range > (size_t) max_steps)
     first_range = n_ranges - (size_t) max_steps;
 
@@ -663,6 +683,11 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
   dpn = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpn);
   if (dp == NULL || dpsum == NULL || dpn == NULL)
     goto oom;
+  if ((rix = pp_why_runtime_index_new (spans, n, counters, n_counters, P, err)) == NULL)
+    {
+      st = PP_ENOMEM;
+      goto out;
+    }
   if (rep->steps == NULL || rep->idle == NULL || rep->path_share == NULL || rep->costs == NULL
       || cm == NULL || sums == NULL || total == NULL || xsum == NULL || txsum == NULL || xn == NULL
       || txn == NULL || idle == NULL || busy == NULL || last_end == NULL || blk == NULL)
@@ -764,7 +789,8 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
       if (ws->idle == NULL)
         goto oom;
       rep->n_steps++;
-      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK)
+      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK
+          || (st = pp_why_runtime_step (rix, s, lo, hi, blk, nb, cm->comm, ws->idle, err)) != PP_OK)
         goto out;
       if ((st = pp_why_critical_path (s, blk, nb, cm->comm, &ws->path, err)) != PP_OK)
         goto out;
@@ -805,7 +831,14 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
     }
   {
     double k = rep->n_steps;
-    rep->length /= k;
+    /* the step statistic is the median step (pp-analysis.h) */
+    double *lens = malloc ((size_t) rep->n_steps * sizeof *lens);
+    if (lens == NULL)
+      goto oom;
+    for (int i = 0; i < rep->n_steps; i++)
+      lens[i] = rep->steps[i].length;
+    rep->length = pp_analysis_median (lens, (size_t) rep->n_steps);
+    free (lens);
     for (int r = 0; r < P; r++)
       {
         rep->idle[r].measured /= k;
@@ -820,6 +853,8 @@ pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n, int ma
     rep->path_transfer_share /= k;
     rep->path_slack_share /= k;
   }
+  if ((st = pp_why_runtime_mean (rep->steps, rep->n_steps, P, rep->idle, err)) != PP_OK)
+    goto out;
   costs_of_sums (total, S, txsum, txn, rep->costs);
   for (size_t c = 0; c < (size_t) PP_COST_N_DP * (size_t) S; c++)
     rep->costs->dp[c] = dpn[c] ? dpsum[c] / (double) dpn[c] : 0;
@@ -847,6 +882,7 @@ out:
   free (dpsum);
   free (dpn);
   pp_cost_model_free (cm);
+  pp_why_runtime_index_free (rix);
   return st;
 }
 
@@ -1360,6 +1396,16 @@ pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans, con
                     size_t n, int max_steps, PpWhyReport **out, PpWhyChange *change,
                     PpSchedule **sched_out, PpError *err)
 {
+  return pp_why_analyse_run_counters (desc, plans, spans, n, NULL, 0, max_steps, out, change,
+                                      sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                             const PpSpan *spans, size_t n, const PpCounter *counters,
+                             size_t n_counters, int max_steps, PpWhyReport **out,
+                             PpWhyChange *change, PpSchedule **sched_out, PpError *err)
+{
   PpSchedule *s = NULL;
   PpStatus st;
 
@@ -1370,7 +1416,8 @@ pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans, con
     memset (change, 0, sizeof *change);
   if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
-  if ((st = pp_why_analyse_spans (s, spans, n, max_steps, out, err)) != PP_OK)
+  if ((st = pp_why_analyse_spans_counters (s, spans, n, counters, n_counters, max_steps, out,
+                                           err)) != PP_OK)
     goto out;
   if (change != NULL)
     {
@@ -1478,8 +1525,10 @@ static void
 json_idle (FILE *f, const PpWhyIdle *w)
 {
   fprintf (f, "{\"idle\": %.9g, \"schedule\": %.9g, \"imbalance\": %.9g, \"transfers\": %.9g, "
-              "\"runtime\": %.9g, \"dp_comm\": %.9g}", w->measured, w->schedule, w->imbalance,
+              "\"runtime\": %.9g, \"dp_comm\": %.9g", w->measured, w->schedule, w->imbalance,
            w->transfers, w->runtime, w->dp_comm);
+  pp_why_runtime_write_json (f, w);
+  fputc ('}', f);
 }
 
 void

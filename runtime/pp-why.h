@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pp-analysis.h"
 #include "pp-event.h"
 #include "pp-model.h"
 #include "pp-schedule.h"
@@ -55,6 +56,24 @@
 
 /* ---- idle time split by cause -------------------------------------------- */
 
+/* What runtime is made of (pp-why-runtime.h has the rule), in the order
+ * the parts are charged: the JSON names are pp_why_runtime_part_name's.
+ * launch_gap (a device idle while its host still launches) needs CUPTI's
+ * launch and start times, which no trace carries yet: not a part. */
+enum {
+  PP_WHY_RT_DESCHEDULED = 0,  /* the rank's thread runnable, not running */
+  PP_WHY_RT_GC,               /* the Python garbage collector */
+  PP_WHY_RT_HOST_SCHEDULE,    /* the schedule's own code between actions */
+  PP_WHY_RT_HOST_LOSS,        /* the loss outside a block */
+  PP_WHY_RT_HOST_DATA,        /* data loading, batch splitting */
+  PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad, grad bookkeeping */
+  PP_WHY_RT_PROBE,            /* pipescope's own recording */
+  PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks */
+  PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
+  PP_WHY_RT_UNATTRIBUTED,     /* the rest */
+  PP_WHY_N_RUNTIME_PARTS
+};
+
 typedef struct {
   double measured;   /* = schedule + imbalance + transfers + runtime + dp_comm */
   double schedule;
@@ -62,6 +81,18 @@ typedef struct {
   double transfers;
   double runtime;
   double dp_comm;    /* data-parallel communication: not bubble, a part of its own */
+  /* runtime split (pp-why-runtime.h): sums to runtime, none negative;
+   * runtime_measured[k] 1 where the trace measures part k (its spans or
+   * counters are there), else the part is 0 for want of data */
+  double        runtime_parts[PP_WHY_N_RUNTIME_PARTS];
+  unsigned char runtime_measured[PP_WHY_N_RUNTIME_PARTS];
+  /* peer_late's main cause: the peer rank whose blocks arrived late
+   * (-1 none), the share of peer_late it explains, and what its host did
+   * in the gaps just before those blocks (seconds, by runtime part;
+   * peer_late itself 0) */
+  int           late_peer;
+  double        late_wait;
+  double        late_causes[PP_WHY_N_RUNTIME_PARTS];
 } PpWhyIdle;
 
 /* The part names in order, "schedule", "imbalance", "transfers", "runtime",
@@ -139,9 +170,9 @@ PpStatus pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out,
 
 /* ---- a measured run ------------------------------------------------------- */
 
-/* The most steps one analysis looks at (the last ones): a trace of a
- * million steps costs what this many cost. */
-#define PP_WHY_MAX_STEPS 64
+/* The most steps one analysis looks at: pp-analysis.h's rule, the same
+ * in every view. */
+#define PP_WHY_MAX_STEPS PP_ANALYSIS_STEPS
 
 typedef struct {
   int        step;
@@ -154,11 +185,10 @@ typedef struct {
 
 typedef struct {
   int          ranks, n_stages;
-  int          n_steps;          /* analysed: the last whole steps, the first
-                                  * (warm-up) step left out when there are more */
+  int          n_steps;          /* analysed: pp-analysis.h's step rule */
   PpWhyStep   *steps;            /* [n_steps] */
   PpWhyIdle   *idle;             /* [ranks] mean over the analysed steps */
-  double       length;           /* mean step length */
+  double       length;           /* the median step (pp-analysis.h) */
   double      *path_share;       /* [n_stages] mean share of the step each stage holds on the path */
   double       path_transfer_share, path_slack_share;
   PpCostModel *costs;            /* mean measured costs over the analysed steps */
@@ -184,6 +214,13 @@ typedef struct {
 PpStatus pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t n,
                                int max_steps, PpWhyReport **out, PpError *err);
 void     pp_why_report_free (PpWhyReport *r);
+/* The same with the run's counters (any kinds; the block-edge ones,
+ * RUN_DELAY_NS and PROBE_SELF_NS, are read), for runtime's parts
+ * (pp-why-runtime.h): the spans may hold host kinds and KERNELs too.
+ * counters NULL: runtime's parts from the spans alone. */
+PpStatus pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t n,
+                                        const PpCounter *counters, size_t n_counters,
+                                        int max_steps, PpWhyReport **out, PpError *err);
 
 /* The schedule a trace's description names, rebuilt (P x M x V at most
  * PP_SUGGEST_MAX_WORK); PP_EINVAL with one line otherwise. */
@@ -293,6 +330,11 @@ PpStatus pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **ou
 PpStatus pp_why_analyse_run (const PpTraceDescription *desc, const PpWhyPlans *plans,
                              const PpSpan *spans, size_t n, int max_steps, PpWhyReport **out,
                              PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+/* The same with the run's counters (times on the spans' clock). */
+PpStatus pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                      const PpSpan *spans, size_t n, const PpCounter *counters,
+                                      size_t n_counters, int max_steps, PpWhyReport **out,
+                                      PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
 /* A job whose pipeline ranks each run in several processes (data-parallel
  * replicas, tensor ranks): replica[i] is the pipeline span i belongs to
@@ -308,6 +350,13 @@ PpStatus pp_why_analyse_replicas (const PpTraceDescription *desc, const PpWhyPla
                                   const PpSpan *spans, const int32_t *replica, size_t n,
                                   int max_steps, PpWhyReport **out, PpWhyChange *change,
                                   PpSchedule **sched_out, PpError *err);
+/* The same with the run's counters, counter_replica[i] the replica of
+ * counters[i] as replica is of the spans (NULL: all of one pipeline). */
+PpStatus pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                           const PpSpan *spans, const int32_t *replica, size_t n,
+                                           const PpCounter *counters, const int32_t *counter_replica,
+                                           size_t n_counters, int max_steps, PpWhyReport **out,
+                                           PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
 /* The replica of each of n spans (span_process[i]: the process that wrote
  * it, -1 none) from a trace's PROCESS frames procs[n_procs] as read (a

@@ -31,3 +31,37 @@ def spans_of(cli, trace, tmp):
         fail(f"export {trace}: {p.stderr.strip()}")
     with open(out) as f:
         return list(csv.DictReader(f))
+
+
+def raw_trace(path):
+    """A pptrace read raw (docs/trace-format.md), times on the writers'
+    own clocks: (spans as (rank, kind, step, start, end), counters as
+    (rank, kind, time, value))."""
+    import struct
+    data = open(path, "rb").read()
+    off = struct.unpack_from("<I", data, 16)[0]
+    spans, counters = [], []
+    while off + 8 <= len(data):
+        size, ftype = struct.unpack_from("<IH", data, off)
+        if size < 8 or off + size > len(data):
+            break
+        if ftype == 3:   # SPANS: 40-byte slots, an EXT one followed by its extension
+            slot = off + 8
+            while slot + 40 <= off + size:
+                start, dur, _, step = struct.unpack_from("<qIIi", data, slot)
+                rank, = struct.unpack_from("<h", data, slot + 28)
+                kind, flags = data[slot + 38], data[slot + 39]
+                if flags & 1:
+                    end, = struct.unpack_from("<q", data, slot + 40)
+                    rank, = struct.unpack_from("<i", data, slot + 56)
+                    kind, = struct.unpack_from("<H", data, slot + 72)
+                    slot += 80
+                else:
+                    end = start + dur
+                    slot += 40
+                spans.append((rank, kind, step, start, end))
+        elif ftype == 4:   # COUNTER
+            t, v, rank, _, kind = struct.unpack_from("<qdiiH", data, off + 8)
+            counters.append((rank, kind, t, v))
+        off += size
+    return spans, counters

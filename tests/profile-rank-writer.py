@@ -16,7 +16,13 @@ probe/python/pipescope/lib.py where pipescope-cli profile says
                                          G0 + pp * D + dp being pipeline rank
                                          pp of replica dp, placed on the mesh
                                          (Rank.place), its file .rank<G>
-Prints "wrote P ranks" (write), "wrote N processes" (mesh) on stdout.  A soft file size limit is
+  profile-rank-writer.py pipe P STEPS     a GPipe job of P ranks at once (P
+                                         processes), 4 micro-batches, STEPS
+                                         steps 40 ms apart, its blocks
+                                         written as the steps pass (live),
+                                         the last stage slower, and slower
+                                         with each step (STEPS at most 160)
+Prints "wrote P ranks" (write, pipe), "wrote N processes" (mesh) on stdout.  A soft file size limit is
 lifted first (to the hard one): the test limits profile's merge, not this.
 """
 
@@ -105,6 +111,72 @@ def mesh_one(p, d, g0, i):
         sys.exit(f"profile-rank-writer: process {g}: {err}")
 
 
+PIPE_M = 4
+PIPE_STEP_NS = 40_000_000
+
+
+def pipe_times(p, step):
+    """GPipe's blocks of a step, (rank, kind, mb, t0, t1) in ns from the
+    step's start: F = 1 ms, B = 2 F; the last rank's F 1.5 ms and 0.4 %
+    slower each step, so that no two steps are alike and the plan's bubble
+    moves with the steps timed (a step stays under PIPE_STEP_NS up to step
+    160)."""
+    f = [(1.5 * (1.0 + 0.004 * step) if r == p - 1 else 1.0) * 1e6 for r in range(p)]
+    end = {}
+    out = []
+    for r in range(p):
+        t = 0.0
+        for m in range(PIPE_M):
+            t0 = max(t, end.get((r - 1, "F", m), 0.0))
+            t = t0 + f[r]
+            end[(r, "F", m)] = t
+            out.append((r, L.F, m, t0, t))
+    for r in reversed(range(p)):
+        t = max(end[(r, "F", m)] for m in range(PIPE_M))
+        for m in range(PIPE_M):
+            t0 = max(t, end.get((r + 1, "B", m), 0.0))
+            t = t0 + 2 * f[r]
+            end[(r, "B", m)] = t
+            out.append((r, L.B, m, t0, t))
+    return out
+
+
+def pipe_one(p, steps, base, rank):
+    trace = os.environ["PIPESCOPE_TRACE"]
+    r, err = L.Rank.open(os.environ.get("PIPESCOPE_JOB", "writer"), rank, p, trace=f"{trace}.rank{rank}")
+    if r is None:
+        sys.exit(f"profile-rank-writer: rank {rank}: {err}")
+    r.describe("GPipe", "cpu", p, PIPE_M, 1, "profile-rank-writer", "profile-rank-writer.py pipe")
+    r.plan(rank, [(L.F, rank, m, -1, -1, -1) for m in range(PIPE_M)]
+           + [(L.B, rank, m, -1, -1, -1) for m in range(PIPE_M)])
+    for step in range(steps):
+        t = base + step * PIPE_STEP_NS
+        r.step(step, 0, t)
+        last = t
+        for (q, kind, m, t0, t1) in pipe_times(p, step):
+            if q == rank:
+                r.block(kind, rank, m, step, t + int(t0), t + int(t1))
+                last = t + int(t1)
+        r.step(step, 1, last)
+        r.flush()
+        # the next step's blocks once it has passed: a live stream
+        wait = (t + PIPE_STEP_NS - time.monotonic_ns()) / 1e9
+        if wait > 0:
+            time.sleep(wait)
+    err = r.close()
+    if err:
+        sys.exit(f"profile-rank-writer: rank {rank}: {err}")
+
+
+def pipe(p, steps):
+    base = time.monotonic_ns() + 300_000_000
+    procs = [subprocess.Popen([sys.executable, __file__, "pipe-one", str(p), str(steps), str(base), str(i)])
+             for i in range(p)]
+    if any(x.wait() != 0 for x in procs):
+        sys.exit("profile-rank-writer: a rank of the pipe failed")
+    print(f"wrote {p} ranks", flush=True)
+
+
 def mesh(p, d, g0):
     procs = [subprocess.Popen([sys.executable, __file__, "mesh-one", str(p), str(d), str(g0), str(i)])
              for i in range(p * d)]
@@ -123,6 +195,10 @@ if __name__ == "__main__":
         write(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
     elif sys.argv[1] == "mesh":
         mesh(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    elif sys.argv[1] == "pipe":
+        pipe(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "pipe-one":
+        pipe_one(*(int(x) for x in sys.argv[2:6]))
     elif sys.argv[1] == "mesh-one":
         mesh_one(*(int(x) for x in sys.argv[2:6]))
     else:

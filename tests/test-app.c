@@ -107,6 +107,81 @@ test_app_open_json (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
+/* ---- a trace the window cannot show: the reason, as text -------------------------- */
+
+/* Schedule1F1B labels none of its actions for torch.profiler: the import
+ * refuses it with one line naming `<action>`.  The window says the same
+ * line on its empty page (not markup: no GTK warning), as the CLI does. */
+static void
+test_app_open_error (void)
+{
+  const char *data = g_getenv ("PP_TEST_DATA_DIR"), *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (data);
+  g_assert_nonnull (cli);
+  g_autofree char *r0 = g_build_filename (data, "kineto", "1f1b", "rank0.json.gz", NULL);
+  g_autofree char *r1 = g_build_filename (data, "kineto", "1f1b", "rank1.json.gz", NULL);
+  g_autofree char *out_trace = g_build_filename (tmp_dir, "refused.pptrace", NULL);
+
+  /* the CLI's reason */
+  g_autofree char *cli_err = NULL;
+  int status = -1;
+  const char *import[] = { cli, "import", r0, r1, "-o", out_trace, NULL };
+  g_assert_true (g_spawn_sync (NULL, (char **) import, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                               &cli_err, &status, NULL));
+  g_assert_false (g_spawn_check_wait_status (status, NULL));
+  const char *prefix = "pipescope-cli: error: ";
+  g_assert_true (g_str_has_prefix (cli_err, prefix));
+  g_strchomp (cli_err);
+  g_assert_null (strchr (cli_err, '\n'));
+  g_assert_nonnull (strstr (cli_err, "<action>"));
+
+  /* the app's, with its stderr read too */
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { app_path (), "--self-test=open-error", r0, r1, NULL };
+  g_autoptr (GSubprocess) app = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                                         | G_SUBPROCESS_FLAGS_STDERR_MERGE, &error);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "self-test: open failed, shown: Could Not Open the Trace\n"));
+  g_autofree char *want = g_strdup_printf ("self-test: reason shown: %s\n", cli_err + strlen (prefix));
+  g_assert_nonnull (strstr (out, want));
+  g_assert_null (strstr (out, "Gtk-WARNING"));
+  g_assert_null (strstr (out, "markup"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: open-error"));
+  g_assert_false (g_file_test (out_trace, G_FILE_TEST_EXISTS));
+}
+
+/* ---- Save Trace: the run on screen, saved and opened again ------------------------- */
+
+static void
+test_app_save (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=save", NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* the counts the window showed, and the same ones read back */
+  const char *saved = strstr (out, "self-test: saved ");
+  const char *again = strstr (out, "self-test: reopened saved.pptrace: ");
+  g_assert_nonnull (saved);
+  g_assert_nonnull (again);
+  size_t s_spans = 0, s_steps = 0, a_spans = 0, a_steps = 0;
+  const char *c = strstr (saved + strlen ("self-test: saved "), ": ");
+  g_assert_nonnull (c);
+  g_assert_cmpint (sscanf (c, ": %zu spans, %zu steps shown", &s_spans, &s_steps), ==, 2);
+  g_assert_cmpint (sscanf (again + strlen ("self-test: reopened saved.pptrace"), ": %zu spans, %zu steps",
+                           &a_spans, &a_steps), ==, 2);
+  g_assert_cmpuint (s_spans, >, 0);
+  g_assert_cmpuint (s_steps, >=, 3);
+  g_assert_cmpuint (a_spans, ==, s_spans);
+  g_assert_cmpuint (a_steps, ==, s_steps);
+  g_assert_nonnull (strstr (out, "self-test: PASS: save"));
+}
+
 /* ---- a job of replicas: folded, a rank unfolded, all, one replica ------------------ */
 
 /* A PP 2 x DP 2 job (pp-synth-mesh, merged by the CLI): the window opens
@@ -198,6 +273,57 @@ test_app_host_lane (void)
   g_assert_cmpmem (data, 8, "\x89PNG\r\n\x1a\n", 8);
 }
 
+/* ---- the Spans tab and Find (issue 30) -------------------------------------------- */
+
+/* A ZB-H1 run of 4 ranks, 8 micro-batches, 6 steps on the CPU (F, I, W
+ * blocks and the optimizer): the Spans tab lists every block in start
+ * order and longest first after a click on Duration; Find "W" counts the
+ * 4 x 8 x 6 W blocks, Enter and Shift+Enter walk them ("1 of 192", ...,
+ * around to "192 of 192"), each selected on the timeline and in view; a
+ * click on a line selects its block; the histogram holds each W once.
+ * The window with the tab in view is saved as spans.png. */
+static void
+test_app_spans (void)
+{
+  const char *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (cli);
+  g_autofree char *dir = g_build_filename (tmp_dir, "spans", NULL);
+  g_autofree char *trace = g_build_filename (dir, "zbh1.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  const char *make[] = { cli, "run", "-s", "zbh1", "-p", "4", "-m", "8", "--steps", "6", "--backend", "cpu",
+                         "--no-live", "--trace", trace, NULL };
+  int status = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_setenv ("PIPESCOPE_SELF_TEST_SHOTS", dir, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=spans", trace, NULL);
+  g_unsetenv ("PIPESCOPE_SELF_TEST_SHOTS");
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* 4 ranks x 6 steps x (8 F + 8 I + 8 W + 1 OPT) blocks */
+  g_assert_nonnull (strstr (out, "self-test: spans tab: 600 lines, 600 blocks on the timeline\n"));
+  g_assert_nonnull (strstr (out, "self-test: sorted by duration: 600 lines, the longest first"));
+  const char *counts[] = { "192 matches", "1 of 192", "2 of 192", "192 of 192", "3 of 192" };
+  for (guint i = 0; i < G_N_ELEMENTS (counts); i++)
+    {
+      g_autofree char *line = g_strdup_printf ("self-test: find count: \"%s\"\n", counts[i]);
+      g_assert_nonnull (strstr (out, line));
+    }
+  g_assert_nonnull (strstr (out, "self-test: histogram of W: 1 kind(s) x 4 rank(s), 192 blocks in its bins\n"));
+  g_assert_nonnull (strstr (out, "self-test: a click on line 3 selects its block on the timeline, in view\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: spans"));
+  g_autofree char *png = g_build_filename (dir, "spans.png", NULL);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (png, &data, &len, NULL));
+  g_assert_cmpuint (len, >, 8);
+  g_assert_cmpmem (data, 8, "\x89PNG\r\n\x1a\n", 8);
+}
+
 /* ---- Profile a command: a real PyTorch job, a row per rank ---------------------- */
 
 static void
@@ -227,7 +353,11 @@ test_app_profile (void)
   g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
   /* one run, the job's two ranks as rows, named for what they are */
   g_assert_nonnull (strstr (lines, ": 1F1B, 2 ranks, rows 'CPU rank 0' and 'CPU rank 1'"));
+  g_assert_nonnull (strstr (lines, "self-test: 'Waiting for Ranks' shown before the first block; then the timeline"));
   g_assert_nonnull (strstr (lines, "self-test: the profiled job stopped"));
+  /* kept by default under the data folder, as nsys keeps a report */
+  g_autofree char *kept = g_strdup_printf ("self-test: profile trace: %s/data/pipescope/profiles/train-", tmp_dir);
+  g_assert_nonnull (strstr (lines, kept));
   g_assert_nonnull (strstr (lines, "self-test: PASS: profile"));
 }
 
@@ -393,6 +523,9 @@ main (int argc, char **argv)
   g_autofree char *cache = g_build_filename (tmp_dir, "cache", NULL);
   g_setenv ("XDG_RUNTIME_DIR", tmp_dir, TRUE);
   g_setenv ("XDG_CACHE_HOME", cache, TRUE);
+  /* Profile a Command keeps its traces under the data folder */
+  g_autofree char *data_home = g_build_filename (tmp_dir, "data", NULL);
+  g_setenv ("XDG_DATA_HOME", data_home, TRUE);
   g_setenv ("GTK_A11Y", "none", TRUE);
   g_setenv ("NO_AT_BRIDGE", "1", TRUE);
   g_setenv ("GSK_RENDERER", "cairo", TRUE);
@@ -406,6 +539,9 @@ main (int argc, char **argv)
   g_test_add_func ("/app/open-json", test_app_open_json);
   g_test_add_func ("/app/profile", test_app_profile);
   g_test_add_func ("/app/replicas", test_app_replicas);
+  g_test_add_func ("/app/open-error", test_app_open_error);
+  g_test_add_func ("/app/save", test_app_save);
+  g_test_add_func ("/app/spans", test_app_spans);
   g_test_add_func ("/app/host-lane", test_app_host_lane);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);

@@ -157,7 +157,7 @@ test_fifo (void)
   Job job;
   job_start (&c, &job, NULL);
   g_assert_cmpint (run (&c, &out, &err, "jobs", NULL), ==, 0);
-  g_assert_cmpint (pp_test_count (out, "\n"), ==, 1);
+  g_assert_cmpint (pp_test_count (out, "\n"), ==, 2);   /* the headers, the job */
   g_assert_nonnull (strstr (out, job.name));
   g_free (out); g_free (err);
   g_assert_cmpint (run (&c, &out, &err, "record", job.name, "-o", f, "--duration", "0.3", NULL), ==, 0);

@@ -232,7 +232,12 @@ test_jobs_and_record (void)
   g_assert_nonnull (strstr (listing, job.name));
   g_assert_nonnull (strstr (listing, " 1F1B "));
   g_assert_nonnull (strstr (listing, job.socket));
-  g_assert_cmpint (pp_test_count (listing, "\n"), ==, 1);
+  /* a line of column headers, then the job's one line */
+  g_assert_cmpint (pp_test_count (listing, "\n"), ==, 2);
+  g_assert_true (g_str_has_prefix (listing, "PID "));
+  g_assert_nonnull (strstr (listing, " NAME "));
+  g_assert_nonnull (strstr (listing, " SCHEDULE "));
+  g_assert_nonnull (strstr (listing, " STARTED "));
   g_free (listing);
 
   /* By pid, for half a second. */

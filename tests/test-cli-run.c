@@ -81,11 +81,13 @@ test_run_trace (void)
   losses = step_losses (out, steps);
   /* N = 30 > 20: step 1, every 30/20 = 1 steps, and the last: all of them. */
   g_assert_cmpint (losses->len, ==, 30);
-  g_assert_cmpint (g_array_index (steps, int, 0), ==, 1);
-  g_assert_cmpint (g_array_index (steps, int, steps->len - 1), ==, 30);
+  /* numbered from 0, as the trace and every other output (issue 30) */
+  g_assert_cmpint (g_array_index (steps, int, 0), ==, 0);
+  g_assert_cmpint (g_array_index (steps, int, steps->len - 1), ==, 29);
   g_assert_cmpfloat (g_array_index (losses, double, losses->len - 1), <, g_array_index (losses, double, 0));
   /* The table: a line per rank, the closed form of 1F1B (P-1)/(M+P-1) = 20%. */
-  g_assert_nonnull (strstr (out, "bubble a step (median of 30)"));
+  g_assert_nonnull (strstr (out, "steps 14\u201329 (16 steps: whole steps after the first, the last 16 at most)"));
+  g_assert_nonnull (strstr (out, "measured bubble a step"));
   g_assert_cmpint (pp_test_count (out, "20.0%\n"), ==, 2);
   g_assert_nonnull (strstr (out, "samples/s"));
   g_array_free (losses, TRUE);
@@ -99,7 +101,7 @@ test_run_trace (void)
   for (int r = 0; r < 2; r++)
     {
       char want[32], *line = g_strdup_printf ("\n%4d  ", r);
-      const char *at = strstr (run_out, "bubble a step (median of");
+      const char *at = strstr (run_out, "measured bubble a step");
       g_assert_nonnull (at);
       at = strstr (at, line);
       g_assert_nonnull (at);
@@ -118,20 +120,20 @@ test_run_trace (void)
   g_assert_nonnull (strstr (out, "steps: 30\n"));
   /* 30 steps x 4 micro-batches x 2 ranks of F and of B. */
   g_assert_nonnull (strstr (out, "(F 240, B 240"));
-  g_assert_nonnull (strstr (out, "planned bubble (last plan of each rank"));
+  g_assert_nonnull (strstr (out, "bubble, plan at measured costs (the last plan of each rank"));
   g_assert_nonnull (strstr (out, "truncated: no\n"));
   g_free (out);
   g_free (err);
 
-  /* Sampled step lines: N = 100 prints step 1, every 5th, and the last. */
+  /* Sampled step lines: N = 100 prints the first step, every 5th, and the last. */
   g_assert_cmpint (run (&c, &out, &err, "run", "-s", "GPipe", "-p", "2", "-m", "2", "--layers", "2",
                         "--width", "8", "--steps", "100", "--no-live", NULL), ==, 0);
   steps = g_array_new (FALSE, FALSE, sizeof (int));
   losses = step_losses (out, steps);
   g_assert_cmpint (losses->len, ==, 21);
-  g_assert_cmpint (g_array_index (steps, int, 0), ==, 1);
-  g_assert_cmpint (g_array_index (steps, int, 1), ==, 5);
-  g_assert_cmpint (g_array_index (steps, int, steps->len - 1), ==, 100);
+  g_assert_cmpint (g_array_index (steps, int, 0), ==, 0);   /* numbered from 0 */
+  g_assert_cmpint (g_array_index (steps, int, 1), ==, 4);
+  g_assert_cmpint (g_array_index (steps, int, steps->len - 1), ==, 99);
   g_array_free (losses, TRUE);
   g_array_free (steps, TRUE);
   g_free (out);
@@ -316,7 +318,7 @@ test_sigint (void)
                            "--steps", "1000000", "--no-live", "--trace", t, NULL };
     child_start (&c, &ch, args);
   }
-  first = read_line_with (ch.out_fd, "step 1 ");
+  first = read_line_with (ch.out_fd, "step 0 ");
   g_usleep (G_USEC_PER_SEC);
   g_assert_cmpint (kill (ch.pid, SIGINT), ==, 0);
   status = child_wait (&ch, 10000);
@@ -327,7 +329,7 @@ test_sigint (void)
   err = read_all (ch.err_fd);
   assert_run_stderr_quiet (err);
   g_assert_nonnull (strstr (out, "stopped after "));
-  g_assert_nonnull (strstr (out, "bubble a step (median of"));
+  g_assert_nonnull (strstr (out, "measured bubble a step"));
   g_free (out);
   g_free (err);
   g_free (first);
@@ -370,8 +372,9 @@ test_live (void)
   /* jobs lists it while it runs. */
   g_assert_cmpint (run (&c, &out, &err, "jobs", NULL), ==, 0);
   g_assert_cmpstr (err, ==, "");
-  want = g_strdup_printf ("%d ", (int) ch.pid);
-  g_assert_true (g_str_has_prefix (out, want));
+  want = g_strdup_printf ("\n%d ", (int) ch.pid);   /* under the column headers */
+  g_assert_true (g_str_has_prefix (out, "PID "));
+  g_assert_nonnull (strstr (out, want));
   g_assert_nonnull (strstr (out, " ZB-H1 "));
   g_free (want);
   g_free (out);

@@ -65,6 +65,7 @@ test_trace_roundtrip (void)
   g_assert_nonnull (strstr (out, "mean idle: 33.3%\n"));
   g_assert_nonnull (strstr (out, "dropped events: 0\n"));
   g_assert_nonnull (strstr (out, "truncated: no\n"));
+  g_assert_null (strstr (out, "(truncated"));
   g_free (out); g_free (err);
 
   /* Chrome JSON: 48 blocks, each rank's step and the plan's 48 actions as
@@ -74,13 +75,13 @@ test_trace_roundtrip (void)
   g_assert_false (g_file_test (tmp, G_FILE_TEST_EXISTS));
   g_assert_true (g_file_get_contents (j, &data, &len, NULL));
   g_assert_true (g_str_has_prefix (data, "{\"traceEvents\":["));
-  g_assert_nonnull (strstr (data, "\"displayTimeUnit\":\"ms\"}"));
+  g_assert_nonnull (strstr (data, "\"displayTimeUnit\":\"ms\",\"pipescope\":{\"format\":1,"));
   g_assert_cmpint (pp_test_count (data, "\"ph\":\"X\""), ==, 48 + 4 + 48);
   g_assert_cmpint (pp_test_count (data, "\"cat\":\"F\",\"ph\":\"X\""), ==, 24);
   g_assert_cmpint (pp_test_count (data, "\"cat\":\"B\",\"ph\":\"X\""), ==, 24);
   g_assert_nonnull (strstr (data, "{\"name\":\"F0\",\"cat\":\"F\",\"ph\":\"X\",\"pid\":3,\"tid\":0,"
                                   "\"ts\":3000.000,\"dur\":1000.000,"
-                                  "\"args\":{\"stage\":3,\"microbatch\":0,\"step\":0,\"kind\":\"F\"}}"));
+                                  "\"args\":{\"stage\":3,\"microbatch\":0,\"step\":0,\"kind\":\"F\",\"rank\":3}}"));
   g_assert_nonnull (strstr (data, "{\"name\":\"B5\",\"cat\":\"B\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"
                                   "\"ts\":25000.000,\"dur\":2000.000,"));
   g_assert_nonnull (strstr (data, "\"args\":{\"name\":\"rank 2\"}"));
@@ -119,6 +120,9 @@ test_trace_roundtrip (void)
   g_assert_true (g_file_get_contents (c, &data, &len, NULL));
   g_assert_cmpint (pp_test_count (data, "\n"), ==, 49);
   g_assert_true (g_str_has_prefix (data, "rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub,process,dp,tp\n"));
+  /* a CPU span has no device: empty device and stream, never 65535 (issue 30) */
+  g_assert_nonnull (strstr (data, "\n0,0,0,F,0,0,1000000,,,0,"));
+  g_assert_null (strstr (data, "65535"));
   /* -o -: the same bytes on standard output, and no file named "-" */
   {
     char *here = g_get_current_dir ();
@@ -141,6 +145,12 @@ test_trace_roundtrip (void)
     g_free (data);
     g_assert_cmpint (run (&out, &err, "info", cut, NULL), ==, 0);
     g_assert_nonnull (strstr (out, "truncated: yes"));
+    /* and says so first (issue 30) */
+    {
+      char *first = g_strdup_printf ("trace: %s (truncated: ", cut);
+      g_assert_true (g_str_has_prefix (out, first));
+      g_free (first);
+    }
     g_free (out); g_free (err);
     g_unlink (cut);
     g_free (cut);

@@ -403,6 +403,8 @@ def got_of(cli, trace, tmp):
     got = collections.Counter()
     for x in spans_of(cli, trace, tmp):
         k = x["kind"]
+        if k in ("GC", "HOST_SCHEDULE", "HOST_LOSS", "HOST_DATA", "HOST_ZERO_GRAD"):
+            continue   # what the thread did between the calls (issue 29): test-fast-host.py
         if k in ("SEND_F", "SEND_B", "RECV_F", "RECV_B"):
             got[(k, int(x["stage"]), int(x["microbatch"]), int(x["bytes"]))] += 1
         elif k == "WAIT":

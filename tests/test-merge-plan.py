@@ -9,12 +9,12 @@ frames.  The ranks here are written through probe/python/pipescope/lib.py
 (no PyTorch needed): 1F1B, P=2, M=4, three steps with known block costs.
 
   1. merge: exit 0, one line on stderr saying it planned the job, and
-     `info` on the result has the planned bubble.
+     `info` on the result has the bubble of the plan at measured costs.
   2. profile over a command that writes the same ranks' traces: its trace's
      PLAN frames are byte for byte those of merge's, and it says the same
      "planned ..." line.
   3. No plan in any rank's trace: merge still succeeds, says in one line on
-     stderr why the plan stays untimed, and `info` has no planned bubble.
+     stderr why the plan stays untimed, and `info` has no plan's bubble.
   4. Plans but no block at all (nothing measured): the same, and no
      half-timed file is left beside the merged trace.
 """
@@ -173,7 +173,7 @@ def main():
         fail(f"merge did not say it planned the job (on stderr):\n{p.stderr}")
     if planned_line(p.stdout):
         fail(f"merge said it planned the job on stdout:\n{p.stdout}")
-    if "planned bubble (last plan of each rank" not in info(cli, out):
+    if "bubble, plan at measured costs (the last plan of each rank" not in info(cli, out):
         fail(f"no planned bubble in the merged trace:\n{info(cli, out)}")
     if os.path.exists(out + ".timing"):
         fail("merge left its .timing file behind")
@@ -217,7 +217,7 @@ def main():
         fail(f"merge without plans: exit {p.returncode}:\n{p.stderr}")
     if len(lines) != 1 or "the plan stays untimed" not in lines[0]:
         fail(f"merge without plans should say why in one line on stderr:\n{p.stderr}")
-    if "planned bubble" in info(cli, out):
+    if "bubble, plan at" in info(cli, out):
         fail("a planned bubble in a trace without plans")
     ok(f"no plan: merged, and one line says why it stays untimed ({lines[0]})")
 
@@ -236,7 +236,7 @@ def main():
         fail(f"merge of plans without blocks should say why in one line on stderr:\n{p.stderr}")
     if os.path.exists(out + ".timing"):
         fail("merge left its .timing file behind")
-    if "planned bubble" in info(cli, out):
+    if "bubble, plan at" in info(cli, out):
         fail("a planned bubble in a trace whose plan could not be timed")
     if len(plan_frames(out)) != P:
         fail(f"the ranks' {P} untimed plans did not stay: {len(plan_frames(out))} PLAN frames")

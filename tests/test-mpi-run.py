@@ -129,7 +129,7 @@ def main():
                                    start_new_session=True)
             # wait for the first step of rank 0 (its report), not for a time
             line = job.stdout.readline()
-            while line and not line.startswith("step 1 "):
+            while line and not line.startswith("step 0 "):
                 line = job.stdout.readline()
             return job
 
@@ -218,7 +218,8 @@ def main():
         job = long_job(os.path.join(tmp, "live.pptrace"), live=True)
         try:
             ranks = ranks_of(job)
-            listing = run([cli, "jobs"]).stdout.strip().splitlines()
+            # the first line names the columns
+            listing = run([cli, "jobs"]).stdout.strip().splitlines()[1:]
             check(len(listing) == 1 and "ranks 2/2" in listing[0],
                   f"jobs prints the 2-process job as one line ({listing})")
             rec = os.path.join(tmp, "recorded.pptrace")
@@ -246,7 +247,7 @@ def main():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             line = job.stdout.readline()
-            while line and not line.startswith("step 1 "):
+            while line and not line.startswith("step 0 "):
                 line = job.stdout.readline()
             import threading
             rest = []   # the job's step lines, drained so it never blocks on a full pipe

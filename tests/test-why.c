@@ -626,7 +626,7 @@ test_cli (void)
   g_free (out);
   g_free (err);
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "info", t, NULL), ==, 0);
-  g_assert_nonnull (strstr (out, "idle by cause (a step, mean over the last 3 whole steps"));
+  g_assert_nonnull (strstr (out, "idle by cause (a step, the mean over the 3 steps analysed"));
   g_assert_nonnull (strstr (out, "critical path (share of the step, mean over 3 steps): stage 0 "));
   g_assert_nonnull (strstr (out, "(now 3,1)"));
   g_free (out);
@@ -1077,7 +1077,7 @@ test_plan_cli (void)
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &err, "info", t_csv, NULL), ==, 0);
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out2, &err2, "info", t_named, NULL), ==, 0);
   char *w1 = why_section (out), *w2 = why_section (out2);
-  g_assert_nonnull (strstr (w1, "idle by cause (a step, mean over the last 3 whole steps"));
+  g_assert_nonnull (strstr (w1, "idle by cause (a step, the mean over the 3 steps analysed"));
   g_assert_nonnull (strstr (w1, "critical path (share of the step, mean over 3 steps): stage 0 "));
   g_assert_nonnull (strstr (w1, "slowest stage: 2,"));
   g_assert_cmpstr (w1, ==, w2);

@@ -10,12 +10,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "pp-compare.h"
 #include "pp-panels.h"
 #include "pp-suggest.h"
 #include "pp-test-util.h"
 #include "pp-timeline-widget.h"
 #include "pp-timeline-details.h"
 #include "pp-timeline-fold.h"
+#include "pp-why-runtime.h"
 
 /* Not in the headers: the widgets expose these for tests. */
 char    *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
@@ -565,6 +567,19 @@ test_timeline_tooltip (void)
   g_assert_cmpstr (text, ==, "rank 1 · stage 1 · micro-batch 2 · F · start 3.000 ms · 1.000 ms");
   g_free (text);
 
+  /* zoomed in until the ruler reads µs, the tooltip reads µs (issue 30) */
+  pp_timeline_widget_set_range (t, start + 3 * MS + MS / 2 - 20000, start + 3 * MS + MS / 2 + 20000);
+  pp_timeline_widget_get_view (t, &v);
+  g_assert_cmpstr (pp_timeline_ruler_unit (m, &v, NULL, NULL), ==, "µs");
+  pp_timeline_layout (m, &v, &l);
+  x = pp_timeline_x_of (&v, &l, start + 3 * MS + MS / 2);
+  text = pp_timeline_widget_tooltip_text (t, x, y);
+  g_assert_cmpstr (text, ==, "rank 1 · stage 1 · micro-batch 2 · F · start 3000.000 µs · 1000.000 µs");
+  g_free (text);
+  pp_timeline_widget_zoom_to_fit (t);
+  pp_timeline_widget_get_view (t, &v);
+  pp_timeline_layout (m, &v, &l);
+
   /* the bubble has no tooltip */
   x = pp_timeline_x_of (&v, &l, start + 10 * MS);
   y = l.rows_y + 0.5 * l.block_h;
@@ -626,8 +641,74 @@ test_timeline_tooltip (void)
   y = l.rows_y + 0.5 * l.block_h;
   text = pp_timeline_widget_tooltip_text (t, x, y);
   g_assert_cmpstr (text, ==, "CPU rank 0 · 2F2 + 1B0 overlapped (forward: stage 2, micro-batch 2; "
-                             "backward B: stage 1, micro-batch 0) · start 0 ns · 2.000 ms");
+                             "backward B: stage 1, micro-batch 0) · start 0.000 ms · 2.000 ms");
   g_free (text);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+/* Issue 30: the arrow keys pan the timeline without a click into it first
+ * (the window hands them over, focus on a button), but never while the
+ * focus is in a text entry (Find's keys stay Find's). */
+static void
+test_timeline_arrows_from_window (void)
+{
+  PpTimelineModel *m = gpipe_model ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *button = gtk_button_new_with_label ("Run"), *entry = gtk_entry_new ();
+  GtkWidget *tl = pp_timeline_widget_new ();
+  PpTimelineWidget *t = PP_TIMELINE_WIDGET (tl);
+  gtk_box_append (GTK_BOX (box), button);
+  gtk_box_append (GTK_BOX (box), entry);
+  gtk_widget_set_vexpand (tl, TRUE);
+  gtk_box_append (GTK_BOX (box), tl);
+  pp_timeline_widget_set_model (t, m);
+  GtkWidget *win = window_with (box, WIN_W, WIN_H);
+
+  /* the window's key controller that runs before any child's */
+  GtkEventController *keys = NULL;
+  GListModel *cs = gtk_widget_observe_controllers (win);
+  for (guint i = 0; i < g_list_model_get_n_items (cs) && keys == NULL; i++)
+    {
+      GObject *c = g_list_model_get_item (cs, i);
+      if (GTK_IS_EVENT_CONTROLLER_KEY (c)
+          && gtk_event_controller_get_propagation_phase (GTK_EVENT_CONTROLLER (c)) == GTK_PHASE_CAPTURE)
+        keys = GTK_EVENT_CONTROLLER (c);
+      g_object_unref (c);
+    }
+  g_object_unref (cs);
+  g_assert_nonnull (keys);
+
+  gint64 a0, a1, b0, b1;
+  gboolean handled = FALSE;
+  pp_timeline_widget_zoom (t, 4);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  gtk_widget_grab_focus (button);
+  g_assert_true (gtk_root_get_focus (GTK_ROOT (win)) == button);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Right, 0, 0, &handled);
+  g_assert_true (handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b0, >, a0);
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
+
+  /* in the entry, Left is the entry's */
+  gtk_widget_grab_focus (entry);
+  handled = FALSE;
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  g_assert_false (handled);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  g_assert_cmpint (a0, ==, b0);
+  g_assert_cmpint (a1, ==, b1);
+
+  /* with a modifier the window's own shortcuts keep it */
+  gtk_widget_grab_focus (button);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, GDK_CONTROL_MASK, &handled);
+  g_assert_false (handled);
+  g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  g_assert_true (handled);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  g_assert_cmpint (a0, <, b0);
+
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
 }
@@ -865,6 +946,85 @@ test_stats_replicas (void)
   pp_timeline_model_free (m);
 }
 
+/* The Why tab names what runtime is made of (issue 29): a GPipe 2 x 2
+ * trace (F 1 ms, B 2 ms) whose blocks from 3 ms on are 4 ms late, with a
+ * 3 ms GC in rank 1's gap and rank 0's run delay growing 1.5 ms across
+ * its gap (counters at its block edges): the panel's runtime parts are
+ * the analysis's, and its text names them with their shares. */
+static void
+test_why_runtime_parts (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-widgets-why-rt-");
+  char *path = pp_test_ctx_path (&c, "run.pptrace");
+  PpSchedule *s = pp_test_generate ("GPipe", 2, 2, 1);
+  PpSimulation *sim = pp_test_simulate (s, 1e-3, 2e-3, 0, 0);
+  PpError e = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &e);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &e), ==, PP_OK);
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        int64_t t0 = llround (sim->timeline[r][k].start * 1e9), t1 = llround (sim->timeline[r][k].end * 1e9);
+        int64_t late = t0 >= 3000000 ? 4000000 : 0;
+        PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .peer_rank = -1,
+                      .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B,
+                      .start_ns = t0 + late, .end_ns = t1 + late };
+        g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &e), ==, PP_OK);
+        for (int edge = 0; r == 0 && edge < 2; edge++)
+          {
+            PpCounter ct = { .rank = 0, .kind = PP_COUNTER_RUN_DELAY_NS,
+                             .time_ns = edge == 0 ? sp.start_ns : sp.end_ns };
+            ct.value = ct.time_ns >= 9000000 ? 1.5e6 : 0;
+            g_assert_cmpint (pp_trace_write_counter (w, &ct, &e), ==, PP_OK);
+          }
+      }
+  PpSpan gc = { .rank = 1, .stage = -1, .microbatch = -1, .peer_rank = -1, .kind = PP_SPAN_GC,
+                .start_ns = 3000000, .end_ns = 6000000 };
+  g_assert_cmpint (pp_trace_write_spans (w, &gc, 1, &e), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+
+  PpWhyReport *want = NULL;
+  g_assert_cmpint (pp_why_analyse_trace (path, 0, &want, NULL, NULL, &e), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (want->idle[1].runtime_parts[PP_WHY_RT_GC], 3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (want->idle[0].runtime_parts[PP_WHY_RT_DESCHEDULED], 1.5e-3, 1e-9);
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &e);
+  g_assert_nonnull (m);
+  GtkWidget *p = pp_why_panel_new ();
+  g_object_ref_sink (p);
+  pp_why_panel_update (PP_WHY_PANEL (p), m);
+  for (int r = 0; r < 2; r++)
+    {
+      PpWhyIdle got;
+      int n_rep = 0;
+      g_assert_true (pp_why_panel_get_idle (PP_WHY_PANEL (p), r, &got, &n_rep));
+      for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+        g_assert_cmpfloat_with_epsilon (got.runtime_parts[k], want->idle[r].runtime_parts[k], 1e-9);
+    }
+  GString *text = g_string_new (NULL);
+  collect_labels (p, text);
+  g_assert_nonnull (strstr (text->str, "Inside runtime"));
+  g_assert_nonnull (strstr (text->str, ": 4.00 ms = descheduled 38%, gc 0%"));
+  g_assert_nonnull (strstr (text->str, ": 4.00 ms = descheduled 0%, gc 75%"));
+  g_string_free (text, TRUE);
+  g_object_unref (p);
+  pp_timeline_model_free (m);
+  pp_why_report_free (want);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
 /* The Why tab of a 2 x 2 job says what info and export --format why say:
  * each pipeline rank's median replica over the two (pp_why_analyse_replicas
  * over every process's spans), not the one replica its rows show.  Replica
@@ -999,8 +1159,14 @@ test_stats_panel (void)
   pp_stats_panel_update (PP_STATS_PANEL (p), m);
   pp_stats_panel_update (PP_STATS_PANEL (p), m);   /* again: rows are reused */
   collect_labels (p, text);
-  /* 4 ranks x (measured, plan, closed form) */
-  g_assert_cmpint (pp_test_count (text->str, "33.3%"), ==, 12);
+  /* 4 ranks x (measured, plan, closed form), and the summary's mean */
+  g_assert_cmpint (pp_test_count (text->str, "33.3%"), ==, 13);
+  g_assert_nonnull (strstr (text->str, "measured bubble a step 33.3% (mean over the ranks)"));
+  /* every bubble says which it is (issue 30); a simulated run's plan is
+   * the plan at unit costs */
+  g_assert_nonnull (strstr (text->str, "Measured bubble a step"));
+  g_assert_nonnull (strstr (text->str, "Bubble, plan at unit costs"));
+  g_assert_nonnull (strstr (text->str, "Bubble, closed form (F=1, B=2)"));
   /* a simulated plan ran on no device: its ranks are ranks, not GPUs */
   g_assert_nonnull (strstr (text->str, "rank 3"));
   g_assert_null (strstr (text->str, "rank 4"));
@@ -1084,10 +1250,91 @@ test_memory_chart (void)
   g_assert_cmpint (blue, >, 50);
   cairo_surface_destroy (empty);
   cairo_surface_destroy (full);
+  g_assert_null (pp_memory_chart_empty_reason (PP_MEMORY_CHART (chart)));
   pp_memory_chart_update (PP_MEMORY_CHART (chart), NULL);
   g_assert_null (pp_memory_chart_summary (PP_MEMORY_CHART (chart), 0, buf, sizeof buf));
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
+
+  /* A PyTorch job's hook records no activation memory: the empty chart
+   * says so, not "not yet" (issue 30); a run of ours says "not yet". */
+  for (int pytorch = 0; pytorch < 2; pytorch++)
+    {
+      PpTimelineModel *pm = pp_timeline_model_new ();
+      PpTraceDescription pd = d;
+      if (pytorch)
+        g_strlcpy (pd.model, "PyTorch 2.5.0 gloo Schedule1F1B", sizeof pd.model);
+      PpTraceItem pit = { .type = PP_TRACE_ITEM_DESCRIPTION, .description = &pd };
+      pp_timeline_model_add (pm, &pit);
+      GtkWidget *c2 = pp_memory_chart_new ();
+      pp_memory_chart_update (PP_MEMORY_CHART (c2), pm);
+      const char *why = pp_memory_chart_empty_reason (PP_MEMORY_CHART (c2));
+      g_assert_nonnull (why);
+      if (pytorch)
+        g_assert_nonnull (strstr (why, "records none for PyTorch jobs"));
+      else
+        g_assert_cmpstr (why, ==, "No activation memory reported yet");
+      g_object_ref_sink (c2);
+      g_object_unref (c2);
+      pp_timeline_model_free (pm);
+    }
+}
+
+/* Two runs compared (issue 30): what differs, with the ratio.  GPipe with
+ * 6 micro-batches against 1F1B with 12 on 4 ranks (plans at unit costs):
+ * the schedule and M differ, P does not; every rank's bubble a step goes
+ * from 3/9 (33.3 %) to 3/15 (20.0 %), x0.60. */
+static void
+test_compare_runs (void)
+{
+  PpTimelineModel *a = gpipe_model ();
+  g_autofree char *path = g_build_filename (tmpdir, "1f1b-12.pptrace", NULL);
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &err, "schedule", "-s", "1F1B", "-p", "4", "-m", "12",
+                                    "--trace", path, NULL), ==, 0);
+  g_free (out);
+  g_free (err);
+  PpError perr = { 0 };
+  PpTimelineModel *b = pp_timeline_model_new_from_file (path, &perr);
+  g_assert_nonnull (b);
+  PpCompareRow rows[32];
+  size_t n = pp_compare_runs (a, b, rows, G_N_ELEMENTS (rows));
+  /* schedule, P, M, V, steps, step time, 4 ranks' bubbles, their mean */
+  g_assert_cmpuint (n, ==, 11);
+  g_assert_cmpstr (rows[0].what, ==, "Schedule");
+  g_assert_cmpstr (rows[0].a, ==, "GPipe");
+  g_assert_cmpstr (rows[0].b, ==, "1F1B");
+  g_assert_true (rows[0].differs);
+  g_assert_cmpstr (rows[1].what, ==, "Ranks (P)");
+  g_assert_false (rows[1].differs);
+  g_assert_cmpstr (rows[1].ratio, ==, "same");
+  g_assert_cmpstr (rows[2].what, ==, "Micro-batches (M)");
+  g_assert_cmpstr (rows[2].a, ==, "6");
+  g_assert_cmpstr (rows[2].b, ==, "12");
+  g_assert_true (rows[2].differs);
+  g_assert_cmpstr (rows[5].what, ==, "Mean step time");
+  for (int r = 0; r < 4; r++)
+    {
+      char what[48];
+      g_snprintf (what, sizeof what, "Bubble a step, rank %d", r);
+      g_assert_cmpstr (rows[6 + r].what, ==, what);
+      g_assert_cmpstr (rows[6 + r].a, ==, "33.3 %");
+      g_assert_cmpstr (rows[6 + r].b, ==, "20.0 %");
+      g_assert_cmpstr (rows[6 + r].ratio, ==, "×0.60");
+    }
+  g_assert_cmpstr (rows[10].what, ==, "Bubble a step, mean");
+  g_assert_cmpstr (rows[10].ratio, ==, "×0.60");
+  /* a run against itself: nothing differs */
+  n = pp_compare_runs (a, a, rows, G_N_ELEMENTS (rows));
+  for (size_t i = 0; i < n; i++)
+    g_assert_false (rows[i].differs);
+  /* the table shows them (a header and a line a row, four cells each) */
+  GtkWidget *table = pp_compare_table_new ();
+  g_object_ref_sink (table);
+  pp_compare_table_update (PP_COMPARE_TABLE (table), a, "gpipe.pptrace — GPipe", b, "1f1b-12.pptrace — 1F1B");
+  g_object_unref (table);
+  pp_timeline_model_free (a);
+  pp_timeline_model_free (b);
 }
 
 static void
@@ -1233,11 +1480,10 @@ test_whatif_panel (void)
     {
       g_assert_cmpfloat_with_epsilon (c.f[r], 1e-3, 1e-9);
       g_assert_cmpfloat_with_epsilon (c.b[r], 2e-3, 1e-9);
-      g_assert_cmpfloat_with_epsilon (c.w[r], 1e-3, 1e-9);
+      /* no W span (a backward never split): W = 0, suggest's rule */
+      g_assert_cmpfloat (c.w[r], ==, 0);
     }
-  g_free (c.f);
-  g_free (c.b);
-  g_free (c.w);
+  pp_measured_costs_clear (&c);
 
   GtkWidget *p = pp_whatif_panel_new ();
   GtkWidget *win = window_with (p, 700, 500);
@@ -1268,6 +1514,39 @@ test_whatif_panel (void)
   g_assert_nonnull (strstr (text->str, " ms"));
   g_assert_nonnull (strstr (text->str, "bubble"));
   g_string_free (text, TRUE);
+
+  /* issue 30: the measured configuration's row shows what was measured
+   * and says so, every other row says it is a prediction */
+  {
+    PpWhatifMeasured mr;
+    GString *all = g_string_new ("\n");
+    g_assert_true (pp_whatif_measured (m, &mr));
+    g_assert_cmpint (mr.n_steps, >, 0);
+    collect_labels (list, all);
+    g_assert_cmpint (pp_test_count (all->str, "\nmeasured\n"), ==, 1);
+    int n_rows = pp_test_count (all->str, "\nM = ");
+    g_assert_cmpint (n_rows, >, 1);
+    g_assert_cmpint (pp_test_count (all->str, "\npredicted\n"), ==, n_rows - 1);
+    g_string_free (all, TRUE);
+  }
+  /* the memory budget 0 reads "no limit" */
+  {
+    GtkWidget *spin = NULL;
+    GPtrArray *st = g_ptr_array_new ();
+    g_ptr_array_add (st, p);
+    while (st->len && spin == NULL)
+      {
+        GtkWidget *w = g_ptr_array_steal_index (st, st->len - 1);
+        if (GTK_IS_SPIN_BUTTON (w))
+          spin = w;
+        for (GtkWidget *ch = gtk_widget_get_first_child (w); ch; ch = gtk_widget_get_next_sibling (ch))
+          g_ptr_array_add (st, ch);
+      }
+    g_ptr_array_unref (st);
+    g_assert_nonnull (spin);
+    g_assert_cmpfloat (pp_whatif_panel_get_budget (PP_WHATIF_PANEL (p)), ==, 0);
+    g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (spin)), ==, "no limit");
+  }
 
   cairo_surface_t *shot = render_widget (p);
   save_png (shot, "whatif.png");
@@ -1399,13 +1678,16 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/timeline/details", test_timeline_details);
   g_test_add_func ("/widgets/timeline/live-follow", test_timeline_live_follow);
   g_test_add_func ("/widgets/timeline/tooltip", test_timeline_tooltip);
+  g_test_add_func ("/widgets/timeline/arrows-from-window", test_timeline_arrows_from_window);
   g_test_add_func ("/widgets/timeline/still-pointer", test_timeline_still_pointer);
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
   g_test_add_func ("/widgets/why-replicas", test_why_replicas);
+  g_test_add_func ("/widgets/why-runtime-parts", test_why_runtime_parts);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
+  g_test_add_func ("/widgets/compare-runs", test_compare_runs);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);

@@ -40,6 +40,7 @@ struct _PpMemoryChart
   int              n_ranks, n_more;
   int64_t          t0, t1;
   char             schedule[64];
+  char             empty[160];     /* what an empty chart says (why it is empty) */
   double           budget;         /* What if's, in micro-batches; 0 none */
   /* the planned peaks depend on the description and the plans only:
    * simulated once for them, not at every refresh of a live run */
@@ -110,6 +111,38 @@ simulate_plan (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceD
   pp_schedule_free (s);
 }
 
+/* Nothing to draw: no samples over time, or none above zero. */
+static gboolean
+chart_is_empty (PpMemoryChart *self)
+{
+  double hi = 0;
+  for (int r = 0; r < self->n_ranks; r++)
+    hi = MAX (hi, self->series[r].peak);
+  return self->t1 <= self->t0 || !(hi > 0);
+}
+
+/* Why the chart would be empty: a framework's job records no activation
+ * memory (its hook sees blocks, not tensors), and saying "not yet" there
+ * would promise what never comes. */
+static void
+empty_reason (PpMemoryChart *self, const PpTraceDescription *d)
+{
+  PpFramework fw = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
+  if (fw != PP_FRAMEWORK_PIPESCOPE)
+    g_snprintf (self->empty, sizeof self->empty,
+                "No activation memory: the hook records none for %s jobs (micro-batches in flight are in Statistics)",
+                fw == PP_FRAMEWORK_PYTORCH ? "PyTorch" : "megatron-core");
+  else
+    g_strlcpy (self->empty, "No activation memory reported yet", sizeof self->empty);
+}
+
+const char *
+pp_memory_chart_empty_reason (PpMemoryChart *self)
+{
+  g_return_val_if_fail (PP_IS_MEMORY_CHART (self), NULL);
+  return chart_is_empty (self) ? self->empty : NULL;
+}
+
 void
 pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model)
 {
@@ -154,7 +187,10 @@ pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model)
           g_strlcpy (self->schedule, d->schedule, sizeof self->schedule);
           plan_inflight (self, model, d);
         }
+      empty_reason (self, d);
     }
+  else
+    g_strlcpy (self->empty, "No run", sizeof self->empty);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -224,10 +260,10 @@ draw_chart (PpMemoryChart *self, cairo_t *cr, double w, double h)
     }
   if (self->budget > 0 && per_mb > 0)
     hi = MAX (hi, self->budget * per_mb);
-  if (self->t1 <= self->t0 || !(hi > 0))
+  if (chart_is_empty (self))
     {
       cairo_text_extents_t ext;
-      const char *msg = "No activation memory reported yet";
+      const char *msg = self->empty;
       cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
       cairo_text_extents (cr, msg, &ext);
       cairo_move_to (cr, (w - ext.width) / 2 - ext.x_bearing, h / 2);
@@ -428,6 +464,7 @@ pp_memory_chart_class_init (PpMemoryChartClass *klass)
 static void
 pp_memory_chart_init (PpMemoryChart *self)
 {
+  g_strlcpy (self->empty, "No run", sizeof self->empty);
   for (int r = 0; r < MAX_RANKS; r++)
     {
       self->series[r].samples = g_array_new (FALSE, FALSE, sizeof (PpTimelineMemorySample));

@@ -7,6 +7,7 @@
 
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
+#include "pp-suggest.h"
 #include "pp-why.h"
 
 G_BEGIN_DECLS
@@ -24,6 +25,25 @@ void       pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *mod
 #define PP_STATS_PANEL_MAX_ROWS 256
 /* Rank rows shown now (for the tests). */
 int        pp_stats_panel_get_n_rows (PpStatsPanel *self);
+/* The numbers the Stats tab shows, computed without a widget (a test reads
+ * them as the tab does): the one analysis of the model's steps
+ * (pp-analysis.h), each rank's measured column, the bubble of the trace's
+ * last plan and which plan that is, and the closed form.  Clear with
+ * pp_stats_numbers_clear. */
+typedef struct {
+  PpAnalysisSteps steps;            /* which steps count, the median step, the bubble a step */
+  int             n_ranks;          /* min (the model's, max_ranks) */
+  double         *measured;         /* [n_ranks] steps.bubble; with no step counted the whole
+                                     * run's idle share (measured_is_idle); -1 none */
+  gboolean        measured_is_idle;
+  double         *planned;          /* [n_ranks] the trace's plan's bubble, -1 none */
+  PpAnalysisPlan  plan;             /* which plan that is (its description's backend) */
+  double          closed;           /* the closed form (F=1, B=2), -1 where none */
+  PpTimelineRankStats *rank;        /* [n_ranks] over the whole run (peaks) */
+} PpStatsNumbers;
+/* Of the first max_ranks ranks (the rows a tab shows). */
+void       pp_stats_numbers (const PpTimelineModel *model, int max_ranks, PpStatsNumbers *out);
+void       pp_stats_numbers_clear (PpStatsNumbers *n);
 
 /* Loss over steps. */
 /* Activation memory over time per rank (ACTIVATION_BYTES counters), each
@@ -40,6 +60,10 @@ void        pp_memory_chart_set_budget (PpMemoryChart *self, double microbatches
  * (1F1B: 2)", the last the schedule's planned peak of micro-batches held)
  * into buf; NULL past the ranks shown. */
 const char *pp_memory_chart_summary (PpMemoryChart *self, int r, char *buf, size_t size);
+/* What the chart says instead of a chart (why it is empty: nothing yet,
+ * or a PyTorch or megatron-core job, whose hook records no activation
+ * memory); NULL while it draws one. */
+const char *pp_memory_chart_empty_reason (PpMemoryChart *self);
 
 #define PP_TYPE_LOSS_CHART (pp_loss_chart_get_type ())
 G_DECLARE_FINAL_TYPE (PpLossChart, pp_loss_chart, PP, LOSS_CHART, GtkWidget)
@@ -68,6 +92,25 @@ gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
  * suggestion), offered beside the rows: choosing it emits
  * "apply-partition" (the partition, "2,2,2,2").  NULL hides it.  Times in
  * seconds. */
+/* The row of the measured configuration shows what the run measured, as
+ * suggest's "← measured" row does: the one analysis's median step and
+ * mean measured bubble a step (pp-analysis.h), never a prediction; every
+ * other row is the simulator's prediction, and says so. */
+typedef struct {
+  char   schedule[64];       /* named as the candidates are (pp_suggest_measured_name) */
+  int    microbatches, stages_per_rank;
+  int    n_steps;            /* steps counted; 0: no whole step yet (no row is marked) */
+  double step;               /* seconds: the median step */
+  double bubble;             /* the mean over the ranks of the measured bubble a step */
+  char   steps_text[160];    /* which steps (pp_analysis_describe_steps) */
+} PpWhatifMeasured;
+/* FALSE where the model has no description (nothing to mark). */
+gboolean   pp_whatif_measured (const PpTimelineModel *model, PpWhatifMeasured *out);
+/* Row s's numbers as the tab shows them, into step ("286.700 ms") and
+ * bubble ("bubble 43.0%"), size bytes each; TRUE when s is the measured
+ * configuration (measured may be NULL: none) and the numbers are measured. */
+gboolean   pp_whatif_row_text (const PpSuggestion *s, const PpWhatifMeasured *measured, char *step,
+                               char *bubble, size_t size);
 /* The memory budget the rows are ranked for (micro-batches; 0: none). */
 double     pp_whatif_panel_get_budget (PpWhatifPanel *self);
 void       pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *partition,
@@ -89,6 +132,13 @@ void       pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model);
 const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);
 /* Rank rows shown (for the tests). */
 int        pp_why_panel_get_n_rows (PpWhyPanel *self);
+/* The analysis the tab shows, without a widget (a test reads the same):
+ * the spans of the model's last steps, its plans and replicas, through
+ * pp_why_analyse_replicas.  TRUE with *rep (pp_why_report_free), *change
+ * and, where s is not NULL, the schedule (pp_schedule_free); FALSE with
+ * err's message. */
+gboolean   pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep, PpWhyChange *change,
+                                 PpSchedule **s, PpError *err);
 /* The last analysis' "what to change", FALSE before one. */
 gboolean   pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out);
 /* Rank r's idle split shown (a job of replicas: its median replica's, and

@@ -1,12 +1,14 @@
 /* pp-stats-panel.c — per-rank statistics of a run as a grid of labels.
  *
- * A summary line (mean step time, samples/s when the batch is known, dropped
- * events) over one row per rank: measured bubble, the plan's, the closed form
- * (P-1)/(M+P-1) for GPipe and 1F1B, peak in-flight micro-batches and peak
- * activation memory; for a job of replicas, each rank's bubble a step over
- * them (median, least to largest, the replica that idles most), as info
- * prints it.  update() reads only the model's per-rank statistics;
- * labels are reused while the number of ranks stays the same.
+ * A summary line (the median step over the steps the one analysis counts,
+ * samples/s when the batch is known, dropped events) over one row per rank:
+ * the measured bubble a step, the bubble of the trace's plan (named by
+ * which plan it is), the closed form (P-1)/(M+P-1) for GPipe and 1F1B,
+ * peak in-flight micro-batches and peak activation memory; for a job of
+ * replicas, each rank's bubble a step over them (median, least to largest,
+ * the replica that idles most), as info prints it.  The numbers come from
+ * pp_stats_numbers (no widget: a test reads the same); labels are reused
+ * while the number of ranks stays the same.
  */
 #include "pp-panels.h"
 
@@ -19,6 +21,7 @@
 #include "pp-timeline-fold.h"
 
 #define N_COLUMNS 7
+#define PLAN_COLUMN 2
 #define SPREAD_COLUMN 6   /* shown for a job of replicas only */
 
 struct _PpStatsPanel
@@ -30,14 +33,17 @@ struct _PpStatsPanel
   GtkWidget *grid;
   GtkWidget *more;           /* GtkLabel: the ranks past the rows */
   GtkWidget *spread_title;   /* the header of SPREAD_COLUMN */
+  GtkWidget *plan_title;     /* the header of PLAN_COLUMN: which plan it is */
   GPtrArray *cells;          /* [n_rows * N_COLUMNS] labels, row-major (not owned) */
   int        n_rows;         /* ranks shown */
 };
 
 G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
 
+/* Every bubble says which it is (pp-analysis.h's names); the plan's
+ * column is named by the trace's plan when one comes (update). */
 static const char *const column_titles[N_COLUMNS] = {
-  "Rank", "Bubble a step", "Bubble (plan)", "Closed form",
+  "Rank", "Measured bubble a step", "Bubble, plan at measured costs", "Bubble, closed form (F=1, B=2)",
   "Peak in-flight", "Peak activation (MiB)", "Bubble over replicas",
 };
 
@@ -47,7 +53,12 @@ cell_label (const char *text, gboolean header)
   GtkWidget *l = gtk_label_new (text);
   gtk_label_set_xalign (GTK_LABEL (l), header ? 0.0 : 1.0);
   if (header)
-    gtk_widget_add_css_class (l, "heading");
+    {
+      gtk_widget_add_css_class (l, "heading");
+      /* the bubbles' full names, on two lines: the table stays narrow */
+      gtk_label_set_wrap (GTK_LABEL (l), TRUE);
+      gtk_label_set_max_width_chars (GTK_LABEL (l), 16);
+    }
   else
     gtk_widget_add_css_class (l, "numeric");
   return l;
@@ -100,38 +111,78 @@ format_percent (char *buf, size_t size, double fraction)
   if (fraction < 0 || !isfinite (fraction))
     g_strlcpy (buf, "–", size);
   else
-    g_snprintf (buf, size, "%.1f%%", 100.0 * fraction);
+    pp_analysis_format_percent (buf, size, fraction, 1);
 }
 
-/* The closed-form bubble of the run's schedule; -1 where it has none. */
-static double
-closed_form_bubble (const PpTraceDescription *d)
+void
+pp_stats_numbers_clear (PpStatsNumbers *n)
 {
-  return d ? pp_bubble_closed_form (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual) : -1;
+  if (n == NULL)
+    return;
+  pp_analysis_steps_clear (&n->steps);
+  g_free (n->measured);
+  g_free (n->planned);
+  g_free (n->rank);
+  memset (n, 0, sizeof *n);
+}
+
+void
+pp_stats_numbers (const PpTimelineModel *m, int max_ranks, PpStatsNumbers *out)
+{
+  memset (out, 0, sizeof *out);
+  out->closed = -1;
+  out->plan = PP_ANALYSIS_PLAN_MEASURED_COSTS;
+  if (m == NULL)
+    return;
+  const PpTraceDescription *d = pp_timeline_model_description (m);
+  int n = MIN (pp_timeline_model_n_ranks (m), max_ranks);
+  int64_t t0 = pp_timeline_model_start_ns (m), t1 = pp_timeline_model_end_ns (m);
+
+  /* the one analysis: the steps every view counts, their median, the
+   * measured bubble a step */
+  pp_timeline_model_step_analysis (m, &out->steps);
+  out->n_ranks = n;
+  out->measured = g_new (double, MAX (n, 1));
+  out->planned = g_new (double, MAX (n, 1));
+  out->rank = g_new0 (PpTimelineRankStats, MAX (n, 1));
+  out->measured_is_idle = out->steps.n_steps == 0;
+  for (int r = 0; r < n; r++)
+    {
+      PpTimelineRankStats *st = &out->rank[r];
+      pp_timeline_model_rank_stats (m, r, t0, t1, st);
+      /* no step counts yet: the whole run's idle share, said so */
+      out->measured[r] = out->steps.n_steps > 0 && r < out->steps.n_ranks ? out->steps.bubble[r]
+                         : t1 > t0 ? st->bubble : -1;
+      out->planned[r] = st->planned_bubble;
+    }
+  if (d != NULL)
+    {
+      out->closed = pp_bubble_closed_form (d->schedule, d->n_ranks, d->n_microbatches, d->n_virtual);
+      out->plan = pp_analysis_plan_of_backend (d->backend);
+    }
 }
 
 static void
-update_summary (PpStatsPanel *self, const PpTimelineModel *model)
+update_summary (PpStatsPanel *self, const PpTimelineModel *model, const PpStatsNumbers *num)
 {
   GString *s = g_string_new (NULL);
   size_t n_steps = pp_timeline_model_n_steps (model);
-  const int64_t *starts = pp_timeline_model_step_starts (model);
-  double step_ns = 0;
+  const PpAnalysisSteps *a = &num->steps;
+  char what[160], pc[32];
 
-  if (n_steps >= 2)
-    step_ns = (double) (starts[n_steps - 1] - starts[0]) / (double) (n_steps - 1);
-  else if (n_steps == 1 && pp_timeline_model_end_ns (model) > starts[0])
-    step_ns = (double) (pp_timeline_model_end_ns (model) - starts[0]);
-
+  /* the one analysis's statistic over the steps every view counts */
+  double step_ns = a->n_steps > 0 ? a->median_step : 0;
   if (step_ns > 0)
     {
-      g_string_append_printf (s, "Mean step time: %.3f ms", step_ns / 1e6);
+      g_string_append_printf (s, "Median step: %.3f ms over %s · " PP_ANALYSIS_MEASURED_LABEL " %s (mean over the ranks)",
+                              step_ns / 1e6, pp_analysis_describe_steps (a, what, sizeof what),
+                              pp_analysis_format_percent (pc, sizeof pc, a->bubble_mean, 1));
       long batch = pp_timeline_description_number (pp_timeline_model_description (model), "batch", 0);
       if (batch > 0)
         g_string_append_printf (s, " · %.1f samples/s", (double) batch / (step_ns / 1e9));
     }
   else
-    g_string_append (s, "Mean step time: –");
+    g_string_append (s, "Median step: – (no whole step yet; the measured column is the idle share of the whole run)");
   g_string_append_printf (s, " · Steps: %zu", n_steps);
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));
@@ -162,21 +213,21 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
 
   int n_all = pp_timeline_model_n_ranks (model);
   int n_ranks = n_all < PP_STATS_PANEL_MAX_ROWS ? n_all : PP_STATS_PANEL_MAX_ROWS;
-  int64_t t0 = pp_timeline_model_start_ns (model);
-  int64_t t1 = pp_timeline_model_end_ns (model);
-  double closed = closed_form_bubble (pp_timeline_model_description (model));
   char buf[64];
 
   /* Measured inside the steps (their compute windows), as the plan's bubble
    * is per step: a GPU run's set-up and the time between steps would
    * otherwise swamp it.  The whole run's idle share where no step is known. */
-  double *step_bubble = g_new (double, n_all > 0 ? n_all : 1);
-  int n_steps = pp_timeline_model_step_bubbles (model, step_bubble);
+  PpStatsNumbers num;
+  pp_stats_numbers (model, n_ranks, &num);
+  g_autofree char *plan_title = g_strdup_printf ("Bubble, %s", pp_analysis_plan_label (num.plan));
+  if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->plan_title)), plan_title) != 0)
+    gtk_label_set_text (GTK_LABEL (self->plan_title), plan_title);
   PpTimelineSpread *spread = g_new0 (PpTimelineSpread, n_all > 0 ? n_all : 1);
   int n_rep = pp_timeline_model_has_replicas (model) ? pp_timeline_replica_bubbles (model, n_all, spread) : 0;
   gtk_widget_set_visible (self->spread_title, n_rep > 1);
 
-  update_summary (self, model);
+  update_summary (self, model, &num);
   ensure_rows (self, n_ranks);
   if (n_all > n_ranks)
     {
@@ -188,28 +239,30 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   gtk_widget_set_visible (self->more, n_all > n_ranks);
   for (int r = 0; r < n_ranks; r++)
     {
-      PpTimelineRankStats st;
+      const PpTimelineRankStats *st = &num.rank[r];
       int row = r + 1;
 
-      pp_timeline_model_rank_stats (model, r, t0, t1, &st);
       pp_timeline_model_rank_label (model, r, buf, sizeof buf);
       set_cell (self, 0, row, buf);
-      if (n_steps > 0 && step_bubble[r] >= 0)
-        format_percent (buf, sizeof buf, step_bubble[r]);
-      else
-        format_percent (buf, sizeof buf, t1 > t0 ? st.bubble : -1);
+      format_percent (buf, sizeof buf, num.measured[r]);
+      if (num.measured_is_idle && num.measured[r] >= 0)
+        {
+          /* not a bubble a step: named what it is */
+          g_autofree char *idle = g_strdup_printf ("idle %s", buf);
+          g_strlcpy (buf, idle, sizeof buf);
+        }
       set_cell (self, 1, row, buf);
-      format_percent (buf, sizeof buf, st.planned_bubble);
-      set_cell (self, 2, row, buf);
-      format_percent (buf, sizeof buf, closed);
+      format_percent (buf, sizeof buf, num.planned[r]);
+      set_cell (self, PLAN_COLUMN, row, buf);
+      format_percent (buf, sizeof buf, num.closed);
       set_cell (self, 3, row, buf);
-      if (st.peak_inflight >= 0)
-        g_snprintf (buf, sizeof buf, "%d", st.peak_inflight);
+      if (st->peak_inflight >= 0)
+        g_snprintf (buf, sizeof buf, "%d", st->peak_inflight);
       else
         g_strlcpy (buf, "–", sizeof buf);
       set_cell (self, 4, row, buf);
-      if (st.peak_activation_bytes >= 0)
-        g_snprintf (buf, sizeof buf, "%.1f", st.peak_activation_bytes / (1024.0 * 1024.0));
+      if (st->peak_activation_bytes >= 0)
+        g_snprintf (buf, sizeof buf, "%.1f", st->peak_activation_bytes / (1024.0 * 1024.0));
       else
         g_strlcpy (buf, "–", sizeof buf);
       set_cell (self, 5, row, buf);
@@ -225,7 +278,7 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
       GtkWidget *cell = g_ptr_array_index (self->cells, (guint) r * N_COLUMNS + SPREAD_COLUMN);
       gtk_widget_set_visible (cell, n_rep > 1);
     }
-  g_free (step_bubble);
+  pp_stats_numbers_clear (&num);
   g_free (spread);
 }
 
@@ -282,6 +335,8 @@ pp_stats_panel_init (PpStatsPanel *self)
     {
       GtkWidget *l = cell_label (column_titles[c], TRUE);
       gtk_grid_attach (GTK_GRID (self->grid), l, c, 0, 1, 1);
+      if (c == PLAN_COLUMN)
+        self->plan_title = l;
       if (c == SPREAD_COLUMN)
         {
           self->spread_title = l;

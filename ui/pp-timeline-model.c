@@ -114,6 +114,12 @@ struct _PpTimelineModel {
   double            *losses;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  /* the block-edge counters (run delay, probe self; 1.6), clock offset
+   * applied, for the Why panel's runtime parts: the last
+   * PP_TIMELINE_EDGE_MAX of them, who wrote each */
+  PpCounter         *edge;
+  int32_t           *edge_process;
+  size_t             n_edge, cap_edge;
   int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
   /* The extents are a cache: what only widens them (a span, a first plan)
    * widens them as it comes; what may shrink them (a plan replaced, a clock
@@ -154,6 +160,12 @@ struct _PpTimelineModel {
   char               note[256];
   int                n_unplaced;         /* processes whose place was not read */
   int                untagged_pending;   /* spans in a rank's untagged not yet adopted */
+  /* Bumped by whatever changes what the model holds: a cache of a
+   * whole-run figure is good while it stands (step_bubbles' answer,
+   * asked by every frame's header, costs a pass and a sort over every
+   * span: a million spans redrawn at any zoom paid it each time). */
+  uint64_t           generation;
+  struct { double *bubble; int n_ranks, n_steps; uint64_t generation; } step_cache;
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -241,6 +253,7 @@ pp_timeline_model_free (PpTimelineModel *m)
       free (m->rows[r].fold);
   free (m->rows);
   free (m->row_bubbles);
+  free (m->step_cache.bubble);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -248,6 +261,8 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  free (m->edge);
+  free (m->edge_process);
   for (size_t i = 0; i < m->n_strings; i++)
     free (m->strings[i].name);
   free (m->strings);
@@ -769,11 +784,57 @@ add_delay_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->delay[i] = x;
 }
 
+/* Keeps a block-edge counter; past PP_TIMELINE_EDGE_MAX the older half
+ * goes (the Why panel reads the last steps only). */
+static int
+add_edge_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
+{
+  if (c->rank < 0 || c->rank >= PP_TRACE_MAX_RANKS)
+    return 0;
+  if (m->n_edge == PP_TIMELINE_EDGE_MAX)
+    {
+      size_t half = m->n_edge / 2;
+      memmove (m->edge, m->edge + half, (m->n_edge - half) * sizeof *m->edge);
+      memmove (m->edge_process, m->edge_process + half, (m->n_edge - half) * sizeof *m->edge_process);
+      m->n_edge -= half;
+    }
+  if (m->n_edge == m->cap_edge)
+    {
+      size_t cap = m->cap_edge ? 2 * m->cap_edge : 256;
+      PpCounter *e = realloc (m->edge, cap * sizeof *e);
+      if (e == NULL)
+        return 0;
+      m->edge = e;
+      int32_t *p = realloc (m->edge_process, cap * sizeof *p);
+      if (p == NULL)
+        return 0;
+      m->edge_process = p;
+      m->cap_edge = cap;
+    }
+  m->edge[m->n_edge] = *c;
+  m->edge[m->n_edge].time_ns = add_ns (c->time_ns, offset_for (m, c->rank, process));
+  m->edge_process[m->n_edge++] = process;
+  return 1;
+}
+
+size_t
+pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
+                                 const int32_t **process)
+{
+  *counters = m != NULL ? m->edge : NULL;
+  if (process != NULL)
+    *process = m != NULL ? m->edge_process : NULL;
+  return m != NULL ? m->n_edge : 0;
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
   switch (c->kind)
     {
+    case PP_COUNTER_RUN_DELAY_NS:
+    case PP_COUNTER_PROBE_SELF_NS:
+      return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
       /* Losses are indexed by step; the array may run ahead of the loss
        * counters seen by a bounded factor only, so one counter with a huge
@@ -1352,6 +1413,7 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
   if (m == NULL || item == NULL)
     return 0;
+  m->generation++;
   /* every process's spans are kept for the views over the replicas */
   if (item->process >= 0 && !m->is_view && item->type == PP_TRACE_ITEM_SPAN)
     proc_add_span (m, &item->span, item->process);
@@ -1449,6 +1511,7 @@ pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
   if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
     return 0;
   Rank *r = &m->ranks[rank];
+  m->generation++;
   fresh_extents (m);
   if (t_ns == PP_TIMELINE_LOST_AT_LAST_EVENT)
     t_ns = r->max_end_ns != INT64_MIN ? r->max_end_ns
@@ -1933,50 +1996,36 @@ pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, in
   out->planned_bubble = pp_timeline_model_planned_bubble (m, rank, t0, t1);
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static int
-cmp_int32 (const void *a, const void *b)
-{
-  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
-  return (x > y) - (x < y);
-}
-
-/* Index of step in the sorted distinct steps (it is there). */
-static size_t
-step_index (const int32_t *steps, size_t n, int32_t step)
-{
-  size_t lo = 0, hi = n;
-  while (lo < hi)
-    {
-      size_t mid = lo + (hi - lo) / 2;
-      if (steps[mid] < step)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  return lo;
-}
-
-/* Steps are compacted to the distinct step numbers the spans carry, and a
- * rank's per-step values are kept only for the steps it has spans in (the
- * others' bubble is 1): memory and time are O(spans log spans), whatever
- * the step numbers or the number of ranks. */
+/* The counted steps (pp-analysis.h's rule, the schedule not known here:
+ * a whole step holds as many blocks as the fullest) over the ranks' rows. */
 int
-pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
 {
-  int32_t *steps = NULL;
-  size_t n_distinct = 0, n_block = 0;
-  int64_t *lo = NULL, *hi = NULL;
-  double *busy = NULL, *per = NULL;
-  size_t *touched = NULL;
-  int *seen_by = NULL;        /* [n_distinct]: the last rank that listed the step */
-  int n_steps = 0;
+  memset (out, 0, sizeof *out);
+  if (m == NULL || m->n_ranks <= 0)
+    return 0;
+  const PpSpan **rows = malloc ((size_t) m->n_ranks * sizeof *rows);
+  size_t *n = malloc ((size_t) m->n_ranks * sizeof *n);
+  int ok = 0;
+  if (rows != NULL && n != NULL)
+    {
+      for (int r = 0; r < m->n_ranks; r++)
+        {
+          rows[r] = m->ranks[r].spans;
+          n[r] = m->ranks[r].n_spans;
+        }
+      ok = pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, out, NULL) == PP_OK;
+    }
+  free (rows);
+  free (n);
+  return ok ? out->n_steps : 0;
+}
+
+/* Each rank's bubble a step by the one analysis (pp-analysis.h). */
+static int
+compute_step_bubbles (const PpTimelineModel *m, double *bubble)
+{
+  PpAnalysisSteps a;
 
   if (m == NULL)
     return 0;
@@ -1986,124 +2035,40 @@ pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
       return m->row_bubble_steps;
     }
   for (int r = 0; r < m->n_ranks; r++)
-    settle (m, r);   /* one pass a step below takes spans by start */
-  for (int r = 0; r < m->n_ranks; r++)
-    {
-      bubble[r] = -1;
-      for (size_t i = 0; i < m->ranks[r].n_spans; i++)
-        {
-          const PpSpan *s = &m->ranks[r].spans[i];
-          n_block += pp_span_kind_is_block (s->kind) && s->step >= 0;
-        }
-    }
-  if (n_block == 0)
-    return 0;
-  steps = malloc (n_block * sizeof *steps);
-  if (steps == NULL)
-    return 0;
-  for (int r = 0; r < m->n_ranks; r++)
-    for (size_t i = 0; i < m->ranks[r].n_spans; i++)
-      {
-        const PpSpan *s = &m->ranks[r].spans[i];
-        if (pp_span_kind_is_block (s->kind) && s->step >= 0)
-          steps[n_distinct++] = s->step;
-      }
-  qsort (steps, n_distinct, sizeof *steps, cmp_int32);
-  {
-    size_t k = 0;
-    for (size_t i = 0; i < n_distinct; i++)
-      if (k == 0 || steps[k - 1] != steps[i])
-        steps[k++] = steps[i];
-    n_distinct = k;
-  }
-  lo = malloc (n_distinct * sizeof *lo);
-  hi = malloc (n_distinct * sizeof *hi);
-  busy = calloc (n_distinct, sizeof *busy);
-  per = malloc (n_distinct * sizeof *per);
-  touched = malloc (n_distinct * sizeof *touched);
-  seen_by = malloc (n_distinct * sizeof *seen_by);
-  if (lo == NULL || hi == NULL || busy == NULL || per == NULL || touched == NULL || seen_by == NULL)
-    goto out;
-  for (size_t k = 0; k < n_distinct; k++)
-    {
-      lo[k] = INT64_MAX;
-      hi[k] = INT64_MIN;
-      seen_by[k] = -1;
-    }
-  for (int r = 0; r < m->n_ranks; r++)
-    for (size_t i = 0; i < m->ranks[r].n_spans; i++)
-      {
-        const PpSpan *s = &m->ranks[r].spans[i];
-        if (!pp_span_kind_is_block (s->kind) || s->step < 0)
-          continue;
-        size_t k = step_index (steps, n_distinct, s->step);
-        if (s->start_ns < lo[k]) lo[k] = s->start_ns;
-        if (s->end_ns > hi[k]) hi[k] = s->end_ns;
-      }
-  for (size_t k = 0; k < n_distinct; k++)
-    if (hi[k] > lo[k])
-      n_steps++;
+    bubble[r] = -1;
+  int n_steps = pp_timeline_model_step_analysis (m, &a);
   for (int r = 0; r < m->n_ranks && n_steps > 0; r++)
+    bubble[r] = a.bubble[r];
+  pp_analysis_steps_clear (&a);
+  return n_steps;
+}
+
+/* The answer is kept until the model changes (generation): every frame
+ * asks it for the header, at any zoom. */
+int
+pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble)
+{
+  PpTimelineModel *mm = (PpTimelineModel *) m;
+  int n_steps;
+
+  if (m == NULL)
+    return 0;
+  if (m->step_cache.bubble != NULL && m->step_cache.generation == m->generation
+      && m->step_cache.n_ranks == m->n_ranks)
     {
-      /* spans are sorted by start: a step's spans come in order, and a
-       * union over each step's window is one pass */
-      size_t cur = SIZE_MAX, n_touched = 0;
-      Union u = { 0 };
-      int n = 0;
-      for (size_t i = 0; i < m->ranks[r].n_spans; i++)
-        {
-          const PpSpan *s = &m->ranks[r].spans[i];
-          /* data-parallel communication inside the window is busy, not
-           * bubble; the window itself is the blocks' */
-          int dp = pp_span_kind_is_dp_comm (s->kind);
-          if (!(pp_span_kind_is_block (s->kind) || dp) || s->step < 0)
-            continue;
-          size_t k = cur != SIZE_MAX && steps[cur] == s->step ? cur
-                     : step_index (steps, n_distinct, s->step);
-          if (k >= n_distinct || steps[k] != s->step || hi[k] <= lo[k])
-            continue;
-          if (k != cur)
-            {
-              if (cur != SIZE_MAX)
-                busy[cur] += union_total (&u);
-              if (seen_by[k] != r)
-                {
-                  seen_by[k] = r;           /* listed once a rank, however often visited */
-                  touched[n_touched++] = k;
-                }
-              memset (&u, 0, sizeof u);
-              u.t0 = lo[k];
-              u.t1 = hi[k];
-              cur = k;
-            }
-          union_add (&u, s->start_ns, s->end_ns);
-        }
-      if (cur != SIZE_MAX)
-        busy[cur] += union_total (&u);
-      for (size_t j = 0; j < n_touched; j++)
-        {
-          size_t k = touched[j];
-          double b = 1.0 - busy[k] / (double) (hi[k] - lo[k]);
-          per[n++] = b < 0 ? 0 : b;   /* out-of-order steps can overcount */
-          busy[k] = 0;
-        }
-      /* the steps the rank has no span in have bubble 1, the largest value:
-       * the median of all n_steps values is read from the sorted n values
-       * followed by (n_steps - n) ones */
-      qsort (per, (size_t) n, sizeof *per, cmp_double);
-#define PER_AT(i) ((i) < (size_t) n ? per[(i)] : 1.0)
-      size_t N = (size_t) n_steps;
-      bubble[r] = N % 2 ? PER_AT (N / 2) : 0.5 * (PER_AT (N / 2 - 1) + PER_AT (N / 2));
-#undef PER_AT
+      memcpy (bubble, m->step_cache.bubble, (size_t) m->n_ranks * sizeof *bubble);
+      return m->step_cache.n_steps;
     }
-out:
-  free (steps);
-  free (lo);
-  free (hi);
-  free (busy);
-  free (per);
-  free (touched);
-  free (seen_by);
+  n_steps = compute_step_bubbles (m, bubble);
+  free (mm->step_cache.bubble);
+  mm->step_cache.bubble = m->n_ranks > 0 ? malloc ((size_t) m->n_ranks * sizeof *bubble) : NULL;
+  if (mm->step_cache.bubble != NULL)
+    {
+      memcpy (mm->step_cache.bubble, bubble, (size_t) m->n_ranks * sizeof *bubble);
+      mm->step_cache.n_ranks = m->n_ranks;
+      mm->step_cache.n_steps = n_steps;
+      mm->step_cache.generation = m->generation;
+    }
   return n_steps;
 }
 
@@ -2185,6 +2150,13 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
     }
+  if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
+      && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL)
+    {
+      memcpy (v->edge, src->edge, src->n_edge * sizeof *v->edge);
+      memcpy (v->edge_process, src->edge_process, src->n_edge * sizeof *v->edge_process);
+      v->n_edge = v->cap_edge = src->n_edge;
+    }
   v->dropped = src->dropped;
   /* the places, without their spans: who a fold's slowest replica is */
   if (src->n_procs > 0 && src->proc_at != NULL
@@ -2214,6 +2186,7 @@ pp_timeline_model_view_add_row (PpTimelineModel *v, const PpTimelineModel *src, 
   int row = v->n_ranks;
   if (!v->is_view || ensure_rank (v, row) != 0)
     return -1;
+  v->generation++;
   Row *rw = &v->rows[row];
   rw->rank = rank;
   rw->process = process;
@@ -2250,6 +2223,7 @@ pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spa
 {
   if (!v->is_view || row < 0 || row >= v->n_ranks)
     return -1;
+  v->generation++;
   Rank *rk = &v->ranks[row];
   size_t before = rk->n_spans;
   for (size_t i = 0; i < n; i++)
@@ -2329,6 +2303,7 @@ pp_timeline_model_view_set_bubbles (PpTimelineModel *v, const double *by_rank, i
 {
   if (v == NULL || !v->is_view || v->n_ranks == 0)
     return;
+  v->generation++;
   free (v->row_bubbles);
   if ((v->row_bubbles = malloc ((size_t) v->n_ranks * sizeof *v->row_bubbles)) == NULL)
     return;

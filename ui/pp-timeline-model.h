@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pp-analysis.h"
 #include "pp-trace.h"
 
 typedef struct _PpTimelineModel PpTimelineModel;
@@ -201,20 +202,28 @@ int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
 const double    *pp_timeline_model_losses (const PpTimelineModel *m);
 
+/* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6),
+ * times with the clock offsets applied, the last PP_TIMELINE_EDGE_MAX of
+ * them, and who wrote each (process, -1 none); their count. */
+#define PP_TIMELINE_EDGE_MAX ((size_t) 1 << 20)
+size_t           pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
+                                                  const int32_t **process);
+
 /* Resolves a span's name_id; NULL if none. */
 const char      *pp_timeline_model_string (const PpTimelineModel *m, uint32_t id);
 
 uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
 
-/* Each rank's bubble inside the steps: for every step, its compute window
- * runs from the earliest start to the latest end of any rank's F, B, I, W
- * or OVERLAP_F_B span of that step, and the rank's bubble in that step is
- * 1 - (its compute inside the window) / (the window's length); bubble[r]
- * receives the median over the steps (a warm-up step does not move it).
- * That is what compares with a plan's bubble a step: set-up, the optimizer
- * and the time between steps are left out.  bubble[n_ranks] gets -1 for
- * every rank when there is no step.  Returns the number of steps seen. */
+/* Each rank's measured bubble a step over the steps that count, as
+ * pp-analysis.h defines both (every view reads the same): bubble[r] gets
+ * the median over the counted steps of the share of the step's compute
+ * window (its first F/B/I/W start to its last end over the ranks) in
+ * which rank r runs no block.  bubble[n_ranks] gets -1 for every rank
+ * when no step counts.  Returns the number of steps counted. */
 int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
+/* The whole analysis of the steps (which count, the median step, the
+ * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps. */
+int              pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out);
 
 /* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,

@@ -29,8 +29,11 @@
 #define RIGHT_MARGIN    14.0
 #define HEADER_H        48.0
 #define RULER_H         30.0
-#define LEGEND_H        30.0
+#define LEGEND_H        30.0   /* one line of legend; more lines LEGEND_LINE_H each */
+#define LEGEND_LINE_H   18.0
 #define SUMMARY_PX      2.0    /* blocks narrower than this on average: summaries */
+#define LABEL_MIN_FS    7.0    /* a block's label no smaller than this (px) */
+#define LABEL_EM        0.62   /* a label character's advance, in font sizes */
 
 /* ---- palette ----------------------------------------------------------------- */
 
@@ -211,32 +214,168 @@ pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m, double width
   v->selected_index = -1;
 }
 
-void
-pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelineLayout *out)
-{
-  int n = pp_timeline_model_n_ranks (m);
-  double label_w = v->width >= 320 ? (pp_timeline_model_is_view (m) ? LABEL_W_VIEW : LABEL_W)
-                                    : floor (v->width * 0.2);
-  double y = 0, avail, inner, gap;
+/* ---- the legend's entries and where they go ------------------------------------ */
 
-  if (n < 1)
-    n = 1;
-  memset (out, 0, sizeof *out);
-  out->x0 = label_w;
-  out->x1 = v->width - RIGHT_MARGIN;
-  if (out->x1 < out->x0 + 1)
-    out->x1 = out->x0 + 1;
-  if (v->show_header)
-    y += HEADER_H;
-  out->ruler_y = y;
-  out->ruler_h = RULER_H;
-  out->rows_y = y + RULER_H + 4;
-  avail = v->height - out->rows_y - (v->show_legend ? LEGEND_H : 0) - 4;
-  out->row_h = avail > n ? avail / n : 1;
-  gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
-  inner = out->row_h - gap;
-  /* rows of processes (replicas unfolded) carry no plan, which is a
-   * pipeline rank's: no lane kept empty for it, no "plan" label */
+enum { SW_HATCH, SW_BLOCK, SW_THIN, SW_CHUNKS, SW_PLAN, SW_PLAN_OVER, SW_HEAT, SW_FOLD, SW_STEP, SW_HOST };
+typedef struct {
+  int         swatch, kind;
+  const char *label;
+  double      x, y;          /* the swatch's left and top, y from the legend's first line */
+} LegendItem;
+#define LEGEND_MAX  32
+typedef struct {
+  LegendItem it[LEGEND_MAX];
+  int        n, lines;
+} Legend;
+
+static void   font (cairo_t *cr, double size, int bold);
+static double text_w (cairo_t *cr, const char *s);
+static int    plan_lane_of (const PpTimelineModel *m, const PpTimelineView *v);
+static int    plan_runs_over (const PpTimelineModel *m, const PpTimelineView *v);
+static int    folded_rows (const PpTimelineModel *m);
+
+/* The legend's height for n lines (one line: LEGEND_H, as it always was). */
+static double
+legend_height_of (int lines)
+{
+  return LEGEND_H + LEGEND_LINE_H * (lines > 1 ? lines - 1 : 0);
+}
+
+static double
+legend_swatch_w (int swatch)
+{
+  return swatch == SW_CHUNKS || swatch == SW_PLAN || swatch == SW_PLAN_OVER ? 21 : 19;
+}
+
+static void
+legend_add (Legend *lg, int swatch, int kind, const char *label)
+{
+  if (lg->n < LEGEND_MAX)
+    lg->it[lg->n++] = (LegendItem) { swatch, kind, label, 0, 0 };
+}
+
+/* The entries of the legend for this view, laid out from x0 to the
+ * image's right edge, wrapped where a line is full.  Widths are measured
+ * on a scratch image surface in the legend's font, so that the layout
+ * (which has no cairo_t) and the drawing agree on the lines. */
+static void
+legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Legend *lg)
+{
+  static const struct { int kind; const char *label; int thin; } kinds[] = {
+    { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
+    { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
+    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
+    { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
+    { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
+    { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
+  };
+  uint32_t seen = pp_timeline_model_kinds_seen (m);
+  int summary = pp_timeline_view_summarized (m, v);
+  const PpTraceDescription *d = pp_timeline_model_description (m);
+
+  memset (lg, 0, sizeof *lg);
+  legend_add (lg, SW_HATCH, -1, "bubble (idle or waiting)");
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    {
+      int k = kinds[i].kind;
+      uint32_t bits = 1u << k;
+      if (k == PP_SPAN_SEND_F)
+        bits |= 1u << PP_SPAN_RECV_F;
+      if (k == PP_SPAN_SEND_B)
+        bits |= 1u << PP_SPAN_RECV_B;
+      if (k == PP_SPAN_UNSHARD)
+        bits |= 1u << PP_SPAN_RESHARD;
+      if (k == PP_SPAN_REDUCE_GRAD)
+        bits |= 1u << PP_SPAN_WAIT_REDUCE_GRAD;
+      if (!(seen & bits) && k != PP_SPAN_F)
+        continue;
+      if (summary && kinds[i].thin)
+        continue;   /* zoomed out, the thin lane says something else */
+      legend_add (lg, kinds[i].thin ? SW_THIN : SW_BLOCK, k, kinds[i].label);
+    }
+  /* the host lane's parts this trace holds (kind: the part) */
+  unsigned host = !summary && pp_timeline_host_lane_present (m) ? pp_timeline_host_lane_parts_seen (m) : 0;
+  static const int host_order[] = { PP_HOST_PART_GC, PP_HOST_PART_DESCHEDULED, PP_HOST_PART_WAIT,
+                                    PP_HOST_PART_SCHEDULE, PP_HOST_PART_LOSS, PP_HOST_PART_DATA,
+                                    PP_HOST_PART_ZERO_GRAD };
+  for (size_t o = 0; o < sizeof host_order / sizeof host_order[0]; o++)
+    {
+      int p = host_order[o];
+      if ((host & (1u << p)) && !(p == PP_HOST_PART_WAIT && (seen & (1u << PP_SPAN_WAIT))))
+        legend_add (lg, SW_HOST, p, pp_timeline_host_lane_part_name (p));
+    }
+  if (d != NULL && d->n_virtual > 1)
+    legend_add (lg, SW_CHUNKS, -1, "chunk 0 / 1 (shade)");
+  /* zoomed out the plan lane is not drawn (per-step bars instead) */
+  if (plan_lane_of (m, v) && !summary)
+    {
+      legend_add (lg, SW_PLAN, -1, "plan (simulated)");
+      if (plan_runs_over (m, v))
+        legend_add (lg, SW_PLAN_OVER, -1, "plan past its step's end");
+    }
+  if (summary)
+    legend_add (lg, SW_HEAT, -1, "step length: median to 2x (bars: work by kind a step)");
+  if (folded_rows (m))
+    legend_add (lg, SW_FOLD, -1, "replicas folded: median, mark to the latest end");
+  legend_add (lg, SW_STEP, -1, "step boundary");
+
+  /* at most a third of the height: a tiny window keeps some rows */
+  int max_lines = (int) fmax (1, floor ((v->height / 3 - LEGEND_H) / LEGEND_LINE_H) + 1);
+  cairo_surface_t *scratch = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t *cr = cairo_create (scratch);
+  double x = x0, right = v->width - 4, y = 0;
+  font (cr, 11, 0);
+  lg->lines = 1;
+  for (int i = 0; i < lg->n; i++)
+    {
+      double w = legend_swatch_w (lg->it[i].swatch) + text_w (cr, lg->it[i].label);
+      if (x > x0 && x + w > right)
+        {
+          if (lg->lines == max_lines)
+            {
+              lg->n = i;
+              break;
+            }
+          x = x0;
+          y += LEGEND_LINE_H;
+          lg->lines++;
+        }
+      lg->it[i].x = x;
+      lg->it[i].y = y;
+      x += w + 14;
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (scratch);
+}
+
+/* The lines the legend takes in this view; 0 without a legend. */
+static int
+legend_lines (const PpTimelineModel *m, const PpTimelineView *v, double x0)
+{
+  Legend lg;
+  if (!v->show_legend)
+    return 0;
+  legend_build (m, v, x0, &lg);
+  return lg.lines;
+}
+
+/* The plot's left and right edges (what the legend and the zoom's
+ * summaries need, before the rest of the layout). */
+static void
+layout_x (const PpTimelineModel *m, const PpTimelineView *v, double *x0, double *x1)
+{
+  *x0 = v->width >= 320 ? (pp_timeline_model_is_view (m) ? LABEL_W_VIEW : LABEL_W) : floor (v->width * 0.2);
+  *x1 = v->width - RIGHT_MARGIN;
+  if (*x1 < *x0 + 1)
+    *x1 = *x0 + 1;
+}
+
+/* Whether the rows carry a plan lane: asked for, and, for rows of
+ * processes (replicas unfolded), which carry no plan (a pipeline rank's),
+ * only where some row has one: no lane kept empty, no "plan" label. */
+static int
+plan_lane_of (const PpTimelineModel *m, const PpTimelineView *v)
+{
   int plan = v->show_plan;
   if (plan && pp_timeline_model_is_view (m))
     {
@@ -244,8 +383,43 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
       for (int r = 0; r < pp_timeline_model_n_ranks (m) && !plan; r++)
         plan = pp_timeline_model_n_planned (m, r) > 0;
     }
+  return plan;
+}
+
+void
+pp_timeline_view_as_shown (const PpTimelineModel *m, const PpTimelineView *shown, double width,
+                           double height, PpTimelineView *out)
+{
+  int bars = pp_timeline_view_summarized (m, shown);
+  *out = *shown;
+  out->width = width;
+  out->height = height;
+  out->summaries = bars;
+  out->no_summaries = !bars;
+}
+
+void
+pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelineLayout *out)
+{
+  int n = pp_timeline_model_n_ranks (m);
+  double y = 0, avail, inner, gap;
+
+  if (n < 1)
+    n = 1;
+  memset (out, 0, sizeof *out);
+  layout_x (m, v, &out->x0, &out->x1);
+  out->legend_lines = legend_lines (m, v, out->x0);
+  if (v->show_header)
+    y += HEADER_H;
+  out->ruler_y = y;
+  out->ruler_h = RULER_H;
+  out->rows_y = y + RULER_H + 4;
+  avail = v->height - out->rows_y - (v->show_legend ? legend_height_of (out->legend_lines) : 0) - 4;
+  out->row_h = avail > n ? avail / n : 1;
+  gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
+  inner = out->row_h - gap;
   out->plan_h = 0;
-  if (plan)
+  if (plan_lane_of (m, v))
     {
       /* the plan lane tall enough for its numbers (a report prints it) */
       out->block_h = inner * 0.55;
@@ -315,7 +489,8 @@ pp_timeline_t_of (const PpTimelineView *v, const PpTimelineLayout *l, double x)
 }
 
 /* Which lane a span kind lives in. */
-enum { LANE_BLOCK, LANE_THIN, LANE_KERNEL, LANE_HOST, LANE_NONE };
+enum { LANE_BLOCK, LANE_THIN, LANE_KERNEL, LANE_NONE,
+       LANE_PLAN_OVER };   /* a Box's: a plan block past its step's end */
 
 static int
 lane_of (int kind)
@@ -332,9 +507,6 @@ lane_of (int kind)
       return LANE_THIN;
     case PP_SPAN_KERNEL: case PP_SPAN_MEMCPY: case PP_SPAN_MEMSET:
       return LANE_KERNEL;
-    case PP_SPAN_GC: case PP_SPAN_HOST_SCHEDULE: case PP_SPAN_HOST_LOSS: case PP_SPAN_HOST_DATA:
-    case PP_SPAN_HOST_ZERO_GRAD:
-      return LANE_HOST;   /* drawn by pp-timeline-host-lane.c */
     default:
       return LANE_NONE;
     }
@@ -401,13 +573,18 @@ static const int slot_kind[N_SLOTS] = {
   PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD,
   PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
 };
+/* slot_kind inverted, plus one (0: no slot): every span narrower than a
+ * pixel asks it, so a table, not a search. */
+static const signed char slot_plus1[PP_N_SPAN_KINDS] = {
+  [PP_SPAN_F] = 1, [PP_SPAN_B] = 2, [PP_SPAN_I] = 3, [PP_SPAN_W] = 4, [PP_SPAN_OVERLAP_F_B] = 5,
+  [PP_SPAN_OPT] = 6, [PP_SPAN_UNSHARD] = 7, [PP_SPAN_RESHARD] = 8, [PP_SPAN_REDUCE_GRAD] = 9,
+  [PP_SPAN_WAIT_REDUCE_GRAD] = 10, [PP_SPAN_SEND_F] = 11, [PP_SPAN_RECV_F] = 12,
+  [PP_SPAN_SEND_B] = 13, [PP_SPAN_RECV_B] = 14, [PP_SPAN_WAIT] = 15,
+};
 static int
 slot_of (int kind)
 {
-  for (int i = 0; i < N_SLOTS; i++)
-    if (slot_kind[i] == kind)
-      return i;
-  return -1;
+  return kind >= 0 && kind < PP_N_SPAN_KINDS ? slot_plus1[kind] - 1 : -1;
 }
 
 typedef struct {
@@ -440,6 +617,8 @@ typedef struct {
   double                 bubble_sum; int bubble_n;
   int                    summary;    /* per-step summaries instead of blocks */
   double                 median_step_ns;
+  int                    vector;     /* an SVG, PDF or PS surface: the hatch as paths */
+  cairo_pattern_t       *hatch;      /* the bubble's tile, on other surfaces */
 } Ctx;
 
 static int
@@ -702,28 +881,43 @@ kind_letter (int kind)
     }
 }
 
+/* The unit for times a step_ns apart, the largest of them max_abs_ns. */
+typedef struct {
+  const char *name;
+  double      scale;   /* ns a unit */
+} TimeUnit;
+
+static TimeUnit
+time_unit (double step_ns, double max_abs_ns)
+{
+  if (step_ns >= 1e8 || max_abs_ns >= 1e10)
+    return (TimeUnit) { "s", 1e9 };
+  if (step_ns >= 1e5)
+    return (TimeUnit) { "ms", 1e6 };
+  if (step_ns >= 1e2)
+    return (TimeUnit) { "µs", 1e3 };
+  return (TimeUnit) { "ns", 1 };
+}
+
+/* The decimals that tell times step_ns apart in unit u. */
+static int
+time_decimals (double step_ns, TimeUnit u)
+{
+  int dec = (int) ceil (-log10 (step_ns / u.scale) - 1e-9);
+  return dec < 0 ? 0 : dec > 6 ? 6 : dec;
+}
+
+static void
+format_time_in (char *buf, size_t n, double ns, double step_ns, TimeUnit u)
+{
+  snprintf (buf, n, "%.*f %s", time_decimals (step_ns, u), ns / u.scale, u.name);
+}
+
 /* "1.5 ms" style: value in ns with a unit chosen for a step of step_ns. */
 static void
 format_time (char *buf, size_t n, double ns, double step_ns)
 {
-  const char *unit;
-  double scale;
-  int dec;
-
-  if (step_ns >= 1e8 || fabs (ns) >= 1e10)
-    unit = "s", scale = 1e9;
-  else if (step_ns >= 1e5)
-    unit = "ms", scale = 1e6;
-  else if (step_ns >= 1e2)
-    unit = "µs", scale = 1e3;
-  else
-    unit = "ns", scale = 1;
-  dec = (int) ceil (-log10 (step_ns / scale) - 1e-9);
-  if (dec < 0)
-    dec = 0;
-  if (dec > 6)
-    dec = 6;
-  snprintf (buf, n, "%.*f %s", dec, ns / scale, unit);
+  format_time_in (buf, n, ns, step_ns, time_unit (step_ns, fabs (ns)));
 }
 
 /* A 1-2-5 step near raw. */
@@ -733,6 +927,25 @@ nice_step (double raw)
   double p = pow (10, floor (log10 (raw)));
   double f = raw / p;
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+const char *
+pp_timeline_ruler_unit (const PpTimelineModel *m, const PpTimelineView *view, double *ns_per_unit,
+                        int *decimals)
+{
+  PpTimelineView v;
+  double x0, x1;
+  view_clamped (view, &v);
+  layout_x (m, &v, &x0, &x1);
+  double span = ns_between (v.t0_ns, v.t1_ns);
+  double step = nice_step (90 / ((x1 - x0) / (span > 0 ? span : 1)));
+  double origin = (double) pp_timeline_model_start_ns (m);
+  TimeUnit u = time_unit (step, fmax (fabs ((double) v.t0_ns - origin), fabs ((double) v.t1_ns - origin)));
+  if (ns_per_unit != NULL)
+    *ns_per_unit = u.scale;
+  if (decimals != NULL)
+    *decimals = time_decimals (step, u);
+  return u.name;
 }
 
 /* ---- the parts ---------------------------------------------------------------------- */
@@ -846,7 +1059,7 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
     if (len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "%s shown", dur);
     if (mean_bubble >= 0 && len < sizeof line)
-      len += snprintf (line + len, sizeof line - len, "  ·  bubble %.1f%% a step (median of %d)",
+      len += snprintf (line + len, sizeof line - len, "  ·  " PP_ANALYSIS_MEASURED_LABEL " %.1f%% (median of %d steps)",
                        100 * mean_bubble, n_steps);
     else if (mean_idle_in_view >= 0 && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  idle %.1f%% of what is shown",
@@ -858,7 +1071,8 @@ draw_header (Ctx *c, cairo_t *cr, double mean_idle_in_view, double mean_planned)
     if (note[0] && len < sizeof line)
       len += snprintf (line + len, sizeof line - len, "  ·  %s", note);
     if (mean_planned >= 0 && len < sizeof line)
-      len += snprintf (line + len, sizeof line - len, "  ·  planned %.1f%% a step", 100 * mean_planned);
+      len += snprintf (line + len, sizeof line - len, "  ·  bubble, %s %.1f%%",
+                       pp_analysis_plan_label (pp_analysis_plan_of_backend (d ? d->backend : NULL)), 100 * mean_planned);
     if (pp_timeline_model_dropped (c->m) > 0 && len < sizeof line)
       snprintf (line + len, sizeof line - len, "  ·  %llu events dropped",
                 (unsigned long long) pp_timeline_model_dropped (c->m));
@@ -879,6 +1093,9 @@ draw_ruler (Ctx *c, cairo_t *cr)
   double step = nice_step (90 / px_per_ns);   /* a label every ~90 px or more */
   double origin = (double) c->origin;
   double first = ceil (((double) c->v->t0_ns - origin) / step) * step;
+  /* one unit along the ruler (its labels, and the tooltips, read in it) */
+  TimeUnit unit = time_unit (step, fmax (fabs ((double) c->v->t0_ns - origin),
+                                         fabs ((double) c->v->t1_ns - origin)));
   double ybot = l->ruler_y + l->ruler_h;
   char buf[64];
   /* Counted, not stepped until past the end: far from zero, t += step may
@@ -913,7 +1130,7 @@ draw_ruler (Ctx *c, cairo_t *cr)
               cairo_stroke (cr);
             }
         }
-      format_time (buf, sizeof buf, fabs (t) < step * 1e-6 ? 0 : t, step);
+      format_time_in (buf, sizeof buf, fabs (t) < step * 1e-6 ? 0 : t, step, unit);
       set_rgb (cr, c->th.fg);
       double w = text_w (cr, buf);
       double tx = x - w / 2;
@@ -977,144 +1194,128 @@ draw_steps (Ctx *c, cairo_t *cr, double rows_bottom)
     }
 }
 
-static cairo_pattern_t *hatch_pattern (const Theme *th);
-static int folded_rows (const PpTimelineModel *m);
+static void fill_hatched (Ctx *c, cairo_t *cr, double x, double y, double w, double h);
 
 /* The legend: what each mark means, drawn as the rows draw it (the
- * bubble's hatch from the same pattern, the thin lane's marks thin, the
- * plan see-through), kinds this trace does not hold left out. */
-static double
-legend_item (Ctx *c, cairo_t *cr, double x, double y, const char *label)
-{
-  set_rgb (cr, c->th.fg);
-  text_at (cr, label, x + 19, y + 10, 0);
-  return x + 19 + text_w (cr, label) + 14;
-}
-
+ * bubble's hatch, the thin lane's marks thin, the plan see-through), kinds
+ * this trace does not hold left out.  It keeps every entry at any width:
+ * where one line is too short it wraps onto more (the layout leaves room,
+ * legend_height_of), so a narrow image or a window beside its side panel
+ * says as much as a wide one (up to a third of the height, legend_build). */
 static void
-draw_legend (Ctx *c, cairo_t *cr, cairo_pattern_t *hatch)
+draw_legend (Ctx *c, cairo_t *cr)
 {
-  uint32_t seen = pp_timeline_model_kinds_seen (c->m);
-  struct { int kind; const char *label; int thin; } items[] = {
-    { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
-    { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
-    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
-    { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
-    { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
-    { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
-  };
-  double x = c->l.x0, y = c->v->height - LEGEND_H + 9;
+  Legend lg;
+  double top = c->v->height - legend_height_of (c->l.legend_lines) + 9;
 
+  legend_build (c->m, c->v, c->l.x0, &lg);
   font (cr, 11, 0);
-  /* The bubble first: it is what the chart is for. */
-  cairo_rectangle (cr, x, y, 14, 12);
-  cairo_set_source (cr, hatch);
-  cairo_fill_preserve (cr);
-  set_rgb (cr, c->th.dim);
-  cairo_set_line_width (cr, 1);
-  cairo_stroke (cr);
-  x = legend_item (c, cr, x, y, "bubble (idle or waiting)");
-  for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+  for (int i = 0; i < lg.n; i++)
     {
-      int k = items[i].kind;
-      uint32_t bits = 1u << k;
-      if (k == PP_SPAN_SEND_F)
-        bits |= 1u << PP_SPAN_RECV_F;
-      if (k == PP_SPAN_SEND_B)
-        bits |= 1u << PP_SPAN_RECV_B;
-      if (k == PP_SPAN_UNSHARD)
-        bits |= 1u << PP_SPAN_RESHARD;
-      if (k == PP_SPAN_REDUCE_GRAD)
-        bits |= 1u << PP_SPAN_WAIT_REDUCE_GRAD;
-      if (!(seen & bits) && k != PP_SPAN_F)
-        continue;
-      if (c->summary && items[i].thin)
-        continue;   /* zoomed out, the thin lane says something else */
-      if (x + 19 + text_w (cr, items[i].label) > c->v->width)
-        break;
-      /* the thin lane's marks as thin as the lane draws them */
-      if (items[i].thin)
-        cairo_rectangle (cr, x, y + 8, 14, 4);
-      else
-        cairo_rectangle (cr, x, y, 14, 12);
-      set_rgb (cr, kind_rgb (k, c->v->dark));
-      cairo_fill (cr);
-      x = legend_item (c, cr, x, y, items[i].label);
-    }
-  /* the host lane's parts this trace holds */
-  unsigned host = c->l.host_h > 0 ? pp_timeline_host_lane_parts_seen (c->m) : 0;
-  static const int host_order[] = { PP_HOST_PART_GC, PP_HOST_PART_DESCHEDULED, PP_HOST_PART_WAIT,
-                                    PP_HOST_PART_SCHEDULE, PP_HOST_PART_LOSS, PP_HOST_PART_DATA,
-                                    PP_HOST_PART_ZERO_GRAD };
-  for (size_t o = 0; o < sizeof host_order / sizeof host_order[0] && !c->summary; o++)
-    {
-      int p = host_order[o];
-      const char *label = pp_timeline_host_lane_part_name (p);
-      if (!(host & (1u << p)) || (p == PP_HOST_PART_WAIT && (seen & (1u << PP_SPAN_WAIT)))
-          || x + 19 + text_w (cr, label) > c->v->width)
-        continue;
-      double rgb[3];
-      pp_timeline_host_color (p, c->v->dark, rgb);
-      pp_timeline_host_lane_swatch (cr, p, rgb, c->v->dark, x, y + 4, 14, 8);
-      x = legend_item (c, cr, x, y, label);
-    }
-  if (c->V > 1 && x + 150 < c->v->width)
-    {
+      const LegendItem *it = &lg.it[i];
+      double x = it->x, y = top + it->y;
       Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
-      for (int k = 0; k < 2; k++)
+      switch (it->swatch)
         {
-          cairo_rectangle (cr, x + k * 8, y, 8, 12);
-          set_rgb (cr, shade (f, k));
+        case SW_HATCH:
+          /* the bubble first: it is what the chart is for */
+          fill_hatched (c, cr, x, y, 14, 12);
+          cairo_rectangle (cr, x, y, 14, 12);
+          set_rgb (cr, c->th.dim);
+          cairo_set_line_width (cr, 1);
+          cairo_stroke (cr);
+          break;
+        case SW_BLOCK:
+          cairo_rectangle (cr, x, y, 14, 12);
+          set_rgb (cr, kind_rgb (it->kind, c->v->dark));
           cairo_fill (cr);
+          break;
+        case SW_HOST:
+          {
+            double rgb[3];
+            pp_timeline_host_color (it->kind, c->v->dark, rgb);
+            pp_timeline_host_lane_swatch (cr, it->kind, rgb, c->v->dark, x, y + 4, 14, 8);
+          }
+          break;
+        case SW_THIN:
+          /* the thin lane's marks as thin as the lane draws them */
+          cairo_rectangle (cr, x, y + 8, 14, 4);
+          set_rgb (cr, kind_rgb (it->kind, c->v->dark));
+          cairo_fill (cr);
+          break;
+        case SW_CHUNKS:
+          for (int k = 0; k < 2; k++)
+            {
+              cairo_rectangle (cr, x + k * 8, y, 8, 12);
+              set_rgb (cr, shade (f, k));
+              cairo_fill (cr);
+            }
+          break;
+        case SW_PLAN:
+        case SW_PLAN_OVER:
+          /* the plan's two shades, as its lane draws them: see-through
+           * chunks 0 and 1 (F) of a chunked schedule, else F and B; past
+           * its step, paler and dashed */
+          cairo_save (cr);
+          cairo_set_line_width (cr, 1);
+          if (it->swatch == SW_PLAN_OVER)
+            {
+              static const double dash[] = { 3, 2 };
+              cairo_set_dash (cr, dash, 2, 0);
+            }
+          for (int k = 0; k < 2; k++)
+            {
+              Rgb col = c->V > 1 ? shade (f, k) : kind_rgb (k ? PP_SPAN_B : PP_SPAN_F, c->v->dark);
+              cairo_rectangle (cr, x + k * 8 + 0.5, y + 0.5, 7, 11);
+              set_rgba (cr, col, it->swatch == SW_PLAN_OVER ? 0.18 : 0.4);
+              cairo_fill_preserve (cr);
+              set_rgb (cr, col);
+              cairo_stroke (cr);
+            }
+          cairo_restore (cr);
+          break;
+        case SW_HEAT:
+          {
+            /* zoomed out: the thin lane is the step's length against the median */
+            Rgb base = c->th.ruler_bg, heat = kind_rgb (PP_SPAN_WAIT, c->v->dark);
+            for (int k = 0; k < 14; k++)
+              {
+                double t = k / 13.0;
+                set_rgb (cr, (Rgb) { base.r + (heat.r - base.r) * t, base.g + (heat.g - base.g) * t,
+                                     base.b + (heat.b - base.b) * t });
+                cairo_rectangle (cr, x + k, y + 6, 1, 6);
+                cairo_fill (cr);
+              }
+          }
+          break;
+        case SW_FOLD:
+          /* drawn as the rows draw it (draw_whiskers) */
+          set_rgba (cr, c->th.fg, 0.8);
+          cairo_rectangle (cr, x, y + 8, 10, 1.5);
+          cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
+          cairo_fill (cr);
+          break;
+        case SW_STEP:
+          {
+            const double dash[] = { 4, 3 };
+            cairo_save (cr);
+            cairo_set_dash (cr, dash, 2, 0);
+            cairo_set_line_width (cr, 1);
+            set_rgba (cr, c->th.fg, 0.55);
+            cairo_move_to (cr, x + 7.5, y - 1);
+            cairo_line_to (cr, x + 7.5, y + 13);
+            cairo_stroke (cr);
+            cairo_restore (cr);
+          }
+          break;
         }
       set_rgb (cr, c->th.fg);
-      text_at (cr, "chunk 0 / 1 (shade)", x + 21, y + 10, 0);
-      x += 21 + text_w (cr, "chunk 0 / 1 (shade)") + 14;
+      text_at (cr, it->label, x + legend_swatch_w (it->swatch), y + 10, 0);
     }
-  if (c->v->show_plan && c->l.plan_h > 0 && x + 120 < c->v->width)
+  if (c->v->drawn != NULL)
     {
-      Rgb f = kind_rgb (PP_SPAN_F, c->v->dark);
-      cairo_rectangle (cr, x + 0.5, y + 0.5, 13, 11);
-      set_rgba (cr, f, 0.4);
-      cairo_fill_preserve (cr);
-      set_rgb (cr, f);
-      cairo_stroke (cr);
-      x = legend_item (c, cr, x, y, "plan (simulated)");
-    }
-  if (c->summary && x + 200 < c->v->width)
-    {
-      /* zoomed out: the thin lane is the step's length against the median */
-      Rgb base = c->th.ruler_bg, heat = kind_rgb (PP_SPAN_WAIT, c->v->dark);
-      for (int k = 0; k < 14; k++)
-        {
-          double t = k / 13.0;
-          set_rgb (cr, (Rgb) { base.r + (heat.r - base.r) * t, base.g + (heat.g - base.g) * t,
-                               base.b + (heat.b - base.b) * t });
-          cairo_rectangle (cr, x + k, y + 6, 1, 6);
-          cairo_fill (cr);
-        }
-      x = legend_item (c, cr, x, y, "step length: median to 2x (bars: work by kind a step)");
-    }
-  if (x + 200 < c->v->width && folded_rows (c->m))
-    {
-      /* drawn as the rows draw it (draw_whiskers) */
-      set_rgba (cr, c->th.fg, 0.8);
-      cairo_rectangle (cr, x, y + 8, 10, 1.5);
-      cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
-      cairo_fill (cr);
-      x = legend_item (c, cr, x, y, "replicas folded: median, mark to the latest end");
-    }
-  if (x + 120 < c->v->width)
-    {
-      const double dash[] = { 4, 3 };
-      cairo_save (cr);
-      cairo_set_dash (cr, dash, 2, 0);
-      set_rgba (cr, c->th.fg, 0.55);
-      cairo_move_to (cr, x + 7.5, y - 1);
-      cairo_line_to (cr, x + 7.5, y + 13);
-      cairo_stroke (cr);
-      cairo_restore (cr);
-      legend_item (c, cr, x, y, "step boundary");
+      c->v->drawn->legend_items += lg.n;
+      c->v->drawn->legend_lines += lg.lines;
     }
 }
 
@@ -1148,7 +1349,40 @@ block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
     snprintf (buf, n, "%d", b->mb);
 }
 
-/* Fills the boxes of one lane, batched by color; outlines wide ones. */
+/* The longest of b's labels (block_label, wide then narrow, then an
+ * overlapped pair's forward half) that fits b at font size fs, into buf:
+ * 1, or 0 with the shortest in buf ("" for a block without one). */
+static int
+fit_label (Ctx *c, const Box *b, double fs, char *buf, size_t n)
+{
+  int wide = b->w >= fs * 2.4 + 4;
+  block_label (c, b, buf, n, wide);
+  if (!buf[0] || fs * LABEL_EM * strlen (buf) + 3 <= b->w)
+    return buf[0] != 0;
+  if (wide)
+    block_label (c, b, buf, n, 0);
+  if (fs * LABEL_EM * strlen (buf) + 3 > b->w && b->kind == PP_SPAN_OVERLAP_F_B && b->mb >= 0)
+    snprintf (buf, n, "%d", b->mb);   /* an overlapped pair's forward half */
+  return fs * LABEL_EM * strlen (buf) + 3 <= b->w;
+}
+
+/* Whether box i of the plan lane, past its step's end, lies over a block
+ * of the next copy: its label would run into that one's. */
+static int
+plan_box_covered (const Ctx *c, const Box *b)
+{
+  for (size_t i = 0; i < c->n_boxes; i++)
+    {
+      const Box *o = &c->boxes[i];
+      if (o->lane == LANE_BLOCK && o->x < b->x + b->w && b->x < o->x + o->w)
+        return 1;
+    }
+  return 0;
+}
+
+/* Fills the boxes of one lane, batched by color; outlines wide ones.
+ * plan: 0 measured, 1 the plan, 2 the plan past its step's end (paler,
+ * dashed, labelled where no other block lies under it). */
 static void
 draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
 {
@@ -1188,7 +1422,7 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
       if (plan)
         {
           /* see-through, but not so pale that a printed page loses it */
-          set_rgba (cr, col, 0.4);
+          set_rgba (cr, col, plan == 2 ? 0.18 : 0.4);
           cairo_fill (cr);
         }
       else
@@ -1212,42 +1446,86 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
       else
         set_rgb (cr, shade (col, 2));
       cairo_set_line_width (cr, 1);
+      if (plan == 2)
+        {
+          static const double dash[] = { 3, 2 };
+          cairo_set_dash (cr, dash, 2, 0);
+        }
       cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
     }
 
   /* Micro-batch numbers where they fit. */
-  if (lane != LANE_BLOCK || h < 9)
+  if ((lane != LANE_BLOCK && lane != LANE_PLAN_OVER) || h < 9)
     return;
-  double fs = fmin (12, fmax (7, h * (plan ? 0.7 : 0.45)));
+  /* The lane's size, and smaller (to LABEL_MIN_FS) in a block too narrow
+   * for it: a tall lane (an A4 page of few ranks) would otherwise ask 12
+   * px of text of blocks that hold 8 px well. */
+  double fs = fmin (12, fmax (LABEL_MIN_FS, h * (plan ? 0.7 : 0.45))), cur = fs;
   font (cr, fs, !plan);
   char buf[48];
   for (size_t i = 0; i < c->n_boxes; i++)
     {
       const Box *b = &c->boxes[i];
-      if (b->lane != lane || b->w < fs * 0.7 + 3)
+      if (b->lane != lane || b->w < LABEL_MIN_FS * LABEL_EM + 3)
         continue;
-      int wide = b->w >= fs * 2.4 + 4;
-      block_label (c, b, buf, sizeof buf, wide);
-      if (!buf[0])
-        continue;
-      double est = fs * 0.62 * strlen (buf);
-      if (est + 3 > b->w)
+      double f = fs;
+      if (!fit_label (c, b, f, buf, sizeof buf))
         {
-          if (wide)
-            block_label (c, b, buf, sizeof buf, 0);
-          if (fs * 0.62 * strlen (buf) + 3 > b->w && b->kind == PP_SPAN_OVERLAP_F_B && b->mb >= 0)
-            snprintf (buf, sizeof buf, "%d", b->mb);   /* an overlapped pair's forward half */
-          if (fs * 0.62 * strlen (buf) + 3 > b->w)
+          if (!buf[0])
+            continue;
+          f = fmin (fs, (b->w - 3) / (LABEL_EM * strlen (buf)));
+          if (f < LABEL_MIN_FS || !fit_label (c, b, f, buf, sizeof buf))
             continue;
         }
+      if (f != cur)
+        cairo_set_font_size (cr, cur = f);
+      if (plan == 2 && plan_box_covered (c, b))
+        continue;
+      if (plan && c->v->drawn != NULL)
+        c->v->drawn->plan_labels++;
       Rgb col = shade (kind_rgb (b->kind, dark), b->chunk);
       if (plan)
         set_rgb (cr, c->th.fg);
       else
         set_rgb (cr, luminance (col) < 0.5 ? (Rgb) { 1, 1, 1 } : (Rgb) { 0.08, 0.08, 0.08 });
       double xc = fmax (b->x, c->l.x0) + fmin (b->w, c->l.x1 - fmax (b->x, c->l.x0)) / 2;
-      text_at (cr, buf, xc, y + h / 2 + fs * 0.36, 0.5);
+      text_at (cr, buf, xc, y + h / 2 + f * 0.36, 0.5);
     }
+}
+
+/* The bubble's ground and hatch over a rectangle: on image surfaces (the
+ * PNG, the widget's, the pixel tests) an 8 px tile repeated; on SVG and
+ * PDF, whose viewers would scale that tile as a bitmap (blurred, seamed
+ * where tiles meet), the same diagonals as paths clipped to the rectangle. */
+static void
+fill_hatched (Ctx *c, cairo_t *cr, double x, double y, double w, double h)
+{
+  if (!(w > 0) || !(h > 0))
+    return;
+  if (!c->vector)
+    {
+      cairo_rectangle (cr, x, y, w, h);
+      cairo_set_source (cr, c->hatch);
+      cairo_fill (cr);
+      return;
+    }
+  cairo_save (cr);
+  cairo_rectangle (cr, x, y, w, h);
+  cairo_clip_preserve (cr);
+  set_rgb (cr, c->th.bubble);
+  cairo_fill (cr);
+  set_rgba (cr, c->th.hatch, 0.8);
+  cairo_set_line_width (cr, 1.2);
+  /* the tile's lines are x + y = 8k in user space: the same here, so a
+   * vector export lines up with the PNG of the same view */
+  for (double k = floor ((x + y) / 8); k <= ceil ((x + w + y + h) / 8); k++)
+    {
+      cairo_move_to (cr, 8 * k - (y + h), y + h);
+      cairo_line_to (cr, 8 * k - y, y);
+    }
+  cairo_stroke (cr);
+  cairo_restore (cr);
 }
 
 static cairo_pattern_t *
@@ -1321,14 +1599,69 @@ plan_shift (const PpTimelineModel *m, int64_t plan0, size_t k)
   return pp_timeline_model_step_starts (m)[k] - plan0;
 }
 
-/* Where copy k stops: the next step's start (a plan longer than the step
- * it stands under is cut there, not drawn into the next step's plan, where
- * the two copies' labels ran together); INT64_MAX for the last. */
+/* Where copy k meets the next one: the next step's start; INT64_MAX for
+ * the last.  A plan longer than the step it stands under runs on past it,
+ * drawn whole (draw_plan_lane): never cut there. */
 static int64_t
 plan_limit (const PpTimelineModel *m, size_t k)
 {
   size_t n = pp_timeline_model_n_steps (m);
   return k + 1 < n ? pp_timeline_model_step_starts (m)[k + 1] : INT64_MAX;
+}
+
+/* The copies [*k0, *k1) that can show in [t0, t1]: copy k covers
+ * [step k's start, + the plan's length]; found by binary search, so a
+ * frame costs the copies it shows, not every step of the run. */
+static void
+plan_copies_in (const PpTimelineModel *m, int64_t plan0, int64_t plan1, int64_t t0, int64_t t1,
+                size_t *k0, size_t *k1)
+{
+  size_t n = plan_copies (m, plan0), lo, hi;
+  *k0 = *k1 = 0;
+  if (n == 0 || plan1 < plan0)
+    return;
+  if (pp_timeline_model_n_steps (m) == 0)
+    {
+      *k1 = plan1 >= t0 && plan0 <= t1 ? 1 : 0;
+      return;
+    }
+  const int64_t *st = pp_timeline_model_step_starts (m);
+  double len = (double) plan1 - (double) plan0;
+  /* first copy whose end (st[k] + len) reaches t0 */
+  for (lo = 0, hi = n; lo < hi;)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if ((double) st[mid] + len < (double) t0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  *k0 = lo;
+  /* first copy that starts past t1 */
+  for (hi = n; lo < hi;)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (st[mid] <= t1)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  *k1 = lo;
+}
+
+/* Whether a copy of the plan that shows in v runs past its step's end
+ * (the legend then says how that part is drawn). */
+static int
+plan_runs_over (const PpTimelineModel *m, const PpTimelineView *v)
+{
+  int64_t p0, p1;
+  size_t k0, k1;
+  plan_extent (m, &p0, &p1);
+  plan_copies_in (m, p0, p1, v->t0_ns, v->t1_ns, &k0, &k1);
+  for (size_t k = k0; k < k1; k++)
+    if ((double) p1 + (double) plan_shift (m, p0, k) > (double) plan_limit (m, k))
+      return 1;
+  return 0;
 }
 
 size_t
@@ -1602,11 +1935,13 @@ cmp_double (const void *a, const void *b)
 int
 pp_timeline_view_summarized (const PpTimelineModel *m, const PpTimelineView *v)
 {
-  PpTimelineLayout l;
+  double x0, x1;
   size_t n_steps = pp_timeline_model_n_steps (m);
   int n_ranks = pp_timeline_model_n_ranks (m);
   if (v->no_summaries || n_steps < 3 || n_ranks < 1 || v->t1_ns <= v->t0_ns)
     return 0;
+  if (v->summaries)
+    return 1;
   const int64_t *st = pp_timeline_model_step_starts (m);
   double mean_step = ((double) st[n_steps - 1] - (double) st[0]) / (double) (n_steps - 1);
   const PpTraceDescription *d = pp_timeline_model_description (m);
@@ -1621,8 +1956,8 @@ pp_timeline_view_summarized (const PpTimelineModel *m, const PpTimelineView *v)
     blocks = (double) pp_timeline_model_n_spans_total (m) / n_ranks / (double) n_steps;
   if (!(blocks >= 1) || !(mean_step > 0))
     return 0;
-  pp_timeline_layout (m, v, &l);
-  double px_per_ns = (l.x1 - l.x0) / ((double) v->t1_ns - (double) v->t0_ns);
+  layout_x (m, v, &x0, &x1);
+  double px_per_ns = (x1 - x0) / ((double) v->t1_ns - (double) v->t0_ns);
   return mean_step * px_per_ns / blocks < SUMMARY_PX;
 }
 
@@ -1793,10 +2128,62 @@ draw_whiskers (Ctx *c, cairo_t *cr, int r)
     }
 }
 
+/* The plan lane of rank r: the plan's copy under every step, in the block
+ * lane's colors, see-through.  A copy is never cut: where the plan is
+ * longer than the measured step it stands under, its blocks past the next
+ * step's start are drawn whole over the next copy, paler and dashed
+ * (draw_boxes, LANE_PLAN_OVER), so that no planned block goes missing. */
+static void
+draw_plan_lane (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpTimelinePlanned *p = pp_timeline_model_planned (c->m, r);
+  size_t np = pp_timeline_model_n_planned (c->m, r);
+  double px_per_ns = (l->x1 - l->x0) / fmax (1, ns_between (v->t0_ns, v->t1_ns));
+  size_t k0, k1;
+
+  c->n_boxes = 0;
+  plan_copies_in (c->m, c->plan0, c->plan1, v->t0_ns, v->t1_ns, &k0, &k1);
+  for (size_t copy = k0; copy < k1; copy++)
+    {
+      int64_t sh = plan_shift (c->m, c->plan0, copy), limit = plan_limit (c->m, copy);
+      for (size_t k = 0; k < np; k++)
+        {
+          int kind = plan_span_kind (p[k].kind);
+          int64_t ps = p[k].start_ns + sh, pe = p[k].end_ns + sh;
+          if (kind < 0 || pe < v->t0_ns || ps > v->t1_ns)
+            continue;
+          double x = ns_between (v->t0_ns, ps) * px_per_ns;
+          double w = (double) (pe - ps) * px_per_ns;
+          double xa = fmax (x, -4), xb = fmin (x + w, l->x1 - l->x0 + 4);
+          int over = pe > limit;
+          Box b = { (float) (l->x0 + xa), (float) fmax (1, xb - xa), (uint16_t) kind,
+                    (uint8_t) (c->P > 0 && p[k].stage >= 0 ? (p[k].stage / c->P) & 7 : 0),
+                    over ? LANE_PLAN_OVER : LANE_BLOCK, p[k].microbatch, p[k].stage, 0, 0, 0 };
+          if (kind == PP_SPAN_OVERLAP_F_B && (p[k].sub_kind == PP_TRACE_ACT_B || p[k].sub_kind == PP_TRACE_ACT_I))
+            {
+              b.sub_kind = p[k].sub_kind == PP_TRACE_ACT_B ? PP_SPAN_B : PP_SPAN_I;
+              b.sub_stage = p[k].sub_stage;
+              b.sub_mb = p[k].sub_microbatch;
+            }
+          if (push_box (c, &b) != 0)
+            break;
+          if (v->drawn != NULL)
+            {
+              v->drawn->plan_blocks++;
+              v->drawn->plan_past_step += over;
+            }
+        }
+    }
+  draw_boxes (c, cr, r, LANE_BLOCK, 1);
+  draw_boxes (c, cr, r, LANE_PLAN_OVER, 2);
+}
+
 /* Draws rank r; returns its idle share of the visible part of the run (-1
  * if none of the run is visible). */
 static double
-draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
+draw_rank (Ctx *c, cairo_t *cr, int r)
 {
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
@@ -1820,9 +2207,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
   if (w1 > w0)
     {
       double xa = round (pp_timeline_x_of (v, l, w0)), xb = round (pp_timeline_x_of (v, l, w1));
-      cairo_rectangle (cr, xa, round (by), fmax (1, xb - xa), round (by + bh) - round (by));
-      cairo_set_source (cr, hatch);
-      cairo_fill (cr);
+      fill_hatched (c, cr, xa, round (by), fmax (1, xb - xa), round (by + bh) - round (by));
     }
   if (c->summary)
     return draw_rank_summary (c, cr, r, w0, w1);
@@ -1837,7 +2222,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       if (s->end_ns < v->t0_ns)
         continue;
       lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
-      if (lane == LANE_NONE || lane == LANE_HOST)
+      if (lane == LANE_NONE)
         continue;
       x = ns_between (v->t0_ns, s->start_ns) * px_per_ns;   /* plot-relative */
       w = (double) (s->end_ns - s->start_ns) * px_per_ns;
@@ -1910,43 +2295,8 @@ draw_rank (Ctx *c, cairo_t *cr, int r, cairo_pattern_t *hatch)
       pp_timeline_host_lane_draw (cr, c->m, r, &sc, lane_y_host (l, r), l->host_h);
     }
 
-  /* The plan lane: the same colors, see-through. */
   if (v->show_plan && l->plan_h >= 2)
-    {
-      const PpTimelinePlanned *p = pp_timeline_model_planned (c->m, r);
-      size_t np = pp_timeline_model_n_planned (c->m, r);
-      c->n_boxes = 0;
-      for (size_t copy = 0; copy < plan_copies (c->m, c->plan0); copy++)
-        {
-          int64_t sh = plan_shift (c->m, c->plan0, copy), limit = plan_limit (c->m, copy);
-          if (c->plan1 + sh < v->t0_ns || c->plan0 + sh > v->t1_ns)
-            continue;
-          for (size_t k = 0; k < np; k++)
-            {
-              int kind = plan_span_kind (p[k].kind);
-              int64_t ps = p[k].start_ns + sh, pe = p[k].end_ns + sh;
-              if (pe > limit)
-                pe = limit;
-              if (kind < 0 || ps >= limit || pe < v->t0_ns || ps > v->t1_ns)
-                continue;
-              double x = ns_between (v->t0_ns, ps) * px_per_ns;
-              double w = (double) (pe - ps) * px_per_ns;
-              double xa = fmax (x, -4), xb = fmin (x + w, l->x1 - l->x0 + 4);
-              Box b = { (float) (l->x0 + xa), (float) fmax (1, xb - xa), (uint16_t) kind,
-                        (uint8_t) (c->P > 0 && p[k].stage >= 0 ? (p[k].stage / c->P) & 7 : 0),
-                        LANE_BLOCK, p[k].microbatch, p[k].stage, 0, 0, 0 };
-              if (kind == PP_SPAN_OVERLAP_F_B && (p[k].sub_kind == PP_TRACE_ACT_B || p[k].sub_kind == PP_TRACE_ACT_I))
-                {
-                  b.sub_kind = p[k].sub_kind == PP_TRACE_ACT_B ? PP_SPAN_B : PP_SPAN_I;
-                  b.sub_stage = p[k].sub_stage;
-                  b.sub_mb = p[k].sub_microbatch;
-                }
-              if (push_box (c, &b) != 0)
-                break;
-            }
-        }
-      draw_boxes (c, cr, r, LANE_BLOCK, 1);
-    }
+    draw_plan_lane (c, cr, r);
   return w1 > w0 ? 1.0 - busy / (double) (w1 - w0) : -1;
 }
 
@@ -1996,9 +2346,12 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble, double *last_y)
     {
       text_at (cr, buf, l->x0 - 8, by + bh / 2 - 1, 1);
       /* idle over what is shown (zooming changes it; gaps between steps
-       * count): the bubble a step is the stats panel's figure */
-      snprintf (buf, sizeof buf, "idle %.0f%%", 100 * bubble);
-      font (cr, fmin (11, fs - 1), 0);
+       * count), named so: the measured bubble a step is another figure */
+      snprintf (buf, sizeof buf, "idle %.0f%% in view", 100 * bubble);
+      double ifs = fmin (11, fs - 1), iw;
+      font (cr, ifs, 0);
+      if ((iw = text_w (cr, buf)) > l->x0 - 12 && l->x0 > 12)
+        font (cr, fmax (5, ifs * (l->x0 - 12) / iw), 0);
       set_rgb (cr, c->v->dark ? kind_rgb (PP_SPAN_WAIT, 1) : (Rgb) HEX (0xB04A00));
       text_at (cr, buf, l->x0 - 8, by + bh / 2 + fs, 1);
     }
@@ -2022,7 +2375,7 @@ span_rect (const Ctx *c, int r, long index, double *x, double *y, double *w, dou
     return 0;
   const PpSpan *s = &pp_timeline_model_spans (c->m, r)[index];
   int lane = s->kind < PP_N_SPAN_KINDS ? lane_of (s->kind) : LANE_NONE;
-  if (lane == LANE_NONE || lane == LANE_HOST || s->end_ns < c->v->t0_ns || s->start_ns > c->v->t1_ns)
+  if (lane == LANE_NONE || s->end_ns < c->v->t0_ns || s->start_ns > c->v->t1_ns)
     return 0;
   double xa = fmax (pp_timeline_x_of (c->v, &c->l, s->start_ns), c->l.x0 - 3);
   double xb = fmin (pp_timeline_x_of (c->v, &c->l, s->end_ns), c->l.x1 + 3);
@@ -2114,6 +2467,11 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
   pp_timeline_layout (m, v, &c.l);
   theme_of (v->dark, &c.th);
   c.image = cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE;
+  {
+    cairo_surface_type_t t = cairo_surface_get_type (cairo_get_target (cr));
+    c.vector = t == CAIRO_SURFACE_TYPE_SVG || t == CAIRO_SURFACE_TYPE_PDF || t == CAIRO_SURFACE_TYPE_PS;
+  }
+  c.hatch = c.vector ? NULL : hatch_pattern (&c.th);
   c.n_ranks = pp_timeline_model_n_ranks (m);
   c.P = c.n_ranks;
   {
@@ -2132,6 +2490,8 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
   c.origin = pp_timeline_model_start_ns (m);
   c.summary = pp_timeline_view_summarized (m, v);
   c.median_step_ns = c.summary ? median_step_ns (m) : 0;
+  if (v->drawn != NULL)
+    v->drawn->summarized |= c.summary;
   c.ncols = (int) ceil (c.l.x1 - c.l.x0) + 1;
   c.cov = calloc ((size_t) c.ncols * N_SLOTS, sizeof *c.cov);
   c.strip = malloc ((size_t) c.ncols * sizeof *c.strip);
@@ -2146,7 +2506,6 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     goto out;
 
   {
-    cairo_pattern_t *hatch = hatch_pattern (&c.th);
     double rows_bottom = c.l.rows_y + c.n_ranks * c.l.row_h;
     double *bubbles = calloc ((size_t) c.n_ranks + 1, sizeof *bubbles);
 
@@ -2159,7 +2518,7 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
         double ry = c.l.rows_y + r * c.l.row_h;
         if (ry > v->height || ry + c.l.row_h < c.l.rows_y)
           continue;
-        double b = draw_rank (&c, cr, r, hatch);
+        double b = draw_rank (&c, cr, r);
         if (bubbles)
           bubbles[r] = b;
         if (b >= 0)
@@ -2172,7 +2531,6 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     for (int r = 0; r < c.n_ranks; r++)
       draw_lost (&c, cr, r);
     cairo_restore (cr);
-    cairo_pattern_destroy (hatch);
 
     /* Where labels cannot all be drawn, a pipeline rank's first row (its
      * folded row, or its first process) keeps its label: a process's
@@ -2245,16 +2603,14 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
                      n_planned == c.n_ranks && n_planned > 0 ? sum_planned / n_planned : -1);
       }
     if (v->show_legend)
-      {
-        cairo_pattern_t *lh = hatch_pattern (&c.th);
-        draw_legend (&c, cr, lh);
-        cairo_pattern_destroy (lh);
-      }
+      draw_legend (&c, cr);
   }
   if (v->show_critical_path)
     pp_timeline_render_critical_path (cr, m, v);
 out:
   cairo_restore (cr);
+  if (c.hatch != NULL)
+    cairo_pattern_destroy (c.hatch);
   free (c.cov);
   free (c.strip);
   free (c.boxes);
@@ -2312,8 +2668,16 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
       long best = -1;
       int64_t best_d = INT64_MAX;
       int64_t p0, p1;
+      size_t k0, k1;
+      int best_over = 1;
       plan_extent (m, &p0, &p1);
-      for (size_t copy = 0; copy < plan_copies (m, p0); copy++)
+      int64_t ta, tb;
+      if (__builtin_sub_overflow (t, tol, &ta))
+        ta = INT64_MIN;
+      if (__builtin_add_overflow (t, tol, &tb))
+        tb = INT64_MAX;
+      plan_copies_in (m, p0, p1, ta, tb, &k0, &k1);
+      for (size_t copy = k0; copy < k1; copy++)
         {
           int64_t sh = plan_shift (m, p0, copy), limit = plan_limit (m, copy);
           int64_t tt = t - sh;   /* |t| <= 2^61, |sh| <= 2^62 */
@@ -2323,14 +2687,18 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
             tt = -((int64_t) 1 << 62);
           for (size_t k = 0; k < np; k++)
             {
-              if (plan_span_kind (p[k].kind) < 0 || p[k].start_ns + sh >= limit || t >= limit)
+              if (plan_span_kind (p[k].kind) < 0)
                 continue;
               int64_t d = tt < p[k].start_ns ? p[k].start_ns - tt
                           : tt > p[k].end_ns ? tt - p[k].end_ns : 0;
-              if (d <= tol && d < best_d)
+              /* a block past its step's end lies over the next copy's:
+               * the next copy's own block wins where both are */
+              int over = p[k].end_ns + sh > limit;
+              if (d <= tol && (d < best_d || (d == best_d && best_over && !over)))
                 {
                   best = (long) k;
                   best_d = d;
+                  best_over = over;
                 }
             }
         }
@@ -2350,7 +2718,7 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
        i < ns && sp[i].start_ns <= t + tol; i++)
     {
       int sl = sp[i].kind < PP_N_SPAN_KINDS ? lane_of (sp[i].kind) : LANE_NONE;
-      if (sl == LANE_NONE || sl == LANE_HOST)
+      if (sl == LANE_NONE)
         continue;
       if (lane == LANE_BLOCK ? sl != LANE_BLOCK : sl == LANE_BLOCK)
         continue;

@@ -56,9 +56,26 @@ typedef struct {
    * not match are dimmed. */
   const struct _PpTimelineFilter *filter;
   /* Past SUMMARY_PX a block (blocks narrower than that on average), each
-   * rank and step is drawn as a summary bar; set to draw blocks anyway. */
+   * rank and step is drawn as a summary bar; set to draw blocks anyway.
+   * summaries: set to draw the bars whatever the width (where the trace
+   * has steps enough to draw them); pp_timeline_view_as_shown sets one. */
   int     no_summaries;
+  int     summaries;
+  /* NULL, or where pp_timeline_render says what it drew (it adds to the
+   * counts: zero it first).  Borrowed. */
+  struct _PpTimelineDrawn *drawn;
 } PpTimelineView;
+
+/* What one pp_timeline_render drew, for the tests and for a caller that
+ * reports it. */
+typedef struct _PpTimelineDrawn {
+  size_t plan_blocks;       /* plan blocks drawn, every copy's, whole */
+  size_t plan_past_step;    /* of them, those running past the next step's start */
+  size_t plan_labels;       /* plan blocks that got their label */
+  int    legend_items;      /* entries of the legend */
+  int    legend_lines;      /* lines it took */
+  int    summarized;        /* per-step bars instead of blocks */
+} PpTimelineDrawn;
 
 /* A dependency drawn as an arrow: from the end of what was waited for to
  * the start of the block that waited. */
@@ -80,6 +97,19 @@ typedef struct _PpTimelinePathBlock {
  * say so. */
 int     pp_timeline_view_summarized (const PpTimelineModel *m, const PpTimelineView *v);
 
+/* The view shown (a window's) drawn at width x height: the same range,
+ * and the same choice of blocks or per-step bars as the window made at its
+ * own width, so an export "as shown" of a zoomed-out window draws its bars
+ * (and of a zoomed-in one its blocks) whatever the export's size. */
+void    pp_timeline_view_as_shown (const PpTimelineModel *m, const PpTimelineView *shown,
+                                   double width, double height, PpTimelineView *out);
+
+/* The unit the ruler reads in at this view ("s", "ms", "µs" or "ns"), its
+ * length in ns and the decimals its labels show: tooltips give their times
+ * in it, so a time reads as the ruler above it does. */
+const char *pp_timeline_ruler_unit (const PpTimelineModel *m, const PpTimelineView *v,
+                                    double *ns_per_unit, int *decimals);
+
 /* A view of the whole run at width x height, everything else off. */
 void    pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m,
                                double width, double height);
@@ -99,6 +129,7 @@ typedef struct {
   double  rows_y;           /* first row's top */
   double  row_h;            /* one rank: block lane + thin lane (+ plan lane) + gap */
   double  block_h, thin_h, plan_h;
+  int     legend_lines;     /* the legend wraps onto this many lines (0: none) */
   double  host_h;           /* the host lane, at the row's bottom (0: none) */
 } PpTimelineLayout;
 
@@ -121,10 +152,12 @@ int64_t pp_timeline_plan_origin (const PpTimelineModel *m);
  * (the Chrome export): one copy under every step, its start on the step's
  * first begin marker; one where the model placed it without step markers;
  * none without a timed plan.  Copy k of a planned entry p runs from
- * p->start_ns + shift to p->end_ns + shift, cut at limit (the next step's
- * start; INT64_MAX for the last), and is left out when it starts at or
- * past limit.  Entries of a kind pp_timeline_plan_span_kind gives -1 (the
- * transfers) are not drawn; the others are drawn as that span kind. */
+ * p->start_ns + shift to p->end_ns + shift, whole: the plan lane never
+ * cuts a block.  limit is where the copy meets the next one (the next
+ * step's start; INT64_MAX for the last): a block that ends past it runs
+ * into the next step's copy, and the lane draws it paler and dashed.
+ * Entries of a kind pp_timeline_plan_span_kind gives -1 (the transfers)
+ * are not drawn; the others are drawn as that span kind. */
 size_t  pp_timeline_plan_copies (const PpTimelineModel *m);
 void    pp_timeline_plan_copy (const PpTimelineModel *m, size_t k, int64_t *shift, int64_t *limit);
 int     pp_timeline_plan_span_kind (int action_kind);

@@ -58,6 +58,10 @@ struct _PpTimelineWidget
   PpTimelineFilter filter;
 
   AdwStyleManager *style_manager;
+
+  /* the arrow keys from anywhere in the window (on_root_key_pressed) */
+  GtkWidget          *key_root;
+  GtkEventController *root_keys;
 };
 
 G_DEFINE_FINAL_TYPE (PpTimelineWidget, pp_timeline_widget, GTK_TYPE_WIDGET)
@@ -684,16 +688,35 @@ pp_timeline_widget_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
 
 /* ---- tooltip ------------------------------------------------------------------ */
 
+/* The ruler's unit at the view the tooltip is for: its times read as the
+ * ruler above them does (a ruler in ms, a tooltip in ms). */
+typedef struct {
+  const char *name;
+  double      scale;      /* ns a unit */
+  int         decimals;   /* the ruler's, plus one: a block's start between two ticks */
+} TipUnit;
+
 static void
-append_ms (GString *s, double ns)
+tip_unit (const PpTimelineModel *m, const PpTimelineView *v, TipUnit *u)
 {
-  /* ms throughout, as the ruler; only what would read 0.00x ms in µs/ns */
-  if (fabs (ns) < 1e3)
-    g_string_append_printf (s, "%.0f ns", ns);
-  else if (fabs (ns) < 1e4)
-    g_string_append_printf (s, "%.2f µs", ns / 1e3);
-  else
-    g_string_append_printf (s, "%.3f ms", ns / 1e6);
+  int dec = 0;
+  u->name = pp_timeline_ruler_unit (m, v, &u->scale, &dec);
+  u->decimals = MAX (3, dec + 1);
+  if (u->scale == 1)
+    u->decimals = 0;   /* nothing below a ns */
+}
+
+/* ns in the ruler's unit: its decimals, and more (to a ns) where a short
+ * time would read 0.000: three significant digits. */
+static void
+append_time (GString *s, double ns, const TipUnit *u)
+{
+  double v = ns / u->scale;
+  int dec = u->decimals;
+  if (v != 0 && fabs (v) < 1)
+    dec = MAX (dec, 2 - (int) floor (log10 (fabs (v))));
+  dec = MIN (dec, (int) lround (log10 (u->scale)));
+  g_string_append_printf (s, "%.*f %s", dec, v, u->name);
 }
 
 /* The WAIT right before span `index` of `rank`: the latest one that ended by
@@ -720,7 +743,7 @@ wait_before (const PpTimelineModel *m, int rank, long index)
 /* The tooltip of a span; NULL for none.  Public to the tests through
  * pp_timeline_widget_tooltip_text () below. */
 static char *
-span_tooltip (const PpTimelineModel *m, int rank, long index)
+span_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *u)
 {
   if (rank < 0 || rank >= pp_timeline_model_n_ranks (m) || index < 0
       || (size_t) index >= pp_timeline_model_n_spans (m, rank))
@@ -772,9 +795,9 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
   if (name != NULL && *name)
     g_string_append_printf (t, " · %s", name);
   g_string_append (t, " · start ");
-  append_ms (t, (double) (s->start_ns - origin));
+  append_time (t, (double) (s->start_ns - origin), u);
   g_string_append (t, " · ");
-  append_ms (t, (double) (s->end_ns - s->start_ns));
+  append_time (t, (double) (s->end_ns - s->start_ns), u);
   if (s->bytes > 0)
     {
       char *b = g_format_size (s->bytes);
@@ -788,7 +811,7 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
       if (w != NULL)
         {
           g_string_append (t, "\nwaited ");
-          append_ms (t, (double) (w->end_ns - w->start_ns));
+          append_time (t, (double) (w->end_ns - w->start_ns), u);
           if (w->peer_rank >= 0)
             {
               pp_timeline_model_rank_label (m, w->peer_rank, peer, sizeof peer);
@@ -804,14 +827,14 @@ span_tooltip (const PpTimelineModel *m, int rank, long index)
       g_string_append_printf (t, "\nthe median of %d replicas; the slowest, dp %d (process %d%s%s), ends ",
                               f->n, f->slowest_dp, f->slowest_process, p && p->host[0] ? " on " : "",
                               p && p->host[0] ? p->host : "");
-      append_ms (t, (double) (f->latest_end_ns - s->end_ns));
+      append_time (t, (double) (f->latest_end_ns - s->end_ns), u);
       g_string_append (t, " after the median end");
     }
   return g_string_free (t, FALSE);
 }
 
 static char *
-planned_tooltip (const PpTimelineModel *m, int rank, long index)
+planned_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *u)
 {
   static const char *const kinds[] = {
     "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OVERLAP_F_B", "OPT",
@@ -834,9 +857,9 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index)
    * the axis. */
   int64_t origin = pp_timeline_plan_origin (m);
   g_string_append (t, " · at ");
-  append_ms (t, (double) (p->start_ns - origin));
+  append_time (t, (double) (p->start_ns - origin), u);
   g_string_append (t, " into the step · ");
-  append_ms (t, (double) (p->end_ns - p->start_ns));
+  append_time (t, (double) (p->end_ns - p->start_ns), u);
   return g_string_free (t, FALSE);
 }
 
@@ -846,12 +869,14 @@ char *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double 
 
 /* The tooltip of what a hit found; NULL for nothing. */
 static char *
-hit_tooltip (const PpTimelineModel *m, const PpTimelineHit *hit)
+hit_tooltip (const PpTimelineModel *m, const PpTimelineView *v, const PpTimelineHit *hit)
 {
+  TipUnit u;
   if (hit->index < 0)
     return NULL;
-  return hit->planned ? planned_tooltip (m, hit->rank, hit->index)
-                      : span_tooltip (m, hit->rank, hit->index);
+  tip_unit (m, v, &u);
+  return hit->planned ? planned_tooltip (m, hit->rank, hit->index, &u)
+                      : span_tooltip (m, hit->rank, hit->index, &u);
 }
 
 char *
@@ -865,7 +890,7 @@ pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
   current_view (self, &v, NULL);
   if (!pp_timeline_hit (self->model, &v, x, y, &hit))
     return pp_timeline_host_lane_tooltip (self->model, &v, x, y);
-  return hit_tooltip (self->model, &hit);
+  return hit_tooltip (self->model, &v, &hit);
 }
 
 static gboolean
@@ -908,7 +933,7 @@ update_hover_at (PpTimelineWidget *self, gboolean inside, double x, double y)
               rank = hit.rank;
               index = hit.index;
             }
-          text = hit_tooltip (self->model, &hit);
+          text = hit_tooltip (self->model, &v, &hit);
         }
       else
         text = pp_timeline_host_lane_tooltip (self->model, &v, x, y);
@@ -1184,6 +1209,64 @@ on_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
     }
 }
 
+/* The arrow keys pan the timeline wherever the focus is, without a click
+ * into it first: a controller on the window, in the capture phase, hands
+ * them to the timeline unless the focus is where arrows mean something
+ * else (a text entry such as Find, a list, a slider, a popover) or the
+ * timeline has the focus itself (its own controller then runs). */
+static gboolean
+arrows_belong_to (GtkWidget *focus)
+{
+  const GType list_types[] = { GTK_TYPE_LIST_VIEW, GTK_TYPE_COLUMN_VIEW, GTK_TYPE_GRID_VIEW,
+                               GTK_TYPE_LIST_BOX, GTK_TYPE_POPOVER, GTK_TYPE_TEXT_VIEW };
+  if (GTK_IS_EDITABLE (focus) || GTK_IS_RANGE (focus))
+    return TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS (list_types); i++)
+    if (gtk_widget_get_ancestor (focus, list_types[i]) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+on_root_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
+                     GdkModifierType state, PpTimelineWidget *self)
+{
+  GtkWidget *w = GTK_WIDGET (self);
+  if (keyval != GDK_KEY_Left && keyval != GDK_KEY_Right && keyval != GDK_KEY_KP_Left
+      && keyval != GDK_KEY_KP_Right)
+    return FALSE;
+  if ((state & gtk_accelerator_get_default_mod_mask ()) != 0 || self->model == NULL
+      || !gtk_widget_is_drawable (w) || self->key_root == NULL)
+    return FALSE;
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self->key_root));
+  if (focus == w || (focus != NULL && arrows_belong_to (focus)))
+    return FALSE;
+  return on_key_pressed (NULL, keyval, keycode, state, self);
+}
+
+static void
+pp_timeline_widget_root (GtkWidget *widget)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (widget);
+  GTK_WIDGET_CLASS (pp_timeline_widget_parent_class)->root (widget);
+  self->key_root = GTK_WIDGET (gtk_widget_get_root (widget));
+  self->root_keys = gtk_event_controller_key_new ();
+  gtk_event_controller_set_propagation_phase (self->root_keys, GTK_PHASE_CAPTURE);
+  g_signal_connect (self->root_keys, "key-pressed", G_CALLBACK (on_root_key_pressed), self);
+  gtk_widget_add_controller (self->key_root, self->root_keys);
+}
+
+static void
+pp_timeline_widget_unroot (GtkWidget *widget)
+{
+  PpTimelineWidget *self = PP_TIMELINE_WIDGET (widget);
+  if (self->key_root != NULL && self->root_keys != NULL)
+    gtk_widget_remove_controller (self->key_root, self->root_keys);
+  self->key_root = NULL;
+  self->root_keys = NULL;
+  GTK_WIDGET_CLASS (pp_timeline_widget_parent_class)->unroot (widget);
+}
+
 /* ---- GObject ------------------------------------------------------------------- */
 
 static void
@@ -1275,6 +1358,8 @@ pp_timeline_widget_class_init (PpTimelineWidgetClass *klass)
   object_class->dispose = pp_timeline_widget_dispose;
   widget_class->snapshot = pp_timeline_widget_snapshot;
   widget_class->measure = pp_timeline_widget_measure;
+  widget_class->root = pp_timeline_widget_root;
+  widget_class->unroot = pp_timeline_widget_unroot;
 
   properties[PROP_SHOW_PLAN] =
     g_param_spec_boolean ("show-plan", NULL, NULL, FALSE,

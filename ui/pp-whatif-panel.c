@@ -2,7 +2,8 @@
  * micro-batch counts under the costs measured in this run.
  *
  * update() turns the model's spans into PpMeasuredCosts (per rank, the mean
- * F, full backward and W of one micro-batch, summed over the rank's stages)
+ * F, full backward and W of one micro-batch, summed over the rank's stages,
+ * by suggest's rule: pp_measured_costs_from_spans)
  * and, when they changed, asks pp_suggest again, at most once a second: the
  * costs are kept, so a late change is not lost, only delayed.  Choosing a
  * row emits "apply" (schedule, ranks, micro-batches, stages per rank).
@@ -10,6 +11,7 @@
 #include "pp-panels.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pp-suggest.h"
@@ -41,6 +43,8 @@ struct _PpWhatifPanel
   gboolean         deferred;       /* a recompute waits for the list to be let go */
   const PpTimelineModel *model;   /* the run the rows are for */
   PpFramework      framework;      /* who ran the job: each row says how it runs there */
+  PpWhatifMeasured measured;       /* the measured configuration's row and its numbers */
+  gboolean         have_measured;
   guint            generation;     /* bumped by every recompute: a late worker's result is dropped */
   gboolean         working;        /* a worker is ranking */
 };
@@ -60,108 +64,37 @@ static guint signals[N_SIGNALS];
 static void
 measured_costs_clear (PpMeasuredCosts *c)
 {
-  g_clear_pointer (&c->f, g_free);
-  g_clear_pointer (&c->b, g_free);
-  g_clear_pointer (&c->w, g_free);
-  memset (c, 0, sizeof *c);
+  pp_measured_costs_clear (c);   /* malloc'd: by pp-suggest, or copied by copy_doubles */
 }
 
-typedef struct {
-  double sum[4];      /* F, B, I, W durations, seconds */
-  long   n[4];
-} StageSums;
-
-/* Fills out (arrays g_new'd) from the model's spans: per rank, per stage the
- * mean F and backward (B, or I + W) and W, summed over the rank's stages.
- * Without W spans the weight part is taken as half the backward (what the
- * simulator assumes for a split it cannot see).  FALSE until every rank has
- * a forward and a backward.  Exposed for the tests. */
+/* Fills out from the model's spans (its rows: one replica, as suggest
+ * takes one) by suggest's rule, pp_measured_costs_from_spans: per rank,
+ * per stage the mean F, full backward and W, summed over the rank's
+ * stages, DualPipe's stages weighed by the micro-batches they see.  FALSE
+ * until every rank has a forward and a backward.  Exposed for the tests. */
 gboolean pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out);
 
 gboolean
 pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out)
 {
-  const PpTraceDescription *d = pp_timeline_model_description (m);
   int P = pp_timeline_model_n_ranks (m);
-  double comm_sum = 0;
-  long comm_n = 0;
 
   memset (out, 0, sizeof *out);
   if (P < 1)
     return FALSE;
-  out->ranks = P;
-  out->microbatches = d && d->n_microbatches > 0 ? d->n_microbatches : 1;
-  /* one rule for every view: candidates are what the job's framework runs */
-  out->framework = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
-  out->f = g_new0 (double, P);
-  out->b = g_new0 (double, P);
-  out->w = g_new0 (double, P);
-
-  GHashTable *stages = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  const PpSpan **rows = g_new (const PpSpan *, P);
+  size_t *n = g_new (size_t, P);
   for (int r = 0; r < P; r++)
     {
-      size_t n = pp_timeline_model_n_spans (m, r);
-      const PpSpan *spans = pp_timeline_model_spans (m, r);
-
-      g_hash_table_remove_all (stages);
-      for (size_t i = 0; i < n; i++)
-        {
-          const PpSpan *s = &spans[i];
-          double dur = (double) (s->end_ns - s->start_ns) / 1e9;
-          int k;
-          switch (s->kind)
-            {
-            case PP_SPAN_F: k = 0; break;
-            case PP_SPAN_B: k = 1; break;
-            case PP_SPAN_I: k = 2; break;
-            case PP_SPAN_W: k = 3; break;
-            case PP_SPAN_SEND_F: case PP_SPAN_SEND_B:
-              comm_sum += dur;
-              comm_n++;
-              continue;
-            default:
-              continue;
-            }
-          gpointer key = GINT_TO_POINTER (s->stage + 1);
-          StageSums *ss = g_hash_table_lookup (stages, key);
-          if (ss == NULL)
-            {
-              ss = g_new0 (StageSums, 1);
-              g_hash_table_insert (stages, key, ss);
-            }
-          ss->sum[k] += dur;
-          ss->n[k]++;
-        }
-
-      GHashTableIter it;
-      StageSums *ss;
-      g_hash_table_iter_init (&it, stages);
-      while (g_hash_table_iter_next (&it, NULL, (gpointer *) &ss))
-        {
-          double mf = ss->n[0] ? ss->sum[0] / ss->n[0] : 0;
-          double mi = ss->n[2] ? ss->sum[2] / ss->n[2] : 0;
-          double mw = ss->n[3] ? ss->sum[3] / ss->n[3] : 0;
-          double b;
-          if (ss->n[1] && ss->n[2])     /* both kinds: weigh by count */
-            b = (ss->sum[1] + (mi + mw) * ss->n[2]) / (ss->n[1] + ss->n[2]);
-          else if (ss->n[1])
-            b = ss->sum[1] / ss->n[1];
-          else
-            b = mi + mw;
-          out->f[r] += mf;
-          out->b[r] += b;
-          out->w[r] += ss->n[3] ? mw : b / 2;
-        }
-      if (!(out->f[r] > 0) || !(out->b[r] > 0))
-        {
-          g_hash_table_unref (stages);
-          measured_costs_clear (out);
-          return FALSE;
-        }
+      rows[r] = pp_timeline_model_spans (m, r);
+      n[r] = pp_timeline_model_n_spans (m, r);
     }
-  g_hash_table_unref (stages);
-  out->comm = comm_n ? comm_sum / comm_n : 0;
-  return TRUE;
+  /* one rule for every view: candidates are what the job's framework runs */
+  gboolean ok = pp_measured_costs_from_spans (pp_timeline_model_description (m), rows, n, P, NULL, out, NULL)
+                == PP_OK;
+  g_free (rows);
+  g_free (n);
+  return ok;
 }
 
 static gboolean
@@ -172,6 +105,43 @@ measured_costs_equal (const PpMeasuredCosts *a, const PpMeasuredCosts *b)
     return FALSE;
   size_t n = (size_t) a->ranks * sizeof (double);
   return memcmp (a->f, b->f, n) == 0 && memcmp (a->b, b->b, n) == 0 && memcmp (a->w, b->w, n) == 0;
+}
+
+/* ---- the measured row ---------------------------------------------------------- */
+
+gboolean
+pp_whatif_measured (const PpTimelineModel *m, PpWhatifMeasured *out)
+{
+  const PpTraceDescription *d = m != NULL ? pp_timeline_model_description (m) : NULL;
+  PpAnalysisSteps a;
+
+  memset (out, 0, sizeof *out);
+  if (d == NULL)
+    return FALSE;
+  /* M as the costs take it (pp_whatif_measured_costs), the name as the
+   * candidates are named */
+  out->microbatches = d->n_microbatches > 0 ? d->n_microbatches : 1;
+  pp_suggest_measured_name (d->schedule, d->n_virtual, pp_timeline_model_n_ranks (m), out->schedule,
+                            sizeof out->schedule, &out->stages_per_rank);
+  pp_timeline_model_step_analysis (m, &a);
+  out->n_steps = a.n_steps;
+  out->step = a.median_step * 1e-9;
+  out->bubble = a.bubble_mean;
+  pp_analysis_describe_steps (&a, out->steps_text, sizeof out->steps_text);
+  pp_analysis_steps_clear (&a);
+  return TRUE;
+}
+
+gboolean
+pp_whatif_row_text (const PpSuggestion *s, const PpWhatifMeasured *measured, char *step, char *bubble,
+                    size_t size)
+{
+  gboolean m = measured != NULL && measured->n_steps > 0
+               && pp_suggestion_is (s, measured->schedule, measured->microbatches, measured->stages_per_rank);
+  char pc[32];
+  g_snprintf (step, size, "%.3f ms", (m ? measured->step : s->step_time) * 1e3);
+  g_snprintf (bubble, size, "bubble %s", pp_analysis_format_percent (pc, sizeof pc, m ? measured->bubble : s->bubble, 1));
+  return m;
 }
 
 /* ---- the list ------------------------------------------------------------------ */
@@ -186,9 +156,9 @@ row_label (const char *text, int width_chars, float xalign)
 }
 
 static GtkWidget *
-suggestion_row (const PpSuggestion *s, PpFramework framework)
+suggestion_row (const PpSuggestion *s, PpFramework framework, const PpWhatifMeasured *measured)
 {
-  char buf[64];
+  char buf[64], bub[64];
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
 
   gtk_widget_set_margin_start (box, 6);
@@ -227,10 +197,19 @@ suggestion_row (const PpSuggestion *s, PpFramework framework)
   gtk_box_append (GTK_BOX (box), row_label (buf, 8, 0.0));
   g_snprintf (buf, sizeof buf, "V = %d", s->stages_per_rank);
   gtk_box_append (GTK_BOX (box), row_label (buf, 6, 0.0));
-  g_snprintf (buf, sizeof buf, "%.3f ms", s->step_time * 1e3);
+  gboolean is_measured = pp_whatif_row_text (s, measured, buf, bub, sizeof buf);
   gtk_box_append (GTK_BOX (box), row_label (buf, 11, 1.0));
-  g_snprintf (buf, sizeof buf, "bubble %.1f%%", s->bubble * 100);
-  gtk_box_append (GTK_BOX (box), row_label (buf, 13, 1.0));
+  gtk_box_append (GTK_BOX (box), row_label (bub, 13, 1.0));
+  /* what the two numbers are: this run's measurement, or a prediction */
+  GtkWidget *what = row_label (is_measured ? "measured" : "predicted", 9, 0.0);
+  gtk_widget_add_css_class (what, is_measured ? "accent" : "dim-label");
+  g_autofree char *tip = is_measured
+    ? g_strdup_printf ("The configuration this run measured: its median step and mean measured bubble a step over %s "
+                       "(the simulator predicts %.3f ms, bubble %.1f%%)", measured->steps_text, s->step_time * 1e3,
+                       100 * s->bubble)
+    : g_strdup ("The simulator's prediction from the costs measured in this run");
+  gtk_widget_set_tooltip_text (what, tip);
+  gtk_box_append (GTK_BOX (box), what);
   g_snprintf (buf, sizeof buf, "act. %.2f", s->peak_activation);
   GtkWidget *act = row_label (buf, 10, 1.0);
   gtk_widget_set_tooltip_text (act, "Peak activation memory, in measured micro-batches");
@@ -271,13 +250,16 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
   if (n == 0)
     msg = g_strdup ("No schedule fits this memory budget");
   else
+    /* each row says whether it is predicted or, for the measured
+     * configuration, measured */
     msg = g_strdup_printf ("Predicted from the costs measured on %d %s%s with %d micro-batches",
                            self->costs.ranks, pp_timeline_model_rank_word (self->model),
                            self->costs.ranks == 1 ? "" : "s", self->costs.microbatches);
   gtk_label_set_text (GTK_LABEL (self->status), msg);
   g_free (msg);
   for (size_t i = 0; i < n; i++)
-    gtk_list_box_append (GTK_LIST_BOX (self->list), suggestion_row (&out[i], self->framework));
+    gtk_list_box_append (GTK_LIST_BOX (self->list),
+                         suggestion_row (&out[i], self->framework, self->have_measured ? &self->measured : NULL));
 }
 
 /* ---- ranking on a worker thread ------------------------------------------------ */
@@ -322,6 +304,17 @@ on_ranked (GObject *source, GAsyncResult *res, gpointer user_data)
   j->out = NULL;                   /* taken */
 }
 
+/* A copy pp_measured_costs_clear can free (malloc'd, as pp-suggest's). */
+static double *
+copy_doubles (const double *v, size_t size)
+{
+  double *c = malloc (size ? size : 1);
+  if (c == NULL)
+    g_error ("out of memory");
+  memcpy (c, v, size);
+  return c;
+}
+
 static void
 recompute (PpWhatifPanel *self)
 {
@@ -355,9 +348,9 @@ recompute (PpWhatifPanel *self)
   RankJob *j = g_new0 (RankJob, 1);
   size_t sz = (size_t) self->costs.ranks * sizeof (double);
   j->costs = self->costs;
-  j->costs.f = g_memdup2 (self->costs.f, sz);
-  j->costs.b = g_memdup2 (self->costs.b, sz);
-  j->costs.w = g_memdup2 (self->costs.w, sz);
+  j->costs.f = copy_doubles (self->costs.f, sz);
+  j->costs.b = copy_doubles (self->costs.b, sz);
+  j->costs.w = copy_doubles (self->costs.w, sz);
   j->budget = budget;
   j->generation = self->generation;
   self->working = TRUE;
@@ -474,8 +467,16 @@ pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
       self->last_compute_us = 0;
     }
   self->framework = have ? c.framework : PP_FRAMEWORK_PIPESCOPE;
+  /* the measured row's numbers: new ones redraw the rows, as new costs do */
+  PpWhatifMeasured mr;
+  gboolean have_mr = model != NULL && pp_whatif_measured (model, &mr);
+  gboolean mr_changed = have_mr != self->have_measured
+                        || (have_mr && memcmp (&mr, &self->measured, sizeof mr) != 0);
+  self->have_measured = have_mr;
+  if (have_mr)
+    self->measured = mr;
 
-  if (have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
+  if (!mr_changed && have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
     {
       measured_costs_clear (&c);
       if (self->last_compute_us == 0)
@@ -591,6 +592,34 @@ pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *partition, const
   gtk_widget_set_visible (self->balance, TRUE);
 }
 
+/* 0 is no budget at all: it reads "no limit", not "0.0" (no room for
+ * anything), and typing "no limit" back gives 0. */
+static gboolean
+on_budget_output (GtkSpinButton *spin, gpointer data)
+{
+  double v = gtk_adjustment_get_value (gtk_spin_button_get_adjustment (spin));
+  char buf[32];
+  if (v <= 0)
+    g_strlcpy (buf, "no limit", sizeof buf);
+  else
+    g_snprintf (buf, sizeof buf, "%.1f", v);
+  if (g_strcmp0 (gtk_editable_get_text (GTK_EDITABLE (spin)), buf) != 0)
+    gtk_editable_set_text (GTK_EDITABLE (spin), buf);
+  return TRUE;
+}
+
+static int
+on_budget_input (GtkSpinButton *spin, double *value, gpointer data)
+{
+  const char *text = gtk_editable_get_text (GTK_EDITABLE (spin));
+  if (g_ascii_strncasecmp (text, "no", 2) == 0)
+    {
+      *value = 0;
+      return TRUE;
+    }
+  return FALSE;   /* a number: GTK's own parsing */
+}
+
 static void
 pp_whatif_panel_init (PpWhatifPanel *self)
 {
@@ -607,6 +636,12 @@ pp_whatif_panel_init (PpWhatifPanel *self)
                                "The most activation memory a GPU may hold, in micro-batches "
                                "of the measured run; 0 = no limit");
   gtk_label_set_mnemonic_widget (GTK_LABEL (label), self->budget);
+  /* new_with_range makes it numeric, which refuses the letters of "no limit" */
+  gtk_spin_button_set_numeric (GTK_SPIN_BUTTON (self->budget), FALSE);
+  g_signal_connect (self->budget, "output", G_CALLBACK (on_budget_output), NULL);
+  g_signal_connect (self->budget, "input", G_CALLBACK (on_budget_input), NULL);
+  gtk_editable_set_width_chars (GTK_EDITABLE (self->budget), 8);
+  on_budget_output (GTK_SPIN_BUTTON (self->budget), NULL);   /* its 0 was shown before the handler */
   g_signal_connect (self->budget, "value-changed", G_CALLBACK (on_budget_changed), self);
   gtk_box_append (GTK_BOX (line), self->budget);
   gtk_box_append (GTK_BOX (self->box), line);

@@ -3,13 +3,17 @@
  * Per rank a stacked bar of its idle time a step by cause (schedule,
  * imbalance, transfers, runtime; Okabe-Ito colors, the numbers on hover):
  * the parts are never negative and add up to the measured idle, so the
- * bar's length is the measured idle.  Under it each stage's share of the
- * critical path and the "what to change" line.
+ * bar's length is the measured idle.  Under it what runtime is made of
+ * per rank (pp-why-runtime.h: each part named with its share; the bar's
+ * tooltip lists them under runtime), each stage's share of the critical
+ * path and the "what to change" line.
  *
- * The analysis reads only the last steps (at most PP_WHY_PANEL_MAX_STEPS,
- * fewer for a large schedule: at most PP_WHY_PANEL_MAX_WORK simulated
- * actions an update), and only again when the model has new spans: a
- * trace of a million spans costs one pass to pick the steps' spans out.
+ * The analysis counts the steps every view counts (pp-analysis.h: whole
+ * steps after the first, the last PP_ANALYSIS_STEPS); it is handed the
+ * spans of twice as many last steps, enough for the rule to find them
+ * (a step still running is not whole), and runs only again when the model
+ * has new spans: a trace of a million spans costs one pass to pick the
+ * steps' spans out.
  */
 #include "pp-panels.h"
 
@@ -19,9 +23,8 @@
 
 #include "pp-timeline-fold.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
-#define PP_WHY_PANEL_MAX_STEPS 16
-#define PP_WHY_PANEL_MAX_WORK  (1L << 18)
 
 #define ROW_H   22.0
 #define LABEL_W 96.0   /* "CPU rank 12", "nodeB:rank 3" */
@@ -34,6 +37,7 @@ struct _PpWhyPanel
   GtkWidget  *title;       /* GtkLabel */
   GtkWidget  *bars;        /* GtkDrawingArea */
   GtkWidget  *legend;      /* GtkDrawingArea */
+  GtkWidget  *runtime;     /* GtkLabel: runtime's parts, a line per rank */
   GtkWidget  *path;        /* GtkLabel */
   GtkWidget  *change;      /* GtkLabel */
 
@@ -200,6 +204,11 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
       g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", part_label (k),
                               v * 1e3, i->measured > 0 ? 100.0 * v / i->measured : 0.0,
                               k == under ? "</b>" : "");
+      /* runtime's own parts under it, the ones that hold some of it */
+      for (int q = 0; k == 3 && v > 0 && q < PP_WHY_N_RUNTIME_PARTS; q++)
+        if (i->runtime_parts[q] > 0)
+          g_string_append_printf (s, "\n    %s %.2f ms (%.0f%% of runtime)", pp_why_runtime_part_name (q),
+                                  i->runtime_parts[q] * 1e3, 100.0 * i->runtime_parts[q] / v);
     }
   gtk_tooltip_set_markup (tip, s->str);
   g_string_free (s, TRUE);
@@ -261,11 +270,13 @@ pp_why_panel_init (PpWhyPanel *self)
   self->legend = gtk_drawing_area_new ();
   gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->legend), 20);
   gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->legend), draw_legend, self, NULL);
+  self->runtime = wrapped_label (NULL);
   self->path = wrapped_label (NULL);
   self->change = wrapped_label (NULL);
   gtk_box_append (GTK_BOX (self->box), self->title);
   gtk_box_append (GTK_BOX (self->box), self->bars);
   gtk_box_append (GTK_BOX (self->box), self->legend);
+  gtk_box_append (GTK_BOX (self->box), self->runtime);
   gtk_box_append (GTK_BOX (self->box), self->path);
   gtk_box_append (GTK_BOX (self->box), self->change);
 }
@@ -276,18 +287,22 @@ pp_why_panel_new (void)
   return g_object_new (PP_TYPE_WHY_PANEL, NULL);
 }
 
+/* Blocks and transfers; host spans and kernels for runtime's parts. */
 static gboolean
 analysed_kind (int kind)
 {
   return pp_span_kind_is_block (kind) || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
-         || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind);
+         || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind)
+         || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL;
 }
 
 static void
 append_steps (GArray *a, GArray *who, const PpSpan *sp, size_t n, int32_t from, int32_t process)
 {
+  /* a host span of no step (a GC between steps) is kept: a few a step */
   for (size_t i = 0; i < n; i++)
-    if (sp[i].step >= from && analysed_kind (sp[i].kind))
+    if ((sp[i].step >= from || (sp[i].step < 0 && pp_span_kind_is_host (sp[i].kind)))
+        && analysed_kind (sp[i].kind))
       {
         g_array_append_val (a, sp[i]);
         g_array_append_val (who, process);
@@ -333,6 +348,62 @@ last_steps_spans (const PpTimelineModel *m, int keep_steps, GArray *who)
   return a;
 }
 
+gboolean
+pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhyChange *ch_out,
+                      PpSchedule **s_out, PpError *err)
+{
+  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
+  PpWhyReport *rep = NULL;
+  PpSchedule *s = NULL;
+  int keep = 2 * PP_ANALYSIS_STEPS;
+
+  *rep_out = NULL;
+  if (d == NULL)
+    {
+      g_snprintf (err->msg, sizeof err->msg, "the trace does not describe its schedule");
+      return FALSE;
+    }
+  GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  GArray *spans = last_steps_spans (model, keep, who);
+  const PpTracePlanAction **pa = NULL;
+  size_t *pn = NULL;
+  int np = pp_timeline_model_plans (model, &pa, &pn);
+  PpWhyPlans plans = { MAX (np, 0), pa, pn };
+  /* over the replicas as info analyses them: each replica's pipeline
+   * on its own, a rank's median replica shown */
+  int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
+  int32_t *replica = NULL, *ctr_replica = NULL;
+  const PpCounter *ctr = NULL;
+  const int32_t *ctr_who = NULL;
+  size_t n_ctr = pp_timeline_model_edge_counters (model, &ctr, &ctr_who);
+  if (n_places > 0)
+    {
+      PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
+      for (int i = 0; i < n_places; i++)
+        procs[i] = *pp_timeline_model_place (model, i);
+      replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
+                                          spans->len, err);
+      if (n_ctr > 0)
+        ctr_replica = pp_why_replicas_of_spans (procs, (size_t) n_places, ctr_who, n_ctr, err);
+      g_free (procs);
+    }
+  if (n_places == 0 || replica != NULL)
+    pp_why_analyse_replicas_counters (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
+                                      spans->len, ctr, ctr_replica, n_ctr, 0, &rep, ch_out, &s, err);
+  free (replica);
+  free (ctr_replica);
+  free (pa);
+  free (pn);
+  g_array_free (spans, TRUE);
+  g_array_free (who, TRUE);
+  *rep_out = rep;
+  if (s_out != NULL)
+    *s_out = s;
+  else
+    pp_schedule_free (s);
+  return rep != NULL;
+}
+
 void
 pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
 {
@@ -349,56 +420,18 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   self->seen_plans = n_plans;
   clear_results (self);
 
-  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
   PpWhyReport *rep = NULL;
   PpWhyChange ch;
   PpSchedule *s = NULL;
   PpError err = { 0 };
-  int keep = PP_WHY_PANEL_MAX_STEPS;
-  if (d != NULL && d->n_ranks > 0 && d->n_microbatches > 0)
-    {
-      /* about 2 actions per stage visit, 3 simulations a step */
-      long work = 6L * d->n_ranks * d->n_microbatches * (d->n_virtual > 0 ? d->n_virtual : 1);
-      keep = (int) CLAMP (PP_WHY_PANEL_MAX_WORK / MAX (work, 1), 1, PP_WHY_PANEL_MAX_STEPS);
-    }
-  if (d == NULL)
-    g_snprintf (err.msg, sizeof err.msg, "the trace does not describe its schedule");
-  else
-    {
-      GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
-      GArray *spans = last_steps_spans (model, keep, who);
-      const PpTracePlanAction **pa = NULL;
-      size_t *pn = NULL;
-      int np = pp_timeline_model_plans (model, &pa, &pn);
-      PpWhyPlans plans = { MAX (np, 0), pa, pn };
-      /* over the replicas as info analyses them: each replica's pipeline
-       * on its own, a rank's median replica shown */
-      int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
-      int32_t *replica = NULL;
-      if (n_places > 0)
-        {
-          PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
-          for (int i = 0; i < n_places; i++)
-            procs[i] = *pp_timeline_model_place (model, i);
-          replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
-                                              spans->len, &err);
-          g_free (procs);
-        }
-      if (n_places == 0 || replica != NULL)
-        pp_why_analyse_replicas (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
-                                 spans->len, keep, &rep, &ch, &s, &err);
-      free (replica);
-      free (pa);
-      free (pn);
-      g_array_free (spans, TRUE);
-      g_array_free (who, TRUE);
-    }
+  pp_why_panel_analyse (model, &rep, &ch, &s, &err);
 
   if (rep == NULL)
     {
       char *t = g_strdup_printf ("Idle time by cause: %s", err.msg[0] ? err.msg : "no whole step yet");
       gtk_label_set_text (GTK_LABEL (self->title), t);
       g_free (t);
+      gtk_label_set_text (GTK_LABEL (self->runtime), "");
       gtk_label_set_text (GTK_LABEL (self->path), "");
       gtk_label_set_text (GTK_LABEL (self->change), "");
       gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), 0);
@@ -430,8 +463,9 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   char over[96] = "";
   if (rep->n_replicas > 1)
     g_snprintf (over, sizeof over, ", each rank's median copy of the pipeline of %d", rep->n_replicas);
-  char *t = g_strdup_printf ("Idle time by cause, a step (mean over the last %d step%s%s): "
-                             "%.0f%% of it is %s",
+  char *t = g_strdup_printf ("Idle time by cause, a step (the mean over steps %d\u2013%d, %d step%s: "
+                             PP_ANALYSIS_STEP_RULE "%s): %.0f%% of it is %s",
+                             rep->steps[0].step, rep->steps[rep->n_steps - 1].step,
                              rep->n_steps, rep->n_steps == 1 ? "" : "s", over,
                              total > 0 ? 100.0 * sum[most] / total : 0.0, part_label (most));
   gtk_label_set_text (GTK_LABEL (self->title), t);
@@ -441,6 +475,31 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   /* the legend shows dp_comm only when the results have some (has_dp):
    * drawn once before any result, it must be drawn again now */
   gtk_widget_queue_draw (self->legend);
+
+  /* what runtime is made of: a line per rank that has some */
+  GString *rt = g_string_new ("Inside runtime (README, \"Why the bubble is there\"):");
+  gboolean any_rt = FALSE;
+  for (int r = 0; r < self->ranks; r++)
+    {
+      const PpWhyIdle *w = &self->idle[r];
+      if (!(w->runtime > 0))
+        continue;
+      any_rt = TRUE;
+      g_string_append_printf (rt, "\n%s: %.2f ms", self->labels[r], w->runtime * 1e3);
+      const char *sep = " = ";
+      for (int q = 0; q < PP_WHY_N_RUNTIME_PARTS; q++)
+        if (w->runtime_parts[q] > 0 || q == PP_WHY_RT_GC || q == PP_WHY_RT_DESCHEDULED
+            || q == PP_WHY_RT_UNATTRIBUTED)
+          {
+            g_string_append_printf (rt, "%s%s %.0f%%", sep, pp_why_runtime_part_name (q),
+                                    100.0 * w->runtime_parts[q] / w->runtime);
+            sep = ", ";
+          }
+      if (w->late_peer >= 0 && w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0)
+        g_string_append_printf (rt, " (late: rank %d)", w->late_peer);
+    }
+  gtk_label_set_text (GTK_LABEL (self->runtime), any_rt ? rt->str : "");
+  g_string_free (rt, TRUE);
 
   /* the critical path's share per stage, the largest first named */
   GString *p = g_string_new ("Critical path: ");

@@ -38,7 +38,11 @@ import_usage (FILE *out)
          "and its place marked 'place not read'.\n"
          "\n"
          "Schedule1F1B labels none of its actions for the profiler: trace such a\n"
-         "job with 'pipescope-cli profile -- torchrun ...' instead.\n", out);
+         "job with 'pipescope-cli profile -- torchrun ...' instead.\n"
+         "\n"
+         "pipescope's own Chrome export ('export --format chrome', the file handed\n"
+         "to Perfetto) imports alone as the run it was exported from: the same\n"
+         "ranks, spans, steps, plan, counters and description.\n", out);
   fprintf (out, "\n"
            "At most %d traces at once (a folder's count one each).  The traces may\n"
            "gunzip to %d times their size, at least %zu MiB of JSON in all.\n",
@@ -189,6 +193,15 @@ pp_cli_import (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg[0] ? err.msg : pp_status_message (st));
       /* the inputs' fault (bad, foreign or unlabelled traces): a usage error */
       status = st == PP_ENOMEM || st == PP_EIO ? 1 : 2;
+      goto done;
+    }
+  if (sum.from_export)
+    {
+      printf ("imported pipescope's Chrome export: %s, P=%d M=%d V=%d, %d step%s\n", sum.schedule,
+              sum.ranks, sum.microbatches, sum.stages_per_rank, sum.steps, sum.steps == 1 ? "" : "s");
+      printf ("  %zu blocks, %zu transfers, %zu device spans -> %s\n", sum.blocks, sum.transfers,
+              sum.device_spans, out);
+      status = 0;
       goto done;
     }
   printf ("imported %d rank%s from %d trace%s: %s%s, P=%d M=%d V=%d, %d step%s\n",

@@ -78,6 +78,10 @@ pp_cli_jobs (int argc, char **argv)
       if (a > wname) wname = a;
       if (b > wsched) wsched = b;
     }
+  /* the columns named once, above the jobs (none: the line above says so) */
+  if (n > 0)
+    printf ("%-7s  %-*s  %-*s  %-19s  %s\n", "PID", wname, "NAME", wsched, "SCHEDULE", "STARTED",
+            "ENDPOINT (RANKS, HOSTS)");
   for (size_t i = 0; i < n; i++)
     {
       const PpJobInfo *j = &jobs[i];

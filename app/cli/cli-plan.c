@@ -29,6 +29,16 @@ pp_cli_span_kind_of_action (int kind)
     }
 }
 
+void
+pp_cli_span_set_sub (PpSpan *sp, const PpAction *a)
+{
+  if (a->kind != PP_ACT_OVERLAP_F_B || (a->sub_kind != PP_ACT_B && a->sub_kind != PP_ACT_I))
+    return;
+  sp->sub_kind = (uint16_t) pp_cli_span_kind_of_action (a->sub_kind);
+  sp->sub_stage = a->sub_stage;
+  sp->sub_microbatch = a->sub_microbatch;
+}
+
 static int64_t
 units_to_ns (double t)
 {
@@ -59,28 +69,32 @@ pp_cli_sim_description (PpTraceDescription *desc, const PpSchedule *s, int argc,
   desc->start_monotonic_ns = (int64_t) mono.tv_sec * 1000000000 + mono.tv_nsec;
 }
 
+void
+pp_cli_plan_actions_free (PpTracePlanAction **plan, size_t *n_plan, int n_ranks)
+{
+  for (int r = 0; plan != NULL && r < n_ranks; r++)
+    free (plan[r]);
+  free (plan);
+  free (n_plan);
+}
+
 PpStatus
-pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
-                   double seconds_per_unit, PpError *err)
+pp_cli_plan_actions (const PpSchedule *s, const PpSimulation *sim, double seconds_per_unit,
+                     PpTracePlanAction ***plan_out, size_t **n_out, PpError *err)
 {
   PpTracePlanAction **plan = calloc ((size_t) s->ranks, sizeof *plan);
   size_t *n_plan = calloc ((size_t) s->ranks, sizeof *n_plan);
-  PpStatus st;
 
+  *plan_out = NULL;
+  *n_out = NULL;
   if (plan == NULL || n_plan == NULL)
-    {
-      st = pp_error_set (err, PP_ENOMEM, "out of memory");
-      goto out;
-    }
+    goto oom;
   for (int r = 0; r < s->ranks; r++)
     {
       int n = s->rank[r].n_actions;
       plan[r] = calloc ((size_t) n + 1, sizeof **plan);
       if (plan[r] == NULL)
-        {
-          st = pp_error_set (err, PP_ENOMEM, "out of memory");
-          goto out;
-        }
+        goto oom;
       n_plan[r] = (size_t) n;
       for (int k = 0; k < n; k++)
         {
@@ -100,14 +114,26 @@ pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *si
             }
         }
     }
-  st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan,
-                            sim != NULL, err);
-out:
-  if (plan)
-    for (int r = 0; r < s->ranks; r++)
-      free (plan[r]);
-  free (plan);
-  free (n_plan);
+  *plan_out = plan;
+  *n_out = n_plan;
+  return PP_OK;
+oom:
+  pp_cli_plan_actions_free (plan, n_plan, s->ranks);
+  return pp_error_set (err, PP_ENOMEM, "out of memory");
+}
+
+PpStatus
+pp_cli_write_plan (PpTraceWriter *w, const PpSchedule *s, const PpSimulation *sim,
+                   double seconds_per_unit, PpError *err)
+{
+  PpTracePlanAction **plan;
+  size_t *n_plan;
+  PpStatus st = pp_cli_plan_actions (s, sim, seconds_per_unit, &plan, &n_plan, err);
+
+  if (st != PP_OK)
+    return st;
+  st = pp_trace_write_plan (w, s->ranks, (const PpTracePlanAction *const *) plan, n_plan, sim != NULL, err);
+  pp_cli_plan_actions_free (plan, n_plan, s->ranks);
   return st;
 }
 
@@ -159,6 +185,7 @@ pp_cli_write_sim_trace (const char *path, const PpSchedule *s, const PpSimulatio
             sp->kind = (uint16_t) sk;
             sp->device = 0xffff;
             sp->peer_rank = -1;
+            pp_cli_span_set_sub (sp, a);
           }
       }
 
@@ -356,6 +383,55 @@ rank_plans_take (RankPlans *p, const PpTraceItem *it, PpError *err)
   return PP_OK;
 }
 
+PpStatus
+pp_cli_simulate_measured_plan (const PpSchedule *s, const PpWhyPlans *plans, const PpWhyReport *rep,
+                               PpSchedule **with_comms, PpSimulation **sim, PpError *comms_err, PpError *err)
+{
+  *with_comms = NULL;
+  *sim = NULL;
+  /* a plan from pipeline_order_with_comms: its data-parallel actions
+   * placed too, with the times measured (the costs' dp), so that the
+   * plan lane lines up with the measurement; where they cannot be
+   * placed, the compute order alone */
+  if (plans == NULL || pp_why_schedule_with_comms (s, plans, with_comms, comms_err) != PP_OK)
+    *with_comms = NULL;
+  return pp_simulate (*with_comms ? *with_comms : s, rep->costs, sim, err);
+}
+
+static int
+is_compute_action (int kind)
+{
+  return kind == PP_TRACE_ACT_F || kind == PP_TRACE_ACT_B || kind == PP_TRACE_ACT_I || kind == PP_TRACE_ACT_W
+         || kind == PP_TRACE_ACT_OVERLAP_F_B;
+}
+
+double
+pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_actions, int n_ranks,
+                     double *bubble)
+{
+  double ps = INFINITY, pe = -INFINITY;
+  for (int r = 0; r < n_ranks; r++)
+    for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
+      if (is_compute_action (actions[r][k].kind))
+        {
+          ps = fmin (ps, actions[r][k].planned_start);
+          pe = fmax (pe, actions[r][k].planned_end);
+        }
+  for (int r = 0; r < n_ranks; r++)
+    {
+      double busy = 0;
+      bool any = false;
+      for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
+        if (is_compute_action (actions[r][k].kind))
+          {
+            busy += actions[r][k].planned_end - actions[r][k].planned_start;
+            any = true;
+          }
+      bubble[r] = any && pe > ps ? 1.0 - busy / (pe - ps) : -1;
+    }
+  return pe > ps ? pe - ps : 0;
+}
+
 int
 pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, char *why,
                          size_t why_size)
@@ -402,18 +478,13 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
       if (pp_trace_write_item (w, &it, &err) != PP_OK)
         goto fail;
     }
-  {
-    /* a plan from pipeline_order_with_comms: its data-parallel actions
-     * placed too, with the times measured (the costs' dp), so that the
-     * plan lane lines up with the measurement; where they cannot be
-     * placed, the compute order alone, said in one line */
-    PpWhyPlans wp = { plans.n, (const PpTracePlanAction *const *) plans.actions, plans.n_actions };
-    PpError cerr = { 0 };
-    if (pp_why_schedule_with_comms (s, &wp, &with_comms, &cerr) != PP_OK)
-      fprintf (stderr, "pipescope-cli: %s: the plan is timed without its data-parallel actions: %s\n",
-               who, cerr.msg);
-  }
-  if (pp_simulate (with_comms ? with_comms : s, rep->costs, &sim, &err) != PP_OK)
+  PpWhyPlans wp = { plans.n, (const PpTracePlanAction *const *) plans.actions, plans.n_actions };
+  PpError cerr = { 0 };
+  PpStatus sst = pp_cli_simulate_measured_plan (s, &wp, rep, &with_comms, &sim, &cerr, &err);
+  if (with_comms == NULL && cerr.msg[0])
+    fprintf (stderr, "pipescope-cli: %s: the plan is timed without its data-parallel actions: %s\n",
+             who, cerr.msg);
+  if (sst != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);
       created = true;

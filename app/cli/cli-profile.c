@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "cli-plan.h"
+#include "pp-analysis.h"
 #include "pp-live.h"
 #include "pp-registry.h"
 #include "pp-simulate.h"
@@ -67,7 +68,6 @@
 #define PROFILE_SCAN_MS   100
 #define PROFILE_DRAIN_S   10     /* after the command ends, how long ranks' streams may take to end */
 #define PROFILE_PLAN_MS   5000   /* how often the live stream's plan is timed again */
-#define PROFILE_PLAN_STEPS 16    /* over the newest whole steps (4 jumped about) */
 #define PROFILE_SPANS_MAX 65536  /* blocks and transfers kept for it (the newest) */
 #define PROFILE_PUSH_QUEUE 64    /* pushed streams taken, not yet read (the next scan reads them) */
 
@@ -209,6 +209,10 @@ struct Collector {
    * loaded from CSV has no name pipescope could rebuild it from) */
   PpTracePlanAction *plan[PROFILE_MAX_RANKS];
   size_t          n_plan[PROFILE_MAX_RANKS];
+  /* the timed plan served last (for the closing line), served_ranks of them */
+  PpTracePlanAction **served;
+  size_t         *n_served;
+  int             served_ranks;
   /* streams pushed by ranks of other hosts, taken on the server's thread,
    * read from the next scan on (under lock) */
   struct { PpLiveClient *client; char peer[96]; } pushed[PROFILE_PUSH_QUEUE];
@@ -307,7 +311,8 @@ collect_item (RankStream *rs, PpTraceItem *it)
   for (int d = PP_TRACE_MESH_DP; rs->have_place && d < PP_TRACE_MESH_DIMS; d++)
     first_replica &= rs->place.coord[d] == 0;
   if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL && first_replica
-      && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)))
+      && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)
+          || pp_span_kind_is_dp_comm (it->span.kind)))
     {
       if (c->n_kept == PROFILE_SPANS_MAX)
         {
@@ -370,9 +375,27 @@ rank_thread (void *arg)
   return NULL;
 }
 
-/* The live stream's plan, timed by what the ranks measured so far (as
- * merge times the file's: pp_cli_write_timed_plan): quietly nothing until
- * a whole step of every rank has come. */
+/* Serves plan (the collector's thread only; the lock not held) and keeps
+ * it for the closing line. */
+static void
+serve_plan (Collector *c, PpTracePlanAction **plan, size_t *n_plan, int n_ranks)
+{
+  pthread_mutex_lock (&c->lock);
+  if (pp_trace_write_plan (c->w, n_ranks, (const PpTracePlanAction *const *) plan, n_plan, 1, NULL) == PP_OK)
+    pp_trace_writer_flush (c->w, NULL);
+  pthread_mutex_unlock (&c->lock);
+  pp_cli_plan_actions_free (c->served, c->n_served, c->served_ranks);
+  c->served = plan;
+  c->n_served = n_plan;
+  c->served_ranks = n_ranks;
+}
+
+/* The live stream's plan, timed by what the ranks measured so far, by the
+ * rule the saved trace's is timed by (merge: pp_cli_write_timed_plan):
+ * the steps pp-analysis.h counts, their measured costs, the plans'
+ * data-parallel actions placed (pp_cli_simulate_measured_plan).  Quietly
+ * nothing until a whole step of every rank has come, or when nothing
+ * came since the last one. */
 static void
 live_plan (Collector *c)
 {
@@ -380,7 +403,7 @@ live_plan (Collector *c)
   PpSpan *copy = NULL;
   size_t n = 0;
   PpWhyReport *rep = NULL;
-  PpSchedule *s = NULL;
+  PpSchedule *s = NULL, *with_comms = NULL;
   PpSimulation *sim = NULL;
   static PpTracePlanAction *plan[PROFILE_MAX_RANKS];   /* the collector's thread only */
   static size_t n_plan[PROFILE_MAX_RANKS];
@@ -411,20 +434,93 @@ live_plan (Collector *c)
   if (copy == NULL)
     return;
   PpWhyPlans plans = { n_ranks, (const PpTracePlanAction *const *) plan, n_plan };
-  /* the last few steps: the machine's cores are the job's */
-  if (pp_why_analyse_run (&desc, n_ranks > 0 ? &plans : NULL, copy, n, PROFILE_PLAN_STEPS, &rep, NULL,
-                          &s, NULL) == PP_OK
-      && pp_simulate (s, rep->costs, &sim, NULL) == PP_OK)
-    {
-      pthread_mutex_lock (&c->lock);
-      if (pp_cli_write_plan (c->w, s, sim, 1.0, NULL) == PP_OK)
-        pp_trace_writer_flush (c->w, NULL);
-      pthread_mutex_unlock (&c->lock);
-    }
+  PpTracePlanAction **timed = NULL;
+  size_t *n_timed = NULL;
+  /* max_steps 0: the steps every view counts */
+  if (pp_why_analyse_run (&desc, n_ranks > 0 ? &plans : NULL, copy, n, 0, &rep, NULL, &s, NULL) == PP_OK
+      && pp_cli_simulate_measured_plan (s, n_ranks > 0 ? &plans : NULL, rep, &with_comms, &sim, NULL, NULL) == PP_OK
+      && pp_cli_plan_actions (with_comms ? with_comms : s, sim, 1.0, &timed, &n_timed, NULL) == PP_OK)
+    serve_plan (c, timed, n_timed, s->ranks);
   pp_simulation_free (sim);
+  pp_schedule_free (with_comms);
   pp_schedule_free (s);
   pp_why_report_free (rep);
   free (copy);
+}
+
+/* Once the job's trace is written: its timed plan (the last of each rank)
+ * served live too, so that a viewer still attached ends with the plan the
+ * saved trace holds; false when it has none. */
+static bool
+serve_saved_plan (Collector *c, const char *trace)
+{
+  PpError err = { 0 };
+  PpTraceReader *rd = pp_trace_reader_new_path (trace, &err);
+  PpTraceItem it;
+  int n_ranks = c->have_desc && c->desc.n_ranks > 0 && c->desc.n_ranks <= PROFILE_MAX_RANKS ? c->desc.n_ranks : 0;
+  PpTracePlanAction **plan = n_ranks ? calloc ((size_t) n_ranks, sizeof *plan) : NULL;
+  size_t *n_plan = n_ranks ? calloc ((size_t) n_ranks, sizeof *n_plan) : NULL;
+  bool ok = rd != NULL && plan != NULL && n_plan != NULL;
+
+  while (ok && pp_trace_reader_next (rd, &it, &err) == PP_OK && it.type != PP_TRACE_ITEM_END)
+    if (it.type == PP_TRACE_ITEM_PLAN && it.plan.has_timeline && it.plan.rank >= 0 && it.plan.rank < n_ranks)
+      {
+        int r = it.plan.rank;
+        free (plan[r]);
+        n_plan[r] = 0;
+        if ((plan[r] = malloc ((it.plan.n_actions + 1) * sizeof **plan)) == NULL)
+          ok = false;
+        else
+          {
+            memcpy (plan[r], it.plan.actions, it.plan.n_actions * sizeof **plan);
+            n_plan[r] = it.plan.n_actions;
+          }
+      }
+  pp_trace_reader_free (rd);
+  for (int r = 0; ok && r < n_ranks; r++)
+    ok = plan[r] != NULL;
+  if (!ok)
+    {
+      pp_cli_plan_actions_free (plan, n_plan, n_ranks);
+      return false;
+    }
+  serve_plan (c, plan, n_plan, n_ranks);
+  return true;
+}
+
+/* The closing line of what was served live, by pp-analysis.h's rule:
+ * the steps analysed, the median step, each rank's measured bubble a step
+ * and its bubble of the plan at measured costs, as `info` prints them for
+ * the saved trace. */
+static void
+print_live_summary (Collector *c)
+{
+  PpAnalysisSteps a;
+  char what[160], pc[32];
+  int n_ranks = c->have_desc && c->desc.n_ranks > 0 ? c->desc.n_ranks : 0;
+  const PpSpan *rows[1] = { c->kept };
+  size_t n[1] = { c->n_kept };
+
+  if (c->kept == NULL || n_ranks == 0 || pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
+    return;
+  if (a.n_steps > 0)
+    {
+      fprintf (stderr, "pipescope-cli: profile: live: %s; median step %.3f ms; " PP_ANALYSIS_MEASURED_LABEL ":",
+               pp_analysis_describe_steps (&a, what, sizeof what), a.median_step / 1e6);
+      for (int r = 0; r < a.n_ranks; r++)
+        fprintf (stderr, "%s rank %d %s", r ? "," : "", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
+      double *pb = c->served_ranks > 0 ? calloc ((size_t) c->served_ranks, sizeof *pb) : NULL;
+      if (pb != NULL && pp_cli_plan_bubbles ((const PpTracePlanAction *const *) c->served, c->n_served,
+                                             c->served_ranks, pb) > 0)
+        {
+          fprintf (stderr, "; bubble, %s:", pp_analysis_plan_label (PP_ANALYSIS_PLAN_MEASURED_COSTS));
+          for (int r = 0; r < c->served_ranks; r++)
+            fprintf (stderr, "%s rank %d %s", r ? "," : "", r, pp_analysis_format_percent (pc, sizeof pc, pb[r], 1));
+        }
+      free (pb);
+      fputc ('\n', stderr);
+    }
+  pp_analysis_steps_clear (&a);
 }
 
 static bool
@@ -1481,12 +1577,26 @@ pp_cli_profile (int argc, char **argv)
   /* the exit status is the command's, unless the trace profile promised
    * is not there: then not 0 (merge_traces has said why, with the
    * command's status) */
+  bool saved = false;
   if (trace != NULL)
     {
       if (merge_traces (trace, run_base, job_id, status) == 0 && is_file (trace))
-        fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
+        {
+          fprintf (stderr, "pipescope-cli: profile: trace: %s (open it with: pipescope %s)\n", trace, trace);
+          saved = true;
+        }
       else if (status == 0)
         status = 1;
+    }
+  /* live ends as saved: the saved trace's plan, or the last steps' */
+  if (c.w && !stuck)
+    {
+      if (!saved || !serve_saved_plan (&c, trace))
+        {
+          c.dirty = true;
+          live_plan (&c);
+        }
+      print_live_summary (&c);
     }
 
 out:
@@ -1503,6 +1613,7 @@ out:
       free (c.kept);
       for (int r = 0; r < PROFILE_MAX_RANKS; r++)
         free (c.plan[r]);
+      pp_cli_plan_actions_free (c.served, c.n_served, c.served_ranks);
     }
   free (cmdline);
   if (cmd != NULL && cmd != user_cmd)

@@ -23,28 +23,17 @@
 
 #include "pp-run.h"
 #include "pp-model.h"
+#include "pp-analysis.h"
 #include "pp-why.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 
 /* pp_run_measured_costs gives nanoseconds. */
 #define RUN_SECONDS_PER_COST_UNIT 1e-9
-/* The measured bubble and the mean step time are taken over the last half
- * of the steps run (the first ones warm caches and allocators), at most this
- * many. */
-#define RUN_WINDOW_MAX 50
-
-
-/* the most step bubbles kept (steps x ranks): 32 MiB; a longer run's
- * figure is the median over its first steps */
-#define RUN_STEP_BUBBLES_MAX ((size_t) 1 << 22)
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
+/* The last steps run, per rank busy and per step its window: the one
+ * analysis (pp-analysis.h) counts at most PP_ANALYSIS_STEPS of them, and
+ * needs one more to tell whether the run's first step is among them. */
+#define RUN_WINDOW_MAX (PP_ANALYSIS_STEPS + 1)
 
 static void
 run_usage (FILE *out)
@@ -564,13 +553,9 @@ pp_cli_run (int argc, char **argv)
   /* The last RUN_WINDOW_MAX steps: per rank busy and per step makespan and seconds. */
   int64_t (*win_busy)[RUN_WINDOW_MAX] = NULL;
   int64_t win_span[RUN_WINDOW_MAX];
-  double win_secs[RUN_WINDOW_MAX];
   int64_t *mbegin = NULL, *mend = NULL;
   double first_loss = NAN, last_loss = NAN;
-  /* every step's bubble per rank, [steps][P]: the figure printed is their
-   * median, the bubble a step as info, the app and render give it */
-  double *step_bubble = NULL;
-  size_t n_step_bubble = 0, cap_step_bubble = 0;
+  int32_t win_step[RUN_WINDOW_MAX];   /* each slot's step number */
 
   memset (&job, 0, sizeof job);
   memset (&col, 0, sizeof col);
@@ -1134,26 +1119,7 @@ pp_cli_run (int argc, char **argv)
         }
       pthread_mutex_unlock (&tap.lock);
       win_span[slot] = hi > lo ? hi - lo : st.end_ns - st.start_ns;
-      if (hi > lo && n_step_bubble + (size_t) s->ranks <= RUN_STEP_BUBBLES_MAX)
-        {
-          if (n_step_bubble + (size_t) s->ranks > cap_step_bubble)
-            {
-              size_t cap = cap_step_bubble ? 2 * cap_step_bubble : 1024 * (size_t) s->ranks;
-              double *nb = realloc (step_bubble, cap * sizeof *nb);
-              if (nb == NULL)
-                goto oom;
-              step_bubble = nb;
-              cap_step_bubble = cap;
-            }
-          /* as pp_timeline_model_step_bubbles: 1 - busy / the step's
-           * window (first block start to last block end over the ranks) */
-          for (int r = 0; r < s->ranks; r++)
-            {
-              double b = 1.0 - (double) win_busy[r][slot] / (double) (hi - lo);
-              step_bubble[n_step_bubble++] = b < 0 ? 0 : b;
-            }
-        }
-      win_secs[slot] = st.seconds;
+      win_step[slot] = st.step;
       {
         Markers mk = { s->ranks, st.step, mbegin, mend };
         if (pp_cli_job_write (&job, write_markers, &mk) != 0
@@ -1179,7 +1145,8 @@ pp_cli_run (int argc, char **argv)
         }
       if (every == 1 || done == 1 || done % every == 0 || done == N)
         {
-          printf ("step %d  loss %.4f  time %.1f ms  samples/s %.0f\n", done, st.loss,
+          /* numbered from 0, as the trace and every other output */
+          printf ("step %d  loss %.4f  time %.1f ms  samples/s %.0f\n", st.step, st.loss,
                   st.seconds * 1e3, st.samples_per_s);
           fflush (stdout);
         }
@@ -1205,53 +1172,53 @@ pp_cli_run (int argc, char **argv)
 
   if (done > 0)
     {
-      int k = done / 2 > 0 ? done / 2 : 1;
       double closed = pp_bubble_closed_form (s->name, s->ranks, s->microbatches, s->stages_per_rank);
-      double secs = 0;
       int64_t span = 0;
-
-      if (k > RUN_WINDOW_MAX)
-        k = RUN_WINDOW_MAX;
+      /* the one analysis over the last windows, oldest first */
+      int n_win = done < RUN_WINDOW_MAX ? done : RUN_WINDOW_MAX;
+      int32_t tab_step[RUN_WINDOW_MAX];
+      double tab_len[RUN_WINDOW_MAX];
+      double *tab_bub = malloc ((size_t) n_win * (size_t) s->ranks * sizeof *tab_bub);
+      PpAnalysisSteps an;
+      if (tab_bub == NULL)
+        goto oom;
+      for (int i = 0; i < n_win; i++)
+        {
+          int slot = (done - n_win + i) % RUN_WINDOW_MAX;
+          tab_step[i] = win_step[slot];
+          tab_len[i] = (double) win_span[slot];
+          for (int r = 0; r < s->ranks; r++)
+            {
+              double b = win_span[slot] > 0 ? 1.0 - (double) win_busy[r][slot] / (double) win_span[slot] : 1;
+              tab_bub[(size_t) i * (size_t) s->ranks + (size_t) r] = b < 0 ? 0 : b;
+            }
+        }
+      PpStatus ast = pp_analysis_steps_of_table (tab_step, tab_len, tab_bub, (size_t) n_win, s->ranks, &an, NULL);
+      free (tab_bub);
+      if (ast != PP_OK)
+        goto oom;
+      int k = an.n_steps;
       for (int i = 0; i < k; i++)
         {
           int slot = (done - 1 - i) % RUN_WINDOW_MAX;
-          secs += win_secs[slot];
           span += win_span[slot];
         }
-      size_t n_bubble_steps = s->ranks > 0 ? n_step_bubble / (size_t) s->ranks : 0;
-      double *per_step = malloc ((n_bubble_steps ? n_bubble_steps : 1) * sizeof *per_step);
-      if (per_step == NULL)
-        goto oom;
-      printf ("\nrank  bubble a step (median of %zu)  predicted (measured costs)  closed form\n",
-              n_bubble_steps);
+      char what[160];
+      printf ("\n%s\n", pp_analysis_describe_steps (&an, what, sizeof what));
+      printf ("rank  %s  %s  %s\n", PP_ANALYSIS_MEASURED_LABEL, pp_analysis_plan_label (PP_ANALYSIS_PLAN_MEASURED_COSTS),
+              pp_analysis_plan_label (PP_ANALYSIS_PLAN_CLOSED_FORM));
       for (int r = 0; r < s->ranks; r++)
         {
           char meas[32], pred[32], cf[32];
-          for (size_t i = 0; i < n_bubble_steps; i++)
-            per_step[i] = step_bubble[i * (size_t) s->ranks + (size_t) r];
-          qsort (per_step, n_bubble_steps, sizeof *per_step, cmp_double);
-          if (n_bubble_steps > 0)
-            {
-              size_t q = n_bubble_steps;
-              double med = q % 2 ? per_step[q / 2] : 0.5 * (per_step[q / 2 - 1] + per_step[q / 2]);
-              snprintf (meas, sizeof meas, "%.1f%%", 100.0 * med);
-            }
-          else
-            snprintf (meas, sizeof meas, "-");
-          if (msim != NULL)
-            snprintf (pred, sizeof pred, "%.1f%%", 100.0 * msim->rank[r].bubble);
-          else
-            snprintf (pred, sizeof pred, "-");
-          if (closed >= 0)
-            snprintf (cf, sizeof cf, "%.1f%%", 100.0 * closed);
-          else
-            snprintf (cf, sizeof cf, "-");
-          printf ("%4d  %28s  %26s  %11s\n", r, meas, pred, cf);
+          pp_analysis_format_percent (meas, sizeof meas, k > 0 ? an.bubble[r] : -1, 1);
+          pp_analysis_format_percent (pred, sizeof pred, msim != NULL ? msim->rank[r].bubble : -1, 1);
+          pp_analysis_format_percent (cf, sizeof cf, closed, 1);
+          printf ("%4d  %22s  %22s  %22s\n", r, meas, pred, cf);
         }
-      free (per_step);
-      printf ("over the last %d step%s: mean step time %.1f ms, %.0f samples/s; loss %.4f -> %.4f\n",
-              k, k == 1 ? "" : "s", 1e3 * secs / k, secs > 0 ? (double) B * k / secs : 0.0,
-              first_loss, last_loss);
+      double med_s = an.median_step * 1e-9;
+      printf ("median step %.3f ms, %.0f samples/s; loss %.4f -> %.4f\n", 1e3 * med_s,
+              med_s > 0 ? (double) B / med_s : 0.0, first_loss, last_loss);
+      pp_analysis_steps_clear (&an);
       /* issue 16: why the bubble is there, from the same windows and costs */
       PpCostModel *why_c = span > 0 ? pp_run_measured_costs (run) : NULL;
       PpWhyIdle *why = why_c ? calloc ((size_t) s->ranks, sizeof *why) : NULL;
@@ -1267,7 +1234,7 @@ pp_cli_run (int argc, char **argv)
       PpModelConfig why_mc = { .layers = L, .width = D, .hidden_mult = 4 };
       if (why_m != NULL && pp_why_split (s, why_c, why_m, why, NULL) == PP_OK)
         {
-          printf ("\nidle by cause, a step over the last %d (schedule: the plan at the mean action; imbalance: "
+          printf ("\nidle by cause, a step (the mean over the %d steps analysed; schedule: the plan at the mean action; imbalance: "
                   "what the stages' costs add; transfers: what the transfer times add; runtime: the rest):\n", k);
           pp_why_print_idle (stdout, why, s->ranks, 1e-6, "ms");
           if (pp_why_suggest_partition (s, why_c, &why_mc, n_parts == s->n_stages ? blocks : NULL,
@@ -1309,7 +1276,6 @@ out:
       free (tap.r);
     }
   free (win_busy);
-  free (step_bubble);
   free (mbegin);
   free (mend);
   free (blocks);

@@ -46,6 +46,7 @@ sleep_until (int64_t t)
 typedef struct {
   double start, end;          /* time units, from the step's start */
   int    rank, stage, microbatch, kind;
+  const PpAction *action;     /* the schedule's (an overlapped pair's halves) */
 } ReplayAction;
 
 static int
@@ -152,6 +153,7 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
         acts[n_acts].stage = a->stage;
         acts[n_acts].microbatch = a->microbatch;
         acts[n_acts].kind = sk;
+        acts[n_acts].action = a;
         n_acts++;
       }
   qsort (acts, n_acts, sizeof *acts, cmp_replay);
@@ -201,6 +203,7 @@ pp_cli_serve (const PpSchedule *s, const PpSimulation *sim, const char *listen,
           sp.kind = (uint16_t) a->kind;
           sp.device = 0xffff;
           sp.peer_rank = -1;
+          pp_cli_span_set_sub (&sp, a->action);
           pp_probe_record_span (job.probe, &sp);
         }
       if (pp_probe_flush (job.probe, &err) != PP_OK)

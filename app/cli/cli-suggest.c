@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pp-analysis.h"
 #include "pp-suggest.h"
 #include "pp-trace.h"
 
@@ -37,10 +38,13 @@ suggest_usage (FILE *out)
          "  -n, --top N              print only the best N (default: all)\n", out);
 }
 
-/* The description of the trace, if any; 0, or 1 with one line printed. */
+/* The description of the trace, if any, and the one analysis of its
+ * steps (the measured row's numbers); 0, or 1 with one line printed. */
 static int
-read_description (const char *path, PpTraceDescription *desc, bool *has)
+read_description (const char *path, PpTraceDescription *desc, bool *has, int n_ranks, PpAnalysisSteps *an)
 {
+  PpSpan *spans = NULL;
+  size_t n_spans = 0, cap = 0;
   PpError err = { 0 };
   PpTraceReader *r = pp_trace_reader_new_path (path, &err);
   PpTraceItem item;
@@ -61,6 +65,25 @@ read_description (const char *path, PpTraceDescription *desc, bool *has)
         }
       if (item.type == PP_TRACE_ITEM_END)
         break;
+      if (item.type == PP_TRACE_ITEM_SPAN
+          && (pp_span_kind_is_block (item.span.kind) || pp_span_kind_is_dp_comm (item.span.kind)))
+        {
+          if (n_spans == cap)
+            {
+              size_t nc = cap ? 2 * cap : 4096;
+              PpSpan *ns = realloc (spans, nc * sizeof *ns);
+              if (ns == NULL)
+                {
+                  fprintf (stderr, "pipescope-cli: error: out of memory\n");
+                  free (spans);
+                  pp_trace_reader_free (r);
+                  return 1;
+                }
+              spans = ns;
+              cap = nc;
+            }
+          spans[n_spans++] = item.span;
+        }
       if (item.type == PP_TRACE_ITEM_DESCRIPTION)
         {
           *desc = *item.description;   /* the last one wins, as in info */
@@ -68,14 +91,15 @@ read_description (const char *path, PpTraceDescription *desc, bool *has)
         }
     }
   pp_trace_reader_free (r);
+  const PpSpan *rows[1] = { spans };
+  PpStatus st = pp_analysis_steps (rows, &n_spans, 1, n_ranks, 0, an, &err);
+  free (spans);
+  if (st != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      return 1;
+    }
   return 0;
-}
-
-static bool
-is_measured (const PpSuggestion *s, const char *name, int M, int V)
-{
-  return name != NULL && strcmp (s->schedule, name) == 0 && s->microbatches == M
-         && s->stages_per_rank == V;
 }
 
 int
@@ -88,6 +112,7 @@ pp_cli_suggest (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   PpMeasuredCosts costs = { 0 };
+  PpAnalysisSteps an = { 0 };
   PpSuggestion *all = NULL, *kept = NULL;
   char measured_name[64];
   size_t n_all = 0, n_kept = 0;
@@ -144,21 +169,14 @@ pp_cli_suggest (int argc, char **argv)
     }
   if (copy_fd >= 0)
     close (copy_fd);
-  if (read_description (path, &desc, &has_desc) != 0)
+  if (read_description (copy[0] ? copy : path, &desc, &has_desc, costs.ranks, &an) != 0)
     goto out;
   if (has_desc)
     {
-      const PpScheduleInfo *info = pp_schedule_lookup (desc.schedule);
-      measured = info ? info->name : desc.schedule;
-      mV = desc.n_virtual > 0 ? desc.n_virtual : (info ? info->default_v : 1);
-      if (info != NULL && info->takes_group)
-        {
-          /* as the candidates are named: with the group, P by default */
-          int g = pp_schedule_name_group (desc.schedule);
-          snprintf (measured_name, sizeof measured_name, "%s:group=%d", info->name,
-                    g > 0 ? g : costs.ranks);
-          measured = measured_name;
-        }
+      /* named as the candidates are (the app's What if names it so too) */
+      pp_suggest_measured_name (desc.schedule, desc.n_virtual, costs.ranks, measured_name, sizeof measured_name,
+                                &mV);
+      measured = measured_name;
     }
 
   /* All candidates (to find the measured one), then those within the budget. */
@@ -216,15 +234,22 @@ pp_cli_suggest (int argc, char **argv)
       for (size_t i = 0; i < shown; i++)
         if ((int) strlen (kept[i].schedule) > width)
           width = (int) strlen (kept[i].schedule);
-      printf ("%4s  %-*s %6s %3s %11s %7s %21s\n", "rank", width, "schedule", "M", "V",
-              "step (ms)", "bubble", "peak activation (mb)");
+      char what[160];
+      printf ("predicted: the simulator's step and bubble from the measured costs; the row of the "
+              "measured configuration shows what the run measured instead\n(the median step and the mean bubble a step "
+              "over %s)\n", pp_analysis_describe_steps (&an, what, sizeof what));
+      printf ("%4s  %-*s %6s %3s %11s %10s %32s\n", "rank", width, "schedule", "M", "V",
+              "step (ms)", "bubble", "peak activations (micro-batches)");
       for (size_t i = 0; i < shown; i++)
         {
           const PpSuggestion *s = &kept[i];
-          bool m = is_measured (s, measured, costs.microbatches, mV);
+          bool m = pp_suggestion_is (s, measured, costs.microbatches, mV) && an.n_steps > 0;
+          char pc[32];
           measured_shown = measured_shown || m;
-          printf ("%4zu  %-*s %6d %3d %11.3f %6.1f%% %21.2f%s\n", i + 1, width, s->schedule, s->microbatches,
-                  s->stages_per_rank, s->step_time * 1e3, 100.0 * s->bubble, s->peak_activation,
+          double step = m ? an.median_step * 1e-9 : s->step_time;
+          pp_analysis_format_percent (pc, sizeof pc, m ? an.bubble_mean : s->bubble, 1);
+          printf ("%4zu  %-*s %6d %3d %11.3f %10s %32.2f%s\n", i + 1, width, s->schedule, s->microbatches,
+                  s->stages_per_rank, step * 1e3, pc, s->peak_activation,
                   m ? "  ← measured" : "");
         }
       if (shown < n_kept)
@@ -237,14 +262,14 @@ pp_cli_suggest (int argc, char **argv)
       if (!measured_shown && measured != NULL)
         {
           size_t i;
-          for (i = 0; i < n_kept && !is_measured (&kept[i], measured, costs.microbatches, mV); i++)
+          for (i = 0; i < n_kept && !pp_suggestion_is (&kept[i], measured, costs.microbatches, mV); i++)
             ;
           if (i < n_kept)
             printf ("measured configuration: #%zu, %s M %d V %d, predicted %.3f ms\n", i + 1, measured,
                     costs.microbatches, mV, kept[i].step_time * 1e3);
           else
             {
-              for (i = 0; i < n_all && !is_measured (&all[i], measured, costs.microbatches, mV); i++)
+              for (i = 0; i < n_all && !pp_suggestion_is (&all[i], measured, costs.microbatches, mV); i++)
                 ;
               if (i < n_all)
                 printf ("measured configuration: %s M %d V %d, predicted %.3f ms, peak activation %.2f: "
@@ -258,5 +283,6 @@ out:
   free (all);
   free (kept);
   pp_measured_costs_clear (&costs);
+  pp_analysis_steps_clear (&an);
   return status;
 }

@@ -23,6 +23,7 @@
 #include "pp-trace.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 /* ---- reading a whole trace ------------------------------------------------ */
 
@@ -453,9 +454,23 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
   int32_t *rep = replicas_of (t, &oom);
   if (oom)
     return pp_error_set (e, PP_ENOMEM, "out of memory");
-  PpStatus st = pp_why_analyse_replicas (&t->desc, &t->why_plans, t->spans, rep,
-                                         rep != NULL ? t->n_all_spans : t->n_spans, 0, why, ch, s, e);
+  /* the counters' replicas, as the spans' (runtime's block-edge counters) */
+  int32_t *crep = rep != NULL ? malloc ((t->n_counters + 1) * sizeof *crep) : NULL;
+  if (rep != NULL && crep == NULL)
+    {
+      free (rep);
+      return pp_error_set (e, PP_ENOMEM, "out of memory");
+    }
+  for (size_t i = 0; crep != NULL && i < t->n_counters; i++)
+    {
+      int32_t g = t->counter_process[i];
+      crep[i] = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? t->proc_replica[t->proc_at[g]] : -1;
+    }
+  PpStatus st = pp_why_analyse_replicas_counters (&t->desc, &t->why_plans, t->spans, rep,
+                                                  rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
+                                                  crep, t->n_counters, 0, why, ch, s, e);
   free (rep);
+  free (crep);
   return st;
 }
 
@@ -1057,63 +1072,12 @@ cmp_interval (const void *a, const void *b)
 
 /* ---- info ------------------------------------------------------------------ */
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
-/* The measured step (first F/B/I/W start to last end over every rank, the
- * median over the steps) and the loss the last stage reported, first to
- * last: what `run` prints at its end, for any trace. */
+/* The loss the last stage reported, first to last (the median step is
+ * print_step_bubbles', the one analysis's). */
 static void
-print_step_time_and_loss (const Trace *t)
+print_loss (const Trace *t)
 {
-  int lo_step = INT_MAX, hi_step = -1;
-  for (size_t i = 0; i < t->n_spans; i++)
-    if (pp_span_kind_is_block (t->spans[i].kind) && t->spans[i].step >= 0)
-      {
-        if (t->spans[i].step < lo_step) lo_step = t->spans[i].step;
-        if (t->spans[i].step > hi_step) hi_step = t->spans[i].step;
-      }
-  long n_steps = hi_step >= lo_step ? (long) hi_step - lo_step + 1 : 0;
-  if (n_steps > 0 && n_steps <= (1L << 24))
-    {
-      int64_t *lo = malloc ((size_t) n_steps * sizeof *lo), *hi = malloc ((size_t) n_steps * sizeof *hi);
-      double *len = malloc ((size_t) n_steps * sizeof *len);
-      if (lo != NULL && hi != NULL && len != NULL)
-        {
-          for (long k = 0; k < n_steps; k++)
-            {
-              lo[k] = INT64_MAX;
-              hi[k] = INT64_MIN;
-            }
-          for (size_t i = 0; i < t->n_spans; i++)
-            {
-              const PpSpan *sp = &t->spans[i];
-              if (!pp_span_kind_is_block (sp->kind) || sp->step < 0)
-                continue;
-              long k = sp->step - lo_step;
-              if (sp->start_ns < lo[k]) lo[k] = sp->start_ns;
-              if (sp->end_ns > hi[k]) hi[k] = sp->end_ns;
-            }
-          int m = 0;
-          for (long k = 0; k < n_steps; k++)
-            if (hi[k] > lo[k] && (double) hi[k] - (double) lo[k] < 1e18)
-              len[m++] = (double) (hi[k] - lo[k]);
-          if (m > 0)
-            {
-              qsort (len, (size_t) m, sizeof *len, cmp_double);
-              printf ("step time (first F/B/I/W start to last end, every rank): median %.3f ms over %d "
-                      "step%s, min %.3f, max %.3f\n", len[m / 2] / 1e6, m, m == 1 ? "" : "s", len[0] / 1e6,
-                      len[m - 1] / 1e6);
-            }
-        }
-      free (lo);
-      free (hi);
-      free (len);
-    }
   int n = 0;
   double first = 0, last = 0;
   for (size_t i = 0; i < t->n_counters; i++)
@@ -1202,24 +1166,18 @@ print_collectives (const Trace *t)
   free (c);
 }
 
-/* Each rank's bubble inside the steps' compute windows (what `run` prints
- * and what compares with a plan's bubble a step); nothing when the trace
- * has no step. */
+/* The one analysis's steps of the spans info has read (not the file
+ * again): blocks and data-parallel communication, busy and not bubble
+ * (as the app's statistics).  n_steps 0 when none counts. */
 static void
-print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
 {
   PpTimelineModel *m = pp_timeline_model_new ();
   PpTraceItem it;
-  double *b;
-  int n_steps;
 
-  if (m == NULL || n_ranks <= 0 || (b = calloc ((size_t) n_ranks, sizeof *b)) == NULL)
-    {
-      pp_timeline_model_free (m);
-      return;
-    }
-  /* the spans info has read already, not the file again; data-parallel
-   * communication too, busy and not bubble (as the app's statistics) */
+  memset (a, 0, sizeof *a);
+  if (m == NULL)
+    return;
   memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
@@ -1228,23 +1186,60 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
         it.span = spans[i];
         pp_timeline_model_add (m, &it);
       }
-  if (pp_timeline_model_n_ranks (m) < n_ranks)
-    n_ranks = pp_timeline_model_n_ranks (m);
-  n_steps = pp_timeline_model_step_bubbles (m, b);
-  if (n_steps > 0)
-    {
-      double sum = 0;
-      printf ("bubble a step (median over %d step%s, each from its first F/B/I/W start to its last end):\n",
-              n_steps, n_steps == 1 ? "" : "s");
-      for (int r = 0; r < n_ranks; r++)
-        {
-          printf ("  rank %d bubble: %.1f%%\n", r, 100.0 * b[r]);
-          sum += b[r];
-        }
-      printf ("mean bubble a step: %.1f%%\n", 100.0 * sum / n_ranks);
-    }
-  free (b);
+  pp_timeline_model_step_analysis (m, a);
   pp_timeline_model_free (m);
+}
+
+/* The steps analysed, the median step and each rank's bubble inside the
+ * steps' compute windows (what `run` prints and what compares with a
+ * plan's bubble a step); nothing when the trace has no step. */
+static void
+print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+{
+  PpAnalysisSteps a;
+  step_analysis_of (spans, n_spans, &a);
+  if (a.n_ranks < n_ranks)
+    n_ranks = a.n_ranks;
+  if (a.n_steps > 0)
+    {
+      char what[160], pc[32];
+      printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
+      printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
+      printf (PP_ANALYSIS_MEASURED_LABEL " (the median over the steps analysed of the share of the step a rank "
+              "runs no block):\n");
+      for (int r = 0; r < n_ranks; r++)
+        printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
+      printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
+    }
+  pp_analysis_steps_clear (&a);
+}
+
+/* export --format why: the why report with the one analysis's steps,
+ * median step and bubbles as its first member. */
+static int
+write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport *why, const PpWhyChange *ch)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream (&buf, &len);
+  PpAnalysisSteps a;
+
+  if (m == NULL)
+    return -1;
+  pp_why_write_json (m, s, why, ch);
+  if (fclose (m) != 0 || len < 2)
+    {
+      free (buf);
+      return -1;
+    }
+  step_analysis_of (t->spans, t->n_spans, &a);
+  fputs ("{\n  ", f);
+  pp_analysis_write_json_member (f, &a);
+  fputs (",\n", f);
+  fputs (buf + 2, f);   /* pp_why_write_json's object past its "{\n" */
+  pp_analysis_steps_clear (&a);
+  free (buf);
+  return 0;
 }
 
 static void
@@ -1297,7 +1292,11 @@ pp_cli_info (int argc, char **argv)
     return 1;
 
   n_ranks = n_ranks_of (&t);
-  printf ("trace: %s\n", path);
+  /* a file cut short is said first: every number below is of what it holds */
+  if (t.truncated)
+    printf ("trace: %s (truncated: the file ends inside a frame; what follows is what it holds)\n", path);
+  else
+    printf ("trace: %s\n", path);
   if (t.has_desc)
     {
       printf ("schedule: %s (P=%d, M=%d, V=%d)\n", t.desc.schedule, t.desc.n_ranks,
@@ -1340,12 +1339,21 @@ pp_cli_info (int argc, char **argv)
       }
     if (all && pe > ps)
       {
-        printf ("planned bubble (last plan of each rank, one step %.3f ms):", (pe - ps) * 1e3);
+        printf ("bubble, %s (the last plan of each rank, one step %.3f ms):",
+                pp_analysis_plan_label (pp_analysis_plan_of_backend (t.has_desc ? t.desc.backend : NULL)),
+                (pe - ps) * 1e3);
         for (int r = 0; r < n_ranks; r++)
           printf ("%s rank %d %.1f%%", r ? "," : "", r, 100.0 * (1.0 - t.plans[r].busy / (pe - ps)));
         putchar ('\n');
       }
   }
+  if (t.has_desc)
+    {
+      /* the third bubble, named as the app's Stats table names it */
+      double cf = pp_bubble_closed_form (t.desc.schedule, t.desc.n_ranks, t.desc.n_microbatches, t.desc.n_virtual);
+      if (cf >= 0)
+        printf ("bubble, %s: %.1f%%\n", pp_analysis_plan_label (PP_ANALYSIS_PLAN_CLOSED_FORM), 100.0 * cf);
+    }
 
   for (size_t i = 0; i < t.n_all_spans; i++)
     {
@@ -1420,7 +1428,7 @@ pp_cli_info (int argc, char **argv)
       /* the bubble a step first: the figure run, the app and render give */
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
-      print_step_time_and_loss (&t);
+      print_loss (&t);
       print_collectives (&t);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
@@ -1463,10 +1471,11 @@ pp_cli_info (int argc, char **argv)
     PpError e = { 0 };
     if (t.has_desc && analyse_why (&t, &why, &ch, NULL, &e) == PP_OK)
       {
-        printf ("idle by cause (a step, mean over the last %d whole step%s; 'export --format why' has it all):\n",
+        printf ("idle by cause (a step, the mean over the %d step%s analysed; 'export --format why' has it all):\n",
                 why->n_steps, why->n_steps == 1 ? "" : "s");
         pp_why_print_idle (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_replicas (stdout, why, 1e3, "ms");
+        pp_why_print_runtime_parts (stdout, why->idle, why->ranks, 1e3, "ms");
         pp_why_print_path (stdout, why);
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
@@ -1555,6 +1564,16 @@ print_us_since (FILE *f, int64_t t, int64_t base)
       ns = (uint64_t) base - (uint64_t) t;
     }
   fprintf (f, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+/* t - base in nanoseconds, signed (the pipescope member's times) */
+static void
+print_ns_since (FILE *f, int64_t t, int64_t base)
+{
+  if (t < base)
+    fprintf (f, "-%" PRIu64, (uint64_t) base - (uint64_t) t);
+  else
+    fprintf (f, "%" PRIu64, (uint64_t) t - (uint64_t) base);
 }
 
 static int
@@ -2185,6 +2204,124 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
     }
 }
 
+/* A double as the 16 hex digits of its bits, in a string: exact, and read
+ * back without a locale's decimal point (the app runs under the user's). */
+static void
+print_double_bits (FILE *f, double x)
+{
+  uint64_t bits;
+  memcpy (&bits, &x, sizeof bits);
+  fprintf (f, "\"%016" PRIx64 "\"", bits);
+}
+
+/* What `import` needs to give the same run back from this export, which
+ * Chrome's events cannot say exactly (issue 30): the description, each
+ * rank's host and pid, the processes' places, each rank's plan (its
+ * compute actions, with their planned times where it has them), the step
+ * markers and counters as recorded (time from origin_ns, the events' zero),
+ * and the dropped count.  Spans come from the events themselves (their
+ * args: rank, kind, stage, micro-batch, step, ...).  Times are on the
+ * common clock (clock offsets applied), so no offset is written.  Perfetto
+ * and chrome://tracing ignore a top-level member they do not know. */
+static void
+write_pipescope_meta (FILE *f, const Trace *t, int64_t base)
+{
+  fprintf (f, ",\"pipescope\":{\"format\":1,\"origin_ns\":%" PRId64 ",\"dropped\":%" PRIu64, base,
+           t->dropped);
+  if (t->has_desc)
+    {
+      const PpTraceDescription *d = &t->desc;
+      fputs (",\n\"description\":{\"schedule\":", f);
+      json_string (f, d->schedule);
+      fputs (",\"backend\":", f);
+      json_string (f, d->backend);
+      fputs (",\"host\":", f);
+      json_string (f, d->host);
+      fputs (",\"model\":", f);
+      json_string (f, d->model);
+      fputs (",\"cmdline\":", f);
+      json_string (f, d->cmdline);
+      fprintf (f, ",\"n_ranks\":%d,\"n_microbatches\":%d,\"n_virtual\":%d,\"start_unix_ns\":%" PRId64
+                  ",\"start_monotonic_ns\":%" PRId64 "}", d->n_ranks, d->n_microbatches, d->n_virtual,
+               d->start_unix_ns, d->start_monotonic_ns);
+    }
+  /* [rank, pid, host]: the last RANK frame of each */
+  fputs (",\n\"ranks\":[", f);
+  bool first = true;
+  for (size_t i = 0; i < t->n_rank_items; i++)
+    {
+      const PpTraceItem *it = &t->rank_items[i];
+      if (it->type != PP_TRACE_ITEM_RANK)
+        continue;
+      fprintf (f, "%s[%d,%d,", first ? "" : ",", it->rank_info.rank, it->rank_info.pid);
+      json_string (f, it->rank_info.host);
+      fputc (']', f);
+      first = false;
+    }
+  /* [process, rank, flags, pid, host, coord..., size...] */
+  fputs ("],\n\"processes\":[", f);
+  for (size_t i = 0; i < t->n_procs; i++)
+    {
+      const PpTraceProcess *p = &t->procs[i];
+      fprintf (f, "%s[%d,%d,%u,%d,", i ? "," : "", p->process, p->rank, p->flags, p->pid);
+      json_string (f, p->host);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        fprintf (f, ",%d", p->coord[d]);
+      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
+        fprintf (f, ",%d", p->size[d]);
+      fputc (']', f);
+    }
+  /* {rank, has_timeline, actions: [kind, stage, mb, sub_kind, sub_stage, sub_mb, start, end]},
+   * the times (seconds) as their bits */
+  fputs ("],\n\"plans\":[", f);
+  first = true;
+  for (int r = 0; r < t->cap_plans; r++)
+    {
+      const PlanSummary *ps = &t->plans[r];
+      if (!ps->seen)
+        continue;
+      fprintf (f, "%s{\"rank\":%d,\"has_timeline\":%d,\"actions\":[", first ? "" : ",\n", r,
+               ps->has_timeline ? 1 : 0);
+      for (size_t k = 0; k < ps->n_order; k++)
+        {
+          const PpTracePlanAction *a = &ps->order[k];
+          fprintf (f, "%s[%d,%d,%d,%d,%d,%d,", k ? "," : "", a->kind, a->stage, a->microbatch,
+                   a->sub_kind, a->sub_stage, a->sub_microbatch);
+          print_double_bits (f, a->planned_start);
+          fputc (',', f);
+          print_double_bits (f, a->planned_end);
+          fputc (']', f);
+        }
+      fputs ("]}", f);
+      first = false;
+    }
+  /* [rank, step, phase, ns from origin, process] */
+  fputs ("],\n\"markers\":[", f);
+  for (size_t i = 0; i < t->n_markers; i++)
+    {
+      const StepMarker *m = &t->markers[i];
+      fprintf (f, "%s[%d,%d,%d,", i ? "," : "", m->rank, m->step, m->phase);
+      print_ns_since (f, clamp_time (m->t), base);
+      fprintf (f, ",%d]", m->process);
+    }
+  /* [rank, step, kind, ns from origin, value's bits, process] */
+  fputs ("],\n\"counters\":[", f);
+  first = true;
+  for (size_t i = 0; i < t->n_counters; i++)
+    {
+      const PpCounter *c = &t->counters[i];
+      if (!isfinite (c->value))
+        continue;
+      fprintf (f, "%s[%d,%d,%u,", first ? "" : ",", c->rank, c->step, (unsigned) c->kind);
+      print_ns_since (f, clamp_time (c->time_ns), base);
+      fputc (',', f);
+      print_double_bits (f, c->value);
+      fprintf (f, ",%d]", t->counter_process[i]);
+      first = false;
+    }
+  fputs ("]}", f);
+}
+
 static int
 write_chrome (FILE *f, const Trace *t, const AppView *v)
 {
@@ -2270,9 +2407,12 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       print_us_since (f, t0, base);
       fputs (",\"dur\":", f);
       print_us_since (f, t1 > t0 ? t1 : t0, t0);
-      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\"",
-               s->stage, s->microbatch, s->step, kn);
-      if (act >= 0 && str)
+      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\",\"rank\":%d",
+               s->stage, s->microbatch, s->step, kn, s->rank);
+      if (t->span_process != NULL && t->span_process[i] >= 0)
+        fprintf (f, ",\"process\":%d", t->span_process[i]);
+      /* its recorded name (a kernel's, a block's label), for import */
+      if (str)
         {
           fputs (",\"source_name\":", f);
           json_string (f, str);
@@ -2312,7 +2452,9 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
   if (any_span)
     write_counters (f, t, base, rows, n_pids);
   free (rows);
-  fputs ("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+  fputs ("\n],\"displayTimeUnit\":\"ms\"", f);
+  write_pipescope_meta (f, t, base);
+  fputs ("}\n", f);
   return 0;
 }
 
@@ -2327,10 +2469,16 @@ write_csv (FILE *f, const Trace *t, const AppView *v)
       const PpSpan *s = &t->spans[i];
       const char *str = trace_string (t, s->name_id);
       /* both within +-2^61 ns: the differences fit */
-      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",%u,%u,%" PRIu64 ",",
-               s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step,
-               clamp_time (s->start_ns) - v->origin, clamp_time (s->end_ns) - v->origin,
-               (unsigned) s->device, (unsigned) s->stream, s->bytes);
+      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",", s->rank, s->stage, s->microbatch,
+               kind_name (s->kind), s->step, clamp_time (s->start_ns) - v->origin,
+               clamp_time (s->end_ns) - v->origin);
+      /* a host span has no device and no stream: empty fields, not the
+       * file's 0xffff ("device 65535" reads as a GPU) */
+      if (s->device != 0xffff)
+        fprintf (f, "%u,%u,", (unsigned) s->device, (unsigned) s->stream);
+      else
+        fputs (",,", f);
+      fprintf (f, "%" PRIu64 ",", s->bytes);
       csv_field (f, str ? str : "");
       /* an overlapped pair's backward half (format 1.2): "3B2" */
       if (pp_span_has_sub (s))
@@ -2433,7 +2581,7 @@ pp_cli_export (int argc, char **argv)
       /* -o -: standard output, for a pipe (jq, a file of the caller's) */
       int wrc = 0;
       if (format == 2)
-        pp_why_write_json (stdout, why_s, why, &why_ch);
+        wrc = write_why_json (stdout, &t, why_s, why, &why_ch);
       else
         wrc = format == 0 ? write_chrome (stdout, &t, &av) : write_csv (stdout, &t, &av);
       if (wrc != 0)
@@ -2454,9 +2602,8 @@ pp_cli_export (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: cannot write '%s': %s\n", out, pp_cli_output_strerror (e));
       goto done;
     }
-  if (format == 2)
-    pp_why_write_json (f, why_s, why, &why_ch);
-  else if ((format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
+  if ((format == 2 ? write_why_json (f, &t, why_s, why, &why_ch)
+       : format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
     {
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;

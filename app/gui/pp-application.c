@@ -66,12 +66,12 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
 
   if (self_test && !g_strv_contains ((const char *const[]) { "run", "attach", "demo", "demo-compare",
                                                              "demo-attach", "demo-screenshot",
-                                                             "bench-stream", "open", "profile", "replicas",
-                                                             "host-lane", "demo-why", NULL },
+                                                             "bench-stream", "open", "open-error", "save", "profile", "replicas",
+                                                             "spans", "host-lane", "demo-why", NULL },
                                       self_test))
     {
       g_application_command_line_printerr (cmdline,
-                                           "pipescope: --self-test takes run, attach, bench-stream, open, profile, replicas, host-lane, demo or demo-compare\n");
+                                           "pipescope: --self-test takes run, attach, bench-stream, open, open-error, save, profile, replicas, spans, host-lane, demo or demo-compare\n");
       return 2;
     }
 
@@ -193,9 +193,11 @@ pp_application_startup (GApplication *app)
     { "win.stop",               { "<Control>period", NULL } },
     { "win.attach",             { "<Control>j", NULL } },
     { "win.screenshot",         { "<Control>s", NULL } },
+    { "win.save-trace",         { "<Control><Shift>s", NULL } },
     { "win.show-help-overlay",  { "<Control>question", NULL } },
     { "win.zoom-fit",           { "<Control>0", NULL } },
     { "win.unfold-replicas",    { "<Control>u", NULL } },
+    { "win.find",               { "<Control>f", NULL } },
   };
   for (guint i = 0; i < G_N_ELEMENTS (accels); i++)
     gtk_application_set_accels_for_action (GTK_APPLICATION (app), accels[i].action, accels[i].accels);

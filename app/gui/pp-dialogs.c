@@ -149,6 +149,8 @@ list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
   if (!l || l->n == 0)
     {
       GtkWidget *row = adw_action_row_new ();
+      /* a row's title and subtitle are markup unless told: these are text */
+      adw_preferences_row_set_use_markup (ADW_PREFERENCES_ROW (row), FALSE);
       adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row),
                                      l ? "No running jobs" : error->message);
       adw_action_row_set_subtitle (ADW_ACTION_ROW (row),
@@ -164,6 +166,7 @@ list_jobs_done (GObject *source, GAsyncResult *result, gpointer data)
                                               j->schedule[0] ? j->schedule : "?", when,
                                               j->tcp[0] ? " · tcp " : "", j->tcp);
       GtkWidget *row = adw_action_row_new ();
+      adw_preferences_row_set_use_markup (ADW_PREFERENCES_ROW (row), FALSE);   /* a job's name is text */
       adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), j->name);
       adw_action_row_set_subtitle (ADW_ACTION_ROW (row), sub);
       gtk_widget_set_tooltip_text (row, j->cmdline);
@@ -297,7 +300,9 @@ pp_window_show_profile_dialog (PpWindow *self)
   AdwMessageDialog *d = ADW_MESSAGE_DIALOG (adw_message_dialog_new (
     GTK_WINDOW (self), "Profile a Command",
     "Runs the command with pipescope's hook in every Python process it starts: each rank of a "
-    "torch.distributed.pipelining job is a row, as it trains. Nothing in the job's code changes."));
+    "torch.distributed.pipelining job is a row, as it trains. Nothing in the job's code changes. "
+    "Its trace is kept in ~/.local/share/pipescope/profiles ($XDG_DATA_HOME); Save Trace "
+    "(Ctrl+Shift+S) copies it elsewhere."));
   GtkWidget *entry = gtk_entry_new ();
   gtk_entry_set_placeholder_text (GTK_ENTRY (entry), "torchrun --nproc-per-node 2 train.py");
   gtk_entry_set_activates_default (GTK_ENTRY (entry), TRUE);
@@ -330,9 +335,10 @@ pp_window_save_screenshot (PpWindow *self, const char *path, gboolean as_shown, 
   PpTimelineView v;
   if (as_shown)
     {
-      pp_timeline_widget_get_view (self->timeline[0], &v);
-      v.width = width;
-      v.height = height;
+      /* its range, and blocks or per-step bars as the window draws them */
+      PpTimelineView shown;
+      pp_timeline_widget_get_view (self->timeline[0], &shown);
+      pp_timeline_view_as_shown (m, &shown, width, height, &v);
     }
   else
     {

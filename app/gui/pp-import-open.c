@@ -80,7 +80,7 @@ import_done (GObject *source, GAsyncResult *result, gpointer data)
   g_autoptr (GError) error = NULL;
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
-      pp_window_toast (self, error->message);
+      pp_window_show_open_error (self, error->message);
       return;
     }
   g_autoptr (GFile) file = g_file_new_for_path (j->out);

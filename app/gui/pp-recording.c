@@ -234,6 +234,8 @@ struct _PpRecording
   char            *title;
   char            *status;
   char            *trace_path;
+  char            *report_path;   /* a profiled command's own trace (profile --trace) */
+  char            *source;        /* where it comes from, in a few words (its file, its job) */
   char            *what;          /* "child", "attach", "file" */
   gint64           attach_timeout_us; /* 0: the default */
 
@@ -323,6 +325,19 @@ pp_recording_mark_lost (PpRecording *self)
     g_signal_emit (self, signals[SIGNAL_CHANGED], 0);
 }
 
+/* The number of the run's newest step, as the trace and every output
+ * number steps (from 0); -1 before any. */
+static int
+last_step (const PpTimelineModel *m)
+{
+  size_t n = m ? pp_timeline_model_n_steps (m) : 0;
+  const int32_t *num = n ? pp_timeline_model_step_numbers (m) : NULL;
+  int last = -1;
+  for (size_t i = 0; i < n; i++)
+    last = MAX (last, num[i]);
+  return last;
+}
+
 /* One toast for the end of a run, once its cause is known: for a child,
  * when both its stream has ended and it has exited (in either order). */
 static void
@@ -337,9 +352,17 @@ pp_recording_tell_end (PpRecording *self)
     msg = g_strdup_printf ("%s: killed by signal %d after %zu steps", self->title,
                            self->child_status - 128, n);
   else if (!self->child && !self->stop_asked && self->end_how < 0)
-    msg = g_strdup_printf ("%s: connection lost at step %zu (the job may still run)", self->title, n);
+    msg = g_strdup_printf ("%s: connection lost at step %d (the job may still run)", self->title,
+                           MAX (last_step (self->model), 0));
   else
     msg = g_strdup_printf ("%s: %s after %zu steps", self->title, pp_recording_end_word (self), n);
+  /* a profiled command's report, where profile wrote it */
+  if (self->report_path && g_file_test (self->report_path, G_FILE_TEST_IS_REGULAR))
+    {
+      char *more = g_strdup_printf ("%s; trace in %s", msg, self->report_path);
+      g_free (msg);
+      msg = more;
+    }
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, msg);
 }
 
@@ -348,19 +371,20 @@ pp_recording_update_status (PpRecording *self)
 {
   g_autofree char *s = NULL;
   size_t n = self->model ? pp_timeline_model_n_steps (self->model) : 0;
+  int last = last_step (self->model);
   switch (self->state)
     {
     case PP_RECORDING_STARTING: s = g_strdup (self->child ? "starting…" : "attaching…"); break;
     case PP_RECORDING_LIVE:
       /* a job attached over TCP has no pid here: its address instead */
       if (self->pid > 0)
-        s = g_strdup_printf ("live · pid %d · step %zu", self->pid, n);
+        s = g_strdup_printf ("live · pid %d · step %d", self->pid, MAX (last, 0));
       else
-        s = g_strdup_printf ("live · %s · step %zu", self->live ? self->live->job : "?", n);
+        s = g_strdup_printf ("live · %s · step %d", self->live ? self->live->job : "?", MAX (last, 0));
       break;
     case PP_RECORDING_ENDED:
       if (!self->child && !self->stop_asked && self->end_how < 0)
-        s = g_strdup_printf ("connection lost at step %zu", n);
+        s = g_strdup_printf ("connection lost at step %d", MAX (last, 0));
       else
         s = g_strdup_printf ("%s · %zu steps", pp_recording_end_word (self), n);
       break;
@@ -434,6 +458,8 @@ pp_recording_finalize (GObject *object)
   g_free (self->title);
   g_free (self->status);
   g_free (self->trace_path);
+  g_free (self->report_path);
+  g_free (self->source);
   g_free (self->what);
   g_free (self->child_last_line);
   G_OBJECT_CLASS (pp_recording_parent_class)->finalize (object);
@@ -664,6 +690,34 @@ pp_recording_adopt_child (GSubprocess *child)
   return self;
 }
 
+/* Where Profile a Command keeps a command's trace, as nsys keeps a report:
+ * $XDG_DATA_HOME/pipescope/profiles/<script or program>-<time>.pptrace
+ * (~/.local/share/...): data the user meant to make, not a cache. */
+static char *
+profile_report_path (const char *const *command)
+{
+  g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "pipescope", "profiles", NULL);
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    return NULL;
+  /* the script a launcher runs names the job better than "torchrun" */
+  const char *what = command[0];
+  for (int i = 1; command[i]; i++)
+    if (g_str_has_suffix (command[i], ".py"))
+      {
+        what = command[i];
+        break;
+      }
+  g_autofree char *base = g_path_get_basename (what);
+  if (g_str_has_suffix (base, ".py"))
+    base[strlen (base) - 3] = '\0';
+  g_strcanon (base, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.", '_');
+  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+  g_autofree char *stamp = g_date_time_format (now, "%Y%m%d-%H%M%S");
+  static guint counter;
+  g_autofree char *name = g_strdup_printf ("%s-%s-%u.pptrace", base, stamp, ++counter);
+  return g_build_filename (dir, name, NULL);
+}
+
 PpRecording *
 pp_recording_new_profile (const char *cli_path, const char *const *command, GError **error)
 {
@@ -673,10 +727,16 @@ pp_recording_new_profile (const char *cli_path, const char *const *command, GErr
   char job_name[64];
   g_snprintf (job_name, sizeof job_name, "pytorch-app%d-%d", (int) getpid (), ++n_started);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  /* the window keeps what it is shown; a trace file is the Save's to make */
-  const char *head[] = { cli_path, "profile", "--name", job_name, "--no-trace", "--" };
+  /* the job's own trace, kept as profile keeps it on the command line (every
+   * process's records merged), not only the window's copy of the stream */
+  g_autofree char *report = profile_report_path (command);
+  const char *head[] = { cli_path, "profile", "--name", job_name };
   for (guint i = 0; i < G_N_ELEMENTS (head); i++)
     g_ptr_array_add (argv, (gpointer) head[i]);
+  g_ptr_array_add (argv, report ? "--trace" : "--no-trace");
+  if (report)
+    g_ptr_array_add (argv, report);
+  g_ptr_array_add (argv, "--");
   for (int i = 0; command[i]; i++)
     g_ptr_array_add (argv, (gpointer) command[i]);
   g_ptr_array_add (argv, NULL);
@@ -687,8 +747,10 @@ pp_recording_new_profile (const char *cli_path, const char *const *command, GErr
   if (!child)
     return NULL;
   PpRecording *self = pp_recording_adopt_child (child);
+  self->report_path = g_steal_pointer (&report);
   g_autofree char *cmd = g_strjoinv (" ", (char **) command);
   self->title = g_strdup_printf ("profile: %.60s", cmd);
+  self->source = g_strdup (self->title);   /* the title becomes the schedule's */
   /* profile serves the job under its name at once; its ranks come when
    * the job has imported PyTorch and built its schedule */
   self->attach_timeout_us = PP_RUN_ATTACH_MPI_TIMEOUT_US;
@@ -768,6 +830,7 @@ pp_recording_new_child (const char *cli_path, const char *schedule, int ranks, i
 
   PpRecording *self = pp_recording_adopt_child (child);
   self->title = pp_recording_format_title (schedule, ranks, microbatches, stages_per_rank);
+  self->source = g_strdup_printf ("run, pid %d", self->pid);
 
   /* The same path as attaching to a job started elsewhere: by pid, or
    * under mpirun (whose pid is no rank's) by the job's name. */
@@ -786,6 +849,7 @@ pp_recording_new_attach (const char *job, const char *token)
   PpRecording *self = g_object_new (PP_TYPE_RECORDING, NULL);
   self->what = g_strdup ("attach");
   self->title = g_strdup_printf ("job %s", job);
+  self->source = g_strdup (self->title);
   pp_recording_start_live (self, job, token && *token ? token : NULL);
   return self;
 }
@@ -800,6 +864,7 @@ pp_recording_new_file (PpTimelineModel *model, const char *path)
   self->what = g_strdup ("file");
   self->trace_path = g_strdup (path);
   self->title = g_path_get_basename (path);
+  self->source = g_strdup (self->title);
   self->state = PP_RECORDING_FILE;
   pp_recording_title_from_description (self);
   pp_recording_update_status (self);
@@ -811,6 +876,8 @@ PpRecordingState pp_recording_get_state (PpRecording *self) { g_return_val_if_fa
 const char *pp_recording_get_title (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->title; }
 const char *pp_recording_get_status (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->status; }
 const char *pp_recording_get_trace_path (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->trace_path; }
+const char *pp_recording_get_source (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->source ? self->source : self->title; }
+const char *pp_recording_get_report_path (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), NULL); return self->report_path; }
 int pp_recording_get_pid (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), 0); return self->pid; }
 gboolean pp_recording_is_child (PpRecording *self) { g_return_val_if_fail (PP_IS_RECORDING (self), FALSE); return self->child != NULL; }
 

@@ -52,7 +52,15 @@ PpTimelineModel *pp_recording_get_model      (PpRecording *self);
 PpRecordingState       pp_recording_get_state      (PpRecording *self);
 const char      *pp_recording_get_title      (PpRecording *self);   /* "1F1B · 4 ranks · 8 micro-batches" */
 const char      *pp_recording_get_status     (PpRecording *self);   /* "live · pid 4242", "ended", ... */
+/* Where it comes from, in a few words: its file's name ("zbv.pptrace"),
+ * "run, pid 4242", "job NAME", "profile: COMMAND" (what tells two runs
+ * of one schedule apart). */
+const char      *pp_recording_get_source     (PpRecording *self);
 const char      *pp_recording_get_trace_path (PpRecording *self);   /* the copy (or the file); NULL if none */
+/* A profiled command's own trace, which `profile --trace` writes (every
+ * process's records merged) when the command ends:
+ * $XDG_DATA_HOME/pipescope/profiles/NAME-TIME.pptrace; NULL for other runs. */
+const char      *pp_recording_get_report_path (PpRecording *self);
 int              pp_recording_get_pid        (PpRecording *self);   /* the job's pid; 0 if unknown */
 gboolean         pp_recording_is_child       (PpRecording *self);
 /* TRUE while a child of ours is still running (not yet reaped). */

@@ -10,6 +10,10 @@
  * `--self-test=open FILE...` waits for the files to open (torch.profiler
  * traces of a job's ranks imported together: one run) and says what the
  * runs hold.
+ * `--self-test=open-error FILE...` waits for the window to say why the
+ * files could not be opened and prints what its empty page then reads.
+ * `--self-test=save` stops the default run after a few steps, saves it as
+ * Save Trace does and opens the copy: the same spans and steps.
  * `--self-test=replicas FILE` opens a job of replicas (P x D) and checks the
  * rows: folded (P), one rank unfolded as a label click does (P - 1 + D),
  * all (Ctrl+U: P x D), one replica from the switch (P), folded again; with
@@ -17,7 +21,8 @@
  * `--self-test=host-lane FILE` puts the pointer over the first GC pause in
  * the host lane and checks the tooltip names it (DIR/host-lane.png);
  * `--self-test=demo-why FILE` shows the file's last steps and the Why tab
- * and stays open, for a screenshot. */
+ * and stays open, for a screenshot;
+ * `--self-test=spans FILE`: the Spans tab and Find (pp-self-test-spans.c). */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -42,6 +47,7 @@ struct PpSelfTest
   gboolean  done;
   char     *png, *svg, *json;
   guint     profiled;    /* profile: the run it added (the default run may be run 0) */
+  gboolean  saw_waiting; /* profile: the window said it waits for the ranks */
 
   /* bench-stream */
   gint64    bench_start, bench_last_loop;
@@ -282,7 +288,17 @@ tick_run (struct PpSelfTest *t)
           fail (t, "selecting two runs should show both");
           return TRUE;
         }
-      say ("two runs selected: two timelines");
+      /* each named by where it comes from, and a table of what differs */
+      {
+        const char *la = gtk_label_get_text (w->timeline_label[0]), *lb = gtk_label_get_text (w->timeline_label[1]);
+        say ("two runs selected: two timelines, '%s' and '%s'", la, lb);
+        if (!strstr (la, "run, pid ") || !strstr (lb, "run, pid ") || strcmp (la, lb) == 0
+            || !adw_view_stack_page_get_visible (w->compare_page))
+          {
+            fail (t, "compared runs should be named by their source, with the Compare table shown");
+            return TRUE;
+          }
+      }
       next_step (t);
       return FALSE;
 
@@ -636,8 +652,28 @@ tick_profile (struct PpSelfTest *t)
       {
         PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
         const PpTraceDescription *d = m ? pp_timeline_model_description (m) : NULL;
+        /* before its first block: words, not an empty timeline */
+        if (m && pp_timeline_model_n_spans_total (m) == 0 && w->shown[0] == r0)
+          {
+            const char *page = gtk_stack_get_visible_child_name (w->main_stack);
+            if (g_strcmp0 (page, "empty") == 0
+                && g_strcmp0 (adw_status_page_get_title (w->empty_page), "Waiting for Ranks") == 0)
+              t->saw_waiting = TRUE;
+            else
+              {
+                fail (t, "a profiled job with no block yet should show 'Waiting for Ranks'");
+                return TRUE;
+              }
+          }
         if (!d || pp_timeline_model_n_ranks (m) < 2 || !pp_recording_has_spans_on_every_rank (r0))
           return FALSE;
+        say ("'Waiting for Ranks' %s before the first block; then the timeline (%s)",
+             t->saw_waiting ? "shown" : "not seen", gtk_stack_get_visible_child_name (w->main_stack));
+        if (g_strcmp0 (gtk_stack_get_visible_child_name (w->main_stack), "timeline") != 0)
+          {
+            fail (t, "a profiled job with blocks should show its timeline");
+            return TRUE;
+          }
         char row0[96], row1[96];
         pp_timeline_model_rank_label (m, 0, row0, sizeof row0);
         pp_timeline_model_rank_label (m, 1, row1, sizeof row1);
@@ -659,6 +695,21 @@ tick_profile (struct PpSelfTest *t)
       if (pp_recording_child_running (r0))
         return FALSE;
       say ("the profiled job stopped");
+      /* its trace, kept by default where the window said (issue 30) */
+      {
+        const char *report = pp_recording_get_report_path (r0);
+        PpError err = { 0 };
+        PpTimelineModel *m = report ? pp_timeline_model_new_from_file (report, &err) : NULL;
+        say ("profile trace: %s, %zu spans", report ? report : "none",
+             m ? pp_timeline_model_n_spans_total (m) : (size_t) 0);
+        if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
+          {
+            pp_timeline_model_free (m);
+            fail (t, "Profile a Command should keep the job's trace");
+            return TRUE;
+          }
+        pp_timeline_model_free (m);
+      }
       t->done = TRUE;
       gtk_window_close (GTK_WINDOW (w));
       return TRUE;
@@ -678,6 +729,98 @@ tick_open (struct PpSelfTest *t)
   const PpTraceDescription *d = pp_timeline_model_description (m);
   say ("opened %u run(s): %d ranks, %zu spans, schedule %s", g_list_model_get_n_items (G_LIST_MODEL (w->runs)),
        pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m), d ? d->schedule : "unknown");
+  t->done = TRUE;
+  gtk_window_close (GTK_WINDOW (w));
+  return TRUE;
+}
+
+/* save: the default run, stopped after a few steps, saved as Save Trace
+ * does and opened again: the copy holds what the window showed (its spans
+ * and steps, counted). */
+static gboolean
+tick_save (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpTimelineModel *m0 = r0 ? pp_recording_get_model (r0) : NULL;
+  switch (t->step)
+    {
+    case 0:
+      if (!r0 || !pp_recording_has_spans_on_every_rank (r0) || pp_timeline_model_n_steps (m0) < 3)
+        return FALSE;
+      remember_pid (t, r0);
+      pp_recording_stop (r0);
+      next_step (t);
+      return FALSE;
+    case 1:
+      if (pp_recording_get_state (r0) != PP_RECORDING_ENDED || pp_recording_child_running (r0))
+        return FALSE;
+      {
+        g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "pipescope-self-test", NULL);
+        g_mkdir_with_parents (dir, 0700);
+        g_free (t->json);
+        t->json = g_build_filename (dir, "saved.pptrace", NULL);
+        g_autoptr (GError) error = NULL;
+        if (!pp_window_save_trace_to (w, t->json, &error))
+          {
+            fail (t, error->message);
+            return TRUE;
+          }
+        say ("saved %s: %zu spans, %zu steps shown", t->json, pp_timeline_model_n_spans_total (m0),
+             pp_timeline_model_n_steps (m0));
+        g_autoptr (GFile) file = g_file_new_for_path (t->json);
+        pp_window_open_file (w, file);
+      }
+      next_step (t);
+      return FALSE;
+    case 2:
+      if (!r1 || pp_timeline_model_n_spans_total (pp_recording_get_model (r1)) == 0)
+        return FALSE;
+      {
+        PpTimelineModel *m1 = pp_recording_get_model (r1);
+        say ("reopened %s: %zu spans, %zu steps", pp_recording_get_status (r1),
+             pp_timeline_model_n_spans_total (m1), pp_timeline_model_n_steps (m1));
+        if (pp_timeline_model_n_spans_total (m1) != pp_timeline_model_n_spans_total (m0)
+            || pp_timeline_model_n_steps (m1) != pp_timeline_model_n_steps (m0))
+          {
+            fail (t, "the saved trace does not hold what the window showed");
+            return TRUE;
+          }
+      }
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (w));
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* open-error: a file the window cannot show (a torch.profiler trace with
+ * no pipeline labels): the empty page says why, as text; the line printed
+ * is what a user reads there (the description's markup parsed as GTK does) */
+static gboolean
+tick_open_error (struct PpSelfTest *t)
+{
+  PpWindow *w = t->win;
+  const char *title = adw_status_page_get_title (w->empty_page);
+  if (g_list_model_get_n_items (G_LIST_MODEL (w->runs)) > 0)
+    {
+      fail (t, "a file that cannot be opened added a run");
+      return TRUE;
+    }
+  if (g_strcmp0 (title, "No Run Selected") == 0)
+    return FALSE;
+  const char *desc = adw_status_page_get_description (w->empty_page);
+  g_autofree char *shown = NULL;
+  g_autoptr (GError) error = NULL;
+  if (!pango_parse_markup (desc ? desc : "", -1, 0, NULL, &shown, NULL, &error))
+    {
+      g_autofree char *why = g_strdup_printf ("the empty page's description is not valid markup: %s",
+                                              error->message);
+      fail (t, why);
+      return TRUE;
+    }
+  say ("open failed, shown: %s", title);
+  say ("reason shown: %s", shown);
   t->done = TRUE;
   gtk_window_close (GTK_WINDOW (w));
   return TRUE;
@@ -856,6 +999,28 @@ tick_demo_why (struct PpSelfTest *t)
   return TRUE;
 }
 
+/* spans: the Spans tab and Find (pp-self-test-spans.c) */
+static gboolean
+tick_spans (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  switch (pp_self_test_spans (t->win, t->step, &why))
+    {
+    case 0:
+      return FALSE;
+    case 1:
+      next_step (t);
+      return FALSE;
+    case 2:
+      t->done = TRUE;
+      gtk_window_close (GTK_WINDOW (t->win));
+      return TRUE;
+    default:
+      fail (t, why ? why : "spans");
+      return TRUE;
+    }
+}
+
 static gboolean
 self_test_tick (gpointer data)
 {
@@ -875,9 +1040,12 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
                     : strcmp (t->mode, "open") == 0 ? tick_open (t)
+                    : strcmp (t->mode, "open-error") == 0 ? tick_open_error (t)
+                    : strcmp (t->mode, "save") == 0 ? tick_save (t)
                     : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)
                     : strcmp (t->mode, "host-lane") == 0 ? tick_host_lane (t)
                     : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
+                    : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {

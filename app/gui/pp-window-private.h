@@ -2,8 +2,10 @@
  * reach inside it. */
 #pragma once
 
+#include "pp-compare.h"
 #include "pp-panels.h"
 #include "pp-recording.h"
+#include "pp-span-table.h"
 #include "pp-timeline-widget.h"
 #include "pp-window.h"
 
@@ -34,6 +36,9 @@ struct _PpWindow
   AdwToastOverlay  *toasts;
   GtkListBox       *run_list;
   GtkStack         *main_stack;     /* "empty" / "timeline" */
+  AdwStatusPage    *empty_page;     /* what "empty" says: how to start, or why an open failed */
+  char             *empty_default;  /* its description as the template has it */
+  gboolean          waiting;        /* it says the run on screen has no block yet */
   GtkPaned         *vpaned;         /* timelines above, panels below */
   int               single_position;/* the divider before comparing */
   PpTimelineWidget *timeline[2];
@@ -45,12 +50,17 @@ struct _PpWindow
   PpMemoryChart    *memory;
   PpWhatifPanel    *whatif;
   PpWhyPanel       *why;
+  AdwViewStack     *panels;
+  AdwViewStackPage *compare_page;   /* shown while two runs are compared */
+  PpCompareTable   *compare;
   GtkDropDown      *replicas_switch; /* a job of replicas: Fold, All, Replica 0.. */
   int               replicas_dp;     /* the replicas it lists (0: hidden) */
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
   GtkWidget        *path_overlay;
   /* find and filter; the details of the selected block or measured range */
   GtkSearchEntry   *find_entry;
+  GtkLabel         *find_count;     /* "3 of 41" */
+  PpSpanTable      *span_table;     /* the Spans tab */
   GtkWidget        *details_pane;
   GtkLabel         *details_title;
   GtkLabel         *details_label;
@@ -93,14 +103,40 @@ gboolean pp_window_save_screenshot    (PpWindow *self, const char *path, gboolea
                                        int width, int height, GError **error);
 void pp_window_export_chrome_to       (PpWindow *self, const char *out);
 void pp_window_toast                  (PpWindow *self, const char *message);
+/* pp-window-empty.c: the page shown where there is no timeline.  A file
+ * that could not be opened: a toast, and while no run is on screen the
+ * page says it (title, and message as text, never markup).  A run on
+ * screen without a block yet: "Waiting for Ranks" (or why it ended without
+ * one) instead of an empty timeline; update_waiting follows the run shown.
+ * reset: the page as the template has it. */
+void pp_window_show_open_error        (PpWindow *self, const char *message);
+void pp_window_update_waiting         (PpWindow *self);
+void pp_window_reset_empty_page       (PpWindow *self);
 /* The primary run shown (NULL if none). */
 PpRecording *pp_window_get_shown_run        (PpWindow *self);
+
+/* pp-save-trace.c: Save Trace… (Ctrl+Shift+S), and what it does once a
+ * file is chosen (also used by the self-test): the shown run's trace
+ * copied to path. */
+void     pp_window_show_save_trace_dialog (PpWindow *self);
+gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GError **error);
 
 /* pp-window-details.c: the find entry and the details pane, wired to
  * the upper timeline (called once from init). */
 void pp_window_details_init           (PpWindow *self);
 /* What the pane says now ("" hidden), for the self-test. */
 const char *pp_window_details_text    (PpWindow *self);
+
+/* pp-window-find.c: Find's count and Enter / Shift+Enter (the next and
+ * previous match, in the Spans tab's order), Ctrl+F, and the Spans tab
+ * wired to the upper timeline (called once from init). */
+void pp_window_find_init              (PpWindow *self);
+/* Goes to the next (dir 1) or previous (-1) match: selected and shown. */
+void pp_window_find_step              (PpWindow *self, int dir);
+
+/* pp-self-test-spans.c: step of --self-test=spans; 0 again later, 1 the
+ * next step, 2 done, -1 failed (*why, g_free it). */
+int  pp_self_test_spans               (PpWindow *self, int step, char **why);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

@@ -15,7 +15,11 @@ G_DEFINE_FINAL_TYPE (PpWindow, pp_window, ADW_TYPE_APPLICATION_WINDOW)
 void
 pp_window_toast (PpWindow *self, const char *message)
 {
-  AdwToast *toast = adw_toast_new (message);
+  /* An AdwToast's title is Pango markup (libadwaita 1.2 has no switch):
+   * a message is text, and one that names `<action>` or a file with '&'
+   * must show as written, not vanish with a markup warning. */
+  g_autofree char *text = g_markup_escape_text (message, -1);
+  AdwToast *toast = adw_toast_new (text);
   adw_toast_set_timeout (toast, 4);
   adw_toast_overlay_add_toast (self->toasts, toast);
 }
@@ -24,6 +28,18 @@ PpRecording *
 pp_window_get_shown_run (PpWindow *self)
 {
   return self->shown[0];
+}
+
+/* A run as a timeline's label and the compare table name it: where it
+ * comes from (its file, its job) and what it ran, so that two runs of one
+ * schedule are told apart. */
+static char *
+run_name (PpRecording *run)
+{
+  const char *src = pp_recording_get_source (run), *title = pp_recording_get_title (run);
+  if (g_strcmp0 (src, title) == 0)
+    return g_strdup (title);
+  return g_strdup_printf ("%s — %s", src, title);
 }
 
 static const char *
@@ -39,7 +55,10 @@ pp_window_update_subtitle (PpWindow *self)
   g_autofree char *sub = NULL;
   PpRecording *run = self->shown[0];
   if (run && self->shown[1])
-    sub = g_strdup_printf ("%s  vs  %s", pp_recording_get_title (run), pp_recording_get_title (self->shown[1]));
+    {
+      g_autofree char *a = run_name (run), *b = run_name (self->shown[1]);
+      sub = g_strdup_printf ("%s  vs  %s", a, b);
+    }
   else if (run)
     sub = g_strdup_printf ("%s — %s", pp_recording_get_title (run), pp_recording_get_status (run));
   else
@@ -92,8 +111,8 @@ pp_window_validate (PpWindow *self)
       PpCostModel *cost = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0);
       PpSimulation *sim = NULL;
       if (cost && pp_simulate (s, cost, &sim, NULL) == PP_OK)
-        text = g_strdup_printf ("Ready: %d stages, planned bubble %.1f%% (F=1, B=2)",
-                                s->n_stages, 100.0 * sim->bubble);
+        text = g_strdup_printf ("Ready: %d stages, bubble %.1f%% (%s, F=1, B=2)",
+                                s->n_stages, 100.0 * sim->bubble, pp_analysis_plan_label (PP_ANALYSIS_PLAN_UNIT_COSTS));
       else
         text = g_strdup_printf ("Ready: %d stages", s->n_stages);
       pp_simulation_free (sim);
@@ -155,6 +174,12 @@ pp_window_update_panels (PpWindow *self)
   pp_memory_chart_update (self->memory, m);
   pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
   pp_why_panel_update (self->why, m);
+  if (self->shown[1])
+    {
+      g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
+      pp_compare_table_update (self->compare, m, na, pp_recording_get_model (self->shown[1]), nb);
+    }
+  pp_span_table_update (self->span_table);
   /* What if offers the partition that would balance the stages */
   PpWhyChange ch;
   if (pp_why_panel_get_change (self->why, &ch) && ch.has_partition && ch.changed)
@@ -282,6 +307,8 @@ on_run_changed (PpRecording *run, PpWindow *self)
     if (self->shown[i] == run)
       pp_timeline_widget_model_changed (self->timeline[i]);
   update_replicas_switch (self);
+  if (run == self->shown[0] && self->waiting)
+    pp_window_update_waiting (self);
   /* the loss chart draws the compared run too */
   if (self->shown[0] == run || self->shown[1] == run)
     self->panels_dirty = TRUE;
@@ -316,10 +343,12 @@ on_run_notify (PpRecording *run, GParamSpec *pspec, PpWindow *self)
     if (self->shown[i] == run)
       {
         pp_timeline_widget_set_live (self->timeline[i], pp_recording_get_state (run) == PP_RECORDING_LIVE);
-        gtk_label_set_text (self->timeline_label[i], pp_recording_get_title (run));
+        g_autofree char *name = run_name (run);
+        gtk_label_set_text (self->timeline_label[i], name);
       }
   if (self->shown[0] == run)
     {
+      pp_window_update_waiting (self);
       self->panels_dirty = TRUE;
       if (self->shown[1])
         {
@@ -365,7 +394,8 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
       pp_timeline_widget_set_live (self->timeline[i], r && pp_recording_get_state (r) == PP_RECORDING_LIVE);
       if (r)
         {
-          gtk_label_set_text (self->timeline_label[i], pp_recording_get_title (r));
+          g_autofree char *name = run_name (r);
+          gtk_label_set_text (self->timeline_label[i], name);
           pp_timeline_widget_zoom_to_fit (self->timeline[i]);
         }
     }
@@ -381,6 +411,10 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
   else if (!b && comparing && self->single_position > 0)
     gtk_paned_set_position (self->vpaned, self->single_position);
   gtk_widget_set_visible (self->timeline_box[1], b != NULL);
+  /* comparing: the table of what differs, shown as the comparison starts */
+  adw_view_stack_page_set_visible (self->compare_page, b != NULL);
+  if (b != NULL && !comparing)
+    adw_view_stack_set_visible_child_name (self->panels, "compare");
   /* comparing: the panels describe the upper run; say so */
   if (b != NULL)
     {
@@ -390,7 +424,10 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
     }
   gtk_widget_set_visible (GTK_WIDGET (self->panels_label), b != NULL);
   gtk_widget_set_visible (GTK_WIDGET (self->timeline_label[0]), b != NULL);
+  if (a)
+    pp_window_reset_empty_page (self);
   gtk_stack_set_visible_child_name (self->main_stack, a ? "timeline" : "empty");
+  pp_window_update_waiting (self);
   if (a)
     pp_window_update_panels (self);
   pp_window_update_subtitle (self);
@@ -696,6 +733,13 @@ pp_window_profile (PpWindow *self, const char *command_line, GError **error)
   if (!run)
     return FALSE;
   pp_window_add_run (self, run);
+  /* where its trace goes, as nsys says where its report goes */
+  if (pp_recording_get_report_path (run))
+    {
+      g_autofree char *msg = g_strdup_printf ("Profiling; the trace is written to %s when the command ends",
+                                              pp_recording_get_report_path (run));
+      pp_window_toast (self, msg);
+    }
   return TRUE;
 }
 
@@ -739,7 +783,7 @@ open_file_done (GObject *source, GAsyncResult *result, gpointer data)
   const char *path = g_task_get_task_data (G_TASK (result));
   if (!m)
     {
-      pp_window_toast (self, error->message);
+      pp_window_show_open_error (self, error->message);
       return;
     }
   gboolean cut = pp_timeline_model_truncated (m);
@@ -800,6 +844,7 @@ static void action_attach (GSimpleAction *a, GVariant *p, gpointer w) { pp_windo
 static void action_profile (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_profile_dialog (PP_WINDOW (w)); }
 static void action_export (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_export_chrome (PP_WINDOW (w)); }
 static void action_screenshot (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_screenshot_dialog (PP_WINDOW (w)); }
+static void action_save_trace (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_show_save_trace_dialog (PP_WINDOW (w)); }
 static void action_zoom_fit (GSimpleAction *a, GVariant *p, gpointer w) { pp_window_zoom_to_fit (PP_WINDOW (w)); }
 
 /* What if predicts for the model and batch it measured: the next Run
@@ -1001,6 +1046,7 @@ pp_window_finalize (GObject *object)
   PpWindow *self = PP_WINDOW (object);
   g_free (self->cli_path);
   g_free (self->mpirun_path);
+  g_free (self->empty_default);
   G_OBJECT_CLASS (pp_window_parent_class)->finalize (object);
 }
 
@@ -1022,6 +1068,8 @@ pp_window_class_init (PpWindowClass *klass)
   g_type_ensure (PP_TYPE_MEMORY_CHART);
   g_type_ensure (PP_TYPE_WHATIF_PANEL);
   g_type_ensure (PP_TYPE_WHY_PANEL);
+  g_type_ensure (PP_TYPE_COMPARE_TABLE);
+  g_type_ensure (PP_TYPE_SPAN_TABLE);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/pipescope/Pipescope/pp-window.ui");
   gtk_widget_class_bind_template_child (widget_class, PpWindow, title);
@@ -1039,6 +1087,7 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, toasts);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, run_list);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, main_stack);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, empty_page);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, vpaned);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, plan_toggle);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, stats);
@@ -1046,12 +1095,17 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, memory);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, why);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, panels);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, compare_page);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, compare);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_toggle);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, replicas_switch);
   gtk_widget_class_bind_template_callback (widget_class, on_replicas_selected);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, path_overlay);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels_label);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, find_entry);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, find_count);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, span_table);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_pane);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_title);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, details_label);
@@ -1087,6 +1141,7 @@ static const GActionEntry win_entries[] = {
   { "profile", action_profile },
   { "export-chrome", action_export },
   { "screenshot", action_screenshot },
+  { "save-trace", action_save_trace },
   { "zoom-fit", action_zoom_fit },
   { "unfold-replicas", action_unfold_replicas },
 };
@@ -1100,9 +1155,11 @@ pp_window_init (PpWindow *self)
    * enables or disables "run" */
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries), self);
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->empty_default = g_strdup (adw_status_page_get_description (self->empty_page));
   gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (self->path_overlay), draw_path_overlay, self, NULL);
   g_signal_connect_swapped (self->timeline[0], "rows-changed", G_CALLBACK (update_replicas_switch), self);
   pp_window_details_init (self);
+  pp_window_find_init (self);
 
   GtkStringList *names = gtk_string_list_new (NULL);
   guint default_index = 0, i = 0;

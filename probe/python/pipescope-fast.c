@@ -31,6 +31,13 @@
  * switches the fast path off and reports once through the callable given
  * to set_fail; the job never sees it.
  *
+ * Issue 29, what the training thread does between blocks (host.py): at
+ * each block's start and end the thread's run-queue delay (schedstat, one
+ * pread) and the wrappers' own time so far (PROBE_SELF_NS), each queued
+ * when it changed; the schedule's own code between two wrapped calls of a
+ * step (HOST_SCHEDULE); host calls the schedule makes (role host: the
+ * loss, the splitting of the inputs, zero_grad).
+ *
  * Built per CPython version (its extension suffix); lib.py loads it only
  * under the interpreter it was built for.  Everything runs under the GIL.
  */
@@ -41,6 +48,7 @@
 #include <string.h>
 
 #include "pipescope.h"
+#include "pp-schedstat.h"
 
 typedef size_t (*records_fn) (pipescope_rank *, size_t, const int64_t *);
 typedef int64_t (*now_fn) (void);
@@ -49,7 +57,8 @@ enum { CAPACITY = 512, RING = 256, WAITS = 256, PEERS = 64 };
 #define FLUSH_NS 50000000
 
 /* What a wrapper stands for. */
-enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT, ROLE_LABEL };
+enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT, ROLE_LABEL,
+       ROLE_HOST };
 
 struct op_meta { const void *op; int32_t kind, stage, mb, peer; int64_t bytes; };
 struct work_peer { const void *work; int32_t peer; };
@@ -71,11 +80,33 @@ static struct
   size_t n;
   int64_t t_flush;
   unsigned long long refused;
-  /* PIPESCOPE_FAST_SELFTIME=1 (bench-torch): the wrappers' own time, all
-   * but the wrapped call's, summed over the calls that recorded */
+  /* the wrappers' own time, all but the wrapped call's, summed over the
+   * calls that recorded (issue 29: always, for PROBE_SELF_NS; bench-torch
+   * reads it with PIPESCOPE_FAST_SELFTIME=1); entry_ns: when the
+   * outermost wrapper running was entered */
   int self_time;
-  int64_t orig_ns, self_ns;
+  int64_t orig_ns, self_ns, entry_ns;
   unsigned long long self_calls;
+  /* block edges (issue 29), on the training thread only (edge_thread,
+   * set by edges_open): the run-queue delay (schedstat; fd -1 where the
+   * kernel has none) and self_ns, each queued as a COUNTER_RECORD only
+   * when it changed since its last sample (an unchanged one is the last
+   * sample's value: the reader takes the last sample at or before an
+   * edge), which halves the records */
+  int edges;
+  unsigned long edge_thread;
+  PpSchedstat sched;
+  int64_t last_delay, last_self;
+  /* the schedule's own code: from a wrapper's exit (or the step's
+   * begin) to the next wrapper's entry, within a step; 0: not in one */
+  int64_t sched_from;
+  int depth;
+  /* inside a wrapped call (in_orig), and the GC pauses the hook's GC
+   * callback reported while a wrapper ran its own code (gc_self): the
+   * job's collections, triggered by one of our allocations, are not our
+   * time */
+  int in_orig;
+  int64_t gc_self;
   struct pending_wait waits[WAITS];
   size_t n_waits;
   /* the P2P ops get_*_ops made and the Works _batch_p2p returned, by
@@ -116,6 +147,33 @@ push (int64_t kind, int64_t stage, int64_t mb, int64_t step, int64_t t0, int64_t
   S.n++;
   if (S.n == CAPACITY || kind == PIPESCOPE_STEP_END || t1 - S.t_flush > FLUSH_NS)
     flush ();
+}
+
+/* A cumulative counter's sample at t, when it changed since its last. */
+static void
+sample (int64_t counter, int64_t value, int64_t *last, int64_t t)
+{
+  if (value < 0 || value == *last)
+    return;
+  *last = value;
+  push (PIPESCOPE_COUNTER_RECORD, counter, -1, S.step, t, t, -1, value);
+}
+
+/* The run-queue delay now (one pread), -1 without schedstat. */
+static int64_t
+run_delay (void)
+{
+  return S.sched.fd >= 0 ? pp_schedstat_run_delay_ns (&S.sched) : -1;
+}
+
+/* The wrapped call. */
+static PyObject *
+call_orig (PyObject *orig, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  S.in_orig++;
+  PyObject *out = PyObject_Vectorcall (orig, args, nargsf, kwnames);
+  S.in_orig--;
+  return out;
 }
 
 /* Our own failure: the error raised here is reported once and cleared;
@@ -261,9 +319,17 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   PyObject *mb_obj = arg_of (&w->params[P_MB], args, nargs, kwnames);
   PyObject *full = w->role == ROLE_BACKWARD ? arg_of (&w->params[P_FULL], args, nargs, kwnames) : NULL;
   int64_t kind = w->role == ROLE_FORWARD ? PIPESCOPE_F : w->role == ROLE_WEIGHT ? PIPESCOPE_W : PIPESCOPE_B;
+  /* the edges' samples: the delay read just outside the block's times,
+   * our own time so far (this call's part before t0 included) */
+  int edges = S.edges && PyThread_get_thread_ident () == S.edge_thread;
+  int64_t d0 = edges ? run_delay () : -1;
   int64_t t0 = S.now ();
-  PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  int64_t pre = edges ? t0 - S.entry_ns : 0;
+  int64_t self0 = S.self_ns + pre;
+  PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
+  int64_t d1 = edges ? run_delay () : -1;
+  int64_t self1 = S.self_ns + pre;   /* with what ran of ours inside (a GC's) */
   S.orig_ns = t1 - t0;
   if (out == NULL || !S.on)
     goto done;
@@ -300,7 +366,17 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         goto failed;
       goto done;
     }
+  if (edges && S.edges)   /* not closed meanwhile */
+    {
+      sample (PIPESCOPE_RUN_DELAY_NS, d0, &S.last_delay, t0);
+      sample (PIPESCOPE_PROBE_SELF_NS, self0, &S.last_self, t0);
+    }
   push (kind, stage, mb, S.step, t0, t1, -1, 0);
+  if (edges && S.edges)
+    {
+      sample (PIPESCOPE_RUN_DELAY_NS, d1, &S.last_delay, t1);
+      sample (PIPESCOPE_PROBE_SELF_NS, self1, &S.last_self, t1);
+    }
   if (S.observed != NULL
       && append_to (&S.observed, Py_BuildValue ("(LLLiii)", (long long) kind, (long long) stage,
                                                 (long long) mb, -1, -1, -1)) < 0)
@@ -331,10 +407,9 @@ call_get_ops (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwname
   PyObject *stage_obj = arg_of (&w->params[P_SELF], args, nargs, kwnames);
   PyObject *chunk = arg_of (&w->params[P_MB], args, nargs, kwnames);
   int32_t kind = w->kind;   /* w may be gone after the call */
-  int64_t t0 = S.self_time ? S.now () : 0;
-  PyObject *ops = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
-  if (S.self_time)
-    S.orig_ns = S.now () - t0;
+  int64_t t0 = S.now ();
+  PyObject *ops = call_orig (w->orig, args, nargsf, kwnames);
+  S.orig_ns = S.now () - t0;   /* not ours: out of PROBE_SELF_NS */
   PyObject *seq = NULL, *tensor = NULL;
   if (ops == NULL || !S.on || (!PyList_Check (ops) && !PyTuple_Check (ops))
       || (PyList_Check (ops) ? PyList_GET_SIZE (ops) : PyTuple_GET_SIZE (ops)) == 0)
@@ -403,7 +478,7 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
   PyObject *ops = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
   S.p2p_depth++;
   int64_t t0 = S.now ();
-  PyObject *works = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  PyObject *works = call_orig (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
   S.orig_ns = t1 - t0;
   if (S.p2p_depth > 0)   /* a close and open within it reset it */
@@ -446,7 +521,7 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   PyObject *work = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
   int64_t t0 = S.now ();
-  PyObject *out = PyObject_Vectorcall (w->orig, args, nargsf, kwnames);
+  PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
   S.orig_ns = t1 - t0;
   if (out != NULL && S.on)
@@ -474,6 +549,33 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         S.refused++;
     }
   Py_XDECREF (work);
+  return out;
+}
+
+/* Host work the schedule calls between blocks (issue 29: the loss, the
+ * splitting of the inputs, zero_grad): a span of the wrapper's kind, its
+ * micro-batch where the call gives one. */
+static PyObject *
+call_host (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  PyObject *mb_obj = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
+  int64_t kind = w->kind;   /* w may be gone after the call */
+  int64_t t0 = S.now ();
+  PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
+  int64_t t1 = S.now ();
+  S.orig_ns = t1 - t0;
+  if (out != NULL && S.on)
+    {
+      int64_t mb = -1;
+      if (mb_obj != NULL && mb_obj != Py_None && as_int (mb_obj, &mb) < 0)
+        {
+          if (fail ("host work") < 0)
+            Py_CLEAR (out);
+        }
+      else
+        push (kind, -1, mb, S.step, t0, t1, -1, 0);
+    }
+  Py_XDECREF (mb_obj);
   return out;
 }
 
@@ -518,6 +620,8 @@ dispatch (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       return call_wait (w, args, nargsf, kwnames);
     case ROLE_LABEL:
       return call_label (w, args, nargsf, kwnames);
+    case ROLE_HOST:
+      return call_host (w, args, nargsf, kwnames);
     default:
       return call_block (w, args, nargsf, kwnames);
     }
@@ -527,14 +631,35 @@ static PyObject *
 wrapper_vectorcall (PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   Wrapper *w = (Wrapper *) self;
-  if (!S.self_time || !S.on)
+  if (!S.on)
     return dispatch (w, args, nargsf, kwnames);
+  /* our own time, always (PROBE_SELF_NS); and in a step, the time since
+   * the last wrapper's exit is the schedule's own code: the calls that
+   * get here are every action, transfer, wait and host call the
+   * schedule makes, so the gap between two holds none of them */
   S.orig_ns = 0;
   int64_t a = S.now ();
+  int outer = S.depth == 0;
+  /* the schedule's code is the training thread's (edges_open's) */
+  int sched = outer && S.sched_from > 0 && PyThread_get_thread_ident () == S.edge_thread;
+  if (outer)
+    {
+      if (sched && a > S.sched_from)
+        push (PIPESCOPE_HOST_SCHEDULE, -1, -1, S.step, S.sched_from, a, -1, 0);
+      S.entry_ns = a;
+    }
+  int64_t gc0 = S.gc_self;
+  int in_orig = S.in_orig;
+  S.in_orig = 0;
+  S.depth++;
   PyObject *out = dispatch (w, args, nargsf, kwnames);
+  S.depth--;
+  S.in_orig = in_orig;
   int64_t b = S.now ();
-  S.self_ns += b - a - S.orig_ns;
+  S.self_ns += b - a - S.orig_ns - (S.gc_self - gc0);
   S.self_calls++;
+  if (sched && S.sched_from > 0)
+    S.sched_from = b;
   return out;
 }
 
@@ -636,7 +761,7 @@ static PyTypeObject WrapperType = {
 static const struct { const char *name; int role, n_params; } roles[] = {
   { "forward", ROLE_FORWARD, 2 }, { "backward", ROLE_BACKWARD, 3 }, { "weight", ROLE_WEIGHT, 2 },
   { "get_ops", ROLE_GET_OPS, 2 }, { "batch_p2p", ROLE_BATCH_P2P, 1 }, { "wait", ROLE_WAIT, 1 },
-  { "label", ROLE_LABEL, 1 },
+  { "label", ROLE_LABEL, 1 }, { "host", ROLE_HOST, 1 },
 };
 
 /* One (position, keyword[, default]) of wrap()'s params into *p (new
@@ -692,6 +817,8 @@ m_wrap (PyObject *mod, PyObject *args)
                          PyTuple_GET_SIZE (params));
   if (r == ROLE_GET_OPS && (kind < PIPESCOPE_SEND_F || kind > PIPESCOPE_RECV_B))
     return PyErr_Format (PyExc_ValueError, "wrap: get_ops needs a transfer kind, not %d", kind);
+  if (r == ROLE_HOST && (kind < PIPESCOPE_GC || kind > PIPESCOPE_HOST_ZERO_GRAD))
+    return PyErr_Format (PyExc_ValueError, "wrap: host needs a host kind (GC .. HOST_ZERO_GRAD), not %d", kind);
   Wrapper *w = PyObject_GC_New (Wrapper, &WrapperType);
   if (w == NULL)
     return NULL;
@@ -724,6 +851,12 @@ reset (void)
   memset (S.ops, 0, sizeof S.ops);
   memset (S.works, 0, sizeof S.works);
   S.op_next = S.work_next = 0;
+  S.edges = 0;
+  pp_schedstat_close (&S.sched);
+  S.last_delay = S.last_self = -1;
+  S.sched_from = 0;
+  S.depth = 0;
+  S.in_orig = 0;
   Py_CLEAR (S.observed);
   Py_CLEAR (S.overlap);
 }
@@ -749,6 +882,43 @@ m_open (PyObject *mod, PyObject *args)
   S.self_ns = 0;
   S.self_calls = 0;
   Py_RETURN_TRUE;
+}
+
+/* edges_open([samples]): the calling thread is the training thread (the
+ * schedule's code is its); its block edges get samples from now on unless
+ * samples is false.  True when the run-queue delay can be read
+ * (schedstat), False when only our own time will be. */
+static PyObject *
+m_edges_open (PyObject *mod, PyObject *args)
+{
+  (void) mod;
+  int samples = 1;
+  if (!PyArg_ParseTuple (args, "|p:edges_open", &samples))
+    return NULL;
+  if (S.rank == NULL)
+    Py_RETURN_FALSE;
+  pp_schedstat_close (&S.sched);
+  if (samples)
+    pp_schedstat_open (&S.sched);
+  S.edge_thread = PyThread_get_thread_ident ();
+  S.last_delay = S.last_self = -1;
+  S.edges = samples;
+  return PyBool_FromLong (S.sched.fd >= 0);
+}
+
+/* sched(t): a step's schedule code runs from t (> 0) until the first
+ * wrapper; sched(-t): the step ends at t, its last stretch recorded. */
+static PyObject *
+m_sched (PyObject *mod, PyObject *arg)
+{
+  (void) mod;
+  long long t = PyLong_AsLongLong (arg);
+  if (t == -1 && PyErr_Occurred ())
+    return NULL;
+  if (t < 0 && S.sched_from > 0 && S.on && -t > S.sched_from)
+    push (PIPESCOPE_HOST_SCHEDULE, -1, -1, S.step, S.sched_from, -t, -1, 0);
+  S.sched_from = t > 0 && S.on ? t : 0;
+  Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -783,6 +953,8 @@ m_record (PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         S.refused++;
         Py_RETURN_NONE;
       }
+  if (f[0] == PIPESCOPE_GC && S.depth > 0 && S.in_orig == 0 && f[5] > f[4])
+    S.gc_self += f[5] - f[4];
   push (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
   Py_RETURN_NONE;
 }
@@ -904,6 +1076,12 @@ static PyMethodDef methods[] = {
   { "set_overlap", m_set_overlap, METH_O, "A list blocks are gathered into instead of recorded, or None." },
   { "set_fail", m_set_fail, METH_O, "fail(what, exception), called once on a failure of the module's own." },
   { "state", m_state, METH_NOARGS, "The module's state, for tests." },
+  { "edges_open", m_edges_open, METH_VARARGS,
+    "The calling thread is the training thread: its blocks' edges get run-queue delay and self-time "
+    "samples; True when schedstat can be read" },
+  { "sched", m_sched, METH_O,
+    "sched(t): the schedule's own code runs from t until the next wrapper; sched(-t): it ends at t (the "
+    "step's end), recorded" },
   { NULL, NULL, 0, NULL },
 };
 
@@ -920,6 +1098,7 @@ PyInit__pipescope_fast (void)
 {
   if (PyType_Ready (&WrapperType) < 0)
     return NULL;
+  S.sched.fd = -1;   /* none yet (0 would be stdin) */
   str_stage_index = PyUnicode_InternFromString ("stage_index");
   str_tensor = PyUnicode_InternFromString ("tensor");
   str_peer = PyUnicode_InternFromString ("peer");

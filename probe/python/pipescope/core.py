@@ -15,7 +15,8 @@ to a Recorder here, which knows nothing of any framework's classes:
     never by a synchronisation (gpu_events, gpu_block, resolve_gpu), and
     their kernels tagged with the block's id where CUPTI runs (run_block);
   * fail: a failure of the hook is said once and recording stops; the job
-    never sees it.
+    never sees it;
+  * what the training thread does between blocks (issue 29; host.py).
 
 It uses torch (CUDA events, autograd's threads, the optimizers' global
 hooks), which every framework the hook knows runs on, and nothing of any
@@ -26,6 +27,7 @@ import os
 import socket
 import sys
 
+from . import host as _host
 from . import lib as _lib
 
 
@@ -105,6 +107,19 @@ class Recorder:
         # action that finishes inside the block's call); the C wrappers'
         # set_cut where they record
         self.cut = None
+        # issue 29 (host.py): the training thread's GC pauses and block
+        # edges, set up at the first step on the thread that runs it
+        self.host = None
+        # the adapter's blocks go through the compiled wrappers (torch.py):
+        # they sample the block edges and time the schedule's own code; an
+        # adapter of Python wrappers (megatron.py) gets the edges from
+        # run_block and times the schedule's code with sched_in/out
+        self.compiled_blocks = False
+        # an adapter of Python wrappers on the CPU (megatron.py) times the
+        # schedule's own code itself: from a wrapper's exit (sched_out) to
+        # the next one's entry (sched_in), within a step; 0: not in one
+        self.py_sched = False
+        self.sched_from = 0
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
@@ -123,6 +138,8 @@ class Recorder:
     def set_paused(self, paused):
         self.paused = paused
         self.sync_fast()
+        if self.host is not None:
+            self.host.set_paused(paused)
 
     def current_step(self):
         """The step records belong to: the one begun last."""
@@ -209,6 +226,20 @@ class Recorder:
         integers (kind, stage, mb, b_kind, b_stage, b_mb)."""
         self.rank.plan(int(pipeline_rank), list(actions))
         self.planned = True
+
+    # ---- the schedule's own code (Python wrappers) -----------------------------
+    def sched_in(self, t):
+        """A wrapped call of the schedule's (a block, a transfer, a wait)
+        begins at t: the stretch since the last one's end is HOST_SCHEDULE."""
+        f = self.sched_from
+        r = self.rank
+        if f and t > f and r is not None:
+            r.block(_lib.SPAN_HOST_SCHEDULE, -1, -1, self.current_step(), f, t)
+
+    def sched_out(self, t):
+        """The wrapped call ends at t: the schedule's code again."""
+        if self.sched_from:
+            self.sched_from = t
 
     # ---- blocks --------------------------------------------------------------
     def block(self, kind, stage, mb, t0, t1):
@@ -369,11 +400,17 @@ class Recorder:
         self.losses = []
         idx = self.step_index
         self.step_index += 1
+        if self.host is None:
+            self.host = _host.Host(self)   # on the thread that runs the steps
         if self.fast is not None:
             self.fast.set_step(idx)
             if idx == 0:
                 self.fast.set_observed(self.observed)   # a plan where none is given
         r.step(idx, 0, r.now())
+        if self.fast is not None and self.compiled_blocks:
+            self.fast.sched(r.now())   # the schedule's own code from here
+        elif self.py_sched:
+            self.sched_from = r.now()
         return idx
 
     def step_end(self, idx, pipeline_rank):
@@ -382,6 +419,11 @@ class Recorder:
         r = self.rank
         if r is None:
             return
+        if self.fast is not None and self.compiled_blocks:
+            self.fast.sched(-r.now())   # the schedule's last stretch
+        elif self.sched_from:
+            self.sched_in(r.now())
+            self.sched_from = 0
         if self.gpu_pending:
             self.resolve_gpu()
         if self.fast is not None:
@@ -443,6 +485,8 @@ class Recorder:
             pass
         self.rank = None
         self.sync_fast()
+        if self.host is not None:
+            self.host.close()
         err = r.close()
         if err:
             say(err[len("pipescope: "):] if err.startswith("pipescope: ") else err)
@@ -472,10 +516,18 @@ def run_block(hook, orig, kind, si, mb, cuda, args, kwargs):
                 hook.fail("a block", e)
         return out
     now = hook.rank.now
+    edges = hook.host.edge if hook.host is not None and hook.host.fd >= 0 else None
+    if edges is not None:
+        edges(now())
     t0 = now()
+    hook.sched_in(t0)
     out = orig(*args, **kwargs)
+    t1 = now()
     try:
-        hook.block(kind, si, mb, t0, now())
+        hook.block(kind, si, mb, t0, t1)
+        if edges is not None:
+            edges(t1)
+        hook.sched_out(now())
     except Exception as e:
         hook.fail("a block", e)
     return out

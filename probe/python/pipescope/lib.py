@@ -375,6 +375,21 @@ class Rank:
         if phase or len(q) >= self._FULL:
             self.flush()   # a step's end: the live view gets the whole step
 
+    def sample(self, kind, value, step, t):
+        """A cumulative counter's integer sample at a block edge
+        (COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS): queued, in a batch."""
+        rec = (COUNTER_RECORD, kind, -1, step, t, t, -1, int(value))
+        if self.fast is not None:
+            self.fast.record(*rec)
+            return
+        q = self._q
+        if q is None:
+            self.counter(kind, value, step, t)
+            return
+        q += rec
+        if len(q) >= self._FULL or t - self._t_flush > self._FLUSH_NS:
+            self.flush()
+
     def counter(self, kind, value, step, t):
         self._lib.pipescope_counter(self._h, kind, float(value), step, t)
 

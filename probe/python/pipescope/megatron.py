@@ -88,9 +88,12 @@ class _Req:
         if r is None or h.failed:
             return self._req.wait(*args, **kwargs)
         t0 = r.now()
+        h.sched_in(t0)
         out = self._req.wait(*args, **kwargs)
         try:
-            h.pending_waits.append((self._peer, t0, r.now()))
+            t1 = r.now()
+            h.pending_waits.append((self._peer, t0, t1))
+            h.sched_out(t1)
         except Exception as e:
             h.fail("a wait", e)
         return out
@@ -138,6 +141,10 @@ class _Hook(_core.Recorder):
             _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
             place = None
         self.cuda = _device(chunks) == "cuda"
+        # on the CPU, the schedule's own code between its calls (issue 29):
+        # forward_backward_func's Python between forward_step, backward_step,
+        # the p2p calls and their waits (core.Recorder.sched_in/out)
+        self.py_sched = not self.cuda
         return self.open_rank(self.pp, self.P, "megatron", g, place, self.cuda, not self.cuda)
 
     def mesh(self):
@@ -474,6 +481,7 @@ def _wrap_p2p(hook, orig):
         if r is None or hook.failed or not hook.in_step or hook.paused:
             return orig(*args, **kwargs)
         t0 = r.now()
+        hook.sched_in(t0)
         reqs = orig(*args, **kwargs)
         t1 = r.now()
         try:
@@ -500,6 +508,7 @@ def _wrap_p2p(hook, orig):
                 one = set(peers.values())
                 peer = one.pop() if len(one) == 1 else -1
                 reqs[:] = [_Req(q, hook, peer) for q in reqs]
+            hook.sched_out(r.now())
         except Exception as e:
             hook.fail("a transfer", e)
         return reqs

@@ -25,6 +25,13 @@ PyTorch's own pipelining code, never the user's:
     halves;
   * _update_losses (the last stage's losses, once a step, read at the
     step's end) and the optimizers' global step hooks (an OPT block);
+  * host work between blocks (issue 29, host.py): the schedule's
+    _compute_loss (the loss, which the schedules compute after
+    forward_one_chunk returns: outside the block), _split_inputs (the
+    batch into micro-batches) and torch.optim.Optimizer.zero_grad, as
+    HOST_LOSS, HOST_DATA and HOST_ZERO_GRAD spans; the schedule's own code
+    between wrapped calls (HOST_SCHEDULE), the training thread's GC pauses,
+    and its run-queue delay and the hook's own time at block edges;
   * data parallelism (issue 27): FSDPModule.unshard/reshard inside a step
     (UNSHARD, RESHARD), the runtime's _assert_unsharded where it waits for
     an UNSHARD's all-gathers (an UNSHARD block too: data-parallel
@@ -70,6 +77,7 @@ import os
 import threading
 
 from . import core as _core
+from . import host as _host
 from . import lib as _lib
 from . import place as _place
 from .arguments import MISSING, Param
@@ -922,6 +930,8 @@ def _install(hook, base, sched, fast):
             return wrapper
         return fast.wrap(role, orig, wrapper, tuple(p.spec() for p in params), kind)
 
+    hook.compiled_blocks = fast is not None
+
     for name, role, block in _BLOCKS:
         orig = getattr(base, name)
         setattr(base, name, hot(role, orig, _wrap_block(hook, orig, block), block.params(orig)))
@@ -958,6 +968,12 @@ def _install(hook, base, sched, fast):
             if name in fsdp.__dict__:
                 setattr(fsdp, name, _wrap_fsdp(hook, fsdp.__dict__[name], kind))
     base_sched = sched._PipelineSchedule.__dict__
+    # host work between blocks (issue 29, host.py): the loss (the
+    # schedules compute it after forward_one_chunk, outside the block) and
+    # the step's splitting of its inputs into micro-batches
+    for name, kind in (("_compute_loss", _lib.SPAN_HOST_LOSS), ("_split_inputs", _lib.SPAN_HOST_DATA)):
+        if name in base_sched:
+            setattr(sched._PipelineSchedule, name, _host.hot_host(hook, fast, base_sched[name], kind))
     if "_update_losses" in base_sched:
         sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
 
@@ -1021,6 +1037,10 @@ def instrument():
             _core.opt_hooks(hook)
         except Exception as e:
             _say(f"optimizer steps not recorded ({e})")
+        try:
+            _host.zero_grad_hooks(hook, _lib.load().pipescope_fast)
+        except Exception as e:
+            _say(f"zero_grad not recorded ({e})")
         import atexit
         atexit.register(_close)
         _hook = hook

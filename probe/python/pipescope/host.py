@@ -1,0 +1,184 @@
+"""pipescope.host — what the training thread does between blocks (issue 29).
+
+A rank's `runtime` (its idle that the plan with measured costs does not
+explain) is split by the analysis into parts measured on the rank.  This
+records their inputs for one process, on the thread that runs its steps
+(the training thread: the first step's, where the Recorder opens this):
+
+  * GC: a gc.callbacks callback, start -> stop on time.monotonic_ns (the
+    clock of the blocks, CLOCK_MONOTONIC), one SPAN_GC span (stage -1,
+    mb -1, the step begun last) a collection of the training thread,
+    queued like every record (no library call while a batch is open).
+    Collections run by other threads are not recorded: the GIL would
+    block the training thread only if it wanted the interpreter at that
+    moment, which nothing here can see (a wait in a C call that released
+    the GIL, a gloo receive, is not held up by it); such a pause stays
+    unattributed rather than guessed.  The callback is removed during
+    paused steps (the benchmark's unrecorded ones) and at close.  Its own
+    cost is mostly inside the span it records (it reads the clock first
+    at start, and first at stop).
+  * block edges: /proc/thread-self/schedstat opened once on this thread;
+    its run-queue delay (the thread runnable but not running) and the
+    hook's own time on the thread (PROBE_SELF_NS: the compiled wrappers'
+    own time, the measure bench-torch quotes, which includes these reads
+    and the hand-overs made inside them) sampled at the start and the end
+    of every block, each queued only when it changed since its last sample
+    (about half the records: a block's own end rarely moves either); an
+    unchanged sample is the previous one's value, so a reader takes the
+    last sample at or before an edge.  The compiled wrappers do this
+    (pipescope-fast.c); without them (PIPESCOPE_FAST=0) the Python ones
+    sample the run-queue delay only (edge() below).  A kernel without
+    schedstat (CONFIG_SCHEDSTATS off, no /proc): none recorded, said once.
+    PIPESCOPE_EDGES=0: no samples (to measure what they cost).
+  * host work: the wrappers record the schedule's own code between
+    actions (HOST_SCHEDULE: from one wrapped call's exit to the next one's
+    entry within a step, so it holds no recorded block, transfer, wait or
+    host span and none of the compiled wrappers' own time; the hook's
+    Python around the step and GC pauses lie inside it, the analysis takes
+    GC out).  torch.py's compiled wrappers on CPU do it in C; megatron.py's
+    Python wrappers on CPU through Recorder.sched_in/sched_out (their own
+    Python is then inside it); the Python wrappers of a torch job
+    (PIPESCOPE_FAST=0, CUDA) record none.  Also the loss where the schedule
+    computes it outside the blocks (HOST_LOSS), the splitting of the inputs
+    into micro-batches (HOST_DATA) and the optimizers' zero_grad
+    (HOST_ZERO_GRAD; wrap_host here).
+"""
+
+import functools
+import gc
+import os
+import threading
+
+from . import lib as _lib
+
+
+class Host:
+    """The training thread's GC pauses and block edges, for Recorder rec
+    (its rank open); made on the training thread."""
+
+    def __init__(self, rec):
+        self.rec = rec
+        self.thread = threading.get_ident()
+        self.fd = -1          # the Python wrappers' schedstat (no compiled ones)
+        self.last_delay = -1
+        self.on_gc = None
+        fast = rec.fast
+        samples = os.environ.get("PIPESCOPE_EDGES") != "0"
+        if fast is not None and rec.compiled_blocks:
+            has_delay = fast.edges_open(samples) or not samples
+        elif not samples:
+            has_delay = True   # no samples, as asked: nothing to say
+        else:
+            try:
+                self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+                has_delay = self.run_delay() >= 0
+            except OSError:
+                has_delay = False
+            if not has_delay:
+                self.close_fd()
+        if not has_delay:
+            from .core import say   # core imports this module
+            say("run-queue delay not recorded (this kernel offers no /proc/thread-self/schedstat); "
+                         "time the rank's thread spent descheduled stays unattributed")
+        if os.environ.get("PIPESCOPE_GC") != "0":
+            self.on_gc = self._gc_callback()
+            gc.callbacks.append(self.on_gc)
+
+    def _gc_callback(self):
+        rec, get_ident, thread = self.rec, threading.get_ident, self.thread
+        now = rec.rank.now
+        began = [0]
+
+        def on_gc(phase, info):
+            if get_ident() != thread:
+                return
+            if phase == "start":
+                began[0] = now()
+                return
+            t0, began[0] = began[0], 0
+            r = rec.rank
+            if t0 == 0 or r is None or rec.failed:
+                return
+            try:
+                r.block(_lib.SPAN_GC, -1, -1, rec.current_step(), t0, now())
+            except Exception as e:
+                rec.fail("a GC pause", e)
+        return on_gc
+
+    def set_paused(self, paused):
+        """A paused step records nothing: the callback out of gc's list."""
+        cb = self.on_gc
+        if cb is None:
+            return
+        if paused and cb in gc.callbacks:
+            gc.callbacks.remove(cb)
+        elif not paused and cb not in gc.callbacks:
+            gc.callbacks.append(cb)
+
+    def close(self):
+        cb, self.on_gc = self.on_gc, None
+        if cb is not None and cb in gc.callbacks:
+            gc.callbacks.remove(cb)
+        self.close_fd()
+
+    def close_fd(self):
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
+    def run_delay(self):
+        """The training thread's cumulative run-queue delay (ns), -1 unread."""
+        try:
+            return int(os.pread(self.fd, 64, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return -1
+
+    def edge(self, t):
+        """A block edge at t (Python wrappers): the run-queue delay's sample
+        where it changed, on the training thread only."""
+        if threading.get_ident() != self.thread:
+            return
+        d = self.run_delay()
+        r = self.rec.rank
+        if d >= 0 and d != self.last_delay and r is not None:
+            self.last_delay = d
+            r.sample(_lib.COUNTER_RUN_DELAY_NS, d, self.rec.current_step(), t)
+
+
+def wrap_host(hook, orig, kind):
+    """orig recorded as a host span of kind (the Python wrapper; the
+    compiled one, role "host", is the same)."""
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused:
+            return orig(*args, **kwargs)
+        t0 = r.now()
+        out = orig(*args, **kwargs)
+        try:
+            r.block(kind, -1, -1, hook.current_step(), t0, r.now())
+        except Exception as e:
+            hook.fail("host work", e)
+        return out
+    return wrapper
+
+
+def hot_host(hook, fast, orig, kind):
+    """The compiled host wrapper of orig where the build has one (the
+    Python one its fallback), else the Python one."""
+    wrapper = wrap_host(hook, orig, kind)
+    if fast is None:
+        return wrapper
+    return fast.wrap("host", orig, wrapper, ((-1, None, None),), kind)
+
+
+def zero_grad_hooks(hook, fast):
+    """torch.optim.Optimizer.zero_grad as HOST_ZERO_GRAD spans (an
+    optimizer class of its own zero_grad is not seen)."""
+    import importlib
+    opt = importlib.import_module("torch.optim.optimizer").Optimizer
+    if "zero_grad" in opt.__dict__:
+        opt.zero_grad = hot_host(hook, fast, opt.__dict__["zero_grad"], _lib.SPAN_HOST_ZERO_GRAD)

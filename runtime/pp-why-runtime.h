@@ -1,0 +1,111 @@
+/* pp-why-runtime.h — what runtime is made of: the idle a rank's full plan
+ * does not explain, split into named, measured parts.
+ *
+ * The rule.  Per rank, per analysed step, runtime (pp-why.h) splits into
+ * the parts of PP_WHY_RT_* that add up to it exactly, none negative.
+ *
+ * 1. In each idle gap of the rank inside the step's compute window (a gap:
+ *    between two consecutive work spans of the rank, pp_span_kind_is_work,
+ *    no work span covering it; the first and last gap clipped to the
+ *    window), each part is measured and capped to what is left of the gap:
+ *      descheduled    the RUN_DELAY_NS difference between the samples at
+ *                     the gap's two edges (the counter's last sample at or
+ *                     before the previous work's end, and at or before the
+ *                     next work's start: a recorder may sample only when
+ *                     the value changed;
+ *                     a gap the window clips gets the clipped share of it);
+ *      gc             GC spans' overlap with the gap;
+ *      host_schedule, host_loss, host_data, host_zero_grad
+ *                     each host kind's overlap with the gap less what the
+ *                     kinds before it (GC first) already cover;
+ *      probe          the PROBE_SELF_NS difference across the gap, as
+ *                     descheduled;
+ *      user_kernels   the rank's KERNEL spans' overlap with the gap.
+ *    A counter difference that is negative, NaN or longer than the gap
+ *    (a sample missing, a thread changed) is cut to [0, what is left].
+ * 2. Per rank, the gaps' sums are charged to runtime in that order, each
+ *    capped to what runtime has left: host work in a PLANNED bubble (a GC
+ *    in the fill) does not lengthen the bubble beyond the plan, so what
+ *    does not fit in runtime is not runtime's.
+ * 3. peer_late: the rank's measured waiting for a dependency (a peer's
+ *    block end plus the plan's transfer time, pp_schedule_dependencies,
+ *    later than the rank's own previous block end, or the window start
+ *    for its first block) beyond the full plan's idle of the rank, capped
+ *    to what runtime has left.  The peer whose late blocks made the rank
+ *    wait most is named (PpWhyIdle.late_peer) with what its host did in
+ *    the gaps just before those blocks (late_causes).
+ * 4. unattributed: the rest.
+ * The mean over the analysed steps is taken part by part, as for the
+ * other parts.  launch_gap (CUPTI launch vs start times) is not measured:
+ * no trace carries those times yet.
+ *
+ * No GLib.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pp-event.h"
+#include "pp-schedule.h"
+#include "pp-status.h"
+#include "pp-why.h"
+
+/* "descheduled", "gc", "host_schedule", "host_loss", "host_data",
+ * "host_zero_grad", "probe", "user_kernels", "peer_late", "unattributed";
+ * NULL out of range. */
+const char *pp_why_runtime_part_name (int part);
+
+/* One idle gap of a rank: its time (ns on the spans' clock, clipped to
+ * the window asked for) and its parts in seconds by rule 1 (peer_late 0;
+ * unattributed what is left of the gap).  The parts sum to the gap. */
+typedef struct {
+  int64_t start_ns, end_ns;
+  double  parts[PP_WHY_N_RUNTIME_PARTS];
+} PpWhyGap;
+
+/* Rank's idle gaps in [from_ns, to_ns] from a run's spans and counters
+ * (either may be NULL with 0), in time order, malloc'd into *out (NULL
+ * when none).  For the timeline's host lane. */
+PpStatus pp_why_runtime_gaps (const PpSpan *spans, size_t n_spans, const PpCounter *counters,
+                              size_t n_counters, int rank, int64_t from_ns, int64_t to_ns,
+                              PpWhyGap **out, size_t *n_out, PpError *err);
+
+/* The spans and counters of a run indexed per rank, for the analysis. */
+typedef struct PpWhyRuntimeIndex PpWhyRuntimeIndex;
+
+PpWhyRuntimeIndex *pp_why_runtime_index_new (const PpSpan *spans, size_t n_spans,
+                                             const PpCounter *counters, size_t n_counters,
+                                             int ranks, PpError *err);
+void               pp_why_runtime_index_free (PpWhyRuntimeIndex *ix);
+
+/* Fills idle[r].runtime_parts, runtime_measured and the late peer of every
+ * rank of one step (window [lo_ns, hi_ns]) whose split idle[] already
+ * holds, by the rule above.  blocks[nb] are the step's blocks in seconds
+ * from lo_ns (pp_why_analyse_spans's), comm the plan's transfer times per
+ * boundary (NULL none). */
+PpStatus pp_why_runtime_step (const PpWhyRuntimeIndex *ix, const PpSchedule *s, int64_t lo_ns,
+                              int64_t hi_ns, const PpWhyBlock *blocks, size_t nb,
+                              const double *comm, PpWhyIdle *idle, PpError *err);
+
+/* runtime all unattributed, no late peer: a split with nothing measured. */
+void pp_why_runtime_reset (PpWhyIdle *w);
+
+/* mean[r]'s runtime parts and late peer as the mean over steps[n_steps]
+ * (the late peer: the one that explains most over them). */
+PpStatus pp_why_runtime_mean (const PpWhyStep *steps, int n_steps, int ranks, PpWhyIdle *mean,
+                              PpError *err);
+
+/* ---- reports ----------------------------------------------------------------
+ * Under the Why table: a line per rank with runtime > 0, its measured parts
+ * (and any non-zero one) in unit (values x scale) with their share of
+ * runtime, and the late peer with what its host did before its late
+ * blocks.  Nothing when no rank has runtime. */
+void pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale,
+                                 const char *unit);
+/* w's JSON members, each after ", ": "runtime_parts": {name: seconds}
+ * (gc, descheduled, unattributed always; the others where measured or
+ * non-zero), and "runtime_peer_late": {"peer", "seconds", "causes"} where
+ * peer_late has a peer. */
+void pp_why_runtime_write_json (FILE *f, const PpWhyIdle *w);

@@ -1,0 +1,129 @@
+/* bench-span-rows: the Spans tab's cost on a big synthetic run.
+ *
+ * 1,000,000 blocks over 64 ranks (F and B, a step every 64 micro-batches):
+ * the rows listed with no filter and with Find "B", sorted by duration
+ * (longest first) and by idle gap, the histogram counted, a line found by
+ * its block.  Prints each time (the median of 5) and the rows' memory; the
+ * window's lines are made only when shown, so this is what a click on a
+ * header or a Find costs.  Never part of the pass/fail suite.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pp-span-histogram.h"
+#include "pp-span-rows.h"
+#include "pp-timeline-model.h"
+
+#define N_SPANS 1000000
+#define N_RANKS 64
+#define N_RUNS  5
+
+static double
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *t)
+{
+  qsort (t, N_RUNS, sizeof t[0], cmp_double);
+  return t[N_RUNS / 2];
+}
+
+static double
+time_build (PpSpanRows *rows, const PpTimelineModel *m, const PpTimelineFilter *f, PpSpanColumn c, int desc)
+{
+  double t[N_RUNS];
+  pp_span_rows_set_order (rows, c, desc);
+  for (int i = 0; i < N_RUNS; i++)
+    {
+      double a = now_ms ();
+      if (pp_span_rows_build (rows, m, f) != 0)
+        {
+          fprintf (stderr, "bench-span-rows: out of memory\n");
+          exit (1);
+        }
+      t[i] = now_ms () - a;
+    }
+  return median (t);
+}
+
+int
+main (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  const int per_rank = N_SPANS / N_RANKS;
+  for (int r = 0; r < N_RANKS; r++)
+    {
+      int64_t t = 1000000;
+      for (int i = 0; i < per_rank; i++)
+        {
+          PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+          rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+          it.span.rank = r;
+          it.span.stage = r;
+          it.span.kind = (uint16_t) (i % 2 ? PP_SPAN_B : PP_SPAN_F);
+          it.span.microbatch = (i / 2) % 64;
+          it.span.step = i / 128;
+          it.span.start_ns = t + (int64_t) (rng % 2000);
+          it.span.end_ns = it.span.start_ns + 20000 + (int64_t) (rng % 30000);
+          it.span.device = 0xffff;
+          it.span.peer_rank = -1;
+          t = it.span.end_ns;
+          pp_timeline_model_add (m, &it);
+        }
+    }
+
+  PpSpanRows *rows = pp_span_rows_new ();
+  PpTimelineFilter b;
+  char err[160];
+  pp_timeline_filter_parse ("B", &b, err, sizeof err);
+  double all = time_build (rows, m, NULL, PP_SPAN_COL_START, 0);
+  size_t n_all = pp_span_rows_n (rows);
+  double by_dur = time_build (rows, m, NULL, PP_SPAN_COL_DURATION, 1);
+  double by_wait = time_build (rows, m, NULL, PP_SPAN_COL_WAIT, 1);
+  double find_b = time_build (rows, m, &b, PP_SPAN_COL_START, 0);
+  size_t n_b = pp_span_rows_n (rows);
+
+  double t[N_RUNS];
+  PpSpanHistogram h = { 0 };
+  for (int i = 0; i < N_RUNS; i++)
+    {
+      double a = now_ms ();
+      pp_span_histogram_compute (&h, m, NULL, 24);
+      t[i] = now_ms () - a;
+    }
+  double hist = median (t);
+  for (int i = 0; i < N_RUNS; i++)
+    {
+      double a = now_ms ();
+      volatile long at = pp_span_rows_position (rows, N_RANKS - 1, per_rank - 1);
+      (void) at;
+      t[i] = now_ms () - a;
+    }
+  double find_line = median (t);
+
+  printf ("bench-span-rows: %zu blocks over %d ranks; rows %.1f MB\n", n_all, N_RANKS,
+          (double) n_all * sizeof (PpSpanRef) * 2 / 1e6);
+  printf ("  list by start %.1f ms, by duration (longest first) %.1f ms, by idle gap %.1f ms\n", all, by_dur,
+          by_wait);
+  printf ("  Find \"B\" (%zu lines) %.1f ms, histogram %.1f ms, a block's line %.2f ms\n", n_b, find_b, hist,
+          find_line);
+  pp_span_histogram_clear (&h);
+  pp_span_rows_free (rows);
+  pp_timeline_model_free (m);
+  return 0;
+}

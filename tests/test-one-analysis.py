@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""test-one-analysis.py CLI DATA_DIR — issue 30, one analysis: a trace read
+through every CLI view carries the same numbers (runtime/pp-analysis.h).
+
+- `run` (a ZBV run of 20 steps with --trace) numbers its console steps
+  0..19, as the trace does, and prints the steps analysed, the measured
+  bubble a step per rank and the median step;
+- `info`, `export --format why` and `suggest`'s row marked '← measured'
+  read the saved trace: the same steps (4..19: whole steps after the first,
+  the last 16), the same median step and the same bubbles, to the printed
+  precision; the why report's steps and step length are the analysis's;
+- a PyTorch job (tests/data/kineto/zbv, imported): `suggest` offers no
+  DualPipe (torch.distributed.pipelining has none), and its measured row
+  shows info's median step and mean bubble, not a prediction.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CLI, DATA = sys.argv[1], sys.argv[2]
+n_test = 0
+
+
+def ok(cond, what):
+    global n_test
+    n_test += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n_test, what))
+    return cond
+
+
+def cli(*args):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        print("# %s: rc %d: %s" % (" ".join(args), p.returncode, p.stderr.strip()))
+    return p.stdout
+
+
+def info_numbers(text):
+    steps = re.search(r"^steps analysed: steps (\d+)\u2013(\d+) \((\d+) steps", text, re.M)
+    med = re.search(r"^median step: ([\d.]+) ms", text, re.M)
+    bub = [float(x) for x in re.findall(r"^  rank \d+ bubble: ([\d.]+)%", text, re.M)]
+    mean = re.search(r"^mean bubble a step: ([\d.]+)%", text, re.M)
+    return (steps and (int(steps.group(1)), int(steps.group(2)), int(steps.group(3))),
+            med and med.group(1), bub, mean and float(mean.group(1)))
+
+
+def measured_row(text):
+    m = re.search(r"^\s*\d+\s+(\S+)\s+\d+\s+\d+\s+([\d.]+)\s+([\d.]+)%\s+[\d.]+\s+\u2190 measured$", text, re.M)
+    return m and (m.group(1), m.group(2), float(m.group(3)))
+
+
+tmp = tempfile.mkdtemp(prefix="pp-one-analysis-")
+try:
+    trace = os.path.join(tmp, "zbv.pstrace")
+    out = cli("run", "-s", "ZBV", "-p", "2", "-m", "4", "--steps", "20", "--backend", "cpu",
+              "--no-live", "--trace", trace)
+    printed = [int(x) for x in re.findall(r"^step (\d+)  loss", out, re.M)]
+    ok(printed and printed[0] == 0 and printed[-1] == 19, "run numbers its steps 0..19 (%s)" % printed[-1:])
+    run_steps = re.search(r"^steps (\d+)\u2013(\d+) \((\d+) steps: whole steps after the first", out, re.M)
+    run_bub = [float(x) for x in re.findall(r"^\s+\d+\s+([\d.]+)%\s+[\d.]+%\s+\S+$", out, re.M)]
+    run_plan = re.findall(r"^\s+\d+\s+[\d.]+%\s+([\d.]+%)\s+\S+$", out, re.M)
+    run_med = re.search(r"^median step ([\d.]+) ms", out, re.M)
+
+    info = cli("info", trace)
+    steps, med, bub, mean = info_numbers(info)
+    ok(steps == (4, 19, 16), "info analyses steps 4..19, 16 steps (%s)" % (steps,))
+    ok(run_steps is not None and (int(run_steps.group(1)), int(run_steps.group(2))) == (4, 19),
+       "run analyses the same steps")
+    ok(len(bub) == 2 and run_bub == bub, "run's bubble a step per rank is info's (%s, %s)" % (run_bub, bub))
+    info_plan = re.search(r"^bubble, plan at measured costs \(the last plan of each rank, one step [\d.]+ ms\): "
+                          r"rank 0 ([\d.]+%), rank 1 ([\d.]+%)$", info, re.M)
+    ok(re.search(r"^rank  measured bubble a step  plan at measured costs  closed form \(F=1, B=2\)$", out, re.M)
+       is not None, "run names its three bubbles as every view does")
+    ok(info_plan is not None and run_plan == list(info_plan.groups()),
+       "run's plan at measured costs is info's (the plan it served live is the one it saved) (%s, %s)"
+       % (run_plan, info_plan and info_plan.groups()))
+    ok(run_med is not None and med is not None and run_med.group(1) == med,
+       "run's median step is info's (%s, %s)" % (run_med and run_med.group(1), med))
+    ok(re.search(r"^idle by cause \(a step, the mean over the 16 steps analysed", info, re.M) is not None,
+       "info's idle by cause counts the same 16 steps")
+
+    why = json.loads(cli("export", "--format", "why", trace, "-o", "-"))
+    a = why.get("analysis", {})
+    ok(a.get("steps") == list(range(4, 20)), "export --format why: the analysis's steps")
+    ok([s["step"] for s in why.get("steps", [])] == list(range(4, 20)), "the why report's steps are the analysis's")
+    ok(abs(why.get("step_length", 0) - a.get("median_step", -1)) < 1e-9, "the why report's step is the median step")
+    ok(med is not None and "%.3f" % (a.get("median_step", 0) * 1e3) == med, "why JSON's median step is info's")
+    ok([round(100 * b, 1) for b in a.get("bubble", [])] == bub, "why JSON's bubbles are info's")
+
+    sug = cli("suggest", trace, "--top", "1000")
+    row = measured_row(sug)
+    ok(row is not None and row[0] == "ZBV", "suggest marks the measured ZBV row")
+    ok(row is not None and row[1] == med and row[2] == mean,
+       "suggest's measured row shows the measured median step and bubble (%s; info %s, %s)" % (row, med, mean))
+    ok("peak activations (micro-batches)" in sug and "(mb)" not in sug, "suggest's memory column is in micro-batches")
+
+    # a PyTorch job: only what torch.distributed.pipelining runs
+    kt = os.path.join(tmp, "kzbv.pstrace")
+    cli("import", os.path.join(DATA, "kineto", "zbv", "rank0.json.gz"),
+        os.path.join(DATA, "kineto", "zbv", "rank1.json.gz"), "-o", kt)
+    sug = cli("suggest", kt, "--top", "1000")
+    names = re.findall(r"^\s*\d+\s+(\S+)\s+\d+\s+\d+\s+[\d.]+", sug, re.M)
+    ok(len(names) > 3 and "DualPipe" not in names, "suggest on a PyTorch trace offers no DualPipe (%d rows)" % len(names))
+    steps, med, bub, mean = info_numbers(cli("info", kt))
+    row = measured_row(sug)
+    ok(row is not None and med is not None and row[1] == med and row[2] == mean,
+       "PyTorch trace: the measured row is info's median step and bubble (%s; info %s, %s)" % (row, med, mean))
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+print("1..%d" % n_test)

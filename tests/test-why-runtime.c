@@ -1,0 +1,404 @@
+/* runtime's parts (runtime/pp-why-runtime.h): spans and counters built by
+ * hand on a GPipe plan of 2 ranks and 2 micro-batches (F 1 ms, B 2 ms), so
+ * that every part's value is known by construction.  Nothing timed on this
+ * machine is asserted. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-simulate.h"
+#include "pp-test-util.h"
+#include "pp-trace.h"
+#include "pp-why-runtime.h"
+#include "pp-why.h"
+
+#define MS 1000000   /* ns */
+#define EPS 1e-12
+
+typedef struct {
+  GArray *spans;     /* PpSpan */
+  GArray *counters;  /* PpCounter */
+} Run;
+
+static PpSchedule *
+plan (void)
+{
+  return pp_test_generate ("GPipe", 2, 2, 1);
+}
+
+/* The plan's blocks as spans of step 0, every block starting at or after
+ * shift_at (ns) moved by shift (ns). */
+static Run
+blocks (const PpSchedule *s, int64_t shift_at, int64_t shift)
+{
+  PpSimulation *sim = pp_test_simulate (s, 1e-3, 2e-3, 0, 0);
+  Run run = { g_array_new (FALSE, TRUE, sizeof (PpSpan)), g_array_new (FALSE, TRUE, sizeof (PpCounter)) };
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        PpSpan sp = { 0 };
+        sp.rank = r;
+        sp.stage = a->stage;
+        sp.microbatch = a->microbatch;
+        sp.kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B;
+        sp.peer_rank = -1;
+        sp.start_ns = llround (sim->timeline[r][k].start * 1e9);
+        sp.end_ns = llround (sim->timeline[r][k].end * 1e9);
+        if (sp.start_ns >= shift_at)
+          {
+            sp.start_ns += shift;
+            sp.end_ns += shift;
+          }
+        g_array_append_val (run.spans, sp);
+      }
+  pp_simulation_free (sim);
+  return run;
+}
+
+static void
+host (Run *run, int rank, int kind, double from_ms, double to_ms)
+{
+  PpSpan sp = { 0 };
+  sp.rank = rank;
+  sp.kind = (uint16_t) kind;
+  sp.stage = sp.microbatch = sp.peer_rank = -1;
+  sp.start_ns = llround (from_ms * MS);
+  sp.end_ns = llround (to_ms * MS);
+  g_array_append_val (run->spans, sp);
+}
+
+/* A counter sample of rank at every edge of its blocks: value(t) is
+ * base before cut_ms and base + grow_ns from it on. */
+static void
+samples (Run *run, int rank, int kind, double cut_ms, double grow_ns)
+{
+  guint n = run->spans->len;
+  for (guint i = 0; i < n; i++)
+    {
+      const PpSpan *sp = &g_array_index (run->spans, PpSpan, i);
+      if (sp->rank != rank || !pp_span_kind_is_block (sp->kind))
+        continue;
+      for (int e = 0; e < 2; e++)
+        {
+          PpCounter c = { 0 };
+          c.rank = rank;
+          c.kind = (uint16_t) kind;
+          c.time_ns = e == 0 ? sp->start_ns : sp->end_ns;
+          c.value = 5e6 + (c.time_ns >= llround (cut_ms * MS) ? grow_ns : 0);
+          g_array_append_val (run->counters, c);
+        }
+    }
+}
+
+static void
+run_free (Run *run)
+{
+  g_array_free (run->spans, TRUE);
+  g_array_free (run->counters, TRUE);
+}
+
+static PpWhyReport *
+analyse (const PpSchedule *s, const Run *run)
+{
+  PpWhyReport *rep = NULL;
+  PpError err = { 0 };
+  if (pp_why_analyse_spans_counters (s, (const PpSpan *) run->spans->data, run->spans->len,
+                                     (const PpCounter *) run->counters->data, run->counters->len, 0,
+                                     &rep, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_steps, ==, 1);
+  return rep;
+}
+
+/* Every part in [0, runtime], their sum runtime exactly (to rounding). */
+static void
+assert_parts_sum (const PpWhyIdle *w)
+{
+  double sum = 0;
+  for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+    {
+      g_assert_cmpfloat (w->runtime_parts[k], >=, 0);
+      g_assert_cmpfloat (w->runtime_parts[k], <=, w->runtime + EPS);
+      sum += w->runtime_parts[k];
+    }
+  g_assert_cmpfloat_with_epsilon (sum, w->runtime, EPS);
+}
+
+#define PART(w, k) ((w)->runtime_parts[PP_WHY_RT_##k])
+
+/* The plan's layout this file builds on: rank 0 F F [0, 2], waits for
+ * rank 1's first B [3, 5], B B [5, 9]; rank 1 F F [1, 3], B B [3, 7]. */
+static void
+test_layout (void)
+{
+  PpSchedule *s = plan ();
+  Run run = blocks (s, INT64_MAX, 0);
+  PpWhyReport *rep = analyse (s, &run);
+  for (int r = 0; r < 2; r++)
+    {
+      g_assert_cmpfloat_with_epsilon (rep->idle[r].measured, 3e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (rep->idle[r].runtime, 0, 1e-9);
+      assert_parts_sum (&rep->idle[r]);
+      g_assert_cmpint (rep->idle[r].late_peer, ==, -1);
+    }
+  pp_why_report_free (rep);
+  run_free (&run);
+  pp_schedule_free (s);
+}
+
+/* Everything after 3 ms is 4 ms late: each rank's runtime is 4 ms.
+ * Rank 0's gap [2, 9]: run delay +1.5 ms across it, GC [3, 4], a loss
+ * [3.5, 5] (1 ms beyond the GC), probe +0.2 ms: 3.7 ms; it then waited
+ * for rank 1's block 4 ms beyond its plan: peer_late is what runtime has
+ * left, 0.3 ms.  Rank 1: a GC in the planned fill [0.2, 0.8], one inside
+ * its F [1.2, 1.5] (not idle: not counted), one of 3.8 ms in its gap [3,
+ * 7]: 4.4 ms of GC in its idle, capped to runtime's 4 ms. */
+static void
+test_parts (void)
+{
+  PpSchedule *s = plan ();
+  Run run = blocks (s, 3 * MS, 4 * MS);
+  samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, 1.5e6);
+  samples (&run, 0, PP_COUNTER_PROBE_SELF_NS, 9, 0.2e6);
+  samples (&run, 1, PP_COUNTER_RUN_DELAY_NS, 0, 0);
+  host (&run, 0, PP_SPAN_GC, 3, 4);
+  host (&run, 0, PP_SPAN_HOST_LOSS, 3.5, 5);
+  host (&run, 1, PP_SPAN_GC, 0.2, 0.8);
+  host (&run, 1, PP_SPAN_GC, 1.2, 1.5);
+  host (&run, 1, PP_SPAN_GC, 3, 6.8);
+  PpWhyReport *rep = analyse (s, &run);
+  const PpWhyIdle *w0 = &rep->idle[0], *w1 = &rep->idle[1];
+
+  g_assert_cmpfloat_with_epsilon (w0->runtime, 4e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, DESCHEDULED), 1.5e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, GC), 1e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, HOST_LOSS), 1e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, PROBE), 0.2e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, PEER_LATE), 0.3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w0, UNATTRIBUTED), 0, 1e-9);
+  g_assert_cmpint (w0->late_peer, ==, 1);
+  /* rank 1's gap before its late block: the 3.8 ms GC and 0.2 ms more */
+  g_assert_cmpfloat_with_epsilon (w0->late_causes[PP_WHY_RT_GC], 3.8e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (w0->late_causes[PP_WHY_RT_UNATTRIBUTED], 0.2e-3, 1e-9);
+  g_assert_true (w0->runtime_measured[PP_WHY_RT_DESCHEDULED] && w0->runtime_measured[PP_WHY_RT_PROBE]);
+  g_assert_false (w0->runtime_measured[PP_WHY_RT_USER_KERNELS]);
+
+  g_assert_cmpfloat_with_epsilon (w1->runtime, 4e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w1, GC), 4e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w1, DESCHEDULED), 0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w1, UNATTRIBUTED), 0, 1e-9);
+  g_assert_true (w1->runtime_measured[PP_WHY_RT_DESCHEDULED]);
+  g_assert_false (w1->runtime_measured[PP_WHY_RT_PROBE]);
+  for (int r = 0; r < 2; r++)
+    {
+      assert_parts_sum (&rep->idle[r]);
+      assert_parts_sum (&rep->steps[0].idle[r]);
+    }
+
+  /* the per-gap reading: rank 0's one gap in the step, its parts in
+   * seconds summing to its 7 ms; rank 1's two, the fill's GC in the first */
+  PpWhyGap *g = NULL;
+  size_t ng = 0;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                        (const PpCounter *) run.counters->data, run.counters->len, 0, 0,
+                                        13 * MS, &g, &ng, &err), ==, PP_OK);
+  g_assert_cmpuint (ng, ==, 1);
+  g_assert_cmpint (g[0].start_ns, ==, 2 * MS);
+  g_assert_cmpint (g[0].end_ns, ==, 9 * MS);
+  double sum = 0;
+  for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+    sum += g[0].parts[k];
+  g_assert_cmpfloat_with_epsilon (sum, 7e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_DESCHEDULED], 1.5e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_UNATTRIBUTED], 3.3e-3, 1e-9);
+  free (g);
+  g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len, NULL, 0, 1, 0,
+                                        13 * MS, &g, &ng, &err), ==, PP_OK);
+  g_assert_cmpuint (ng, ==, 3);   /* the fill [0, 1], [3, 7], the drain [11, 13] */
+  g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_GC], 0.6e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (g[1].parts[PP_WHY_RT_GC], 3.8e-3, 1e-9);
+  free (g);
+  g_assert_cmpint (pp_why_runtime_gaps (NULL, 0, NULL, 0, -1, 0, 1, &g, &ng, &err), ==, PP_EINVAL);
+
+  pp_why_report_free (rep);
+  run_free (&run);
+  pp_schedule_free (s);
+}
+
+/* A GC only in the planned fill, with runtime 0: capped away, nothing charged. */
+static void
+test_fill_capped (void)
+{
+  PpSchedule *s = plan ();
+  Run run = blocks (s, INT64_MAX, 0);
+  host (&run, 1, PP_SPAN_GC, 0.1, 0.9);
+  PpWhyReport *rep = analyse (s, &run);
+  g_assert_cmpfloat_with_epsilon (rep->idle[1].runtime, 0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (&rep->idle[1], GC), 0, 1e-12);
+  g_assert_true (rep->idle[1].runtime_measured[PP_WHY_RT_GC]);
+  assert_parts_sum (&rep->idle[1]);
+  pp_why_report_free (rep);
+  run_free (&run);
+  pp_schedule_free (s);
+}
+
+/* Counters that decrease, jump past the gap or are not numbers never
+ * make a part negative or larger than the gap or runtime. */
+static void
+test_hostile_counters (void)
+{
+  PpSchedule *s = plan ();
+  double grow[] = { -3e6, 1e12, NAN, INFINITY, -INFINITY };
+  for (size_t i = 0; i < G_N_ELEMENTS (grow); i++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, grow[i]);
+      samples (&run, 0, PP_COUNTER_PROBE_SELF_NS, 9, grow[i]);
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w = &rep->idle[0];
+      assert_parts_sum (w);
+      if (grow[i] > 1e9)   /* capped to what runtime has */
+        g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), 4e-3, 1e-9);
+      else
+        g_assert_cmpfloat (PART (w, DESCHEDULED), ==, 0);
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                            (const PpCounter *) run.counters->data, run.counters->len, 0,
+                                            0, 13 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+        {
+          g_assert_cmpfloat (g[0].parts[k], >=, 0);
+          g_assert_cmpfloat (g[0].parts[k], <=, 7e-3 + EPS);
+        }
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
+/* Three copies of the pipeline (replicas 0, 1: the late run with rank 1's
+ * GC; 2: the plan), only replica 1 with run-delay counters: rank 0's
+ * median copy (idle 3, 7, 7 ms: replica 0 on the tie) has its own
+ * counters, none, and so no descheduled; rank 1's its GC. */
+static void
+test_replicas (void)
+{
+  PpSchedule *s = plan ();
+  Run all = { g_array_new (FALSE, TRUE, sizeof (PpSpan)), g_array_new (FALSE, TRUE, sizeof (PpCounter)) };
+  GArray *span_rep = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  GArray *ctr_rep = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  for (int32_t k = 0; k < 3; k++)
+    {
+      Run run = blocks (s, k < 2 ? 3 * MS : INT64_MAX, 4 * MS);
+      if (k < 2)
+        host (&run, 1, PP_SPAN_GC, 3, 6.8);
+      if (k == 1)
+        samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, 1.5e6);
+      g_array_append_vals (all.spans, run.spans->data, run.spans->len);
+      g_array_append_vals (all.counters, run.counters->data, run.counters->len);
+      for (guint i = 0; i < run.spans->len; i++)
+        g_array_append_val (span_rep, k);
+      for (guint i = 0; i < run.counters->len; i++)
+        g_array_append_val (ctr_rep, k);
+      run_free (&run);
+    }
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  PpWhyReport *rep = NULL;
+  PpError err = { 0 };
+  g_assert_cmpint (pp_why_analyse_replicas_counters (&d, NULL, (const PpSpan *) all.spans->data,
+                                                     (const int32_t *) span_rep->data, all.spans->len,
+                                                     (const PpCounter *) all.counters->data,
+                                                     (const int32_t *) ctr_rep->data, all.counters->len, 0,
+                                                     &rep, NULL, NULL, &err), ==, PP_OK);
+  g_assert_cmpint (rep->n_replicas, ==, 3);
+  g_assert_cmpint (rep->idle_replica[0], ==, 0);
+  g_assert_cmpfloat_with_epsilon (rep->idle[0].runtime, 4e-3, 1e-9);
+  g_assert_false (rep->idle[0].runtime_measured[PP_WHY_RT_DESCHEDULED]);
+  g_assert_cmpfloat (PART (&rep->idle[0], DESCHEDULED), ==, 0);
+  g_assert_cmpfloat_with_epsilon (PART (&rep->idle[1], GC), 3.8e-3, 1e-9);
+  for (int r = 0; r < 2; r++)
+    assert_parts_sum (&rep->idle[r]);
+  pp_why_report_free (rep);
+  run_free (&all);
+  g_array_free (span_rep, TRUE);
+  g_array_free (ctr_rep, TRUE);
+  pp_schedule_free (s);
+}
+
+/* A trace written to a file: info prints the split and export --format
+ * why carries idle[r].runtime_parts and the late peer. */
+static void
+test_cli (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "why-runtime");
+  PpSchedule *s = plan ();
+  Run run = blocks (s, 3 * MS, 4 * MS);
+  samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, 1.5e6);
+  host (&run, 0, PP_SPAN_GC, 3, 4);
+  host (&run, 1, PP_SPAN_GC, 3, 6.8);
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace"), *j = pp_test_ctx_path (&ctx, "why.json");
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_spans (w, (const PpSpan *) run.spans->data, run.spans->len, &err), ==, PP_OK);
+  for (guint i = 0; i < run.counters->len; i++)
+    g_assert_cmpint (pp_trace_write_counter (w, &g_array_index (run.counters, PpCounter, i), &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  char *out = NULL, *e = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "runtime by part"));
+  g_assert_nonnull (strstr (out, "rank 0: 4.00 ms = descheduled 1.50 (38%), gc 1.00 (25%)"));
+  g_assert_nonnull (strstr (out, "rank 1: 4.00 ms = descheduled 0.00 (0%), gc 3.80 (95%)"));
+  g_free (out);
+  g_free (e);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
+  char *json = NULL;
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  /* the mean and the one step, per rank */
+  g_assert_cmpint (pp_test_count (json, "\"runtime_parts\": {"), ==, 2 * 2);
+  g_assert_cmpint (pp_test_count (json, "\"unattributed\": "), >=, 2 * 2);
+  g_assert_cmpint (pp_test_count (json, "\"descheduled\": 0.0015,"), ==, 2);
+  g_assert_cmpint (pp_test_count (json, "\"runtime_peer_late\": {\"peer\": 1, "), ==, 2);
+  g_free (json);
+  g_free (out);
+  g_free (e);
+  g_free (path);
+  g_free (j);
+  run_free (&run);
+  pp_schedule_free (s);
+  pp_test_ctx_clear (&ctx);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/why-runtime/layout", test_layout);
+  g_test_add_func ("/why-runtime/parts", test_parts);
+  g_test_add_func ("/why-runtime/fill-capped", test_fill_capped);
+  g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
+  g_test_add_func ("/why-runtime/replicas", test_replicas);
+  g_test_add_func ("/why-runtime/cli", test_cli);
+  return g_test_run ();
+}
