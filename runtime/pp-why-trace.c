@@ -120,7 +120,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
           procs[n_procs++] = item.process_info;
         }
       else if (item.type == PP_TRACE_ITEM_SPAN
-               && (pp_span_kind_is_block (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
+               /* every work kind (OPT too: it bounds runtime's gaps, as in `info`) */
+               && (pp_span_kind_is_work (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
                    || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
                    || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
                    || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL))

@@ -6,8 +6,10 @@
  * the file's name and the count of PLAN frames: one a rank, the plan each
  * rank ended with) are the original's, byte for byte, and whose Chrome
  * export is the first one again.  For a run of ours (ZBV: chunks, counters,
- * markers, a plan with times, ranks' hosts) and a merged job of replicas
- * (processes with places). */
+ * markers, a plan with times, ranks' hosts), a merged job of replicas
+ * (processes with places) and a trace of host work and run delay
+ * (pp-synth-host: GC and HOST_* spans, RUN_DELAY_NS counters), which the
+ * export shows on a "host" row of each rank and as a counter track. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -118,6 +120,46 @@ test_job_of_replicas (void)
   roundtrip (trace, "1F1B", 4 * 3 * 4 * 2);
 }
 
+/* Occurrences of needle in hay. */
+static int
+count (const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = strstr (hay, needle); p != NULL; p = strstr (p + 1, needle))
+    n++;
+  return n;
+}
+
+static void
+test_host_work (void)
+{
+  const char *synth = g_getenv ("PP_SYNTH_HOST");
+  g_assert_nonnull (synth);
+  g_autofree char *trace = g_build_filename (tmp_dir, "host.pptrace", NULL);
+  const char *make[] = { synth, trace, NULL };
+  int status = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  /* 3 steps x 2 ranks x 4 micro-batches x F, B; the host spans and the
+   * counters come back too: CSV has every span, info runtime's parts */
+  roundtrip (trace, "GPipe", 3 * 2 * 4 * 2);
+  g_autofree char *ia = info_of (trace);
+  g_assert_nonnull (strstr (ia, "descheduled"));
+
+  g_autofree char *json = g_strconcat (trace, ".json", NULL);
+  g_autofree char *j = slurp (json);
+  /* rank 0's host work on its own row (tid 5), named, none on the blocks' */
+  g_assert_cmpint (count (j, "\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":5,\"args\":{\"name\":\"host\"}"), ==, 1);
+  g_assert_cmpint (count (j, "\"cat\":\"GC\",\"ph\":\"X\",\"pid\":0,\"tid\":5,"), ==, 2);
+  g_assert_cmpint (count (j, "\"cat\":\"HOST_DATA\",\"ph\":\"X\",\"pid\":0,\"tid\":5,"), ==, 3);
+  g_assert_cmpint (count (j, "\"cat\":\"GC\",\"ph\":\"X\",\"pid\":0,\"tid\":0,"), ==, 0);
+  /* run delay as a counter track of what each sample added: 1.1 ms across
+   * rank 0's gap in each of the 3 steps */
+  g_assert_cmpint (count (j, "\"name\":\"descheduled (ms since the last sample)\",\"ph\":\"C\""), >, 3);
+  g_assert_cmpint (count (j, ",\"args\":{\"ms\":1.1}}"), ==, 3);
+}
+
 /* An export imported with another trace is refused in one line. */
 static void
 test_alone (void)
@@ -146,6 +188,7 @@ main (int argc, char **argv)
   g_test_add_func ("/chrome-roundtrip/run-of-ours", test_run_of_ours);
   g_test_add_func ("/chrome-roundtrip/job-of-replicas", test_job_of_replicas);
   g_test_add_func ("/chrome-roundtrip/alone", test_alone);
+  g_test_add_func ("/chrome-roundtrip/host-work", test_host_work);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

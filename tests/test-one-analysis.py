@@ -9,6 +9,9 @@ through every CLI view carries the same numbers (runtime/pp-analysis.h).
   read the saved trace: the same steps (4..19: whole steps after the first,
   the last 16), the same median step and the same bubbles, to the printed
   precision; the why report's steps and step length are the analysis's;
+- `run`'s idle by cause and runtime's parts (read back from the trace it
+  wrote) are `info`'s on that trace, line for line; a run without a trace
+  says in one line why it prints no parts;
 - a PyTorch job (tests/data/kineto/zbv, imported): `suggest` offers no
   DualPipe (torch.distributed.pipelining has none), and its measured row
   shows info's median step and mean bubble, not a prediction.
@@ -48,6 +51,13 @@ def info_numbers(text):
             med and med.group(1), bub, mean and float(mean.group(1)))
 
 
+def why_lines(text):
+    """The idle by cause rows and the runtime-by-part lines, as printed."""
+    rows = re.findall(r"^ +\d+ +[\d.]+ ms +[\d.]+ ms .*$", text, re.M)
+    parts = re.findall(r"^  rank \d+: [\d.]+ ms = .*$", text, re.M)
+    return rows, parts
+
+
 def measured_row(text):
     m = re.search(r"^\s*\d+\s+(\S+)\s+\d+\s+\d+\s+([\d.]+)\s+([\d.]+)%\s+[\d.]+\s+\u2190 measured$", text, re.M)
     return m and (m.group(1), m.group(2), float(m.group(3)))
@@ -82,6 +92,15 @@ try:
        "run's median step is info's (%s, %s)" % (run_med and run_med.group(1), med))
     ok(re.search(r"^idle by cause \(a step, the mean over the 16 steps analysed", info, re.M) is not None,
        "info's idle by cause counts the same 16 steps")
+    run_rows, run_parts = why_lines(out)
+    info_rows, info_parts = why_lines(info)
+    ok(len(run_parts) == 2 and all("descheduled" in p for p in run_parts),
+       "run prints runtime's parts of both ranks, descheduled measured (%s)" % run_parts)
+    ok(run_parts == info_parts, "run's runtime parts are info's on its trace (%s; info %s)" % (run_parts, info_parts))
+    ok(len(run_rows) == 2 and run_rows == info_rows, "run's idle by cause is info's (%s; info %s)" % (run_rows, info_rows))
+    bare = cli("run", "-s", "ZBV", "-p", "2", "-m", "4", "--steps", "4", "--backend", "cpu", "--no-live")
+    ok(not why_lines(bare)[1] and len(re.findall(r"^runtime by part: not printed: .*--trace FILE", bare, re.M)) == 1,
+       "run without a trace says in one line why no parts are printed")
 
     why = json.loads(cli("export", "--format", "why", trace, "-o", "-"))
     a = why.get("analysis", {})

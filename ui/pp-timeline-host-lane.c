@@ -8,6 +8,7 @@
 
 #include "pp-event.h"
 #include "pp-timeline-model-private.h"
+#include "pp-why-runtime.h"
 
 /* Descheduled is not a span kind: its own ground, chosen with the kinds'
  * colors of the renderer's palette (tests/test-render.c keeps every two
@@ -59,8 +60,9 @@ has_delay (const PpTimelineModel *m)
 {
   for (int r = 0; r < pp_timeline_model_n_ranks (m); r++)
     {
-      size_t n;
-      if (pp_timeline_model_run_delay (m, r, &n) != NULL && n > 1)
+      size_t nd, n;
+      pp_timeline_model_row_edge_counters (m, r, &nd, &n);
+      if (nd > 1)
         return 1;
     }
   return 0;
@@ -91,21 +93,30 @@ pp_timeline_host_lane_present (const PpTimelineModel *m)
   return m != NULL && ((pp_timeline_model_kinds_seen (m) & host) || has_delay (m));
 }
 
-/* The rank's cumulative run-queue delay at t: its latest sample at or
- * before t; -1 before the first. */
-static double
-delay_at (const PpTimelineMemorySample *d, size_t n, int64_t t)
+/* Index past the last of c[n] (one kind, in time order) at or before t. */
+static size_t
+past_needed (const PpCounter *c, size_t n, int64_t t)
 {
   size_t lo = 0, hi = n;
   while (lo < hi)
     {
       size_t mid = lo + (hi - lo) / 2;
-      if (d[mid].t <= t)
+      if (c[mid].time_ns <= t)
         lo = mid + 1;
       else
         hi = mid;
     }
-  return lo > 0 ? d[lo - 1].bytes : -1;
+  return lo;
+}
+
+/* Index of the first of c[n] that the gaps from t on need: the last at or
+ * before t (the counter's value at an edge is its last sample at or
+ * before it), or the first when none is. */
+static size_t
+first_needed (const PpCounter *c, size_t n, int64_t t)
+{
+  size_t k = past_needed (c, n, t);
+  return k > 0 ? k - 1 : 0;
 }
 
 /* The gaps of rank r between two of its works, from the first work
@@ -129,35 +140,64 @@ back_from (int64_t t, int64_t back)
   return t - back;
 }
 
+/* The gaps and their descheduled time are the analysis' (pp_why_runtime_gaps:
+ * one reading of the counter), asked for the works the window touches only,
+ * with the row's samples those gaps' edges need: the lane is drawn every
+ * frame.  Out of memory, no gap is drawn. */
 static void
 each_gap (const PpTimelineModel *m, int r, int64_t t0, int64_t t1, GapFn fn, void *user)
 {
   const PpSpan *sp = pp_timeline_model_spans (m, r);
-  size_t n = pp_timeline_model_n_spans (m, r), nd;
-  const PpTimelineMemorySample *d = pp_timeline_model_run_delay (m, r, &nd);
-  int64_t prev_end = INT64_MIN;
+  size_t n = pp_timeline_model_n_spans (m, r), i0 = pp_timeline_model_first_overlapping (m, r, t0), i1;
+  int64_t from = INT64_MAX, to = INT64_MIN;
 
-  for (size_t i = pp_timeline_model_first_overlapping (m, r, t0); i < n; i++)
+  /* the works from the first overlapping t0 to the first starting after t1 */
+  for (i1 = i0; i1 < n; i1++)
     {
-      if (!pp_span_kind_is_work (sp[i].kind))
+      if (!pp_span_kind_is_work (sp[i1].kind))
         continue;
-      if (prev_end != INT64_MIN && sp[i].start_ns > prev_end)
+      if (sp[i1].start_ns < from)
+        from = sp[i1].start_ns;
+      if (sp[i1].end_ns > to)
+        to = sp[i1].end_ns;
+      if (sp[i1].start_ns > t1)
         {
-          int64_t des = 0;
-          if (d != NULL)
-            {
-              double a = delay_at (d, nd, prev_end), b = delay_at (d, nd, sp[i].start_ns);
-              if (a >= 0 && b > a)
-                des = (int64_t) fmin (b - a, (double) (sp[i].start_ns - prev_end));
-            }
-          if (fn (user, prev_end, sp[i].start_ns, des))
-            return;
+          i1++;
+          break;
         }
-      if (sp[i].end_ns > prev_end)
-        prev_end = sp[i].end_ns;
-      if (sp[i].start_ns > t1)
-        return;
     }
+  if (to <= from)
+    return;
+
+  size_t nd, nc;
+  const PpCounter *c = pp_timeline_model_row_edge_counters (m, r, &nd, &nc);
+  static const PpCounter none[1];
+  if (c == NULL)
+    c = none;   /* nd = nc = 0: no sample, no pointer arithmetic on NULL */
+  size_t d0 = first_needed (c, nd, from), d1 = past_needed (c, nd, to);
+  size_t p0 = nd + first_needed (c + nd, nc - nd, from), p1 = nd + past_needed (c + nd, nc - nd, to);
+  size_t nw = (d1 - d0) + (p1 - p0);
+  PpCounter *w = nw > 0 ? malloc (nw * sizeof *w) : NULL;
+  if (nw > 0 && w == NULL)
+    return;
+  if (nw > 0)
+    {
+      memcpy (w, c + d0, (d1 - d0) * sizeof *w);
+      memcpy (w + (d1 - d0), c + p0, (p1 - p0) * sizeof *w);
+    }
+
+  PpWhyGap *g = NULL;
+  size_t ng = 0;
+  PpError err;
+  if (pp_why_runtime_gaps (sp + i0, i1 - i0, w, nw, r, from, to, &g, &ng, &err) == PP_OK)
+    for (size_t k = 0; k < ng; k++)
+      {
+        int64_t des = (int64_t) llround (g[k].parts[PP_WHY_RT_DESCHEDULED] * 1e9);
+        if (fn (user, g[k].start_ns, g[k].end_ns, des))
+          break;
+      }
+  free (g);
+  free (w);
 }
 
 static void

@@ -50,9 +50,6 @@ typedef struct {
   PpTimelineMemorySample *mem;
   size_t             n_mem;
   unsigned           mem_stride, mem_skip;
-  /* RUN_DELAY_NS samples (trace format 1.6), in time order */
-  PpTimelineMemorySample *delay;
-  size_t             n_delay, cap_delay;
 } Rank;
 
 typedef struct {
@@ -166,6 +163,9 @@ struct _PpTimelineModel {
    * span: a million spans redrawn at any zoom paid it each time). */
   uint64_t           generation;
   struct { double *bubble; int n_ranks, n_steps; uint64_t generation; } step_cache;
+  /* the edge counters per row, in time order (row_edge_counters): row r's
+   * are c[at[r] .. at[r + 1]), RUN_DELAY_NS first; valid for generation */
+  struct { PpCounter *c; size_t *at; int n_ranks, built; uint64_t generation; } row_edge;
 };
 
 static void settle (const PpTimelineModel *cm, int r);
@@ -238,7 +238,6 @@ pp_timeline_model_free (PpTimelineModel *m)
     {
       free (m->ranks[r].spans);
       free (m->ranks[r].mem);
-      free (m->ranks[r].delay);
       free (m->ranks[r].untagged);
       free (m->ranks[r].plan);
       free (m->raw_plans[r].a);
@@ -254,6 +253,8 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->rows);
   free (m->row_bubbles);
   free (m->step_cache.bubble);
+  free (m->row_edge.c);
+  free (m->row_edge.at);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -762,28 +763,6 @@ add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
-/* A run-delay sample, kept in time order (a rank's come nearly sorted). */
-static void
-add_delay_sample (Rank *rk, const PpCounter *c, int64_t offset)
-{
-  if (!isfinite (c->value))
-    return;
-  if (rk->n_delay == rk->cap_delay)
-    {
-      size_t cap = rk->cap_delay ? rk->cap_delay * 2 : 256;
-      PpTimelineMemorySample *d = realloc (rk->delay, cap * sizeof *d);
-      if (d == NULL)
-        return;
-      rk->delay = d;
-      rk->cap_delay = cap;
-    }
-  PpTimelineMemorySample x = { add_ns (c->time_ns, offset), c->value };
-  size_t i = rk->n_delay++;
-  for (; i > 0 && rk->delay[i - 1].t > x.t; i--)
-    rk->delay[i] = rk->delay[i - 1];
-  rk->delay[i] = x;
-}
-
 /* Keeps a block-edge counter; past PP_TIMELINE_EDGE_MAX the older half
  * goes (the Why panel reads the last steps only). */
 static int
@@ -827,6 +806,106 @@ pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **cou
   return m != NULL ? m->n_edge : 0;
 }
 
+/* The row edge counter i belongs to: its rank's, when it is the process
+ * the row shows (a view's folded row shows no one process: none); -1. */
+static int
+edge_row (const PpTimelineModel *m, size_t i)
+{
+  const PpCounter *c = &m->edge[i];
+  int32_t p = m->edge_process[i];
+  if (m->is_view)
+    {
+      for (int r = 0; r < m->n_ranks; r++)
+        if (m->rows[r].process >= 0 && c->rank == m->rows[r].rank && p == m->rows[r].process)
+          return r;
+      return -1;
+    }
+  if (c->rank < 0 || c->rank >= m->n_ranks)
+    return -1;
+  int32_t shown = m->ranks[c->rank].shown_process;
+  return shown < 0 || p < 0 || p == shown ? c->rank : -1;
+}
+
+static int
+cmp_edge (const void *x, const void *y)
+{
+  const PpCounter *a = x, *b = y;
+  if (a->kind != b->kind)
+    return a->kind == PP_COUNTER_RUN_DELAY_NS ? -1 : 1;
+  return a->time_ns < b->time_ns ? -1 : a->time_ns > b->time_ns;
+}
+
+/* Sorts the edge counters into rows: a counting pass, a filling pass,
+ * a sort per row. */
+static int
+build_row_edges (PpTimelineModel *m)
+{
+  int nr = m->n_ranks;
+  size_t *at = calloc ((size_t) nr + 2, sizeof *at);
+  PpCounter *c = NULL;
+
+  if (at == NULL)
+    return -1;
+  for (size_t i = 0; i < m->n_edge; i++)
+    {
+      int r = edge_row (m, i);
+      if (r >= 0)
+        at[r + 1]++;
+    }
+  for (int r = 0; r < nr; r++)
+    at[r + 1] += at[r];
+  if (at[nr] > 0 && (c = malloc (at[nr] * sizeof *c)) == NULL)
+    {
+      free (at);
+      return -1;
+    }
+  /* at shifted up one: fill[r] (= at[r + 1]) is where row r's next goes
+   * while filling, and its end once filled */
+  size_t *fill = at + 1;
+  for (int r = nr; r > 0; r--)
+    at[r] = at[r - 1];
+  for (size_t i = 0; i < m->n_edge; i++)
+    {
+      int r = edge_row (m, i);
+      if (r < 0)
+        continue;
+      c[fill[r]] = m->edge[i];
+      c[fill[r]++].rank = r;   /* the row's: its spans carry the row too */
+    }
+  for (int r = 0; r < nr; r++)
+    qsort (c + at[r], at[r + 1] - at[r], sizeof *c, cmp_edge);
+  free (m->row_edge.c);
+  free (m->row_edge.at);
+  m->row_edge.c = c;
+  m->row_edge.at = at;
+  m->row_edge.n_ranks = nr;
+  return 0;
+}
+
+/* Kept until the model changes (generation): the host lane asks every
+ * frame, for every row. */
+const PpCounter *
+pp_timeline_model_row_edge_counters (const PpTimelineModel *m, int r, size_t *n_delay, size_t *n)
+{
+  PpTimelineModel *mm = (PpTimelineModel *) m;
+
+  *n = *n_delay = 0;
+  if (m == NULL || r < 0 || r >= m->n_ranks || m->n_edge == 0)
+    return NULL;
+  if (!m->row_edge.built || m->row_edge.generation != m->generation || m->row_edge.n_ranks != m->n_ranks)
+    {
+      if (build_row_edges (mm) != 0)
+        return NULL;
+      mm->row_edge.built = 1;
+      mm->row_edge.generation = m->generation;
+    }
+  const PpCounter *c = m->row_edge.c + m->row_edge.at[r];
+  *n = m->row_edge.at[r + 1] - m->row_edge.at[r];
+  while (*n_delay < *n && c[*n_delay].kind == PP_COUNTER_RUN_DELAY_NS)
+    ++*n_delay;
+  return *n ? c : NULL;
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
@@ -863,11 +942,6 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
         m->ranks[c->rank].peak_activation = c->value;
       add_memory_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
       return 1;
-    case PP_COUNTER_RUN_DELAY_NS:
-      if (ensure_rank (m, c->rank) != 0)
-        return 0;
-      add_delay_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
-      return 1;
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)
         return 0;
@@ -901,8 +975,6 @@ add_clock_offset (PpTimelineModel *m, int r, int64_t offset)
   rk->max_span_ns = 0;
   for (size_t i = 0; i < rk->n_mem; i++)
     rk->mem[i].t = add_ns (rk->mem[i].t, delta);
-  for (size_t i = 0; i < rk->n_delay; i++)
-    rk->delay[i].t = add_ns (rk->delay[i].t, delta);
   for (size_t i = 0; i < rk->n_spans; i++)
     {
       PpSpan *sp = &rk->spans[i];
@@ -1007,7 +1079,6 @@ show_process (PpTimelineModel *m, int r, Proc *p)
   rk->max_span_ns = 0;
   rk->max_end_ns = INT64_MIN;
   rk->n_mem = 0;
-  rk->n_delay = 0;
   rk->peak_activation = -1;
   rk->peak_inflight = -1;
   m->extent_stale = 1;
@@ -1496,13 +1567,6 @@ pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n)
 {
   *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_mem : 0;
   return *n ? m->ranks[r].mem : NULL;
-}
-
-const PpTimelineMemorySample *
-pp_timeline_model_run_delay (const PpTimelineModel *m, int r, size_t *n)
-{
-  *n = m != NULL && r >= 0 && r < m->n_ranks ? m->ranks[r].n_delay : 0;
-  return *n ? m->ranks[r].delay : NULL;
 }
 
 int

@@ -76,9 +76,6 @@ typedef struct {
   double  bytes;
 } PpTimelineMemorySample;
 const PpTimelineMemorySample *pp_timeline_model_memory (const PpTimelineModel *m, int r, size_t *n);
-/* A rank's RUN_DELAY_NS samples (cumulative run-queue delay of its
- * recording thread, in ns, in .bytes), in time order; NULL if none. */
-const PpTimelineMemorySample *pp_timeline_model_run_delay (const PpTimelineModel *m, int r, size_t *n);
 /* A lost rank (issue 17): rank's stream ended abnormally (its connection
  * dropped, its process was killed) while the others went on.  Everything
  * received stays; the timeline marks the rank's row lost from t_ns (on

@@ -25,6 +25,7 @@
 #include "pp-model.h"
 #include "pp-analysis.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 
@@ -183,6 +184,32 @@ tap_spans (void *user, const PpSpan *spans, size_t n)
         }
     }
   pthread_mutex_unlock (&t->lock);
+}
+
+/* ---- the Why split ---------------------------------------------------------------- */
+
+/* The Why split of the trace this run wrote, closed, as `info` prints it:
+ * the one analysis over its spans and block-edge counters
+ * (pp_why_analyse_trace), so runtime's parts are measured and equal
+ * info's on the same file. */
+static void
+print_why_of_trace (const char *path)
+{
+  PpWhyReport *rep = NULL;
+  PpWhyChange ch;
+  PpError e = { 0 };
+
+  if (pp_why_analyse_trace (path, 0, &rep, &ch, NULL, &e) != PP_OK)
+    {
+      printf ("\nidle by cause: n/a (%s)\n", e.msg);
+      return;
+    }
+  printf ("\nidle by cause (a step, the mean over the %d step%s analysed; read back from %s as `info` reads it):\n",
+          rep->n_steps, rep->n_steps == 1 ? "" : "s", path);
+  pp_why_print_idle (stdout, rep->idle, rep->ranks, 1e3, "ms");
+  pp_why_print_runtime_parts (stdout, rep->idle, rep->ranks, 1e3, "ms");
+  pp_why_print_change (stdout, &ch, 1e3, "ms");
+  pp_why_report_free (rep);
 }
 
 /* ---- trace items written from the main thread ---------------------------------- */
@@ -535,6 +562,7 @@ pp_cli_run (int argc, char **argv)
   uint32_t next_name = 1;   /* the first span name not yet written */
   int clock_generation = 0; /* the last clock measurement written */
   bool collect = false;     /* MPI: rank 0 serves every rank's records live */
+  bool why_from_trace = false; /* the Why split is read back from the trace written */
   Collector col;
   double lr = 1e-3;
   uint64_t seed = 1;
@@ -1170,6 +1198,7 @@ pp_cli_run (int argc, char **argv)
         goto out;
     }
 
+  why_from_trace = trace != NULL && transport == NULL;
   if (done > 0)
     {
       double closed = pp_bubble_closed_form (s->name, s->ranks, s->microbatches, s->stages_per_rank);
@@ -1232,7 +1261,10 @@ pp_cli_run (int argc, char **argv)
         }
       PpWhyChange why_ch;
       PpModelConfig why_mc = { .layers = L, .width = D, .hidden_mult = 4 };
-      if (why_m != NULL && pp_why_split (s, why_c, why_m, why, NULL) == PP_OK)
+      /* with a trace of its own, the split is read back from it once it
+       * is closed (print_why_of_trace, below): runtime's parts need the
+       * spans and counters only the recording holds */
+      if (why_m != NULL && !why_from_trace && pp_why_split (s, why_c, why_m, why, NULL) == PP_OK)
         {
           printf ("\nidle by cause, a step (the mean over the %d steps analysed; schedule: the plan at the mean action; imbalance: "
                   "what the stages' costs add; transfers: what the transfer times add; runtime: the rest):\n", k);
@@ -1240,6 +1272,12 @@ pp_cli_run (int argc, char **argv)
           if (pp_why_suggest_partition (s, why_c, &why_mc, n_parts == s->n_stages ? blocks : NULL,
                                         shared_cores, &why_ch, NULL) == PP_OK)
             pp_why_print_change (stdout, &why_ch, 1e-6, "ms");
+          if (transport != NULL && trace != NULL)
+            printf ("runtime by part: not printed: each rank wrote its own trace (%s); `pipescope-cli merge` "
+                    "them and `info` the merged trace for runtime's parts\n", trace);
+          else
+            printf ("runtime by part: not printed: they are measured from a recording and this run wrote none; "
+                    "add --trace FILE%s\n", live ? " (the live viewer's Why panel shows them now)" : "");
         }
       free (why_m);
       free (why);
@@ -1258,6 +1296,8 @@ pp_cli_run (int argc, char **argv)
   pp_run_free (run);
   run = NULL;
   status = pp_cli_job_close (&job);
+  if (status == 0 && why_from_trace && done > 0)
+    print_why_of_trace (trace);
   if (fflush (stdout) != 0)
     status = 1;
   goto out;

@@ -1576,6 +1576,13 @@ print_ns_since (FILE *f, int64_t t, int64_t base)
     fprintf (f, "%" PRIu64, (uint64_t) t - (uint64_t) base);
 }
 
+/* The Chrome export's tracks a rank: tid and what Perfetto calls it, in
+ * the order it shows them (steps above the blocks, their host work and
+ * the plan under them). */
+enum { ROW_COMPUTE, ROW_COMM, ROW_DEVICE, ROW_STEPS, ROW_PLAN, ROW_HOST, N_ROWS };
+static const int row_order[N_ROWS] = { [ROW_STEPS] = 0, [ROW_COMPUTE] = 1, [ROW_HOST] = 2, [ROW_PLAN] = 3,
+                                       [ROW_COMM] = 4, [ROW_DEVICE] = 5 };
+
 static int
 row_of (int kind)
 {
@@ -1583,11 +1590,13 @@ row_of (int kind)
     {
     case PP_SPAN_SEND_F: case PP_SPAN_RECV_F: case PP_SPAN_SEND_B: case PP_SPAN_RECV_B:
     case PP_SPAN_WAIT:
-      return 1;
+      return ROW_COMM;
     case PP_SPAN_KERNEL: case PP_SPAN_MEMCPY: case PP_SPAN_MEMSET:
-      return 2;
+      return ROW_DEVICE;
     default:
-      return 0;
+      /* host work (GC, HOST_*) on a row of its own: a GC inside a block
+       * would overlap the block, and a thread's slices must nest */
+      return pp_span_kind_is_host (kind) ? ROW_HOST : ROW_COMPUTE;
     }
 }
 
@@ -1847,11 +1856,6 @@ action_name (const PpAction *a, int V, char *buf, size_t size)
     pp_action_to_label (a, buf, size);
 }
 
-/* The Chrome export's tracks a rank: tid and what Perfetto calls it, in
- * the order it shows them (steps above the blocks, the plan under them). */
-enum { ROW_COMPUTE, ROW_COMM, ROW_DEVICE, ROW_STEPS, ROW_PLAN, N_ROWS };
-static const int row_order[N_ROWS] = { [ROW_STEPS] = 0, [ROW_COMPUTE] = 1, [ROW_PLAN] = 2,
-                                       [ROW_COMM] = 3, [ROW_DEVICE] = 4 };
 
 /* A step of one track: in a trace with places each process's own steps
  * (rank holds the track's pid, item_pid), else each rank's. */
@@ -2059,7 +2063,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64
 static void
 write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsigned rows, int rank)
 {
-  static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan" };
+  static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan", "host" };
   fprintf (f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
            *first ? "" : ",", pid);
   json_string (f, name);
@@ -2171,10 +2175,19 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
 
 /* Counter tracks a process (a rank without places; Perfetto draws "C"
  * events as a track under the process): the loss per step, activation memory in MiB, micro-batches in
- * flight, device memory, and the collectives a step (calls, MiB) the hook counted (format 1.5). */
-static void
+ * flight, device memory, the collectives a step (calls, MiB) the hook counted (format 1.5), and the
+ * block-edge counters (1.6) as what each sample added since the track's one before, in ms: the time
+ * the thread was descheduled, and the probe's own recording cost (cumulative, they would only climb).
+ * -1 out of memory. */
+static int
 write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows, size_t n_pids)
 {
+  /* per track, the last value of each block-edge counter (NaN: none yet) */
+  double *last = malloc (2 * n_pids * sizeof *last);
+  if (last == NULL)
+    return -1;
+  for (size_t i = 0; i < 2 * n_pids; i++)
+    last[i] = NAN;
   for (size_t i = 0; i < t->n_counters; i++)
     {
       const PpCounter *c = &t->counters[i];
@@ -2192,16 +2205,27 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
         case PP_COUNTER_INFLIGHT: name = "micro-batches in flight"; unit = "micro-batches"; break;
         case PP_COUNTER_COLLECTIVE_CALLS: name = "collective calls a step"; unit = "calls"; break;
         case PP_COUNTER_COLLECTIVE_BYTES: name = "collective bytes a step (MiB)"; unit = "MiB"; v /= 1048576.0; break;
+        case PP_COUNTER_RUN_DELAY_NS: name = "descheduled (ms since the last sample)"; unit = "ms"; break;
+        case PP_COUNTER_PROBE_SELF_NS: name = "probe's own cost (ms since the last sample)"; unit = "ms"; break;
         default: continue;
         }
       if (!isfinite (v))
         continue;
+      if (c->kind == PP_COUNTER_RUN_DELAY_NS || c->kind == PP_COUNTER_PROBE_SELF_NS)
+        {
+          double *prev = &last[2 * pid + (c->kind == PP_COUNTER_PROBE_SELF_NS)];
+          double rise = isnan (*prev) ? 0 : (v - *prev) / 1e6;
+          *prev = v;
+          v = rise;
+        }
       /* each process's own: two replicas' losses are two series */
       fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name,
                item_pid (t, t->counter_process[i], c->rank));
       print_us_since (f, c->time_ns, base);
       fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
     }
+  free (last);
+  return 0;
 }
 
 /* A double as the 16 hex digits of its bits, in a string: exact, and read
@@ -2449,8 +2473,11 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       free (rows);
       return -1;
     }
-  if (any_span)
-    write_counters (f, t, base, rows, n_pids);
+  if (any_span && write_counters (f, t, base, rows, n_pids) != 0)
+    {
+      free (rows);
+      return -1;
+    }
   free (rows);
   fputs ("\n],\"displayTimeUnit\":\"ms\"", f);
   write_pipescope_meta (f, t, base);
