@@ -912,11 +912,8 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
   switch (c->kind)
     {
     case PP_COUNTER_RUN_DELAY_NS:
-      /* the Why panel's (all ranks, by process) and the host lane's (per rank) */
-      if (ensure_rank (m, c->rank) == 0)
-        add_delay_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
-      return add_edge_counter (m, c, process);
     case PP_COUNTER_PROBE_SELF_NS:
+      /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
       /* Losses are indexed by step; the array may run ahead of the loss
