@@ -276,7 +276,7 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
   qsort (pk, n_pk, sizeof *pk, cmp_picked);
   for (size_t j = 0; j < k; j++)
     {
-      len[j] = (double) (cs[j].hi - cs[j].lo);
+      len[j] = (double) cs[j].hi - (double) cs[j].lo;   /* hostile times: no int64 overflow */
       whole[j] = cs[j].step;
     }
   /* per step and rank: the union of its spans inside the step's window */
@@ -299,13 +299,13 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
               continue;
             }
           if (open)
-            busy += (double) (b - a);
+            busy += (double) b - (double) a;
           a = s0;
           b = s1;
           open = 1;
         }
       if (open)
-        busy += (double) (b - a);
+        busy += (double) b - (double) a;
       double v = 1.0 - busy / len[j];
       bub[(size_t) j * (size_t) n_ranks + (size_t) r] = v < 0 ? 0 : v;
     }

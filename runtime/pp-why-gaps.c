@@ -27,6 +27,8 @@ static size_t
 merge (Iv *v, size_t n)
 {
   size_t k = 0;
+  if (n == 0)
+    return 0;   /* v may be NULL: qsort must not see it */
   qsort (v, n, sizeof *v, cmp_iv);
   for (size_t i = 0; i < n; i++)
     {
@@ -147,7 +149,8 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
       for (int k = 0; k < N_HOST; k++)
         x->n_host[k] = merge (x->host[k], x->n_host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
-        qsort (x->smp[k], x->n_smp[k], sizeof *x->smp[k], cmp_sample);
+        if (x->n_smp[k] > 0)
+          qsort (x->smp[k], x->n_smp[k], sizeof *x->smp[k], cmp_sample);
     }
   return ix;
 

@@ -36,6 +36,7 @@ runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
          pp-schedule-megatron.c pp-closed-form.c pp-suggest.c pp-why.c pp-why-replicas.c pp-why-trace.c \
+         pp-why-runtime.c pp-why-gaps.c pp-analysis.c \
          pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
@@ -43,7 +44,7 @@ done
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
-ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c"
+ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
 
 build() { # name sources...
   name=$1; shift
@@ -58,7 +59,7 @@ build() { # name sources...
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
 # the torch.profiler importer (its JSON reader, gunzip, the converter)
-imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c"
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c"
 cairo_flags_plain=$cairo_flags
 cairo_flags="$cairo_flags -lz"
 inc_plain=$inc
