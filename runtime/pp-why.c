@@ -1498,7 +1498,7 @@ pp_why_print_change (FILE *f, const PpWhyChange *c, double scale, const char *un
     return;
   char shared[64] = "";
   if (c->cores > 0)
-    snprintf (shared, sizeof shared, "; the ranks sharing %d cores", c->cores);
+    snprintf (shared, sizeof shared, "; the ranks sharing %d core%s", c->cores, c->cores == 1 ? "" : "s");
   if (c->changed)
     fprintf (f, "what to change: --partition %s (now %s): predicted step %.2f %s (the plan now %.2f %s; "
              "a step from its first block to its last%s)\n",

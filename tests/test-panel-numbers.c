@@ -10,8 +10,8 @@
  * - Stats: the steps analysed, the median step, each rank's measured bubble
  *   a step, the bubble of the plan at measured costs and the closed form
  *   are info's, to the digits info prints;
- * - Why: the steps, the step (the median), each rank's idle split and the
- *   critical path's shares are info's;
+ * - Why: the steps, the step (the median), each rank's idle split, the
+ *   critical path's shares and runtime's parts (issue 29) are info's;
  * - What if: exactly one row is the measured configuration and it shows
  *   info's median step and mean bubble (and suggest's "← measured" row),
  *   not the simulator's prediction; its candidates and every other row's
@@ -27,6 +27,7 @@
 #include "pp-test-util.h"
 #include "pp-timeline-model.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 /* The What-if tab's costs (pp-whatif-panel.c, exposed for the tests). */
 gboolean pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out);
@@ -41,6 +42,7 @@ typedef struct {
   char   closed[16];            /* "" when none */
   char   idle[8][128];          /* the idle by cause row of each rank, as printed */
   char   path[256];             /* the critical path line, shares only */
+  char   runtime[8][1024];      /* "  rank R: ..." runtime by part, as printed; "" none */
   int    n_ranks;
 } Info;
 
@@ -110,6 +112,19 @@ read_info (const char *trace, Info *in)
   g_assert_nonnull (cp);
   const char *ce = strchr (cp, '\n');
   g_strlcpy (in->path, cp + 3, MIN ((size_t) (ce - cp - 2), sizeof in->path));
+  /* runtime by part (issue 29): a line a rank with runtime, after its header */
+  const char *rp = strstr (out, "\nruntime by part (");
+  if (rp != NULL)
+    for (const char *l = strchr (rp + 1, '\n'); l != NULL && g_str_has_prefix (l, "\n  rank "); )
+      {
+        const char *e = strchr (l + 1, '\n');
+        int r;
+        g_assert_nonnull (e);
+        g_assert_cmpint (sscanf (l, "\n  rank %d:", &r), ==, 1);
+        g_assert_true (r >= 0 && r < 8);
+        g_strlcpy (in->runtime[r], l + 1, MIN ((size_t) (e - l), sizeof in->runtime[r]));
+        l = e;
+      }
   g_free (out);
   g_free (err);
 }
@@ -162,6 +177,8 @@ check_stats (const PpTimelineModel *m, const Info *in, gboolean has_plan)
 }
 
 /* ---- Why ------------------------------------------------------------------ */
+
+static int n_runtime_lines;   /* runtime-by-part lines compared, over a test */
 
 static void
 check_why (const PpTimelineModel *m, const Info *in)
@@ -221,6 +238,20 @@ check_why (const PpTimelineModel *m, const Info *in)
                           100 * rep->path_slack_share);
   g_assert_cmpstr (p->str, ==, in->path);
   g_string_free (p, TRUE);
+
+  /* runtime's parts (issue 29) as info prints them, rank by rank: the
+   * panel analyses the same spans (the optimizer's block among them) */
+  buf = NULL;
+  f = open_memstream (&buf, &size);
+  pp_why_print_runtime_parts (f, rep->idle, rep->ranks, 1e3, "ms");
+  fclose (f);
+  for (int r = 0; r < in->n_ranks; r++)
+    if (in->runtime[r][0] != '\0')
+      {
+        g_assert_nonnull (strstr (buf, in->runtime[r]));
+        n_runtime_lines++;
+      }
+  free (buf);
   pp_why_report_free (rep);
 }
 
@@ -344,7 +375,10 @@ check_run (const char *schedule)
   g_assert_cmpint (pp_test_cli_run (c.envp, &out, &err, "run", "-s", schedule, "-p", "2", "-m", "4", "--steps",
                                     "20", "--layers", "4", "--width", "64", "--batch", "32", "--backend", "cpu",
                                     "--no-live", "--trace", t, NULL), ==, 0);
+  n_runtime_lines = 0;
   check_trace (t, TRUE);
+  /* the bundled runtime records its host: some rank has runtime's parts */
+  g_assert_cmpint (n_runtime_lines, >=, 1);
   g_free (out);
   g_free (err);
   g_free (t);

@@ -833,6 +833,10 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
   switch (c->kind)
     {
     case PP_COUNTER_RUN_DELAY_NS:
+      /* the Why panel's (all ranks, by process) and the host lane's (per rank) */
+      if (ensure_rank (m, c->rank) == 0)
+        add_delay_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
+      return add_edge_counter (m, c, process);
     case PP_COUNTER_PROBE_SELF_NS:
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
@@ -862,11 +866,6 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       if (c->value > m->ranks[c->rank].peak_activation)
         m->ranks[c->rank].peak_activation = c->value;
       add_memory_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
-      return 1;
-    case PP_COUNTER_RUN_DELAY_NS:
-      if (ensure_rank (m, c->rank) != 0)
-        return 0;
-      add_delay_sample (&m->ranks[c->rank], c, offset_for (m, c->rank, process));
       return 1;
     case PP_COUNTER_INFLIGHT:
       if (ensure_rank (m, c->rank) != 0)

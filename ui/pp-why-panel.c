@@ -287,11 +287,13 @@ pp_why_panel_new (void)
   return g_object_new (PP_TYPE_WHY_PANEL, NULL);
 }
 
-/* Blocks and transfers; host spans and kernels for runtime's parts. */
+/* Blocks and transfers; the optimizer, host spans and kernels for
+ * runtime's parts (the optimizer is work there: without it, its time
+ * would count as a gap and the panel's parts would not be info's). */
 static gboolean
 analysed_kind (int kind)
 {
-  return pp_span_kind_is_block (kind) || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
          || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind)
          || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL;
 }
@@ -523,7 +525,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
     g_string_append_printf (c, "; --partition %s instead of %s predicts a step of %.1f ms, first block to last (the plan now %.1f ms)",
                             ch.partition, ch.current, ch.predicted_step * 1e3, ch.current_step * 1e3);
   if (ch.has_partition && ch.cores > 0)
-    g_string_append_printf (c, "; simulated with the ranks sharing this machine's %d cores", ch.cores);
+    g_string_append_printf (c, "; simulated with the ranks sharing this machine's %d core%s", ch.cores, ch.cores == 1 ? "" : "s");
   else if (ch.has_partition)
     g_string_append_printf (c, "; the partition %s already balances it", ch.current);
   gtk_label_set_text (GTK_LABEL (self->change), c->str);

@@ -21,33 +21,12 @@
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
+#include "bench-util.h"
 
 #define P 16
 #define D 128
 #define N_FRAMES 60
 #define N_RENDERS 3
-
-static double
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *t, int n)
-{
-  qsort (t, (size_t) n, sizeof *t, cmp_double);
-  return t[n / 2];
-}
 
 static void
 run (const char *const *argv)
@@ -77,14 +56,14 @@ pan (const PpTimelineModel *m)
     {
       v.t0_ns = s + len * i / 100;
       v.t1_ns = v.t0_ns + len / 10;
-      double a = now_ms ();
+      double a = bench_now_ms ();
       pp_timeline_render (cr, m, &v);
       cairo_surface_flush (img);
-      t[i] = now_ms () - a;
+      t[i] = bench_now_ms () - a;
     }
   cairo_destroy (cr);
   cairo_surface_destroy (img);
-  return median (t, N_FRAMES);
+  return bench_median (t, N_FRAMES);
 }
 
 int
@@ -111,21 +90,21 @@ main (int argc, char **argv)
   run ((const char *const *) merge->pdata);
 
   PpError err = { 0 };
-  double a = now_ms ();
+  double a = bench_now_ms ();
   PpTimelineModel *src = pp_timeline_model_new_from_file (trace, &err);
   if (src == NULL)
     {
       fprintf (stderr, "bench-fold: %s\n", err.msg);
       return 1;
     }
-  double t_load = now_ms () - a;
+  double t_load = bench_now_ms () - a;
   PpTimelineReplicas fold = { .replica = -1 }, all = { .replica = -1, .all = 1 };
-  a = now_ms ();
+  a = bench_now_ms ();
   PpTimelineModel *vf = pp_timeline_view_new (src, &fold);
-  double t_fold = now_ms () - a;
-  a = now_ms ();
+  double t_fold = bench_now_ms () - a;
+  a = bench_now_ms ();
   PpTimelineModel *va = pp_timeline_view_new (src, &all);
-  double t_all = now_ms () - a;
+  double t_all = bench_now_ms () - a;
   printf ("bench-fold: %d x %d = %d processes, %zu spans a process x %d; load %.0f ms; building the view: "
           "folded %.1f ms (%d rows), unfolded %.1f ms (%d rows)\n", P, D, P * D,
           pp_timeline_model_n_spans (va, 0), P * D, t_load, t_fold, pp_timeline_model_n_ranks (vf), t_all,
@@ -141,14 +120,14 @@ main (int argc, char **argv)
     {
       const char *f[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "fold", NULL };
       const char *u[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "all", NULL };
-      a = now_ms ();
+      a = bench_now_ms ();
       run (f);
-      rf[i] = now_ms () - a;
-      a = now_ms ();
+      rf[i] = bench_now_ms () - a;
+      a = bench_now_ms ();
       run (u);
-      ra[i] = now_ms () - a;
+      ra[i] = bench_now_ms () - a;
     }
-  double mf = median (rf, N_RENDERS), ma = median (ra, N_RENDERS);
+  double mf = bench_median (rf, N_RENDERS), ma = bench_median (ra, N_RENDERS);
   printf ("bench-fold: pipescope-cli render 1920x1080 (median of %d): --replicas fold %.0f ms, all %.0f ms: "
           "all/fold %.2fx\n", N_RENDERS, mf, ma, ma / mf);
 

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "pp-probe.h"
+#include "bench-util.h"
 
 #define RUNS     5
 #define N_SINGLE 10000000
@@ -46,13 +47,6 @@ count_dropped (void *user, int32_t rank, uint64_t total)
   int i = rank >= 0 && rank < THREADS ? rank : THREADS;
   k->dropped_reported += total - k->last[i];
   k->last[i] = total;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
 }
 
 static PpProbe *
@@ -107,7 +101,7 @@ single_thread (uint32_t capacity, uint64_t *dropped_out)
                (unsigned long long) recorded);
       exit (1);
     }
-  qsort (ns, RUNS, sizeof ns[0], cmp_double);
+  qsort (ns, RUNS, sizeof ns[0], bench_cmp_double);
   return ns[RUNS / 2];
 }
 

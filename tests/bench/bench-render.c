@@ -13,25 +13,11 @@
 
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
+#include "bench-util.h"
 
 #define N_SPANS 1000000
 #define N_RANKS 64
 #define N_FRAMES 21
-
-static double
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
 
 static double
 median_frame_ms (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v)
@@ -39,12 +25,12 @@ median_frame_ms (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView *v)
   double t[N_FRAMES];
   for (int i = 0; i < N_FRAMES; i++)
     {
-      double a = now_ms ();
+      double a = bench_now_ms ();
       pp_timeline_render (cr, m, v);
       cairo_surface_flush (cairo_get_target (cr));
-      t[i] = now_ms () - a;
+      t[i] = bench_now_ms () - a;
     }
-  qsort (t, N_FRAMES, sizeof t[0], cmp_double);
+  qsort (t, N_FRAMES, sizeof t[0], bench_cmp_double);
   return t[N_FRAMES / 2];
 }
 
@@ -93,7 +79,7 @@ main (void)
         s->device = 0xffff;
       }
 
-  double a = now_ms ();
+  double a = bench_now_ms ();
   memset (&item, 0, sizeof item);
   item.type = PP_TRACE_ITEM_DESCRIPTION;
   item.description = &desc;
@@ -104,7 +90,7 @@ main (void)
       item.span = all[i];
       pp_timeline_model_add (m, &item);
     }
-  t_build = now_ms () - a;
+  t_build = bench_now_ms () - a;
   free (all);
   free (clock);
 

@@ -25,6 +25,7 @@
 #include "pp-probe.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "bench-util.h"
 
 #define P        2
 #define M        8
@@ -82,20 +83,6 @@ tap_counters (void *user, const PpCounter *c, size_t n)
   pthread_mutex_lock (&t->lock);
   t->n_counters += n;
   pthread_mutex_unlock (&t->lock);
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
-
-static double
-median (double *v, int n)
-{
-  qsort (v, (size_t) n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static PpRun *
@@ -210,10 +197,10 @@ bench_bubble (const char *name, double *worst)
         fprintf (stderr, "bench-run: %s: no spans recorded\n", name);
         goto out;
       }
-    double step_ms = median (ms + STEPS - LAST, LAST);
+    double step_ms = bench_median (ms + STEPS - LAST, LAST);
     for (int r = 0; r < P; r++)
       {
-        double meas = median (bub[r], n);
+        double meas = bench_median (bub[r], n);
         double pred = 100.0 * sim->rank[r].bubble;
         double d = meas - pred;
         if (fabs (d) > *worst)
@@ -222,7 +209,7 @@ bench_bubble (const char *name, double *worst)
                 fabs (d) <= 5.0 ? "ok" : "MISS");
       }
     printf ("%-6s       planned makespan %.1f ms, measured compute makespan %.1f ms (median)\n",
-            name, sim->makespan * 1e-6, median (spans, n));
+            name, sim->makespan * 1e-6, bench_median (spans, n));
   }
   rc = 0;
 out:
@@ -260,7 +247,7 @@ samples_per_s (const PpSchedule *s, double *out)
         v[n++] = st.samples_per_s;
     }
   pp_run_free (run);
-  *out = median (v, n);
+  *out = bench_median (v, n);
   return 0;
 }
 
@@ -355,8 +342,8 @@ bench_probe (double *diff)
      * machine's drift, which the difference of two medians does not. */
     for (int i = 0; i < N; i++)
       paired[i] = (t_on[i] - t_off[i]) / t_off[i];
-    double mon = median (t_on, N), moff = median (t_off, N);
-    *diff = 100.0 * median (paired, N);
+    double mon = bench_median (t_on, N), moff = bench_median (t_off, N);
+    *diff = 100.0 * bench_median (paired, N);
     printf ("probe off                %8.1f ms/step\n", moff * 1e3);
     printf ("probe on (counting sink) %8.1f ms/step   %+.2f%%  %s   (%llu spans, %llu counters, %llu dropped)\n",
             /* the target bounds the cost; on faster than off is noise */

@@ -7,23 +7,9 @@
 
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "bench-util.h"
 
 #define RUNS 9
-
-static double
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
-}
 
 int
 main (void)
@@ -44,20 +30,20 @@ main (void)
         {
           PpSchedule *s = NULL;
           PpSimulation *sim = NULL;
-          double t0 = now_ms ();
+          double t0 = bench_now_ms ();
           if (pp_schedule_generate (i->name, P, M, V, &s, &err) != PP_OK)
             {
               fprintf (stderr, "%s: %s\n", i->name, err.msg);
               return 1;
             }
-          double t1 = now_ms ();
+          double t1 = bench_now_ms ();
           PpCostModel *cm = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0);
           if (pp_simulate (s, cm, &sim, &err) != PP_OK)
             {
               fprintf (stderr, "%s: %s\n", i->name, err.msg);
               return 1;
             }
-          double t2 = now_ms ();
+          double t2 = bench_now_ms ();
           gen[k] = t1 - t0;
           sim_ms[k] = t2 - t1;
           tot[k] = t2 - t0;
@@ -67,9 +53,9 @@ main (void)
           pp_cost_model_free (cm);
           pp_schedule_free (s);
         }
-      qsort (gen, RUNS, sizeof (double), cmp_double);
-      qsort (sim_ms, RUNS, sizeof (double), cmp_double);
-      qsort (tot, RUNS, sizeof (double), cmp_double);
+      qsort (gen, RUNS, sizeof (double), bench_cmp_double);
+      qsort (sim_ms, RUNS, sizeof (double), bench_cmp_double);
+      qsort (tot, RUNS, sizeof (double), bench_cmp_double);
       printf ("%-22s %3d %9ld %10.2f %10.2f %10.2f %7.2f%%%s\n", i->name, V, actions,
               gen[RUNS / 2], sim_ms[RUNS / 2], tot[RUNS / 2], 100 * bubble,
               tot[RUNS / 2] < 50 ? "" : "  (over the 50 ms target)");

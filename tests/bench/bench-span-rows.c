@@ -15,32 +15,11 @@
 #include "pp-span-histogram.h"
 #include "pp-span-rows.h"
 #include "pp-timeline-model.h"
+#include "bench-util.h"
 
 #define N_SPANS 1000000
 #define N_RANKS 64
 #define N_RUNS  5
-
-static double
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *t)
-{
-  qsort (t, N_RUNS, sizeof t[0], cmp_double);
-  return t[N_RUNS / 2];
-}
 
 static double
 time_build (PpSpanRows *rows, const PpTimelineModel *m, const PpTimelineFilter *f, PpSpanColumn c, int desc)
@@ -49,15 +28,15 @@ time_build (PpSpanRows *rows, const PpTimelineModel *m, const PpTimelineFilter *
   pp_span_rows_set_order (rows, c, desc);
   for (int i = 0; i < N_RUNS; i++)
     {
-      double a = now_ms ();
+      double a = bench_now_ms ();
       if (pp_span_rows_build (rows, m, f) != 0)
         {
           fprintf (stderr, "bench-span-rows: out of memory\n");
           exit (1);
         }
-      t[i] = now_ms () - a;
+      t[i] = bench_now_ms () - a;
     }
-  return median (t);
+  return bench_median (t, N_RUNS);
 }
 
 int
@@ -102,19 +81,19 @@ main (void)
   PpSpanHistogram h = { 0 };
   for (int i = 0; i < N_RUNS; i++)
     {
-      double a = now_ms ();
+      double a = bench_now_ms ();
       pp_span_histogram_compute (&h, m, NULL, 24);
-      t[i] = now_ms () - a;
+      t[i] = bench_now_ms () - a;
     }
-  double hist = median (t);
+  double hist = bench_median (t, N_RUNS);
   for (int i = 0; i < N_RUNS; i++)
     {
-      double a = now_ms ();
+      double a = bench_now_ms ();
       volatile long at = pp_span_rows_position (rows, N_RANKS - 1, per_rank - 1);
       (void) at;
-      t[i] = now_ms () - a;
+      t[i] = bench_now_ms () - a;
     }
-  double find_line = median (t);
+  double find_line = bench_median (t, N_RUNS);
 
   printf ("bench-span-rows: %zu blocks over %d ranks; rows %.1f MB\n", n_all, N_RANKS,
           (double) n_all * sizeof (PpSpanRef) * 2 / 1e6);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "pp-trace.h"
+#include "bench-util.h"
 
 #define N_SPANS (20 * 1000 * 1000)
 #define CHUNK   4096
@@ -28,13 +29,6 @@ now_s (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (double) ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return (x > y) - (x < y);
 }
 
 /* A pipeline's worth of spans: 8 ranks, F/B/SEND/RECV and kernels, times a
@@ -152,8 +146,8 @@ main (int argc, char **argv)
   if (path)
     unlink (path);
 
-  qsort (wtimes, RUNS, sizeof (double), cmp_double);
-  qsort (rtimes, RUNS, sizeof (double), cmp_double);
+  qsort (wtimes, RUNS, sizeof (double), bench_cmp_double);
+  qsort (rtimes, RUNS, sizeof (double), bench_cmp_double);
   double wrate = N_SPANS / wtimes[RUNS / 2], rrate = N_SPANS / rtimes[RUNS / 2];
   double bps = (double) file_size / N_SPANS;
   printf ("spans: %d, file %.1f MB (%s)\n", N_SPANS, file_size / 1e6, path ? path : "memfd");
