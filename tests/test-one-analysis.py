@@ -116,6 +116,9 @@ try:
     ok(row is not None and row[1] == med and row[2] == mean,
        "suggest's measured row shows the measured median step and bubble (%s; info %s, %s)" % (row, med, mean))
     ok("peak activations (micro-batches)" in sug and "(mb)" not in sug, "suggest's memory column is in micro-batches")
+    # the ranking's column is not "rank": beside a pipeline's ranks, "rank 4" reads as a GPU
+    ok(re.search(r"^ +#  schedule ", sug, re.M) is not None and re.search(r"^rank  schedule", sug, re.M) is None,
+       "suggest numbers its rows with '#', not 'rank'")
 
     # a PyTorch job: only what torch.distributed.pipelining runs
     kt = os.path.join(tmp, "kzbv.pstrace")

@@ -393,8 +393,12 @@ test_as_shown (void)
   pp_timeline_view_init (&window, m, 120, 300);
   g_assert_true (pp_timeline_view_summarized (m, &window));
   pp_timeline_view_as_shown (m, &window, 3000, 800, &out);
+  out.show_plan = 1;
   render_drawn (m, &out, &drawn);
   g_assert_true (drawn.summarized);
+  /* bars hold no plan: each rank's plan lane says so, not left empty */
+  g_assert_cmpuint (drawn.plan_blocks, ==, 0);
+  g_assert_cmpint (drawn.plan_notes, ==, 2);
   out = window;
   out.width = 3000;
   out.height = 800;

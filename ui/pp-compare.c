@@ -6,20 +6,21 @@
 #include <math.h>
 #include <string.h>
 
+#include "pp-analysis.h"
+
 #define MAX_ROWS 64
 
 /* ---- the rows ------------------------------------------------------------------- */
 
+/* The one analysis's median step (pp-analysis.h), the figure the
+ * Statistics tab shows: not a mean over every step, warm-up included. */
 static double
-mean_step_ns (const PpTimelineModel *m)
+median_step_ns (const PpTimelineModel *m)
 {
-  size_t n = pp_timeline_model_n_steps (m);
-  const int64_t *starts = pp_timeline_model_step_starts (m);
-  if (n >= 2)
-    return (double) (starts[n - 1] - starts[0]) / (double) (n - 1);
-  if (n == 1 && pp_timeline_model_end_ns (m) > starts[0])
-    return (double) (pp_timeline_model_end_ns (m) - starts[0]);
-  return -1;
+  PpAnalysisSteps a;
+  double ns = pp_timeline_model_step_analysis (m, &a) > 0 ? a.median_step : -1;
+  pp_analysis_steps_clear (&a);
+  return ns;
 }
 
 static PpCompareRow *
@@ -98,7 +99,7 @@ pp_compare_runs (const PpTimelineModel *a, const PpTimelineModel *b, PpCompareRo
   text_row (rows, max, &n, "Stages per rank (V)", x, y);
   number_row (rows, max, &n, "Steps", (double) pp_timeline_model_n_steps (a),
               (double) pp_timeline_model_n_steps (b), "%.0f", 1);
-  number_row (rows, max, &n, "Mean step time", mean_step_ns (a), mean_step_ns (b), "%.3f ms", 1e-6);
+  number_row (rows, max, &n, "Median step", median_step_ns (a), median_step_ns (b), "%.3f ms", 1e-6);
 
   /* each rank's bubble a step, then their mean; a rank one run lacks is "–" */
   int pa = pp_timeline_model_n_ranks (a), pb = pp_timeline_model_n_ranks (b);

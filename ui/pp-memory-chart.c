@@ -128,10 +128,15 @@ static void
 empty_reason (PpMemoryChart *self, const PpTraceDescription *d)
 {
   PpFramework fw = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
+  /* point to Statistics' in-flight column only when it holds a count (an
+   * imported torch.profiler trace has none: the column reads "–") */
+  gboolean inflight = FALSE;
+  for (int r = 0; r < self->n_ranks; r++)
+    inflight |= self->series[r].inflight >= 0;
   if (fw != PP_FRAMEWORK_PIPESCOPE)
-    g_snprintf (self->empty, sizeof self->empty,
-                "No activation memory: the hook records none for %s jobs (micro-batches in flight are in Statistics)",
-                fw == PP_FRAMEWORK_PYTORCH ? "PyTorch" : "megatron-core");
+    g_snprintf (self->empty, sizeof self->empty, "No activation memory: the hook records none for %s jobs%s",
+                fw == PP_FRAMEWORK_PYTORCH ? "PyTorch" : "megatron-core",
+                inflight ? " (micro-batches in flight are in Statistics)" : "");
   else
     g_strlcpy (self->empty, "No activation memory reported yet", sizeof self->empty);
 }

@@ -2364,6 +2364,14 @@ draw_rank_label (Ctx *c, cairo_t *cr, int r, double bubble, double *last_y)
       font (cr, fmin (10, ph * 0.8), 0);
       set_rgb (cr, c->th.dim);
       text_at (cr, "plan", l->x0 - 8, py + ph / 2 + 3.5, 1);
+      /* zoomed out the lane holds no plan (the bars are per step): say so,
+       * an empty lane would read as "no plan" */
+      if (c->summary)
+        {
+          text_at (cr, "the plan shows when a few steps are in view", l->x0 + 6, py + ph / 2 + 3.5, 0);
+          if (c->v->drawn != NULL)
+            c->v->drawn->plan_notes++;
+        }
     }
 }
 

@@ -75,6 +75,7 @@ typedef struct _PpTimelineDrawn {
   int    legend_items;      /* entries of the legend */
   int    legend_lines;      /* lines it took */
   int    summarized;        /* per-step bars instead of blocks */
+  int    plan_notes;        /* plan lanes that say why they hold no plan (bars) */
 } PpTimelineDrawn;
 
 /* A dependency drawn as an arrow: from the end of what was waited for to

@@ -1232,14 +1232,20 @@ on_root_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
                      GdkModifierType state, PpTimelineWidget *self)
 {
   GtkWidget *w = GTK_WIDGET (self);
-  if (keyval != GDK_KEY_Left && keyval != GDK_KEY_Right && keyval != GDK_KEY_KP_Left
-      && keyval != GDK_KEY_KP_Right)
-    return FALSE;
-  if ((state & gtk_accelerator_get_default_mod_mask ()) != 0 || self->model == NULL
-      || !gtk_widget_is_drawable (w) || self->key_root == NULL)
+  gboolean arrow = keyval == GDK_KEY_Left || keyval == GDK_KEY_Right || keyval == GDK_KEY_KP_Left
+                   || keyval == GDK_KEY_KP_Right;
+  /* the zoom keys the shortcuts window lists, likewise; "+" is Shift+= on
+   * most layouts, so Shift alone does not make it a shortcut */
+  gboolean zoom = keyval == GDK_KEY_plus || keyval == GDK_KEY_equal || keyval == GDK_KEY_KP_Add
+                  || keyval == GDK_KEY_minus || keyval == GDK_KEY_KP_Subtract;
+  GdkModifierType mods = state & gtk_accelerator_get_default_mod_mask () & ~(zoom ? GDK_SHIFT_MASK : 0);
+  if ((!arrow && !zoom) || mods != 0 || self->model == NULL || !gtk_widget_is_drawable (w)
+      || self->key_root == NULL)
     return FALSE;
   GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self->key_root));
-  if (focus == w || (focus != NULL && arrows_belong_to (focus)))
+  /* in a list "+" and "-" mean nothing: only a text entry or a slider keeps them */
+  if (focus == w
+      || (focus != NULL && (arrow ? arrows_belong_to (focus) : GTK_IS_EDITABLE (focus) || GTK_IS_RANGE (focus))))
     return FALSE;
   return on_key_pressed (NULL, keyval, keycode, state, self);
 }

@@ -238,7 +238,7 @@ pp_cli_suggest (int argc, char **argv)
       printf ("predicted: the simulator's step and bubble from the measured costs; the row of the "
               "measured configuration shows what the run measured instead\n(the median step and the mean bubble a step "
               "over %s)\n", pp_analysis_describe_steps (&an, what, sizeof what));
-      printf ("%4s  %-*s %6s %3s %11s %10s %32s\n", "rank", width, "schedule", "M", "V",
+      printf ("%4s  %-*s %6s %3s %11s %10s %32s\n", "#", width, "schedule", "M", "V",
               "step (ms)", "bubble", "peak activations (micro-batches)");
       for (size_t i = 0; i < shown; i++)
         {
