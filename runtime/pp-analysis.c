@@ -46,6 +46,19 @@ pp_analysis_pick_steps (const int32_t *steps, size_t n, int32_t lowest, size_t *
   return n - f;
 }
 
+
+/* b - a in ns as a double: exact where the difference fits an int64 (a
+ * difference of two large times, such as wall-clock ns, loses nothing),
+ * and no signed overflow on hostile times (9e18 - -9e18). */
+static double
+span_ns (int64_t a, int64_t b)
+{
+  int64_t d;
+  if (!__builtin_sub_overflow (b, a, &d))
+    return (double) d;
+  return (double) b - (double) a;
+}
+
 static int
 cmp_double (const void *a, const void *b)
 {
@@ -276,7 +289,7 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
   qsort (pk, n_pk, sizeof *pk, cmp_picked);
   for (size_t j = 0; j < k; j++)
     {
-      len[j] = (double) cs[j].hi - (double) cs[j].lo;   /* hostile times: no int64 overflow */
+      len[j] = span_ns (cs[j].lo, cs[j].hi);
       whole[j] = cs[j].step;
     }
   /* per step and rank: the union of its spans inside the step's window */
@@ -299,13 +312,13 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
               continue;
             }
           if (open)
-            busy += (double) b - (double) a;
+            busy += span_ns (a, b);
           a = s0;
           b = s1;
           open = 1;
         }
       if (open)
-        busy += (double) b - (double) a;
+        busy += span_ns (a, b);
       double v = 1.0 - busy / len[j];
       bub[(size_t) j * (size_t) n_ranks + (size_t) r] = v < 0 ? 0 : v;
     }
