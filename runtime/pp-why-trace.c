@@ -11,6 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Room for one more record in *items (elem bytes each) and its writing
+ * process in *process, both holding n of *cap: doubled when full (from
+ * 4096).  0, or -1 out of memory (the arrays as they were, still owned). */
+static int
+grow_with_process (void **items, size_t elem, int32_t **process, size_t n, size_t *cap)
+{
+  if (n < *cap)
+    return 0;
+  size_t nc = *cap ? 2 * *cap : 4096;
+  void *g = realloc (*items, nc * elem);
+  if (g == NULL)
+    return -1;
+  *items = g;
+  int32_t *gp = realloc (*process, nc * sizeof *gp);
+  if (gp == NULL)
+    return -1;
+  *process = gp;
+  *cap = nc;
+  return 0;
+}
+
 PpStatus
 pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
                       PpSchedule **sched_out, PpError *err)
@@ -126,20 +147,10 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
                    || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
                    || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL))
         {
-          if (n == cap)
+          if (grow_with_process ((void **) &spans, sizeof *spans, &span_process, n, &cap) != 0)
             {
-              size_t nc = cap ? 2 * cap : 4096;
-              PpSpan *g = realloc (spans, nc * sizeof *g);
-              int32_t *gp = g != NULL ? realloc (span_process, nc * sizeof *gp) : NULL;
-              if (g != NULL)
-                spans = g;
-              if (gp == NULL)
-                {
-                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
-                  goto out;
-                }
-              span_process = gp;
-              cap = nc;
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
             }
           span_process[n] = item.process;
           spans[n++] = item.span;
@@ -148,20 +159,10 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
                && (item.counter.kind == PP_COUNTER_RUN_DELAY_NS
                    || item.counter.kind == PP_COUNTER_PROBE_SELF_NS))
         {
-          if (n_ctr == cap_ctr)
+          if (grow_with_process ((void **) &ctr, sizeof *ctr, &ctr_process, n_ctr, &cap_ctr) != 0)
             {
-              size_t nc = cap_ctr ? 2 * cap_ctr : 4096;
-              PpCounter *g = realloc (ctr, nc * sizeof *g);
-              int32_t *gp = g != NULL ? realloc (ctr_process, nc * sizeof *gp) : NULL;
-              if (g != NULL)
-                ctr = g;
-              if (gp == NULL)
-                {
-                  st = pp_error_set (err, PP_ENOMEM, "out of memory");
-                  goto out;
-                }
-              ctr_process = gp;
-              cap_ctr = nc;
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
             }
           ctr_process[n_ctr] = item.process;
           ctr[n_ctr++] = item.counter;
