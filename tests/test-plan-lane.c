@@ -399,6 +399,16 @@ test_as_shown (void)
   /* bars hold no plan: each rank's plan lane says so, not left empty */
   g_assert_cmpuint (drawn.plan_blocks, ==, 0);
   g_assert_cmpint (drawn.plan_notes, ==, 2);
+  /* and a pointer over that lane finds no plan block (no tooltip of a
+   * block that is not drawn) */
+  PpTimelineLayout l;
+  PpTimelineHit hit;
+  pp_timeline_layout (m, &out, &l);
+  g_assert_cmpfloat (l.plan_h, >, 0);
+  for (double fx = 0.1; fx < 1.0; fx += 0.2)
+    g_assert_false (pp_timeline_hit (m, &out, l.x0 + fx * (l.x1 - l.x0),
+                                     l.rows_y + l.block_h + l.thin_h + l.plan_h / 2, &hit)
+                    && hit.planned);
   out = window;
   out.width = 3000;
   out.height = 800;

@@ -2665,6 +2665,9 @@ pp_timeline_hit (const PpTimelineModel *m, const PpTimelineView *view, double x,
     lane = 3;
   else
     return 0;
+  /* zoomed out to per-step bars the plan lane draws no block: none to hit */
+  if (lane == 3 && pp_timeline_view_summarized (m, v))
+    return 0;
 
   int64_t t = pp_timeline_t_of (v, &l, x);
   int64_t tol = (int64_t) (2.0 * ns_between (v->t0_ns, v->t1_ns) / (l.x1 - l.x0)) + 1;
