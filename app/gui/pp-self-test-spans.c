@@ -33,6 +33,9 @@ static gboolean
 save_window_png (GtkWidget *w, const char *path)
 {
   int width = gtk_widget_get_width (w), height = gtk_widget_get_height (w);
+  GskRenderer *r = gtk_native_get_renderer (GTK_NATIVE (w));
+  if (width <= 0 || height <= 0 || r == NULL)
+    return FALSE;   /* not laid out or not realized yet */
   GdkPaintable *p = gtk_widget_paintable_new (w);
   GtkSnapshot *s = gtk_snapshot_new ();
   gdk_paintable_snapshot (p, s, width, height);
@@ -40,10 +43,12 @@ save_window_png (GtkWidget *w, const char *path)
   gboolean ok = FALSE;
   if (node != NULL)
     {
-      GskRenderer *r = gtk_native_get_renderer (GTK_NATIVE (w));
       GdkTexture *t = gsk_renderer_render_texture (r, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
-      ok = gdk_texture_save_to_png (t, path);
-      g_object_unref (t);
+      if (t != NULL)
+        {
+          ok = gdk_texture_save_to_png (t, path);
+          g_object_unref (t);
+        }
       gsk_render_node_unref (node);
     }
   g_object_unref (p);
@@ -264,9 +269,16 @@ pp_self_test_spans (PpWindow *w, int step, char **why)
         if (dir != NULL && *dir)
           {
             g_autofree char *path = g_build_filename (dir, "spans.png", NULL);
+            /* the window takes its new size and renders some ticks after
+             * it is asked to (later on a loaded machine): until then the
+             * picture cannot be taken, so it is tried again, a few hundred
+             * ticks at most, never a clock */
+            static int tries;
             if (!save_window_png (GTK_WIDGET (w), path))
               {
-                *why = g_strdup_printf ("could not save %s", path);
+                if (++tries < 300)
+                  return 0;
+                *why = g_strdup_printf ("could not save %s (%d tries)", path, tries);
                 return -1;
               }
             say ("saved %s", path);
