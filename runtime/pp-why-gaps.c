@@ -269,11 +269,17 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
   size_t n = 0;
 
   memset (parts, 0, PP_WHY_N_RUNTIME_PARTS * sizeof *parts);
-  parts[PP_WHY_RT_DESCHEDULED] = pp_why_capped (growth (x->smp[0], x->n_smp[0], a, b, share), left);
-  left -= parts[PP_WHY_RT_DESCHEDULED];
-  /* GC, then each host kind: what it adds to the union of those before */
+  /* GC first (a pause placed in time), then the run delay's growth (an
+   * amount without a place: a thread descheduled inside a GC pause counts
+   * once, as the pause), then each host kind: what it adds to the union of
+   * those before it */
   for (int k = 0; k < N_HOST; k++)
     {
+      if (k == 1)
+        {
+          parts[PP_WHY_RT_DESCHEDULED] = pp_why_capped (growth (x->smp[0], x->n_smp[0], a, b, share), left);
+          left -= parts[PP_WHY_RT_DESCHEDULED];
+        }
       double before = measure (ix->scratch, n);
       if (add_clipped (ix, &n, x->host[k], x->n_host[k], ca, cb) != 0)
         return pp_error_set (err, PP_ENOMEM, "out of memory");

@@ -219,10 +219,13 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
                                  causes, err)) != PP_OK)
         goto out;
 
-      /* rule 2: charge in order, each pp_why_capped to what runtime has left */
+      /* rule 2: charge in order (GC first, as in a gap: a placed pause
+       * before an amount without a place), each pp_why_capped to what
+       * runtime has left */
       double runtime = w->runtime > 0 ? w->runtime : 0, left = runtime, charged = 0;
-      for (int k = 0; k < PP_WHY_RT_PEER_LATE; k++)
+      for (int i = 0; i < PP_WHY_RT_PEER_LATE; i++)
         {
+          int k = i == 0 ? PP_WHY_RT_GC : i == 1 ? PP_WHY_RT_DESCHEDULED : i;
           double p = pp_why_capped (g.sum[k], left);
           w->runtime_parts[k] = p;
           left = runtime - (charged += p);

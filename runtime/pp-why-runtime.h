@@ -7,14 +7,18 @@
  * 1. In each idle gap of the rank inside the step's compute window (a gap:
  *    between two consecutive work spans of the rank, pp_span_kind_is_work,
  *    no work span covering it; the first and last gap clipped to the
- *    window), each part is measured and capped to what is left of the gap:
+ *    window), each part is measured and capped to what is left of the gap,
+ *    in this order (GC before descheduled: a pause placed in time before
+ *    an amount without a place, so a thread descheduled inside a GC pause
+ *    counts once, as the pause, and on a machine that deschedules a lot
+ *    the job's collections still show):
+ *      gc             GC spans' overlap with the gap;
  *      descheduled    the RUN_DELAY_NS difference between the samples at
  *                     the gap's two edges (the counter's last sample at or
  *                     before the previous work's end, and at or before the
  *                     next work's start: a recorder may sample only when
  *                     the value changed;
  *                     a gap the window clips gets the clipped share of it);
- *      gc             GC spans' overlap with the gap;
  *      host_schedule, host_loss, host_data, host_zero_grad
  *                     each host kind's overlap with the gap less what the
  *                     kinds before it (GC first) already cover;

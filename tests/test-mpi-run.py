@@ -201,16 +201,25 @@ def main():
                 key = (int(step), int(stage), int(mb), kind)
                 ends[key] = int(t1)
                 starts.append((key, int(t0)))
-        late = 0
+        # Both ranks share this host's clock: the true offset is -skew, so
+        # the measured offset's error is |measured + skew| exactly (held
+        # within 50 us above).  A block may seem to start before what it
+        # depends on by that error, not more: on a loaded machine a
+        # hand-off over loopback can be quicker than the offset's error.
+        align_err = abs(float(got.group(1)) * 1e6 + skew) if got else 0
+        late, worst = 0, 0
         for (step, stage, mb, kind), t0 in starts:
             # 1F1B on 2 ranks: stage 1's F needs stage 0's F; stage 0's B needs stage 1's B
             dep = (step, 0, mb, "F") if (stage, kind) == (1, "F") else \
                   (step, 1, mb, "B") if (stage, kind) == (0, "B") else None
             if dep is not None and dep in ends and t0 < ends[dep]:
-                late += 1
+                worst = max(worst, ends[dep] - t0)
+                if ends[dep] - t0 > align_err:
+                    late += 1
         deps = sum(1 for (k, _) in starts if (k[1], k[3]) in ((1, "F"), (0, "B")))
         check(e.returncode == 0 and deps >= 20 * 8 * 2 and late == 0,
-              f"after alignment no block starts before its dependency ends ({late} of {deps} do)")
+              f"after alignment no block starts before its dependency ends by more than the "
+              f"offset's error, {align_err / 1e3:.1f} us ({late} of {deps} do; at most {worst / 1e3:.1f} us early)")
 
         # live: one job, every rank through rank 0's stream
         os.environ["XDG_RUNTIME_DIR"] = os.path.join(tmp, "run")
