@@ -21,7 +21,9 @@ probe/python/pipescope/lib.py where pipescope-cli profile says
                                          steps 40 ms apart, its blocks
                                          written as the steps pass (live),
                                          the last stage slower, and slower
-                                         with each step (STEPS at most 160)
+                                         with each step (STEPS at most 160);
+                                         with PP_WRITER_HOLD=FILE set, it
+                                         ends only once FILE exists
 Prints "wrote P ranks" (write, pipe), "wrote N processes" (mesh) on stdout.  A soft file size limit is
 lifted first (to the hard one): the test limits profile's merge, not this.
 """
@@ -174,6 +176,14 @@ def pipe(p, steps):
              for i in range(p)]
     if any(x.wait() != 0 for x in procs):
         sys.exit("profile-rank-writer: a rank of the pipe failed")
+    # A test that watches the job live holds the job's end until its viewer
+    # is attached (PP_WRITER_HOLD: a file the test makes then), so the
+    # viewer never finds the job gone however slow the machine; bounded,
+    # so that a job nobody releases still ends.
+    hold_file = os.environ.get("PP_WRITER_HOLD")
+    end = time.monotonic() + 300
+    while hold_file and not os.path.exists(hold_file) and time.monotonic() < end:
+        time.sleep(0.05)
     print(f"wrote {p} ranks", flush=True)
 
 

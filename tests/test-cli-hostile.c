@@ -29,6 +29,20 @@
 
 typedef PpTestCtx Ctx;
 
+/* `info FILE`: its span count (the file must be a readable trace). */
+static long
+info_spans (Ctx *c, const char *file)
+{
+  char *out, *err;
+  g_assert_cmpint (run (c, &out, &err, "info", file, NULL), ==, 0);
+  const char *p = strstr (out, "\nspans: ");
+  g_assert_nonnull (p);
+  long n = strtol (p + 8, NULL, 10);
+  g_free (out);
+  g_free (err);
+  return n;
+}
+
 /* ---- a job in the background (schedule --serve) ---------------------------- */
 
 typedef struct {
@@ -47,7 +61,7 @@ job_start (Ctx *c, Job *job, const char *listen)
                          listen ? "--listen" : NULL, listen, NULL };
   GError *error = NULL;
   GString *buf = g_string_new (NULL);
-  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;   /* a hang guard */
 
   memset (job, 0, sizeof *job);
   if (!g_spawn_async_with_pipes (NULL, (char **) argv, c->envp,
@@ -80,6 +94,25 @@ job_start (Ctx *c, Job *job, const char *listen)
       job->tcp = g_strndup (a + 5, (gsize) (t - a - 5));
       job->token = g_strndup (t + 8, (gsize) (e - t - 8));
     }
+
+  /* Then until it has served a span: the job keeps its history, so every
+   * later record of it holds one, however short and however slow the
+   * machine (a minute is a hang guard). */
+  char *pid = g_strdup_printf ("%d", (int) job->pid);
+  char *f = pp_test_ctx_path (c, "served.pptrace");
+  gint64 t0 = g_get_monotonic_time ();
+  for (;;)
+    {
+      char *out, *err;
+      g_assert_cmpint (run (c, &out, &err, "record", pid, "-o", f, "--duration", "0.1", NULL), ==, 0);
+      g_free (out); g_free (err);
+      if (info_spans (c, f) > 0)
+        break;
+      g_assert_cmpint (g_get_monotonic_time () - t0, <, 60 * G_USEC_PER_SEC);
+    }
+  g_unlink (f);
+  g_free (f);
+  g_free (pid);
 }
 
 static void
@@ -97,20 +130,6 @@ job_stop (Job *job)
   g_free (job->name);
   g_free (job->tcp);
   g_free (job->token);
-}
-
-/* `info FILE`: its span count (the file must be a readable trace). */
-static long
-info_spans (Ctx *c, const char *file)
-{
-  char *out, *err;
-  g_assert_cmpint (run (c, &out, &err, "info", file, NULL), ==, 0);
-  const char *p = strstr (out, "\nspans: ");
-  g_assert_nonnull (p);
-  long n = strtol (p + 8, NULL, 10);
-  g_free (out);
-  g_free (err);
-  return n;
 }
 
 static gint64

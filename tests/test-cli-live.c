@@ -63,7 +63,7 @@ job_start (Ctx *c, Job *job, ...)
   GPtrArray *argv = g_ptr_array_new ();
   GError *error = NULL;
   GString *buf = g_string_new (NULL);
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;   /* a hang guard */
   va_list ap;
   const char *a;
   char pid_text[32];
@@ -90,7 +90,7 @@ job_start (Ctx *c, Job *job, ...)
       int left = (int) ((deadline - g_get_monotonic_time ()) / 1000);
 
       if (left <= 0)
-        g_error ("the job printed no 'serving' line in 10 s (got '%s')", buf->str);
+        g_error ("the job printed no 'serving' line in a minute (got '%s')", buf->str);
       if (poll (&pfd, 1, left) <= 0)
         continue;
       n = read (job->err_fd, chunk, sizeof chunk);
@@ -124,7 +124,8 @@ job_start (Ctx *c, Job *job, ...)
   g_assert_true (g_file_test (job->socket, G_FILE_TEST_EXISTS));
 }
 
-/* Waits up to timeout_ms for the job to exit; returns its wait status, or -1. */
+/* Waits up to timeout_ms for the job to exit (a hang guard: callers give a
+ * minute); returns its wait status, or -1. */
 static int
 job_wait (Job *job, int timeout_ms)
 {
@@ -150,7 +151,7 @@ job_clear (Job *job)
   if (job->pid > 0)
     {
       kill (job->pid, SIGKILL);
-      job_wait (job, 5000);
+      job_wait (job, 60000);
     }
   if (job->err_fd > 0)
     close (job->err_fd);
@@ -190,6 +191,55 @@ jobs_lists (Ctx *c, const Job *job, char **out_copy)
   return found;
 }
 
+/* Until the job has served a span: a short record of it (the job keeps its
+ * history, so a record sees every span served before it attached) holds
+ * one.  Then a later record, however short, holds one too.  A minute is a
+ * hang guard, not a claim on speed. */
+static void
+wait_served (Ctx *c, const Job *job, const char *file)
+{
+  char *out, *err, *pid = pid_str (job);
+  gint64 t0 = g_get_monotonic_time ();
+  for (;;)
+    {
+      g_assert_cmpint (run (c, &out, &err, "record", pid, "-o", file, "--duration", "0.1", NULL), ==, 0);
+      g_assert_cmpstr (err, ==, "");
+      g_free (out); g_free (err);
+      if (info_spans (c, file, NULL) > 0)
+        break;
+      g_assert_cmpint (g_get_monotonic_time () - t0, <, 60 * G_USEC_PER_SEC);
+    }
+  g_free (pid);
+}
+
+/* Sends sig to the job once record has written what it received into its
+ * file (its first item is the job's description: record is attached). */
+typedef struct { pid_t pid; const char *file; int sig; } Killer;
+
+static gpointer
+kill_when_recording (gpointer data)
+{
+  Killer *k = data;
+  GStatBuf sb;
+  for (int i = 0; i < 3000; i++)   /* a minute: a hang guard */
+    {
+      if (g_stat (k->file, &sb) == 0 && sb.st_size > 0)
+        break;
+      g_usleep (20000);
+    }
+  kill (k->pid, k->sig);
+  return NULL;
+}
+
+/* `record ... ended; recorded N events in ...`: N. */
+static long
+recorded_events (const char *out)
+{
+  const char *p = strstr (out, " ended; recorded ");
+  g_assert_nonnull (p);
+  return strtol (p + strlen (" ended; recorded "), NULL, 10);
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 static void
@@ -198,24 +248,26 @@ test_jobs_and_record (void)
   Ctx c;
   Job job;
   char *out, *err, *pid, *listing = NULL;
-  char *f1, *f2, *f3;
+  char *f1, *f2, *f3, *f0, *saved;
   gint64 t0;
   int status;
 
   ctx_init (&c);
+  f0 = ctx_path (&c, "served.pptrace");
   f1 = ctx_path (&c, "by-pid.pptrace");
   f2 = ctx_path (&c, "by-name.pptrace");
   f3 = ctx_path (&c, "to-the-end.pptrace");
+  saved = ctx_path (&c, "saved.pptrace");
 
   g_assert_cmpint (run (&c, &out, &err, "jobs", NULL), ==, 0);
   g_assert_cmpstr (out, ==, "no running pipescope jobs\n");
   g_free (out); g_free (err);
 
-  /* 1F1B, P=4, M=8: 33 units = 33 ms a step; 400 steps are about 13 s:
-   * the job must outlive the two timed records and the listing before the
-   * last record attaches, on a loaded machine too (100 steps, 3.5 s, did
-   * not always: that record found the job gone). */
-  job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "4", "-m", "8", "--serve", "--steps", "400", NULL);
+  /* 1F1B, P=4, M=8, served until the test ends it (SIGTERM, once the last
+   * record has attached): a job of a fixed number of steps could end
+   * before that record attaches on a loaded machine (CI's did, at 100
+   * steps); its own trace file is what the last record must equal. */
+  job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "4", "-m", "8", "--serve", "--trace", saved, NULL);
   pid = pid_str (&job);
   {
     char *want = g_strdup_printf ("1F1B-%s", pid);
@@ -244,7 +296,9 @@ test_jobs_and_record (void)
   g_assert_nonnull (strstr (listing, " STARTED "));
   g_free (listing);
 
-  /* By pid, for half a second. */
+  /* By pid, for half a second (after the job has served a span, so the
+   * record holds one however slow the machine). */
+  wait_served (&c, &job, f0);
   g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f1, "--duration", "0.5", NULL), ==, 0);
   g_assert_cmpstr (err, ==, "");
   g_free (out); g_free (err);
@@ -256,21 +310,43 @@ test_jobs_and_record (void)
   g_free (out); g_free (err);
   g_assert_cmpint (info_spans (&c, f2, "schedule: 1F1B (P=4, M=8, V=1)\n"), >, 0);
 
-  /* Until the job ends: a normal end is a success, one line saying how
-   * many events the file keeps: all 400 steps of 64 spans (the job keeps
-   * its history). */
+  /* Until the job ends (SIGTERM once this record has attached): a normal
+   * end is a success, one line saying how many events the file keeps:
+   * every span the job served from its first step (the job keeps its
+   * history), exactly its own trace file's. */
+  Killer k = { job.pid, f3, SIGTERM };
+  GThread *th = g_thread_new ("terminator", kill_when_recording, &k);
   g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f3, NULL), ==, 0);
+  g_thread_join (th);
   g_assert_cmpstr (err, ==, "");
-  g_assert_nonnull (strstr (out, " ended; recorded 25600 events in "));
   g_assert_nonnull (strstr (out, f3));
+  long n_recorded = recorded_events (out);
   g_free (out); g_free (err);
-  g_assert_cmpint (info_spans (&c, f3, "schedule: 1F1B (P=4, M=8, V=1)\n"), ==, 400 * 64);
-  g_assert_cmpint (run (&c, &out, &err, "info", f3, NULL), ==, 0);
-  g_assert_nonnull (strstr (out, "steps: 400\n"));
-  g_assert_nonnull (strstr (out, "spans: 25600 (F 12800, B 12800)\n"));
-  g_free (out); g_free (err);
+  status = job_wait (&job, 60000);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+  long n_saved = info_spans (&c, saved, "schedule: 1F1B (P=4, M=8, V=1)\n");
+  g_assert_cmpint (n_saved, >, 0);
+  g_assert_cmpint (info_spans (&c, f3, "schedule: 1F1B (P=4, M=8, V=1)\n"), ==, n_saved);
+  g_assert_cmpint (n_recorded, ==, n_saved);
+  {
+    /* the same steps and the same F and B counts as the saved trace */
+    char *o3, *e3, *os, *es;
+    g_assert_cmpint (run (&c, &o3, &e3, "info", f3, NULL), ==, 0);
+    g_assert_cmpint (run (&c, &os, &es, "info", saved, NULL), ==, 0);
+    const char *keys[] = { "\nsteps: ", "\nspans: " };
+    for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+      {
+        const char *a = strstr (o3, keys[i]), *b = strstr (os, keys[i]);
+        g_assert_nonnull (a);
+        g_assert_nonnull (b);
+        char *la = g_strndup (a, strcspn (a + 1, "\n") + 1), *lb = g_strndup (b, strcspn (b + 1, "\n") + 1);
+        g_assert_cmpstr (la, ==, lb);
+        g_free (la); g_free (lb);
+      }
+    g_free (o3); g_free (e3); g_free (os); g_free (es);
+  }
 
-  status = job_wait (&job, 5000);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_false (g_file_test (job.socket, G_FILE_TEST_EXISTS));
@@ -285,7 +361,7 @@ test_jobs_and_record (void)
 
   job_clear (&job);
   g_free (pid);
-  g_free (f1); g_free (f2); g_free (f3);
+  g_free (f0); g_free (f1); g_free (f2); g_free (f3); g_free (saved);
   ctx_clear (&c);
 }
 
@@ -301,7 +377,7 @@ test_serve_trace_to_completion (void)
   t = ctx_path (&c, "served.pptrace");
   job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "4", "-m", "8", "--serve", "--steps", "3",
              "--trace", t, NULL);
-  status = job_wait (&job, 10000);
+  status = job_wait (&job, 60000);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_cmpint (info_spans (&c, t, "schedule: 1F1B (P=4, M=8, V=1)\n"), ==, 3 * 64);
@@ -331,9 +407,12 @@ test_serve_sigterm (void)
   t = ctx_path (&c, "stopped.pptrace");
   job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "4", "-m", "8", "--serve", "--trace", t, NULL);
   g_assert_true (jobs_lists (&c, &job, NULL));
-  g_usleep (150000);
+  /* once it has served a span, not after a sleep: its trace then has one */
+  char *served = ctx_path (&c, "served.pptrace");
+  wait_served (&c, &job, served);
+  g_free (served);
   g_assert_cmpint (kill (job.pid, SIGTERM), ==, 0);
-  status = job_wait (&job, 5000);
+  status = job_wait (&job, 60000);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_cmpint (info_spans (&c, t, "schedule: 1F1B (P=4, M=8, V=1)\n"), >, 0);
@@ -347,31 +426,13 @@ test_serve_sigterm (void)
   job_start (&c, &job, "schedule", "-s", "GPipe", "-p", "2", "-m", "2", "--serve", NULL);
   g_usleep (50000);
   g_assert_cmpint (kill (job.pid, SIGINT), ==, 0);
-  status = job_wait (&job, 5000);
+  status = job_wait (&job, 60000);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
 
   job_clear (&job);
   g_free (t);
   ctx_clear (&c);
-}
-
-/* Kills the job once record has written what it received into its file. */
-typedef struct { pid_t pid; const char *file; } Killer;
-
-static gpointer
-kill_when_recording (gpointer data)
-{
-  Killer *k = data;
-  GStatBuf sb;
-  for (int i = 0; i < 1000; i++)   /* 20 s: the test's own bound */
-    {
-      if (g_stat (k->file, &sb) == 0 && sb.st_size > 0)
-        break;
-      g_usleep (20000);
-    }
-  kill (k->pid, SIGKILL);
-  return NULL;
 }
 
 /* A job that dies while recorded (SIGKILL: its registry entry is left
@@ -389,7 +450,11 @@ test_record_killed_job (void)
   job_start (&c, &job, "schedule", "-s", "1F1B", "-p", "2", "-m", "4", "--serve", NULL);
   g_assert_true (jobs_lists (&c, &job, NULL));
   pid = pid_str (&job);
-  Killer k = { job.pid, f };
+  /* the record's history then holds a span before the kill */
+  char *served = ctx_path (&c, "served.pptrace");
+  wait_served (&c, &job, served);
+  g_free (served);
+  Killer k = { job.pid, f, SIGKILL };
   GThread *t = g_thread_new ("killer", kill_when_recording, &k);
   g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", f, NULL), ==, 1);
   g_thread_join (t);
@@ -398,7 +463,7 @@ test_record_killed_job (void)
   g_assert_nonnull (strstr (err, f));
   g_free (out); g_free (err);
   g_assert_cmpint (info_spans (&c, f, "schedule: 1F1B (P=2, M=4, V=1)\n"), >, 0);
-  job_wait (&job, 5000);
+  job_wait (&job, 60000);
   job.pid = 0;
   job_clear (&job);
   g_free (pid);
@@ -423,6 +488,12 @@ test_tcp (void)
   g_assert_nonnull (job.token);
   g_assert_true (g_str_has_prefix (job.tcp, "127.0.0.1:"));
   g_assert_cmpstr (job.tcp, !=, "127.0.0.1:0");
+  /* once it has served a span, so the short record below holds one */
+  {
+    char *served = ctx_path (&c, "served.pptrace");
+    wait_served (&c, &job, served);
+    g_free (served);
+  }
 
   /* HOST:PORT without --token: a usage error. */
   g_assert_cmpint (run (&c, &out, &err, "record", job.tcp, "-o", f, NULL), ==, 2);
@@ -457,7 +528,7 @@ test_tcp (void)
   g_free (out); g_free (err);
 
   kill (job.pid, SIGTERM);
-  status = job_wait (&job, 5000);
+  status = job_wait (&job, 60000);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   job_clear (&job);

@@ -247,12 +247,13 @@ read_all (int fd)
   return g_string_free (s, FALSE);
 }
 
-/* Reads fd until a line with prefix arrives (10 s at most). */
+/* Reads fd until a line with prefix arrives (a minute at most: a hang
+ * guard, not a claim on speed). */
 static char *
 read_line_with (int fd, const char *prefix)
 {
   GString *buf = g_string_new (NULL);
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
 
   for (;;)
     {
@@ -263,7 +264,7 @@ read_line_with (int fd, const char *prefix)
       char chunk[256];
       int left = (int) ((deadline - g_get_monotonic_time ()) / 1000);
       if (left <= 0)
-        g_error ("no '%s' line in 10 s (got '%s')", prefix, buf->str);
+        g_error ("no '%s' line in a minute (got '%s')", prefix, buf->str);
       if (poll (&pfd, 1, left) <= 0)
         continue;
       ssize_t n = read (fd, chunk, sizeof chunk);
@@ -321,7 +322,7 @@ test_sigint (void)
   first = read_line_with (ch.out_fd, "step 0 ");
   g_usleep (G_USEC_PER_SEC);
   g_assert_cmpint (kill (ch.pid, SIGINT), ==, 0);
-  status = child_wait (&ch, 10000);
+  status = child_wait (&ch, 60000);   /* a hang guard */
   g_assert_cmpint (status, !=, -1);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
@@ -380,16 +381,27 @@ test_live (void)
   g_free (out);
   g_free (err);
 
-  /* record attaches to it. */
+  /* record attaches to it, again until what it records holds a W block
+   * (the job keeps its history: once it has served one, every record
+   * holds it; on a loaded machine the first half second may not).  A
+   * minute is a hang guard. */
   {
     char *pid = g_strdup_printf ("%d", (int) ch.pid);
-    g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", rec, "--duration", "0.5", NULL), ==, 0);
-    g_assert_cmpstr (err, ==, "");
-    g_free (out);
-    g_free (err);
+    gint64 t0 = g_get_monotonic_time ();
+    for (;;)
+      {
+        g_assert_cmpint (run (&c, &out, &err, "record", pid, "-o", rec, "--duration", "0.5", NULL), ==, 0);
+        g_assert_cmpstr (err, ==, "");
+        g_free (out);
+        g_free (err);
+        g_assert_cmpint (run (&c, &out, &err, "info", rec, NULL), ==, 0);
+        if (strstr (out, "W ") != NULL || g_get_monotonic_time () - t0 > 60 * G_USEC_PER_SEC)
+          break;
+        g_free (out);
+        g_free (err);
+      }
     g_free (pid);
   }
-  g_assert_cmpint (run (&c, &out, &err, "info", rec, NULL), ==, 0);
   g_assert_nonnull (strstr (out, "schedule: ZB-H1 (P=2, M=4, V=1)\n"));
   g_assert_nonnull (strstr (out, "backend: cpu\n"));
   g_assert_nonnull (strstr (out, "W "));
@@ -397,7 +409,7 @@ test_live (void)
   g_free (err);
 
   g_assert_cmpint (kill (ch.pid, SIGTERM), ==, 0);
-  status = child_wait (&ch, 10000);
+  status = child_wait (&ch, 60000);   /* a hang guard */
   g_assert_cmpint (status, !=, -1);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);

@@ -69,16 +69,30 @@ def main():
     prof = None
     try:
         saved, live = os.path.join(tmp, "saved.pptrace"), os.path.join(tmp, "live.pptrace")
+        hold = os.path.join(tmp, "viewer-attached")
         prof = subprocess.Popen([cli, "profile", "--name", "pipe", "--trace", saved, "--",
                                  sys.executable, WRITER, "pipe", "2", "150"],
-                                cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PP_WRITER_HOLD=hold))
         # the viewer attaches as soon as the job is listed (before its ranks
-        # start: the writer waits 0.3 s), and records until it ends
-        for _ in range(300):
-            if "pipe " in subprocess.run([cli, "jobs"], capture_output=True, text=True).stdout:
-                break
+        # start, as a rule: the writer waits 0.3 s), and records until it
+        # ends; the job ends only once the viewer has written what it got
+        # (it is attached), never before it on a loaded machine.  The
+        # deadlines are hang guards.
+        deadline = time.monotonic() + 120
+        while "pipe " not in subprocess.run([cli, "jobs"], capture_output=True, text=True).stdout:
+            if time.monotonic() > deadline or prof.poll() is not None:
+                fail("jobs never listed the profiled job 'pipe'")
             time.sleep(0.05)
-        rec = subprocess.run([cli, "record", "pipe", "-o", live], capture_output=True, text=True, timeout=120)
+        rec = subprocess.Popen([cli, "record", "pipe", "-o", live], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        while not (os.path.exists(live) and os.path.getsize(live) > 0) and rec.poll() is None:
+            if time.monotonic() > deadline:
+                fail("record wrote nothing of the job in two minutes")
+            time.sleep(0.05)
+        open(hold, "w").close()
+        rec_out, rec_err = rec.communicate(timeout=120)
+        rec = subprocess.CompletedProcess(rec.args, rec.returncode, rec_out, rec_err)
         out, err = prof.communicate(timeout=120)
         if prof.returncode != 0 or rec.returncode != 0:
             fail(f"profile exited {prof.returncode}, record {rec.returncode}:\n{err}\n{rec.stderr}")

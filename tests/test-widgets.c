@@ -88,12 +88,13 @@ on_timeout (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Spins the main loop until the widget has its final size (or 5 s pass). */
+/* Spins the main loop until the widget has its final size (or a minute
+ * passes: a hang guard, as Xvfb on a loaded machine may take seconds). */
 static void
 wait_for_size (GtkWidget *w, int width, int height)
 {
   gboolean timed_out = FALSE;
-  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  guint id = g_timeout_add (60000, on_timeout, &timed_out);   /* a hang guard */
   while (!timed_out && !(gtk_widget_get_mapped (w) && gtk_widget_get_width (w) == width
                          && gtk_widget_get_height (w) == height))
     g_main_context_iteration (NULL, TRUE);
@@ -129,7 +130,7 @@ render_widget (GtkWidget *w)
   /* The paintable holds what the widget drew in its last frame: draw one. */
   g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (on_timeout), &drawn);
   gtk_widget_queue_draw (w);
-  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  guint id = g_timeout_add (60000, on_timeout, &timed_out);   /* a hang guard */
   while (!drawn && !timed_out)
     g_main_context_iteration (NULL, TRUE);
   if (!timed_out)

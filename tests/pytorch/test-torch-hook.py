@@ -148,7 +148,11 @@ def main():
     p = subprocess.run(long_job + ["--out", plain40], env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         fail(f"the plain 40-step run: {p.stderr[-2000:]}")
-    proc = subprocess.Popen(long_job + ["--out", out],
+    # the job holds after its first step until both viewers are attached
+    # (not a step count it must outlive them by: a loaded machine may run
+    # 40 steps before the test connects)
+    hold = os.path.join(tmp, "stall-attached")
+    proc = subprocess.Popen(long_job + ["--out", out, "--hold", hold],
                             env=dict(auto, PATH=env["PATH"], XDG_RUNTIME_DIR=stall, PIPESCOPE_TRACE=tr),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     socks, deadline = [], time.monotonic() + 120
@@ -165,6 +169,7 @@ def main():
                 except OSError:
                     c.close()
         time.sleep(0.05)
+    open(hold, "w").close()
     o, e = proc.communicate(timeout=300)
     for _, c in socks:
         c.close()

@@ -65,7 +65,7 @@ def live(cli, py, env, tmp):
         subprocess.run([cli, "schedule", "-s", "1F1B", "-p", "2", "-m", "4", "--format", "csv"],
                        stdout=f, check=True)
     job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
-           "--csv", csvf, "--stages-per-rank", "1", "--microbatches", "4", "--steps", "400",
+           "--csv", csvf, "--stages-per-rank", "1", "--microbatches", "4", "--steps", "100000",
            "--out", os.path.join(tmp, "live")]
     prof = subprocess.Popen([cli, "profile", "--name", "torchlive", "--no-trace", "--"] + job, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -105,7 +105,22 @@ def live(cli, py, env, tmp):
             recs.append((spec, out, subprocess.Popen([cli, "record", spec, "-o", out], env=env,
                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                      text=True)))
-        time.sleep(8)
+        deadline = time.monotonic() + 180   # a hang guard, as above
+        # Ctrl-C once the recordings are attached (each has written the
+        # job's description) and the stream has carried both ranks and a
+        # timed plan (the collector times it every 5 s): a short record of
+        # it, attached later, holds them, so the earlier ones do too.  Not
+        # a sleep: on a loaded machine 8 s did not always hold the plan.
+        while time.monotonic() < deadline and prof.poll() is None and \
+                not all(os.path.exists(out) and os.path.getsize(out) > 0 for _, out, _ in recs):
+            time.sleep(0.2)
+        probe = os.path.join(tmp, "rec-probe.pptrace")
+        while time.monotonic() < deadline and prof.poll() is None:
+            subprocess.run([cli, "record", "torchlive", "-o", probe, "--duration", "1"], env=env,
+                           capture_output=True, text=True, timeout=120)
+            info = subprocess.run([cli, "info", probe], env=env, capture_output=True, text=True).stdout
+            if "rank 0 bubble" in info and "rank 1 bubble" in info and "bubble, plan at measured costs" in info:
+                break
         prof.send_signal(2)   # Ctrl-C: the command stops, the recordings end
         prof.wait(timeout=120)
         for spec, out, rp in recs:
@@ -113,7 +128,7 @@ def live(cli, py, env, tmp):
             info = subprocess.run([cli, "info", out], env=env, capture_output=True, text=True).stdout
             if "ranks: 2" not in info or "rank 0 bubble" not in info or "rank 1 bubble" not in info:
                 fail(f"record {spec} did not get both ranks:\n{o}\n{e}\n{info}")
-            # the collector times the plan every 5 s; 8 s of its stream hold one
+            # the collector times the plan every 5 s; the stream held one before Ctrl-C
             if spec == "torchlive" and "bubble, plan at measured costs" not in info:
                 fail(f"record {spec}: the live stream has no timed plan of the CSV schedule:\n{info}")
     finally:

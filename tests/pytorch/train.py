@@ -95,6 +95,8 @@ def main():
                          "independently of pipescope, into the output")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda (one GPU: every rank's stages on it)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--hold", help="after step 0, wait until this file exists (a test attaches to the "
+                                   "running job meanwhile; 300 s at most)")
     a = ap.parse_args()
     order_by_step = []
     if a.record_order:
@@ -163,6 +165,10 @@ def main():
             self_ns.append(hook_self_ns() - s0)
         if prof is not None:
             prof.step()
+        if a.hold and step == 0:
+            until = time.monotonic() + 300
+            while not os.path.exists(a.hold) and time.monotonic() < until:
+                time.sleep(0.05)
         losses_by_step.append([l.item() for l in losses])
     if prof is not None:
         prof.__exit__(None, None, None)
