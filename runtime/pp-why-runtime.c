@@ -12,6 +12,26 @@ static const char *const part_names[PP_WHY_N_RUNTIME_PARTS] = {
   "probe", "user_kernels", "peer_late", "unattributed",
 };
 
+/* README's "Inside runtime" says the same: change both together */
+static const char *const part_meanings[PP_WHY_N_RUNTIME_PARTS] = {
+  "the rank's thread runnable but not running (the kernel's run-queue delay)",
+  "Python's garbage collector pausing the thread",
+  "the schedule's own code between actions",
+  "the loss function run outside a block",
+  "data loading, batch splitting",
+  "zero_grad and gradient bookkeeping",
+  "pipescope's own recording (shown, never hidden)",
+  "the rank's device kernels between blocks",
+  "waiting for a peer's output longer than the plan's transfer time",
+  "the rest (what no measured part explains)",
+};
+
+const char *
+pp_why_runtime_part_meaning (int part)
+{
+  return part >= 0 && part < PP_WHY_N_RUNTIME_PARTS ? part_meanings[part] : NULL;
+}
+
 const char *
 pp_why_runtime_part_name (int part)
 {
@@ -324,12 +344,12 @@ shown (const PpWhyIdle *w, int k)
 void
 pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit)
 {
-  int any = 0;
+  int any = 0, named[PP_WHY_N_RUNTIME_PARTS] = { 0 };
   for (int r = 0; r < ranks; r++)
     any |= idle[r].runtime > 0;
   if (!any)
     return;
-  fprintf (f, "runtime by part (%s, %% of runtime; README 'Why the bubble is there'):\n", unit);
+  fprintf (f, "runtime by part (%s, %% of runtime; what each part is, under the ranks):\n", unit);
   for (int r = 0; r < ranks; r++)
     {
       const PpWhyIdle *w = &idle[r];
@@ -343,6 +363,7 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
             fprintf (f, "%s%s %.2f (%.0f%%)", sep, part_names[k], w->runtime_parts[k] * scale,
                      100.0 * w->runtime_parts[k] / w->runtime);
             sep = ", ";
+            named[k] = 1;
           }
       if (w->late_peer >= 0 && w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0)
         {
@@ -360,6 +381,10 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
         }
       fputc ('\n', f);
     }
+  /* a reader of the split should not need the README to read it */
+  for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+    if (named[k])
+      fprintf (f, "  %s: %s\n", part_names[k], part_meanings[k]);
 }
 
 void

@@ -60,6 +60,9 @@
  * "host_zero_grad", "probe", "user_kernels", "peer_late", "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
+/* What the part is, in README's words ("Inside runtime"), one short
+ * phrase without a final stop; NULL out of range. */
+const char *pp_why_runtime_part_meaning (int part);
 
 /* One idle gap of a rank: its time (ns on the spans' clock, clipped to
  * the window asked for) and its parts in seconds by rule 1 (peer_late 0;
@@ -105,7 +108,8 @@ PpStatus pp_why_runtime_mean (const PpWhyStep *steps, int n_steps, int ranks, Pp
  * Under the Why table: a line per rank with runtime > 0, its measured parts
  * (and any non-zero one) in unit (values x scale) with their share of
  * runtime, and the late peer with what its host did before its late
- * blocks.  Nothing when no rank has runtime. */
+ * blocks; then a line for each part named above saying what it is.
+ * Nothing when no rank has runtime. */
 void pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale,
                                  const char *unit);
 /* w's JSON members, each after ", ": "runtime_parts": {name: seconds}

@@ -61,12 +61,12 @@
  * launch_gap (a device idle while its host still launches) needs CUPTI's
  * launch and start times, which no trace carries yet: not a part. */
 enum {
-  PP_WHY_RT_DESCHEDULED = 0,  /* the rank's thread runnable, not running */
+  PP_WHY_RT_DESCHEDULED = 0,  /* the rank's thread runnable but not running */
   PP_WHY_RT_GC,               /* the Python garbage collector */
   PP_WHY_RT_HOST_SCHEDULE,    /* the schedule's own code between actions */
-  PP_WHY_RT_HOST_LOSS,        /* the loss outside a block */
+  PP_WHY_RT_HOST_LOSS,        /* the loss function run outside a block */
   PP_WHY_RT_HOST_DATA,        /* data loading, batch splitting */
-  PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad, grad bookkeeping */
+  PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping */
   PP_WHY_RT_PROBE,            /* pipescope's own recording */
   PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */

@@ -370,6 +370,14 @@ test_cli (void)
   g_assert_nonnull (strstr (out, "runtime by part"));
   g_assert_nonnull (strstr (out, "rank 0: 4.00 ms = descheduled 1.50 (38%), gc 1.00 (25%)"));
   g_assert_nonnull (strstr (out, "rank 1: 4.00 ms = descheduled 0.00 (0%), gc 3.80 (95%)"));
+  /* under the ranks, what each part named there is, not a pointer to the
+   * README; a part no rank names (no kernel recorded) gets no line */
+  g_assert_null (strstr (out, "README"));
+  g_assert_nonnull (strstr (out, "\n  gc: Python's garbage collector pausing the thread\n"));
+  g_assert_nonnull (strstr (out, "\n  descheduled: the rank's thread runnable but not running"));
+  g_assert_nonnull (strstr (out, "\n  unattributed: the rest"));
+  g_assert_null (strstr (out, "\n  user_kernels:"));
+  g_assert_cmpint (pp_test_count (out, "\n  gc: "), ==, 1);
   g_free (out);
   g_free (e);
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
