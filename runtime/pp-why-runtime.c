@@ -9,7 +9,7 @@
 
 static const char *const part_names[PP_WHY_N_RUNTIME_PARTS] = {
   "descheduled", "gc", "host_schedule", "host_loss", "host_data", "host_zero_grad",
-  "probe", "user_kernels", "peer_late", "unattributed",
+  "probe", "user_kernels", "host_other", "peer_late", "unattributed",
 };
 
 const char *
@@ -226,6 +226,8 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       for (int i = 0; i < PP_WHY_RT_PEER_LATE; i++)
         {
           int k = i == 0 ? PP_WHY_RT_GC : i == 1 ? PP_WHY_RT_DESCHEDULED : i;
+          if (k == PP_WHY_RT_HOST_OTHER)
+            continue;   /* after peer_late: see rule 2 */
           double p = pp_why_capped (g.sum[k], left);
           w->runtime_parts[k] = p;
           left = runtime - (charged += p);
@@ -242,6 +244,10 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       double late = pp_why_capped (wait - plan, left);
       w->runtime_parts[PP_WHY_RT_PEER_LATE] = late;
       charged += late;
+      left = runtime - charged;
+      double other = pp_why_capped (g.sum[PP_WHY_RT_HOST_OTHER], left);
+      w->runtime_parts[PP_WHY_RT_HOST_OTHER] = other;
+      charged += other;
       w->runtime_parts[PP_WHY_RT_UNATTRIBUTED] = runtime - charged > 0 ? runtime - charged : 0;
 
       w->runtime_measured[PP_WHY_RT_DESCHEDULED] = x->n_smp[0] > 1;
@@ -249,6 +255,7 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
         w->runtime_measured[PP_WHY_RT_GC + k] = ix->host_seen[k];
       w->runtime_measured[PP_WHY_RT_PROBE] = x->n_smp[1] > 1;
       w->runtime_measured[PP_WHY_RT_USER_KERNELS] = x->n_kern > 0;
+      w->runtime_measured[PP_WHY_RT_HOST_OTHER] = x->n_smp[2] > 1;
       w->runtime_measured[PP_WHY_RT_PEER_LATE] = 1;
       if (late > 0 && peer >= 0)
         {
