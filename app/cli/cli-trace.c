@@ -2237,16 +2237,16 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
  * events as a track under the process): the loss per step, activation memory in MiB, micro-batches in
  * flight, device memory, the collectives a step (calls, MiB) the hook counted (format 1.5), and the
  * block-edge counters (1.6) as what each sample added since the track's one before, in ms: the time
- * the thread was descheduled, and the probe's own recording cost (cumulative, they would only climb).
+ * the thread was descheduled, on a CPU (1.7), and the probe's own recording cost (cumulative, they would only climb).
  * -1 out of memory. */
 static int
 write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows, size_t n_pids)
 {
   /* per track, the last value of each block-edge counter (NaN: none yet) */
-  double *last = malloc (2 * n_pids * sizeof *last);
+  double *last = malloc (3 * n_pids * sizeof *last);
   if (last == NULL)
     return -1;
-  for (size_t i = 0; i < 2 * n_pids; i++)
+  for (size_t i = 0; i < 3 * n_pids; i++)
     last[i] = NAN;
   for (size_t i = 0; i < t->n_counters; i++)
     {
@@ -2267,13 +2267,16 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
         case PP_COUNTER_COLLECTIVE_BYTES: name = "collective bytes a step (MiB)"; unit = "MiB"; v /= 1048576.0; break;
         case PP_COUNTER_RUN_DELAY_NS: name = "descheduled (ms since the last sample)"; unit = "ms"; break;
         case PP_COUNTER_PROBE_SELF_NS: name = "probe's own cost (ms since the last sample)"; unit = "ms"; break;
+        case PP_COUNTER_ON_CPU_NS: name = "on a CPU (ms since the last sample)"; unit = "ms"; break;
         default: continue;
         }
       if (!isfinite (v))
         continue;
-      if (c->kind == PP_COUNTER_RUN_DELAY_NS || c->kind == PP_COUNTER_PROBE_SELF_NS)
+      if (c->kind == PP_COUNTER_RUN_DELAY_NS || c->kind == PP_COUNTER_PROBE_SELF_NS
+          || c->kind == PP_COUNTER_ON_CPU_NS)
         {
-          double *prev = &last[2 * pid + (c->kind == PP_COUNTER_PROBE_SELF_NS)];
+          double *prev = &last[3 * pid + (c->kind == PP_COUNTER_PROBE_SELF_NS ? 1
+                                          : c->kind == PP_COUNTER_ON_CPU_NS ? 2 : 0)];
           double rise = isnan (*prev) ? 0 : (v - *prev) / 1e6;
           *prev = v;
           v = rise;
