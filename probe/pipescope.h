@@ -88,6 +88,9 @@ enum {
    * and the time the caller's own recording took.  Added to version 1. */
   PIPESCOPE_RUN_DELAY_NS = 6,
   PIPESCOPE_PROBE_SELF_NS = 7,
+  /* The same thread's time on a CPU (schedstat's first field), sampled
+   * with the run delay (trace format 1.7).  Added to version 1. */
+  PIPESCOPE_ON_CPU_NS = 8,
 };
 
 typedef struct pipescope_rank pipescope_rank;

@@ -18,7 +18,7 @@ pp_counter_kind_name (PpCounterKind kind)
   static const char *const names[PP_N_COUNTER_KINDS] = {
     "loss", "activation_bytes", "device_bytes", "inflight",
     "collective_calls", "collective_bytes",
-    "run_delay_ns", "probe_self_ns",
+    "run_delay_ns", "probe_self_ns", "on_cpu_ns",
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }

@@ -63,6 +63,10 @@ typedef enum {
    * recording took on that thread (the hook's cost). */
   PP_COUNTER_RUN_DELAY_NS,
   PP_COUNTER_PROBE_SELF_NS,
+  /* Sampled with RUN_DELAY (format 1.7): the time the thread ran on a
+   * CPU, the first field of /proc/thread-self/schedstat; across a gap,
+   * host work whether named or not (runtime's host_other, pp-why.h). */
+  PP_COUNTER_ON_CPU_NS,
   PP_N_COUNTER_KINDS
 } PpCounterKind;
 

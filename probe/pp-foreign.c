@@ -55,7 +55,8 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_COLLECTIVE_CALLS == (int) PP_COUNTER_COLLECTIVE_CALLS
                   && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES
                   && (int) PIPESCOPE_RUN_DELAY_NS == (int) PP_COUNTER_RUN_DELAY_NS
-                  && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS,
+                  && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS
+                  && (int) PIPESCOPE_ON_CPU_NS == (int) PP_COUNTER_ON_CPU_NS,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_NEST_MAX    16

@@ -6,7 +6,7 @@
 #include "pp-why-runtime.h"
 
 #define N_HOST (PP_SPAN_HOST_ZERO_GRAD - PP_SPAN_GC + 1)
-#define N_SAMPLED 2   /* RUN_DELAY_NS, PROBE_SELF_NS */
+#define N_SAMPLED 3   /* RUN_DELAY_NS, PROBE_SELF_NS, ON_CPU_NS */
 
 typedef struct {
   int64_t a, b;

@@ -46,7 +46,8 @@ merge (Iv *v, size_t n)
 static int
 sampled_slot (int kind)
 {
-  return kind == PP_COUNTER_RUN_DELAY_NS ? 0 : kind == PP_COUNTER_PROBE_SELF_NS ? 1 : -1;
+  return kind == PP_COUNTER_RUN_DELAY_NS ? 0 : kind == PP_COUNTER_PROBE_SELF_NS ? 1
+         : kind == PP_COUNTER_ON_CPU_NS ? 2 : -1;
 }
 
 static int
@@ -295,6 +296,15 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
     return pp_error_set (err, PP_ENOMEM, "out of memory");
   parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch, n) * 1e-9, left);
   left -= parts[PP_WHY_RT_USER_KERNELS];
+  /* the thread's time on a CPU across the gap beyond what the named host
+   * parts and the probe already hold (each of those ran on it, or was a
+   * pause of it: counted once); measured time only, so unattributed
+   * shrinks by nothing guessed */
+  double named = parts[PP_WHY_RT_PROBE];
+  for (int k = 0; k < N_HOST; k++)
+    named += parts[PP_WHY_RT_GC + k];
+  parts[PP_WHY_RT_HOST_OTHER] = pp_why_capped (growth (x->smp[2], x->n_smp[2], a, b, share) - named, left);
+  left -= parts[PP_WHY_RT_HOST_OTHER];
   parts[PP_WHY_RT_UNATTRIBUTED] = left > 0 ? left : 0;
   return PP_OK;
 }

@@ -24,13 +24,24 @@
  *                     kinds before it (GC first) already cover;
  *      probe          the PROBE_SELF_NS difference across the gap, as
  *                     descheduled;
- *      user_kernels   the rank's KERNEL spans' overlap with the gap.
+ *      user_kernels   the rank's KERNEL spans' overlap with the gap;
+ *      host_other     the ON_CPU_NS difference across the gap (the thread's
+ *                     time on a CPU there), as descheduled, less gc, the
+ *                     host kinds and probe (each on the thread or a pause
+ *                     of it: counted once): host work the probe did not
+ *                     name.  What is left is neither on a CPU nor
+ *                     runnable (the thread blocked: a peer, a lock, I/O)
+ *                     or not measured.
  *    A counter difference that is negative, NaN or longer than the gap
  *    (a sample missing, a thread changed) is cut to [0, what is left].
  * 2. Per rank, the gaps' sums are charged to runtime in that order, each
  *    capped to what runtime has left: host work in a PLANNED bubble (a GC
  *    in the fill) does not lengthen the bubble beyond the plan, so what
- *    does not fit in runtime is not runtime's.
+ *    does not fit in runtime is not runtime's.  host_other is charged
+ *    last, after peer_late (rule 3): a thread that spins while it waits
+ *    (a busy-polling transport) is on a CPU for the whole wait, and that
+ *    wait is the late peer's, so host_other takes only from what would
+ *    otherwise be unattributed.
  * 3. peer_late: the rank's measured waiting for a dependency (a peer's
  *    block end plus the plan's transfer time, pp_schedule_dependencies,
  *    later than the rank's own previous block end, or the window start
@@ -57,9 +68,13 @@
 #include "pp-why.h"
 
 /* "descheduled", "gc", "host_schedule", "host_loss", "host_data",
- * "host_zero_grad", "probe", "user_kernels", "peer_late", "unattributed";
+ * "host_zero_grad", "probe", "user_kernels", "host_other", "peer_late",
+ * "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
+/* What the part is, in README's words ("Inside runtime"), one short
+ * phrase without a final stop; NULL out of range. */
+const char *pp_why_runtime_part_meaning (int part);
 
 /* One idle gap of a rank: its time (ns on the spans' clock, clipped to
  * the window asked for) and its parts in seconds by rule 1 (peer_late 0;
@@ -105,7 +120,8 @@ PpStatus pp_why_runtime_mean (const PpWhyStep *steps, int n_steps, int ranks, Pp
  * Under the Why table: a line per rank with runtime > 0, its measured parts
  * (and any non-zero one) in unit (values x scale) with their share of
  * runtime, and the late peer with what its host did before its late
- * blocks.  Nothing when no rank has runtime. */
+ * blocks; then a line for each part named above saying what it is.
+ * Nothing when no rank has runtime. */
 void pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale,
                                  const char *unit);
 /* w's JSON members, each after ", ": "runtime_parts": {name: seconds}

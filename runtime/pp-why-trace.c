@@ -157,7 +157,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
         }
       else if (item.type == PP_TRACE_ITEM_COUNTER
                && (item.counter.kind == PP_COUNTER_RUN_DELAY_NS
-                   || item.counter.kind == PP_COUNTER_PROBE_SELF_NS))
+                   || item.counter.kind == PP_COUNTER_PROBE_SELF_NS
+                   || item.counter.kind == PP_COUNTER_ON_CPU_NS))
         {
           if (grow_with_process ((void **) &ctr, sizeof *ctr, &ctr_process, n_ctr, &cap_ctr) != 0)
             {

@@ -170,16 +170,17 @@ def main():
        "a host call recorded with its kind, its result and exception untouched")
 
     _, counters = raw_trace(trace)
-    for kind, name in ((L.COUNTER_RUN_DELAY_NS, "RUN_DELAY_NS"), (L.COUNTER_PROBE_SELF_NS, "PROBE_SELF_NS")):
+    for kind, name in ((L.COUNTER_RUN_DELAY_NS, "RUN_DELAY_NS"), (L.COUNTER_PROBE_SELF_NS, "PROBE_SELF_NS"),
+                       (L.COUNTER_ON_CPU_NS, "ON_CPU_NS")):
         vals = [v for rr, k, t, v in sorted(counters, key=lambda c: c[2]) if k == kind]
-        if kind == L.COUNTER_RUN_DELAY_NS and not has_delay:
+        if kind != L.COUNTER_PROBE_SELF_NS and not has_delay:
             if vals:
-                fail("RUN_DELAY_NS samples without schedstat")
+                fail(f"{name} samples without schedstat")
             continue
         # two blocks on this thread, two edges each: at most 4 samples
         if not 1 <= len(vals) <= 4 or any(b <= a for a, b in zip(vals, vals[1:])):
             fail(f"{name}: {vals} (two blocks' edges: 1 to 4 samples, each larger than the last)")
-    ok("block edges: run-queue delay" + ("" if has_delay else " (no schedstat here: none)")
+    ok("block edges: run-queue delay and time on a CPU" + ("" if has_delay else " (no schedstat here: none)")
        + " and the wrappers' own time, increasing, only when changed; none from another thread's block")
 
     gcs = [(s, e) for rr, k, st, s, e in raw_trace(trace)[0] if k == L.SPAN_GC]

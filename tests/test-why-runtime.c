@@ -256,9 +256,14 @@ test_hostile_counters (void)
       Run run = blocks (s, 3 * MS, 4 * MS);
       samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, grow[i]);
       samples (&run, 0, PP_COUNTER_PROBE_SELF_NS, 9, grow[i]);
+      samples (&run, 0, PP_COUNTER_ON_CPU_NS, 9, grow[i]);
+      samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, grow[i]);
       PpWhyReport *rep = analyse (s, &run);
       const PpWhyIdle *w = &rep->idle[0];
       assert_parts_sum (w);
+      assert_parts_sum (&rep->idle[1]);
+      if (!(grow[i] > 0))   /* nothing on a CPU: nothing of it charged */
+        g_assert_cmpfloat (PART (&rep->idle[1], HOST_OTHER), ==, 0);
       if (grow[i] > 1e9)   /* capped to what runtime has */
         g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), 4e-3, 1e-9);
       else
@@ -336,6 +341,146 @@ test_replicas (void)
   pp_schedule_free (s);
 }
 
+/* host_other by construction.  Rank 1's gap [3, 7] (runtime 4 ms, no
+ * peer late: its B waits for its own F): a GC [3, 4], the probe +0.5 ms
+ * and the thread on a CPU +3 ms across the gap: host_other is the 1.5 ms
+ * on a CPU beyond the GC and the probe, and unattributed shrinks by
+ * exactly that (2.5 ms without the counter, 1 ms with it).  Rank 0's gap
+ * [2, 9]: a GC [3, 4] and +0.5 ms on a CPU, less than the GC: host_other
+ * 0, never negative. */
+static void
+test_host_other (void)
+{
+  PpSchedule *s = plan ();
+  for (int with = 0; with < 2; with++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      host (&run, 1, PP_SPAN_GC, 3, 4);
+      host (&run, 0, PP_SPAN_GC, 3, 4);
+      samples (&run, 1, PP_COUNTER_PROBE_SELF_NS, 7, 0.5e6);
+      if (with)
+        {
+          samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 3e6);
+          samples (&run, 0, PP_COUNTER_ON_CPU_NS, 9, 0.5e6);
+        }
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w1 = &rep->idle[1], *w0 = &rep->idle[0];
+      g_assert_cmpfloat_with_epsilon (w1->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, GC), 1e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PROBE), 0.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, HOST_OTHER), with ? 1.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, UNATTRIBUTED), with ? 1e-3 : 2.5e-3, 1e-9);
+      g_assert_cmpint (w1->runtime_measured[PP_WHY_RT_HOST_OTHER], ==, with);
+      g_assert_cmpfloat (PART (w0, HOST_OTHER), ==, 0);
+      g_assert_cmpint (w0->runtime_measured[PP_WHY_RT_HOST_OTHER], ==, with);
+      for (int r = 0; r < 2; r++)
+        assert_parts_sum (&rep->idle[r]);
+
+      /* the gap's own parts, as the host lane reads them */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                            (const PpCounter *) run.counters->data, run.counters->len, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_HOST_OTHER], with ? 1.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_UNATTRIBUTED], with ? 1e-3 : 2.5e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  g_assert_cmpstr (pp_why_runtime_part_name (PP_WHY_RT_HOST_OTHER), ==, "host_other");
+  pp_schedule_free (s);
+}
+
+/* run written to path: a description, then the spans and counters with
+ * rank 1's at shift ns from their times, then (shift != 0) rank 1's
+ * CLOCK_OFFSET of -shift, after all of them: the reader must move them
+ * back, counters as spans. */
+static void
+write_shifted (const char *path, const Run *run, int64_t shift)
+{
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  for (guint i = 0; i < run->spans->len; i++)
+    {
+      PpSpan sp = g_array_index (run->spans, PpSpan, i);
+      if (sp.rank == 1)
+        sp.start_ns += shift, sp.end_ns += shift;
+      g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &err), ==, PP_OK);
+    }
+  for (guint i = 0; i < run->counters->len; i++)
+    {
+      PpCounter c = g_array_index (run->counters, PpCounter, i);
+      if (c.rank == 1)
+        c.time_ns += shift;
+      g_assert_cmpint (pp_trace_write_counter (w, &c, &err), ==, PP_OK);
+    }
+  if (shift != 0)
+    g_assert_cmpint (pp_trace_write_clock_offset (w, 1, -shift, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+}
+
+/* A CLOCK_OFFSET frame after the counters moves them with the spans: the
+ * file with rank 1's clock 50 ms off and its offset last reads as the
+ * file without, rank 1's descheduled and host_other measured across its
+ * gap [3, 7] (no peer late there: its B waits for its own F) (unmoved counters would be 50 ms before it and measure nothing). */
+static void
+test_clock_offset_after (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "why-runtime-clock");
+  PpSchedule *s = plan ();
+  Run run = blocks (s, 3 * MS, 4 * MS);
+  samples (&run, 1, PP_COUNTER_RUN_DELAY_NS, 7, 1.5e6);
+  samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 2e6);
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace");
+  for (int k = 0; k < 2; k++)
+    {
+      write_shifted (path, &run, k == 0 ? 0 : -50 * MS);
+      PpWhyReport *rep = NULL;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_analyse_trace (path, 0, &rep, NULL, NULL, &err), ==, PP_OK);
+      g_assert_cmpint (rep->n_steps, ==, 1);
+      const PpWhyIdle *w = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), 1.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, HOST_OTHER), 2e-3, 1e-9);
+      assert_parts_sum (w);
+      pp_why_report_free (rep);
+    }
+  /* info and export --format why name it (the file with the offset last) */
+  char *out = NULL, *e = NULL, *j = pp_test_ctx_path (&ctx, "why.json"), *json = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "host_other 2.00 (50%)"));
+  g_free (out);
+  g_free (e);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  /* rank 1's parts, and rank 0's late peer's causes (rank 1's gap before
+   * the block it handed over late): each in the mean and the step */
+  g_assert_cmpint (pp_test_count (json, "\"host_other\": 0.002,"), ==, 4);
+  g_free (json);
+  g_free (out);
+  g_free (e);
+  g_free (j);
+  g_free (path);
+  run_free (&run);
+  pp_schedule_free (s);
+  pp_test_ctx_clear (&ctx);
+}
+
 /* A trace written to a file: info prints the split and export --format
  * why carries idle[r].runtime_parts and the late peer. */
 static void
@@ -370,6 +515,14 @@ test_cli (void)
   g_assert_nonnull (strstr (out, "runtime by part"));
   g_assert_nonnull (strstr (out, "rank 0: 4.00 ms = descheduled 1.50 (38%), gc 1.00 (25%)"));
   g_assert_nonnull (strstr (out, "rank 1: 4.00 ms = descheduled 0.00 (0%), gc 3.80 (95%)"));
+  /* under the ranks, what each part named there is, not a pointer to the
+   * README; a part no rank names (no kernel recorded) gets no line */
+  g_assert_null (strstr (out, "README"));
+  g_assert_nonnull (strstr (out, "\n  gc: Python's garbage collector pausing the thread\n"));
+  g_assert_nonnull (strstr (out, "\n  descheduled: the rank's thread runnable but not running"));
+  g_assert_nonnull (strstr (out, "\n  unattributed: the rest"));
+  g_assert_null (strstr (out, "\n  user_kernels:"));
+  g_assert_cmpint (pp_test_count (out, "\n  gc: "), ==, 1);
   g_free (out);
   g_free (e);
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
@@ -399,6 +552,8 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/fill-capped", test_fill_capped);
   g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
   g_test_add_func ("/why-runtime/replicas", test_replicas);
+  g_test_add_func ("/why-runtime/host-other", test_host_other);
+  g_test_add_func ("/why-runtime/clock-offset-after", test_clock_offset_after);
   g_test_add_func ("/why-runtime/cli", test_cli);
   return g_test_run ();
 }

@@ -650,7 +650,8 @@ test_timeline_tooltip (void)
 
 /* Issue 30: the arrow keys pan the timeline without a click into it first
  * (the window hands them over, focus on a button), but never while the
- * focus is in a text entry (Find's keys stay Find's). */
+ * focus is in a text entry (Find's keys stay Find's); and they stop at
+ * the run's ends. */
 static void
 test_timeline_arrows_from_window (void)
 {
@@ -723,6 +724,21 @@ test_timeline_arrows_from_window (void)
   handled = FALSE;
   g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_minus, 0, 0, &handled);
   g_assert_false (handled);
+
+  /* a held arrow stops at the run's end (and start), the width kept: a
+   * tenth of the view at a time, 50 presses cross the run five times */
+  gtk_widget_grab_focus (button);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  for (int i = 0; i < 50; i++)
+    g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Right, 0, 0, &handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b1, ==, pp_timeline_model_end_ns (m));
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
+  for (int i = 0; i < 50; i++)
+    g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b0, ==, pp_timeline_model_start_ns (m));
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
 
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);

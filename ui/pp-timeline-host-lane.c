@@ -174,17 +174,16 @@ each_gap (const PpTimelineModel *m, int r, int64_t t0, int64_t t1, GapFn fn, voi
   static const PpCounter none[1];
   if (c == NULL)
     c = none;   /* nd = nc = 0: no sample, no pointer arithmetic on NULL */
+  /* the run delay's samples alone: descheduled, the one counter part the
+   * lane draws, comes before every counter part but GC's (a span) */
+  (void) nc;
   size_t d0 = first_needed (c, nd, from), d1 = past_needed (c, nd, to);
-  size_t p0 = nd + first_needed (c + nd, nc - nd, from), p1 = nd + past_needed (c + nd, nc - nd, to);
-  size_t nw = (d1 - d0) + (p1 - p0);
+  size_t nw = d1 - d0;
   PpCounter *w = nw > 0 ? malloc (nw * sizeof *w) : NULL;
   if (nw > 0 && w == NULL)
     return;
   if (nw > 0)
-    {
-      memcpy (w, c + d0, (d1 - d0) * sizeof *w);
-      memcpy (w + (d1 - d0), c + p0, (p1 - p0) * sizeof *w);
-    }
+    memcpy (w, c + d0, nw * sizeof *w);
 
   PpWhyGap *g = NULL;
   size_t ng = 0;

@@ -11,7 +11,7 @@ pauses itself (its own gc.callbacks on the training thread).  Asserts:
      whatever the load: the start callbacks all run before it, the stop
      callbacks after), so none is invented; how far apart their edges are
      is printed, not asserted (it is the machine's load);
-  2. every rank has RUN_DELAY_NS and PROBE_SELF_NS samples, each series
+  2. every rank has RUN_DELAY_NS, PROBE_SELF_NS and ON_CPU_NS samples, each series
      non-decreasing in time (cumulative), and HOST_SCHEDULE, HOST_LOSS (the
      last stage), HOST_DATA spans;
   3. `export --format why` splits each rank's runtime into runtime_parts:
@@ -51,7 +51,7 @@ GC, HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD = 18, 19, 20, 21, 22
 HOST = (HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD)
 WORK = (0, 1, 2, 3, 13)   # F, B, I, W, OVERLAP_F_B
 WAIT = 9
-RUN_DELAY, PROBE_SELF = 6, 7
+RUN_DELAY, PROBE_SELF, ON_CPU = 6, 7, 8
 N_TESTS = 3
 
 
@@ -193,7 +193,7 @@ def run(cli, py, tmp):
     # 2. block-edge counters, cumulative; host spans
     lines = []
     for r in ranks:
-        for kind, name in ((RUN_DELAY, "RUN_DELAY_NS"), (PROBE_SELF, "PROBE_SELF_NS")):
+        for kind, name in ((RUN_DELAY, "RUN_DELAY_NS"), (PROBE_SELF, "PROBE_SELF_NS"), (ON_CPU, "ON_CPU_NS")):
             series = sorted((t, v) for rr, k, t, v in counters if rr == r and k == kind)
             if not series:
                 fail(f"rank {r}: no {name} sample")

@@ -60,7 +60,7 @@ class Host:
         self.rec = rec
         self.thread = threading.get_ident()
         self.fd = -1          # the Python wrappers' schedstat (no compiled ones)
-        self.last_delay = -1
+        self.last_delay = self.last_cpu = -1
         self.on_gc = None
         fast = rec.fast
         samples = os.environ.get("PIPESCOPE_EDGES") != "0"
@@ -131,21 +131,30 @@ class Host:
 
     def run_delay(self):
         """The training thread's cumulative run-queue delay (ns), -1 unread."""
+        return self.schedstat()[1]
+
+    def schedstat(self):
+        """(time on a CPU, run-queue delay) of the training thread,
+        cumulative ns, from one read; (-1, -1) unread."""
         try:
-            return int(os.pread(self.fd, 64, 0).split()[1])
+            f = os.pread(self.fd, 64, 0).split()
+            return int(f[0]), int(f[1])
         except (OSError, IndexError, ValueError):
-            return -1
+            return -1, -1
 
     def edge(self, t):
         """A block edge at t (Python wrappers): the run-queue delay's sample
         where it changed, on the training thread only."""
         if threading.get_ident() != self.thread:
             return
-        d = self.run_delay()
+        cpu, d = self.schedstat()
         r = self.rec.rank
         if d >= 0 and d != self.last_delay and r is not None:
             self.last_delay = d
             r.sample(_lib.COUNTER_RUN_DELAY_NS, d, self.rec.current_step(), t)
+        if cpu >= 0 and cpu != self.last_cpu and r is not None:
+            self.last_cpu = cpu
+            r.sample(_lib.COUNTER_ON_CPU_NS, cpu, self.rec.current_step(), t)
 
 
 def wrap_host(hook, orig, kind):

@@ -59,9 +59,10 @@ COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
 SPAN_GC, SPAN_HOST_SCHEDULE, SPAN_HOST_LOSS, SPAN_HOST_DATA, SPAN_HOST_ZERO_GRAD = 18, 19, 20, 21, 22
 # Cumulative nanoseconds of the recording thread, sampled at block edges
 # (1.6): its run-queue delay (/proc/thread-self/schedstat's second field)
-# and the hook's own cost on it.  In a batch as a COUNTER_RECORD record:
+# and the hook's own cost on it; 1.7: its time on a CPU (the first field,
+# of the same read).  In a batch as a COUNTER_RECORD record:
 # (COUNTER_RECORD, counter kind, -1, step, time_ns, time_ns, -1, value).
-COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS = 6, 7
+COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS, COUNTER_ON_CPU_NS = 6, 7, 8
 COUNTER_RECORD = 66   # pipescope_records only: not a span kind
 
 last_error = ""
@@ -377,7 +378,8 @@ class Rank:
 
     def sample(self, kind, value, step, t):
         """A cumulative counter's integer sample at a block edge
-        (COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS): queued, in a batch."""
+        (COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS, COUNTER_ON_CPU_NS):
+        queued, in a batch."""
         rec = (COUNTER_RECORD, kind, -1, step, t, t, -1, int(value))
         if self.fast is not None:
             self.fast.record(*rec)
