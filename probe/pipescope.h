@@ -69,6 +69,10 @@ enum {
   PIPESCOPE_HOST_LOSS = 20,      /* the loss function, outside a block */
   PIPESCOPE_HOST_DATA = 21,      /* data loading, splitting a batch */
   PIPESCOPE_HOST_ZERO_GRAD = 22, /* zero_grad, gradient bookkeeping between steps */
+  /* A launch an idle device waited for (trace format 1.8): written by the
+   * probe's CUPTI collector only; the calls here refuse it (-1).  Named so
+   * that a reader of the trace knows the number. */
+  PIPESCOPE_LAUNCH = 23,
 };
 
 /* Counter kinds. */

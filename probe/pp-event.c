@@ -8,6 +8,7 @@ pp_span_kind_name (PpSpanKind kind)
     "KERNEL", "MEMCPY", "MEMSET", "OVERLAP_F_B",
     "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD",
     "GC", "HOST_SCHEDULE", "HOST_LOSS", "HOST_DATA", "HOST_ZERO_GRAD",
+    "LAUNCH",
   };
   return (unsigned) kind < PP_N_SPAN_KINDS ? names[kind] : "?";
 }

@@ -42,6 +42,13 @@ typedef enum {
   PP_SPAN_HOST_LOSS,        /* the loss function, outside a block */
   PP_SPAN_HOST_DATA,        /* data loading, splitting a batch into micro-batches */
   PP_SPAN_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping between steps */
+  /* A launch the device waited for (format 1.8): the host API call
+   * (cudaLaunchKernel, cudaMemcpyAsync, ...) that queued device work onto
+   * an idle device, [call start, call end] on the host, device and stream
+   * of its work; the CUPTI collector writes one only where the device was
+   * idle before the call returned (pp-cupti.h, "Launches").  Neither work
+   * nor host work: runtime's launch_gap (pp-why-runtime.h). */
+  PP_SPAN_LAUNCH,
   PP_N_SPAN_KINDS
 } PpSpanKind;
 

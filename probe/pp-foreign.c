@@ -46,7 +46,8 @@ _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (in
                   && (int) PIPESCOPE_HOST_SCHEDULE == (int) PP_SPAN_HOST_SCHEDULE
                   && (int) PIPESCOPE_HOST_LOSS == (int) PP_SPAN_HOST_LOSS
                   && (int) PIPESCOPE_HOST_DATA == (int) PP_SPAN_HOST_DATA
-                  && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD,
+                  && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD
+                  && (int) PIPESCOPE_LAUNCH == (int) PP_SPAN_LAUNCH,
                 "the API's kinds are the trace format's span kinds");
 _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES

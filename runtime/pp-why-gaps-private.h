@@ -17,10 +17,11 @@ typedef struct {
   double  v;
 } Sample;
 
-/* One rank's records, each list sorted; the interval lists merged (disjoint). */
+/* One rank's records, each list sorted; the interval lists merged
+ * (disjoint), but launch: its LAUNCH spans as they are, by end. */
 typedef struct {
-  Iv     *work, *host[N_HOST], *kern;
-  size_t  n_work, n_host[N_HOST], n_kern;
+  Iv     *work, *host[N_HOST], *kern, *launch;
+  size_t  n_work, n_host[N_HOST], n_kern, n_launch;
   Sample *smp[N_SAMPLED];
   size_t  n_smp[N_SAMPLED];
 } RankIx;

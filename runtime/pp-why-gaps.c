@@ -15,6 +15,14 @@ cmp_iv (const void *x, const void *y)
   return a->a < b->a ? -1 : a->a > b->a ? 1 : (a->b < b->b ? -1 : a->b > b->b);
 }
 
+/* by end: a rank's LAUNCH spans, searched by the gap they end in */
+static int
+cmp_iv_end (const void *x, const void *y)
+{
+  const Iv *a = x, *b = y;
+  return a->b < b->b ? -1 : a->b > b->b ? 1 : (a->a < b->a ? -1 : a->a > b->a);
+}
+
 static int
 cmp_sample (const void *x, const void *y)
 {
@@ -66,6 +74,7 @@ pp_why_runtime_index_free (PpWhyRuntimeIndex *ix)
       RankIx *x = &ix->r[r];
       free (x->work);
       free (x->kern);
+      free (x->launch);
       for (int k = 0; k < N_HOST; k++)
         free (x->host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -105,6 +114,8 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
             list = x->host[h], n = &x->n_host[h], ix->host_seen[h] = 1;
           else if (sp->kind == PP_SPAN_KERNEL)
             list = x->kern, n = &x->n_kern;
+          else if (sp->kind == PP_SPAN_LAUNCH)
+            list = x->launch, n = &x->n_launch;
           else
             continue;
           if (pass == 1)
@@ -129,7 +140,8 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
         {
           RankIx *x = &ix->r[r];
           if ((x->work = malloc ((x->n_work + 1) * sizeof *x->work)) == NULL
-              || (x->kern = malloc ((x->n_kern + 1) * sizeof *x->kern)) == NULL)
+              || (x->kern = malloc ((x->n_kern + 1) * sizeof *x->kern)) == NULL
+              || (x->launch = malloc ((x->n_launch + 1) * sizeof *x->launch)) == NULL)
             goto oom;
           for (int k = 0; k < N_HOST; k++)
             if ((x->host[k] = malloc ((x->n_host[k] + 1) * sizeof *x->host[k])) == NULL)
@@ -137,7 +149,7 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
           for (int k = 0; k < N_SAMPLED; k++)
             if ((x->smp[k] = malloc ((x->n_smp[k] + 1) * sizeof *x->smp[k])) == NULL)
               goto oom;
-          x->n_work = x->n_kern = 0;
+          x->n_work = x->n_kern = x->n_launch = 0;
           memset (x->n_host, 0, sizeof x->n_host);
           memset (x->n_smp, 0, sizeof x->n_smp);
         }
@@ -147,6 +159,8 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
       RankIx *x = &ix->r[r];
       x->n_work = merge (x->work, x->n_work);
       x->n_kern = merge (x->kern, x->n_kern);
+      if (x->n_launch > 0)
+        qsort (x->launch, x->n_launch, sizeof *x->launch, cmp_iv_end);
       for (int k = 0; k < N_HOST; k++)
         x->n_host[k] = merge (x->host[k], x->n_host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -256,6 +270,29 @@ add_clipped (PpWhyRuntimeIndex *ix, size_t *n, const Iv *v, size_t nv, int64_t a
   return 0;
 }
 
+/* Appends to ix->scratch (*n used) rank x's launches of the device work
+ * in or ending the gap [a, b], clipped to [ca, cb]: LAUNCH spans that
+ * started before b and ended after a, and no later than the work starting
+ * at b ends (a launch may return after its kernel started; one returning
+ * later still launched work of a later gap). */
+static int
+add_launches (PpWhyRuntimeIndex *ix, size_t *n, const RankIx *x, int64_t a, int64_t b, int64_t ca,
+              int64_t cb)
+{
+  int64_t upto = INT64_MAX;
+  if (b != INT64_MAX)
+    {
+      size_t w = pp_why_first_ending_after (x->work, x->n_work, b);
+      if (w < x->n_work)
+        upto = x->work[w].b;
+    }
+  for (size_t i = pp_why_first_ending_after (x->launch, x->n_launch, a);
+       i < x->n_launch && x->launch[i].b <= upto; i++)
+    if (x->launch[i].a < b && add_clipped (ix, n, &x->launch[i], 1, ca, cb) != 0)
+      return -1;
+  return 0;
+}
+
 /* Rule 1 over the gap [a, b] of rank x (its edges; INT64_MIN/MAX none),
  * clipped to [lo, hi] (non-empty): parts in seconds. */
 PpStatus
@@ -291,16 +328,30 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
     }
   parts[PP_WHY_RT_PROBE] = pp_why_capped (growth (x->smp[1], x->n_smp[1], a, b, share), left);
   left -= parts[PP_WHY_RT_PROBE];
-  n = 0;
+  /* the kernels after the host union in the scratch (both disjoint lists) */
+  size_t nh = n;
   if (add_clipped (ix, &n, x->kern, x->n_kern, ca, cb) != 0)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
-  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch, n) * 1e-9, left);
+  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch + nh, n - nh) * 1e-9, left);
   left -= parts[PP_WHY_RT_USER_KERNELS];
+  /* the device idle while the host was in the calls that launched its
+   * next work, less what a host part or a kernel already holds */
+  n = merge (ix->scratch, n);
+  double covered = measure (ix->scratch, n);
+  size_t nc = n;
+  if (add_launches (ix, &n, x, a, b, ca, cb) != 0)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  if (n > nc)
+    {
+      n = merge (ix->scratch, n);
+      parts[PP_WHY_RT_LAUNCH_GAP] = pp_why_capped ((measure (ix->scratch, n) - covered) * 1e-9, left);
+      left -= parts[PP_WHY_RT_LAUNCH_GAP];
+    }
   /* the thread's time on a CPU across the gap beyond what the named host
-   * parts and the probe already hold (each of those ran on it, or was a
-   * pause of it: counted once); measured time only, so unattributed
-   * shrinks by nothing guessed */
-  double named = parts[PP_WHY_RT_PROBE];
+   * parts, the probe and the launch already hold (each of those ran on
+   * it, or was a pause of it: counted once); measured time only, so
+   * unattributed shrinks by nothing guessed */
+  double named = parts[PP_WHY_RT_PROBE] + parts[PP_WHY_RT_LAUNCH_GAP];
   for (int k = 0; k < N_HOST; k++)
     named += parts[PP_WHY_RT_GC + k];
   parts[PP_WHY_RT_HOST_OTHER] = pp_why_capped (growth (x->smp[2], x->n_smp[2], a, b, share) - named, left);

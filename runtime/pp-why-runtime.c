@@ -9,7 +9,7 @@
 
 static const char *const part_names[] = {
   "descheduled", "gc", "host_schedule", "host_loss", "host_data", "host_zero_grad",
-  "probe", "user_kernels", "host_other", "peer_late", "unattributed",
+  "probe", "user_kernels", "launch_gap", "host_other", "peer_late", "unattributed",
 };
 
 /* README's "Inside runtime" says the same: change both together */
@@ -22,6 +22,7 @@ static const char *const part_meanings[] = {
   "zero_grad and gradient bookkeeping",
   "pipescope's own recording (shown, never hidden)",
   "the rank's device kernels between blocks",
+  "the device idle while the host was still launching its next work",
   "the thread on a CPU in the gap beyond the named host parts and the probe: host work the probe did not name",
   "waiting for a peer's output longer than the plan's transfer time",
   "the rest (what no measured part explains)",
@@ -281,6 +282,7 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
         w->runtime_measured[PP_WHY_RT_GC + k] = ix->host_seen[k];
       w->runtime_measured[PP_WHY_RT_PROBE] = x->n_smp[1] > 1;
       w->runtime_measured[PP_WHY_RT_USER_KERNELS] = x->n_kern > 0;
+      w->runtime_measured[PP_WHY_RT_LAUNCH_GAP] = x->n_launch > 0;
       w->runtime_measured[PP_WHY_RT_HOST_OTHER] = x->n_smp[2] > 1;
       w->runtime_measured[PP_WHY_RT_PEER_LATE] = 1;
       if (late > 0 && peer >= 0)

@@ -25,10 +25,20 @@
  *      probe          the PROBE_SELF_NS difference across the gap, as
  *                     descheduled;
  *      user_kernels   the rank's KERNEL spans' overlap with the gap;
+ *      launch_gap     the device idle while the host was in the calls
+ *                     that launched its next work: the union of the
+ *                     rank's LAUNCH spans (format 1.8: a launch an idle
+ *                     device waited for) clipped to the gap, less the
+ *                     host kinds' and kernels' time in it; a LAUNCH counts
+ *                     in the gap if it started before the gap's end and
+ *                     ended after its start, no later than the end of the
+ *                     work that starts at the gap's end (a launch may
+ *                     return after its kernel started; one ending later
+ *                     launched a later gap's work);
  *      host_other     the ON_CPU_NS difference across the gap (the thread's
  *                     time on a CPU there), as descheduled, less gc, the
- *                     host kinds and probe (each on the thread or a pause
- *                     of it: counted once): host work the probe did not
+ *                     host kinds, probe and launch_gap (each on the thread
+ *                     or a pause of it: counted once): host work the probe did not
  *                     name.  What is left is neither on a CPU nor
  *                     runnable (the thread blocked: a peer, a lock, I/O)
  *                     or not measured.
@@ -51,8 +61,7 @@
  *    the gaps just before those blocks (late_causes).
  * 4. unattributed: the rest.
  * The mean over the analysed steps is taken part by part, as for the
- * other parts.  launch_gap (CUPTI launch vs start times) is not measured:
- * no trace carries those times yet.
+ * other parts.
  *
  * No GLib.
  */
@@ -68,7 +77,7 @@
 #include "pp-why.h"
 
 /* "descheduled", "gc", "host_schedule", "host_loss", "host_data",
- * "host_zero_grad", "probe", "user_kernels", "host_other", "peer_late",
+ * "host_zero_grad", "probe", "user_kernels", "launch_gap", "host_other", "peer_late",
  * "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);

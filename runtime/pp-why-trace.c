@@ -145,7 +145,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
                && (pp_span_kind_is_work (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
                    || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
                    || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
-                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL))
+                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL
+                   || item.span.kind == PP_SPAN_LAUNCH))
         {
           if (grow_with_process ((void **) &spans, sizeof *spans, &span_process, n, &cap) != 0)
             {

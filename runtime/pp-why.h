@@ -69,6 +69,7 @@ enum {
   PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping */
   PP_WHY_RT_PROBE,            /* pipescope's own recording */
   PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks */
+  PP_WHY_RT_LAUNCH_GAP,       /* the device idle while the host still launched its next work */
   PP_WHY_RT_HOST_OTHER,       /* the thread on a CPU beyond the named host parts */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
   PP_WHY_RT_UNATTRIBUTED,     /* the rest */

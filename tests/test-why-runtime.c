@@ -395,6 +395,123 @@ test_host_other (void)
   pp_schedule_free (s);
 }
 
+/* launch_gap by construction.  Rank 1's gap [3, 7] (runtime 4 ms, no peer
+ * late), with a LAUNCH span (format 1.8) of rank 1:
+ *   0: none: launch_gap 0 and not measured, unattributed 4 ms;
+ *   1: [2.5, 4], the launch returning 1 ms into the gap: launch_gap 1 ms,
+ *      unattributed exactly 1 ms less;
+ *   2: [2, 2.8], returned before the gap began: 0;
+ *   3: [2.5, 4] with a GC [3, 3.5]: the GC's 0.5 ms counted once, as gc;
+ *   4: [6, 12], ending after the work at 7 (B B [7, 11]) ends: not this
+ *      gap's (0 in it) but the launch of what follows the drain gap
+ *      [11, 13]: 1 ms there;
+ *   5: [6, 10], returning after its work began at 7: the call's 1 ms in
+ *      the gap, not the 3 ms before it began. */
+static void
+test_launch_gap (void)
+{
+  PpSchedule *s = plan ();
+  static const double from[] = { 0, 2.5, 2, 2.5, 6, 6 }, to[] = { 0, 4, 2.8, 4, 12, 10 };
+  static const double want[] = { 0, 1e-3, 0, 0.5e-3, 1e-3, 1e-3 };
+  static const double in_gap[] = { 0, 1e-3, 0, 0.5e-3, 0, 1e-3 };
+  static const double unattr[] = { 4e-3, 3e-3, 4e-3, 3e-3, 3e-3, 3e-3 };
+  for (int v = 0; v < 6; v++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      if (v > 0)
+        host (&run, 1, PP_SPAN_LAUNCH, from[v], to[v]);
+      if (v == 3)
+        host (&run, 1, PP_SPAN_GC, 3, 3.5);
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w1 = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w1->runtime, 4e-3, 1e-9);
+      g_test_message ("variant %d", v);
+      g_assert_cmpfloat_with_epsilon (PART (w1, LAUNCH_GAP), want[v], 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, GC), v == 3 ? 0.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, UNATTRIBUTED), unattr[v], 1e-9);
+      g_assert_cmpint (w1->runtime_measured[PP_WHY_RT_LAUNCH_GAP], ==, v > 0);
+      g_assert_cmpint (rep->idle[0].runtime_measured[PP_WHY_RT_LAUNCH_GAP], ==, 0);
+      g_assert_cmpfloat (PART (&rep->idle[0], LAUNCH_GAP), ==, 0);
+      for (int r = 0; r < 2; r++)
+        assert_parts_sum (&rep->idle[r]);
+
+      /* the gap's own parts, as the host lane reads them: they sum to it */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len, NULL, 0, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_LAUNCH_GAP], in_gap[v], 1e-9);
+      double sum = 0;
+      for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+        sum += g[0].parts[k];
+      g_assert_cmpfloat_with_epsilon (sum, 4e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  g_assert_cmpstr (pp_why_runtime_part_name (PP_WHY_RT_LAUNCH_GAP), ==, "launch_gap");
+  g_assert_nonnull (pp_why_runtime_part_meaning (PP_WHY_RT_LAUNCH_GAP));
+  pp_schedule_free (s);
+}
+
+/* LAUNCH spans with absurd times (the whole clock, backwards, at its
+ * ends, on every rank) never make a part negative or larger than the gap
+ * or runtime, and the parts still sum to runtime. */
+static void
+test_hostile_launches (void)
+{
+  PpSchedule *s = plan ();
+  static const int64_t t[][2] = {
+    { INT64_MIN, INT64_MAX }, { 0, INT64_MAX }, { INT64_MAX - 1, INT64_MAX },
+    { 5 * MS, 4 * MS }, { INT64_MIN, INT64_MIN + 1 }, { 2 * MS, 2 * MS },
+  };
+  for (size_t i = 0; i <= G_N_ELEMENTS (t); i++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      for (size_t j = 0; j < G_N_ELEMENTS (t); j++)
+        if (i == G_N_ELEMENTS (t) || i == j)   /* each alone, then all at once */
+          for (int r = 0; r < 2; r++)
+            {
+              PpSpan sp = { 0 };
+              sp.rank = r;
+              sp.kind = PP_SPAN_LAUNCH;
+              sp.stage = sp.microbatch = sp.peer_rank = -1;
+              sp.start_ns = t[j][0];
+              sp.end_ns = t[j][1];
+              g_array_append_val (run.spans, sp);
+            }
+      PpWhyReport *rep = analyse (s, &run);
+      for (int r = 0; r < 2; r++)
+        {
+          assert_parts_sum (&rep->idle[r]);
+          assert_parts_sum (&rep->steps[0].idle[r]);
+        }
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len, NULL, 0, 0,
+                                            INT64_MIN, INT64_MAX, &g, &ng, &err), ==, PP_OK);
+      for (size_t k = 0; k < ng; k++)
+        {
+          double len = ((double) g[k].end_ns - (double) g[k].start_ns) * 1e-9, sum = 0;
+          for (int q = 0; q < PP_WHY_N_RUNTIME_PARTS; q++)
+            {
+              g_assert_cmpfloat (g[k].parts[q], >=, 0);
+              g_assert_cmpfloat (g[k].parts[q], <=, len * (1 + 1e-12));
+              sum += g[k].parts[q];
+            }
+          g_assert_cmpfloat_with_epsilon (sum, len, len * 1e-9);
+        }
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
 /* run written to path: a description, then the spans and counters with
  * rank 1's at shift ns from their times, then (shift != 0) rank 1's
  * CLOCK_OFFSET of -shift, after all of them: the reader must move them
@@ -553,6 +670,8 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
   g_test_add_func ("/why-runtime/replicas", test_replicas);
   g_test_add_func ("/why-runtime/host-other", test_host_other);
+  g_test_add_func ("/why-runtime/launch-gap", test_launch_gap);
+  g_test_add_func ("/why-runtime/hostile-launches", test_hostile_launches);
   g_test_add_func ("/why-runtime/clock-offset-after", test_clock_offset_after);
   g_test_add_func ("/why-runtime/cli", test_cli);
   return g_test_run ();

@@ -1655,8 +1655,9 @@ row_of (int kind)
       return ROW_DEVICE;
     default:
       /* host work (GC, HOST_*) on a row of its own: a GC inside a block
-       * would overlap the block, and a thread's slices must nest */
-      return pp_span_kind_is_host (kind) ? ROW_HOST : ROW_COMPUTE;
+       * would overlap the block, and a thread's slices must nest; a
+       * LAUNCH is a host call, made inside the host's code */
+      return pp_span_kind_is_host (kind) || kind == PP_SPAN_LAUNCH ? ROW_HOST : ROW_COMPUTE;
     }
 }
 

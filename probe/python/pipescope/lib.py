@@ -57,6 +57,9 @@ COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
 # Rank.block (stage -1, mb -1; HOST_LOSS: the micro-batch where known):
 # neither work nor bubble, they say where a gap went.
 SPAN_GC, SPAN_HOST_SCHEDULE, SPAN_HOST_LOSS, SPAN_HOST_DATA, SPAN_HOST_ZERO_GRAD = 18, 19, 20, 21, 22
+# A launch an idle device waited for (1.8): the probe's CUPTI collector
+# writes it, Rank.block refuses it; for readers of a trace.
+SPAN_LAUNCH = 23
 # Cumulative nanoseconds of the recording thread, sampled at block edges
 # (1.6): its run-queue delay (/proc/thread-self/schedstat's second field)
 # and the hook's own cost on it; 1.7: its time on a CPU (the first field,
