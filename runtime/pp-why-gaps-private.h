@@ -17,10 +17,13 @@ typedef struct {
   double  v;
 } Sample;
 
-/* One rank's records, each list sorted; the interval lists merged (disjoint). */
+/* One rank's records, each list sorted; the interval lists merged
+ * (disjoint).  host[0]: the training thread's GC pauses; other_gc: the
+ * collections of the process's other threads (a GC span's stream, format
+ * 1.8); wait: its WAIT spans (a wait that released the GIL). */
 typedef struct {
-  Iv     *work, *host[N_HOST], *kern;
-  size_t  n_work, n_host[N_HOST], n_kern;
+  Iv     *work, *host[N_HOST], *kern, *other_gc, *wait;
+  size_t  n_work, n_host[N_HOST], n_kern, n_other_gc, n_wait;
   Sample *smp[N_SAMPLED];
   size_t  n_smp[N_SAMPLED];
 } RankIx;
