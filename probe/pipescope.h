@@ -206,7 +206,10 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
  * pipescope_wait (bytes ignored), and PIPESCOPE_STEP_BEGIN / _END as
  * pipescope_step records phase 0 / 1 of step at start_ns (the other fields
  * ignored), after the records before it in the batch, a host kind (GC,
- * HOST_*) as pipescope_block, and PIPESCOPE_COUNTER_RECORD as
+ * HOST_*) as pipescope_block (GC: its bytes field, below 2^32, is the span's
+ * stream, the thread that collected: 0 the rank's own, else another
+ * thread's native id, with bit 31 where the interpreter has no GIL; trace
+ * format 1.8, pp-event.h), and PIPESCOPE_COUNTER_RECORD as
  * pipescope_counter of (stage, bytes, step, start_ns).  Returns how many
  * were not recorded: a kind this call does not take (OVERLAP_F_B has its
  * own), a stage, step or peer outside int, negative bytes, an end before

@@ -52,6 +52,18 @@ typedef enum {
   PP_N_SPAN_KINDS
 } PpSpanKind;
 
+/* A GC span's stream (format 1.8; host spans have no device stream) says
+ * whose collection it was.  0: the rank's training thread collected (it
+ * paused that thread; every GC span before 1.8).  Otherwise another thread
+ * of the process collected: its native thread id (Linux's tid) in the low
+ * bits, and PP_GC_STOPS_WORLD where the interpreter has no GIL (a
+ * free-threaded CPython, whose collection stops every thread).  Such a
+ * pause held the training thread only where it wanted the interpreter,
+ * which no record says: the analysis charges it by its own rule (pp-why-
+ * runtime.h, rule 1). */
+#define PP_GC_STOPS_WORLD  0x80000000u
+#define PP_GC_THREAD_MASK  0x7fffffffu
+
 typedef enum {
   PP_COUNTER_LOSS = 0,         /* value: loss of the step (last stage) */
   PP_COUNTER_ACTIVATION_BYTES, /* activation memory held by the rank */
@@ -104,6 +116,14 @@ static inline int
 pp_span_has_sub (const PpSpan *s)
 {
   return s->kind == PP_SPAN_OVERLAP_F_B && (s->sub_kind == PP_SPAN_B || s->sub_kind == PP_SPAN_I);
+}
+
+/* Whether a GC span is a collection another thread of the process ran
+ * (its stream non-zero: PP_GC_STOPS_WORLD above). */
+static inline int
+pp_span_gc_other_thread (const PpSpan *s)
+{
+  return s->kind == PP_SPAN_GC && s->stream != 0;
 }
 
 typedef struct {

@@ -21,7 +21,8 @@
                                        span, action and counter kinds; 1.6: host
                                        span kinds, block-edge counters; 1.7: the
                                        on_cpu_ns block-edge counter; 1.8: the
-                                       LAUNCH span kind */
+                                       LAUNCH span kind, a GC span's stream
+                                       (the collecting thread) */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2

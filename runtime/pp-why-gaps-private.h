@@ -18,10 +18,13 @@ typedef struct {
 } Sample;
 
 /* One rank's records, each list sorted; the interval lists merged
- * (disjoint), but launch: its LAUNCH spans as they are, by end. */
+ * (disjoint), but launch: its LAUNCH spans as they are, by end.
+ * host[0]: the training thread's GC pauses; other_gc: the collections of
+ * the process's other threads (a GC span's stream, format 1.8); wait: its
+ * WAIT spans (a wait that released the GIL). */
 typedef struct {
-  Iv     *work, *host[N_HOST], *kern, *launch;
-  size_t  n_work, n_host[N_HOST], n_kern, n_launch;
+  Iv     *work, *host[N_HOST], *kern, *launch, *other_gc, *wait;
+  size_t  n_work, n_host[N_HOST], n_kern, n_launch, n_other_gc, n_wait;
   Sample *smp[N_SAMPLED];
   size_t  n_smp[N_SAMPLED];
 } RankIx;

@@ -15,7 +15,7 @@ static const char *const part_names[] = {
 /* README's "Inside runtime" says the same: change both together */
 static const char *const part_meanings[] = {
   "the rank's thread runnable but not running (the kernel's run-queue delay)",
-  "Python's garbage collector pausing the thread",
+  "Python's garbage collector pausing the thread (another thread's collection outside its waits)",
   "the schedule's own code between actions",
   "the loss function run outside a block",
   "data loading, batch splitting",

@@ -12,7 +12,33 @@
  *    an amount without a place, so a thread descheduled inside a GC pause
  *    counts once, as the pause, and on a machine that deschedules a lot
  *    the job's collections still show):
- *      gc             GC spans' overlap with the gap;
+ *      gc             the training thread's GC spans' overlap with the gap,
+ *                     then what the process's other threads' collections
+ *                     (a GC span's stream, format 1.8) add to it: their
+ *                     time in the gap outside the rank's WAIT spans,
+ *                     capped to the time the thread was blocked in the gap
+ *                     (the gap less the ON_CPU_NS and RUN_DELAY_NS growth
+ *                     across it, as descheduled; uncapped where either is
+ *                     not measured).  Why: another thread's collection
+ *                     holds the GIL (or, without one, stops the world),
+ *                     which holds the training thread up only when it
+ *                     wants the interpreter.  In a WAIT it sits in a C
+ *                     call that released it (a gloo receive): not held,
+ *                     unless the collection outlasts the receive and the
+ *                     thread's return waits for the GIL; that tail lies
+ *                     inside the WAIT as recorded (its end is read with
+ *                     the interpreter back) and is not told from the
+ *                     wait: left to the later parts.  Outside the waits the
+ *                     thread runs the schedule's Python, which wants the
+ *                     interpreter all the time, so it waits for the GIL:
+ *                     blocked, neither on a CPU nor runnable, so never
+ *                     longer than the counters' blocked time.  What of
+ *                     the thread's time there was a GIL-free C call the
+ *                     records do not show: not told apart (the cap bounds
+ *                     it).  The same rule without a GIL (PP_GC_STOPS_WORLD):
+ *                     a stopped world stops a thread at its next use of
+ *                     the interpreter, not inside a C call that let go
+ *                     of it;
  *      descheduled    the RUN_DELAY_NS difference between the samples at
  *                     the gap's two edges (the counter's last sample at or
  *                     before the previous work's end, and at or before the
@@ -36,9 +62,11 @@
  *                     return after its kernel started; one ending later
  *                     launched a later gap's work);
  *      host_other     the ON_CPU_NS difference across the gap (the thread's
- *                     time on a CPU there), as descheduled, less gc, the
- *                     host kinds, probe and launch_gap (each on the thread
- *                     or a pause of it: counted once): host work the probe did not
+ *                     time on a CPU there), as descheduled, less the
+ *                     training thread's gc (not another thread's: the
+ *                     thread did not run it), the host kinds, probe and
+ *                     launch_gap (each on the thread or a pause of it:
+ *                     counted once): host work the probe did not
  *                     name.  What is left is neither on a CPU nor
  *                     runnable (the thread blocked: a peer, a lock, I/O)
  *                     or not measured.

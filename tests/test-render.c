@@ -640,6 +640,11 @@ test_host_lane (void)
   it.span = (PpSpan) { .start_ns = spans[3].t0, .end_ns = spans[3].t1, .rank = 0, .kind = PP_SPAN_GC,
                        .peer_rank = -1, .stage = -1, .microbatch = -1 };
   pp_timeline_model_add (m, &it);
+  /* another thread's collection in the same gap (format 1.8: its stream) */
+  it.span.start_ns = 6500000;
+  it.span.end_ns = 7500000;
+  it.span.stream = 4242;
+  pp_timeline_model_add (m, &it);
   /* rank 0's run delay: 1.1 ms more across its gap (2 .. 8 ms) */
   const struct { int64_t t; double v; } delay[] = { { 0, 5e6 }, { 2 * MS, 5e6 }, { 8 * MS, 6.1e6 }, { 10 * MS, 6.1e6 } };
   for (guint i = 0; i < G_N_ELEMENTS (delay); i++)
@@ -674,6 +679,14 @@ test_host_lane (void)
 
   char *tip = pp_timeline_host_lane_tooltip (m, &v, xg, yg);
   g_assert_cmpstr (tip, ==, "GC pause 3.2 ms");
+  free (tip);
+  /* another thread's: the upper half only, its tooltip names the thread */
+  double xo = pp_timeline_x_of (&v, &l, 7000000);
+  g_assert_cmpfloat (patch_share (s, xo, yg, gc, 0.02), ==, 1.0);
+  g_assert_cmpfloat (patch_share (s, xo, lane_y + l.host_h * 0.8, gc, 0.1), ==, 0);
+  tip = pp_timeline_host_lane_tooltip (m, &v, xo, yg);
+  g_assert_nonnull (tip);
+  g_assert_true (g_str_has_prefix (tip, "GC pause on thread 4242, 1.0 ms (another thread's collection"));
   free (tip);
   tip = pp_timeline_host_lane_tooltip (m, &v, pp_timeline_x_of (&v, &l, 2500000), lane_y + l.host_h * 0.75);
   g_assert_nonnull (tip);

@@ -395,6 +395,57 @@ test_host_other (void)
   pp_schedule_free (s);
 }
 
+/* Another thread's collections (a GC span's stream, format 1.8): charged
+ * as gc only outside the rank's waits and, where the counters say it, only
+ * up to the time the training thread was blocked in the gap; never taken
+ * from host_other (the training thread did not run them).  Rank 1's gap
+ * is [3, 7] ms: its own GC [6.5, 6.8], another thread's [3.5, 5] with a
+ * WAIT [4, 6] (so 0.5 ms of it outside the wait).  With counters, on a CPU
+ * 3 ms and runnable 0.8 ms of the gap: blocked 0.2 ms, the cap. */
+static void
+test_other_thread_gc (void)
+{
+  PpSchedule *s = plan ();
+  for (int v = 0; v < 3; v++)   /* no counters, counters, counters and no GIL */
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      host (&run, 1, PP_SPAN_GC, 6.5, 6.8);
+      host (&run, 1, PP_SPAN_GC, 3.5, 5);
+      g_array_index (run.spans, PpSpan, run.spans->len - 1).stream = 1234u | (v == 2 ? PP_GC_STOPS_WORLD : 0);
+      host (&run, 1, PP_SPAN_WAIT, 4, 6);
+      if (v > 0)
+        {
+          samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 3e6);
+          samples (&run, 1, PP_COUNTER_RUN_DELAY_NS, 7, 0.8e6);
+        }
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, GC), v == 0 ? 0.8e-3 : 0.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), v == 0 ? 0 : 0.8e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, HOST_OTHER), v == 0 ? 0 : 2.7e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, UNATTRIBUTED), v == 0 ? 3.2e-3 : 0, 1e-9);
+      g_assert_cmpint (w->runtime_measured[PP_WHY_RT_GC], ==, 1);
+      assert_parts_sum (w);
+      assert_parts_sum (&rep->idle[0]);
+
+      /* the lane's gap says the same */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                            (const PpCounter *) run.counters->data, run.counters->len, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_GC], v == 0 ? 0.8e-3 : 0.5e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
 /* launch_gap by construction.  Rank 1's gap [3, 7] (runtime 4 ms, no peer
  * late), with a LAUNCH span (format 1.8) of rank 1:
  *   0: none: launch_gap 0 and not measured, unattributed 4 ms;
@@ -635,7 +686,7 @@ test_cli (void)
   /* under the ranks, what each part named there is, not a pointer to the
    * README; a part no rank names (no kernel recorded) gets no line */
   g_assert_null (strstr (out, "README"));
-  g_assert_nonnull (strstr (out, "\n  gc: Python's garbage collector pausing the thread\n"));
+  g_assert_nonnull (strstr (out, "\n  gc: Python's garbage collector pausing the thread (another thread's collection outside its waits)\n"));
   g_assert_nonnull (strstr (out, "\n  descheduled: the rank's thread runnable but not running"));
   g_assert_nonnull (strstr (out, "\n  unattributed: the rest"));
   g_assert_null (strstr (out, "\n  user_kernels:"));
@@ -670,6 +721,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
   g_test_add_func ("/why-runtime/replicas", test_replicas);
   g_test_add_func ("/why-runtime/host-other", test_host_other);
+  g_test_add_func ("/why-runtime/other-thread-gc", test_other_thread_gc);
   g_test_add_func ("/why-runtime/launch-gap", test_launch_gap);
   g_test_add_func ("/why-runtime/hostile-launches", test_hostile_launches);
   g_test_add_func ("/why-runtime/clock-offset-after", test_clock_offset_after);

@@ -293,7 +293,9 @@ pp_timeline_host_lane_draw (cairo_t *cr, const PpTimelineModel *m, int r, const 
           if (xb <= drawn[part])
             continue;
           xa = fmax (xa, drawn[part]);
-          cairo_rectangle (cr, xa, y, xb - xa, h);
+          /* another thread's collection: the upper half (it held this
+           * thread only where it wanted the interpreter; the tooltip says) */
+          cairo_rectangle (cr, xa, y, xb - xa, pp_span_gc_other_thread (&sp[i]) ? h * 0.5 : h);
           drawn[part] = xb;
         }
       cairo_fill (cr);
@@ -392,6 +394,11 @@ pp_timeline_host_lane_describe (const PpTimelineModel *m, int r, int64_t t, int6
       format_ns (a, sizeof a, (double) (s->end_ns - s->start_ns));
       if (part == PP_HOST_PART_WAIT && s->peer_rank >= 0)
         snprintf (buf, sizeof buf, "waiting %s (for rank %d)", a, s->peer_rank);
+      else if (pp_span_gc_other_thread (s))
+        snprintf (buf, sizeof buf, "GC pause on thread %u, %s (%s)", (unsigned) (s->stream & PP_GC_THREAD_MASK), a,
+                  s->stream & PP_GC_STOPS_WORLD
+                    ? "another thread's collection; no GIL: it stopped every thread where it wanted the interpreter"
+                    : "another thread's collection: it held this one only where it wanted the interpreter");
       else
         snprintf (buf, sizeof buf, "%s %s", pp_timeline_host_lane_part_name (part), a);
       return strdup (buf);

@@ -2480,6 +2480,8 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
                                    s->sub_microbatch);
           action_name (&a, V, name, sizeof name);
         }
+      else if (pp_span_gc_other_thread (s))
+        snprintf (name, sizeof name, "%s (thread %u)", kn, (unsigned) (s->stream & PP_GC_THREAD_MASK));
       else if (s->microbatch < 0)
         snprintf (name, sizeof name, "%s", kn);
       else if (V > 1 && s->stage >= 0)
@@ -2514,6 +2516,10 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
         fprintf (f, ",\"bytes\":%" PRIu64, s->bytes);
       if (s->device != 0xffff)
         fprintf (f, ",\"device\":%u,\"stream\":%u", (unsigned) s->device, (unsigned) s->stream);
+      /* another thread's collection (format 1.8): which, and whether it stopped every thread */
+      if (pp_span_gc_other_thread (s))
+        fprintf (f, ",\"gc_thread\":%u,\"gc_stops_world\":%s", (unsigned) (s->stream & PP_GC_THREAD_MASK),
+                 s->stream & PP_GC_STOPS_WORLD ? "true" : "false");
       fputs ("}}", f);
     }
   /* each track's steps, as its own markers mark them */

@@ -962,7 +962,9 @@ m_record (PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         S.refused++;
         Py_RETURN_NONE;
       }
-  if (f[0] == PIPESCOPE_GC && S.depth > 0 && S.in_orig == 0 && f[5] > f[4])
+  /* a pause of the training thread inside a wrapper's own time is not the
+   * wrapper's; another thread's collection (bytes: its thread) never is */
+  if (f[0] == PIPESCOPE_GC && f[7] == 0 && S.depth > 0 && S.in_orig == 0 && f[5] > f[4])
     S.gc_self += f[5] - f[4];
   push (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
   Py_RETURN_NONE;

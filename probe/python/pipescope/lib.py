@@ -323,6 +323,26 @@ class Rank:
         if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
             self.flush()
 
+    def gc_pause(self, step, t0, t1, thread=0):
+        """A collection (SPAN_GC): thread 0 the training thread's, else
+        the collecting thread's code (pp-event.h: its native id, bit 31
+        where the interpreter has no GIL), carried in the record's bytes
+        field.  False where this library cannot carry it (no records: the
+        plain call has no field for it), so nothing was recorded."""
+        if self.fast is not None:
+            self.fast.record(SPAN_GC, -1, -1, step, t0, t1, -1, thread)
+            return True
+        q = self._q
+        if q is None:
+            if thread:
+                return False
+            self._block(self._h, SPAN_GC, -1, -1, step, t0, t1)
+            return True
+        q += (SPAN_GC, -1, -1, step, t0, t1, -1, thread)
+        if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
+        return True
+
     def dp_block(self, kind, stage, step, t0, t1, nbytes=0):
         """A data-parallel action (SPAN_UNSHARD ... SPAN_WAIT_REDUCE_GRAD) of
         stage with the bytes it moves: through the records, which carry
