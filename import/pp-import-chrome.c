@@ -451,6 +451,16 @@ span_of (Chrome *c, uint32_t ev, Tagged *out, PpStatus *st)
         return -1;
       s->stream = (uint32_t) x;
     }
+  /* another thread's collection (export's gc_thread, format 1.8) */
+  if (s->kind == PP_SPAN_GC && (v = pp_json_get (doc, args, "gc_thread")) != 0)
+    {
+      if (!int_in (doc, v, 1, PP_GC_THREAD_MASK, &x))
+        return -1;
+      s->stream = (uint32_t) x;
+      uint32_t w = pp_json_get (doc, args, "gc_stops_world");
+      if (w != 0 && pp_json_node (doc, w)->type == PP_JSON_TRUE)
+        s->stream |= PP_GC_STOPS_WORLD;
+    }
   if ((v = pp_json_get (doc, args, "source_name")) != 0)
     {
       char name[PP_TRACE_STRING_MAX + 1];

@@ -69,6 +69,10 @@ enum {
   PIPESCOPE_HOST_LOSS = 20,      /* the loss function, outside a block */
   PIPESCOPE_HOST_DATA = 21,      /* data loading, splitting a batch */
   PIPESCOPE_HOST_ZERO_GRAD = 22, /* zero_grad, gradient bookkeeping between steps */
+  /* A launch an idle device waited for (trace format 1.8): written by the
+   * probe's CUPTI collector only; the calls here refuse it (-1).  Named so
+   * that a reader of the trace knows the number. */
+  PIPESCOPE_LAUNCH = 23,
 };
 
 /* Counter kinds. */
@@ -88,6 +92,9 @@ enum {
    * and the time the caller's own recording took.  Added to version 1. */
   PIPESCOPE_RUN_DELAY_NS = 6,
   PIPESCOPE_PROBE_SELF_NS = 7,
+  /* The same thread's time on a CPU (schedstat's first field), sampled
+   * with the run delay (trace format 1.7).  Added to version 1. */
+  PIPESCOPE_ON_CPU_NS = 8,
 };
 
 typedef struct pipescope_rank pipescope_rank;
@@ -199,7 +206,10 @@ PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);
  * pipescope_wait (bytes ignored), and PIPESCOPE_STEP_BEGIN / _END as
  * pipescope_step records phase 0 / 1 of step at start_ns (the other fields
  * ignored), after the records before it in the batch, a host kind (GC,
- * HOST_*) as pipescope_block, and PIPESCOPE_COUNTER_RECORD as
+ * HOST_*) as pipescope_block (GC: its bytes field, below 2^32, is the span's
+ * stream, the thread that collected: 0 the rank's own, else another
+ * thread's native id, with bit 31 where the interpreter has no GIL; trace
+ * format 1.8, pp-event.h), and PIPESCOPE_COUNTER_RECORD as
  * pipescope_counter of (stage, bytes, step, start_ns).  Returns how many
  * were not recorded: a kind this call does not take (OVERLAP_F_B has its
  * own), a stage, step or peer outside int, negative bytes, an end before

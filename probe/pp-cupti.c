@@ -45,6 +45,10 @@
 #define NAME_MAX_LEN    4095         /* PP_TRACE_STRING_MAX */
 #define NAME_PTR_CACHE  1024
 #define EXT_KIND        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
+#define LAUNCH_CALLS    (1u << 16)   /* API calls' times by correlation id, direct-mapped */
+#define LAUNCH_WAITING  (1u << 12)   /* device records of an idle device awaiting their call */
+#define LAUNCH_DEVICES  64           /* devices whose last device record end is kept */
+#define LAUNCH_IDLE_NS  10000        /* idle before device work, beyond back-to-back kernels */
 
 typedef struct {
   uint64_t id;          /* 0 = empty */
@@ -63,6 +67,23 @@ typedef struct {
   uint32_t corr;
   uint64_t any, forced; /* flushes started (every kind, forced) when it began to wait */
 } Pending;
+
+/* An API call's host times (from its API record), by correlation id. */
+typedef struct {
+  uint32_t corr;
+  bool     used;
+  int64_t  start, end;
+} LaunchCall;
+
+/* Device work that began on an idle device, whose API record has not come
+ * yet: idle_since is the device's last record end before it. */
+typedef struct {
+  uint32_t corr;
+  bool     used;
+  uint16_t device;
+  uint32_t stream, name_id;
+  int64_t  idle_since;
+} LaunchWait;
 
 struct _PpCupti {
   PpProbe        *probe;
@@ -100,6 +121,9 @@ struct _PpCupti {
   uint32_t        ptr_cache_id[NAME_PTR_CACHE];
   uint32_t        memcpy_names[11];
   uint32_t        memset_name;
+  LaunchCall     *launch_calls;      /* LAUNCH_CALLS */
+  LaunchWait     *launch_waiting;    /* LAUNCH_WAITING */
+  int64_t         device_end[LAUNCH_DEVICES];   /* INT64_MIN: none yet */
 
   /* names: written once under g_lock, read anywhere */
   _Atomic(char *) *names;            /* PP_CUPTI_MAX_NAMES + 1 */
@@ -110,7 +134,7 @@ struct _PpCupti {
   _Atomic uint64_t started, finished, forced_started, forced_finished;
 
   /* stats */
-  _Atomic uint64_t flushes, buffers, records, spans, tagged, dropped;
+  _Atomic uint64_t flushes, buffers, records, spans, tagged, dropped, launches;
   _Atomic int64_t  last_flush_ns;
 
   /* first error after start */
@@ -321,9 +345,10 @@ pp_cupti_pop_block (PpCupti *c)
     note_error (c, PP_EIO, "cuptiActivityPopExternalCorrelationId", r);
 }
 
-/* Fills the span's tags from block id; false when the id is gone. */
+/* Fills the span's tags from block id, and with gpu the block's GPU time
+ * from the span's; false when the id is gone. */
 static bool
-block_tag (PpCupti *c, uint64_t id, PpSpan *s)
+block_tag (PpCupti *c, uint64_t id, PpSpan *s, bool gpu)
 {
   bool ok = false;
   Block *b = &c->blocks[id % PP_CUPTI_MAX_BLOCKS];
@@ -334,11 +359,14 @@ block_tag (PpCupti *c, uint64_t id, PpSpan *s)
       s->stage = b->stage;
       s->microbatch = b->microbatch;
       s->step = b->step;
-      if (s->start_ns < b->gpu_start)
-        b->gpu_start = s->start_ns;
-      if (s->end_ns > b->gpu_end)
-        b->gpu_end = s->end_ns;
-      b->n++;
+      if (gpu)
+        {
+          if (s->start_ns < b->gpu_start)
+            b->gpu_start = s->start_ns;
+          if (s->end_ns > b->gpu_end)
+            b->gpu_end = s->end_ns;
+          b->n++;
+        }
       ok = true;
     }
   pthread_mutex_unlock (&c->blocks_lock);
@@ -385,7 +413,7 @@ pp_cupti_block_gpu_time (PpCupti *c, uint64_t block_id, int64_t *start_ns,
 static void
 emit (PpCupti *c, PpSpan *s, uint64_t block)
 {
-  if (block && block_tag (c, block, s))
+  if (block && block_tag (c, block, s, true))
     atomic_fetch_add_explicit (&c->tagged, 1, memory_order_relaxed);
   pp_probe_record_span (c->probe, s);
   atomic_fetch_add_explicit (&c->spans, 1, memory_order_relaxed);
@@ -498,6 +526,89 @@ base_span (PpCupti *c, PpSpanKind kind, uint64_t start, uint64_t end,
   };
 }
 
+/* ---- launches (g_lock held): see pp-cupti.h, "Launches" ----
+ *
+ * A call's API record and its device record come in either order (API
+ * records from per-thread buffers, device records from others), so each
+ * side is kept for the other in a direct-mapped table by correlation id:
+ * bounded memory, and an entry overwritten by a call 2^16 (2^12) ids later
+ * only costs that launch its LAUNCH span.  Whether a device was idle is
+ * decided when its record is read, against the latest end of the records
+ * read before it on that device: CUPTI hands a device's records over
+ * roughly in order; one read late can only make an extra LAUNCH, whose
+ * overlap with a gap the analysis still bounds by the gap. */
+
+/* Writes the LAUNCH span of call corr: the call's host times, the device
+ * and stream of its work, the tags of the block it was made in. */
+static void
+launch_emit (PpCupti *c, uint32_t corr, int64_t start, int64_t end, uint16_t device,
+             uint32_t stream, uint32_t name_id)
+{
+  PpSpan s = base_span (c, PP_SPAN_LAUNCH, (uint64_t) start, (uint64_t) end, device, stream);
+  s.name_id = name_id;
+  uint64_t block = corr_lookup (c, corr);
+  if (block)
+    (void) block_tag (c, block, &s, false);   /* host times: not the block's GPU time */
+  pp_probe_record_span (c->probe, &s);
+  atomic_fetch_add_explicit (&c->launches, 1, memory_order_relaxed);
+}
+
+/* Device record s of call corr, as read: when its device had been idle
+ * for more than LAUNCH_IDLE_NS before it, its call may be what the device
+ * waited for: a LAUNCH when the call ended after the device went idle,
+ * decided now if the call's API record came first, else when it comes. */
+static void
+launch_device (PpCupti *c, const PpSpan *s, uint32_t corr)
+{
+  if (s->device >= LAUNCH_DEVICES)
+    return;
+  int64_t *last = &c->device_end[s->device];
+  int64_t since = *last;
+  if (s->end_ns > *last)
+    *last = s->end_ns;
+  /* since == INT64_MIN: the device's first record, idle since we started */
+  if (since != INT64_MIN && (double) s->start_ns - (double) since <= LAUNCH_IDLE_NS)
+    return;
+  LaunchCall *k = &c->launch_calls[corr % LAUNCH_CALLS];
+  if (k->used && k->corr == corr)
+    {
+      if (k->end > since)
+        launch_emit (c, corr, k->start, k->end, s->device, s->stream, s->name_id);
+      return;
+    }
+  c->launch_waiting[corr % LAUNCH_WAITING] = (LaunchWait) {
+    .corr = corr, .used = true, .device = s->device, .stream = s->stream,
+    .name_id = s->name_id, .idle_since = since,
+  };
+}
+
+/* An API record: its times, kept for device records to come (a graph
+ * launch has many), and the LAUNCH of a device record that waited for it.
+ * Both layers' records of one call, if they share the id, widen it. */
+static void
+launch_call (PpCupti *c, uint32_t corr, uint64_t start, uint64_t end)
+{
+  if (start == 0 || end < start || end > (uint64_t) INT64_MAX)
+    return;   /* no times (a call still running), or nonsense */
+  LaunchCall *k = &c->launch_calls[corr % LAUNCH_CALLS];
+  if (k->used && k->corr == corr)
+    {
+      if ((int64_t) start < k->start)
+        k->start = (int64_t) start;
+      if ((int64_t) end > k->end)
+        k->end = (int64_t) end;
+    }
+  else
+    *k = (LaunchCall) { .corr = corr, .used = true, .start = (int64_t) start, .end = (int64_t) end };
+  LaunchWait *w = &c->launch_waiting[corr % LAUNCH_WAITING];
+  if (w->used && w->corr == corr)
+    {
+      w->used = false;
+      if (k->end > w->idle_since)
+        launch_emit (c, corr, k->start, k->end, w->device, w->stream, w->name_id);
+    }
+}
+
 static void
 handle_record (PpCupti *c, CUpti_Activity *rec)
 {
@@ -511,6 +622,7 @@ handle_record (PpCupti *c, CUpti_Activity *rec)
           return;
         PpSpan s = base_span (c, PP_SPAN_KERNEL, k->start, k->end, k->deviceId, k->streamId);
         s.name_id = intern (c, k->name);
+        launch_device (c, &s, k->correlationId);
         device_record (c, &s, k->correlationId);
         break;
       }
@@ -525,6 +637,7 @@ handle_record (PpCupti *c, CUpti_Activity *rec)
         if (!c->memcpy_names[k])
           c->memcpy_names[k] = intern (c, memcpy_kind_name (k));
         s.name_id = c->memcpy_names[k];
+        launch_device (c, &s, m->correlationId);
         device_record (c, &s, m->correlationId);
         break;
       }
@@ -538,6 +651,7 @@ handle_record (PpCupti *c, CUpti_Activity *rec)
         if (!c->memset_name)
           c->memset_name = intern (c, "memset");
         s.name_id = c->memset_name;
+        launch_device (c, &s, m->correlationId);
         device_record (c, &s, m->correlationId);
         break;
       }
@@ -551,8 +665,15 @@ handle_record (PpCupti *c, CUpti_Activity *rec)
         e->block = x->externalId;
         break;
       }
-    /* DRIVER / RUNTIME records: enabled only so that CUPTI writes the
-     * EXTERNAL_CORRELATION records; nothing to keep. */
+    /* DRIVER / RUNTIME records: CUPTI writes the EXTERNAL_CORRELATION
+     * records with them; their times say when a launch returned */
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      {
+        CUpti_ActivityAPI *a = (CUpti_ActivityAPI *) rec;
+        launch_call (c, a->correlationId, a->start, a->end);
+        break;
+      }
     default:
       break;
     }
@@ -923,6 +1044,8 @@ cupti_free_memory (PpCupti *c)
   free (c->names);
   free (c->name_hash);
   free (c->pending);
+  free (c->launch_calls);
+  free (c->launch_waiting);
   free (c->corr);
   free (c->blocks);
   free (c->api_cbids[0]);
@@ -972,7 +1095,12 @@ pp_cupti_start (PpProbe *probe, int rank, PpError *err)
   c->corr = calloc (CORR_MAP_SIZE, sizeof *c->corr);
   c->name_hash = calloc (NAME_HASH_SIZE, sizeof *c->name_hash);
   c->names = calloc (PP_CUPTI_MAX_NAMES + 1, sizeof *c->names);
-  if (!c->blocks || !c->corr || !c->name_hash || !c->names || !pending_room (c))
+  c->launch_calls = calloc (LAUNCH_CALLS, sizeof *c->launch_calls);
+  c->launch_waiting = calloc (LAUNCH_WAITING, sizeof *c->launch_waiting);
+  for (int d = 0; d < LAUNCH_DEVICES; d++)
+    c->device_end[d] = INT64_MIN;
+  if (!c->blocks || !c->corr || !c->name_hash || !c->names || !c->launch_calls
+      || !c->launch_waiting || !pending_room (c))
     {
       cupti_free_memory (c);
       pp_error_set (err, PP_ENOMEM, "CUPTI collector: out of memory");
@@ -1117,6 +1245,7 @@ pp_cupti_get_stats (PpCupti *c, PpCuptiStats *out)
   out->spans = atomic_load (&c->spans);
   out->tagged = atomic_load (&c->tagged);
   out->dropped = atomic_load (&c->dropped);
+  out->launches = atomic_load (&c->launches);
   out->api_calls = c->api_all ? 0 : c->n_api_cbids[0] + c->n_api_cbids[1];
 }
 

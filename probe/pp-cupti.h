@@ -63,6 +63,20 @@
  * has not written yet (ids are 1, 2, 3, ... in order of first use, at most
  * PP_CUPTI_MAX_NAMES; past that, name_id 0).
  *
+ * Launches
+ * --------
+ * The API records of the launch, copy and memset calls give each call's
+ * host start and end (same correlation id as its device record; either
+ * may come first, each waits for the other in a bounded table).  Where a
+ * device record began more than 10 us after every record read before it
+ * on its device had ended (the device idle, not back-to-back kernels) and
+ * its call ended after that end (the host still launching while the
+ * device was idle), the collector also records a PP_SPAN_LAUNCH span: the
+ * call's [start, end], the work's device, stream and name, the block's
+ * tags as for the device record.  Work queued behind busy work gets none,
+ * so a busy pipeline adds few.  The analysis takes it as runtime's
+ * launch_gap (pp-why-runtime.h).  Counted in stats.launches, not spans.
+ *
  * GPU time of a block
  * -------------------
  * pp_cupti_block_gpu_time (c, id, &start, &end, &n) gives the earliest start
@@ -111,6 +125,7 @@ typedef struct {
   uint64_t spans;          /* spans handed to pp_probe_record_span */
   uint64_t tagged;         /* of those, inside a pushed block */
   uint64_t dropped;        /* records CUPTI dropped (no buffer) */
+  uint64_t launches;       /* LAUNCH spans handed to the probe (not in spans) */
   uint32_t api_calls;      /* API calls (runtime + driver) with records; 0 = all */
 } PpCuptiStats;
 

@@ -8,6 +8,7 @@ pp_span_kind_name (PpSpanKind kind)
     "KERNEL", "MEMCPY", "MEMSET", "OVERLAP_F_B",
     "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD",
     "GC", "HOST_SCHEDULE", "HOST_LOSS", "HOST_DATA", "HOST_ZERO_GRAD",
+    "LAUNCH",
   };
   return (unsigned) kind < PP_N_SPAN_KINDS ? names[kind] : "?";
 }
@@ -18,7 +19,7 @@ pp_counter_kind_name (PpCounterKind kind)
   static const char *const names[PP_N_COUNTER_KINDS] = {
     "loss", "activation_bytes", "device_bytes", "inflight",
     "collective_calls", "collective_bytes",
-    "run_delay_ns", "probe_self_ns",
+    "run_delay_ns", "probe_self_ns", "on_cpu_ns",
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }

@@ -42,8 +42,27 @@ typedef enum {
   PP_SPAN_HOST_LOSS,        /* the loss function, outside a block */
   PP_SPAN_HOST_DATA,        /* data loading, splitting a batch into micro-batches */
   PP_SPAN_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping between steps */
+  /* A launch the device waited for (format 1.8): the host API call
+   * (cudaLaunchKernel, cudaMemcpyAsync, ...) that queued device work onto
+   * an idle device, [call start, call end] on the host, device and stream
+   * of its work; the CUPTI collector writes one only where the device was
+   * idle before the call returned (pp-cupti.h, "Launches").  Neither work
+   * nor host work: runtime's launch_gap (pp-why-runtime.h). */
+  PP_SPAN_LAUNCH,
   PP_N_SPAN_KINDS
 } PpSpanKind;
+
+/* A GC span's stream (format 1.8; host spans have no device stream) says
+ * whose collection it was.  0: the rank's training thread collected (it
+ * paused that thread; every GC span before 1.8).  Otherwise another thread
+ * of the process collected: its native thread id (Linux's tid) in the low
+ * bits, and PP_GC_STOPS_WORLD where the interpreter has no GIL (a
+ * free-threaded CPython, whose collection stops every thread).  Such a
+ * pause held the training thread only where it wanted the interpreter,
+ * which no record says: the analysis charges it by its own rule (pp-why-
+ * runtime.h, rule 1). */
+#define PP_GC_STOPS_WORLD  0x80000000u
+#define PP_GC_THREAD_MASK  0x7fffffffu
 
 typedef enum {
   PP_COUNTER_LOSS = 0,         /* value: loss of the step (last stage) */
@@ -63,6 +82,10 @@ typedef enum {
    * recording took on that thread (the hook's cost). */
   PP_COUNTER_RUN_DELAY_NS,
   PP_COUNTER_PROBE_SELF_NS,
+  /* Sampled with RUN_DELAY (format 1.7): the time the thread ran on a
+   * CPU, the first field of /proc/thread-self/schedstat; across a gap,
+   * host work whether named or not (runtime's host_other, pp-why.h). */
+  PP_COUNTER_ON_CPU_NS,
   PP_N_COUNTER_KINDS
 } PpCounterKind;
 
@@ -93,6 +116,14 @@ static inline int
 pp_span_has_sub (const PpSpan *s)
 {
   return s->kind == PP_SPAN_OVERLAP_F_B && (s->sub_kind == PP_SPAN_B || s->sub_kind == PP_SPAN_I);
+}
+
+/* Whether a GC span is a collection another thread of the process ran
+ * (its stream non-zero: PP_GC_STOPS_WORLD above). */
+static inline int
+pp_span_gc_other_thread (const PpSpan *s)
+{
+  return s->kind == PP_SPAN_GC && s->stream != 0;
 }
 
 typedef struct {

@@ -46,7 +46,8 @@ _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (in
                   && (int) PIPESCOPE_HOST_SCHEDULE == (int) PP_SPAN_HOST_SCHEDULE
                   && (int) PIPESCOPE_HOST_LOSS == (int) PP_SPAN_HOST_LOSS
                   && (int) PIPESCOPE_HOST_DATA == (int) PP_SPAN_HOST_DATA
-                  && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD,
+                  && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD
+                  && (int) PIPESCOPE_LAUNCH == (int) PP_SPAN_LAUNCH,
                 "the API's kinds are the trace format's span kinds");
 _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES
@@ -55,7 +56,8 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_COLLECTIVE_CALLS == (int) PP_COUNTER_COLLECTIVE_CALLS
                   && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES
                   && (int) PIPESCOPE_RUN_DELAY_NS == (int) PP_COUNTER_RUN_DELAY_NS
-                  && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS,
+                  && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS
+                  && (int) PIPESCOPE_ON_CPU_NS == (int) PP_COUNTER_ON_CPU_NS,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_NEST_MAX    16
@@ -593,9 +595,10 @@ out:
 
 /* ---- recording: the hot path, through the probe's rings ------------------------ */
 
+/* A span; stream: a GC span's collecting thread (pp-event.h), 0 otherwise. */
 static int
-record (pipescope_rank *r, int kind, int stage, int microbatch, int step, int64_t start_ns,
-        int64_t end_ns, int peer, uint64_t bytes)
+record_on (pipescope_rank *r, int kind, int stage, int microbatch, int step, int64_t start_ns,
+           int64_t end_ns, int peer, uint64_t bytes, uint32_t stream)
 {
   PpSpan s;
   if (r == NULL || end_ns < start_ns)
@@ -611,7 +614,15 @@ record (pipescope_rank *r, int kind, int stage, int microbatch, int step, int64_
   s.kind = (uint16_t) kind;
   s.device = 0xffff;
   s.peer_rank = peer < 0 ? -1 : peer;
+  s.stream = stream;
   return pp_probe_record_span (r->probe, &s) ? 0 : -1;
+}
+
+static int
+record (pipescope_rank *r, int kind, int stage, int microbatch, int step, int64_t start_ns,
+        int64_t end_ns, int peer, uint64_t bytes)
+{
+  return record_on (r, kind, stage, microbatch, step, start_ns, end_ns, peer, bytes, 0);
 }
 
 int
@@ -698,6 +709,10 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
       int rc = -1;
       if (!fits)
         rc = -1;
+      else if (kind == PIPESCOPE_GC)   /* bytes: the collecting thread, 0 the rank's own */
+        rc = f[7] > (int64_t) UINT32_MAX ? -1
+             : record_on (r, PIPESCOPE_GC, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0,
+                          (uint32_t) f[7]);
       else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
                || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind))
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);

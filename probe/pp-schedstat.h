@@ -27,4 +27,9 @@ int     pp_schedstat_open (PpSchedstat *s);
 /* The thread's cumulative run-queue delay in nanoseconds, -1 when closed
  * or unreadable. */
 int64_t pp_schedstat_run_delay_ns (const PpSchedstat *s);
+/* Both cumulative times of one read (one pread: a sample of both costs
+ * what a sample of the delay does): *on_cpu_ns the time run on a CPU,
+ * *delay_ns the run-queue delay.  0, or -1 (both -1) when closed or
+ * unreadable. */
+int     pp_schedstat_read (const PpSchedstat *s, int64_t *on_cpu_ns, int64_t *delay_ns);
 void    pp_schedstat_close (PpSchedstat *s);

@@ -1,11 +1,12 @@
 /* pp-run-host.c — what a rank's thread does between its blocks, recorded
  * for the runtime's parts of the idle (trace format 1.6, pp-why.h).
  *
- * At every block edge the rank's thread samples two cumulative counters:
- * its run-queue delay (PP_COUNTER_RUN_DELAY_NS, from the kernel) and the
- * time pipescope's own recording took on it (PP_COUNTER_PROBE_SELF_NS:
+ * At every block edge the rank's thread samples three cumulative counters:
+ * its run-queue delay (PP_COUNTER_RUN_DELAY_NS) and its time on a CPU
+ * (PP_COUNTER_ON_CPU_NS, format 1.7), both from the kernel in one read, and
+ * the time pipescope's own recording took on it (PP_COUNTER_PROBE_SELF_NS:
  * every span and counter this file's caller records, and the schedstat
- * read itself, timed with the clock the spans use).  Both are recorded at
+ * read itself, timed with the clock the spans use).  All are recorded at
  * every edge, changed or not, so that a reader finds a sample at each
  * edge whichever it takes (the nearest, the latest before).  The sample at
  * a block's end is stamped at the block's end, the one at its start just
@@ -60,13 +61,15 @@ pp_run_host_close (PpRunRank *rk)
   pp_schedstat_close (&rk->sched);
 }
 
-/* Records both counters at the edge t: delay (-1: the kernel gives none)
- * and self. */
+/* Records the counters at the edge t: delay and on_cpu (-1: the kernel
+ * gives none) and self. */
 static void
-edge_counters (PpRun *run, PpRunRank *rk, int64_t t, int64_t delay, int64_t self)
+edge_counters (PpRun *run, PpRunRank *rk, int64_t t, int64_t delay, int64_t on_cpu, int64_t self)
 {
   if (delay >= 0)
     pp_run_record_counter (run, rk->rank, PP_COUNTER_RUN_DELAY_NS, (double) delay, t);
+  if (on_cpu >= 0)
+    pp_run_record_counter (run, rk->rank, PP_COUNTER_ON_CPU_NS, (double) on_cpu, t);
   pp_run_record_counter (run, rk->rank, PP_COUNTER_PROBE_SELF_NS, (double) self, t);
 }
 
@@ -80,7 +83,7 @@ pp_run_host_step_begin (PpRun *run, PpRunRank *rk)
 void
 pp_run_host_block_start (PpRun *run, PpRunRank *rk)
 {
-  int64_t a, delay, t;
+  int64_t a, delay, on_cpu, t;
 
   if (!host_on (run, rk))
     return;
@@ -91,23 +94,23 @@ pp_run_host_block_start (PpRun *run, PpRunRank *rk)
   if (a - rk->end_edge_ns < PP_RUN_EDGE_SKIP_NS)
     return;
   a = pp_probe_now_ns ();
-  delay = pp_schedstat_run_delay_ns (&rk->sched);
+  pp_schedstat_read (&rk->sched, &on_cpu, &delay);
   t = pp_probe_now_ns ();
   pp_run_host_add_self (t - a);
-  edge_counters (run, rk, t, delay, pp_run_host_self ());
+  edge_counters (run, rk, t, delay, on_cpu, pp_run_host_self ());
 }
 
 void
 pp_run_host_block_end (PpRun *run, PpRunRank *rk, int64_t t_end, int64_t self_at_end)
 {
-  int64_t a, delay;
+  int64_t a, delay, on_cpu;
 
   if (!host_on (run, rk))
     return;
   a = pp_probe_now_ns ();
-  delay = pp_schedstat_run_delay_ns (&rk->sched);
+  pp_schedstat_read (&rk->sched, &on_cpu, &delay);
   pp_run_host_add_self (pp_probe_now_ns () - a);
-  edge_counters (run, rk, t_end, delay, self_at_end);
+  edge_counters (run, rk, t_end, delay, on_cpu, self_at_end);
   rk->end_edge_ns = t_end;
   rk->host_from = pp_probe_now_ns ();
 }

@@ -6,7 +6,7 @@
 #include "pp-why-runtime.h"
 
 #define N_HOST (PP_SPAN_HOST_ZERO_GRAD - PP_SPAN_GC + 1)
-#define N_SAMPLED 2   /* RUN_DELAY_NS, PROBE_SELF_NS */
+#define N_SAMPLED 3   /* RUN_DELAY_NS, PROBE_SELF_NS, ON_CPU_NS */
 
 typedef struct {
   int64_t a, b;
@@ -17,10 +17,14 @@ typedef struct {
   double  v;
 } Sample;
 
-/* One rank's records, each list sorted; the interval lists merged (disjoint). */
+/* One rank's records, each list sorted; the interval lists merged
+ * (disjoint), but launch: its LAUNCH spans as they are, by end.
+ * host[0]: the training thread's GC pauses; other_gc: the collections of
+ * the process's other threads (a GC span's stream, format 1.8); wait: its
+ * WAIT spans (a wait that released the GIL). */
 typedef struct {
-  Iv     *work, *host[N_HOST], *kern;
-  size_t  n_work, n_host[N_HOST], n_kern;
+  Iv     *work, *host[N_HOST], *kern, *launch, *other_gc, *wait;
+  size_t  n_work, n_host[N_HOST], n_kern, n_launch, n_other_gc, n_wait;
   Sample *smp[N_SAMPLED];
   size_t  n_smp[N_SAMPLED];
 } RankIx;

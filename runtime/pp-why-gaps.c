@@ -15,6 +15,14 @@ cmp_iv (const void *x, const void *y)
   return a->a < b->a ? -1 : a->a > b->a ? 1 : (a->b < b->b ? -1 : a->b > b->b);
 }
 
+/* by end: a rank's LAUNCH spans, searched by the gap they end in */
+static int
+cmp_iv_end (const void *x, const void *y)
+{
+  const Iv *a = x, *b = y;
+  return a->b < b->b ? -1 : a->b > b->b ? 1 : (a->a < b->a ? -1 : a->a > b->a);
+}
+
 static int
 cmp_sample (const void *x, const void *y)
 {
@@ -46,7 +54,8 @@ merge (Iv *v, size_t n)
 static int
 sampled_slot (int kind)
 {
-  return kind == PP_COUNTER_RUN_DELAY_NS ? 0 : kind == PP_COUNTER_PROBE_SELF_NS ? 1 : -1;
+  return kind == PP_COUNTER_RUN_DELAY_NS ? 0 : kind == PP_COUNTER_PROBE_SELF_NS ? 1
+         : kind == PP_COUNTER_ON_CPU_NS ? 2 : -1;
 }
 
 static int
@@ -65,6 +74,9 @@ pp_why_runtime_index_free (PpWhyRuntimeIndex *ix)
       RankIx *x = &ix->r[r];
       free (x->work);
       free (x->kern);
+      free (x->launch);
+      free (x->other_gc);
+      free (x->wait);
       for (int k = 0; k < N_HOST; k++)
         free (x->host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -100,10 +112,16 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
           size_t *n = NULL;
           if (pp_span_kind_is_work (sp->kind))
             list = x->work, n = &x->n_work;
+          else if (pp_span_gc_other_thread (sp))
+            list = x->other_gc, n = &x->n_other_gc, ix->host_seen[0] = 1;
+          else if (sp->kind == PP_SPAN_WAIT)
+            list = x->wait, n = &x->n_wait;
           else if (h >= 0)
             list = x->host[h], n = &x->n_host[h], ix->host_seen[h] = 1;
           else if (sp->kind == PP_SPAN_KERNEL)
             list = x->kern, n = &x->n_kern;
+          else if (sp->kind == PP_SPAN_LAUNCH)
+            list = x->launch, n = &x->n_launch;
           else
             continue;
           if (pass == 1)
@@ -128,7 +146,10 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
         {
           RankIx *x = &ix->r[r];
           if ((x->work = malloc ((x->n_work + 1) * sizeof *x->work)) == NULL
-              || (x->kern = malloc ((x->n_kern + 1) * sizeof *x->kern)) == NULL)
+              || (x->kern = malloc ((x->n_kern + 1) * sizeof *x->kern)) == NULL
+              || (x->launch = malloc ((x->n_launch + 1) * sizeof *x->launch)) == NULL
+              || (x->other_gc = malloc ((x->n_other_gc + 1) * sizeof *x->other_gc)) == NULL
+              || (x->wait = malloc ((x->n_wait + 1) * sizeof *x->wait)) == NULL)
             goto oom;
           for (int k = 0; k < N_HOST; k++)
             if ((x->host[k] = malloc ((x->n_host[k] + 1) * sizeof *x->host[k])) == NULL)
@@ -136,7 +157,7 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
           for (int k = 0; k < N_SAMPLED; k++)
             if ((x->smp[k] = malloc ((x->n_smp[k] + 1) * sizeof *x->smp[k])) == NULL)
               goto oom;
-          x->n_work = x->n_kern = 0;
+          x->n_work = x->n_kern = x->n_launch = x->n_other_gc = x->n_wait = 0;
           memset (x->n_host, 0, sizeof x->n_host);
           memset (x->n_smp, 0, sizeof x->n_smp);
         }
@@ -146,6 +167,10 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
       RankIx *x = &ix->r[r];
       x->n_work = merge (x->work, x->n_work);
       x->n_kern = merge (x->kern, x->n_kern);
+      if (x->n_launch > 0)
+        qsort (x->launch, x->n_launch, sizeof *x->launch, cmp_iv_end);
+      x->n_other_gc = merge (x->other_gc, x->n_other_gc);
+      x->n_wait = merge (x->wait, x->n_wait);
       for (int k = 0; k < N_HOST; k++)
         x->n_host[k] = merge (x->host[k], x->n_host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -218,6 +243,13 @@ growth (const Sample *s, size_t n, int64_t a, int64_t b, double share)
   return d > 0 ? d : 0;   /* NaN and decreasing counters: nothing */
 }
 
+/* Whether growth can measure the counter across the gap [a, b]. */
+static int
+measurable (const Sample *s, size_t n, int64_t a, int64_t b)
+{
+  return a != INT64_MIN && b != INT64_MAX && last_at (s, n, a) != NULL;
+}
+
 double
 pp_why_capped (double v, double left)
 {
@@ -255,6 +287,82 @@ add_clipped (PpWhyRuntimeIndex *ix, size_t *n, const Iv *v, size_t nv, int64_t a
   return 0;
 }
 
+/* Appends to ix->scratch (*n used) rank x's launches of the device work
+ * in or ending the gap [a, b], clipped to [ca, cb]: LAUNCH spans that
+ * started before b and ended after a, and no later than the work starting
+ * at b ends (a launch may return after its kernel started; one returning
+ * later still launched work of a later gap). */
+static int
+add_launches (PpWhyRuntimeIndex *ix, size_t *n, const RankIx *x, int64_t a, int64_t b, int64_t ca,
+              int64_t cb)
+{
+  int64_t upto = INT64_MAX;
+  if (b != INT64_MAX)
+    {
+      size_t w = pp_why_first_ending_after (x->work, x->n_work, b);
+      if (w < x->n_work)
+        upto = x->work[w].b;
+    }
+  for (size_t i = pp_why_first_ending_after (x->launch, x->n_launch, a);
+       i < x->n_launch && x->launch[i].b <= upto; i++)
+    if (x->launch[i].a < b && add_clipped (ix, n, &x->launch[i], 1, ca, cb) != 0)
+      return -1;
+  return 0;
+}
+
+/* Appends to ix->scratch (*n used) the intervals of v[nv] clipped to
+ * [a, b] less the holes h[nh] (disjoint, sorted). */
+static int
+add_clipped_outside (PpWhyRuntimeIndex *ix, size_t *n, const Iv *v, size_t nv, int64_t a, int64_t b,
+                     const Iv *h, size_t nh)
+{
+  for (size_t i = pp_why_first_ending_after (v, nv, a); i < nv && v[i].a < b; i++)
+    {
+      int64_t from = v[i].a > a ? v[i].a : a, to = v[i].b < b ? v[i].b : b;
+      for (size_t j = pp_why_first_ending_after (h, nh, from); from < to; j++)
+        {
+          /* the piece before hole j (or the rest, past the last hole) */
+          int64_t end = j < nh && h[j].a < to ? h[j].a : to;
+          if (end > from)
+            {
+              Iv piece = { from, end };
+              if (add_clipped (ix, n, &piece, 1, from, end) != 0)
+                return -1;
+            }
+          if (j >= nh || h[j].a >= to)
+            break;
+          from = h[j].b;
+        }
+    }
+  return 0;
+}
+
+/* Another thread's collections in the gap (seconds, what they add to the
+ * n intervals of ix->scratch already counted, which they join): their time
+ * outside the rank's waits, capped to the time the training thread was
+ * blocked in the gap where the counters say it (neither on a CPU nor
+ * runnable: gap - ON_CPU - RUN_DELAY growth).  The rule's why is in
+ * pp-why-runtime.h. */
+static double
+other_gc (PpWhyRuntimeIndex *ix, const RankIx *x, size_t *n, int64_t a, int64_t b, int64_t ca, int64_t cb,
+          double share, double len)
+{
+  double before = measure (ix->scratch, *n);
+  if (x->n_other_gc == 0)
+    return 0;
+  if (add_clipped_outside (ix, n, x->other_gc, x->n_other_gc, ca, cb, x->wait, x->n_wait) != 0)
+    return -1;
+  *n = merge (ix->scratch, *n);
+  double g = (measure (ix->scratch, *n) - before) * 1e-9;
+  if (measurable (x->smp[0], x->n_smp[0], a, b) && measurable (x->smp[2], x->n_smp[2], a, b))
+    {
+      double blocked = len - growth (x->smp[0], x->n_smp[0], a, b, share)
+                       - growth (x->smp[2], x->n_smp[2], a, b, share);
+      g = pp_why_capped (g, blocked);
+    }
+  return g;
+}
+
 /* Rule 1 over the gap [a, b] of rank x (its edges; INT64_MIN/MAX none),
  * clipped to [lo, hi] (non-empty): parts in seconds. */
 PpStatus
@@ -265,7 +373,7 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
   double len = ((double) cb - (double) ca) * 1e-9;
   double share = a != INT64_MIN && b != INT64_MAX && b > a
                  ? ((double) cb - (double) ca) / ((double) b - (double) a) : 0;
-  double left = len;
+  double left = len, other = 0;
   size_t n = 0;
 
   memset (parts, 0, PP_WHY_N_RUNTIME_PARTS * sizeof *parts);
@@ -287,14 +395,49 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
       double p = pp_why_capped ((measure (ix->scratch, n) - before) * 1e-9, left);
       parts[PP_WHY_RT_GC + k] = p;
       left -= p;
+      if (k == 0)
+        {
+          /* then the other threads' collections: gc too, but never the
+           * training thread's time on a CPU (host_other below) */
+          double o = other_gc (ix, x, &n, a, b, ca, cb, share, len);
+          if (o < 0)
+            return pp_error_set (err, PP_ENOMEM, "out of memory");
+          other = pp_why_capped (o, left);
+          parts[PP_WHY_RT_GC] += other;
+          left -= other;
+        }
     }
   parts[PP_WHY_RT_PROBE] = pp_why_capped (growth (x->smp[1], x->n_smp[1], a, b, share), left);
   left -= parts[PP_WHY_RT_PROBE];
-  n = 0;
+  /* the kernels after the host union in the scratch (both disjoint lists) */
+  size_t nh = n;
   if (add_clipped (ix, &n, x->kern, x->n_kern, ca, cb) != 0)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
-  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch, n) * 1e-9, left);
+  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch + nh, n - nh) * 1e-9, left);
   left -= parts[PP_WHY_RT_USER_KERNELS];
+  /* the device idle while the host was in the calls that launched its
+   * next work, less what a host part or a kernel already holds */
+  n = merge (ix->scratch, n);
+  double covered = measure (ix->scratch, n);
+  size_t nc = n;
+  if (add_launches (ix, &n, x, a, b, ca, cb) != 0)
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
+  if (n > nc)
+    {
+      n = merge (ix->scratch, n);
+      parts[PP_WHY_RT_LAUNCH_GAP] = pp_why_capped ((measure (ix->scratch, n) - covered) * 1e-9, left);
+      left -= parts[PP_WHY_RT_LAUNCH_GAP];
+    }
+  /* the thread's time on a CPU across the gap beyond what the named host
+   * parts, the probe and the launch already hold (each of those ran on
+   * it, or was a pause of it: counted once; another thread's collection
+   * did not run on it); measured time only, so unattributed shrinks by
+   * nothing guessed */
+  double named = parts[PP_WHY_RT_PROBE] + parts[PP_WHY_RT_LAUNCH_GAP] - other;
+  for (int k = 0; k < N_HOST; k++)
+    named += parts[PP_WHY_RT_GC + k];
+  parts[PP_WHY_RT_HOST_OTHER] = pp_why_capped (growth (x->smp[2], x->n_smp[2], a, b, share) - named, left);
+  left -= parts[PP_WHY_RT_HOST_OTHER];
   parts[PP_WHY_RT_UNATTRIBUTED] = left > 0 ? left : 0;
   return PP_OK;
 }

@@ -7,10 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const part_names[PP_WHY_N_RUNTIME_PARTS] = {
+static const char *const part_names[] = {
   "descheduled", "gc", "host_schedule", "host_loss", "host_data", "host_zero_grad",
-  "probe", "user_kernels", "peer_late", "unattributed",
+  "probe", "user_kernels", "launch_gap", "host_other", "peer_late", "unattributed",
 };
+
+/* README's "Inside runtime" says the same: change both together */
+static const char *const part_meanings[] = {
+  "the rank's thread runnable but not running (the kernel's run-queue delay)",
+  "Python's garbage collector pausing the thread (another thread's collection outside its waits)",
+  "the schedule's own code between actions",
+  "the loss function run outside a block",
+  "data loading, batch splitting",
+  "zero_grad and gradient bookkeeping",
+  "pipescope's own recording (shown, never hidden)",
+  "the rank's device kernels between blocks",
+  "the device idle while the host was still launching its next work",
+  "the thread on a CPU in the gap beyond the named host parts and the probe: host work the probe did not name",
+  "waiting for a peer's output longer than the plan's transfer time",
+  "the rest (what no measured part explains)",
+};
+
+_Static_assert (sizeof part_names / sizeof part_names[0] == PP_WHY_N_RUNTIME_PARTS,
+                "a name for each runtime part");
+_Static_assert (sizeof part_meanings / sizeof part_meanings[0] == PP_WHY_N_RUNTIME_PARTS,
+                "a meaning for each runtime part");
+
+const char *
+pp_why_runtime_part_meaning (int part)
+{
+  return part >= 0 && part < PP_WHY_N_RUNTIME_PARTS ? part_meanings[part] : NULL;
+}
 
 const char *
 pp_why_runtime_part_name (int part)
@@ -226,6 +253,8 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       for (int i = 0; i < PP_WHY_RT_PEER_LATE; i++)
         {
           int k = i == 0 ? PP_WHY_RT_GC : i == 1 ? PP_WHY_RT_DESCHEDULED : i;
+          if (k == PP_WHY_RT_HOST_OTHER)
+            continue;   /* after peer_late: see rule 2 */
           double p = pp_why_capped (g.sum[k], left);
           w->runtime_parts[k] = p;
           left = runtime - (charged += p);
@@ -242,6 +271,10 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       double late = pp_why_capped (wait - plan, left);
       w->runtime_parts[PP_WHY_RT_PEER_LATE] = late;
       charged += late;
+      left = runtime - charged;
+      double other = pp_why_capped (g.sum[PP_WHY_RT_HOST_OTHER], left);
+      w->runtime_parts[PP_WHY_RT_HOST_OTHER] = other;
+      charged += other;
       w->runtime_parts[PP_WHY_RT_UNATTRIBUTED] = runtime - charged > 0 ? runtime - charged : 0;
 
       w->runtime_measured[PP_WHY_RT_DESCHEDULED] = x->n_smp[0] > 1;
@@ -249,6 +282,8 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
         w->runtime_measured[PP_WHY_RT_GC + k] = ix->host_seen[k];
       w->runtime_measured[PP_WHY_RT_PROBE] = x->n_smp[1] > 1;
       w->runtime_measured[PP_WHY_RT_USER_KERNELS] = x->n_kern > 0;
+      w->runtime_measured[PP_WHY_RT_LAUNCH_GAP] = x->n_launch > 0;
+      w->runtime_measured[PP_WHY_RT_HOST_OTHER] = x->n_smp[2] > 1;
       w->runtime_measured[PP_WHY_RT_PEER_LATE] = 1;
       if (late > 0 && peer >= 0)
         {
@@ -324,12 +359,12 @@ shown (const PpWhyIdle *w, int k)
 void
 pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit)
 {
-  int any = 0;
+  int any = 0, named[PP_WHY_N_RUNTIME_PARTS] = { 0 };
   for (int r = 0; r < ranks; r++)
     any |= idle[r].runtime > 0;
   if (!any)
     return;
-  fprintf (f, "runtime by part (%s, %% of runtime; README 'Why the bubble is there'):\n", unit);
+  fprintf (f, "runtime by part (%s, %% of runtime; what each part is, under the ranks):\n", unit);
   for (int r = 0; r < ranks; r++)
     {
       const PpWhyIdle *w = &idle[r];
@@ -343,6 +378,7 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
             fprintf (f, "%s%s %.2f (%.0f%%)", sep, part_names[k], w->runtime_parts[k] * scale,
                      100.0 * w->runtime_parts[k] / w->runtime);
             sep = ", ";
+            named[k] = 1;
           }
       if (w->late_peer >= 0 && w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0)
         {
@@ -360,6 +396,10 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
         }
       fputc ('\n', f);
     }
+  /* a reader of the split should not need the README to read it */
+  for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+    if (named[k])
+      fprintf (f, "  %s: %s\n", part_names[k], part_meanings[k]);
 }
 
 void

@@ -12,7 +12,33 @@
  *    an amount without a place, so a thread descheduled inside a GC pause
  *    counts once, as the pause, and on a machine that deschedules a lot
  *    the job's collections still show):
- *      gc             GC spans' overlap with the gap;
+ *      gc             the training thread's GC spans' overlap with the gap,
+ *                     then what the process's other threads' collections
+ *                     (a GC span's stream, format 1.8) add to it: their
+ *                     time in the gap outside the rank's WAIT spans,
+ *                     capped to the time the thread was blocked in the gap
+ *                     (the gap less the ON_CPU_NS and RUN_DELAY_NS growth
+ *                     across it, as descheduled; uncapped where either is
+ *                     not measured).  Why: another thread's collection
+ *                     holds the GIL (or, without one, stops the world),
+ *                     which holds the training thread up only when it
+ *                     wants the interpreter.  In a WAIT it sits in a C
+ *                     call that released it (a gloo receive): not held,
+ *                     unless the collection outlasts the receive and the
+ *                     thread's return waits for the GIL; that tail lies
+ *                     inside the WAIT as recorded (its end is read with
+ *                     the interpreter back) and is not told from the
+ *                     wait: left to the later parts.  Outside the waits the
+ *                     thread runs the schedule's Python, which wants the
+ *                     interpreter all the time, so it waits for the GIL:
+ *                     blocked, neither on a CPU nor runnable, so never
+ *                     longer than the counters' blocked time.  What of
+ *                     the thread's time there was a GIL-free C call the
+ *                     records do not show: not told apart (the cap bounds
+ *                     it).  The same rule without a GIL (PP_GC_STOPS_WORLD):
+ *                     a stopped world stops a thread at its next use of
+ *                     the interpreter, not inside a C call that let go
+ *                     of it;
  *      descheduled    the RUN_DELAY_NS difference between the samples at
  *                     the gap's two edges (the counter's last sample at or
  *                     before the previous work's end, and at or before the
@@ -24,13 +50,36 @@
  *                     kinds before it (GC first) already cover;
  *      probe          the PROBE_SELF_NS difference across the gap, as
  *                     descheduled;
- *      user_kernels   the rank's KERNEL spans' overlap with the gap.
+ *      user_kernels   the rank's KERNEL spans' overlap with the gap;
+ *      launch_gap     the device idle while the host was in the calls
+ *                     that launched its next work: the union of the
+ *                     rank's LAUNCH spans (format 1.8: a launch an idle
+ *                     device waited for) clipped to the gap, less the
+ *                     host kinds' and kernels' time in it; a LAUNCH counts
+ *                     in the gap if it started before the gap's end and
+ *                     ended after its start, no later than the end of the
+ *                     work that starts at the gap's end (a launch may
+ *                     return after its kernel started; one ending later
+ *                     launched a later gap's work);
+ *      host_other     the ON_CPU_NS difference across the gap (the thread's
+ *                     time on a CPU there), as descheduled, less the
+ *                     training thread's gc (not another thread's: the
+ *                     thread did not run it), the host kinds, probe and
+ *                     launch_gap (each on the thread or a pause of it:
+ *                     counted once): host work the probe did not
+ *                     name.  What is left is neither on a CPU nor
+ *                     runnable (the thread blocked: a peer, a lock, I/O)
+ *                     or not measured.
  *    A counter difference that is negative, NaN or longer than the gap
  *    (a sample missing, a thread changed) is cut to [0, what is left].
  * 2. Per rank, the gaps' sums are charged to runtime in that order, each
  *    capped to what runtime has left: host work in a PLANNED bubble (a GC
  *    in the fill) does not lengthen the bubble beyond the plan, so what
- *    does not fit in runtime is not runtime's.
+ *    does not fit in runtime is not runtime's.  host_other is charged
+ *    last, after peer_late (rule 3): a thread that spins while it waits
+ *    (a busy-polling transport) is on a CPU for the whole wait, and that
+ *    wait is the late peer's, so host_other takes only from what would
+ *    otherwise be unattributed.
  * 3. peer_late: the rank's measured waiting for a dependency (a peer's
  *    block end plus the plan's transfer time, pp_schedule_dependencies,
  *    later than the rank's own previous block end, or the window start
@@ -40,8 +89,7 @@
  *    the gaps just before those blocks (late_causes).
  * 4. unattributed: the rest.
  * The mean over the analysed steps is taken part by part, as for the
- * other parts.  launch_gap (CUPTI launch vs start times) is not measured:
- * no trace carries those times yet.
+ * other parts.
  *
  * No GLib.
  */
@@ -57,9 +105,13 @@
 #include "pp-why.h"
 
 /* "descheduled", "gc", "host_schedule", "host_loss", "host_data",
- * "host_zero_grad", "probe", "user_kernels", "peer_late", "unattributed";
+ * "host_zero_grad", "probe", "user_kernels", "launch_gap", "host_other", "peer_late",
+ * "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
+/* What the part is, in README's words ("Inside runtime"), one short
+ * phrase without a final stop; NULL out of range. */
+const char *pp_why_runtime_part_meaning (int part);
 
 /* One idle gap of a rank: its time (ns on the spans' clock, clipped to
  * the window asked for) and its parts in seconds by rule 1 (peer_late 0;
@@ -105,7 +157,8 @@ PpStatus pp_why_runtime_mean (const PpWhyStep *steps, int n_steps, int ranks, Pp
  * Under the Why table: a line per rank with runtime > 0, its measured parts
  * (and any non-zero one) in unit (values x scale) with their share of
  * runtime, and the late peer with what its host did before its late
- * blocks.  Nothing when no rank has runtime. */
+ * blocks; then a line for each part named above saying what it is.
+ * Nothing when no rank has runtime. */
 void pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double scale,
                                  const char *unit);
 /* w's JSON members, each after ", ": "runtime_parts": {name: seconds}

@@ -145,7 +145,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
                && (pp_span_kind_is_work (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
                    || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
                    || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
-                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL))
+                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL
+                   || item.span.kind == PP_SPAN_LAUNCH))
         {
           if (grow_with_process ((void **) &spans, sizeof *spans, &span_process, n, &cap) != 0)
             {
@@ -157,7 +158,8 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
         }
       else if (item.type == PP_TRACE_ITEM_COUNTER
                && (item.counter.kind == PP_COUNTER_RUN_DELAY_NS
-                   || item.counter.kind == PP_COUNTER_PROBE_SELF_NS))
+                   || item.counter.kind == PP_COUNTER_PROBE_SELF_NS
+                   || item.counter.kind == PP_COUNTER_ON_CPU_NS))
         {
           if (grow_with_process ((void **) &ctr, sizeof *ctr, &ctr_process, n_ctr, &cap_ctr) != 0)
             {

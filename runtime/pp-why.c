@@ -505,17 +505,35 @@ costs_of_sums (const StageSums *a, int n_stages, const double *xsum, const long 
     }
 }
 
+/* Adds [a, b] clipped to [lo, hi] to a union of intervals sorted by
+ * start whose end so far is *end: its new length in *len. */
+static void
+union_add (int64_t a, int64_t b, int64_t lo, int64_t hi, int64_t *end, int64_t *len)
+{
+  if (a < lo)
+    a = lo;
+  if (b > hi)
+    b = hi;
+  if (a < *end)
+    a = *end;
+  if (b > a)
+    *len += b - a;
+  if (b > *end)
+    *end = b;
+}
+
 /* Each rank's data-parallel communication in a step's window [lo, hi]
  * (seconds) where none of its blocks runs: the union of its blocks and
- * data-parallel spans there less busy[r], the blocks' alone.  idx holds the
- * step's spans sorted by rank, then start. */
+ * data-parallel spans there less the blocks' alone.  Both in integer ns,
+ * so a rank without such spans has exactly 0 (seconds summed as doubles
+ * left 1e-18 of noise in the export).  idx holds the step's spans sorted
+ * by rank, then start. */
 static void
-step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi,
-              const double *busy, int P, double *dp)
+step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi, int P,
+              double *dp)
 {
-  int64_t end = INT64_MIN;
+  int64_t end = INT64_MIN, block_end = INT64_MIN, all = 0, blocks = 0;
   int cur = -1;
-  double all = 0;
   for (int r = 0; r < P; r++)
     dp[r] = 0;
   for (size_t j = 0; j <= n; j++)
@@ -523,23 +541,20 @@ step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int6
       const PpSpan *sp = j < n ? &spans[idx[j]] : NULL;
       if (sp == NULL || sp->rank != cur)
         {
-          if (cur >= 0 && cur < P && all > 0)
-            dp[cur] = fmax (0, all * 1e-9 - busy[cur]);
+          if (cur >= 0 && cur < P && all > blocks)
+            dp[cur] = (double) (all - blocks) * 1e-9;
           if (sp == NULL)
             break;
           cur = sp->rank;
-          end = INT64_MIN;
-          all = 0;
+          end = block_end = INT64_MIN;
+          all = blocks = 0;
         }
-      if (action_kind_of_span (sp->kind) < 0 && !pp_span_kind_is_dp_comm (sp->kind))
+      int block = action_kind_of_span (sp->kind) >= 0;
+      if (!block && !pp_span_kind_is_dp_comm (sp->kind))
         continue;
-      int64_t a = sp->start_ns > lo ? sp->start_ns : lo, b = sp->end_ns < hi ? sp->end_ns : hi;
-      if (a < end)
-        a = end;
-      if (b > a)
-        all += (double) (b - a);
-      if (b > end)
-        end = b;
+      union_add (sp->start_ns, sp->end_ns, lo, hi, &end, &all);
+      if (block)
+        union_add (sp->start_ns, sp->end_ns, lo, hi, &block_end, &blocks);
     }
 }
 
@@ -778,7 +793,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           if (b->end > last_end[b->rank])
             last_end[b->rank] = b->end;
         }
-      step_dp_time (spans, idx + rg->first, rg->n, lo, hi, busy, P, dp);
+      step_dp_time (spans, idx + rg->first, rg->n, lo, hi, P, dp);
       ws->step = rg->step;
       ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;

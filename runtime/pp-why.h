@@ -61,14 +61,16 @@
  * launch_gap (a device idle while its host still launches) needs CUPTI's
  * launch and start times, which no trace carries yet: not a part. */
 enum {
-  PP_WHY_RT_DESCHEDULED = 0,  /* the rank's thread runnable, not running */
+  PP_WHY_RT_DESCHEDULED = 0,  /* the rank's thread runnable but not running */
   PP_WHY_RT_GC,               /* the Python garbage collector */
   PP_WHY_RT_HOST_SCHEDULE,    /* the schedule's own code between actions */
-  PP_WHY_RT_HOST_LOSS,        /* the loss outside a block */
+  PP_WHY_RT_HOST_LOSS,        /* the loss function run outside a block */
   PP_WHY_RT_HOST_DATA,        /* data loading, batch splitting */
-  PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad, grad bookkeeping */
+  PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping */
   PP_WHY_RT_PROBE,            /* pipescope's own recording */
   PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks */
+  PP_WHY_RT_LAUNCH_GAP,       /* the device idle while the host still launched its next work */
+  PP_WHY_RT_HOST_OTHER,       /* the thread on a CPU beyond the named host parts */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
   PP_WHY_RT_UNATTRIBUTED,     /* the rest */
   PP_WHY_N_RUNTIME_PARTS
@@ -215,7 +217,7 @@ PpStatus pp_why_analyse_spans (const PpSchedule *s, const PpSpan *spans, size_t 
                                int max_steps, PpWhyReport **out, PpError *err);
 void     pp_why_report_free (PpWhyReport *r);
 /* The same with the run's counters (any kinds; the block-edge ones,
- * RUN_DELAY_NS and PROBE_SELF_NS, are read), for runtime's parts
+ * RUN_DELAY_NS, PROBE_SELF_NS and ON_CPU_NS, are read), for runtime's parts
  * (pp-why-runtime.h): the spans may hold host kinds and KERNELs too.
  * counters NULL: runtime's parts from the spans alone. */
 PpStatus pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t n,

@@ -33,10 +33,11 @@ def spans_of(cli, trace, tmp):
         return list(csv.DictReader(f))
 
 
-def raw_trace(path):
+def raw_trace(path, streams=False):
     """A pptrace read raw (docs/trace-format.md), times on the writers'
     own clocks: (spans as (rank, kind, step, start, end), counters as
-    (rank, kind, time, value))."""
+    (rank, kind, time, value)); streams: each span's stream last (a GC
+    span's collecting thread, format 1.8)."""
     import struct
     data = open(path, "rb").read()
     off = struct.unpack_from("<I", data, 16)[0]
@@ -48,7 +49,7 @@ def raw_trace(path):
         if ftype == 3:   # SPANS: 40-byte slots, an EXT one followed by its extension
             slot = off + 8
             while slot + 40 <= off + size:
-                start, dur, _, step = struct.unpack_from("<qIIi", data, slot)
+                start, dur, _, step, _, stream = struct.unpack_from("<qIIiII", data, slot)
                 rank, = struct.unpack_from("<h", data, slot + 28)
                 kind, flags = data[slot + 38], data[slot + 39]
                 if flags & 1:
@@ -59,7 +60,7 @@ def raw_trace(path):
                 else:
                     end = start + dur
                     slot += 40
-                spans.append((rank, kind, step, start, end))
+                spans.append((rank, kind, step, start, end) + ((stream,) if streams else ()))
         elif ftype == 4:   # COUNTER
             t, v, rank, _, kind = struct.unpack_from("<qdiiH", data, off + 8)
             counters.append((rank, kind, t, v))

@@ -294,6 +294,9 @@ test_jobs_and_record (void)
   g_assert_nonnull (strstr (listing, " NAME "));
   g_assert_nonnull (strstr (listing, " SCHEDULE "));
   g_assert_nonnull (strstr (listing, " STARTED "));
+  /* one process, no mesh: the last column is the endpoint alone */
+  g_assert_nonnull (strstr (listing, " ENDPOINT\n"));
+  g_assert_null (strstr (listing, "RANKS"));
   g_free (listing);
 
   /* By pid, for half a second (after the job has served a span, so the

@@ -527,6 +527,60 @@ test_one_origin (void)
   pp_test_ctx_clear (&c);
 }
 
+/* A copy of src without its steps before `from`: what a record that
+ * attached while the job ran holds (its spans, markers and counters). */
+static void
+copy_from_step (const char *src, const char *dst, int from)
+{
+  PpError e = { 0 };
+  PpTraceReader *r = pp_trace_reader_new_path (src, &e);
+  PpTraceWriter *w = pp_trace_writer_new_path (dst, PP_TRACE_NATIVE, &e);
+  PpTraceItem it;
+  g_assert_nonnull (r);
+  g_assert_nonnull (w);
+  for (;;)
+    {
+      g_assert_cmpint (pp_trace_reader_next (r, &it, &e), ==, PP_OK);
+      if (it.type == PP_TRACE_ITEM_END)
+        break;
+      if ((it.type == PP_TRACE_ITEM_SPAN && it.span.step < from)
+          || (it.type == PP_TRACE_ITEM_STEP_MARKER && it.step_marker.step < from)
+          || (it.type == PP_TRACE_ITEM_COUNTER && it.counter.step < from))
+        continue;
+      g_assert_cmpint (pp_trace_write_item (w, &it, &e), ==, PP_OK);
+    }
+  pp_trace_reader_free (r);
+  g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+}
+
+/* info counts the steps a trace holds, not its last step's number plus
+ * one: a record from step 3 of a 10-step run holds 7, and says which. */
+static void
+test_info_late_steps (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-cli-late");
+  g_autofree char *t = pp_test_ctx_path (&c, "r.pptrace");
+  g_autofree char *late = pp_test_ctx_path (&c, "late.pptrace");
+  char *out, *err;
+
+  g_assert_cmpint (run (&out, &err, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16",
+                        "--batch", "8", "--steps", "10", "--no-live", "--trace", t, NULL), ==, 0);
+  g_free (out); g_free (err);
+  g_assert_cmpint (run (&out, &err, "info", t, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\nsteps: 10\n"));
+  g_free (out); g_free (err);
+
+  copy_from_step (t, late, 3);
+  g_assert_cmpint (run (&out, &err, "info", late, NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  g_assert_nonnull (strstr (out, "\nsteps: 7 (3 to 9)\n"));
+  /* F and B of 2 micro-batches on 2 ranks, 7 steps */
+  g_assert_nonnull (strstr (out, " (F 28, B 28, "));
+  g_free (out); g_free (err);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_trace_empty_and_unwritable (void)
 {
@@ -894,6 +948,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli-trace/overlap-halves", test_overlap_halves);
   g_test_add_func ("/cli-trace/dp-kinds", test_dp_kinds);
   g_test_add_func ("/cli-trace/one-origin", test_one_origin);
+  g_test_add_func ("/cli-trace/info-late-steps", test_info_late_steps);
   g_test_add_func ("/cli-trace/bad-files", test_bad_files);
   g_test_add_func ("/cli-trace/unknown-command", test_unknown_command);
   g_test_add_func ("/cli-trace/empty-and-unwritable", test_trace_empty_and_unwritable);

@@ -12,8 +12,10 @@
      counters, each non-decreasing, each only when it changed; a block run
      on another thread gets no sample.
   3. The GC callback (host.Host): a collection on the training thread is
-     one GC span inside the collect() call; one on another thread is none;
-     paused, none; after close the callback is out of gc.callbacks.
+     one GC span inside the collect() call, stream 0; one on another
+     thread is one GC span inside that call, its stream that thread's
+     native id (format 1.8); paused, none; after close the callback is
+     out of gc.callbacks.
 FAST "none": skipped (no python3 headers at build time).
 """
 
@@ -135,7 +137,13 @@ def main():
     t0 = r.now()
     gc.collect()
     t1 = r.now()
-    t = threading.Thread(target=gc.collect)
+    theirs = []
+
+    def collect_there():
+        a = r.now()
+        gc.collect()
+        theirs.append((a, r.now(), threading.get_native_id()))
+    t = threading.Thread(target=collect_there)
     t.start()
     t.join()
     host.set_paused(True)
@@ -170,27 +178,34 @@ def main():
        "a host call recorded with its kind, its result and exception untouched")
 
     _, counters = raw_trace(trace)
-    for kind, name in ((L.COUNTER_RUN_DELAY_NS, "RUN_DELAY_NS"), (L.COUNTER_PROBE_SELF_NS, "PROBE_SELF_NS")):
+    for kind, name in ((L.COUNTER_RUN_DELAY_NS, "RUN_DELAY_NS"), (L.COUNTER_PROBE_SELF_NS, "PROBE_SELF_NS"),
+                       (L.COUNTER_ON_CPU_NS, "ON_CPU_NS")):
         vals = [v for rr, k, t, v in sorted(counters, key=lambda c: c[2]) if k == kind]
-        if kind == L.COUNTER_RUN_DELAY_NS and not has_delay:
+        if kind != L.COUNTER_PROBE_SELF_NS and not has_delay:
             if vals:
-                fail("RUN_DELAY_NS samples without schedstat")
+                fail(f"{name} samples without schedstat")
             continue
         # two blocks on this thread, two edges each: at most 4 samples
         if not 1 <= len(vals) <= 4 or any(b <= a for a, b in zip(vals, vals[1:])):
             fail(f"{name}: {vals} (two blocks' edges: 1 to 4 samples, each larger than the last)")
-    ok("block edges: run-queue delay" + ("" if has_delay else " (no schedstat here: none)")
+    ok("block edges: run-queue delay and time on a CPU" + ("" if has_delay else " (no schedstat here: none)")
        + " and the wrappers' own time, increasing, only when changed; none from another thread's block")
 
-    gcs = [(s, e) for rr, k, st, s, e in raw_trace(trace)[0] if k == L.SPAN_GC]
+    spans = raw_trace(trace, streams=True)[0]
+    gcs = [(s, e) for rr, k, st, s, e, sm in spans if k == L.SPAN_GC and sm == 0]
     if len(gcs) != 1:
         fail(f"{len(gcs)} GC spans for one collection on the training thread: {gcs}")
     if not t0 <= gcs[0][0] <= gcs[0][1] <= t1:
         fail(f"the GC span {gcs[0]} is not inside the collect() call {t0}..{t1}")
+    others = [(s, e, sm) for rr, k, st, s, e, sm in spans if k == L.SPAN_GC and sm != 0]
+    (a, b, tid), = theirs
+    if len(others) != 1 or (others[0][2] & H.THREAD_MASK) != tid or not a <= others[0][0] <= others[0][1] <= b:
+        fail(f"another thread's collect() {a}..{b} on thread {tid}: GC spans {others} (one inside it, "
+             f"its stream the thread)")
     if rec.failures:
         fail(f"the GC callback failed: {rec.failures}")
-    ok("GC: a collection on the training thread is one span; another thread's, a paused one and one after "
-       "close are none")
+    ok("GC: a collection on the training thread is one span (stream 0), another thread's one span marked "
+       "with that thread; a paused one and one after close are none")
     return 0
 
 

@@ -233,8 +233,10 @@ def main():
         job = long_job(os.path.join(tmp, "live.pptrace"), live=True)
         try:
             ranks = ranks_of(job)
-            # the first line names the columns
-            listing = run([cli, "jobs"]).stdout.strip().splitlines()[1:]
+            # the first line names the columns, a job's ranks and hosts among them
+            header, *listing = run([cli, "jobs"]).stdout.strip().splitlines()
+            check(header.endswith(" ENDPOINT (RANKS, HOSTS)"),
+                  f"jobs names the ranks and hosts columns over a job of processes ({header!r})")
             check(len(listing) == 1 and "ranks 2/2" in listing[0],
                   f"jobs prints the 2-process job as one line ({listing})")
             rec = os.path.join(tmp, "recorded.pptrace")

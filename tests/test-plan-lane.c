@@ -329,7 +329,7 @@ test_legend_fits (Dir *f, gconstpointer data)
   gsize len;
   char *text = slurp (svg, &len);
   GRegex *re = g_regex_new ("<text x=\"([0-9.]+)\" y=\"[0-9.]+\" font-size=\"([0-9.]+)\"[^>]*>"
-                            "(step boundary|plan \\(simulated\\)|chunk 0 / 1 \\(shade\\))</text>", 0, 0, NULL);
+                            "(step boundary|plan at unit costs|chunk 0 / 1 \\(shade\\))</text>", 0, 0, NULL);
   GMatchInfo *mi = NULL;
   int found = 0;
   cairo_surface_t *scratch = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
@@ -353,6 +353,32 @@ test_legend_fits (Dir *f, gconstpointer data)
   cairo_surface_destroy (scratch);
   g_free (text);
   g_free (svg);
+}
+
+/* The legend names the plan the lane shows in the header's words: the
+ * plan at unit costs of a schedule, at measured costs of a run. */
+static void
+test_legend_names_plan (Dir *f, gconstpointer data)
+{
+  char *out, *err, *t = g_build_filename (f->dir, "run.pptrace", NULL);
+  const char *traces[2] = { f->trace, t }, *plans[2] = { "unit", "measured" };
+  g_assert_cmpint (run (&out, &err, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16",
+                        "--batch", "8", "--steps", "3", "--no-live", "--trace", t, NULL), ==, 0);
+  g_free (out); g_free (err);
+  for (int i = 0; i < 2; i++)
+    {
+      char *svg = g_build_filename (f->dir, "named.svg", NULL), *text;
+      g_assert_cmpint (run (&out, &err, "render", traces[i], "--plan", "-o", svg, NULL), ==, 0);
+      g_free (out); g_free (err);
+      text = slurp (svg, NULL);
+      char *legend = g_strdup_printf (">plan at %s costs</text>", plans[i]);
+      char *header = g_strdup_printf ("  ·  bubble, plan at %s costs ", plans[i]);
+      g_assert_cmpint (pp_test_count (text, legend), ==, 1);
+      g_assert_nonnull (strstr (text, header));
+      g_assert_null (strstr (text, "simulated)"));
+      g_free (legend); g_free (header); g_free (text); g_free (svg);
+    }
+  g_free (t);
 }
 
 /* An A4 page (1123 x 794 px, render --paper a4) of 1F1B on 2 ranks with
@@ -463,6 +489,7 @@ main (int argc, char **argv)
   g_test_add ("/plan-lane/vector-hatch", Dir, NULL, dir_setup, test_vector_hatch, dir_teardown);
   g_test_add ("/plan-lane/one-grammar", Dir, NULL, dir_setup, test_one_grammar, dir_teardown);
   g_test_add ("/plan-lane/legend-fits", Dir, NULL, dir_setup, test_legend_fits, dir_teardown);
+  g_test_add ("/plan-lane/legend-names-plan", Dir, NULL, dir_setup, test_legend_names_plan, dir_teardown);
   g_test_add ("/plan-lane/a4-labels", Dir, NULL, dir_setup, test_a4_plan_labels, dir_teardown);
   g_test_add_func ("/plan-lane/as-shown", test_as_shown);
   return g_test_run ();

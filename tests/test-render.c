@@ -376,6 +376,90 @@ test_model_huge_counter (void)
   pp_timeline_model_free (m);
 }
 
+/* ---- the block-edge counters in the model ------------------------------------ */
+
+/* Rank 0's items written 50 ms late, its CLOCK_OFFSET of -50 ms after
+ * them all: the model moves its edge counters back with its spans, and
+ * the host lane's split of its gap [2, 8] ms is what the samples say
+ * (1.1 ms descheduled); counters left where they were read would be
+ * 50 ms after the gap and measure nothing there. */
+static void
+test_model_edge_clock_offset (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "render-edge-clock");
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace");
+  const int64_t late = 50 * MS;
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  const struct { int rank; int64_t t0, t1; } spans[] = { { 0, 0, 2 * MS }, { 0, 8 * MS, 10 * MS }, { 1, 2 * MS, 8 * MS } };
+  for (guint i = 0; i < G_N_ELEMENTS (spans); i++)
+    {
+      int64_t d = spans[i].rank == 0 ? late : 0;
+      PpSpan sp = { .start_ns = spans[i].t0 + d, .end_ns = spans[i].t1 + d, .rank = spans[i].rank,
+                    .kind = PP_SPAN_F, .peer_rank = -1, .microbatch = (int32_t) i };
+      g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &err), ==, PP_OK);
+    }
+  const struct { int64_t t; double v; } delay[] = { { 0, 5e6 }, { 2 * MS, 5e6 }, { 8 * MS, 6.1e6 }, { 10 * MS, 6.1e6 } };
+  for (guint i = 0; i < G_N_ELEMENTS (delay); i++)
+    {
+      PpCounter c = { .time_ns = delay[i].t + late, .value = delay[i].v, .rank = 0, .kind = PP_COUNTER_RUN_DELAY_NS };
+      g_assert_cmpint (pp_trace_write_counter (w, &c, &err), ==, PP_OK);
+    }
+  g_assert_cmpint (pp_trace_write_clock_offset (w, 0, -late, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  g_assert_nonnull (m);
+  g_assert_cmpint (pp_timeline_model_spans (m, 0)[0].start_ns, ==, 0);
+  const PpCounter *c = NULL;
+  size_t n = pp_timeline_model_edge_counters (m, &c, NULL);
+  g_assert_cmpuint (n, ==, G_N_ELEMENTS (delay));
+  for (size_t i = 0; i < n; i++)
+    g_assert_cmpint (c[i].time_ns, ==, delay[i].t);
+  char *tip = pp_timeline_host_lane_describe (m, 0, 2500000, 0, 10 * MS, 1);
+  g_assert_nonnull (tip);
+  g_assert_true (g_str_has_prefix (tip, "descheduled 1.1 ms of this 6.0 ms gap"));
+  free (tip);
+  pp_timeline_model_free (m);
+  g_free (path);
+  pp_test_ctx_clear (&ctx);
+}
+
+/* A long job's edge counters are all kept: 2^20 + 10 samples read from a
+ * file, the first and the last among them (the model once kept the last
+ * 2^20 at most, halving when full). */
+static void
+test_model_edge_unbounded (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "render-edge-many");
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace");
+  const size_t total = ((size_t) 1 << 20) + 10;
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  for (size_t i = 0; i < total; i++)
+    {
+      PpCounter c = { .time_ns = (int64_t) i * 1000, .value = (double) i, .rank = (int32_t) (i % 2),
+                      .kind = PP_COUNTER_RUN_DELAY_NS };
+      g_assert_cmpint (pp_trace_write_counter (w, &c, &err), ==, PP_OK);
+    }
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  g_assert_nonnull (m);
+  const PpCounter *c = NULL;
+  size_t n = pp_timeline_model_edge_counters (m, &c, NULL);
+  g_assert_cmpuint (n, ==, total);
+  g_assert_cmpfloat (c[0].value, ==, 0);
+  g_assert_cmpfloat (c[n - 1].value, ==, (double) (total - 1));
+  g_assert_cmpint (c[n - 1].time_ns, ==, (int64_t) (total - 1) * 1000);
+  pp_timeline_model_free (m);
+  g_free (path);
+  pp_test_ctx_clear (&ctx);
+}
+
 /* ---- the palette -------------------------------------------------------------- */
 
 static double
@@ -556,6 +640,11 @@ test_host_lane (void)
   it.span = (PpSpan) { .start_ns = spans[3].t0, .end_ns = spans[3].t1, .rank = 0, .kind = PP_SPAN_GC,
                        .peer_rank = -1, .stage = -1, .microbatch = -1 };
   pp_timeline_model_add (m, &it);
+  /* another thread's collection in the same gap (format 1.8: its stream) */
+  it.span.start_ns = 6500000;
+  it.span.end_ns = 7500000;
+  it.span.stream = 4242;
+  pp_timeline_model_add (m, &it);
   /* rank 0's run delay: 1.1 ms more across its gap (2 .. 8 ms) */
   const struct { int64_t t; double v; } delay[] = { { 0, 5e6 }, { 2 * MS, 5e6 }, { 8 * MS, 6.1e6 }, { 10 * MS, 6.1e6 } };
   for (guint i = 0; i < G_N_ELEMENTS (delay); i++)
@@ -590,6 +679,14 @@ test_host_lane (void)
 
   char *tip = pp_timeline_host_lane_tooltip (m, &v, xg, yg);
   g_assert_cmpstr (tip, ==, "GC pause 3.2 ms");
+  free (tip);
+  /* another thread's: the upper half only, its tooltip names the thread */
+  double xo = pp_timeline_x_of (&v, &l, 7000000);
+  g_assert_cmpfloat (patch_share (s, xo, yg, gc, 0.02), ==, 1.0);
+  g_assert_cmpfloat (patch_share (s, xo, lane_y + l.host_h * 0.8, gc, 0.1), ==, 0);
+  tip = pp_timeline_host_lane_tooltip (m, &v, xo, yg);
+  g_assert_nonnull (tip);
+  g_assert_true (g_str_has_prefix (tip, "GC pause on thread 4242, 1.0 ms (another thread's collection"));
   free (tip);
   tip = pp_timeline_host_lane_tooltip (m, &v, pp_timeline_x_of (&v, &l, 2500000), lane_y + l.host_h * 0.75);
   g_assert_nonnull (tip);
@@ -1429,6 +1526,8 @@ main (int argc, char **argv)
   g_test_add_func ("/render/host-lane-palette", test_host_lane_palette);
   g_test_add_func ("/render/host-lane", test_host_lane);
   g_test_add_func ("/render/model-huge-counter", test_model_huge_counter);
+  g_test_add_func ("/render/model-edge-clock-offset", test_model_edge_clock_offset);
+  g_test_add_func ("/render/model-edge-unbounded", test_model_edge_unbounded);
   g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);

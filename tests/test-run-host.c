@@ -41,8 +41,8 @@ typedef struct {
 
 typedef struct {
   int     n_ranks;
-  int     n_delay[MAX_RANKS], n_self[MAX_RANKS];
-  double  last_self[MAX_RANKS];
+  int     n_delay[MAX_RANKS], n_self[MAX_RANKS], n_cpu[MAX_RANKS];
+  double  last_self[MAX_RANKS], last_cpu[MAX_RANKS];
   double  gap_ns[MAX_RANKS], desched_ns[MAX_RANKS];
   int     n_host_schedule;
 } Measured;
@@ -107,6 +107,14 @@ measure (const char *path, Measured *out)
           g_assert_cmpfloat (it.counter.value, >=, out->last_self[it.counter.rank]);
           out->last_self[it.counter.rank] = it.counter.value;
           out->n_self[it.counter.rank]++;
+        }
+      if (it.type == PP_TRACE_ITEM_COUNTER && it.counter.kind == PP_COUNTER_ON_CPU_NS
+          && it.counter.rank >= 0 && it.counter.rank < MAX_RANKS)
+        {
+          /* cumulative too (format 1.7), read with the run delay */
+          g_assert_cmpfloat (it.counter.value, >=, out->last_cpu[it.counter.rank]);
+          out->last_cpu[it.counter.rank] = it.counter.value;
+          out->n_cpu[it.counter.rank]++;
         }
       if (it.type == PP_TRACE_ITEM_COUNTER && it.counter.kind == PP_COUNTER_RUN_DELAY_NS
           && it.counter.rank >= 0 && it.counter.rank < MAX_RANKS)
@@ -254,6 +262,8 @@ test_oversubscribed (void)
                       "descheduled %.3f ms", k, over.n_delay[k], over.gap_ns[k] / 1e6,
                       over.desched_ns[k] / 1e6);
       g_assert_cmpint (over.n_delay[k], >, 0);
+      g_assert_cmpint (over.n_cpu[k], ==, over.n_delay[k]);   /* one read gives both */
+      g_assert_cmpfloat (over.last_cpu[k], >, 0);
       g_assert_cmpint (over.n_self[k], >, 0);
       g_assert_cmpfloat (over.last_self[k], >, 0);
       g_assert_cmpfloat (over.gap_ns[k], >, 0);

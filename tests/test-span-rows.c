@@ -177,6 +177,109 @@ test_rows_sort (void)
   pp_timeline_model_free (m);
 }
 
+/* A click on a header sorts the listed rows again (pp_span_rows_sort):
+ * the very order a build in that order gives, for every column both
+ * ways; longest first, each line at least as long as the next; Find "F"
+ * keeps exactly the F blocks, in the order asked. */
+static void
+test_rows_sort_again (void)
+{
+  PpTimelineModel *m = make_run ();
+  PpSpanRows *t = pp_span_rows_new (), *fresh = pp_span_rows_new ();
+  g_assert_cmpint (pp_span_rows_build (t, m, NULL), ==, 0);
+  for (int c = 0; c < PP_SPAN_N_COLS; c++)
+    for (int desc = 0; desc < 2; desc++)
+      {
+        pp_span_rows_set_order (t, (PpSpanColumn) c, desc);
+        g_assert_cmpint (pp_span_rows_sort (t, m), ==, 0);
+        pp_span_rows_set_order (fresh, (PpSpanColumn) c, desc);
+        g_assert_cmpint (pp_span_rows_build (fresh, m, NULL), ==, 0);
+        g_assert_cmpuint (pp_span_rows_n (t), ==, pp_span_rows_n (fresh));
+        for (size_t i = 0; i < pp_span_rows_n (t); i++)
+          {
+            const PpSpanRef *a = pp_span_rows_get (t, i), *b = pp_span_rows_get (fresh, i);
+            g_assert_cmpint (a->row, ==, b->row);
+            g_assert_cmpuint (a->index, ==, b->index);
+            g_assert_cmpint (a->key, ==, b->key);
+            g_assert_cmpint (a->wait_ns, ==, b->wait_ns);
+          }
+      }
+  pp_span_rows_set_order (t, PP_SPAN_COL_DURATION, 1);
+  g_assert_cmpint (pp_span_rows_sort (t, m), ==, 0);
+  g_assert_cmpuint (pp_span_rows_n (t), ==, 11);
+  for (size_t i = 0; i + 1 < pp_span_rows_n (t); i++)
+    {
+      const PpSpan *a = span_of (m, pp_span_rows_get (t, i)), *b = span_of (m, pp_span_rows_get (t, i + 1));
+      g_assert_cmpint (a->end_ns - a->start_ns, >=, b->end_ns - b->start_ns);
+    }
+  /* Find "F", longest first: the F blocks, counted by kind, and no other */
+  size_t n_f = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS (run); i++)
+    n_f += run[i].kind == PP_SPAN_F;
+  PpTimelineFilter f = filter ("F");
+  g_assert_cmpint (pp_span_rows_build (t, m, &f), ==, 0);
+  g_assert_cmpuint (pp_span_rows_n (t), ==, n_f);
+  for (size_t i = 0; i < pp_span_rows_n (t); i++)
+    {
+      const PpSpan *a = span_of (m, pp_span_rows_get (t, i));
+      g_assert_cmpint (a->kind, ==, PP_SPAN_F);
+      if (i + 1 < pp_span_rows_n (t))
+        {
+          const PpSpan *b = span_of (m, pp_span_rows_get (t, i + 1));
+          g_assert_cmpint (a->end_ns - a->start_ns, >=, b->end_ns - b->start_ns);
+        }
+    }
+  /* rows of another model are built again, not sorted */
+  PpTimelineModel *other = make_run ();
+  g_assert_cmpint (pp_span_rows_sort (t, other), ==, -1);
+  pp_timeline_model_free (other);
+  pp_span_rows_free (fresh);
+  pp_span_rows_free (t);
+  pp_timeline_model_free (m);
+}
+
+/* Keys too far apart to pack beside a row's place (starts 2^62 ns apart)
+ * take the rows' own radix sort: the same order rules. */
+static void
+test_rows_sort_wide (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  const int64_t starts[] = { 1, INT64_C (1) << 62, 5, INT64_C (1) << 61, 5 };
+  for (size_t i = 0; i < G_N_ELEMENTS (starts); i++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+      it.span.rank = (int) (i % 2);
+      it.span.stage = it.span.rank;
+      it.span.kind = PP_SPAN_F;
+      it.span.microbatch = (int) i;
+      it.span.start_ns = starts[i];
+      it.span.end_ns = starts[i] + 10;
+      it.span.device = 0xffff;
+      it.span.peer_rank = -1;
+      pp_timeline_model_add (m, &it);
+    }
+  PpSpanRows *t = pp_span_rows_new ();
+  for (int desc = 0; desc < 2; desc++)
+    {
+      pp_span_rows_set_order (t, PP_SPAN_COL_START, desc);
+      g_assert_cmpint (pp_span_rows_build (t, m, NULL), ==, 0);
+      g_assert_cmpuint (pp_span_rows_n (t), ==, G_N_ELEMENTS (starts));
+      for (size_t i = 1; i < pp_span_rows_n (t); i++)
+        {
+          const PpSpanRef *a = pp_span_rows_get (t, i - 1), *b = pp_span_rows_get (t, i);
+          const PpSpan *sa = span_of (m, a), *sb = span_of (m, b);
+          if (desc)
+            g_assert_cmpint (sa->start_ns, >=, sb->start_ns);
+          else
+            g_assert_cmpint (sa->start_ns, <=, sb->start_ns);
+          if (sa->start_ns == sb->start_ns)   /* the two at 5: rank 0 first */
+            g_assert_true (a->row < b->row || (a->row == b->row && a->index < b->index));
+        }
+    }
+  pp_span_rows_free (t);
+  pp_timeline_model_free (m);
+}
+
 /* Find's count: what the words name, as the timeline dims. */
 static void
 test_rows_find (void)
@@ -276,6 +379,8 @@ main (int argc, char **argv)
   g_test_add_func ("/span-rows/all", test_rows_all);
   g_test_add_func ("/span-rows/idle-before", test_rows_idle);
   g_test_add_func ("/span-rows/sort", test_rows_sort);
+  g_test_add_func ("/span-rows/sort-again", test_rows_sort_again);
+  g_test_add_func ("/span-rows/sort-wide", test_rows_sort_wide);
   g_test_add_func ("/span-rows/find-count", test_rows_find);
   g_test_add_func ("/span-histogram/sums", test_histogram);
   return g_test_run ();

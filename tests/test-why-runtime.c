@@ -256,9 +256,14 @@ test_hostile_counters (void)
       Run run = blocks (s, 3 * MS, 4 * MS);
       samples (&run, 0, PP_COUNTER_RUN_DELAY_NS, 9, grow[i]);
       samples (&run, 0, PP_COUNTER_PROBE_SELF_NS, 9, grow[i]);
+      samples (&run, 0, PP_COUNTER_ON_CPU_NS, 9, grow[i]);
+      samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, grow[i]);
       PpWhyReport *rep = analyse (s, &run);
       const PpWhyIdle *w = &rep->idle[0];
       assert_parts_sum (w);
+      assert_parts_sum (&rep->idle[1]);
+      if (!(grow[i] > 0))   /* nothing on a CPU: nothing of it charged */
+        g_assert_cmpfloat (PART (&rep->idle[1], HOST_OTHER), ==, 0);
       if (grow[i] > 1e9)   /* capped to what runtime has */
         g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), 4e-3, 1e-9);
       else
@@ -336,6 +341,314 @@ test_replicas (void)
   pp_schedule_free (s);
 }
 
+/* host_other by construction.  Rank 1's gap [3, 7] (runtime 4 ms, no
+ * peer late: its B waits for its own F): a GC [3, 4], the probe +0.5 ms
+ * and the thread on a CPU +3 ms across the gap: host_other is the 1.5 ms
+ * on a CPU beyond the GC and the probe, and unattributed shrinks by
+ * exactly that (2.5 ms without the counter, 1 ms with it).  Rank 0's gap
+ * [2, 9]: a GC [3, 4] and +0.5 ms on a CPU, less than the GC: host_other
+ * 0, never negative. */
+static void
+test_host_other (void)
+{
+  PpSchedule *s = plan ();
+  for (int with = 0; with < 2; with++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      host (&run, 1, PP_SPAN_GC, 3, 4);
+      host (&run, 0, PP_SPAN_GC, 3, 4);
+      samples (&run, 1, PP_COUNTER_PROBE_SELF_NS, 7, 0.5e6);
+      if (with)
+        {
+          samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 3e6);
+          samples (&run, 0, PP_COUNTER_ON_CPU_NS, 9, 0.5e6);
+        }
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w1 = &rep->idle[1], *w0 = &rep->idle[0];
+      g_assert_cmpfloat_with_epsilon (w1->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, GC), 1e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PROBE), 0.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, HOST_OTHER), with ? 1.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, UNATTRIBUTED), with ? 1e-3 : 2.5e-3, 1e-9);
+      g_assert_cmpint (w1->runtime_measured[PP_WHY_RT_HOST_OTHER], ==, with);
+      g_assert_cmpfloat (PART (w0, HOST_OTHER), ==, 0);
+      g_assert_cmpint (w0->runtime_measured[PP_WHY_RT_HOST_OTHER], ==, with);
+      for (int r = 0; r < 2; r++)
+        assert_parts_sum (&rep->idle[r]);
+
+      /* the gap's own parts, as the host lane reads them */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                            (const PpCounter *) run.counters->data, run.counters->len, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_HOST_OTHER], with ? 1.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_UNATTRIBUTED], with ? 1e-3 : 2.5e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  g_assert_cmpstr (pp_why_runtime_part_name (PP_WHY_RT_HOST_OTHER), ==, "host_other");
+  pp_schedule_free (s);
+}
+
+/* Another thread's collections (a GC span's stream, format 1.8): charged
+ * as gc only outside the rank's waits and, where the counters say it, only
+ * up to the time the training thread was blocked in the gap; never taken
+ * from host_other (the training thread did not run them).  Rank 1's gap
+ * is [3, 7] ms: its own GC [6.5, 6.8], another thread's [3.5, 5] with a
+ * WAIT [4, 6] (so 0.5 ms of it outside the wait).  With counters, on a CPU
+ * 3 ms and runnable 0.8 ms of the gap: blocked 0.2 ms, the cap. */
+static void
+test_other_thread_gc (void)
+{
+  PpSchedule *s = plan ();
+  for (int v = 0; v < 3; v++)   /* no counters, counters, counters and no GIL */
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      host (&run, 1, PP_SPAN_GC, 6.5, 6.8);
+      host (&run, 1, PP_SPAN_GC, 3.5, 5);
+      g_array_index (run.spans, PpSpan, run.spans->len - 1).stream = 1234u | (v == 2 ? PP_GC_STOPS_WORLD : 0);
+      host (&run, 1, PP_SPAN_WAIT, 4, 6);
+      if (v > 0)
+        {
+          samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 3e6);
+          samples (&run, 1, PP_COUNTER_RUN_DELAY_NS, 7, 0.8e6);
+        }
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, GC), v == 0 ? 0.8e-3 : 0.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), v == 0 ? 0 : 0.8e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, HOST_OTHER), v == 0 ? 0 : 2.7e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, UNATTRIBUTED), v == 0 ? 3.2e-3 : 0, 1e-9);
+      g_assert_cmpint (w->runtime_measured[PP_WHY_RT_GC], ==, 1);
+      assert_parts_sum (w);
+      assert_parts_sum (&rep->idle[0]);
+
+      /* the lane's gap says the same */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len,
+                                            (const PpCounter *) run.counters->data, run.counters->len, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_GC], v == 0 ? 0.8e-3 : 0.5e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
+/* launch_gap by construction.  Rank 1's gap [3, 7] (runtime 4 ms, no peer
+ * late), with a LAUNCH span (format 1.8) of rank 1:
+ *   0: none: launch_gap 0 and not measured, unattributed 4 ms;
+ *   1: [2.5, 4], the launch returning 1 ms into the gap: launch_gap 1 ms,
+ *      unattributed exactly 1 ms less;
+ *   2: [2, 2.8], returned before the gap began: 0;
+ *   3: [2.5, 4] with a GC [3, 3.5]: the GC's 0.5 ms counted once, as gc;
+ *   4: [6, 12], ending after the work at 7 (B B [7, 11]) ends: not this
+ *      gap's (0 in it) but the launch of what follows the drain gap
+ *      [11, 13]: 1 ms there;
+ *   5: [6, 10], returning after its work began at 7: the call's 1 ms in
+ *      the gap, not the 3 ms before it began. */
+static void
+test_launch_gap (void)
+{
+  PpSchedule *s = plan ();
+  static const double from[] = { 0, 2.5, 2, 2.5, 6, 6 }, to[] = { 0, 4, 2.8, 4, 12, 10 };
+  static const double want[] = { 0, 1e-3, 0, 0.5e-3, 1e-3, 1e-3 };
+  static const double in_gap[] = { 0, 1e-3, 0, 0.5e-3, 0, 1e-3 };
+  static const double unattr[] = { 4e-3, 3e-3, 4e-3, 3e-3, 3e-3, 3e-3 };
+  for (int v = 0; v < 6; v++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      if (v > 0)
+        host (&run, 1, PP_SPAN_LAUNCH, from[v], to[v]);
+      if (v == 3)
+        host (&run, 1, PP_SPAN_GC, 3, 3.5);
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w1 = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w1->runtime, 4e-3, 1e-9);
+      g_test_message ("variant %d", v);
+      g_assert_cmpfloat_with_epsilon (PART (w1, LAUNCH_GAP), want[v], 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, GC), v == 3 ? 0.5e-3 : 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, PEER_LATE), 0, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w1, UNATTRIBUTED), unattr[v], 1e-9);
+      g_assert_cmpint (w1->runtime_measured[PP_WHY_RT_LAUNCH_GAP], ==, v > 0);
+      g_assert_cmpint (rep->idle[0].runtime_measured[PP_WHY_RT_LAUNCH_GAP], ==, 0);
+      g_assert_cmpfloat (PART (&rep->idle[0], LAUNCH_GAP), ==, 0);
+      for (int r = 0; r < 2; r++)
+        assert_parts_sum (&rep->idle[r]);
+
+      /* the gap's own parts, as the host lane reads them: they sum to it */
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len, NULL, 0, 1,
+                                            3 * MS, 7 * MS, &g, &ng, &err), ==, PP_OK);
+      g_assert_cmpuint (ng, ==, 1);
+      g_assert_cmpfloat_with_epsilon (g[0].parts[PP_WHY_RT_LAUNCH_GAP], in_gap[v], 1e-9);
+      double sum = 0;
+      for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
+        sum += g[0].parts[k];
+      g_assert_cmpfloat_with_epsilon (sum, 4e-3, 1e-9);
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  g_assert_cmpstr (pp_why_runtime_part_name (PP_WHY_RT_LAUNCH_GAP), ==, "launch_gap");
+  g_assert_nonnull (pp_why_runtime_part_meaning (PP_WHY_RT_LAUNCH_GAP));
+  pp_schedule_free (s);
+}
+
+/* LAUNCH spans with absurd times (the whole clock, backwards, at its
+ * ends, on every rank) never make a part negative or larger than the gap
+ * or runtime, and the parts still sum to runtime. */
+static void
+test_hostile_launches (void)
+{
+  PpSchedule *s = plan ();
+  static const int64_t t[][2] = {
+    { INT64_MIN, INT64_MAX }, { 0, INT64_MAX }, { INT64_MAX - 1, INT64_MAX },
+    { 5 * MS, 4 * MS }, { INT64_MIN, INT64_MIN + 1 }, { 2 * MS, 2 * MS },
+  };
+  for (size_t i = 0; i <= G_N_ELEMENTS (t); i++)
+    {
+      Run run = blocks (s, 3 * MS, 4 * MS);
+      for (size_t j = 0; j < G_N_ELEMENTS (t); j++)
+        if (i == G_N_ELEMENTS (t) || i == j)   /* each alone, then all at once */
+          for (int r = 0; r < 2; r++)
+            {
+              PpSpan sp = { 0 };
+              sp.rank = r;
+              sp.kind = PP_SPAN_LAUNCH;
+              sp.stage = sp.microbatch = sp.peer_rank = -1;
+              sp.start_ns = t[j][0];
+              sp.end_ns = t[j][1];
+              g_array_append_val (run.spans, sp);
+            }
+      PpWhyReport *rep = analyse (s, &run);
+      for (int r = 0; r < 2; r++)
+        {
+          assert_parts_sum (&rep->idle[r]);
+          assert_parts_sum (&rep->steps[0].idle[r]);
+        }
+      PpWhyGap *g = NULL;
+      size_t ng = 0;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_runtime_gaps ((const PpSpan *) run.spans->data, run.spans->len, NULL, 0, 0,
+                                            INT64_MIN, INT64_MAX, &g, &ng, &err), ==, PP_OK);
+      for (size_t k = 0; k < ng; k++)
+        {
+          double len = ((double) g[k].end_ns - (double) g[k].start_ns) * 1e-9, sum = 0;
+          for (int q = 0; q < PP_WHY_N_RUNTIME_PARTS; q++)
+            {
+              g_assert_cmpfloat (g[k].parts[q], >=, 0);
+              g_assert_cmpfloat (g[k].parts[q], <=, len * (1 + 1e-12));
+              sum += g[k].parts[q];
+            }
+          g_assert_cmpfloat_with_epsilon (sum, len, len * 1e-9);
+        }
+      free (g);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
+/* run written to path: a description, then the spans and counters with
+ * rank 1's at shift ns from their times, then (shift != 0) rank 1's
+ * CLOCK_OFFSET of -shift, after all of them: the reader must move them
+ * back, counters as spans. */
+static void
+write_shifted (const char *path, const Run *run, int64_t shift)
+{
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  for (guint i = 0; i < run->spans->len; i++)
+    {
+      PpSpan sp = g_array_index (run->spans, PpSpan, i);
+      if (sp.rank == 1)
+        sp.start_ns += shift, sp.end_ns += shift;
+      g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &err), ==, PP_OK);
+    }
+  for (guint i = 0; i < run->counters->len; i++)
+    {
+      PpCounter c = g_array_index (run->counters, PpCounter, i);
+      if (c.rank == 1)
+        c.time_ns += shift;
+      g_assert_cmpint (pp_trace_write_counter (w, &c, &err), ==, PP_OK);
+    }
+  if (shift != 0)
+    g_assert_cmpint (pp_trace_write_clock_offset (w, 1, -shift, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+}
+
+/* A CLOCK_OFFSET frame after the counters moves them with the spans: the
+ * file with rank 1's clock 50 ms off and its offset last reads as the
+ * file without, rank 1's descheduled and host_other measured across its
+ * gap [3, 7] (no peer late there: its B waits for its own F) (unmoved counters would be 50 ms before it and measure nothing). */
+static void
+test_clock_offset_after (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "why-runtime-clock");
+  PpSchedule *s = plan ();
+  Run run = blocks (s, 3 * MS, 4 * MS);
+  samples (&run, 1, PP_COUNTER_RUN_DELAY_NS, 7, 1.5e6);
+  samples (&run, 1, PP_COUNTER_ON_CPU_NS, 7, 2e6);
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace");
+  for (int k = 0; k < 2; k++)
+    {
+      write_shifted (path, &run, k == 0 ? 0 : -50 * MS);
+      PpWhyReport *rep = NULL;
+      PpError err = { 0 };
+      g_assert_cmpint (pp_why_analyse_trace (path, 0, &rep, NULL, NULL, &err), ==, PP_OK);
+      g_assert_cmpint (rep->n_steps, ==, 1);
+      const PpWhyIdle *w = &rep->idle[1];
+      g_assert_cmpfloat_with_epsilon (w->runtime, 4e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, DESCHEDULED), 1.5e-3, 1e-9);
+      g_assert_cmpfloat_with_epsilon (PART (w, HOST_OTHER), 2e-3, 1e-9);
+      assert_parts_sum (w);
+      pp_why_report_free (rep);
+    }
+  /* info and export --format why name it (the file with the offset last) */
+  char *out = NULL, *e = NULL, *j = pp_test_ctx_path (&ctx, "why.json"), *json = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "host_other 2.00 (50%)"));
+  g_free (out);
+  g_free (e);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  /* rank 1's parts, and rank 0's late peer's causes (rank 1's gap before
+   * the block it handed over late): each in the mean and the step */
+  g_assert_cmpint (pp_test_count (json, "\"host_other\": 0.002,"), ==, 4);
+  g_free (json);
+  g_free (out);
+  g_free (e);
+  g_free (j);
+  g_free (path);
+  run_free (&run);
+  pp_schedule_free (s);
+  pp_test_ctx_clear (&ctx);
+}
+
 /* A trace written to a file: info prints the split and export --format
  * why carries idle[r].runtime_parts and the late peer. */
 static void
@@ -370,6 +683,14 @@ test_cli (void)
   g_assert_nonnull (strstr (out, "runtime by part"));
   g_assert_nonnull (strstr (out, "rank 0: 4.00 ms = descheduled 1.50 (38%), gc 1.00 (25%)"));
   g_assert_nonnull (strstr (out, "rank 1: 4.00 ms = descheduled 0.00 (0%), gc 3.80 (95%)"));
+  /* under the ranks, what each part named there is, not a pointer to the
+   * README; a part no rank names (no kernel recorded) gets no line */
+  g_assert_null (strstr (out, "README"));
+  g_assert_nonnull (strstr (out, "\n  gc: Python's garbage collector pausing the thread (another thread's collection outside its waits)\n"));
+  g_assert_nonnull (strstr (out, "\n  descheduled: the rank's thread runnable but not running"));
+  g_assert_nonnull (strstr (out, "\n  unattributed: the rest"));
+  g_assert_null (strstr (out, "\n  user_kernels:"));
+  g_assert_cmpint (pp_test_count (out, "\n  gc: "), ==, 1);
   g_free (out);
   g_free (e);
   g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
@@ -399,6 +720,11 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/fill-capped", test_fill_capped);
   g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
   g_test_add_func ("/why-runtime/replicas", test_replicas);
+  g_test_add_func ("/why-runtime/host-other", test_host_other);
+  g_test_add_func ("/why-runtime/other-thread-gc", test_other_thread_gc);
+  g_test_add_func ("/why-runtime/launch-gap", test_launch_gap);
+  g_test_add_func ("/why-runtime/hostile-launches", test_hostile_launches);
+  g_test_add_func ("/why-runtime/clock-offset-after", test_clock_offset_after);
   g_test_add_func ("/why-runtime/cli", test_cli);
   return g_test_run ();
 }

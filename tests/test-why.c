@@ -1278,6 +1278,62 @@ test_dp_part (void)
   g_array_free (spans, TRUE);
 }
 
+/* A run without data-parallel spans has a dp_comm of exactly 0, never
+ * the noise of a difference of two equal sums of seconds (the export
+ * wrote "dp_comm": 6.3e-19): blocks at odd nanoseconds, 1F1B P 4, M 8. */
+static void
+test_dp_exact_zero (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 4, 8, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (4, 1.1e-3, 2.3e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  guint32 jitter = 12345;
+  for (int step = 0; step < 12; step++)
+    {
+      int64_t base = 1000000007 + (int64_t) step * 100000000;
+      for (int r = 0; r < 4; r++)
+        for (int k = 0; k < s->rank[r].n_actions; k++)
+          {
+            const PpAction *a = &s->rank[r].actions[k];
+            PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .step = step,
+                          .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B, .peer_rank = -1 };
+            /* a start up to 65 us late, an end up to 65 us early: odd sums */
+            jitter = jitter * 1103515245u + 12345u;
+            sp.start_ns = base + (int64_t) llround (sim->timeline[r][k].start * 1e9) + (jitter >> 16);
+            jitter = jitter * 1103515245u + 12345u;
+            sp.end_ns = base + (int64_t) llround (sim->timeline[r][k].end * 1e9) - (jitter >> 16);
+            g_array_append_val (spans, sp);
+          }
+    }
+  PpWhyReport *rep = NULL;
+  if (pp_why_analyse_spans (s, (const PpSpan *) spans->data, spans->len, 0, &rep, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_steps, ==, 11);
+  for (int i = 0; i < rep->n_steps; i++)
+    for (int r = 0; r < 4; r++)
+      {
+        assert_adds_up (&rep->steps[i].idle[r]);
+        g_assert_cmpfloat (rep->steps[i].idle[r].dp_comm, ==, 0);
+      }
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream (&buf, &n);
+  pp_why_write_json (f, s, rep, NULL);
+  fclose (f);
+  /* the mean and each step, per rank: all an exact 0 */
+  g_assert_cmpint (pp_test_count (buf, "\"dp_comm\": 0,"), ==, 4 * (1 + 11));
+  g_assert_cmpint (pp_test_count (buf, "\"dp_comm\": "), ==, 4 * (1 + 11));
+  free (buf);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
 /* 16 stages of equal cost (1 ms F, 2 ms B, as pp-synth-mesh's job): no
  * stage is above the mean, and the line says "0% above", never "-0%". */
 static void
@@ -1314,6 +1370,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why/path/gpipe-slow-stage", test_critical_path_gpipe_slow_stage);
   g_test_add_func ("/why/path/transfers", test_critical_path_transfers);
   g_test_add_func ("/why/analyse-spans", test_analyse_spans);
+  g_test_add_func ("/why/dp-exact-zero", test_dp_exact_zero);
   g_test_add_func ("/why/suggest-partition", test_suggest_partition);
   g_test_add_func ("/why/model-of-description", test_model_of_description);
   g_test_add_func ("/why/cli", test_cli);

@@ -12,6 +12,7 @@
 
 #include "pp-compare.h"
 #include "pp-panels.h"
+#include "pp-span-table.h"
 #include "pp-suggest.h"
 #include "pp-test-util.h"
 #include "pp-timeline-widget.h"
@@ -650,7 +651,8 @@ test_timeline_tooltip (void)
 
 /* Issue 30: the arrow keys pan the timeline without a click into it first
  * (the window hands them over, focus on a button), but never while the
- * focus is in a text entry (Find's keys stay Find's). */
+ * focus is in a text entry (Find's keys stay Find's); and they stop at
+ * the run's ends. */
 static void
 test_timeline_arrows_from_window (void)
 {
@@ -723,6 +725,21 @@ test_timeline_arrows_from_window (void)
   handled = FALSE;
   g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_minus, 0, 0, &handled);
   g_assert_false (handled);
+
+  /* a held arrow stops at the run's end (and start), the width kept: a
+   * tenth of the view at a time, 50 presses cross the run five times */
+  gtk_widget_grab_focus (button);
+  pp_timeline_widget_get_range (t, &a0, &a1);
+  for (int i = 0; i < 50; i++)
+    g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Right, 0, 0, &handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b1, ==, pp_timeline_model_end_ns (m));
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
+  for (int i = 0; i < 50; i++)
+    g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Left, 0, 0, &handled);
+  pp_timeline_widget_get_range (t, &b0, &b1);
+  g_assert_cmpint (b0, ==, pp_timeline_model_start_ns (m));
+  g_assert_cmpint (b1 - b0, ==, a1 - a0);
 
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
@@ -1675,6 +1692,170 @@ test_whatif_panel (void)
   pp_timeline_model_free (m);
 }
 
+
+/* ---- the Spans tab (issue 35) ------------------------------------------------------ */
+
+/* 4 ranks x 500 blocks, F and B in turn, each B longer than each F: by
+ * start the first line is an F, longest first a B. */
+static PpTimelineModel *
+spans_model (size_t *n_f)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  *n_f = 0;
+  for (int r = 0; r < 4; r++)
+    {
+      int64_t t = 1000000;
+      for (int i = 0; i < 500; i++)
+        {
+          PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+          it.span.rank = r;
+          it.span.stage = r;
+          it.span.kind = (uint16_t) (i % 2 ? PP_SPAN_B : PP_SPAN_F);
+          it.span.microbatch = i / 2 % 8;
+          it.span.step = i / 16;
+          it.span.start_ns = t;
+          it.span.end_ns = t + (i % 2 ? 40000 : 10000) + (i * 7919 + r * 104729) % 5000;
+          it.span.device = 0xffff;
+          it.span.peer_rank = -1;
+          t = it.span.end_ns + 1000;
+          pp_timeline_model_add (m, &it);
+          *n_f += i % 2 == 0;
+        }
+    }
+  return m;
+}
+
+/* The first cell (its text widget) of the first line the view holds:
+ * depth first inside the list, past the headers. */
+static GtkWidget *
+first_cell_in (GtkWidget *w, gboolean in_list)
+{
+  in_list = in_list || GTK_IS_LIST_VIEW (w);
+  if (in_list && (GTK_IS_INSCRIPTION (w) || GTK_IS_LABEL (w)))
+    return w;
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = first_cell_in (c, in_list);
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
+static GtkWidget *
+first_cell (GtkWidget *table)
+{
+  return first_cell_in (table, FALSE);
+}
+
+static const char *
+cell_text (GtkWidget *cell)
+{
+  return GTK_IS_INSCRIPTION (cell) ? gtk_inscription_get_text (GTK_INSCRIPTION (cell))
+                                   : gtk_label_get_text (GTK_LABEL (cell));
+}
+
+static void
+spin_frames (void)
+{
+  for (int i = 0; i < 50 && g_main_context_pending (NULL); i++)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+static gint64
+line_duration (PpSpanTable *st, const PpTimelineModel *m, guint i)
+{
+  int row = -1;
+  long index = -1;
+  g_assert_true (pp_span_table_get_row (st, i, &row, &index));
+  const PpSpan *s = &pp_timeline_model_spans (m, row)[index];
+  return s->end_ns - s->start_ns;
+}
+
+/* A click on the Duration header lists every line again, longest first,
+ * and Find "F" exactly the F blocks; the row widgets the view showed
+ * stay (GTK 4.8 destroyed and built them again on every relist, 0.1–0.2 s
+ * each way on a million lines) and show the new lines' text. */
+static void
+test_span_table (void)
+{
+  size_t n_f = 0;
+  PpTimelineModel *m = spans_model (&n_f);
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *tl = pp_timeline_widget_new ();
+  gtk_widget_set_size_request (tl, -1, 100);
+  pp_timeline_widget_set_model (PP_TIMELINE_WIDGET (tl), m);
+  GtkWidget *table = pp_span_table_new ();
+  PpSpanTable *st = PP_SPAN_TABLE (table);
+  gtk_widget_set_vexpand (table, TRUE);
+  gtk_box_append (GTK_BOX (box), tl);
+  gtk_box_append (GTK_BOX (box), table);
+  pp_span_table_set_timeline (st, PP_TIMELINE_WIDGET (tl));
+  GtkWidget *win = window_with (box, WIN_W, WIN_H);
+
+  g_assert_cmpuint (pp_span_table_n_rows (st), ==, 2000);
+  gboolean timed_out = FALSE;   /* a hang guard, not a time asserted */
+  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  while (!timed_out && first_cell (table) == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  if (!timed_out)
+    g_source_remove (id);
+  GtkWidget *cell = first_cell (table);
+  g_assert_nonnull (cell);
+  g_assert_cmpstr (cell_text (cell), ==, "F");
+  g_object_add_weak_pointer (G_OBJECT (cell), (gpointer *) &cell);
+
+  pp_span_table_sort (st, PP_SPAN_COL_DURATION, TRUE);
+  spin_frames ();
+  g_assert_cmpuint (pp_span_table_n_rows (st), ==, 2000);
+  for (guint i = 0; i + 1 < 2000; i++)
+    g_assert_cmpint (line_duration (st, m, i), >=, line_duration (st, m, i + 1));
+  /* the same widget, the longest line's text */
+  g_assert_nonnull (cell);
+  g_assert_true (first_cell (table) == cell);
+  g_assert_cmpstr (cell_text (cell), ==, "B");
+
+  /* Find "F": exactly the F blocks, still longest first */
+  g_assert_true (pp_span_table_set_filter_text (st, "F"));
+  spin_frames ();
+  g_assert_cmpuint (pp_span_table_n_rows (st), ==, n_f);
+  for (guint i = 0; i < n_f; i++)
+    {
+      int row = -1;
+      long index = -1;
+      g_assert_true (pp_span_table_get_row (st, i, &row, &index));
+      g_assert_cmpint (pp_timeline_model_spans (m, row)[index].kind, ==, PP_SPAN_F);
+      if (i + 1 < n_f)
+        g_assert_cmpint (line_duration (st, m, i), >=, line_duration (st, m, i + 1));
+    }
+  g_assert_nonnull (cell);
+  g_assert_cmpstr (cell_text (cell), ==, "F");
+
+  /* a block selected on the timeline keeps its line through a sort */
+  int row = -1;
+  long index = -1;
+  g_assert_true (pp_span_table_get_row (st, 7, &row, &index));
+  pp_timeline_widget_select (PP_TIMELINE_WIDGET (tl), row, index);
+  pp_span_table_sort (st, PP_SPAN_COL_START, FALSE);
+  spin_frames ();
+  long at = pp_span_table_position (st, row, index);
+  g_assert_cmpint (at, >=, 0);
+  int row2 = -1;
+  long index2 = -1;
+  g_assert_true (pp_span_table_get_row (st, (guint) at, &row2, &index2));
+  g_assert_cmpint (row2, ==, row);
+  g_assert_cmpint (index2, ==, index);
+
+  /* Find cleared: every block again */
+  g_assert_true (pp_span_table_set_filter_text (st, ""));
+  spin_frames ();
+  g_assert_cmpuint (pp_span_table_n_rows (st), ==, 2000);
+  if (cell != NULL)
+    g_object_remove_weak_pointer (G_OBJECT (cell), (gpointer *) &cell);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1717,6 +1898,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/compare-runs", test_compare_runs);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
+  g_test_add_func ("/widgets/span-table", test_span_table);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);
   g_free (tmpdir);

@@ -37,14 +37,21 @@ log_ns (int64_t ns)
   return log ((double) (ns < 1 ? 1 : ns));
 }
 
+/* lo and hi: the logs of the kind's range (a count pass takes them once
+ * a kind, not twice a block) */
+static int
+bin_of (double lo, double hi, int n_bins, int64_t dur_ns)
+{
+  if (hi <= lo)
+    return 0;
+  int b = (int) floor ((log_ns (dur_ns) - lo) / (hi - lo) * n_bins);
+  return b < 0 ? 0 : b >= n_bins ? n_bins - 1 : b;
+}
+
 int
 pp_span_histogram_bin (const PpSpanHistogram *h, int k, int64_t dur_ns)
 {
-  double lo = log_ns (h->lo_ns[k]), hi = log_ns (h->hi_ns[k]);
-  if (hi <= lo)
-    return 0;
-  int b = (int) floor ((log_ns (dur_ns) - lo) / (hi - lo) * h->n_bins);
-  return b < 0 ? 0 : b >= h->n_bins ? h->n_bins - 1 : b;
+  return bin_of (log_ns (h->lo_ns[k]), log_ns (h->hi_ns[k]), h->n_bins, dur_ns);
 }
 
 double
@@ -110,6 +117,9 @@ pp_span_histogram_compute (PpSpanHistogram *out, const PpTimelineModel *m, const
     }
 
   /* second pass: the counts */
+  double lo_log[PP_SPAN_HISTOGRAM_MAX_KINDS], hi_log[PP_SPAN_HISTOGRAM_MAX_KINDS];
+  for (int k = 0; k < out->n_kinds; k++)
+    lo_log[k] = log_ns (out->lo_ns[k]), hi_log[k] = log_ns (out->hi_ns[k]);
   for (int r = 0; r < n_rows; r++)
     {
       const PpSpan *sp = pp_timeline_model_spans (m, r);
@@ -121,7 +131,8 @@ pp_span_histogram_compute (PpSpanHistogram *out, const PpTimelineModel *m, const
             continue;
           int k = slot_of[k0];
           size_t cell = (size_t) k * (size_t) n_rows + (size_t) r;
-          out->counts[cell * (size_t) n_bins + (size_t) pp_span_histogram_bin (out, k, sp[i].end_ns - sp[i].start_ns)]++;
+          int b = bin_of (lo_log[k], hi_log[k], n_bins, sp[i].end_ns - sp[i].start_ns);
+          out->counts[cell * (size_t) n_bins + (size_t) b]++;
           out->blocks[cell]++;
         }
     }

@@ -7,10 +7,12 @@
 struct _PpSpanRows
 {
   PpSpanRef   *refs, *tmp;    /* tmp: the radix sort's other half */
+  PpSpanRef   *base;          /* the rows as build listed them, (row, start) order: a sort starts there */
   size_t       n, cap;
   size_t       n_blocks;      /* the blocks looked at, listed or not */
   PpSpanColumn column;
   int          descending;
+  const PpTimelineModel *model;   /* built from (compared, never read, by sort) */
 };
 
 PpSpanRows *
@@ -29,6 +31,7 @@ pp_span_rows_free (PpSpanRows *t)
     return;
   free (t->refs);
   free (t->tmp);
+  free (t->base);
   free (t);
 }
 
@@ -122,15 +125,79 @@ radix_sort (PpSpanRows *t, int descending)
     memcpy (t->refs, a, t->n * sizeof *a);
 }
 
-/* Build lists the rows in (row, start) order; the column's key sorts them
- * from there, ties kept in it. */
+/* The usual case in fewer and narrower passes: each row's key, less the
+ * least (or the greatest less it, down), above its place in the listed
+ * order, one 64-bit word a row; the words sort by their key bits only
+ * (stable: the place bits stay in order, so equal keys keep it), then the
+ * rows are gathered in that order.  A million rows move 8 bytes a pass,
+ * not 24, in the rows' other half (16 of its 24 MB).  -1 where key and
+ * place do not fit in 64 bits (for a million rows, keys over 2^44 ns —
+ * about 5 hours — apart): the rows' own radix sort does it. */
+static int
+sort_packed (PpSpanRows *t)
+{
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < t->n; i++)
+    {
+      lo = t->base[i].key < lo ? t->base[i].key : lo;
+      hi = t->base[i].key > hi ? t->base[i].key : hi;
+    }
+  uint64_t range = (uint64_t) hi - (uint64_t) lo;
+  int place_bits = 1, key_bits = 0;
+  while (place_bits < 64 && (t->n - 1) >> place_bits)
+    place_bits++;
+  while (key_bits < 64 && range >> key_bits)
+    key_bits++;
+  if (place_bits + key_bits > 64)
+    return -1;
+  uint64_t *a = (uint64_t *) (void *) t->tmp, *b = a + t->n;   /* 2 x 8 of the tmp's 24 bytes a row */
+  for (size_t i = 0; i < t->n; i++)
+    {
+      uint64_t k = t->descending ? (uint64_t) hi - (uint64_t) t->base[i].key : (uint64_t) t->base[i].key - (uint64_t) lo;
+      a[i] = k << place_bits | i;
+    }
+  for (int shift = place_bits; shift < place_bits + key_bits; shift += 8)
+    {
+      size_t count[256] = { 0 }, at = 0;
+      for (size_t i = 0; i < t->n; i++)
+        count[(a[i] >> shift) & 0xff]++;
+      if (count[(a[0] >> shift) & 0xff] == t->n)
+        continue;   /* a digit every key shares */
+      for (int v = 0; v < 256; v++)
+        {
+          size_t c = count[v];
+          count[v] = at;
+          at += c;
+        }
+      for (size_t i = 0; i < t->n; i++)
+        b[count[(a[i] >> shift) & 0xff]++] = a[i];
+      uint64_t *x = a;
+      a = b;
+      b = x;
+    }
+  uint64_t mask = place_bits == 64 ? UINT64_MAX : (UINT64_C (1) << place_bits) - 1;
+  for (size_t i = 0; i < t->n; i++)
+    t->refs[i] = t->base[a[i] & mask];
+  return 0;
+}
+
+/* Build lists the rows in (row, start) order (the base); the column's key
+ * sorts them from there, ties kept in it. */
 static void
 sort_rows (PpSpanRows *t, const PpTimelineModel *m)
 {
   for (size_t i = 0; i < t->n; i++)
-    t->refs[i].key = key_of (m, &t->refs[i], t->column);
-  if (!(t->column == PP_SPAN_COL_RANK && !t->descending))   /* else: the order they are in */
-    radix_sort (t, t->descending);
+    t->base[i].key = key_of (m, &t->base[i], t->column);
+  if (t->n == 0 || (t->column == PP_SPAN_COL_RANK && !t->descending))   /* the order they are in */
+    {
+      if (t->n > 0)
+        memcpy (t->refs, t->base, t->n * sizeof *t->refs);
+      return;
+    }
+  if (sort_packed (t) == 0)
+    return;
+  memcpy (t->refs, t->base, t->n * sizeof *t->refs);
+  radix_sort (t, t->descending);
 }
 
 int
@@ -146,14 +213,17 @@ pp_span_rows_build (PpSpanRows *t, const PpTimelineModel *m, const PpTimelineFil
     {
       free (t->refs);
       free (t->tmp);
+      free (t->base);
       t->refs = malloc (total * sizeof *t->refs);
       t->tmp = malloc (total * sizeof *t->tmp);
+      t->base = malloc (total * sizeof *t->base);
       t->cap = total;
-      if (t->refs == NULL || t->tmp == NULL)
+      if (t->refs == NULL || t->tmp == NULL || t->base == NULL)
         {
           free (t->refs);
           free (t->tmp);
-          t->refs = t->tmp = NULL;
+          free (t->base);
+          t->refs = t->tmp = t->base = NULL;
           t->cap = 0;
           return -1;
         }
@@ -170,7 +240,7 @@ pp_span_rows_build (PpSpanRows *t, const PpTimelineModel *m, const PpTimelineFil
           t->n_blocks++;
           if (pp_timeline_filter_match (f, r, &sp[i]))
             {
-              PpSpanRef *ref = &t->refs[t->n++];
+              PpSpanRef *ref = &t->base[t->n++];
               ref->row = r;
               ref->index = (uint32_t) i;
               /* the usual case in one pass: every block before it ended by
@@ -186,6 +256,16 @@ pp_span_rows_build (PpSpanRows *t, const PpTimelineModel *m, const PpTimelineFil
             latest_end = sp[i].end_ns;
         }
     }
+  t->model = m;
+  sort_rows (t, m);
+  return 0;
+}
+
+int
+pp_span_rows_sort (PpSpanRows *t, const PpTimelineModel *m)
+{
+  if (m != t->model)
+    return -1;
   sort_rows (t, m);
   return 0;
 }

@@ -6,7 +6,8 @@
  * dims with (pp_span_rows_match), in the order of one column.  A row is a
  * reference into the model (row of the drawn model, index into its spans)
  * plus the two numbers the model does not hold: the idle gap before it and
- * the current sort key; a million spans are 24 MB of rows, never objects.
+ * the current sort key; a million spans are 72 MB of rows (as listed,
+ * sorted, and the sort's other half), never objects.
  * Plain C, no GLib: a test builds and sorts them without a display.
  */
 #pragma once
@@ -59,6 +60,11 @@ void        pp_span_rows_set_order (PpSpanRows *t, PpSpanColumn column, int desc
  * again after m changes or to sort again (a sort costs what a build does:
  * a few passes over the rows). */
 int         pp_span_rows_build (PpSpanRows *t, const PpTimelineModel *m, const PpTimelineFilter *f);
+/* Sorts the rows listed from m again, in the order set since: what a
+ * click on a header costs, without listing (the filter's pass over every
+ * span) again.  m must be unchanged since the build; -1 if it is another
+ * model (build then). */
+int         pp_span_rows_sort (PpSpanRows *t, const PpTimelineModel *m);
 PpSpanColumn pp_span_rows_sort_column (const PpSpanRows *t);
 int         pp_span_rows_sort_descending (const PpSpanRows *t);
 

@@ -2,23 +2,56 @@
 #include "pp-span-table.h"
 
 #include <adwaita.h>
+#include <string.h>
 
 #define HISTOGRAM_BINS 24
 
 /* ---- a line: made when the view shows it ----------------------------------------- */
 
+/* A line is the object of one position, alive while the view holds it.
+ * A relist rewrites the live lines in place ("changed") rather than
+ * replacing every line: GTK 4.8's list view destroys the widgets of
+ * replaced lines and builds new ones (about 400 rows of 8 cells, 0.1–0.2 s
+ * each way), where a changed line only sets its cells' text again. */
 #define PP_TYPE_SPAN_LINE (pp_span_line_get_type ())
 G_DECLARE_FINAL_TYPE (PpSpanLine, pp_span_line, PP, SPAN_LINE, GObject)
 
+#define PP_TYPE_SPAN_LIST (pp_span_list_get_type ())
+G_DECLARE_FINAL_TYPE (PpSpanList, pp_span_list, PP, SPAN_LIST, GObject)
+
 struct _PpSpanLine
 {
-  GObject parent_instance;
-  char    text[PP_SPAN_N_COLS][48];   /* each column's text */
+  GObject     parent_instance;
+  PpSpanList *list;                   /* whose live lines it is in; NULL once the list goes */
+  guint       position;
+  char        text[PP_SPAN_N_COLS][48];   /* each column's text */
 };
 
 G_DEFINE_FINAL_TYPE (PpSpanLine, pp_span_line, G_TYPE_OBJECT)
 
-static void pp_span_line_class_init (PpSpanLineClass *klass) {}
+enum { LINE_CHANGED, N_LINE_SIGNALS };
+static guint line_signals[N_LINE_SIGNALS];
+
+static void pp_span_list_forget (PpSpanList *list, PpSpanLine *line);
+
+static void
+pp_span_line_finalize (GObject *object)
+{
+  PpSpanLine *self = PP_SPAN_LINE (object);
+  if (self->list != NULL)
+    pp_span_list_forget (self->list, self);
+  G_OBJECT_CLASS (pp_span_line_parent_class)->finalize (object);
+}
+
+static void
+pp_span_line_class_init (PpSpanLineClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = pp_span_line_finalize;
+  /* its text was rewritten: another span is at its position now */
+  line_signals[LINE_CHANGED] = g_signal_new ("changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                                             NULL, NULL, G_TYPE_NONE, 0);
+}
+
 static void pp_span_line_init (PpSpanLine *self) {}
 
 /* Times in ms to the µs, or, for a run of blocks under a millisecond,
@@ -29,13 +62,14 @@ format_time (char *buf, size_t size, int64_t ns, gboolean us)
   g_snprintf (buf, size, us ? "%.1f" : "%.3f", (double) ns / (us ? 1e3 : 1e6));
 }
 
-static PpSpanLine *
-span_line_new (const PpTimelineModel *m, const PpSpanRef *ref, gboolean us)
+/* The line's text for ref (NULL: blank). */
+static void
+span_line_fill (PpSpanLine *l, const PpTimelineModel *m, const PpSpanRef *ref, gboolean us)
 {
-  PpSpanLine *l = g_object_new (PP_TYPE_SPAN_LINE, NULL);
-  if (m == NULL || ref->row >= pp_timeline_model_n_ranks (m)
+  memset (l->text, 0, sizeof l->text);
+  if (m == NULL || ref == NULL || ref->row >= pp_timeline_model_n_ranks (m)
       || ref->index >= pp_timeline_model_n_spans (m, ref->row))
-    return l;   /* the model moved on: blank until listed again */
+    return;   /* the model moved on: blank until listed again */
   const PpSpan *s = &pp_timeline_model_spans (m, ref->row)[ref->index];
   int64_t t0 = pp_timeline_model_start_ns (m);
   if (s->kind == PP_SPAN_OVERLAP_F_B)
@@ -59,19 +93,16 @@ span_line_new (const PpTimelineModel *m, const PpSpanRef *ref, gboolean us)
     format_time (l->text[PP_SPAN_COL_WAIT], sizeof l->text[0], ref->wait_ns, us);
   else
     g_strlcpy (l->text[PP_SPAN_COL_WAIT], "—", sizeof l->text[0]);
-  return l;
 }
 
 /* ---- the list: the rows' references as a GListModel --------------------------------- */
-
-#define PP_TYPE_SPAN_LIST (pp_span_list_get_type ())
-G_DECLARE_FINAL_TYPE (PpSpanList, pp_span_list, PP, SPAN_LIST, GObject)
 
 struct _PpSpanList
 {
   GObject      parent_instance;
   PpSpanTable *table;   /* borrowed; NULL once the table goes */
   gboolean     empty;   /* between the removal of the old lines and the new */
+  GHashTable  *live;    /* position -> its PpSpanLine, not held: the lines alive */
 };
 
 static GType
@@ -94,8 +125,40 @@ pp_span_list_model_init (GListModelInterface *iface)
 G_DEFINE_FINAL_TYPE_WITH_CODE (PpSpanList, pp_span_list, G_TYPE_OBJECT,
                                G_IMPLEMENT_INTERFACE (G_TYPE_LIST_MODEL, pp_span_list_model_init))
 
-static void pp_span_list_class_init (PpSpanListClass *klass) {}
-static void pp_span_list_init (PpSpanList *self) {}
+static void
+pp_span_list_forget (PpSpanList *list, PpSpanLine *line)
+{
+  if (g_hash_table_lookup (list->live, GUINT_TO_POINTER (line->position)) == line)
+    g_hash_table_remove (list->live, GUINT_TO_POINTER (line->position));
+}
+
+static void
+pp_span_list_dispose (GObject *object)
+{
+  PpSpanList *self = PP_SPAN_LIST (object);
+  if (self->live != NULL)
+    {
+      GHashTableIter it;
+      gpointer line;
+      g_hash_table_iter_init (&it, self->live);
+      while (g_hash_table_iter_next (&it, NULL, &line))
+        PP_SPAN_LINE (line)->list = NULL;
+      g_clear_pointer (&self->live, g_hash_table_unref);
+    }
+  G_OBJECT_CLASS (pp_span_list_parent_class)->dispose (object);
+}
+
+static void
+pp_span_list_class_init (PpSpanListClass *klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = pp_span_list_dispose;
+}
+
+static void
+pp_span_list_init (PpSpanList *self)
+{
+  self->live = g_hash_table_new (g_direct_hash, g_direct_equal);
+}
 
 /* ---- the table ------------------------------------------------------------------- */
 
@@ -113,6 +176,8 @@ struct _PpSpanTable
   PpSpanHistogram   histogram;
   PpTimelineFilter  filter;
   gboolean          stale;             /* listed from another model than the drawn one */
+  gboolean          order_changed;     /* a header was clicked since: sort again */
+  gboolean          reveal;            /* a header or Find asked since: scroll to the selected line */
   /* what the rows were listed from */
   const PpTimelineModel *listed_model, *listed_source;
   size_t            listed_spans;
@@ -153,7 +218,82 @@ pp_span_list_item (GListModel *model, guint position)
 {
   PpSpanList *l = PP_SPAN_LIST (model);
   const PpSpanRef *ref = l->table && !l->empty ? pp_span_rows_get (l->table->rows, position) : NULL;
-  return ref ? span_line_new (drawn_model (l->table), ref, l->table->in_us) : NULL;
+  if (ref == NULL || l->live == NULL)
+    return NULL;
+  PpSpanLine *line = g_hash_table_lookup (l->live, GUINT_TO_POINTER (position));
+  if (line != NULL)
+    return g_object_ref (line);
+  line = g_object_new (PP_TYPE_SPAN_LINE, NULL);
+  line->list = l;
+  line->position = position;
+  span_line_fill (line, drawn_model (l->table), ref, l->table->in_us);
+  g_hash_table_insert (l->live, GUINT_TO_POINTER (position), line);
+  return line;
+}
+
+static int
+compare_guint (gconstpointer a, gconstpointer b)
+{
+  guint x = *(const guint *) a, y = *(const guint *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Tells the view that the lines went from old_n to the rows' number.
+ * The live lines below the new end are rewritten in place; every other
+ * position is told as replaced, in runs between them, and the end as
+ * removed or added.  No change removes a line the view holds while adding
+ * many (GTK 4.8 then looks for it among every added line, asking for each
+ * one's object), and the view keeps its row widgets.  The end is told
+ * first, so that the view's count is the model's in every change after. */
+static void
+pp_span_list_relisted (PpSpanList *l, guint old_n)
+{
+  guint n = (guint) pp_span_rows_n (l->table->rows);
+  PpTimelineModel *m = drawn_model (l->table);
+  g_autoptr (GArray) kept = g_array_new (FALSE, FALSE, sizeof (guint));
+  GHashTableIter it;
+  gpointer key, line;
+  g_hash_table_iter_init (&it, l->live);
+  while (g_hash_table_iter_next (&it, &key, &line))
+    if (GPOINTER_TO_UINT (key) < MIN (n, old_n))
+      g_array_append_val (kept, PP_SPAN_LINE (line)->position);
+    else
+      {
+        /* removed, or replaced below: never handed out again, whoever
+         * still holds it */
+        PP_SPAN_LINE (line)->list = NULL;
+        g_hash_table_iter_remove (&it);
+      }
+  if (kept->len == 0)
+    {
+      /* none kept: two changes, not one (a line the view held among a
+       * million added ones is looked for by asking for each) */
+      l->empty = TRUE;
+      g_list_model_items_changed (G_LIST_MODEL (l), 0, old_n, 0);
+      l->empty = FALSE;
+      g_list_model_items_changed (G_LIST_MODEL (l), 0, 0, n);
+      return;
+    }
+  g_array_sort (kept, compare_guint);
+  for (guint i = 0; i < kept->len; i++)
+    {
+      guint at = g_array_index (kept, guint, i);
+      PpSpanLine *pl = g_hash_table_lookup (l->live, GUINT_TO_POINTER (at));
+      span_line_fill (pl, m, pp_span_rows_get (l->table->rows, at), l->table->in_us);
+      g_signal_emit (pl, line_signals[LINE_CHANGED], 0);
+    }
+  if (n < old_n)
+    g_list_model_items_changed (G_LIST_MODEL (l), n, old_n - n, 0);
+  else if (n > old_n)
+    g_list_model_items_changed (G_LIST_MODEL (l), old_n, 0, n - old_n);
+  guint from = 0;
+  for (guint i = 0; i <= kept->len; i++)
+    {
+      guint to = i < kept->len ? g_array_index (kept, guint, i) : MIN (n, old_n);
+      if (to > from)
+        g_list_model_items_changed (G_LIST_MODEL (l), from, to - from, to - from);
+      from = to + 1;
+    }
 }
 
 static void
@@ -170,17 +310,25 @@ update_summary (PpSpanTable *self)
   gtk_label_set_text (self->summary, text);
 }
 
+static gboolean model_moved (PpSpanTable *self);
+static void scroll_to (PpSpanTable *self, guint position);
+
 /* Lists the drawn model's blocks again, in the order asked, and counts
- * their durations. */
+ * their durations; only sorts them again where the order alone changed
+ * (the same lines: the histogram stands). */
 static void
 relist (PpSpanTable *self)
 {
   PpTimelineModel *m = drawn_model (self);
   guint old_n = (guint) pp_span_rows_n (self->rows);
   const PpTimelineFilter *f = self->filter.active ? &self->filter : NULL;
-  if (pp_span_rows_build (self->rows, m, f) != 0
-      || pp_span_histogram_compute (&self->histogram, m, f, HISTOGRAM_BINS) != 0)
-    g_warning ("pipescope: out of memory listing the spans");
+  if (!(self->order_changed && !model_moved (self) && pp_span_rows_sort (self->rows, m) == 0))
+    {
+      if (pp_span_rows_build (self->rows, m, f) != 0
+          || pp_span_histogram_compute (&self->histogram, m, f, HISTOGRAM_BINS) != 0)
+        g_warning ("pipescope: out of memory listing the spans");
+    }
+  self->order_changed = FALSE;
   /* the unit: µs where the median block (of the first thousand) is
    * under a millisecond */
   size_t n = MIN (pp_span_rows_n (self->rows), 1000), shorter = 0;
@@ -198,14 +346,10 @@ relist (PpSpanTable *self)
   self->stale = FALSE;
 
   self->syncing = TRUE;
-  /* Two changes, not one: GTK 4.8's list view looks for the lines it
-   * showed among every line added in the same change (by asking for each
-   * one's object), a million objects for a click on a header.  Removed
-   * first, the lines it showed are gone before the new ones come. */
-  self->list->empty = TRUE;
-  g_list_model_items_changed (G_LIST_MODEL (self->list), 0, old_n, 0);
-  self->list->empty = FALSE;
-  g_list_model_items_changed (G_LIST_MODEL (self->list), 0, 0, (guint) pp_span_rows_n (self->rows));
+  /* no line selected while the lines change: GTK 4.8's selection would
+   * look for its line among every replaced one */
+  gtk_single_selection_set_selected (self->selection, GTK_INVALID_LIST_POSITION);
+  pp_span_list_relisted (self->list, old_n);
   /* the timeline's selected block keeps its line */
   long at = -1;
   if (self->timeline != NULL && gtk_widget_get_mapped (GTK_WIDGET (self)))
@@ -216,6 +360,11 @@ relist (PpSpanTable *self)
         at = pp_span_rows_position (self->rows, v.selected_rank, v.selected_index);
     }
   gtk_single_selection_set_selected (self->selection, at >= 0 ? (guint) at : GTK_INVALID_LIST_POSITION);
+  /* after a click on a header or a Find: the selected line in view, else
+   * the first; new spans of a live run leave the view where it is */
+  if (self->reveal && pp_span_rows_n (self->rows) > 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
+    scroll_to (self, at >= 0 ? (guint) at : 0);
+  self->reveal = FALSE;
   self->syncing = FALSE;
   update_summary (self);
   gtk_widget_set_size_request (GTK_WIDGET (self->histogram_area), -1,
@@ -238,7 +387,8 @@ model_moved (PpSpanTable *self)
 static void
 refresh (PpSpanTable *self, gboolean needed)
 {
-  if (model_moved (self) && (needed || gtk_widget_get_mapped (GTK_WIDGET (self)) || self->filter.active))
+  if ((model_moved (self) || self->order_changed)
+      && (needed || gtk_widget_get_mapped (GTK_WIDGET (self)) || self->filter.active))
     relist (self);
 }
 
@@ -268,23 +418,49 @@ static const struct {
   [PP_SPAN_COL_WAIT]       = { "Idle before", TRUE, 104 },
 };
 
+/* A cell is an inscription, not a label: its size is its lines and
+ * characters, never its text, so the view measures a few hundred rows of
+ * new text after a sort without laying any out (GTK 4.8 measures every
+ * row it holds, not only those on screen). */
 static void
 setup_cell (GtkSignalListItemFactory *f, GtkListItem *item, gpointer data)
 {
   PpSpanColumn c = GPOINTER_TO_INT (data);
-  GtkWidget *label = gtk_label_new (NULL);
-  gtk_label_set_xalign (GTK_LABEL (label), column_info[c].number ? 1.0f : 0.0f);
+  GtkWidget *cell = gtk_inscription_new (NULL);
+  gtk_inscription_set_xalign (GTK_INSCRIPTION (cell), column_info[c].number ? 1.0f : 0.0f);
+  gtk_inscription_set_text_overflow (GTK_INSCRIPTION (cell), GTK_INSCRIPTION_OVERFLOW_ELLIPSIZE_END);
   if (column_info[c].number)
-    gtk_widget_add_css_class (label, "numeric");
-  gtk_list_item_set_child (item, label);
+    gtk_widget_add_css_class (cell, "numeric");
+  gtk_list_item_set_child (item, cell);
+}
+
+static void
+on_line_changed (PpSpanLine *line, GtkListItem *item)
+{
+  PpSpanColumn c = GPOINTER_TO_INT (g_object_get_data (G_OBJECT (item), "pp-span-column"));
+  gtk_inscription_set_text (GTK_INSCRIPTION (gtk_list_item_get_child (item)), line->text[c]);
 }
 
 static void
 bind_cell (GtkSignalListItemFactory *f, GtkListItem *item, gpointer data)
 {
-  PpSpanColumn c = GPOINTER_TO_INT (data);
   PpSpanLine *line = gtk_list_item_get_item (item);
-  gtk_label_set_text (GTK_LABEL (gtk_list_item_get_child (item)), line ? line->text[c] : "");
+  g_object_set_data (G_OBJECT (item), "pp-span-column", data);
+  if (line == NULL)
+    {
+      gtk_inscription_set_text (GTK_INSCRIPTION (gtk_list_item_get_child (item)), "");
+      return;
+    }
+  g_signal_connect (line, "changed", G_CALLBACK (on_line_changed), item);
+  on_line_changed (line, item);
+}
+
+static void
+unbind_cell (GtkSignalListItemFactory *f, GtkListItem *item, gpointer data)
+{
+  PpSpanLine *line = gtk_list_item_get_item (item);
+  if (line != NULL)
+    g_signal_handlers_disconnect_by_func (line, on_line_changed, item);
 }
 
 /* GTK 4.8 does not say which column the view sorts by (4.10's
@@ -310,7 +486,8 @@ on_sorter_changed (GtkSorter *sorter, GtkSorterChange change, PpSpanTable *self)
   GtkOrdering o = gtk_sorter_compare (sorter, self, self->list);
   PpSpanColumn c = self->probed >= 0 ? (PpSpanColumn) self->probed : PP_SPAN_COL_START;
   pp_span_rows_set_order (self->rows, c, self->probed >= 0 && o == GTK_ORDERING_LARGER);
-  self->stale = TRUE;
+  self->order_changed = TRUE;
+  self->reveal = TRUE;
   refresh (self, FALSE);
 }
 
@@ -451,6 +628,7 @@ pp_span_table_set_filter_text (PpSpanTable *self, const char *text)
     {
       self->filter = f;
       self->stale = TRUE;
+      self->reveal = TRUE;
       refresh (self, FALSE);
     }
   return TRUE;
@@ -630,6 +808,7 @@ pp_span_table_init (PpSpanTable *self)
       GtkListItemFactory *f = gtk_signal_list_item_factory_new ();
       g_signal_connect (f, "setup", G_CALLBACK (setup_cell), GINT_TO_POINTER (c));
       g_signal_connect (f, "bind", G_CALLBACK (bind_cell), GINT_TO_POINTER (c));
+      g_signal_connect (f, "unbind", G_CALLBACK (unbind_cell), GINT_TO_POINTER (c));
       self->columns[c] = gtk_column_view_column_new (column_info[c].title, f);
       gtk_column_view_column_set_resizable (self->columns[c], TRUE);
       gtk_column_view_column_set_fixed_width (self->columns[c], column_info[c].width);

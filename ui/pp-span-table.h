@@ -7,7 +7,9 @@
  * them; beside it the histogram of block durations by kind and rank
  * (pp-span-histogram.h).  The list is a GListModel over pp-span-rows.h's
  * references: a line's object is made when the view shows it, so a
- * million spans are a million 24-byte rows, not a million objects.  A
+ * million spans are a million 72-byte rows, not a million objects, and a
+ * click on a header or a Find rewrites the few lines the view holds in
+ * place (sorting the rows again, no listing, for a header).  A
  * click on a line selects that block on the timeline and brings it into
  * view; a click on a block selects its line.
  */

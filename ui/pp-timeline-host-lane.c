@@ -174,17 +174,16 @@ each_gap (const PpTimelineModel *m, int r, int64_t t0, int64_t t1, GapFn fn, voi
   static const PpCounter none[1];
   if (c == NULL)
     c = none;   /* nd = nc = 0: no sample, no pointer arithmetic on NULL */
+  /* the run delay's samples alone: descheduled, the one counter part the
+   * lane draws, comes before every counter part but GC's (a span) */
+  (void) nc;
   size_t d0 = first_needed (c, nd, from), d1 = past_needed (c, nd, to);
-  size_t p0 = nd + first_needed (c + nd, nc - nd, from), p1 = nd + past_needed (c + nd, nc - nd, to);
-  size_t nw = (d1 - d0) + (p1 - p0);
+  size_t nw = d1 - d0;
   PpCounter *w = nw > 0 ? malloc (nw * sizeof *w) : NULL;
   if (nw > 0 && w == NULL)
     return;
   if (nw > 0)
-    {
-      memcpy (w, c + d0, (d1 - d0) * sizeof *w);
-      memcpy (w + (d1 - d0), c + p0, (p1 - p0) * sizeof *w);
-    }
+    memcpy (w, c + d0, nw * sizeof *w);
 
   PpWhyGap *g = NULL;
   size_t ng = 0;
@@ -294,7 +293,9 @@ pp_timeline_host_lane_draw (cairo_t *cr, const PpTimelineModel *m, int r, const 
           if (xb <= drawn[part])
             continue;
           xa = fmax (xa, drawn[part]);
-          cairo_rectangle (cr, xa, y, xb - xa, h);
+          /* another thread's collection: the upper half (it held this
+           * thread only where it wanted the interpreter; the tooltip says) */
+          cairo_rectangle (cr, xa, y, xb - xa, pp_span_gc_other_thread (&sp[i]) ? h * 0.5 : h);
           drawn[part] = xb;
         }
       cairo_fill (cr);
@@ -393,6 +394,11 @@ pp_timeline_host_lane_describe (const PpTimelineModel *m, int r, int64_t t, int6
       format_ns (a, sizeof a, (double) (s->end_ns - s->start_ns));
       if (part == PP_HOST_PART_WAIT && s->peer_rank >= 0)
         snprintf (buf, sizeof buf, "waiting %s (for rank %d)", a, s->peer_rank);
+      else if (pp_span_gc_other_thread (s))
+        snprintf (buf, sizeof buf, "GC pause on thread %u, %s (%s)", (unsigned) (s->stream & PP_GC_THREAD_MASK), a,
+                  s->stream & PP_GC_STOPS_WORLD
+                    ? "another thread's collection; no GIL: it stopped every thread where it wanted the interpreter"
+                    : "another thread's collection: it held this one only where it wanted the interpreter");
       else
         snprintf (buf, sizeof buf, "%s %s", pp_timeline_host_lane_part_name (part), a);
       return strdup (buf);

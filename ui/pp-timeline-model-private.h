@@ -33,7 +33,7 @@ void pp_timeline_model_view_set_bubbles (PpTimelineModel *v, const double *by_ra
 
 /* Row r's block-edge counters (pp_timeline_model_edge_counters' of its
  * rank and the process it shows), .rank the row: the RUN_DELAY_NS ones
- * first (*n_delay of them), then the PROBE_SELF_NS ones, each kind in
- * time order; *n in all.  Kept until the model changes.  NULL if none. */
+ * first (*n_delay of them), then the other kinds by kind number
+ * (PROBE_SELF_NS, ON_CPU_NS), each kind in time order; *n in all.  Kept until the model changes.  NULL if none. */
 const PpCounter *pp_timeline_model_row_edge_counters (const PpTimelineModel *m, int r, size_t *n_delay,
                                                       size_t *n);

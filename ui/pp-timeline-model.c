@@ -111,12 +111,19 @@ struct _PpTimelineModel {
   double            *losses;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
-  /* the block-edge counters (run delay, probe self; 1.6), clock offset
-   * applied, for the Why panel's runtime parts: the last
-   * PP_TIMELINE_EDGE_MAX of them, who wrote each */
+  /* the block-edge counters (run delay, probe self, on CPU; 1.6, 1.7),
+   * for the Why panel's runtime parts: every one (the arrays grow by
+   * doubling, no cap: a long job's first steps are as much its run as its
+   * last), who wrote each, and its time as read (edge_raw_ns).  edge's
+   * times are edge_raw_ns on the clock of its process or rank as it now
+   * stands: a CLOCK_OFFSET frame that comes later moves them as it moves
+   * the spans (edge_retime, done at the next query: one pass, however
+   * many frames came) */
   PpCounter         *edge;
   int32_t           *edge_process;
+  int64_t           *edge_raw_ns;
   size_t             n_edge, cap_edge;
+  int                edge_retime;
   int64_t            plan_ps, plan_pe;   /* compute extent of all plans; ps > pe: none */
   /* The extents are a cache: what only widens them (a span, a first plan)
    * widens them as it comes; what may shrink them (a plan replaced, a clock
@@ -264,6 +271,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->losses);
   free (m->edge);
   free (m->edge_process);
+  free (m->edge_raw_ns);
   for (size_t i = 0; i < m->n_strings; i++)
     free (m->strings[i].name);
   free (m->strings);
@@ -763,20 +771,13 @@ add_memory_sample (Rank *rk, const PpCounter *c, int64_t offset)
   rk->mem[rk->n_mem++] = (PpTimelineMemorySample) { add_ns (c->time_ns, offset), c->value };
 }
 
-/* Keeps a block-edge counter; past PP_TIMELINE_EDGE_MAX the older half
- * goes (the Why panel reads the last steps only). */
+/* Keeps a block-edge counter, on its clock as it now stands.  Out of
+ * memory the counter is not kept (the arrays as they were). */
 static int
 add_edge_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
   if (c->rank < 0 || c->rank >= PP_TRACE_MAX_RANKS)
     return 0;
-  if (m->n_edge == PP_TIMELINE_EDGE_MAX)
-    {
-      size_t half = m->n_edge / 2;
-      memmove (m->edge, m->edge + half, (m->n_edge - half) * sizeof *m->edge);
-      memmove (m->edge_process, m->edge_process + half, (m->n_edge - half) * sizeof *m->edge_process);
-      m->n_edge -= half;
-    }
   if (m->n_edge == m->cap_edge)
     {
       size_t cap = m->cap_edge ? 2 * m->cap_edge : 256;
@@ -788,18 +789,39 @@ add_edge_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       if (p == NULL)
         return 0;
       m->edge_process = p;
+      int64_t *raw = realloc (m->edge_raw_ns, cap * sizeof *raw);
+      if (raw == NULL)
+        return 0;
+      m->edge_raw_ns = raw;
       m->cap_edge = cap;
     }
   m->edge[m->n_edge] = *c;
   m->edge[m->n_edge].time_ns = add_ns (c->time_ns, offset_for (m, c->rank, process));
+  m->edge_raw_ns[m->n_edge] = c->time_ns;
   m->edge_process[m->n_edge++] = process;
   return 1;
+}
+
+/* Puts every edge counter on its clock as it now stands, after a
+ * CLOCK_OFFSET frame (the offset an item gets is offset_for's, as for a
+ * span of the same rank and process). */
+static void
+retime_edges (const PpTimelineModel *cm)
+{
+  PpTimelineModel *m = (PpTimelineModel *) cm;
+  if (!m->edge_retime)
+    return;
+  for (size_t i = 0; i < m->n_edge; i++)
+    m->edge[i].time_ns = add_ns (m->edge_raw_ns[i], offset_for (m, m->edge[i].rank, m->edge_process[i]));
+  m->edge_retime = 0;
 }
 
 size_t
 pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
                                  const int32_t **process)
 {
+  if (m != NULL)
+    retime_edges (m);
   *counters = m != NULL ? m->edge : NULL;
   if (process != NULL)
     *process = m != NULL ? m->edge_process : NULL;
@@ -830,8 +852,10 @@ static int
 cmp_edge (const void *x, const void *y)
 {
   const PpCounter *a = x, *b = y;
+  /* RUN_DELAY_NS first (the host lane's), then each kind in time order */
   if (a->kind != b->kind)
-    return a->kind == PP_COUNTER_RUN_DELAY_NS ? -1 : 1;
+    return a->kind == PP_COUNTER_RUN_DELAY_NS ? -1 : b->kind == PP_COUNTER_RUN_DELAY_NS ? 1
+           : a->kind < b->kind ? -1 : 1;
   return a->time_ns < b->time_ns ? -1 : a->time_ns > b->time_ns;
 }
 
@@ -894,6 +918,7 @@ pp_timeline_model_row_edge_counters (const PpTimelineModel *m, int r, size_t *n_
     return NULL;
   if (!m->row_edge.built || m->row_edge.generation != m->generation || m->row_edge.n_ranks != m->n_ranks)
     {
+      retime_edges (m);
       if (build_row_edges (mm) != 0)
         return NULL;
       mm->row_edge.built = 1;
@@ -913,6 +938,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
     {
     case PP_COUNTER_RUN_DELAY_NS:
     case PP_COUNTER_PROBE_SELF_NS:
+    case PP_COUNTER_ON_CPU_NS:
       /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
@@ -1264,6 +1290,9 @@ take_clock_offset (PpTimelineModel *m, int r, int32_t process, int64_t offset)
         if (m->procs[i].rank == r && !m->procs[i].has_own_offset)
           proc_move (m, &m->procs[i]);
     }
+  /* the edge counters move as the spans do (at the next query; a view's
+   * came on their clocks already) */
+  m->edge_retime |= !m->is_view && m->n_edge > 0;
   /* the row moves by what its shown process's clock moved (all clamped:
    * the sum fits) */
   int64_t after = shown >= 0 ? offset_for (m, r, shown) : offset;
@@ -2215,11 +2244,14 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
     }
+  retime_edges (src);
   if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
-      && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL)
+      && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL
+      && (v->edge_raw_ns = malloc (src->n_edge * sizeof *v->edge_raw_ns)) != NULL)
     {
       memcpy (v->edge, src->edge, src->n_edge * sizeof *v->edge);
       memcpy (v->edge_process, src->edge_process, src->n_edge * sizeof *v->edge_process);
+      memcpy (v->edge_raw_ns, src->edge_raw_ns, src->n_edge * sizeof *v->edge_raw_ns);
       v->n_edge = v->cap_edge = src->n_edge;
     }
   v->dropped = src->dropped;

@@ -199,10 +199,10 @@ int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
 const double    *pp_timeline_model_losses (const PpTimelineModel *m);
 
-/* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6),
- * times with the clock offsets applied, the last PP_TIMELINE_EDGE_MAX of
- * them, and who wrote each (process, -1 none); their count. */
-#define PP_TIMELINE_EDGE_MAX ((size_t) 1 << 20)
+/* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6;
+ * ON_CPU_NS, 1.7), every one read, times with the clock offsets applied
+ * (a CLOCK_OFFSET frame that came after them moves them as it moves the
+ * spans), and who wrote each (process, -1 none); their count. */
 size_t           pp_timeline_model_edge_counters (const PpTimelineModel *m, const PpCounter **counters,
                                                   const int32_t **process);
 

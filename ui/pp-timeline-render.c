@@ -309,7 +309,8 @@ legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Lege
   /* zoomed out the plan lane is not drawn (per-step bars instead) */
   if (plan_lane_of (m, v) && !summary)
     {
-      legend_add (lg, SW_PLAN, -1, "plan (simulated)");
+      /* which plan, in the words the header's plan bubble uses */
+      legend_add (lg, SW_PLAN, -1, pp_analysis_plan_label (pp_analysis_plan_of_backend (d ? d->backend : NULL)));
       if (plan_runs_over (m, v))
         legend_add (lg, SW_PLAN_OVER, -1, "plan past its step's end");
     }

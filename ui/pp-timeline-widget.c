@@ -206,6 +206,25 @@ pan_by (PpTimelineWidget *self, double dt)
   set_range_internal (self, self->view.t0_ns + d, self->view.t1_ns + d);
 }
 
+/* The arrow keys pan by a tenth of the view at a time and stop at the
+ * run's ends (its whole extent, set-up included): a held key must not
+ * leave the user looking at nothing.  A view already past an end (the
+ * mouse pans freely) only comes back toward the run. */
+static void
+key_pan (PpTimelineWidget *self, double fraction)
+{
+  if (self->model == NULL || !self->range_valid)
+    return;
+  gint64 start = pp_timeline_model_start_ns (self->model);
+  gint64 end = pp_timeline_model_end_ns (self->model);
+  double dt = fraction * (double) (self->view.t1_ns - self->view.t0_ns);
+  if (dt > 0)
+    dt = MIN (dt, (double) MAX (0, end - self->view.t1_ns));
+  else
+    dt = MAX (dt, (double) MIN (0, start - self->view.t0_ns));
+  pan_by (self, dt);
+}
+
 /* The user moved the view: stop following the live edge. */
 static void
 user_moved (PpTimelineWidget *self)
@@ -1181,11 +1200,11 @@ on_key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode,
       return TRUE;
     case GDK_KEY_Left: case GDK_KEY_KP_Left:
       user_moved (self);
-      pan_by (self, -0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
+      key_pan (self, -0.1);
       return TRUE;
     case GDK_KEY_Right: case GDK_KEY_KP_Right:
       user_moved (self);
-      pan_by (self, 0.1 * (double) (self->view.t1_ns - self->view.t0_ns));
+      key_pan (self, 0.1);
       return TRUE;
     case GDK_KEY_z: case GDK_KEY_Return: case GDK_KEY_KP_Enter:
       if (!self->view.has_range)

@@ -287,7 +287,7 @@ pp_why_panel_new (void)
   return g_object_new (PP_TYPE_WHY_PANEL, NULL);
 }
 
-/* Blocks and transfers; the optimizer, host spans and kernels for
+/* Blocks and transfers; the optimizer, host spans, kernels and launches for
  * runtime's parts (the optimizer is work there: without it, its time
  * would count as a gap and the panel's parts would not be info's). */
 static gboolean
@@ -295,7 +295,7 @@ analysed_kind (int kind)
 {
   return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
          || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind)
-         || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL;
+         || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL || kind == PP_SPAN_LAUNCH;
 }
 
 static void

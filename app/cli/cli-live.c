@@ -78,10 +78,14 @@ pp_cli_jobs (int argc, char **argv)
       if (a > wname) wname = a;
       if (b > wsched) wsched = b;
     }
-  /* the columns named once, above the jobs (none: the line above says so) */
+  /* the columns named once, above the jobs (none: the line above says so);
+   * ranks and hosts only where a job of several processes has them */
+  bool mesh = false;
+  for (size_t i = 0; i < n; i++)
+    mesh |= jobs[i].job[0] != '\0';
   if (n > 0)
     printf ("%-7s  %-*s  %-*s  %-19s  %s\n", "PID", wname, "NAME", wsched, "SCHEDULE", "STARTED",
-            "ENDPOINT (RANKS, HOSTS)");
+            mesh ? "ENDPOINT (RANKS, HOSTS)" : "ENDPOINT");
   for (size_t i = 0; i < n; i++)
     {
       const PpJobInfo *j = &jobs[i];

@@ -162,7 +162,7 @@ tap_spans (void *user, const PpSpan *spans, size_t n)
       RankStep *rs;
 
       if (sp->rank < 0 || sp->rank >= t->ranks || sp->kind == PP_SPAN_KERNEL
-          || sp->kind == PP_SPAN_MEMCPY || sp->kind == PP_SPAN_MEMSET)
+          || sp->kind == PP_SPAN_MEMCPY || sp->kind == PP_SPAN_MEMSET || sp->kind == PP_SPAN_LAUNCH)
         continue;
       rs = &t->r[sp->rank];
       if (rs->step != sp->step)

@@ -67,7 +67,6 @@ typedef struct {
   int                n_plans;
   PlanSummary       *plans;          /* [cap_plans] by rank */
   int                cap_plans;
-  int64_t            max_step;       /* -1: none seen (int64: a step of INT32_MAX + 1 steps) */
   uint64_t           dropped;
   int                truncated;
   NamedString       *strings;
@@ -764,7 +763,6 @@ trace_load (const char *path, Trace *t)
 
   memset (t, 0, sizeof *t);
   t->max_rank = -1;
-  t->max_step = -1;
   r = pp_trace_reader_new_path (path, &err);
   if (r == NULL)
     {
@@ -823,8 +821,6 @@ trace_load (const char *path, Trace *t)
           t->span_process[t->n_spans] = item.process;
           t->spans[t->n_spans++] = item.span;
           see_rank (t, item.span.rank);
-          if (item.span.step > t->max_step)
-            t->max_step = item.span.step;
           break;
         case PP_TRACE_ITEM_COUNTER:
           if (item.counter.rank < 0 || item.counter.rank >= PP_TRACE_MAX_RANKS)
@@ -847,8 +843,6 @@ trace_load (const char *path, Trace *t)
           break;
         case PP_TRACE_ITEM_STEP_MARKER:
           see_rank (t, item.step_marker.rank);
-          if (item.step_marker.step > t->max_step)
-            t->max_step = item.step_marker.step;
           if (t->n_markers == t->cap_markers)
             {
               size_t cap = t->cap_markers ? 2 * t->cap_markers : 64;
@@ -1242,6 +1236,58 @@ write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport 
   return 0;
 }
 
+static int
+cmp_i32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
+/* The step numbers of t's spans (one a run of equal ones: the spans come
+ * step after step) and markers, into v when not NULL; returns how many. */
+static size_t
+step_numbers (const Trace *t, int32_t *v)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    if (t->spans[i].step >= 0 && (i == 0 || t->spans[i].step != t->spans[i - 1].step))
+      {
+        if (v)
+          v[k] = t->spans[i].step;
+        k++;
+      }
+  for (size_t i = 0; i < t->n_markers; i++)
+    if (t->markers[i].step >= 0)
+      {
+        if (v)
+          v[k] = t->markers[i].step;
+        k++;
+      }
+  return k;
+}
+
+/* The steps the trace holds: how many step numbers its spans and markers
+ * carry, and the first and last.  A record that attached late holds steps
+ * 3 to 9, seven of them, not ten; a step skipped is not counted.  Returns
+ * -1 out of memory. */
+static int64_t
+count_steps (const Trace *t, int32_t *first, int32_t *last)
+{
+  size_t n = step_numbers (t, NULL);
+  int32_t *v = malloc ((n + 1) * sizeof *v);
+  if (v == NULL)
+    return -1;
+  step_numbers (t, v);
+  qsort (v, n, sizeof *v, cmp_i32);
+  int64_t count = 0;
+  for (size_t i = 0; i < n; i++)
+    count += i == 0 || v[i] != v[i - 1];
+  *first = n ? v[0] : 0;
+  *last = n ? v[n - 1] : 0;
+  free (v);
+  return count;
+}
+
 static void
 info_usage (FILE *out)
 {
@@ -1320,7 +1366,21 @@ pp_cli_info (int argc, char **argv)
     printf ("description: none\n");
   printf ("ranks: %d\n", n_ranks);
   print_processes (&t);
-  printf ("steps: %" PRId64 "\n", t.max_step + 1);
+  {
+    int32_t first, last;
+    int64_t n_steps = count_steps (&t, &first, &last);
+    if (n_steps < 0)
+      {
+        fprintf (stderr, "pipescope-cli: error: out of memory\n");
+        trace_clear (&t);
+        return 1;
+      }
+    /* numbered 0 to N-1 it goes without saying; otherwise say which */
+    if (n_steps == 0 || (first == 0 && last == n_steps - 1))
+      printf ("steps: %" PRId64 "\n", n_steps);
+    else
+      printf ("steps: %" PRId64 " (%" PRId32 " to %" PRId32 ")\n", n_steps, first, last);
+  }
   printf ("plans: %d\n", t.n_plans);
   /* The planned bubble of the last plan of every rank, when they all carry
    * the simulator's timeline (a later plan replaces an earlier one). */
@@ -1595,8 +1655,9 @@ row_of (int kind)
       return ROW_DEVICE;
     default:
       /* host work (GC, HOST_*) on a row of its own: a GC inside a block
-       * would overlap the block, and a thread's slices must nest */
-      return pp_span_kind_is_host (kind) ? ROW_HOST : ROW_COMPUTE;
+       * would overlap the block, and a thread's slices must nest; a
+       * LAUNCH is a host call, made inside the host's code */
+      return pp_span_kind_is_host (kind) || kind == PP_SPAN_LAUNCH ? ROW_HOST : ROW_COMPUTE;
     }
 }
 
@@ -2177,16 +2238,16 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
  * events as a track under the process): the loss per step, activation memory in MiB, micro-batches in
  * flight, device memory, the collectives a step (calls, MiB) the hook counted (format 1.5), and the
  * block-edge counters (1.6) as what each sample added since the track's one before, in ms: the time
- * the thread was descheduled, and the probe's own recording cost (cumulative, they would only climb).
+ * the thread was descheduled, on a CPU (1.7), and the probe's own recording cost (cumulative, they would only climb).
  * -1 out of memory. */
 static int
 write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows, size_t n_pids)
 {
   /* per track, the last value of each block-edge counter (NaN: none yet) */
-  double *last = malloc (2 * n_pids * sizeof *last);
+  double *last = malloc (3 * n_pids * sizeof *last);
   if (last == NULL)
     return -1;
-  for (size_t i = 0; i < 2 * n_pids; i++)
+  for (size_t i = 0; i < 3 * n_pids; i++)
     last[i] = NAN;
   for (size_t i = 0; i < t->n_counters; i++)
     {
@@ -2207,13 +2268,16 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
         case PP_COUNTER_COLLECTIVE_BYTES: name = "collective bytes a step (MiB)"; unit = "MiB"; v /= 1048576.0; break;
         case PP_COUNTER_RUN_DELAY_NS: name = "descheduled (ms since the last sample)"; unit = "ms"; break;
         case PP_COUNTER_PROBE_SELF_NS: name = "probe's own cost (ms since the last sample)"; unit = "ms"; break;
+        case PP_COUNTER_ON_CPU_NS: name = "on a CPU (ms since the last sample)"; unit = "ms"; break;
         default: continue;
         }
       if (!isfinite (v))
         continue;
-      if (c->kind == PP_COUNTER_RUN_DELAY_NS || c->kind == PP_COUNTER_PROBE_SELF_NS)
+      if (c->kind == PP_COUNTER_RUN_DELAY_NS || c->kind == PP_COUNTER_PROBE_SELF_NS
+          || c->kind == PP_COUNTER_ON_CPU_NS)
         {
-          double *prev = &last[2 * pid + (c->kind == PP_COUNTER_PROBE_SELF_NS)];
+          double *prev = &last[3 * pid + (c->kind == PP_COUNTER_PROBE_SELF_NS ? 1
+                                          : c->kind == PP_COUNTER_ON_CPU_NS ? 2 : 0)];
           double rise = isnan (*prev) ? 0 : (v - *prev) / 1e6;
           *prev = v;
           v = rise;
@@ -2416,6 +2480,8 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
                                    s->sub_microbatch);
           action_name (&a, V, name, sizeof name);
         }
+      else if (pp_span_gc_other_thread (s))
+        snprintf (name, sizeof name, "%s (thread %u)", kn, (unsigned) (s->stream & PP_GC_THREAD_MASK));
       else if (s->microbatch < 0)
         snprintf (name, sizeof name, "%s", kn);
       else if (V > 1 && s->stage >= 0)
@@ -2450,6 +2516,10 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
         fprintf (f, ",\"bytes\":%" PRIu64, s->bytes);
       if (s->device != 0xffff)
         fprintf (f, ",\"device\":%u,\"stream\":%u", (unsigned) s->device, (unsigned) s->stream);
+      /* another thread's collection (format 1.8): which, and whether it stopped every thread */
+      if (pp_span_gc_other_thread (s))
+        fprintf (f, ",\"gc_thread\":%u,\"gc_stops_world\":%s", (unsigned) (s->stream & PP_GC_THREAD_MASK),
+                 s->stream & PP_GC_STOPS_WORLD ? "true" : "false");
       fputs ("}}", f);
     }
   /* each track's steps, as its own markers mark them */

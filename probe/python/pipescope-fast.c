@@ -88,15 +88,16 @@ static struct
   int64_t orig_ns, self_ns, entry_ns;
   unsigned long long self_calls;
   /* block edges (issue 29), on the training thread only (edge_thread,
-   * set by edges_open): the run-queue delay (schedstat; fd -1 where the
-   * kernel has none) and self_ns, each queued as a COUNTER_RECORD only
+   * set by edges_open): the run-queue delay and the time on a CPU (one
+   * schedstat read gives both; fd -1 where the kernel has none) and
+   * self_ns, each queued as a COUNTER_RECORD only
    * when it changed since its last sample (an unchanged one is the last
    * sample's value: the reader takes the last sample at or before an
    * edge), which halves the records */
   int edges;
   unsigned long edge_thread;
   PpSchedstat sched;
-  int64_t last_delay, last_self;
+  int64_t last_delay, last_self, last_cpu;
   /* the schedule's own code: from a wrapper's exit (or the step's
    * begin) to the next wrapper's entry, within a step; 0: not in one */
   int64_t sched_from;
@@ -159,11 +160,16 @@ sample (int64_t counter, int64_t value, int64_t *last, int64_t t)
   push (PIPESCOPE_COUNTER_RECORD, counter, -1, S.step, t, t, -1, value);
 }
 
-/* The run-queue delay now (one pread), -1 without schedstat. */
+/* The run-queue delay now and, in *cpu, the time on a CPU (one pread for
+ * both), -1 without schedstat. */
 static int64_t
-run_delay (void)
+run_delay (int64_t *cpu)
 {
-  return S.sched.fd >= 0 ? pp_schedstat_run_delay_ns (&S.sched) : -1;
+  int64_t delay = -1;
+  *cpu = -1;
+  if (S.sched.fd >= 0)
+    pp_schedstat_read (&S.sched, cpu, &delay);
+  return delay;
 }
 
 /* The wrapped call. */
@@ -322,13 +328,14 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   /* the edges' samples: the delay read just outside the block's times,
    * our own time so far (this call's part before t0 included) */
   int edges = S.edges && PyThread_get_thread_ident () == S.edge_thread;
-  int64_t d0 = edges ? run_delay () : -1;
+  int64_t c0 = -1, c1 = -1;
+  int64_t d0 = edges ? run_delay (&c0) : -1;
   int64_t t0 = S.now ();
   int64_t pre = edges ? t0 - S.entry_ns : 0;
   int64_t self0 = S.self_ns + pre;
   PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
   int64_t t1 = S.now ();
-  int64_t d1 = edges ? run_delay () : -1;
+  int64_t d1 = edges ? run_delay (&c1) : -1;
   int64_t self1 = S.self_ns + pre;   /* with what ran of ours inside (a GC's) */
   S.orig_ns = t1 - t0;
   if (out == NULL || !S.on)
@@ -369,12 +376,14 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   if (edges && S.edges)   /* not closed meanwhile */
     {
       sample (PIPESCOPE_RUN_DELAY_NS, d0, &S.last_delay, t0);
+      sample (PIPESCOPE_ON_CPU_NS, c0, &S.last_cpu, t0);
       sample (PIPESCOPE_PROBE_SELF_NS, self0, &S.last_self, t0);
     }
   push (kind, stage, mb, S.step, t0, t1, -1, 0);
   if (edges && S.edges)
     {
       sample (PIPESCOPE_RUN_DELAY_NS, d1, &S.last_delay, t1);
+      sample (PIPESCOPE_ON_CPU_NS, c1, &S.last_cpu, t1);
       sample (PIPESCOPE_PROBE_SELF_NS, self1, &S.last_self, t1);
     }
   if (S.observed != NULL
@@ -853,7 +862,7 @@ reset (void)
   S.op_next = S.work_next = 0;
   S.edges = 0;
   pp_schedstat_close (&S.sched);
-  S.last_delay = S.last_self = -1;
+  S.last_delay = S.last_self = S.last_cpu = -1;
   S.sched_from = 0;
   S.depth = 0;
   S.in_orig = 0;
@@ -901,7 +910,7 @@ m_edges_open (PyObject *mod, PyObject *args)
   if (samples)
     pp_schedstat_open (&S.sched);
   S.edge_thread = PyThread_get_thread_ident ();
-  S.last_delay = S.last_self = -1;
+  S.last_delay = S.last_self = S.last_cpu = -1;
   S.edges = samples;
   return PyBool_FromLong (S.sched.fd >= 0);
 }
@@ -953,7 +962,9 @@ m_record (PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         S.refused++;
         Py_RETURN_NONE;
       }
-  if (f[0] == PIPESCOPE_GC && S.depth > 0 && S.in_orig == 0 && f[5] > f[4])
+  /* a pause of the training thread inside a wrapper's own time is not the
+   * wrapper's; another thread's collection (bytes: its thread) never is */
+  if (f[0] == PIPESCOPE_GC && f[7] == 0 && S.depth > 0 && S.in_orig == 0 && f[5] > f[4])
     S.gc_self += f[5] - f[4];
   push (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
   Py_RETURN_NONE;

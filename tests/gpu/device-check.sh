@@ -325,6 +325,53 @@ if os.path.exists(cli):
         for l in tail(o, 40):
             say("    " + l)
     say()
+    # issue 29's launch_gap on the GPU: the CUPTI collector wrote LAUNCH
+    # spans (trace format 1.8; at least the device's first work's), and
+    # every rank's runtime parts, launch_gap among them where its trace has
+    # LAUNCHes, are none negative and sum to runtime.  A GPU test: counted.
+    if os.path.exists(trace):
+        why = os.path.join(out, "zbv-gpu-why.json")
+        rc_i, o_i, _, _ = run([cli, "info", trace], CLI_T)
+        rc_w, o_w, _, _ = run([cli, "export", trace, "--format", "why", "-o", why], CLI_T)
+        problems = []
+        m = re.search(r"\bLAUNCH (\d+)", o_i)
+        n_launch = int(m.group(1)) if m else 0
+        if n_launch == 0:
+            problems.append("no LAUNCH span in the trace (info: %s)" % (m.group(0) if m else "none counted"))
+        idles = []
+        def walk(x):
+            if isinstance(x, dict):
+                if "runtime" in x and isinstance(x.get("runtime_parts"), dict):
+                    idles.append(x)
+                for v in x.values():
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        try:
+            walk(json.load(open(why)))
+        except (OSError, ValueError) as e:
+            problems.append("export --format why (exit %s): %s" % (rc_w, e))
+        with_launch = 0
+        for i, w in enumerate(idles):
+            parts = w["runtime_parts"]
+            if any(v < 0 for v in parts.values()):
+                problems.append("idle %d: a negative part %s" % (i, parts))
+            if abs(sum(parts.values()) - w["runtime"]) > 1e-9 + 1e-9 * abs(w["runtime"]):
+                problems.append("idle %d: parts sum %.9g, runtime %.9g" % (i, sum(parts.values()), w["runtime"]))
+            with_launch += "launch_gap" in parts
+        if idles and with_launch == 0:
+            problems.append("no rank's runtime_parts has launch_gap")
+        res = "FAIL" if problems else "OK"
+        tests.append({"name": "launch_gap on the GPU trace", "result": res, "duration": 0})
+        say("launch_gap on the GPU trace: %s (%d LAUNCH spans, %d idle entries, %d with launch_gap)"
+            % (res, n_launch, len(idles), with_launch))
+        for l in problems[:10]:
+            say("    " + l)
+        for l in o_i.split("\n"):
+            if "launch_gap" in l:
+                say("    " + l.strip())
+        say()
 # ---- NCCL between GPU rank processes (one GPU each) ----
 # Two ranks as processes under mpirun, stage data through NCCL: the weights
 # after 3 steps against the same run as threads with one GPU each.  Needs

@@ -427,18 +427,24 @@ fake_cupti_hold_api (int n_flushes)
   pthread_mutex_unlock (&fk_lock);
 }
 
-static uint32_t api_call (bool driver, uint32_t cbid, bool running);
+static uint32_t api_call (bool driver, uint32_t cbid, bool running, uint64_t start, uint64_t end);
 
 uint32_t
 fake_cupti_api_call (bool driver, uint32_t cbid)
 {
-  return api_call (driver, cbid, false);
+  return api_call (driver, cbid, false, 0, 0);
+}
+
+uint32_t
+fake_cupti_api_call_at (bool driver, uint32_t cbid, uint64_t start, uint64_t end)
+{
+  return api_call (driver, cbid, false, start, end);
 }
 
 uint32_t
 fake_cupti_api_begin (bool driver, uint32_t cbid)
 {
-  return api_call (driver, cbid, true);
+  return api_call (driver, cbid, true, 0, 0);
 }
 
 void
@@ -450,8 +456,9 @@ fake_cupti_api_end (void)
   pthread_mutex_unlock (&fk_lock);
 }
 
+/* start == end == 0: the call's times are the timestamp callback's now */
 static uint32_t
-api_call (bool driver, uint32_t cbid, bool running)
+api_call (bool driver, uint32_t cbid, bool running, uint64_t start, uint64_t end)
 {
   Out out[OUT_ROOM];
   int n_out = 0;
@@ -484,7 +491,9 @@ api_call (bool driver, uint32_t cbid, bool running)
           a->kind = kind;
           a->cbid = cbid;
           a->correlationId = corr;
-          if (fk.timestamp)
+          if (start != 0 || end != 0)
+            a->start = start, a->end = end;
+          else if (fk.timestamp)
             a->start = a->end = fk.timestamp ();
           if (running)
             {

@@ -64,6 +64,9 @@ void     fake_cupti_hold_api (int n_flushes);
 /* A runtime (driver false) or driver API call on this thread; returns its
  * correlation id. */
 uint32_t fake_cupti_api_call (bool driver, uint32_t cbid);
+/* The same with the API record's start and end given (ns, the records'
+ * clock) instead of now: a launch that took that long. */
+uint32_t fake_cupti_api_call_at (bool driver, uint32_t cbid, uint64_t start, uint64_t end);
 /* The same for a call that has not returned (a synchronous copy): its API
  * record stays incomplete until fake_cupti_api_end, and a default flush
  * keeps back the API buffer meanwhile (a forced one does not). */

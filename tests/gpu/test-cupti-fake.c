@@ -652,6 +652,126 @@ test_many_waiting (void)
   sink_free (k);
 }
 
+/* LAUNCH spans (pp-cupti.h, "Launches"), on device 0, times from T in ms:
+ *   c0 call [-1, -0.9]  K0 [0, 10]      the device's first work: a LAUNCH
+ *   c1 call [1, 1.01]   K1 [10, 12]     queued behind K0: none
+ *   c2 call [13, 15]    K2 [15.005, 16] the device idle since 12 while the
+ *                                       call ran: LAUNCH [13, 15]
+ *   c3 call [16.1, 16.2] M3 [20, 21]    a copy; idle since 16, the call
+ *                                       ended after: LAUNCH [16.1, 16.2]
+ *   c4 call [20.2, 20.3] K4 [25, 26]    idle before it, but its call had
+ *                                       returned while M3 ran: none
+ *   c5 call [26, 27]    K5 [26.005, 27.5] 5 us after K4: back to back, none
+ * c0..c2 in block A (API records read before the device records), c3..c5
+ * in block B (the device records read first: the LAUNCH waits for its
+ * call).  The LAUNCHes carry their block's tags, the work's device, stream
+ * and name, and leave the blocks' GPU times alone. */
+static void
+test_launches (void)
+{
+  fake_cupti_reset ();
+  Sink *k = sink_new ();
+  PpCupti *c = start (k, 0);
+  uint64_t T = now () + 100 * MS_NS;
+#define AT(ms) ((uint64_t) ((int64_t) T + (int64_t) ((ms) * 1e6 + ((ms) < 0 ? -0.5 : 0.5))))
+
+  uint64_t a = pp_cupti_push_block_rank (c, 3, 1, 0, PP_SPAN_F, 2);
+  uint32_t c0 = fake_cupti_api_call_at (false, LAUNCH_RT, AT (-1), AT (-0.9));
+  uint32_t c1 = fake_cupti_api_call_at (true, LAUNCH_DRV, AT (1), AT (1.01));
+  uint32_t c2 = fake_cupti_api_call_at (false, LAUNCH_RT, AT (13), AT (15));
+  pp_cupti_pop_block (c);
+  flush (c);   /* the calls first */
+  fake_cupti_kernel (c0, "k0", AT (0), AT (10));
+  fake_cupti_kernel (c1, "k1", AT (10), AT (12));
+  fake_cupti_kernel (c2, "k2", AT (15.005), AT (16));
+  flush (c);
+
+  uint64_t b = pp_cupti_push_block_rank (c, 4, 2, 1, PP_SPAN_B, 2);
+  uint32_t c3 = fake_cupti_api_call_at (true, COPY_DRV, AT (16.1), AT (16.2));
+  uint32_t c4 = fake_cupti_api_call_at (false, LAUNCH_RT, AT (20.2), AT (20.3));
+  uint32_t c5 = fake_cupti_api_call_at (false, LAUNCH_RT, AT (26), AT (27));
+  pp_cupti_pop_block (c);
+  fake_cupti_memcpy (c3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 64, AT (20), AT (21));
+  fake_cupti_kernel (c4, "k4", AT (25), AT (26));
+  fake_cupti_kernel (c5, "k5", AT (26.005), AT (27.5));
+  flush (c);   /* device records, then the calls (the fake's order) */
+  flush (c);
+
+  GArray *ls = sink_find (k, c, PP_SPAN_LAUNCH, NULL);
+  g_assert_cmpuint (ls->len, ==, 3);
+  static const double want[3][2] = { { -1, -0.9 }, { 13, 15 }, { 16.1, 16.2 } };
+  static const char *const names[3] = { "k0", "k2", "memcpy HtoD" };
+  for (guint i = 0; i < ls->len; i++)
+    {
+      const PpSpan *s = &g_array_index (ls, PpSpan, i);
+      g_assert_cmpint (s->start_ns, ==, (int64_t) AT (want[i][0]));
+      g_assert_cmpint (s->end_ns, ==, (int64_t) AT (want[i][1]));
+      g_assert_cmpuint (s->device, ==, 0);
+      g_assert_cmpuint (s->stream, ==, 7);
+      g_assert_cmpstr (pp_cupti_name (c, s->name_id), ==, names[i]);
+      g_assert_cmpint (s->rank, ==, i < 2 ? 3 : 4);
+      g_assert_cmpint (s->stage, ==, i < 2 ? 1 : 2);
+      g_assert_cmpint (s->microbatch, ==, i < 2 ? 0 : 1);
+      g_assert_cmpint (s->step, ==, 2);
+      g_assert_cmpint (s->peer_rank, ==, -1);
+    }
+  g_array_free (ls, TRUE);
+
+  /* every device record is there once, the blocks' GPU times are theirs */
+  GArray *ks = sink_find (k, c, PP_SPAN_KERNEL, NULL);
+  g_assert_cmpuint (ks->len, ==, 5);
+  g_array_free (ks, TRUE);
+  int64_t gs = 0, ge = 0;
+  g_assert_true (pp_cupti_block_gpu_time (c, a, &gs, &ge, NULL));
+  g_assert_cmpint (gs, ==, (int64_t) AT (0));
+  g_assert_cmpint (ge, ==, (int64_t) AT (16));
+  g_assert_true (pp_cupti_block_gpu_time (c, b, &gs, &ge, NULL));
+  g_assert_cmpint (gs, ==, (int64_t) AT (20));
+  g_assert_cmpint (ge, ==, (int64_t) AT (27.5));
+  PpCuptiStats st;
+  pp_cupti_get_stats (c, &st);
+  g_assert_cmpuint (st.launches, ==, 3);
+  g_assert_cmpuint (st.spans, ==, 6);
+#undef AT
+  pp_cupti_free (c);
+  sink_free (k);
+}
+
+/* A busy pipeline: 10,000 kernels queued back to back behind the first,
+ * their calls long returned when each starts, make one LAUNCH (the
+ * first's), whichever record comes first. */
+static void
+test_launches_queued (void)
+{
+  fake_cupti_reset ();
+  Sink *k = sink_new ();
+  PpCupti *c = start (k, 0);
+  uint64_t T = now () + 100 * MS_NS;
+  for (int order = 0; order < 2; order++)
+    {
+      uint64_t t0 = T + (uint64_t) order * SEC_NS;
+      uint32_t corr[10000];
+      pp_cupti_push_block (c, 0, order, PP_SPAN_F, 0);
+      for (int i = 0; i < 10000; i++)
+        corr[i] = fake_cupti_api_call_at (false, LAUNCH_RT, t0 + (uint64_t) i * 1000,
+                                          t0 + (uint64_t) i * 1000 + 500);
+      pp_cupti_pop_block (c);
+      if (order == 0)
+        flush (c);
+      for (int i = 0; i < 10000; i++)   /* 20 us each, from 1 ms on: queued */
+        fake_cupti_kernel (corr[i], "q", t0 + MS_NS + (uint64_t) i * 20000,
+                           t0 + MS_NS + (uint64_t) (i + 1) * 20000);
+      flush (c);
+      flush (c);
+    }
+  GArray *ls = sink_find (k, c, PP_SPAN_LAUNCH, NULL);
+  g_assert_cmpuint (ls->len, ==, 2);   /* the first kernel of each burst */
+  g_assert_cmpint (g_array_index (ls, PpSpan, 0).end_ns, ==, (int64_t) T + 500);
+  g_array_free (ls, TRUE);
+  pp_cupti_free (c);
+  sink_free (k);
+}
+
 /* Block times are kept for the last PP_CUPTI_MAX_BLOCKS blocks; an evicted
  * block says so, apart from a block without records. */
 static void
@@ -696,5 +816,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cupti-fake/blocked-thread", test_blocked_thread);
   g_test_add_func ("/cupti-fake/many-waiting", test_many_waiting);
   g_test_add_func ("/cupti-fake/blocks-kept", test_blocks_kept);
+  g_test_add_func ("/cupti-fake/launches", test_launches);
+  g_test_add_func ("/cupti-fake/launches-queued", test_launches_queued);
   return g_test_run ();
 }

@@ -10,6 +10,12 @@ record a micro-batch whose entries point back at it, built in the loss
 (the last stage) and by the stage when the schedule asks it for a
 micro-batch's sends (every stage: a subclass of PipelineStage that keeps a
 record of what it sends), so every rank collects between its blocks.
+
+--thread-gc N: a helper thread (a job's data loader or logger would be one)
+makes cycles and runs gc.collect(1) N times, spread over the steps after the
+first (the hook records from the first step on) and done before the last
+ends; the job's callback records every collection another thread runs, on
+which thread (its native id), into "other_gc".
 """
 
 import argparse
@@ -43,6 +49,7 @@ def main():
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--cycles", type=int, default=400, help="records the loss makes a micro-batch")
     ap.add_argument("--send-cycles", type=int, default=150, help="records a stage's sends make a micro-batch")
+    ap.add_argument("--thread-gc", type=int, default=0, help="collections a helper thread runs")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -50,9 +57,15 @@ def main():
     # callback (at the first step) runs after it at start and at stop
     main_thread = threading.get_ident()
     pauses, began = [], [0]
+    other, other_began = [], {}
 
     def on_gc(phase, info):
         if threading.get_ident() != main_thread:
+            me = threading.get_native_id()
+            if phase == "start":
+                other_began[me] = time.monotonic_ns()
+            elif me in other_began:
+                other.append((other_began.pop(me), time.monotonic_ns(), me))
             return
         if phase == "start":
             began[0] = time.monotonic_ns()
@@ -60,6 +73,23 @@ def main():
             pauses.append((began[0], time.monotonic_ns(), info.get("generation", -1)))
             began[0] = 0
     gc.callbacks.append(on_gc)
+
+    go, done = threading.Event(), threading.Event()
+
+    def helper():
+        go.wait()
+        for _ in range(a.thread_gc):
+            if done.is_set():
+                break
+            cycles(a.cycles, "helper")
+            # the young generations: a full collection of a process that
+            # imported torch takes 0.4-0.6 s here, and would make the job's
+            # steps the helper's
+            gc.collect(1)
+            time.sleep(0.01)   # the training thread runs between collections
+    collector = threading.Thread(target=helper, name="gc-helper", daemon=True)
+    if a.thread_gc > 0:
+        collector.start()
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -90,7 +120,10 @@ def main():
     x = torch.randn(4 * a.microbatches, a.width, generator=g)
     y = torch.randn(4 * a.microbatches, a.width, generator=g)
     steps = []
-    for _ in range(a.steps):
+    for i in range(a.steps):
+        if i == a.steps - 1 and a.thread_gc > 0:
+            done.set()
+            collector.join()   # its collections all inside the recorded steps
         t0 = time.monotonic_ns()
         opt.zero_grad()
         if rank == 0:
@@ -99,12 +132,14 @@ def main():
             sched.step(target=y, losses=[])
         opt.step()
         steps.append((t0, time.monotonic_ns()))
+        go.set()   # the hook is recording (it opened at the first step)
     dist.barrier()
     gc.callbacks.remove(on_gc)
     until = time.monotonic_ns()   # the hook may record collections after this
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
-        json.dump({"rank": rank, "gc": pauses, "steps": steps, "until": until}, f)
+        json.dump({"rank": rank, "gc": pauses, "other_gc": other, "steps": steps, "until": until,
+                   "helper": collector.native_id if a.thread_gc > 0 else None}, f)
     dist.destroy_process_group()
 
 

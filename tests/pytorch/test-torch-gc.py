@@ -11,10 +11,16 @@ pauses itself (its own gc.callbacks on the training thread).  Asserts:
      whatever the load: the start callbacks all run before it, the stop
      callbacks after), so none is invented; how far apart their edges are
      is printed, not asserted (it is the machine's load);
-  2. every rank has RUN_DELAY_NS and PROBE_SELF_NS samples, each series
+  2. every rank has RUN_DELAY_NS, PROBE_SELF_NS and ON_CPU_NS samples, each series
      non-decreasing in time (cumulative), and HOST_SCHEDULE, HOST_LOSS (the
      last stage), HOST_DATA spans;
-  3. `export --format why` splits each rank's runtime into runtime_parts:
+  3. the job's helper thread collects too (gc-train.py --thread-gc): each
+     collection the job measured on another thread while the hook
+     recorded is exactly one GC span marked as another thread's (its
+     stream that thread's native id, format 1.8), overlapping the job's
+     measure of it, and no other such span; none is taken for the
+     training thread's own (1 counts stream 0 only).
+  4. `export --format why` splits each rank's runtime into runtime_parts:
      gc > 0 on every rank, parts summing to runtime, none negative.  The
      analysis is built beside the hook; where the export has no
      runtime_parts yet this check SKIPs, saying so.
@@ -51,8 +57,10 @@ GC, HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD = 18, 19, 20, 21, 22
 HOST = (HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD)
 WORK = (0, 1, 2, 3, 13)   # F, B, I, W, OVERLAP_F_B
 WAIT = 9
-RUN_DELAY, PROBE_SELF = 6, 7
-N_TESTS = 3
+RUN_DELAY, PROBE_SELF, ON_CPU = 6, 7, 8
+THREAD_MASK = 0x7FFFFFFF   # a GC span's stream: the collecting thread (pp-event.h)
+HELPER_GCS = 8
+N_TESTS = 4
 
 
 def fail(msg):
@@ -162,14 +170,15 @@ def run(cli, py, tmp):
     os.chmod(tmp, 0o700)
     trace, out = os.path.join(tmp, "job.pptrace"), os.path.join(tmp, "out")
     job = [os.path.join(os.path.dirname(py), "torchrun"), "--standalone", "--nproc-per-node", "2",
-           os.path.join(HERE, "gc-train.py"), "--steps", "6", "--out", out]
+           os.path.join(HERE, "gc-train.py"), "--steps", "6", "--thread-gc", str(HELPER_GCS), "--out", out]
     p = subprocess.run([cli, "profile", "--trace", trace, "--name", "gctest", "--"] + job, env=env,
                        capture_output=True, text=True, timeout=400)
     if p.returncode != 0:
         fail(f"the profiled job exited {p.returncode}:\n{p.stderr[-3000:]}")
     if "not recording" in p.stderr or "recording stopped" in p.stderr:
         fail(f"the hook did not record:\n{p.stderr[-2000:]}")
-    spans, counters = read_trace(trace)
+    spans6, counters = read_trace(trace, streams=True)
+    spans = [x[:5] for x in spans6 if x[1] != GC or x[5] == 0]   # the training thread's own
     ranks = (0, 1)
 
     # 1. GC spans: each a pause the job measured
@@ -193,7 +202,7 @@ def run(cli, py, tmp):
     # 2. block-edge counters, cumulative; host spans
     lines = []
     for r in ranks:
-        for kind, name in ((RUN_DELAY, "RUN_DELAY_NS"), (PROBE_SELF, "PROBE_SELF_NS")):
+        for kind, name in ((RUN_DELAY, "RUN_DELAY_NS"), (PROBE_SELF, "PROBE_SELF_NS"), (ON_CPU, "ON_CPU_NS")):
             series = sorted((t, v) for rr, k, t, v in counters if rr == r and k == kind)
             if not series:
                 fail(f"rank {r}: no {name} sample")
@@ -206,6 +215,33 @@ def run(cli, py, tmp):
         if any(kinds[k] == 0 for k in want):
             fail(f"rank {r}: host spans missing: {dict(kinds)}")
     print("ok 2 - block-edge counters non-decreasing, host spans there: " + "; ".join(lines))
+
+    # 3. another thread's collections: each one span, marked, overlapping the job's measure
+    lines = []
+    for r in ranks:
+        mine = json.load(open(os.path.join(out, f"rank{r}.json")))
+        since, until = mine["steps"][0][1], mine["until"]   # the hook records from the first step on
+        job_o = sorted((a, b, tid) for a, b, tid in mine["other_gc"] if a >= since)
+        rec_o = sorted((s, e, sm) for rr, k, st, s, e, sm in spans6
+                       if rr == r and k == GC and sm != 0 and s >= since and e < until)
+        if not any(tid == mine["helper"] for _, _, tid in job_o):
+            fail(f"rank {r}: the job's helper thread measured no collection after the first step: {mine['other_gc']}")
+        if len(rec_o) != len(job_o):
+            fail(f"rank {r}: {len(rec_o)} GC spans of another thread for the {len(job_o)} collections the job "
+                 f"measured on other threads: spans {rec_o}, job {job_o}")
+        diffs, pairs = match_pauses([(s, e) for s, e, _ in rec_o], [(a, b) for a, b, _ in job_o])
+        if diffs is None:
+            fail(f"rank {r}: another thread's {pairs}")
+        tid_of = {(a, b): tid for a, b, tid in job_o}
+        for (s, e), job in pairs:
+            sm = next(x for ss, ee, x in rec_o if (ss, ee) == (s, e))
+            if sm & THREAD_MASK != tid_of[job]:
+                fail(f"rank {r}: the GC span {s}..{e} names thread {sm & THREAD_MASK}, the job measured the "
+                     f"collection on thread {tid_of[job]}")
+        lines.append(f"rank {r} {len(rec_o)} of {len(job_o)}, edges {diffs[len(diffs) // 2] / 1e3:.1f} us apart "
+                     f"(median)")
+    print("ok 3 - another thread's collections: each one GC span marked with its thread, overlapping the "
+          "job's measure: " + "; ".join(lines))
 
     # diagnostics: runtime (why) and what the measured parts cover of the idle
     why_path = os.path.join(tmp, "why.json")
@@ -229,10 +265,10 @@ def run(cli, py, tmp):
                   f"{c['waits'] / 1e6:.2f} ms, the rest {c['rest'] / 1e6:.2f} ms, of it outside waits "
                   f"{c['rest_not_waiting'] / 1e6:.2f} ms")
 
-    # 3. the analysis's split of runtime
+    # 4. the analysis's split of runtime
     idle = why.get("idle", [])
     if not idle or not all("runtime_parts" in x for x in idle):
-        print("ok 3 # SKIP export --format why has no runtime_parts yet (the analysis of issue 29 is not in "
+        print("ok 4 # SKIP export --format why has no runtime_parts yet (the analysis of issue 29 is not in "
               "this build)")
         return 0
     lines = []
@@ -250,7 +286,7 @@ def run(cli, py, tmp):
             fail(f"rank {r}: runtime_parts sum to {sum(parts.values())}, runtime is {x['runtime']}: {parts}")
         lines.append(f"rank {r} gc {parts['gc'] * 1e3:.2f} ms, unattributed {parts['unattributed'] * 1e3:.2f} ms "
                      f"of runtime {x['runtime'] * 1e3:.2f} ms")
-    print("ok 3 - runtime_parts: gc > 0 on every rank, summing to runtime, none negative: " + "; ".join(lines))
+    print("ok 4 - runtime_parts: gc > 0 on every rank, summing to runtime, none negative: " + "; ".join(lines))
     return 0
 
 

@@ -7,16 +7,20 @@ records their inputs for one process, on the thread that runs its steps
 
   * GC: a gc.callbacks callback, start -> stop on time.monotonic_ns (the
     clock of the blocks, CLOCK_MONOTONIC), one SPAN_GC span (stage -1,
-    mb -1, the step begun last) a collection of the training thread,
-    queued like every record (no library call while a batch is open).
-    Collections run by other threads are not recorded: the GIL would
-    block the training thread only if it wanted the interpreter at that
-    moment, which nothing here can see (a wait in a C call that released
-    the GIL, a gloo receive, is not held up by it); such a pause stays
-    unattributed rather than guessed.  The callback is removed during
-    paused steps (the benchmark's unrecorded ones) and at close.  Its own
-    cost is mostly inside the span it records (it reads the clock first
-    at start, and first at stop).
+    mb -1, the step begun last) a collection, queued like every record
+    (no library call while a batch is open).  The callback runs on the
+    thread that collects: the training thread's collections have stream 0,
+    another thread's carry that thread's native id (with PP_GC_STOPS_WORLD
+    where sys._is_gil_enabled() says the interpreter has no GIL; format
+    1.8, pp-event.h).  Another thread's collection holds the GIL, so it
+    holds up the training thread only where that thread wants the
+    interpreter meanwhile (not in a wait that released it, a gloo
+    receive): the analysis decides what of it to charge (pp-why-runtime.h,
+    rule 1); this only records it.  One slot serves every other thread:
+    CPython runs one collection at a time, callbacks included.  The
+    callback is removed during paused steps (the benchmark's unrecorded
+    ones) and at close.  Its own cost is mostly inside the span it records
+    (it reads the clock first at start, and first at stop).
   * block edges: /proc/thread-self/schedstat opened once on this thread;
     its run-queue delay (the thread runnable but not running) and the
     hook's own time on the thread (PROBE_SELF_NS: the compiled wrappers'
@@ -47,9 +51,14 @@ records their inputs for one process, on the thread that runs its steps
 import functools
 import gc
 import os
+import sys
 import threading
 
 from . import lib as _lib
+
+# a GC span's stream (pp-event.h): another thread's native id, and this
+# bit where the interpreter has no GIL (its collection stops every thread)
+STOPS_WORLD, THREAD_MASK = 0x80000000, 0x7FFFFFFF
 
 
 class Host:
@@ -60,7 +69,7 @@ class Host:
         self.rec = rec
         self.thread = threading.get_ident()
         self.fd = -1          # the Python wrappers' schedstat (no compiled ones)
-        self.last_delay = -1
+        self.last_delay = self.last_cpu = -1
         self.on_gc = None
         fast = rec.fast
         samples = os.environ.get("PIPESCOPE_EDGES") != "0"
@@ -88,9 +97,26 @@ class Host:
         rec, get_ident, thread = self.rec, threading.get_ident, self.thread
         now = rec.rank.now
         began = [0]
+        other = [0, 0]   # another thread's collection: its start, its thread's code
+        gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+        world = 0 if gil else STOPS_WORLD
+
+        def on_other(phase):
+            if phase == "start":
+                other[0], other[1] = now(), (threading.get_native_id() & THREAD_MASK) | world
+                return
+            t0, other[0] = other[0], 0
+            r = rec.rank
+            if t0 == 0 or r is None or rec.failed:
+                return
+            try:
+                r.gc_pause(rec.current_step(), t0, now(), other[1])
+            except Exception as e:
+                rec.fail("a GC pause on another thread", e)
 
         def on_gc(phase, info):
             if get_ident() != thread:
+                on_other(phase)
                 return
             if phase == "start":
                 began[0] = now()
@@ -100,7 +126,7 @@ class Host:
             if t0 == 0 or r is None or rec.failed:
                 return
             try:
-                r.block(_lib.SPAN_GC, -1, -1, rec.current_step(), t0, now())
+                r.gc_pause(rec.current_step(), t0, now())
             except Exception as e:
                 rec.fail("a GC pause", e)
         return on_gc
@@ -131,21 +157,30 @@ class Host:
 
     def run_delay(self):
         """The training thread's cumulative run-queue delay (ns), -1 unread."""
+        return self.schedstat()[1]
+
+    def schedstat(self):
+        """(time on a CPU, run-queue delay) of the training thread,
+        cumulative ns, from one read; (-1, -1) unread."""
         try:
-            return int(os.pread(self.fd, 64, 0).split()[1])
+            f = os.pread(self.fd, 64, 0).split()
+            return int(f[0]), int(f[1])
         except (OSError, IndexError, ValueError):
-            return -1
+            return -1, -1
 
     def edge(self, t):
         """A block edge at t (Python wrappers): the run-queue delay's sample
         where it changed, on the training thread only."""
         if threading.get_ident() != self.thread:
             return
-        d = self.run_delay()
+        cpu, d = self.schedstat()
         r = self.rec.rank
         if d >= 0 and d != self.last_delay and r is not None:
             self.last_delay = d
             r.sample(_lib.COUNTER_RUN_DELAY_NS, d, self.rec.current_step(), t)
+        if cpu >= 0 and cpu != self.last_cpu and r is not None:
+            self.last_cpu = cpu
+            r.sample(_lib.COUNTER_ON_CPU_NS, cpu, self.rec.current_step(), t)
 
 
 def wrap_host(hook, orig, kind):

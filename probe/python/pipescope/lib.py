@@ -57,11 +57,15 @@ COUNTER_COLLECTIVE_CALLS, COUNTER_COLLECTIVE_BYTES = 4, 5
 # Rank.block (stage -1, mb -1; HOST_LOSS: the micro-batch where known):
 # neither work nor bubble, they say where a gap went.
 SPAN_GC, SPAN_HOST_SCHEDULE, SPAN_HOST_LOSS, SPAN_HOST_DATA, SPAN_HOST_ZERO_GRAD = 18, 19, 20, 21, 22
+# A launch an idle device waited for (1.8): the probe's CUPTI collector
+# writes it, Rank.block refuses it; for readers of a trace.
+SPAN_LAUNCH = 23
 # Cumulative nanoseconds of the recording thread, sampled at block edges
 # (1.6): its run-queue delay (/proc/thread-self/schedstat's second field)
-# and the hook's own cost on it.  In a batch as a COUNTER_RECORD record:
+# and the hook's own cost on it; 1.7: its time on a CPU (the first field,
+# of the same read).  In a batch as a COUNTER_RECORD record:
 # (COUNTER_RECORD, counter kind, -1, step, time_ns, time_ns, -1, value).
-COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS = 6, 7
+COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS, COUNTER_ON_CPU_NS = 6, 7, 8
 COUNTER_RECORD = 66   # pipescope_records only: not a span kind
 
 last_error = ""
@@ -319,6 +323,26 @@ class Rank:
         if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
             self.flush()
 
+    def gc_pause(self, step, t0, t1, thread=0):
+        """A collection (SPAN_GC): thread 0 the training thread's, else
+        the collecting thread's code (pp-event.h: its native id, bit 31
+        where the interpreter has no GIL), carried in the record's bytes
+        field.  False where this library cannot carry it (no records: the
+        plain call has no field for it), so nothing was recorded."""
+        if self.fast is not None:
+            self.fast.record(SPAN_GC, -1, -1, step, t0, t1, -1, thread)
+            return True
+        q = self._q
+        if q is None:
+            if thread:
+                return False
+            self._block(self._h, SPAN_GC, -1, -1, step, t0, t1)
+            return True
+        q += (SPAN_GC, -1, -1, step, t0, t1, -1, thread)
+        if len(q) >= self._FULL or t1 - self._t_flush > self._FLUSH_NS:
+            self.flush()
+        return True
+
     def dp_block(self, kind, stage, step, t0, t1, nbytes=0):
         """A data-parallel action (SPAN_UNSHARD ... SPAN_WAIT_REDUCE_GRAD) of
         stage with the bytes it moves: through the records, which carry
@@ -377,7 +401,8 @@ class Rank:
 
     def sample(self, kind, value, step, t):
         """A cumulative counter's integer sample at a block edge
-        (COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS): queued, in a batch."""
+        (COUNTER_RUN_DELAY_NS, COUNTER_PROBE_SELF_NS, COUNTER_ON_CPU_NS):
+        queued, in a batch."""
         rec = (COUNTER_RECORD, kind, -1, step, t, t, -1, int(value))
         if self.fast is not None:
             self.fast.record(*rec)
