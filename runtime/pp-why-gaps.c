@@ -413,7 +413,9 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
   size_t nh = n;
   if (add_clipped (ix, &n, x->kern, x->n_kern, ca, cb) != 0)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
-  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (measure (ix->scratch + nh, n - nh) * 1e-9, left);
+  /* (no pointer arithmetic on a scratch never grown: NULL + 0 is undefined) */
+  double kern = n > nh ? measure (ix->scratch + nh, n - nh) : 0;
+  parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (kern * 1e-9, left);
   left -= parts[PP_WHY_RT_USER_KERNELS];
   /* the device idle while the host was in the calls that launched its
    * next work, less what a host part or a kernel already holds */
