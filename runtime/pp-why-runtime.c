@@ -84,6 +84,43 @@ add_gap_before (PpWhyRuntimeIndex *ix, int q, int64_t t, double *causes, PpError
   return st;
 }
 
+/* The parts of rank q's gap that starts where its work ending at t ends
+ * (the gap after a block: what the peer did between a block and handing
+ * its output over), added to causes. */
+static PpStatus
+add_gap_after (PpWhyRuntimeIndex *ix, int q, int64_t t, double *causes, PpError *err)
+{
+  const RankIx *x = &ix->r[q];
+  size_t g = t > INT64_MIN ? pp_why_first_ending_after (x->work, x->n_work, t - 1) : 0;
+  if (g + 1 >= x->n_work)
+    return PP_OK;   /* its last work: no gap after it on record */
+  int64_t a = x->work[g].b, b = x->work[g + 1].a;
+  if (b <= a)
+    return PP_OK;
+  double parts[PP_WHY_N_RUNTIME_PARTS];
+  PpStatus st = pp_why_gap_parts (ix, x, a, b, a, b, parts, err);
+  for (int k = 0; st == PP_OK && k < PP_WHY_N_RUNTIME_PARTS; k++)
+    causes[k] += parts[k];
+  return st;
+}
+
+/* When the input of a block starting at start_s (seconds from lo_ns)
+ * really came: the end of the rank's last recorded WAIT that ends in
+ * (ready_s, start_s] (a receive returns when the data is there); -INFINITY
+ * where the rank recorded none. */
+static double
+measured_arrival (const RankIx *x, int64_t lo_ns, double ready_s, double start_s)
+{
+  if (x->n_wait == 0)
+    return -INFINITY;
+  int64_t upto = lo_ns + (int64_t) llround (start_s * 1e9);
+  size_t k = pp_why_first_ending_after (x->wait, x->n_wait, upto);
+  if (k == 0)
+    return -INFINITY;
+  double end = (double) (x->wait[k - 1].b - lo_ns) * 1e-9;
+  return end > ready_s ? end : -INFINITY;
+}
+
 void
 pp_why_runtime_reset (PpWhyIdle *w)
 {
@@ -186,14 +223,27 @@ dependency_wait (PpWhyRuntimeIndex *ix, const PpSchedule *s, int64_t lo_ns, cons
                 arrive = t, late = j;
             }
         }
+      /* the input may come later than its block's end and the plan's
+       * transfer: a peer that ran host work (a GC) between its block and
+       * its send.  The rank's own WAIT says when it came; the cause is
+       * then in the peer's gap after that block */
+      int after = 0;
+      if (late != NULL && b->rank >= 0 && b->rank < ix->ranks)
+        {
+          double got = measured_arrival (&ix->r[b->rank], lo_ns, ready, b->start);
+          if (got > arrive)
+            arrive = got, after = 1;
+        }
       if (late != NULL && arrive > ready)
         {
           double w = (arrive < b->start ? arrive : b->start) - ready;
           if (w > 0 && late->rank >= 0 && late->rank < ix->ranks)
             {
               by_peer[late->rank] += w;
-              PpStatus st = add_gap_before (ix, late->rank, lo_ns + (int64_t) llround (late->start * 1e9),
-                                            causes + (size_t) late->rank * PP_WHY_N_RUNTIME_PARTS, err);
+              double *c = causes + (size_t) late->rank * PP_WHY_N_RUNTIME_PARTS;
+              PpStatus st = add_gap_before (ix, late->rank, lo_ns + (int64_t) llround (late->start * 1e9), c, err);
+              if (st == PP_OK && after)
+                st = add_gap_after (ix, late->rank, lo_ns + (int64_t) llround (late->end * 1e9), c, err);
               if (st != PP_OK)
                 return st;
             }
@@ -382,7 +432,7 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
           }
       if (w->late_peer >= 0 && w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0)
         {
-          fprintf (f, "; late: rank %d (%.2f %s), its host before those blocks:", w->late_peer,
+          fprintf (f, "; late: rank %d (%.2f %s), its host around those blocks:", w->late_peer,
                    w->late_wait * scale, unit);
           sep = " ";
           for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)

@@ -82,11 +82,15 @@
  *    otherwise be unattributed.
  * 3. peer_late: the rank's measured waiting for a dependency (a peer's
  *    block end plus the plan's transfer time, pp_schedule_dependencies,
- *    later than the rank's own previous block end, or the window start
- *    for its first block) beyond the full plan's idle of the rank, capped
- *    to what runtime has left.  The peer whose late blocks made the rank
- *    wait most is named (PpWhyIdle.late_peer) with what its host did in
- *    the gaps just before those blocks (late_causes).
+ *    or, where later, the end of the rank's own recorded WAIT before the
+ *    block: the input came late although its block ended in time, the
+ *    peer having done host work, a GC, before handing it over; later
+ *    than the rank's own previous block end, or the window start for its
+ *    first block) beyond the full plan's idle of the rank, capped to what
+ *    runtime has left.  The peer whose late blocks made the rank wait
+ *    most is named (PpWhyIdle.late_peer) with what its host did in the
+ *    gaps just before those blocks, and just after them where the input
+ *    came after the block's end (late_causes).
  * 4. unattributed: the rest.
  * The mean over the analysed steps is taken part by part, as for the
  * other parts.

@@ -141,12 +141,7 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
           procs[n_procs++] = item.process_info;
         }
       else if (item.type == PP_TRACE_ITEM_SPAN
-               /* every work kind (OPT too: it bounds runtime's gaps, as in `info`) */
-               && (pp_span_kind_is_work (item.span.kind) || item.span.kind == PP_SPAN_SEND_F
-                   || item.span.kind == PP_SPAN_SEND_B || item.span.kind == PP_SPAN_RECV_F
-                   || item.span.kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (item.span.kind)
-                   || pp_span_kind_is_host (item.span.kind) || item.span.kind == PP_SPAN_KERNEL
-                   || item.span.kind == PP_SPAN_LAUNCH))
+               && pp_why_span_kind_analysed (item.span.kind))
         {
           if (grow_with_process ((void **) &spans, sizeof *spans, &span_process, n, &cap) != 0)
             {
@@ -229,4 +224,13 @@ out:
   free (plan);
   free (n_plan);
   return st;
+}
+
+int
+pp_why_span_kind_analysed (int kind)
+{
+  return pp_span_kind_is_work (kind) || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
+         || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind)
+         || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL || kind == PP_SPAN_LAUNCH
+         || kind == PP_SPAN_WAIT;
 }

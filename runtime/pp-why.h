@@ -90,7 +90,8 @@ typedef struct {
   unsigned char runtime_measured[PP_WHY_N_RUNTIME_PARTS];
   /* peer_late's main cause: the peer rank whose blocks arrived late
    * (-1 none), the share of peer_late it explains, and what its host did
-   * in the gaps just before those blocks (seconds, by runtime part;
+   * in the gaps just before those blocks and, where their output came
+   * after their end, just after them (seconds, by runtime part;
    * peer_late itself 0) */
   int           late_peer;
   double        late_wait;
@@ -316,6 +317,13 @@ int      pp_why_cores_of_description (const PpTraceDescription *d);
  * trace of another runtime. */
 PpStatus pp_why_model_of_description (const PpTraceDescription *d, int n_parts,
                                       PpModelConfig *model, int *blocks, PpError *err);
+
+/* Whether the analysis reads spans of this kind (the rest it ignores):
+ * every work kind (OPT too: it bounds runtime's gaps), transfers, host
+ * kinds, device kernels, launches, and a rank's waits (when its input
+ * came: peer_late; where another thread's GC did not hold it up).  One
+ * rule for every reader: the trace reader, info's and the Why tab's. */
+int pp_why_span_kind_analysed (int kind);
 
 /* Everything for a trace file: reads it (clock offsets applied), rebuilds
  * its schedule (from its plans where they are whole, else its name:

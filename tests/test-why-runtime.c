@@ -563,6 +563,50 @@ test_hostile_launches (void)
   pp_schedule_free (s);
 }
 
+/* peer_late from the rank's own WAIT (a peer that collected garbage between
+ * a block and its send).  GPipe P=2 M=2 at F=1, B=2 ms with every block
+ * from 5 ms on 3 ms later: rank 1's B0 ends at 5, and rank 0's B0 (which
+ * needs it) starts at 8.  Rank 1 ran a GC [5, 8] after its B0, and rank 0
+ * recorded its receive as a WAIT [2, 8].  By block ends alone the input
+ * was there at 5: rank 0 waited only the plan's 3 ms, and the rest of its
+ * gap is unattributed.  With the WAIT: it waited for rank 1 until 8,
+ * peer_late 3 ms more, and the cause named is rank 1's GC after that
+ * block (3 ms). */
+static void
+test_peer_late_wait (void)
+{
+  PpSchedule *s = plan ();
+  for (int with = 0; with < 2; with++)
+    {
+      Run run = blocks (s, 5 * MS, 3 * MS);
+      host (&run, 1, PP_SPAN_GC, 5, 8);
+      if (with)
+        host (&run, 0, PP_SPAN_WAIT, 2, 8);
+      PpWhyReport *rep = analyse (s, &run);
+      const PpWhyIdle *w0 = &rep->idle[0];
+      g_test_message ("with WAIT %d: rank 0 runtime %.6f, peer_late %.6f, unattributed %.6f", with,
+                      w0->runtime, PART (w0, PEER_LATE), PART (w0, UNATTRIBUTED));
+      g_assert_cmpfloat (w0->runtime, >=, 3e-3 - 1e-9);
+      if (with)
+        {
+          g_assert_cmpfloat_with_epsilon (PART (w0, PEER_LATE), 3e-3, 1e-9);
+          g_assert_cmpfloat_with_epsilon (PART (w0, UNATTRIBUTED), w0->runtime - 3e-3, 1e-9);
+          g_assert_cmpint (w0->late_peer, ==, 1);
+          g_assert_cmpfloat_with_epsilon (w0->late_causes[PP_WHY_RT_GC], 3e-3, 1e-9);
+        }
+      else
+        {
+          g_assert_cmpfloat_with_epsilon (PART (w0, PEER_LATE), 0, 1e-9);
+          g_assert_cmpfloat_with_epsilon (PART (w0, UNATTRIBUTED), w0->runtime, 1e-9);
+        }
+      for (int r = 0; r < 2; r++)
+        assert_parts_sum (&rep->idle[r]);
+      pp_why_report_free (rep);
+      run_free (&run);
+    }
+  pp_schedule_free (s);
+}
+
 /* run written to path: a description, then the spans and counters with
  * rank 1's at shift ns from their times, then (shift != 0) rank 1's
  * CLOCK_OFFSET of -shift, after all of them: the reader must move them
@@ -721,6 +765,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/hostile-counters", test_hostile_counters);
   g_test_add_func ("/why-runtime/replicas", test_replicas);
   g_test_add_func ("/why-runtime/host-other", test_host_other);
+  g_test_add_func ("/why-runtime/peer-late-wait", test_peer_late_wait);
   g_test_add_func ("/why-runtime/other-thread-gc", test_other_thread_gc);
   g_test_add_func ("/why-runtime/launch-gap", test_launch_gap);
   g_test_add_func ("/why-runtime/hostile-launches", test_hostile_launches);

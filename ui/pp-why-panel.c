@@ -293,9 +293,7 @@ pp_why_panel_new (void)
 static gboolean
 analysed_kind (int kind)
 {
-  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || kind == PP_SPAN_SEND_F || kind == PP_SPAN_SEND_B
-         || kind == PP_SPAN_RECV_F || kind == PP_SPAN_RECV_B || pp_span_kind_is_dp_comm (kind)
-         || pp_span_kind_is_host (kind) || kind == PP_SPAN_KERNEL || kind == PP_SPAN_LAUNCH;
+  return pp_why_span_kind_analysed (kind);
 }
 
 static void
