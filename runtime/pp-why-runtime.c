@@ -61,6 +61,19 @@ sum_gap (void *user, int64_t a, int64_t b, int64_t ca, int64_t cb, const double 
   return PP_OK;
 }
 
+/* The parts of rank x's gap [a, b] (none when empty), added to causes. */
+static PpStatus
+add_gap (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, double *causes, PpError *err)
+{
+  if (b <= a)
+    return PP_OK;
+  double parts[PP_WHY_N_RUNTIME_PARTS];
+  PpStatus st = pp_why_gap_parts (ix, x, a, b, a, b, parts, err);
+  for (int k = 0; st == PP_OK && k < PP_WHY_N_RUNTIME_PARTS; k++)
+    causes[k] += parts[k];
+  return st;
+}
+
 /* The parts of rank q's gap that ends where its work starting nearest t
  * starts (the gap before a block), added to causes. */
 static PpStatus
@@ -74,14 +87,7 @@ add_gap_before (PpWhyRuntimeIndex *ix, int q, int64_t t, double *causes, PpError
     g--;
   if (g == 0)
     return PP_OK;   /* its first work: no gap before it on record */
-  int64_t a = x->work[g - 1].b, b = x->work[g].a;
-  if (b <= a)
-    return PP_OK;
-  double parts[PP_WHY_N_RUNTIME_PARTS];
-  PpStatus st = pp_why_gap_parts (ix, x, a, b, a, b, parts, err);
-  for (int k = 0; st == PP_OK && k < PP_WHY_N_RUNTIME_PARTS; k++)
-    causes[k] += parts[k];
-  return st;
+  return add_gap (ix, x, x->work[g - 1].b, x->work[g].a, causes, err);
 }
 
 /* The parts of rank q's gap that starts where its work ending at t ends
@@ -94,14 +100,7 @@ add_gap_after (PpWhyRuntimeIndex *ix, int q, int64_t t, double *causes, PpError 
   size_t g = t > INT64_MIN ? pp_why_first_ending_after (x->work, x->n_work, t - 1) : 0;
   if (g + 1 >= x->n_work)
     return PP_OK;   /* its last work: no gap after it on record */
-  int64_t a = x->work[g].b, b = x->work[g + 1].a;
-  if (b <= a)
-    return PP_OK;
-  double parts[PP_WHY_N_RUNTIME_PARTS];
-  PpStatus st = pp_why_gap_parts (ix, x, a, b, a, b, parts, err);
-  for (int k = 0; st == PP_OK && k < PP_WHY_N_RUNTIME_PARTS; k++)
-    causes[k] += parts[k];
-  return st;
+  return add_gap (ix, x, x->work[g].b, x->work[g + 1].a, causes, err);
 }
 
 /* When the input of a block starting at start_s (seconds from lo_ns)
