@@ -73,6 +73,10 @@ enum {
    * probe's CUPTI collector only; the calls here refuse it (-1).  Named so
    * that a reader of the trace knows the number. */
   PIPESCOPE_LAUNCH = 23,
+  /* The loss computation inside the schedule's loss call (trace format
+   * 1.9): the last stage's work, with its stage and micro-batch.  Added to
+   * version 1: an older library refuses it (-1). */
+  PIPESCOPE_LOSS_BLOCK = 24,
 };
 
 /* Counter kinds. */
@@ -95,6 +99,12 @@ enum {
   /* The same thread's time on a CPU (schedstat's first field), sampled
    * with the run delay (trace format 1.7).  Added to version 1. */
   PIPESCOPE_ON_CPU_NS = 8,
+  /* The process's part of the step's loss where the framework sums it over
+   * micro-batches and replicas (trace format 1.9): the sum of its
+   * micro-batches' losses; the job's loss is the sum over replicas.
+   * PIPESCOPE_LOSS is a mean, and the job's loss the mean over replicas.
+   * Added to version 1. */
+  PIPESCOPE_LOSS_PART = 9,
 };
 
 typedef struct pipescope_rank pipescope_rank;

@@ -8,7 +8,7 @@ pp_span_kind_name (PpSpanKind kind)
     "KERNEL", "MEMCPY", "MEMSET", "OVERLAP_F_B",
     "UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD",
     "GC", "HOST_SCHEDULE", "HOST_LOSS", "HOST_DATA", "HOST_ZERO_GRAD",
-    "LAUNCH",
+    "LAUNCH", "LOSS",
   };
   return (unsigned) kind < PP_N_SPAN_KINDS ? names[kind] : "?";
 }
@@ -20,6 +20,7 @@ pp_counter_kind_name (PpCounterKind kind)
     "loss", "activation_bytes", "device_bytes", "inflight",
     "collective_calls", "collective_bytes",
     "run_delay_ns", "probe_self_ns", "on_cpu_ns",
+    "loss_part",
   };
   return (unsigned) kind < PP_N_COUNTER_KINDS ? names[kind] : "?";
 }
@@ -41,7 +42,8 @@ pp_span_kind_is_dp_comm (int kind)
 int
 pp_span_kind_is_work (int kind)
 {
-  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || pp_span_kind_is_dp_comm (kind);
+  return pp_span_kind_is_block (kind) || kind == PP_SPAN_OPT || pp_span_kind_is_dp_comm (kind)
+         || kind == PP_SPAN_LOSS;
 }
 
 int

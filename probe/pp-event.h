@@ -49,6 +49,13 @@ typedef enum {
    * idle before the call returned (pp-cupti.h, "Launches").  Neither work
    * nor host work: runtime's launch_gap (pp-why-runtime.h). */
   PP_SPAN_LAUNCH,
+  /* The loss computation (format 1.9): what runs inside the schedule's
+   * loss call on the last stage (torchtitan's chunked loss runs the
+   * lm_head and the cross-entropy, forward and backward, there).  Work of
+   * the last stage: busy, counted in its cost and in the plan.  stage: the
+   * stage, microbatch: the micro-batch.  Host time around the call that is
+   * not inside it stays HOST_LOSS. */
+  PP_SPAN_LOSS,
   PP_N_SPAN_KINDS
 } PpSpanKind;
 
@@ -86,6 +93,14 @@ typedef enum {
    * CPU, the first field of /proc/thread-self/schedstat; across a gap,
    * host work whether named or not (runtime's host_other, pp-why.h). */
   PP_COUNTER_ON_CPU_NS,
+  /* The process's part of the step's loss where the framework sums it
+   * (format 1.9): the sum of its micro-batches' losses, each already
+   * divided by the job's global count (torchtitan); the job's loss of the
+   * step is the sum of these over the replicas.  PP_COUNTER_LOSS, by
+   * contrast, is the process's mean over its micro-batches, and the job's
+   * loss is the mean of those over the replicas (megatron-core, PyTorch's
+   * schedules). */
+  PP_COUNTER_LOSS_PART,
   PP_N_COUNTER_KINDS
 } PpCounterKind;
 
@@ -137,7 +152,8 @@ typedef struct {
 const char *pp_span_kind_name (PpSpanKind kind);      /* "F", "SEND_F", "WAIT", "KERNEL", ... */
 
 /* Is a span of this kind a rank's work (F, B, I, W, OVERLAP_F_B, OPT, and
- * the data-parallel communication UNSHARD ... WAIT_REDUCE_GRAD: busy, not
+ * the data-parallel communication UNSHARD ... WAIT_REDUCE_GRAD, and the
+ * loss computation LOSS (format 1.9): busy, not
  * compute), as opposed to pipeline transfers, waiting, or device detail
  * under a block?  What is not work between a rank's first and last work is
  * its bubble. */

@@ -47,7 +47,8 @@ _Static_assert ((int) PIPESCOPE_F == (int) PP_SPAN_F && (int) PIPESCOPE_B == (in
                   && (int) PIPESCOPE_HOST_LOSS == (int) PP_SPAN_HOST_LOSS
                   && (int) PIPESCOPE_HOST_DATA == (int) PP_SPAN_HOST_DATA
                   && (int) PIPESCOPE_HOST_ZERO_GRAD == (int) PP_SPAN_HOST_ZERO_GRAD
-                  && (int) PIPESCOPE_LAUNCH == (int) PP_SPAN_LAUNCH,
+                  && (int) PIPESCOPE_LAUNCH == (int) PP_SPAN_LAUNCH
+                  && (int) PIPESCOPE_LOSS_BLOCK == (int) PP_SPAN_LOSS,
                 "the API's kinds are the trace format's span kinds");
 _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_ACTIVATION_BYTES == (int) PP_COUNTER_ACTIVATION_BYTES
@@ -57,7 +58,8 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
                   && (int) PIPESCOPE_COLLECTIVE_BYTES == (int) PP_COUNTER_COLLECTIVE_BYTES
                   && (int) PIPESCOPE_RUN_DELAY_NS == (int) PP_COUNTER_RUN_DELAY_NS
                   && (int) PIPESCOPE_PROBE_SELF_NS == (int) PP_COUNTER_PROBE_SELF_NS
-                  && (int) PIPESCOPE_ON_CPU_NS == (int) PP_COUNTER_ON_CPU_NS,
+                  && (int) PIPESCOPE_ON_CPU_NS == (int) PP_COUNTER_ON_CPU_NS
+                  && (int) PIPESCOPE_LOSS_PART == (int) PP_COUNTER_LOSS_PART,
                 "the API's counters are the trace format's");
 
 #define FOREIGN_NEST_MAX    16

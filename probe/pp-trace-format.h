@@ -1,4 +1,4 @@
-/* pp-trace-format.h — the trace file's on-disk layout, version 1.8.
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.9.
  *
  * docs/trace-format.md is the specification; this header is its C form and
  * must agree with it.  Every struct is laid out with natural alignment and no
@@ -15,14 +15,15 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  8   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
+#define PP_TRACE_VERSION_MINOR  9   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
                                        1.3: the header's job_id; 1.4: PROCESS frames and
                                        the frame header's process; 1.5: data-parallel
                                        span, action and counter kinds; 1.6: host
                                        span kinds, block-edge counters; 1.7: the
                                        on_cpu_ns block-edge counter; 1.8: the
                                        LAUNCH span kind, a GC span's stream
-                                       (the collecting thread) */
+                                       (the collecting thread); 1.9: the LOSS
+                                       span kind, the loss_part counter */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2

@@ -60,6 +60,13 @@ SPAN_GC, SPAN_HOST_SCHEDULE, SPAN_HOST_LOSS, SPAN_HOST_DATA, SPAN_HOST_ZERO_GRAD
 # A launch an idle device waited for (1.8): the probe's CUPTI collector
 # writes it, Rank.block refuses it; for readers of a trace.
 SPAN_LAUNCH = 23
+# The loss computation inside the schedule's loss call (1.9): the last
+# stage's work, stage and micro-batch; Rank.block.
+SPAN_LOSS = 24
+# The process's part of the step's loss where the framework sums it over
+# micro-batches and replicas (1.9; torchtitan): the job's loss is the sum
+# of these over replicas.  LOSS is a mean, the job's the mean over replicas.
+COUNTER_LOSS_PART = 9
 # Cumulative nanoseconds of the recording thread, sampled at block edges
 # (1.6): its run-queue delay (/proc/thread-self/schedstat's second field)
 # and the hook's own cost on it; 1.7: its time on a CPU (the first field,
