@@ -84,12 +84,33 @@ megatron_core() {   # VENV_PYTHON VERSION
     echo "dev.sh: megatron-core $version did not install (log: $venv.megatron.log); the Megatron tests will skip" >&2
   fi
 }
+# torchtitan for the test of its own trainer (tests/pytorch/titan-*): with its
+# dependencies (datasets, tokenizers, tyro, ...; about 400 MB), into the
+# PyTorch 2.15 environment, behind a marker of its own; PyTorch held at the
+# environment's version (torchtitan declares no pin).  It failing skips
+# that test, not the others.
+torchtitan() {   # VENV_PYTHON VERSION
+  local py=$1 version=$2
+  local venv; venv=$(dirname "$(dirname "$py")")
+  local marker="$venv/.pipescope-torchtitan-$version"
+  [ -f "$marker" ] && return 0
+  echo "dev.sh: installing torchtitan $version into $venv (once, about 400 MB)" >&2
+  local torch; torch=$("$py" -c "import torch; print(torch.__version__.split('+')[0])" 2>/dev/null) || torch=
+  if "$venv/bin/pip" install -q --disable-pip-version-check "torchtitan==$version" ${torch:+"torch==$torch"} \
+       >"$venv.torchtitan.log" 2>&1 \
+     && "$py" -c "import torchtitan.train, tokenizers" >>"$venv.torchtitan.log" 2>&1; then
+    touch "$marker"
+  else
+    echo "dev.sh: torchtitan $version did not install (log: $venv.torchtitan.log); the torchtitan test will skip" >&2
+  fi
+}
 torch_venvs() {
   [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
   torch_venv 2.15.0 PIPESCOPE_TORCH_PYTHON
   torch_venv 2.11.0 PIPESCOPE_TORCH211_PYTHON
   megatron_core "$PIPESCOPE_TORCH_PYTHON" '0.16.*'
   megatron_core "$PIPESCOPE_TORCH211_PYTHON" '0.13.*'
+  torchtitan "$PIPESCOPE_TORCH_PYTHON" 0.3.0
 }
 
 case "${1:-}" in
