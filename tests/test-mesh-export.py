@@ -15,7 +15,8 @@ items 5 and 8): pp-synth-mesh (tests/pp-synth-mesh.c) writes the job.
      start_monotonic_ns) and each process's real pid as its track; a trace
      without a wall clock is refused in one line;
   4. info summarises a job of more than 16 processes in one line with its
-     hosts, and lists them with --processes;
+     hosts, and their collectives in one line of the least and largest;
+     --processes lists both a process a line;
   5. export --steps, --ranks, --replicas keep exactly the selected
      processes' spans (CSV and Chrome), their transfers' arrows within
      them, and refuse bad lists in one line, exit 2;
@@ -156,17 +157,23 @@ def main():
            "without a wall clock")
 
         # 4. info past 16 processes
-        wide, _ = job(cli, tool, tmp, "wide", 2, 16, 2, 1)
+        wide, _ = job(cli, tool, tmp, "wide", 2, 16, 2, 1, "--collectives")
         r = cli_run(cli, "info", wide)
         lines = r.stdout.splitlines()
-        procs = [x for x in lines if x.startswith("process ")]
-        if r.returncode != 0 or "processes: 32 (pp 2 \u00d7 dp 16 \u00d7 tp 1) on 4 hosts" not in lines or procs:
+        procs = [x for x in lines if x.startswith(("process ", "  process "))]
+        # process G counts 10 + G calls and G + 1 MiB in its one step
+        coll = "  32 processes (info --processes lists each): calls a step 10.0 (process 0) to 41.0 (process 31); " \
+               "bytes a step 1.000 MiB (process 0) to 32.000 MiB (process 31)"
+        if r.returncode != 0 or "processes: 32 (pp 2 \u00d7 dp 16 \u00d7 tp 1) on 4 hosts" not in lines or procs \
+                or coll not in lines:
             fail(f"info of 32 processes: exit {r.returncode}:\n{r.stdout}")
         r = cli_run(cli, "info", wide, "--processes")
         procs = [x for x in r.stdout.splitlines() if x.startswith("process ")]
-        if r.returncode != 0 or len(procs) != 32 or procs[5] != "process 5: pp 0 dp 5 tp 0 host node0 pid 1005":
-            fail(f"info --processes: exit {r.returncode}: {procs}")
-        ok("info: 32 processes in one line with their 4 hosts; --processes lists the 32")
+        colls = [x for x in r.stdout.splitlines() if x.startswith("  process ")]
+        if r.returncode != 0 or len(procs) != 32 or procs[5] != "process 5: pp 0 dp 5 tp 0 host node0 pid 1005" \
+                or len(colls) != 32:
+            fail(f"info --processes: exit {r.returncode}: {procs} {colls}")
+        ok("info: 32 processes and their collectives each in one line; --processes lists the 32 of both")
 
         # 5. --steps, --ranks, --replicas
         sel, _ = job(cli, tool, tmp, "sel", 2, 4, 4, 3, "--comm")

@@ -1111,9 +1111,11 @@ cmp_collectives (const void *a, const void *b)
 /* "collectives inside the blocks (per step mean, total):" and a line a
  * process (format 1.5: one COLLECTIVE_CALLS and one COLLECTIVE_BYTES value
  * a step a process, that step's total); nothing when the trace has none.
- * Counters are grouped by their own process, so replicas stay apart. */
+ * Counters are grouped by their own process, so replicas stay apart.  Past
+ * PP_CLI_PROCESSES_LISTED processes, unless list, one line of their least
+ * and largest instead. */
 static void
-print_collectives (const Trace *t)
+print_collectives (const Trace *t, bool list)
 {
   size_t n = 0;
   for (size_t i = 0; i < t->n_counters; i++)
@@ -1137,6 +1139,8 @@ print_collectives (const Trace *t)
     }
   qsort (c, n, sizeof *c, cmp_collectives);
   printf ("collectives inside the blocks (tensor-parallel calls the hook counted; a step's mean, and in all):\n");
+  /* each process's sums, in place */
+  size_t n_groups = 0;
   for (size_t i = 0; i < n;)
     {
       Collectives s = c[i];
@@ -1148,6 +1152,40 @@ print_collectives (const Trace *t)
           s.n_calls += c[j].n_calls;
           s.n_bytes += c[j].n_bytes;
         }
+      c[n_groups++] = s;
+      i = j;
+    }
+  if (!list && n_groups > PP_CLI_PROCESSES_LISTED)
+    {
+      /* the least and the largest a step, and whose */
+      const Collectives *lo[2] = { NULL, NULL }, *hi[2] = { NULL, NULL };
+      for (size_t i = 0; i < n_groups; i++)
+        for (int b = 0; b < 2; b++)
+          {
+            const Collectives *x = &c[i];
+            if ((b ? x->n_bytes : x->n_calls) == 0)
+              continue;
+            double v = b ? x->bytes / x->n_bytes : x->calls / x->n_calls;
+            if (lo[b] == NULL || v < (b ? lo[b]->bytes / lo[b]->n_bytes : lo[b]->calls / lo[b]->n_calls))
+              lo[b] = x;
+            if (hi[b] == NULL || v > (b ? hi[b]->bytes / hi[b]->n_bytes : hi[b]->calls / hi[b]->n_calls))
+              hi[b] = x;
+          }
+      printf ("  %zu processes (info --processes lists each):", n_groups);
+      if (lo[0] != NULL)
+        printf (" calls a step %.1f (process %d) to %.1f (process %d);", lo[0]->calls / lo[0]->n_calls,
+                lo[0]->process, hi[0]->calls / hi[0]->n_calls, hi[0]->process);
+      if (lo[1] != NULL)
+        printf (" bytes a step %.3f MiB (process %d) to %.3f MiB (process %d)",
+                lo[1]->bytes / lo[1]->n_bytes / 1048576.0, lo[1]->process,
+                hi[1]->bytes / hi[1]->n_bytes / 1048576.0, hi[1]->process);
+      printf ("\n");
+      free (c);
+      return;
+    }
+  for (size_t i = 0; i < n_groups; i++)
+    {
+      Collectives s = c[i];
       const PpTraceProcess *p = s.process >= 0 && t->proc_at != NULL && t->proc_at[s.process] >= 0
                                 ? &t->procs[t->proc_at[s.process]] : NULL;
       if (p != NULL)
@@ -1162,7 +1200,6 @@ print_collectives (const Trace *t)
         printf (" bytes %.3f MiB a step, %.3f MiB in all (%d step%s)", s.bytes / s.n_bytes / 1048576.0,
                 s.bytes / 1048576.0, s.n_bytes, s.n_bytes == 1 ? "" : "s");
       printf ("\n");
-      i = j;
     }
   free (c);
 }
@@ -1313,9 +1350,10 @@ info_usage (FILE *out)
          "predicted step time ('export --format why' writes all of it as JSON).\n"
          "\n"
          "  --processes   a line for every process of a job of several (its place,\n"
-         "                host and pid); past 16 processes info otherwise says\n"
-         "                them in one line: 'processes: 2048 (pp 16 \u00d7 dp 128 \u00d7\n"
-         "                tp 1) on 256 hosts'\n", out);
+         "                host and pid, and its collectives); past 16 processes\n"
+         "                info otherwise says them in one line: 'processes: 2048\n"
+         "                (pp 16 \u00d7 dp 128 \u00d7 tp 1) on 256 hosts', and their\n"
+         "                collectives in one line of the least and the largest\n", out);
 }
 
 int
@@ -1508,7 +1546,7 @@ pp_cli_info (int argc, char **argv)
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_loss (&t);
-      print_collectives (&t);
+      print_collectives (&t, list_processes);
       /* where the spans lie, from the run's start as the app counts */
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
               (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
