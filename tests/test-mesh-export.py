@@ -12,8 +12,9 @@ items 5 and 8): pp-synth-mesh (tests/pp-synth-mesh.c) writes the job.
      Chrome give every span the same time;
   3. export --clock realtime writes the job's own wall clock (µs since the
      epoch in Chrome, ns in the CSV: the description's start_unix_ns at its
-     start_monotonic_ns) and each process's real pid as its track; a trace
-     without a wall clock is refused in one line;
+     start_monotonic_ns), says so as torch's traces do (baseTimeNanoseconds
+     0), and each process's real pid as its track; a trace without a wall
+     clock is refused in one line;
   4. info summarises a job of more than 16 processes in one line with its
      hosts, and their collectives in one line of the least and largest;
      --processes lists both a process a line;
@@ -118,6 +119,7 @@ def main():
             fail(f"the CSV's zero is not the earliest span (replica dp 1's): min start {min(starts)}, "
                  f"spans at 0: {first}")
         ev = chrome(cli, early, tmp)
+        run_top = json.load(open(os.path.join(tmp, "x.json")))
         ts = [e["ts"] for e in ev if "ts" in e]
         csv_at = {(x["process"], x["kind"], x["step"], x["microbatch"]): int(x["start_ns"]) for x in rows}
         ch_at = {(str(e["args"]["process"]), e["args"]["kind"], str(e["args"]["step"]),
@@ -138,6 +140,10 @@ def main():
                                          for a, b in zip(real, rows)):
             fail("the realtime CSV is not the run's times plus the wall clock at the run's start")
         rev = chrome(cli, early, tmp, "--clock", "realtime")
+        top = json.load(open(os.path.join(tmp, "x.json")))
+        if top.get("baseTimeNanoseconds") != 0 or "baseTimeNanoseconds" in run_top:
+            fail(f"Chrome's baseTimeNanoseconds: realtime {top.get('baseTimeNanoseconds')}, "
+                 f"run {run_top.get('baseTimeNanoseconds')}")
         spans = [e for e in rev if e.get("ph") == "X" and "process" in e.get("args", {})]
         pids = {e["args"]["process"]: e["pid"] for e in spans}
         names = {e["pid"] for e in rev if e.get("name") == "process_name"}

@@ -4,7 +4,9 @@
  * so that no exported time is negative.  realtime: the job's own wall
  * clock, times in µs (Chrome) or ns (CSV) since the Unix epoch, and the
  * processes' real pids as the Chrome tracks' ids, so that Perfetto shows
- * the export beside a Kineto or nsys trace of the same run.  The trace
+ * the export beside a Kineto or nsys trace of the same run (the Chrome
+ * file says its zero as torch >= 2.4's traces do: baseTimeNanoseconds 0,
+ * the epoch).  The trace
  * maps its clock to the wall clock by its description's pair
  * (start_unix_ns, start_monotonic_ns), read together by the process that
  * ran rank 0 (merge keeps that process's description); the other

@@ -2638,6 +2638,10 @@ write_chrome (FILE *f, const Trace *t, const AppView *v, int64_t base, bool run_
     }
   free (rows);
   fputs ("\n],\"displayTimeUnit\":\"ms\"", f);
+  /* the wall clock's ts are from the epoch: said as torch's own traces say
+   * their zero (torch >= 2.4), for the tools that line traces up by it */
+  if (!run_clock)
+    fputs (",\"baseTimeNanoseconds\":0", f);
   write_pipescope_meta (f, t, base);
   fputs ("}\n", f);
   return 0;
