@@ -2,6 +2,7 @@
 #include "cli-clock.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli-common.h"
@@ -43,4 +44,38 @@ pp_cli_clock_base (PpCliClock clock, const PpTraceDescription *desc, int64_t run
   /* within +-2^62 each: the difference fits */
   *base = desc->start_monotonic_ns - desc->start_unix_ns;
   return true;
+}
+
+static int
+cmp_pid (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
+int
+pp_cli_clock_real_pids (int32_t *real, size_t n)
+{
+  int32_t *sorted = malloc ((n + 1) * sizeof *sorted);
+  size_t n_real = 0;
+  int shared = 0;
+  if (sorted == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (real[i] > 0 && real[i] < PP_CLI_CLOCK_SYNTHETIC_PID)
+      sorted[n_real++] = real[i];
+  qsort (sorted, n_real, sizeof *sorted, cmp_pid);
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t key = real[i];
+      int32_t *hit = key > 0 ? bsearch (&key, sorted, n_real, sizeof *sorted, cmp_pid) : NULL;
+      bool twice = hit != NULL && ((hit > sorted && hit[-1] == key) || (hit + 1 < sorted + n_real && hit[1] == key));
+      if (hit == NULL || twice)
+        {
+          shared += twice;
+          real[i] = PP_CLI_CLOCK_SYNTHETIC_PID + (int32_t) i;
+        }
+    }
+  free (sorted);
+  return shared;
 }

@@ -40,3 +40,11 @@ bool pp_cli_clock_base (PpCliClock clock, const PpTraceDescription *desc, int64_
  * realtime's tracks that are no process (a plan, a rank no process
  * placed) are numbered from here. */
 #define PP_CLI_CLOCK_SYNTHETIC_PID (1 << 22)
+
+/* Resolves the Chrome tracks' pids for realtime, real[n] by pipescope's
+ * track number, each a process's real pid or <= 0 for none: a track
+ * without a pid (a plan, a rank no process placed) and one whose pid
+ * another track shares (two hosts) get PP_CLI_CLOCK_SYNTHETIC_PID + its
+ * number instead.  Returns the tracks whose pid was shared, -1 when out of
+ * memory (real unchanged). */
+int pp_cli_clock_real_pids (int32_t *real, size_t n);

@@ -98,3 +98,35 @@ pp_cli_selection_clear (PpCliSelection *s)
   pp_cli_list_clear (&s->ranks);
   pp_cli_list_clear (&s->replicas);
 }
+
+int
+pp_cli_selection_check (const PpCliSelection *k, size_t n,
+                        void (*coords) (const void *user, size_t i, int32_t v[3]), const void *user)
+{
+  static const char *const opt[3] = { "--steps", "--ranks", "--replicas" };
+  static const char *const what[3] = { "steps", "pipeline ranks", "replicas dp" };
+  const PpCliList *l[3] = { &k->steps, &k->ranks, &k->replicas };
+  int32_t lo[3] = { INT32_MAX, INT32_MAX, INT32_MAX }, hi[3] = { INT32_MIN, INT32_MIN, INT32_MIN };
+  bool hit[3] = { k->steps.n == 0, k->ranks.n == 0, k->replicas.n == 0 };
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t v[3];
+      coords (user, i, v);
+      for (int d = 0; d < 3; d++)
+        {
+          if (d == 0 && v[d] < 0)
+            continue;   /* outside every step */
+          lo[d] = v[d] < lo[d] ? v[d] : lo[d];
+          hi[d] = v[d] > hi[d] ? v[d] : hi[d];
+          hit[d] |= pp_cli_list_has (l[d], v[d]);
+        }
+    }
+  for (int d = 0; d < 3; d++)
+    if (!hit[d])
+      {
+        if (lo[d] > hi[d])
+          return pp_cli_usage_error ("%s: the trace has no spans with %s", opt[d], what[d]);
+        return pp_cli_usage_error ("%s selects none of the trace's %s %d to %d", opt[d], what[d], lo[d], hi[d]);
+      }
+  return 0;
+}

@@ -28,3 +28,10 @@ void pp_cli_list_clear (PpCliList *l);
 /* Whether any of the three was given. */
 bool pp_cli_selection_given (const PpCliSelection *s);
 void pp_cli_selection_clear (PpCliSelection *s);
+
+/* Each of k's lists must select something the trace has: n spans, whose
+ * step, pipeline rank and replica (dp) coords (user, i, v) gives (a step
+ * below 0 is outside every step).  0, or the one-line usage error naming
+ * what the trace has (exit 2). */
+int pp_cli_selection_check (const PpCliSelection *k, size_t n,
+                            void (*coords) (const void *user, size_t i, int32_t v[3]), const void *user);

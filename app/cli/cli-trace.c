@@ -2711,96 +2711,48 @@ run_start (const Trace *t, const AppView *v)
   return z;
 }
 
-static int
-cmp_pid (const void *a, const void *b)
-{
-  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
-  return (x > y) - (x < y);
-}
-
-/* --clock realtime's track numbers (t->out_pids): each process's track its
- * real pid (a rank's, from its RANK frame, in a trace without places);
- * the other tracks (plans, a rank no process placed) and a pid two
- * processes share (two hosts) past every real pid
- * (PP_CLI_CLOCK_SYNTHETIC_PID + pipescope's number).  Returns the
- * processes whose pid was shared, -1 when out of memory. */
+/* --clock realtime's track numbers (t->out_pids, pp_cli_clock_real_pids):
+ * each process's track its real pid (a rank's, from its RANK frame, in a
+ * trace without places).  Returns the processes whose pid another host's
+ * shares, -1 when out of memory. */
 static int
 real_pids (Trace *t, int n_ranks)
 {
   size_t n = t->rank_pid != NULL ? (size_t) PLAN_PID_BASE + (size_t) n_ranks : (size_t) n_ranks;
-  int32_t *real = malloc ((n + 1) * sizeof *real), *sorted = malloc ((n + 1) * sizeof *sorted);
-  size_t n_real = 0;
-  int shared = 0;
-  if (real == NULL || sorted == NULL)
-    {
-      free (real);
-      free (sorted);
-      return -1;
-    }
+  int32_t *real = malloc ((n + 1) * sizeof *real);
+  if (real == NULL)
+    return -1;
   for (size_t i = 0; i < n; i++)
     real[i] = -1;
   if (t->rank_pid != NULL)
     for (size_t i = 0; i < t->n_procs; i++)
-      real[t->procs[i].process] = t->procs[i].pid > 0 ? t->procs[i].pid : -1;
+      real[t->procs[i].process] = t->procs[i].pid;
   else
     for (size_t i = 0; i < t->n_rank_items; i++)
       {
         const PpTraceItem *it = &t->rank_items[i];
         if (it->type == PP_TRACE_ITEM_RANK && it->rank_info.rank >= 0 && (size_t) it->rank_info.rank < n)
-          real[it->rank_info.rank] = it->rank_info.pid > 0 ? it->rank_info.pid : -1;
+          real[it->rank_info.rank] = it->rank_info.pid;
       }
-  for (size_t i = 0; i < n; i++)
-    if (real[i] > 0 && real[i] < PP_CLI_CLOCK_SYNTHETIC_PID)
-      sorted[n_real++] = real[i];
-  qsort (sorted, n_real, sizeof *sorted, cmp_pid);
-  for (size_t i = 0; i < n; i++)
+  int shared = pp_cli_clock_real_pids (real, n);
+  if (shared < 0)
     {
-      int32_t key = real[i];
-      int32_t *hit = key > 0 ? bsearch (&key, sorted, n_real, sizeof *sorted, cmp_pid) : NULL;
-      bool twice = hit != NULL && ((hit > sorted && hit[-1] == key) || (hit + 1 < sorted + n_real && hit[1] == key));
-      if (hit == NULL || twice)
-        {
-          shared += twice;
-          real[i] = PP_CLI_CLOCK_SYNTHETIC_PID + (int32_t) i;
-        }
+      free (real);
+      return -1;
     }
-  free (sorted);
   t->out_pids = real;
   t->n_out_pids = n;
   return shared;
 }
 
-/* What the exports keep must be in the trace: a list none of whose values
- * the trace has is a mistake (a step past its last), said in one line. */
-static int
-check_selection (const Trace *t, const PpCliSelection *k)
+/* Span i's step, pipeline rank and replica (dp), for pp_cli_selection_check. */
+static void
+span_coords (const void *trace, size_t i, int32_t v[3])
 {
-  int32_t lo[3] = { INT32_MAX, INT32_MAX, INT32_MAX }, hi[3] = { INT32_MIN, INT32_MIN, INT32_MIN };
-  bool hit[3] = { k->steps.n == 0, k->ranks.n == 0, k->replicas.n == 0 };
-  for (size_t i = 0; i < t->n_all_spans; i++)
-    {
-      const PpSpan *s = &t->spans[i];
-      int32_t v[3] = { s->step, s->rank, process_dp (t, t->span_process != NULL ? t->span_process[i] : -1) };
-      const PpCliList *l[3] = { &k->steps, &k->ranks, &k->replicas };
-      for (int d = 0; d < 3; d++)
-        {
-          if (d == 0 && v[d] < 0)
-            continue;   /* outside every step */
-          lo[d] = v[d] < lo[d] ? v[d] : lo[d];
-          hi[d] = v[d] > hi[d] ? v[d] : hi[d];
-          hit[d] |= pp_cli_list_has (l[d], v[d]);
-        }
-    }
-  static const char *const opt[3] = { "--steps", "--ranks", "--replicas" };
-  static const char *const what[3] = { "steps", "pipeline ranks", "replicas dp" };
-  for (int d = 0; d < 3; d++)
-    if (!hit[d])
-      {
-        if (lo[d] > hi[d])
-          return pp_cli_usage_error ("%s: the trace has no spans with %s", opt[d], what[d]);
-        return pp_cli_usage_error ("%s selects none of the trace's %s %d to %d", opt[d], what[d], lo[d], hi[d]);
-      }
-  return 0;
+  const Trace *t = trace;
+  v[0] = t->spans[i].step;
+  v[1] = t->spans[i].rank;
+  v[2] = process_dp (t, t->span_process != NULL ? t->span_process[i] : -1);
 }
 
 /* export, its lists in *keep (the caller frees them) */
@@ -2896,7 +2848,8 @@ export_command (int argc, char **argv, PpCliSelection *keep)
   if (format != 2)
     {
       char msg[256];
-      if (pp_cli_selection_given (keep) && (status = check_selection (&t, keep)) != 0)
+      if (pp_cli_selection_given (keep)
+          && (status = pp_cli_selection_check (keep, t.n_all_spans, span_coords, &t)) != 0)
         goto done;
       status = 1;
       t.keep = pp_cli_selection_given (keep) ? keep : NULL;
