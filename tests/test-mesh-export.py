@@ -8,8 +8,8 @@ items 5 and 8): pp-synth-mesh (tests/pp-synth-mesh.c) writes the job.
      itself in its errors, never a copy in memory;
   2. every exported time counts from the run's start: a replica that began
      before the process that described the job (--early) starts at 0 in
-     the CSV and in the Chrome export, nothing negative, and the CSV and
-     Chrome give every span the same time;
+     the CSV and the Chrome export, nothing negative, and the CSV, Chrome
+     and info's span of the run give every span the same time;
   3. export --clock realtime writes the job's own wall clock (µs since the
      epoch in Chrome, ns in the CSV: the description's start_unix_ns at its
      start_monotonic_ns), says so as torch's traces do (baseTimeNanoseconds
@@ -128,8 +128,13 @@ def main():
         if min(ts) < 0 or csv_at != ch_at:
             fail(f"Chrome's times against the CSV's: min ts {min(ts)}, "
                  f"{len(set(csv_at.items()) ^ set(ch_at.items()))} spans differ")
+        # info's span of the run is the shown replica's (dp 0), on the same clock
+        shown = min(int(x["start_ns"]) for x in rows if x["dp"] == "0")
+        r = cli_run(cli, "info", early)
+        if r.returncode != 0 or f"idle over the whole trace (between {shown / 1e6:.3f} ms and " not in r.stdout:
+            fail(f"info's times do not count from the run's start (dp 0 starts at {shown} ns):\n{r.stdout}")
         ok("the run's start is the earliest span of any process: 0 in the CSV and Chrome, nothing negative, "
-           "the same time in both")
+           "the same times in the CSV, Chrome and info")
 
         # 3. --clock realtime
         real = csv_rows(cli, early, "--clock", "realtime")

@@ -1071,6 +1071,27 @@ cmp_interval (const void *a, const void *b)
   return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+/* The run's start, the zero every export and info's times count from: the timeline's zero
+ * (its shown spans' and its plan's start: the job describes itself before
+ * its first block), or the earliest thing any process recorded before it,
+ * a span, a step's marker or a counter (every replica's, not only those
+ * the timeline shows: a process may start before the one that described
+ * the job), so that no exported time is negative. */
+static int64_t
+run_start (const Trace *t, const AppView *v)
+{
+  int64_t z = v->origin;
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    z = clamp_time (t->spans[i].start_ns) < z ? clamp_time (t->spans[i].start_ns) : z;
+  for (size_t i = 0; i < t->n_markers; i++)
+    if (t->markers[i].rank >= 0)
+      z = clamp_time (t->markers[i].t) < z ? clamp_time (t->markers[i].t) : z;
+  for (size_t i = 0; t->n_all_spans > 0 && i < t->n_counters; i++)
+    if (isfinite (t->counters[i].value))
+      z = clamp_time (t->counters[i].time_ns) < z ? clamp_time (t->counters[i].time_ns) : z;
+  return z;
+}
+
 /* ---- info ------------------------------------------------------------------ */
 
 
@@ -1547,9 +1568,10 @@ pp_cli_info (int argc, char **argv)
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_loss (&t);
       print_collectives (&t, list_processes);
-      /* where the spans lie, from the run's start as the app counts */
+      /* where the spans lie, from the run's start as the exports count */
+      int64_t zero = run_start (&t, &av);
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
-              (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
+              (double) (clamp_time (gstart) - zero) / 1e6, (double) (clamp_time (gend) - zero) / 1e6);
       for (int r = 0; r < n_ranks; r++)
         {
           int64_t (*rv)[2] = iv + first[r];
@@ -1632,8 +1654,9 @@ export_usage (FILE *out)
          "      --replicas LIST   chrome and csv: only these replicas (dp); with the\n"
          "                        three, a 2,048-process job exports one step of a few\n"
          "                        processes, not all of it\n"
-         "      --clock CLOCK     run (default): times from the run's start, the\n"
-         "                        earliest span of any process, never negative;\n"
+         "      --clock CLOCK     run (default): times from the run's start (the\n"
+         "                        app's zero, or the first record of a process that\n"
+         "                        began before it), never negative;\n"
          "                        realtime: the job's own wall clock (chrome: µs, csv:\n"
          "                        ns since the Unix epoch) and chrome's tracks named\n"
          "                        by the processes' real pids, to open beside a Kineto\n"
@@ -2688,27 +2711,6 @@ write_csv (FILE *f, const Trace *t, int64_t base)
         fputs (",,,\n", f);
     }
   return 0;
-}
-
-/* The run's start, the zero every export counts from: the timeline's zero
- * (its shown spans' and its plan's start: the job describes itself before
- * its first block), or the earliest thing any process recorded before it,
- * a span, a step's marker or a counter (every replica's, not only those
- * the timeline shows: a process may start before the one that described
- * the job), so that no exported time is negative. */
-static int64_t
-run_start (const Trace *t, const AppView *v)
-{
-  int64_t z = v->origin;
-  for (size_t i = 0; i < t->n_all_spans; i++)
-    z = clamp_time (t->spans[i].start_ns) < z ? clamp_time (t->spans[i].start_ns) : z;
-  for (size_t i = 0; i < t->n_markers; i++)
-    if (t->markers[i].rank >= 0)
-      z = clamp_time (t->markers[i].t) < z ? clamp_time (t->markers[i].t) : z;
-  for (size_t i = 0; t->n_all_spans > 0 && i < t->n_counters; i++)
-    if (isfinite (t->counters[i].value))
-      z = clamp_time (t->counters[i].time_ns) < z ? clamp_time (t->counters[i].time_ns) : z;
-  return z;
 }
 
 /* --clock realtime's track numbers (t->out_pids, pp_cli_clock_real_pids):
