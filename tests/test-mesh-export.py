@@ -212,7 +212,9 @@ def main():
                            (["--steps", "7"], "--steps selects none of the trace's steps 0 to 2"),
                            (["--replicas", "4-9"], "--replicas selects none of the trace's replicas dp 0 to 3"),
                            (["--ranks", "-1"], "--ranks takes whole numbers"),
-                           (["--format", "why", "--steps", "1"], "why analyses the whole trace")):
+                           (["--format", "why", "--steps", "1"], "why analyses the whole trace"),
+                           (["--clock", "utc"], "--clock takes run or realtime, not 'utc'"),
+                           (["--format", "why", "--clock", "realtime"], "why holds durations")):
             out = os.path.join(tmp, "bad.out")
             r = cli_run(cli, "export", sel, "-o", out, *args)
             if r.returncode != 2 or says not in r.stderr or len(r.stderr.strip().splitlines()) != 1 \
