@@ -164,8 +164,20 @@ def main():
         if r.returncode == 0 or "wall-clock" not in r.stderr or len(r.stderr.strip().splitlines()) != 1 \
                 or os.path.exists(os.path.join(tmp, "no.json")):
             fail(f"--clock realtime on a trace without a wall clock: exit {r.returncode}: {r.stderr}")
-        ok("--clock realtime: the wall clock (ns in CSV, µs in Chrome) and real pids; refused in one line "
-           "without a wall clock")
+        # ranks as threads of one process (run): one pid for two tracks, which keep their own numbers
+        threads = os.path.join(tmp, "threads.pptrace")
+        r = cli_run(cli, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16", "--batch", "8",
+                    "--steps", "1", "--no-live", "--trace", threads)
+        if r.returncode != 0:
+            fail(f"run: {r.stderr.strip()}")
+        out = os.path.join(tmp, "threads.json")
+        r = cli_run(cli, "export", threads, "--format", "chrome", "--clock", "realtime", "-o", out)
+        tpids = {e["pid"] for e in json.load(open(out))["traceEvents"] if e.get("name") == "process_name"}
+        if r.returncode != 0 or "2 tracks share a pid" not in r.stderr or len(tpids) != 2 \
+                or min(tpids) < 1 << 22:
+            fail(f"realtime export of ranks in one process: exit {r.returncode}, tracks {tpids}: {r.stderr}")
+        ok("--clock realtime: the wall clock (ns in CSV, µs in Chrome) and real pids, a shared pid said and "
+           "kept apart; refused in one line without a wall clock")
 
         # 4. info past 16 processes
         wide, _ = job(cli, tool, tmp, "wide", 2, 16, 2, 1, "--collectives")

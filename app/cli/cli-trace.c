@@ -2867,8 +2867,9 @@ export_command (int argc, char **argv, PpCliSelection *keep)
           goto done;
         }
       if (shared > 0)
-        fprintf (stderr, "pipescope-cli: note: %d processes share their pid with another host's; their "
-                 "tracks keep pipescope's numbers, from %d\n", shared, PP_CLI_CLOCK_SYNTHETIC_PID);
+        fprintf (stderr, "pipescope-cli: note: %d tracks share a pid (ranks run as threads of one process, "
+                 "or processes on different hosts); they keep pipescope's numbers, from %d\n", shared,
+                 PP_CLI_CLOCK_SYNTHETIC_PID);
     }
   if (format == 2)
     {
