@@ -13,8 +13,10 @@ items 5 and 8): pp-synth-mesh (tests/pp-synth-mesh.c) writes the job.
   3. export --clock realtime writes the job's own wall clock (µs since the
      epoch in Chrome, ns in the CSV: the description's start_unix_ns at its
      start_monotonic_ns), says so as torch's traces do (baseTimeNanoseconds
-     0), and each process's real pid as its track; a trace without a wall
-     clock is refused in one line;
+     0), and each process's real pid as its track, the same for processes
+     on two hosts once their clock offsets are applied; a pid two tracks
+     share is said and kept apart; a trace without a wall clock is refused
+     in one line;
   4. info summarises a job of more than 16 processes in one line with its
      hosts, and their collectives in one line of the least and largest;
      --processes lists both a process a line;
@@ -164,6 +166,12 @@ def main():
         if r.returncode == 0 or "wall-clock" not in r.stderr or len(r.stderr.strip().splitlines()) != 1 \
                 or os.path.exists(os.path.join(tmp, "no.json")):
             fail(f"--clock realtime on a trace without a wall clock: exit {r.returncode}: {r.stderr}")
+        # replicas on two hosts (odd dp's clock 5 s ahead, brought back by its CLOCK_OFFSET): the same wall clock
+        same, _ = job(cli, tool, tmp, "same", 2, 2, 4, 2, "--comm", "--wall", str(WALL))
+        skewed, _ = job(cli, tool, tmp, "skewed", 2, 2, 4, 2, "--comm", "--wall", str(WALL), "--offsets")
+        a, b = csv_rows(cli, same, "--clock", "realtime"), csv_rows(cli, skewed, "--clock", "realtime")
+        if not a or a != b:
+            fail("the realtime CSV of a job on two hosts is not the one of the same job on one")
         # ranks as threads of one process (run): one pid for two tracks, which keep their own numbers
         threads = os.path.join(tmp, "threads.pptrace")
         r = cli_run(cli, "run", "-s", "1F1B", "-p", "2", "-m", "2", "--layers", "2", "--width", "16", "--batch", "8",
