@@ -11,6 +11,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -574,6 +575,55 @@ test_split_edges (void)
   g_assert_cmpint (totals[PP_NCCL_PART_LOCAL], ==, 15);
 }
 
+/* `profile` names the plugin for a job in NCCL_PROFILER_PLUGIN, and leaves
+ * a job's own alone ($PIPESCOPE_CLI, $PP_NCCL_PLUGIN_SHIPPED: meson). */
+static char *
+profiled_plugin (const char *own)
+{
+  char *dir = g_dir_make_tmp ("pp-nccl-profile-XXXXXX", NULL), *out = NULL;
+  char **env = g_get_environ ();
+  env = g_environ_setenv (env, "XDG_RUNTIME_DIR", dir, TRUE);
+  env = own ? g_environ_setenv (env, "NCCL_PROFILER_PLUGIN", own, TRUE)
+            : g_environ_unsetenv (env, "NCCL_PROFILER_PLUGIN");
+  const char *argv[] = { g_getenv ("PIPESCOPE_CLI"), "profile", "--", "sh", "-c",
+                         "echo \"plugin=$NCCL_PROFILER_PLUGIN\"", NULL };
+  g_assert_nonnull (argv[0]);
+  g_assert_true (g_spawn_sync (dir, (char **) argv, env, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+                               NULL, NULL, NULL));
+  g_strfreev (env);
+  char *line = strstr (out, "plugin=");
+  g_assert_nonnull (line);
+  char *got = g_strndup (line + 7, strcspn (line + 7, "\n"));
+  g_free (out);
+  GDir *d = g_dir_open (dir, 0, NULL);   /* profile's run files, if it left any */
+  for (const char *n; d && (n = g_dir_read_name (d));)
+    {
+      char *f = g_build_filename (dir, n, NULL);
+      g_unlink (f);
+      g_free (f);
+    }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
+  g_free (dir);
+  return got;
+}
+
+static void
+test_profile_sets_plugin (void)
+{
+  char *shipped = realpath (g_getenv ("PP_NCCL_PLUGIN_SHIPPED"), NULL);
+  char *got = profiled_plugin (NULL), *real = realpath (got, NULL);
+  g_assert_nonnull (shipped);
+  g_assert_cmpstr (real, ==, shipped);
+  free (real);
+  g_free (got);
+  got = profiled_plugin ("/opt/their/libnccl-profiler-own.so");
+  g_assert_cmpstr (got, ==, "/opt/their/libnccl-profiler-own.so");
+  g_free (got);
+  free (shipped);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -586,5 +636,6 @@ main (int argc, char **argv)
   g_test_add_func ("/nccl-plugin/kernel-channels-v4", test_kernel_channels_v4);
   g_test_add_func ("/nccl-plugin/teardown", test_teardown);
   g_test_add_func ("/nccl-plugin/no-rank-and-off", test_no_rank_and_off);
+  g_test_add_func ("/nccl-plugin/profile-sets-plugin", test_profile_sets_plugin);
   return g_test_run ();
 }
