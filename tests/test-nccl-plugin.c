@@ -18,6 +18,7 @@
 #include "pipescope.h"
 #include "pp-event.h"
 #include "pp-nccl-abi.h"
+#include "pp-nccl-match.h"
 #include "pp-nccl-split.h"
 #include "pp-trace.h"
 
@@ -165,6 +166,16 @@ assert_none (Fx *fx, const char *name)
   GArray *s = named (fx, name);
   g_assert_cmpuint (s->len, ==, 0);
   g_array_unref (s);
+}
+
+#define FORGED_SEND 0xfffff0u   /* a name id no trace here has: "nccl:Send" */
+
+static const char *
+span_name (void *user, uint32_t id)
+{
+  if (id == FORGED_SEND)
+    return "nccl:Send";
+  return g_hash_table_lookup (((Fx *) user)->names, GUINT_TO_POINTER (id));
 }
 
 static guint
@@ -329,6 +340,20 @@ test_slow_transfer (void)
   g_assert_cmpint (g_array_index (recv, PpSpan, 0).microbatch, ==, 0);
   g_assert_cmpint (g_array_index (recv, PpSpan, 1).microbatch, ==, 1);
   g_assert_cmpint (g_array_index (recv, PpSpan, 0).stage, ==, 1);
+  /* split by the plugin already: the offline matcher leaves them, also
+   * given the send of the first (the other side's span, forged here) */
+  PpSpan send = g_array_index (recv, PpSpan, 0);
+  send.name_id = FORGED_SEND;
+  send.stage = 0;
+  send.peer_rank = 1;
+  send.start_ns = 205;
+  g_array_append_val (fx.spans, send);
+  PpNcclMatchedWait *w = NULL;
+  size_t n = 1;
+  g_assert_cmpint (pp_nccl_match ((PpSpan *) fx.spans->data, fx.spans->len, span_name, &fx, &w, &n, NULL),
+                   ==, PP_OK);
+  g_assert_cmpuint (n, ==, 0);
+  g_assert_null (w);
   g_array_unref (late);
   g_array_unref (xfer);
   g_array_unref (local);
@@ -435,13 +460,22 @@ test_kernel_channels_v4 (void)
   g_assert_cmpuint (count_named (&fx, "nccl:kernel"), ==, 2);
   /* no proxy steps: nothing split in the plugin; offline, from the pair */
   assert_none (&fx, "nccl:peer_late");
-  PpNcclInterval out[2];
-  size_t n = pp_nccl_split_kernels (r->start_ns, r->end_ns, s->start_ns, s->end_ns, out);
+  PpNcclMatchedWait *w = NULL;
+  size_t n = 0;
+  PpError e = { 0 };
+  g_assert_cmpint (pp_nccl_match ((PpSpan *) fx.spans->data, fx.spans->len, span_name, &fx, &w, &n, &e),
+                   ==, PP_OK);
   g_assert_cmpuint (n, ==, 2);
-  g_assert_cmpint (out[0].part, ==, PP_NCCL_PART_PEER_LATE);
-  g_assert_cmpint (out[0].end_ns - out[0].start_ns, ==, 3000);
-  g_assert_cmpint (out[1].part, ==, PP_NCCL_PART_TRANSFER);
-  g_assert_cmpint (out[1].end_ns - out[1].start_ns, ==, 1000);
+  g_assert_cmpint (w[0].part, ==, PP_NCCL_PART_PEER_LATE);   /* until the sender's kernel started */
+  g_assert_cmpint (w[0].wait.start_ns, ==, 5000 + lag);
+  g_assert_cmpint (w[0].wait.end_ns, ==, 8000 + lag);
+  g_assert_cmpint (w[1].part, ==, PP_NCCL_PART_TRANSFER);
+  g_assert_cmpint (w[1].wait.end_ns, ==, 9000 + lag);
+  g_assert_cmpint (w[0].wait.kind, ==, PP_SPAN_WAIT);
+  g_assert_cmpint (w[0].wait.peer_rank, ==, 0);
+  g_assert_cmpuint (w[0].wait.stream, ==, COMM_TAG);
+  g_assert_cmpint (w[0].wait.step, ==, 3);
+  free (w);
   g_array_unref (send);
   g_array_unref (recv);
   fx_free (&fx);
