@@ -745,6 +745,36 @@ finalize (void *context)
   return PP_NCCL_SUCCESS;
 }
 
+/* e from NCCL's descriptor d: the same member names in every version,
+ * at each version's own places. */
+#define EV_FROM_DESCR(e, d)                                                              \
+  do {                                                                                   \
+    (e).type = (d)->type;                                                                \
+    (e).parent = (d)->parentObj;                                                         \
+    switch ((d)->type)                                                                   \
+      {                                                                                  \
+      case PP_NCCL_COLL:                                                                 \
+        (e).func = (d)->coll.func, (e).datatype = (d)->coll.datatype;                    \
+        (e).count = (d)->coll.count, (e).root = (d)->coll.root;                          \
+        (e).seq = (d)->coll.seqNumber, (e).n_channels = (d)->coll.nChannels;             \
+        break;                                                                           \
+      case PP_NCCL_P2P:                                                                  \
+        (e).func = (d)->p2p.func, (e).datatype = (d)->p2p.datatype;                      \
+        (e).count = (d)->p2p.count, (e).peer = (d)->p2p.peer;                            \
+        (e).n_channels = (d)->p2p.nChannels;                                             \
+        break;                                                                           \
+      case PP_NCCL_PROXY_OP:                                                             \
+        (e).pid = (d)->proxyOp.pid, (e).channel = (d)->proxyOp.channelId;                \
+        (e).peer = (d)->proxyOp.peer, (e).is_send = (d)->proxyOp.isSend;                 \
+        break;                                                                           \
+      case PP_NCCL_KERNEL_CH:                                                            \
+        (e).channel = (d)->kernelCh.channelId, (e).timer = (d)->kernelCh.pTimer;         \
+        break;                                                                           \
+      default:                                                                           \
+        break;                                                                           \
+      }                                                                                  \
+  } while (0)
+
 /* ---- version 4 --------------------------------------------------------------- */
 
 static PpNcclResult
@@ -762,28 +792,7 @@ start_v4 (void *context, void **handle, PpNcclDescrV4 *d)
   Ev e = { 0 };
   if (d == NULL)
     return handle ? (*handle = NULL, PP_NCCL_SUCCESS) : PP_NCCL_SUCCESS;
-  e.type = d->type;
-  e.parent = d->parentObj;
-  switch (d->type)
-    {
-    case PP_NCCL_COLL:
-      e.func = d->coll.func, e.datatype = d->coll.datatype, e.count = d->coll.count;
-      e.root = d->coll.root, e.seq = d->coll.seqNumber, e.n_channels = d->coll.nChannels;
-      break;
-    case PP_NCCL_P2P:
-      e.func = d->p2p.func, e.datatype = d->p2p.datatype, e.count = d->p2p.count;
-      e.peer = d->p2p.peer, e.n_channels = d->p2p.nChannels;
-      break;
-    case PP_NCCL_PROXY_OP:
-      e.pid = d->proxyOp.pid, e.channel = d->proxyOp.channelId, e.peer = d->proxyOp.peer;
-      e.is_send = d->proxyOp.isSend;
-      break;
-    case PP_NCCL_KERNEL_CH:
-      e.channel = d->kernelCh.channelId, e.timer = d->kernelCh.pTimer;
-      break;
-    default:
-      break;
-    }
+  EV_FROM_DESCR (e, d);
   return start_event (context, handle, &e);
 }
 
@@ -814,28 +823,7 @@ start_v5 (void *context, void **handle, PpNcclDescrV5 *d)
   Ev e = { 0 };
   if (d == NULL)
     return handle ? (*handle = NULL, PP_NCCL_SUCCESS) : PP_NCCL_SUCCESS;
-  e.type = d->type;
-  e.parent = d->parentObj;
-  switch (d->type)
-    {
-    case PP_NCCL_COLL:
-      e.func = d->coll.func, e.datatype = d->coll.datatype, e.count = d->coll.count;
-      e.root = d->coll.root, e.seq = d->coll.seqNumber, e.n_channels = d->coll.nChannels;
-      break;
-    case PP_NCCL_P2P:
-      e.func = d->p2p.func, e.datatype = d->p2p.datatype, e.count = d->p2p.count;
-      e.peer = d->p2p.peer, e.n_channels = d->p2p.nChannels;
-      break;
-    case PP_NCCL_PROXY_OP:
-      e.pid = d->proxyOp.pid, e.channel = d->proxyOp.channelId, e.peer = d->proxyOp.peer;
-      e.is_send = d->proxyOp.isSend;
-      break;
-    case PP_NCCL_KERNEL_CH:
-      e.channel = d->kernelCh.channelId, e.timer = d->kernelCh.pTimer;
-      break;
-    default:
-      break;
-    }
+  EV_FROM_DESCR (e, d);
   return start_event (context, handle, &e);
 }
 
