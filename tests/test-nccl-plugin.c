@@ -591,7 +591,7 @@ test_split_edges (void)
   };
   PpNcclInterval out[8], scratch[2 * 6 + 2];
   int64_t totals[PP_NCCL_N_PARTS];
-  size_t n = pp_nccl_split (iv, 6, out, 8, totals, scratch);
+  size_t n = pp_nccl_split (iv, 6, INT64_MAX, out, 8, totals, scratch);
   g_assert_cmpuint (n, ==, 4);
   g_assert_cmpint (out[0].part, ==, PP_NCCL_PART_LOCAL);
   g_assert_cmpint (out[0].end_ns, ==, 5);
@@ -604,9 +604,29 @@ test_split_edges (void)
   g_assert_cmpint (totals[PP_NCCL_PART_LOCAL] + totals[PP_NCCL_PART_PEER_LATE]
                    + totals[PP_NCCL_PART_TRANSFER], ==, 50);   /* the union: [0, 40] and [50, 60] */
   /* a run past cap is counted, not written */
-  n = pp_nccl_split (iv, 6, out, 2, totals, scratch);
+  n = pp_nccl_split (iv, 6, INT64_MAX, out, 2, totals, scratch);
   g_assert_cmpuint (n, ==, 2);
   g_assert_cmpint (totals[PP_NCCL_PART_LOCAL], ==, 15);
+
+  /* kept few: chunks in flight waiting in one state join, the first data's
+   * time kept apart, so the split is the one of the intervals unjoined */
+  PpNcclIntervals set;
+  PpNcclInterval rw[] = { { 200, 210, PP_NCCL_PART_RECV_WAIT }, { 200, 400, PP_NCCL_PART_RECV_WAIT },
+                          { 212, 600, PP_NCCL_PART_RECV_WAIT }, { 600, 601, PP_NCCL_PART_LOCAL },
+                          { 700, 710, PP_NCCL_PART_RECV_WAIT } };
+  int64_t joined[PP_NCCL_N_PARTS], apart[PP_NCCL_N_PARTS];
+  pp_nccl_intervals_init (&set, 3);
+  for (int k = 0; k < 5; k++)
+    g_assert_cmpint (pp_nccl_intervals_add (&set, rw[k].start_ns, rw[k].end_ns, rw[k].part), ==, 0);
+  g_assert_cmpuint (set.n, ==, 3);   /* [200, 600], [600, 601], [700, 710] */
+  g_assert_cmpint (set.first_data, ==, 210);
+  g_assert_cmpint (pp_nccl_intervals_add (&set, 800, 900, PP_NCCL_PART_LOCAL), ==, -1);   /* past max */
+  pp_nccl_split (set.iv, set.n, set.first_data, out, 8, joined, scratch);
+  pp_nccl_split (rw, 5, INT64_MAX, out, 8, apart, scratch);
+  for (int p = 0; p < PP_NCCL_N_PARTS; p++)
+    g_assert_cmpint (joined[p], ==, apart[p]);
+  g_assert_cmpint (joined[PP_NCCL_PART_PEER_LATE], ==, 10);
+  pp_nccl_intervals_clear (&set);
 }
 
 /* `profile` names the plugin for a job in NCCL_PROFILER_PLUGIN, and leaves

@@ -42,9 +42,9 @@
 #define EXPORT __attribute__ ((visibility ("default")))
 
 #define N_OPS      1024    /* operations in flight or waiting for children, per communicator */
-#define N_PROXIES  1024
-#define N_STEPS    4096
-#define N_KCH      1024
+#define N_PROXIES  512
+#define N_STEPS    2048
+#define N_KCH      512
 #define N_FUNCS    32      /* operation names a communicator caches */
 #define MAX_IV     16384   /* step state intervals an operation keeps for its split */
 #define SEQ_MASK   0x7fff  /* the sequence number in a span's micro-batch field */
@@ -190,8 +190,7 @@ typedef struct {
   int             children;
   int             kch_expected, kch_done;
   int64_t         t0, t1;         /* the children's times, on our clock */
-  PpNcclInterval *iv;
-  size_t          n_iv, cap_iv;
+  PpNcclIntervals iv;             /* its steps' states, for the split (iv.iv NULL: none yet) */
 } Op;
 
 typedef struct {
@@ -286,7 +285,7 @@ span (Ctx *ctx, int kind, uint32_t name, int mb, int step, int peer, uint64_t by
 static void
 op_free (Op *op)
 {
-  free (op->iv);
+  free (op->iv.iv);
   memset (op, 0, sizeof *op);
 }
 
@@ -295,21 +294,26 @@ static void
 op_emit (Ctx *ctx, Op *op)
 {
   int mb = (int) (op->seq & SEQ_MASK);
-  if (op->n_iv > 0)
+  size_t n_iv = op->iv.iv != NULL ? op->iv.n : 0;
+  if (n_iv > 0)
     {
-      PpNcclInterval *scratch = malloc ((2 * op->n_iv + 2) * sizeof *scratch);
-      PpNcclInterval *runs = malloc ((2 * op->n_iv + 1) * sizeof *runs);
+      /* on the stack for the usual few intervals */
+      PpNcclInterval s_scratch[2 * 32 + 2], s_runs[2 * 32 + 1];
+      PpNcclInterval *scratch = n_iv <= 32 ? s_scratch : malloc ((2 * n_iv + 2) * sizeof *scratch);
+      PpNcclInterval *runs = n_iv <= 32 ? s_runs : malloc ((2 * n_iv + 1) * sizeof *runs);
       if (scratch != NULL && runs != NULL)
         {
-          size_t n = pp_nccl_split (op->iv, op->n_iv, runs, 2 * op->n_iv + 1, NULL, scratch);
+          size_t n = pp_nccl_split (op->iv.iv, n_iv, op->iv.first_data, runs, 2 * n_iv + 1, NULL, scratch);
           for (size_t k = 0; k < n; k++)
             span (ctx, PP_SPAN_WAIT, part_name[runs[k].part], -1, op->step, op->peer, 0, 0xffff,
                   runs[k].start_ns, runs[k].end_ns);
         }
       else
         ctx->dropped++;
-      free (scratch);
-      free (runs);
+      if (scratch != s_scratch)
+        free (scratch);
+      if (runs != s_runs)
+        free (runs);
     }
   span (ctx, PP_SPAN_KERNEL, op->name, mb, op->step, op->peer, op->bytes, ctx->device,
         op->t0, op->t1);
@@ -343,19 +347,10 @@ op_interval (Ctx *ctx, Op *op, int64_t a, int64_t b, int part)
 {
   if (op == NULL || part < 0 || b <= a)
     return;
-  if (op->n_iv == op->cap_iv)
-    {
-      size_t cap = op->cap_iv ? 2 * op->cap_iv : 64;
-      PpNcclInterval *iv = cap <= MAX_IV ? realloc (op->iv, cap * sizeof *iv) : NULL;
-      if (iv == NULL)
-        {
-          ctx->dropped++;
-          return;
-        }
-      op->iv = iv;
-      op->cap_iv = cap;
-    }
-  op->iv[op->n_iv++] = (PpNcclInterval) { a, b, part };
+  if (op->iv.max == 0)
+    pp_nccl_intervals_init (&op->iv, MAX_IV);
+  if (pp_nccl_intervals_add (&op->iv, a, b, part) != 0)
+    ctx->dropped++;
 }
 
 /* A new operation's slot: a free one, else the oldest whose children have

@@ -2,6 +2,7 @@
 #include "pp-nccl-split.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "pp-nccl-abi.h"
 
@@ -69,19 +70,19 @@ put_run (PpNcclInterval *out, size_t cap, size_t n_out, int64_t a, int64_t b, in
 }
 
 size_t
-pp_nccl_split (const PpNcclInterval *iv, size_t n, PpNcclInterval *out, size_t cap,
+pp_nccl_split (const PpNcclInterval *iv, size_t n, int64_t first_data, PpNcclInterval *out, size_t cap,
                int64_t totals[PP_NCCL_N_PARTS], PpNcclInterval *scratch)
 {
-  int64_t first_data = INT64_MAX;
   size_t n_edges = 0, n_out = 0;
   int count[PP_NCCL_N_PARTS] = { 0 };
 
   if (totals != NULL)
     for (int p = 0; p < PP_NCCL_N_PARTS; p++)
       totals[p] = 0;
-  for (size_t i = 0; i < n; i++)
-    if (iv[i].part == PP_NCCL_PART_RECV_WAIT && iv[i].end_ns < first_data)
-      first_data = iv[i].end_ns;
+  if (first_data == INT64_MAX)
+    for (size_t i = 0; i < n; i++)
+      if (iv[i].part == PP_NCCL_PART_RECV_WAIT && iv[i].end_ns < first_data)
+        first_data = iv[i].end_ns;
   /* edges: start_ns the time, end_ns +1 / -1, part the part; a RecvWait
    * becomes peer_late up to the first data and transfer after it */
   for (size_t i = 0; i < n; i++)
@@ -108,7 +109,18 @@ pp_nccl_split (const PpNcclInterval *iv, size_t n, PpNcclInterval *out, size_t c
       scratch[n_edges++] = (PpNcclInterval) { a, +1, part };
       scratch[n_edges++] = (PpNcclInterval) { b, -1, part };
     }
-  qsort (scratch, n_edges, sizeof *scratch, cmp_edge);
+  /* appended in time order, the edges are nearly sorted: insertion sort,
+   * linear then, where few (qsort past a few dozen) */
+  if (n_edges > 64)
+    qsort (scratch, n_edges, sizeof *scratch, cmp_edge);
+  else
+    for (size_t i = 1; i < n_edges; i++)
+      for (size_t j = i; j > 0 && cmp_edge (&scratch[j - 1], &scratch[j]) > 0; j--)
+        {
+          PpNcclInterval t = scratch[j];
+          scratch[j] = scratch[j - 1];
+          scratch[j - 1] = t;
+        }
   for (size_t e = 0; e < n_edges;)
     {
       int64_t t = scratch[e].start_ns;
@@ -121,6 +133,55 @@ pp_nccl_split (const PpNcclInterval *iv, size_t n, PpNcclInterval *out, size_t c
         n_out = put_run (out, cap, n_out, t, scratch[e].start_ns, winner (count), totals);
     }
   return n_out < cap ? n_out : cap;
+}
+
+void
+pp_nccl_intervals_init (PpNcclIntervals *s, size_t max)
+{
+  memset (s, 0, sizeof *s);
+  s->max = max;
+  s->first_data = INT64_MAX;
+  for (int p = 0; p <= PP_NCCL_N_PARTS; p++)
+    s->last[p] = -1;
+}
+
+int
+pp_nccl_intervals_add (PpNcclIntervals *s, int64_t a, int64_t b, int part)
+{
+  if (part < 0 || part > PP_NCCL_PART_RECV_WAIT || b <= a)
+    return 0;
+  if (part == PP_NCCL_PART_RECV_WAIT && b < s->first_data)
+    s->first_data = b;
+  long l = s->last[part];
+  if (l >= 0 && a <= s->iv[l].end_ns && b >= s->iv[l].start_ns)
+    {
+      if (a < s->iv[l].start_ns)
+        s->iv[l].start_ns = a;
+      if (b > s->iv[l].end_ns)
+        s->iv[l].end_ns = b;
+      return 0;
+    }
+  if (s->n == s->cap)
+    {
+      size_t cap = s->cap ? 2 * s->cap : 16;
+      if (cap > s->max)
+        cap = s->max;
+      PpNcclInterval *iv = cap > s->n ? realloc (s->iv, cap * sizeof *iv) : NULL;
+      if (iv == NULL)
+        return -1;
+      s->iv = iv;
+      s->cap = cap;
+    }
+  s->iv[s->n] = (PpNcclInterval) { a, b, part };
+  s->last[part] = (long) s->n++;
+  return 0;
+}
+
+void
+pp_nccl_intervals_clear (PpNcclIntervals *s)
+{
+  free (s->iv);
+  pp_nccl_intervals_init (s, s->max);
 }
 
 size_t

@@ -51,11 +51,30 @@ const char *pp_nccl_part_name (int part);
 
 /* Splits n intervals (input classes, any order) into out, at most cap
  * runs, in time order, adjacent runs of one part merged; totals[part] the
- * nanoseconds of each part (may be NULL).  scratch holds 2 n + 2 entries
- * (the sweep's edges).  Returns the runs written; runs past cap are
- * counted in totals but not written. */
-size_t pp_nccl_split (const PpNcclInterval *iv, size_t n, PpNcclInterval *out, size_t cap,
-                      int64_t totals[PP_NCCL_N_PARTS], PpNcclInterval *scratch);
+ * nanoseconds of each part (may be NULL).  first_data: when the
+ * operation's first data arrived (the earliest end of a RecvWait);
+ * INT64_MAX: the earliest end among iv's (give it where RecvWaits were
+ * merged, pp_nccl_intervals_add).  scratch holds 2 n + 2 entries (the
+ * sweep's edges).  Returns the runs written; runs past cap are counted in
+ * totals but not written. */
+size_t pp_nccl_split (const PpNcclInterval *iv, size_t n, int64_t first_data, PpNcclInterval *out,
+                      size_t cap, int64_t totals[PP_NCCL_N_PARTS], PpNcclInterval *scratch);
+
+/* An operation's intervals as its steps close them, kept few: one that
+ * overlaps or touches the last kept of its class joins it (several steps
+ * in flight wait in the same state at once), which changes no split
+ * given first_data. */
+typedef struct {
+  PpNcclInterval *iv;
+  size_t          n, cap, max;       /* max: past it, intervals are dropped (add returns -1) */
+  long            last[PP_NCCL_N_PARTS + 1];   /* index of the last of each class, -1 */
+  int64_t         first_data;        /* INT64_MAX until a RecvWait closed */
+} PpNcclIntervals;
+
+void pp_nccl_intervals_init (PpNcclIntervals *s, size_t max);
+/* 0, or -1 when it could not be kept (memory, max). */
+int  pp_nccl_intervals_add (PpNcclIntervals *s, int64_t start_ns, int64_t end_ns, int part);
+void pp_nccl_intervals_clear (PpNcclIntervals *s);
 
 /* A receive matched with its send by sequence number (within a node):
  * the receiving kernel ran [recv_start, recv_end], the sending one
