@@ -257,8 +257,8 @@ struct Ctx {
 static int
 in_pool (const Ctx *ctx, const void *p, const void *pool, size_t size, size_t n, int kind)
 {
-  const char *c = p, *base = pool;
-  if (c < base || c >= base + size * n || (size_t) (c - base) % size != 0)
+  uintptr_t c = (uintptr_t) p, base = (uintptr_t) pool;
+  if (c < base || c >= base + size * n || (c - base) % size != 0)
     return 0;
   const Head *h = p;
   return h->what == kind && h->ctx == ctx;
