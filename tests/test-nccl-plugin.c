@@ -387,6 +387,41 @@ test_busy_gpu (void)
   fx_free (&fx);
 }
 
+/* A collective: its sequence number NCCL's, its waits of no one peer (its
+ * proxy operations talk to several). */
+static void
+test_collective (void)
+{
+  Fx fx = { 0 };
+  int mask = 0;
+  load_plugin ();
+  fx_open (&fx);
+  void *ctx = init_v6 (0, &mask);
+  PpNcclDescrV5 c = { .type = PP_NCCL_COLL };
+  c.coll.func = "AllReduce";
+  c.coll.datatype = "ncclFloat16";
+  c.coll.count = 100;
+  c.coll.root = 0;
+  c.coll.seqNumber = 41;
+  void *op = at (10, ctx, &c);
+  stop_at (11, op);
+  void *px = proxy_at (20, ctx, op, 1, 1), *px2 = proxy_at (20, ctx, op, 1, 0);
+  step_run (ctx, px, 1, (int[]) { PP_NCCL_STEP_SEND_WAIT }, (int64_t[]) { 20, 20 }, 30);
+  step_run (ctx, px2, 1, (int[]) { PP_NCCL_STEP_RECV_WAIT }, (int64_t[]) { 20, 20 }, 25);
+  stop_at (31, px);
+  stop_at (32, px2);
+  g_assert_cmpint (v6->finalize (ctx), ==, PP_NCCL_SUCCESS);
+  fx_close_and_read (&fx);
+  assert_one (&fx, "nccl:transfer", PP_SPAN_WAIT, 20, 30, -1);
+  assert_none (&fx, "nccl:peer_late");   /* the sending chunk moved all along */
+  assert_one (&fx, "nccl:AllReduce", PP_SPAN_KERNEL, 20, 32, 0);
+  GArray *a = named (&fx, "nccl:AllReduce");
+  g_assert_cmpint (g_array_index (a, PpSpan, 0).microbatch, ==, 41);
+  g_assert_cmpuint (g_array_index (a, PpSpan, 0).bytes, ==, 200);
+  g_array_unref (a);
+  fx_free (&fx);
+}
+
 /* v4, kernel channels on: a send and its receive within a node (no proxy
  * steps), each side a communicator of its own in this process; their
  * kernels' GPU stamps come back on the host clock, and the receive's wait
@@ -687,6 +722,7 @@ main (int argc, char **argv)
   g_test_add_func ("/nccl-plugin/receiver-late", test_receiver_late);
   g_test_add_func ("/nccl-plugin/slow-transfer", test_slow_transfer);
   g_test_add_func ("/nccl-plugin/busy-gpu", test_busy_gpu);
+  g_test_add_func ("/nccl-plugin/collective", test_collective);
   g_test_add_func ("/nccl-plugin/kernel-channels-v4", test_kernel_channels_v4);
   g_test_add_func ("/nccl-plugin/teardown", test_teardown);
   g_test_add_func ("/nccl-plugin/no-rank-and-off", test_no_rank_and_off);

@@ -182,6 +182,7 @@ typedef struct {
   Head            h;
   uint32_t        name;           /* "nccl:<func>" */
   int             peer;           /* p2p: the peer; a collective: its root, or -1 */
+  int             wait_peer;      /* its waits' peer: a p2p's; -1 for a collective (many) */
   int             step;
   uint32_t        seq;
   uint64_t        bytes;
@@ -196,7 +197,6 @@ typedef struct {
 typedef struct {
   Head    h;
   Op     *op;
-  int     peer;
 } Proxy;
 
 typedef struct {
@@ -305,7 +305,7 @@ op_emit (Ctx *ctx, Op *op)
         {
           size_t n = pp_nccl_split (op->iv.iv, n_iv, op->iv.first_data, runs, 2 * n_iv + 1, NULL, scratch);
           for (size_t k = 0; k < n; k++)
-            span (ctx, PP_SPAN_WAIT, part_name[runs[k].part], -1, op->step, op->peer, 0, 0xffff,
+            span (ctx, PP_SPAN_WAIT, part_name[runs[k].part], -1, op->step, op->wait_peer, 0, 0xffff,
                   runs[k].start_ns, runs[k].end_ns);
         }
       else
@@ -444,7 +444,7 @@ start_op (Ctx *ctx, const Ev *e, int p2p)
   if (p2p)
     {
       int send = e->func != NULL && strcmp (e->func, "Send") == 0;
-      op->peer = e->peer;
+      op->peer = op->wait_peer = e->peer;
       if (e->peer >= 0 && e->peer < ctx->nranks && ctx->seq != NULL)
         op->seq = ctx->seq[2 * e->peer + !send]++;
       /* with kernel-channel events NCCL gives the channels each direction runs */
@@ -453,6 +453,7 @@ start_op (Ctx *ctx, const Ev *e, int p2p)
   else
     {
       op->peer = e->root;
+      op->wait_peer = -1;
       op->seq = (uint32_t) e->seq;
       op->kch_expected = (ctx->mask & PP_NCCL_KERNEL_CH) && e->n_channels > 0 ? e->n_channels : 0;
     }
@@ -470,7 +471,7 @@ start_proxy (Ctx *ctx, const Ev *e, int64_t now)
       if ((op = op_take (ctx)) == NULL)
         return NULL;
       op->name = func_name (ctx, e->is_send ? "Send" : "Recv");
-      op->peer = e->peer;
+      op->peer = op->wait_peer = e->peer;
       op->host_stopped = 1;
       op->step = probe.step () < 0 ? 0 : probe.step ();
     }
@@ -481,7 +482,6 @@ start_proxy (Ctx *ctx, const Ev *e, int64_t now)
       return NULL;
     }
   px->op = op;
-  px->peer = e->peer;
   op->active++;
   op->children++;
   op_child (op, now, now);
@@ -555,7 +555,7 @@ step_close (Ctx *ctx, Step *st, int64_t now)
   Op *op = st->px->op;
   op_interval (ctx, op, st->since, now, part);
   if (ctx->step_spans && st->state < 32)
-    span (ctx, PP_SPAN_WAIT, state_name[st->state], -1, op->step, st->px->peer, st->trans, 0xffff,
+    span (ctx, PP_SPAN_WAIT, state_name[st->state], -1, op->step, op->wait_peer, st->trans, 0xffff,
           st->since, now);
 }
 
