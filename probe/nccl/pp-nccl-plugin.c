@@ -129,6 +129,20 @@ find_probe (void)
   return atomic_load (&probe_found);
 }
 
+/* Whether the probe library is there for an event of type.  A job under
+ * `profile` (PIPESCOPE_LIB set) may create a communicator before its hook
+ * loads the library: then every 64th operation looks again, until found. */
+static int
+probe_ready (uint64_t type)
+{
+  static _Atomic unsigned looks;
+  if (atomic_load (&probe_found))
+    return 1;
+  if ((type != PP_NCCL_P2P && type != PP_NCCL_COLL) || atomic_fetch_add (&looks, 1) % 64 != 0)
+    return 0;
+  return find_probe ();
+}
+
 static int64_t
 now_ns (void)
 {
@@ -524,7 +538,7 @@ start_event (void *context, void **handle, const Ev *e)
   if (handle == NULL)
     return PP_NCCL_SUCCESS;
   *handle = NULL;
-  if (ctx == NULL || !atomic_load (&probe_found))
+  if (ctx == NULL || !probe_ready (e->type))
     return PP_NCCL_SUCCESS;
   int64_t now = now_ns ();
   pthread_mutex_lock (&ctx->lock);
@@ -684,8 +698,9 @@ init_common (void **context, uint64_t comm_hash, int *mask, int nranks, int rank
     return PP_NCCL_INTERNAL_ERROR;
   *context = NULL;
   *mask = 0;
-  if (!env_flag ("PIPESCOPE_NCCL", 1) || !find_probe ())
-    return PP_NCCL_SUCCESS;   /* nothing to record into: NCCL calls nothing */
+  const char *lib = getenv ("PIPESCOPE_LIB");
+  if (!env_flag ("PIPESCOPE_NCCL", 1) || (!find_probe () && (lib == NULL || lib[0] == '\0')))
+    return PP_NCCL_SUCCESS;   /* nothing to record into, now or later: NCCL calls nothing */
   Ctx *ctx = calloc (1, sizeof *ctx);
   if (ctx == NULL)
     return PP_NCCL_SUCCESS;
