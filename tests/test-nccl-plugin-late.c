@@ -87,8 +87,11 @@ main (void)
   pp_trace_reader_free (r);
   g_assert_cmpint (sends, ==, recorded_handles);
   g_hash_table_unref (names);
+  char *reg = g_build_filename (dir, "pipescope", NULL);   /* the job registry's folder */
   g_unlink (trace);
+  g_rmdir (reg);
   g_rmdir (dir);
+  g_free (reg);
   g_free (trace);
   g_free (dir);
   g_print ("ok: %d of 128 operations after the library came recorded\n", sends);

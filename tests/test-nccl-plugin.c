@@ -109,8 +109,11 @@ fx_free (Fx *fx)
     g_array_unref (fx->spans);
   if (fx->names)
     g_hash_table_unref (fx->names);
+  char *reg = g_build_filename (fx->dir, "pipescope", NULL);   /* the job registry's folder */
   g_unlink (fx->path);
-  g_rmdir (fx->dir);   /* the registry's leftovers, if any, stay with the temp dir */
+  g_rmdir (reg);
+  g_rmdir (fx->dir);
+  g_free (reg);
   g_free (fx->path);
   g_free (fx->dir);
 }
@@ -664,6 +667,25 @@ test_split_edges (void)
   pp_nccl_intervals_clear (&set);
 }
 
+static void
+rm_tree (const char *path)
+{
+  GDir *d = g_file_test (path, G_FILE_TEST_IS_SYMLINK) ? NULL : g_dir_open (path, 0, NULL);
+  for (const char *n; d != NULL && (n = g_dir_read_name (d)) != NULL;)
+    {
+      char *f = g_build_filename (path, n, NULL);
+      rm_tree (f);
+      g_free (f);
+    }
+  if (d != NULL)
+    {
+      g_dir_close (d);
+      g_rmdir (path);
+    }
+  else
+    g_unlink (path);
+}
+
 /* `profile` names the plugin for a job in NCCL_PROFILER_PLUGIN, and leaves
  * a job's own alone ($PIPESCOPE_CLI, $PP_NCCL_PLUGIN_SHIPPED: meson). */
 static char *
@@ -684,16 +706,7 @@ profiled_plugin (const char *own)
   g_assert_nonnull (line);
   char *got = g_strndup (line + 7, strcspn (line + 7, "\n"));
   g_free (out);
-  GDir *d = g_dir_open (dir, 0, NULL);   /* profile's run files, if it left any */
-  for (const char *n; d && (n = g_dir_read_name (d));)
-    {
-      char *f = g_build_filename (dir, n, NULL);
-      g_unlink (f);
-      g_free (f);
-    }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
+  rm_tree (dir);   /* profile's run files and the registry's folder */
   g_free (dir);
   return got;
 }

@@ -120,6 +120,8 @@ main (int argc, char **argv)
         }
       unlink (path);
     }
+  snprintf (path, sizeof path, "%s/pipescope", dir);   /* the job registry's folder */
+  rmdir (path);
   rmdir (dir);
   return 0;
 }

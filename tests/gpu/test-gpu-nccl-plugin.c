@@ -185,6 +185,8 @@ main (int argc, char **argv)
   free (w);
   free (spans);
   unlink (path);
+  snprintf (path, sizeof path, "%s/pipescope", dir);   /* the job registry's folder */
+  rmdir (path);
   rmdir (dir);
   printf ("%s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
