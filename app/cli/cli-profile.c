@@ -659,6 +659,25 @@ forward_signal (int sig)
     kill ((pid_t) child_pid, sig);
 }
 
+/* NCCL_PROFILER_PLUGIN: the NCCL profiler plugin beside the probe library
+ * (the build tree's nccl/, or the same folder installed), so that a job's
+ * NCCL records its operations and waits into the job's ranks
+ * (docs/nccl-plugin.md); a job that names its own plugin keeps it. */
+static void
+set_nccl_plugin (const char *lib)
+{
+  char path[PATH_MAX];
+  const char *slash = strrchr (lib, '/');
+  int dir = slash ? (int) (slash - lib) : 0;
+  if (getenv ("NCCL_PROFILER_PLUGIN") != NULL)
+    return;
+  snprintf (path, sizeof path, "%.*s/nccl/libnccl-profiler-pipescope.so", dir, lib);
+  if (!is_file (path))
+    snprintf (path, sizeof path, "%.*s/libnccl-profiler-pipescope.so", dir, lib);
+  if (slash != NULL && is_file (path))
+    setenv ("NCCL_PROFILER_PLUGIN", path, 1);
+}
+
 /* The command's environment; PIPESCOPE_TRACE is where the ranks' files go
  * (run: TRACE.ID, each rank writing run.rankR), PIPESCOPE_JOB_ID the id
  * the probe writes into their headers. */
@@ -678,6 +697,7 @@ set_env (const char *job, const char *lib, const char *py, const char *run, cons
       fprintf (stderr, "pipescope-cli: error: cannot set the command's environment: %s\n", strerror (errno));
       return 1;
     }
+  set_nccl_plugin (lib);
   return 0;
 }
 
@@ -788,7 +808,7 @@ spans_hosts (int argc, char **argv)
 /* The variables a rank on another host needs, those that are set. */
 static const char *const forwarded[] = {
   "PYTHONPATH", "PIPESCOPE_JOB", "PIPESCOPE_LIB", "PIPESCOPE_PYTHON", "PIPESCOPE_TRACE",
-  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
+  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN", "NCCL_PROFILER_PLUGIN",
 };
 
 static void
