@@ -78,8 +78,9 @@ profile_usage (FILE *out)
          "\n"
          "Runs COMMAND with pipescope's hook in every Python process it starts\n"
          "(torchrun, python, mpirun ... python): each rank of a\n"
-         "torch.distributed.pipelining job records its blocks, transfers, waits,\n"
-         "steps, losses and plan, with nothing changed in the job's code.  The\n"
+         "torch.distributed.pipelining, megatron-core or DeepSpeed pipe engine\n"
+         "job records its blocks, transfers, waits, steps, losses and plan, with\n"
+         "nothing changed in the job's code.  The\n"
          "ranks form one job that 'jobs', 'record', 'info' and the app see as one\n"
          "run, served by this process while the command runs.  The exit status\n"
          "is the command's, or 1 when it is 0 but the trace promised could not be\n"
@@ -1223,8 +1224,8 @@ merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_stat
     {
       say_no_trace (cmd_status);
       fprintf (stderr, "no rank wrote a trace (%s.rankG): did the command run a "
-               "torch.distributed.pipelining schedule, or megatron-core's with "
-               "pipeline_model_parallel_size above 1?\n", run);
+               "torch.distributed.pipelining schedule, megatron-core's with "
+               "pipeline_model_parallel_size above 1, or a DeepSpeed pipe engine's train_batch?\n", run);
     }
   else
     {
