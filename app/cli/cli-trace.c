@@ -794,6 +794,15 @@ trace_load (const char *path, Trace *t)
               memset (t, 0, sizeof *t);
               return 1;
             }
+          /* two processes at one place, or places no job has: refused,
+           * as merge refuses them, not one of them dropped unsaid */
+          if (pp_trace_places_check (t->procs, t->n_procs, &err) != PP_OK)
+            {
+              fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+              trace_clear (t);
+              memset (t, 0, sizeof *t);
+              return 1;
+            }
           return 0;
         case PP_TRACE_ITEM_DESCRIPTION:
           t->has_desc = true;
@@ -1033,9 +1042,7 @@ print_shown_replica (const Trace *t)
       shown[d] = 0;
   /* the timeline folds the replicas; the bubble below is one replica's,
    * idle by cause the median replica's */
-  int64_t per = 1;
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    per *= size[d];
+  int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
           "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
           "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
