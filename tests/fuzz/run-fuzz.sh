@@ -59,7 +59,7 @@ build() { # name sources...
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
 # the torch.profiler importer (its JSON reader, gunzip, the converter)
-imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c"
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
 cairo_flags_plain=$cairo_flags
 cairo_flags="$cairo_flags -lz"
 inc_plain=$inc
