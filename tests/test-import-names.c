@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pp-import.h"
@@ -163,10 +164,12 @@ test_colliding_names (void)
 int
 main (int argc, char **argv)
 {
-  /* --write FILE: the fuzz seed (tests/fuzz/corpus-json/), 2^10 names */
-  if (argc == 3 && strcmp (argv[1], "--write") == 0)
+  /* --write FILE [BLOCKS]: the fuzz seed (tests/fuzz/corpus-json/), 2^10
+   * names; or 2^BLOCKS (at most 2^15), for measuring */
+  if ((argc == 3 || argc == 4) && strcmp (argv[1], "--write") == 0)
     {
-      char *text = colliding_trace (10);
+      int blocks = argc == 4 ? atoi (argv[3]) : 10;
+      char *text = colliding_trace (blocks >= 1 && blocks <= BLOCKS ? blocks : 10);
       gboolean ok = g_file_set_contents (argv[2], text, -1, NULL);
       g_free (text);
       return ok ? 0 : 1;
