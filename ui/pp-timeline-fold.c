@@ -277,9 +277,7 @@ static void
 view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS], int n_ranks,
            char *buf, size_t n)
 {
-  int64_t per = 1;
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    per *= size[d];
+  int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   const char *what = per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes a rank";
   if (how->replica >= 0)
     {

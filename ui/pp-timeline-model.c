@@ -1139,14 +1139,11 @@ add_process (PpTimelineModel *m, const PpTraceProcess *in)
   const PpTraceProcess *p = &pr->place;
   /* tensor, context and expert ranks are replicas of a row too: the row
    * shows one process of them all */
-  int64_t n = 1;
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-    {
-      if (p->size[d] > m->mesh_size[d])
-        m->mesh_size[d] = p->size[d];
-      if (d != PP_TRACE_MESH_PP)
-        n *= m->mesh_size[d] > 0 ? m->mesh_size[d] : 1;
-    }
+    if (p->size[d] > m->mesh_size[d])
+      m->mesh_size[d] = p->size[d];
+  /* saturated: places that disagree may make more than 64 bits hold */
+  int64_t n = pp_trace_mesh_count (m->mesh_size, PP_TRACE_MESH_DP);
   if (n > m->n_replicas)
     m->n_replicas = (int32_t) (n < INT32_MAX ? n : INT32_MAX);
   Rank *rk = &m->ranks[p->rank];
@@ -1675,6 +1672,22 @@ pp_timeline_model_new_from_file (const char *path, PpError *err)
       pp_timeline_model_add (m, &item);
     }
   pp_trace_reader_free (r);
+  /* two processes at one place, or places no job has: refused, as merge
+   * and info refuse them, not a row that shows one of them unsaid */
+  PpTraceProcess *places = malloc ((size_t) (m->n_procs + 1) * sizeof *places);
+  size_t n = 0;
+  for (int i = 0; places != NULL && i < m->n_procs; i++)
+    if (m->procs[i].placed)
+      places[n++] = m->procs[i].place;
+  if (places == NULL || pp_trace_places_check (places, n, err) != PP_OK)
+    {
+      if (places == NULL)
+        pp_error_set (err, PP_ENOMEM, "out of memory");
+      free (places);
+      pp_timeline_model_free (m);
+      return NULL;
+    }
+  free (places);
   return m;
 }
 
@@ -1766,17 +1779,14 @@ pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
   /* numbered by pipescope, not read from the job: said, as info says it */
   const char *unread = flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "";
   static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
-  int64_t n = 1;
+  int64_t n = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   int only_dp = 1;
   if (bufsize == 0)
     return;
   buf[0] = '\0';
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    {
-      n *= size[d] > 1 ? size[d] : 1;
-      if (d != PP_TRACE_MESH_DP && size[d] > 1)
-        only_dp = 0;
-    }
+  for (int d = PP_TRACE_MESH_DP + 1; d < PP_TRACE_MESH_DIMS; d++)
+    if (size[d] > 1)
+      only_dp = 0;
   if (n <= 1)
     return;
   if (only_dp)

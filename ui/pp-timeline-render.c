@@ -12,6 +12,7 @@
 #include "pp-timeline-host-lane.h"
 #include "pp-timeline-model-private.h"
 #include "pp-timeline-summary.h"
+#include "pp-trace-text.h"
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -790,11 +791,18 @@ font (cairo_t *cr, double size, int bold)
   cairo_set_font_size (cr, size);
 }
 
+/* Text from a trace (a model, a span's name) may be anything: cairo
+ * refuses what is not UTF-8 (and stops drawing), and no picture shows a
+ * control character; both become U+FFFD (pp-trace-text.h). */
+#define SHOWN_MAX 2048
+
 static double
 text_w (cairo_t *cr, const char *s)
 {
   cairo_text_extents_t e;
-  cairo_text_extents (cr, s, &e);
+  char shown[SHOWN_MAX];
+  pp_trace_text_printable (s, shown, sizeof shown);
+  cairo_text_extents (cr, shown, &e);
   return e.x_advance;
 }
 
@@ -820,6 +828,9 @@ show_text (cairo_t *cr, const char *s)
 {
   TextSink *k = cairo_get_user_data (cr, &text_sink_key);
   double x, y;
+  char shown[SHOWN_MAX];
+  pp_trace_text_printable (s, shown, sizeof shown);
+  s = shown;
   if (k == NULL)
     {
       cairo_show_text (cr, s);

@@ -1199,27 +1199,97 @@ say_no_trace (int cmd_status)
 }
 
 static int
+cmp_rank_file (const void *a, const void *b)
+{
+  const RankFile *x = a, *y = b;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* This run's rank files RUN.rankG, every G a process may have (global
+ * ranks past 4095 too: issue 40), by G, from one listing of the folder
+ * (not a stat per possible G); this run's only, by its header too.  Files
+ * of the run that merge cannot take (G past PP_TRACE_MAX_PROCESSES) go to
+ * *left, said by the caller.  -1 when out of memory or the folder cannot
+ * be read (said). */
+static int
+find_rank_files (const char *run, uint64_t id, RankFile **files, int *n, RankFile **left, int *n_left)
+{
+  char dir[PATH_MAX];
+  const char *slash = strrchr (run, '/'), *base = slash ? slash + 1 : run;
+  snprintf (dir, sizeof dir, "%.*s", slash == NULL ? 1 : slash == run ? 1 : (int) (slash - run),
+            slash == NULL ? "." : run);
+  int cap = 0, cap_left = 0;
+  *files = *left = NULL;
+  *n = *n_left = 0;
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: profile: cannot read %s for the ranks' files: %s\n", dir, strerror (errno));
+      return -1;
+    }
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL)
+    {
+      size_t base_len, len = strlen (base);
+      long g = strncmp (e->d_name, base, len) == 0 ? rank_of_name (e->d_name, &base_len) : -1;
+      char path[PATH_MAX + 40];
+      uint64_t file_id = 0;
+      if (g < 0 || base_len != len
+          || snprintf (path, sizeof path, "%s%s%s", dir, strcmp (dir, "/") ? "/" : "", e->d_name) >= (int) sizeof path
+          || !is_file (path) || pp_trace_file_job_id (path, &file_id, NULL) != PP_OK || file_id != id)
+        continue;
+      bool ok = g < PP_TRACE_MAX_PROCESSES;
+      RankFile **to = ok ? files : left;
+      int *k = ok ? n : n_left, *c = ok ? &cap : &cap_left;
+      if (*k == *c)
+        {
+          RankFile *more = realloc (*to, (size_t) (*c = *c ? 2 * *c : 64) * sizeof *more);
+          if (more == NULL)
+            break;
+          *to = more;
+        }
+      (*to)[*k] = (RankFile) { strdup (path), strlen (path) - strlen (e->d_name) + len, g, id, false };
+      if ((*to)[*k].path == NULL)
+        break;
+      ++*k;
+    }
+  bool oom = e != NULL;
+  closedir (d);
+  if (oom)
+    fprintf (stderr, "pipescope-cli: profile: out of memory listing the ranks' files in %s\n", dir);
+  qsort (*files, (size_t) *n, sizeof **files, cmp_rank_file);
+  qsort (*left, (size_t) *n_left, sizeof **left, cmp_rank_file);
+  return oom ? -1 : 0;
+}
+
+static int
 merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_status)
 {
-  char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
-  int argc = 0, found = 0, status = 1;
-
-  if (argv == NULL)
-    return 1;
+  RankFile *files = NULL, *left = NULL;
+  int n_files = 0, n_left = 0, argc = 0, found = 0, status = 1;
+  char **argv = NULL;
+  if (find_rank_files (run, id, &files, &n_files, &left, &n_left) != 0
+      || (argv = calloc ((size_t) n_files + 4, sizeof *argv)) == NULL)
+    {
+      for (int i = 0; i < n_files; i++)
+        free (files[i].path);
+      for (int i = 0; i < n_left; i++)
+        free (left[i].path);
+      free (files);
+      free (left);
+      say_no_trace (cmd_status);
+      fprintf (stderr, "the ranks' files were not merged (said above); they are kept in their folder\n");
+      return 1;
+    }
   argv[argc++] = "merge";
   argv[argc++] = "-o";
   argv[argc++] = (char *) trace;
-  for (int r = 0; r < PROFILE_MAX_RANKS; r++)
+  for (int i = 0; i < n_files; i++)
     {
-      char p[PATH_MAX + 40];
-      uint64_t file_id = 0;
-      snprintf (p, sizeof p, "%s.rank%d", run, r);
-      /* this run's only, by its header too */
-      if (!is_file (p) || pp_trace_file_job_id (p, &file_id, NULL) != PP_OK || file_id != id)
-        continue;
-      argv[argc++] = strdup (p);
+      argv[argc++] = files[i].path;
       found++;
     }
+  free (files);
   if (found == 0)
     {
       say_no_trace (cmd_status);
@@ -1251,6 +1321,23 @@ merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_stat
           fputc ('\n', stderr);
         }
     }
+  /* a limit that remains is said, with the files it left out */
+  if (n_left > 0)
+    {
+      fprintf (stderr, "pipescope-cli: profile: %d rank file%s of this run %s a global rank past %d, "
+               "which no trace can hold, and %s not merged (kept as %s):", n_left, n_left == 1 ? "" : "s",
+               n_left == 1 ? "has" : "have", PP_TRACE_MAX_PROCESSES - 1, n_left == 1 ? "was" : "were",
+               n_left == 1 ? "it is" : "they are");
+      for (int i = 0; i < n_left; i++)
+        {
+          fputc (' ', stderr);
+          shell_word (stderr, left[i].path);
+          free (left[i].path);
+        }
+      fputc ('\n', stderr);
+      status = 1;
+    }
+  free (left);
   for (int i = 3; i < argc; i++)
     free (argv[i]);
   free (argv);

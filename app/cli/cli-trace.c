@@ -24,6 +24,7 @@
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
+#include "pp-trace-text.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
 #include "pp-why-runtime.h"
@@ -839,6 +840,15 @@ trace_load (const char *path, Trace *t)
               memset (t, 0, sizeof *t);
               return 1;
             }
+          /* two processes at one place, or places no job has: refused,
+           * as merge refuses them, not one of them dropped unsaid */
+          if (pp_trace_places_check (t->procs, t->n_procs, &err) != PP_OK)
+            {
+              fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+              trace_clear (t);
+              memset (t, 0, sizeof *t);
+              return 1;
+            }
           return 0;
         case PP_TRACE_ITEM_DESCRIPTION:
           t->has_desc = true;
@@ -995,7 +1005,9 @@ print_ranks (const Trace *t)
           off = by_rank[i]->clock_offset.offset_ns;
       if (last == NULL || r < 0)
         continue;
-      printf ("rank %d: host %s pid %d", r, last->rank_info.host[0] ? last->rank_info.host : "?",
+      char host[4 * sizeof last->rank_info.host];
+      printf ("rank %d: host %s pid %d", r,
+              last->rank_info.host[0] ? pp_cli_text (last->rank_info.host, host, sizeof host) : "?",
               last->rank_info.pid);
       if (off != 0)
         printf (", clock %+.3f ms to rank 0's", (double) off / 1e6);
@@ -1036,9 +1048,7 @@ print_shown_replica (const Trace *t)
       shown[d] = 0;
   /* the timeline folds the replicas; the bubble below is one replica's,
    * idle by cause the median replica's */
-  int64_t per = 1;
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    per *= size[d];
+  int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
           "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
           "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
@@ -1423,10 +1433,13 @@ pp_cli_info (int argc, char **argv)
     printf ("trace: %s\n", path);
   if (t.has_desc)
     {
-      printf ("schedule: %s (P=%d, M=%d, V=%d)\n", t.desc.schedule, t.desc.n_ranks,
-              t.desc.n_microbatches, t.desc.n_virtual);
-      printf ("backend: %s\nhost: %s\nmodel: %s\ncommand: %s\n", t.desc.backend, t.desc.host,
-              t.desc.model, t.desc.cmdline);
+      /* the trace's strings escaped: a file cannot write to the terminal */
+      char text[4][4 * sizeof t.desc.cmdline + 1];
+      printf ("schedule: %s (P=%d, M=%d, V=%d)\n", pp_cli_text (t.desc.schedule, text[0], sizeof text[0]),
+              t.desc.n_ranks, t.desc.n_microbatches, t.desc.n_virtual);
+      printf ("backend: %s\nhost: %s\nmodel: %s\ncommand: %s\n", pp_cli_text (t.desc.backend, text[0], sizeof text[0]),
+              pp_cli_text (t.desc.host, text[1], sizeof text[1]), pp_cli_text (t.desc.model, text[2], sizeof text[2]),
+              pp_cli_text (t.desc.cmdline, text[3], sizeof text[3]));
       {
         time_t secs = (time_t) (t.desc.start_unix_ns / 1000000000);
         struct tm tm;
@@ -1675,15 +1688,22 @@ static void
 json_string (FILE *f, const char *s)
 {
   fputc ('"', f);
-  for (; *s; s++)
+  /* valid UTF-8 out, whatever the trace holds (JSON readers refuse
+   * anything else): a byte that is not UTF-8 is U+FFFD, a control
+   * character (C1 and DEL too) escaped */
+  while (*s)
     {
-      unsigned char c = (unsigned char) *s;
-      if (c == '"' || c == '\\')
-        fprintf (f, "\\%c", c);
-      else if (c < 0x20)
-        fprintf (f, "\\u%04x", c);
+      int32_t cp;
+      int n = pp_trace_text_next (s, &cp);
+      if (cp == '"' || cp == '\\')
+        fprintf (f, "\\%c", cp);
+      else if (cp < 0)
+        fputs ("\\ufffd", f);
+      else if (pp_trace_text_is_control (cp))
+        fprintf (f, "\\u%04x", (unsigned) cp);
       else
-        fputc (c, f);
+        fwrite (s, 1, (size_t) n, f);
+      s += n;
     }
   fputc ('"', f);
 }
