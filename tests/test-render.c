@@ -504,7 +504,8 @@ static void
 test_palette_distinct (void)
 {
   static const int kinds[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B,
-                               PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, -1 };
+                               PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_LOSS,
+                               -1 };
   const int n = G_N_ELEMENTS (kinds);
 
   for (int dark = 0; dark < 2; dark++)
@@ -735,6 +736,81 @@ test_render_legend (void)
     }
   cairo_destroy (cr);
   cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
+/* Format 1.9's LOSS blocks (the last stage's loss computation) are work:
+ * drawn solid in the block lane in a colour of their own, light and dark,
+ * never hatched as the bubble or the host lane's loss; in the legend, hit
+ * as themselves, and labelled apart from the micro-batch's forward. */
+static void
+test_render_loss_blocks (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  /* rank 1 (the last stage): F 0-2, LOSS 2-6, B 6-10; rank 0: F 0-2 only,
+   * idle after it */
+  const struct { int rank, kind; int64_t t0, t1; } spans[] = {
+    { 0, PP_SPAN_F, 0, 2 * MS }, { 1, PP_SPAN_F, 0, 2 * MS }, { 1, PP_SPAN_LOSS, 2 * MS, 6 * MS },
+    { 1, PP_SPAN_B, 6 * MS, 10 * MS }, { 0, PP_SPAN_B, 10 * MS, 12 * MS },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (spans); i++)
+    {
+      it.span = (PpSpan) { .start_ns = spans[i].t0, .end_ns = spans[i].t1, .rank = spans[i].rank,
+                           .stage = spans[i].rank, .microbatch = 0, .kind = (uint16_t) spans[i].kind,
+                           .peer_rank = -1 };
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpstr (pp_span_kind_name (PP_SPAN_LOSS), ==, "LOSS");
+  for (int dark = 0; dark < 2; dark++)
+    {
+      PpTimelineView v;
+      PpTimelineLayout l;
+      double lc[3], bub[3], hl[3];
+      cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 300);
+      cairo_t *cr = cairo_create (s);
+      pp_timeline_view_init (&v, m, 1200, 300);
+      v.dark = dark;
+      v.show_legend = 1;
+      pp_timeline_render (cr, m, &v);
+      cairo_surface_flush (s);
+      pp_timeline_layout (m, &v, &l);
+      pp_timeline_color (PP_SPAN_LOSS, dark, lc);
+      pp_timeline_color (-1, dark, bub);
+      pp_timeline_color (PP_SPAN_HOST_LOSS, dark, hl);
+      g_assert_cmpfloat (dist (0, lc), >, 0.1);   /* not the ground */
+      /* the LOSS block's top: its colour, solid (no hatch, no bubble) */
+      double y1 = l.rows_y + l.row_h + l.block_h * 0.2, y0 = l.rows_y + l.block_h * 0.2;
+      for (int64_t t = 2 * MS + MS / 2; t < 6 * MS; t += MS)
+        {
+          double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + t);
+          g_assert_cmpfloat (patch_share (s, x, y1, lc, 0.02), ==, 1.0);
+          g_assert_cmpfloat (patch_share (s, x, y1, bub, 0.05), ==, 0);
+          g_assert_cmpfloat (patch_share (s, x, y1, hl, 0.05), ==, 0);
+          /* rank 0 idles then: the bubble, not the loss's colour */
+          g_assert_cmpfloat (patch_share (s, x, y0, lc, 0.1), ==, 0);
+          g_assert_cmpfloat (patch_share (s, x, y0, bub, 0.05), >=, 0.5);
+        }
+      /* hit: the block under the pointer is the LOSS span */
+      PpTimelineHit hit;
+      double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + 4 * MS);
+      g_assert_cmpint (pp_timeline_hit (m, &v, x, l.rows_y + l.row_h + l.block_h / 2, &hit), ==, 1);
+      g_assert_cmpint (hit.rank, ==, 1);
+      g_assert_cmpint (pp_timeline_model_spans (m, 1)[hit.index].kind, ==, PP_SPAN_LOSS);
+      /* the legend names it with its swatch */
+      int hits = 0;
+      for (int y = 300 - 30; y < 300; y++)
+        for (int xx = 0; xx < 1200; xx++)
+          hits += dist (pixel (s, xx, y), lc) < 0.02;
+      g_assert_cmpint (hits, >=, 30);
+      cairo_destroy (cr);
+      cairo_surface_destroy (s);
+    }
+  g_assert_true (pp_timeline_model_kinds_seen (m) & (1u << PP_SPAN_LOSS));
+  PpTimelineFilter f;
+  char err[128];
+  g_assert_cmpint (pp_timeline_filter_parse ("loss", &f, err, sizeof err), ==, 0);
+  g_assert_cmpuint (f.kinds, ==, 1u << PP_SPAN_LOSS);
   pp_timeline_model_free (m);
 }
 
@@ -1529,6 +1605,7 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-edge-clock-offset", test_model_edge_clock_offset);
   g_test_add_func ("/render/model-edge-unbounded", test_model_edge_unbounded);
   g_test_add_func ("/render/legend", test_render_legend);
+  g_test_add_func ("/render/loss-blocks", test_render_loss_blocks);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);
   g_test_add_func ("/render/summaries", test_render_summaries);

@@ -77,6 +77,10 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_HOST_LOSS]      = HEX (0x663333),   /* brown */
   [PP_SPAN_HOST_DATA]      = HEX (0xEECC66),   /* sand (Tol) */
   [PP_SPAN_HOST_ZERO_GRAD] = HEX (0xAAAAAA),   /* grey */
+  /* the last stage's loss computation: work of its own, saddle brown
+   * (the host lane's loss is a darker brown), apart from every block-lane
+   * kind, the bubble and a wait */
+  [PP_SPAN_LOSS]           = HEX (0x8B4513),
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
@@ -102,6 +106,7 @@ static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_HOST_LOSS]      = HEX (0x994455),
   [PP_SPAN_HOST_DATA]      = HEX (0x0077BB),
   [PP_SPAN_HOST_ZERO_GRAD] = HEX (0x332288),
+  [PP_SPAN_LOSS]           = HEX (0xA0522D),   /* sienna */
 };
 static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
@@ -264,7 +269,7 @@ legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Lege
   static const struct { int kind; const char *label; int thin; } kinds[] = {
     { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
     { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
-    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
+    { PP_SPAN_LOSS, "loss", 0 }, { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
     { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
     { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
     { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
@@ -499,7 +504,7 @@ lane_of (int kind)
   switch (kind)
     {
     case PP_SPAN_F: case PP_SPAN_B: case PP_SPAN_I: case PP_SPAN_W:
-    case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT:
+    case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT: case PP_SPAN_LOSS:
     case PP_SPAN_UNSHARD: case PP_SPAN_RESHARD: case PP_SPAN_REDUCE_GRAD:
     case PP_SPAN_WAIT_REDUCE_GRAD:
       return LANE_BLOCK;
@@ -568,10 +573,10 @@ plan_span_kind (int action_kind)
 /* ---- the per-render scratch ------------------------------------------------------ */
 
 /* Aggregation slots: the kinds of the block lane, then those of the thin lane. */
-enum { N_SLOTS = 15, N_BLOCK_SLOTS = 10 };
+enum { N_SLOTS = 16, N_BLOCK_SLOTS = 11 };
 static const int slot_kind[N_SLOTS] = {
   PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
-  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD,
+  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD, PP_SPAN_LOSS,
   PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
 };
 /* slot_kind inverted, plus one (0: no slot): every span narrower than a
@@ -579,8 +584,8 @@ static const int slot_kind[N_SLOTS] = {
 static const signed char slot_plus1[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F] = 1, [PP_SPAN_B] = 2, [PP_SPAN_I] = 3, [PP_SPAN_W] = 4, [PP_SPAN_OVERLAP_F_B] = 5,
   [PP_SPAN_OPT] = 6, [PP_SPAN_UNSHARD] = 7, [PP_SPAN_RESHARD] = 8, [PP_SPAN_REDUCE_GRAD] = 9,
-  [PP_SPAN_WAIT_REDUCE_GRAD] = 10, [PP_SPAN_SEND_F] = 11, [PP_SPAN_RECV_F] = 12,
-  [PP_SPAN_SEND_B] = 13, [PP_SPAN_RECV_B] = 14, [PP_SPAN_WAIT] = 15,
+  [PP_SPAN_WAIT_REDUCE_GRAD] = 10, [PP_SPAN_LOSS] = 11, [PP_SPAN_SEND_F] = 12, [PP_SPAN_RECV_F] = 13,
+  [PP_SPAN_SEND_B] = 14, [PP_SPAN_RECV_B] = 15, [PP_SPAN_WAIT] = 16,
 };
 static int
 slot_of (int kind)
@@ -878,6 +883,7 @@ kind_letter (int kind)
     case PP_SPAN_W: return "W";
     case PP_SPAN_OVERLAP_F_B: return "FB";
     case PP_SPAN_OPT: return "OPT";
+    case PP_SPAN_LOSS: return "L";
     default: return "";
     }
 }
@@ -1336,6 +1342,8 @@ block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
     }
   else if (b->mb < 0)
     snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
+  else if (b->kind == PP_SPAN_LOSS)
+    snprintf (buf, n, wide ? "L%d" : "L", b->mb);   /* never read as the micro-batch's F */
   else if (b->kind == PP_SPAN_OVERLAP_F_B && b->sub_kind != 0)
     {
       /* both halves: "2F2+1B0", or "2+0" where narrow */
@@ -1991,7 +1999,7 @@ static double
 draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
 {
   static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
-                               PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
+                               PP_SPAN_LOSS, PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
                                PP_SPAN_WAIT_REDUCE_GRAD };
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;

@@ -794,6 +794,8 @@ span_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *u)
       if (s->microbatch >= 0)
         g_string_append_printf (t, " · micro-batch %d", s->microbatch);
       g_string_append_printf (t, " · %s", pp_span_kind_name ((PpSpanKind) s->kind));
+      if (s->kind == PP_SPAN_LOSS)
+        g_string_append (t, " (the loss computation inside the schedule's loss call: work, not bubble)");
     }
   if (s->peer_rank >= 0)
     {
