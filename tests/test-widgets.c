@@ -892,14 +892,24 @@ test_timeline_replicas (void)
   PpTimelineLayout l;
   pp_timeline_widget_get_view (t, &v);
   pp_timeline_layout (dm, &v, &l);
-  /* rank 0's folded F0: the median of [0, 1) and [0, 1.5) ms ends at 1.25 */
+  /* rank 0's folded F0: of [0, 1) and [0, 1.5) ms, dp 0's copy (the lower
+   * middle: a copy a replica ran), over a band to 1.5 */
   double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (dm) + MS / 2);
   double y = l.rows_y + 0.5 * l.block_h;
   char *text = pp_timeline_widget_tooltip_text (t, x, y);
   g_assert_nonnull (text);
   g_assert_nonnull (strstr (text, "CPU rank 0 \u00d72 · stage 0 · micro-batch 0 · F"));
   g_assert_nonnull (strstr (text, "\nthe median of 2 replicas; the slowest, dp 1 (process 1 on node1), ends "
-                                  "0.250 ms after the median end"));
+                                  "0.500 ms after the median end; the copy drawn is dp 0's; the band: the "
+                                  "replicas' copies, 0.000 ms to 1.500 ms"));
+  g_assert_null (strstr (text, "out of step"));   /* the copies overlap */
+  g_free (text);
+  /* the row's label: what a folded row draws */
+  text = pp_timeline_widget_tooltip_text (t, l.x0 - 20, y);
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "CPU rank 0 \u00d72: 2 replicas folded; each block is the copy of the replica "
+                                  "with the median start"));
+  g_assert_null (strstr (text, "out of step"));
   g_free (text);
 
   /* a click on rank 1's label, as the pointer gives it */

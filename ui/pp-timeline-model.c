@@ -2376,6 +2376,15 @@ pp_timeline_model_row_folded (const PpTimelineModel *m, int row)
   return m != NULL && m->is_view && row >= 0 && row < m->n_ranks ? m->rows[row].n_folded : 0;
 }
 
+void
+pp_timeline_model_view_set_row_label (PpTimelineModel *v, int row, const char *label)
+{
+  if (v == NULL || !v->is_view || row < 0 || row >= v->n_ranks)
+    return;
+  snprintf (v->rows[row].label, sizeof v->rows[row].label, "%s", label ? label : "");
+  v->generation++;
+}
+
 const PpTimelineFold *
 pp_timeline_model_fold (const PpTimelineModel *m, int row, long index)
 {

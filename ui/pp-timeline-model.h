@@ -143,10 +143,15 @@ uint64_t              pp_timeline_model_n_unassigned_spans (const PpTimelineMode
 typedef struct {
   int64_t latest_end_ns;     /* the end of the replica that ended last */
   int64_t earliest_start_ns; /* the start of the replica that started first */
+  int64_t latest_start_ns;   /* the start of the replica that started last */
   int32_t slowest_process;   /* its global rank */
   int32_t slowest_dp;        /* and its replica */
   int32_t n;                 /* replicas that ran the block */
+  int32_t median_dp;         /* the replica whose copy is drawn (the median start's) */
 } PpTimelineFold;
+/* Whether a folded block's replicas ran it out of step: their copies'
+ * starts further apart than the drawn copy is long (span: that copy). */
+int                   pp_timeline_fold_apart (const PpTimelineFold *f, const PpSpan *span);
 int                   pp_timeline_model_is_view (const PpTimelineModel *m);
 int                   pp_timeline_model_row_rank (const PpTimelineModel *m, int row);
 int                   pp_timeline_model_row_process (const PpTimelineModel *m, int row);

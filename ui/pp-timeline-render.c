@@ -2137,6 +2137,57 @@ draw_whiskers (Ctx *c, cairo_t *cr, int r)
     }
 }
 
+/* A folded row's bands: under each block of the block lane, from the
+ * earliest start to the latest end of its replicas' copies, in the
+ * block's colour, faint, outlined; the median copy is drawn over it.  So
+ * replicas out of step show where each ran, not a block where none did. */
+static void
+draw_fold_bands (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+  size_t n = pp_timeline_model_n_spans (c->m, r);
+  int64_t width = v->t1_ns - v->t0_ns;
+  double by, bh;
+
+  if (pp_timeline_model_row_folded (c->m, r) < 2)
+    return;
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  by = round (by);
+  bh = round (bh);
+  if (bh < 2)
+    return;
+  cairo_save (cr);
+  cairo_rectangle (cr, l->x0, by, l->x1 - l->x0, bh);
+  cairo_clip (cr);
+  cairo_set_line_width (cr, 1);
+  /* a band reaches before its block's start: look a view's width back */
+  int64_t from = v->t0_ns > INT64_MIN + width ? v->t0_ns - width : v->t0_ns;
+  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, from); i < n && sp[i].start_ns < v->t1_ns + width; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+      if (f == NULL || f->n < 2 || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK
+          || (f->earliest_start_ns >= sp[i].start_ns && f->latest_end_ns <= sp[i].end_ns)
+          || f->latest_end_ns < v->t0_ns || f->earliest_start_ns > v->t1_ns)
+        continue;
+      double xa = floor (pp_timeline_x_of (v, l, f->earliest_start_ns));
+      double xb = ceil (pp_timeline_x_of (v, l, f->latest_end_ns));
+      xa = fmax (xa, l->x0 - 2);
+      xb = fmin (xb, l->x1 + 2);
+      if (xb - xa < 1)
+        continue;
+      Rgb k = kind_rgb (sp[i].kind, v->dark);
+      set_rgba (cr, k, 0.35);
+      cairo_rectangle (cr, xa, by, xb - xa, bh);
+      cairo_fill (cr);
+      set_rgba (cr, k, 0.9);
+      cairo_rectangle (cr, xa + 0.5, by + 0.5, xb - xa - 1, bh - 1);
+      cairo_stroke (cr);
+    }
+  cairo_restore (cr);
+}
+
 /* The plan lane of rank r: the plan's copy under every step, in the block
  * lane's colors, see-through.  A copy is never cut: where the plan is
  * longer than the measured step it stands under, its blocks past the next
@@ -2220,6 +2271,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r)
     }
   if (c->summary)
     return draw_rank_summary (c, cr, r, w0, w1);
+  draw_fold_bands (c, cr, r);
 
   for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
        i < n && sp[i].start_ns < v->t1_ns; i++)
