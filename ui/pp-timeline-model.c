@@ -71,6 +71,13 @@ typedef struct {
   Rank           r;                /* spans, n_spans, n_sorted, offset_ns used */
 } Proc;
 
+/* One replica's losses by step (NaN where unknown). */
+typedef struct {
+  int32_t dp;
+  double *v;
+  size_t  n;
+} LossSeries;
+
 /* A view's row: the pipeline rank it belongs to, the process it shows (-1:
  * folded), its label, and for a folded row one PpTimelineFold a span. */
 typedef struct {
@@ -111,6 +118,9 @@ struct _PpTimelineModel {
   double            *losses;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  /* a job of replicas: each replica's losses by step, apart (never mixed) */
+  LossSeries        *loss_series;
+  size_t             n_loss_series;
   /* the block-edge counters (run delay, probe self, on CPU; 1.6, 1.7),
    * for the Why panel's runtime parts: every one (the arrays grow by
    * doubling, no cap: a long job's first steps are as much its run as its
@@ -269,6 +279,9 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  for (size_t i = 0; i < m->n_loss_series; i++)
+    free (m->loss_series[i].v);
+  free (m->loss_series);
   free (m->edge);
   free (m->edge_process);
   free (m->edge_raw_ns);
@@ -931,6 +944,48 @@ pp_timeline_model_row_edge_counters (const PpTimelineModel *m, int r, size_t *n_
   return *n ? c : NULL;
 }
 
+/* c's value at its step of the step-indexed v[*n] (grown, NaN between):
+ * 1, or 0 out of memory. */
+static int
+store_loss (double **v, size_t *n, const PpCounter *c)
+{
+  if ((size_t) c->step >= *n)
+    {
+      size_t want = (size_t) c->step + 1;
+      double *l = realloc (*v, want * sizeof *l);
+      if (l == NULL)
+        return 0;
+      for (size_t i = *n; i < want; i++)
+        l[i] = NAN;
+      *v = l;
+      *n = want;
+    }
+  (*v)[c->step] = c->value;
+  return 1;
+}
+
+/* Replica dp's loss series, added in dp order; NULL out of memory or past
+ * PP_TRACE_MAX_PROCESSES series. */
+static LossSeries *
+loss_series_of (PpTimelineModel *m, int32_t dp)
+{
+  size_t i = 0;
+  while (i < m->n_loss_series && m->loss_series[i].dp < dp)
+    i++;
+  if (i < m->n_loss_series && m->loss_series[i].dp == dp)
+    return &m->loss_series[i];
+  if (m->n_loss_series >= PP_TRACE_MAX_PROCESSES)
+    return NULL;
+  LossSeries *ls = realloc (m->loss_series, (m->n_loss_series + 1) * sizeof *ls);
+  if (ls == NULL)
+    return NULL;
+  m->loss_series = ls;
+  memmove (&ls[i + 1], &ls[i], (m->n_loss_series - i) * sizeof *ls);
+  ls[i] = (LossSeries) { dp, NULL, 0 };
+  m->n_loss_series++;
+  return &ls[i];
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
@@ -942,26 +997,29 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
-      /* Losses are indexed by step; the array may run ahead of the loss
-       * counters seen by a bounded factor only, so one counter with a huge
-       * step cannot cost megabytes (a loss that far out is not kept). */
-      if (c->step < 0
-          || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
-        return 0;
-      if ((size_t) c->step >= m->n_losses)
-        {
-          size_t n = (size_t) c->step + 1;
-          double *l = realloc (m->losses, n * sizeof *l);
-          if (l == NULL)
-            return 0;
-          for (size_t i = m->n_losses; i < n; i++)
-            l[i] = NAN;
-          m->losses = l;
-          m->n_losses = n;
-        }
-      m->losses[c->step] = c->value;
-      m->n_loss_counters++;
-      return 1;
+      {
+        /* Losses are indexed by step; the arrays may run ahead of the loss
+         * counters seen by a bounded factor only, so one counter with a
+         * huge step cannot cost megabytes (a loss that far out is not
+         * kept).  A job of replicas: each replica's series apart, and the
+         * one series (pp_timeline_model_losses) the lowest replica's, so
+         * that two replicas' values never alternate on one line. */
+        if (c->step < 0 || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
+          return 0;
+        const PpTraceProcess *p = pp_timeline_model_process_place (m, process);
+        int32_t dp = p != NULL ? p->coord[PP_TRACE_MESH_DP] : -1;
+        int kept = 0;
+        if (dp <= 0)
+          kept = store_loss (&m->losses, &m->n_losses, c);
+        if (p != NULL)
+          {
+            LossSeries *ls = loss_series_of (m, dp);
+            if (ls != NULL)
+              kept |= store_loss (&ls->v, &ls->n, c);
+          }
+        m->n_loss_counters += kept;
+        return kept;
+      }
     case PP_COUNTER_ACTIVATION_BYTES:
       if (ensure_rank (m, c->rank) != 0)
         return 0;
@@ -1524,6 +1582,9 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
     return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
                               item->clock_offset.offset_ns);
+  /* a loss: every replica's, each in its own series */
+  if (item->type == PP_TRACE_ITEM_COUNTER && item->counter.kind == PP_COUNTER_LOSS)
+    return add_counter (m, &item->counter, item->process);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
     {
@@ -1978,6 +2039,26 @@ pp_timeline_model_n_losses (const PpTimelineModel *m)
   return m ? m->n_losses : 0;
 }
 
+size_t
+pp_timeline_model_n_loss_series (const PpTimelineModel *m)
+{
+  return m ? m->n_loss_series : 0;
+}
+
+const double *
+pp_timeline_model_loss_series (const PpTimelineModel *m, size_t i, int32_t *dp, size_t *n)
+{
+  if (m == NULL || i >= m->n_loss_series)
+    {
+      *n = 0;
+      *dp = -1;
+      return NULL;
+    }
+  *dp = m->loss_series[i].dp;
+  *n = m->loss_series[i].n;
+  return m->loss_series[i].v;
+}
+
 const double *
 pp_timeline_model_losses (const PpTimelineModel *m)
 {
@@ -2244,6 +2325,19 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
     }
+  if (src->n_loss_series > 0 && (v->loss_series = calloc (src->n_loss_series, sizeof *v->loss_series)) != NULL)
+    for (size_t i = 0; i < src->n_loss_series; i++)
+      {
+        const LossSeries *from = &src->loss_series[i];
+        LossSeries *to = &v->loss_series[v->n_loss_series];
+        to->dp = from->dp;
+        if (from->n > 0 && (to->v = malloc (from->n * sizeof *to->v)) == NULL)
+          break;
+        if (from->n > 0)
+          memcpy (to->v, from->v, from->n * sizeof *to->v);
+        to->n = from->n;
+        v->n_loss_series++;
+      }
   retime_edges (src);
   if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
       && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL

@@ -200,9 +200,16 @@ const int32_t   *pp_timeline_model_step_numbers (const PpTimelineModel *m);
  * 0 if there is no span. */
 int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end);
 
-/* Loss per step (NaN where unknown), indexed by step. */
+/* Loss per step (NaN where unknown), indexed by step: a job of replicas'
+ * lowest replica's (dp 0), never two replicas' values on one series. */
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
 const double    *pp_timeline_model_losses (const PpTimelineModel *m);
+/* A job of replicas (placed processes): each replica's losses by step,
+ * series i of n_loss_series, dp ascending; *dp its replica, *n its length.
+ * 0 series for a trace without places.  The job's loss over its replicas
+ * (as the framework reduces it) is the analysis', not a series here. */
+size_t           pp_timeline_model_n_loss_series (const PpTimelineModel *m);
+const double    *pp_timeline_model_loss_series (const PpTimelineModel *m, size_t i, int32_t *dp, size_t *n);
 
 /* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6;
  * ON_CPU_NS, 1.7), every one read, times with the clock offsets applied
