@@ -15,6 +15,7 @@
 #include "pp-test-util.h"
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
+#include "pp-timeline-model-private.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
 
@@ -623,6 +624,51 @@ test_out_of_step (void)
   pp_timeline_model_free (m);
 }
 
+/* Issue 36: every process's block-edge counters (run delay, probe self,
+ * on CPU) are the model's, each with its process, not only the shown
+ * replica's: the Why tab analyses every copy, and a rank whose median
+ * copy was dp 1 read no run delay (descheduled 0 where info said 58%).
+ * A row still takes its shown process's alone. */
+static void
+test_edge_counters_every_copy (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int g = 0; g < 2; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = 0, .coord = { 0, g, 0, 0, 0 },
+                                           .size = { 1, 2, 1, 1, 1 }, .pid = 10 + g };
+      pp_timeline_model_add (m, &it);
+      add_item_span (m, g, 0, 0, 1000000);
+    }
+  for (int g = 0; g < 2; g++)
+    for (int k = 0; k < 3; k++)
+      {
+        PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER, .process = g };
+        it.counter = (PpCounter) { .time_ns = 1000000 + k * 500, .value = 1000.0 * (k + 1) * (g + 1), .rank = 0,
+                                   .step = 0, .kind = PP_COUNTER_RUN_DELAY_NS };
+        pp_timeline_model_add (m, &it);
+      }
+  const PpCounter *c = NULL;
+  const int32_t *who = NULL;
+  g_assert_cmpuint (pp_timeline_model_edge_counters (m, &c, &who), ==, 6);
+  int of[2] = { 0, 0 };
+  for (int i = 0; i < 6; i++)
+    {
+      g_assert_true (who[i] == 0 || who[i] == 1);
+      of[who[i]]++;
+    }
+  g_assert_cmpint (of[0], ==, 3);
+  g_assert_cmpint (of[1], ==, 3);
+  size_t n_delay, n;
+  const PpCounter *row = pp_timeline_model_row_edge_counters (m, 0, &n_delay, &n);
+  g_assert_nonnull (row);
+  g_assert_cmpuint (n, ==, 3);   /* the shown process's (dp 0) */
+  for (size_t i = 0; i < n; i++)
+    g_assert_cmpfloat (row[i].value, ==, 1000.0 * (double) (i + 1));
+  pp_timeline_model_free (m);
+}
+
 /* ---- the live view of a mesh job ---- */
 
 #define LIVE_N 4   /* blocks a process */
@@ -839,6 +885,7 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-fold/live", test_live);
   g_test_add_func ("/timeline-fold/untagged", test_untagged);
   g_test_add_func ("/timeline-fold/out-of-step", test_out_of_step);
+  g_test_add_func ("/timeline-fold/edge-counters-every-copy", test_edge_counters_every_copy);
   g_test_add_func ("/timeline-fold/thin-mark-drawn", test_thin_mark_drawn);
   g_test_add_func ("/timeline-fold/labels-legible", test_labels_legible);
   g_test_add_func ("/timeline-fold/labels-fit", test_labels_fit);

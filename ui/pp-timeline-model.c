@@ -1582,8 +1582,13 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
     return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
                               item->clock_offset.offset_ns);
-  /* a loss: every replica's, each in its own series */
-  if (item->type == PP_TRACE_ITEM_COUNTER && item->counter.kind == PP_COUNTER_LOSS)
+  /* a loss: every replica's, each in its own series; the block-edge
+   * counters: every process's, each with its process (a row takes its
+   * shown process's, edge_row; the Why tab every copy's: a rank whose
+   * median copy is not the shown one read no run delay, descheduled 0) */
+  if (item->type == PP_TRACE_ITEM_COUNTER
+      && (item->counter.kind == PP_COUNTER_LOSS || item->counter.kind == PP_COUNTER_RUN_DELAY_NS
+          || item->counter.kind == PP_COUNTER_PROBE_SELF_NS || item->counter.kind == PP_COUNTER_ON_CPU_NS))
     return add_counter (m, &item->counter, item->process);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
@@ -2171,14 +2176,122 @@ pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, in
   out->planned_bubble = pp_timeline_model_planned_bubble (m, rank, t0, t1);
 }
 
+/* A copy of the pipeline in a job of replicas: the processes sharing
+ * (dp, tp, cp, ep), one a pipeline rank, numbered as the analysis numbers
+ * them (pp_why_replicas_of_spans: densely, in that order). */
+typedef struct {
+  int32_t         key[PP_TRACE_MESH_DIMS - 1];
+  int             replica;
+  PpAnalysisSteps a;
+} Copy;
+
+static int
+cmp_place_key (const void *x, const void *y)
+{
+  const int32_t *a = x, *b = y;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS - 1; d++)
+    if (a[d] != b[d])
+      return a[d] < b[d] ? -1 : 1;
+  return 0;
+}
+
+static const Copy *sort_copies;   /* qsort has no user data */
+
+/* by median step, then replica: pp-why-replicas.c's order */
+static int
+cmp_copy_length (const void *x, const void *y)
+{
+  const Copy *a = &sort_copies[*(const int *) x], *b = &sort_copies[*(const int *) y];
+  if (a->a.median_step != b->a.median_step)
+    return a->a.median_step < b->a.median_step ? -1 : 1;
+  return (a->replica > b->replica) - (a->replica < b->replica);
+}
+
+/* The counted steps of the median copy of a job of replicas (the one the
+ * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
+ * by step length, the lower of two middles), into out; its replica's
+ * place (dp ...) into *which.  0 when m has no replicas or no copy has a
+ * whole step (out cleared), else its counted steps. */
+static int
+median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t *which_dp)
+{
+  int np = pp_timeline_model_n_places (m), n_copies = 0, ok = 0;
+  memset (out, 0, sizeof *out);
+  if (m->is_view || np < 2 || m->n_ranks <= 0)
+    return 0;
+  Copy *c = calloc ((size_t) np, sizeof *c);
+  int *order = malloc ((size_t) np * sizeof *order);
+  const PpSpan **rows = calloc ((size_t) m->n_ranks, sizeof *rows);
+  size_t *n = calloc ((size_t) m->n_ranks, sizeof *n);
+  if (c == NULL || order == NULL || rows == NULL || n == NULL)
+    goto out;
+  /* the copies' keys, sorted and distinct */
+  for (int i = 0; i < np; i++)
+    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
+  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
+  for (int i = 0; i < np; i++)
+    if (n_copies == 0 || cmp_place_key (c[i].key, c[n_copies - 1].key) != 0)
+      c[n_copies++] = c[i];
+  if (n_copies < 2)
+    goto out;
+  int k = 0;
+  for (int j = 0; j < n_copies; j++)
+    {
+      memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
+      memset (n, 0, (size_t) m->n_ranks * sizeof *n);
+      for (int i = 0; i < np; i++)
+        {
+          const PpTraceProcess *p = pp_timeline_model_place (m, i);
+          if (p->rank >= 0 && p->rank < m->n_ranks
+              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
+            rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
+        }
+      c[j].replica = j;
+      if (pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) == PP_OK && c[j].a.n_steps > 0)
+        order[k++] = j;
+    }
+  if (k > 0)
+    {
+      sort_copies = c;
+      qsort (order, (size_t) k, sizeof *order, cmp_copy_length);
+      int med = order[(k - 1) / 2];
+      *out = c[med].a;
+      memset (&c[med].a, 0, sizeof c[med].a);
+      *which_dp = c[med].key[0];
+      ok = out->n_steps;
+    }
+out:
+  for (int j = 0; c != NULL && j < n_copies; j++)
+    pp_analysis_steps_clear (&c[j].a);
+  free (c);
+  free (order);
+  free (rows);
+  free (n);
+  return ok;
+}
+
+int
+pp_timeline_model_analysis_dp (const PpTimelineModel *m)
+{
+  PpAnalysisSteps a;
+  int32_t dp = -1;
+  if (m != NULL && median_copy_steps (m, &a, &dp) > 0)
+    pp_analysis_steps_clear (&a);
+  return dp >= 0 ? dp : pp_timeline_model_shown_dp (m);
+}
+
 /* The counted steps (pp-analysis.h's rule, the schedule not known here:
- * a whole step holds as many blocks as the fullest) over the ranks' rows. */
+ * a whole step holds as many blocks as the fullest) over the ranks' rows;
+ * a job of replicas: over its median copy's (median_copy_steps). */
 int
 pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
 {
   memset (out, 0, sizeof *out);
   if (m == NULL || m->n_ranks <= 0)
     return 0;
+  int32_t dp;
+  if (median_copy_steps (m, out, &dp) > 0)
+    return out->n_steps;
   const PpSpan **rows = malloc ((size_t) m->n_ranks * sizeof *rows);
   size_t *n = malloc ((size_t) m->n_ranks * sizeof *n);
   int ok = 0;

@@ -231,8 +231,16 @@ uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
  * when no step counts.  Returns the number of steps counted. */
 int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
 /* The whole analysis of the steps (which count, the median step, the
- * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps. */
+ * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps.
+ * A job of replicas: its median copy's (the copy of the pipeline whose
+ * median step is the median, the lower of two middles: the one the why
+ * analysis, pp_why_analyse_replicas, takes its steps and path from), so
+ * that every view shows one copy's numbers whichever copy that is. */
 int              pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out);
+/* The replica (dp) whose numbers pp_timeline_model_step_analysis gives:
+ * the median copy's, or the shown one's (pp_timeline_model_shown_dp)
+ * where the job has one copy or none has a whole step. */
+int              pp_timeline_model_analysis_dp (const PpTimelineModel *m);
 
 /* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,

@@ -322,7 +322,7 @@ legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Lege
   if (summary)
     legend_add (lg, SW_HEAT, -1, "step length: median to 2x (bars: work by kind a step)");
   if (folded_rows (m))
-    legend_add (lg, SW_FOLD, -1, "replicas folded: median, mark to the latest end");
+    legend_add (lg, SW_FOLD, -1, "replicas folded: the median copy, a band from the first start, a mark to the latest end");
   legend_add (lg, SW_STEP, -1, "step boundary");
 
   /* at most a third of the height: a tiny window keeps some rows */
@@ -1296,7 +1296,13 @@ draw_legend (Ctx *c, cairo_t *cr)
           }
           break;
         case SW_FOLD:
-          /* drawn as the rows draw it (draw_whiskers) */
+          /* drawn as the rows draw it (draw_fold_bands, draw_whiskers) */
+          {
+            Rgb k = kind_rgb (PP_SPAN_F, c->v->dark);
+            set_rgba (cr, k, 0.35);
+            cairo_rectangle (cr, x - 4, y + 1, 16, 14);
+            cairo_fill (cr);
+          }
           set_rgba (cr, c->th.fg, 0.8);
           cairo_rectangle (cr, x, y + 8, 10, 1.5);
           cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
