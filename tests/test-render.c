@@ -814,6 +814,62 @@ test_render_loss_blocks (void)
   pp_timeline_model_free (m);
 }
 
+/* Issue 36: a plan's step holds its data-parallel actions (profile's
+ * closing line printed the simulation's makespan with them, 605 ms, info
+ * the extent of the compute actions, 479 ms, both "the plan at measured
+ * costs").  A timed plan whose rank 0 ends in a REDUCE_GRAD: the step runs
+ * to its end, in info and in the model the app and render read, and the
+ * rank bubbles agree. */
+static void
+test_plan_step_with_dp (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "pp-render-");
+  char *path = pp_test_ctx_path (&ctx, "plan-dp.pptrace");
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 1, .n_virtual = 1 };
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  /* rank 0: F 0-1 ms, B 3-5, REDUCE_GRAD 5-8; rank 1: F 1-2, B 2-3 */
+  PpTracePlanAction p0[] = {
+    { .kind = PP_TRACE_ACT_F, .stage = 0, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0, .planned_end = 0.001 },
+    { .kind = PP_TRACE_ACT_B, .stage = 0, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.003, .planned_end = 0.005 },
+    { .kind = PP_TRACE_ACT_REDUCE_GRAD, .stage = 0, .microbatch = -1, .sub_kind = -1, .sub_stage = -1,
+      .sub_microbatch = -1, .planned_start = 0.005, .planned_end = 0.008 },
+  };
+  PpTracePlanAction p1[] = {
+    { .kind = PP_TRACE_ACT_F, .stage = 1, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.001, .planned_end = 0.002 },
+    { .kind = PP_TRACE_ACT_B, .stage = 1, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.002, .planned_end = 0.003 },
+  };
+  g_assert_cmpint (pp_trace_write_rank_plan (w, 0, p0, G_N_ELEMENTS (p0), 1, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_rank_plan (w, 1, p1, G_N_ELEMENTS (p1), 1, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  char *out = NULL, *e = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  /* 8 ms: rank 0 works 6 of them (25% idle), rank 1 2 (75%) */
+  g_assert_nonnull (strstr (out, "bubble, plan at measured costs (the last plan of each rank, one step 8.000 ms): "
+                                 "rank 0 25.0%, rank 1 75.0%"));
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  g_assert_nonnull (m);
+  g_assert_cmpfloat_with_epsilon (pp_timeline_model_planned_bubble (m, 0, INT64_MIN, INT64_MAX), 0.25, 1e-9);
+  g_assert_cmpfloat_with_epsilon (pp_timeline_model_planned_bubble (m, 1, INT64_MIN, INT64_MAX), 0.75, 1e-9);
+  g_assert_true (pp_timeline_plan_action_is_work (PP_TRACE_ACT_REDUCE_GRAD));
+  g_assert_false (pp_timeline_plan_action_is_work (PP_TRACE_ACT_SEND_F));
+  pp_timeline_model_free (m);
+  g_free (out);
+  g_free (e);
+  g_free (path);
+  pp_test_ctx_clear (&ctx);
+}
+
 /* ---- issue 17: find and filter, arrows, ranges, summaries, lost ranks --------------- */
 
 static void
@@ -1606,6 +1662,7 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-edge-unbounded", test_model_edge_unbounded);
   g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/loss-blocks", test_render_loss_blocks);
+  g_test_add_func ("/render/plan-step-with-dp", test_plan_step_with_dp);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);
   g_test_add_func ("/render/summaries", test_render_summaries);

@@ -202,11 +202,17 @@ plan_kind_is_compute (int kind)
 
 /* A planned action that keeps its rank busy: compute, or data-parallel
  * communication (a plan from pipeline_order_with_comms), never bubble. */
-static int
-plan_kind_is_busy (int kind)
+int
+pp_timeline_plan_action_is_work (int kind)
 {
   return plan_kind_is_compute (kind) || kind == PP_TRACE_ACT_UNSHARD || kind == PP_TRACE_ACT_RESHARD
          || kind == PP_TRACE_ACT_REDUCE_GRAD || kind == PP_TRACE_ACT_WAIT_REDUCE_GRAD;
+}
+
+static int
+plan_kind_is_busy (int kind)
+{
+  return pp_timeline_plan_action_is_work (kind);
 }
 
 /* Times from a file are clamped to [-PP_TIMELINE_MAX_ABS_NS,
@@ -384,8 +390,9 @@ seconds_to_ns (double s)
   return (int64_t) llround (ns);
 }
 
-/* The compute extent of all plans (what planned_bubble measures over),
- * kept so that a query is one rank's plan, not every rank's. */
+/* The work extent of all plans (what planned_bubble measures over: the
+ * plan's step, its data-parallel actions included), kept so that a query
+ * is one rank's plan, not every rank's. */
 static void
 recompute_plan_extent (PpTimelineModel *m)
 {
@@ -393,7 +400,7 @@ recompute_plan_extent (PpTimelineModel *m)
   m->plan_pe = INT64_MIN;
   for (int r = 0; r < m->n_ranks; r++)
     for (size_t k = 0; k < m->ranks[r].n_plan; k++)
-      if (plan_kind_is_compute (m->ranks[r].plan[k].kind))
+      if (plan_kind_is_busy (m->ranks[r].plan[k].kind))
         {
           if (m->ranks[r].plan[k].start_ns < m->plan_ps)
             m->plan_ps = m->ranks[r].plan[k].start_ns;
@@ -408,7 +415,7 @@ widen_plan_extent (PpTimelineModel *m, int r)
 {
   const Rank *rk = &m->ranks[r];
   for (size_t k = 0; k < rk->n_plan; k++)
-    if (plan_kind_is_compute (rk->plan[k].kind))
+    if (plan_kind_is_busy (rk->plan[k].kind))
       {
         if (rk->plan[k].start_ns < m->plan_ps)
           m->plan_ps = rk->plan[k].start_ns;

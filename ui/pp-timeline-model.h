@@ -230,6 +230,14 @@ uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
  * which rank r runs no block.  bubble[n_ranks] gets -1 for every rank
  * when no step counts.  Returns the number of steps counted. */
 int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
+/* Whether a timed plan's action of this kind (PP_TRACE_ACT_*) is work:
+ * compute (F, B, I, W, F+B) and data-parallel (UNSHARD, RESHARD,
+ * REDUCE_GRAD, WAIT_REDUCE_GRAD).  A plan's step runs from its first work
+ * action's start to its last one's end over the ranks, a rank's plan
+ * bubble is the share of it without work: info, merge's and profile's
+ * lines, render's header and the Statistics tab all measure so. */
+int              pp_timeline_plan_action_is_work (int kind);
+
 /* The whole analysis of the steps (which count, the median step, the
  * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps.
  * A job of replicas: its median copy's (the copy of the pipeline whose

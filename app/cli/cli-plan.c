@@ -1,6 +1,7 @@
 /* cli-plan.c — a schedule's simulated plan as trace frames (cli-plan.h). */
 #define _GNU_SOURCE   /* memfd_create */
 #include "cli-plan.h"
+#include "pp-timeline-model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -398,12 +399,6 @@ pp_cli_simulate_measured_plan (const PpSchedule *s, const PpWhyPlans *plans, con
   return pp_simulate (*with_comms ? *with_comms : s, rep->costs, sim, err);
 }
 
-static int
-is_compute_action (int kind)
-{
-  return kind == PP_TRACE_ACT_F || kind == PP_TRACE_ACT_B || kind == PP_TRACE_ACT_I || kind == PP_TRACE_ACT_W
-         || kind == PP_TRACE_ACT_OVERLAP_F_B;
-}
 
 double
 pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_actions, int n_ranks,
@@ -412,7 +407,7 @@ pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_ac
   double ps = INFINITY, pe = -INFINITY;
   for (int r = 0; r < n_ranks; r++)
     for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
-      if (is_compute_action (actions[r][k].kind))
+      if (pp_timeline_plan_action_is_work (actions[r][k].kind))
         {
           ps = fmin (ps, actions[r][k].planned_start);
           pe = fmax (pe, actions[r][k].planned_end);
@@ -422,7 +417,7 @@ pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_ac
       double busy = 0;
       bool any = false;
       for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
-        if (is_compute_action (actions[r][k].kind))
+        if (pp_timeline_plan_action_is_work (actions[r][k].kind))
           {
             busy += actions[r][k].planned_end - actions[r][k].planned_start;
             any = true;

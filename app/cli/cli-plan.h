@@ -67,9 +67,10 @@ PpStatus pp_cli_simulate_measured_plan (const PpSchedule *s, const PpWhyPlans *p
                                         PpError *err);
 
 /* Each rank's bubble of timed plans as info prints it ("bubble, plan at
- * ..."): 1 - the rank's compute actions' time over the extent of every
- * rank's compute actions, into bubble[n_ranks] (-1 for a rank without a
- * timed plan); returns the extent (seconds), 0 when there is none. */
+ * ..."): 1 - the rank's work actions' time over the extent of every
+ * rank's work actions (pp_timeline_plan_action_is_work: data-parallel
+ * ones included), into bubble[n_ranks] (-1 for a rank without a timed
+ * plan); returns the extent (seconds), 0 when there is none. */
 double pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_actions, int n_ranks,
                             double *bubble);
 

@@ -646,7 +646,7 @@ see_plan (Trace *t, const PpTraceItem *item)
   for (size_t k = 0; k < item->plan.n_actions; k++)
     {
       const PpTracePlanAction *a = &item->plan.actions[k];
-      if (!is_compute_plan_action (a->kind))
+      if (!pp_timeline_plan_action_is_work (a->kind))
         continue;
       if (!any || a->planned_start < ps->start)
         ps->start = a->planned_start;
