@@ -143,8 +143,17 @@ try:
     base = os.path.join(tmp, "mesh")
     subprocess.run([synth, base, "2", "2", "4", "6", "1f1b", "--comm", "--slow-stage", "0"], check=True)
     mt = os.path.join(tmp, "mesh.pptrace")
-    cli("merge", "-o", mt, *["%s.rank%d" % (base, g) for g in range(4)])
+    mg = subprocess.run([CLI, "merge", "-o", mt, *["%s.rank%d" % (base, g) for g in range(4)]],
+                        capture_output=True, text=True, timeout=120)
     info = cli("info", mt)
+    # the plan at measured costs: the median copy's costs (dp 1's: 15.4 ms
+    # planned; dp 0's slow stage would plan 27.2), one step in every line
+    planned = re.search(r"^planned 1F1B with the costs it measured: ([\d.]+) ms a step", mg.stderr, re.M)
+    ip_step = re.search(r"^bubble, plan at measured costs \(the last plan of each rank, one step ([\d.]+) ms\)",
+                        info, re.M)
+    ok(planned is not None and ip_step is not None and planned.group(1) == ip_step.group(1) == "15.400",
+       "mesh: merge's planned step is info's, timed with the median copy's costs (%s, %s)"
+       % (planned and planned.group(1), ip_step and ip_step.group(1)))
     steps, med, bub, mean = info_numbers(info)
     ok(med == "15.000", "mesh: info's median step is the median copy's, dp 1's 15 ms, not dp 0's 27 (%s)" % med)
     ok(re.search(r"the path and steps copy 1's", info) is not None, "mesh: the why analysis's median copy is dp 1")

@@ -2220,7 +2220,7 @@ cmp_copy_length (const void *x, const void *y)
  * place (dp ...) into *which.  0 when m has no replicas or no copy has a
  * whole step (out cleared), else its counted steps. */
 static int
-median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t *which_dp)
+median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which[PP_TRACE_MESH_DIMS - 1])
 {
   int np = pp_timeline_model_n_places (m), n_copies = 0, ok = 0;
   memset (out, 0, sizeof *out);
@@ -2264,7 +2264,7 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t *whic
       int med = order[(k - 1) / 2];
       *out = c[med].a;
       memset (&c[med].a, 0, sizeof c[med].a);
-      *which_dp = c[med].key[0];
+      memcpy (which, c[med].key, sizeof c[med].key);
       ok = out->n_steps;
     }
 out:
@@ -2278,13 +2278,23 @@ out:
 }
 
 int
-pp_timeline_model_analysis_dp (const PpTimelineModel *m)
+pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRACE_MESH_DIMS])
 {
   PpAnalysisSteps a;
-  int32_t dp = -1;
-  if (m != NULL && median_copy_steps (m, &a, &dp) > 0)
-    pp_analysis_steps_clear (&a);
-  return dp >= 0 ? dp : pp_timeline_model_shown_dp (m);
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  if (m == NULL || median_copy_steps (m, &a, key) == 0)
+    return 0;
+  pp_analysis_steps_clear (&a);
+  coord[PP_TRACE_MESH_PP] = -1;
+  memcpy (&coord[PP_TRACE_MESH_DP], key, sizeof key);
+  return 1;
+}
+
+int
+pp_timeline_model_analysis_dp (const PpTimelineModel *m)
+{
+  int32_t coord[PP_TRACE_MESH_DIMS];
+  return pp_timeline_model_analysis_copy (m, coord) ? coord[PP_TRACE_MESH_DP] : pp_timeline_model_shown_dp (m);
 }
 
 /* The counted steps (pp-analysis.h's rule, the schedule not known here:
@@ -2296,8 +2306,8 @@ pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
   memset (out, 0, sizeof *out);
   if (m == NULL || m->n_ranks <= 0)
     return 0;
-  int32_t dp;
-  if (median_copy_steps (m, out, &dp) > 0)
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  if (median_copy_steps (m, out, key) > 0)
     return out->n_steps;
   const PpSpan **rows = malloc ((size_t) m->n_ranks * sizeof *rows);
   size_t *n = malloc ((size_t) m->n_ranks * sizeof *n);
