@@ -1167,9 +1167,9 @@ test_why_replicas (void)
   PpTimelineBlockDetails d;
   g_assert_true (pp_timeline_block_details (v, NULL, 1, 0, &d));
   char *dt = pp_timeline_block_details_text (v, &d);
-  g_assert_nonnull (strstr (dt, "Folded: the median of 2 replicas (start and end)\n"));
+  g_assert_nonnull (strstr (dt, "Folded: the median of 2 replicas (the copy of dp "));
   g_assert_nonnull (strstr (dt, "Slowest replica: dp 0 (process 2 on node0), ended "));
-  g_assert_nonnull (strstr (dt, " after the median end"));
+  g_assert_nonnull (strstr (dt, " after the median end\nBand: the replicas' copies from "));
   g_free (dt);
   pp_timeline_model_free (v);
   /* unfolded: a row a process says which */
