@@ -113,7 +113,7 @@
  * "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
-/* What the part is, in README's words ("Inside runtime"), one short
+/* What the part is, in the manual's words (docs/why.md, "Inside runtime"), one short
  * phrase without a final stop; NULL out of range. */
 const char *pp_why_runtime_part_meaning (int part);
 
