@@ -2290,6 +2290,26 @@ pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRAC
   return 1;
 }
 
+void
+pp_timeline_model_analysis_rows (const PpTimelineModel *m, const PpSpan **rows, size_t *n)
+{
+  int32_t coord[PP_TRACE_MESH_DIMS];
+  int by_copy = pp_timeline_model_analysis_copy (m, coord);
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      rows[r] = m->ranks[r].spans;
+      n[r] = m->ranks[r].n_spans;
+    }
+  for (int i = 0; by_copy && i < pp_timeline_model_n_places (m); i++)
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      if (p->rank >= 0 && p->rank < m->n_ranks
+          && memcmp (&p->coord[PP_TRACE_MESH_DP], &coord[PP_TRACE_MESH_DP],
+                     (PP_TRACE_MESH_DIMS - PP_TRACE_MESH_DP) * sizeof *coord) == 0)
+        rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
+    }
+}
+
 int
 pp_timeline_model_analysis_dp (const PpTimelineModel *m)
 {

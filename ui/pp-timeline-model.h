@@ -252,6 +252,9 @@ int              pp_timeline_model_analysis_dp (const PpTimelineModel *m);
 /* The median copy's place (coord[dp .. ep]; coord[pp] -1): 1, or 0 where
  * the job has one copy or none has a whole step. */
 int              pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRACE_MESH_DIMS]);
+/* The spans each rank's numbers are of, rows[r][n[r]] for every rank: the
+ * median copy's processes' (a job of replicas), else the rows'. */
+void             pp_timeline_model_analysis_rows (const PpTimelineModel *m, const PpSpan **rows, size_t *n);
 
 /* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,

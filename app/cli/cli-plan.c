@@ -303,7 +303,13 @@ one_copy (const char *part, const int32_t *want, char *copy, size_t size, int *c
 PpStatus
 pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err)
 {
-  return one_copy (part, NULL, copy, size, copy_fd, err);
+  /* a job of replicas: its median copy (the copy every view's steps and
+   * bubbles are of: pp_timeline_model_step_analysis) */
+  int32_t want[PP_TRACE_MESH_DIMS];
+  PpTimelineModel *m = pp_timeline_model_new_from_file (part, NULL);
+  bool by_copy = m != NULL && pp_timeline_model_analysis_copy (m, want);
+  pp_timeline_model_free (m);
+  return one_copy (part, by_copy ? want : NULL, copy, size, copy_fd, err);
 }
 
 /* pp_cli_one_replica's copy of the processes at want's place (NULL: each
@@ -477,16 +483,8 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
   char copy[64] = "";
   int copy_fd = -1;
 
-  /* a job of replicas: its median copy's costs (the copy every view's
-   * steps and bubbles are of: pp_timeline_model_step_analysis) */
-  int32_t want[PP_TRACE_MESH_DIMS];
-  bool by_copy = false;
-  {
-    PpTimelineModel *m = pp_timeline_model_new_from_file (part, NULL);
-    by_copy = m != NULL && pp_timeline_model_analysis_copy (m, want);
-    pp_timeline_model_free (m);
-  }
-  if (one_copy (part, by_copy ? want : NULL, copy, sizeof copy, &copy_fd, &err) != PP_OK
+  /* a job of replicas: its median copy's costs */
+  if (pp_cli_one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
       || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK)
     {
       fprintf (stderr, "pipescope-cli: %s: the plan stays untimed: %s\n", who, err.msg);

@@ -76,7 +76,8 @@ double pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_
 
 /* part as every analysis takes it: where its pipeline ranks ran in
  * several processes (replicas, format 1.4), a copy in memory (*copy_fd,
- * its path in copy) of the replica the timeline shows (every replica's
- * would count each block twice); else part itself (copy "", *copy_fd -1).
- * The caller closes *copy_fd. */
+ * its path in copy) of its median copy of the pipeline, whose numbers
+ * every view shows (pp_timeline_model_step_analysis; every replica's would
+ * count each block twice); else part itself (copy "", *copy_fd -1).  The
+ * caller closes *copy_fd. */
 PpStatus pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err);
