@@ -34,6 +34,7 @@ PyTorch).  Each check asserts files, exit codes and one-line messages:
 import glob
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -305,6 +306,14 @@ def check_mesh(cli, tmp):
     info = run([cli, "info", trace]).stdout
     if "processes: 4 (pp 2 \u00d7 dp 2 \u00d7 tp 1)" not in info or "process 3: pp 1 dp 1 tp 0" not in info:
         fail(f"info of the profiled 2 x 2 mesh:\n{info}")
+    # issue 36: profile's closing line carries info's numbers (the median
+    # copy's steps, not the first replica's it timed the live plan with)
+    live = lines(p.stderr, "profile: live: ")
+    med = re.search(r"^median step: ([\d.]+) ms", info, re.M)
+    bub = re.findall(r"^  rank (\d+) bubble: ([\d.]+%)", info, re.M)
+    if len(live) != 1 or med is None or f"median step {med.group(1)} ms" not in live[0] \
+            or any(f"rank {r} {b}" not in live[0] for r, b in bub):
+        fail(f"profile's closing line is not info's (median step {med and med.group(1)}, {bub}):\n{live}")
     os.unlink(trace)
     p = profile(cli, d, ["--trace", "t.pptrace", "--name", "highjob"], writer("mesh", 1, 2, 4094))
     if p.returncode != 0 or "merged 2 traces of GPipe (P=1, 2 processes)" not in p.stderr:

@@ -28,6 +28,7 @@
  * itself: the names go into its mca_base_env_list (docs/jobs.md). */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "pp-timeline-model.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -489,12 +490,26 @@ serve_saved_plan (Collector *c, const char *trace)
   return true;
 }
 
+/* Whether a process of the job ran in a replica past the first (dp, tp,
+ * cp or ep not 0): a job of replicas. */
+static bool
+has_replicas (Collector *c)
+{
+  for (int k = 0; k < c->n_ranks; k++)
+    for (int d = PP_TRACE_MESH_DP; c->ranks[k]->have_place && d < PP_TRACE_MESH_DIMS; d++)
+      if (c->ranks[k]->place.coord[d] != 0)
+        return true;
+  return false;
+}
+
 /* The closing line of what was served live, by pp-analysis.h's rule:
  * the steps analysed, the median step, each rank's measured bubble a step
  * and its bubble of the plan at measured costs, as `info` prints them for
- * the saved trace. */
+ * the saved trace.  A job of replicas, its trace saved: that trace's
+ * steps (pp_timeline_model_step_analysis: its median copy's, as info's and
+ * the app's), not the first replica's the live plan was timed with. */
 static void
-print_live_summary (Collector *c)
+print_live_summary (Collector *c, const char *saved)
 {
   PpAnalysisSteps a;
   char what[160], pc[32];
@@ -502,7 +517,17 @@ print_live_summary (Collector *c)
   const PpSpan *rows[1] = { c->kept };
   size_t n[1] = { c->n_kept };
 
-  if (c->kept == NULL || n_ranks == 0 || pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
+  if (c->kept == NULL || n_ranks == 0)
+    return;
+  if (saved != NULL && has_replicas (c))
+    {
+      PpTimelineModel *m = pp_timeline_model_new_from_file (saved, NULL);
+      if (m == NULL)
+        return;
+      pp_timeline_model_step_analysis (m, &a);
+      pp_timeline_model_free (m);
+    }
+  else if (pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
     return;
   if (a.n_steps > 0)
     {
@@ -1704,7 +1729,7 @@ pp_cli_profile (int argc, char **argv)
           c.dirty = true;
           live_plan (&c);
         }
-      print_live_summary (&c);
+      print_live_summary (&c, saved ? trace : NULL);
     }
 
 out:

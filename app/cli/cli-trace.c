@@ -693,7 +693,7 @@ see_plan (Trace *t, const PpTraceItem *item)
   for (size_t k = 0; k < item->plan.n_actions; k++)
     {
       const PpTracePlanAction *a = &item->plan.actions[k];
-      if (!is_compute_plan_action (a->kind))
+      if (!pp_timeline_plan_action_is_work (a->kind))
         continue;
       if (!any || a->planned_start < ps->start)
         ps->start = a->planned_start;
@@ -1050,7 +1050,8 @@ print_shown_replica (const Trace *t)
    * idle by cause the median replica's */
   int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
-          "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
+          "the steps, step times and bubble below are the median copy's (by step length, as the critical "
+          "path's), the idle over the whole trace one replica's (dp %d, each pipeline rank's "
           "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
           "them; %zu of the %zu spans, every process's in the exports\n",
           (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
@@ -1237,22 +1238,37 @@ print_collectives (const Trace *t, bool list)
 
 /* The one analysis's steps of the spans info has read (not the file
  * again): blocks and data-parallel communication, busy and not bubble
- * (as the app's statistics).  n_steps 0 when none counts. */
+ * (as the app's statistics); a job of replicas: every process's at its
+ * place, so that the steps are its median copy's, as the app's
+ * (pp_timeline_model_step_analysis).  n_steps 0 when none counts. */
 static void
-step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
+step_analysis_of (const Trace *t, PpAnalysisSteps *a)
 {
   PpTimelineModel *m = pp_timeline_model_new ();
   PpTraceItem it;
+  bool placed = t->n_procs > 0 && t->span_process != NULL;
+  size_t n_spans = placed ? t->n_all_spans : t->n_spans;
+  const PpSpan *spans = t->spans;
 
   memset (a, 0, sizeof *a);
   if (m == NULL)
     return;
   memset (&it, 0, sizeof it);
+  it.type = PP_TRACE_ITEM_PROCESS;
+  for (size_t i = 0; placed && i < t->n_procs; i++)
+    {
+      it.process = t->procs[i].process;
+      it.process_info = t->procs[i];
+      pp_timeline_model_add (m, &it);
+    }
+  memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
+  it.process = -1;
   for (size_t i = 0; i < n_spans; i++)
     if (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind))
       {
         it.span = spans[i];
+        it.process = placed ? t->span_process[i] : -1;
         pp_timeline_model_add (m, &it);
       }
   pp_timeline_model_step_analysis (m, a);
@@ -1263,10 +1279,10 @@ step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
  * steps' compute windows (what `run` prints and what compares with a
  * plan's bubble a step); nothing when the trace has no step. */
 static void
-print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+print_step_bubbles (const Trace *t, int n_ranks)
 {
   PpAnalysisSteps a;
-  step_analysis_of (spans, n_spans, &a);
+  step_analysis_of (t, &a);
   if (a.n_ranks < n_ranks)
     n_ranks = a.n_ranks;
   if (a.n_steps > 0)
@@ -1301,7 +1317,7 @@ write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport 
       free (buf);
       return -1;
     }
-  step_analysis_of (t->spans, t->n_spans, &a);
+  step_analysis_of (t, &a);
   fputs ("{\n  ", f);
   pp_analysis_write_json_member (f, &a);
   fputs (",\n", f);
@@ -1577,7 +1593,7 @@ pp_cli_info (int argc, char **argv)
         free (fill);
       }
       /* the bubble a step first: the figure run, the app and render give */
-      print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      print_step_bubbles (&t, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_loss (&t);
       print_collectives (&t, list_processes);
