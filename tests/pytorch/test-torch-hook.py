@@ -24,6 +24,8 @@
      autograd's threads off, restored after), pops even when it raises,
      and the block goes to the library with its id; without an id, or with
      CUPTI off or unavailable, the plain calls, nothing pushed, one line.
+Cases 5 to 7 compare with one plain run of 40 steps (the weights after
+each step: a 3-step job's results are its first 3 steps').
 Needs PIPESCOPE_TORCH_PYTHON (./dev.sh test sets it); skips without.
 """
 
@@ -94,11 +96,20 @@ def main():
     torchrun = os.path.join(os.path.dirname(python), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
            "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "3"]
-    plain, full = os.path.join(tmp, "plain"), os.path.join(tmp, "full")
+    full = os.path.join(tmp, "full")
     env = dict(base, PATH=os.path.dirname(python) + ":" + os.environ.get("PATH", ""))
-    p = subprocess.run(job + ["--out", plain], env=env, capture_output=True, text=True, timeout=300)
+    # the plain run of cases 5 to 7: 40 steps, the weights after each; a
+    # 3-step job's results are its first 3 steps' (the same seeds and work)
+    long_job = [x if x != "3" else "40" for x in job]        # --steps 40
+    plain40 = os.path.join(tmp, "plain40")
+    p = subprocess.run(long_job + ["--out", plain40, "--params-every-step"], env=env, capture_output=True,
+                       text=True, timeout=300)
     if p.returncode != 0:
-        fail(f"the plain run: {p.stderr[-2000:]}")
+        fail(f"the plain 40-step run: {p.stderr[-2000:]}")
+    plain3 = []
+    for r in (0, 1):
+        a = json.load(open(os.path.join(plain40, f"rank{r}.json")))
+        plain3.append({"losses": a["losses"][:3], "params": a["params_by_step"][2]})
     for r in (0, 1):
         os.symlink("/dev/full", os.path.join(tmp, f"trace.rank{r}"))
     p = subprocess.run(job + ["--out", full], env=dict(auto, PATH=env["PATH"], PIPESCOPE_TRACE=os.path.join(tmp, "trace")),
@@ -106,7 +117,7 @@ def main():
     if p.returncode != 0:
         fail(f"the job with its trace on a full disk exited {p.returncode}: {p.stderr[-2000:]}")
     for r in (0, 1):
-        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        a = plain3[r]
         b = json.load(open(os.path.join(full, f"rank{r}.json")))
         if a["losses"] != b["losses"] or a["params"] != b["params"]:
             fail(f"rank {r}: results differ with the trace on a full disk")
@@ -126,7 +137,7 @@ def main():
     if p.returncode != 0:
         fail(f"the job with a foreign registry folder exited {p.returncode}: {p.stderr[-2000:]}")
     for r in (0, 1):
-        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        a = plain3[r]
         b = json.load(open(os.path.join(out, f"rank{r}.json")))
         if a["losses"] != b["losses"] or a["params"] != b["params"]:
             fail(f"rank {r}: results differ with a foreign registry folder")
@@ -143,11 +154,6 @@ def main():
     os.chmod(stall, 0o700)
     out = os.path.join(tmp, "stall-out")
     tr = os.path.join(tmp, "stall-trace")
-    long_job = [x if x != "3" else "40" for x in job]        # --steps 40
-    plain40 = os.path.join(tmp, "plain40")
-    p = subprocess.run(long_job + ["--out", plain40], env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        fail(f"the plain 40-step run: {p.stderr[-2000:]}")
     # the job holds after its first step until both viewers are attached
     # (not a step count it must outlive them by: a loaded machine may run
     # 40 steps before the test connects)
