@@ -211,7 +211,10 @@ def main():
     rec = {"losses": losses, "params": h.hexdigest(), "orders": orders,
            "coord": [r, dp_rank, ps.get_tensor_model_parallel_rank()],
            "size": [P, ps.get_data_parallel_world_size(), ps.get_tensor_model_parallel_world_size()],
-           "vp": V, "pp_rank": r, "step_s": step_s, "cpu_s": cpu_s}
+           "vp": V, "pp_rank": r, "step_s": step_s, "cpu_s": cpu_s,
+           # 0.16 runs the loss function in forward_step_calc_loss (0.13 inside forward_step)
+           "calc_loss": hasattr(sys.modules["megatron.core.pipeline_parallel.schedules"],
+                                "forward_step_calc_loss")}
     dist.barrier()
     if a.list:
         rec["listed"] = sorted(os.listdir(a.list))

@@ -26,6 +26,8 @@ It runs the job twice, plain and under profile, and asserts:
     ran them (the job's own witness: the calls megatron-core made of its
     forward_step_func and the backwards autograd ran, virtual stage =
     chunk x P + pp rank), and so is each rank's plan (Chrome export);
+  * the loss computation (0.16's forward_step_calc_loss): one LOSS
+    block of the last stage a micro-batch, beginning where its F ends;
   * sends and receives: as many SEND_F as RECV_F and SEND_B as RECV_B,
     with micro-batches; waits recorded; the optimizer's steps;
   * render --plan draws it into a PNG.
@@ -217,6 +219,28 @@ def check(cli, py, layout, env, tmp):
             ran = [(k, c * P + b["pp_rank"], mb) for k, c, mb in b["orders"][step]]
             if got != ran:
                 fail(f"process {g} step {step}: recorded {got}\nmegatron-core ran {ran}")
+    # the loss computation (0.16's forward_step_calc_loss, where the job's
+    # loss function runs): a LOSS block of the last virtual stage a
+    # micro-batch, right where its F ends (side by side, never nested:
+    # F's time is its forward alone); 0.13 has no such call (none)
+    n_loss = 0
+    for g, b in procs.items():
+        for step in range(2):
+            fwd = {(int(r["stage"]), int(r["microbatch"])): r for r in by[(g, step)] if r["kind"] == "F"}
+            loss = [r for r in by[(g, step)] if r["kind"] == "LOSS"]
+            want = list(range(M)) if g in lasts and b["calc_loss"] else []
+            if sorted(int(r["microbatch"]) for r in loss) != want \
+                    or any(int(r["stage"]) != P * V - 1 for r in loss):
+                fail(f"process {g} step {step}: LOSS blocks {[(r['stage'], r['microbatch']) for r in loss]}, "
+                     f"want the last stage's micro-batches {want}")
+            for r in loss:
+                f = fwd.get((int(r["stage"]), int(r["microbatch"])))
+                if f is None or f["end_ns"] != r["start_ns"] or int(r["end_ns"]) < int(r["start_ns"]):
+                    fail(f"process {g} step {step}: LOSS of micro-batch {r['microbatch']} at "
+                         f"{r['start_ns']}..{r['end_ns']} does not begin where its F ends ({f and f['end_ns']})")
+            n_loss += len(loss)
+    if "HOST_LOSS" in counts:
+        fail(f"{counts['HOST_LOSS']} HOST_LOSS spans: the loss computation is a LOSS block")
     n_blocks = W * 2 * M * V
     if counts["F"] != n_blocks or counts["B"] != n_blocks:
         fail(f"{counts['F']} F and {counts['B']} B recorded, not {n_blocks} each: {dict(counts)}")
@@ -274,7 +298,8 @@ def check(cli, py, layout, env, tmp):
         shutil.copy(png, keep + ".png")
     print(f"ok 1 - {layout}: {W} processes, pp {P} V {V} M {M} ({name}): losses and weights bit for bit, "
           f"one trace, every process's {n_blocks // W} F and B a step in megatron-core's order and its plan, "
-          f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps"
+          f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps, "
+          f"{n_loss} LOSS blocks each where its F ends"
           + (f", {counts['REDUCE_GRAD']} REDUCE_GRAD" if "REDUCE_GRAD" in counts else ""))
 
 

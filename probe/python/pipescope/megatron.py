@@ -13,7 +13,11 @@ megatron-core's own code, never the user's:
     description, the plan); get_forward_backward_func() looks them up by
     name in the module each time it is called, so wrapping the module's
     names reaches every job that asks it;
-  * schedules.forward_step (F: its current_microbatch and vp_stage) and
+  * schedules.forward_step (F: its current_microbatch and vp_stage), and
+    on the last stage its forward_step_calc_loss (0.16), where the job's
+    loss function runs: on the CPU the F block ends where it begins and
+    the rest of forward_step is a LOSS block (the last stage's work, side
+    by side with F, never nested in it); and
     schedules.backward_step (B: it carries neither; its output_tensor is
     the object forward_step returned, so the forward's stage and
     micro-batch are looked up by that object's identity);
@@ -122,6 +126,7 @@ class _Hook(_core.Recorder):
         self.send_meta = {}       # id(tensor to send) -> (stage, mb)
         self.recv_pending = {}    # id(received tensor) -> (kind, peer, bytes, t0, t1)
         self.tokens = []          # calculate_per_token_loss: each loss's token count
+        self.loss_stage = None    # inside a last-stage forward on the CPU: its stage (_wrap_calc_loss)
 
     # ---- the rank ------------------------------------------------------------
     def open(self, chunks):
@@ -407,7 +412,18 @@ def _wrap_forward(hook, orig):
             out = orig(*args, **kwargs)   # the job's own errors carry no context of ours
             hook.fail("a forward", e)
             return out
-        out = _core.run_block(hook, orig, _lib.F, stage, mb, hook.cuda, args, kwargs)
+        last = MISSING
+        try:
+            last = last_of.of(args, kwargs)
+            if last is MISSING:   # 0.13: the last virtual stage computes the loss
+                last = stage == hook.P * hook.V - 1
+            hook.loss_stage = stage if last and not hook.cuda and not collect_of.of(args, kwargs) else None
+        except Exception as e:
+            hook.fail("a forward", e)
+        try:
+            out = _core.run_block(hook, orig, _lib.F, stage, mb, hook.cuda, args, kwargs)
+        finally:
+            hook.loss_stage = None
         if hook.failed:
             return out
         try:
@@ -416,9 +432,6 @@ def _wrap_forward(hook, orig):
             for t in o if isinstance(o, list) else (o,):
                 if t is not None:
                     hook.send_meta[id(t)] = (stage, mb)
-            last = last_of.of(args, kwargs)
-            if last is MISSING:   # 0.13: the last virtual stage computes the loss
-                last = stage == hook.P * hook.V - 1
             if last and hook.loss_here and not collect_of.of(args, kwargs):
                 t = o[0] if isinstance(o, list) else o
                 n = None
@@ -434,6 +447,33 @@ def _wrap_forward(hook, orig):
         except Exception as e:
             hook.fail("a forward", e)
         return out
+    return wrapper
+
+
+def _wrap_calc_loss(hook, orig):
+    """forward_step_calc_loss (0.16; forward_step calls it last, after
+    the job's forward_step_func): on the last stage it runs the job's
+    loss function.  Inside a recorded last-stage forward on the CPU
+    (hook.loss_stage), the forward's block ends where this call begins
+    and the rest of forward_step's call is a LOSS block of the stage and
+    micro-batch (Recorder.cut): the loss computation is the last stage's
+    work of its own kind, and F and LOSS lie side by side, never nested,
+    so no time is counted twice.  Elsewhere (other stages, CUDA, where
+    blocks are timed by events, or 0.13, which has no such function: the
+    loss stays inside F) the call as it is."""
+    loss_func_of = Param(orig, "loss_func", 2)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        si, r = hook.loss_stage, hook.rank
+        if si is None or r is None or hook.failed or hook.paused:
+            return orig(*args, **kwargs)
+        try:
+            if loss_func_of.of(args, kwargs) is not None:
+                hook.cut = (_lib.SPAN_LOSS, si, r.now(), 0)
+        except Exception as e:
+            hook.fail("the loss", e)
+        return orig(*args, **kwargs)
     return wrapper
 
 
@@ -572,6 +612,8 @@ def instrument():
                 sched.forward_backward_no_pipelining = _wrap_no_pipelining(
                     hook, sched.forward_backward_no_pipelining)
             sched.forward_step = _wrap_forward(hook, sched.forward_step)
+            if hasattr(sched, "forward_step_calc_loss"):
+                sched.forward_step_calc_loss = _wrap_calc_loss(hook, sched.forward_step_calc_loss)
             sched.backward_step = _wrap_backward(hook, sched.backward_step)
             p2p._batched_p2p_ops = _wrap_p2p(hook, p2p._batched_p2p_ops)
             p2p._p2p_ops = _wrap_p2p(hook, p2p._p2p_ops)
