@@ -34,6 +34,12 @@ megatron-core's own code, never the user's:
   * config.finalize_model_grads_func, for the length of one step's call
     only (put back when it returns): Megatron's data-parallel gradient
     reduction as REDUCE_GRAD of the pipeline rank;
+  * its DistributedDataParallel's bucket groups (_ParamAndGradBucketGroup:
+    start/finish_grad_sync, start/finish_param_sync) outside
+    finalize_model_grads: the gradient syncs overlap_grad_reduce issues
+    inside a backward, the distributed optimizer's parameter all-gathers,
+    each a data-parallel span (REDUCE_GRAD, UNSHARD) of its chunk's stage
+    nested in the block that issued it;
   * the optimizers' global step hooks (an OPT block); the last stage's
     losses (what forward_step returns there: the loss Megatron
     back-propagates, summed over the step's micro-batches) as LOSS.
@@ -127,6 +133,11 @@ class _Hook(_core.Recorder):
         self.recv_pending = {}    # id(received tensor) -> (kind, peer, bytes, t0, t1)
         self.tokens = []          # calculate_per_token_loss: each loss's token count
         self.loss_stage = None    # inside a last-stage forward on the CPU: its stage (_wrap_calc_loss)
+        # megatron-core's DistributedDataParallel: id(bucket group) -> its
+        # chunk's virtual stage, read at the open; inside finalize_model_grads
+        # (recorded as one REDUCE_GRAD) the syncs it finishes are its own
+        self.bucket_stage = {}
+        self.dp_depth = 0
 
     # ---- the rank ------------------------------------------------------------
     def open(self, chunks):
@@ -146,6 +157,11 @@ class _Hook(_core.Recorder):
             _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
             place = None
         self.cuda = _device(chunks) == "cuda"
+        try:
+            self.bucket_stage = _bucket_stages(chunks, self.P, self.pp)
+        except Exception as e:
+            _say(f"megatron-core's data-parallel syncs not recorded ({e.__class__.__name__}: {e}); "
+                 "recording goes on")
         # on the CPU, the schedule's own code between its calls (issue 29):
         # forward_backward_func's Python between forward_step, backward_step,
         # the p2p calls and their waits (core.Recorder.sched_in/out)
@@ -382,13 +398,103 @@ def _wrap_no_pipelining(hook, orig):
 
 def _wrap_finalize(hook, orig):
     """finalize_model_grads (the data-parallel gradient reduction) as
-    REDUCE_GRAD of the pipeline rank (the kinds contract, item 3)."""
+    REDUCE_GRAD of the pipeline rank (the kinds contract, item 3); the
+    bucket syncs it runs or waits for are its own (hook.dp_depth)."""
     @functools.wraps(orig)
     def finalize(*args, **kwargs):
         if hook.rank is None or hook.failed:
             return orig(*args, **kwargs)
-        return _core.run_block(hook, orig, _lib.SPAN_REDUCE_GRAD, hook.pp, -1, hook.cuda, args, kwargs)
+        hook.dp_depth += 1
+        try:
+            return _core.run_block(hook, orig, _lib.SPAN_REDUCE_GRAD, hook.pp, -1, hook.cuda, args, kwargs)
+        finally:
+            hook.dp_depth -= 1
     return finalize
+
+
+def _bucket_stages(chunks, P, pp):
+    """id(bucket group) -> virtual stage, for the chunks that are
+    megatron-core DistributedDataParallel modules (their bucket_groups and
+    expert_parallel_bucket_groups); {} for any other."""
+    out = {}
+    for c, m in enumerate(chunks):
+        for name in ("bucket_groups", "expert_parallel_bucket_groups"):
+            for bg in getattr(m, name, None) or ():
+                out[id(bg)] = c * P + pp
+    return out
+
+
+def _bucket_bytes(bg, field):
+    """The bytes a bucket group's buckets hold in field (grad_data,
+    param_data), 0 where it has none."""
+    n = 0
+    for b in getattr(bg, "buckets", ()):
+        t = getattr(b, field, None)
+        if t is not None:
+            n += _nbytes(t)
+    return n
+
+
+# megatron-core's DistributedDataParallel and distributed optimizer: the
+# bucket groups' gradient sync (all-reduce, or reduce-scatter with the
+# distributed optimizer) and parameter sync (all-gather); a start issues
+# it (waits for it where not overlapped), a finish waits for it (or runs
+# it, where overlap_grad_reduce is off)
+_BUCKET_SYNCS = (("start_grad_sync", _lib.SPAN_REDUCE_GRAD, "grad_data"),
+                 ("finish_grad_sync", _lib.SPAN_REDUCE_GRAD, "grad_data"),
+                 ("start_param_sync", _lib.SPAN_UNSHARD, "param_data"),
+                 ("finish_param_sync", _lib.SPAN_UNSHARD, "param_data"))
+
+
+def _install_bucket_syncs(hook):
+    """Wraps _ParamAndGradBucketGroup's syncs (a megatron-core without
+    them is left as it is)."""
+    import importlib
+    try:
+        mod = importlib.import_module("megatron.core.distributed.param_and_grad_buffer")
+    except Exception:
+        return
+    cls = getattr(mod, "_ParamAndGradBucketGroup", None)
+    if cls is None:
+        return
+    for name, kind, field in _BUCKET_SYNCS:
+        if name in cls.__dict__:
+            setattr(cls, name, _wrap_bucket_sync(hook, cls.__dict__[name], kind, field, name.startswith("start")))
+
+
+def _wrap_bucket_sync(hook, orig, kind, field, start):
+    """A bucket group's sync wherever it runs outside finalize_model_grads
+    (a gradient sync that overlap_grad_reduce issues from a backward hook,
+    inside B; a parameter sync in a forward pre-hook or the optimizer's
+    step) as a data-parallel span of its chunk's stage nested in the block
+    that issued it (Recorder.dp_nested); one inside another (a finish that
+    runs its start) is the outer one's.  Bytes: the buckets' data for a
+    start, or for a finish that runs the sync itself (overlap off); 0 for
+    a finish that only waits."""
+    group_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused or hook.dp_depth or not hook.bucket_stage:
+            return orig(*args, **kwargs)
+        bg = group_of.of(args, kwargs)
+        si = hook.bucket_stage.get(id(bg))
+        if si is None:
+            return orig(*args, **kwargs)
+        t0 = r.now()
+        hook.dp_depth += 1
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
+        try:
+            sync = start or not getattr(getattr(bg, "ddp_config", None), "overlap_grad_reduce", True)
+            hook.dp_nested(kind, si, t0, r.now(), _bucket_bytes(bg, field) if sync else 0)
+        except Exception as e:
+            hook.fail("a data-parallel sync", e)
+        return out
+    return wrapper
 
 
 def _wrap_forward(hook, orig):
@@ -625,6 +731,10 @@ def instrument():
             _core.opt_hooks(hook)
         except Exception as e:
             _say(f"optimizer steps not recorded ({e})")
+        try:
+            _install_bucket_syncs(hook)
+        except Exception as e:
+            _say(f"megatron-core's data-parallel syncs not recorded ({e})")
         _core.close_at_exit(hook)
         _hook = hook
         return True
