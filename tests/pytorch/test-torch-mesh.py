@@ -359,7 +359,8 @@ def check_fsdp_comms(layout, prof, places, rows):
     calls, with their bytes): in every process-step the UNSHARD spans'
     bytes (the schedule's actions', PyTorch's set-up's, and those nested
     in blocks) add up to the bytes the job all-gathered, the REDUCE_GRAD
-    spans' to what it reduce-scattered: each collective recorded once,
+    and WAIT_REDUCE_GRAD spans' (FSDP2's asynchronous finalize reduces in
+    the wait) to what it reduce-scattered: each collective recorded once,
     none missed; the all-gathers the job saw inside the schedule's loss
     call are as many UNSHARD issues nested in LOSS blocks; and in the fsdp
     layout (FSDP2 re-gathers what it resharded after a forward) every
@@ -373,9 +374,9 @@ def check_fsdp_comms(layout, prof, places, rows):
             spans = rows[(g, step)]
             job = comms[step]
             ag = sum(int(r["bytes"]) for r in spans if r["kind"] == "UNSHARD")
-            rs = sum(int(r["bytes"]) for r in spans if r["kind"] == "REDUCE_GRAD")
+            rs = sum(int(r["bytes"]) for r in spans if r["kind"] in ("REDUCE_GRAD", "WAIT_REDUCE_GRAD"))
             if (ag, rs) != (job["ag_bytes"], job["rs_bytes"]) or not job["ag"] or not job["rs"]:
-                fail(f"process {g} step {step}: UNSHARD bytes {ag}, REDUCE_GRAD bytes {rs}; the job's "
+                fail(f"process {g} step {step}: UNSHARD bytes {ag}, (WAIT_)REDUCE_GRAD bytes {rs}; the job's "
                      f"{job['ag']} all-gathers moved {job['ag_bytes']}, its {job['rs']} reduce-scatters "
                      f"{job['rs_bytes']}")
             _, nested = split_dp(g, step, spans)

@@ -125,11 +125,11 @@ class _Hook(_core.Recorder):
         self.dp_stages = set()
         self.fsdp = {}
         self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
-        self.reduce_bytes = {}    # FSDP2 stage -> the bytes its gradients' reduce-scatter takes in
         self.dp_depth = 0         # inside a recorded data-parallel action of the schedule's
         # FSDP2's own collectives (foreach_all_gather, its copy-out, foreach_reduce):
         # id(FSDPParam) -> (its stage, the bytes its all-gather brings), read at the open
         self.fsdp_params = {}
+        self.dp_moved = 0         # bytes FSDP2's collectives moved so far inside the schedule's actions
         self.ddp = {}             # DDP stage -> the bytes its gradients' all-reduce takes in
         # tensor-parallel collectives (jobs with tp > 1): counted inside a
         # step, written as the step's COLLECTIVE_CALLS/_BYTES at its end
@@ -192,17 +192,20 @@ class _Hook(_core.Recorder):
                     self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1, _fsdp_bytes(m))
                     for fp in _fsdp_params(m):
                         self.fsdp_params[id(fp)] = (si, _fsdp_param_bytes(fp))
-                self.reduce_bytes[si] = sum(self.fsdp[id(m)][3] for m in mods)
 
-    def fsdp_call(self, kind, m, t0, t1):
+    def fsdp_call(self, kind, m, t0, t1, moved=None):
         """One FSDP2 module's unshard or reshard call, part of its stage's
         UNSHARD or RESHARD action: the runtime calls every FSDP2 module of
         the stage in turn, the stage's own first; the action is one block
-        from the first call's start to the last's end."""
+        from the first call's start to the last's end.  moved: the bytes
+        its all-gathers moved (an unshard of a module already unsharded
+        moves none); None: the module's parameters' size (a reshard's)."""
         info = self.fsdp.get(id(m))
         if info is None:
             return
         si, first, last, nbytes = info
+        if moved is not None:
+            nbytes = moved
         run = self.fsdp_run.get(kind)
         if run is not None and (first or run[0] != si):
             self.fsdp_flush(kind)
@@ -713,14 +716,17 @@ def _wrap_reduce(hook, orig, kind):
         if si not in hook.dp_stages:
             return orig(*args, **kwargs)
         hook.dp_depth += 1
+        m0 = hook.dp_moved
         try:
             t0 = hook.rank.now()
             out = orig(*args, **kwargs)
         finally:
             hook.dp_depth -= 1
         try:
-            hook.dp_block(kind, si, t0, hook.rank.now(),
-                          hook.reduce_bytes.get(si, 0) if kind == _lib.SPAN_REDUCE_GRAD else 0)
+            # the bytes FSDP2's reduce-scatters moved inside it: FSDP2's
+            # asynchronous finalize runs them in the wait (a stage with
+            # nothing left to reduce moves none)
+            hook.dp_block(kind, si, t0, hook.rank.now(), hook.dp_moved - m0)
         except Exception as e:
             hook.fail("a gradient reduction", e)
         return out
@@ -744,12 +750,13 @@ def _wrap_fsdp(hook, orig, kind):
             return orig(*args, **kwargs)
         t0 = hook.rank.now()
         hook.dp_depth += 1   # its all-gathers are this action's (_wrap_fsdp_collective)
+        m0 = hook.dp_moved
         try:
             out = orig(*args, **kwargs)
         finally:
             hook.dp_depth -= 1
         try:
-            hook.fsdp_call(kind, m, t0, hook.rank.now())
+            hook.fsdp_call(kind, m, t0, hook.rank.now(), hook.dp_moved - m0 if kind == _lib.SPAN_UNSHARD else None)
         except Exception as e:
             hook.fail("an FSDP action", e)
         return out
@@ -813,10 +820,18 @@ def _wrap_fsdp_collective(hook, orig, kind, pos):
     grads_of = Param(orig, "unsharded_grads", 1) if kind == _lib.SPAN_REDUCE_GRAD else None
     issue = pos == 0
 
+    def moved(fps, args, kwargs):
+        if grads_of is not None:
+            return _nbytes(grads_of.of(args, kwargs))
+        if issue:
+            get = hook.fsdp_params.get
+            return sum(get(id(fp), (0, 0))[1] for fp in fps)
+        return 0
+
     @functools.wraps(orig)
     def wrapper(*args, **kwargs):
         r = hook.rank
-        if r is None or hook.failed or hook.paused or not hook.in_step or hook.dp_depth or not hook.fsdp_params:
+        if r is None or hook.failed or hook.paused or not hook.in_step or not hook.fsdp_params:
             return orig(*args, **kwargs)
         try:
             fps = params_of.of(args, kwargs)
@@ -825,17 +840,20 @@ def _wrap_fsdp_collective(hook, orig, kind, pos):
             info = None   # not a call the hook knows: as it is
         if info is None:
             return orig(*args, **kwargs)
+        # read before the call: foreach_reduce empties its list of gradients
+        try:
+            nbytes = moved(fps, args, kwargs)
+        except Exception:
+            nbytes = 0
+        if hook.dp_depth:
+            # the schedule's own action's: its bytes, no span of its own
+            out = orig(*args, **kwargs)
+            hook.dp_moved += nbytes
+            return out
         t0 = r.now()
         out = orig(*args, **kwargs)
         try:
-            t1 = r.now()
-            nbytes = 0
-            if grads_of is not None:
-                nbytes = _nbytes(grads_of.of(args, kwargs))
-            elif issue:
-                get = hook.fsdp_params.get
-                nbytes = sum(get(id(fp), (0, 0))[1] for fp in fps)
-            hook.dp_nested(kind, info[0], t0, t1, nbytes)
+            hook.dp_nested(kind, info[0], t0, r.now(), nbytes)
         except Exception as e:
             hook.fail("an FSDP collective", e)
         return out
