@@ -576,7 +576,7 @@ static int
 is_block_api_kind (int k)
 {
   return k == PIPESCOPE_F || k == PIPESCOPE_B || k == PIPESCOPE_I || k == PIPESCOPE_W
-         || k == PIPESCOPE_OPT || is_dp_kind (k) || pp_span_kind_is_host (k);
+         || k == PIPESCOPE_OPT || is_dp_kind (k) || pp_span_kind_is_host (k) || k == PIPESCOPE_LOSS_BLOCK;
 }
 
 int
@@ -731,7 +731,7 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
              : record_on (r, PIPESCOPE_GC, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0,
                           (uint32_t) f[7]);
       else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
-               || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind))
+               || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind) || kind == PIPESCOPE_LOSS_BLOCK)
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);
       else if (is_dp_kind ((int) kind))
         rc = record (r, (int) kind, (int) f[1], -1, (int) f[3], f[4], f[5], -1, (uint64_t) f[7]);
