@@ -478,10 +478,12 @@ cmp_span_step (const void *a, const void *b)
   return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
-/* Sums of one stage's spans in a step. */
+/* Sums of one stage's spans in a step (each block's compute: its length
+ * less the data-parallel spans nested in it); loss: the LOSS spans run
+ * outside a block (inside one, the block's time holds them). */
 typedef struct {
-  double f, b, i, w, ov;
-  long   nf, nb, ni, nw, nov;
+  double f, b, i, w, ov, loss;
+  long   nf, nb, ni, nw, nov, nloss;
 } StageSums;
 
 static void
@@ -494,6 +496,11 @@ costs_of_sums (const StageSums *a, int n_stages, const double *xsum, const long 
       double ov = z->nov ? z->ov / (double) z->nov : 0;
       double w = z->nw ? z->w / (double) z->nw : 0;
       cm->f[s] = z->nf ? z->f / (double) z->nf : ov / 3;
+      /* the loss computation, a micro-batch's share, after its forward:
+       * the plan runs it as part of the stage's F (the same time on the
+       * stage, the same hand-offs) */
+      if (z->nloss > 0 && (z->nf > 0 || z->nov > 0))
+        cm->f[s] += z->loss / (double) (z->nf > 0 ? z->nf : z->nov);
       cm->w[s] = w;
       if (z->nb + z->ni > 0)
         cm->b[s] = (z->b + z->i + (double) z->ni * w) / (double) (z->nb + z->ni);
@@ -522,40 +529,68 @@ union_add (int64_t a, int64_t b, int64_t lo, int64_t hi, int64_t *end, int64_t *
     *end = b;
 }
 
-/* Each rank's data-parallel communication in a step's window [lo, hi]
- * (seconds) where none of its blocks runs: the union of its blocks and
- * data-parallel spans there less the blocks' alone.  Both in integer ns,
- * so a rank without such spans has exactly 0 (seconds summed as doubles
- * left 1e-18 of noise in the export).  idx holds the step's spans sorted
- * by rank, then start. */
+/* Each rank's time in a step's window [lo, hi] (seconds): busy[r] its
+ * work other than data-parallel communication (the union of its work
+ * spans less that of its data-parallel spans), dp[r] its data-parallel
+ * communication (the union of those spans, wherever they run: one nested
+ * in a block is that block's, its time not the block's compute).  In
+ * integer ns, so a rank without such spans has exactly 0 (seconds summed
+ * as doubles left 1e-18 of noise in the export).  idx holds the step's
+ * spans sorted by rank, then start. */
 static void
-step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi, int P,
-              double *dp)
+step_busy_dp (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi, int P,
+              double *busy, double *dp)
 {
-  int64_t end = INT64_MIN, block_end = INT64_MIN, all = 0, blocks = 0;
+  int64_t end = INT64_MIN, dp_end = INT64_MIN, all = 0, comm = 0;
   int cur = -1;
   for (int r = 0; r < P; r++)
-    dp[r] = 0;
+    busy[r] = dp[r] = 0;
   for (size_t j = 0; j <= n; j++)
     {
       const PpSpan *sp = j < n ? &spans[idx[j]] : NULL;
       if (sp == NULL || sp->rank != cur)
         {
-          if (cur >= 0 && cur < P && all > blocks)
-            dp[cur] = (double) (all - blocks) * 1e-9;
+          if (cur >= 0 && cur < P)
+            {
+              busy[cur] = (double) (all - comm) * 1e-9;
+              dp[cur] = (double) comm * 1e-9;
+            }
           if (sp == NULL)
             break;
           cur = sp->rank;
-          end = block_end = INT64_MIN;
-          all = blocks = 0;
+          end = dp_end = INT64_MIN;
+          all = comm = 0;
         }
-      int block = action_kind_of_span (sp->kind) >= 0;
-      if (!block && !pp_span_kind_is_dp_comm (sp->kind))
+      if (!pp_span_kind_is_work (sp->kind))
         continue;
       union_add (sp->start_ns, sp->end_ns, lo, hi, &end, &all);
-      if (block)
-        union_add (sp->start_ns, sp->end_ns, lo, hi, &block_end, &blocks);
+      if (pp_span_kind_is_dp_comm (sp->kind))
+        union_add (sp->start_ns, sp->end_ns, lo, hi, &dp_end, &comm);
     }
+}
+
+/* What of span idx[j] other spans of its rank nest: the data-parallel
+ * spans' time inside it (ns), and, where it is a block, every LOSS span
+ * inside it is marked in nested[] (its time the block's already).  idx
+ * holds the step's spans sorted by rank, then start: what nests in j
+ * follows it. */
+static int64_t
+nested_in (const PpSpan *spans, const size_t *idx, size_t n, size_t j, unsigned char *nested)
+{
+  const PpSpan *o = &spans[idx[j]];
+  int64_t got = 0, dp_end = INT64_MIN;
+  int block = action_kind_of_span (o->kind) >= 0;
+  for (size_t k = j + 1; k < n; k++)
+    {
+      const PpSpan *sp = &spans[idx[k]];
+      if (sp->rank != o->rank || sp->start_ns >= o->end_ns)
+        break;
+      if (pp_span_kind_is_dp_comm (sp->kind))
+        union_add (sp->start_ns, sp->end_ns, o->start_ns, o->end_ns, &dp_end, &got);
+      else if (block && sp->kind == PP_SPAN_LOSS && sp->end_ns <= o->end_ns)
+        nested[k] = 1;
+    }
+  return got;
 }
 
 PpStatus
@@ -575,7 +610,8 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   size_t *idx = NULL, n_idx = 0, n_ranges = 0;
   StepRange *ranges = NULL;
   StageSums *sums = NULL;
-  double *xsum = NULL, *idle = NULL, *busy = NULL, *last_end = NULL;
+  double *xsum = NULL, *idle = NULL, *busy = NULL;
+  unsigned char *nested = NULL;   /* [n_idx] a LOSS span inside a block */
   long *xn = NULL, n_compute = 0;
   PpWhyBlock *blk = NULL;
   PpCostModel *cm = NULL;
@@ -617,12 +653,12 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           if (sp->stage < 0 || sp->stage >= S || sp->microbatch < 0 || sp->microbatch >= M)
             continue;
         }
-      else if (pp_span_kind_is_dp_comm (sp->kind))
+      else if (pp_span_kind_is_dp_comm (sp->kind) || sp->kind == PP_SPAN_LOSS)
         {
           if (sp->stage >= S)
             continue;
         }
-      else if (boundary_of_transfer (s, sp->kind, sp->stage) < 0)
+      else if (sp->kind != PP_SPAN_OPT && boundary_of_transfer (s, sp->kind, sp->stage) < 0)
         continue;
       idx[n_idx++] = i;
     }
@@ -691,7 +727,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   txn = calloc ((size_t) S, sizeof *txn);
   idle = calloc ((size_t) P, sizeof *idle);
   busy = calloc ((size_t) P, sizeof *busy);
-  last_end = calloc ((size_t) P, sizeof *last_end);
+  nested = calloc (n_idx ? n_idx : 1, 1);
   blk = malloc ((size_t) (n_compute + 1) * sizeof *blk);
   dp = calloc ((size_t) P, sizeof *dp);
   dpsum = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpsum);
@@ -705,7 +741,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
     }
   if (rep->steps == NULL || rep->idle == NULL || rep->path_share == NULL || rep->costs == NULL
       || cm == NULL || sums == NULL || total == NULL || xsum == NULL || txsum == NULL || xn == NULL
-      || txn == NULL || idle == NULL || busy == NULL || last_end == NULL || blk == NULL)
+      || txn == NULL || idle == NULL || busy == NULL || nested == NULL || blk == NULL)
     goto oom;
 
   for (size_t ri = first_range; ri < n_ranges; ri++)
@@ -718,11 +754,15 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
       memset (sums, 0, (size_t) S * sizeof *sums);
       memset (xsum, 0, (size_t) S * sizeof *xsum);
       memset (xn, 0, (size_t) S * sizeof *xn);
+      memset (nested, 0, rg->n);
       for (size_t j = 0; j < rg->n; j++)
         {
           const PpSpan *sp = &spans[idx[rg->first + j]];
           int ak = action_kind_of_span (sp->kind);
           double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
+          /* the whole step: every work span bounds it */
+          if (sp->start_ns < lo) lo = sp->start_ns;
+          if (sp->end_ns > hi) hi = sp->end_ns;
           if (pp_span_kind_is_dp_comm (sp->kind))
             {
               if (sp->stage >= 0)
@@ -730,6 +770,20 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                   size_t c = (size_t) (sp->kind - PP_SPAN_UNSHARD) * (size_t) S + (size_t) sp->stage;
                   dpsum[c] += d;
                   dpn[c]++;
+                }
+              continue;
+            }
+          if (sp->kind == PP_SPAN_OPT)
+            continue;
+          if (ak >= 0 || sp->kind == PP_SPAN_LOSS)
+            /* a block's compute: its length less its nested dp communication */
+            d -= (double) nested_in (spans, idx + rg->first, rg->n, j, nested) * 1e-9;
+          if (sp->kind == PP_SPAN_LOSS)
+            {
+              if (sp->stage >= 0 && !nested[j])
+                {
+                  sums[sp->stage].loss += d;
+                  sums[sp->stage].nloss++;
                 }
               continue;
             }
@@ -749,8 +803,6 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
             case PP_ACT_W: z->w += d; z->nw++; break;
             default: z->ov += d; z->nov++; break;
             }
-          if (sp->start_ns < lo) lo = sp->start_ns;
-          if (sp->end_ns > hi) hi = sp->end_ns;
         }
       /* the blocks, on the step's own clock (seconds from its first start);
        * an OVERLAP_F_B span names only its forward half: the plan's action
@@ -778,22 +830,9 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                   }
               }
         }
-      /* each rank's busy time: the union of its blocks (sorted by start) */
-      for (int r = 0; r < P; r++)
-        {
-          busy[r] = 0;
-          last_end[r] = -INFINITY;
-        }
-      for (size_t j = 0; j < nb; j++)
-        {
-          const PpWhyBlock *b = &blk[j];
-          double a0 = fmax (b->start, last_end[b->rank]);
-          if (b->end > a0)
-            busy[b->rank] += b->end - a0;
-          if (b->end > last_end[b->rank])
-            last_end[b->rank] = b->end;
-        }
-      step_dp_time (spans, idx + rg->first, rg->n, lo, hi, P, dp);
+      /* each rank's busy time: its work less its data-parallel
+       * communication, which is a part of its own */
+      step_busy_dp (spans, idx + rg->first, rg->n, lo, hi, P, busy, dp);
       ws->step = rg->step;
       ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;
@@ -816,6 +855,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           total[q].i += sums[q].i; total[q].ni += sums[q].ni;
           total[q].w += sums[q].w; total[q].nw += sums[q].nw;
           total[q].ov += sums[q].ov; total[q].nov += sums[q].nov;
+          total[q].loss += sums[q].loss; total[q].nloss += sums[q].nloss;
           txsum[q] += xsum[q];
           txn[q] += xn[q];
         }
@@ -891,7 +931,7 @@ out:
   free (txn);
   free (idle);
   free (busy);
-  free (last_end);
+  free (nested);
   free (blk);
   free (dp);
   free (dpsum);

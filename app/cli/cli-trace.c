@@ -1175,7 +1175,7 @@ step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
   memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
-    if (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind))
+    if (pp_analysis_span_counts (spans[i].kind))
       {
         it.span = spans[i];
         pp_timeline_model_add (m, &it);
@@ -1198,9 +1198,9 @@ print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
     {
       char what[160], pc[32];
       printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
-      printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
+      printf ("median step: %.3f ms (the whole step: first work start to last end, every rank)\n", a.median_step / 1e6);
       printf (PP_ANALYSIS_MEASURED_LABEL " (the median over the steps analysed of the share of the step a rank "
-              "runs no block):\n");
+              "runs no work):\n");
       for (int r = 0; r < n_ranks; r++)
         printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
       printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
@@ -1295,8 +1295,8 @@ info_usage (FILE *out)
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
          "kind, each rank's bubble a step (the median over the steps of the share of\n"
-         "the step, from its first F/B/I/W start to its last end, in which the rank\n"
-         "computes nothing: the number run, the app and render give, and what compares\n"
+         "the whole step, from its first work start to its last end (its data-parallel\n"
+         "work and optimizer step included), in which the rank works not at all: the number run, the app and render give, and what compares\n"
          "with the plan's bubble), its idle share over the whole trace (set-up and\n"
          "the time between steps included), dropped events and\n"
          "whether the file was cut short.  For a run whose schedule it can rebuild:\n"

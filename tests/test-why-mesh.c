@@ -1,0 +1,233 @@
+/* The whole step of a mesh job (issue 36): a step's data-parallel work and
+ * optimizer step inside it, data-parallel spans nested in blocks counted
+ * as dp_comm and not as compute, the loss computation (LOSS) as the last
+ * stage's work.  Every trace is built by hand from a simulated plan;
+ * nothing timed on this machine is asserted. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "pp-analysis.h"
+#include "pp-schedule.h"
+#include "pp-simulate.h"
+#include "pp-test-util.h"
+#include "pp-why.h"
+
+#define EPS 1e-8
+#define STEP_NS 1000000000LL
+
+/* The blocks of steps 0..n_steps-1 of sim, step k at k seconds; f_len[stage]
+ * (may be NULL) the recorded length of an F, less than the plan's where a
+ * LOSS span of the rest follows it. */
+static void
+add_blocks (GArray *spans, const PpSchedule *s, const PpSimulation *sim, int n_steps, const double *f_len)
+{
+  for (int step = 0; step < n_steps; step++)
+    for (int r = 0; r < s->ranks; r++)
+      for (int k = 0; k < s->rank[r].n_actions; k++)
+        {
+          const PpAction *a = &s->rank[r].actions[k];
+          PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .step = step,
+                        .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B, .peer_rank = -1 };
+          sp.start_ns = step * STEP_NS + (int64_t) llround (sim->timeline[r][k].start * 1e9);
+          sp.end_ns = step * STEP_NS + (int64_t) llround (sim->timeline[r][k].end * 1e9);
+          if (a->kind == PP_ACT_F && f_len != NULL && f_len[a->stage] > 0)
+            {
+              PpSpan loss = sp;
+              sp.end_ns = sp.start_ns + (int64_t) llround (f_len[a->stage] * 1e9);
+              loss.kind = PP_SPAN_LOSS;
+              loss.start_ns = sp.end_ns;
+              g_array_append_val (spans, loss);
+            }
+          g_array_append_val (spans, sp);
+        }
+}
+
+static PpSpan
+span (int kind, int rank, int stage, int step, double start, double end)
+{
+  PpSpan sp = { .rank = rank, .stage = stage, .microbatch = -1, .step = step, .kind = kind,
+                .peer_rank = -1 };
+  sp.start_ns = step * STEP_NS + (int64_t) llround (start * 1e9);
+  sp.end_ns = step * STEP_NS + (int64_t) llround (end * 1e9);
+  return sp;
+}
+
+static PpWhyReport *
+analyse (const PpSchedule *s, GArray *spans)
+{
+  PpWhyReport *rep = NULL;
+  PpError err = { 0 };
+  if (pp_why_analyse_spans (s, (const PpSpan *) spans->data, spans->len, 0, &rep, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  return rep;
+}
+
+static void
+assert_adds_up (const PpWhyIdle *w)
+{
+  g_assert_cmpfloat_with_epsilon (w->schedule + w->imbalance + w->transfers + w->runtime + w->dp_comm,
+                                  w->measured, EPS);
+}
+
+/* The median step of the one analysis (pp-analysis.h), in seconds. */
+static double
+median_step (GArray *spans, int ranks)
+{
+  PpAnalysisSteps a;
+  const PpSpan *rows[1] = { (const PpSpan *) spans->data };
+  size_t n[1] = { spans->len };
+  g_assert_cmpint (pp_analysis_steps (rows, n, 1, ranks, 0, &a, NULL), ==, PP_OK);
+  double m = a.median_step * 1e-9;
+  pp_analysis_steps_clear (&a);
+  return m;
+}
+
+/* megatron's finalize_model_grads after the last block: a REDUCE_GRAD on
+ * every rank once rank 0's last backward is done (2 ms), then each rank's
+ * OPT (1 ms).  The step ends at the last OPT, not the last B: its length
+ * is the plan's makespan + 3 ms in Why and in the one analysis alike, the
+ * reductions are dp_comm and the OPT busy. */
+static void
+test_step_ends_after_grads_and_opt (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  add_blocks (spans, s, sim, 3, NULL);
+  double T = sim->makespan;
+  for (int step = 0; step < 3; step++)
+    for (int r = 0; r < 2; r++)
+      {
+        PpSpan g = span (PP_SPAN_REDUCE_GRAD, r, r, step, T, T + 2e-3);
+        PpSpan o = span (PP_SPAN_OPT, r, -1, step, T + 2e-3, T + 3e-3);
+        g_array_append_val (spans, g);
+        g_array_append_val (spans, o);
+      }
+  PpWhyReport *rep = analyse (s, spans);
+  g_assert_cmpint (rep->n_steps, ==, 2);
+  g_assert_cmpfloat_with_epsilon (rep->length, T + 3e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (median_step (spans, 2), rep->length, EPS);
+  for (int r = 0; r < 2; r++)
+    {
+      const PpWhyIdle *w = &rep->idle[r];
+      assert_adds_up (w);
+      g_assert_cmpfloat_with_epsilon (w->dp_comm, 2e-3, EPS);
+      /* idle in the step: the plan's, the reduction apart (the OPT busy) */
+      g_assert_cmpfloat_with_epsilon (w->measured, sim->rank[r].idle + 2e-3, EPS);
+      g_assert_cmpfloat_with_epsilon (w->runtime, 0, EPS);
+    }
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
+/* FSDP2's all-gather in the pre-forward hook: an UNSHARD nested in rank
+ * 0's first F (0.6 ms of its 1 ms).  It is dp_comm (0.6 ms), not the F's
+ * compute: the stage's F cost is the mean of 0.4 and three 1 ms forwards,
+ * and the rank's busy time is not counted twice. */
+static void
+test_nested_dp_is_dp_comm (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  add_blocks (spans, s, sim, 3, NULL);
+  for (int step = 0; step < 3; step++)
+    {
+      PpSpan u = span (PP_SPAN_UNSHARD, 0, 0, step, 0.1e-3, 0.7e-3);
+      g_array_append_val (spans, u);
+    }
+  PpWhyReport *rep = analyse (s, spans);
+  g_assert_cmpint (rep->n_steps, ==, 2);
+  g_assert_cmpfloat_with_epsilon (rep->length, sim->makespan, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->idle[0].dp_comm, 0.6e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->idle[1].dp_comm, 0, EPS);
+  /* measured (idle and dp) is the plan's idle plus the nested 0.6 ms */
+  g_assert_cmpfloat_with_epsilon (rep->idle[0].measured, sim->rank[0].idle + 0.6e-3, EPS);
+  assert_adds_up (&rep->idle[0]);
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[0], (0.4e-3 + 3e-3) / 4, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (pp_cost_model_dp (rep->costs, PP_ACT_UNSHARD, 0), 0.6e-3, EPS);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
+/* torchtitan's chunked loss: the last stage's F is 1 ms and its LOSS after
+ * it 0.8 ms a micro-batch, planned as one 1.8 ms F.  The LOSS is busy (the
+ * measured idle is the plan's, runtime 0 on every rank) and in the
+ * stage's cost (F 1.8 ms: the slowest stage), and the median step is the
+ * plan's.  A LOSS nested in an F is the F's time already: not added. */
+static void
+test_loss_is_last_stage_work (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  c->f[1] = 1.8e-3;
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  double f_len[2] = { 0, 1e-3 };
+  add_blocks (spans, s, sim, 3, f_len);
+  PpWhyReport *rep = analyse (s, spans);
+  g_assert_cmpint (rep->n_steps, ==, 2);
+  g_assert_cmpfloat_with_epsilon (rep->length, sim->makespan, EPS);
+  g_assert_cmpfloat_with_epsilon (median_step (spans, 2), sim->makespan, EPS);
+  for (int r = 0; r < 2; r++)
+    {
+      assert_adds_up (&rep->idle[r]);
+      g_assert_cmpfloat_with_epsilon (rep->idle[r].measured, sim->rank[r].idle, EPS);
+      g_assert_cmpfloat_with_epsilon (rep->idle[r].runtime, 0, EPS);
+    }
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1.8e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[0], 1e-3, EPS);
+  PpWhyChange ch;
+  g_assert_cmpint (pp_why_suggest_partition (s, rep->costs, NULL, NULL, 0, &ch, &err), ==, PP_OK);
+  g_assert_cmpint (ch.slowest_stage, ==, 1);
+  pp_why_report_free (rep);
+
+  /* the same LOSS inside a 1.8 ms F: counted once */
+  g_array_set_size (spans, 0);
+  add_blocks (spans, s, sim, 3, NULL);
+  guint n = spans->len;
+  for (guint i = 0; i < n; i++)
+    {
+      PpSpan sp = g_array_index (spans, PpSpan, i);
+      if (sp.kind == PP_SPAN_F && sp.stage == 1)
+        {
+          sp.kind = PP_SPAN_LOSS;
+          sp.start_ns += 1000000;
+          g_array_append_val (spans, sp);
+        }
+    }
+  rep = analyse (s, spans);
+  g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1.8e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->idle[1].measured, sim->rank[1].idle, EPS);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/why-mesh/step-ends-after-grads-and-opt", test_step_ends_after_grads_and_opt);
+  g_test_add_func ("/why-mesh/nested-dp-is-dp-comm", test_nested_dp_is_dp_comm);
+  g_test_add_func ("/why-mesh/loss-is-last-stage-work", test_loss_is_last_stage_work);
+  return g_test_run ();
+}
