@@ -387,7 +387,8 @@ pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size
 
 /* ---- measured costs from a trace ------------------------------------------- */
 
-enum { K_F, K_B, K_I, K_W, K_OVF, K_N };
+/* K_LOSS: the loss computation (LOSS spans), the last stage's work */
+enum { K_F, K_B, K_I, K_W, K_OVF, K_LOSS, K_N };
 
 /* Sums of one (rank, stage) over all steps. */
 typedef struct {
@@ -458,6 +459,7 @@ acc_kind (int span_kind)
     case PP_SPAN_I: return K_I;
     case PP_SPAN_W: return K_W;
     case PP_SPAN_OVERLAP_F_B: return K_OVF;
+    case PP_SPAN_LOSS: return K_LOSS;
     default: return -1;
     }
 }
@@ -575,6 +577,10 @@ costs_finish (CostSums *cs, const PpTraceDescription *desc, const char *what, Pp
        * plain span of that kind, split F : B = 1 : 2. */
       ov = mean (a, K_OVF);
       f = a->n[K_F] > 0 ? mean (a, K_F) : ov / 3;
+      /* the loss computation, a micro-batch's share, counts in the
+       * stage's forward as the one analysis counts it (pp-why.h) */
+      if (a->n[K_LOSS] > 0 && a->n[K_F] + a->n[K_OVF] > 0)
+        f += a->sum[K_LOSS] / (double) (a->n[K_F] > 0 ? a->n[K_F] : a->n[K_OVF]);
       w = mean (a, K_W);
       if (a->n[K_B] + a->n[K_I] > 0)
         /* B spans are whole backwards; I spans are completed by a mean W. */

@@ -10,6 +10,7 @@
 #include "pp-analysis.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
+#include "pp-suggest.h"
 #include "pp-test-util.h"
 #include "pp-why.h"
 
@@ -197,6 +198,15 @@ test_loss_is_last_stage_work (void)
   g_assert_cmpint (pp_why_suggest_partition (s, rep->costs, NULL, NULL, 0, &ch, &err), ==, PP_OK);
   g_assert_cmpint (ch.slowest_stage, ==, 1);
   pp_why_report_free (rep);
+  /* suggest's and What if's costs (one copy's, per rank) count it alike */
+  PpMeasuredCosts mc;
+  const PpSpan *rows[1] = { (const PpSpan *) spans->data };
+  size_t nrow[1] = { spans->len };
+  g_assert_cmpint (pp_measured_costs_from_spans (NULL, rows, nrow, 1, "the run", &mc, &err), ==, PP_OK);
+  g_assert_cmpint (mc.ranks, ==, 2);
+  g_assert_cmpfloat_with_epsilon (mc.f[0], 1e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (mc.f[1], 1.8e-3, EPS);
+  pp_measured_costs_clear (&mc);
 
   /* the same LOSS inside a 1.8 ms F: counted once */
   g_array_set_size (spans, 0);
