@@ -1,5 +1,6 @@
 /* pp-why.c — idle time by cause, the critical path, what to change (pp-why.h). */
 #include "pp-why.h"
+#include "pp-why-private.h"
 #include "pp-analysis.h"
 #include "pp-why-runtime.h"
 #include "pp-schedule-rules.h"
@@ -605,6 +606,14 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                                const PpCounter *counters, size_t n_counters, int max_steps,
                                PpWhyReport **out, PpError *err)
 {
+  return pp_why_analyse_spans_waits (s, spans, n, NULL, counters, n_counters, max_steps, out, err);
+}
+
+PpStatus
+pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
+                            const PpWhyReplicaWaits *waits, const PpCounter *counters,
+                            size_t n_counters, int max_steps, PpWhyReport **out, PpError *err)
+{
   PpWhyRuntimeIndex *rix = NULL;
   PpWhyReport *rep = NULL;
   size_t *idx = NULL, n_idx = 0, n_ranges = 0;
@@ -619,6 +628,8 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   double *txsum = NULL;
   long *txn = NULL;
   double *dp = NULL, *dpsum = NULL;   /* [P] a step's; [PP_COST_N_DP * S] sums over the steps */
+  double *rwait = NULL;               /* [P * n_of] a step's wait for each slower replica */
+  int n_of = 0;
   long *dpn = NULL;
   PpStatus st = PP_OK;
   int P, S, M;
@@ -730,9 +741,13 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   nested = calloc (n_idx ? n_idx : 1, 1);
   blk = malloc ((size_t) (n_compute + 1) * sizeof *blk);
   dp = calloc ((size_t) P, sizeof *dp);
+  for (size_t i = 0; waits != NULL && i < n; i++)
+    if (waits->of[i] >= n_of)
+      n_of = waits->of[i] + 1;
+  rwait = calloc ((size_t) P * (size_t) (n_of + 1), sizeof *rwait);
   dpsum = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpsum);
   dpn = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpn);
-  if (dp == NULL || dpsum == NULL || dpn == NULL)
+  if (dp == NULL || dpsum == NULL || dpn == NULL || rwait == NULL)
     goto oom;
   if ((rix = pp_why_runtime_index_new (spans, n, counters, n_counters, P, err)) == NULL)
     {
@@ -833,6 +848,24 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
       /* each rank's busy time: its work less its data-parallel
        * communication, which is a part of its own */
       step_busy_dp (spans, idx + rg->first, rg->n, lo, hi, P, busy, dp);
+      /* the wait for slower replicas inside the rank's collectives is
+       * idle with a cause (replica_late), not dp_comm's transfer */
+      memset (rwait, 0, (size_t) P * (size_t) (n_of + 1) * sizeof *rwait);
+      for (size_t j = 0; waits != NULL && j < rg->n; j++)
+        {
+          size_t i = idx[rg->first + j];
+          if (waits->wait_ns[i] > 0 && waits->of[i] >= 0)
+            rwait[(size_t) spans[i].rank * (size_t) n_of + (size_t) waits->of[i]] += (double) waits->wait_ns[i] * 1e-9;
+        }
+      double *rw_total = rwait + (size_t) P * (size_t) n_of;   /* [P] */
+      for (int r = 0; r < P; r++)
+        {
+          double t = 0;
+          for (int q = 0; q < n_of; q++)
+            t += rwait[(size_t) r * (size_t) n_of + (size_t) q];
+          rw_total[r] = t < dp[r] ? t : dp[r];
+          dp[r] -= rw_total[r];
+        }
       ws->step = rg->step;
       ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;
@@ -843,9 +876,22 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
       if (ws->idle == NULL)
         goto oom;
       rep->n_steps++;
-      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK
-          || (st = pp_why_runtime_step (rix, s, lo, hi, blk, nb, cm->comm, ws->idle, err)) != PP_OK)
+      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK)
         goto out;
+      for (int r = 0; r < P; r++)
+        {
+          PpWhyIdle *w = &ws->idle[r];
+          w->replica_wait = rw_total[r];
+          for (int q = 0; q < n_of; q++)
+            if (rwait[(size_t) r * (size_t) n_of + (size_t) q] > 0
+                && (w->late_replica < 0 || rwait[(size_t) r * (size_t) n_of + (size_t) q]
+                                           > rwait[(size_t) r * (size_t) n_of + (size_t) w->late_replica]))
+              w->late_replica = q;
+        }
+      if ((st = pp_why_runtime_step (rix, s, lo, hi, blk, nb, cm->comm, ws->idle, err)) != PP_OK)
+        goto out;
+      for (int r = 0; waits != NULL && r < P; r++)
+        ws->idle[r].runtime_measured[PP_WHY_RT_REPLICA_LATE] = 1;
       if ((st = pp_why_critical_path (s, blk, nb, cm->comm, &ws->path, err)) != PP_OK)
         goto out;
       for (int q = 0; q < S; q++)
@@ -936,6 +982,7 @@ out:
   free (dp);
   free (dpsum);
   free (dpn);
+  free (rwait);
   pp_cost_model_free (cm);
   pp_why_runtime_index_free (rix);
   return st;
@@ -1461,6 +1508,17 @@ pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *p
                              size_t n_counters, int max_steps, PpWhyReport **out,
                              PpWhyChange *change, PpSchedule **sched_out, PpError *err)
 {
+  return pp_why_analyse_run_waits (desc, plans, spans, n, NULL, counters, n_counters, max_steps, out,
+                                   change, sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                          const PpSpan *spans, size_t n, const PpWhyReplicaWaits *waits,
+                          const PpCounter *counters, size_t n_counters, int max_steps,
+                          PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                          PpError *err)
+{
   PpSchedule *s = NULL;
   PpStatus st;
 
@@ -1471,8 +1529,8 @@ pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *p
     memset (change, 0, sizeof *change);
   if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
-  if ((st = pp_why_analyse_spans_counters (s, spans, n, counters, n_counters, max_steps, out,
-                                           err)) != PP_OK)
+  if ((st = pp_why_analyse_spans_waits (s, spans, n, waits, counters, n_counters, max_steps, out,
+                                        err)) != PP_OK)
     goto out;
   if (change != NULL)
     {

@@ -77,6 +77,7 @@ enum {
   PP_WHY_RT_LAUNCH_GAP,       /* the device idle while the host still launched its next work */
   PP_WHY_RT_HOST_OTHER,       /* the thread on a CPU beyond the named host parts */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
+  PP_WHY_RT_REPLICA_LATE,     /* in a data-parallel collective, waiting for a slower replica */
   PP_WHY_RT_UNATTRIBUTED,     /* the rest */
   PP_WHY_N_RUNTIME_PARTS
 };
@@ -101,6 +102,13 @@ typedef struct {
   int           late_peer;
   double        late_wait;
   double        late_causes[PP_WHY_N_RUNTIME_PARTS];
+  /* replica_late's cause (pp-why-runtime.h, rule 0): the replica whose
+   * late arrival at the rank's data-parallel collectives held it up most
+   * (-1 none), and the rank's whole wait for slower replicas in them
+   * (seconds: the latest replica's arrival minus the rank's, each
+   * collective; before the cap to runtime that replica_late is) */
+  int           late_replica;
+  double        replica_wait;
 } PpWhyIdle;
 
 /* The part names in order, "schedule", "imbalance", "transfers", "runtime",

@@ -13,6 +13,7 @@
 #include "pp-suggest.h"
 #include "pp-test-util.h"
 #include "pp-why.h"
+#include "pp-why-runtime.h"
 
 #define EPS 1e-8
 #define STEP_NS 1000000000LL
@@ -232,6 +233,89 @@ test_loss_is_last_stage_work (void)
   g_array_free (spans, TRUE);
 }
 
+/* Three replicas of a 1F1B pipeline (P 2, M 4); replica 2 starts each
+ * step 3 ms late (its data came late).  After its blocks every rank
+ * reduces its gradients with its replicas (1 ms once all have arrived):
+ * replicas 0 and 1 wait 3 ms in each REDUCE_GRAD for replica 2.  That wait is idle with a
+ * cause of its own, replica_late, naming replica 2, apart from the 1 ms
+ * transfer that stays dp_comm. */
+static void
+test_wait_for_slower_replica (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  GArray *rep_of = g_array_new (FALSE, TRUE, sizeof (int32_t));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  double T = sim->makespan;
+  for (int32_t q = 0; q < 3; q++)
+    {
+      guint from = spans->len;
+      add_blocks (spans, s, sim, 3, NULL);
+      for (int step = 0; step < 3; step++)
+        for (int r = 0; r < 2; r++)
+          {
+            /* a rank arrives after its last block (rank 0 at T, rank 1
+             * at T - 2 ms), replica 2's 3 ms later; each reduction ends
+             * 1 ms after its last arrival */
+            double last = (r == 0 ? T : T - 2e-3) + 3e-3;
+            double arrive = q == 2 ? last : last - 3e-3;
+            PpSpan g = span (PP_SPAN_REDUCE_GRAD, r, r, step, arrive, last + 1e-3);
+            g_array_append_val (spans, g);
+          }
+      for (guint i = from; i < spans->len; i++)
+        {
+          PpSpan *sp = &g_array_index (spans, PpSpan, i);
+          if (q == 2 && sp->kind != PP_SPAN_REDUCE_GRAD)
+            sp->start_ns += 3000000, sp->end_ns += 3000000;
+          g_array_append_val (rep_of, q);
+        }
+    }
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
+  strcpy (d.schedule, "1F1B");
+  PpWhyReport *rep = NULL;
+  if (pp_why_analyse_replicas (&d, NULL, (const PpSpan *) spans->data, (const int32_t *) rep_of->data,
+                               spans->len, 0, &rep, NULL, NULL, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_replicas, ==, 3);
+  for (int r = 0; r < 2; r++)
+    {
+      const PpWhyIdle *w = &rep->idle[r];
+      /* the median replica by idle is 0 or 1: both waited */
+      g_assert_cmpint (rep->idle_replica[r], !=, 2);
+      assert_adds_up (w);
+      double waited = 3e-3;
+      g_assert_cmpfloat_with_epsilon (w->dp_comm, 1e-3, EPS);
+      g_assert_cmpfloat_with_epsilon (w->replica_wait, waited, EPS);
+      g_assert_cmpfloat_with_epsilon (w->runtime_parts[PP_WHY_RT_REPLICA_LATE], waited, EPS);
+      g_assert_true (w->runtime_measured[PP_WHY_RT_REPLICA_LATE]);
+      g_assert_cmpint (w->late_replica, ==, 2);
+      g_assert_cmpfloat_with_epsilon (w->runtime_parts[PP_WHY_RT_UNATTRIBUTED], 0, EPS);
+      /* the late replica itself waited for nobody */
+      g_assert_cmpfloat_with_epsilon (rep->idle_min[r], rep->idle_max[r] - waited, EPS);
+      g_assert_cmpint (rep->idle_max_replica[r], !=, 2);
+    }
+  g_assert_cmpstr (pp_why_runtime_part_name (PP_WHY_RT_REPLICA_LATE), ==, "replica_late");
+  g_assert_nonnull (pp_why_runtime_part_meaning (PP_WHY_RT_REPLICA_LATE));
+  /* the export names the replica */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&buf, &len);
+  pp_why_runtime_write_json (f, &rep->idle[0]);
+  fclose (f);
+  g_assert_nonnull (strstr (buf, "\"replica_late\": 0.003"));
+  g_assert_nonnull (strstr (buf, "\"runtime_replica_late\": {\"replica\": 2, \"seconds\": 0.003}"));
+  free (buf);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+  g_array_free (rep_of, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -239,5 +323,6 @@ main (int argc, char **argv)
   g_test_add_func ("/why-mesh/step-ends-after-grads-and-opt", test_step_ends_after_grads_and_opt);
   g_test_add_func ("/why-mesh/nested-dp-is-dp-comm", test_nested_dp_is_dp_comm);
   g_test_add_func ("/why-mesh/loss-is-last-stage-work", test_loss_is_last_stage_work);
+  g_test_add_func ("/why-mesh/wait-for-slower-replica", test_wait_for_slower_replica);
   return g_test_run ();
 }
