@@ -14,6 +14,7 @@
  * in its own list (procs), for the views that fold or unfold the replicas
  * (pp-timeline-fold.c builds them as models whose ranks are rows).
  */
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model-private.h"
 
 #include <ctype.h>
@@ -108,7 +109,8 @@ struct _PpTimelineModel {
   int64_t           *step_starts;        /* ascending, steps with a marker */
   int32_t           *step_numbers;
   size_t             n_steps;
-  double            *losses;
+  double            *losses;           /* the job's loss a step: pp_analysis_loss_at of loss_acc */
+  PpAnalysisLoss    *loss_acc;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
   /* the block-edge counters (run delay, probe self, on CPU; 1.6, 1.7),
@@ -269,6 +271,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  pp_analysis_loss_free (m->loss_acc);
   free (m->edge);
   free (m->edge_process);
   free (m->edge_raw_ns);
@@ -942,12 +945,27 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
+    case PP_COUNTER_LOSS_PART:
       /* Losses are indexed by step; the array may run ahead of the loss
        * counters seen by a bounded factor only, so one counter with a huge
        * step cannot cost megabytes (a loss that far out is not kept). */
-      if (c->step < 0
+      if (c->step < 0 || !isfinite (c->value)
           || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
         return 0;
+      if (m->loss_acc == NULL && (m->loss_acc = pp_analysis_loss_new ()) == NULL)
+        return 0;
+      {
+        /* the job's loss over its replicas (pp-analysis-loss.h): a
+         * replica is the process's dp index */
+        const Proc *pr = process >= 0 && m->proc_at != NULL && process < PP_TRACE_MAX_PROCESSES
+                         && m->proc_at[process] >= 0 ? &m->procs[m->proc_at[process]] : NULL;
+        int kind = pp_analysis_loss_kind (m->loss_acc), n_rep = pp_analysis_loss_n_replicas (m->loss_acc);
+        if (pp_analysis_loss_add (m->loss_acc, c, pr != NULL && pr->placed ? pr->place.coord[PP_TRACE_MESH_DP] : -1) < 0)
+          return 0;
+        if (pp_analysis_loss_kind (m->loss_acc) != kind || pp_analysis_loss_n_replicas (m->loss_acc) != n_rep)
+          for (size_t i = 0; i < m->n_losses; i++)   /* the headline's kind or replicas changed */
+            m->losses[i] = pp_analysis_loss_at (m->loss_acc, (int32_t) i);
+      }
       if ((size_t) c->step >= m->n_losses)
         {
           size_t n = (size_t) c->step + 1;
@@ -959,7 +977,7 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
           m->losses = l;
           m->n_losses = n;
         }
-      m->losses[c->step] = c->value;
+      m->losses[c->step] = pp_analysis_loss_at (m->loss_acc, c->step);
       m->n_loss_counters++;
       return 1;
     case PP_COUNTER_ACTIVATION_BYTES:
@@ -1524,6 +1542,10 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
     return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
                               item->clock_offset.offset_ns);
+  /* the job's loss is every replica's (pp-analysis-loss.h) */
+  if (item->type == PP_TRACE_ITEM_COUNTER
+      && (item->counter.kind == PP_COUNTER_LOSS || item->counter.kind == PP_COUNTER_LOSS_PART))
+    return add_counter (m, &item->counter, item->process);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
     {

@@ -18,6 +18,7 @@
 #include "cli-output.h"
 #include "cli-plan.h"
 #include "cli-replicas.h"
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
@@ -1067,22 +1068,25 @@ cmp_interval (const void *a, const void *b)
 /* ---- info ------------------------------------------------------------------ */
 
 
-/* The loss the last stage reported, first to last (the median step is
- * print_step_bubbles', the one analysis's). */
+/* The job's loss, first to last (pp-analysis-loss.h: over the replicas
+ * as the framework reduces it; the median step is print_step_bubbles',
+ * the one analysis's). */
 static void
 print_loss (const Trace *t)
 {
-  int n = 0;
-  double first = 0, last = 0;
+  PpAnalysisLoss *a = pp_analysis_loss_new ();
+  char line[256];
+  if (a == NULL)
+    return;
   for (size_t i = 0; i < t->n_counters; i++)
-    if (t->counters[i].kind == PP_COUNTER_LOSS && isfinite (t->counters[i].value))
-      {
-        if (n++ == 0)
-          first = t->counters[i].value;
-        last = t->counters[i].value;
-      }
-  if (n > 0)
-    printf ("loss: %.6g -> %.6g (%d value%s, as the job computed it)\n", first, last, n, n == 1 ? "" : "s");
+    {
+      int32_t g = t->counter_process != NULL ? t->counter_process[i] : -1;
+      const PpTraceProcess *p = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? &t->procs[t->proc_at[g]] : NULL;
+      pp_analysis_loss_add (a, &t->counters[i], p != NULL ? p->coord[PP_TRACE_MESH_DP] : -1);
+    }
+  if (pp_analysis_loss_describe (a, line, sizeof line)[0])
+    printf ("%s\n", line);
+  pp_analysis_loss_free (a);
 }
 
 /* One process's (or, without places, one rank's) collective counters. */
