@@ -160,6 +160,14 @@ test_nested_dp_is_dp_comm (void)
   g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1e-3, EPS);
   g_assert_cmpfloat_with_epsilon (pp_cost_model_dp (rep->costs, PP_ACT_UNSHARD, 0), 0.6e-3, EPS);
   pp_why_report_free (rep);
+  /* suggest's and What if's costs the same */
+  PpMeasuredCosts mc;
+  const PpSpan *rows[1] = { (const PpSpan *) spans->data };
+  size_t nrow[1] = { spans->len };
+  g_assert_cmpint (pp_measured_costs_from_spans (NULL, rows, nrow, 1, "the run", &mc, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (mc.f[0], (0.4e-3 + 3e-3) / 4, EPS);
+  g_assert_cmpfloat_with_epsilon (mc.f[1], 1e-3, EPS);
+  pp_measured_costs_clear (&mc);
   pp_simulation_free (sim);
   pp_cost_model_free (c);
   pp_schedule_free (s);
@@ -227,6 +235,11 @@ test_loss_is_last_stage_work (void)
   g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1.8e-3, EPS);
   g_assert_cmpfloat_with_epsilon (rep->idle[1].measured, sim->rank[1].idle, EPS);
   pp_why_report_free (rep);
+  rows[0] = (const PpSpan *) spans->data;
+  nrow[0] = spans->len;
+  g_assert_cmpint (pp_measured_costs_from_spans (NULL, rows, nrow, 1, "the run", &mc, &err), ==, PP_OK);
+  g_assert_cmpfloat_with_epsilon (mc.f[1], 1.8e-3, EPS);
+  pp_measured_costs_clear (&mc);
   pp_simulation_free (sim);
   pp_cost_model_free (c);
   pp_schedule_free (s);
