@@ -831,6 +831,20 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
           PpWhyBlock *b = &blk[nb++];
           *b = (PpWhyBlock) { sp->rank, ak, sp->stage, sp->microbatch, -1, -1, -1,
                               (double) (sp->start_ns - lo) * 1e-9, (double) (sp->end_ns - lo) * 1e-9 };
+          /* the loss computation after its forward is the F's, as the plan
+           * runs it (costs_of_sums): the path's block ends with it */
+          for (size_t k = j + 1; ak == PP_ACT_F && k < rg->n; k++)
+            {
+              const PpSpan *x = &spans[idx[rg->first + k]];
+              if (x->rank != sp->rank || action_kind_of_span (x->kind) >= 0)
+                break;
+              if (x->kind == PP_SPAN_LOSS && x->stage == sp->stage && x->microbatch == sp->microbatch
+                  && !nested[k] && x->end_ns > sp->end_ns)
+                {
+                  b->end = (double) (x->end_ns - lo) * 1e-9;
+                  break;
+                }
+            }
           if (ak == PP_ACT_OVERLAP_F_B)
             for (int k = 0; k < s->rank[sp->rank].n_actions; k++)
               {

@@ -203,6 +203,9 @@ test_loss_is_last_stage_work (void)
     }
   g_assert_cmpfloat_with_epsilon (rep->costs->f[1], 1.8e-3, EPS);
   g_assert_cmpfloat_with_epsilon (rep->costs->f[0], 1e-3, EPS);
+  /* the critical path runs through the loss as through its F: no gaps */
+  g_assert_cmpfloat_with_epsilon (rep->path_slack_share, 0, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->path_share[0] + rep->path_share[1], 1, EPS);
   PpWhyChange ch;
   g_assert_cmpint (pp_why_suggest_partition (s, rep->costs, NULL, NULL, 0, &ch, &err), ==, PP_OK);
   g_assert_cmpint (ch.slowest_stage, ==, 1);
