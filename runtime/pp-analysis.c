@@ -258,12 +258,14 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
       acc[n_acc - 1].n++;
     }
   /* the whole step: every work span of a step that has blocks bounds it
-   * (its data-parallel work and optimizer step after the last block too) */
+   * (its data-parallel work and optimizer step after the last block too);
+   * the run's first step starts at its first block (set-up before it is
+   * not a step's) */
   FOR_SPANS (sp)
     if (is_step_work (sp, n_ranks) && find_step (acc, n_acc, sp->step) >= 0)
       {
         StepAcc *a = &acc[find_step (acc, n_acc, sp->step)];
-        if (sp->start_ns < a->lo) a->lo = sp->start_ns;
+        if (sp->start_ns < a->lo && (a != acc || pp_span_kind_is_block (sp->kind))) a->lo = sp->start_ns;
         if (sp->end_ns > a->hi) a->hi = sp->end_ns;
       }
   for (size_t i = 0; i < n_acc; i++)

@@ -17,7 +17,8 @@
  * blocks, the loss computation LOSS, its data-parallel communication,
  * also what is recorded after its last block, such as megatron's
  * finalize_model_grads, and its optimizer step OPT), whichever process
- * ends last.
+ * ends last.  Set-up before step 0 is never a step's: the run's first
+ * step (its lowest number) starts at its first block.
  *
  * THE STEP STATISTIC: the "median step", the median over the counted
  * steps of a step's length (the whole step; the mean of the two middles

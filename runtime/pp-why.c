@@ -708,13 +708,20 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
   /* the steps that count: pp-analysis.h's one rule (max_steps may ask
    * for fewer, never more) */
   size_t first_range = 0;
+  int32_t lowest = spans[idx[0]].step;   /* the run's first step: its lowest with a block */
+  for (size_t k = 0; k < n_idx; k++)
+    if (action_kind_of_span (spans[idx[k]].kind) >= 0)
+      {
+        lowest = spans[idx[k]].step;
+        break;
+      }
   {
     int32_t *whole = malloc (n_ranges * sizeof *whole);
     if (whole == NULL)
       goto oom;
     for (size_t i = 0; i < n_ranges; i++)
       whole[i] = ranges[i].step;
-    pp_analysis_pick_steps (whole, n_ranges, spans[idx[0]].step, &first_range);
+    pp_analysis_pick_steps (whole, n_ranges, lowest, &first_range);
     free (whole);
   }
   if (n_ranges - first_range > (size_t) max_steps)
@@ -775,8 +782,10 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
           const PpSpan *sp = &spans[idx[rg->first + j]];
           int ak = action_kind_of_span (sp->kind);
           double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
-          /* the whole step: every work span bounds it */
-          if (sp->start_ns < lo) lo = sp->start_ns;
+          /* the whole step: every work span bounds it; the run's first
+           * step starts at its first block (pp-analysis.h: set-up before
+           * it is not a step's) */
+          if (sp->start_ns < lo && (rg->step != lowest || ak >= 0)) lo = sp->start_ns;
           if (sp->end_ns > hi) hi = sp->end_ns;
           if (pp_span_kind_is_dp_comm (sp->kind))
             {

@@ -332,6 +332,38 @@ test_wait_for_slower_replica (void)
   g_array_free (rep_of, TRUE);
 }
 
+/* Set-up before step 0 (the interleaved runtime's first-step set-up, a
+ * lazy all-gather long before the first block) is never a step's: a run of
+ * one whole step, step 0, with an UNSHARD 5 s before its first block
+ * reads the plan's step in Why and in the one analysis (an UNSHARD before
+ * a later step's first block is that step's work: test-cli-trace's
+ * dp-kinds case). */
+static void
+test_setup_before_step0 (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  add_blocks (spans, s, sim, 1, NULL);
+  PpSpan u = span (PP_SPAN_UNSHARD, 0, 0, 0, 0, 0.5);
+  u.start_ns -= 5 * STEP_NS;
+  u.end_ns = u.start_ns + 500000000;
+  g_array_append_val (spans, u);
+  PpWhyReport *rep = analyse (s, spans);
+  g_assert_cmpint (rep->n_steps, ==, 1);
+  g_assert_cmpfloat_with_epsilon (rep->length, sim->makespan, EPS);
+  g_assert_cmpfloat_with_epsilon (median_step (spans, 2), sim->makespan, EPS);
+  g_assert_cmpfloat_with_epsilon (rep->idle[0].measured, sim->rank[0].idle, EPS);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -340,5 +372,6 @@ main (int argc, char **argv)
   g_test_add_func ("/why-mesh/nested-dp-is-dp-comm", test_nested_dp_is_dp_comm);
   g_test_add_func ("/why-mesh/loss-is-last-stage-work", test_loss_is_last_stage_work);
   g_test_add_func ("/why-mesh/wait-for-slower-replica", test_wait_for_slower_replica);
+  g_test_add_func ("/why-mesh/setup-before-step0", test_setup_before_step0);
   return g_test_run ();
 }
