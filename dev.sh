@@ -84,12 +84,34 @@ megatron_core() {   # VENV_PYTHON VERSION
     echo "dev.sh: megatron-core $version did not install (log: $venv.megatron.log); the Megatron tests will skip" >&2
   fi
 }
+# DeepSpeed for the tests of DeepSpeed pipeline jobs (tests/pytorch/
+# deepspeed-*): 0.19.8 (the newest) into the PyTorch 2.15 environment,
+# behind a marker of its own, without its compiled ops (DS_BUILD_OPS=0; the
+# test job leaves out the one op deepspeed.comm would JIT-build on CPU).
+# It failing skips the DeepSpeed tests, not the others.
+deepspeed_pkg() {   # VENV_PYTHON VERSION
+  local py=$1 version=$2
+  local venv; venv=$(dirname "$(dirname "$py")")
+  local marker="$venv/.pipescope-deepspeed-$version"
+  [ -f "$marker" ] && return 0
+  echo "dev.sh: installing DeepSpeed $version into $venv (once, small)" >&2
+  if "$venv/bin/pip" install -q --disable-pip-version-check wheel setuptools >"$venv.deepspeed.log" 2>&1 \
+     && DS_BUILD_OPS=0 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
+          "deepspeed==$version" "torch==$("$py" -c 'import torch; print(torch.__version__.split("+")[0])')" \
+          >>"$venv.deepspeed.log" 2>&1 \
+     && DS_ACCELERATOR=cpu "$py" -c "import deepspeed.runtime.pipe.engine" >>"$venv.deepspeed.log" 2>&1; then
+    touch "$marker"
+  else
+    echo "dev.sh: DeepSpeed $version did not install (log: $venv.deepspeed.log); the DeepSpeed tests will skip" >&2
+  fi
+}
 torch_venvs() {
   [ -n "${PIPESCOPE_NO_TORCH:-}" ] && return 0
   torch_venv 2.15.0 PIPESCOPE_TORCH_PYTHON
   torch_venv 2.11.0 PIPESCOPE_TORCH211_PYTHON
   megatron_core "$PIPESCOPE_TORCH_PYTHON" '0.16.*'
   megatron_core "$PIPESCOPE_TORCH211_PYTHON" '0.13.*'
+  deepspeed_pkg "$PIPESCOPE_TORCH_PYTHON" 0.19.8
 }
 
 case "${1:-}" in

@@ -12,8 +12,9 @@ static const PpScheduleInfo schedules[] = {
   { "GPipe", "gpipe fill-drain", pp_schedule_new_gpipe, 0, 1,
     "all forwards, then all backwards (Huang et al. 2018)" },
   /* megatron-core's forward_backward_pipelining_without_interleaving runs
-   * exactly this order (warm-up P-1-r forwards, then F,B pairs): an alias. */
-  { "1F1B", "1f1b pipedream-flush megatron-1f1b", pp_schedule_new_1f1b, 0, 1,
+   * exactly this order (warm-up P-1-r forwards, then F,B pairs), and so
+   * does DeepSpeed's TrainSchedule, stage by stage: aliases. */
+  { "1F1B", "1f1b pipedream-flush megatron-1f1b deepspeed-1f1b", pp_schedule_new_1f1b, 0, 1,
     "one forward, one backward in steady state (PipeDream-Flush; Megatron-1F1B)" },
   { "Interleaved1F1B", "interleaved interleaved-1f1b", pp_schedule_new_interleaved_1f1b, 1, 2,
     "1F1B over V looped stages per rank, depth first (Megatron-LM)" },
@@ -245,6 +246,8 @@ pp_framework_of_description (const char *schedule, const char *model)
 {
   if (schedule != NULL && strncasecmp (schedule, "Megatron-", 9) == 0)
     return PP_FRAMEWORK_MEGATRON;
+  if (schedule != NULL && strncasecmp (schedule, "DeepSpeed-", 10) == 0)
+    return PP_FRAMEWORK_DEEPSPEED;
   if (model != NULL && strncmp (model, "PyTorch ", 8) == 0)
     return PP_FRAMEWORK_PYTORCH;
   return PP_FRAMEWORK_PIPESCOPE;
@@ -262,6 +265,11 @@ pp_schedule_runs_on (const char *name, PpFramework framework)
       return pp_schedule_pytorch_class (info->name) != NULL;
     case PP_FRAMEWORK_MEGATRON:
       return strcmp (info->name, "1F1B") == 0 || info->takes_group;
+    case PP_FRAMEWORK_DEEPSPEED:
+      /* PipelineEngine's TrainSchedule; its DualPipeVEngine runs F and B
+       * one after the other and W inside B, which DualPipeV here does not
+       * model: not offered */
+      return strcmp (info->name, "1F1B") == 0;
     case PP_FRAMEWORK_PIPESCOPE:
     default:
       return !info->takes_group;
@@ -275,6 +283,7 @@ pp_framework_name (PpFramework framework)
     {
     case PP_FRAMEWORK_PYTORCH: return "PyTorch";
     case PP_FRAMEWORK_MEGATRON: return "megatron-core";
+    case PP_FRAMEWORK_DEEPSPEED: return "DeepSpeed";
     case PP_FRAMEWORK_PIPESCOPE:
     default: return "pipescope";
     }

@@ -123,7 +123,8 @@ PpStatus pp_schedule_generate_group (const char *name, int ranks, int microbatch
 
 /* ---- which framework runs a job, and what it can run ---------------------
  * A trace's description says who ran it: a schedule named "Megatron-..." is
- * a megatron-core job, a model that opens "PyTorch " a
+ * a megatron-core job, "DeepSpeed-..." a DeepSpeed pipe engine's (which
+ * runs 1F1B, its TrainSchedule), a model that opens "PyTorch " a
  * torch.distributed.pipelining job, anything else pipescope's own runtime.
  * What if offers a job only what its framework runs (one rule for every
  * view): PyTorch runs the schedules it has a class for and ZB-H1/ZB-H2 from
@@ -135,6 +136,7 @@ typedef enum {
   PP_FRAMEWORK_PIPESCOPE = 0,
   PP_FRAMEWORK_PYTORCH,
   PP_FRAMEWORK_MEGATRON,
+  PP_FRAMEWORK_DEEPSPEED,
 } PpFramework;
 
 PpFramework pp_framework_of_description (const char *schedule, const char *model);

@@ -378,6 +378,10 @@ pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size
         snprintf (buf, size, "virtual_pipeline_model_parallel_size=None, num_microbatches=%d",
                   s->microbatches);
       break;
+    case PP_FRAMEWORK_DEEPSPEED:
+      snprintf (buf, size, "PipelineEngine (TrainSchedule) with gradient_accumulation_steps=%d",
+                s->microbatches);
+      break;
     case PP_FRAMEWORK_PIPESCOPE:
     default:
       break;

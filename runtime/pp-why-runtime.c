@@ -12,7 +12,7 @@ static const char *const part_names[] = {
   "probe", "user_kernels", "launch_gap", "host_other", "peer_late", "replica_late", "unattributed",
 };
 
-/* README's "Inside runtime" says the same: change both together */
+/* docs/why.md's "Inside runtime" says the same: change both together */
 static const char *const part_meanings[] = {
   "the rank's thread runnable but not running (the kernel's run-queue delay)",
   "Python's garbage collector pausing the thread (another thread's collection outside its waits)",

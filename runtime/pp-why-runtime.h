@@ -123,7 +123,7 @@
  * "replica_late", "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
-/* What the part is, in README's words ("Inside runtime"), one short
+/* What the part is, in the manual's words (docs/why.md, "Inside runtime"), one short
  * phrase without a final stop; NULL out of range. */
 const char *pp_why_runtime_part_meaning (int part);
 

@@ -9,7 +9,7 @@
  *
  * Usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]
  *                      [--comm] [--offsets] [--unplaced] [--collectives] [--straggler DP]
- *                      [--slow-stage DP]
+ *                      [--slow-stage DP] [--early DP] [--wall UNIX_NS]
  *   --collide:  the last process claims the place of the one before it
  *               (a job whose mesh was read wrong), for merge's refusal.
  *   --comm:     each block's hand-off too: SEND_F/RECV_F after a forward,
@@ -30,6 +30,14 @@
  *   --slow-stage: replica DP's last pipeline rank runs its blocks twice as
  *               long (a slow device): the replicas then idle differently,
  *               for the analyses over replicas (each rank's median one).
+ *   --early:    every replica but DP runs 1.5 ms late, and the job
+ *               describes itself 1 ms in (start_monotonic_ns): replica DP,
+ *               which the timeline does not show where DP > 0, began
+ *               before the description, as a process may start before the
+ *               one that describes the job (the exports' zero).
+ *   --wall:     the description's wall clock: start_unix_ns UNIX_NS at
+ *               its start_monotonic_ns, for export --clock realtime;
+ *               without, the description has none.
  *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
  *               the folded view's mark and info's slowest replica.
  *
@@ -155,7 +163,8 @@ main (int argc, char **argv)
   int P = atoi (argv[2]), D = atoi (argv[3]), M = atoi (argv[4]), steps = atoi (argv[5]);
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
-  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1, slow_dp = -1;
+  int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1, slow_dp = -1, early = -1;
+  int64_t wall = 0;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
@@ -173,6 +182,10 @@ main (int argc, char **argv)
       straggler = atoi (argv[++i]);
     else if (strcmp (argv[i], "--slow-stage") == 0 && i + 1 < argc)
       slow_dp = atoi (argv[++i]);
+    else if (strcmp (argv[i], "--early") == 0 && i + 1 < argc)
+      early = atoi (argv[++i]);
+    else if (strcmp (argv[i], "--wall") == 0 && i + 1 < argc)
+      wall = strtoll (argv[++i], NULL, 10);
     else
       {
         fprintf (stderr, "pp-synth-mesh: unknown option '%s'\n", argv[i]);
@@ -199,6 +212,8 @@ main (int argc, char **argv)
   snprintf (desc.host, sizeof desc.host, "synth");
   snprintf (desc.model, sizeof desc.model, "synthetic %d x %d mesh", P, D);
   snprintf (desc.cmdline, sizeof desc.cmdline, "pp-synth-mesh");
+  desc.start_unix_ns = wall;
+  desc.start_monotonic_ns = early >= 0 ? 1000000 : 0;
 
   /* one step from time 0; each replica's steps are this one, shifted */
   simulate (one_f_one_b, P, M, 0, -1, f_end, b_end);
@@ -254,7 +269,7 @@ main (int argc, char **argv)
       for (int s = 0; s < steps; s++)
         {
           int64_t t0 = (int64_t) s * step_ns + (int64_t) dp * 10000
-                       + (dp == straggler ? 1500000 : 0);
+                       + (dp == straggler ? 1500000 : 0) + (early >= 0 && dp != early ? 1500000 : 0);
           if (pp_trace_write_step_marker (w, r, s, PP_TRACE_STEP_BEGIN, t0 + skew, &err) != PP_OK)
             return die (path, &err);
           int k = 0;

@@ -477,7 +477,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   gtk_widget_queue_draw (self->legend);
 
   /* what runtime is made of: a line per rank that has some */
-  GString *rt = g_string_new ("Inside runtime (README, \"Why the bubble is there\"):");
+  GString *rt = g_string_new ("Inside runtime (docs/why.md, \"Inside runtime\"):");
   gboolean any_rt = FALSE;
   for (int r = 0; r < self->ranks; r++)
     {

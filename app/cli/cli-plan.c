@@ -303,8 +303,11 @@ pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpE
       st = err->status;
       goto out;
     }
-  if (n == 0)
-    goto out;
+  int n_shown = 0;
+  for (int r = 0; r < PP_TRACE_MAX_RANKS; r++)
+    n_shown += shown[r] >= 0;
+  if (n == n_shown)
+    goto out;   /* a process a rank: no replicas, part itself (its own name in errors) */
   if ((fd = memfd_create ("pipescope-replica", MFD_CLOEXEC)) < 0)
     {
       st = pp_error_set (err, PP_EIO, "cannot make a copy of one replica in memory: %s", strerror (errno));

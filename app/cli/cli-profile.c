@@ -78,8 +78,9 @@ profile_usage (FILE *out)
          "\n"
          "Runs COMMAND with pipescope's hook in every Python process it starts\n"
          "(torchrun, python, mpirun ... python): each rank of a\n"
-         "torch.distributed.pipelining job records its blocks, transfers, waits,\n"
-         "steps, losses and plan, with nothing changed in the job's code.  The\n"
+         "torch.distributed.pipelining, megatron-core or DeepSpeed pipe engine\n"
+         "job records its blocks, transfers, waits, steps, losses and plan, with\n"
+         "nothing changed in the job's code.  The\n"
          "ranks form one job that 'jobs', 'record', 'info' and the app see as one\n"
          "run, served by this process while the command runs.  The exit status\n"
          "is the command's, or 1 when it is 0 but the trace promised could not be\n"
@@ -659,6 +660,25 @@ forward_signal (int sig)
     kill ((pid_t) child_pid, sig);
 }
 
+/* NCCL_PROFILER_PLUGIN: the NCCL profiler plugin beside the probe library
+ * (the build tree's nccl/, or the same folder installed), so that a job's
+ * NCCL records its operations and waits into the job's ranks
+ * (docs/nccl-plugin.md); a job that names its own plugin keeps it. */
+static void
+set_nccl_plugin (const char *lib)
+{
+  char path[PATH_MAX];
+  const char *slash = strrchr (lib, '/');
+  int dir = slash ? (int) (slash - lib) : 0;
+  if (getenv ("NCCL_PROFILER_PLUGIN") != NULL)
+    return;
+  snprintf (path, sizeof path, "%.*s/nccl/libnccl-profiler-pipescope.so", dir, lib);
+  if (!is_file (path))
+    snprintf (path, sizeof path, "%.*s/libnccl-profiler-pipescope.so", dir, lib);
+  if (slash != NULL && is_file (path))
+    setenv ("NCCL_PROFILER_PLUGIN", path, 1);
+}
+
 /* The command's environment; PIPESCOPE_TRACE is where the ranks' files go
  * (run: TRACE.ID, each rank writing run.rankR), PIPESCOPE_JOB_ID the id
  * the probe writes into their headers. */
@@ -678,6 +698,7 @@ set_env (const char *job, const char *lib, const char *py, const char *run, cons
       fprintf (stderr, "pipescope-cli: error: cannot set the command's environment: %s\n", strerror (errno));
       return 1;
     }
+  set_nccl_plugin (lib);
   return 0;
 }
 
@@ -788,7 +809,7 @@ spans_hosts (int argc, char **argv)
 /* The variables a rank on another host needs, those that are set. */
 static const char *const forwarded[] = {
   "PYTHONPATH", "PIPESCOPE_JOB", "PIPESCOPE_LIB", "PIPESCOPE_PYTHON", "PIPESCOPE_TRACE",
-  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
+  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN", "NCCL_PROFILER_PLUGIN",
 };
 
 static void
@@ -1203,8 +1224,8 @@ merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_stat
     {
       say_no_trace (cmd_status);
       fprintf (stderr, "no rank wrote a trace (%s.rankG): did the command run a "
-               "torch.distributed.pipelining schedule, or megatron-core's with "
-               "pipeline_model_parallel_size above 1?\n", run);
+               "torch.distributed.pipelining schedule, megatron-core's with "
+               "pipeline_model_parallel_size above 1, or a DeepSpeed pipe engine's train_batch?\n", run);
     }
   else
     {

@@ -167,9 +167,11 @@ pp_cli_suggest (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
       return 1;
     }
+  /* the copy lives as long as its descriptor: read it whole before closing */
+  int rc_desc = read_description (copy[0] ? copy : path, &desc, &has_desc, costs.ranks, &an);
   if (copy_fd >= 0)
     close (copy_fd);
-  if (read_description (copy[0] ? copy : path, &desc, &has_desc, costs.ranks, &an) != 0)
+  if (rc_desc != 0)
     goto out;
   if (has_desc)
     {

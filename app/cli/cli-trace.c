@@ -17,6 +17,9 @@
 #include "cli-common.h"
 #include "cli-output.h"
 #include "cli-plan.h"
+#include "cli-processes.h"
+#include "cli-select.h"
+#include "cli-clock.h"
 #include "cli-replicas.h"
 #include "pp-analysis-loss.h"
 #include "pp-timeline-model.h"
@@ -99,6 +102,12 @@ typedef struct {
   int32_t           *proc_replica;
   int32_t            n_replicas;       /* 1 without places */
   size_t             n_unplaced;       /* processes whose place was not read */
+  /* export only: what it keeps (--steps, --ranks, --replicas; NULL:
+   * everything), and with --clock realtime each Chrome track's real pid,
+   * [n_out_pids] by pipescope's track number (NULL: those numbers) */
+  const PpCliSelection *keep;
+  int32_t              *out_pids;
+  size_t                n_out_pids;
 } Trace;
 
 /* What the app reads off a trace (its timeline model): the run's time
@@ -218,6 +227,7 @@ trace_clear (Trace *t)
   free (t->markers);
   free (t->why_actions);
   free (t->why_n);
+  free (t->out_pids);
 }
 
 /* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
@@ -508,6 +518,42 @@ static int
 plan_pid (const Trace *t, int r)
 {
   return t->rank_pid != NULL ? PLAN_PID_BASE + r : r;
+}
+
+/* The pid the Chrome export writes for track pid: its process's real pid
+ * with --clock realtime, else pid itself. */
+static int
+out_pid (const Trace *t, int pid)
+{
+  return t->out_pids != NULL && pid >= 0 && (size_t) pid < t->n_out_pids ? t->out_pids[pid] : pid;
+}
+
+/* The replica (dp) of what process wrote: 0 for a process without a place. */
+static int32_t
+process_dp (const Trace *t, int32_t process)
+{
+  if (t->proc_at == NULL || process < 0 || process >= PP_TRACE_MAX_PROCESSES || t->proc_at[process] < 0)
+    return 0;
+  return t->procs[t->proc_at[process]].coord[PP_TRACE_MESH_DP];
+}
+
+/* Whether the export keeps an item of step, pipeline rank and process
+ * (export's --steps, --ranks, --replicas). */
+static bool
+keep_item (const Trace *t, int32_t process, int32_t rank, int32_t step)
+{
+  const PpCliSelection *k = t->keep;
+  return k == NULL
+         || (pp_cli_list_has (&k->steps, step) && pp_cli_list_has (&k->ranks, rank)
+             && pp_cli_list_has (&k->replicas, process_dp (t, process)));
+}
+
+/* Whether the export keeps span i. */
+static bool
+keep_span (const Trace *t, size_t i)
+{
+  return t->keep == NULL
+         || keep_item (t, t->span_process != NULL ? t->span_process[i] : -1, t->spans[i].rank, t->spans[i].step);
 }
 
 /* A time as the timeline model keeps it: within +-2^61 ns. */
@@ -959,50 +1005,11 @@ print_ranks (const Trace *t)
   free (by_rank);
 }
 
-static const char *const mesh_dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
-
-/* The mesh's sizes: the largest each process says (in a sound job they
- * all say the same). */
+/* The mesh's sizes (pp_cli_mesh_sizes). */
 static void
 mesh_sizes (const Trace *t, int32_t size[PP_TRACE_MESH_DIMS])
 {
-  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-    size[d] = 1;
-  for (size_t i = 0; i < t->n_procs; i++)
-    for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-      if (t->procs[i].size[d] > size[d])
-        size[d] = t->procs[i].size[d];
-}
-
-/* "processes: 4 (pp 2 × dp 2 × tp 1)" and "process G: pp R dp D tp T host
- * H pid N" a process (cp and ep where the mesh has them); nothing for a
- * trace without PROCESS frames (format 1.4). */
-static void
-print_processes (const Trace *t)
-{
-  int32_t size[PP_TRACE_MESH_DIMS];
-  if (t->n_procs == 0)
-    return;
-  mesh_sizes (t, size);
-  printf ("processes: %zu (", t->n_procs);
-  for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-    if (d <= PP_TRACE_MESH_TP || size[d] > 1)
-      printf ("%s%s %d", d ? " \u00d7 " : "", mesh_dim[d], size[d]);
-  /* never a place guessed silently: the hook could not read these */
-  if (t->n_unplaced > 0)
-    printf ("; the place of %zu not read from the job: replicas of their pipeline rank numbered by "
-            "global rank", t->n_unplaced);
-  printf (")\n");
-  for (size_t i = 0; i < t->n_procs; i++)
-    {
-      const PpTraceProcess *p = &t->procs[i];
-      printf ("process %d:", p->process);
-      for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-        if (d <= PP_TRACE_MESH_TP || size[d] > 1)
-          printf (" %s %d", mesh_dim[d], p->coord[d]);
-      printf (" host %s pid %d%s\n", p->host[0] ? p->host : "?", p->pid,
-              p->flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "");
-    }
+  pp_cli_mesh_sizes (t->procs, t->n_procs, size);
 }
 
 /* "replica dp 0 of 2 shown" (and what that means for the numbers after
@@ -1065,6 +1072,27 @@ cmp_interval (const void *a, const void *b)
   return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+/* The run's start, the zero every export and info's times count from: the timeline's zero
+ * (its shown spans' and its plan's start: the job describes itself before
+ * its first block), or the earliest thing any process recorded before it,
+ * a span, a step's marker or a counter (every replica's, not only those
+ * the timeline shows: a process may start before the one that described
+ * the job), so that no exported time is negative. */
+static int64_t
+run_start (const Trace *t, const AppView *v)
+{
+  int64_t z = v->origin;
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    z = clamp_time (t->spans[i].start_ns) < z ? clamp_time (t->spans[i].start_ns) : z;
+  for (size_t i = 0; i < t->n_markers; i++)
+    if (t->markers[i].rank >= 0)
+      z = clamp_time (t->markers[i].t) < z ? clamp_time (t->markers[i].t) : z;
+  for (size_t i = 0; t->n_all_spans > 0 && i < t->n_counters; i++)
+    if (isfinite (t->counters[i].value))
+      z = clamp_time (t->counters[i].time_ns) < z ? clamp_time (t->counters[i].time_ns) : z;
+  return z;
+}
+
 /* ---- info ------------------------------------------------------------------ */
 
 
@@ -1108,9 +1136,11 @@ cmp_collectives (const void *a, const void *b)
 /* "collectives inside the blocks (per step mean, total):" and a line a
  * process (format 1.5: one COLLECTIVE_CALLS and one COLLECTIVE_BYTES value
  * a step a process, that step's total); nothing when the trace has none.
- * Counters are grouped by their own process, so replicas stay apart. */
+ * Counters are grouped by their own process, so replicas stay apart.  Past
+ * PP_CLI_PROCESSES_LISTED processes, unless list, one line of their least
+ * and largest instead. */
 static void
-print_collectives (const Trace *t)
+print_collectives (const Trace *t, bool list)
 {
   size_t n = 0;
   for (size_t i = 0; i < t->n_counters; i++)
@@ -1134,6 +1164,8 @@ print_collectives (const Trace *t)
     }
   qsort (c, n, sizeof *c, cmp_collectives);
   printf ("collectives inside the blocks (tensor-parallel calls the hook counted; a step's mean, and in all):\n");
+  /* each process's sums, in place */
+  size_t n_groups = 0;
   for (size_t i = 0; i < n;)
     {
       Collectives s = c[i];
@@ -1145,6 +1177,40 @@ print_collectives (const Trace *t)
           s.n_calls += c[j].n_calls;
           s.n_bytes += c[j].n_bytes;
         }
+      c[n_groups++] = s;
+      i = j;
+    }
+  if (!list && n_groups > PP_CLI_PROCESSES_LISTED)
+    {
+      /* the least and the largest a step, and whose */
+      const Collectives *lo[2] = { NULL, NULL }, *hi[2] = { NULL, NULL };
+      for (size_t i = 0; i < n_groups; i++)
+        for (int b = 0; b < 2; b++)
+          {
+            const Collectives *x = &c[i];
+            if ((b ? x->n_bytes : x->n_calls) == 0)
+              continue;
+            double v = b ? x->bytes / x->n_bytes : x->calls / x->n_calls;
+            if (lo[b] == NULL || v < (b ? lo[b]->bytes / lo[b]->n_bytes : lo[b]->calls / lo[b]->n_calls))
+              lo[b] = x;
+            if (hi[b] == NULL || v > (b ? hi[b]->bytes / hi[b]->n_bytes : hi[b]->calls / hi[b]->n_calls))
+              hi[b] = x;
+          }
+      printf ("  %zu processes (info --processes lists each):", n_groups);
+      if (lo[0] != NULL)
+        printf (" calls a step %.1f (process %d) to %.1f (process %d);", lo[0]->calls / lo[0]->n_calls,
+                lo[0]->process, hi[0]->calls / hi[0]->n_calls, hi[0]->process);
+      if (lo[1] != NULL)
+        printf (" bytes a step %.3f MiB (process %d) to %.3f MiB (process %d)",
+                lo[1]->bytes / lo[1]->n_bytes / 1048576.0, lo[1]->process,
+                hi[1]->bytes / hi[1]->n_bytes / 1048576.0, hi[1]->process);
+      printf ("\n");
+      free (c);
+      return;
+    }
+  for (size_t i = 0; i < n_groups; i++)
+    {
+      Collectives s = c[i];
       const PpTraceProcess *p = s.process >= 0 && t->proc_at != NULL && t->proc_at[s.process] >= 0
                                 ? &t->procs[t->proc_at[s.process]] : NULL;
       if (p != NULL)
@@ -1159,7 +1225,6 @@ print_collectives (const Trace *t)
         printf (" bytes %.3f MiB a step, %.3f MiB in all (%d step%s)", s.bytes / s.n_bytes / 1048576.0,
                 s.bytes / 1048576.0, s.n_bytes, s.n_bytes == 1 ? "" : "s");
       printf ("\n");
-      i = j;
     }
   free (c);
 }
@@ -1295,7 +1360,7 @@ count_steps (const Trace *t, int32_t *first, int32_t *last)
 static void
 info_usage (FILE *out)
 {
-  fputs ("Usage: pipescope-cli info FILE\n"
+  fputs ("Usage: pipescope-cli info FILE [--processes]\n"
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
          "kind, each rank's bubble a step (the median over the steps of the share of\n"
@@ -1307,19 +1372,27 @@ info_usage (FILE *out)
          "each rank's idle time a step split by cause (schedule, imbalance,\n"
          "transfers, runtime), each stage's share of the critical path, the slowest\n"
          "stage and, for the bundled model, the partition that balances it with its\n"
-         "predicted step time ('export --format why' writes all of it as JSON).\n", out);
+         "predicted step time ('export --format why' writes all of it as JSON).\n"
+         "\n"
+         "  --processes   a line for every process of a job of several (its place,\n"
+         "                host and pid, and its collectives); past 16 processes\n"
+         "                info otherwise says them in one line: 'processes: 2048\n"
+         "                (pp 16 \u00d7 dp 128 \u00d7 tp 1) on 256 hosts', and their\n"
+         "                collectives in one line of the least and the largest\n", out);
 }
 
 int
 pp_cli_info (int argc, char **argv)
 {
   static const struct option options[] = {
+    { "processes", no_argument, NULL, 'P' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *path;
   Trace t;
   int opt, n_ranks;
+  bool list_processes = false;
   size_t per_kind[PP_N_SPAN_KINDS + 1] = { 0 };
   int64_t gstart = INT64_MAX, gend = INT64_MIN;
 
@@ -1331,6 +1404,11 @@ pp_cli_info (int argc, char **argv)
         {
           info_usage (stdout);
           return 0;
+        }
+      if (opt == 'P')
+        {
+          list_processes = true;
+          continue;
         }
       return pp_cli_usage_error ("unknown option '%s'; see 'pipescope-cli info --help'", argv[optind - 1]);
     }
@@ -1369,7 +1447,7 @@ pp_cli_info (int argc, char **argv)
   else
     printf ("description: none\n");
   printf ("ranks: %d\n", n_ranks);
-  print_processes (&t);
+  pp_cli_print_processes (t.procs, t.n_procs, t.n_unplaced, list_processes);
   {
     int32_t first, last;
     int64_t n_steps = count_steps (&t, &first, &last);
@@ -1493,10 +1571,11 @@ pp_cli_info (int argc, char **argv)
       print_step_bubbles (t.spans, t.n_spans, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_loss (&t);
-      print_collectives (&t);
-      /* where the spans lie, from the run's start as the app counts */
+      print_collectives (&t, list_processes);
+      /* where the spans lie, from the run's start as the exports count */
+      int64_t zero = run_start (&t, &av);
       printf ("idle over the whole trace (between %.3f ms and %.3f ms, set-up and gaps between steps included):\n",
-              (double) (clamp_time (gstart) - av.origin) / 1e6, (double) (clamp_time (gend) - av.origin) / 1e6);
+              (double) (clamp_time (gstart) - zero) / 1e6, (double) (clamp_time (gend) - zero) / 1e6);
       for (int r = 0; r < n_ranks; r++)
         {
           int64_t (*rv)[2] = iv + first[r];
@@ -1559,6 +1638,8 @@ static void
 export_usage (FILE *out)
 {
   fputs ("Usage: pipescope-cli export FILE [--format chrome|csv|why] -o OUT\n"
+         "                            [--steps LIST] [--ranks LIST] [--replicas LIST]\n"
+         "                            [--clock run|realtime]\n"
          "\n"
          "Converts a trace.\n"
          "\n"
@@ -1571,8 +1652,21 @@ export_usage (FILE *out)
          "                        costs and what to change; seconds)\n"
          "  -o, --output OUT      file to write (written beside it, renamed over it when\n"
          "                        whole; not FILE itself); -: standard output\n"
+         "      --steps LIST      chrome and csv: only these steps (LIST: numbers and\n"
+         "                        ranges, such as 2, 2-4 or 0,3,5-7)\n"
+         "      --ranks LIST      chrome and csv: only these pipeline ranks\n"
+         "      --replicas LIST   chrome and csv: only these replicas (dp); with the\n"
+         "                        three, a 2,048-process job exports one step of a few\n"
+         "                        processes, not all of it\n"
+         "      --clock CLOCK     run (default): times from the run's start (the\n"
+         "                        app's zero, or the first record of a process that\n"
+         "                        began before it), never negative;\n"
+         "                        realtime: the job's own wall clock (chrome: µs, csv:\n"
+         "                        ns since the Unix epoch) and chrome's tracks named\n"
+         "                        by the processes' real pids, to open beside a Kineto\n"
+         "                        or nsys trace of the same run in Perfetto\n"
          "\n"
-         "chrome and csv count time from the run's start, as the app and render do.\n"
+         "chrome and csv count time from the run's start (--clock).\n"
          "A trace of a job whose ranks run in several processes (data-parallel\n"
          "replicas: trace format 1.4) keeps every process's spans: csv's columns\n"
          "process (the global rank), dp and tp say whose (empty where the trace does\n"
@@ -1712,6 +1806,8 @@ write_flows (FILE *f, const Trace *t, int64_t base)
   for (size_t i = 0; i < t->n_all_spans; i++)
     {
       int k = t->spans[i].kind;
+      if (!keep_span (t, i))
+        continue;   /* a transfer is drawn where the export keeps both ends */
       if (k == PP_SPAN_SEND_F || k == PP_SPAN_SEND_B)
         send[n_send++] = i;
       else if (k == PP_SPAN_RECV_F || k == PP_SPAN_RECV_B)
@@ -1745,11 +1841,11 @@ write_flows (FILE *f, const Trace *t, int64_t base)
           used[recv[j]] = true;
           id++;
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
-                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, span_pid (t, s));
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, out_pid (t, span_pid (t, s)));
           print_us_since (f, s->start_ns, base);
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":1,\"ts\":",
-                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, span_pid (t, rc));
+                   s->kind == PP_SPAN_SEND_F ? "activation" : "gradient", id, out_pid (t, span_pid (t, rc)));
           /* the data is there when the receive ends, and not before the
            * send has ended: a receive posted early (PyTorch's irecv, its
            * span the posting) ends before the send starts */
@@ -1813,7 +1909,7 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
       return -1;
     }
   for (size_t i = 0; i < t->n_all_spans; i++)
-    if (dep_class (t->spans[i].kind) >= 0 && t->spans[i].microbatch >= 0)
+    if (dep_class (t->spans[i].kind) >= 0 && t->spans[i].microbatch >= 0 && keep_span (t, i))
       idx[n++] = i;
   sort_trace = t;
   qsort (idx, n, sizeof *idx, cmp_block);
@@ -1822,6 +1918,8 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
       const PpSpan *b = &t->spans[i];
       int32_t rb = span_replica (t, i);
       int act;
+      if (!keep_span (t, i))
+        continue;
       switch (b->kind)
         {
         case PP_SPAN_F: case PP_SPAN_OVERLAP_F_B: act = PP_ACT_F; break;
@@ -1865,11 +1963,11 @@ write_dependency_flows (FILE *f, const Trace *t, int64_t base)
           /* "s" inside the dependency's slice (its last nanosecond), "f"
            * bound to the enclosing slice at the block's start */
           fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
-                   id, span_pid (t, dep));
+                   id, out_pid (t, span_pid (t, dep)));
           print_us_since (f, dep->end_ns > dep->start_ns ? dep->end_ns - 1 : dep->start_ns, base);
           fprintf (f, "}");
           fprintf (f, ",\n{\"name\":\"dependency\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":0,\"ts\":",
-                   id, span_pid (t, b));
+                   id, out_pid (t, span_pid (t, b)));
           print_us_since (f, b->start_ns, base);
           fprintf (f, "}");
         }
@@ -1985,7 +2083,8 @@ step_slices (const Trace *t, StepSlice **out, size_t *n_out)
   /* by track: every process's steps, not only its rank's shown replica's */
   for (size_t i = 0; i < t->n_markers; i++)
     if (mk[i].rank >= 0)
-      mk[i].rank = item_pid (t, mk[i].process, mk[i].rank);
+      mk[i].rank = keep_item (t, mk[i].process, mk[i].rank, mk[i].step) ? item_pid (t, mk[i].process, mk[i].rank)
+                   : -1;
   qsort (mk, t->n_markers, sizeof *mk, cmp_marker);
   for (size_t i = 0; i < t->n_markers;)
     {
@@ -2060,9 +2159,14 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64
   size_t np = p ? v->n_plan[r] : 0, n = 0;
   char name[PP_ACTION_STR_MAX];
 
+  if (t->keep != NULL && !pp_cli_list_has (&t->keep->ranks, r))
+    return 0;
   for (size_t c = 0; np > 0 && c < v->n_copies; c++)
     {
       int64_t shift = v->shift[c], limit = v->limit[c];
+      if (t->keep != NULL && v->n_steps > 0 && c < v->n_steps
+          && !pp_cli_list_has (&t->keep->steps, v->step_numbers[c]))
+        continue;
       for (size_t k = 0; k < np; k++)
         {
           int kind = pp_timeline_plan_span_kind (p[k].kind);
@@ -2085,7 +2189,8 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64
           action_name (&a, V, name, sizeof name);
           fprintf (f, ",\n{\"name\":");
           json_string (f, name);
-          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", plan_pid (t, r), ROW_PLAN);
+          fprintf (f, ",\"cat\":\"plan\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", out_pid (t, plan_pid (t, r)),
+                   ROW_PLAN);
           print_us_since (f, ps, base);
           fputs (",\"dur\":", f);
           print_us_since (f, pe, ps);
@@ -2107,7 +2212,7 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64
           return n;
         }
       fprintf (f, ",\n{\"name\":\"plan (order only)\",\"cat\":\"plan\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,"
-                  "\"tid\":%d,\"ts\":", plan_pid (t, r), ROW_PLAN);
+                  "\"tid\":%d,\"ts\":", out_pid (t, plan_pid (t, r)), ROW_PLAN);
       print_us_since (f, at, base);
       fputs (",\"args\":{\"order\":\"", f);
       for (size_t k = 0; k < ps->n_order; k++)
@@ -2126,9 +2231,11 @@ write_plan_track (FILE *f, const Trace *t, const AppView *v, int r, int V, int64
 
 /* One track's names: the process (pid) and its used rows. */
 static void
-write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsigned rows, int rank)
+write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsigned rows, int rank, int out)
 {
   static const char *row_names[N_ROWS] = { "compute", "communication", "device", "steps", "plan", "host" };
+  int plan_of_pipeline = pid >= PLAN_PID_BASE;
+  pid = out;   /* the number written (out_pid) */
   fprintf (f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
            *first ? "" : ",", pid);
   json_string (f, name);
@@ -2142,7 +2249,7 @@ write_track (FILE *f, bool *first, int pid, const char *name, int64_t sort, unsi
         fprintf (f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
                  pid, row);
         if (row == ROW_PLAN)
-          fprintf (f, "\"plan rank %d%s\"}}", rank, pid >= PLAN_PID_BASE ? " (the pipeline's, every replica)" : "");
+          fprintf (f, "\"plan rank %d%s\"}}", rank, plan_of_pipeline ? " (the pipeline's, every replica)" : "");
         else
           fprintf (f, "\"%s\"}}", row_names[row]);
         fprintf (f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
@@ -2182,7 +2289,7 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
         if (rows[r] != 0)
           {
             snprintf (name, sizeof name, "rank %d", r);
-            write_track (f, first, r, name, r, rows[r], r);
+            write_track (f, first, r, name, r, rows[r], r, out_pid (t, r));
           }
       return 0;
     }
@@ -2204,7 +2311,8 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
           && rows[plan_pid (t, prev)] != 0)
         {
           snprintf (name, sizeof name, "plan \u00b7 pp %d (pipeline rank %d, every replica)", prev, prev);
-          write_track (f, first, plan_pid (t, prev), name, sort++, rows[plan_pid (t, prev)], prev);
+          write_track (f, first, plan_pid (t, prev), name, sort++, rows[plan_pid (t, prev)], prev,
+                       out_pid (t, plan_pid (t, prev)));
         }
       if (k == t->n_procs)
         break;
@@ -2214,11 +2322,11 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
       size_t n = 0;
       for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
         if (d <= PP_TRACE_MESH_TP || size[d] > 1)
-          n += (size_t) snprintf (name + n, sizeof name - n, "%s%s %d", d ? " \u00b7 " : "", mesh_dim[d],
+          n += (size_t) snprintf (name + n, sizeof name - n, "%s%s %d", d ? " \u00b7 " : "", pp_cli_mesh_dim[d],
                                   p->coord[d]);
       snprintf (name + n, sizeof name - n, " (process %d%s)", p->process,
                 p->flags & PP_TRACE_PROCESS_UNPLACED ? ", place not read: dp by global rank" : "");
-      write_track (f, first, p->process, name, sort++, rows[p->process], p->rank);
+      write_track (f, first, p->process, name, sort++, rows[p->process], p->rank, out_pid (t, p->process));
     }
   free (order);
   for (int r = 0; r < n_ranks; r++)
@@ -2226,13 +2334,13 @@ write_tracks (FILE *f, const Trace *t, const unsigned char *rows, int n_ranks, b
       if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[rank_pid (t, r)] != 0)
         {
           snprintf (name, sizeof name, "rank %d", r);
-          write_track (f, first, rank_pid (t, r), name, sort++, rows[rank_pid (t, r)], r);
+          write_track (f, first, rank_pid (t, r), name, sort++, rows[rank_pid (t, r)], r, out_pid (t, rank_pid (t, r)));
         }
       /* a rank no process placed: its plan after it */
       if (rank_pid (t, r) >= PP_TRACE_MAX_RANKS && rows[plan_pid (t, r)] != 0)
         {
           snprintf (name, sizeof name, "plan \u00b7 rank %d", r);
-          write_track (f, first, plan_pid (t, r), name, sort++, rows[plan_pid (t, r)], r);
+          write_track (f, first, plan_pid (t, r), name, sort++, rows[plan_pid (t, r)], r, out_pid (t, plan_pid (t, r)));
         }
     }
   return 0;
@@ -2258,7 +2366,7 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
       const PpCounter *c = &t->counters[i];
       /* a counter of a rank with no track (past the trace's ranks): none */
       size_t pid = (size_t) item_pid (t, t->counter_process[i], c->rank);
-      if (pid >= n_pids || !(rows[pid] & TRACK_COUNTERS))
+      if (pid >= n_pids || !(rows[pid] & TRACK_COUNTERS) || !keep_item (t, t->counter_process[i], c->rank, c->step))
         continue;
       const char *name, *unit;
       double v = c->value;
@@ -2288,7 +2396,7 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
         }
       /* each process's own: two replicas' losses are two series */
       fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name,
-               item_pid (t, t->counter_process[i], c->rank));
+               out_pid (t, item_pid (t, t->counter_process[i], c->rank)));
       print_us_since (f, c->time_ns, base);
       fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
     }
@@ -2389,12 +2497,16 @@ write_pipescope_meta (FILE *f, const Trace *t, int64_t base)
     }
   /* [rank, step, phase, ns from origin, process] */
   fputs ("],\n\"markers\":[", f);
+  first = true;
   for (size_t i = 0; i < t->n_markers; i++)
     {
       const StepMarker *m = &t->markers[i];
-      fprintf (f, "%s[%d,%d,%d,", i ? "," : "", m->rank, m->step, m->phase);
+      if (!keep_item (t, m->process, m->rank, m->step))
+        continue;
+      fprintf (f, "%s[%d,%d,%d,", first ? "" : ",", m->rank, m->step, m->phase);
       print_ns_since (f, clamp_time (m->t), base);
       fprintf (f, ",%d]", m->process);
+      first = false;
     }
   /* [rank, step, kind, ns from origin, value's bits, process] */
   fputs ("],\n\"counters\":[", f);
@@ -2402,7 +2514,7 @@ write_pipescope_meta (FILE *f, const Trace *t, int64_t base)
   for (size_t i = 0; i < t->n_counters; i++)
     {
       const PpCounter *c = &t->counters[i];
-      if (!isfinite (c->value))
+      if (!isfinite (c->value) || !keep_item (t, t->counter_process[i], c->rank, c->step))
         continue;
       fprintf (f, "%s[%d,%d,%u,", first ? "" : ",", c->rank, c->step, (unsigned) c->kind);
       print_ns_since (f, clamp_time (c->time_ns), base);
@@ -2414,8 +2526,11 @@ write_pipescope_meta (FILE *f, const Trace *t, int64_t base)
   fputs ("]}", f);
 }
 
+/* base: the zero times count from (export_base); run_clock: that zero is
+ * the run's start, lowered to anything of the export before it (the plan)
+ * so that no ts is negative. */
 static int
-write_chrome (FILE *f, const Trace *t, const AppView *v)
+write_chrome (FILE *f, const Trace *t, const AppView *v, int64_t base, bool run_clock)
 {
   int n_ranks = n_ranks_of (t);
   int V = t->has_desc && t->desc.n_virtual > 1 ? t->desc.n_virtual : 1;
@@ -2433,32 +2548,26 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       free (rows);
       return -1;
     }
-  /* the app's time zero, so that a block's ts is where its tooltip puts
-   * it; or, where something comes before it (a replica the timeline does
-   * not show started earlier), that: a trace event's ts is never negative */
-  int64_t base = v->origin;
+  /* the tracks the export uses: those of the spans, steps, plans and
+   * counters it keeps */
   for (size_t i = 0; i < t->n_all_spans; i++)
-    {
+    if (keep_span (t, i))
       rows[span_pid (t, &t->spans[i])] |= (unsigned char) (1u << row_of (t->spans[i].kind));
-      base = clamp_time (t->spans[i].start_ns) < base ? clamp_time (t->spans[i].start_ns) : base;
-    }
   for (size_t i = 0; i < n_sl; i++)
     if (sl[i].rank >= 0 && (size_t) sl[i].rank < n_pids)
-      {
-        rows[sl[i].rank] |= 1u << ROW_STEPS;
-        base = sl[i].begin < base ? sl[i].begin : base;
-      }
+      rows[sl[i].rank] |= 1u << ROW_STEPS;
+  int64_t first_plan = INT64_MAX;
   for (int r = 0; r < n_ranks; r++)
-    if (write_plan_track (NULL, t, v, r, V, 0, &base) > 0)
+    if (write_plan_track (NULL, t, v, r, V, 0, &first_plan) > 0)
       rows[plan_pid (t, r)] |= 1u << ROW_PLAN;
+  if (run_clock && first_plan < base)
+    base = first_plan;
   bool any_span = t->n_all_spans > 0;
   for (size_t i = 0; any_span && i < t->n_counters; i++)
     if (t->counters[i].kind < PP_N_COUNTER_KINDS && isfinite (t->counters[i].value)
-        && (size_t) item_pid (t, t->counter_process[i], t->counters[i].rank) < n_pids)
-      {
-        rows[item_pid (t, t->counter_process[i], t->counters[i].rank)] |= TRACK_COUNTERS;
-        base = clamp_time (t->counters[i].time_ns) < base ? clamp_time (t->counters[i].time_ns) : base;
-      }
+        && (size_t) item_pid (t, t->counter_process[i], t->counters[i].rank) < n_pids
+        && keep_item (t, t->counter_process[i], t->counters[i].rank, t->counters[i].step))
+      rows[item_pid (t, t->counter_process[i], t->counters[i].rank)] |= TRACK_COUNTERS;
 
   fputs ("{\"traceEvents\":[", f);
   if (write_tracks (f, t, rows, n_ranks, &first) != 0)
@@ -2475,6 +2584,8 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       int act = action_kind_of_span (s->kind);
       char name[PP_ACTION_STR_MAX];
 
+      if (!keep_span (t, i))
+        continue;
       if (act >= 0)
         {
           /* a block is named as everywhere else, whatever its source called it */
@@ -2494,7 +2605,7 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
         snprintf (name, sizeof name, "%s%d", kn, s->microbatch);
       fprintf (f, ",\n{\"name\":");
       json_string (f, act < 0 && str ? str : name);
-      fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, span_pid (t, s),
+      fprintf (f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", kn, out_pid (t, span_pid (t, s)),
                row_of (s->kind));
       /* times as the model holds them: within +-2^61 ns */
       int64_t t0 = clamp_time (s->start_ns), t1 = clamp_time (s->end_ns);
@@ -2532,7 +2643,7 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
       if (sl[i].rank < 0 || (size_t) sl[i].rank >= n_pids)
         continue;
       fprintf (f, ",\n{\"name\":\"step %d\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
-               sl[i].step, sl[i].rank, ROW_STEPS);
+               sl[i].step, out_pid (t, sl[i].rank), ROW_STEPS);
       print_us_since (f, sl[i].begin, base);
       fputs (",\"dur\":", f);
       print_us_since (f, sl[i].end, sl[i].begin);
@@ -2554,25 +2665,32 @@ write_chrome (FILE *f, const Trace *t, const AppView *v)
     }
   free (rows);
   fputs ("\n],\"displayTimeUnit\":\"ms\"", f);
+  /* the wall clock's ts are from the epoch: said as torch's own traces say
+   * their zero (torch >= 2.4), for the tools that line traces up by it */
+  if (!run_clock)
+    fputs (",\"baseTimeNanoseconds\":0", f);
   write_pipescope_meta (f, t, base);
   fputs ("}\n", f);
   return 0;
 }
 
-/* One line a span; start_ns and end_ns count from the run's start, as the
- * app, render and the Chrome export do. */
+/* One line a span; start_ns and end_ns count from base (export_base: the
+ * run's start, as the Chrome export does, or the epoch). */
 static int
-write_csv (FILE *f, const Trace *t, const AppView *v)
+write_csv (FILE *f, const Trace *t, int64_t base)
 {
   fputs ("rank,stage,microbatch,kind,step,start_ns,end_ns,device,stream,bytes,name,sub,process,dp,tp\n", f);
   for (size_t i = 0; i < t->n_all_spans; i++)
     {
       const PpSpan *s = &t->spans[i];
       const char *str = trace_string (t, s->name_id);
-      /* both within +-2^61 ns: the differences fit */
-      fprintf (f, "%d,%d,%d,%s,%d,%" PRId64 ",%" PRId64 ",", s->rank, s->stage, s->microbatch,
-               kind_name (s->kind), s->step, clamp_time (s->start_ns) - v->origin,
-               clamp_time (s->end_ns) - v->origin);
+      if (!keep_span (t, i))
+        continue;
+      fprintf (f, "%d,%d,%d,%s,%d,", s->rank, s->stage, s->microbatch, kind_name (s->kind), s->step);
+      print_ns_since (f, clamp_time (s->start_ns), base);
+      fputc (',', f);
+      print_ns_since (f, clamp_time (s->end_ns), base);
+      fputc (',', f);
       /* a host span has no device and no stream: empty fields, not the
        * file's 0xffff ("device 65535" reads as a GPU) */
       if (s->device != 0xffff)
@@ -2599,17 +2717,68 @@ write_csv (FILE *f, const Trace *t, const AppView *v)
   return 0;
 }
 
-int
-pp_cli_export (int argc, char **argv)
+/* --clock realtime's track numbers (t->out_pids, pp_cli_clock_real_pids):
+ * each process's track its real pid (a rank's, from its RANK frame, in a
+ * trace without places).  Returns the processes whose pid another host's
+ * shares, -1 when out of memory. */
+static int
+real_pids (Trace *t, int n_ranks)
+{
+  size_t n = t->rank_pid != NULL ? (size_t) PLAN_PID_BASE + (size_t) n_ranks : (size_t) n_ranks;
+  int32_t *real = malloc ((n + 1) * sizeof *real);
+  if (real == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    real[i] = -1;
+  if (t->rank_pid != NULL)
+    for (size_t i = 0; i < t->n_procs; i++)
+      real[t->procs[i].process] = t->procs[i].pid;
+  else
+    for (size_t i = 0; i < t->n_rank_items; i++)
+      {
+        const PpTraceItem *it = &t->rank_items[i];
+        if (it->type == PP_TRACE_ITEM_RANK && it->rank_info.rank >= 0 && (size_t) it->rank_info.rank < n)
+          real[it->rank_info.rank] = it->rank_info.pid;
+      }
+  int shared = pp_cli_clock_real_pids (real, n);
+  if (shared < 0)
+    {
+      free (real);
+      return -1;
+    }
+  t->out_pids = real;
+  t->n_out_pids = n;
+  return shared;
+}
+
+/* Span i's step, pipeline rank and replica (dp), for pp_cli_selection_check. */
+static void
+span_coords (const void *trace, size_t i, int32_t v[3])
+{
+  const Trace *t = trace;
+  v[0] = t->spans[i].step;
+  v[1] = t->spans[i].rank;
+  v[2] = process_dp (t, t->span_process != NULL ? t->span_process[i] : -1);
+}
+
+/* export, its lists in *keep (the caller frees them) */
+static int
+export_command (int argc, char **argv, PpCliSelection *keep)
 {
   static const struct option options[] = {
     { "format", required_argument, NULL, 'f' },
     { "output", required_argument, NULL, 'o' },
+    { "steps", required_argument, NULL, 'S' },
+    { "ranks", required_argument, NULL, 'R' },
+    { "replicas", required_argument, NULL, 'D' },
+    { "clock", required_argument, NULL, 'C' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *path, *out = NULL;
   int format = 0;   /* chrome, csv, why */
+  PpCliClock clock = PP_CLI_CLOCK_RUN;
+  int rc_opt;
   int opt, status = 1;
   Trace t;
   PpCliOutput o = { .fd = -1 };
@@ -2629,6 +2798,16 @@ pp_cli_export (int argc, char **argv)
             return pp_cli_usage_error ("unknown format '%s'; use chrome, csv or why", optarg);
           break;
         case 'o': out = optarg; break;
+        case 'S': case 'R': case 'D':
+          if ((rc_opt = pp_cli_list_parse (opt == 'S' ? "--steps" : opt == 'R' ? "--ranks" : "--replicas", optarg,
+                                           opt == 'S' ? &keep->steps : opt == 'R' ? &keep->ranks : &keep->replicas))
+              != 0)
+            return rc_opt;
+          break;
+        case 'C':
+          if ((rc_opt = pp_cli_clock_parse (optarg, &clock)) != 0)
+            return rc_opt;
+          break;
         case 'h':
           export_usage (stdout);
           return 0;
@@ -2655,6 +2834,12 @@ pp_cli_export (int argc, char **argv)
       return pp_cli_usage_error ("standard output is the trace to export (%s); write the export "
                                  "elsewhere", path);
   }
+  /* why is the whole run's analysis, in durations */
+  if (format == 2 && pp_cli_selection_given (keep))
+    return pp_cli_usage_error ("--steps, --ranks and --replicas choose what chrome and csv write; why "
+                               "analyses the whole trace");
+  if (format == 2 && clock != PP_CLI_CLOCK_RUN)
+    return pp_cli_usage_error ("--clock is for chrome and csv; why holds durations, no times");
   /* times from the app's zero (why's are the steps' own) */
   AppView av = { 0 };
   if ((format != 2 && app_view_read (path, format == 0, &av) != 0) || trace_load (path, &t) != 0)
@@ -2665,6 +2850,31 @@ pp_cli_export (int argc, char **argv)
   PpWhyReport *why = NULL;
   PpWhyChange why_ch;
   PpSchedule *why_s = NULL;
+  int64_t base = 0;
+  if (format != 2)
+    {
+      char msg[256];
+      if (pp_cli_selection_given (keep)
+          && (status = pp_cli_selection_check (keep, t.n_all_spans, span_coords, &t)) != 0)
+        goto done;
+      status = 1;
+      t.keep = pp_cli_selection_given (keep) ? keep : NULL;
+      if (!pp_cli_clock_base (clock, t.has_desc ? &t.desc : NULL, run_start (&t, &av), &base, msg, sizeof msg))
+        {
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, msg);
+          goto done;
+        }
+      int shared = clock == PP_CLI_CLOCK_REALTIME && format == 0 ? real_pids (&t, n_ranks_of (&t)) : 0;
+      if (shared < 0)
+        {
+          fprintf (stderr, "pipescope-cli: error: out of memory\n");
+          goto done;
+        }
+      if (shared > 0)
+        fprintf (stderr, "pipescope-cli: note: %d tracks share a pid (ranks run as threads of one process, "
+                 "or processes on different hosts); they keep pipescope's numbers, from %d\n", shared,
+                 PP_CLI_CLOCK_SYNTHETIC_PID);
+    }
   if (format == 2)
     {
       PpError e = { 0 };
@@ -2684,7 +2894,8 @@ pp_cli_export (int argc, char **argv)
       if (format == 2)
         wrc = write_why_json (stdout, &t, why_s, why, &why_ch);
       else
-        wrc = format == 0 ? write_chrome (stdout, &t, &av) : write_csv (stdout, &t, &av);
+        wrc = format == 0 ? write_chrome (stdout, &t, &av, base, clock == PP_CLI_CLOCK_RUN)
+              : write_csv (stdout, &t, base);
       if (wrc != 0)
         fprintf (stderr, "pipescope-cli: error: out of memory\n");
       else if (ferror (stdout) | (fflush (stdout) != 0))
@@ -2704,7 +2915,7 @@ pp_cli_export (int argc, char **argv)
       goto done;
     }
   if ((format == 2 ? write_why_json (f, &t, why_s, why, &why_ch)
-       : format == 0 ? write_chrome (f, &t, &av) : write_csv (f, &t, &av)) != 0)
+       : format == 0 ? write_chrome (f, &t, &av, base, clock == PP_CLI_CLOCK_RUN) : write_csv (f, &t, base)) != 0)
     {
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;
@@ -2731,4 +2942,13 @@ done:
   pp_schedule_free (why_s);
   trace_clear (&t);
   return status;
+}
+
+int
+pp_cli_export (int argc, char **argv)
+{
+  PpCliSelection keep = { 0 };
+  int rc = export_command (argc, argv, &keep);
+  pp_cli_selection_clear (&keep);
+  return rc;
 }

@@ -24,10 +24,19 @@ static const GOptionEntry options[] = {
     "Token of a job served on TCP (other local users can read it here: prefer --token-file "
     "or PIPESCOPE_TOKEN)", "TOKEN" },
   { "no-run", 0, 0, G_OPTION_ARG_NONE, NULL, "Do not start the default run", NULL },
-  { "self-test", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, NULL,
-    "Drive the window from inside (tests): run, attach or bench-stream", "MODE" },
+  { "self-test", 0, 0, G_OPTION_ARG_STRING, NULL,
+    "Drive the window from inside, for the tests and the manual's pictures (--self-test=help "
+    "lists the modes; demo-screenshot opens Save screenshot, whose PNG, SVG or PDF is the "
+    "picture for a report)", "MODE" },
   { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, "[FILE…]" },
   { NULL }
+};
+
+/* The modes of --self-test (pp-self-test.c): one list for the check, the
+ * error and --self-test=help. */
+static const char *const self_test_modes[] = {
+  "run", "attach", "bench-stream", "open", "open-error", "save", "profile", "replicas",
+  "spans", "host-lane", "demo", "demo-compare", "demo-attach", "demo-screenshot", "demo-why", NULL
 };
 
 char *
@@ -64,14 +73,16 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
   g_variant_dict_lookup (opts, "no-run", "b", &no_run);
   g_variant_dict_lookup (opts, G_OPTION_REMAINING, "^a&ay", &files);
 
-  if (self_test && !g_strv_contains ((const char *const[]) { "run", "attach", "demo", "demo-compare",
-                                                             "demo-attach", "demo-screenshot",
-                                                             "bench-stream", "open", "open-error", "save", "profile", "replicas",
-                                                             "spans", "host-lane", "demo-why", NULL },
-                                      self_test))
+  if (self_test && (strcmp (self_test, "help") == 0 || !g_strv_contains (self_test_modes, self_test)))
     {
-      g_application_command_line_printerr (cmdline,
-                                           "pipescope: --self-test takes run, attach, bench-stream, open, open-error, save, profile, replicas, spans, host-lane, demo or demo-compare\n");
+      g_autofree char *modes = g_strjoinv (", ", (char **) self_test_modes);
+      if (strcmp (self_test, "help") == 0)
+        {
+          g_application_command_line_print (cmdline, "pipescope --self-test=MODE, MODE one of: %s\n"
+                                            "(app/gui/pp-self-test.c says what each does)\n", modes);
+          return 0;
+        }
+      g_application_command_line_printerr (cmdline, "pipescope: --self-test takes %s\n", modes);
       return 2;
     }
 
@@ -149,6 +160,38 @@ quit_activated (GSimpleAction *action, GVariant *param, gpointer data)
   g_list_free (windows);
 }
 
+/* The manual's front page: the sources' README.md when the app runs from
+ * the build tree (the manual of the code that runs), else the installed
+ * copy; NULL where neither is there. */
+char *
+pp_application_find_manual (void)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *dir = self ? g_path_get_dirname (self) : NULL;
+  g_autofree char *source = g_build_filename (PP_SOURCE_ROOT, "README.md", NULL);
+  g_autofree char *installed = g_build_filename (PP_DOC_DIR, "README.md", NULL);
+
+  if (dir && strcmp (dir, PP_BUILD_GUI_DIR) == 0 && g_file_test (source, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer (&source);
+  if (g_file_test (installed, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer (&installed);
+  return NULL;
+}
+
+static void
+manual_activated (GSimpleAction *action, GVariant *param, gpointer data)
+{
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (data));
+  g_autofree char *path = pp_application_find_manual ();
+  if (path == NULL)
+    {
+      g_warning ("pipescope: the manual is not installed (%s/README.md)", PP_DOC_DIR);
+      return;
+    }
+  g_autofree char *uri = g_filename_to_uri (path, NULL, NULL);
+  gtk_show_uri (parent, uri, GDK_CURRENT_TIME);
+}
+
 static void
 about_activated (GSimpleAction *action, GVariant *param, gpointer data)
 {
@@ -183,11 +226,13 @@ pp_application_startup (GApplication *app)
   static const GActionEntry entries[] = {
     { "quit", quit_activated },
     { "about", about_activated },
+    { "manual", manual_activated },
   };
   g_action_map_add_action_entries (G_ACTION_MAP (app), entries, G_N_ELEMENTS (entries), app);
 
   static const struct { const char *action; const char *accels[2]; } accels[] = {
     { "app.quit",               { "<Control>q", NULL } },
+    { "app.manual",             { "F1", NULL } },
     { "win.run",                { "<Control>r", NULL } },
     { "win.open",               { "<Control>o", NULL } },
     { "win.stop",               { "<Control>period", NULL } },

@@ -12,5 +12,7 @@ PpApplication *pp_application_new (void);
 
 /* pipescope-cli: beside our own binary, else on PATH; NULL if neither. */
 char          *pp_application_find_cli (void);
+/* The manual's front page (README.md, sources or installed), or NULL. */
+char          *pp_application_find_manual (void);
 
 G_END_DECLS

@@ -5,8 +5,10 @@ first on PYTHONPATH, and Python imports sitecustomize at start-up.
 It runs the sitecustomize this one shadows (if any), then waits, costing
 nothing, until the process imports a framework's pipeline schedules
 (torch.distributed.pipelining; megatron-core's
-megatron.core.pipeline_parallel.schedules); only then does it load that
-framework's adapter (pipescope.torch, pipescope.megatron) and instrument it.
+megatron.core.pipeline_parallel.schedules; DeepSpeed's
+deepspeed.runtime.pipe.engine); only then does it load that framework's
+adapter (pipescope.torch, pipescope.megatron, pipescope.deepspeed) and
+instrument it.
 A process that never pipelines (torchrun's launcher, a data loader worker, a
 tool) is left alone.
 """
@@ -39,6 +41,7 @@ def _chain():
 _ADAPTERS = {
     "torch.distributed.pipelining": "pipescope.torch",
     "megatron.core.pipeline_parallel.schedules": "pipescope.megatron",
+    "deepspeed.runtime.pipe.engine": "pipescope.deepspeed",
 }
 
 
