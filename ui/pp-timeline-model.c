@@ -14,6 +14,7 @@
  * in its own list (procs), for the views that fold or unfold the replicas
  * (pp-timeline-fold.c builds them as models whose ranks are rows).
  */
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model-private.h"
 
 #include <ctype.h>
@@ -115,7 +116,8 @@ struct _PpTimelineModel {
   int64_t           *step_starts;        /* ascending, steps with a marker */
   int32_t           *step_numbers;
   size_t             n_steps;
-  double            *losses;
+  double            *losses;           /* the job's loss a step: pp_analysis_loss_at of loss_acc */
+  PpAnalysisLoss    *loss_acc;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
   /* a job of replicas: each replica's losses by step, apart (never mixed) */
@@ -288,6 +290,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   for (size_t i = 0; i < m->n_loss_series; i++)
     free (m->loss_series[i].v);
   free (m->loss_series);
+  pp_analysis_loss_free (m->loss_acc);
   free (m->edge);
   free (m->edge_process);
   free (m->edge_raw_ns);
@@ -1004,29 +1007,49 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
+    case PP_COUNTER_LOSS_PART:
+      /* Losses are indexed by step; the array may run ahead of the loss
+       * counters seen by a bounded factor only, so one counter with a huge
+       * step cannot cost megabytes (a loss that far out is not kept). */
+      if (c->step < 0 || !isfinite (c->value)
+          || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
+        return 0;
+      if (m->loss_acc == NULL && (m->loss_acc = pp_analysis_loss_new ()) == NULL)
+        return 0;
       {
-        /* Losses are indexed by step; the arrays may run ahead of the loss
-         * counters seen by a bounded factor only, so one counter with a
-         * huge step cannot cost megabytes (a loss that far out is not
-         * kept).  A job of replicas: each replica's series apart, and the
-         * one series (pp_timeline_model_losses) the lowest replica's, so
-         * that two replicas' values never alternate on one line. */
-        if (c->step < 0 || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
+        /* the job's loss over its replicas (pp-analysis-loss.h): a
+         * replica is the process's dp index */
+        const Proc *pr = process >= 0 && m->proc_at != NULL && process < PP_TRACE_MAX_PROCESSES
+                         && m->proc_at[process] >= 0 ? &m->procs[m->proc_at[process]] : NULL;
+        int kind = pp_analysis_loss_kind (m->loss_acc), n_rep = pp_analysis_loss_n_replicas (m->loss_acc);
+        if (pp_analysis_loss_add (m->loss_acc, c, pr != NULL && pr->placed ? pr->place.coord[PP_TRACE_MESH_DP] : -1) < 0)
           return 0;
-        const PpTraceProcess *p = pp_timeline_model_process_place (m, process);
-        int32_t dp = p != NULL ? p->coord[PP_TRACE_MESH_DP] : -1;
-        int kept = 0;
-        if (dp <= 0)
-          kept = store_loss (&m->losses, &m->n_losses, c);
-        if (p != NULL)
-          {
-            LossSeries *ls = loss_series_of (m, dp);
-            if (ls != NULL)
-              kept |= store_loss (&ls->v, &ls->n, c);
-          }
-        m->n_loss_counters += kept;
-        return kept;
+        if (pp_analysis_loss_kind (m->loss_acc) != kind || pp_analysis_loss_n_replicas (m->loss_acc) != n_rep)
+          for (size_t i = 0; i < m->n_losses; i++)   /* the headline's kind or replicas changed */
+            m->losses[i] = pp_analysis_loss_at (m->loss_acc, (int32_t) i);
       }
+      if ((size_t) c->step >= m->n_losses)
+        {
+          size_t n = (size_t) c->step + 1;
+          double *l = realloc (m->losses, n * sizeof *l);
+          if (l == NULL)
+            return 0;
+          for (size_t i = m->n_losses; i < n; i++)
+            l[i] = NAN;
+          m->losses = l;
+          m->n_losses = n;
+        }
+      m->losses[c->step] = pp_analysis_loss_at (m->loss_acc, c->step);
+      {
+        /* and each replica's own series apart (the chart's line a
+         * replica): never two replicas' values on one line */
+        const PpTraceProcess *p = pp_timeline_model_process_place (m, process);
+        LossSeries *ls = p != NULL ? loss_series_of (m, p->coord[PP_TRACE_MESH_DP]) : NULL;
+        if (ls != NULL)
+          store_loss (&ls->v, &ls->n, c);
+      }
+      m->n_loss_counters++;
+      return 1;
     case PP_COUNTER_ACTIVATION_BYTES:
       if (ensure_rank (m, c->rank) != 0)
         return 0;
@@ -1586,13 +1609,15 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
     return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
                               item->clock_offset.offset_ns);
-  /* a loss: every replica's, each in its own series; the block-edge
-   * counters: every process's, each with its process (a row takes its
-   * shown process's, edge_row; the Why tab every copy's: a rank whose
-   * median copy is not the shown one read no run delay, descheduled 0) */
+  /* a loss: every replica's (the job's, pp-analysis-loss.h, and each
+   * replica's own series); the block-edge counters: every process's, each
+   * with its process (a row takes its shown process's, edge_row; the Why
+   * tab every copy's: a rank whose median copy is not the shown one read
+   * no run delay, descheduled 0) */
   if (item->type == PP_TRACE_ITEM_COUNTER
-      && (item->counter.kind == PP_COUNTER_LOSS || item->counter.kind == PP_COUNTER_RUN_DELAY_NS
-          || item->counter.kind == PP_COUNTER_PROBE_SELF_NS || item->counter.kind == PP_COUNTER_ON_CPU_NS))
+      && (item->counter.kind == PP_COUNTER_LOSS || item->counter.kind == PP_COUNTER_LOSS_PART
+          || item->counter.kind == PP_COUNTER_RUN_DELAY_NS || item->counter.kind == PP_COUNTER_PROBE_SELF_NS
+          || item->counter.kind == PP_COUNTER_ON_CPU_NS))
     return add_counter (m, &item->counter, item->process);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))

@@ -225,9 +225,9 @@ uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
 
 /* Each rank's measured bubble a step over the steps that count, as
  * pp-analysis.h defines both (every view reads the same): bubble[r] gets
- * the median over the counted steps of the share of the step's compute
- * window (its first F/B/I/W start to its last end over the ranks) in
- * which rank r runs no block.  bubble[n_ranks] gets -1 for every rank
+ * the median over the counted steps of the share of the whole step (its
+ * first work start to its last work end over the ranks) in which rank r
+ * runs no work.  bubble[n_ranks] gets -1 for every rank
  * when no step counts.  Returns the number of steps counted. */
 int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
 /* Whether a timed plan's action of this kind (PP_TRACE_ACT_*) is work:

@@ -314,7 +314,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
     first_replica &= rs->place.coord[d] == 0;
   if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL && first_replica
       && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)
-          || pp_span_kind_is_dp_comm (it->span.kind)))
+          || pp_analysis_span_counts (it->span.kind)))
     {
       if (c->n_kept == PROFILE_SPANS_MAX)
         {

@@ -66,7 +66,7 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
       if (item.type == PP_TRACE_ITEM_END)
         break;
       if (item.type == PP_TRACE_ITEM_SPAN
-          && (pp_span_kind_is_block (item.span.kind) || pp_span_kind_is_dp_comm (item.span.kind)))
+          && pp_analysis_span_counts (item.span.kind))
         {
           if (n_spans == cap)
             {

@@ -21,6 +21,7 @@
 #include "cli-select.h"
 #include "cli-clock.h"
 #include "cli-replicas.h"
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
@@ -1106,22 +1107,25 @@ run_start (const Trace *t, const AppView *v)
 /* ---- info ------------------------------------------------------------------ */
 
 
-/* The loss the last stage reported, first to last (the median step is
- * print_step_bubbles', the one analysis's). */
+/* The job's loss, first to last (pp-analysis-loss.h: over the replicas
+ * as the framework reduces it; the median step is print_step_bubbles',
+ * the one analysis's). */
 static void
 print_loss (const Trace *t)
 {
-  int n = 0;
-  double first = 0, last = 0;
+  PpAnalysisLoss *a = pp_analysis_loss_new ();
+  char line[256];
+  if (a == NULL)
+    return;
   for (size_t i = 0; i < t->n_counters; i++)
-    if (t->counters[i].kind == PP_COUNTER_LOSS && isfinite (t->counters[i].value))
-      {
-        if (n++ == 0)
-          first = t->counters[i].value;
-        last = t->counters[i].value;
-      }
-  if (n > 0)
-    printf ("loss: %.6g -> %.6g (%d value%s, as the job computed it)\n", first, last, n, n == 1 ? "" : "s");
+    {
+      int32_t g = t->counter_process != NULL ? t->counter_process[i] : -1;
+      const PpTraceProcess *p = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? &t->procs[t->proc_at[g]] : NULL;
+      pp_analysis_loss_add (a, &t->counters[i], p != NULL ? p->coord[PP_TRACE_MESH_DP] : -1);
+    }
+  if (pp_analysis_loss_describe (a, line, sizeof line)[0])
+    printf ("%s\n", line);
+  pp_analysis_loss_free (a);
 }
 
 /* One process's (or, without places, one rank's) collective counters. */
@@ -1265,7 +1269,7 @@ step_analysis_of (const Trace *t, PpAnalysisSteps *a)
   it.type = PP_TRACE_ITEM_SPAN;
   it.process = -1;
   for (size_t i = 0; i < n_spans; i++)
-    if (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind))
+    if (pp_analysis_span_counts (spans[i].kind))
       {
         it.span = spans[i];
         it.process = placed ? t->span_process[i] : -1;
@@ -1289,9 +1293,9 @@ print_step_bubbles (const Trace *t, int n_ranks)
     {
       char what[160], pc[32];
       printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
-      printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
+      printf ("median step: %.3f ms (the whole step: first work start to last end, every rank)\n", a.median_step / 1e6);
       printf (PP_ANALYSIS_MEASURED_LABEL " (the median over the steps analysed of the share of the step a rank "
-              "runs no block):\n");
+              "runs no work):\n");
       for (int r = 0; r < n_ranks; r++)
         printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
       printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
@@ -1386,8 +1390,8 @@ info_usage (FILE *out)
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
          "kind, each rank's bubble a step (the median over the steps of the share of\n"
-         "the step, from its first F/B/I/W start to its last end, in which the rank\n"
-         "computes nothing: the number run, the app and render give, and what compares\n"
+         "the whole step, from its first work start to its last end (its data-parallel\n"
+         "work and optimizer step included), in which the rank works not at all: the number run, the app and render give, and what compares\n"
          "with the plan's bubble), its idle share over the whole trace (set-up and\n"
          "the time between steps included), dropped events and\n"
          "whether the file was cut short.  For a run whose schedule it can rebuild:\n"
