@@ -16,6 +16,7 @@
  * range is PP_EFORMAT with one line naming the file and what is wrong.
  * No GLib. */
 #include "pp-import-chrome.h"
+#include "pp-import-hash.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,13 +136,11 @@ pp_import_chrome_is_pipescope (const PpJsonDoc *doc)
 
 /* ---- names ------------------------------------------------------------------- */
 
+/* keyed (pp-import-hash.h): a file cannot choose colliding names */
 static uint32_t
 hash_name (const char *s)
 {
-  uint32_t h = 2166136261u;
-  for (; *s; s++)
-    h = (h ^ (unsigned char) *s) * 16777619u;
-  return h;
+  return (uint32_t) pp_import_hash (s);
 }
 
 /* The id of name (interned and written once); 0 when out of memory. */
@@ -166,9 +165,14 @@ intern (Chrome *c, const char *name, PpStatus *st)
       c->n_slots = ns;
     }
   uint32_t k = hash_name (name) & (c->n_slots - 1);
-  for (; c->slots[k] != 0; k = (k + 1) & (c->n_slots - 1))
+  size_t probed = 1;
+  for (; c->slots[k] != 0; k = (k + 1) & (c->n_slots - 1), probed++)
     if (strcmp (c->names[c->slots[k]], name) == 0)
-      return c->slots[k];
+      {
+        pp_import_hash_probed (probed);
+        return c->slots[k];
+      }
+  pp_import_hash_probed (probed);
   if (c->n_names + 2 > c->cap_names)
     {
       uint32_t cap = c->cap_names ? c->cap_names * 2 : 256;

@@ -9,6 +9,7 @@
  * the trace writer; nothing of the format is written here. */
 #include "pp-import.h"
 #include "pp-import-chrome.h"
+#include "pp-import-hash.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -114,15 +115,6 @@ typedef struct {
 
 /* ---- names ---------------------------------------------------------------- */
 
-static uint64_t
-hash_str (const char *s)
-{
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char) *s) * 1099511628211ull;
-  return h;
-}
-
 /* The id of name (interned on first sight), 0 when out of memory. */
 static uint32_t
 intern (Names *nm, const char *name)
@@ -135,22 +127,28 @@ intern (Names *nm, const char *name)
         return 0;
       for (uint32_t id = 1; id <= nm->n; id++)
         {
-          size_t i = hash_str (nm->names[id - 1]) & (nc - 1);
-          while (t[i] != 0)
+          /* keyed (pp-import-hash.h): a file cannot choose colliding names */
+          size_t i = pp_import_hash (nm->names[id - 1]) & (nc - 1), k = 1;
+          for (; t[i] != 0; k++)
             i = (i + 1) & (nc - 1);
           t[i] = id;
+          pp_import_hash_probed (k);
         }
       free (nm->table);
       nm->table = t;
       nm->tcap = nc;
     }
-  size_t i = hash_str (name) & (nm->tcap - 1);
-  while (nm->table[i] != 0)
+  size_t i = pp_import_hash (name) & (nm->tcap - 1), k = 1;
+  for (; nm->table[i] != 0; k++)
     {
       if (strcmp (nm->names[nm->table[i] - 1], name) == 0)
-        return nm->table[i];
+        {
+          pp_import_hash_probed (k);
+          return nm->table[i];
+        }
       i = (i + 1) & (nm->tcap - 1);
     }
+  pp_import_hash_probed (k);
   if (nm->n == nm->cap)
     {
       uint32_t nc = nm->cap ? nm->cap * 2 : 64;

@@ -287,6 +287,36 @@ PIPESCOPE_API int      pipescope_device_overlap (pipescope_rank *r, uint64_t f_i
                                                  int b_stage, int b_microbatch, int step,
                                                  int64_t start_ns, int64_t end_ns);
 
+/* ---- Spans from a library the job loaded (the NCCL profiler plugin) ------
+ *
+ * A library that another runtime loads into the job (NCCL loads
+ * libnccl-profiler-pipescope.so, docs/nccl-plugin.md) is never handed a
+ * rank: it records into the process's rank, the first rank opened in this
+ * process and not yet closed (the Python hook's).  Each call takes that
+ * rank under a lock that pipescope_rank_close takes before it frees the
+ * rank, so a call racing a close records or does nothing, never touches
+ * freed memory.  Where no rank is open every call does nothing.  Added to
+ * version 1 without changing any call above: look them up by name. */
+
+/* The step the process's rank last began (pipescope_step phase 0, a
+ * batch's STEP_BEGIN); 0 before any; -1 where no rank is open. */
+PIPESCOPE_API int      pipescope_process_step (void);
+/* name, interned for these spans' name_id: the same id (> 0) for the same
+ * name, also before a rank opens; 0 for NULL or "", or once the table's
+ * PIPESCOPE_PROCESS_NAMES names are taken.  Names are cut to 63 bytes.  A
+ * rank writes a name before the first span of its that uses it. */
+#define PIPESCOPE_PROCESS_NAMES 256
+PIPESCOPE_API uint32_t pipescope_process_name (const char *name);
+/* A span of kind (a span kind of the trace format, not OVERLAP_F_B) into
+ * the process's rank with every field a span has: name_id from
+ * pipescope_process_name or 0, device the GPU (0xffff: none, the host),
+ * stream (its meaning is the kind's: docs/nccl-plugin.md says what the
+ * plugin's spans carry).  0, or -1 where no rank is open, the span is
+ * refused (kind, an end before its start) or dropped (full rings). */
+PIPESCOPE_API int      pipescope_process_span (int kind, uint32_t name_id, int stage, int microbatch,
+                                               int step, int peer, uint64_t bytes, int device,
+                                               uint32_t stream, int64_t start_ns, int64_t end_ns);
+
 #ifdef __cplusplus
 }
 #endif

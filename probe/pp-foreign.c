@@ -65,6 +65,10 @@ _Static_assert ((int) PIPESCOPE_LOSS == (int) PP_COUNTER_LOSS
 #define FOREIGN_NEST_MAX    16
 #define FOREIGN_MARKERS     256          /* step markers waiting for the drain */
 #define FOREIGN_DEVICE_WAIT 65536        /* blocks waiting for their device records */
+/* pipescope_process_name's ids: the top of the 19 bits of name a process
+ * has in profile's merged stream (cli-profile.c, PROFILE_NAME_BITS), far
+ * above the CUPTI collector's, which count up from 1. */
+#define FOREIGN_PROCESS_NAME_BASE ((1u << 19) - PIPESCOPE_PROCESS_NAMES)
 
 /* A block given before its device records have surely all arrived. */
 typedef struct {
@@ -96,6 +100,7 @@ struct pipescope_rank {
   const PpCuptiModule *cu;
   _Atomic (PpCupti *)  cupti;
   uint32_t        names_written;         /* kernel names in the writers (drain, under the lock) */
+  uint32_t        process_names_written; /* pipescope_process_name's names in the writers (likewise) */
   pthread_mutex_t device_lock;           /* the waiting blocks */
   DeviceBlock    *device;
   size_t          n_device, cap_device;
@@ -125,6 +130,10 @@ put_err (char *err, size_t size, const char *fmt, ...)
   vsnprintf (err, size, fmt, ap);
   va_end (ap);
 }
+
+static void process_rank_opened (pipescope_rank *r);
+static void process_rank_closing (pipescope_rank *r);
+static void process_step_begun (pipescope_rank *r, int step);
 
 int
 pipescope_api_version (void)
@@ -220,17 +229,21 @@ write_name_range (PpTraceWriter *w, void *user, PpError *err)
 /* The recorder's before_spans: names the collector interned since the
  * last batch (ids come 1, 2, 3, ... in order of first use), so that a
  * reader (merge, a viewer) knows each name before its first span. */
+static void write_process_names (pipescope_rank *r);
+
 static void
 write_names (void *user, const PpSpan *spans, size_t n)
 {
   pipescope_rank *r = user;
   PpCupti *c = atomic_load (&r->cupti);
   uint32_t top = r->names_written;
+  write_process_names (r);
   if (c == NULL)
     return;
   for (size_t i = 0; i < n; i++)
     if ((spans[i].kind == PP_SPAN_KERNEL || spans[i].kind == PP_SPAN_MEMCPY
-         || spans[i].kind == PP_SPAN_MEMSET) && spans[i].name_id > top)
+         || spans[i].kind == PP_SPAN_MEMSET) && spans[i].name_id > top
+        && spans[i].name_id < FOREIGN_PROCESS_NAME_BASE)
       top = spans[i].name_id;
   if (top == r->names_written)
     return;
@@ -424,6 +437,7 @@ pipescope_rank_open (const char *job, int rank, int n_ranks, const char *runtime
   if (pp_recorder_start (r->rec, &hooks, &e) != PP_OK)
     goto fail;
   r->probe = pp_recorder_probe (r->rec);
+  process_rank_opened (r);
   return r;
 
 fail:
@@ -454,6 +468,7 @@ pipescope_rank_close (pipescope_rank *r, char *err, size_t err_size)
   put_err (err, err_size, "%s", "");
   if (r == NULL)
     return 0;
+  process_rank_closing (r);
   /* the blocks still waiting and the collector's last records, then the
    * final drain (which still asks the collector for names), the markers
    * no span came after, the files closed */
@@ -561,7 +576,7 @@ static int
 is_block_api_kind (int k)
 {
   return k == PIPESCOPE_F || k == PIPESCOPE_B || k == PIPESCOPE_I || k == PIPESCOPE_W
-         || k == PIPESCOPE_OPT || is_dp_kind (k) || pp_span_kind_is_host (k);
+         || k == PIPESCOPE_OPT || is_dp_kind (k) || pp_span_kind_is_host (k) || k == PIPESCOPE_LOSS_BLOCK;
 }
 
 int
@@ -716,7 +731,7 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
              : record_on (r, PIPESCOPE_GC, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0,
                           (uint32_t) f[7]);
       else if (kind == PIPESCOPE_F || kind == PIPESCOPE_B || kind == PIPESCOPE_I || kind == PIPESCOPE_W
-               || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind))
+               || kind == PIPESCOPE_OPT || pp_span_kind_is_host ((int) kind) || kind == PIPESCOPE_LOSS_BLOCK)
         rc = record (r, (int) kind, (int) f[1], (int) f[2], (int) f[3], f[4], f[5], -1, 0);
       else if (is_dp_kind ((int) kind))
         rc = record (r, (int) kind, (int) f[1], -1, (int) f[3], f[4], f[5], -1, (uint64_t) f[7]);
@@ -731,6 +746,8 @@ pipescope_records (pipescope_rank *r, size_t n, const int64_t *records)
       else if ((kind == PIPESCOPE_STEP_BEGIN || kind == PIPESCOPE_STEP_END) && f[3] >= 0)
         {
           device_emit_waiting (r);   /* as pipescope_step does */
+          if (kind == PIPESCOPE_STEP_BEGIN)
+            process_step_begun (r, (int) f[3]);
           rc = queue_marker (r, (int) f[3], kind == PIPESCOPE_STEP_END, f[4]);
         }
       if (rc != 0)
@@ -745,6 +762,8 @@ pipescope_step (pipescope_rank *r, int step, int phase, int64_t time_ns)
   if (r == NULL || step < 0 || (phase != 0 && phase != 1))
     return -1;
   device_emit_waiting (r);
+  if (phase == 0)
+    process_step_begun (r, step);
   /* Queued for the drain, which writes it after the spans recorded before
    * it; never a file write on the caller's thread. */
   return queue_marker (r, step, phase, time_ns);
@@ -1072,4 +1091,139 @@ device_stop (pipescope_rank *r)
   pthread_mutex_unlock (&r->device_lock);
   r->cu->stop (c);
   return c;
+}
+
+/* ---- the process's rank, for a library the job loaded (pipescope.h) ----------- */
+
+/* The first rank opened and still open; process_lock held for reading
+ * while a span goes into it, for writing while it changes (close takes it
+ * before anything of the rank is freed). */
+static pthread_rwlock_t  process_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pipescope_rank   *process_rank;
+static _Atomic int       process_step;
+
+/* The names: appended under names_lock, published by n_process_names
+ * (release) after the text is in place; never removed. */
+static pthread_mutex_t   names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char              process_names[PIPESCOPE_PROCESS_NAMES][64];
+static _Atomic uint32_t  n_process_names;
+
+static void
+process_rank_opened (pipescope_rank *r)
+{
+  pthread_rwlock_wrlock (&process_lock);
+  if (process_rank == NULL)
+    {
+      process_rank = r;
+      atomic_store (&process_step, 0);
+    }
+  pthread_rwlock_unlock (&process_lock);
+}
+
+static void
+process_rank_closing (pipescope_rank *r)
+{
+  pthread_rwlock_wrlock (&process_lock);
+  if (process_rank == r)
+    process_rank = NULL;
+  pthread_rwlock_unlock (&process_lock);
+}
+
+static void
+process_step_begun (pipescope_rank *r, int step)
+{
+  if (r == process_rank && step >= 0)   /* a stale read only misses a step of a rank closing */
+    atomic_store_explicit (&process_step, step, memory_order_relaxed);
+}
+
+typedef struct { uint32_t from, to; } ProcessNames;
+
+static PpStatus
+write_process_name_range (PpTraceWriter *w, void *user, PpError *err)
+{
+  const ProcessNames *p = user;
+  for (uint32_t k = p->from; k < p->to; k++)
+    {
+      PpStatus st = pp_trace_write_string (w, FOREIGN_PROCESS_NAME_BASE + k, process_names[k], err);
+      if (st != PP_OK)
+        return st;
+    }
+  return PP_OK;
+}
+
+/* Before a batch of spans (the drain, under the recorder's lock): the
+ * names interned since the last, so that each precedes its first span. */
+static void
+write_process_names (pipescope_rank *r)
+{
+  uint32_t n = atomic_load_explicit (&n_process_names, memory_order_acquire);
+  if (n == r->process_names_written)
+    return;
+  ProcessNames p = { r->process_names_written, n };
+  (void) pp_recorder_write_locked (r->rec, write_process_name_range, &p, NULL, NULL);
+  r->process_names_written = n;
+}
+
+int
+pipescope_process_step (void)
+{
+  pthread_rwlock_rdlock (&process_lock);
+  int step = process_rank != NULL ? atomic_load_explicit (&process_step, memory_order_relaxed) : -1;
+  pthread_rwlock_unlock (&process_lock);
+  return step;
+}
+
+uint32_t
+pipescope_process_name (const char *name)
+{
+  char cut[64];
+  uint32_t id = 0;
+  if (name == NULL || name[0] == '\0')
+    return 0;
+  snprintf (cut, sizeof cut, "%s", name);
+  pthread_mutex_lock (&names_lock);
+  uint32_t n = atomic_load_explicit (&n_process_names, memory_order_relaxed);
+  for (uint32_t k = 0; k < n && id == 0; k++)
+    if (strcmp (process_names[k], cut) == 0)
+      id = FOREIGN_PROCESS_NAME_BASE + k;
+  if (id == 0 && n < PIPESCOPE_PROCESS_NAMES)
+    {
+      memcpy (process_names[n], cut, sizeof cut);
+      atomic_store_explicit (&n_process_names, n + 1, memory_order_release);
+      id = FOREIGN_PROCESS_NAME_BASE + n;
+    }
+  pthread_mutex_unlock (&names_lock);
+  return id;
+}
+
+int
+pipescope_process_span (int kind, uint32_t name_id, int stage, int microbatch, int step, int peer,
+                        uint64_t bytes, int device, uint32_t stream, int64_t start_ns, int64_t end_ns)
+{
+  PpSpan s;
+  int rc = -1;
+  if (kind < 0 || kind >= PP_N_SPAN_KINDS || kind == PP_SPAN_OVERLAP_F_B || end_ns < start_ns
+      || (name_id != 0 && (name_id < FOREIGN_PROCESS_NAME_BASE
+                           || name_id >= FOREIGN_PROCESS_NAME_BASE + atomic_load (&n_process_names))))
+    return -1;
+  memset (&s, 0, sizeof s);
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.bytes = bytes;
+  s.stage = stage < 0 ? -1 : stage;
+  s.microbatch = microbatch < 0 ? -1 : microbatch;
+  s.step = step < 0 ? 0 : step;
+  s.name_id = name_id;
+  s.kind = (uint16_t) kind;
+  s.device = device < 0 || device > 0xffff ? 0xffff : (uint16_t) device;
+  s.stream = stream;
+  s.peer_rank = peer < 0 ? -1 : peer;
+  pthread_rwlock_rdlock (&process_lock);
+  if (process_rank != NULL)
+    {
+      s.rank = process_rank->rank;
+      rc = pp_probe_record_span (process_rank->probe, &s) ? 0 : -1;
+    }
+  pthread_rwlock_unlock (&process_lock);
+  return rc;
 }

@@ -666,6 +666,12 @@ pp_trace_process_check (const PpTraceProcess *p, PpError *err)
       return pp_error_set (err, PP_EINVAL, "trace: process %d has %s %d of size %d, not in [0, size) "
                            "with a size in [1, %d]", p->process, dim[d], p->coord[d], p->size[d],
                            PP_TRACE_MAX_PROCESSES);
+  /* global ranks lie below PP_TRACE_MAX_PROCESSES: a mesh of more
+   * processes is no job's (and its products would pass 64 bits) */
+  if (pp_trace_mesh_count (p->size, PP_TRACE_MESH_PP) > PP_TRACE_MAX_PROCESSES)
+    return pp_error_set (err, PP_EINVAL, "trace: process %d's mesh (pp %d x dp %d x tp %d x cp %d x ep %d) "
+                         "holds more than %d processes", p->process, p->size[0], p->size[1], p->size[2],
+                         p->size[3], p->size[4], PP_TRACE_MAX_PROCESSES);
   return PP_OK;
 }
 

@@ -124,6 +124,22 @@ typedef struct {
  * naming the field that is wrong. */
 PpStatus pp_trace_process_check (const PpTraceProcess *p, PpError *err);
 
+/* The processes a mesh of these sizes holds over dimensions from .. ep (a
+ * size below 1 counts 1), saturated at INT64_MAX: what the views print as
+ * "N replicas", never a signed overflow, however a file's places disagree
+ * (each place holds at most PP_TRACE_MAX_PROCESSES, the largest sizes of
+ * several may not: issue 40). */
+int64_t  pp_trace_mesh_count (const int32_t size[PP_TRACE_MESH_DIMS], int from);
+
+/* Whether the processes ps[n] can be one job: PP_OK, or PP_EFORMAT and one
+ * line (beginning "trace: ") naming two processes at one place (the same
+ * pipeline rank, dp, tp, cp and ep: merge refuses them too), or the mesh
+ * their largest sizes make holding more than PP_TRACE_MAX_PROCESSES
+ * processes.  Processes whose place was not read
+ * (PP_TRACE_PROCESS_UNPLACED) are numbered apart from the others and never
+ * collide.  One sort of an index: PP_ENOMEM. */
+PpStatus pp_trace_places_check (const PpTraceProcess *ps, size_t n, PpError *err);
+
 /* Numbers the processes of ps[n] whose place was not read
  * (PP_TRACE_PROCESS_UNPLACED) as replicas of their pipeline rank: within a
  * rank, in order of global rank, dp = k (after the largest dp a placed

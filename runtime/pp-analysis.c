@@ -208,6 +208,21 @@ is_block (const PpSpan *sp, int n_ranks)
          && sp->end_ns >= sp->start_ns;
 }
 
+/* A span that bounds its step and is busy in it: any work (pp-analysis.h,
+ * the whole step). */
+static int
+is_step_work (const PpSpan *sp, int n_ranks)
+{
+  return pp_analysis_span_counts (sp->kind) && sp->step >= 0 && sp->rank >= 0 && sp->rank < n_ranks
+         && sp->end_ns >= sp->start_ns;
+}
+
+int
+pp_analysis_span_counts (int kind)
+{
+  return pp_span_kind_is_work (kind);
+}
+
 PpStatus
 pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, int n_ranks, long n_compute,
                    PpAnalysisSteps *out, PpError *err)
@@ -242,11 +257,15 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
         acc[n_acc++] = (StepAcc) { nums[i], 0, INT64_MAX, INT64_MIN };
       acc[n_acc - 1].n++;
     }
+  /* the whole step: every work span of a step that has blocks bounds it
+   * (its data-parallel work and optimizer step after the last block too);
+   * the run's first step starts at its first block (set-up before it is
+   * not a step's) */
   FOR_SPANS (sp)
-    if (is_block (sp, n_ranks))
+    if (is_step_work (sp, n_ranks) && find_step (acc, n_acc, sp->step) >= 0)
       {
         StepAcc *a = &acc[find_step (acc, n_acc, sp->step)];
-        if (sp->start_ns < a->lo) a->lo = sp->start_ns;
+        if (sp->start_ns < a->lo && (a != acc || pp_span_kind_is_block (sp->kind))) a->lo = sp->start_ns;
         if (sp->end_ns > a->hi) a->hi = sp->end_ns;
       }
   for (size_t i = 0; i < n_acc; i++)
@@ -267,20 +286,17 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
     goto oom;
   for (size_t i = 0; i < k * (size_t) n_ranks; i++)
     bub[i] = 1.0;   /* a rank with no block in a step idles all of it */
-  /* the counted steps' blocks and data-parallel spans, by step, rank, start */
+  /* the counted steps' work spans, by step, rank, start */
   const StepAcc *cs = acc + first;
   FOR_SPANS (sp)
-    if (sp->step >= 0 && sp->rank >= 0 && sp->rank < n_ranks
-        && (pp_span_kind_is_block (sp->kind) || pp_span_kind_is_dp_comm (sp->kind))
-        && find_step (cs, k, sp->step) >= 0)
+    if (is_step_work (sp, n_ranks) && find_step (cs, k, sp->step) >= 0)
       n_pk++;
   pk = malloc ((n_pk ? n_pk : 1) * sizeof *pk);
   if (pk == NULL)
     goto oom;
   n_pk = 0;
   FOR_SPANS (sp)
-    if (sp->step >= 0 && sp->rank >= 0 && sp->rank < n_ranks
-        && (pp_span_kind_is_block (sp->kind) || pp_span_kind_is_dp_comm (sp->kind)))
+    if (is_step_work (sp, n_ranks))
       {
         long j = find_step (cs, k, sp->step);
         if (j >= 0)

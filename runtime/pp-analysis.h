@@ -12,14 +12,23 @@
  * step of the run (the same steps for a run that dropped nothing).  A run
  * of one whole step keeps it.
  *
+ * THE WHOLE STEP: a step runs from its first work span's start to its
+ * last work span's end over every process (pp_analysis_span_counts: its
+ * blocks, the loss computation LOSS, its data-parallel communication,
+ * also what is recorded after its last block, such as megatron's
+ * finalize_model_grads, and its optimizer step OPT), whichever process
+ * ends last.  Set-up before step 0 is never a step's: the run's first
+ * step (its lowest number) starts at its first block.
+ *
  * THE STEP STATISTIC: the "median step", the median over the counted
- * steps of a step's length (its first F/B/I/W start to its last end over
- * every rank; the mean of the two middles for an even count).
+ * steps of a step's length (the whole step; the mean of the two middles
+ * for an even count).
  *
  * MEASURED BUBBLE ("bubble a step"): per rank, the median over the counted
- * steps of the share of the step in which the rank runs no block (its
- * data-parallel communication counts as busy); a rank with no block in a
- * step idles all of it.  Overall: the mean over the ranks.
+ * steps of the share of the step in which the rank runs no work (its
+ * data-parallel communication, loss computation and optimizer step count
+ * as busy); a rank with no block in a step idles all of it.  Overall: the
+ * mean over the ranks.
  *
  * PLAN BUBBLES are never unlabelled: PP_ANALYSIS_PLAN_* names which plan.
  *
@@ -37,6 +46,11 @@
 /* The most steps one analysis counts: the last ones.  Bounds what a live
  * view re-simulates on each update. */
 #define PP_ANALYSIS_STEPS 16
+
+/* Whether a span of this kind bounds its step and is busy in it (the
+ * whole step above): pp_span_kind_is_work's kinds.  A view hands the
+ * analysis these spans, never a list of its own. */
+int pp_analysis_span_counts (int kind);
 
 /* The rule in one phrase, for the views' labels. */
 #define PP_ANALYSIS_STEP_RULE "whole steps after the first, the last 16 at most"

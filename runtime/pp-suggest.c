@@ -391,7 +391,8 @@ pp_suggestion_how (const PpSuggestion *s, PpFramework framework, char *buf, size
 
 /* ---- measured costs from a trace ------------------------------------------- */
 
-enum { K_F, K_B, K_I, K_W, K_OVF, K_N };
+/* K_LOSS: the loss computation (LOSS spans), the last stage's work */
+enum { K_F, K_B, K_I, K_W, K_OVF, K_LOSS, K_N };
 
 /* Sums of one (rank, stage) over all steps. */
 typedef struct {
@@ -462,6 +463,7 @@ acc_kind (int span_kind)
     case PP_SPAN_I: return K_I;
     case PP_SPAN_W: return K_W;
     case PP_SPAN_OVERLAP_F_B: return K_OVF;
+    case PP_SPAN_LOSS: return K_LOSS;
     default: return -1;
     }
 }
@@ -483,21 +485,123 @@ pp_measured_costs_clear (PpMeasuredCosts *c)
   memset (c, 0, sizeof *c);
 }
 
+/* A span of one process's rank, for what nests in the blocks: k its
+ * StageAcc kind (-1 for a data-parallel span). */
+typedef struct {
+  int32_t key, rank, stage;
+  int     k;
+  int64_t start, end;
+} Timed;
+
 /* What the spans add up to, before the costs are made of it. */
 typedef struct {
   StageMap map;
   double   sum_send;
   long     n_send;
   int      max_rank, max_mb;
+  Timed   *blocks, *dp;   /* the blocks (and LOSS) and the dp spans, for their nesting */
+  size_t   n_blocks, cap_blocks, n_dp, cap_dp;
 } CostSums;
 
+static int
+keep_timed (Timed **v, size_t *n, size_t *cap, Timed t)
+{
+  if (*n == *cap)
+    {
+      size_t nc = *cap ? 2 * *cap : 256;
+      Timed *nv = realloc (*v, nc * sizeof *nv);
+      if (nv == NULL)
+        return -1;
+      *v = nv;
+      *cap = nc;
+    }
+  (*v)[(*n)++] = t;
+  return 0;
+}
+
+static int
+cmp_timed (const void *a, const void *b)
+{
+  const Timed *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* A block's compute is its length less the data-parallel spans nested in
+ * it (FSDP's all-gathers in its pre-forward hook, reduce-scatters in the
+ * loss call), as the one analysis counts it (pp-why.h): their time comes
+ * off the sums of the blocks' (rank, stage).  The dp spans of one
+ * process's rank are made a union first.  A LOSS inside a block is the
+ * block's time already: it comes off the loss sum. */
+static void
+take_nested_dp (CostSums *cs)
+{
+  size_t m = 0;
+  int64_t block_end = INT64_MIN;   /* the latest end of a block (not LOSS) of this process's rank */
+  if (cs->n_blocks == 0)
+    return;
+  qsort (cs->dp, cs->n_dp, sizeof *cs->dp, cmp_timed);
+  qsort (cs->blocks, cs->n_blocks, sizeof *cs->blocks, cmp_timed);
+  for (size_t i = 0; i < cs->n_dp; i++)
+    if (m > 0 && cs->dp[m - 1].key == cs->dp[i].key && cs->dp[m - 1].rank == cs->dp[i].rank
+        && cs->dp[i].start <= cs->dp[m - 1].end)
+      {
+        if (cs->dp[i].end > cs->dp[m - 1].end)
+          cs->dp[m - 1].end = cs->dp[i].end;
+      }
+    else
+      cs->dp[m++] = cs->dp[i];
+  for (size_t b = 0; b < cs->n_blocks; b++)
+    {
+      const Timed *x = &cs->blocks[b];
+      if (b == 0 || x->key != cs->blocks[b - 1].key || x->rank != cs->blocks[b - 1].rank)
+        block_end = INT64_MIN;
+      if (x->k == K_LOSS && x->end <= block_end)
+        {
+          /* a LOSS inside a block: the block's time holds it already */
+          StageAcc *acc = stage_get (&cs->map, x->rank, x->stage);
+          if (acc != NULL)
+            acc->sum[K_LOSS] -= (double) (x->end - x->start) * 1e-9;
+          continue;
+        }
+      if (x->k != K_LOSS && x->end > block_end)
+        block_end = x->end;
+      size_t lo = 0, hi = m;
+      while (lo < hi)   /* the first union interval of x's process and rank ending after x starts */
+        {
+          size_t mid = lo + (hi - lo) / 2;
+          const Timed *d = &cs->dp[mid];
+          if (d->key < x->key || (d->key == x->key && (d->rank < x->rank || (d->rank == x->rank && d->end <= x->start))))
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+      int64_t in = 0;
+      for (size_t j = lo; j < m && cs->dp[j].key == x->key && cs->dp[j].rank == x->rank && cs->dp[j].start < x->end; j++)
+        {
+          int64_t a = cs->dp[j].start > x->start ? cs->dp[j].start : x->start;
+          int64_t e = cs->dp[j].end < x->end ? cs->dp[j].end : x->end;
+          if (e > a)
+            in += e - a;
+        }
+      StageAcc *acc = in > 0 ? stage_get (&cs->map, x->rank, x->stage) : NULL;
+      if (acc != NULL)
+        acc->sum[x->k] -= (double) in * 1e-9;
+    }
+}
+
 static PpStatus
-costs_add_span (CostSums *cs, const PpSpan *sp, PpError *err)
+costs_add_span (CostSums *cs, const PpSpan *sp, int32_t key, PpError *err)
 {
   int k = acc_kind (sp->kind);
 
   if (sp->end_ns < sp->start_ns || sp->rank < 0)
     return PP_OK;
+  Timed t = { key, sp->rank, sp->stage, k, sp->start_ns, sp->end_ns };
+  if ((pp_span_kind_is_dp_comm (sp->kind) && keep_timed (&cs->dp, &cs->n_dp, &cs->cap_dp, t) != 0)
+      || (k >= 0 && keep_timed (&cs->blocks, &cs->n_blocks, &cs->cap_blocks, t) != 0))
+    return pp_error_set (err, PP_ENOMEM, "out of memory");
   /* end >= start: the difference as unsigned is exact */
   double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
   if (sp->kind == PP_SPAN_SEND_F || sp->kind == PP_SPAN_SEND_B)
@@ -530,6 +634,7 @@ costs_finish (CostSums *cs, const PpTraceDescription *desc, const char *what, Pp
   PpStatus st = PP_OK;
   int P, M;
 
+  take_nested_dp (cs);
   if (cs->map.used == 0)
     {
       st = pp_error_set (err, PP_EINVAL, "%s has no measured F/B spans; record a run first", what);
@@ -579,6 +684,10 @@ costs_finish (CostSums *cs, const PpTraceDescription *desc, const char *what, Pp
        * plain span of that kind, split F : B = 1 : 2. */
       ov = mean (a, K_OVF);
       f = a->n[K_F] > 0 ? mean (a, K_F) : ov / 3;
+      /* the loss computation, a micro-batch's share, counts in the
+       * stage's forward as the one analysis counts it (pp-why.h) */
+      if (a->n[K_LOSS] > 0 && a->n[K_F] + a->n[K_OVF] > 0)
+        f += a->sum[K_LOSS] / (double) (a->n[K_F] > 0 ? a->n[K_F] : a->n[K_OVF]);
       w = mean (a, K_W);
       if (a->n[K_B] + a->n[K_I] > 0)
         /* B spans are whole backwards; I spans are completed by a mean W. */
@@ -607,6 +716,9 @@ out:
   pp_schedule_free (sched);
   free (cs->map.slots);
   cs->map.slots = NULL;
+  free (cs->blocks);
+  free (cs->dp);
+  cs->blocks = cs->dp = NULL;
   return st;
 }
 
@@ -645,13 +757,15 @@ pp_measured_costs_from_trace (const char *path, PpMeasuredCosts *out, PpError *e
           desc = *item.description;
           has_desc = true;
         }
-      else if (item.type == PP_TRACE_ITEM_SPAN && (st = costs_add_span (&cs, &item.span, err)) != PP_OK)
+      else if (item.type == PP_TRACE_ITEM_SPAN && (st = costs_add_span (&cs, &item.span, item.process, err)) != PP_OK)
         goto out;
     }
   pp_trace_reader_free (rd);
   return costs_finish (&cs, has_desc ? &desc : NULL, path, out, err);
 out:
   free (cs.map.slots);
+  free (cs.blocks);
+  free (cs.dp);
   pp_trace_reader_free (rd);
   return st;
 }
@@ -668,9 +782,11 @@ pp_measured_costs_from_spans (const PpTraceDescription *desc, const PpSpan *cons
   memset (out, 0, sizeof *out);
   for (int r = 0; r < n_rows; r++)
     for (size_t i = 0; i < n[r]; i++)
-      if ((st = costs_add_span (&cs, &rows[r][i], err)) != PP_OK)
+      if ((st = costs_add_span (&cs, &rows[r][i], -1, err)) != PP_OK)
         {
           free (cs.map.slots);
+          free (cs.blocks);
+          free (cs.dp);
           return st;
         }
   return costs_finish (&cs, desc, what != NULL ? what : "the run", out, err);

@@ -83,7 +83,8 @@ int64_t  pp_suggest_work (const PpMeasuredCosts *costs);
 
 /* ---- measured costs from a trace ------------------------------------------
  * Reads the trace at path (every step in it).  Per (rank, stage): the mean
- * duration of its F spans, of its full backwards (a B span, or an I span plus
+ * duration of its F spans (plus its LOSS spans' time a forward: the loss
+ * computation is the last stage's work, pp-why.h), of its full backwards (a B span, or an I span plus
  * the stage's mean W) and of its W spans (0 when the run never split the
  * backward).  A rank's cost is the sum over its stages of those means, each
  * weighted by the share of the micro-batches the stage sees when the run's

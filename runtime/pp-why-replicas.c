@@ -12,6 +12,7 @@
  * the replica whose step length is the median.  One replica reads exactly
  * as pp_why_analyse_run.  No GLib. */
 #include "pp-why.h"
+#include "pp-why-private.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -115,11 +116,26 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
   size_t *cfirst = calloc ((size_t) n_buckets + 1, sizeof *cfirst);
   PpCounter *cby = cfirst != NULL && counter_replica != NULL && n_counters > 0
     ? bucket (counters, sizeof *counters, counter_replica, n_counters, n_buckets, cfirst) : NULL;
+  /* each collective's wait for the latest replica, bucketed alike */
+  int64_t *wait = malloc ((n + 1) * sizeof *wait);
+  int32_t *wait_of = malloc ((n + 1) * sizeof *wait_of);
+  int64_t *wby = NULL;
+  int32_t *oby = NULL;
+  if (wait != NULL && wait_of != NULL && first != NULL && pp_why_replica_waits (spans, replica, n, wait, wait_of) == 0)
+    {
+      size_t *tmp = malloc (((size_t) n_buckets + 1) * sizeof *tmp);
+      if (tmp != NULL)
+        {
+          wby = bucket (wait, sizeof *wait, replica, n, n_buckets, tmp);
+          oby = bucket (wait_of, sizeof *wait_of, replica, n, n_buckets, tmp);
+        }
+      free (tmp);
+    }
   PpError first_err = { 0 };
   PpStatus st = PP_OK;
   int k = 0;
-  if (first == NULL || got == NULL || order == NULL || by == NULL || cfirst == NULL
-      || (counter_replica != NULL && n_counters > 0 && cby == NULL))
+  if (first == NULL || got == NULL || order == NULL || by == NULL || cfirst == NULL || wby == NULL
+      || oby == NULL || (counter_replica != NULL && n_counters > 0 && cby == NULL))
     {
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
@@ -131,9 +147,10 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       int id = b == n_buckets - 1 && any_unplaced ? -1 : b;
       if (first[b + 1] == first[b])
         continue;
-      if (pp_why_analyse_run_counters (desc, plans, by + first[b], first[b + 1] - first[b],
-                                       cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
-                                       max_steps, &rep, NULL, NULL, &e) != PP_OK)
+      PpWhyReplicaWaits wt = { wby + first[b], oby + first[b] };
+      if (pp_why_analyse_run_waits (desc, plans, by + first[b], first[b + 1] - first[b], &wt,
+                                    cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
+                                    max_steps, &rep, NULL, NULL, &e) != PP_OK)
         {
           if (first_err.status == PP_OK)
             first_err = e;
@@ -157,9 +174,10 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
   int med = order[(k - 1) / 2];
   int mb = got[med].replica >= 0 ? got[med].replica : n_buckets - 1;
   PpWhyReport *rep = NULL;
-  if ((st = pp_why_analyse_run_counters (desc, plans, by + first[mb], first[mb + 1] - first[mb],
-                                         cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
-                                         max_steps, &rep, change, sched_out, err)) != PP_OK)
+  PpWhyReplicaWaits mwt = { wby + first[mb], oby + first[mb] };
+  if ((st = pp_why_analyse_run_waits (desc, plans, by + first[mb], first[mb + 1] - first[mb], &mwt,
+                                      cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
+                                      max_steps, &rep, change, sched_out, err)) != PP_OK)
     goto out;
   int R = rep->ranks;
   rep->n_replicas = k;
@@ -207,7 +225,109 @@ out:
   free (by);
   free (cfirst);
   free (cby);
+  free (wait);
+  free (wait_of);
+  free (wby);
+  free (oby);
   return st;
+}
+
+/* ---- waiting for a slower replica ------------------------------------------ */
+
+typedef struct {
+  size_t  i;
+  int32_t step, rank, kind, stage, replica;
+  int32_t ord;      /* the k-th such span of its replica's rank in the step */
+  int64_t start;
+} Coll;
+
+static int
+cmp_coll_replica (const void *a, const void *b)
+{
+  const Coll *x = a, *y = b;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->stage != y->stage) return x->stage < y->stage ? -1 : 1;
+  if (x->replica != y->replica) return x->replica < y->replica ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+static int
+same_collective (const Coll *x, const Coll *y)
+{
+  return x->step == y->step && x->rank == y->rank && x->kind == y->kind && x->stage == y->stage
+         && x->ord == y->ord;
+}
+
+static int
+cmp_coll_ord (const void *a, const void *b)
+{
+  const Coll *x = a, *y = b;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->stage != y->stage) return x->stage < y->stage ? -1 : 1;
+  if (x->ord != y->ord) return x->ord < y->ord ? -1 : 1;
+  return (x->replica > y->replica) - (x->replica < y->replica);
+}
+
+/* A collective the replicas of a pipeline rank meet in: the gradients'
+ * reduction and the parameters' all-gather (RESHARD frees memory, and
+ * WAIT_REDUCE_GRAD waits for a reduction begun before: neither is where
+ * the replicas meet). */
+static int
+is_collective (int kind)
+{
+  return kind == PP_SPAN_UNSHARD || kind == PP_SPAN_REDUCE_GRAD;
+}
+
+int
+pp_why_replica_waits (const PpSpan *spans, const int32_t *replica, size_t n, int64_t *wait_ns, int32_t *of)
+{
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      wait_ns[i] = 0;
+      of[i] = -1;
+      m += is_collective (spans[i].kind) && replica[i] >= 0 && spans[i].step >= 0
+           && spans[i].end_ns >= spans[i].start_ns;
+    }
+  Coll *c = malloc ((m ? m : 1) * sizeof *c);
+  if (c == NULL)
+    return -1;
+  m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (is_collective (spans[i].kind) && replica[i] >= 0 && spans[i].step >= 0
+        && spans[i].end_ns >= spans[i].start_ns)
+      c[m++] = (Coll) { i, spans[i].step, spans[i].rank, spans[i].kind, spans[i].stage, replica[i], 0,
+                        spans[i].start_ns };
+  qsort (c, m, sizeof *c, cmp_coll_replica);
+  for (size_t j = 1; j < m; j++)
+    if (c[j].step == c[j - 1].step && c[j].rank == c[j - 1].rank && c[j].kind == c[j - 1].kind
+        && c[j].stage == c[j - 1].stage && c[j].replica == c[j - 1].replica)
+      c[j].ord = c[j - 1].ord + 1;
+  qsort (c, m, sizeof *c, cmp_coll_ord);
+  for (size_t j = 0; j < m;)
+    {
+      size_t e = j + 1, late = j;
+      for (; e < m && same_collective (&c[e], &c[j]); e++)
+        if (c[e].start > c[late].start)
+          late = e;
+      for (size_t k = j; e - j > 1 && k < e; k++)
+        {
+          const PpSpan *sp = &spans[c[k].i];
+          int64_t w;
+          if (__builtin_sub_overflow (c[late].start, c[k].start, &w) || w <= 0)
+            continue;
+          int64_t len = sp->end_ns - sp->start_ns;
+          wait_ns[c[k].i] = w < len ? w : len;
+          of[c[k].i] = c[late].replica;
+        }
+      j = e;
+    }
+  free (c);
+  return 0;
 }
 
 static const PpTraceProcess *sort_procs;

@@ -9,7 +9,7 @@
 
 static const char *const part_names[] = {
   "descheduled", "gc", "host_schedule", "host_loss", "host_data", "host_zero_grad",
-  "probe", "user_kernels", "launch_gap", "host_other", "peer_late", "unattributed",
+  "probe", "user_kernels", "launch_gap", "host_other", "peer_late", "replica_late", "unattributed",
 };
 
 /* docs/why.md's "Inside runtime" says the same: change both together */
@@ -25,6 +25,7 @@ static const char *const part_meanings[] = {
   "the device idle while the host was still launching its next work",
   "the thread on a CPU in the gap beyond the named host parts and the probe: host work the probe did not name",
   "waiting for a peer's output longer than the plan's transfer time",
+  "waiting in a data-parallel collective for a slower replica to arrive (not the collective's own transfer)",
   "the rest (what no measured part explains)",
 };
 
@@ -130,6 +131,8 @@ pp_why_runtime_reset (PpWhyIdle *w)
   w->runtime_measured[PP_WHY_RT_UNATTRIBUTED] = 1;
   w->late_peer = -1;
   w->late_wait = 0;
+  w->late_replica = -1;
+  w->replica_wait = 0;
 }
 
 static int
@@ -282,7 +285,12 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       const RankIx *x = &ix->r[r];
       GapSum g = { { 0 } };
       size_t n_mine = 0;
+      /* the caller's wait for slower replicas (rule 0) stays */
+      double replica_wait = w->replica_wait > 0 ? w->replica_wait : 0;
+      int late_replica = w->late_replica;
       pp_why_runtime_reset (w);
+      w->replica_wait = replica_wait;
+      w->late_replica = replica_wait > 0 ? late_replica : -1;
       while (first < nb && order[first]->rank < r)
         first++;
       while (first + n_mine < nb && order[first + n_mine]->rank == r)
@@ -299,6 +307,11 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
        * before an amount without a place), each pp_why_capped to what
        * runtime has left */
       double runtime = w->runtime > 0 ? w->runtime : 0, left = runtime, charged = 0;
+      /* rule 0: the wait for a slower replica, placed inside the rank's
+       * collectives, first */
+      double rl = pp_why_capped (replica_wait, left);
+      w->runtime_parts[PP_WHY_RT_REPLICA_LATE] = rl;
+      left = runtime - (charged += rl);
       for (int i = 0; i < PP_WHY_RT_PEER_LATE; i++)
         {
           int k = i == 0 ? PP_WHY_RT_GC : i == 1 ? PP_WHY_RT_DESCHEDULED : i;
@@ -366,9 +379,16 @@ pp_why_runtime_mean (const PpWhyStep *steps, int n_steps, int ranks, PpWhyIdle *
       memset (by_peer, 0, (size_t) ranks * sizeof *by_peer);
       m->late_peer = -1;
       m->late_wait = 0;
+      m->late_replica = -1;
+      m->replica_wait = 0;
+      double most = 0;
       for (int i = 0; i < n_steps; i++)
         {
           const PpWhyIdle *w = &steps[i].idle[r];
+          /* the replica of the step it waited most in */
+          m->replica_wait += w->replica_wait / n_steps;
+          if (w->late_replica >= 0 && w->replica_wait > most)
+            most = w->replica_wait, m->late_replica = w->late_replica;
           for (int k = 0; k < PP_WHY_N_RUNTIME_PARTS; k++)
             {
               m->runtime_parts[k] += w->runtime_parts[k] / n_steps;
@@ -443,6 +463,9 @@ pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, double sc
           if (sep[0] == ' ')
             fprintf (f, " nothing measured");
         }
+      if (w->late_replica >= 0 && w->runtime_parts[PP_WHY_RT_REPLICA_LATE] > 0)
+        fprintf (f, "; waited in its data-parallel collectives for copy %d (%.2f %s in all)", w->late_replica,
+                 w->replica_wait * scale, unit);
       fputc ('\n', f);
     }
   /* a reader of the split should not need the README to read it */
@@ -463,6 +486,9 @@ pp_why_runtime_write_json (FILE *f, const PpWhyIdle *w)
         sep = ", ";
       }
   fputc ('}', f);
+  if (w->late_replica >= 0 && w->runtime_parts[PP_WHY_RT_REPLICA_LATE] > 0)
+    fprintf (f, ", \"runtime_replica_late\": {\"replica\": %d, \"seconds\": %.9g}", w->late_replica,
+             w->replica_wait);
   if (w->late_peer < 0 || !(w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0))
     return;
   fprintf (f, ", \"runtime_peer_late\": {\"peer\": %d, \"seconds\": %.9g, \"causes\": {", w->late_peer,

@@ -4,6 +4,16 @@
  * The rule.  Per rank, per analysed step, runtime (pp-why.h) splits into
  * the parts of PP_WHY_RT_* that add up to it exactly, none negative.
  *
+ * 0. replica_late (a job of replicas, pp_why_analyse_replicas): the time
+ *    the rank waited inside its data-parallel collectives (UNSHARD,
+ *    REDUCE_GRAD) for a slower replica: per collective, the latest
+ *    replica's arrival minus the rank's (their clock-aligned starts; at
+ *    most the span), the collective matched across the replicas as the
+ *    k-th of its kind and stage the pipeline rank runs in the step.  It
+ *    is taken out of dp_comm (what is left is the collective's own
+ *    transfer) into the bubble, and charged to runtime first (capped to
+ *    it), naming the replica waited for most (PpWhyIdle.late_replica).
+ *    Without replicas: 0, not measured.
  * 1. In each idle gap of the rank inside the step's compute window (a gap:
  *    between two consecutive work spans of the rank, pp_span_kind_is_work,
  *    no work span covering it; the first and last gap clipped to the
@@ -110,7 +120,7 @@
 
 /* "descheduled", "gc", "host_schedule", "host_loss", "host_data",
  * "host_zero_grad", "probe", "user_kernels", "launch_gap", "host_other", "peer_late",
- * "unattributed";
+ * "replica_late", "unattributed";
  * NULL out of range. */
 const char *pp_why_runtime_part_name (int part);
 /* What the part is, in the manual's words (docs/why.md, "Inside runtime"), one short
@@ -167,6 +177,7 @@ void pp_why_print_runtime_parts (FILE *f, const PpWhyIdle *idle, int ranks, doub
                                  const char *unit);
 /* w's JSON members, each after ", ": "runtime_parts": {name: seconds}
  * (gc, descheduled, unattributed always; the others where measured or
- * non-zero), and "runtime_peer_late": {"peer", "seconds", "causes"} where
- * peer_late has a peer. */
+ * non-zero), "runtime_replica_late": {"replica", "seconds"} where
+ * replica_late has a replica, and "runtime_peer_late": {"peer", "seconds",
+ * "causes"} where peer_late has a peer. */
 void pp_why_runtime_write_json (FILE *f, const PpWhyIdle *w);

@@ -1,5 +1,6 @@
 /* pp-why.c — idle time by cause, the critical path, what to change (pp-why.h). */
 #include "pp-why.h"
+#include "pp-why-private.h"
 #include "pp-analysis.h"
 #include "pp-why-runtime.h"
 #include "pp-schedule-rules.h"
@@ -478,10 +479,12 @@ cmp_span_step (const void *a, const void *b)
   return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
-/* Sums of one stage's spans in a step. */
+/* Sums of one stage's spans in a step (each block's compute: its length
+ * less the data-parallel spans nested in it); loss: the LOSS spans run
+ * outside a block (inside one, the block's time holds them). */
 typedef struct {
-  double f, b, i, w, ov;
-  long   nf, nb, ni, nw, nov;
+  double f, b, i, w, ov, loss;
+  long   nf, nb, ni, nw, nov, nloss;
 } StageSums;
 
 static void
@@ -494,6 +497,11 @@ costs_of_sums (const StageSums *a, int n_stages, const double *xsum, const long 
       double ov = z->nov ? z->ov / (double) z->nov : 0;
       double w = z->nw ? z->w / (double) z->nw : 0;
       cm->f[s] = z->nf ? z->f / (double) z->nf : ov / 3;
+      /* the loss computation, a micro-batch's share, after its forward:
+       * the plan runs it as part of the stage's F (the same time on the
+       * stage, the same hand-offs) */
+      if (z->nloss > 0 && (z->nf > 0 || z->nov > 0))
+        cm->f[s] += z->loss / (double) (z->nf > 0 ? z->nf : z->nov);
       cm->w[s] = w;
       if (z->nb + z->ni > 0)
         cm->b[s] = (z->b + z->i + (double) z->ni * w) / (double) (z->nb + z->ni);
@@ -522,40 +530,68 @@ union_add (int64_t a, int64_t b, int64_t lo, int64_t hi, int64_t *end, int64_t *
     *end = b;
 }
 
-/* Each rank's data-parallel communication in a step's window [lo, hi]
- * (seconds) where none of its blocks runs: the union of its blocks and
- * data-parallel spans there less the blocks' alone.  Both in integer ns,
- * so a rank without such spans has exactly 0 (seconds summed as doubles
- * left 1e-18 of noise in the export).  idx holds the step's spans sorted
- * by rank, then start. */
+/* Each rank's time in a step's window [lo, hi] (seconds): busy[r] its
+ * work other than data-parallel communication (the union of its work
+ * spans less that of its data-parallel spans), dp[r] its data-parallel
+ * communication (the union of those spans, wherever they run: one nested
+ * in a block is that block's, its time not the block's compute).  In
+ * integer ns, so a rank without such spans has exactly 0 (seconds summed
+ * as doubles left 1e-18 of noise in the export).  idx holds the step's
+ * spans sorted by rank, then start. */
 static void
-step_dp_time (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi, int P,
-              double *dp)
+step_busy_dp (const PpSpan *spans, const size_t *idx, size_t n, int64_t lo, int64_t hi, int P,
+              double *busy, double *dp)
 {
-  int64_t end = INT64_MIN, block_end = INT64_MIN, all = 0, blocks = 0;
+  int64_t end = INT64_MIN, dp_end = INT64_MIN, all = 0, comm = 0;
   int cur = -1;
   for (int r = 0; r < P; r++)
-    dp[r] = 0;
+    busy[r] = dp[r] = 0;
   for (size_t j = 0; j <= n; j++)
     {
       const PpSpan *sp = j < n ? &spans[idx[j]] : NULL;
       if (sp == NULL || sp->rank != cur)
         {
-          if (cur >= 0 && cur < P && all > blocks)
-            dp[cur] = (double) (all - blocks) * 1e-9;
+          if (cur >= 0 && cur < P)
+            {
+              busy[cur] = (double) (all - comm) * 1e-9;
+              dp[cur] = (double) comm * 1e-9;
+            }
           if (sp == NULL)
             break;
           cur = sp->rank;
-          end = block_end = INT64_MIN;
-          all = blocks = 0;
+          end = dp_end = INT64_MIN;
+          all = comm = 0;
         }
-      int block = action_kind_of_span (sp->kind) >= 0;
-      if (!block && !pp_span_kind_is_dp_comm (sp->kind))
+      if (!pp_span_kind_is_work (sp->kind))
         continue;
       union_add (sp->start_ns, sp->end_ns, lo, hi, &end, &all);
-      if (block)
-        union_add (sp->start_ns, sp->end_ns, lo, hi, &block_end, &blocks);
+      if (pp_span_kind_is_dp_comm (sp->kind))
+        union_add (sp->start_ns, sp->end_ns, lo, hi, &dp_end, &comm);
     }
+}
+
+/* What of span idx[j] other spans of its rank nest: the data-parallel
+ * spans' time inside it (ns), and, where it is a block, every LOSS span
+ * inside it is marked in nested[] (its time the block's already).  idx
+ * holds the step's spans sorted by rank, then start: what nests in j
+ * follows it. */
+static int64_t
+nested_in (const PpSpan *spans, const size_t *idx, size_t n, size_t j, unsigned char *nested)
+{
+  const PpSpan *o = &spans[idx[j]];
+  int64_t got = 0, dp_end = INT64_MIN;
+  int block = action_kind_of_span (o->kind) >= 0;
+  for (size_t k = j + 1; k < n; k++)
+    {
+      const PpSpan *sp = &spans[idx[k]];
+      if (sp->rank != o->rank || sp->start_ns >= o->end_ns)
+        break;
+      if (pp_span_kind_is_dp_comm (sp->kind))
+        union_add (sp->start_ns, sp->end_ns, o->start_ns, o->end_ns, &dp_end, &got);
+      else if (block && sp->kind == PP_SPAN_LOSS && sp->end_ns <= o->end_ns)
+        nested[k] = 1;
+    }
+  return got;
 }
 
 PpStatus
@@ -570,12 +606,21 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                                const PpCounter *counters, size_t n_counters, int max_steps,
                                PpWhyReport **out, PpError *err)
 {
+  return pp_why_analyse_spans_waits (s, spans, n, NULL, counters, n_counters, max_steps, out, err);
+}
+
+PpStatus
+pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
+                            const PpWhyReplicaWaits *waits, const PpCounter *counters,
+                            size_t n_counters, int max_steps, PpWhyReport **out, PpError *err)
+{
   PpWhyRuntimeIndex *rix = NULL;
   PpWhyReport *rep = NULL;
   size_t *idx = NULL, n_idx = 0, n_ranges = 0;
   StepRange *ranges = NULL;
   StageSums *sums = NULL;
-  double *xsum = NULL, *idle = NULL, *busy = NULL, *last_end = NULL;
+  double *xsum = NULL, *idle = NULL, *busy = NULL;
+  unsigned char *nested = NULL;   /* [n_idx] a LOSS span inside a block */
   long *xn = NULL, n_compute = 0;
   PpWhyBlock *blk = NULL;
   PpCostModel *cm = NULL;
@@ -583,6 +628,8 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   double *txsum = NULL;
   long *txn = NULL;
   double *dp = NULL, *dpsum = NULL;   /* [P] a step's; [PP_COST_N_DP * S] sums over the steps */
+  double *rwait = NULL;               /* [P * n_of] a step's wait for each slower replica */
+  int n_of = 0;
   long *dpn = NULL;
   PpStatus st = PP_OK;
   int P, S, M;
@@ -617,12 +664,12 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           if (sp->stage < 0 || sp->stage >= S || sp->microbatch < 0 || sp->microbatch >= M)
             continue;
         }
-      else if (pp_span_kind_is_dp_comm (sp->kind))
+      else if (pp_span_kind_is_dp_comm (sp->kind) || sp->kind == PP_SPAN_LOSS)
         {
           if (sp->stage >= S)
             continue;
         }
-      else if (boundary_of_transfer (s, sp->kind, sp->stage) < 0)
+      else if (sp->kind != PP_SPAN_OPT && boundary_of_transfer (s, sp->kind, sp->stage) < 0)
         continue;
       idx[n_idx++] = i;
     }
@@ -661,13 +708,20 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   /* the steps that count: pp-analysis.h's one rule (max_steps may ask
    * for fewer, never more) */
   size_t first_range = 0;
+  int32_t lowest = spans[idx[0]].step;   /* the run's first step: its lowest with a block */
+  for (size_t k = 0; k < n_idx; k++)
+    if (action_kind_of_span (spans[idx[k]].kind) >= 0)
+      {
+        lowest = spans[idx[k]].step;
+        break;
+      }
   {
     int32_t *whole = malloc (n_ranges * sizeof *whole);
     if (whole == NULL)
       goto oom;
     for (size_t i = 0; i < n_ranges; i++)
       whole[i] = ranges[i].step;
-    pp_analysis_pick_steps (whole, n_ranges, spans[idx[0]].step, &first_range);
+    pp_analysis_pick_steps (whole, n_ranges, lowest, &first_range);
     free (whole);
   }
   if (n_ranges - first_range > (size_t) max_steps)
@@ -691,12 +745,16 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
   txn = calloc ((size_t) S, sizeof *txn);
   idle = calloc ((size_t) P, sizeof *idle);
   busy = calloc ((size_t) P, sizeof *busy);
-  last_end = calloc ((size_t) P, sizeof *last_end);
+  nested = calloc (n_idx ? n_idx : 1, 1);
   blk = malloc ((size_t) (n_compute + 1) * sizeof *blk);
   dp = calloc ((size_t) P, sizeof *dp);
+  for (size_t i = 0; waits != NULL && i < n; i++)
+    if (waits->of[i] >= n_of)
+      n_of = waits->of[i] + 1;
+  rwait = calloc ((size_t) P * (size_t) (n_of + 1), sizeof *rwait);
   dpsum = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpsum);
   dpn = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpn);
-  if (dp == NULL || dpsum == NULL || dpn == NULL)
+  if (dp == NULL || dpsum == NULL || dpn == NULL || rwait == NULL)
     goto oom;
   if ((rix = pp_why_runtime_index_new (spans, n, counters, n_counters, P, err)) == NULL)
     {
@@ -705,7 +763,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
     }
   if (rep->steps == NULL || rep->idle == NULL || rep->path_share == NULL || rep->costs == NULL
       || cm == NULL || sums == NULL || total == NULL || xsum == NULL || txsum == NULL || xn == NULL
-      || txn == NULL || idle == NULL || busy == NULL || last_end == NULL || blk == NULL)
+      || txn == NULL || idle == NULL || busy == NULL || nested == NULL || blk == NULL)
     goto oom;
 
   for (size_t ri = first_range; ri < n_ranges; ri++)
@@ -718,11 +776,17 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
       memset (sums, 0, (size_t) S * sizeof *sums);
       memset (xsum, 0, (size_t) S * sizeof *xsum);
       memset (xn, 0, (size_t) S * sizeof *xn);
+      memset (nested, 0, rg->n);
       for (size_t j = 0; j < rg->n; j++)
         {
           const PpSpan *sp = &spans[idx[rg->first + j]];
           int ak = action_kind_of_span (sp->kind);
           double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
+          /* the whole step: every work span bounds it; the run's first
+           * step starts at its first block (pp-analysis.h: set-up before
+           * it is not a step's) */
+          if (sp->start_ns < lo && (rg->step != lowest || ak >= 0)) lo = sp->start_ns;
+          if (sp->end_ns > hi) hi = sp->end_ns;
           if (pp_span_kind_is_dp_comm (sp->kind))
             {
               if (sp->stage >= 0)
@@ -730,6 +794,20 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                   size_t c = (size_t) (sp->kind - PP_SPAN_UNSHARD) * (size_t) S + (size_t) sp->stage;
                   dpsum[c] += d;
                   dpn[c]++;
+                }
+              continue;
+            }
+          if (sp->kind == PP_SPAN_OPT)
+            continue;
+          if (ak >= 0 || sp->kind == PP_SPAN_LOSS)
+            /* a block's compute: its length less its nested dp communication */
+            d -= (double) nested_in (spans, idx + rg->first, rg->n, j, nested) * 1e-9;
+          if (sp->kind == PP_SPAN_LOSS)
+            {
+              if (sp->stage >= 0 && !nested[j])
+                {
+                  sums[sp->stage].loss += d;
+                  sums[sp->stage].nloss++;
                 }
               continue;
             }
@@ -749,8 +827,6 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
             case PP_ACT_W: z->w += d; z->nw++; break;
             default: z->ov += d; z->nov++; break;
             }
-          if (sp->start_ns < lo) lo = sp->start_ns;
-          if (sp->end_ns > hi) hi = sp->end_ns;
         }
       /* the blocks, on the step's own clock (seconds from its first start);
        * an OVERLAP_F_B span names only its forward half: the plan's action
@@ -764,6 +840,20 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           PpWhyBlock *b = &blk[nb++];
           *b = (PpWhyBlock) { sp->rank, ak, sp->stage, sp->microbatch, -1, -1, -1,
                               (double) (sp->start_ns - lo) * 1e-9, (double) (sp->end_ns - lo) * 1e-9 };
+          /* the loss computation after its forward is the F's, as the plan
+           * runs it (costs_of_sums): the path's block ends with it */
+          for (size_t k = j + 1; ak == PP_ACT_F && k < rg->n; k++)
+            {
+              const PpSpan *x = &spans[idx[rg->first + k]];
+              if (x->rank != sp->rank || action_kind_of_span (x->kind) >= 0)
+                break;
+              if (x->kind == PP_SPAN_LOSS && x->stage == sp->stage && x->microbatch == sp->microbatch
+                  && !nested[k] && x->end_ns > sp->end_ns)
+                {
+                  b->end = (double) (x->end_ns - lo) * 1e-9;
+                  break;
+                }
+            }
           if (ak == PP_ACT_OVERLAP_F_B)
             for (int k = 0; k < s->rank[sp->rank].n_actions; k++)
               {
@@ -778,22 +868,27 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                   }
               }
         }
-      /* each rank's busy time: the union of its blocks (sorted by start) */
+      /* each rank's busy time: its work less its data-parallel
+       * communication, which is a part of its own */
+      step_busy_dp (spans, idx + rg->first, rg->n, lo, hi, P, busy, dp);
+      /* the wait for slower replicas inside the rank's collectives is
+       * idle with a cause (replica_late), not dp_comm's transfer */
+      memset (rwait, 0, (size_t) P * (size_t) (n_of + 1) * sizeof *rwait);
+      for (size_t j = 0; waits != NULL && j < rg->n; j++)
+        {
+          size_t i = idx[rg->first + j];
+          if (waits->wait_ns[i] > 0 && waits->of[i] >= 0)
+            rwait[(size_t) spans[i].rank * (size_t) n_of + (size_t) waits->of[i]] += (double) waits->wait_ns[i] * 1e-9;
+        }
+      double *rw_total = rwait + (size_t) P * (size_t) n_of;   /* [P] */
       for (int r = 0; r < P; r++)
         {
-          busy[r] = 0;
-          last_end[r] = -INFINITY;
+          double t = 0;
+          for (int q = 0; q < n_of; q++)
+            t += rwait[(size_t) r * (size_t) n_of + (size_t) q];
+          rw_total[r] = t < dp[r] ? t : dp[r];
+          dp[r] -= rw_total[r];
         }
-      for (size_t j = 0; j < nb; j++)
-        {
-          const PpWhyBlock *b = &blk[j];
-          double a0 = fmax (b->start, last_end[b->rank]);
-          if (b->end > a0)
-            busy[b->rank] += b->end - a0;
-          if (b->end > last_end[b->rank])
-            last_end[b->rank] = b->end;
-        }
-      step_dp_time (spans, idx + rg->first, rg->n, lo, hi, P, dp);
       ws->step = rg->step;
       ws->start_ns = lo;
       ws->length = (double) (hi - lo) * 1e-9;
@@ -804,9 +899,22 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
       if (ws->idle == NULL)
         goto oom;
       rep->n_steps++;
-      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK
-          || (st = pp_why_runtime_step (rix, s, lo, hi, blk, nb, cm->comm, ws->idle, err)) != PP_OK)
+      if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK)
         goto out;
+      for (int r = 0; r < P; r++)
+        {
+          PpWhyIdle *w = &ws->idle[r];
+          w->replica_wait = rw_total[r];
+          for (int q = 0; q < n_of; q++)
+            if (rwait[(size_t) r * (size_t) n_of + (size_t) q] > 0
+                && (w->late_replica < 0 || rwait[(size_t) r * (size_t) n_of + (size_t) q]
+                                           > rwait[(size_t) r * (size_t) n_of + (size_t) w->late_replica]))
+              w->late_replica = q;
+        }
+      if ((st = pp_why_runtime_step (rix, s, lo, hi, blk, nb, cm->comm, ws->idle, err)) != PP_OK)
+        goto out;
+      for (int r = 0; waits != NULL && r < P; r++)
+        ws->idle[r].runtime_measured[PP_WHY_RT_REPLICA_LATE] = 1;
       if ((st = pp_why_critical_path (s, blk, nb, cm->comm, &ws->path, err)) != PP_OK)
         goto out;
       for (int q = 0; q < S; q++)
@@ -816,6 +924,7 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
           total[q].i += sums[q].i; total[q].ni += sums[q].ni;
           total[q].w += sums[q].w; total[q].nw += sums[q].nw;
           total[q].ov += sums[q].ov; total[q].nov += sums[q].nov;
+          total[q].loss += sums[q].loss; total[q].nloss += sums[q].nloss;
           txsum[q] += xsum[q];
           txn[q] += xn[q];
         }
@@ -891,11 +1000,12 @@ out:
   free (txn);
   free (idle);
   free (busy);
-  free (last_end);
+  free (nested);
   free (blk);
   free (dp);
   free (dpsum);
   free (dpn);
+  free (rwait);
   pp_cost_model_free (cm);
   pp_why_runtime_index_free (rix);
   return st;
@@ -1421,6 +1531,17 @@ pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *p
                              size_t n_counters, int max_steps, PpWhyReport **out,
                              PpWhyChange *change, PpSchedule **sched_out, PpError *err)
 {
+  return pp_why_analyse_run_waits (desc, plans, spans, n, NULL, counters, n_counters, max_steps, out,
+                                   change, sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                          const PpSpan *spans, size_t n, const PpWhyReplicaWaits *waits,
+                          const PpCounter *counters, size_t n_counters, int max_steps,
+                          PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                          PpError *err)
+{
   PpSchedule *s = NULL;
   PpStatus st;
 
@@ -1431,8 +1552,8 @@ pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *p
     memset (change, 0, sizeof *change);
   if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
-  if ((st = pp_why_analyse_spans_counters (s, spans, n, counters, n_counters, max_steps, out,
-                                           err)) != PP_OK)
+  if ((st = pp_why_analyse_spans_waits (s, spans, n, waits, counters, n_counters, max_steps, out,
+                                        err)) != PP_OK)
     goto out;
   if (change != NULL)
     {

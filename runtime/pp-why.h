@@ -10,10 +10,15 @@
  *   runtime     the rest: measured minus the full plan (late hand-offs,
  *               host overhead, contention, jitter);
  *   dp_comm     the rank's data-parallel communication inside the step
- *               (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD spans,
- *               where no block of it runs): busy, not bubble, so the four
- *               parts above split what is left of the measured time, its
- *               bubble.
+ *               (the union of its UNSHARD, RESHARD, REDUCE_GRAD and
+ *               WAIT_REDUCE_GRAD spans, wherever they run: one nested in
+ *               a block or a LOSS is that block's communication, and the
+ *               block's compute is its length less it): busy, not bubble,
+ *               so the four parts above split what is left of the
+ *               measured time, its bubble.
+ * The measured time of a rank is the whole step (pp-analysis.h) less its
+ * compute: its blocks, its LOSS spans (the loss computation, work of the
+ * last stage) and its OPT, each less the data-parallel time inside it.
  * Each part is a difference of two levels: the balanced plan's idle, the
  * per-stage plan's, the full plan's and the measured idle.  A level above
  * a later one is first cut to it (pp_why_split_levels): where a slow
@@ -72,6 +77,7 @@ enum {
   PP_WHY_RT_LAUNCH_GAP,       /* the device idle while the host still launched its next work */
   PP_WHY_RT_HOST_OTHER,       /* the thread on a CPU beyond the named host parts */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
+  PP_WHY_RT_REPLICA_LATE,     /* in a data-parallel collective, waiting for a slower replica */
   PP_WHY_RT_UNATTRIBUTED,     /* the rest */
   PP_WHY_N_RUNTIME_PARTS
 };
@@ -96,6 +102,13 @@ typedef struct {
   int           late_peer;
   double        late_wait;
   double        late_causes[PP_WHY_N_RUNTIME_PARTS];
+  /* replica_late's cause (pp-why-runtime.h, rule 0): the replica whose
+   * late arrival at the rank's data-parallel collectives held it up most
+   * (-1 none), and the rank's whole wait for slower replicas in them
+   * (seconds: the latest replica's arrival minus the rank's, each
+   * collective; before the cap to runtime that replica_late is) */
+  int           late_replica;
+  double        replica_wait;
 } PpWhyIdle;
 
 /* The part names in order, "schedule", "imbalance", "transfers", "runtime",
@@ -179,9 +192,9 @@ PpStatus pp_why_blocks_of_simulation (const PpSimulation *sim, PpWhyBlock **out,
 
 typedef struct {
   int        step;
-  int64_t    start_ns;    /* its first block start on the spans' clock: the
+  int64_t    start_ns;    /* its first work start on the spans' clock: the
                            * path's times are seconds from here */
-  double     length;      /* first block start to last block end */
+  double     length;      /* the whole step: first work start to last work end */
   PpWhyIdle *idle;        /* [ranks] */
   PpWhyPath  path;
 } PpWhyStep;
@@ -208,9 +221,13 @@ typedef struct {
 } PpWhyReport;
 
 /* Analyses the spans of a run of schedule s (times in ns on one clock; the
- * result in seconds): per step, every rank's idle inside the step's compute
- * window (first F/B/I/W start to last end, as the stats panel measures it)
- * split by cause under that step's own measured per-stage costs, and its
+ * result in seconds): per step, every rank's idle inside the whole step
+ * (pp-analysis.h: its first work start to its last work end, the
+ * data-parallel work and OPT after the last block included, as the stats
+ * panel measures it) split by cause under that step's own measured
+ * per-stage costs (a stage's F: its forwards' compute plus its LOSS spans
+ * outside a block, a micro-batch's share: the plan runs the loss in the
+ * F), and its
  * critical path.  Only whole steps count (every compute action of the
  * schedule present), at most the last max_steps (<= 0: PP_WHY_MAX_STEPS).
  * PP_EINVAL "no whole step ..." when none is.  Free with pp_why_report_free. */

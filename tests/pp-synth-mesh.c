@@ -40,6 +40,9 @@
  *               without, the description has none.
  *   --straggler: replica DP runs every step 1.5 ms late (a slow host), for
  *               the folded view's mark and info's slowest replica.
+ *   --loss-blocks: the last rank's forwards end in the loss computation:
+ *               the last 40% of each is a LOSS block (format 1.9) of its
+ *               micro-batch, the forward the first 60% (times unchanged).
  *
  * One step is simulated once (every replica runs the same one, shifted),
  * so 16 x 128 at M = 32 takes a second or so.
@@ -165,6 +168,7 @@ main (int argc, char **argv)
   uint64_t job_id = 0;
   int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1, slow_dp = -1, early = -1;
   int64_t wall = 0;
+  int loss_blocks = 0;
   for (int i = 7; i < argc; i++)
     if (strcmp (argv[i], "--job-id") == 0 && i + 1 < argc)
       job_id = strtoull (argv[++i], NULL, 16);
@@ -180,6 +184,8 @@ main (int argc, char **argv)
       collectives = 1;
     else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
       straggler = atoi (argv[++i]);
+    else if (strcmp (argv[i], "--loss-blocks") == 0)
+      loss_blocks = 1;
     else if (strcmp (argv[i], "--slow-stage") == 0 && i + 1 < argc)
       slow_dp = atoi (argv[++i]);
     else if (strcmp (argv[i], "--early") == 0 && i + 1 < argc)
@@ -204,7 +210,7 @@ main (int argc, char **argv)
   int64_t *b_slow = malloc (sizeof *b_slow * (size_t) (P * M));
   Act *a = malloc (sizeof *a * (size_t) (2 * M));
   PpTracePlanAction *plan = calloc ((size_t) (2 * M), sizeof *plan);
-  PpSpan *spans = malloc (sizeof *spans * (size_t) (6 * M));
+  PpSpan *spans = malloc (sizeof *spans * (size_t) (7 * M));
   const int64_t step_ns = (int64_t) (M + P) * 3 * (F_NS + B_NS);
   PpTraceDescription desc = { .n_ranks = P, .n_microbatches = M, .n_virtual = 1 };
   snprintf (desc.schedule, sizeof desc.schedule, "%s", one_f_one_b ? "1F1B" : "GPipe");
@@ -282,6 +288,17 @@ main (int argc, char **argv)
                                       .step = s, .kind = (uint16_t) a[i].kind, .device = 0xffff,
                                       .peer_rank = -1 };
               last = end > last ? end : last;
+              if (loss_blocks && r == P - 1 && a[i].kind == PP_SPAN_F)
+                {
+                  /* the forward's last 40%: the loss computation */
+                  PpSpan *fwd = &spans[k - 1];
+                  int64_t cut = fwd->end_ns - (fwd->end_ns - fwd->start_ns) * 2 / 5;
+                  spans[k] = *fwd;
+                  spans[k].kind = PP_SPAN_LOSS;
+                  spans[k].start_ns = cut;
+                  fwd->end_ns = cut;
+                  k++;
+                }
               if (!comm)
                 continue;
               /* the hand-off out of this block, and the one into it */

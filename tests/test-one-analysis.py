@@ -14,7 +14,10 @@ through every CLI view carries the same numbers (runtime/pp-analysis.h).
   says in one line why it prints no parts;
 - a PyTorch job (tests/data/kineto/zbv, imported): `suggest` offers no
   DualPipe (torch.distributed.pipelining has none), and its measured row
-  shows info's median step and mean bubble, not a prediction.
+  shows info's median step and mean bubble, not a prediction;
+- issue 36: a PP 2 x DP 2 job whose median copy is dp 1 (pp-synth-mesh):
+  info, export --format why and render's header carry that copy's step and
+  bubbles and one plan bubble.
 """
 import json
 import os
@@ -131,6 +134,47 @@ try:
     row = measured_row(sug)
     ok(row is not None and med is not None and row[1] == med and row[2] == mean,
        "PyTorch trace: the measured row is info's median step and bubble (%s; info %s, %s)" % (row, med, mean))
+
+    # issue 36: a PP 2 x DP 2 job whose median copy is not dp 0 (dp 0's last
+    # stage twice as slow): info, export --format why and render's header
+    # carry the median copy's step and bubbles, and one plan
+    synth = os.environ.get("PP_SYNTH_MESH")
+    ok(synth is not None, "PP_SYNTH_MESH names pp-synth-mesh (meson sets it)")
+    base = os.path.join(tmp, "mesh")
+    subprocess.run([synth, base, "2", "2", "4", "6", "1f1b", "--comm", "--slow-stage", "0"], check=True)
+    mt = os.path.join(tmp, "mesh.pptrace")
+    mg = subprocess.run([CLI, "merge", "-o", mt, *["%s.rank%d" % (base, g) for g in range(4)]],
+                        capture_output=True, text=True, timeout=120)
+    info = cli("info", mt)
+    # the plan at measured costs: the median copy's costs (dp 1's: 15.4 ms
+    # planned; dp 0's slow stage would plan 27.2), one step in every line
+    planned = re.search(r"^planned 1F1B with the costs it measured: ([\d.]+) ms a step", mg.stderr, re.M)
+    ip_step = re.search(r"^bubble, plan at measured costs \(the last plan of each rank, one step ([\d.]+) ms\)",
+                        info, re.M)
+    ok(planned is not None and ip_step is not None and planned.group(1) == ip_step.group(1) == "15.400",
+       "mesh: merge's planned step is info's, timed with the median copy's costs (%s, %s)"
+       % (planned and planned.group(1), ip_step and ip_step.group(1)))
+    steps, med, bub, mean = info_numbers(info)
+    ok(med == "15.000", "mesh: info's median step is the median copy's, dp 1's 15 ms, not dp 0's 27 (%s)" % med)
+    ok(re.search(r"the path and steps copy 1's", info) is not None, "mesh: the why analysis's median copy is dp 1")
+    why = json.loads(cli("export", "--format", "why", mt, "-o", "-"))
+    a = why.get("analysis", {})
+    ok(med is not None and "%.3f" % (a.get("median_step", 0) * 1e3) == med, "mesh: why JSON's median step is info's")
+    ok(abs(why.get("step_length", 0) - a.get("median_step", -1)) < 1e-9,
+       "mesh: the why report's step is the analysis's median step (%s, %s)" % (why.get("step_length"), a.get("median_step")))
+    ok([round(100 * b, 1) for b in a.get("bubble", [])] == bub, "mesh: why JSON's bubbles are info's")
+    svg = os.path.join(tmp, "mesh.svg")
+    cli("render", mt, "-o", svg)
+    head = open(svg).read()
+    hb = re.search(r"measured bubble a step ([\d.]+)% \(median of (\d+) steps\)", head)
+    ok(hb is not None and float(hb.group(1)) == mean and int(hb.group(2)) == steps[2],
+       "mesh: render's header has info's mean bubble and steps (%s; info %s)" % (hb and hb.groups(), mean))
+    ip = re.search(r"^bubble, plan at measured costs \(the last plan of each rank, one step [\d.]+ ms\): "
+                   r"rank 0 ([\d.]+)%, rank 1 ([\d.]+)%$", info, re.M)
+    hp = re.search(r"bubble, plan at measured costs ([\d.]+)%", head)
+    ok(ip is not None and hp is not None
+       and abs(float(hp.group(1)) - (float(ip.group(1)) + float(ip.group(2))) / 2) <= 0.051,
+       "mesh: render's plan bubble is the mean of info's (%s; info %s)" % (hp and hp.group(1), ip and ip.groups()))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print("1..%d" % n_test)

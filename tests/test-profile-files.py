@@ -26,12 +26,15 @@ PyTorch).  Each check asserts files, exit codes and one-line messages:
   6. A job of 2 pipeline ranks x 2 replicas, a process each, placed on the
      mesh (issue 27): "4 processes recorded (pp 2 × dp 2 × tp 1)", the four
      files TRACE.ID.rank<G> merged into a trace of 4 processes; processes
-     4094 and 4095 (global ranks up to 4095) are merged too.
+     4094 to 4097 (global ranks past 4095, issue 40) are merged too; a
+     file of global rank 65535 (past the format's) is named, kept, and
+     profile exits 1.
 """
 
 import glob
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -303,13 +306,43 @@ def check_mesh(cli, tmp):
     info = run([cli, "info", trace]).stdout
     if "processes: 4 (pp 2 \u00d7 dp 2 \u00d7 tp 1)" not in info or "process 3: pp 1 dp 1 tp 0" not in info:
         fail(f"info of the profiled 2 x 2 mesh:\n{info}")
+    # issue 36: profile's closing line carries info's numbers (the median
+    # copy's steps, not the first replica's it timed the live plan with)
+    live = lines(p.stderr, "profile: live: ")
+    med = re.search(r"^median step: ([\d.]+) ms", info, re.M)
+    bub = re.findall(r"^  rank (\d+) bubble: ([\d.]+%)", info, re.M)
+    if len(live) != 1 or med is None or f"median step {med.group(1)} ms" not in live[0] \
+            or any(f"rank {r} {b}" not in live[0] for r, b in bub):
+        fail(f"profile's closing line is not info's (median step {med and med.group(1)}, {bub}):\n{live}")
     os.unlink(trace)
     p = profile(cli, d, ["--trace", "t.pptrace", "--name", "highjob"], writer("mesh", 1, 2, 4094))
     if p.returncode != 0 or "merged 2 traces of GPipe (P=1, 2 processes)" not in p.stderr:
         fail(f"profile of processes 4094 and 4095: exit {p.returncode}:\n{p.stderr}")
     if "process 4095: pp 0 dp 1 tp 0" not in run([cli, "info", trace]).stdout:
         fail("process 4095 is not in the trace")
-    ok("a 2 x 2 mesh: 4 processes recorded (pp 2 x dp 2 x tp 1), merged, in info; processes 4094 and 4095 merged")
+    # issue 40: global ranks past 4095 merged too (pipeline rank 1 was
+    # missing, its files left without a word, exit 0)
+    os.unlink(trace)
+    p = profile(cli, d, ["--trace", "t.pptrace", "--name", "highjob"], writer("mesh", 2, 2, 4094))
+    if p.returncode != 0 or "merged 4 traces of GPipe (P=2, 4 processes)" not in p.stderr \
+            or glob.glob(trace + ".*rank*"):
+        fail(f"profile of processes 4094 to 4097: exit {p.returncode}, left {glob.glob(trace + '.*rank*')}:\n"
+             f"{p.stderr}")
+    info = run([cli, "info", trace]).stdout
+    if "process 4097: pp 1 dp 1 tp 0" not in info or "process 4096: pp 1 dp 0 tp 0" not in info:
+        fail(f"processes 4096 and 4097 are not in the trace:\n{info}")
+    # the limit that remains (global ranks below 65535, the format's) said
+    # with the file it left out, and not 0
+    os.unlink(trace)
+    p = profile(cli, d, ["--trace", "t.pptrace", "--name", "edgejob"], writer("mesh", 1, 2, 65534))
+    left = glob.glob(trace + ".*rank65535")
+    said = [x for x in p.stderr.splitlines() if "global rank past 65534" in x]
+    if p.returncode == 0 or len(left) != 1 or len(said) != 1 or left[0] not in said[0]:
+        fail(f"profile of processes 65534 and 65535: exit {p.returncode}, left {left}:\n{p.stderr}")
+    for f in left:
+        os.unlink(f)
+    ok("a 2 x 2 mesh: 4 processes recorded (pp 2 x dp 2 x tp 1), merged, in info; processes 4094 to 4097 "
+       "merged; a rank file past the format's processes named, kept, exit 1")
 
 
 CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full,

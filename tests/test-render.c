@@ -114,14 +114,16 @@ test_model_step_bubbles (void)
       it.span = (PpSpan) { .start_ns = t + len - busy1, .end_ns = t + len, .rank = 1, .step = step,
                            .kind = PP_SPAN_B };
       pp_timeline_model_add (m, &it);
-      /* an optimizer span after the window changes nothing */
+      /* the optimizer step ends the whole step (pp-analysis.h): 13 ms */
       it.span = (PpSpan) { .start_ns = t + len + MS, .end_ns = t + len + 3 * MS, .rank = 1,
                            .step = step, .kind = PP_SPAN_OPT };
       pp_timeline_model_add (m, &it);
     }
   g_assert_cmpint (pp_timeline_model_step_bubbles (m, b), ==, 2);
-  g_assert_cmpfloat (fabs (b[0]), <, 1e-12);
-  g_assert_cmpfloat (fabs (b[1] - 0.5), <, 1e-12);   /* steps 1 and 2: 0.5, 0.5 */
+  /* steps 1 and 2 alike: rank 0 idles 3 of 13 ms (rank 1's OPT after
+   * its block), rank 1 works 5 + 2 of them */
+  g_assert_cmpfloat (fabs (b[0] - 3.0 / 13), <, 1e-12);
+  g_assert_cmpfloat (fabs (b[1] - 6.0 / 13), <, 1e-12);
   {
     PpTimelineRankStats st;
     pp_timeline_model_rank_stats (m, 1, pp_timeline_model_start_ns (m), pp_timeline_model_end_ns (m), &st);
@@ -504,7 +506,8 @@ static void
 test_palette_distinct (void)
 {
   static const int kinds[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B,
-                               PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, -1 };
+                               PP_SPAN_OPT, PP_SPAN_WAIT, PP_SPAN_UNSHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_LOSS,
+                               -1 };
   const int n = G_N_ELEMENTS (kinds);
 
   for (int dark = 0; dark < 2; dark++)
@@ -736,6 +739,137 @@ test_render_legend (void)
   cairo_destroy (cr);
   cairo_surface_destroy (s);
   pp_timeline_model_free (m);
+}
+
+/* Format 1.9's LOSS blocks (the last stage's loss computation) are work:
+ * drawn solid in the block lane in a colour of their own, light and dark,
+ * never hatched as the bubble or the host lane's loss; in the legend, hit
+ * as themselves, and labelled apart from the micro-batch's forward. */
+static void
+test_render_loss_blocks (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  /* rank 1 (the last stage): F 0-2, LOSS 2-6, B 6-10; rank 0: F 0-2 only,
+   * idle after it */
+  const struct { int rank, kind; int64_t t0, t1; } spans[] = {
+    { 0, PP_SPAN_F, 0, 2 * MS }, { 1, PP_SPAN_F, 0, 2 * MS }, { 1, PP_SPAN_LOSS, 2 * MS, 6 * MS },
+    { 1, PP_SPAN_B, 6 * MS, 10 * MS }, { 0, PP_SPAN_B, 10 * MS, 12 * MS },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (spans); i++)
+    {
+      it.span = (PpSpan) { .start_ns = spans[i].t0, .end_ns = spans[i].t1, .rank = spans[i].rank,
+                           .stage = spans[i].rank, .microbatch = 0, .kind = (uint16_t) spans[i].kind,
+                           .peer_rank = -1 };
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpstr (pp_span_kind_name (PP_SPAN_LOSS), ==, "LOSS");
+  for (int dark = 0; dark < 2; dark++)
+    {
+      PpTimelineView v;
+      PpTimelineLayout l;
+      double lc[3], bub[3], hl[3];
+      cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 300);
+      cairo_t *cr = cairo_create (s);
+      pp_timeline_view_init (&v, m, 1200, 300);
+      v.dark = dark;
+      v.show_legend = 1;
+      pp_timeline_render (cr, m, &v);
+      cairo_surface_flush (s);
+      pp_timeline_layout (m, &v, &l);
+      pp_timeline_color (PP_SPAN_LOSS, dark, lc);
+      pp_timeline_color (-1, dark, bub);
+      pp_timeline_color (PP_SPAN_HOST_LOSS, dark, hl);
+      g_assert_cmpfloat (dist (0, lc), >, 0.1);   /* not the ground */
+      /* the LOSS block's top: its colour, solid (no hatch, no bubble) */
+      double y1 = l.rows_y + l.row_h + l.block_h * 0.2, y0 = l.rows_y + l.block_h * 0.2;
+      for (int64_t t = 2 * MS + MS / 2; t < 6 * MS; t += MS)
+        {
+          double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + t);
+          g_assert_cmpfloat (patch_share (s, x, y1, lc, 0.02), ==, 1.0);
+          g_assert_cmpfloat (patch_share (s, x, y1, bub, 0.05), ==, 0);
+          g_assert_cmpfloat (patch_share (s, x, y1, hl, 0.05), ==, 0);
+          /* rank 0 idles then: the bubble, not the loss's colour */
+          g_assert_cmpfloat (patch_share (s, x, y0, lc, 0.1), ==, 0);
+          g_assert_cmpfloat (patch_share (s, x, y0, bub, 0.05), >=, 0.5);
+        }
+      /* hit: the block under the pointer is the LOSS span */
+      PpTimelineHit hit;
+      double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + 4 * MS);
+      g_assert_cmpint (pp_timeline_hit (m, &v, x, l.rows_y + l.row_h + l.block_h / 2, &hit), ==, 1);
+      g_assert_cmpint (hit.rank, ==, 1);
+      g_assert_cmpint (pp_timeline_model_spans (m, 1)[hit.index].kind, ==, PP_SPAN_LOSS);
+      /* the legend names it with its swatch */
+      int hits = 0;
+      for (int y = 300 - 30; y < 300; y++)
+        for (int xx = 0; xx < 1200; xx++)
+          hits += dist (pixel (s, xx, y), lc) < 0.02;
+      g_assert_cmpint (hits, >=, 30);
+      cairo_destroy (cr);
+      cairo_surface_destroy (s);
+    }
+  g_assert_true (pp_timeline_model_kinds_seen (m) & (1u << PP_SPAN_LOSS));
+  PpTimelineFilter f;
+  char err[128];
+  g_assert_cmpint (pp_timeline_filter_parse ("loss", &f, err, sizeof err), ==, 0);
+  g_assert_cmpuint (f.kinds, ==, 1u << PP_SPAN_LOSS);
+  pp_timeline_model_free (m);
+}
+
+/* Issue 36: a plan's step holds its data-parallel actions (profile's
+ * closing line printed the simulation's makespan with them, 605 ms, info
+ * the extent of the compute actions, 479 ms, both "the plan at measured
+ * costs").  A timed plan whose rank 0 ends in a REDUCE_GRAD: the step runs
+ * to its end, in info and in the model the app and render read, and the
+ * rank bubbles agree. */
+static void
+test_plan_step_with_dp (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "pp-render-");
+  char *path = pp_test_ctx_path (&ctx, "plan-dp.pptrace");
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 1, .n_virtual = 1 };
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  /* rank 0: F 0-1 ms, B 3-5, REDUCE_GRAD 5-8; rank 1: F 1-2, B 2-3 */
+  PpTracePlanAction p0[] = {
+    { .kind = PP_TRACE_ACT_F, .stage = 0, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0, .planned_end = 0.001 },
+    { .kind = PP_TRACE_ACT_B, .stage = 0, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.003, .planned_end = 0.005 },
+    { .kind = PP_TRACE_ACT_REDUCE_GRAD, .stage = 0, .microbatch = -1, .sub_kind = -1, .sub_stage = -1,
+      .sub_microbatch = -1, .planned_start = 0.005, .planned_end = 0.008 },
+  };
+  PpTracePlanAction p1[] = {
+    { .kind = PP_TRACE_ACT_F, .stage = 1, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.001, .planned_end = 0.002 },
+    { .kind = PP_TRACE_ACT_B, .stage = 1, .microbatch = 0, .sub_kind = -1, .sub_stage = -1, .sub_microbatch = -1,
+      .planned_start = 0.002, .planned_end = 0.003 },
+  };
+  g_assert_cmpint (pp_trace_write_rank_plan (w, 0, p0, G_N_ELEMENTS (p0), 1, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_rank_plan (w, 1, p1, G_N_ELEMENTS (p1), 1, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  char *out = NULL, *e = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  /* 8 ms: rank 0 works 6 of them (25% idle), rank 1 2 (75%) */
+  g_assert_nonnull (strstr (out, "bubble, plan at measured costs (the last plan of each rank, one step 8.000 ms): "
+                                 "rank 0 25.0%, rank 1 75.0%"));
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &err);
+  g_assert_nonnull (m);
+  g_assert_cmpfloat_with_epsilon (pp_timeline_model_planned_bubble (m, 0, INT64_MIN, INT64_MAX), 0.25, 1e-9);
+  g_assert_cmpfloat_with_epsilon (pp_timeline_model_planned_bubble (m, 1, INT64_MIN, INT64_MAX), 0.75, 1e-9);
+  g_assert_true (pp_timeline_plan_action_is_work (PP_TRACE_ACT_REDUCE_GRAD));
+  g_assert_false (pp_timeline_plan_action_is_work (PP_TRACE_ACT_SEND_F));
+  pp_timeline_model_free (m);
+  g_free (out);
+  g_free (e);
+  g_free (path);
+  pp_test_ctx_clear (&ctx);
 }
 
 /* ---- issue 17: find and filter, arrows, ranges, summaries, lost ranks --------------- */
@@ -1529,6 +1663,8 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-edge-clock-offset", test_model_edge_clock_offset);
   g_test_add_func ("/render/model-edge-unbounded", test_model_edge_unbounded);
   g_test_add_func ("/render/legend", test_render_legend);
+  g_test_add_func ("/render/loss-blocks", test_render_loss_blocks);
+  g_test_add_func ("/render/plan-step-with-dp", test_plan_step_with_dp);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);
   g_test_add_func ("/render/summaries", test_render_summaries);

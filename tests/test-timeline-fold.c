@@ -8,12 +8,14 @@
  * ends where dp 2's block ends, and dp 2 is the slowest of every step. */
 #include <cairo.h>
 #include <glib.h>
+#include <math.h>
 #include <string.h>
 
 #include "pp-live.h"
 #include "pp-test-util.h"
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
+#include "pp-timeline-model-private.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
 
@@ -21,6 +23,7 @@
 #define D 3
 #define M 4
 #define STEPS 3
+#define MS_NS INT64_C (1000000)
 
 static const char *synth;
 
@@ -129,7 +132,8 @@ test_fold (void)
   for (int r = 0; r < P; r++)
     {
       char want[64];
-      g_snprintf (want, sizeof want, "CPU rank %d \u00d73", r);
+      /* dp 2 runs 1.5 ms late, its forwards 1 ms long: out of step */
+      g_snprintf (want, sizeof want, "CPU rank %d \u00d73 out of step", r);
       pp_timeline_model_rank_label (v, r, buf, sizeof buf);
       g_assert_cmpstr (buf, ==, want);
       g_assert_cmpint (pp_timeline_model_row_rank (v, r), ==, r);
@@ -154,6 +158,9 @@ test_fold (void)
           g_assert_cmpint (f->n, ==, D);
           g_assert_cmpint (f->slowest_dp, ==, 2);
           g_assert_cmpint (f->slowest_process, ==, r * D + 2);
+          g_assert_cmpint (f->median_dp, ==, 1);
+          g_assert_cmpint (f->earliest_start_ns, ==, process_spans (src, r * D, &n2)[i].start_ns);
+          g_assert_cmpint (f->latest_start_ns, ==, s2[i].start_ns);
         }
     }
   /* the header's bubble is the analysis' (dp 0's), whatever the rows */
@@ -509,6 +516,159 @@ test_untagged (void)
   pp_timeline_model_free (m);
 }
 
+/* Issue 36, item 7: two replicas of a pipeline rank out of step, as on a
+ * megatron step where dp 0 ran a block at 1664-1810 ms and dp 1 at
+ * 1817-2287: the fold draws dp 0's copy (the median start's, never a mean
+ * of the two, which no replica ran), over a band whose pixels cover the
+ * union of the copies; the row's label and the tooltips say the replicas
+ * are out of step.  A block whose copies overlap is not out of step. */
+static PpTimelineModel *
+two_replicas (int64_t dp1_start, int64_t dp1_end)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int g = 0; g < 2; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = 0, .coord = { 0, g, 0, 0, 0 },
+                                           .size = { 1, 2, 1, 1, 1 }, .pid = 10 + g };
+      pp_timeline_model_add (m, &it);
+      PpTraceItem sp = { .type = PP_TRACE_ITEM_SPAN, .process = g };
+      sp.span = (PpSpan) { .start_ns = g ? dp1_start : 1664 * MS_NS, .end_ns = g ? dp1_end : 1810 * MS_NS,
+                           .rank = 0, .stage = 0, .microbatch = 0, .step = 2, .kind = PP_SPAN_F,
+                           .peer_rank = -1 };
+      pp_timeline_model_add (m, &sp);
+    }
+  return m;
+}
+
+static void
+test_out_of_step (void)
+{
+  PpTimelineModel *m = two_replicas (1817 * MS_NS, 2287 * MS_NS);
+  PpTimelineReplicas fold = { .replica = -1 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &fold);
+  g_assert_cmpint (pp_timeline_model_row_folded (v, 0), ==, 2);
+  g_assert_cmpuint (pp_timeline_model_n_spans (v, 0), ==, 1);
+  const PpSpan *s = pp_timeline_model_spans (v, 0);
+  const PpTimelineFold *f = pp_timeline_model_fold (v, 0, 0);
+  /* the copy drawn is one a replica ran: dp 0's, the lower middle */
+  g_assert_cmpint (s->start_ns, ==, 1664 * MS_NS);
+  g_assert_cmpint (s->end_ns, ==, 1810 * MS_NS);
+  g_assert_cmpint (f->median_dp, ==, 0);
+  g_assert_cmpint (f->earliest_start_ns, ==, 1664 * MS_NS);
+  g_assert_cmpint (f->latest_start_ns, ==, 1817 * MS_NS);
+  g_assert_cmpint (f->latest_end_ns, ==, 2287 * MS_NS);
+  g_assert_true (pp_timeline_fold_apart (f, s));
+  char buf[96];
+  pp_timeline_model_rank_label (v, 0, buf, sizeof buf);
+  g_assert_nonnull (strstr (buf, "out of step"));
+  int64_t apart;
+  int32_t step;
+  g_assert_cmpuint (pp_timeline_row_apart (v, 0, &apart, &step), ==, 1);
+  g_assert_cmpint (apart, ==, (1817 - 1664) * MS_NS);
+  g_assert_cmpint (step, ==, 2);
+
+  /* the band: every pixel column of the union, 1664 to 2287 ms, holds
+   * the block's colour (solid over dp 0's copy, faint beyond it), and
+   * the columns outside it none */
+  cairo_surface_t *img = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 1200, 300);
+  cairo_t *cr = cairo_create (img);
+  PpTimelineView view;
+  PpTimelineLayout l;
+  pp_timeline_view_init (&view, v, 1200, 300);
+  view.t0_ns = 1500 * MS_NS;
+  view.t1_ns = 2500 * MS_NS;
+  view.show_plan = 0;
+  pp_timeline_render (cr, v, &view);
+  cairo_surface_flush (img);
+  pp_timeline_layout (v, &view, &l);
+  const unsigned char *px = cairo_image_surface_get_data (img);
+  int stride = cairo_image_surface_get_stride (img);
+  double fc[3];
+  pp_timeline_color (PP_SPAN_F, 0, fc);
+  int y = (int) (l.rows_y + l.block_h * 0.2);   /* above the label and the mark */
+  int x_a = (int) ceil (pp_timeline_x_of (&view, &l, 1664 * MS_NS)) + 1;
+  int x_b = (int) floor (pp_timeline_x_of (&view, &l, 2287 * MS_NS)) - 1;
+  int x_m = (int) floor (pp_timeline_x_of (&view, &l, 1810 * MS_NS)) - 1;
+  g_assert_cmpint (x_b - x_a, >, 300);
+  int tinted = 0, solid = 0;
+  for (int x = x_a; x <= x_b; x++)
+    {
+      uint32_t p = ((const uint32_t *) (px + (size_t) y * (size_t) stride))[x];
+      double r = (p >> 16 & 0xff) / 255.0, gr = (p >> 8 & 0xff) / 255.0, b = (p & 0xff) / 255.0;
+      /* F is blue: a band pixel is bluer than it is red, the bubble's
+       * grey and its vermillion hatch are not */
+      tinted += b > r + 0.08;
+      solid += x > x_a && x < x_m && fabs (r - fc[0]) < 0.02 && fabs (gr - fc[1]) < 0.02 && fabs (b - fc[2]) < 0.02;
+    }
+  g_assert_cmpint (tinted, ==, x_b - x_a + 1);
+  g_assert_cmpint (solid, ==, x_m - x_a - 1);   /* dp 0's copy, its edges aside */
+  for (int x = (int) l.x0 + 2; x < x_a - 3; x++)
+    {
+      uint32_t p = ((const uint32_t *) (px + (size_t) y * (size_t) stride))[x];
+      g_assert_false ((p & 0xff) / 255.0 > (p >> 16 & 0xff) / 255.0 + 0.08);
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (img);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+
+  /* copies that overlap (dp 1 10 ms late): in step, the label plain */
+  m = two_replicas (1674 * MS_NS, 1820 * MS_NS);
+  v = pp_timeline_view_new (m, &fold);
+  g_assert_false (pp_timeline_fold_apart (pp_timeline_model_fold (v, 0, 0), pp_timeline_model_spans (v, 0)));
+  pp_timeline_model_rank_label (v, 0, buf, sizeof buf);
+  g_assert_null (strstr (buf, "out of step"));
+  g_assert_cmpuint (pp_timeline_row_apart (v, 0, &apart, &step), ==, 0);
+  pp_timeline_model_free (v);
+  pp_timeline_model_free (m);
+}
+
+/* Issue 36: every process's block-edge counters (run delay, probe self,
+ * on CPU) are the model's, each with its process, not only the shown
+ * replica's: the Why tab analyses every copy, and a rank whose median
+ * copy was dp 1 read no run delay (descheduled 0 where info said 58%).
+ * A row still takes its shown process's alone. */
+static void
+test_edge_counters_every_copy (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int g = 0; g < 2; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = 0, .coord = { 0, g, 0, 0, 0 },
+                                           .size = { 1, 2, 1, 1, 1 }, .pid = 10 + g };
+      pp_timeline_model_add (m, &it);
+      add_item_span (m, g, 0, 0, 1000000);
+    }
+  for (int g = 0; g < 2; g++)
+    for (int k = 0; k < 3; k++)
+      {
+        PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER, .process = g };
+        it.counter = (PpCounter) { .time_ns = 1000000 + k * 500, .value = 1000.0 * (k + 1) * (g + 1), .rank = 0,
+                                   .step = 0, .kind = PP_COUNTER_RUN_DELAY_NS };
+        pp_timeline_model_add (m, &it);
+      }
+  const PpCounter *c = NULL;
+  const int32_t *who = NULL;
+  g_assert_cmpuint (pp_timeline_model_edge_counters (m, &c, &who), ==, 6);
+  int of[2] = { 0, 0 };
+  for (int i = 0; i < 6; i++)
+    {
+      g_assert_true (who[i] == 0 || who[i] == 1);
+      of[who[i]]++;
+    }
+  g_assert_cmpint (of[0], ==, 3);
+  g_assert_cmpint (of[1], ==, 3);
+  size_t n_delay, n;
+  const PpCounter *row = pp_timeline_model_row_edge_counters (m, 0, &n_delay, &n);
+  g_assert_nonnull (row);
+  g_assert_cmpuint (n, ==, 3);   /* the shown process's (dp 0) */
+  for (size_t i = 0; i < n; i++)
+    g_assert_cmpfloat (row[i].value, ==, 1000.0 * (double) (i + 1));
+  pp_timeline_model_free (m);
+}
+
 /* ---- the live view of a mesh job ---- */
 
 #define LIVE_N 4   /* blocks a process */
@@ -724,6 +884,8 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-fold/unplaced", test_unplaced);
   g_test_add_func ("/timeline-fold/live", test_live);
   g_test_add_func ("/timeline-fold/untagged", test_untagged);
+  g_test_add_func ("/timeline-fold/out-of-step", test_out_of_step);
+  g_test_add_func ("/timeline-fold/edge-counters-every-copy", test_edge_counters_every_copy);
   g_test_add_func ("/timeline-fold/thin-mark-drawn", test_thin_mark_drawn);
   g_test_add_func ("/timeline-fold/labels-legible", test_labels_legible);
   g_test_add_func ("/timeline-fold/labels-fit", test_labels_fit);

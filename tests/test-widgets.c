@@ -892,14 +892,24 @@ test_timeline_replicas (void)
   PpTimelineLayout l;
   pp_timeline_widget_get_view (t, &v);
   pp_timeline_layout (dm, &v, &l);
-  /* rank 0's folded F0: the median of [0, 1) and [0, 1.5) ms ends at 1.25 */
+  /* rank 0's folded F0: of [0, 1) and [0, 1.5) ms, dp 0's copy (the lower
+   * middle: a copy a replica ran), over a band to 1.5 */
   double x = pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (dm) + MS / 2);
   double y = l.rows_y + 0.5 * l.block_h;
   char *text = pp_timeline_widget_tooltip_text (t, x, y);
   g_assert_nonnull (text);
   g_assert_nonnull (strstr (text, "CPU rank 0 \u00d72 · stage 0 · micro-batch 0 · F"));
   g_assert_nonnull (strstr (text, "\nthe median of 2 replicas; the slowest, dp 1 (process 1 on node1), ends "
-                                  "0.250 ms after the median end"));
+                                  "0.500 ms after the median end; the copy drawn is dp 0's; the band: the "
+                                  "replicas' copies, 0.000 ms to 1.500 ms"));
+  g_assert_null (strstr (text, "out of step"));   /* the copies overlap */
+  g_free (text);
+  /* the row's label: what a folded row draws */
+  text = pp_timeline_widget_tooltip_text (t, l.x0 - 20, y);
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "CPU rank 0 \u00d72: 2 replicas folded; each block is the copy of the replica "
+                                  "with the median start"));
+  g_assert_null (strstr (text, "out of step"));
   g_free (text);
 
   /* a click on rank 1's label, as the pointer gives it */
@@ -971,8 +981,9 @@ test_stats_replicas (void)
   g_object_ref_sink (p);
   pp_stats_panel_update (PP_STATS_PANEL (p), m);
   collect_labels (p, text);
+  /* the two copies tie (one step each, equal): the lower middle, dp 0 */
   g_assert_nonnull (strstr (text->str, "4 processes, 2 a pipeline rank, folded in the timeline; these figures: "
-                               "replica dp 0's"));
+                               "the median copy's (replica dp 0, by step length)"));
   g_string_free (text, TRUE);
   g_object_unref (p);
   pp_timeline_model_free (m);
@@ -1156,9 +1167,9 @@ test_why_replicas (void)
   PpTimelineBlockDetails d;
   g_assert_true (pp_timeline_block_details (v, NULL, 1, 0, &d));
   char *dt = pp_timeline_block_details_text (v, &d);
-  g_assert_nonnull (strstr (dt, "Folded: the median of 2 replicas (start and end)\n"));
+  g_assert_nonnull (strstr (dt, "Folded: the median of 2 replicas (the copy of dp "));
   g_assert_nonnull (strstr (dt, "Slowest replica: dp 0 (process 2 on node0), ended "));
-  g_assert_nonnull (strstr (dt, " after the median end"));
+  g_assert_nonnull (strstr (dt, " after the median end\nBand: the replicas' copies from "));
   g_free (dt);
   pp_timeline_model_free (v);
   /* unfolded: a row a process says which */
@@ -1478,6 +1489,74 @@ test_loss_chart (void)
     pp_timeline_model_free (m2);
   }
 
+  pp_loss_chart_update (PP_LOSS_CHART (chart), NULL);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
+/* Issue 36: a job of two replicas whose last stage reports each its own
+ * loss (dp 1 above dp 0): the model keeps a series a replica, never the
+ * two alternating on one, its one series the job's (the mean over the
+ * replicas, pp-analysis-loss.h), and the chart draws
+ * a line a replica, the second in a colour of its own (vermillion), none
+ * of which a one-replica job draws. */
+static void
+test_loss_chart_replicas (void)
+{
+  const gint64 S = G_GINT64_CONSTANT (1000000000);
+  PpTimelineModel *m = pp_timeline_model_new ();
+  add_description (m, 1, 1, S);
+  for (int g = 0; g < 2; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = 0, .coord = { 0, g, 0, 0, 0 },
+                                           .size = { 1, 2, 1, 1, 1 }, .pid = 10 + g };
+      pp_timeline_model_add (m, &it);
+    }
+  /* the replicas' counters interleaved, as a merged trace holds them */
+  for (int step = 0; step < 20; step++)
+    for (int g = 1; g >= 0; g--)
+      {
+        PpTraceItem it = { .type = PP_TRACE_ITEM_COUNTER, .process = g };
+        it.counter.kind = PP_COUNTER_LOSS;
+        it.counter.step = step;
+        it.counter.time_ns = S + step * MS;
+        it.counter.value = 2.0 * exp (-step / 8.0) + 0.2 + g;
+        pp_timeline_model_add (m, &it);
+      }
+  g_assert_cmpuint (pp_timeline_model_n_loss_series (m), ==, 2);
+  for (size_t i = 0; i < 2; i++)
+    {
+      int32_t dp;
+      size_t n;
+      const double *v = pp_timeline_model_loss_series (m, i, &dp, &n);
+      g_assert_cmpint (dp, ==, (int) i);
+      g_assert_cmpuint (n, ==, 20);
+      for (int step = 0; step < 20; step++)
+        g_assert_cmpfloat (v[step], ==, 2.0 * exp (-step / 8.0) + 0.2 + dp);
+    }
+  g_assert_cmpuint (pp_timeline_model_n_losses (m), ==, 20);
+  for (int step = 0; step < 20; step++)   /* the job's: the mean over its replicas (loss, not loss_part) */
+    g_assert_cmpfloat_with_epsilon (pp_timeline_model_losses (m)[step], 2.0 * exp (-step / 8.0) + 0.2 + 0.5, 1e-12);
+
+  GtkWidget *chart = pp_loss_chart_new ();
+  GtkWidget *win = window_with (chart, 400, 200);
+  pp_loss_chart_update (PP_LOSS_CHART (chart), m);
+  cairo_surface_t *two = render_widget (chart);
+  save_png (two, "loss-chart-replicas.png");
+  int w = cairo_image_surface_get_width (two), h = cairo_image_surface_get_height (two);
+  int blue = 0, orange = 0;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      {
+        double a[3];
+        pixel (two, x, y, a);
+        blue += a[2] > 0.55 && a[0] < 0.2;
+        orange += a[0] > 0.6 && a[2] < 0.3 && a[0] - a[1] > 0.2;
+      }
+  g_assert_cmpint (blue, >, 50);
+  g_assert_cmpint (orange, >, 50);
+  cairo_surface_destroy (two);
   pp_loss_chart_update (PP_LOSS_CHART (chart), NULL);
   gtk_window_destroy (GTK_WINDOW (win));
   pp_timeline_model_free (m);
@@ -1895,6 +1974,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/why-runtime-parts", test_why_runtime_parts);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
+  g_test_add_func ("/widgets/loss-chart-replicas", test_loss_chart_replicas);
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/compare-runs", test_compare_runs);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);

@@ -16,6 +16,8 @@ struct _PpLossChart
   GtkWidget        parent_instance;
 
   GArray          *losses;         /* double, NaN where unknown */
+  GPtrArray       *replicas;       /* a job of replicas: GArray of double a replica, apart */
+  GArray          *replica_dp;     /* int32_t, the dp of each */
   GArray          *losses2;        /* a second run's, compared (empty: none) */
   char            *title, *title2; /* the legend when comparing */
   AdwStyleManager *style_manager;
@@ -44,6 +46,43 @@ take_losses (GArray *to, const PpTimelineModel *model)
   return TRUE;
 }
 
+/* Copies model's losses by replica; TRUE if they changed. */
+static gboolean
+take_replicas (PpLossChart *self, const PpTimelineModel *model)
+{
+  size_t n = model ? pp_timeline_model_n_loss_series (model) : 0;
+  gboolean changed = n != self->replicas->len;
+  if (changed)
+    {
+      g_ptr_array_set_size (self->replicas, 0);
+      g_array_set_size (self->replica_dp, 0);
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t dp;
+      size_t len;
+      const double *v = pp_timeline_model_loss_series (model, i, &dp, &len);
+      if (i >= self->replicas->len)
+        {
+          g_ptr_array_add (self->replicas, g_array_new (FALSE, FALSE, sizeof (double)));
+          g_array_append_val (self->replica_dp, dp);
+        }
+      GArray *to = g_ptr_array_index (self->replicas, i);
+      if (g_array_index (self->replica_dp, int32_t, i) != dp)
+        {
+          g_array_index (self->replica_dp, int32_t, i) = dp;
+          changed = TRUE;
+        }
+      if (len == to->len && (len == 0 || memcmp (v, to->data, len * sizeof (double)) == 0))
+        continue;
+      g_array_set_size (to, 0);
+      if (len)
+        g_array_append_vals (to, v, (guint) len);
+      changed = TRUE;
+    }
+  return changed;
+}
+
 void
 pp_loss_chart_update (PpLossChart *self, const PpTimelineModel *model)
 {
@@ -57,6 +96,7 @@ pp_loss_chart_update_compare (PpLossChart *self, const PpTimelineModel *model, c
   g_return_if_fail (PP_IS_LOSS_CHART (self));
 
   gboolean changed = take_losses (self->losses, model);
+  changed |= take_replicas (self, model);
   changed |= take_losses (self->losses2, model2);
   if (g_strcmp0 (title, self->title) != 0 || g_strcmp0 (title2, self->title2) != 0)
     {
@@ -86,23 +126,53 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 11);
 
-  /* the run, and the one compared with it (vermillion, drawn under) */
-  struct { const double *v; guint n; double rgb[3]; const char *title; int last; } sr[2] = {
+  /* the run, and the one compared with it (vermillion, drawn under); a
+   * job of replicas not compared: a line a replica (dp), never mixed */
+  enum { MAX_LINES = 8 };
+  static const double okabe_ito[MAX_LINES][3] = {
+    { 0.0, 0.447, 0.698 }, { 0.835, 0.369, 0.0 }, { 0.0, 0.620, 0.451 }, { 0.800, 0.475, 0.655 },
+    { 0.902, 0.624, 0.0 }, { 0.337, 0.706, 0.914 }, { 0.941, 0.894, 0.259 }, { 0.5, 0.5, 0.5 },
+  };
+  struct { const double *v; guint n; double rgb[3]; const char *title; int last; } sr[MAX_LINES] = {
     { (const double *) (void *) self->losses->data, self->losses->len,
       { line[0], line[1], line[2] }, self->title, -1 },
     { (const double *) (void *) self->losses2->data, self->losses2->len,
       { dark ? 0.95 : 0.835, dark ? 0.55 : 0.369, dark ? 0.25 : 0.0 }, self->title2, -1 },
   };
-  double lo = INFINITY, hi = -INFINITY;
-  for (int k = 0; k < 2; k++)
-    for (guint i = 0; i < sr[k].n; i++)
-      if (isfinite (sr[k].v[i]))
+  int n_lines = 2;
+  char dp_title[MAX_LINES][32];
+  guint n_rep = self->replicas->len;
+  gboolean by_replica = n_rep >= 2 && self->losses2->len == 0;
+  if (by_replica)
+    {
+      n_lines = (int) MIN (n_rep, (guint) MAX_LINES);
+      for (int k = 0; k < n_lines; k++)
         {
-          lo = MIN (lo, sr[k].v[i]);
-          hi = MAX (hi, sr[k].v[i]);
-          sr[k].last = (int) i;
+          GArray *a = g_ptr_array_index (self->replicas, k);
+          g_snprintf (dp_title[k], sizeof dp_title[k], "dp %d", g_array_index (self->replica_dp, int32_t, k));
+          sr[k].v = (const double *) (void *) a->data;
+          sr[k].n = a->len;
+          sr[k].title = dp_title[k];
+          sr[k].last = -1;
+          for (int c = 0; c < 3; c++)
+            sr[k].rgb[c] = k == 0 ? line[c] : okabe_ito[k][c];
         }
-  /* the line whose last value is written: the run's, else the other's */
+    }
+  double lo = INFINITY, hi = -INFINITY;
+  guint xn = 0;
+  for (int k = 0; k < n_lines; k++)
+    {
+      xn = MAX (xn, sr[k].n);
+      for (guint i = 0; i < sr[k].n; i++)
+        if (isfinite (sr[k].v[i]))
+          {
+            lo = MIN (lo, sr[k].v[i]);
+            hi = MAX (hi, sr[k].v[i]);
+            sr[k].last = (int) i;
+          }
+    }
+  /* the line whose last value is written: the run's (the first
+   * replica's), else the other's */
   int main_k = sr[0].last >= 0 ? 0 : 1;
   const double *v = sr[main_k].v;
   guint n = sr[main_k].n;
@@ -133,7 +203,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
 
   double ystep = pp_chart_nice_step (hi - lo, 4);
   double ylo = floor (lo / ystep) * ystep, yhi = ceil (hi / ystep) * ystep;
-  double xmax = MAX (1, (double) MAX (sr[0].n, sr[1].n) - 1);
+  double xmax = MAX (1, (double) xn - 1);
   double xstep = pp_chart_nice_step (xmax, 5);
   if (xstep < 1)
     xstep = 1;
@@ -189,7 +259,7 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   int points = 0;
   cairo_set_line_width (cr, 2);
   cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
-  for (int k = 1; k >= 0; k--)
+  for (int k = n_lines - 1; k >= 0; k--)
     {
       if (sr[k].last < 0)
         continue;
@@ -230,11 +300,23 @@ draw_chart (PpLossChart *self, cairo_t *cr, double w, double h)
   cairo_move_to (cr, lx - ext.x_bearing, CLAMP (ly, top + ext.height, bottom));
   cairo_show_text (cr, label);
 
-  /* comparing: which line is which, top right */
-  if (sr[1].n > 0 && sr[0].title && sr[1].title)
+  /* comparing, or replicas: which line is which, top right */
+  if (by_replica || (sr[1].n > 0 && sr[0].title && sr[1].title))
     {
       double y = top + 12;
-      for (int k = 0; k < 2; k++, y += 16)
+      if (by_replica)
+        {
+          /* what the lines are: each replica's own loss, not the job's */
+          char what[96];
+          cairo_text_extents_t e;
+          g_snprintf (what, sizeof what, "a line a replica%s", n_rep > MAX_LINES ? " (the first 8)" : "");
+          cairo_text_extents (cr, what, &e);
+          cairo_set_source_rgb (cr, fg[0], fg[1], fg[2]);
+          cairo_move_to (cr, right - e.x_advance, y);
+          cairo_show_text (cr, what);
+          y += 16;
+        }
+      for (int k = 0; k < n_lines; k++, y += 16)
         {
           cairo_text_extents_t e;
           cairo_text_extents (cr, sr[k].title, &e);
@@ -293,6 +375,8 @@ pp_loss_chart_finalize (GObject *object)
 
   g_array_unref (self->losses);
   g_array_unref (self->losses2);
+  g_ptr_array_unref (self->replicas);
+  g_array_unref (self->replica_dp);
   g_free (self->title);
   g_free (self->title2);
   G_OBJECT_CLASS (pp_loss_chart_parent_class)->finalize (object);
@@ -317,6 +401,8 @@ pp_loss_chart_init (PpLossChart *self)
 {
   self->losses = g_array_new (FALSE, FALSE, sizeof (double));
   self->losses2 = g_array_new (FALSE, FALSE, sizeof (double));
+  self->replicas = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  self->replica_dp = g_array_new (FALSE, FALSE, sizeof (int32_t));
   self->style_manager = adw_style_manager_get_default ();
   g_signal_connect_swapped (self->style_manager, "notify::dark",
                             G_CALLBACK (gtk_widget_queue_draw), self);

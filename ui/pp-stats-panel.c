@@ -186,12 +186,14 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model, const PpStatsN
   g_string_append_printf (s, " · Steps: %zu", n_steps);
   g_string_append_printf (s, " · Dropped events: %" G_GUINT64_FORMAT,
                           (guint64) pp_timeline_model_dropped (model));
-  /* a job of replicas: the timeline folds them; these figures are one
-   * replica's but the last column */
+  /* a job of replicas: the timeline folds them; the steps and bubbles
+   * are the median copy's (the one analysis's), the last column over the
+   * replicas */
   if (pp_timeline_model_n_replicas (model) > 1)
     g_string_append_printf (s, " · %d processes, %d a pipeline rank, folded in the timeline; these figures: "
-                            "replica dp %d's, the last column over the replicas", pp_timeline_model_n_processes (model),
-                            pp_timeline_model_n_replicas (model), pp_timeline_model_shown_dp (model));
+                            "the median copy's (replica dp %d, by step length), the last column over the replicas",
+                            pp_timeline_model_n_processes (model), pp_timeline_model_n_replicas (model),
+                            pp_timeline_model_analysis_dp (model));
 
   if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->summary)), s->str) != 0)
     gtk_label_set_text (GTK_LABEL (self->summary), s->str);

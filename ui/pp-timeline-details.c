@@ -197,11 +197,17 @@ pp_timeline_block_details_text (const PpTimelineModel *m, const PpTimelineBlockD
   if (f != NULL && f->n > 1)
     {
       const PpTraceProcess *p = pp_timeline_model_process_place (m, f->slowest_process);
-      g_string_append_printf (t, "Folded: the median of %d replicas (start and end)\n", f->n);
+      g_string_append_printf (t, "Folded: the median of %d replicas (the copy of dp %d, whose start is the median)\n",
+                              f->n, f->median_dp);
       g_string_append_printf (t, "Slowest replica: dp %d (process %d%s%s), ended ", f->slowest_dp,
                               f->slowest_process, p && p->host[0] ? " on " : "", p && p->host[0] ? p->host : "");
       append_time (t, (double) (f->latest_end_ns - s->end_ns));
-      g_string_append (t, " after the median end\n");
+      g_string_append (t, " after the median end\nBand: the replicas' copies from ");
+      append_time (t, (double) (f->earliest_start_ns - origin));
+      g_string_append (t, " to ");
+      append_time (t, (double) (f->latest_end_ns - origin));
+      g_string_append (t, pp_timeline_fold_apart (f, s) ? " (out of step: their starts more than the block's length "
+                                                          "apart)\n" : "\n");
     }
   else if (pp_timeline_model_row_process (m, d->rank) >= 0)
     {

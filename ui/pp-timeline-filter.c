@@ -12,7 +12,7 @@ static const struct { const char *word; int kind; } kind_words[] = {
   { "b", PP_SPAN_B }, { "bwd", PP_SPAN_B }, { "backward", PP_SPAN_B },
   { "i", PP_SPAN_I }, { "w", PP_SPAN_W },
   { "fb", PP_SPAN_OVERLAP_F_B }, { "f+b", PP_SPAN_OVERLAP_F_B },
-  { "opt", PP_SPAN_OPT }, { "optimizer", PP_SPAN_OPT },
+  { "opt", PP_SPAN_OPT }, { "optimizer", PP_SPAN_OPT }, { "loss", PP_SPAN_LOSS },
   { "wait", PP_SPAN_WAIT },
   { "unshard", PP_SPAN_UNSHARD }, { "reshard", PP_SPAN_RESHARD },
   { "reduce_grad", PP_SPAN_REDUCE_GRAD }, { "wait_reduce_grad", PP_SPAN_WAIT_REDUCE_GRAD },

@@ -141,18 +141,21 @@ cmp_folded (const void *a, const void *b)
   return cmp_key (&x->s, &y->s);
 }
 
-/* One folded block from the members g[0, n) (one a process). */
+/* One folded block from the members g[0, n) (one a process): the copy of
+ * the replica whose start is the median (the lower of two middles), as
+ * that replica ran it, never a mean of two copies (two replicas out of
+ * step would make a block where neither ran); the spread beside it. */
 static void
 fold_group (Folded *f, Member *const *g, size_t n, int64_t *starts, int64_t *ends)
 {
-  f->s = *g[0]->s;
+  (void) ends;
   f->f.latest_end_ns = INT64_MIN;
   f->f.earliest_start_ns = INT64_MAX;
+  f->f.latest_start_ns = INT64_MIN;
   f->f.n = (int32_t) n;
   for (size_t j = 0; j < n; j++)
     {
       starts[j] = g[j]->s->start_ns;
-      ends[j] = g[j]->s->end_ns;
       if (g[j]->s->end_ns > f->f.latest_end_ns)
         {
           f->f.latest_end_ns = g[j]->s->end_ns;
@@ -161,19 +164,40 @@ fold_group (Folded *f, Member *const *g, size_t n, int64_t *starts, int64_t *end
         }
       if (g[j]->s->start_ns < f->f.earliest_start_ns)
         f->f.earliest_start_ns = g[j]->s->start_ns;
+      if (g[j]->s->start_ns > f->f.latest_start_ns)
+        f->f.latest_start_ns = g[j]->s->start_ns;
     }
-  f->s.start_ns = median_i64 (starts, n);
-  f->s.end_ns = median_i64 (ends, n);
+  qsort (starts, n, sizeof *starts, cmp_i64);
+  int64_t med = starts[(n - 1) / 2];
+  size_t pick = 0;
+  for (size_t j = 0; j < n; j++)
+    if (g[j]->s->start_ns == med)
+      {
+        pick = j;
+        break;
+      }
+  f->s = *g[pick]->s;
+  f->f.median_dp = g[pick]->dp;
   if (f->s.end_ns < f->s.start_ns)
     f->s.end_ns = f->s.start_ns;
 }
 
+int
+pp_timeline_fold_apart (const PpTimelineFold *f, const PpSpan *span)
+{
+  return f != NULL && span != NULL && f->n > 1
+         && f->latest_start_ns - f->earliest_start_ns > span->end_ns - span->start_ns;
+}
+
 /* Rank's places [i0, i1) folded into row: -1 out of memory.  One sort
  * by (key, process, start); a key's run holds each process's blocks of
- * that key in order, and the n-th of each is one folded block. */
+ * that key in order, and the n-th of each is one folded block.  *apart:
+ * how many of the row's blocks its replicas ran out of step
+ * (pp_timeline_fold_apart). */
 static int
-fold_row (PpTimelineModel *v, int row, const PpTimelineModel *src, int i0, int i1)
+fold_row (PpTimelineModel *v, int row, const PpTimelineModel *src, int i0, int i1, size_t *apart)
 {
+  *apart = 0;
   size_t n = 0, k = 0, n_out = 0, np = (size_t) (i1 - i0);
   for (int i = i0; i < i1; i++)
     {
@@ -235,6 +259,7 @@ fold_row (PpTimelineModel *v, int row, const PpTimelineModel *src, int i0, int i
     {
       spans[j] = out[j].s;
       folds[j] = out[j].f;
+      *apart += pp_timeline_span_kind_folds_apart (spans[j].kind) && pp_timeline_fold_apart (&folds[j], &spans[j]);
     }
   rc = pp_timeline_model_view_add_spans (v, row, spans, n_out, folds);
 done:
@@ -277,9 +302,7 @@ static void
 view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS], int n_ranks,
            char *buf, size_t n)
 {
-  int64_t per = 1;
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    per *= size[d];
+  int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   const char *what = per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes a rank";
   if (how->replica >= 0)
     {
@@ -389,7 +412,15 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
           snprintf (label, sizeof label, "%s %d \u00d7%d", word, r, i1 - i0);
           if ((row = pp_timeline_model_view_add_row (v, src, r, -1, i1 - i0, label, with_plan)) < 0)
             goto fail;
-          rc = fold_row (v, row, src, i0, i1);
+          size_t apart;
+          rc = fold_row (v, row, src, i0, i1, &apart);
+          if (rc == 0 && apart > 0)
+            {
+              /* the median block is one replica's: the row says the others
+               * ran elsewhere (the band shows where) */
+              snprintf (label, sizeof label, "%s %d \u00d7%d out of step", word, r, i1 - i0);
+              pp_timeline_model_view_set_row_label (v, row, label);
+            }
         }
       if (rc != 0)
         goto fail;
@@ -407,6 +438,37 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
 fail:
   pp_timeline_model_free (v);
   return NULL;
+}
+
+int
+pp_timeline_span_kind_folds_apart (int kind)
+{
+  return pp_span_kind_is_work (kind) && kind != PP_SPAN_KERNEL;
+}
+
+size_t
+pp_timeline_row_apart (const PpTimelineModel *m, int row, int64_t *max_apart_ns, int32_t *step)
+{
+  size_t n = 0;
+  const PpSpan *sp = pp_timeline_model_spans (m, row);
+  size_t ns = pp_timeline_model_n_spans (m, row);
+  *max_apart_ns = 0;
+  *step = -1;
+  if (pp_timeline_model_row_folded (m, row) < 2)
+    return 0;
+  for (size_t i = 0; i < ns; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (m, row, (long) i);
+      if (!pp_timeline_span_kind_folds_apart (sp[i].kind) || !pp_timeline_fold_apart (f, &sp[i]))
+        continue;
+      n++;
+      if (f->latest_start_ns - f->earliest_start_ns > *max_apart_ns)
+        {
+          *max_apart_ns = f->latest_start_ns - f->earliest_start_ns;
+          *step = sp[i].step;
+        }
+    }
+  return n;
 }
 
 /* ---- statistics over replicas ---- */

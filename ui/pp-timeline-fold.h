@@ -8,8 +8,12 @@
  * - fold (the default): a row a pipeline rank, labelled "rank r ×D".  A
  *   block is matched across the rank's processes by (kind, stage,
  *   micro-batch, step, and its n-th such block on the process) and drawn
- *   from the median start to the median end; PpTimelineFold says where
- *   the latest replica ended and which one it was.
+ *   as the copy of the replica with the median start (the lower of two
+ *   middles: a block some replica ran), over a band from the earliest
+ *   start to the latest end of its copies; PpTimelineFold says where the
+ *   latest replica ended and which one it was.  A row whose replicas ran
+ *   a block more than its length apart is labelled "rank r ×D out of
+ *   step" (pp_timeline_row_apart).
  * - unfolded ranks (or all): a row a process of the rank, labelled by its
  *   place ("rank 1 dp 3", " tp 1" where the job has tensor ranks).  Tensor
  *   ranks get rows of their own: they run the same blocks in lockstep, and
@@ -43,6 +47,15 @@ PpStatus         pp_timeline_replicas_parse (const char *text, PpTimelineReplica
  * nothing), NULL out of memory.  Its replica_note says what it shows
  * ("2 replicas folded (median, mark to the latest end)"). */
 PpTimelineModel *pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how);
+
+/* Whether blocks of this kind say a row is out of step (work blocks, not
+ * device kernels or hand-offs: a late send follows its block). */
+int              pp_timeline_span_kind_folds_apart (int kind);
+/* A folded row's blocks whose replicas ran them out of step
+ * (pp_timeline_fold_apart): how many, the widest distance between two
+ * replicas' starts of one and its step (-1 none).  0 for a row not folded. */
+size_t           pp_timeline_row_apart (const PpTimelineModel *m, int row, int64_t *max_apart_ns,
+                                        int32_t *step);
 
 /* A statistic of a pipeline rank over its replicas: each replica's value
  * (replica dp N's lowest place), then their median, least and largest

@@ -23,6 +23,8 @@ int  pp_timeline_model_view_add_row (PpTimelineModel *v, const PpTimelineModel *
                                      int process, int n_folded, const char *label, int with_plan);
 int  pp_timeline_model_view_add_spans (PpTimelineModel *v, int row, const PpSpan *spans, size_t n,
                                        const PpTimelineFold *fold);
+/* A row's label, replaced (a folded row whose replicas ran out of step). */
+void pp_timeline_model_view_set_row_label (PpTimelineModel *v, int row, const char *label);
 /* What the view shows, for the header and the statistics (replica_note). */
 void pp_timeline_model_view_set_note (PpTimelineModel *v, const char *note);
 /* The bubble a step each row reports (pp_timeline_model_step_bubbles):

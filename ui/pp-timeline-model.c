@@ -14,6 +14,7 @@
  * in its own list (procs), for the views that fold or unfold the replicas
  * (pp-timeline-fold.c builds them as models whose ranks are rows).
  */
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model-private.h"
 
 #include <ctype.h>
@@ -71,6 +72,13 @@ typedef struct {
   Rank           r;                /* spans, n_spans, n_sorted, offset_ns used */
 } Proc;
 
+/* One replica's losses by step (NaN where unknown). */
+typedef struct {
+  int32_t dp;
+  double *v;
+  size_t  n;
+} LossSeries;
+
 /* A view's row: the pipeline rank it belongs to, the process it shows (-1:
  * folded), its label, and for a folded row one PpTimelineFold a span. */
 typedef struct {
@@ -108,9 +116,13 @@ struct _PpTimelineModel {
   int64_t           *step_starts;        /* ascending, steps with a marker */
   int32_t           *step_numbers;
   size_t             n_steps;
-  double            *losses;
+  double            *losses;           /* the job's loss a step: pp_analysis_loss_at of loss_acc */
+  PpAnalysisLoss    *loss_acc;
   size_t             n_losses;
   size_t             n_loss_counters;    /* loss counters kept (bounds n_losses) */
+  /* a job of replicas: each replica's losses by step, apart (never mixed) */
+  LossSeries        *loss_series;
+  size_t             n_loss_series;
   /* the block-edge counters (run delay, probe self, on CPU; 1.6, 1.7),
    * for the Why panel's runtime parts: every one (the arrays grow by
    * doubling, no cap: a long job's first steps are as much its run as its
@@ -192,11 +204,17 @@ plan_kind_is_compute (int kind)
 
 /* A planned action that keeps its rank busy: compute, or data-parallel
  * communication (a plan from pipeline_order_with_comms), never bubble. */
-static int
-plan_kind_is_busy (int kind)
+int
+pp_timeline_plan_action_is_work (int kind)
 {
   return plan_kind_is_compute (kind) || kind == PP_TRACE_ACT_UNSHARD || kind == PP_TRACE_ACT_RESHARD
          || kind == PP_TRACE_ACT_REDUCE_GRAD || kind == PP_TRACE_ACT_WAIT_REDUCE_GRAD;
+}
+
+static int
+plan_kind_is_busy (int kind)
+{
+  return pp_timeline_plan_action_is_work (kind);
 }
 
 /* Times from a file are clamped to [-PP_TIMELINE_MAX_ABS_NS,
@@ -269,6 +287,10 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_starts);
   free (m->step_numbers);
   free (m->losses);
+  for (size_t i = 0; i < m->n_loss_series; i++)
+    free (m->loss_series[i].v);
+  free (m->loss_series);
+  pp_analysis_loss_free (m->loss_acc);
   free (m->edge);
   free (m->edge_process);
   free (m->edge_raw_ns);
@@ -371,8 +393,9 @@ seconds_to_ns (double s)
   return (int64_t) llround (ns);
 }
 
-/* The compute extent of all plans (what planned_bubble measures over),
- * kept so that a query is one rank's plan, not every rank's. */
+/* The work extent of all plans (what planned_bubble measures over: the
+ * plan's step, its data-parallel actions included), kept so that a query
+ * is one rank's plan, not every rank's. */
 static void
 recompute_plan_extent (PpTimelineModel *m)
 {
@@ -380,7 +403,7 @@ recompute_plan_extent (PpTimelineModel *m)
   m->plan_pe = INT64_MIN;
   for (int r = 0; r < m->n_ranks; r++)
     for (size_t k = 0; k < m->ranks[r].n_plan; k++)
-      if (plan_kind_is_compute (m->ranks[r].plan[k].kind))
+      if (plan_kind_is_busy (m->ranks[r].plan[k].kind))
         {
           if (m->ranks[r].plan[k].start_ns < m->plan_ps)
             m->plan_ps = m->ranks[r].plan[k].start_ns;
@@ -395,7 +418,7 @@ widen_plan_extent (PpTimelineModel *m, int r)
 {
   const Rank *rk = &m->ranks[r];
   for (size_t k = 0; k < rk->n_plan; k++)
-    if (plan_kind_is_compute (rk->plan[k].kind))
+    if (plan_kind_is_busy (rk->plan[k].kind))
       {
         if (rk->plan[k].start_ns < m->plan_ps)
           m->plan_ps = rk->plan[k].start_ns;
@@ -931,6 +954,48 @@ pp_timeline_model_row_edge_counters (const PpTimelineModel *m, int r, size_t *n_
   return *n ? c : NULL;
 }
 
+/* c's value at its step of the step-indexed v[*n] (grown, NaN between):
+ * 1, or 0 out of memory. */
+static int
+store_loss (double **v, size_t *n, const PpCounter *c)
+{
+  if ((size_t) c->step >= *n)
+    {
+      size_t want = (size_t) c->step + 1;
+      double *l = realloc (*v, want * sizeof *l);
+      if (l == NULL)
+        return 0;
+      for (size_t i = *n; i < want; i++)
+        l[i] = NAN;
+      *v = l;
+      *n = want;
+    }
+  (*v)[c->step] = c->value;
+  return 1;
+}
+
+/* Replica dp's loss series, added in dp order; NULL out of memory or past
+ * PP_TRACE_MAX_PROCESSES series. */
+static LossSeries *
+loss_series_of (PpTimelineModel *m, int32_t dp)
+{
+  size_t i = 0;
+  while (i < m->n_loss_series && m->loss_series[i].dp < dp)
+    i++;
+  if (i < m->n_loss_series && m->loss_series[i].dp == dp)
+    return &m->loss_series[i];
+  if (m->n_loss_series >= PP_TRACE_MAX_PROCESSES)
+    return NULL;
+  LossSeries *ls = realloc (m->loss_series, (m->n_loss_series + 1) * sizeof *ls);
+  if (ls == NULL)
+    return NULL;
+  m->loss_series = ls;
+  memmove (&ls[i + 1], &ls[i], (m->n_loss_series - i) * sizeof *ls);
+  ls[i] = (LossSeries) { dp, NULL, 0 };
+  m->n_loss_series++;
+  return &ls[i];
+}
+
 static int
 add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
 {
@@ -942,12 +1007,27 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
       /* the Why panel's and the host lane's (one store: pp-why-gaps.c reads it) */
       return add_edge_counter (m, c, process);
     case PP_COUNTER_LOSS:
+    case PP_COUNTER_LOSS_PART:
       /* Losses are indexed by step; the array may run ahead of the loss
        * counters seen by a bounded factor only, so one counter with a huge
        * step cannot cost megabytes (a loss that far out is not kept). */
-      if (c->step < 0
+      if (c->step < 0 || !isfinite (c->value)
           || (size_t) c->step >= PP_TIMELINE_LOSS_SLACK + 16 * (m->n_loss_counters + 1))
         return 0;
+      if (m->loss_acc == NULL && (m->loss_acc = pp_analysis_loss_new ()) == NULL)
+        return 0;
+      {
+        /* the job's loss over its replicas (pp-analysis-loss.h): a
+         * replica is the process's dp index */
+        const Proc *pr = process >= 0 && m->proc_at != NULL && process < PP_TRACE_MAX_PROCESSES
+                         && m->proc_at[process] >= 0 ? &m->procs[m->proc_at[process]] : NULL;
+        int kind = pp_analysis_loss_kind (m->loss_acc), n_rep = pp_analysis_loss_n_replicas (m->loss_acc);
+        if (pp_analysis_loss_add (m->loss_acc, c, pr != NULL && pr->placed ? pr->place.coord[PP_TRACE_MESH_DP] : -1) < 0)
+          return 0;
+        if (pp_analysis_loss_kind (m->loss_acc) != kind || pp_analysis_loss_n_replicas (m->loss_acc) != n_rep)
+          for (size_t i = 0; i < m->n_losses; i++)   /* the headline's kind or replicas changed */
+            m->losses[i] = pp_analysis_loss_at (m->loss_acc, (int32_t) i);
+      }
       if ((size_t) c->step >= m->n_losses)
         {
           size_t n = (size_t) c->step + 1;
@@ -959,7 +1039,15 @@ add_counter (PpTimelineModel *m, const PpCounter *c, int32_t process)
           m->losses = l;
           m->n_losses = n;
         }
-      m->losses[c->step] = c->value;
+      m->losses[c->step] = pp_analysis_loss_at (m->loss_acc, c->step);
+      {
+        /* and each replica's own series apart (the chart's line a
+         * replica): never two replicas' values on one line */
+        const PpTraceProcess *p = pp_timeline_model_process_place (m, process);
+        LossSeries *ls = p != NULL ? loss_series_of (m, p->coord[PP_TRACE_MESH_DP]) : NULL;
+        if (ls != NULL)
+          store_loss (&ls->v, &ls->n, c);
+      }
       m->n_loss_counters++;
       return 1;
     case PP_COUNTER_ACTIVATION_BYTES:
@@ -1139,14 +1227,11 @@ add_process (PpTimelineModel *m, const PpTraceProcess *in)
   const PpTraceProcess *p = &pr->place;
   /* tensor, context and expert ranks are replicas of a row too: the row
    * shows one process of them all */
-  int64_t n = 1;
   for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
-    {
-      if (p->size[d] > m->mesh_size[d])
-        m->mesh_size[d] = p->size[d];
-      if (d != PP_TRACE_MESH_PP)
-        n *= m->mesh_size[d] > 0 ? m->mesh_size[d] : 1;
-    }
+    if (p->size[d] > m->mesh_size[d])
+      m->mesh_size[d] = p->size[d];
+  /* saturated: places that disagree may make more than 64 bits hold */
+  int64_t n = pp_trace_mesh_count (m->mesh_size, PP_TRACE_MESH_DP);
   if (n > m->n_replicas)
     m->n_replicas = (int32_t) (n < INT32_MAX ? n : INT32_MAX);
   Rank *rk = &m->ranks[p->rank];
@@ -1524,6 +1609,16 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (item->type == PP_TRACE_ITEM_CLOCK_OFFSET)
     return take_clock_offset (m, item->clock_offset.rank, m->is_view ? -1 : item->process,
                               item->clock_offset.offset_ns);
+  /* a loss: every replica's (the job's, pp-analysis-loss.h, and each
+   * replica's own series); the block-edge counters: every process's, each
+   * with its process (a row takes its shown process's, edge_row; the Why
+   * tab every copy's: a rank whose median copy is not the shown one read
+   * no run delay, descheduled 0) */
+  if (item->type == PP_TRACE_ITEM_COUNTER
+      && (item->counter.kind == PP_COUNTER_LOSS || item->counter.kind == PP_COUNTER_LOSS_PART
+          || item->counter.kind == PP_COUNTER_RUN_DELAY_NS || item->counter.kind == PP_COUNTER_PROBE_SELF_NS
+          || item->counter.kind == PP_COUNTER_ON_CPU_NS))
+    return add_counter (m, &item->counter, item->process);
   /* another replica's: in the trace, not on its row (see the top) */
   if (!is_shown (m, item_rank (item), item->process))
     {
@@ -1675,6 +1770,22 @@ pp_timeline_model_new_from_file (const char *path, PpError *err)
       pp_timeline_model_add (m, &item);
     }
   pp_trace_reader_free (r);
+  /* two processes at one place, or places no job has: refused, as merge
+   * and info refuse them, not a row that shows one of them unsaid */
+  PpTraceProcess *places = malloc ((size_t) (m->n_procs + 1) * sizeof *places);
+  size_t n = 0;
+  for (int i = 0; places != NULL && i < m->n_procs; i++)
+    if (m->procs[i].placed)
+      places[n++] = m->procs[i].place;
+  if (places == NULL || pp_trace_places_check (places, n, err) != PP_OK)
+    {
+      if (places == NULL)
+        pp_error_set (err, PP_ENOMEM, "out of memory");
+      free (places);
+      pp_timeline_model_free (m);
+      return NULL;
+    }
+  free (places);
   return m;
 }
 
@@ -1766,17 +1877,14 @@ pp_timeline_replica_note_format (const int32_t shown[PP_TRACE_MESH_DIMS],
   /* numbered by pipescope, not read from the job: said, as info says it */
   const char *unread = flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "";
   static const char *const dim[PP_TRACE_MESH_DIMS] = { "pp", "dp", "tp", "cp", "ep" };
-  int64_t n = 1;
+  int64_t n = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   int only_dp = 1;
   if (bufsize == 0)
     return;
   buf[0] = '\0';
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    {
-      n *= size[d] > 1 ? size[d] : 1;
-      if (d != PP_TRACE_MESH_DP && size[d] > 1)
-        only_dp = 0;
-    }
+  for (int d = PP_TRACE_MESH_DP + 1; d < PP_TRACE_MESH_DIMS; d++)
+    if (size[d] > 1)
+      only_dp = 0;
   if (n <= 1)
     return;
   if (only_dp)
@@ -1978,6 +2086,26 @@ pp_timeline_model_n_losses (const PpTimelineModel *m)
   return m ? m->n_losses : 0;
 }
 
+size_t
+pp_timeline_model_n_loss_series (const PpTimelineModel *m)
+{
+  return m ? m->n_loss_series : 0;
+}
+
+const double *
+pp_timeline_model_loss_series (const PpTimelineModel *m, size_t i, int32_t *dp, size_t *n)
+{
+  if (m == NULL || i >= m->n_loss_series)
+    {
+      *n = 0;
+      *dp = -1;
+      return NULL;
+    }
+  *dp = m->loss_series[i].dp;
+  *n = m->loss_series[i].n;
+  return m->loss_series[i].v;
+}
+
 const double *
 pp_timeline_model_losses (const PpTimelineModel *m)
 {
@@ -2090,14 +2218,152 @@ pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank, int64_t t0, in
   out->planned_bubble = pp_timeline_model_planned_bubble (m, rank, t0, t1);
 }
 
+/* A copy of the pipeline in a job of replicas: the processes sharing
+ * (dp, tp, cp, ep), one a pipeline rank, numbered as the analysis numbers
+ * them (pp_why_replicas_of_spans: densely, in that order). */
+typedef struct {
+  int32_t         key[PP_TRACE_MESH_DIMS - 1];
+  int             replica;
+  PpAnalysisSteps a;
+} Copy;
+
+static int
+cmp_place_key (const void *x, const void *y)
+{
+  const int32_t *a = x, *b = y;
+  for (int d = 0; d < PP_TRACE_MESH_DIMS - 1; d++)
+    if (a[d] != b[d])
+      return a[d] < b[d] ? -1 : 1;
+  return 0;
+}
+
+static const Copy *sort_copies;   /* qsort has no user data */
+
+/* by median step, then replica: pp-why-replicas.c's order */
+static int
+cmp_copy_length (const void *x, const void *y)
+{
+  const Copy *a = &sort_copies[*(const int *) x], *b = &sort_copies[*(const int *) y];
+  if (a->a.median_step != b->a.median_step)
+    return a->a.median_step < b->a.median_step ? -1 : 1;
+  return (a->replica > b->replica) - (a->replica < b->replica);
+}
+
+/* The counted steps of the median copy of a job of replicas (the one the
+ * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
+ * by step length, the lower of two middles), into out; its replica's
+ * place (dp ...) into *which.  0 when m has no replicas or no copy has a
+ * whole step (out cleared), else its counted steps. */
+static int
+median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which[PP_TRACE_MESH_DIMS - 1])
+{
+  int np = pp_timeline_model_n_places (m), n_copies = 0, ok = 0;
+  memset (out, 0, sizeof *out);
+  if (m->is_view || np < 2 || m->n_ranks <= 0)
+    return 0;
+  Copy *c = calloc ((size_t) np, sizeof *c);
+  int *order = malloc ((size_t) np * sizeof *order);
+  const PpSpan **rows = calloc ((size_t) m->n_ranks, sizeof *rows);
+  size_t *n = calloc ((size_t) m->n_ranks, sizeof *n);
+  if (c == NULL || order == NULL || rows == NULL || n == NULL)
+    goto out;
+  /* the copies' keys, sorted and distinct */
+  for (int i = 0; i < np; i++)
+    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
+  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
+  for (int i = 0; i < np; i++)
+    if (n_copies == 0 || cmp_place_key (c[i].key, c[n_copies - 1].key) != 0)
+      c[n_copies++] = c[i];
+  if (n_copies < 2)
+    goto out;
+  int k = 0;
+  for (int j = 0; j < n_copies; j++)
+    {
+      memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
+      memset (n, 0, (size_t) m->n_ranks * sizeof *n);
+      for (int i = 0; i < np; i++)
+        {
+          const PpTraceProcess *p = pp_timeline_model_place (m, i);
+          if (p->rank >= 0 && p->rank < m->n_ranks
+              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
+            rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
+        }
+      c[j].replica = j;
+      if (pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) == PP_OK && c[j].a.n_steps > 0)
+        order[k++] = j;
+    }
+  if (k > 0)
+    {
+      sort_copies = c;
+      qsort (order, (size_t) k, sizeof *order, cmp_copy_length);
+      int med = order[(k - 1) / 2];
+      *out = c[med].a;
+      memset (&c[med].a, 0, sizeof c[med].a);
+      memcpy (which, c[med].key, sizeof c[med].key);
+      ok = out->n_steps;
+    }
+out:
+  for (int j = 0; c != NULL && j < n_copies; j++)
+    pp_analysis_steps_clear (&c[j].a);
+  free (c);
+  free (order);
+  free (rows);
+  free (n);
+  return ok;
+}
+
+int
+pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRACE_MESH_DIMS])
+{
+  PpAnalysisSteps a;
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  if (m == NULL || median_copy_steps (m, &a, key) == 0)
+    return 0;
+  pp_analysis_steps_clear (&a);
+  coord[PP_TRACE_MESH_PP] = -1;
+  memcpy (&coord[PP_TRACE_MESH_DP], key, sizeof key);
+  return 1;
+}
+
+void
+pp_timeline_model_analysis_rows (const PpTimelineModel *m, const PpSpan **rows, size_t *n)
+{
+  int32_t coord[PP_TRACE_MESH_DIMS];
+  int by_copy = pp_timeline_model_analysis_copy (m, coord);
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      rows[r] = m->ranks[r].spans;
+      n[r] = m->ranks[r].n_spans;
+    }
+  for (int i = 0; by_copy && i < pp_timeline_model_n_places (m); i++)
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      if (p->rank >= 0 && p->rank < m->n_ranks
+          && memcmp (&p->coord[PP_TRACE_MESH_DP], &coord[PP_TRACE_MESH_DP],
+                     (PP_TRACE_MESH_DIMS - PP_TRACE_MESH_DP) * sizeof *coord) == 0)
+        rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
+    }
+}
+
+int
+pp_timeline_model_analysis_dp (const PpTimelineModel *m)
+{
+  int32_t coord[PP_TRACE_MESH_DIMS];
+  return pp_timeline_model_analysis_copy (m, coord) ? coord[PP_TRACE_MESH_DP] : pp_timeline_model_shown_dp (m);
+}
+
 /* The counted steps (pp-analysis.h's rule, the schedule not known here:
- * a whole step holds as many blocks as the fullest) over the ranks' rows. */
+ * a whole step holds as many blocks as the fullest) over the ranks' rows;
+ * a job of replicas: over its median copy's (median_copy_steps). */
 int
 pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
 {
   memset (out, 0, sizeof *out);
   if (m == NULL || m->n_ranks <= 0)
     return 0;
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  if (median_copy_steps (m, out, key) > 0)
+    return out->n_steps;
   const PpSpan **rows = malloc ((size_t) m->n_ranks * sizeof *rows);
   size_t *n = malloc ((size_t) m->n_ranks * sizeof *n);
   int ok = 0;
@@ -2244,6 +2510,19 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       v->n_losses = src->n_losses;
       v->n_loss_counters = src->n_loss_counters;
     }
+  if (src->n_loss_series > 0 && (v->loss_series = calloc (src->n_loss_series, sizeof *v->loss_series)) != NULL)
+    for (size_t i = 0; i < src->n_loss_series; i++)
+      {
+        const LossSeries *from = &src->loss_series[i];
+        LossSeries *to = &v->loss_series[v->n_loss_series];
+        to->dp = from->dp;
+        if (from->n > 0 && (to->v = malloc (from->n * sizeof *to->v)) == NULL)
+          break;
+        if (from->n > 0)
+          memcpy (to->v, from->v, from->n * sizeof *to->v);
+        to->n = from->n;
+        v->n_loss_series++;
+      }
   retime_edges (src);
   if (src->n_edge > 0 && (v->edge = malloc (src->n_edge * sizeof *v->edge)) != NULL
       && (v->edge_process = malloc (src->n_edge * sizeof *v->edge_process)) != NULL
@@ -2374,6 +2653,15 @@ int
 pp_timeline_model_row_folded (const PpTimelineModel *m, int row)
 {
   return m != NULL && m->is_view && row >= 0 && row < m->n_ranks ? m->rows[row].n_folded : 0;
+}
+
+void
+pp_timeline_model_view_set_row_label (PpTimelineModel *v, int row, const char *label)
+{
+  if (v == NULL || !v->is_view || row < 0 || row >= v->n_ranks)
+    return;
+  snprintf (v->rows[row].label, sizeof v->rows[row].label, "%s", label ? label : "");
+  v->generation++;
 }
 
 const PpTimelineFold *

@@ -143,10 +143,15 @@ uint64_t              pp_timeline_model_n_unassigned_spans (const PpTimelineMode
 typedef struct {
   int64_t latest_end_ns;     /* the end of the replica that ended last */
   int64_t earliest_start_ns; /* the start of the replica that started first */
+  int64_t latest_start_ns;   /* the start of the replica that started last */
   int32_t slowest_process;   /* its global rank */
   int32_t slowest_dp;        /* and its replica */
   int32_t n;                 /* replicas that ran the block */
+  int32_t median_dp;         /* the replica whose copy is drawn (the median start's) */
 } PpTimelineFold;
+/* Whether a folded block's replicas ran it out of step: their copies'
+ * starts further apart than the drawn copy is long (span: that copy). */
+int                   pp_timeline_fold_apart (const PpTimelineFold *f, const PpSpan *span);
 int                   pp_timeline_model_is_view (const PpTimelineModel *m);
 int                   pp_timeline_model_row_rank (const PpTimelineModel *m, int row);
 int                   pp_timeline_model_row_process (const PpTimelineModel *m, int row);
@@ -195,9 +200,16 @@ const int32_t   *pp_timeline_model_step_numbers (const PpTimelineModel *m);
  * 0 if there is no span. */
 int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end);
 
-/* Loss per step (NaN where unknown), indexed by step. */
+/* Loss per step (NaN where unknown), indexed by step: a job of replicas'
+ * lowest replica's (dp 0), never two replicas' values on one series. */
 size_t           pp_timeline_model_n_losses (const PpTimelineModel *m);
 const double    *pp_timeline_model_losses (const PpTimelineModel *m);
+/* A job of replicas (placed processes): each replica's losses by step,
+ * series i of n_loss_series, dp ascending; *dp its replica, *n its length.
+ * 0 series for a trace without places.  The job's loss over its replicas
+ * (as the framework reduces it) is the analysis', not a series here. */
+size_t           pp_timeline_model_n_loss_series (const PpTimelineModel *m);
+const double    *pp_timeline_model_loss_series (const PpTimelineModel *m, size_t i, int32_t *dp, size_t *n);
 
 /* The block-edge counters (RUN_DELAY_NS, PROBE_SELF_NS; format 1.6;
  * ON_CPU_NS, 1.7), every one read, times with the clock offsets applied
@@ -213,14 +225,36 @@ uint64_t         pp_timeline_model_dropped (const PpTimelineModel *m);
 
 /* Each rank's measured bubble a step over the steps that count, as
  * pp-analysis.h defines both (every view reads the same): bubble[r] gets
- * the median over the counted steps of the share of the step's compute
- * window (its first F/B/I/W start to its last end over the ranks) in
- * which rank r runs no block.  bubble[n_ranks] gets -1 for every rank
+ * the median over the counted steps of the share of the whole step (its
+ * first work start to its last work end over the ranks) in which rank r
+ * runs no work.  bubble[n_ranks] gets -1 for every rank
  * when no step counts.  Returns the number of steps counted. */
 int              pp_timeline_model_step_bubbles (const PpTimelineModel *m, double *bubble);
+/* Whether a timed plan's action of this kind (PP_TRACE_ACT_*) is work:
+ * compute (F, B, I, W, F+B) and data-parallel (UNSHARD, RESHARD,
+ * REDUCE_GRAD, WAIT_REDUCE_GRAD).  A plan's step runs from its first work
+ * action's start to its last one's end over the ranks, a rank's plan
+ * bubble is the share of it without work: info, merge's and profile's
+ * lines, render's header and the Statistics tab all measure so. */
+int              pp_timeline_plan_action_is_work (int kind);
+
 /* The whole analysis of the steps (which count, the median step, the
- * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps. */
+ * bubbles), out cleared with pp_analysis_steps_clear; returns its n_steps.
+ * A job of replicas: its median copy's (the copy of the pipeline whose
+ * median step is the median, the lower of two middles: the one the why
+ * analysis, pp_why_analyse_replicas, takes its steps and path from), so
+ * that every view shows one copy's numbers whichever copy that is. */
 int              pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out);
+/* The replica (dp) whose numbers pp_timeline_model_step_analysis gives:
+ * the median copy's, or the shown one's (pp_timeline_model_shown_dp)
+ * where the job has one copy or none has a whole step. */
+int              pp_timeline_model_analysis_dp (const PpTimelineModel *m);
+/* The median copy's place (coord[dp .. ep]; coord[pp] -1): 1, or 0 where
+ * the job has one copy or none has a whole step. */
+int              pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRACE_MESH_DIMS]);
+/* The spans each rank's numbers are of, rows[r][n[r]] for every rank: the
+ * median copy's processes' (a job of replicas), else the rows'. */
+void             pp_timeline_model_analysis_rows (const PpTimelineModel *m, const PpSpan **rows, size_t *n);
 
 /* Per-rank statistics over [t0, t1] (use start/end for the whole run). */
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,

@@ -12,6 +12,7 @@
 #include "pp-timeline-host-lane.h"
 #include "pp-timeline-model-private.h"
 #include "pp-timeline-summary.h"
+#include "pp-trace-text.h"
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -77,6 +78,10 @@ static const Rgb light_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_HOST_LOSS]      = HEX (0x663333),   /* brown */
   [PP_SPAN_HOST_DATA]      = HEX (0xEECC66),   /* sand (Tol) */
   [PP_SPAN_HOST_ZERO_GRAD] = HEX (0xAAAAAA),   /* grey */
+  /* the last stage's loss computation: work of its own, saddle brown
+   * (the host lane's loss is a darker brown), apart from every block-lane
+   * kind, the bubble and a wait */
+  [PP_SPAN_LOSS]           = HEX (0x8B4513),
 };
 static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F]           = HEX (0x2E8FD0),
@@ -102,6 +107,7 @@ static const Rgb dark_kind[PP_N_SPAN_KINDS] = {
   [PP_SPAN_HOST_LOSS]      = HEX (0x994455),
   [PP_SPAN_HOST_DATA]      = HEX (0x0077BB),
   [PP_SPAN_HOST_ZERO_GRAD] = HEX (0x332288),
+  [PP_SPAN_LOSS]           = HEX (0xA0522D),   /* sienna */
 };
 static const Rgb light_bubble = HEX (0xCCCCCC), dark_bubble = HEX (0x454545);
 
@@ -264,7 +270,7 @@ legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Lege
   static const struct { int kind; const char *label; int thin; } kinds[] = {
     { PP_SPAN_F, "forward F", 0 }, { PP_SPAN_B, "backward B", 0 }, { PP_SPAN_I, "input grad I", 0 },
     { PP_SPAN_W, "weight grad W", 0 }, { PP_SPAN_OVERLAP_F_B, "F+B overlapped", 0 },
-    { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
+    { PP_SPAN_LOSS, "loss", 0 }, { PP_SPAN_OPT, "optimizer", 0 }, { PP_SPAN_UNSHARD, "unshard/reshard (DP)", 0 },
     { PP_SPAN_REDUCE_GRAD, "grad. reduce (DP)", 0 }, { PP_SPAN_SEND_F, "send/recv act.", 1 },
     { PP_SPAN_SEND_B, "send/recv grad.", 1 }, { PP_SPAN_WAIT, "wait", 1 },
     { PP_SPAN_KERNEL, "kernel", 1 }, { PP_SPAN_MEMCPY, "memcpy", 1 },
@@ -317,7 +323,7 @@ legend_build (const PpTimelineModel *m, const PpTimelineView *v, double x0, Lege
   if (summary)
     legend_add (lg, SW_HEAT, -1, "step length: median to 2x (bars: work by kind a step)");
   if (folded_rows (m))
-    legend_add (lg, SW_FOLD, -1, "replicas folded: median, mark to the latest end");
+    legend_add (lg, SW_FOLD, -1, "replicas folded: the median copy, a band from the first start, a mark to the latest end");
   legend_add (lg, SW_STEP, -1, "step boundary");
 
   /* at most a third of the height: a tiny window keeps some rows */
@@ -499,7 +505,7 @@ lane_of (int kind)
   switch (kind)
     {
     case PP_SPAN_F: case PP_SPAN_B: case PP_SPAN_I: case PP_SPAN_W:
-    case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT:
+    case PP_SPAN_OVERLAP_F_B: case PP_SPAN_OPT: case PP_SPAN_LOSS:
     case PP_SPAN_UNSHARD: case PP_SPAN_RESHARD: case PP_SPAN_REDUCE_GRAD:
     case PP_SPAN_WAIT_REDUCE_GRAD:
       return LANE_BLOCK;
@@ -568,10 +574,10 @@ plan_span_kind (int action_kind)
 /* ---- the per-render scratch ------------------------------------------------------ */
 
 /* Aggregation slots: the kinds of the block lane, then those of the thin lane. */
-enum { N_SLOTS = 15, N_BLOCK_SLOTS = 10 };
+enum { N_SLOTS = 16, N_BLOCK_SLOTS = 11 };
 static const int slot_kind[N_SLOTS] = {
   PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
-  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD,
+  PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD, PP_SPAN_WAIT_REDUCE_GRAD, PP_SPAN_LOSS,
   PP_SPAN_SEND_F, PP_SPAN_RECV_F, PP_SPAN_SEND_B, PP_SPAN_RECV_B, PP_SPAN_WAIT,
 };
 /* slot_kind inverted, plus one (0: no slot): every span narrower than a
@@ -579,8 +585,8 @@ static const int slot_kind[N_SLOTS] = {
 static const signed char slot_plus1[PP_N_SPAN_KINDS] = {
   [PP_SPAN_F] = 1, [PP_SPAN_B] = 2, [PP_SPAN_I] = 3, [PP_SPAN_W] = 4, [PP_SPAN_OVERLAP_F_B] = 5,
   [PP_SPAN_OPT] = 6, [PP_SPAN_UNSHARD] = 7, [PP_SPAN_RESHARD] = 8, [PP_SPAN_REDUCE_GRAD] = 9,
-  [PP_SPAN_WAIT_REDUCE_GRAD] = 10, [PP_SPAN_SEND_F] = 11, [PP_SPAN_RECV_F] = 12,
-  [PP_SPAN_SEND_B] = 13, [PP_SPAN_RECV_B] = 14, [PP_SPAN_WAIT] = 15,
+  [PP_SPAN_WAIT_REDUCE_GRAD] = 10, [PP_SPAN_LOSS] = 11, [PP_SPAN_SEND_F] = 12, [PP_SPAN_RECV_F] = 13,
+  [PP_SPAN_SEND_B] = 14, [PP_SPAN_RECV_B] = 15, [PP_SPAN_WAIT] = 16,
 };
 static int
 slot_of (int kind)
@@ -790,11 +796,18 @@ font (cairo_t *cr, double size, int bold)
   cairo_set_font_size (cr, size);
 }
 
+/* Text from a trace (a model, a span's name) may be anything: cairo
+ * refuses what is not UTF-8 (and stops drawing), and no picture shows a
+ * control character; both become U+FFFD (pp-trace-text.h). */
+#define SHOWN_MAX 2048
+
 static double
 text_w (cairo_t *cr, const char *s)
 {
   cairo_text_extents_t e;
-  cairo_text_extents (cr, s, &e);
+  char shown[SHOWN_MAX];
+  pp_trace_text_printable (s, shown, sizeof shown);
+  cairo_text_extents (cr, shown, &e);
   return e.x_advance;
 }
 
@@ -820,6 +833,9 @@ show_text (cairo_t *cr, const char *s)
 {
   TextSink *k = cairo_get_user_data (cr, &text_sink_key);
   double x, y;
+  char shown[SHOWN_MAX];
+  pp_trace_text_printable (s, shown, sizeof shown);
+  s = shown;
   if (k == NULL)
     {
       cairo_show_text (cr, s);
@@ -878,6 +894,7 @@ kind_letter (int kind)
     case PP_SPAN_W: return "W";
     case PP_SPAN_OVERLAP_F_B: return "FB";
     case PP_SPAN_OPT: return "OPT";
+    case PP_SPAN_LOSS: return "L";
     default: return "";
     }
 }
@@ -1290,7 +1307,13 @@ draw_legend (Ctx *c, cairo_t *cr)
           }
           break;
         case SW_FOLD:
-          /* drawn as the rows draw it (draw_whiskers) */
+          /* drawn as the rows draw it (draw_fold_bands, draw_whiskers) */
+          {
+            Rgb k = kind_rgb (PP_SPAN_F, c->v->dark);
+            set_rgba (cr, k, 0.35);
+            cairo_rectangle (cr, x - 4, y + 1, 16, 14);
+            cairo_fill (cr);
+          }
           set_rgba (cr, c->th.fg, 0.8);
           cairo_rectangle (cr, x, y + 8, 10, 1.5);
           cairo_rectangle (cr, x + 10, y + 3, 1.5, 10);
@@ -1336,6 +1359,8 @@ block_label (Ctx *c, const Box *b, char *buf, size_t n, int wide)
     }
   else if (b->mb < 0)
     snprintf (buf, n, "%s", b->kind == PP_SPAN_OPT ? "opt" : "");
+  else if (b->kind == PP_SPAN_LOSS)
+    snprintf (buf, n, wide ? "L%d" : "L", b->mb);   /* never read as the micro-batch's F */
   else if (b->kind == PP_SPAN_OVERLAP_F_B && b->sub_kind != 0)
     {
       /* both halves: "2F2+1B0", or "2+0" where narrow */
@@ -1991,7 +2016,7 @@ static double
 draw_rank_summary (Ctx *c, cairo_t *cr, int r, int64_t w0, int64_t w1)
 {
   static const int order[] = { PP_SPAN_F, PP_SPAN_B, PP_SPAN_I, PP_SPAN_W, PP_SPAN_OVERLAP_F_B, PP_SPAN_OPT,
-                               PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
+                               PP_SPAN_LOSS, PP_SPAN_UNSHARD, PP_SPAN_RESHARD, PP_SPAN_REDUCE_GRAD,
                                PP_SPAN_WAIT_REDUCE_GRAD };
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
@@ -2129,6 +2154,57 @@ draw_whiskers (Ctx *c, cairo_t *cr, int r)
     }
 }
 
+/* A folded row's bands: under each block of the block lane, from the
+ * earliest start to the latest end of its replicas' copies, in the
+ * block's colour, faint, outlined; the median copy is drawn over it.  So
+ * replicas out of step show where each ran, not a block where none did. */
+static void
+draw_fold_bands (Ctx *c, cairo_t *cr, int r)
+{
+  const PpTimelineView *v = c->v;
+  const PpTimelineLayout *l = &c->l;
+  const PpSpan *sp = pp_timeline_model_spans (c->m, r);
+  size_t n = pp_timeline_model_n_spans (c->m, r);
+  int64_t width = v->t1_ns - v->t0_ns;
+  double by, bh;
+
+  if (pp_timeline_model_row_folded (c->m, r) < 2)
+    return;
+  lane_y (l, r, LANE_BLOCK, &by, &bh);
+  by = round (by);
+  bh = round (bh);
+  if (bh < 2)
+    return;
+  cairo_save (cr);
+  cairo_rectangle (cr, l->x0, by, l->x1 - l->x0, bh);
+  cairo_clip (cr);
+  cairo_set_line_width (cr, 1);
+  /* a band reaches before its block's start: look a view's width back */
+  int64_t from = v->t0_ns > INT64_MIN + width ? v->t0_ns - width : v->t0_ns;
+  for (size_t i = pp_timeline_model_first_overlapping (c->m, r, from); i < n && sp[i].start_ns < v->t1_ns + width; i++)
+    {
+      const PpTimelineFold *f = pp_timeline_model_fold (c->m, r, (long) i);
+      if (f == NULL || f->n < 2 || sp[i].kind >= PP_N_SPAN_KINDS || lane_of (sp[i].kind) != LANE_BLOCK
+          || (f->earliest_start_ns >= sp[i].start_ns && f->latest_end_ns <= sp[i].end_ns)
+          || f->latest_end_ns < v->t0_ns || f->earliest_start_ns > v->t1_ns)
+        continue;
+      double xa = floor (pp_timeline_x_of (v, l, f->earliest_start_ns));
+      double xb = ceil (pp_timeline_x_of (v, l, f->latest_end_ns));
+      xa = fmax (xa, l->x0 - 2);
+      xb = fmin (xb, l->x1 + 2);
+      if (xb - xa < 1)
+        continue;
+      Rgb k = kind_rgb (sp[i].kind, v->dark);
+      set_rgba (cr, k, 0.35);
+      cairo_rectangle (cr, xa, by, xb - xa, bh);
+      cairo_fill (cr);
+      set_rgba (cr, k, 0.9);
+      cairo_rectangle (cr, xa + 0.5, by + 0.5, xb - xa - 1, bh - 1);
+      cairo_stroke (cr);
+    }
+  cairo_restore (cr);
+}
+
 /* The plan lane of rank r: the plan's copy under every step, in the block
  * lane's colors, see-through.  A copy is never cut: where the plan is
  * longer than the measured step it stands under, its blocks past the next
@@ -2212,6 +2288,7 @@ draw_rank (Ctx *c, cairo_t *cr, int r)
     }
   if (c->summary)
     return draw_rank_summary (c, cr, r, w0, w1);
+  draw_fold_bands (c, cr, r);
 
   for (size_t i = pp_timeline_model_first_overlapping (c->m, r, v->t0_ns);
        i < n && sp[i].start_ns < v->t1_ns; i++)

@@ -794,6 +794,8 @@ span_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *u)
       if (s->microbatch >= 0)
         g_string_append_printf (t, " · micro-batch %d", s->microbatch);
       g_string_append_printf (t, " · %s", pp_span_kind_name ((PpSpanKind) s->kind));
+      if (s->kind == PP_SPAN_LOSS)
+        g_string_append (t, " (the loss computation inside the schedule's loss call: work, not bubble)");
     }
   if (s->peer_rank >= 0)
     {
@@ -847,7 +849,17 @@ span_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *u)
                               f->n, f->slowest_dp, f->slowest_process, p && p->host[0] ? " on " : "",
                               p && p->host[0] ? p->host : "");
       append_time (t, (double) (f->latest_end_ns - s->end_ns), u);
-      g_string_append (t, " after the median end");
+      g_string_append_printf (t, " after the median end; the copy drawn is dp %d's; the band: the replicas' copies, ",
+                              f->median_dp);
+      append_time (t, (double) (f->earliest_start_ns - origin), u);
+      g_string_append (t, " to ");
+      append_time (t, (double) (f->latest_end_ns - origin), u);
+      if (pp_timeline_fold_apart (f, s))
+        {
+          g_string_append (t, "\nthe replicas ran it out of step: their starts ");
+          append_time (t, (double) (f->latest_start_ns - f->earliest_start_ns), u);
+          g_string_append (t, " apart, more than the block's length (unfold the rank to see each)");
+        }
     }
   return g_string_free (t, FALSE);
 }
@@ -886,6 +898,36 @@ planned_tooltip (const PpTimelineModel *m, int rank, long index, const TipUnit *
  * for the tests (declared there; not part of the header). */
 char *pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y);
 
+/* The tooltip of a folded row's label: what the row shows, and where its
+ * replicas ran out of step; NULL for other rows. */
+static char *
+row_label_tooltip (const PpTimelineModel *m, int row, const PpTimelineView *v)
+{
+  int n = pp_timeline_model_row_folded (m, row);
+  if (row < 0 || row >= pp_timeline_model_n_ranks (m) || n < 2)
+    return NULL;
+  TipUnit u;
+  int64_t apart;
+  int32_t step;
+  char who[96];
+  tip_unit (m, v, &u);
+  pp_timeline_model_rank_label (m, row, who, sizeof who);
+  GString *t = g_string_new (NULL);
+  g_string_append_printf (t, "%s: %d replicas folded; each block is the copy of the replica with the median start, "
+                          "over a band from the earliest start to the latest end of the replicas' copies",
+                          who, n);
+  size_t k = pp_timeline_row_apart (m, row, &apart, &step);
+  if (k > 0)
+    {
+      g_string_append_printf (t, "\nout of step: the replicas ran %zu block%s more than its length apart, "
+                              "the widest ", k, k == 1 ? "" : "s");
+      append_time (t, (double) apart, &u);
+      g_string_append_printf (t, " (step %d)", step);
+    }
+  g_string_append (t, "\nclick to unfold: a row a process");
+  return g_string_free (t, FALSE);
+}
+
 /* The tooltip of what a hit found; NULL for nothing. */
 static char *
 hit_tooltip (const PpTimelineModel *m, const PpTimelineView *v, const PpTimelineHit *hit)
@@ -906,7 +948,10 @@ pp_timeline_widget_tooltip_text (PpTimelineWidget *self, double x, double y)
 
   if (self->model == NULL || !self->range_valid)
     return NULL;
-  current_view (self, &v, NULL);
+  PpTimelineLayout l;
+  current_view (self, &v, &l);
+  if (x < l.x0 && y >= l.rows_y && l.row_h > 0)
+    return row_label_tooltip (self->model, (int) ((y - l.rows_y) / l.row_h), &v);
   if (!pp_timeline_hit (self->model, &v, x, y, &hit))
     return pp_timeline_host_lane_tooltip (self->model, &v, x, y);
   return hit_tooltip (self->model, &v, &hit);

@@ -84,11 +84,8 @@ pp_whatif_measured_costs (const PpTimelineModel *m, PpMeasuredCosts *out)
     return FALSE;
   const PpSpan **rows = g_new (const PpSpan *, P);
   size_t *n = g_new (size_t, P);
-  for (int r = 0; r < P; r++)
-    {
-      rows[r] = pp_timeline_model_spans (m, r);
-      n[r] = pp_timeline_model_n_spans (m, r);
-    }
+  /* a job of replicas: its median copy's, as suggest's costs */
+  pp_timeline_model_analysis_rows (m, rows, n);
   /* one rule for every view: candidates are what the job's framework runs */
   gboolean ok = pp_measured_costs_from_spans (pp_timeline_model_description (m), rows, n, P, NULL, out, NULL)
                 == PP_OK;

@@ -5,9 +5,11 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "pp-schedule.h"
+#include "pp-trace-text.h"
 
 int
 pp_cli_usage_error (const char *fmt, ...)
@@ -97,4 +99,37 @@ pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
     default:
       return false;
     }
+}
+
+const char *
+pp_cli_text (const char *s, char *buf, size_t size)
+{
+  size_t o = 0;
+  if (size == 0)
+    return buf;
+  while (*s)
+    {
+      char esc[12];
+      int32_t cp;
+      int n = pp_trace_text_next (s, &cp);
+      const char *out = s;
+      size_t len = (size_t) n;
+      if (cp == '\n' || cp == '\t' || cp == '\r')
+        snprintf (esc, sizeof esc, "\\%c", cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
+      else if (cp < 0 || (cp < 0x80 && pp_trace_text_is_control (cp)))
+        snprintf (esc, sizeof esc, "\\x%02x", (unsigned char) *s);
+      else if (pp_trace_text_is_control (cp))
+        snprintf (esc, sizeof esc, "\\u%04x", (unsigned) cp);
+      else
+        esc[0] = '\0';
+      if (esc[0] != '\0')
+        out = esc, len = strlen (esc);
+      if (o + len >= size)
+        break;
+      memcpy (buf + o, out, len);
+      o += len;
+      s += n;
+    }
+  buf[o] = '\0';
+  return buf;
 }

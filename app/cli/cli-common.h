@@ -32,3 +32,10 @@ void pp_cli_print_schedules (FILE *out);
  * then exits 2). */
 bool pp_cli_shape_option (int opt, const char *arg, int *ranks, int *microbatches,
                           int *stages_per_rank);
+
+/* s, a string from a trace (a host, a command, a model), as a terminal may
+ * show it, into buf[size]; returns buf.  Valid UTF-8 stays as it is; a
+ * newline, tab or carriage return shows as \n, \t, \r, any other control
+ * character as \xNN (C1 as \u0080..\u009f) and a byte that is not UTF-8 as
+ * \xNN: a file cannot move the cursor, clear the screen or add a line. */
+const char *pp_cli_text (const char *s, char *buf, size_t size);

@@ -129,6 +129,19 @@ idmap_put (IdMap *m, uint32_t key, uint32_t val)
  * frame for rank 0 among its first items, or none at all: a trace from
  * before format 1.1 or from threads, which ran every rank).  0, or 1 with
  * one line. */
+/* A reader's line about input path, the input named where the line does
+ * not name it (the reader's own lines begin "trace: "): among thousands of
+ * inputs, the user must find the one that is not a trace. */
+static void
+say_input_error (const char *path, const char *msg)
+{
+  size_t n = strlen (path);
+  if (strncmp (msg, path, n) == 0 && msg[n] == ':')
+    fprintf (stderr, "pipescope-cli: error: %s\n", msg);
+  else
+    fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, msg);
+}
+
 static int
 peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *process,
       PpTraceProcess *place)
@@ -143,7 +156,7 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *proc
   *process = -1;
   if (r == NULL)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      say_input_error (path, err.msg);
       return 1;
     }
   /* a writer puts the description first and the rank frames right after;
@@ -153,7 +166,7 @@ peek (const char *path, PpTraceDescription *desc, bool *has_rank0, int32_t *proc
     {
       if (pp_trace_reader_next (r, &it, &err) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          say_input_error (path, err.msg);
           status = 1;
           break;
         }
@@ -367,14 +380,14 @@ copy_items (Merge *mg, int i, bool take_plan, int32_t process)
 
   if (r == NULL)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      say_input_error (path, err.msg);
       return 1;
     }
   while (status == 0)
     {
       if (pp_trace_reader_next (r, &it, &err) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          say_input_error (path, err.msg);
           status = 1;
           break;
         }

@@ -1,6 +1,7 @@
 /* cli-plan.c — a schedule's simulated plan as trace frames (cli-plan.h). */
 #define _GNU_SOURCE   /* memfd_create */
 #include "cli-plan.h"
+#include "pp-timeline-model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -232,10 +233,27 @@ out:
 }
 
 /* The process each pipeline rank shows (the timeline model's choice: its
- * lowest place, dp first), from the PROCESS frames of path; shown[r] -1
- * for a rank without.  Returns the processes seen, -1 with err. */
+ * lowest place, dp first; want non-NULL: the process at that copy's place,
+ * want[dp .. ep], where the rank has one), from the PROCESS frames of
+ * path; shown[r] -1 for a rank without.  Returns the processes seen, -1
+ * with err. */
+static bool
+at_copy_coord (const int32_t *coord, const int32_t *want)
+{
+  return want != NULL && memcmp (&coord[PP_TRACE_MESH_DP], &want[PP_TRACE_MESH_DP],
+                                 (PP_TRACE_MESH_DIMS - PP_TRACE_MESH_DP) * sizeof *want) == 0;
+}
+
+static bool
+at_copy (const PpTraceProcess *p, const int32_t *want)
+{
+  return want != NULL && memcmp (&p->coord[PP_TRACE_MESH_DP], &want[PP_TRACE_MESH_DP],
+                                 (PP_TRACE_MESH_DIMS - PP_TRACE_MESH_DP) * sizeof *want) == 0;
+}
+
 static int
-shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MESH_DIMS], PpError *err)
+shown_processes (const char *path, const int32_t *want, int32_t *shown, int32_t (*coord)[PP_TRACE_MESH_DIMS],
+                 PpError *err)
 {
   PpTraceReader *rd = pp_trace_reader_new_path (path, err);
   PpTraceItem it;
@@ -254,7 +272,10 @@ shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MES
       if (it.type != PP_TRACE_ITEM_PROCESS)
         continue;
       const PpTraceProcess *p = &it.process_info;
-      int lower = shown[p->rank] < 0;
+      n++;
+      int lower = shown[p->rank] < 0 || (at_copy (p, want) && !at_copy_coord (coord[p->rank], want));
+      if (!lower && at_copy_coord (coord[p->rank], want) && !at_copy (p, want))
+        continue;   /* the wanted copy's process stays */
       for (int d = PP_TRACE_MESH_DP; !lower && d < PP_TRACE_MESH_DIMS; d++)
         if (p->coord[d] != coord[p->rank][d])
           {
@@ -266,7 +287,6 @@ shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MES
           shown[p->rank] = p->process;
           memcpy (coord[p->rank], p->coord, sizeof coord[0]);
         }
-      n++;
     }
   pp_trace_reader_free (rd);
   return n;
@@ -277,8 +297,25 @@ shown_processes (const char *path, int32_t *shown, int32_t (*coord)[PP_TRACE_MES
  * copy) holding one replica's items, as the timeline shows (every
  * replica's would count each block twice); else part itself (copy "",
  * *fd -1). */
+static PpStatus
+one_copy (const char *part, const int32_t *want, char *copy, size_t size, int *copy_fd, PpError *err);
+
 PpStatus
 pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err)
+{
+  /* a job of replicas: its median copy (the copy every view's steps and
+   * bubbles are of: pp_timeline_model_step_analysis) */
+  int32_t want[PP_TRACE_MESH_DIMS];
+  PpTimelineModel *m = pp_timeline_model_new_from_file (part, NULL);
+  bool by_copy = m != NULL && pp_timeline_model_analysis_copy (m, want);
+  pp_timeline_model_free (m);
+  return one_copy (part, by_copy ? want : NULL, copy, size, copy_fd, err);
+}
+
+/* pp_cli_one_replica's copy of the processes at want's place (NULL: each
+ * rank's lowest). */
+static PpStatus
+one_copy (const char *part, const int32_t *want, char *copy, size_t size, int *copy_fd, PpError *err)
 {
   int32_t *shown = malloc (PP_TRACE_MAX_RANKS * sizeof *shown);
   int32_t (*coord)[PP_TRACE_MESH_DIMS] = malloc (PP_TRACE_MAX_RANKS * sizeof *coord);
@@ -297,7 +334,7 @@ pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpE
     }
   for (int r = 0; r < PP_TRACE_MAX_RANKS; r++)
     shown[r] = -1;
-  int n = shown_processes (part, shown, coord, err);
+  int n = shown_processes (part, want, shown, coord, err);
   if (n < 0)
     {
       st = err->status;
@@ -401,12 +438,6 @@ pp_cli_simulate_measured_plan (const PpSchedule *s, const PpWhyPlans *plans, con
   return pp_simulate (*with_comms ? *with_comms : s, rep->costs, sim, err);
 }
 
-static int
-is_compute_action (int kind)
-{
-  return kind == PP_TRACE_ACT_F || kind == PP_TRACE_ACT_B || kind == PP_TRACE_ACT_I || kind == PP_TRACE_ACT_W
-         || kind == PP_TRACE_ACT_OVERLAP_F_B;
-}
 
 double
 pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_actions, int n_ranks,
@@ -415,7 +446,7 @@ pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_ac
   double ps = INFINITY, pe = -INFINITY;
   for (int r = 0; r < n_ranks; r++)
     for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
-      if (is_compute_action (actions[r][k].kind))
+      if (pp_timeline_plan_action_is_work (actions[r][k].kind))
         {
           ps = fmin (ps, actions[r][k].planned_start);
           pe = fmax (pe, actions[r][k].planned_end);
@@ -425,7 +456,7 @@ pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_ac
       double busy = 0;
       bool any = false;
       for (size_t k = 0; actions[r] != NULL && k < n_actions[r]; k++)
-        if (is_compute_action (actions[r][k].kind))
+        if (pp_timeline_plan_action_is_work (actions[r][k].kind))
           {
             busy += actions[r][k].planned_end - actions[r][k].planned_start;
             any = true;
@@ -452,6 +483,7 @@ pp_cli_write_timed_plan (const char *part, const char *trace, const char *who, c
   char copy[64] = "";
   int copy_fd = -1;
 
+  /* a job of replicas: its median copy's costs */
   if (pp_cli_one_replica (part, copy, sizeof copy, &copy_fd, &err) != PP_OK
       || pp_why_analyse_trace (copy[0] ? copy : part, 0, &rep, NULL, &s, &err) != PP_OK)
     {

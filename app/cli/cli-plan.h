@@ -67,15 +67,17 @@ PpStatus pp_cli_simulate_measured_plan (const PpSchedule *s, const PpWhyPlans *p
                                         PpError *err);
 
 /* Each rank's bubble of timed plans as info prints it ("bubble, plan at
- * ..."): 1 - the rank's compute actions' time over the extent of every
- * rank's compute actions, into bubble[n_ranks] (-1 for a rank without a
- * timed plan); returns the extent (seconds), 0 when there is none. */
+ * ..."): 1 - the rank's work actions' time over the extent of every
+ * rank's work actions (pp_timeline_plan_action_is_work: data-parallel
+ * ones included), into bubble[n_ranks] (-1 for a rank without a timed
+ * plan); returns the extent (seconds), 0 when there is none. */
 double pp_cli_plan_bubbles (const PpTracePlanAction *const *actions, const size_t *n_actions, int n_ranks,
                             double *bubble);
 
 /* part as every analysis takes it: where its pipeline ranks ran in
  * several processes (replicas, format 1.4), a copy in memory (*copy_fd,
- * its path in copy) of the replica the timeline shows (every replica's
- * would count each block twice); else part itself (copy "", *copy_fd -1).
- * The caller closes *copy_fd. */
+ * its path in copy) of its median copy of the pipeline, whose numbers
+ * every view shows (pp_timeline_model_step_analysis; every replica's would
+ * count each block twice); else part itself (copy "", *copy_fd -1).  The
+ * caller closes *copy_fd. */
 PpStatus pp_cli_one_replica (const char *part, char *copy, size_t size, int *copy_fd, PpError *err);

@@ -1,5 +1,6 @@
 /* cli-processes.c — info's processes of a job (cli-processes.h). */
 #include "cli-processes.h"
+#include "cli-common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +75,8 @@ pp_cli_print_processes (const PpTraceProcess *procs, size_t n, size_t n_unplaced
       for (int d = 0; d < PP_TRACE_MESH_DIMS; d++)
         if (d <= PP_TRACE_MESH_TP || size[d] > 1)
           printf (" %s %d", pp_cli_mesh_dim[d], p->coord[d]);
-      printf (" host %s pid %d%s\n", p->host[0] ? p->host : "?", p->pid,
+      char host[4 * sizeof p->host];
+      printf (" host %s pid %d%s\n", p->host[0] ? pp_cli_text (p->host, host, sizeof host) : "?", p->pid,
               p->flags & PP_TRACE_PROCESS_UNPLACED ? " (place not read: dp by global rank)" : "");
     }
 }

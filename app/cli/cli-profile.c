@@ -28,6 +28,7 @@
  * itself: the names go into its mca_base_env_list (docs/jobs.md). */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "pp-timeline-model.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -78,8 +79,9 @@ profile_usage (FILE *out)
          "\n"
          "Runs COMMAND with pipescope's hook in every Python process it starts\n"
          "(torchrun, python, mpirun ... python): each rank of a\n"
-         "torch.distributed.pipelining job records its blocks, transfers, waits,\n"
-         "steps, losses and plan, with nothing changed in the job's code.  The\n"
+         "torch.distributed.pipelining, megatron-core or DeepSpeed pipe engine\n"
+         "job records its blocks, transfers, waits, steps, losses and plan, with\n"
+         "nothing changed in the job's code.  The\n"
          "ranks form one job that 'jobs', 'record', 'info' and the app see as one\n"
          "run, served by this process while the command runs.  The exit status\n"
          "is the command's, or 1 when it is 0 but the trace promised could not be\n"
@@ -312,7 +314,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
     first_replica &= rs->place.coord[d] == 0;
   if (it->type == PP_TRACE_ITEM_SPAN && c->kept != NULL && first_replica
       && (pp_span_kind_is_block (it->span.kind) || (it->span.kind >= PP_SPAN_SEND_F && it->span.kind <= PP_SPAN_RECV_B)
-          || pp_span_kind_is_dp_comm (it->span.kind)))
+          || pp_analysis_span_counts (it->span.kind)))
     {
       if (c->n_kept == PROFILE_SPANS_MAX)
         {
@@ -488,12 +490,26 @@ serve_saved_plan (Collector *c, const char *trace)
   return true;
 }
 
+/* Whether a process of the job ran in a replica past the first (dp, tp,
+ * cp or ep not 0): a job of replicas. */
+static bool
+has_replicas (Collector *c)
+{
+  for (int k = 0; k < c->n_ranks; k++)
+    for (int d = PP_TRACE_MESH_DP; c->ranks[k]->have_place && d < PP_TRACE_MESH_DIMS; d++)
+      if (c->ranks[k]->place.coord[d] != 0)
+        return true;
+  return false;
+}
+
 /* The closing line of what was served live, by pp-analysis.h's rule:
  * the steps analysed, the median step, each rank's measured bubble a step
  * and its bubble of the plan at measured costs, as `info` prints them for
- * the saved trace. */
+ * the saved trace.  A job of replicas, its trace saved: that trace's
+ * steps (pp_timeline_model_step_analysis: its median copy's, as info's and
+ * the app's), not the first replica's the live plan was timed with. */
 static void
-print_live_summary (Collector *c)
+print_live_summary (Collector *c, const char *saved)
 {
   PpAnalysisSteps a;
   char what[160], pc[32];
@@ -501,7 +517,17 @@ print_live_summary (Collector *c)
   const PpSpan *rows[1] = { c->kept };
   size_t n[1] = { c->n_kept };
 
-  if (c->kept == NULL || n_ranks == 0 || pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
+  if (c->kept == NULL || n_ranks == 0)
+    return;
+  if (saved != NULL && has_replicas (c))
+    {
+      PpTimelineModel *m = pp_timeline_model_new_from_file (saved, NULL);
+      if (m == NULL)
+        return;
+      pp_timeline_model_step_analysis (m, &a);
+      pp_timeline_model_free (m);
+    }
+  else if (pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
     return;
   if (a.n_steps > 0)
     {
@@ -659,6 +685,25 @@ forward_signal (int sig)
     kill ((pid_t) child_pid, sig);
 }
 
+/* NCCL_PROFILER_PLUGIN: the NCCL profiler plugin beside the probe library
+ * (the build tree's nccl/, or the same folder installed), so that a job's
+ * NCCL records its operations and waits into the job's ranks
+ * (docs/nccl-plugin.md); a job that names its own plugin keeps it. */
+static void
+set_nccl_plugin (const char *lib)
+{
+  char path[PATH_MAX];
+  const char *slash = strrchr (lib, '/');
+  int dir = slash ? (int) (slash - lib) : 0;
+  if (getenv ("NCCL_PROFILER_PLUGIN") != NULL)
+    return;
+  snprintf (path, sizeof path, "%.*s/nccl/libnccl-profiler-pipescope.so", dir, lib);
+  if (!is_file (path))
+    snprintf (path, sizeof path, "%.*s/libnccl-profiler-pipescope.so", dir, lib);
+  if (slash != NULL && is_file (path))
+    setenv ("NCCL_PROFILER_PLUGIN", path, 1);
+}
+
 /* The command's environment; PIPESCOPE_TRACE is where the ranks' files go
  * (run: TRACE.ID, each rank writing run.rankR), PIPESCOPE_JOB_ID the id
  * the probe writes into their headers. */
@@ -678,6 +723,7 @@ set_env (const char *job, const char *lib, const char *py, const char *run, cons
       fprintf (stderr, "pipescope-cli: error: cannot set the command's environment: %s\n", strerror (errno));
       return 1;
     }
+  set_nccl_plugin (lib);
   return 0;
 }
 
@@ -788,7 +834,7 @@ spans_hosts (int argc, char **argv)
 /* The variables a rank on another host needs, those that are set. */
 static const char *const forwarded[] = {
   "PYTHONPATH", "PIPESCOPE_JOB", "PIPESCOPE_LIB", "PIPESCOPE_PYTHON", "PIPESCOPE_TRACE",
-  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN",
+  "PIPESCOPE_JOB_ID", "PIPESCOPE_COLLECT", "PIPESCOPE_COLLECT_TOKEN", "NCCL_PROFILER_PLUGIN",
 };
 
 static void
@@ -1178,33 +1224,103 @@ say_no_trace (int cmd_status)
 }
 
 static int
+cmp_rank_file (const void *a, const void *b)
+{
+  const RankFile *x = a, *y = b;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* This run's rank files RUN.rankG, every G a process may have (global
+ * ranks past 4095 too: issue 40), by G, from one listing of the folder
+ * (not a stat per possible G); this run's only, by its header too.  Files
+ * of the run that merge cannot take (G past PP_TRACE_MAX_PROCESSES) go to
+ * *left, said by the caller.  -1 when out of memory or the folder cannot
+ * be read (said). */
+static int
+find_rank_files (const char *run, uint64_t id, RankFile **files, int *n, RankFile **left, int *n_left)
+{
+  char dir[PATH_MAX];
+  const char *slash = strrchr (run, '/'), *base = slash ? slash + 1 : run;
+  snprintf (dir, sizeof dir, "%.*s", slash == NULL ? 1 : slash == run ? 1 : (int) (slash - run),
+            slash == NULL ? "." : run);
+  int cap = 0, cap_left = 0;
+  *files = *left = NULL;
+  *n = *n_left = 0;
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    {
+      fprintf (stderr, "pipescope-cli: profile: cannot read %s for the ranks' files: %s\n", dir, strerror (errno));
+      return -1;
+    }
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL)
+    {
+      size_t base_len, len = strlen (base);
+      long g = strncmp (e->d_name, base, len) == 0 ? rank_of_name (e->d_name, &base_len) : -1;
+      char path[PATH_MAX + 40];
+      uint64_t file_id = 0;
+      if (g < 0 || base_len != len
+          || snprintf (path, sizeof path, "%s%s%s", dir, strcmp (dir, "/") ? "/" : "", e->d_name) >= (int) sizeof path
+          || !is_file (path) || pp_trace_file_job_id (path, &file_id, NULL) != PP_OK || file_id != id)
+        continue;
+      bool ok = g < PP_TRACE_MAX_PROCESSES;
+      RankFile **to = ok ? files : left;
+      int *k = ok ? n : n_left, *c = ok ? &cap : &cap_left;
+      if (*k == *c)
+        {
+          RankFile *more = realloc (*to, (size_t) (*c = *c ? 2 * *c : 64) * sizeof *more);
+          if (more == NULL)
+            break;
+          *to = more;
+        }
+      (*to)[*k] = (RankFile) { strdup (path), strlen (path) - strlen (e->d_name) + len, g, id, false };
+      if ((*to)[*k].path == NULL)
+        break;
+      ++*k;
+    }
+  bool oom = e != NULL;
+  closedir (d);
+  if (oom)
+    fprintf (stderr, "pipescope-cli: profile: out of memory listing the ranks' files in %s\n", dir);
+  qsort (*files, (size_t) *n, sizeof **files, cmp_rank_file);
+  qsort (*left, (size_t) *n_left, sizeof **left, cmp_rank_file);
+  return oom ? -1 : 0;
+}
+
+static int
 merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_status)
 {
-  char **argv = calloc (PROFILE_MAX_RANKS + 4, sizeof *argv);
-  int argc = 0, found = 0, status = 1;
-
-  if (argv == NULL)
-    return 1;
+  RankFile *files = NULL, *left = NULL;
+  int n_files = 0, n_left = 0, argc = 0, found = 0, status = 1;
+  char **argv = NULL;
+  if (find_rank_files (run, id, &files, &n_files, &left, &n_left) != 0
+      || (argv = calloc ((size_t) n_files + 4, sizeof *argv)) == NULL)
+    {
+      for (int i = 0; i < n_files; i++)
+        free (files[i].path);
+      for (int i = 0; i < n_left; i++)
+        free (left[i].path);
+      free (files);
+      free (left);
+      say_no_trace (cmd_status);
+      fprintf (stderr, "the ranks' files were not merged (said above); they are kept in their folder\n");
+      return 1;
+    }
   argv[argc++] = "merge";
   argv[argc++] = "-o";
   argv[argc++] = (char *) trace;
-  for (int r = 0; r < PROFILE_MAX_RANKS; r++)
+  for (int i = 0; i < n_files; i++)
     {
-      char p[PATH_MAX + 40];
-      uint64_t file_id = 0;
-      snprintf (p, sizeof p, "%s.rank%d", run, r);
-      /* this run's only, by its header too */
-      if (!is_file (p) || pp_trace_file_job_id (p, &file_id, NULL) != PP_OK || file_id != id)
-        continue;
-      argv[argc++] = strdup (p);
+      argv[argc++] = files[i].path;
       found++;
     }
+  free (files);
   if (found == 0)
     {
       say_no_trace (cmd_status);
       fprintf (stderr, "no rank wrote a trace (%s.rankG): did the command run a "
-               "torch.distributed.pipelining schedule, or megatron-core's with "
-               "pipeline_model_parallel_size above 1?\n", run);
+               "torch.distributed.pipelining schedule, megatron-core's with "
+               "pipeline_model_parallel_size above 1, or a DeepSpeed pipe engine's train_batch?\n", run);
     }
   else
     {
@@ -1230,6 +1346,23 @@ merge_traces_here (const char *trace, const char *run, uint64_t id, int cmd_stat
           fputc ('\n', stderr);
         }
     }
+  /* a limit that remains is said, with the files it left out */
+  if (n_left > 0)
+    {
+      fprintf (stderr, "pipescope-cli: profile: %d rank file%s of this run %s a global rank past %d, "
+               "which no trace can hold, and %s not merged (kept as %s):", n_left, n_left == 1 ? "" : "s",
+               n_left == 1 ? "has" : "have", PP_TRACE_MAX_PROCESSES - 1, n_left == 1 ? "was" : "were",
+               n_left == 1 ? "it is" : "they are");
+      for (int i = 0; i < n_left; i++)
+        {
+          fputc (' ', stderr);
+          shell_word (stderr, left[i].path);
+          free (left[i].path);
+        }
+      fputc ('\n', stderr);
+      status = 1;
+    }
+  free (left);
   for (int i = 3; i < argc; i++)
     free (argv[i]);
   free (argv);
@@ -1596,7 +1729,7 @@ pp_cli_profile (int argc, char **argv)
           c.dirty = true;
           live_plan (&c);
         }
-      print_live_summary (&c);
+      print_live_summary (&c, saved ? trace : NULL);
     }
 
 out:

@@ -173,9 +173,9 @@ tap_spans (void *user, const PpSpan *spans, size_t n)
       if (!rs->any || sp->start_ns < rs->first) rs->first = sp->start_ns;
       if (!rs->any || sp->end_ns > rs->last) rs->last = sp->end_ns;
       rs->any = true;
-      /* the schedule's blocks, what the simulator plans (not the optimizer
-       * step): the measured side of "measured against predicted" */
-      if (pp_span_kind_is_block (sp->kind))
+      /* the whole step's work (pp-analysis.h): its blocks and its
+       * optimizer step, as every view measures it */
+      if (pp_analysis_span_counts (sp->kind))
         {
           if (!rs->cany || sp->start_ns < rs->cfirst) rs->cfirst = sp->start_ns;
           if (!rs->cany || sp->end_ns > rs->clast) rs->clast = sp->end_ns;

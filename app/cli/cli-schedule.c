@@ -12,10 +12,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pp-schedule-deepspeed.h"
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 
-typedef enum { FMT_ASCII, FMT_ACTIONS, FMT_CSV, FMT_JSON } Format;
+typedef enum { FMT_ASCII, FMT_ACTIONS, FMT_CSV, FMT_JSON, FMT_INSTRUCTIONS } Format;
 
 static void
 schedule_usage (FILE *out)
@@ -23,7 +24,8 @@ schedule_usage (FILE *out)
 
   fputs ("Usage: pipescope-cli schedule --schedule NAME --ranks P --microbatches M\n"
          "                              [--stages-per-rank V] [--group N] [--cost F,B,W,C]\n"
-         "                              [--format ascii|actions|csv|json] [--trace FILE]\n"
+         "                              [--format ascii|actions|csv|json|instructions]\n"
+         "                              [--trace FILE]\n"
          "                              [--serve [--listen HOST:PORT] [--steps N]\n"
          "                                       [--speed X]]\n"
          "       pipescope-cli schedule --csv FILE [--cost F,B,W,C] [--format ...]\n"
@@ -46,7 +48,10 @@ schedule_usage (FILE *out)
          "      --csv FILE             read a custom order in PyTorch's compute_only CSV\n"
          "  -f, --format FORMAT        ascii (Gantt on a unit grid, default), actions\n"
          "                             (one line per rank), csv (PyTorch compute_only),\n"
-         "                             json (the simulated timeline)\n"
+         "                             json (the simulated timeline), instructions\n"
+         "                             (DeepSpeed-1F1B only: DeepSpeed's TrainSchedule\n"
+         "                             instructions, rank by rank and slot by slot, as\n"
+         "                             its pipe engine executes them)\n"
          "      --trace FILE           also write the simulated plan as a pipescope trace\n"
          "                             (description, plan, one span per compute action\n"
          "                             and step markers); 1 time unit = 1 ms\n"
@@ -342,8 +347,9 @@ pp_cli_schedule (int argc, char **argv)
           else if (strcmp (optarg, "actions") == 0) format = FMT_ACTIONS;
           else if (strcmp (optarg, "csv") == 0) format = FMT_CSV;
           else if (strcmp (optarg, "json") == 0) format = FMT_JSON;
+          else if (strcmp (optarg, "instructions") == 0) format = FMT_INSTRUCTIONS;
           else
-            return pp_cli_usage_error ("unknown format '%s'; use ascii, actions, csv or json", optarg);
+            return pp_cli_usage_error ("unknown format '%s'; use ascii, actions, csv, json or instructions", optarg);
           break;
         case 'h':
           schedule_usage (stdout);
@@ -392,6 +398,11 @@ pp_cli_schedule (int argc, char **argv)
         return pp_cli_usage_error ("%s", err.msg);
     }
 
+  if (format == FMT_INSTRUCTIONS && (name == NULL || strcasecmp (name, "DeepSpeed-1F1B") != 0))
+    {
+      pp_schedule_free (s);
+      return pp_cli_usage_error ("--format instructions is DeepSpeed's: use it with -s DeepSpeed-1F1B");
+    }
   cm = pp_cost_model_new_uniform (s->n_stages, cost[0], cost[1], cost[2], cost[3]);
   if (cm == NULL)
     {
@@ -424,6 +435,13 @@ pp_cli_schedule (int argc, char **argv)
         }
       break;
     case FMT_JSON: print_json (s, sim, cost, same); break;
+    case FMT_INSTRUCTIONS:
+      if (pp_ds_print_train_instructions (stdout, s->ranks, s->microbatches, &err) != PP_OK)
+        {
+          fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+          status = 1;
+        }
+      break;
     }
   if (info != NULL && (format == FMT_ASCII || format == FMT_ACTIONS))
     {
@@ -432,6 +450,11 @@ pp_cli_schedule (int argc, char **argv)
       else if (strncasecmp (name, "Megatron-", 9) == 0)
         printf ("%s: megatron-core's forward_backward_pipelining_without_interleaving runs exactly "
                 "this %s order (PyTorch's Schedule1F1B too)\n", name, info->name);
+      else if (strncasecmp (name, "DeepSpeed-", 10) == 0)
+        printf ("%s: DeepSpeed's PipelineEngine (TrainSchedule) runs its forwards and backwards in "
+                "this %s order, stage by stage; its slots are its own (sends and receives "
+                "instructions of their own, loads on the first and last stage, the reductions and "
+                "the optimizer in the last slot): --format instructions lists them\n", name, info->name);
     }
   if (fflush (stdout) != 0)
     status = 1;

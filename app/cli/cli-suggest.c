@@ -66,7 +66,7 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
       if (item.type == PP_TRACE_ITEM_END)
         break;
       if (item.type == PP_TRACE_ITEM_SPAN
-          && (pp_span_kind_is_block (item.span.kind) || pp_span_kind_is_dp_comm (item.span.kind)))
+          && pp_analysis_span_counts (item.span.kind))
         {
           if (n_spans == cap)
             {
@@ -156,7 +156,7 @@ pp_cli_suggest (int argc, char **argv)
   if ((rc_args = pp_cli_one_trace_file (argc, argv, "suggest", &path)) != 0)
     return rc_args;
 
-  /* a job of replicas: one replica's costs, as every other view takes them */
+  /* a job of replicas: its median copy's costs, as every other view takes them */
   char copy[64];
   int copy_fd = -1;
   if (pp_cli_one_replica (path, copy, sizeof copy, &copy_fd, &err) != PP_OK

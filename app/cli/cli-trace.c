@@ -21,9 +21,11 @@
 #include "cli-select.h"
 #include "cli-clock.h"
 #include "cli-replicas.h"
+#include "pp-analysis-loss.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
 #include "pp-trace.h"
+#include "pp-trace-text.h"
 #include "pp-schedule-rules.h"
 #include "pp-why.h"
 #include "pp-why-runtime.h"
@@ -692,7 +694,7 @@ see_plan (Trace *t, const PpTraceItem *item)
   for (size_t k = 0; k < item->plan.n_actions; k++)
     {
       const PpTracePlanAction *a = &item->plan.actions[k];
-      if (!is_compute_plan_action (a->kind))
+      if (!pp_timeline_plan_action_is_work (a->kind))
         continue;
       if (!any || a->planned_start < ps->start)
         ps->start = a->planned_start;
@@ -835,6 +837,15 @@ trace_load (const char *path, Trace *t)
           if (apply_clock_offsets (t) != 0 || !build_why_plans (t) || !index_processes (t))
             {
               fprintf (stderr, "pipescope-cli: error: out of memory\n");
+              trace_clear (t);
+              memset (t, 0, sizeof *t);
+              return 1;
+            }
+          /* two processes at one place, or places no job has: refused,
+           * as merge refuses them, not one of them dropped unsaid */
+          if (pp_trace_places_check (t->procs, t->n_procs, &err) != PP_OK)
+            {
+              fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
               trace_clear (t);
               memset (t, 0, sizeof *t);
               return 1;
@@ -995,7 +1006,9 @@ print_ranks (const Trace *t)
           off = by_rank[i]->clock_offset.offset_ns;
       if (last == NULL || r < 0)
         continue;
-      printf ("rank %d: host %s pid %d", r, last->rank_info.host[0] ? last->rank_info.host : "?",
+      char host[4 * sizeof last->rank_info.host];
+      printf ("rank %d: host %s pid %d", r,
+              last->rank_info.host[0] ? pp_cli_text (last->rank_info.host, host, sizeof host) : "?",
               last->rank_info.pid);
       if (off != 0)
         printf (", clock %+.3f ms to rank 0's", (double) off / 1e6);
@@ -1036,11 +1049,10 @@ print_shown_replica (const Trace *t)
       shown[d] = 0;
   /* the timeline folds the replicas; the bubble below is one replica's,
    * idle by cause the median replica's */
-  int64_t per = 1;
-  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-    per *= size[d];
+  int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
-          "the bubble, step times and idle below are one replica's (dp %d, each pipeline rank's "
+          "the steps, step times and bubble below are the median copy's (by step length, as the critical "
+          "path's), the idle over the whole trace one replica's (dp %d, each pipeline rank's "
           "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
           "them; %zu of the %zu spans, every process's in the exports\n",
           (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
@@ -1095,22 +1107,25 @@ run_start (const Trace *t, const AppView *v)
 /* ---- info ------------------------------------------------------------------ */
 
 
-/* The loss the last stage reported, first to last (the median step is
- * print_step_bubbles', the one analysis's). */
+/* The job's loss, first to last (pp-analysis-loss.h: over the replicas
+ * as the framework reduces it; the median step is print_step_bubbles',
+ * the one analysis's). */
 static void
 print_loss (const Trace *t)
 {
-  int n = 0;
-  double first = 0, last = 0;
+  PpAnalysisLoss *a = pp_analysis_loss_new ();
+  char line[256];
+  if (a == NULL)
+    return;
   for (size_t i = 0; i < t->n_counters; i++)
-    if (t->counters[i].kind == PP_COUNTER_LOSS && isfinite (t->counters[i].value))
-      {
-        if (n++ == 0)
-          first = t->counters[i].value;
-        last = t->counters[i].value;
-      }
-  if (n > 0)
-    printf ("loss: %.6g -> %.6g (%d value%s, as the job computed it)\n", first, last, n, n == 1 ? "" : "s");
+    {
+      int32_t g = t->counter_process != NULL ? t->counter_process[i] : -1;
+      const PpTraceProcess *p = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? &t->procs[t->proc_at[g]] : NULL;
+      pp_analysis_loss_add (a, &t->counters[i], p != NULL ? p->coord[PP_TRACE_MESH_DP] : -1);
+    }
+  if (pp_analysis_loss_describe (a, line, sizeof line)[0])
+    printf ("%s\n", line);
+  pp_analysis_loss_free (a);
 }
 
 /* One process's (or, without places, one rank's) collective counters. */
@@ -1227,22 +1242,37 @@ print_collectives (const Trace *t, bool list)
 
 /* The one analysis's steps of the spans info has read (not the file
  * again): blocks and data-parallel communication, busy and not bubble
- * (as the app's statistics).  n_steps 0 when none counts. */
+ * (as the app's statistics); a job of replicas: every process's at its
+ * place, so that the steps are its median copy's, as the app's
+ * (pp_timeline_model_step_analysis).  n_steps 0 when none counts. */
 static void
-step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
+step_analysis_of (const Trace *t, PpAnalysisSteps *a)
 {
   PpTimelineModel *m = pp_timeline_model_new ();
   PpTraceItem it;
+  bool placed = t->n_procs > 0 && t->span_process != NULL;
+  size_t n_spans = placed ? t->n_all_spans : t->n_spans;
+  const PpSpan *spans = t->spans;
 
   memset (a, 0, sizeof *a);
   if (m == NULL)
     return;
   memset (&it, 0, sizeof it);
+  it.type = PP_TRACE_ITEM_PROCESS;
+  for (size_t i = 0; placed && i < t->n_procs; i++)
+    {
+      it.process = t->procs[i].process;
+      it.process_info = t->procs[i];
+      pp_timeline_model_add (m, &it);
+    }
+  memset (&it, 0, sizeof it);
   it.type = PP_TRACE_ITEM_SPAN;
+  it.process = -1;
   for (size_t i = 0; i < n_spans; i++)
-    if (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind))
+    if (pp_analysis_span_counts (spans[i].kind))
       {
         it.span = spans[i];
+        it.process = placed ? t->span_process[i] : -1;
         pp_timeline_model_add (m, &it);
       }
   pp_timeline_model_step_analysis (m, a);
@@ -1253,19 +1283,19 @@ step_analysis_of (const PpSpan *spans, size_t n_spans, PpAnalysisSteps *a)
  * steps' compute windows (what `run` prints and what compares with a
  * plan's bubble a step); nothing when the trace has no step. */
 static void
-print_step_bubbles (const PpSpan *spans, size_t n_spans, int n_ranks)
+print_step_bubbles (const Trace *t, int n_ranks)
 {
   PpAnalysisSteps a;
-  step_analysis_of (spans, n_spans, &a);
+  step_analysis_of (t, &a);
   if (a.n_ranks < n_ranks)
     n_ranks = a.n_ranks;
   if (a.n_steps > 0)
     {
       char what[160], pc[32];
       printf ("steps analysed: %s\n", pp_analysis_describe_steps (&a, what, sizeof what));
-      printf ("median step: %.3f ms (first F/B/I/W start to last end, every rank)\n", a.median_step / 1e6);
+      printf ("median step: %.3f ms (the whole step: first work start to last end, every rank)\n", a.median_step / 1e6);
       printf (PP_ANALYSIS_MEASURED_LABEL " (the median over the steps analysed of the share of the step a rank "
-              "runs no block):\n");
+              "runs no work):\n");
       for (int r = 0; r < n_ranks; r++)
         printf ("  rank %d bubble: %s\n", r, pp_analysis_format_percent (pc, sizeof pc, a.bubble[r], 1));
       printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
@@ -1291,7 +1321,7 @@ write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport 
       free (buf);
       return -1;
     }
-  step_analysis_of (t->spans, t->n_spans, &a);
+  step_analysis_of (t, &a);
   fputs ("{\n  ", f);
   pp_analysis_write_json_member (f, &a);
   fputs (",\n", f);
@@ -1360,8 +1390,8 @@ info_usage (FILE *out)
          "\n"
          "Summarises a trace: the run's description, ranks, steps, span counts per\n"
          "kind, each rank's bubble a step (the median over the steps of the share of\n"
-         "the step, from its first F/B/I/W start to its last end, in which the rank\n"
-         "computes nothing: the number run, the app and render give, and what compares\n"
+         "the whole step, from its first work start to its last end (its data-parallel\n"
+         "work and optimizer step included), in which the rank works not at all: the number run, the app and render give, and what compares\n"
          "with the plan's bubble), its idle share over the whole trace (set-up and\n"
          "the time between steps included), dropped events and\n"
          "whether the file was cut short.  For a run whose schedule it can rebuild:\n"
@@ -1423,10 +1453,13 @@ pp_cli_info (int argc, char **argv)
     printf ("trace: %s\n", path);
   if (t.has_desc)
     {
-      printf ("schedule: %s (P=%d, M=%d, V=%d)\n", t.desc.schedule, t.desc.n_ranks,
-              t.desc.n_microbatches, t.desc.n_virtual);
-      printf ("backend: %s\nhost: %s\nmodel: %s\ncommand: %s\n", t.desc.backend, t.desc.host,
-              t.desc.model, t.desc.cmdline);
+      /* the trace's strings escaped: a file cannot write to the terminal */
+      char text[4][4 * sizeof t.desc.cmdline + 1];
+      printf ("schedule: %s (P=%d, M=%d, V=%d)\n", pp_cli_text (t.desc.schedule, text[0], sizeof text[0]),
+              t.desc.n_ranks, t.desc.n_microbatches, t.desc.n_virtual);
+      printf ("backend: %s\nhost: %s\nmodel: %s\ncommand: %s\n", pp_cli_text (t.desc.backend, text[0], sizeof text[0]),
+              pp_cli_text (t.desc.host, text[1], sizeof text[1]), pp_cli_text (t.desc.model, text[2], sizeof text[2]),
+              pp_cli_text (t.desc.cmdline, text[3], sizeof text[3]));
       {
         time_t secs = (time_t) (t.desc.start_unix_ns / 1000000000);
         struct tm tm;
@@ -1564,7 +1597,7 @@ pp_cli_info (int argc, char **argv)
         free (fill);
       }
       /* the bubble a step first: the figure run, the app and render give */
-      print_step_bubbles (t.spans, t.n_spans, n_ranks);
+      print_step_bubbles (&t, n_ranks);
       pp_cli_print_replicas (t.procs, t.n_procs, t.spans, t.span_process, t.n_all_spans, n_ranks);
       print_loss (&t);
       print_collectives (&t, list_processes);
@@ -1675,15 +1708,22 @@ static void
 json_string (FILE *f, const char *s)
 {
   fputc ('"', f);
-  for (; *s; s++)
+  /* valid UTF-8 out, whatever the trace holds (JSON readers refuse
+   * anything else): a byte that is not UTF-8 is U+FFFD, a control
+   * character (C1 and DEL too) escaped */
+  while (*s)
     {
-      unsigned char c = (unsigned char) *s;
-      if (c == '"' || c == '\\')
-        fprintf (f, "\\%c", c);
-      else if (c < 0x20)
-        fprintf (f, "\\u%04x", c);
+      int32_t cp;
+      int n = pp_trace_text_next (s, &cp);
+      if (cp == '"' || cp == '\\')
+        fprintf (f, "\\%c", cp);
+      else if (cp < 0)
+        fputs ("\\ufffd", f);
+      else if (pp_trace_text_is_control (cp))
+        fprintf (f, "\\u%04x", (unsigned) cp);
       else
-        fputc (c, f);
+        fwrite (s, 1, (size_t) n, f);
+      s += n;
     }
   fputc ('"', f);
 }

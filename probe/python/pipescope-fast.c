@@ -36,7 +36,8 @@
  * pread) and the wrappers' own time so far (PROBE_SELF_NS), each queued
  * when it changed; the schedule's own code between two wrapped calls of a
  * step (HOST_SCHEDULE); host calls the schedule makes (role host: the
- * loss, the splitting of the inputs, zero_grad).
+ * splitting of the inputs, zero_grad).  The schedule's loss call is the
+ * last stage's work (role loss, trace format 1.9: a LOSS block).
  *
  * Built per CPython version (its extension suffix); lib.py loads it only
  * under the interpreter it was built for.  Everything runs under the GIL.
@@ -58,7 +59,7 @@ enum { CAPACITY = 512, RING = 256, WAITS = 256, PEERS = 64 };
 
 /* What a wrapper stands for. */
 enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, ROLE_WAIT, ROLE_LABEL,
-       ROLE_HOST };
+       ROLE_HOST, ROLE_LOSS };
 
 struct op_meta { const void *op; int32_t kind, stage, mb, peer; int64_t bytes; };
 struct work_peer { const void *work; int32_t peer; };
@@ -123,7 +124,7 @@ static struct
   int64_t cut_t, cut_kind, cut_stage, cut_bytes;
 } S;
 
-static PyObject *str_stage_index, *str_tensor, *str_peer, *str_nbytes;
+static PyObject *str_stage_index, *str_tensor, *str_peer, *str_nbytes, *str_is_last, *str_loss_fn;
 
 /* ---- the queue ------------------------------------------------------------ */
 
@@ -276,8 +277,9 @@ typedef struct
 /* What each role reads, in this order (wrap() checks the count):
  * forward, weight: self, micro-batch; backward: self, micro-batch,
  * full_backward; get_ops: self, micro-batch; batch_p2p: the ops; wait: the
- * works; label: the name. */
-enum { P_SELF = 0, P_MB = 1, P_FULL = 2, P_FIRST = 0, MAX_PARAMS = 3 };
+ * works; label: the name; loss: self (the schedule), the stage, the
+ * micro-batch. */
+enum { P_SELF = 0, P_MB = 1, P_FULL = 2, P_FIRST = 0, P_LOSS_STAGE = 1, P_LOSS_MB = 2, MAX_PARAMS = 3 };
 
 typedef struct
 {
@@ -588,6 +590,56 @@ call_host (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   return out;
 }
 
+/* The schedule's loss call (_maybe_compute_loss: on the last stage the
+ * loss function, then the append of its result; trace format 1.9) as a
+ * LOSS block of the stage and micro-batch: work of the last stage, not
+ * host time.  A call that computes nothing (not the last stage, no loss
+ * function) records nothing; nor does one inside an overlapped action,
+ * whose pair's block already holds it. */
+static PyObject *
+call_loss (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+  Py_ssize_t nargs = PyVectorcall_NARGS (nargsf);
+  PyObject *sched = arg_of (&w->params[P_SELF], args, nargs, kwnames);
+  PyObject *stage_obj = arg_of (&w->params[P_LOSS_STAGE], args, nargs, kwnames);
+  PyObject *mb_obj = arg_of (&w->params[P_LOSS_MB], args, nargs, kwnames);
+  int64_t t0 = S.now ();
+  PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
+  int64_t t1 = S.now ();
+  S.orig_ns = t1 - t0;
+  if (out != NULL && S.on && S.overlap == NULL && sched != NULL && stage_obj != NULL)
+    {
+      int64_t stage = -1, mb = -1;
+      int last = -1, has_fn = -1;
+      PyObject *v = PyObject_GetAttr (stage_obj, str_is_last);
+      if (v != NULL)
+        {
+          last = PyObject_IsTrue (v);
+          Py_DECREF (v);
+        }
+      PyObject *fn = last > 0 ? PyObject_GetAttr (sched, str_loss_fn) : NULL;
+      if (fn != NULL)
+        {
+          has_fn = fn != Py_None;
+          Py_DECREF (fn);
+        }
+      if (last < 0 || (last > 0 && has_fn < 0)
+          || (last > 0 && has_fn > 0
+              && (attr_int (stage_obj, str_stage_index, &stage) < 0
+                  || (mb_obj != NULL && mb_obj != Py_None && as_int (mb_obj, &mb) < 0))))
+        {
+          if (fail ("the loss") < 0)
+            Py_CLEAR (out);
+        }
+      else if (last > 0 && has_fn > 0)
+        push (PIPESCOPE_LOSS_BLOCK, stage, mb, S.step, t0, t1, -1, 0);
+    }
+  Py_XDECREF (sched);
+  Py_XDECREF (stage_obj);
+  Py_XDECREF (mb_obj);
+  return out;
+}
+
 /* The schedule's profiler label around an action: only an OVERLAP_F_B
  * one is the Python wrapper's (it gathers the pair); any other (a name
  * not given, not a string) is the label itself, with no frame of ours
@@ -631,6 +683,8 @@ dispatch (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
       return call_label (w, args, nargsf, kwnames);
     case ROLE_HOST:
       return call_host (w, args, nargsf, kwnames);
+    case ROLE_LOSS:
+      return call_loss (w, args, nargsf, kwnames);
     default:
       return call_block (w, args, nargsf, kwnames);
     }
@@ -770,7 +824,7 @@ static PyTypeObject WrapperType = {
 static const struct { const char *name; int role, n_params; } roles[] = {
   { "forward", ROLE_FORWARD, 2 }, { "backward", ROLE_BACKWARD, 3 }, { "weight", ROLE_WEIGHT, 2 },
   { "get_ops", ROLE_GET_OPS, 2 }, { "batch_p2p", ROLE_BATCH_P2P, 1 }, { "wait", ROLE_WAIT, 1 },
-  { "label", ROLE_LABEL, 1 }, { "host", ROLE_HOST, 1 },
+  { "label", ROLE_LABEL, 1 }, { "host", ROLE_HOST, 1 }, { "loss", ROLE_LOSS, 3 },
 };
 
 /* One (position, keyword[, default]) of wrap()'s params into *p (new
@@ -1067,7 +1121,8 @@ m_state (PyObject *mod, PyObject *noargs)
 static PyMethodDef methods[] = {
   { "wrap", m_wrap, METH_VARARGS,
     "wrap(role, orig, fallback, params[, kind]): a callable recording orig; role one of forward, "
-    "backward, weight, get_ops (kind: the transfers' kind), batch_p2p, wait, label; params: where a "
+    "backward, weight, get_ops (kind: the transfers' kind), batch_p2p, wait, label, host (kind: the host "
+    "kind), loss (the schedule's loss call); params: where a "
     "call puts each argument the role reads, (position or -1, keyword or None[, default]) each" },
   { "open", m_open, METH_VARARGS,
     "open(rank, pipescope_records, pipescope_now_ns), addresses: True when this process had no rank open" },
@@ -1114,7 +1169,10 @@ PyInit__pipescope_fast (void)
   str_tensor = PyUnicode_InternFromString ("tensor");
   str_peer = PyUnicode_InternFromString ("peer");
   str_nbytes = PyUnicode_InternFromString ("nbytes");
-  if (str_stage_index == NULL || str_tensor == NULL || str_peer == NULL || str_nbytes == NULL)
+  str_is_last = PyUnicode_InternFromString ("is_last");
+  str_loss_fn = PyUnicode_InternFromString ("_loss_fn");
+  if (str_stage_index == NULL || str_tensor == NULL || str_peer == NULL || str_nbytes == NULL
+      || str_is_last == NULL || str_loss_fn == NULL)
     return NULL;
   PyObject *m = PyModule_Create (&module);
   if (m == NULL)

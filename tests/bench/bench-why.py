@@ -10,12 +10,13 @@ For each case, RUNS times, alternately:
       ("what to change: --partition X (now Y): predicted step Z ms") and
       the simulator's step for the run itself ("the plan now W ms");
   (2) a run with the proposed partition, with a trace; its measured step
-      from `export --format why` (step_length: a step's first block start
-      to its last block end, the mean over the analysed steps).
-Both sides are the same quantity: the simulator's step is a plan's blocks,
-first to last, which is also how the why analysis measures a step.  run's
-own "mean step time" is not: it also holds the optimizer and the step's
-bookkeeping (about 8-15 ms a step here), which no partition changes.
+      from `export --format why` (step_length: the whole step, its first
+      work start to its last work end, the optimizer step OPT included
+      since issue 36, the median over the analysed steps).
+The two sides differ by the optimizer step: the simulator's step is a
+plan's blocks, first to last, and plans no OPT, while the whole step holds
+the last rank's OPT (a few ms a step here, which no partition changes).
+run's own "mean step time" also holds the step's bookkeeping.
 Prints, per case, the medians and measured/predicted for the proposal, and
 the same ratio for the unbalanced run against its own plan.
 

@@ -31,7 +31,7 @@ cairo_flags="$cairo_flags $(pkg-config --cflags --libs openblas 2>/dev/null || e
 
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="-I$src/probe -I$src/runtime -I$src/ui -I$src/kernels"
-probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-trace-places.c $src/probe/pp-event.c $src/probe/pp-status.c"
+probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-trace-places.c $src/probe/pp-trace-text.c $src/probe/pp-event.c $src/probe/pp-status.c"
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
@@ -59,7 +59,7 @@ build() { # name sources...
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
 # the torch.profiler importer (its JSON reader, gunzip, the converter)
-imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c"
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
 cairo_flags_plain=$cairo_flags
 cairo_flags="$cairo_flags -lz"
 inc_plain=$inc

@@ -22,6 +22,17 @@ the calls and ops a function, the forms used (how many positionally, which
 by keyword), the losses and the weights' checksums.  Nothing in it knows
 pipescope but --hook-off: recording stopped through the hook's own failure
 path before the first step, its wrappers left in place.
+
+    torchrun --nproc-per-node 2 call-forms.py --cases ScheduleGPipe,patch,off:ScheduleGPipe --out DIR
+
+--cases runs several jobs one after another in the same processes (one
+torch import, one process group), each writing DIR/<case>/rank<R>.json: a
+schedule class, "patch" (--patch's job) or off:CLASS (recording stopped
+before it, as --hook-off; it stays stopped for the cases after).  Each case
+starts from scratch (seeds, stages, schedule, its patches put in and taken
+out after, its counts), and each rank says "call-forms: case CASE" on
+stderr before it, both ranks past a barrier before it begins, so that the
+lines of a case lie between its second such line and the next case's.
 """
 
 import argparse
@@ -88,9 +99,11 @@ def forms(sig, bound):
     return out
 
 
-def reform(owner, name):
-    """Replaces owner.name: each call made again in the next form."""
+def reform(owner, name, undo):
+    """Replaces owner.name: each call made again in the next form; undo
+    gets what puts it back."""
     before = owner.__dict__[name]
+    undo.append((owner, name, before))
     sig = inspect.signature(before)      # the wrapped function's own, through __wrapped__
     turn = [0]
 
@@ -109,10 +122,11 @@ def reform(owner, name):
     setattr(owner, name, again)
 
 
-def count_recv():
+def count_recv(undo):
     """The issue's user: counts the receives, calls the originals by keyword."""
     for name, key in (("get_fwd_recv_ops", "fwd_chunk_id"), ("get_bwd_recv_ops", "bwd_chunk_id")):
         orig = getattr(Base, name)
+        undo.append((Base, name, Base.__dict__[name]))
 
         def counting(self, chunk, _orig=orig, _key=key, _name=name):
             out = _orig(self, **{_key: chunk})
@@ -125,36 +139,62 @@ def count_recv():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="ScheduleGPipe")
+    ap.add_argument("--cases", help="comma-separated cases run one after another (DIR/<case>/rank<R>.json)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--patch", action="store_true", help="the issue's user's patch, nothing else")
     ap.add_argument("--hook-off", action="store_true", help="stop the hook's recording before the first step")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    if a.patch:
-        count_recv()
+    dist.init_process_group("gloo")
+    if not a.cases:
+        run_case(a, "patch" if a.patch else ("off:" if a.hook_off else "") + a.schedule, a.out)
+    else:
+        for case in a.cases.split(","):
+            print(f"call-forms: case {case}", file=sys.stderr, flush=True)
+            dist.barrier()
+            run_case(a, case, os.path.join(a.out, case))
+    dist.destroy_process_group()
+
+
+def run_case(a, case, out):
+    """One job from scratch: CASE's patches in, a.steps steps, out again."""
+    patch = case == "patch"
+    schedule = "Schedule1F1B" if patch else case.split(":")[-1]
+    for kept in (digests, calls, ops, used):
+        kept.clear()
+    undo = []
+    if patch:
+        count_recv(undo)
     else:
         for name in STAGE_FNS:
-            reform(Base, name)
+            reform(Base, name, undo)
         for name in ("_batch_p2p", "_wait_batch_p2p", "record_function"):
             if name in S.__dict__:
-                reform(S, name)
-        reform(S._PipelineSchedule, "_update_losses")
-    if a.hook_off:
+                reform(S, name, undo)
+        reform(S._PipelineSchedule, "_update_losses", undo)
+    if case.startswith("off:"):
         hook = sys.modules["pipescope.torch"]._hook
-        hook.fail("the test", RuntimeError("recording off on purpose"))
+        if not hook.failed:
+            hook.fail("the test", RuntimeError("recording off on purpose"))
+    try:
+        train(a, schedule, patch, out)
+    finally:
+        for owner, name, before in reversed(undo):
+            setattr(owner, name, before)
 
-    dist.init_process_group("gloo")
+
+def train(a, schedule, patch, out):
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
-    multi = a.schedule not in ("ScheduleGPipe", "Schedule1F1B")
+    multi = schedule not in ("ScheduleGPipe", "Schedule1F1B")
     v = 2 if multi else 1
     n_stages = world * v
-    mine = [rank, 2 * world - 1 - rank] if "ZBV" in a.schedule else [rank + k * world for k in range(v)]
+    mine = [rank, 2 * world - 1 - rank] if "ZBV" in schedule else [rank + k * world for k in range(v)]
     layers = [torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh()) for _ in range(n_stages)]
     stages = [PipelineStage(layers[s], s, n_stages, torch.device("cpu")) for s in mine]
     M = a.microbatches
-    cls = getattr(S, a.schedule)
+    cls = getattr(S, schedule)
     sched = cls(stages if multi else stages[0], n_microbatches=M, loss_fn=torch.nn.MSELoss())
     params = [p for s in mine for p in layers[s].parameters()]
     opt = torch.optim.SGD(params, lr=0.05)
@@ -167,7 +207,7 @@ def main():
         xs = (x,) if 0 in mine else ()
         kw = dict(target=y, losses=losses) if n_stages - 1 in mine else {}
         # the step bound, unbound, and with self by keyword where no input comes first
-        if step % 3 == 0 or a.patch:
+        if step % 3 == 0 or patch:
             sched.step(*xs, **kw)
         elif step % 3 == 1:
             type(sched).step(sched, *xs, **kw)
@@ -177,13 +217,12 @@ def main():
             type(sched).step(self=sched, **kw)
         opt.step()
         losses_by_step.append([l.item() for l in losses])
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "stages": mine, "digests": digests, "calls": calls, "ops": ops,
                    "forms": {k: sorted(v) for k, v in used.items()}, "losses": losses_by_step,
                    "params": [float(p.detach().double().sum()) for p in params],
                    "torch": torch.__version__}, f)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ bit: the float32 bytes' hash), its place as DeepSpeed's grid says it (stage,
 data-parallel id, slice rank and their sizes), and the instructions its
 engine executed in the first step, in order, each with its micro-batch as the
 schedule maps it (the job's own witness, read from DeepSpeed's schedule
-objects, independent of the hook).
+objects, independent of the hook), and each step's wall and main-thread
+CPU seconds (bench-deepspeed).
 
 DeepSpeed on CPU, in this job only (never in the hook): DS_ACCELERATOR=cpu,
 gloo, a torch optimizer handed to the engine (a config "Adam" builds
@@ -26,6 +27,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
@@ -135,9 +137,12 @@ def main():
             yield x, torch.sin(x)
 
     data = batches()
-    losses = []
+    losses, step_s, cpu_s = [], [], []
     for s in range(a.steps):
+        t0, c0 = time.perf_counter(), time.thread_time()
         loss = engine.train_batch(data_iter=data)
+        step_s.append(time.perf_counter() - t0)
+        cpu_s.append(time.thread_time() - c0)
         log["on"] = False
         losses.append(float(loss))
 
@@ -151,7 +156,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
         json.dump({"losses": losses, "weights": h.hexdigest(), "place": place,
-                   "cmds": log["cmds"], "M": a.microbatches}, f)
+                   "cmds": log["cmds"], "M": a.microbatches, "step_s": step_s, "cpu_s": cpu_s}, f)
     dist.barrier()
     dist.destroy_process_group()
 

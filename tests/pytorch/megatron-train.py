@@ -4,7 +4,10 @@ kind `pipescope-cli profile` must record with nothing changed: a GPT of plain
 modules split as Megatron splits layers (virtual stage = chunk x P + pp rank
 holds layers [vs L / (P V), (vs + 1) L / (P V))), trained through
 megatron-core's own get_forward_backward_func(): 1F1B (--vp 1) or its
-interleaved schedule (--vp V).
+interleaved schedule (--vp V); with --megatron-ddp each chunk in
+megatron-core's DistributedDataParallel (overlap_grad_reduce) and its
+finalize_model_grads, the job counting the gradient syncs its buckets
+issue outside finalize_model_grads.
 
     torchrun --nproc-per-node W megatron-train.py --pp P [--vp V] --out DIR
 
@@ -86,6 +89,9 @@ class Chunk(torch.nn.Module):
         self.model_type = ModelType.encoder_or_decoder
         self.vp_stage = chunk
         self.first, self.last = vs == 0, vs == n_vs - 1
+        # what megatron-core's finalize_model_grads reads of a GPT chunk
+        self.pre_process, self.post_process = self.first, self.last
+        self.share_embeddings_and_output_weights = False
         h = config.hidden_size
         per = layers // n_vs
         torch.manual_seed(1000 + vs)   # the same weights in every run
@@ -127,6 +133,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--per-token", action="store_true",
                     help="calculate_per_token_loss: loss_func returns (sum over tokens, tokens, report)")
+    ap.add_argument("--megatron-ddp", action="store_true",
+                    help="each chunk in megatron-core's DistributedDataParallel (overlap_grad_reduce), "
+                         "its finalize_model_grads; the job counts the gradient syncs it issues in backward")
     ap.add_argument("--list", help="after the last step, write the names in this folder to the json")
     a = ap.parse_args()
 
@@ -166,6 +175,34 @@ def main():
                     dist.all_reduce(p.grad, group=dp_group)
                     p.grad /= n
     config.finalize_model_grads_func = finalize
+    grad_syncs = []   # a step: the bucket groups' gradient syncs issued outside finalize_model_grads
+    if a.megatron_ddp:
+        from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,
+                                               finalize_model_grads)
+        ddp_config = DistributedDataParallelConfig(overlap_grad_reduce=True, use_distributed_optimizer=False)
+        chunks = [DistributedDataParallel(config=config, ddp_config=ddp_config, module=c) for c in chunks]
+        in_finalize = [False]
+
+        def counted_sync(sync):
+            def start_grad_sync(*args, **kwargs):
+                if not in_finalize[0] and grad_syncs:
+                    grad_syncs[-1] += 1
+                return sync(*args, **kwargs)
+            return start_grad_sync
+        for c in chunks:
+            c.chunk = c.module.chunk
+            for bg in c.bucket_groups:
+                bg.start_grad_sync = counted_sync(bg.start_grad_sync)
+
+        def finalize_counted(*args, **kwargs):
+            in_finalize[0] = True
+            try:
+                return finalize_model_grads(*args, **kwargs)
+            finally:
+                in_finalize[0] = False
+        config.finalize_model_grads_func = finalize_counted
+        config.no_sync_func = [c.no_sync for c in chunks] if V > 1 else chunks[0].no_sync
+        config.grad_sync_func = [c.start_grad_sync for c in chunks] if V > 1 else chunks[0].start_grad_sync
     # a loss summed over tokens has gradients as many times larger
     lr = 0.05 / (a.seq * mb_size) if a.per_token else 0.05
     opt = torch.optim.SGD([p for c in chunks for p in c.parameters()], lr=lr)
@@ -191,12 +228,21 @@ def main():
     for step in range(a.steps):
         t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad()
+        grad_syncs.append(0)
+        if a.megatron_ddp:
+            for c in chunks:
+                c.zero_grad_buffer()
         log.clear()
         # each replica its own data: dp rank in the seed
         iters = [batches(step * 10 + dp_rank, a.microbatches, mb_size, a.seq, vocab) for _ in range(V)]
         out = fb(forward_step_func=forward_step, data_iterator=iters if V > 1 else iters[0],
                  model=chunks if V > 1 else chunks[0], num_microbatches=a.microbatches,
                  seq_length=a.seq, micro_batch_size=mb_size, forward_only=False)
+        if a.megatron_ddp:
+            # megatron-core's DDP reduces into main_grad; this job's plain SGD steps on it
+            for c in chunks:
+                for p in c.parameters():
+                    p.grad = p.main_grad
         opt.step()
         losses.append([float(d["lm loss"]) for d in out] if out else [])
         orders.append([list(x) for x in log])
@@ -211,7 +257,10 @@ def main():
     rec = {"losses": losses, "params": h.hexdigest(), "orders": orders,
            "coord": [r, dp_rank, ps.get_tensor_model_parallel_rank()],
            "size": [P, ps.get_data_parallel_world_size(), ps.get_tensor_model_parallel_world_size()],
-           "vp": V, "pp_rank": r, "step_s": step_s, "cpu_s": cpu_s}
+           "vp": V, "pp_rank": r, "step_s": step_s, "cpu_s": cpu_s, "grad_syncs": grad_syncs,
+           # 0.16 runs the loss function in forward_step_calc_loss (0.13 inside forward_step)
+           "calc_loss": hasattr(sys.modules["megatron.core.pipeline_parallel.schedules"],
+                                "forward_step_calc_loss")}
     dist.barrier()
     if a.list:
         rec["listed"] = sorted(os.listdir(a.list))

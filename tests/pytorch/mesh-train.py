@@ -10,7 +10,12 @@ Layouts (P = 2 pipeline ranks of 2 processes each):
   ddp     mesh ("pp", "dp"), each stage in DistributedDataParallel over
           mesh["dp"]'s group, Schedule1F1B
   fsdp    mesh ("pp", "dp"), FSDP2's fully_shard(block, mesh=mesh["dp"])
-          per block, ScheduleInterleaved1F1B (2 stages a rank)
+          per block, ScheduleInterleaved1F1B (2 stages a rank); the last
+          stage holds a head of its own (fully_shard too) that only the
+          loss function runs, as torchtitan's chunked loss runs lm_head:
+          FSDP2 all-gathers it in its pre-forward hook inside the
+          schedule's loss call and in its pre-backward hook inside the
+          backward
   fsdp-zbv  the same, ScheduleZBVZeroBubble (stages r and 2P-1-r of rank r)
   tp      mesh ("pp", "tp"), parallelize_module(block, mesh["tp"],
           fc1 column-wise, fc2 row-wise), Schedule1F1B (tp innermost, pp
@@ -24,7 +29,11 @@ Layouts (P = 2 pipeline ranks of 2 processes each):
           so that no place can be read from the groups alone
 
 Each process writes DIR/process<G>.json (G its global rank): the losses of
-every step (last stage), the parameter checksums after the last step, its
+every step (last stage), the parameter checksums after the last step, in
+the fsdp layouts FSDP2's collectives of each step as the job counts them
+itself (torch.distributed's all-gather and reduce-scatter as FSDP2 calls
+them: calls and bytes, and the all-gathers inside the schedule's loss
+call), the schedule's loss calls that computed a loss, a step, its
 place as the job itself knows it (pp, dp, tp, cp, ep and their sizes, from
 its mesh or its groups), and, with --list DIR2, the names of the files in
 DIR2 once every process has stepped (a barrier).
@@ -62,6 +71,59 @@ def hook_self_ns():
     if fast is None or not os.environ.get("PIPESCOPE_FAST_SELFTIME"):
         return None
     return fast.state()["self_ns"]
+
+
+class Head(torch.nn.Module):
+    """The last stage's head in the fsdp layout: a Linear that only the
+    loss function runs (the stage's forward never does)."""
+
+    def __init__(self, block, width):
+        super().__init__()
+        self.block = block
+        self.head = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class CommCount:
+    """FSDP2's all-gathers and reduce-scatters as this job sees them: the
+    torch.distributed functions FSDP2 calls (all_gather_single /
+    reduce_scatter_single in 2.15, the *_into_tensor / *_tensor ones
+    before), counted with their bytes (an all-gather's output, a
+    reduce-scatter's input: the full flat parameters or gradients), the
+    outermost call only; per step, and the all-gathers inside the
+    schedule's loss call apart."""
+
+    def __init__(self):
+        self.depth, self.in_loss = 0, False
+        self.steps = []
+        for names, kind, arg in ((("all_gather_single", "all_gather_into_tensor"), "ag", 0),
+                                 (("reduce_scatter_single", "reduce_scatter_tensor"), "rs", 1)):
+            for name in names:
+                if hasattr(dist, name):
+                    setattr(dist, name, self.counting(getattr(dist, name), kind, arg))
+
+    def counting(self, fn, kind, arg):
+        def counted(*args, **kwargs):
+            if self.depth or not self.steps:
+                return fn(*args, **kwargs)
+            t = args[arg] if len(args) > arg else kwargs.get(("output", "input")[arg],
+                                                               kwargs.get(("output_tensor", "input")[arg]))
+            cur = self.steps[-1]
+            cur[kind] += 1
+            cur[kind + "_bytes"] += t.numel() * t.element_size()
+            if kind == "ag" and self.in_loss:
+                cur["ag_in_loss"] += 1
+            self.depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.depth -= 1
+        return counted
+
+    def step(self):
+        self.steps.append({"ag": 0, "ag_bytes": 0, "rs": 0, "rs_bytes": 0, "ag_in_loss": 0})
 
 
 def place_from_mesh(mesh):
@@ -132,13 +194,21 @@ def main():
     n_stages = P * v
     blocks = [Block(a.width) for _ in range(n_stages)]   # the same weights in every process
     mine = [pp, n_stages - 1 - pp] if a.layout == "fsdp-zbv" else [pp + k * P for k in range(v)]
+    head = None
+    if a.layout == "fsdp" and n_stages - 1 in mine:
+        blocks[n_stages - 1] = Head(blocks[n_stages - 1], a.width)
+        head = blocks[n_stages - 1].head
+    comms = CommCount() if fsdp else None
     mods = []
     for s in mine:
         mod = blocks[s]
         if fsdp:
             from torch.distributed.fsdp import fully_shard
-            fully_shard(mod.fc1, mesh=mesh["dp"])
-            fully_shard(mod.fc2, mesh=mesh["dp"])
+            inner = mod.block if isinstance(mod, Head) else mod
+            fully_shard(inner.fc1, mesh=mesh["dp"])
+            fully_shard(inner.fc2, mesh=mesh["dp"])
+            if isinstance(mod, Head):
+                fully_shard(mod.head, mesh=mesh["dp"])
             fully_shard(mod, mesh=mesh["dp"])
         elif a.layout == "tp":
             from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
@@ -148,13 +218,36 @@ def main():
             mod = torch.nn.parallel.DistributedDataParallel(mod, process_group=dp_group)
         mods.append(mod)
     stages = [PipelineStage(m, s, n_stages, torch.device("cpu"), group=pp_group) for m, s in zip(mods, mine)]
-    loss_fn = torch.nn.MSELoss()
+    mse = torch.nn.MSELoss()
+    if head is None:
+        loss_fn = mse
+    else:
+        def loss_fn(out, target):
+            return mse(head(out), target)
     if a.layout == "fsdp":
         sched = S.ScheduleInterleaved1F1B(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
     elif a.layout == "fsdp-zbv":
         sched = S.ScheduleZBVZeroBubble(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
     else:
         sched = S.Schedule1F1B(stages[0], n_microbatches=a.microbatches, loss_fn=loss_fn)
+    # the schedule's loss calls that compute a loss, a step, as the job sees
+    # them (and FSDP2's all-gathers inside them): its own instance's
+    # _maybe_compute_loss wrapped, whatever else wraps the class's
+    loss_calls = []
+    sched_loss = getattr(sched, "_maybe_compute_loss", None)
+    if sched_loss is not None:
+        def counted_loss(*args, **kwargs):
+            stage = args[0] if args else kwargs.get("stage")
+            if getattr(stage, "is_last", False) and loss_calls:
+                loss_calls[-1] += 1
+            if comms is not None:
+                comms.in_loss = True
+            try:
+                return sched_loss(*args, **kwargs)
+            finally:
+                if comms is not None:
+                    comms.in_loss = False
+        sched._maybe_compute_loss = counted_loss
     params = [p for m in mods for p in m.parameters()]
     opt = torch.optim.SGD(params, lr=0.05)
     own_calls = [0]
@@ -179,6 +272,9 @@ def main():
         s0 = hook_self_ns() if a.timing else None
         t0, c0 = time.perf_counter(), time.thread_time()
         opt.zero_grad()
+        if comms is not None:
+            comms.step()
+        loss_calls.append(0)
         losses = []
         kwargs = {}
         if n_stages - 1 in mine:
@@ -212,6 +308,7 @@ def main():
         json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
                    "listed": listed, "torch": torch.__version__,
                    "order": order, "lowered": lowered, "own_calls": own_calls[0],
+                   "fsdp_comms": comms.steps if comms is not None else None, "loss_calls": loss_calls,
                    "step_s": step_s, "step_cpu_s": step_cpu_s, "hook_self_ns": self_ns}, f)
     dist.barrier()
     dist.destroy_process_group()

@@ -10,6 +10,8 @@ case in one test, a TAP line a case:
     unknown     a DeepSpeed version the hook does not know: one line, nothing
                 wrapped; the autoload engages the adapter on the pipe engine's
                 import (import deepspeed makes it) and not before (no torchrun)
+    slots       `schedule -s DeepSpeed-1F1B --format instructions` against
+                DeepSpeed's own TrainSchedule over shapes (no torchrun)
 
 Each job runs twice, plain and under profile; asserted:
   * profile exits 0 and the hook engaged in every process (nothing said);
@@ -25,6 +27,7 @@ Each job runs twice, plain and under profile; asserted:
   * each pipeline rank's plan is the order of ForwardPass and BackwardPass
     its schedule runs (Chrome export's plan lane);
   * the loss recorded each step is what train_batch returned;
+  * render --plan (the app's drawing) draws it;
   * suggest offers only what DeepSpeed's engine runs (TrainSchedule, 1F1B,
     at other gradient_accumulation_steps), said in its terms.
 Skips (TAP "1..0 # SKIP") where the PyTorch environment or DeepSpeed is missing.
@@ -167,6 +170,12 @@ def case(cli, py, name, env, tmp):
     want = sorted(x for b in procs.values() if b["place"]["pp"] == loss_pp for x in b["losses"])
     if len(got) != len(want) or any(abs(a - w) > 1e-6 * max(1.0, abs(w)) for a, w in zip(got, want)):
         raise Failed(f"the losses recorded {got} are not train_batch's {want}")
+    # the app's drawing (render: the one function the window, the exports and the tests share)
+    png = os.path.join(tmp, "job.png")
+    run([cli, "render", trace, "--plan", "-o", png], env, "render --plan")
+    with open(png, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n" or os.path.getsize(png) < 10000:
+            raise Failed("render --plan wrote no image")
     # What if offers what DeepSpeed's engine runs: TrainSchedule (1F1B) at other micro-batch counts
     out = run([cli, "suggest", trace], env, "suggest").stdout
     rows = [l.split()[1] for l in out.splitlines() if l[:4].strip().isdigit()]
@@ -175,7 +184,38 @@ def case(cli, py, name, env, tmp):
     return (f"{name}: {W} processes, pp {P} M {M} ({sched}): losses and weights bit for bit, every process at "
             f"its grid's place, the first step's {n_first} instructions as spans in the engine's order and "
             f"as many each later step, each rank's plan, {len(got)} losses as train_batch returned them, "
-            f"What if in DeepSpeed's terms")
+            f"drawn with its plan, What if in DeepSpeed's terms")
+
+
+SLOTS = r"""
+import sys
+from deepspeed.runtime.pipe.schedule import TrainSchedule
+for P, M in ((2, 1), (2, 4), (3, 2), (3, 7), (4, 4), (4, 9), (5, 3), (8, 16)):
+    lines = []
+    for r in range(P):
+        for i, cmds in enumerate(TrainSchedule(micro_batches=M, stages=P, stage_id=r).steps()):
+            if cmds:
+                lines.append(f"rank {r} slot {i}: " + " ".join(repr(c) for c in cmds))
+    print(f"== {P} {M}")
+    print("\n".join(lines))
+"""
+
+
+def slots(cli, py, env):
+    """`schedule -s DeepSpeed-1F1B --format instructions` is DeepSpeed's own
+    TrainSchedule, slot by slot, over shapes (DeepSpeed's code, run here)."""
+    p = subprocess.run([py, "-c", SLOTS], env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise Failed(f"DeepSpeed's TrainSchedule: {p.stderr[-2000:]}")
+    shapes = [blk.split("\n", 1) for blk in p.stdout.split("== ")[1:]]
+    for head, theirs in shapes:
+        P, M = head.split()
+        ours = run([cli, "schedule", "-s", "DeepSpeed-1F1B", "-p", P, "-m", M, "--format", "instructions"],
+                   env, f"schedule -s DeepSpeed-1F1B -p {P} -m {M}").stdout
+        if ours.strip() != theirs.strip():
+            raise Failed(f"P {P} M {M}: pipescope's slots\n{ours}\nDeepSpeed's TrainSchedule\n{theirs}")
+    return (f"schedule -s DeepSpeed-1F1B --format instructions: DeepSpeed's TrainSchedule slot by slot, every "
+            f"rank, {len(shapes)} shapes (P 2 to 8, M 1 to 16)")
 
 
 UNKNOWN = r"""
@@ -233,14 +273,17 @@ def main():
                       capture_output=True).returncode != 0:
         print(f"1..0 # SKIP DeepSpeed is not installed in {py} (./dev.sh test installs it)")
         return 0
-    names = list(CASES) + ["unknown"]
+    names = list(CASES) + ["unknown", "slots"]
     print(f"1..{len(names)}")
     failed = 0
     for i, name in enumerate(names, 1):
         tmp = tempfile.mkdtemp(prefix="pp-deepspeed-")
         os.chmod(tmp, 0o700)
         try:
-            msg = unknown(cli, py, env) if name == "unknown" else case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp)
+            if name in ("unknown", "slots"):
+                msg = (unknown if name == "unknown" else slots)(cli, py, env)
+            else:
+                msg = case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp)
             print(f"ok {i} - {msg}")
         except (Failed, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
             failed += 1

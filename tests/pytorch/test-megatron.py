@@ -7,8 +7,9 @@ CPU, gloo, torchrun) under `pipescope-cli profile`, for one layout:
     1f1b           2 processes, pp 2, 1F1B (forward_backward_pipelining_without_interleaving)
     interleaved    2 processes, pp 2, V 2 (..._with_interleaving, overlap_p2p_comm)
     interleaved4   4 processes, pp 4, V 2, 8 micro-batches
-    dp             4 processes, pp 2 x dp 2, 1F1B (finalize_model_grads reduces over dp),
-                   calculate_per_token_loss (the loss a sum over tokens, its count beside)
+    dp             4 processes, pp 2 x dp 2, 1F1B, megatron-core's DistributedDataParallel
+                   (overlap_grad_reduce) and finalize_model_grads, calculate_per_token_loss
+                   (the loss a sum over tokens, its count beside)
     unknown        a megatron-core version the hook does not know: one line, nothing wrapped;
                    the autoload engages the adapter on the schedules' import only
     (PYTHON_VARIABLE PIPESCOPE_TORCH211_PYTHON: the older megatron-core line, 1F1B)
@@ -26,6 +27,11 @@ It runs the job twice, plain and under profile, and asserts:
     ran them (the job's own witness: the calls megatron-core made of its
     forward_step_func and the backwards autograd ran, virtual stage =
     chunk x P + pp rank), and so is each rank's plan (Chrome export);
+  * the loss computation (0.16's forward_step_calc_loss): one LOSS
+    block of the last stage a micro-batch, beginning where its F ends;
+  * finalize_model_grads one REDUCE_GRAD a process-step outside every
+    block; each gradient sync megatron-core's DDP issued in a backward
+    (the job's count) a REDUCE_GRAD nested in a B of its stage;
   * sends and receives: as many SEND_F as RECV_F and SEND_B as RECV_B,
     with micro-batches; waits recorded; the optimizer's steps;
   * render --plan draws it into a PNG.
@@ -85,7 +91,10 @@ def main():
     try:
         check(cli, py, layout, env, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("PP_TEST_KEEP"):   # to read the trace after a failure
+            print(f"# kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 UNKNOWN = r"""
@@ -166,7 +175,7 @@ def check(cli, py, layout, env, tmp):
     job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py"),
            "--pp", str(P), "--vp", str(V), "--microbatches", str(M), "--steps", "2"]
     if layout == "dp":
-        job.append("--per-token")
+        job += ["--per-token", "--megatron-ddp"]
     plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
     os.mkdir(traces)
     run(job + ["--out", plain], env, "the plain run")
@@ -217,6 +226,28 @@ def check(cli, py, layout, env, tmp):
             ran = [(k, c * P + b["pp_rank"], mb) for k, c, mb in b["orders"][step]]
             if got != ran:
                 fail(f"process {g} step {step}: recorded {got}\nmegatron-core ran {ran}")
+    # the loss computation (0.16's forward_step_calc_loss, where the job's
+    # loss function runs): a LOSS block of the last virtual stage a
+    # micro-batch, right where its F ends (side by side, never nested:
+    # F's time is its forward alone); 0.13 has no such call (none)
+    n_loss = 0
+    for g, b in procs.items():
+        for step in range(2):
+            fwd = {(int(r["stage"]), int(r["microbatch"])): r for r in by[(g, step)] if r["kind"] == "F"}
+            loss = [r for r in by[(g, step)] if r["kind"] == "LOSS"]
+            want = list(range(M)) if g in lasts and b["calc_loss"] else []
+            if sorted(int(r["microbatch"]) for r in loss) != want \
+                    or any(int(r["stage"]) != P * V - 1 for r in loss):
+                fail(f"process {g} step {step}: LOSS blocks {[(r['stage'], r['microbatch']) for r in loss]}, "
+                     f"want the last stage's micro-batches {want}")
+            for r in loss:
+                f = fwd.get((int(r["stage"]), int(r["microbatch"])))
+                if f is None or f["end_ns"] != r["start_ns"] or int(r["end_ns"]) < int(r["start_ns"]):
+                    fail(f"process {g} step {step}: LOSS of micro-batch {r['microbatch']} at "
+                         f"{r['start_ns']}..{r['end_ns']} does not begin where its F ends ({f and f['end_ns']})")
+            n_loss += len(loss)
+    if "HOST_LOSS" in counts:
+        fail(f"{counts['HOST_LOSS']} HOST_LOSS spans: the loss computation is a LOSS block")
     n_blocks = W * 2 * M * V
     if counts["F"] != n_blocks or counts["B"] != n_blocks:
         fail(f"{counts['F']} F and {counts['B']} B recorded, not {n_blocks} each: {dict(counts)}")
@@ -230,8 +261,42 @@ def check(cli, py, layout, env, tmp):
         fail("a transfer without its micro-batch")
     if counts["WAIT"] == 0 or counts["OPT"] != W * 2:
         fail(f"waits {counts['WAIT']}, optimizer steps {counts['OPT']} (want some, and {W * 2}): {dict(counts)}")
-    if "REDUCE_GRAD" in counts and counts["REDUCE_GRAD"] != W * 2:
-        fail(f"{counts['REDUCE_GRAD']} REDUCE_GRAD recorded, not one a step a process ({W * 2})")
+    # finalize_model_grads one REDUCE_GRAD a process-step, outside every
+    # block (no bytes: it is a call, not one collective); megatron-core's
+    # DDP (layout dp) issues its buckets' gradient syncs from the backward
+    # hooks of the last micro-batch, or, for what is left, from the
+    # schedule's grad_sync_func after the last backward: each one the job
+    # counted is a REDUCE_GRAD with its buckets' bytes, inside a B of its
+    # stage or outside every block
+    n_fin = n_nested = n_sync = 0
+    for g, b in procs.items():
+        for step in range(2):
+            spans = by[(g, step)]
+            blocks = [r for r in spans if r["kind"] in ("F", "B", "LOSS")]
+            fin = nested = sync = 0
+            for r in spans:
+                if r["kind"] != "REDUCE_GRAD":
+                    continue
+                s0, e0 = int(r["start_ns"]), int(r["end_ns"])
+                sync += int(r["bytes"]) > 0
+                over = [x for x in blocks if int(x["start_ns"]) < e0 and s0 < int(x["end_ns"])]
+                if not over:
+                    fin += int(r["bytes"]) == 0
+                elif int(r["bytes"]) and (len(over) == 1 and over[0]["kind"] == "B" and over[0]["stage"] == r["stage"]
+                      and int(over[0]["start_ns"]) <= s0 and e0 <= int(over[0]["end_ns"])):
+                    nested += 1
+                else:
+                    fail(f"process {g} step {step}: REDUCE_GRAD {s0}..{e0} of stage {r['stage']} overlaps "
+                         f"{[(x['kind'], x['stage'], x['microbatch']) for x in over]} without lying inside a B "
+                         "of its stage")
+            if "REDUCE_GRAD" in counts and fin != 1:
+                fail(f"process {g} step {step}: {fin} REDUCE_GRAD outside blocks, not finalize_model_grads' one")
+            if sync != b["grad_syncs"][step]:
+                fail(f"process {g} step {step}: {sync} bucket gradient syncs recorded ({nested} nested in a B); "
+                     f"the job counted {b['grad_syncs'][step]} issued outside finalize_model_grads")
+            n_fin, n_nested, n_sync = n_fin + fin, n_nested + nested, n_sync + sync
+    if layout == "dp" and not n_nested:
+        fail("megatron-core's DDP issued no gradient sync inside a backward (overlap_grad_reduce)")
 
     # the plan of each rank: megatron-core's order
     chrome = os.path.join(tmp, "c.json")
@@ -274,8 +339,11 @@ def check(cli, py, layout, env, tmp):
         shutil.copy(png, keep + ".png")
     print(f"ok 1 - {layout}: {W} processes, pp {P} V {V} M {M} ({name}): losses and weights bit for bit, "
           f"one trace, every process's {n_blocks // W} F and B a step in megatron-core's order and its plan, "
-          f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps"
-          + (f", {counts['REDUCE_GRAD']} REDUCE_GRAD" if "REDUCE_GRAD" in counts else ""))
+          f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps, "
+          f"{n_loss} LOSS blocks each where its F ends"
+          + (f", {n_fin} REDUCE_GRAD of finalize_model_grads, {n_sync} of DDP's buckets as the job counted "
+             f"({n_nested} nested in a B)"
+             if "REDUCE_GRAD" in counts else ""))
 
 
 if __name__ == "__main__":

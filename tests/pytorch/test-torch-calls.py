@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""test-torch-calls.py CLI LIB SCHEDULE [VAR] — with the real PyTorch, the
+"""test-torch-calls.py CLI LIB VAR CASE... — with the real PyTorch, the
 hook's wrappers take every call PyTorch's functions take.
 
-SCHEDULE is one of PyTorch's schedule classes: tests/pytorch/call-forms.py
+A CASE is one of PyTorch's schedule classes: tests/pytorch/call-forms.py
 (2 ranks, CPU, gloo, torchrun) calls every function the hook wraps in every
 form its real signature allows (all positional, by keyword from any point
 on, self by keyword, defaults left out; the step bound, unbound, self by
@@ -11,21 +11,28 @@ keyword), run
   * plain (no hook): the unwrapped functions' results;
   * under `pipescope-cli profile`, the hook's compiled wrappers recording;
   * the same with PIPESCOPE_FAST=0 (the Python wrappers);
+  * the hook loaded, every other step paused (PIPESCOPE_BENCH_ALTERNATE);
   * the hook loaded, recording stopped before the first step (its
     wrappers in place, recording off);
-  * the hook loaded, every other step paused (PIPESCOPE_BENCH_ALTERNATE);
 
 and each run must finish with every call's result, the losses and the
 weights of the plain run, bit for bit; the recorded runs' traces hold one
 block a compute call and one transfer an op, per rank.
 
-SCHEDULE "patch": the issue's user, who patches get_fwd_recv_ops and
+CASE "patch": the issue's user, who patches get_fwd_recv_ops and
 get_bwd_recv_ops to count the receives and calls the originals by keyword,
 runs Schedule1F1B under `pipescope-cli profile -- torchrun ...`: it finishes
 with the plain run's results, and its trace has both ranks, every step and
 one receive a counted op.
+
+Each run is one TAP line.  The plain runs of all the cases are one job
+(call-forms.py --cases), and a case's paused and recording-off runs one
+job (paused first; the recording stopped before the second): runs that
+record no trace of their own share processes.  Each profiled run is a job
+of its own (the hook describes the schedule a process runs, once).
 VAR names the variable holding the python of the PyTorch to use
-(PIPESCOPE_TORCH_PYTHON by default); without it the test skips.
+(PIPESCOPE_TORCH_PYTHON, PIPESCOPE_TORCH211_PYTHON); without it the test
+skips.
 """
 
 import collections
@@ -40,8 +47,6 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.normpath(os.path.join(HERE, "..", "..", "probe", "python"))
 AUTO = os.path.join(PKG, "pipescope", "_autoload")
-sys.path.insert(0, os.path.join(HERE, ".."))
-from pp_tap import fail, ok  # noqa: E402
 
 STEPS = 5
 KINDS = {"forward_one_chunk": ("F",), "backward_one_chunk": ("B", "I"), "backward_weight_one_chunk": ("W",),
@@ -51,8 +56,16 @@ MB_NAME = {"forward_one_chunk": "fwd_chunk_id", "get_fwd_send_ops": "fwd_chunk_i
            "get_fwd_recv_ops": "fwd_chunk_id"}
 
 
+class Fail(Exception):
+    """A run's check failed: its message."""
+
+
+def fail(msg):
+    raise Fail(msg)
+
+
 def run(cmd, env, what):
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     if p.returncode != 0:
         fail(f"{what} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
     return p
@@ -79,23 +92,45 @@ def spans(cli, trace, tmp, env):
     return got
 
 
+def case_stderr(stderr, case, cases):
+    """The lines a job of call-forms.py --cases CASES wrote while it ran
+    case: from case's second "call-forms: case" line (both ranks past the
+    barrier) to the next case's second one; the first case's from the
+    job's start."""
+    lines, seen, out = stderr.splitlines(), {}, []
+    now = cases[0]
+    for l in lines:
+        if l.startswith("call-forms: case "):
+            c = l[len("call-forms: case "):]
+            seen[c] = seen.get(c, 0) + 1
+            if seen[c] == 2:
+                now = c
+            continue
+        if now == case:
+            out.append(l)
+    if seen.get(case) != 2:
+        fail(f"call-forms.py did not say case {case} once a rank: {stderr[-2000:]}")
+    return "\n".join(out)
+
+
 def main():
-    cli, lib, sched = sys.argv[1], sys.argv[2], sys.argv[3]
-    var = sys.argv[4] if len(sys.argv) > 4 else "PIPESCOPE_TORCH_PYTHON"
+    cli, lib, var, cases = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     py = os.environ.get(var)
     if not py or not os.path.exists(py):
         print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and sets it)")
         return 0
-    print("1..1")
+    runs = [(c, m) for c in cases for m in ("plain", "profile", "profile, PIPESCOPE_FAST=0")
+            + (() if c == "patch" else ("every other step paused", "recording off"))]
+    print(f"1..{len(runs)}")
     tmp = tempfile.mkdtemp(prefix="pp-torch-calls-")
     try:
         os.chmod(tmp, 0o700)
-        return check(cli, lib, sched, py, tmp)
+        return check(cli, lib, cases, runs, py, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check(cli, lib, sched, py, tmp):
+def check(cli, lib, cases, runs, py, tmp):
     bindir = os.path.dirname(py)
     env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", ""), OMP_NUM_THREADS="1",
                XDG_RUNTIME_DIR=tmp)
@@ -105,68 +140,100 @@ def check(cli, lib, sched, py, tmp):
     # profile loads the hook beside this test, with LIB, as the hooked runs do
     env.update(PIPESCOPE_PYTHON=PKG, PIPESCOPE_LIB=lib)
     hooked = dict(env, PYTHONPATH=AUTO, PIPESCOPE_JOB="calls")
-    patch = sched == "patch"
-    job = [os.path.join(bindir, "torchrun"), "--standalone", "--nproc-per-node", "2",
-           os.path.join(HERE, "call-forms.py"), "--steps", str(STEPS),
-           "--schedule", "Schedule1F1B" if patch else sched] + (["--patch"] if patch else [])
+    forms_py = [os.path.join(bindir, "torchrun"), "--standalone", "--nproc-per-node", "2",
+                os.path.join(HERE, "call-forms.py"), "--steps", str(STEPS)]
+    launches = [0]
+
+    def launch(cmd, env, what):
+        launches[0] += 1
+        return run(cmd, env, what)
+
+    def job(case):
+        return forms_py + (["--schedule", "Schedule1F1B", "--patch"] if case == "patch" else ["--schedule", case])
 
     plain = os.path.join(tmp, "plain")
-    run(job + ["--out", plain], env, "the plain run")
-    want = results(plain)
-    for r in (0, 1):
-        if not want[r]["calls"].get("get_fwd_recv_ops") and not want[r]["calls"].get("get_bwd_recv_ops"):
-            fail(f"rank {r} of the plain run made no get_*_recv_ops call")
-    if not patch:
-        # the forms the old wrappers broke were made: self and the micro-batch by keyword
-        for r in (0, 1):
-            for name, fs in want[r]["forms"].items():
-                mb = MB_NAME.get(name, "bwd_chunk_id")
-                if name in KINDS and not (any("self" in k for _, k in fs) and any(mb in k for _, k in fs)):
-                    fail(f"rank {r}: {name} was never called with self and {mb} by keyword: {fs}")
+    plain_error, shared = None, {}
+    try:
+        launch(forms_py + ["--cases", ",".join(cases), "--out", plain], env, "the plain runs")
+    except (Fail, subprocess.SubprocessError) as e:
+        plain_error = str(e)
+    failed = False
+    for n, (case, mode) in enumerate(runs, 1):
+        try:
+            if plain_error is not None:
+                fail(plain_error)
+            said = one(cli, case, mode, results(os.path.join(plain, case)), job(case), env, hooked, tmp, n,
+                       launch, forms_py, shared)
+            print(f"ok {n} - {case}: {mode}: {said}")
+        except (Fail, subprocess.SubprocessError, OSError, ValueError) as e:
+            failed = True
+            print(f"not ok {n} - {case}: {mode}: " + str(e).replace("\n", "\n# "))
+        sys.stdout.flush()
+    print(f"# {launches[0]} torchrun launches for {len(runs)} runs")
+    return 1 if failed else 0
 
-    said_all = []
-    recorded = [("profile", {}), ("profile, PIPESCOPE_FAST=0", {"PIPESCOPE_FAST": "0"})]
-    for what, extra in recorded:
-        out, trace = os.path.join(tmp, f"out-{len(said_all)}"), os.path.join(tmp, f"t-{len(said_all)}.pptrace")
-        p = run([cli, "profile", "--trace", trace, "--name", "calls", "--"] + job + ["--out", out],
-                dict(env, **extra), what)
+
+def one(cli, case, mode, want, job, env, hooked, tmp, n, launch, forms_py, shared):
+    """One run of case in mode, checked against the plain run's results
+    want: what it said, or Fail."""
+    patch = case == "patch"
+    if mode == "plain":
+        for r in (0, 1):
+            if not want[r]["calls"].get("get_fwd_recv_ops") and not want[r]["calls"].get("get_bwd_recv_ops"):
+                fail(f"rank {r} of the plain run made no get_*_recv_ops call")
+        if not patch:
+            # the forms the old wrappers broke were made: self and the micro-batch by keyword
+            for r in (0, 1):
+                for name, fs in want[r]["forms"].items():
+                    mb = MB_NAME.get(name, "bwd_chunk_id")
+                    if name in KINDS and not (any("self" in k for _, k in fs) and any(mb in k for _, k in fs)):
+                        fail(f"rank {r}: {name} was never called with self and {mb} by keyword: {fs}")
+        forms = sum(len(v) for v in want[0]["forms"].values()) + sum(len(v) for v in want[1]["forms"].values())
+        return (f"the issue's user's patch (the originals called by keyword), PyTorch {want[0]['torch']}"
+                if patch else f"{forms} call forms, self and the micro-batch by keyword among them, "
+                              f"PyTorch {want[0]['torch']}")
+    if mode.startswith("profile"):
+        extra = {"PIPESCOPE_FAST": "0"} if "FAST=0" in mode else {}
+        out, trace = os.path.join(tmp, f"out-{n}"), os.path.join(tmp, f"t-{n}.pptrace")
+        p = launch([cli, "profile", "--trace", trace, "--name", "calls", "--"] + job + ["--out", out],
+                   dict(env, **extra), mode)
         said = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
         if any("not recording" in l or "recording stopped" in l for l in said) or "Traceback" in p.stderr:
-            fail(f"{what}: the hook did not record throughout:\n{p.stderr[-3000:]}")
-        got = results(out)
-        same(want, got, what)
-        n = spans(cli, trace, tmp, env)
+            fail(f"the hook did not record throughout:\n{p.stderr[-3000:]}")
+        same(want, results(out), mode)
+        got = spans(cli, trace, tmp, env)
         for r in (0, 1):
             for name, kinds in KINDS.items():
                 if patch and name not in ("get_fwd_recv_ops", "get_bwd_recv_ops"):
                     continue   # the user's job counts its receives only
                 count = want[r]["ops" if name.startswith("get_") else "calls"].get(name, 0)
-                if sum(n[(r, k)] for k in kinds) != count:
-                    fail(f"{what}: rank {r} has {[n[(r, k)] for k in kinds]} {'/'.join(kinds)} spans "
+                if sum(got[(r, k)] for k in kinds) != count:
+                    fail(f"rank {r} has {[got[(r, k)] for k in kinds]} {'/'.join(kinds)} spans "
                          f"for {count} {'ops of' if name.startswith('get_') else 'calls of'} {name}")
         info = run([cli, "info", trace], env, "info").stdout
         if "ranks: 2" not in info or f"steps: {STEPS}" not in info:
-            fail(f"{what}: the trace lacks a rank or a step:\n{info}")
-        said_all.append(f"{what}: {sum(n.values())} spans")
-    if not patch:
-        out = os.path.join(tmp, "off")
-        p = run(job + ["--out", out, "--hook-off"], hooked, "recording off")
-        lines = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
-        if len(lines) != 2 or not all("recording stopped (the test" in l for l in lines):
-            fail(f"recording off: the hook said {lines}, not one line a rank")
-        same(want, results(out), "recording off")
-        out = os.path.join(tmp, "paused")
-        p = run(job + ["--out", out], dict(hooked, PIPESCOPE_BENCH_ALTERNATE="1"), "every other step paused")
-        if "Traceback" in p.stderr or "recording stopped" in p.stderr:
-            fail(f"paused steps: {p.stderr[-3000:]}")
-        same(want, results(out), "every other step paused")
-        said_all += ["recording off", "paused steps"]
-    forms = sum(len(v) for v in want[0]["forms"].values()) + sum(len(v) for v in want[1]["forms"].values())
-    what = ("the issue's user's patch (the originals called by keyword)" if patch
-            else f"{sched}: {forms} call forms")
-    ok(f"{what} (PyTorch {want[0]['torch']}): results, losses and weights of the plain run bit for bit, "
-       f"every block and op recorded ({'; '.join(said_all)})")
-    return 0
+            fail(f"the trace lacks a rank or a step:\n{info}")
+        return (f"results, losses and weights of the plain run bit for bit, every block and op recorded "
+                f"({sum(got.values())} spans)")
+    # the hook loaded, not profiled: every other step paused, then (the
+    # same processes) recording stopped before the first step
+    out = os.path.join(tmp, f"hooked-{case}")
+    if case not in shared:
+        shared[case] = launch(forms_py + ["--cases", f"{case},off:{case}", "--out", out],
+                              dict(hooked, PIPESCOPE_BENCH_ALTERNATE="1"),
+                              "the job paused every other step, then recording off").stderr
+    if mode == "every other step paused":
+        err = case_stderr(shared[case], case, [case, f"off:{case}"])
+        if "Traceback" in err or "recording stopped" in err:
+            fail(f"paused steps: {err[-3000:]}")
+        same(want, results(os.path.join(out, case)), mode)
+        return "results, losses and weights of the plain run bit for bit"
+    err = case_stderr(shared[case], f"off:{case}", [case, f"off:{case}"])
+    lines = [l for l in err.splitlines() if l.startswith("pipescope:")]
+    if len(lines) != 2 or not all("recording stopped (the test" in l for l in lines):
+        fail(f"the hook said {lines}, not one line a rank")
+    same(want, results(os.path.join(out, f"off:{case}")), mode)
+    return "one line a rank, results, losses and weights of the plain run bit for bit"
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ pauses itself (its own gc.callbacks on the training thread).  Asserts:
      callbacks after), so none is invented; how far apart their edges are
      is printed, not asserted (it is the machine's load);
   2. every rank has RUN_DELAY_NS, PROBE_SELF_NS and ON_CPU_NS samples, each series
-     non-decreasing in time (cumulative), and HOST_SCHEDULE, HOST_LOSS (the
-     last stage), HOST_DATA spans;
+     non-decreasing in time (cumulative), HOST_SCHEDULE and HOST_DATA spans,
+     the loss call as the last stage's LOSS block (format 1.9) and no
+     HOST_LOSS;
   3. the job's helper thread collects too (gc-train.py --thread-gc): each
      collection the job measured on another thread while the hook
      recorded is exactly one GC span marked as another thread's (its
@@ -55,6 +56,7 @@ from pp_tap import raw_trace as read_trace  # noqa: E402
 # never asserted.
 GC, HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD = 18, 19, 20, 21, 22
 HOST = (HOST_SCHEDULE, HOST_LOSS, HOST_DATA, HOST_ZERO_GRAD)
+LOSS_BLOCK = 24
 WORK = (0, 1, 2, 3, 13)   # F, B, I, W, OVERLAP_F_B
 WAIT = 9
 RUN_DELAY, PROBE_SELF, ON_CPU = 6, 7, 8
@@ -211,7 +213,10 @@ def run(cli, py, tmp):
                 fail(f"rank {r}: {name} decreases at sample {back[0]}: {series[back[0] - 1]} -> {series[back[0]]}")
             lines.append(f"rank {r} {name} {len(series)} samples, {(series[-1][1] - series[0][1]) / 1e6:.3f} ms")
         kinds = collections.Counter(k for rr, k, *_ in spans if rr == r)
-        want = [HOST_SCHEDULE, HOST_DATA] + ([HOST_LOSS] if r == ranks[-1] else [])
+        # the loss call is the last stage's LOSS block (trace format 1.9), no host span
+        want = [HOST_SCHEDULE, HOST_DATA] + ([LOSS_BLOCK] if r == ranks[-1] else [])
+        if kinds[HOST_LOSS]:
+            fail(f"rank {r}: a HOST_LOSS span: the loss call is a LOSS block")
         if any(kinds[k] == 0 for k in want):
             fail(f"rank {r}: host spans missing: {dict(kinds)}")
     print("ok 2 - block-edge counters non-decreasing, host spans there: " + "; ".join(lines))

@@ -24,6 +24,10 @@
      autograd's threads off, restored after), pops even when it raises,
      and the block goes to the library with its id; without an id, or with
      CUPTI off or unavailable, the plain calls, nothing pushed, one line.
+Cases 1 and 2 run in one process, as do the two halves of case 3, and
+cases 5 to 7 compare with one plain run of 40 steps (the weights after
+each step: a 3-step job's results are its first 3 steps'): each torch
+import costs seconds.
 Needs PIPESCOPE_TORCH_PYTHON (./dev.sh test sets it); skips without.
 """
 
@@ -57,28 +61,35 @@ def main():
     wrapped = ("from torch.distributed.pipelining import stage as s; "
                "print('WRAPPED' if hasattr(s._PipelineStageBase.forward_one_chunk, '__wrapped__') else 'PLAIN')")
 
-    p = py(python, "import torch; torch.__version__ = '9.99.0'; import pipescope.torch as h; "
-                   "print(h.instrument()); " + wrapped, base)
-    lines = p.stderr.strip().splitlines()
-    if p.returncode != 0 or "False\nPLAIN" not in p.stdout or len(lines) != 1 \
+    # cases 1 and 2 in one process (one torch import): the unknown version
+    # is refused before the library is looked for, so the second call of
+    # instrument(), the version put back, meets the missing library; "--"
+    # on stderr between the two
+    p = py(python, "import os, sys, torch; real = torch.__version__; torch.__version__ = '9.99.0'; "
+                   "import pipescope.torch as h; print(h.instrument()); " + wrapped + "; "
+                   "torch.__version__ = real; os.environ['PIPESCOPE_LIB'] = '/nonexistent/libpipescope-probe.so'; "
+                   "print('--', file=sys.stderr, flush=True); print(h.instrument()); " + wrapped, base)
+    err = p.stderr.split("--\n")
+    out = p.stdout.split()
+    lines = err[0].strip().splitlines()
+    if p.returncode != 0 or out[:2] != ["False", "PLAIN"] or len(err) != 2 or len(lines) != 1 \
             or "9.99.0 is not one this hook knows" not in lines[0]:
         fail(f"unknown version: rc {p.returncode}, {p.stdout!r}, {p.stderr!r}")
     ok("an unknown PyTorch: one line, the job untouched")
-
-    p = py(python, "import pipescope.torch as h; print(h.instrument()); " + wrapped,
-           dict(base, PIPESCOPE_LIB="/nonexistent/libpipescope-probe.so"))
-    lines = p.stderr.strip().splitlines()
-    if p.returncode != 0 or "False\nPLAIN" not in p.stdout or len(lines) != 1 or "cannot load" not in lines[0]:
+    lines = err[1].strip().splitlines()
+    if out[2:] != ["False", "PLAIN"] or len(lines) != 1 or "cannot load" not in lines[0]:
         fail(f"no library: rc {p.returncode}, {p.stdout!r}, {p.stderr!r}")
     ok("no library: one line, the job untouched")
 
+    # one process: torch imported, then pipelining ("--" on stderr between)
     auto = dict(base, PYTHONPATH=AUTO, PIPESCOPE_PYTHON=PKG, PIPESCOPE_JOB="hooktest")
-    p = py(python, "import sys, torch; print('pipescope.torch' in sys.modules)", auto)
-    if p.returncode != 0 or p.stdout.strip() != "False" or p.stderr.strip():
+    p = py(python, "import sys, torch; print('pipescope.torch' in sys.modules); "
+                   "print('--', file=sys.stderr, flush=True); "
+                   "import torch.distributed.pipelining; print('pipescope.torch' in sys.modules); " + wrapped, auto)
+    out = p.stdout.split()
+    if p.returncode != 0 or out[:1] != ["False"] or not p.stderr.startswith("--\n"):
         fail(f"a process that never pipelines: {p.stdout!r} {p.stderr!r}")
-    p = py(python, "import sys; import torch.distributed.pipelining; print('pipescope.torch' in sys.modules); "
-                   + wrapped, auto)
-    if p.returncode != 0 or p.stdout.split() != ["True", "WRAPPED"]:
+    if out[1:] != ["True", "WRAPPED"]:
         fail(f"a process that pipelines was not instrumented: {p.stdout!r} {p.stderr!r}")
     ok("sitecustomize: nothing for a process that never pipelines, the hook once it does")
 
@@ -94,11 +105,20 @@ def main():
     torchrun = os.path.join(os.path.dirname(python), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
            "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "3"]
-    plain, full = os.path.join(tmp, "plain"), os.path.join(tmp, "full")
+    full = os.path.join(tmp, "full")
     env = dict(base, PATH=os.path.dirname(python) + ":" + os.environ.get("PATH", ""))
-    p = subprocess.run(job + ["--out", plain], env=env, capture_output=True, text=True, timeout=300)
+    # the plain run of cases 5 to 7: 40 steps, the weights after each; a
+    # 3-step job's results are its first 3 steps' (the same seeds and work)
+    long_job = [x if x != "3" else "40" for x in job]        # --steps 40
+    plain40 = os.path.join(tmp, "plain40")
+    p = subprocess.run(long_job + ["--out", plain40, "--params-every-step"], env=env, capture_output=True,
+                       text=True, timeout=300)
     if p.returncode != 0:
-        fail(f"the plain run: {p.stderr[-2000:]}")
+        fail(f"the plain 40-step run: {p.stderr[-2000:]}")
+    plain3 = []
+    for r in (0, 1):
+        a = json.load(open(os.path.join(plain40, f"rank{r}.json")))
+        plain3.append({"losses": a["losses"][:3], "params": a["params_by_step"][2]})
     for r in (0, 1):
         os.symlink("/dev/full", os.path.join(tmp, f"trace.rank{r}"))
     p = subprocess.run(job + ["--out", full], env=dict(auto, PATH=env["PATH"], PIPESCOPE_TRACE=os.path.join(tmp, "trace")),
@@ -106,7 +126,7 @@ def main():
     if p.returncode != 0:
         fail(f"the job with its trace on a full disk exited {p.returncode}: {p.stderr[-2000:]}")
     for r in (0, 1):
-        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        a = plain3[r]
         b = json.load(open(os.path.join(full, f"rank{r}.json")))
         if a["losses"] != b["losses"] or a["params"] != b["params"]:
             fail(f"rank {r}: results differ with the trace on a full disk")
@@ -126,7 +146,7 @@ def main():
     if p.returncode != 0:
         fail(f"the job with a foreign registry folder exited {p.returncode}: {p.stderr[-2000:]}")
     for r in (0, 1):
-        a = json.load(open(os.path.join(plain, f"rank{r}.json")))
+        a = plain3[r]
         b = json.load(open(os.path.join(out, f"rank{r}.json")))
         if a["losses"] != b["losses"] or a["params"] != b["params"]:
             fail(f"rank {r}: results differ with a foreign registry folder")
@@ -143,11 +163,6 @@ def main():
     os.chmod(stall, 0o700)
     out = os.path.join(tmp, "stall-out")
     tr = os.path.join(tmp, "stall-trace")
-    long_job = [x if x != "3" else "40" for x in job]        # --steps 40
-    plain40 = os.path.join(tmp, "plain40")
-    p = subprocess.run(long_job + ["--out", plain40], env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        fail(f"the plain 40-step run: {p.stderr[-2000:]}")
     # the job holds after its first step until both viewers are attached
     # (not a step count it must outlive them by: a loaded machine may run
     # 40 steps before the test connects)

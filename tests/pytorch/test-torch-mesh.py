@@ -34,6 +34,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORLD = 4
+# the layout whose profiled run sets PIPESCOPE_LOSS=sum: the loss recorded
+# as the job's summed part (COUNTER_LOSS_PART), as for torchtitan's trainer
+LOSS_SUM_LAYOUT = "dp-pp"
+LOSS, LOSS_PART = 0, 9   # counter kinds (probe/pipescope.h)
+
+sys.path.insert(0, os.path.join(HERE, ".."))
+from pp_tap import raw_trace  # noqa: E402
 
 
 def fail(msg):
@@ -62,7 +69,10 @@ def main():
     try:
         check(cli, py, layout, env, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("PP_TEST_KEEP"):   # to read the trace after a failure
+            print(f"# kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(cli, py, layout, env, tmp):
@@ -76,7 +86,8 @@ def check(cli, py, layout, env, tmp):
     run(job + ["--out", plain], env, "the plain run")
     trace = os.path.join(traces, "job.pptrace")
     cmd = [cli, "profile", "--trace", trace, "--name", "meshtest", "--"] + job + ["--out", prof, "--list", traces]
-    p = run(cmd, env, "the profiled run")
+    penv = dict(env, PIPESCOPE_LOSS="sum") if layout == LOSS_SUM_LAYOUT else env
+    p = run(cmd, penv, "the profiled run")
     for bad in ("not recording", "recording stopped", "place not recorded"):
         if bad in p.stderr:
             fail(f"the hook said '{bad}':\n{p.stderr[-3000:]}")
@@ -150,13 +161,56 @@ def check(cli, py, layout, env, tmp):
             if "F" not in k or not ({"B", "I"} & k):
                 fail(f"process {g} step {step} has only {sorted(k)}")
     said = check_actions(layout, prof, places, rows)
-    said += check_collectives(cli, env, tmp, trace, layout, plain, prof, places)
+    said += check_loss(layout, prof, places, rows, trace)
+    said += check_fsdp_comms(layout, prof, places, rows)
+    said += check_collectives(cli, env, tmp, trace, layout, plain, prof, places, rows)
     print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
           f"by global rank, each process at the place its mesh gives it: "
           + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())) + said)
 
 
 DP_KINDS = ("UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD")
+BLOCKS = ("F", "B", "I", "W", "LOSS")
+
+
+def span_ns(r):
+    return int(r["start_ns"]), int(r["end_ns"])
+
+
+def split_dp(g, step, spans):
+    """A process-step's data-parallel spans as (actions, nested): those
+    outside every block (the schedule's actions), and those inside a block
+    of their own stage (FSDP2's collectives run by its hooks, issue 36) as
+    (span, the block's kind).  One that overlaps a block without lying
+    inside it, or lies inside another stage's, fails."""
+    blocks = [r for r in spans if r["kind"] in BLOCKS]
+    acts, nested = [], []
+    for r in spans:
+        if r["kind"] not in DP_KINDS:
+            continue
+        s, e = span_ns(r)
+        over = [b for b in blocks if span_ns(b)[0] < e and s < span_ns(b)[1]]
+        if not over:
+            acts.append(r)
+        elif len(over) == 1 and span_ns(over[0])[0] <= s and e <= span_ns(over[0])[1] \
+                and over[0]["stage"] == r["stage"]:
+            nested.append((r, over[0]["kind"]))
+        else:
+            fail(f"process {g} step {step}: {r['kind']} of stage {r['stage']} at {s}..{e} overlaps "
+                 f"{[(b['kind'], b['stage'], b['microbatch'], span_ns(b)) for b in over]} without lying "
+                 "inside one block of its stage")
+    return acts, nested
+
+
+def setup_end(spans):
+    """Where PyTorch 2.15's metadata inference ends in a step (0 where
+    it does not run): at a runtime's first step it runs a real forward
+    and backward before the first action and reshards every FSDP2 module
+    after it (the step's RESHARDs, which the lowered order never has);
+    its FSDP2 collectives are the job's too (check_fsdp_comms counts
+    them), not the schedule's actions."""
+    ends = [span_ns(r)[1] for r in spans if r["kind"] == "RESHARD"]
+    return max(ends) if ends else 0
 
 
 def check_actions(layout, prof, places, rows):
@@ -190,7 +244,11 @@ def check_actions(layout, prof, places, rows):
                 ok = ran == order
             if not ok:
                 fail(f"process {g} step {step} ran {ran}, its pipeline rank's pipeline_order is {order}")
-            dp = [(r["kind"], int(r["stage"])) for r in spans if r["kind"] in DP_KINDS]
+            acts, _ = split_dp(g, step, spans)
+            t_setup = setup_end(spans) if fsdp else 0
+            acts = [r for r in acts if span_ns(r)[0] >= t_setup and r["kind"] != "RESHARD"]
+            spans = [r for r in spans if r["kind"] not in DP_KINDS or r in acts]
+            dp = [(r["kind"], int(r["stage"])) for r in acts]
             n_dp.update(k for k, _ in dp)
             if any(r["microbatch"] != "-1" for r in spans if r["kind"] in DP_KINDS):
                 fail(f"process {g} step {step}: a data-parallel action with a micro-batch")
@@ -236,7 +294,105 @@ def check_actions(layout, prof, places, rows):
             + ("; data-parallel actions " + ", ".join(f"{k} {n}" for k, n in sorted(n_dp.items())) if n_dp else ""))
 
 
-def check_collectives(cli, env, tmp, trace, layout, plain, prof, places):
+def check_loss(layout, prof, places, rows, trace):
+    """The schedule's loss call is the last stage's LOSS block (trace
+    format 1.9): each process holding the last stage has, every step, one
+    LOSS block a loss call the job counted (one a micro-batch), of the
+    last stage, micro-batches 0 .. M-1 once each, outside every other
+    block; no process has a HOST_LOSS.  zero_grad belongs to the step it
+    precedes: one HOST_ZERO_GRAD a process-step (the job calls it once
+    before each step, the first included), ending before the step's first
+    block and, after the first step, beginning after the last step's
+    optimizer.  The loss as the job reduces it: the last stage's mean over
+    micro-batches as LOSS, or (LOSS_SUM_LAYOUT, PIPESCOPE_LOSS=sum) their
+    sum as LOSS_PART, never both, equal to what the job computed."""
+    last_stage = max(int(r["stage"]) for rs in rows.values() for r in rs if r["kind"] in ("F", "B", "I"))
+    n_loss, want_vals = 0, []
+    for g in places:
+        job = json.load(open(os.path.join(prof, f"process{g}.json")))
+        holds_last = any(job["losses"])
+        for step in range(2):
+            spans = rows[(g, step)]
+            loss = sorted((int(r["microbatch"]) for r in spans if r["kind"] == "LOSS"))
+            if any(r["kind"] == "HOST_LOSS" for r in spans):
+                fail(f"process {g} step {step}: a HOST_LOSS span: the loss call is a LOSS block")
+            if any(int(r["stage"]) != last_stage for r in spans if r["kind"] == "LOSS"):
+                fail(f"process {g} step {step}: a LOSS block not of the last stage {last_stage}")
+            want = list(range(job["loss_calls"][step])) if holds_last else []
+            if loss != want or (holds_last and not want):
+                fail(f"process {g} step {step}: LOSS blocks of micro-batches {loss}; the job counted "
+                     f"{job['loss_calls'][step]} loss calls")
+            n_loss += len(loss)
+            for r in spans:
+                if r["kind"] != "LOSS":
+                    continue
+                s, e = span_ns(r)
+                if any(b["kind"] in ("F", "B", "I", "W") and span_ns(b)[0] < e and s < span_ns(b)[1] for b in spans):
+                    fail(f"process {g} step {step}: LOSS of micro-batch {r['microbatch']} overlaps a block")
+            zg = [r for r in spans if r["kind"] == "HOST_ZERO_GRAD"]
+            first = min(span_ns(r)[0] for r in spans if r["kind"] in ("F", "B", "I", "W"))
+            if len(zg) != 1 or span_ns(zg[0])[1] > first:
+                fail(f"process {g} step {step}: zero_grad spans {[span_ns(r) for r in zg]}, want one ending "
+                     f"before the step's first block at {first}")
+            if step > 0:
+                opt = [span_ns(r)[1] for r in rows[(g, step - 1)] if r["kind"] == "OPT"]
+                if not opt or span_ns(zg[0])[0] < max(opt):
+                    fail(f"process {g} step {step}: zero_grad at {span_ns(zg[0])} is not after step "
+                         f"{step - 1}'s optimizer {opt}")
+        if holds_last:
+            for ls in job["losses"]:
+                want_vals.append(sum(ls) if layout == LOSS_SUM_LAYOUT else sum(ls) / len(ls))
+    _, counters = raw_trace(trace)
+    kind, other = (LOSS_PART, LOSS) if layout == LOSS_SUM_LAYOUT else (LOSS, LOSS_PART)
+    got = sorted(v for _, k, _, v in counters if k == kind)
+    if got != sorted(want_vals) or any(k == other for _, k, _, _ in counters):
+        fail(f"{'loss_part' if kind == LOSS_PART else 'loss'} counters {got}, the job's "
+             f"{sorted(want_vals)}; counters of the other kind: "
+             f"{[v for _, k, _, v in counters if k == other]}")
+    return (f"; {n_loss} LOSS blocks (the job's loss calls), one zero_grad a step before it, "
+            f"{'loss_part' if kind == LOSS_PART else 'loss'} {len(got)} values as the job's")
+
+
+def check_fsdp_comms(layout, prof, places, rows):
+    """FSDP2's collectives counted against the job's own (mesh-train.py
+    counts the torch.distributed all-gathers and reduce-scatters FSDP2
+    calls, with their bytes): in every process-step the UNSHARD spans'
+    bytes (the schedule's actions', PyTorch's set-up's, and those nested
+    in blocks) add up to the bytes the job all-gathered, the REDUCE_GRAD
+    and WAIT_REDUCE_GRAD spans' (FSDP2's asynchronous finalize reduces in
+    the wait) to what it reduce-scattered: each collective recorded once,
+    none missed; the all-gathers the job saw inside the schedule's loss
+    call are as many UNSHARD issues nested in LOSS blocks; and in the fsdp
+    layout (FSDP2 re-gathers what it resharded after a forward) every
+    process-step has all-gathers nested in an F and in a B."""
+    if not layout.startswith("fsdp"):
+        return ""
+    n_nested = collections.Counter()
+    for g in places:
+        comms = json.load(open(os.path.join(prof, f"process{g}.json")))["fsdp_comms"]
+        for step in range(2):
+            spans = rows[(g, step)]
+            job = comms[step]
+            ag = sum(int(r["bytes"]) for r in spans if r["kind"] == "UNSHARD")
+            rs = sum(int(r["bytes"]) for r in spans if r["kind"] in ("REDUCE_GRAD", "WAIT_REDUCE_GRAD"))
+            if (ag, rs) != (job["ag_bytes"], job["rs_bytes"]) or not job["ag"] or not job["rs"]:
+                fail(f"process {g} step {step}: UNSHARD bytes {ag}, (WAIT_)REDUCE_GRAD bytes {rs}; the job's "
+                     f"{job['ag']} all-gathers moved {job['ag_bytes']}, its {job['rs']} reduce-scatters "
+                     f"{job['rs_bytes']}")
+            _, nested = split_dp(g, step, spans)
+            issued = collections.Counter(kind for r, kind in nested if r["kind"] == "UNSHARD" and int(r["bytes"]))
+            n_nested.update(issued)
+            if issued["LOSS"] != job["ag_in_loss"]:
+                fail(f"process {g} step {step}: {issued['LOSS']} all-gathers nested in LOSS blocks; the job saw "
+                     f"{job['ag_in_loss']} inside the schedule's loss call")
+            if layout == "fsdp" and (not issued["F"] or not issued["B"]):
+                fail(f"process {g} step {step}: all-gathers nested in blocks {dict(issued)}: want some in an F "
+                     "and in a B (FSDP2's pre-forward and pre-backward hooks)")
+    return ("; FSDP2's collectives' bytes as the job counted them, all-gathers nested in blocks "
+            + ", ".join(f"{k} {n}" for k, n in sorted(n_nested.items())))
+
+
+def check_collectives(cli, env, tmp, trace, layout, plain, prof, places, rows):
     """The tensor-parallel collectives the hook counted: in the tp layout
     one COLLECTIVE_CALLS and one COLLECTIVE_BYTES value per step per
     process (the Chrome export's counter tracks), calls > 0 and the same
@@ -254,9 +410,15 @@ def check_collectives(cli, env, tmp, trace, layout, plain, prof, places):
             if m:
                 pid_of[e["pid"]] = int(m.group(1))
     if layout.startswith("fsdp"):
-        # the plan has an UNSHARD and a REDUCE_GRAD for each one measured
-        # (UNSHARD: issue and wait): the simulator's mean of them adds up
-        # to their time
+        # the plan has an UNSHARD and a REDUCE_GRAD for each action
+        # measured (UNSHARD: issue and wait): the simulator's mean of them
+        # adds up to their time; FSDP2's collectives nested in blocks and
+        # PyTorch's set-up's are no actions of the schedule (split_dp)
+        acts = collections.Counter()
+        for (g, step), spans in rows.items():
+            a, _ = split_dp(g, step, spans)
+            t_setup = setup_end(spans)
+            acts.update((r["kind"], g) for r in a if span_ns(r)[0] >= t_setup)
         track = {}
         for e in ev:
             if e.get("ph") == "M" and e.get("name") == "process_name":
@@ -266,8 +428,8 @@ def check_collectives(cli, env, tmp, trace, layout, plain, prof, places):
             n = collections.Counter(track.get(e["pid"]) for e in ev
                                     if e.get("ph") == "X" and re.fullmatch(r"\d*" + kind, e.get("name", "")))
             for g, (c, _) in places.items():
-                if not n[("process", g)] or n[("process", g)] != n[("plan", c[0])]:
-                    fail(f"process {g}: {n[('process', g)]} {kind} blocks, its pipeline rank's plan "
+                if not acts[(kind, g)] or acts[(kind, g)] != n[("plan", c[0])]:
+                    fail(f"process {g}: {acts[(kind, g)]} {kind} actions, its pipeline rank's plan "
                          f"{n[('plan', c[0])]}")
     calls = collections.defaultdict(list)
     mib = collections.defaultdict(list)

@@ -1,11 +1,22 @@
 #!/usr/bin/env python3
 """test-torch.py — a real torch.distributed.pipelining job under
-`pipescope-cli profile`, for one of PyTorch's schedule classes (or a CSV
-schedule), 2 ranks on CPU with gloo under torchrun.
+`pipescope-cli profile`, for each of PyTorch's schedule classes given (or a
+CSV schedule), 2 ranks on CPU with gloo under torchrun.
 
-    test-torch.py CLI SCHEDULE          (Schedule1F1B, ScheduleZBVZeroBubble, ..., csv:ZB-H1)
+    test-torch.py CLI VAR CASE...
 
-It runs tests/pytorch/train.py twice, plain and under profile, and asserts:
+VAR names the variable that holds the python of the PyTorch to use
+(PIPESCOPE_TORCH_PYTHON: 2.15; PIPESCOPE_TORCH211_PYTHON: 2.11, what the
+GPU machine has).  A CASE is a schedule class (Schedule1F1B,
+ScheduleZBVZeroBubble, ...), csv:NAME (pipescope's schedule NAME loaded
+from CSV), python-hook:CLASS (the hook recording in Python,
+PIPESCOPE_FAST=0: the path of every CUDA job and of a build without
+python3's headers) or live (below).  Each case is one TAP line.
+
+The plain runs of all the cases are one job (train.py --cases: one torch
+import, one process group, each case from its seeds); each case is then
+profiled as a job of its own (the hook describes and plans the schedule a
+process runs), and it asserts:
   * the command's exit status is its own (0), and the losses and the
     weights after the last step are the plain run's, bit for bit;
   * the trace (merged by profile from the ranks' own) has both ranks, the
@@ -21,8 +32,8 @@ It runs tests/pytorch/train.py twice, plain and under profile, and asserts:
     plan timed with the blocks as imported (each planned forward the mean
     of its stage's forwards in the same trace; no time of this machine is
     compared with another run's).
-Needs PIPESCOPE_TORCH_PYTHON (the virtual environment's python, which
-./dev.sh test provides); without it exits 77 saying so.
+Needs VAR (the virtual environment's python, which ./dev.sh test
+provides); without it skips, saying so.
 """
 
 import collections
@@ -39,9 +50,12 @@ STEPS = 3
 M = 4
 
 
+class Fail(Exception):
+    """A case's check failed: its message."""
+
+
 def fail(msg):
-    print("not ok 1 - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
+    raise Fail(msg)
 
 
 def run(cmd, env, what, timeout=240):
@@ -135,56 +149,96 @@ def live(cli, py, env, tmp):
         if prof.poll() is None:
             prof.kill()
             prof.wait()
-    print("ok 1 - live: one line in jobs with ranks 2/2 and the schedule; record by name and by rank 1's pid "
-          "got both ranks; the collector's stream has the CSV schedule's plan, timed")
+    return ("live: one line in jobs with ranks 2/2 and the schedule; record by name and by rank 1's pid "
+            "got both ranks; the collector's stream has the CSV schedule's plan, timed")
 
 
 def main():
-    # --python-hook: the hook records in Python (PIPESCOPE_FAST=0), not
-    # through its compiled hot path (probe/python/pipescope-fast.c)
-    argv = [a for a in sys.argv if a != "--python-hook"]
-    python_hook = len(argv) != len(sys.argv)
-    how = ", hook in Python" if python_hook else ""
-    cli, sched = argv[1], argv[2]
-    # a third argument names the variable that holds the python of another
-    # PyTorch (PIPESCOPE_TORCH211_PYTHON: 2.11, what the GPU machine has)
-    var = argv[3] if len(argv) > 3 else "PIPESCOPE_TORCH_PYTHON"
+    cli, var, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
     py = os.environ.get(var)
     if not py or not os.path.exists(py):
         print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and sets it)")
         sys.exit(0)
-    # the plain run under torch.profiler too, its trace imported
-    kineto_check = True
-    print("1..1")
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    print(f"1..{len(cases)}")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
-    if python_hook:
-        env["PIPESCOPE_FAST"] = "0"
     tmp = tempfile.mkdtemp(prefix="pp-torch-")
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
     os.chmod(tmp, 0o700)
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launches = 0
 
-    if sched == "live":
-        return live(cli, py, env, tmp)
+    # every recorded case's plain run, under torch.profiler too: one job
+    csvs = [c[4:] for c in cases if c.startswith("csv:")]
+    if len(csvs) > 1:
+        sys.exit("test-torch.py: one csv: case at most (train.py takes one --csv file)")
+    csvf = os.path.join(tmp, "schedule.csv")
+    plain, kineto = os.path.join(tmp, "plain"), os.path.join(tmp, "kineto")
+    train_cases = []
+    for c in cases:
+        t = "csv" if c.startswith("csv:") else c.split(":")[-1]
+        if c != "live" and t not in train_cases:
+            train_cases.append(t)
+    plain_failed = None
+    if train_cases:
+        try:
+            if csvs:
+                with open(csvf, "w") as f:
+                    subprocess.run([cli, "schedule", "-s", csvs[0], "-p", "2", "-m", str(M), "--format", "csv"],
+                                   stdout=f, check=True)
+            launches += 1
+            run([torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
+                 "--cases", ",".join(train_cases), "--microbatches", str(M), "--steps", str(STEPS),
+                 "--record-order", "--out", plain, "--profile-trace", kineto]
+                + (["--csv", csvf, "--csv-stages-per-rank", "1"] if csvs else []),
+                env, "the plain runs (under torch.profiler), " + ", ".join(train_cases), timeout=600)
+        except (Fail, subprocess.SubprocessError) as e:
+            plain_failed = str(e)
+
+    failed = False
+    for i, case in enumerate(cases, 1):
+        d = os.path.join(tmp, f"case{i}")
+        os.makedirs(d)
+        try:
+            if case == "live":
+                launches += 1
+                said = live(cli, py, env, tmp)   # its registry: XDG_RUNTIME_DIR
+            elif plain_failed is not None:
+                fail(plain_failed)
+            else:
+                launches += 1
+                said = check(cli, case, torchrun, env, d, csvf, plain, kineto)
+            print(f"ok {i} - {said}")
+        except (Fail, subprocess.SubprocessError) as e:
+            failed = True
+            print(f"not ok {i} - {case}: " + str(e).replace("\n", "\n# "))
+        sys.stdout.flush()
+    print(f"# {launches} torchrun launches for {len(cases)} cases")
+    sys.exit(1 if failed else 0)
+
+
+def check(cli, case, torchrun, env, tmp, csvf, plain_all, kineto_all):
+    """One recorded case, profiled as a job of its own, against its plain
+    run (plain_all/<case>, kineto_all.<case>): what it said, or Fail."""
+    python_hook = case.startswith("python-hook:")
+    how = ", hook in Python" if python_hook else ""
+    sched = case.split(":", 1)[1] if python_hook else case
+    if python_hook:
+        env = dict(env, PIPESCOPE_FAST="0")
     args = ["--microbatches", str(M), "--steps", str(STEPS), "--record-order"]
     if sched.startswith("csv:"):
-        csvf = os.path.join(tmp, "schedule.csv")
-        with open(csvf, "w") as f:
-            subprocess.run([cli, "schedule", "-s", sched[4:], "-p", "2", "-m", str(M), "--format", "csv"],
-                           stdout=f, check=True)
         args += ["--csv", csvf, "--stages-per-rank", "1"]
-        pyname = "_PipelineScheduleRuntime"
+        pyname = f"_PipelineScheduleRuntime ({sched})"
+        train_case = "csv"
     else:
         args += ["--schedule", sched]
         pyname = sched
+        train_case = sched
     job = [torchrun, "--standalone", "--nproc-per-node", "2",
            os.path.join(HERE, "train.py")] + args
-    plain, prof = os.path.join(tmp, "plain"), os.path.join(tmp, "prof")
-    kineto = os.path.join(tmp, "kineto")
-    run(job + ["--out", plain] + (["--profile-trace", kineto] if kineto_check else []), env,
-        "the plain run" + (" (under torch.profiler)" if kineto_check else ""))
+    plain, prof = os.path.join(plain_all, train_case), os.path.join(tmp, "prof")
+    kineto = f"{kineto_all}.{train_case}"
     trace = os.path.join(tmp, "job.pptrace")
     p = run([cli, "profile", "--trace", trace, "--name", "torchtest", "--"] + job + ["--out", prof],
             env, "the profiled run")
@@ -278,11 +332,6 @@ def main():
     run([cli, "export", trace, "--format", "why", "-o", os.path.join(tmp, "why.json")], env,
         "export --format why")
 
-    if not kineto_check:
-        print(f"ok 1 - {pyname} (PyTorch {res[0]['torch']}{how}): 2 ranks, {STEPS} steps, "
-              f"{len(spans)} spans, "
-              f"orders as the schedule's, losses and weights bit for bit")
-        return
     # The plain run's torch.profiler traces, imported: the same orders.
     imported = os.path.join(tmp, "imported.pptrace")
     ip = subprocess.run([cli, "import", f"{kineto}.rank0.json", f"{kineto}.rank1.json", "-o", imported],
@@ -344,8 +393,9 @@ def main():
             mean = sum(got) / len(got) if got else None
             if mean is None or abs(d - mean) > 0.01 * mean + 0.01:
                 fail(f"import: the plan's {st}{kind} lasts {d} us, its imported blocks {mean} us on average")
-    print(f"ok 1 - {pyname}{how}: 2 ranks, {STEPS} steps, {len(spans)} spans, orders as the schedule's, "
-          f"losses and weights bit for bit; its torch.profiler trace imports to the same orders")
+    return (f"{pyname} (PyTorch {res[0]['torch']}{how}): 2 ranks, {STEPS} steps, {len(spans)} spans, orders as "
+            f"the schedule's, losses and weights bit for bit against the plain run; its torch.profiler trace "
+            f"imports to the same orders")
 
 
 def label_of_plan(x):

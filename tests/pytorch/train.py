@@ -10,6 +10,16 @@ Each rank writes DIR/rank<R>.json: the schedule's own plan of this rank
 GPipe and 1F1B none, they have no such list), the losses of every step
 (last stage), and the parameter checksums after the last step.  Nothing in
 it knows pipescope: the tests run it plain and under `pipescope-cli profile`.
+
+    torchrun --nproc-per-node 2 train.py --cases ScheduleGPipe,ScheduleZBVZeroBubble,csv --csv F --out DIR
+
+--cases runs several jobs one after another in the same processes (one
+torch import, one process group): each case from scratch (seeds, stages,
+schedule, optimizer), writing DIR/<case>/rank<R>.json and, with
+--profile-trace T, T.<case>.rank<R>.json.  A case is a schedule class or
+"csv" (the --csv file's schedule, --csv-stages-per-rank stages a rank).
+What a case computes does not depend on the cases before it: the tests
+compare each with a job of its own, bit for bit.
 """
 
 import argparse
@@ -83,16 +93,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="Schedule1F1B")
     ap.add_argument("--csv", help="a pipescope-cli schedule --format csv file (the CSV runtime)")
+    ap.add_argument("--cases", help="comma-separated schedule classes or 'csv', run one after another "
+                                    "(DIR/<case>/rank<R>.json each)")
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2, help="linear layers per stage")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--stages-per-rank", type=int, default=None)
+    ap.add_argument("--csv-stages-per-rank", type=int, default=None,
+                    help="with --cases, the csv case's stages a rank (default --stages-per-rank)")
     ap.add_argument("--profile-trace", help="also run torch.profiler and write its Chrome trace here")
     ap.add_argument("--record-order", action="store_true",
                     help="record the compute order the schedule runs (the stage's own calls), "
                          "independently of pipescope, into the output")
+    ap.add_argument("--params-every-step", action="store_true",
+                    help="also the parameter checksums after every step (params_by_step)")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda (one GPU: every rank's stages on it)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--hold", help="after step 0, wait until this file exists (a test attaches to the "
@@ -103,12 +119,30 @@ def main():
         _record_order(order_by_step)
 
     dist.init_process_group("gloo")
+    if not a.cases:
+        run_case(a, a.schedule, a.csv, a.stages_per_rank, a.out, a.profile_trace, order_by_step)
+    else:
+        for case in a.cases.split(","):
+            if case == "csv" and not a.csv:
+                sys.exit("train.py: the case csv needs --csv FILE")
+            del order_by_step[:]
+            csv_case = case == "csv"
+            run_case(a, a.schedule if csv_case else case, a.csv if csv_case else None,
+                     (a.csv_stages_per_rank or a.stages_per_rank) if csv_case else a.stages_per_rank,
+                     os.path.join(a.out, case), a.profile_trace and f"{a.profile_trace}.{case}", order_by_step)
+            dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_case(a, schedule, csv_file, stages_per_rank, out, profile_trace, order_by_step):
+    """One job: stages, schedule and optimizer from the seeds, a.steps steps,
+    OUT/rank<R>.json."""
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
-    multi = a.csv is not None or a.schedule not in SINGLE
-    v = a.stages_per_rank or (2 if multi else 1)
+    multi = csv_file is not None or schedule not in SINGLE
+    v = stages_per_rank or (2 if multi else 1)
     n_stages = world * v
-    if a.schedule in V_SHAPED:
+    if schedule in V_SHAPED:
         mine = [rank, 2 * world - 1 - rank]
     else:
         mine = [rank + k * world for k in range(v)]
@@ -120,11 +154,11 @@ def main():
     stages = [PipelineStage(layers[s], s, n_stages, dev) for s in mine]
     loss_fn = torch.nn.MSELoss()
     M = a.microbatches
-    if a.csv:
+    if csv_file:
         sched = S._PipelineScheduleRuntime(stages, n_microbatches=M, loss_fn=loss_fn)
-        sched._load_csv(a.csv, "compute_only")
+        sched._load_csv(csv_file, "compute_only")
     else:
-        cls = getattr(S, a.schedule)
+        cls = getattr(S, schedule)
         sched = cls(stages if multi else stages[0], n_microbatches=M, loss_fn=loss_fn)
     params = [p for s in mine for p in layers[s].parameters()]
     opt = torch.optim.SGD(params, lr=0.05)
@@ -133,14 +167,15 @@ def main():
     x = torch.randn(a.batch, a.width, generator=g).to(dev)
     y = torch.randn(a.batch, a.width, generator=g).to(dev)
     losses_by_step = []
+    params_by_step = []
     times, cpu_times = [], []
     prof = None
-    if a.profile_trace and os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
+    if profile_trace and os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
         # the benchmark's paired steps: torch.profiler on every other step
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                       schedule=torch.profiler.schedule(wait=1, warmup=0, active=1))
         prof.__enter__()
-    elif a.profile_trace:
+    elif profile_trace:
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         prof.__enter__()
     self_ns = []   # the hook's C wrappers' own time a step (PIPESCOPE_FAST_SELFTIME=1)
@@ -165,6 +200,8 @@ def main():
             self_ns.append(hook_self_ns() - s0)
         if prof is not None:
             prof.step()
+        if a.params_every_step:
+            params_by_step.append([float(p.detach().double().sum()) for p in params])
         if a.hold and step == 0:
             until = time.monotonic() + 300
             while not os.path.exists(a.hold) and time.monotonic() < until:
@@ -173,7 +210,7 @@ def main():
     if prof is not None:
         prof.__exit__(None, None, None)
         if not os.environ.get("PIPESCOPE_BENCH_ALTERNATE"):
-            prof.export_chrome_trace(f"{a.profile_trace}.rank{rank}.json")
+            prof.export_chrome_trace(f"{profile_trace}.rank{rank}.json")
 
     plan = []
     order = getattr(sched, "pipeline_order", None)
@@ -184,13 +221,12 @@ def main():
         r = getattr(sched, "rank", rank)
         plan = [repr(x) for x in order[r] if x is not None and x.is_compute_op]
     checks = [float(p.detach().double().sum()) for p in params]
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "world": world, "stages": mine, "plan": plan,
                    "losses": losses_by_step, "order": order_by_step, "params": checks, "step_s": times,
                    "step_cpu_s": cpu_times, "threads_cpu_s": thread_cpu_s(), "torch": torch.__version__,
-                   "hook_self_ns": self_ns}, f)
-    dist.destroy_process_group()
+                   "hook_self_ns": self_ns, "params_by_step": params_by_step}, f)
 
 
 if __name__ == "__main__":

@@ -104,9 +104,16 @@ class Recorder:
         self.cpu = False
         # (kind, stage, t, bytes): the next block of stage whose call holds
         # t ends there, the rest of it recorded as kind (a data-parallel
-        # action that finishes inside the block's call); the C wrappers'
-        # set_cut where they record
+        # action that finishes inside the block's call; LOSS: the loss
+        # computation megatron-core runs at the end of a last-stage
+        # forward, with the block's micro-batch); the C wrappers' set_cut
+        # where they record
         self.cut = None
+        # zero_grad belongs to the step it precedes: one called between
+        # steps waits here, (t0, t1), for the next step's index
+        self.zero_grads = []
+        # the loss as the job reduces it (loss_is_part): None until decided
+        self.loss_part = None
         # issue 29 (host.py): the training thread's GC pauses and block
         # edges, set up at the first step on the thread that runs it
         self.host = None
@@ -137,6 +144,8 @@ class Recorder:
 
     def set_paused(self, paused):
         self.paused = paused
+        if paused:
+            self.zero_grads.clear()   # they precede a step not recorded
         self.sync_fast()
         if self.host is not None:
             self.host.set_paused(paused)
@@ -266,8 +275,46 @@ class Recorder:
         r.block(kind, stage, mb, step, t0, t1)
         if si == 1 and self.in_step:
             self.observed.append((kind, stage, mb, -1, -1, -1))
-        if cut is not None:
+        if cut is None:
+            return
+        if cut[0] == _lib.SPAN_LOSS:
+            r.block(_lib.SPAN_LOSS, stage, mb, step, t1, t_end)   # work of the stage, never a plan action
+        else:
             self.dp_block(cut[0], stage, t1, t_end, cut[3])
+
+    def loss_block(self, stage, mb, t0, t1):
+        """The loss computation of stage's micro-batch mb (lib.SPAN_LOSS):
+        the last stage's work inside the schedule's loss call, t0 to t1 on
+        the host's clock; not a plan action (the analysis gives its cost to
+        the stage).  Inside an overlapped action, nothing: the pair's block
+        holds it."""
+        r = self.rank
+        if r is None or self.overlap is not None:
+            return
+        r.block(_lib.SPAN_LOSS, stage, mb, self.current_step(), t0, t1)
+
+    def gpu_loss_block(self, stage, mb, e0):
+        """loss_block on CUDA: timed by CUDA events (e0 recorded before
+        the call, the end recorded now), resolved once they have passed."""
+        if self.overlap is not None:
+            return
+        e1 = self.torch.cuda.Event(enable_timing=True)
+        e1.record()
+        self.gpu_pending.append(("block", e0, e1, (0, _lib.SPAN_LOSS, stage, mb, self.current_step())))
+
+    def dp_nested(self, kind, stage, t0, t1, nbytes=0):
+        """A data-parallel collective a framework ran inside whatever the
+        process was doing (FSDP2's all-gathers in its pre-forward and
+        pre-backward hooks, its reduce-scatters after a backward, megatron-
+        core's bucket syncs): a span of kind (lib.SPAN_UNSHARD: parameters
+        gathered; lib.SPAN_REDUCE_GRAD: gradients reduced) of stage, mb -1,
+        nested in time in the block that issued it (the analysis takes it
+        out of that block's compute and gives it to dp_comm).  Never a plan
+        action: the schedule did not run it.  Host-timed (on CUDA the issue,
+        as dp_block)."""
+        r = self.rank
+        if r is not None:
+            r.dp_block(kind, stage, self.current_step(), t0, t1, int(nbytes))
 
     def dp_block(self, kind, stage, t0, t1, nbytes=0):
         """A data-parallel action of stage (lib.SPAN_UNSHARD, SPAN_RESHARD,
@@ -407,6 +454,11 @@ class Recorder:
             if idx == 0:
                 self.fast.set_observed(self.observed)   # a plan where none is given
         r.step(idx, 0, r.now())
+        if self.zero_grads:
+            # the zero_grad calls since the last step precede this one
+            for t0, t1 in self.zero_grads:
+                r.block(_lib.SPAN_HOST_ZERO_GRAD, -1, -1, idx, t0, t1)
+            self.zero_grads.clear()
         if self.fast is not None and self.compiled_blocks:
             self.fast.sched(r.now())   # the schedule's own code from here
         elif self.py_sched:
@@ -436,6 +488,36 @@ class Recorder:
             self.queue_losses(idx, self.losses)
         self.losses = []
 
+    def loss_is_part(self):
+        """True where the job's loss is a sum over micro-batches and
+        replicas, each micro-batch's loss already divided by the global
+        token count (torchtitan 0.3 and later: its trainer logs that sum):
+        the process then records COUNTER_LOSS_PART, the sum of its
+        micro-batches' losses, whose sum over replicas is the job's loss.
+        Elsewhere (PyTorch's own schedules' users, megatron-core, which
+        average) LOSS, the mean over micro-batches, whose mean over
+        replicas is the job's.  The rule: PIPESCOPE_LOSS=sum or =mean
+        where the job says; else sum when the process has imported
+        torchtitan of version 0.3 or later (or of a version it cannot
+        tell); else mean.  Decided once, at the first step's losses (the
+        trainer is imported by then); one kind for every step."""
+        if self.loss_part is None:
+            self.loss_part = _torchtitan_sums() if os.environ.get("PIPESCOPE_LOSS") not in ("sum", "mean") \
+                else os.environ.get("PIPESCOPE_LOSS") == "sum"
+        return self.loss_part
+
+    def record_loss(self, vals, idx):
+        """The step's micro-batch losses vals as the job reduces them
+        (loss_is_part): their sum as COUNTER_LOSS_PART, or their mean as
+        LOSS, never both."""
+        r = self.rank
+        if r is None or not vals:
+            return
+        if self.loss_is_part():
+            r.counter(_lib.COUNTER_LOSS_PART, sum(vals), idx, r.now())
+        else:
+            r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
+
     def queue_losses(self, idx, tensors):
         torch = self.torch
         try:
@@ -444,10 +526,8 @@ class Recorder:
                 return
             if not ts[0].is_cuda:
                 # read now (item() needs no detach): nothing kept, no op run
-                r = self.rank
                 vals = [t.item() if t.numel() == 1 else float(t.detach().float().mean()) for t in ts]
-                if r is not None:
-                    r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
+                self.record_loss(vals, idx)
                 return
             # CUDA, no sync: a copy on the stream, read once its event has passed
             host = [t.detach().to("cpu", non_blocking=True) for t in ts]
@@ -470,8 +550,8 @@ class Recorder:
             # one element (a scalar loss): item() reads it without the
             # two tensor operations a mean takes
             vals = [t.item() if t.numel() == 1 else float(t.float().mean()) for t in ts]
-            if r is not None and vals:
-                r.counter(_lib.LOSS, sum(vals) / len(vals), idx, r.now())
+            if r is not None:
+                self.record_loss(vals, idx)
         self.loss_pending = keep
 
     def close(self):
@@ -490,6 +570,20 @@ class Recorder:
         err = r.close()
         if err:
             say(err[len("pipescope: "):] if err.startswith("pipescope: ") else err)
+
+
+def _torchtitan_sums():
+    """True when this process has imported torchtitan 0.3 or later (or one
+    whose version cannot be read): its trainer sums each micro-batch's loss,
+    divided by the global token count, over micro-batches and replicas."""
+    if "torchtitan" not in sys.modules:
+        return False
+    try:
+        from importlib import metadata
+        major, minor = (int(x) for x in metadata.version("torchtitan").split(".")[:2])
+    except Exception:
+        return True
+    return (major, minor) >= (0, 3)
 
 
 # ---- running a block: the original exactly once, its result and exceptions untouched ----

@@ -42,10 +42,11 @@ records their inputs for one process, on the thread that runs its steps
     GC out).  torch.py's compiled wrappers on CPU do it in C; megatron.py's
     Python wrappers on CPU through Recorder.sched_in/sched_out (their own
     Python is then inside it); the Python wrappers of a torch job
-    (PIPESCOPE_FAST=0, CUDA) record none.  Also the loss where the schedule
-    computes it outside the blocks (HOST_LOSS), the splitting of the inputs
-    into micro-batches (HOST_DATA) and the optimizers' zero_grad
-    (HOST_ZERO_GRAD; wrap_host here).
+    (PIPESCOPE_FAST=0, CUDA) record none.  Also the splitting of the
+    inputs into micro-batches (HOST_DATA; wrap_host here) and the
+    optimizers' zero_grad (HOST_ZERO_GRAD, of the step it precedes:
+    wrap_zero_grad).  The schedule's loss call is no host work: it is the
+    last stage's LOSS block (trace format 1.9; torch.py).
 """
 
 import functools
@@ -210,10 +211,42 @@ def hot_host(hook, fast, orig, kind):
     return fast.wrap("host", orig, wrapper, ((-1, None, None),), kind)
 
 
+def wrap_zero_grad(hook, orig):
+    """orig (an optimizer's zero_grad) as a HOST_ZERO_GRAD span of the step
+    it precedes: called between steps (a training loop's zero_grad before
+    its step, torchtitan's included), it waits in hook.zero_grads until
+    the next step begins (Recorder.step_begin), so the first one, before
+    the rank is open, is recorded too; called inside a step, it is that
+    step's.  A Python wrapper: once a step, and the step it belongs to is
+    not known when it runs (the compiled host wrapper records at once)."""
+    import time
+    mono = time.monotonic_ns   # the library's CLOCK_MONOTONIC (lib.Rank.now), before the rank opens too
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if hook.failed:
+            return orig(*args, **kwargs)
+        r = hook.rank
+        now = r.now if r is not None else mono
+        t0 = now()
+        out = orig(*args, **kwargs)
+        try:
+            t1 = now()
+            if hook.in_step and r is not None:
+                r.block(_lib.SPAN_HOST_ZERO_GRAD, -1, -1, hook.current_step(), t0, t1)
+            elif len(hook.zero_grads) < 64:   # a loop that never steps keeps a few, no more
+                hook.zero_grads.append((t0, t1))
+        except Exception as e:
+            hook.fail("zero_grad", e)
+        return out
+    return wrapper
+
+
 def zero_grad_hooks(hook, fast):
-    """torch.optim.Optimizer.zero_grad as HOST_ZERO_GRAD spans (an
-    optimizer class of its own zero_grad is not seen)."""
+    """torch.optim.Optimizer.zero_grad as HOST_ZERO_GRAD spans of the step
+    each precedes (wrap_zero_grad; an optimizer class of its own zero_grad
+    is not seen).  fast: unused (kept for the adapters' one call)."""
     import importlib
     opt = importlib.import_module("torch.optim.optimizer").Optimizer
     if "zero_grad" in opt.__dict__:
-        opt.zero_grad = hot_host(hook, fast, opt.__dict__["zero_grad"], _lib.SPAN_HOST_ZERO_GRAD)
+        opt.zero_grad = wrap_zero_grad(hook, opt.__dict__["zero_grad"])

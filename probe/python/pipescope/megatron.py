@@ -13,7 +13,11 @@ megatron-core's own code, never the user's:
     description, the plan); get_forward_backward_func() looks them up by
     name in the module each time it is called, so wrapping the module's
     names reaches every job that asks it;
-  * schedules.forward_step (F: its current_microbatch and vp_stage) and
+  * schedules.forward_step (F: its current_microbatch and vp_stage), and
+    on the last stage its forward_step_calc_loss (0.16), where the job's
+    loss function runs: on the CPU the F block ends where it begins and
+    the rest of forward_step is a LOSS block (the last stage's work, side
+    by side with F, never nested in it); and
     schedules.backward_step (B: it carries neither; its output_tensor is
     the object forward_step returned, so the forward's stage and
     micro-batch are looked up by that object's identity);
@@ -30,6 +34,12 @@ megatron-core's own code, never the user's:
   * config.finalize_model_grads_func, for the length of one step's call
     only (put back when it returns): Megatron's data-parallel gradient
     reduction as REDUCE_GRAD of the pipeline rank;
+  * its DistributedDataParallel's bucket groups (_ParamAndGradBucketGroup:
+    start/finish_grad_sync, start/finish_param_sync) outside
+    finalize_model_grads: the gradient syncs overlap_grad_reduce issues
+    inside a backward, the distributed optimizer's parameter all-gathers,
+    each a data-parallel span (REDUCE_GRAD, UNSHARD) of its chunk's stage
+    nested in the block that issued it;
   * the optimizers' global step hooks (an OPT block); the last stage's
     losses (what forward_step returns there: the loss Megatron
     back-propagates, summed over the step's micro-batches) as LOSS.
@@ -122,6 +132,12 @@ class _Hook(_core.Recorder):
         self.send_meta = {}       # id(tensor to send) -> (stage, mb)
         self.recv_pending = {}    # id(received tensor) -> (kind, peer, bytes, t0, t1)
         self.tokens = []          # calculate_per_token_loss: each loss's token count
+        self.loss_stage = None    # inside a last-stage forward on the CPU: its stage (_wrap_calc_loss)
+        # megatron-core's DistributedDataParallel: id(bucket group) -> its
+        # chunk's virtual stage, read at the open; inside finalize_model_grads
+        # (recorded as one REDUCE_GRAD) the syncs it finishes are its own
+        self.bucket_stage = {}
+        self.dp_depth = 0
 
     # ---- the rank ------------------------------------------------------------
     def open(self, chunks):
@@ -141,6 +157,11 @@ class _Hook(_core.Recorder):
             _say(f"the process's place not recorded ({e.__class__.__name__}: {e}); recording goes on")
             place = None
         self.cuda = _device(chunks) == "cuda"
+        try:
+            self.bucket_stage = _bucket_stages(chunks, self.P, self.pp)
+        except Exception as e:
+            _say(f"megatron-core's data-parallel syncs not recorded ({e.__class__.__name__}: {e}); "
+                 "recording goes on")
         # on the CPU, the schedule's own code between its calls (issue 29):
         # forward_backward_func's Python between forward_step, backward_step,
         # the p2p calls and their waits (core.Recorder.sched_in/out)
@@ -377,13 +398,103 @@ def _wrap_no_pipelining(hook, orig):
 
 def _wrap_finalize(hook, orig):
     """finalize_model_grads (the data-parallel gradient reduction) as
-    REDUCE_GRAD of the pipeline rank (the kinds contract, item 3)."""
+    REDUCE_GRAD of the pipeline rank (the kinds contract, item 3); the
+    bucket syncs it runs or waits for are its own (hook.dp_depth)."""
     @functools.wraps(orig)
     def finalize(*args, **kwargs):
         if hook.rank is None or hook.failed:
             return orig(*args, **kwargs)
-        return _core.run_block(hook, orig, _lib.SPAN_REDUCE_GRAD, hook.pp, -1, hook.cuda, args, kwargs)
+        hook.dp_depth += 1
+        try:
+            return _core.run_block(hook, orig, _lib.SPAN_REDUCE_GRAD, hook.pp, -1, hook.cuda, args, kwargs)
+        finally:
+            hook.dp_depth -= 1
     return finalize
+
+
+def _bucket_stages(chunks, P, pp):
+    """id(bucket group) -> virtual stage, for the chunks that are
+    megatron-core DistributedDataParallel modules (their bucket_groups and
+    expert_parallel_bucket_groups); {} for any other."""
+    out = {}
+    for c, m in enumerate(chunks):
+        for name in ("bucket_groups", "expert_parallel_bucket_groups"):
+            for bg in getattr(m, name, None) or ():
+                out[id(bg)] = c * P + pp
+    return out
+
+
+def _bucket_bytes(bg, field):
+    """The bytes a bucket group's buckets hold in field (grad_data,
+    param_data), 0 where it has none."""
+    n = 0
+    for b in getattr(bg, "buckets", ()):
+        t = getattr(b, field, None)
+        if t is not None:
+            n += _nbytes(t)
+    return n
+
+
+# megatron-core's DistributedDataParallel and distributed optimizer: the
+# bucket groups' gradient sync (all-reduce, or reduce-scatter with the
+# distributed optimizer) and parameter sync (all-gather); a start issues
+# it (waits for it where not overlapped), a finish waits for it (or runs
+# it, where overlap_grad_reduce is off)
+_BUCKET_SYNCS = (("start_grad_sync", _lib.SPAN_REDUCE_GRAD, "grad_data"),
+                 ("finish_grad_sync", _lib.SPAN_REDUCE_GRAD, "grad_data"),
+                 ("start_param_sync", _lib.SPAN_UNSHARD, "param_data"),
+                 ("finish_param_sync", _lib.SPAN_UNSHARD, "param_data"))
+
+
+def _install_bucket_syncs(hook):
+    """Wraps _ParamAndGradBucketGroup's syncs (a megatron-core without
+    them is left as it is)."""
+    import importlib
+    try:
+        mod = importlib.import_module("megatron.core.distributed.param_and_grad_buffer")
+    except Exception:
+        return
+    cls = getattr(mod, "_ParamAndGradBucketGroup", None)
+    if cls is None:
+        return
+    for name, kind, field in _BUCKET_SYNCS:
+        if name in cls.__dict__:
+            setattr(cls, name, _wrap_bucket_sync(hook, cls.__dict__[name], kind, field, name.startswith("start")))
+
+
+def _wrap_bucket_sync(hook, orig, kind, field, start):
+    """A bucket group's sync wherever it runs outside finalize_model_grads
+    (a gradient sync that overlap_grad_reduce issues from a backward hook,
+    inside B; a parameter sync in a forward pre-hook or the optimizer's
+    step) as a data-parallel span of its chunk's stage nested in the block
+    that issued it (Recorder.dp_nested); one inside another (a finish that
+    runs its start) is the outer one's.  Bytes: the buckets' data for a
+    start, or for a finish that runs the sync itself (overlap off); 0 for
+    a finish that only waits."""
+    group_of = Param(orig, "self", 0)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused or hook.dp_depth or not hook.bucket_stage:
+            return orig(*args, **kwargs)
+        bg = group_of.of(args, kwargs)
+        si = hook.bucket_stage.get(id(bg))
+        if si is None:
+            return orig(*args, **kwargs)
+        t0 = r.now()
+        hook.dp_depth += 1
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
+        try:
+            sync = start or not getattr(getattr(bg, "ddp_config", None), "overlap_grad_reduce", True)
+            hook.dp_nested(kind, si, t0, r.now(), _bucket_bytes(bg, field) if sync else 0)
+        except Exception as e:
+            hook.fail("a data-parallel sync", e)
+        return out
+    return wrapper
 
 
 def _wrap_forward(hook, orig):
@@ -407,7 +518,18 @@ def _wrap_forward(hook, orig):
             out = orig(*args, **kwargs)   # the job's own errors carry no context of ours
             hook.fail("a forward", e)
             return out
-        out = _core.run_block(hook, orig, _lib.F, stage, mb, hook.cuda, args, kwargs)
+        last = MISSING
+        try:
+            last = last_of.of(args, kwargs)
+            if last is MISSING:   # 0.13: the last virtual stage computes the loss
+                last = stage == hook.P * hook.V - 1
+            hook.loss_stage = stage if last and not hook.cuda and not collect_of.of(args, kwargs) else None
+        except Exception as e:
+            hook.fail("a forward", e)
+        try:
+            out = _core.run_block(hook, orig, _lib.F, stage, mb, hook.cuda, args, kwargs)
+        finally:
+            hook.loss_stage = None
         if hook.failed:
             return out
         try:
@@ -416,9 +538,6 @@ def _wrap_forward(hook, orig):
             for t in o if isinstance(o, list) else (o,):
                 if t is not None:
                     hook.send_meta[id(t)] = (stage, mb)
-            last = last_of.of(args, kwargs)
-            if last is MISSING:   # 0.13: the last virtual stage computes the loss
-                last = stage == hook.P * hook.V - 1
             if last and hook.loss_here and not collect_of.of(args, kwargs):
                 t = o[0] if isinstance(o, list) else o
                 n = None
@@ -434,6 +553,33 @@ def _wrap_forward(hook, orig):
         except Exception as e:
             hook.fail("a forward", e)
         return out
+    return wrapper
+
+
+def _wrap_calc_loss(hook, orig):
+    """forward_step_calc_loss (0.16; forward_step calls it last, after
+    the job's forward_step_func): on the last stage it runs the job's
+    loss function.  Inside a recorded last-stage forward on the CPU
+    (hook.loss_stage), the forward's block ends where this call begins
+    and the rest of forward_step's call is a LOSS block of the stage and
+    micro-batch (Recorder.cut): the loss computation is the last stage's
+    work of its own kind, and F and LOSS lie side by side, never nested,
+    so no time is counted twice.  Elsewhere (other stages, CUDA, where
+    blocks are timed by events, or 0.13, which has no such function: the
+    loss stays inside F) the call as it is."""
+    loss_func_of = Param(orig, "loss_func", 2)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        si, r = hook.loss_stage, hook.rank
+        if si is None or r is None or hook.failed or hook.paused:
+            return orig(*args, **kwargs)
+        try:
+            if loss_func_of.of(args, kwargs) is not None:
+                hook.cut = (_lib.SPAN_LOSS, si, r.now(), 0)
+        except Exception as e:
+            hook.fail("the loss", e)
+        return orig(*args, **kwargs)
     return wrapper
 
 
@@ -572,6 +718,8 @@ def instrument():
                 sched.forward_backward_no_pipelining = _wrap_no_pipelining(
                     hook, sched.forward_backward_no_pipelining)
             sched.forward_step = _wrap_forward(hook, sched.forward_step)
+            if hasattr(sched, "forward_step_calc_loss"):
+                sched.forward_step_calc_loss = _wrap_calc_loss(hook, sched.forward_step_calc_loss)
             sched.backward_step = _wrap_backward(hook, sched.backward_step)
             p2p._batched_p2p_ops = _wrap_p2p(hook, p2p._batched_p2p_ops)
             p2p._p2p_ops = _wrap_p2p(hook, p2p._p2p_ops)
@@ -583,6 +731,10 @@ def instrument():
             _core.opt_hooks(hook)
         except Exception as e:
             _say(f"optimizer steps not recorded ({e})")
+        try:
+            _install_bucket_syncs(hook)
+        except Exception as e:
+            _say(f"megatron-core's data-parallel syncs not recorded ({e})")
         _core.close_at_exit(hook)
         _hook = hook
         return True

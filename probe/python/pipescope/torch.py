@@ -25,11 +25,12 @@ PyTorch's own pipelining code, never the user's:
     halves;
   * _update_losses (the last stage's losses, once a step, read at the
     step's end) and the optimizers' global step hooks (an OPT block);
-  * host work between blocks (issue 29, host.py): the schedule's
-    _compute_loss (the loss, which the schedules compute after
-    forward_one_chunk returns: outside the block), _split_inputs (the
-    batch into micro-batches) and torch.optim.Optimizer.zero_grad, as
-    HOST_LOSS, HOST_DATA and HOST_ZERO_GRAD spans; the schedule's own code
+  * the schedule's loss call (_maybe_compute_loss, which the schedules
+    call after forward_one_chunk returns: outside the block) as the last
+    stage's LOSS block with its stage and micro-batch (trace format 1.9);
+  * host work between blocks (issue 29, host.py): _split_inputs (the
+    batch into micro-batches) and torch.optim.Optimizer.zero_grad (of the
+    step it precedes), as HOST_DATA and HOST_ZERO_GRAD spans; the schedule's own code
     between wrapped calls (HOST_SCHEDULE), the training thread's GC pauses,
     and its run-queue delay and the hook's own time at block edges;
   * data parallelism (issue 27): FSDPModule.unshard/reshard inside a step
@@ -124,8 +125,11 @@ class _Hook(_core.Recorder):
         self.dp_stages = set()
         self.fsdp = {}
         self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
-        self.reduce_bytes = {}    # FSDP2 stage -> the bytes its gradients' reduce-scatter takes in
-        self.dp_depth = 0         # inside a recorded gradient reduction
+        self.dp_depth = 0         # inside a recorded data-parallel action of the schedule's
+        # FSDP2's own collectives (foreach_all_gather, its copy-out, foreach_reduce):
+        # id(FSDPParam) -> (its stage, the bytes its all-gather brings), read at the open
+        self.fsdp_params = {}
+        self.dp_moved = 0         # bytes FSDP2's collectives moved so far inside the schedule's actions
         self.ddp = {}             # DDP stage -> the bytes its gradients' all-reduce takes in
         # tensor-parallel collectives (jobs with tp > 1): counted inside a
         # step, written as the step's COLLECTIVE_CALLS/_BYTES at its end
@@ -159,7 +163,7 @@ class _Hook(_core.Recorder):
                 self.map_dp(stages)
             except Exception as e:
                 _say(f"data-parallel actions not recorded ({e.__class__.__name__}: {e}); recording goes on")
-                self.dp_stages, self.fsdp, self.ddp = set(), {}, {}
+                self.dp_stages, self.fsdp, self.ddp, self.fsdp_params = set(), {}, {}, {}
             if place is not None and len(place[1]) > 2 and place[1][2] > 1:
                 try:
                     _install_collectives(self)
@@ -186,17 +190,22 @@ class _Hook(_core.Recorder):
                 mods = [m for m in mod.modules() if isinstance(m, fsdp_cls)]
                 for i, m in enumerate(mods):
                     self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1, _fsdp_bytes(m))
-                self.reduce_bytes[si] = sum(self.fsdp[id(m)][3] for m in mods)
+                    for fp in _fsdp_params(m):
+                        self.fsdp_params[id(fp)] = (si, _fsdp_param_bytes(fp))
 
-    def fsdp_call(self, kind, m, t0, t1):
+    def fsdp_call(self, kind, m, t0, t1, moved=None):
         """One FSDP2 module's unshard or reshard call, part of its stage's
         UNSHARD or RESHARD action: the runtime calls every FSDP2 module of
         the stage in turn, the stage's own first; the action is one block
-        from the first call's start to the last's end."""
+        from the first call's start to the last's end.  moved: the bytes
+        its all-gathers moved (an unshard of a module already unsharded
+        moves none); None: the module's parameters' size (a reshard's)."""
         info = self.fsdp.get(id(m))
         if info is None:
             return
         si, first, last, nbytes = info
+        if moved is not None:
+            nbytes = moved
         run = self.fsdp_run.get(kind)
         if run is not None and (first or run[0] != si):
             self.fsdp_flush(kind)
@@ -613,6 +622,57 @@ def _wrap_update_losses(hook, orig):
     return wrapper
 
 
+def _loss_params(orig):
+    """_maybe_compute_loss's schedule (self), stage and micro-batch."""
+    return [Param(orig, "self", 0), Param(orig, "stage", 1), Param(orig, "mb_index", 4)]
+
+
+def _wrap_loss(hook, orig):
+    """The schedule's loss call, _maybe_compute_loss(stage, output,
+    target_mbs, mb_index): on the last stage (with a loss function) the
+    loss function and the append of its result, a LOSS block of the stage
+    and micro-batch (trace format 1.9: the last stage's work, whatever the
+    loss function runs: torchtitan's chunked loss runs lm_head and the
+    cross-entropy, forward and backward, there).  The call holds no host
+    time of its own beyond that append, so no HOST_LOSS is recorded.  On
+    CUDA timed by CUDA events, as the blocks.  The compiled wrapper (role
+    loss) is the same on the CPU."""
+    sched_of, stage_of, mb_of = _loss_params(orig)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused:
+            return orig(*args, **kwargs)
+        try:
+            stage = stage_of.of(args, kwargs)
+            sch = sched_of.of(args, kwargs)
+            mine = (stage is not MISSING and sch is not MISSING and bool(getattr(stage, "is_last", False))
+                    and getattr(sch, "_loss_fn", None) is not None)
+            si = int(stage.stage_index) if mine else -1
+            mb = mb_of.of(args, kwargs) if mine else None
+            mb = -1 if mb is None or mb is MISSING else int(mb)
+            cuda = mine and getattr(getattr(stage, "device", None), "type", "") == "cuda"
+            e0 = hook.gpu_events() if cuda else None
+        except Exception as e:
+            out = orig(*args, **kwargs)   # the job's own errors carry no context of ours
+            hook.fail("the loss", e)
+            return out
+        if not mine:
+            return orig(*args, **kwargs)
+        t0 = r.now()
+        out = orig(*args, **kwargs)
+        try:
+            if e0 is not None:
+                hook.gpu_loss_block(si, mb, e0)
+            else:
+                hook.loss_block(si, mb, t0, r.now())
+        except Exception as e:
+            hook.fail("the loss", e)
+        return out
+    return wrapper
+
+
 def _fsdp_module():
     """FSDP2's FSDPModule class, or None where this PyTorch has none."""
     try:
@@ -656,14 +716,17 @@ def _wrap_reduce(hook, orig, kind):
         if si not in hook.dp_stages:
             return orig(*args, **kwargs)
         hook.dp_depth += 1
+        m0 = hook.dp_moved
         try:
             t0 = hook.rank.now()
             out = orig(*args, **kwargs)
         finally:
             hook.dp_depth -= 1
         try:
-            hook.dp_block(kind, si, t0, hook.rank.now(),
-                          hook.reduce_bytes.get(si, 0) if kind == _lib.SPAN_REDUCE_GRAD else 0)
+            # the bytes FSDP2's reduce-scatters moved inside it: FSDP2's
+            # asynchronous finalize runs them in the wait (a stage with
+            # nothing left to reduce moves none)
+            hook.dp_block(kind, si, t0, hook.rank.now(), hook.dp_moved - m0)
         except Exception as e:
             hook.fail("a gradient reduction", e)
         return out
@@ -686,11 +749,113 @@ def _wrap_fsdp(hook, orig, kind):
         if m is MISSING or id(m) not in hook.fsdp:
             return orig(*args, **kwargs)
         t0 = hook.rank.now()
-        out = orig(*args, **kwargs)
+        hook.dp_depth += 1   # its all-gathers are this action's (_wrap_fsdp_collective)
+        m0 = hook.dp_moved
         try:
-            hook.fsdp_call(kind, m, t0, hook.rank.now())
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
+        try:
+            hook.fsdp_call(kind, m, t0, hook.rank.now(), hook.dp_moved - m0 if kind == _lib.SPAN_UNSHARD else None)
         except Exception as e:
             hook.fail("an FSDP action", e)
+        return out
+    return wrapper
+
+
+def _fsdp_params(m):
+    """The FSDPParams an FSDP2 module manages itself (none where FSDP's
+    state cannot be read)."""
+    try:
+        group = m._get_fsdp_state()._fsdp_param_group
+        return list(group.fsdp_params) if group is not None else []
+    except Exception:
+        return []
+
+
+def _fsdp_param_bytes(fp):
+    """The bytes an FSDPParam's all-gather brings: its full size."""
+    try:
+        return fp.sharded_param.numel() * fp.sharded_param.element_size()
+    except Exception:
+        return 0
+
+
+# FSDP2's own collectives, by the names its FSDPParamGroup calls them under
+# (module globals of _fsdp_param_group, looked up at each call): the
+# parameters' all-gather (issued; waited for and copied out) and the
+# gradients' reduce-scatter (with HSDP's all-reduce)
+_FSDP_COLLECTIVES = (("foreach_all_gather", _lib.SPAN_UNSHARD, 0),
+                     ("foreach_all_gather_copy_out", _lib.SPAN_UNSHARD, 1),
+                     ("foreach_reduce", _lib.SPAN_REDUCE_GRAD, 0))
+
+
+def _install_fsdp_collectives(hook):
+    """FSDP2's collectives wherever they run (issue 36): in its
+    pre-forward and pre-backward hooks (inside F, B, the loss call), after
+    a backward, in its prefetches.  Each is a data-parallel span of its
+    stage nested in the block that issued it (Recorder.dp_nested); one run
+    by a recorded action of the schedule (the runtime's UNSHARD, its wait,
+    REDUCE_GRAD: hook.dp_depth) is that action's, recorded once.  A
+    PyTorch without FSDP2 is left as it is."""
+    import importlib
+    try:
+        pg = importlib.import_module("torch.distributed.fsdp._fully_shard._fsdp_param_group")
+    except Exception:
+        return
+    for name, kind, pos in _FSDP_COLLECTIVES:
+        orig = pg.__dict__.get(name)
+        if callable(orig):
+            setattr(pg, name, _wrap_fsdp_collective(hook, orig, kind, pos))
+
+
+def _wrap_fsdp_collective(hook, orig, kind, pos):
+    """One of FSDP2's collectives (_FSDP_COLLECTIVES; pos: where its
+    fsdp_params is) as a nested data-parallel span of the stage whose
+    parameters it moves, inside a step, outside the schedule's own
+    data-parallel actions; the bytes: the parameters' full size for an
+    all-gather's issue, the gradients' for a reduction, 0 for a copy-out
+    (its issue has them)."""
+    params_of = Param(orig, "fsdp_params", pos)
+    grads_of = Param(orig, "unsharded_grads", 1) if kind == _lib.SPAN_REDUCE_GRAD else None
+    issue = pos == 0
+
+    def moved(fps, args, kwargs):
+        if grads_of is not None:
+            return _nbytes(grads_of.of(args, kwargs))
+        if issue:
+            get = hook.fsdp_params.get
+            return sum(get(id(fp), (0, 0))[1] for fp in fps)
+        return 0
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        r = hook.rank
+        if r is None or hook.failed or hook.paused or not hook.in_step or not hook.fsdp_params:
+            return orig(*args, **kwargs)
+        try:
+            fps = params_of.of(args, kwargs)
+            info = hook.fsdp_params.get(id(fps[0])) if fps else None
+        except Exception:
+            info = None   # not a call the hook knows: as it is
+        if info is None:
+            return orig(*args, **kwargs)
+        # read before the call: foreach_reduce empties its list of gradients
+        try:
+            nbytes = moved(fps, args, kwargs)
+        except Exception:
+            nbytes = 0
+        if hook.dp_depth:
+            # the schedule's own action's: its bytes, no span of its own
+            out = orig(*args, **kwargs)
+            hook.dp_moved += nbytes
+            return out
+        t0 = r.now()
+        out = orig(*args, **kwargs)
+        try:
+            hook.dp_nested(kind, info[0], t0, r.now(), nbytes)
+        except Exception as e:
+            hook.fail("an FSDP collective", e)
         return out
     return wrapper
 
@@ -718,7 +883,11 @@ def _wrap_unshard_wait(hook, orig):
         if not pending:
             return orig(*args, **kwargs)
         t0 = r.now()
-        out = orig(*args, **kwargs)
+        hook.dp_depth += 1   # its copy-out is this wait's (_wrap_fsdp_collective)
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            hook.dp_depth -= 1
         try:
             hook.fsdp_flush(_lib.SPAN_UNSHARD)   # the issue first, in time order
             hook.dp_block(_lib.SPAN_UNSHARD, si, t0, r.now())
@@ -968,12 +1137,17 @@ def _install(hook, base, sched, fast):
             if name in fsdp.__dict__:
                 setattr(fsdp, name, _wrap_fsdp(hook, fsdp.__dict__[name], kind))
     base_sched = sched._PipelineSchedule.__dict__
-    # host work between blocks (issue 29, host.py): the loss (the
-    # schedules compute it after forward_one_chunk, outside the block) and
-    # the step's splitting of its inputs into micro-batches
-    for name, kind in (("_compute_loss", _lib.SPAN_HOST_LOSS), ("_split_inputs", _lib.SPAN_HOST_DATA)):
-        if name in base_sched:
-            setattr(sched._PipelineSchedule, name, _host.hot_host(hook, fast, base_sched[name], kind))
+    # the loss call (_maybe_compute_loss: the schedules compute the loss
+    # after forward_one_chunk, outside the block) as the last stage's LOSS
+    # block; host work between blocks (issue 29, host.py): the step's
+    # splitting of its inputs into micro-batches
+    if "_maybe_compute_loss" in base_sched:
+        orig = base_sched["_maybe_compute_loss"]
+        sched._PipelineSchedule._maybe_compute_loss = hot("loss", orig, _wrap_loss(hook, orig), _loss_params(orig))
+    if "_split_inputs" in base_sched:
+        sched._PipelineSchedule._split_inputs = _host.hot_host(hook, fast, base_sched["_split_inputs"],
+                                                               _lib.SPAN_HOST_DATA)
+    _install_fsdp_collectives(hook)
     if "_update_losses" in base_sched:
         sched._PipelineSchedule._update_losses = _wrap_update_losses(hook, base_sched["_update_losses"])
 

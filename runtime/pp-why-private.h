@@ -1,0 +1,37 @@
+/* pp-why-private.h — what the analysis of one pipeline takes from the
+ * analysis of a job of replicas (pp-why-replicas.c), inside runtime/. */
+#pragma once
+
+#include "pp-why.h"
+
+/* Each span's wait for slower replicas (pp-why-runtime.h, rule 0): for a
+ * data-parallel collective span, wait_ns[i] the latest replica's arrival
+ * at that collective minus this one's (clock-aligned starts; at most the
+ * span's length, 0 where it came last) and of[i] that replica; 0 and -1
+ * for any other span.  Parallel to the spans analysed. */
+typedef struct {
+  const int64_t *wait_ns;
+  const int32_t *of;
+} PpWhyReplicaWaits;
+
+/* pp_why_analyse_spans_counters with the spans' waits for slower replicas
+ * (NULL: a pipeline of its own, replica_late not measured). */
+PpStatus pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
+                                     const PpWhyReplicaWaits *waits, const PpCounter *counters,
+                                     size_t n_counters, int max_steps, PpWhyReport **out, PpError *err);
+
+/* pp_why_analyse_run_counters, the same. */
+PpStatus pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                   const PpSpan *spans, size_t n, const PpWhyReplicaWaits *waits,
+                                   const PpCounter *counters, size_t n_counters, int max_steps,
+                                   PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                                   PpError *err);
+
+/* The waits of spans[n] of a job of replicas (replica[i] as
+ * pp_why_analyse_replicas takes it) into wait_ns[n] and of[n]: a
+ * collective (UNSHARD, REDUCE_GRAD) is the k-th span of its kind and
+ * stage a replica's pipeline rank runs in a step, matched across the
+ * replicas by (step, rank, kind, stage, k).  0 on success, -1 out of
+ * memory. */
+int pp_why_replica_waits (const PpSpan *spans, const int32_t *replica, size_t n, int64_t *wait_ns,
+                          int32_t *of);
