@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""test-layers BUILD_DIR FOLDER... --glib-free FOLDER... — the layers of DESIGN.md, read from the objects the
-build made (nm), so that what is checked is what links:
+"""test-layers BUILD_DIR FOLDER... --glib-free FOLDER... [--python PACKAGE_DIR] — the layers of DESIGN.md,
+read from the objects the build made (nm), so that what is checked is what links:
 
 - within each target named (meson's object folder of a program or library,
   relative to BUILD_DIR), no two source files call each other, directly or
   around a circle (each circle is printed with a symbol of every edge);
-- nothing in the targets after --glib-free calls GLib, GTK or cairo.
+- nothing in the targets after --glib-free calls GLib, GTK or cairo;
+- in the Python package after --python (the hook), no two modules import
+  each other, directly or around a circle, at the top or inside a function.
 """
+import ast
 import glob
 import os
 import subprocess
@@ -70,9 +73,35 @@ def circles(graph):
     return found
 
 
+def python_imports(pkg):
+    """{module: {modules of the package it imports}}, every import of the
+    package's own modules (relative, or by the package's name), wherever
+    in the file it is."""
+    name = os.path.basename(os.path.normpath(pkg))
+    mods = {os.path.basename(f)[:-3] for f in glob.glob(os.path.join(pkg, "*.py"))}
+    graph = {}
+    for m in sorted(mods):
+        tree = ast.parse(open(os.path.join(pkg, m + ".py"), encoding="utf-8").read())
+        got = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level == 1 or node.module == name):
+                if node.level == 1 and node.module:
+                    got.add(node.module.split(".")[0])
+                else:
+                    got.update(a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                got.update(a.name.split(".")[1] for a in node.names if a.name.startswith(name + "."))
+        graph[m] = {g for g in got if g in mods and g != m}
+    return graph
+
+
 def main():
     build = sys.argv[1]
     names = sys.argv[2:]
+    pkg = None
+    if "--python" in names:
+        i = names.index("--python")
+        pkg, names = names[i + 1], names[:i] + names[i + 2:]
     cut = names.index("--glib-free") if "--glib-free" in names else len(names)
     acyclic, glib_free = names[:cut], names[cut + 1:]
     if not acyclic or not glib_free:
@@ -99,6 +128,13 @@ def main():
                 failures += 1
                 print(f"not ok: {folder}: {o} calls {', '.join(bad[:5])} (GLib/GTK/cairo below ui/)")
         print(f"ok: {folder}: no GLib, GTK or cairo")
+    if pkg is not None:
+        graph = python_imports(pkg)
+        for comp in circles(graph):
+            failures += 1
+            edges = ", ".join(f"{a} -> {b}" for a in comp for b in comp if b in graph[a])
+            print(f"not ok: {pkg}: modules import each other in a circle: {edges}")
+        print(f"ok: {pkg}: {len(graph)} modules, no import circle")
     sys.exit(1 if failures else 0)
 
 

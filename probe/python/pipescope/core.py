@@ -29,15 +29,7 @@ import sys
 
 from . import host as _host
 from . import lib as _lib
-
-
-def say(msg):
-    """One line on stderr, never an exception."""
-    try:
-        sys.stderr.write(f"pipescope: {msg}\n")
-        sys.stderr.flush()
-    except Exception:
-        pass
+from .say import say   # noqa: F401  (the adapters' _core.say)
 
 
 def count(n):

@@ -56,6 +56,7 @@ import sys
 import threading
 
 from . import lib as _lib
+from .say import say
 
 # a GC span's stream (pp-event.h): another thread's native id, and this
 # bit where the interpreter has no GIL (its collection stops every thread)
@@ -87,7 +88,6 @@ class Host:
             if not has_delay:
                 self.close_fd()
         if not has_delay:
-            from .core import say   # core imports this module
             say("run-queue delay not recorded (this kernel offers no /proc/thread-self/schedstat); "
                          "time the rank's thread spent descheduled stays unattributed")
         if os.environ.get("PIPESCOPE_GC") != "0":
