@@ -35,16 +35,18 @@ probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-t
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
-         pp-schedule-megatron.c pp-closed-form.c pp-suggest.c pp-why.c pp-why-replicas.c pp-why-trace.c \
-         pp-why-runtime.c pp-why-gaps.c pp-analysis.c \
+         pp-schedule-megatron.c pp-closed-form.c pp-suggest.c \
          pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
+# the one analysis, whatever files it is split into
+runtime="$runtime $(ls "$src"/runtime/pp-why*.c "$src"/runtime/pp-analysis*.c | tr '\n' ' ')"
 # pp-why.c asks the bundled model (pp-model.c, its parts laid out by
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
-ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
+# the timeline's model and renderer, whatever files they are split into
+ui="$(ls "$src"/ui/pp-timeline-model*.c "$src"/ui/pp-timeline-render*.c | tr '\n' ' ') $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
 
 build() { # name sources...
   name=$1; shift
@@ -59,7 +61,7 @@ build() { # name sources...
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
 # the torch.profiler importer (its JSON reader, gunzip, the converter)
-imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $(ls "$src"/import/pp-import-kineto*.c | tr '\n' ' ') $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
 cairo_flags_plain=$cairo_flags
 cairo_flags="$cairo_flags -lz"
 inc_plain=$inc
@@ -68,9 +70,9 @@ build fuzz-import "$src/tests/fuzz/fuzz-import.c" $imp $probe $runtime
 inc=$inc_plain
 cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
-cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
+cli="$(ls "$src"/app/cli/cli-trace*.c | tr '\n' ' ') $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
      $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c \
-     $src/app/cli/cli-replicas.c"
+     $src/app/cli/cli-replicas.c $src/app/cli/cli-processes.c $src/app/cli/cli-select.c $src/app/cli/cli-clock.c"
 flags_fuzz=$flags
 flags="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="$inc -I$src/app/cli"

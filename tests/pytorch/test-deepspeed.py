@@ -6,6 +6,7 @@ case in one test, a TAP line a case:
     test-deepspeed.py CLI
 
     pp2dp2      4 processes, PipelineEngine (TrainSchedule), pp 2 x dp 2
+    pp4         4 processes, PipelineEngine (TrainSchedule), pp 4, M 6
     dualpipev   2 processes, DualPipeVEngine, pp 2 (4 stages), M 4
     unknown     a DeepSpeed version the hook does not know: one line, nothing
                 wrapped; the autoload engages the adapter on the pipe engine's
@@ -46,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = 3
 CASES = {   # world, pp, micro-batches, DualPipeV
     "pp2dp2": (4, 2, 4, False),
+    "pp4": (4, 4, 6, False),
     "dualpipev": (2, 2, 4, True),
 }
 # an instruction -> the span kind it becomes (CommitP2P: none of its own)
