@@ -44,7 +44,7 @@ done
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
-ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
+ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-model-ranks.c $src/ui/pp-timeline-model-plan.c $src/ui/pp-timeline-model-processes.c $src/ui/pp-timeline-model-steps.c $src/ui/pp-timeline-model-counters.c $src/ui/pp-timeline-model-spans.c $src/ui/pp-timeline-model-replicas.c $src/ui/pp-timeline-model-stats.c $src/ui/pp-timeline-model-view.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
 
 build() { # name sources...
   name=$1; shift
