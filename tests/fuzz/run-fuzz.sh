@@ -45,6 +45,10 @@ done
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
 ui="$src/ui/pp-timeline-model.c $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-render.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
+# the renderer is pp-timeline-render.c and its parts (pp-timeline-render-private.h)
+for f in blocks export focus frame layout palette plan text zoomed; do
+  ui="$ui $src/ui/pp-timeline-render-$f.c"
+done
 
 build() { # name sources...
   name=$1; shift
