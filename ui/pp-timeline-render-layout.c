@@ -225,7 +225,10 @@ pp_timeline_layout (const PpTimelineModel *m, const PpTimelineView *v, PpTimelin
   out->ruler_h = RULER_H;
   out->rows_y = y + RULER_H + 4;
   avail = v->height - out->rows_y - (v->show_legend ? legend_height_of (out->legend_lines) : 0) - 4;
-  out->row_h = avail > n ? avail / n : 1;
+  /* the rows share what is left, however thin (more processes than
+   * pixels: each a blend of its blocks), so that none runs on under the
+   * legend or off the bottom (issue 42) */
+  out->row_h = avail > 0 ? avail / n : 0;
   gap = out->row_h >= 20 ? fmax (3, out->row_h * 0.14) : out->row_h * 0.1;
   inner = out->row_h - gap;
   out->plan_h = 0;
