@@ -741,6 +741,57 @@ test_render_legend (void)
   pp_timeline_model_free (m);
 }
 
+/* More rows than the plot has pixels (a job's processes unfolded, 16 × 128
+ * in a window): the rows share the height between the ruler and the
+ * legend, however thin, and the legend covers none of them (issue 42: the
+ * rows kept at least a pixel each and ran on under the legend and off the
+ * image's bottom). */
+static void
+test_render_legend_below_rows (void)
+{
+  enum { N = 400, W = 1200, H = 300 };
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  for (int r = 0; r < N; r++)
+    {
+      it.span = (PpSpan) { .start_ns = 0, .end_ns = 10 * MS, .rank = r, .stage = r,
+                           .microbatch = 0, .kind = PP_SPAN_F, .peer_rank = -1 };
+      pp_timeline_model_add (m, &it);
+    }
+  g_assert_cmpint (pp_timeline_model_n_ranks (m), ==, N);
+  PpTimelineView v;
+  pp_timeline_view_init (&v, m, W, H);
+  v.show_header = 1;
+  v.show_legend = 1;
+  PpTimelineLayout l;
+  pp_timeline_layout (m, &v, &l);
+  g_assert_cmpint (l.legend_lines, ==, 1);
+  /* the legend's line: its bottom 30 px */
+  double legend_top = H - 30;
+  g_assert_cmpfloat (l.row_h, >, 0);
+  g_assert_cmpfloat (l.rows_y + N * l.row_h, <=, legend_top);
+
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, W, H);
+  cairo_t *cr = cairo_create (s);
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  double f[3], white[3] = { 1, 1, 1 };
+  pp_timeline_color (PP_SPAN_F, 0, f);
+  /* the legend's band right of its entries: no row's forward block there */
+  int under = 0;
+  for (int y = (int) legend_top; y < H; y++)
+    for (int x = (int) (l.x0 + (l.x1 - l.x0) / 2); x < (int) l.x1; x++)
+      under += dist (pixel (s, x, y), f) < 0.3;
+  g_assert_cmpint (under, ==, 0);
+  /* and the last row is drawn, inside the image, above the legend */
+  int y_last = (int) (l.rows_y + (N - 0.5) * l.row_h);
+  g_assert_cmpint (y_last, <, (int) legend_top);
+  g_assert_cmpfloat (dist (pixel (s, (int) ((l.x0 + l.x1) / 2), y_last), white), >, 0.3);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
 /* Format 1.9's LOSS blocks (the last stage's loss computation) are work:
  * drawn solid in the block lane in a colour of their own, light and dark,
  * never hatched as the bubble or the host lane's loss; in the legend, hit
@@ -1663,6 +1714,7 @@ main (int argc, char **argv)
   g_test_add_func ("/render/model-edge-clock-offset", test_model_edge_clock_offset);
   g_test_add_func ("/render/model-edge-unbounded", test_model_edge_unbounded);
   g_test_add_func ("/render/legend", test_render_legend);
+  g_test_add_func ("/render/legend-below-rows", test_render_legend_below_rows);
   g_test_add_func ("/render/loss-blocks", test_render_loss_blocks);
   g_test_add_func ("/render/plan-step-with-dp", test_plan_step_with_dp);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
