@@ -69,7 +69,9 @@ inc=$inc_plain
 cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
 cli=""
-for f in cli-trace.c \
+for f in cli-trace-load.c cli-trace-why.c cli-trace-info.c cli-trace-write.c cli-trace-csv.c \
+         cli-trace-chrome-tracks.c cli-trace-chrome-flows.c cli-trace-chrome-steps.c \
+         cli-trace-chrome-meta.c cli-trace-chrome.c cli-trace-export.c \
          cli-render.c cli-suggest.c cli-common.c cli-output.c cli-plan.c cli-replicas.c \
          cli-processes.c cli-select.c cli-clock.c; do
   cli="$cli $src/app/cli/$f"
