@@ -43,7 +43,7 @@ typedef struct {
 
 /* One process of a job of replicas: its place and its spans, by start once
  * settled, on the clock of its own CLOCK_OFFSET frames, or where it has
- * none, of its rank's untagged one (as cli-trace.c and pp-why-trace.c
+ * none, of its rank's untagged one (as cli-trace-load.c and pp-why-trace.c
  * read them). */
 typedef struct {
   PpTraceProcess place;            /* numbered where its place was not read */

@@ -7,8 +7,8 @@ int pp_cli_schedule (int argc, char **argv);   /* cli-schedule.c */
 int pp_cli_run (int argc, char **argv);        /* cli-run.c */
 int pp_cli_jobs (int argc, char **argv);       /* cli-live.c */
 int pp_cli_record (int argc, char **argv);     /* cli-live.c */
-int pp_cli_info (int argc, char **argv);       /* cli-trace.c */
-int pp_cli_export (int argc, char **argv);     /* cli-trace.c */
+int pp_cli_info (int argc, char **argv);       /* cli-trace-info.c */
+int pp_cli_export (int argc, char **argv);     /* cli-trace-export.c */
 int pp_cli_render (int argc, char **argv);     /* cli-render.c */
 int pp_cli_suggest (int argc, char **argv);    /* cli-suggest.c */
 int pp_cli_merge (int argc, char **argv);      /* cli-merge.c */

@@ -1,7 +1,7 @@
 /* san-trace-cli.c — the trace commands of pipescope-cli (info, export,
  * render, suggest) in one program that run-fuzz.sh builds under ASan and
  * UBSan and runs over every file of the corpus: the consumers' own code
- * (app/cli/cli-trace.c, cli-render.c, cli-suggest.c) under the sanitizers,
+ * (app/cli/cli-trace-*.c, cli-render.c, cli-suggest.c) under the sanitizers,
  * as test-trace-asan does for the reader.  Usage: san-trace-cli COMMAND ARGS. */
 #include <stdio.h>
 #include <string.h>
