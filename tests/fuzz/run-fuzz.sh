@@ -59,7 +59,10 @@ build() { # name sources...
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
 # the torch.profiler importer (its JSON reader, gunzip, the converter)
-imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
+imp="$src/import/pp-json.c $src/import/pp-import-read.c $src/import/pp-import-kineto.c \
+     $src/import/pp-import-kineto-events.c $src/import/pp-import-kineto-ranks.c \
+     $src/import/pp-import-kineto-spans.c $src/import/pp-import-kineto-plan.c \
+     $src/import/pp-import-chrome.c $src/import/pp-import-hash.c"
 cairo_flags_plain=$cairo_flags
 cairo_flags="$cairo_flags -lz"
 inc_plain=$inc
