@@ -541,7 +541,8 @@ take_nested_dp (CostSums *cs)
   int64_t block_end = INT64_MIN;   /* the latest end of a block (not LOSS) of this process's rank */
   if (cs->n_blocks == 0)
     return;
-  qsort (cs->dp, cs->n_dp, sizeof *cs->dp, cmp_timed);
+  if (cs->n_dp > 1)   /* dp is NULL when there are none: no qsort of it */
+    qsort (cs->dp, cs->n_dp, sizeof *cs->dp, cmp_timed);
   qsort (cs->blocks, cs->n_blocks, sizeof *cs->blocks, cmp_timed);
   for (size_t i = 0; i < cs->n_dp; i++)
     if (m > 0 && cs->dp[m - 1].key == cs->dp[i].key && cs->dp[m - 1].rank == cs->dp[i].rank
