@@ -36,7 +36,7 @@ runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
          pp-schedule-megatron.c pp-closed-form.c pp-suggest.c pp-why.c pp-why-replicas.c pp-why-trace.c \
-         pp-why-runtime.c pp-why-gaps.c pp-analysis.c \
+         pp-why-runtime.c pp-why-gaps.c pp-analysis.c pp-analysis-loss.c \
          pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
@@ -73,7 +73,8 @@ cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
 cli="$src/app/cli/cli-trace.c $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
      $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c \
-     $src/app/cli/cli-replicas.c"
+     $src/app/cli/cli-replicas.c $src/app/cli/cli-select.c $src/app/cli/cli-processes.c \
+     $src/app/cli/cli-clock.c"
 flags_fuzz=$flags
 flags="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
 inc="$inc -I$src/app/cli"
