@@ -1,5 +1,6 @@
 /* pp-why-private.h — what the analysis of one pipeline takes from the
- * analysis of a job of replicas (pp-why-replicas.c), inside runtime/. */
+ * analysis of a job of replicas (pp-why-replicas.c), and what its files
+ * (pp-why.c, pp-why-split.c, ...) take from one another, inside runtime/. */
 #pragma once
 
 #include "pp-why.h"
@@ -35,3 +36,9 @@ PpStatus pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPl
  * memory. */
 int pp_why_replica_waits (const PpSpan *spans, const int32_t *replica, size_t n, int64_t *wait_ns,
                           int32_t *of);
+
+/* pp_why_split, with dp[r] (may be NULL) each rank's data-parallel
+ * communication in the step: its own part (pp_why_split_dp).  In
+ * pp-why-split.c, for pp-why.c's steps. */
+PpStatus split_with_dp (const PpSchedule *s, const PpCostModel *costs, const double *measured_idle,
+                        const double *dp, PpWhyIdle *out, PpError *err);

@@ -26,7 +26,7 @@ if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>
 fi
 cairo_flags=$(pkg-config --cflags --libs cairo 2>/dev/null) || {
   echo "run-fuzz: skipped: no cairo development files"; exit 77; }
-# the CPU kernels under the bundled model (pp-why.c asks it for its costs)
+# the CPU kernels under the bundled model (pp-why-change.c asks it for its costs)
 cairo_flags="$cairo_flags $(pkg-config --cflags --libs openblas 2>/dev/null || echo -lopenblas)"
 
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
@@ -41,7 +41,7 @@ for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-sc
 done
 # the one analysis, whatever files it is split into
 runtime="$runtime $(ls "$src"/runtime/pp-why*.c "$src"/runtime/pp-analysis*.c | tr '\n' ' ')"
-# pp-why.c asks the bundled model (pp-model.c, its parts laid out by
+# pp-why-change.c asks the bundled model (pp-model.c, its parts laid out by
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
