@@ -107,6 +107,29 @@ test_app_open_json (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
+/* issue 42: a trace of a schedule with a long name (Megatron-Interleaved)
+ * selects it in the run controls; the row's title stays whole, on one
+ * line, where it wrapped as "Sch-edul-e" */
+static void
+test_app_open_long_schedule (void)
+{
+  g_autofree char *trace = g_build_filename (tmp_dir, "megatron.pptrace", NULL);
+  const char *make[] = { g_getenv ("PIPESCOPE_CLI"), "schedule", "-s", "Megatron-Interleaved", "-p", "4", "-m", "8",
+                         "-v", "2", "--trace", trace, NULL };
+  int status = 0;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=open", trace, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "schedule Megatron-Interleaved"));
+  g_assert_nonnull (strstr (out, "self-test: the Schedule title on 1 line(s)\n"));
+}
+
 /* ---- a trace the window cannot show: the reason, as text -------------------------- */
 
 /* Schedule1F1B labels none of its actions for torch.profiler: the import
@@ -537,6 +560,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/attach", test_app_attach);
   g_test_add_func ("/app/token-file", test_app_token_file);
   g_test_add_func ("/app/open-json", test_app_open_json);
+  g_test_add_func ("/app/open-long-schedule", test_app_open_long_schedule);
   g_test_add_func ("/app/profile", test_app_profile);
   g_test_add_func ("/app/replicas", test_app_replicas);
   g_test_add_func ("/app/open-error", test_app_open_error);
