@@ -10,6 +10,9 @@
  * `--self-test=open FILE...` waits for the files to open (torch.profiler
  * traces of a job's ranks imported together: one run) and says what the
  * runs hold.
+ * `--self-test=second-instance --no-run` (the one mode of a unique app,
+ * pp_application_args_unique) waits for another `pipescope FILE` to hand
+ * its file over and says what opened, as open does.
  * `--self-test=open-error FILE...` waits for the window to say why the
  * files could not be opened and prints what its empty page then reads.
  * `--self-test=save` stops the default run after a few steps, saves it as
@@ -1059,7 +1062,7 @@ self_test_tick (gpointer data)
   gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
-                    : strcmp (t->mode, "open") == 0 ? tick_open (t)
+                    : strcmp (t->mode, "open") == 0 || strcmp (t->mode, "second-instance") == 0 ? tick_open (t)
                     : strcmp (t->mode, "open-error") == 0 ? tick_open_error (t)
                     : strcmp (t->mode, "save") == 0 ? tick_save (t)
                     : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)
