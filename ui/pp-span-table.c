@@ -324,7 +324,8 @@ relist (PpSpanTable *self)
   PpTimelineModel *m = drawn_model (self);
   guint old_n = (guint) pp_span_rows_n (self->rows);
   const PpTimelineFilter *f = self->filter.active ? &self->filter : NULL;
-  if (!(self->order_changed && !model_moved (self) && pp_span_rows_sort (self->rows, m) == 0))
+  gboolean moved = model_moved (self);
+  if (!(self->order_changed && !moved && pp_span_rows_sort (self->rows, m) == 0))
     {
       if (pp_span_rows_build (self->rows, m, f) != 0
           || pp_span_histogram_compute (&self->histogram, m, f, HISTOGRAM_BINS) != 0)
@@ -340,8 +341,10 @@ relist (PpSpanTable *self)
       const PpSpan *s = &pp_timeline_model_spans (m, r->row)[r->index];
       shorter += s->end_ns - s->start_ns < 1000000;
     }
+  gboolean was_us = self->in_us;
   self->in_us = n > 0 && shorter * 2 > n;
-  fit_columns (self, m);
+  if (moved || self->in_us != was_us)   /* sorted or found again: the same widths */
+    fit_columns (self, m);
   self->listed_model = m;
   self->listed_source = self->timeline ? pp_timeline_widget_get_model (self->timeline) : NULL;
   self->listed_spans = m ? pp_timeline_model_n_spans_total (m) : 0;
@@ -442,32 +445,35 @@ text_width (GtkWidget *w, const char *text, gboolean numeric)
   return width;
 }
 
-/* Sizes each column to the widest text it can show for the listed blocks
- * (the kinds and rows among them, their largest numbers) or its header:
- * the cells are inscriptions, which GTK does not measure by their text. */
+/* Sizes each column to the widest text it can show for the model's blocks
+ * (their kinds and rows, their largest numbers; whatever Find keeps, the
+ * same widths) or its header: the cells are inscriptions, which GTK does
+ * not measure by their text. */
 static void
 fit_columns (PpSpanTable *self, const PpTimelineModel *m)
 {
   GtkWidget *w = GTK_WIDGET (self->view);
-  gboolean kinds[PP_N_SPAN_KINDS] = { FALSE }, *rows = NULL;
+  gboolean kinds[PP_N_SPAN_KINDS] = { FALSE };
   int n_rows = m ? pp_timeline_model_n_ranks (m) : 0;
   int32_t max_stage = 0, max_mb = 0, max_step = 0;
-  int64_t max_start = 0, max_dur = 0, max_wait = 0, t0 = m ? pp_timeline_model_start_ns (m) : 0;
-  rows = g_new0 (gboolean, MAX (n_rows, 1));
-  for (size_t i = 0, n = pp_span_rows_n (self->rows); m && i < n; i++)
+  int64_t max_dur = 0;
+  /* a start, or the idle before a block, is within the run */
+  int64_t max_start = m ? pp_timeline_model_end_ns (m) - pp_timeline_model_start_ns (m) : 0, max_wait = max_start;
+  for (int r = 0; r < n_rows; r++)
     {
-      const PpSpanRef *r = pp_span_rows_get (self->rows, i);
-      const PpSpan *s = &pp_timeline_model_spans (m, r->row)[r->index];
-      if (s->kind < PP_N_SPAN_KINDS)
-        kinds[s->kind] = TRUE;
-      if (r->row >= 0 && r->row < n_rows)
-        rows[r->row] = TRUE;
-      max_stage = MAX (max_stage, s->stage);
-      max_mb = MAX (max_mb, s->microbatch);
-      max_step = MAX (max_step, s->step);
-      max_start = MAX (max_start, s->start_ns - t0);
-      max_dur = MAX (max_dur, s->end_ns - s->start_ns);
-      max_wait = MAX (max_wait, r->wait_ns);
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0, n = pp_timeline_model_n_spans (m, r); i < n; i++)
+        {
+          const PpSpan *s = &sp[i];
+          if (!pp_span_kind_is_work (s->kind))
+            continue;
+          if (s->kind < PP_N_SPAN_KINDS)
+            kinds[s->kind] = TRUE;
+          max_stage = MAX (max_stage, s->stage);
+          max_mb = MAX (max_mb, s->microbatch);
+          max_step = MAX (max_step, s->step);
+          max_dur = MAX (max_dur, s->end_ns - s->start_ns);
+        }
     }
 
   int widest[PP_SPAN_N_COLS] = { 0 };
@@ -477,16 +483,21 @@ fit_columns (PpSpanTable *self, const PpTimelineModel *m)
       widest[PP_SPAN_COL_KIND] = MAX (widest[PP_SPAN_COL_KIND],
                                       text_width (w, k == PP_SPAN_OVERLAP_F_B ? "F+B" : pp_span_kind_name ((PpSpanKind) k),
                                                   FALSE));
-  for (int r = 0; r < n_rows; r++)
-    if (rows[r])
+  /* the rows' names: only the longest few laid out (thousands of rows) */
+  size_t longest = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 0; r < n_rows; r++)
       {
         if (pp_timeline_model_is_view (m))
           pp_timeline_model_rank_label (m, r, buf, sizeof buf);
         else
           g_snprintf (buf, sizeof buf, "%d", r);
-        widest[PP_SPAN_COL_RANK] = MAX (widest[PP_SPAN_COL_RANK], text_width (w, buf, TRUE));
+        size_t len = g_utf8_strlen (buf, -1);
+        if (pass == 0)
+          longest = MAX (longest, len);
+        else if (len + 3 >= longest)
+          widest[PP_SPAN_COL_RANK] = MAX (widest[PP_SPAN_COL_RANK], text_width (w, buf, TRUE));
       }
-  g_free (rows);
   const struct { PpSpanColumn c; int64_t v; gboolean time; } numbers[] = {
     { PP_SPAN_COL_STAGE, max_stage, FALSE }, { PP_SPAN_COL_MICROBATCH, max_mb, FALSE },
     { PP_SPAN_COL_STEP, max_step, FALSE },   { PP_SPAN_COL_START, max_start, TRUE },
