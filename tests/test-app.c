@@ -107,6 +107,139 @@ test_app_open_json (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: open"));
 }
 
+/* issue 42: a trace of a schedule with a long name (Megatron-Interleaved)
+ * selects it in the run controls; the row's title stays whole, on one
+ * line, where it wrapped as "Sch-edul-e" */
+static void
+test_app_open_long_schedule (void)
+{
+  g_autofree char *trace = g_build_filename (tmp_dir, "megatron.pptrace", NULL);
+  const char *make[] = { g_getenv ("PIPESCOPE_CLI"), "schedule", "-s", "Megatron-Interleaved", "-p", "4", "-m", "8",
+                         "-v", "2", "--trace", trace, NULL };
+  int status = 0;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=open", trace, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  g_assert_nonnull (strstr (out, "schedule Megatron-Interleaved"));
+  g_assert_nonnull (strstr (out, "self-test: the Schedule title on 1 line(s)\n"));
+}
+
+/* ---- a second pipescope hands its file to the first -------------------------------- */
+
+struct Second
+{
+  const char *trace;
+  gboolean    spawned, exited, timed_out;
+  int         status;
+  char       *out;
+};
+
+static gboolean
+on_timeout_flag (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_second_exited (GObject *source, GAsyncResult *res, gpointer data)
+{
+  struct Second *s = data;
+  g_assert_true (g_subprocess_wait_finish (G_SUBPROCESS (source), res, NULL));
+  s->exited = TRUE;
+}
+
+/* The first says its mode once it owns the app's name: then the second,
+ * a plain `pipescope FILE`, starts, and must end by itself (a hang guard,
+ * not a time asserted: a second that opened its own window never would). */
+static void
+on_first_line (const char *line, gpointer data)
+{
+  struct Second *s = data;
+  if (s->spawned || strstr (line, "self-test: mode second-instance") == NULL)
+    return;
+  s->spawned = TRUE;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) second = spawn_app (&error, s->trace, NULL);
+  g_assert_no_error (error);
+  g_subprocess_wait_async (second, NULL, on_second_exited, s);
+  guint id = g_timeout_add (60000, on_timeout_flag, &s->timed_out);
+  while (!s->exited && !s->timed_out)
+    g_main_context_iteration (NULL, TRUE);
+  if (!s->exited)
+    {
+      g_subprocess_force_exit (second);
+      g_error ("the second pipescope did not exit: it opened a window of its own");
+    }
+  g_source_remove (id);
+  g_assert_true (g_subprocess_get_if_exited (second));
+  s->status = g_subprocess_get_exit_status (second);
+  g_autoptr (GBytes) out = NULL;
+  GInputStream *in = g_subprocess_get_stdout_pipe (second);
+  out = g_input_stream_read_bytes (in, 65536, NULL, NULL);
+  s->out = g_strndup (out ? g_bytes_get_data (out, NULL) : "", out ? g_bytes_get_size (out) : 0);
+}
+
+/* issue 42: `pipescope FILE` while one runs spent seconds starting a
+ * process of its own; now the running one (unique on the session bus)
+ * opens the file as a new run of its window, and the second exits. */
+static void
+test_app_second_instance (void)
+{
+  g_autofree char *daemon = g_find_program_in_path ("dbus-daemon");
+  if (daemon == NULL)
+    {
+      g_test_skip ("no dbus-daemon for a session bus");
+      return;
+    }
+  g_autofree char *trace = g_build_filename (tmp_dir, "second.pptrace", NULL);
+  const char *make[] = { g_getenv ("PIPESCOPE_CLI"), "schedule", "-s", "1F1B", "-p", "2", "-m", "4",
+                         "--trace", trace, NULL };
+  int status = 0;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+
+  /* a session bus of our own; up and down, it unsets DISPLAY (no X11
+   * autolaunch) and the bus's address: the app and the next tests need
+   * them back */
+  g_autofree char *display = g_strdup (g_getenv ("DISPLAY"));
+  g_autofree char *address = g_strdup (g_getenv ("DBUS_SESSION_BUS_ADDRESS"));
+  GTestDBus *bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_test_dbus_up (bus);
+  if (display != NULL)
+    g_setenv ("DISPLAY", display, TRUE);
+  struct Second s = { .trace = trace, .status = -1 };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) first = spawn_app (&error, "--self-test=second-instance", "--no-run", NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (first, on_first_line, &s);
+  g_test_dbus_down (bus);
+  g_object_unref (bus);
+  if (display != NULL)
+    g_setenv ("DISPLAY", display, TRUE);
+  if (address != NULL)
+    g_setenv ("DBUS_SESSION_BUS_ADDRESS", address, TRUE);
+
+  g_assert_true (s.spawned);
+  g_assert_true (s.exited);
+  g_assert_cmpint (s.status, ==, 0);
+  g_assert_null (strstr (s.out, "self-test"));   /* no window of its own */
+  g_free (s.out);
+  /* the first process opened the second's file */
+  g_assert_true (g_subprocess_get_if_exited (first));
+  g_assert_cmpint (g_subprocess_get_exit_status (first), ==, 0);
+  g_assert_nonnull (strstr (out, "self-test: opened 1 run(s): 2 ranks, "));
+  g_assert_nonnull (strstr (out, "schedule 1F1B\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: second-instance"));
+}
+
 /* ---- a trace the window cannot show: the reason, as text -------------------------- */
 
 /* Schedule1F1B labels none of its actions for torch.profiler: the import
@@ -537,6 +670,8 @@ main (int argc, char **argv)
   g_test_add_func ("/app/attach", test_app_attach);
   g_test_add_func ("/app/token-file", test_app_token_file);
   g_test_add_func ("/app/open-json", test_app_open_json);
+  g_test_add_func ("/app/open-long-schedule", test_app_open_long_schedule);
+  g_test_add_func ("/app/second-instance", test_app_second_instance);
   g_test_add_func ("/app/profile", test_app_profile);
   g_test_add_func ("/app/replicas", test_app_replicas);
   g_test_add_func ("/app/open-error", test_app_open_error);

@@ -1935,6 +1935,80 @@ test_span_table (void)
   pp_timeline_model_free (m);
 }
 
+/* Every cell under a column's text: count the cells whose text is wider
+ * than the cell (an ellipsized "RESH…"), depth first inside the list. */
+static guint
+cut_cells (GtkWidget *w, gboolean in_list, guint *seen)
+{
+  guint cut = 0;
+  in_list = in_list || GTK_IS_LIST_VIEW (w);
+  if (in_list && GTK_IS_INSCRIPTION (w) && gtk_widget_get_mapped (w))
+    {
+      const char *text = gtk_inscription_get_text (GTK_INSCRIPTION (w));
+      if (text != NULL && *text)
+        {
+          PangoLayout *layout = gtk_widget_create_pango_layout (w, text);
+          int width = 0;
+          pango_layout_get_pixel_size (layout, &width, NULL);
+          g_object_unref (layout);
+          cut += width > gtk_widget_get_width (w);
+          (*seen)++;
+        }
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    cut += cut_cells (c, in_list, seen);
+  return cut;
+}
+
+/* issue 42: the columns fit their text (RESHARD, WAIT_REDUCE_GRAD, a
+ * step in the thousands, times past a thousand seconds): no cell cut,
+ * where the fixed widths cut the kinds to "RESH…" */
+static void
+test_span_table_fits (void)
+{
+  static const PpSpanKind kinds[] = { PP_SPAN_F, PP_SPAN_RESHARD, PP_SPAN_WAIT_REDUCE_GRAD, PP_SPAN_B };
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 8; i++)
+      {
+        PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+        it.span.rank = r;
+        it.span.stage = r;
+        it.span.kind = (uint16_t) kinds[i % 4];
+        it.span.microbatch = i;
+        it.span.step = 12345 + i;
+        it.span.start_ns = INT64_C (1234567000000) * (i + 1);
+        it.span.end_ns = it.span.start_ns + INT64_C (98765432100);
+        it.span.device = 0xffff;
+        it.span.peer_rank = -1;
+        pp_timeline_model_add (m, &it);
+      }
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *tl = pp_timeline_widget_new ();
+  gtk_widget_set_size_request (tl, -1, 100);
+  pp_timeline_widget_set_model (PP_TIMELINE_WIDGET (tl), m);
+  GtkWidget *table = pp_span_table_new ();
+  gtk_widget_set_vexpand (table, TRUE);
+  gtk_box_append (GTK_BOX (box), tl);
+  gtk_box_append (GTK_BOX (box), table);
+  pp_span_table_set_timeline (PP_SPAN_TABLE (table), PP_TIMELINE_WIDGET (tl));
+  GtkWidget *win = window_with (box, WIN_W, WIN_H);
+  g_assert_cmpuint (pp_span_table_n_rows (PP_SPAN_TABLE (table)), ==, 16);
+  gboolean timed_out = FALSE;   /* a hang guard, not a time asserted */
+  guint id = g_timeout_add (5000, on_timeout, &timed_out);
+  while (!timed_out && first_cell (table) == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  if (!timed_out)
+    g_source_remove (id);
+  spin_frames ();
+  guint seen = 0;
+  g_assert_cmpuint (cut_cells (table, FALSE, &seen), ==, 0);
+  /* by start, the first four lines: F, F, RESHARD, RESHARD; every column */
+  g_assert_cmpuint (seen, >=, 4 * PP_SPAN_N_COLS);
+  gtk_window_destroy (GTK_WINDOW (win));
+  pp_timeline_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1978,6 +2052,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/memory-chart", test_memory_chart);
   g_test_add_func ("/widgets/compare-runs", test_compare_runs);
   g_test_add_func ("/widgets/whatif", test_whatif_panel);
+  g_test_add_func ("/widgets/span-table-fits", test_span_table_fits);
   g_test_add_func ("/widgets/span-table", test_span_table);
   int rc = g_test_run ();
   pp_test_rm_rf (tmpdir);

@@ -15,7 +15,9 @@ command -v xvfb-run >/dev/null && command -v import >/dev/null \
 runtime=$(mktemp -d)
 trap 'rm -rf "$runtime"' EXIT
 # GL under Xvfb is llvmpipe, which competes with the training threads for the
-# cores; the cairo renderer leaves them the machine.
-XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none GSK_RENDERER="${GSK_RENDERER:-cairo}" xvfb-run -a -s "-screen 0 3200x1000x24" \
+# cores; the cairo renderer leaves them the machine.  No session bus: a
+# pipescope running on the desktop would take the run (the app is unique
+# on its bus) and this one would exit before its picture.
+env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$runtime" GTK_A11Y=none GSK_RENDERER="${GSK_RENDERER:-cairo}" xvfb-run -a -s "-screen 0 3200x1000x24" \
   bash -c "\"$app\" & pid=\$!; sleep $wait_s; import -window root png:- | convert - -trim +repage \"$out\"; kill \$pid; wait \$pid || true"
 echo "$out"

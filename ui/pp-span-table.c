@@ -313,6 +313,8 @@ update_summary (PpSpanTable *self)
 static gboolean model_moved (PpSpanTable *self);
 static void scroll_to (PpSpanTable *self, guint position);
 
+static void fit_columns (PpSpanTable *self, const PpTimelineModel *m);
+
 /* Lists the drawn model's blocks again, in the order asked, and counts
  * their durations; only sorts them again where the order alone changed
  * (the same lines: the histogram stands). */
@@ -322,7 +324,8 @@ relist (PpSpanTable *self)
   PpTimelineModel *m = drawn_model (self);
   guint old_n = (guint) pp_span_rows_n (self->rows);
   const PpTimelineFilter *f = self->filter.active ? &self->filter : NULL;
-  if (!(self->order_changed && !model_moved (self) && pp_span_rows_sort (self->rows, m) == 0))
+  gboolean moved = model_moved (self);
+  if (!(self->order_changed && !moved && pp_span_rows_sort (self->rows, m) == 0))
     {
       if (pp_span_rows_build (self->rows, m, f) != 0
           || pp_span_histogram_compute (&self->histogram, m, f, HISTOGRAM_BINS) != 0)
@@ -338,7 +341,10 @@ relist (PpSpanTable *self)
       const PpSpan *s = &pp_timeline_model_spans (m, r->row)[r->index];
       shorter += s->end_ns - s->start_ns < 1000000;
     }
+  gboolean was_us = self->in_us;
   self->in_us = n > 0 && shorter * 2 > n;
+  if (moved || self->in_us != was_us)   /* sorted or found again: the same widths */
+    fit_columns (self, m);
   self->listed_model = m;
   self->listed_source = self->timeline ? pp_timeline_widget_get_model (self->timeline) : NULL;
   self->listed_spans = m ? pp_timeline_model_n_spans_total (m) : 0;
@@ -401,22 +407,115 @@ pp_span_table_update (PpSpanTable *self)
 
 /* ---- the columns ---------------------------------------------------------------- */
 
-/* Widths fit the numbers of a long run (a 9-digit start in ms) and the
- * headers with their sort arrow; a narrow window scrolls the table. */
+/* Each column is as wide as the widest text it shows (fit_columns); Kind,
+ * the first, takes what the view has over. */
 static const struct {
   const char *title;
   gboolean    number;   /* right-aligned, tabular digits */
-  int         width;
 } column_info[PP_SPAN_N_COLS] = {
-  [PP_SPAN_COL_KIND]       = { "Kind", FALSE, 62 },
-  [PP_SPAN_COL_RANK]       = { "Rank", TRUE, 62 },
-  [PP_SPAN_COL_STAGE]      = { "Stage", TRUE, 66 },
-  [PP_SPAN_COL_MICROBATCH] = { "mb", TRUE, 52 },
-  [PP_SPAN_COL_STEP]       = { "Step", TRUE, 60 },
-  [PP_SPAN_COL_START]      = { "Start", TRUE, 92 },
-  [PP_SPAN_COL_DURATION]   = { "Duration", TRUE, 92 },
-  [PP_SPAN_COL_WAIT]       = { "Idle before", TRUE, 104 },
+  [PP_SPAN_COL_KIND]       = { "Kind", FALSE },
+  [PP_SPAN_COL_RANK]       = { "Rank", TRUE },
+  [PP_SPAN_COL_STAGE]      = { "Stage", TRUE },
+  [PP_SPAN_COL_MICROBATCH] = { "mb", TRUE },
+  [PP_SPAN_COL_STEP]       = { "Step", TRUE },
+  [PP_SPAN_COL_START]      = { "Start", TRUE },
+  [PP_SPAN_COL_DURATION]   = { "Duration", TRUE },
+  [PP_SPAN_COL_WAIT]       = { "Idle before", TRUE },
 };
+
+/* A cell's and a header's padding, and the header's sort arrow, over the
+ * text (Adwaita's data-table: 6 px a side, a 16 px arrow and its gap) */
+#define CELL_PAD   16
+#define HEADER_PAD 40
+
+static int
+text_width (GtkWidget *w, const char *text, gboolean numeric)
+{
+  PangoLayout *layout = gtk_widget_create_pango_layout (w, text);
+  if (numeric)
+    {
+      PangoAttrList *attrs = pango_attr_list_new ();
+      pango_attr_list_insert (attrs, pango_attr_font_features_new ("tnum=1"));
+      pango_layout_set_attributes (layout, attrs);
+      pango_attr_list_unref (attrs);
+    }
+  int width = 0;
+  pango_layout_get_pixel_size (layout, &width, NULL);
+  g_object_unref (layout);
+  return width;
+}
+
+/* Sizes each column to the widest text it can show for the model's blocks
+ * (their kinds and rows, their largest numbers; whatever Find keeps, the
+ * same widths) or its header: the cells are inscriptions, which GTK does
+ * not measure by their text. */
+static void
+fit_columns (PpSpanTable *self, const PpTimelineModel *m)
+{
+  GtkWidget *w = GTK_WIDGET (self->view);
+  gboolean kinds[PP_N_SPAN_KINDS] = { FALSE };
+  int n_rows = m ? pp_timeline_model_n_ranks (m) : 0;
+  int32_t max_stage = 0, max_mb = 0, max_step = 0;
+  int64_t max_dur = 0;
+  /* a start, or the idle before a block, is within the run */
+  int64_t max_start = m ? pp_timeline_model_end_ns (m) - pp_timeline_model_start_ns (m) : 0, max_wait = max_start;
+  for (int r = 0; r < n_rows; r++)
+    {
+      const PpSpan *sp = pp_timeline_model_spans (m, r);
+      for (size_t i = 0, n = pp_timeline_model_n_spans (m, r); i < n; i++)
+        {
+          const PpSpan *s = &sp[i];
+          if (!pp_span_kind_is_work (s->kind))
+            continue;
+          if (s->kind < PP_N_SPAN_KINDS)
+            kinds[s->kind] = TRUE;
+          max_stage = MAX (max_stage, s->stage);
+          max_mb = MAX (max_mb, s->microbatch);
+          max_step = MAX (max_step, s->step);
+          max_dur = MAX (max_dur, s->end_ns - s->start_ns);
+        }
+    }
+
+  int widest[PP_SPAN_N_COLS] = { 0 };
+  char buf[48];
+  for (int k = 0; k < PP_N_SPAN_KINDS; k++)
+    if (kinds[k])
+      widest[PP_SPAN_COL_KIND] = MAX (widest[PP_SPAN_COL_KIND],
+                                      text_width (w, k == PP_SPAN_OVERLAP_F_B ? "F+B" : pp_span_kind_name ((PpSpanKind) k),
+                                                  FALSE));
+  /* the rows' names: only the longest few laid out (thousands of rows) */
+  size_t longest = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 0; r < n_rows; r++)
+      {
+        if (pp_timeline_model_is_view (m))
+          pp_timeline_model_rank_label (m, r, buf, sizeof buf);
+        else
+          g_snprintf (buf, sizeof buf, "%d", r);
+        size_t len = g_utf8_strlen (buf, -1);
+        if (pass == 0)
+          longest = MAX (longest, len);
+        else if (len + 3 >= longest)
+          widest[PP_SPAN_COL_RANK] = MAX (widest[PP_SPAN_COL_RANK], text_width (w, buf, TRUE));
+      }
+  const struct { PpSpanColumn c; int64_t v; gboolean time; } numbers[] = {
+    { PP_SPAN_COL_STAGE, max_stage, FALSE }, { PP_SPAN_COL_MICROBATCH, max_mb, FALSE },
+    { PP_SPAN_COL_STEP, max_step, FALSE },   { PP_SPAN_COL_START, max_start, TRUE },
+    { PP_SPAN_COL_DURATION, max_dur, TRUE }, { PP_SPAN_COL_WAIT, max_wait, TRUE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (numbers); i++)
+    {
+      if (numbers[i].time)
+        format_time (buf, sizeof buf, numbers[i].v, self->in_us);
+      else
+        g_snprintf (buf, sizeof buf, "%" G_GINT64_FORMAT, numbers[i].v);
+      widest[numbers[i].c] = text_width (w, buf, TRUE);
+    }
+  for (int c = 0; c < PP_SPAN_N_COLS; c++)
+    gtk_column_view_column_set_fixed_width (self->columns[c],
+                                            MAX (widest[c] + CELL_PAD,
+                                                 text_width (w, column_info[c].title, FALSE) + HEADER_PAD));
+}
 
 /* A cell is an inscription, not a label: its size is its lines and
  * characters, never its text, so the view measures a few hundred rows of
@@ -811,7 +910,7 @@ pp_span_table_init (PpSpanTable *self)
       g_signal_connect (f, "unbind", G_CALLBACK (unbind_cell), GINT_TO_POINTER (c));
       self->columns[c] = gtk_column_view_column_new (column_info[c].title, f);
       gtk_column_view_column_set_resizable (self->columns[c], TRUE);
-      gtk_column_view_column_set_fixed_width (self->columns[c], column_info[c].width);
+      gtk_column_view_column_set_expand (self->columns[c], c == PP_SPAN_COL_KIND);
       self->probes[c] = (Probe) { self, (PpSpanColumn) c };
       GtkSorter *s = GTK_SORTER (gtk_custom_sorter_new (probe_compare, &self->probes[c], NULL));
       gtk_column_view_column_set_sorter (self->columns[c], s);
@@ -850,6 +949,7 @@ pp_span_table_init (PpSpanTable *self)
 
   /* start, up: the order of the timeline */
   gtk_column_view_sort_by_column (self->view, self->columns[PP_SPAN_COL_START], GTK_SORT_ASCENDING);
+  fit_columns (self, NULL);
   update_summary (self);
 }
 

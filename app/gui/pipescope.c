@@ -5,7 +5,7 @@
 int
 main (int argc, char **argv)
 {
-  g_autoptr (PpApplication) app = pp_application_new ();
+  g_autoptr (PpApplication) app = pp_application_new (pp_application_args_unique (argc, argv));
   int status = g_application_run (G_APPLICATION (app), argc, argv);
   if (status == 0)
     status = pp_window_self_test_result ();

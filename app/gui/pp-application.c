@@ -35,7 +35,7 @@ static const GOptionEntry options[] = {
 /* The modes of --self-test (pp-self-test.c): one list for the check, the
  * error and --self-test=help. */
 static const char *const self_test_modes[] = {
-  "run", "attach", "bench-stream", "open", "open-error", "save", "profile", "replicas",
+  "run", "attach", "bench-stream", "open", "open-error", "second-instance", "save", "profile", "replicas",
   "spans", "host-lane", "demo", "demo-compare", "demo-attach", "demo-screenshot", "demo-why", NULL
 };
 
@@ -102,6 +102,11 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
   if (token_file != NULL)
     {
       PpError err = { 0 };
+      /* relative to the directory it was given in (another pipescope's) */
+      g_autoptr (GFile) tf = g_application_command_line_create_file_for_arg (cmdline, token_file);
+      g_autofree char *tf_path = g_file_get_path (tf);
+      if (tf_path != NULL)
+        token_file = tf_path;
       if (pp_live_token_from_file (token_file, token_buf, sizeof token_buf, &err) != PP_OK)
         {
           g_application_command_line_printerr (cmdline, "pipescope: %s\n", err.msg);
@@ -114,10 +119,20 @@ pp_application_command_line (GApplication *app, GApplicationCommandLine *cmdline
                                          "pipescope: warning: --token on the command line can be read by "
                                          "other local users (/proc/PID/cmdline); use --token-file FILE or "
                                          "PIPESCOPE_TOKEN\n");
-  else if (g_getenv ("PIPESCOPE_TOKEN") != NULL && *g_getenv ("PIPESCOPE_TOKEN"))
-    token = g_getenv ("PIPESCOPE_TOKEN");
+  else if (g_application_command_line_getenv (cmdline, "PIPESCOPE_TOKEN") != NULL
+           && *g_application_command_line_getenv (cmdline, "PIPESCOPE_TOKEN"))
+    token = g_application_command_line_getenv (cmdline, "PIPESCOPE_TOKEN");
 
-  PpWindow *win = pp_window_new (GTK_APPLICATION (app));
+  /* `pipescope FILE` while one runs: the running one opens it as a new run
+   * of the window in front; anything else gets a window of its own */
+  PpWindow *win = NULL;
+  if (g_application_command_line_get_is_remote (cmdline) && files && files[0] && !self_test)
+    {
+      GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (app));
+      win = PP_IS_WINDOW (front) ? PP_WINDOW (front) : NULL;
+    }
+  if (win == NULL)
+    win = pp_window_new (GTK_APPLICATION (app));
   gtk_window_present (GTK_WINDOW (win));
 
   if (files && files[0])
@@ -265,12 +280,29 @@ pp_application_init (PpApplication *self)
     "Without arguments, starts a 1F1B run (one rank per core, 2 to 4; 8 micro-batches) and shows it live.");
 }
 
-PpApplication *
-pp_application_new (void)
+/* One pipescope a session: a second `pipescope FILE` hands its command
+ * line to the running one (over D-Bus, before starting GTK) and exits.
+ * A self-test drives a window of its own, and the tests start many at
+ * once: each is its own process, but for the mode that checks the hand-over. */
+gboolean
+pp_application_args_unique (int argc, char **argv)
 {
-  /* Non-unique: every pipescope is its own process with its own jobs. */
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    {
+      if (strcmp (argv[i], "--self-test=second-instance") == 0
+          || (strcmp (argv[i], "--self-test") == 0 && i + 1 < argc && strcmp (argv[i + 1], "second-instance") == 0))
+        return TRUE;
+      if (g_str_has_prefix (argv[i], "--self-test"))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+PpApplication *
+pp_application_new (gboolean unique)
+{
   return g_object_new (PP_TYPE_APPLICATION,
                        "application-id", "io.github.pipescope.Pipescope",
-                       "flags", G_APPLICATION_HANDLES_COMMAND_LINE | G_APPLICATION_NON_UNIQUE,
+                       "flags", G_APPLICATION_HANDLES_COMMAND_LINE | (unique ? 0 : G_APPLICATION_NON_UNIQUE),
                        NULL);
 }

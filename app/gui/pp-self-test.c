@@ -10,6 +10,9 @@
  * `--self-test=open FILE...` waits for the files to open (torch.profiler
  * traces of a job's ranks imported together: one run) and says what the
  * runs hold.
+ * `--self-test=second-instance --no-run` (the one mode of a unique app,
+ * pp_application_args_unique) waits for another `pipescope FILE` to hand
+ * its file over and says what opened, as open does.
  * `--self-test=open-error FILE...` waits for the window to say why the
  * files could not be opened and prints what its empty page then reads.
  * `--self-test=save` stops the default run after a few steps, saves it as
@@ -718,6 +721,20 @@ tick_profile (struct PpSelfTest *t)
 }
 
 /* open: the files given are on screen as runs; one line says what they hold */
+static GtkWidget *
+label_with_text (GtkWidget *w, const char *text)
+{
+  if (GTK_IS_LABEL (w) && g_strcmp0 (gtk_label_get_text (GTK_LABEL (w)), text) == 0)
+    return w;
+  for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = label_with_text (c, text);
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
 static gboolean
 tick_open (struct PpSelfTest *t)
 {
@@ -727,8 +744,14 @@ tick_open (struct PpSelfTest *t)
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
     return FALSE;
   const PpTraceDescription *d = pp_timeline_model_description (m);
+  /* the run controls' titles laid out: on how many lines "Schedule" went
+   * (issue 42: a long schedule name squeezed it to "Sch-edul-e") */
+  GtkWidget *title = label_with_text (GTK_WIDGET (w), "Schedule");
+  if (title == NULL || gtk_widget_get_width (title) == 0 || t->step++ < 2)
+    return FALSE;   /* a frame or two: laid out with the run's schedule */
   say ("opened %u run(s): %d ranks, %zu spans, schedule %s", g_list_model_get_n_items (G_LIST_MODEL (w->runs)),
        pp_timeline_model_n_ranks (m), pp_timeline_model_n_spans_total (m), d ? d->schedule : "unknown");
+  say ("the Schedule title on %d line(s)", pango_layout_get_line_count (gtk_label_get_layout (GTK_LABEL (title))));
   t->done = TRUE;
   gtk_window_close (GTK_WINDOW (w));
   return TRUE;
@@ -1039,7 +1062,7 @@ self_test_tick (gpointer data)
   gboolean finished = strcmp (t->mode, "run") == 0 ? tick_run (t)
                     : strcmp (t->mode, "attach") == 0 ? tick_attach (t)
                     : strcmp (t->mode, "bench-stream") == 0 ? tick_bench_stream (t)
-                    : strcmp (t->mode, "open") == 0 ? tick_open (t)
+                    : strcmp (t->mode, "open") == 0 || strcmp (t->mode, "second-instance") == 0 ? tick_open (t)
                     : strcmp (t->mode, "open-error") == 0 ? tick_open_error (t)
                     : strcmp (t->mode, "save") == 0 ? tick_save (t)
                     : strcmp (t->mode, "replicas") == 0 ? tick_replicas (t)

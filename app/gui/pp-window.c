@@ -1146,6 +1146,49 @@ static const GActionEntry win_entries[] = {
   { "unfold-replicas", action_unfold_replicas },
 };
 
+/* The schedule's button shows its name cut short ("Megatron-Interl…",
+ * the whole name its tooltip), its list the whole names: a long name
+ * never squeezes the row's title into a letter or two a line
+ * ("Sch-edul-e"). */
+static void
+setup_schedule_name (GtkSignalListItemFactory *f, GtkListItem *item, gpointer ellipsize)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  if (ellipsize)
+    {
+      gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+      gtk_label_set_max_width_chars (GTK_LABEL (label), 14);   /* "Interleaved1F1B" nearly whole */
+    }
+  gtk_list_item_set_child (item, label);
+}
+
+static void
+bind_schedule_name (GtkSignalListItemFactory *f, GtkListItem *item, gpointer ellipsize)
+{
+  GtkStringObject *name = gtk_list_item_get_item (item);
+  GtkWidget *label = gtk_list_item_get_child (item);
+  gtk_label_set_text (GTK_LABEL (label), name ? gtk_string_object_get_string (name) : "");
+  if (ellipsize)
+    gtk_widget_set_tooltip_text (label, name ? gtk_string_object_get_string (name) : NULL);
+}
+
+static void
+schedule_factories (GtkDropDown *dropdown)
+{
+  for (int ellipsize = 0; ellipsize < 2; ellipsize++)
+    {
+      GtkListItemFactory *f = gtk_signal_list_item_factory_new ();
+      g_signal_connect (f, "setup", G_CALLBACK (setup_schedule_name), GINT_TO_POINTER (ellipsize));
+      g_signal_connect (f, "bind", G_CALLBACK (bind_schedule_name), GINT_TO_POINTER (ellipsize));
+      if (ellipsize)
+        gtk_drop_down_set_factory (dropdown, f);
+      else
+        gtk_drop_down_set_list_factory (dropdown, f);
+      g_object_unref (f);
+    }
+}
+
 static void
 pp_window_init (PpWindow *self)
 {
@@ -1170,6 +1213,7 @@ pp_window_init (PpWindow *self)
         default_index = i;
     }
   gtk_drop_down_set_model (self->schedule, G_LIST_MODEL (names));
+  schedule_factories (self->schedule);
   g_object_unref (names);
   gtk_drop_down_set_selected (self->schedule, default_index);
   /* One rank per core by default (at least 2, at most 4): CPU ranks are
