@@ -679,13 +679,18 @@ def opt_hooks(hook):
     reg.register_optimizer_step_post_hook(post)
 
 
+def close_now(hook):
+    """Closes hook's rank now (the trace complete); a failure is said, never
+    raised.  hook may be None (nothing instrumented)."""
+    if hook is None:
+        return
+    try:
+        hook.close()
+    except Exception as e:
+        say(f"closing the trace: {e}")
+
+
 def close_at_exit(hook):
     """Closes hook's rank when the process exits (the trace complete)."""
     import atexit
-
-    def close():
-        try:
-            hook.close()
-        except Exception as e:
-            say(f"closing the trace: {e}")
-    atexit.register(close)
+    atexit.register(close_now, hook)

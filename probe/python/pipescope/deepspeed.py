@@ -461,9 +461,4 @@ def instrument():
 
 def close():
     """Ends recording now (the trace file is complete); atexit does it too."""
-    h = _hook
-    if h is not None:
-        try:
-            h.close()
-        except Exception as e:
-            _say(f"closing the trace: {e}")
+    _core.close_now(_hook)

@@ -1222,12 +1222,7 @@ def instrument():
 
 
 def _close():
-    h = _hook
-    if h is not None:
-        try:
-            h.close()
-        except Exception as e:
-            _say(f"closing the trace: {e}")
+    _core.close_now(_hook)   # the hook of the moment: atexit calls this late
 
 
 def close():
