@@ -151,7 +151,10 @@ def main():
         run_case(a, "patch" if a.patch else ("off:" if a.hook_off else "") + a.schedule, a.out)
     else:
         for case in a.cases.split(","):
-            print(f"call-forms: case {case}", file=sys.stderr, flush=True)
+            # one write(2) of the whole line: two ranks share the stream,
+            # and a line written in pieces can interleave with the other's
+            sys.stderr.flush()
+            os.write(2, f"call-forms: case {case}\n".encode())
             dist.barrier()
             run_case(a, case, os.path.join(a.out, case))
     dist.destroy_process_group()

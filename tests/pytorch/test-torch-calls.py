@@ -39,6 +39,7 @@ import collections
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,7 +98,13 @@ def case_stderr(stderr, case, cases):
     case: from case's second "call-forms: case" line (both ranks past the
     barrier) to the next case's second one; the first case's from the
     job's start."""
-    lines, seen, out = stderr.splitlines(), {}, []
+    # a marker starts its own line even where two ranks' writes met on one
+    # (CI once read "call-forms: case Xcall-forms: case X")
+    lines = []
+    for l in stderr.splitlines():
+        parts = [p for p in re.split(r"(?=call-forms: case )", l) if p]
+        lines += parts if len(parts) > 1 else [l]
+    seen, out = {}, []
     now = cases[0]
     for l in lines:
         if l.startswith("call-forms: case "):
