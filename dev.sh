@@ -9,11 +9,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 
-# Debian 12 packages the build and the tests need.
+# Debian 12 packages the build and the tests need (ccache: meson and
+# tests/fuzz/run-fuzz.sh compile through it where it is, so a second run
+# rebuilds only what changed).
 packages=(gcc pkg-config meson ninja-build python3 python3-venv python3-dev libglib2.0-dev libopenblas-dev zlib1g-dev
           libopenmpi-dev openmpi-bin
           libcairo2-dev libgtk-4-dev libadwaita-1-dev
-          xvfb xauth dbus-x11 desktop-file-utils appstream clang)
+          xvfb xauth dbus-x11 desktop-file-utils appstream clang ccache)
 
 die() { echo "dev.sh: $*" >&2; exit 1; }
 

@@ -16,6 +16,7 @@ src=$1
 out=$2
 total=${3:-50}
 cc=${CLANG:-clang}
+ccache=$(command -v ccache || true)
 mkdir -p "$out" || exit 1
 
 if ! command -v "$cc" >/dev/null 2>&1; then
@@ -70,12 +71,12 @@ build() { # name sources...
   name=$1; shift
   # each source with its object, compiled where missing or older, $(nproc) at once
   for f in "$@"; do printf '%s %s\n' "$f" "$(obj_of "$f")"; done > "$out/$name.objs"
-  export cc objflags objinc cairo_cflags
+  export cc ccache objflags objinc cairo_cflags
   # shellcheck disable=SC2016
   if ! xargs -P "$(nproc)" -n 2 sh -c '
         if [ ! -e "$2" ] || [ "$1" -nt "$2" ]; then
           # shellcheck disable=SC2086
-          $cc $objflags $objinc $cairo_cflags -c "$1" -o "$2" 2>"$2.log" || { echo "$1:"; cat "$2.log"; exit 255; }
+          $ccache $cc $objflags $objinc $cairo_cflags -c "$1" -o "$2" 2>"$2.log" || { echo "$1:"; cat "$2.log"; exit 255; }
         fi' sh < "$out/$name.objs" >"$out/$name.log" 2>&1; then
     echo "run-fuzz: error: compiling for $name failed:"; cat "$out/$name.log"; exit 1
   fi
