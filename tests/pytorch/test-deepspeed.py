@@ -7,14 +7,15 @@ case in one test, a TAP line a case:
 
     pp2dp2      4 processes, PipelineEngine (TrainSchedule), pp 2 x dp 2
     pp4         4 processes, PipelineEngine (TrainSchedule), pp 4, M 6
-    dualpipev   2 processes, DualPipeVEngine, pp 2 (4 stages), M 4
+    dualpipev   4 processes, DualPipeVEngine, pp 2 (4 stages) x dp 2, M 4
     unknown     a DeepSpeed version the hook does not know: one line, nothing
                 wrapped; the autoload engages the adapter on the pipe engine's
                 import (import deepspeed makes it) and not before (no torchrun)
     slots       `schedule -s DeepSpeed-1F1B --format instructions` against
                 DeepSpeed's own TrainSchedule over shapes (no torchrun)
 
-Each job runs twice, plain and under profile; asserted:
+Each job runs twice, plain and under profile (the three plain runs one after
+the other in one torchrun launch: deepspeed-train.py --jobs); asserted:
   * profile exits 0 and the hook engaged in every process (nothing said);
   * every process's losses and weights after the last step are the plain
     run's, bit for bit;
@@ -48,7 +49,7 @@ STEPS = 3
 CASES = {   # world, pp, micro-batches, DualPipeV
     "pp2dp2": (4, 2, 4, False),
     "pp4": (4, 4, 6, False),
-    "dualpipev": (2, 2, 4, True),
+    "dualpipev": (4, 2, 4, True),
 }
 # an instruction -> the span kind it becomes (CommitP2P: none of its own)
 KIND = {"ForwardPass": "F", "BackwardPass": "B", "SendActivation": "SEND_F", "RecvActivation": "RECV_F",
@@ -103,14 +104,25 @@ def plans_of(events):
     return {r: [(k, s, m) for _, k, s, m in sorted(v)] for r, v in plans.items()}
 
 
-def case(cli, py, name, env, tmp):
+def plain_runs(py, env, out):
+    """Every case's plain run, one after the other in one torchrun launch
+    (every case has W processes) into out/NAME/."""
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    W = {c[0] for c in CASES.values()}
+    assert len(W) == 1, "the plain runs share one launch: every case has as many processes"
+    jobs = ",".join(f"{n}:{P}:{M}" + (":dualpipev" if v else "") for n, (_, P, M, v) in CASES.items())
+    run([torchrun, "--standalone", "--nproc-per-node", str(W.pop()), os.path.join(HERE, "deepspeed-train.py"),
+         "--steps", str(STEPS), "--jobs", jobs, "--out", out], env, "the plain runs")
+
+
+def case(cli, py, name, env, tmp, plain):
     W, P, M, dualpipev = CASES[name]
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "deepspeed-train.py"),
            "--pp", str(P), "--microbatches", str(M), "--steps", str(STEPS)] + (["--dualpipev"] if dualpipev else [])
-    plain, prof = os.path.join(tmp, "plain"), os.path.join(tmp, "prof")
+    plain = os.path.join(plain, name)
+    prof = os.path.join(tmp, "prof")
     trace = os.path.join(tmp, "job.pptrace")
-    run(job + ["--out", plain], env, "the plain run")
     p = run([cli, "profile", "--trace", trace, "--name", "dstest", "--"] + job + ["--out", prof],
             env, "the profiled run")
     said = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
@@ -278,14 +290,22 @@ def main():
     names = list(CASES) + ["unknown", "slots"]
     print(f"1..{len(names)}")
     failed = 0
+    plain = tempfile.mkdtemp(prefix="pp-deepspeed-plain-")
+    plain_failed = None
+    try:
+        plain_runs(py, env, plain)
+    except (Failed, subprocess.TimeoutExpired, OSError) as e:
+        plain_failed = e
     for i, name in enumerate(names, 1):
         tmp = tempfile.mkdtemp(prefix="pp-deepspeed-")
         os.chmod(tmp, 0o700)
         try:
             if name in ("unknown", "slots"):
                 msg = (unknown if name == "unknown" else slots)(cli, py, env)
+            elif plain_failed is not None:
+                raise Failed(f"no plain run to compare with: {plain_failed}")
             else:
-                msg = case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp)
+                msg = case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp, plain)
             print(f"ok {i} - {msg}")
         except (Failed, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
             failed += 1
@@ -293,6 +313,7 @@ def main():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         sys.stdout.flush()
+    shutil.rmtree(plain, ignore_errors=True)
     return 1 if failed else 0
 
 
