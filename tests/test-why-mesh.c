@@ -332,6 +332,70 @@ test_wait_for_slower_replica (void)
   g_array_free (rep_of, TRUE);
 }
 
+/* The wait for a slower replica where the plan idles too: the last
+ * stage's all-gather runs in its bubble before its first F (0 .. 0.9 ms of
+ * the 1 ms it waits for rank 0's forward), and replicas 0 and 1 start it
+ * 0.6 ms before replica 2 does.  Their data-parallel time is 0.9 ms: 0.6
+ * the wait (replica_late), 0.3 the transfer (dp_comm).  The plan's
+ * schedule idle of that bubble must not take the wait: dp_comm +
+ * replica_late is the data-parallel spans' time, and the parts still add
+ * up to the idle (test-titan's last stage lost 27-34 ms a step of its
+ * 254 ms this way, the wait's share that the bubble's levels held). */
+static void
+test_replica_wait_in_bubble (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  GArray *rep_of = g_array_new (FALSE, TRUE, sizeof (int32_t));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  for (int32_t q = 0; q < 3; q++)
+    {
+      guint from = spans->len;
+      add_blocks (spans, s, sim, 3, NULL);
+      for (int step = 0; step < 3; step++)
+        {
+          PpSpan u = span (PP_SPAN_UNSHARD, 1, 1, step, q == 2 ? 0.6e-3 : 0, 0.9e-3);
+          g_array_append_val (spans, u);
+        }
+      for (guint i = from; i < spans->len; i++)
+        g_array_append_val (rep_of, q);
+    }
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
+  strcpy (d.schedule, "1F1B");
+  PpWhyReport *rep = NULL;
+  if (pp_why_analyse_replicas (&d, NULL, (const PpSpan *) spans->data, (const int32_t *) rep_of->data,
+                               spans->len, 0, &rep, NULL, NULL, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  g_assert_cmpint (rep->n_replicas, ==, 3);
+  /* every replica idles alike: the median by idle and by step is replica 1 */
+  g_assert_cmpint (rep->idle_replica[1], ==, 1);
+  g_assert_cmpint (rep->median_replica, ==, 1);
+  g_assert_cmpfloat_with_epsilon (rep->length, sim->makespan, EPS);
+  const PpWhyIdle *w = &rep->idle[1];
+  assert_adds_up (w);
+  g_assert_cmpfloat_with_epsilon (w->measured, sim->rank[1].idle, EPS);
+  g_assert_cmpfloat_with_epsilon (w->replica_wait, 0.6e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (w->runtime_parts[PP_WHY_RT_REPLICA_LATE], 0.6e-3, EPS);
+  g_assert_cmpfloat_with_epsilon (w->dp_comm, 0.3e-3, EPS);
+  g_assert_cmpint (w->late_replica, ==, 2);
+  for (int i = 0; i < rep->n_steps; i++)
+    {
+      const PpWhyIdle *x = &rep->steps[i].idle[1];
+      g_assert_cmpfloat_with_epsilon (x->dp_comm + x->runtime_parts[PP_WHY_RT_REPLICA_LATE], 0.9e-3, EPS);
+    }
+  /* rank 0 ran no collective: nothing of the kind */
+  g_assert_cmpfloat_with_epsilon (rep->idle[0].dp_comm + rep->idle[0].replica_wait, 0, EPS);
+  pp_why_report_free (rep);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+  g_array_free (rep_of, TRUE);
+}
+
 /* Set-up before step 0 (the interleaved runtime's first-step set-up, a
  * lazy all-gather long before the first block) is never a step's: a run of
  * one whole step, step 0, with an UNSHARD 5 s before its first block
@@ -372,6 +436,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why-mesh/nested-dp-is-dp-comm", test_nested_dp_is_dp_comm);
   g_test_add_func ("/why-mesh/loss-is-last-stage-work", test_loss_is_last_stage_work);
   g_test_add_func ("/why-mesh/wait-for-slower-replica", test_wait_for_slower_replica);
+  g_test_add_func ("/why-mesh/replica-wait-in-bubble", test_replica_wait_in_bubble);
   g_test_add_func ("/why-mesh/setup-before-step0", test_setup_before_step0);
   return g_test_run ();
 }
