@@ -428,6 +428,21 @@ test_setup_before_step0 (void)
   g_array_free (spans, TRUE);
 }
 
+/* The median copy, one rule for Why and the timeline's model: by step
+ * length, ties by replica, the lower of two middles. */
+static void
+test_median_copy (void)
+{
+  const double len[4] = { 3, 1, 2, 2 };
+  const int32_t key[4] = { 0, 1, 3, 2 };
+  g_assert_cmpint (pp_analysis_median_copy (len, key, 4), ==, 3);   /* 1, 2 (dp 2), 2 (dp 3), 3 */
+  g_assert_cmpint (pp_analysis_median_copy (len, key, 3), ==, 2);   /* 1, 2, 3 */
+  const double tie[2] = { 2, 2 };
+  const int32_t tkey[2] = { 1, 0 };
+  g_assert_cmpint (pp_analysis_median_copy (tie, tkey, 2), ==, 1);
+  g_assert_cmpint (pp_analysis_median_copy (len, key, 0), ==, -1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -438,5 +453,6 @@ main (int argc, char **argv)
   g_test_add_func ("/why-mesh/wait-for-slower-replica", test_wait_for_slower_replica);
   g_test_add_func ("/why-mesh/replica-wait-in-bubble", test_replica_wait_in_bubble);
   g_test_add_func ("/why-mesh/setup-before-step0", test_setup_before_step0);
+  g_test_add_func ("/why-mesh/median-copy", test_median_copy);
   return g_test_run ();
 }
