@@ -65,6 +65,20 @@ analyse (const PpSchedule *s, GArray *spans)
   return rep;
 }
 
+/* The Why of a 1F1B job (P 2, M 4) of replicas, rep_of[i] span i's. */
+static PpWhyReport *
+analyse_replicas (GArray *spans, GArray *rep_of)
+{
+  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
+  PpWhyReport *rep = NULL;
+  PpError err = { 0 };
+  strcpy (d.schedule, "1F1B");
+  if (pp_why_analyse_replicas (&d, NULL, (const PpSpan *) spans->data, (const int32_t *) rep_of->data,
+                               spans->len, 0, &rep, NULL, NULL, &err) != PP_OK)
+    g_error ("analyse: %s", err.msg);
+  return rep;
+}
+
 static void
 assert_adds_up (const PpWhyIdle *w)
 {
@@ -288,12 +302,7 @@ test_wait_for_slower_replica (void)
           g_array_append_val (rep_of, q);
         }
     }
-  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
-  strcpy (d.schedule, "1F1B");
-  PpWhyReport *rep = NULL;
-  if (pp_why_analyse_replicas (&d, NULL, (const PpSpan *) spans->data, (const int32_t *) rep_of->data,
-                               spans->len, 0, &rep, NULL, NULL, &err) != PP_OK)
-    g_error ("analyse: %s", err.msg);
+  PpWhyReport *rep = analyse_replicas (spans, rep_of);
   g_assert_cmpint (rep->n_replicas, ==, 3);
   for (int r = 0; r < 2; r++)
     {
@@ -362,12 +371,7 @@ test_replica_wait_in_bubble (void)
       for (guint i = from; i < spans->len; i++)
         g_array_append_val (rep_of, q);
     }
-  PpTraceDescription d = { .n_ranks = 2, .n_microbatches = 4, .n_virtual = 1 };
-  strcpy (d.schedule, "1F1B");
-  PpWhyReport *rep = NULL;
-  if (pp_why_analyse_replicas (&d, NULL, (const PpSpan *) spans->data, (const int32_t *) rep_of->data,
-                               spans->len, 0, &rep, NULL, NULL, &err) != PP_OK)
-    g_error ("analyse: %s", err.msg);
+  PpWhyReport *rep = analyse_replicas (spans, rep_of);
   g_assert_cmpint (rep->n_replicas, ==, 3);
   /* every replica idles alike: the median by idle and by step is replica 1 */
   g_assert_cmpint (rep->idle_replica[1], ==, 1);
