@@ -92,7 +92,7 @@ median_step (GArray *spans, int ranks)
   PpAnalysisSteps a;
   const PpSpan *rows[1] = { (const PpSpan *) spans->data };
   size_t n[1] = { spans->len };
-  g_assert_cmpint (pp_analysis_steps (rows, n, 1, ranks, 0, &a, NULL), ==, PP_OK);
+  g_assert_cmpint (pp_analysis_steps (rows, n, NULL, 1, ranks, 0, &a, NULL), ==, PP_OK);
   double m = a.median_step * 1e-9;
   pp_analysis_steps_clear (&a);
   return m;
