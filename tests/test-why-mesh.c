@@ -405,7 +405,8 @@ test_replica_wait_in_bubble (void)
  * of a 1F1B pipeline (P 2, M 4), replica 1 starts each step 3 ms late, so
  * replica 0 waits 3 ms in every REDUCE_GRAD (1 ms of transfer once both
  * have arrived); each rank's OPT follows its reduction, replica 1's 3.5
- * ms after it.  Replica 0's step is the shorter (the median copy) and the
+ * ms after it.  Rank 1's first receive is posted before the step's first
+ * block: the step starts at that block in both views.  Replica 0's step is the shorter (the median copy) and the
  * less idle on every rank (Why's row): both views read replica 0, and its
  * wait is idle in both.  For each rank, the one analysis's bubble a step
  * times its median step (the app's model over every process, as info,
@@ -438,10 +439,18 @@ test_bubble_is_why_idle (void)
             g_array_append_val (spans, g);
             g_array_append_val (spans, o);
           }
+      /* rank 1 posts its first receive 0.5 ms before the step's first
+       * block: a transfer, not work, it bounds no step (in Why neither) */
+      for (int step = 0; step < 3; step++)
+        {
+          PpSpan rv = span (PP_SPAN_RECV_F, 1, 1, step, -0.5e-3, 1e-3);
+          rv.microbatch = 0;
+          g_array_append_val (spans, rv);
+        }
       for (guint i = from; i < spans->len; i++)
         {
           PpSpan *sp = &g_array_index (spans, PpSpan, i);
-          if (q == 1 && pp_span_kind_is_block (sp->kind))
+          if (q == 1 && (pp_span_kind_is_block (sp->kind) || sp->kind == PP_SPAN_RECV_F))
             sp->start_ns += 3000000, sp->end_ns += 3000000;
           g_array_append_val (rep_of, q);
         }
