@@ -12,6 +12,7 @@
 #include "pp-simulate.h"
 #include "pp-suggest.h"
 #include "pp-test-util.h"
+#include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-why.h"
 #include "pp-why-runtime.h"
@@ -485,6 +486,20 @@ test_bubble_is_why_idle (void)
       g_assert_cmpfloat_with_epsilon (a.bubble[r] * a.median_step * 1e-9,
                                       w->schedule + w->imbalance + w->transfers + w->runtime, EPS);
     }
+  /* each replica's bubble (info's and the Statistics tab's spread, a view
+   * of one replica) counts its waits alike: replica 0's is the headline's */
+  PpTimelineSpread spread[2];
+  g_assert_cmpint (pp_timeline_replica_bubbles (m, 2, spread), ==, 2);
+  PpTimelineReplicas one = { .replica = 0 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &one);
+  double vb[2];
+  g_assert_cmpint (pp_timeline_model_step_bubbles (v, vb), ==, 2);
+  for (int r = 0; r < 2; r++)
+    {
+      g_assert_cmpfloat (spread[r].min, ==, a.bubble[r]);
+      g_assert_cmpfloat (vb[r], ==, a.bubble[r]);
+    }
+  pp_timeline_model_free (v);
   pp_analysis_steps_clear (&a);
   pp_why_report_free (rep);
   pp_timeline_model_free (m);
