@@ -210,7 +210,8 @@ find_step (const StepAcc *s, size_t n, int32_t step)
 
 typedef struct {
   const PpSpan *s;
-  long          k;   /* the counted step's index */
+  long          k;      /* the counted step's index */
+  int64_t       wait;   /* its wait for a slower replica (waits[][]), ns */
 } Picked;
 
 static int
@@ -228,6 +229,26 @@ cmp_picked (const void *a, const void *b)
   for (int row_ = 0; row_ < n_rows; row_++)                        \
     for (size_t i_ = 0; i_ < n_in[row_]; i_++)                     \
       for (const PpSpan *sp = &rows[row_][i_]; sp != NULL; sp = NULL)
+
+/* FOR_SPANS' span's wait for a slower replica: 0 without waits */
+#define SPAN_WAIT() (waits != NULL && waits[row_] != NULL && waits[row_][i_] > 0 ? waits[row_][i_] : 0)
+
+/* The union of [s0, s1) added to a running union of intervals that come
+ * by start: *open, [*a, *b) the interval being joined, *total the rest. */
+static void
+union_step (int64_t s0, int64_t s1, int *open, int64_t *a, int64_t *b, double *total)
+{
+  if (*open && s0 <= *b)
+    {
+      if (s1 > *b) *b = s1;
+      return;
+    }
+  if (*open)
+    *total += span_ns (*a, *b);
+  *a = s0;
+  *b = s1;
+  *open = 1;
+}
 
 static int
 is_block (const PpSpan *sp, int n_ranks)
@@ -252,8 +273,8 @@ pp_analysis_span_counts (int kind)
 }
 
 PpStatus
-pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, int n_ranks, long n_compute,
-                   PpAnalysisSteps *out, PpError *err)
+pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, const int64_t *const *waits, int n_rows,
+                   int n_ranks, long n_compute, PpAnalysisSteps *out, PpError *err)
 {
   int32_t *nums = NULL, *whole = NULL;
   StepAcc *acc = NULL;
@@ -328,7 +349,7 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
       {
         long j = find_step (cs, k, sp->step);
         if (j >= 0)
-          pk[n_pk++] = (Picked) { sp, j };
+          pk[n_pk++] = (Picked) { sp, j, SPAN_WAIT () };
       }
   qsort (pk, n_pk, sizeof *pk, cmp_picked);
   for (size_t j = 0; j < k; j++)
@@ -336,33 +357,33 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, in
       len[j] = span_ns (cs[j].lo, cs[j].hi);
       whole[j] = cs[j].step;
     }
-  /* per step and rank: the union of its spans inside the step's window */
+  /* per step and rank: the union of its spans inside the step's window,
+   * less its waits for slower replicas inside its data-parallel
+   * collectives (at most their union: the transfer stays busy), as Why
+   * counts them (replica_late, idle) */
   for (size_t i = 0; i < n_pk;)
     {
       long j = pk[i].k;
       int r = pk[i].s->rank;
-      int64_t lo = cs[j].lo, hi = cs[j].hi, a = 0, b = 0;
-      double busy = 0;
-      int open = 0;
+      int64_t lo = cs[j].lo, hi = cs[j].hi, a = 0, b = 0, da = 0, db = 0;
+      double busy = 0, dp = 0, waited = 0;
+      int open = 0, dopen = 0;
       for (; i < n_pk && pk[i].k == j && pk[i].s->rank == r; i++)
         {
           int64_t s0 = pk[i].s->start_ns < lo ? lo : pk[i].s->start_ns;
           int64_t s1 = pk[i].s->end_ns > hi ? hi : pk[i].s->end_ns;
+          waited += (double) pk[i].wait;
           if (s1 <= s0)
             continue;
-          if (open && s0 <= b)
-            {
-              if (s1 > b) b = s1;
-              continue;
-            }
-          if (open)
-            busy += span_ns (a, b);
-          a = s0;
-          b = s1;
-          open = 1;
+          union_step (s0, s1, &open, &a, &b, &busy);
+          if (pp_span_kind_is_dp_comm (pk[i].s->kind))
+            union_step (s0, s1, &dopen, &da, &db, &dp);
         }
       if (open)
         busy += span_ns (a, b);
+      if (dopen)
+        dp += span_ns (da, db);
+      busy -= waited < dp ? waited : dp;
       double v = 1.0 - busy / len[j];
       bub[(size_t) j * (size_t) n_ranks + (size_t) r] = v < 0 ? 0 : v;
     }

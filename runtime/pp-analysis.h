@@ -27,8 +27,11 @@
  * MEASURED BUBBLE ("bubble a step"): per rank, the median over the counted
  * steps of the share of the step in which the rank runs no work (its
  * data-parallel communication, loss computation and optimizer step count
- * as busy); a rank with no block in a step idles all of it.  Overall: the
- * mean over the ranks.
+ * as busy); a rank with no block in a step idles all of it.  In a job of
+ * replicas, the rank's wait for a slower replica inside its data-parallel
+ * collectives (Why's replica_late: pp_why_replica_waits, at most the
+ * collectives' time) is idle, not busy: the transfer alone is work, and
+ * the bubble's idle is Why's.  Overall: the mean over the ranks.
  *
  * PLAN BUBBLES are never unlabelled: PP_ANALYSIS_PLAN_* names which plan.
  *
@@ -105,11 +108,14 @@ typedef struct {
 
 /* The counted steps of spans given as n_rows arrays rows[i][n_in[i]] (a
  * trace's one array, or a timeline's one per rank), ranks 0 .. n_ranks-1,
- * any order.  n_compute > 0: a whole step holds that many blocks (the
- * schedule's compute actions); 0: as many as the fullest step.  n_steps 0
- * (PP_OK) when no step is whole.  Clear with pp_analysis_steps_clear. */
-PpStatus pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, int n_rows, int n_ranks,
-                            long n_compute, PpAnalysisSteps *out, PpError *err);
+ * any order.  waits (NULL, or a row NULL: none) parallel to rows: each
+ * span's wait for a slower replica in ns (pp_why_replica_waits over every
+ * copy of the pipeline), idle in the bubble.  n_compute > 0: a whole step
+ * holds that many blocks (the schedule's compute actions); 0: as many as
+ * the fullest step.  n_steps 0 (PP_OK) when no step is whole.  Clear with
+ * pp_analysis_steps_clear. */
+PpStatus pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, const int64_t *const *waits,
+                            int n_rows, int n_ranks, long n_compute, PpAnalysisSteps *out, PpError *err);
 
 /* The same from a table already measured (run's summary, as it runs):
  * step numbers steps[n] ascending, every one whole, their lengths and

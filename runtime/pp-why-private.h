@@ -28,15 +28,6 @@ PpStatus pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPl
                                    PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
                                    PpError *err);
 
-/* The waits of spans[n] of a job of replicas (replica[i] as
- * pp_why_analyse_replicas takes it) into wait_ns[n] and of[n]: a
- * collective (UNSHARD, REDUCE_GRAD) is the k-th span of its kind and
- * stage a replica's pipeline rank runs in a step, matched across the
- * replicas by (step, rank, kind, stage, k).  0 on success, -1 out of
- * memory. */
-int pp_why_replica_waits (const PpSpan *spans, const int32_t *replica, size_t n, int64_t *wait_ns,
-                          int32_t *of);
-
 /* pp_why_split, with dp[r] (may be NULL) each rank's data-parallel
  * communication in the step: its own part (pp_why_split_dp).  In
  * pp-why-split.c, for pp-why.c's steps. */

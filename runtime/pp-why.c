@@ -404,11 +404,16 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
           const PpSpan *sp = &spans[idx[rg->first + j]];
           int ak = action_kind_of_span (sp->kind);
           double d = (double) ((uint64_t) sp->end_ns - (uint64_t) sp->start_ns) * 1e-9;
-          /* the whole step: every work span bounds it; the run's first
-           * step starts at its first block (pp-analysis.h: set-up before
-           * it is not a step's) */
-          if (sp->start_ns < lo && (rg->step != lowest || ak >= 0)) lo = sp->start_ns;
-          if (sp->end_ns > hi) hi = sp->end_ns;
+          /* the whole step: every work span bounds it, as in the one
+           * analysis (pp_analysis_span_counts; a transfer, such as a
+           * receive posted before the copy's first block, does not); the
+           * run's first step starts at its first block (pp-analysis.h:
+           * set-up before it is not a step's) */
+          if (pp_analysis_span_counts (sp->kind))
+            {
+              if (sp->start_ns < lo && (rg->step != lowest || ak >= 0)) lo = sp->start_ns;
+              if (sp->end_ns > hi) hi = sp->end_ns;
+            }
           if (pp_span_kind_is_dp_comm (sp->kind))
             {
               if (sp->stage >= 0)

@@ -395,6 +395,16 @@ PpStatus pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const
 int32_t *pp_why_replicas_of_spans (const PpTraceProcess *procs, size_t n_procs, const int32_t *span_process,
                                    size_t n, PpError *err);
 
+/* The waits of spans[n] of a job of replicas (replica[i] as
+ * pp_why_analyse_replicas takes it) into wait_ns[n] and of[n]: a
+ * collective (UNSHARD, REDUCE_GRAD) is the k-th span of its kind and
+ * stage a replica's pipeline rank runs in a step, matched across the
+ * replicas by (step, rank, kind, stage, k).  Why's replica_late, and the
+ * measured bubble's idle in a collective (pp_analysis_steps' waits).  0 on
+ * success, -1 out of memory. */
+int pp_why_replica_waits (const PpSpan *spans, const int32_t *replica, size_t n, int64_t *wait_ns,
+                          int32_t *of);
+
 /* ---- reports ---------------------------------------------------------------
  * For the CLI: the split a rank a line (values x scale, in unit: 1e3 and
  * "ms" for seconds), the what-to-change lines, the critical path shares,

@@ -12,6 +12,8 @@
 #include "pp-simulate.h"
 #include "pp-suggest.h"
 #include "pp-test-util.h"
+#include "pp-timeline-fold.h"
+#include "pp-timeline-model.h"
 #include "pp-why.h"
 #include "pp-why-runtime.h"
 
@@ -92,7 +94,7 @@ median_step (GArray *spans, int ranks)
   PpAnalysisSteps a;
   const PpSpan *rows[1] = { (const PpSpan *) spans->data };
   size_t n[1] = { spans->len };
-  g_assert_cmpint (pp_analysis_steps (rows, n, 1, ranks, 0, &a, NULL), ==, PP_OK);
+  g_assert_cmpint (pp_analysis_steps (rows, n, NULL, 1, ranks, 0, &a, NULL), ==, PP_OK);
   double m = a.median_step * 1e-9;
   pp_analysis_steps_clear (&a);
   return m;
@@ -400,6 +402,114 @@ test_replica_wait_in_bubble (void)
   g_array_free (rep_of, TRUE);
 }
 
+/* The measured bubble and Why agree on a job of replicas: two replicas
+ * of a 1F1B pipeline (P 2, M 4), replica 1 starts each step 3 ms late, so
+ * replica 0 waits 3 ms in every REDUCE_GRAD (1 ms of transfer once both
+ * have arrived); each rank's OPT follows its reduction, replica 1's 3.5
+ * ms after it.  Rank 1's first receive is posted before the step's first
+ * block: the step starts at that block in both views.  Replica 0's step is the shorter (the median copy) and the
+ * less idle on every rank (Why's row): both views read replica 0, and its
+ * wait is idle in both.  For each rank, the one analysis's bubble a step
+ * times its median step (the app's model over every process, as info,
+ * export and the app read it) is Why's idle, the sum of its parts; the
+ * bubble counting the wait busy would read 3 ms less. */
+static void
+test_bubble_is_why_idle (void)
+{
+  PpSchedule *s = pp_test_generate ("1F1B", 2, 4, 1);
+  PpCostModel *c = pp_cost_model_new_uniform (2, 1e-3, 2e-3, 0, 0);
+  PpSimulation *sim = NULL;
+  PpError err = { 0 };
+  GArray *spans = g_array_new (FALSE, TRUE, sizeof (PpSpan));
+  GArray *rep_of = g_array_new (FALSE, TRUE, sizeof (int32_t));
+  g_assert_cmpint (pp_simulate (s, c, &sim, &err), ==, PP_OK);
+  double T = sim->makespan;
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS };
+  for (int32_t q = 0; q < 2; q++)
+    {
+      guint from = spans->len;
+      add_blocks (spans, s, sim, 3, NULL);
+      for (int step = 0; step < 3; step++)
+        for (int r = 0; r < 2; r++)
+          {
+            double last = (r == 0 ? T : T - 2e-3) + 3e-3;   /* replica 1's arrival */
+            PpSpan g = span (PP_SPAN_REDUCE_GRAD, r, r, step, q == 1 ? last : last - 3e-3, last + 1e-3);
+            double opt = last + 1e-3 + (q == 1 ? 3.5e-3 : 0);
+            PpSpan o = span (PP_SPAN_OPT, r, -1, step, opt, opt + 1e-3);
+            g_array_append_val (spans, g);
+            g_array_append_val (spans, o);
+          }
+      /* rank 1 posts its first receive 0.5 ms before the step's first
+       * block: a transfer, not work, it bounds no step (in Why neither) */
+      for (int step = 0; step < 3; step++)
+        {
+          PpSpan rv = span (PP_SPAN_RECV_F, 1, 1, step, -0.5e-3, 1e-3);
+          rv.microbatch = 0;
+          g_array_append_val (spans, rv);
+        }
+      for (guint i = from; i < spans->len; i++)
+        {
+          PpSpan *sp = &g_array_index (spans, PpSpan, i);
+          if (q == 1 && (pp_span_kind_is_block (sp->kind) || sp->kind == PP_SPAN_RECV_F))
+            sp->start_ns += 3000000, sp->end_ns += 3000000;
+          g_array_append_val (rep_of, q);
+        }
+      for (int r = 0; r < 2; r++)
+        {
+          it.process = r * 2 + q;
+          it.process_info = (PpTraceProcess) { .process = r * 2 + q, .rank = r, .coord = { r, q, 0, 0, 0 },
+                                               .size = { 2, 2, 1, 1, 1 } };
+          pp_timeline_model_add (m, &it);
+        }
+    }
+  for (guint i = 0; i < spans->len; i++)
+    {
+      PpTraceItem sp = { .type = PP_TRACE_ITEM_SPAN, .span = g_array_index (spans, PpSpan, i) };
+      sp.process = sp.span.rank * 2 + g_array_index (rep_of, int32_t, i);
+      pp_timeline_model_add (m, &sp);
+    }
+  PpWhyReport *rep = analyse_replicas (spans, rep_of);
+  g_assert_cmpint (rep->n_replicas, ==, 2);
+  g_assert_cmpint (rep->median_replica, ==, 0);
+  PpAnalysisSteps a;
+  g_assert_cmpint (pp_timeline_model_step_analysis (m, &a), ==, 2);
+  g_assert_cmpint (pp_timeline_model_analysis_dp (m), ==, 0);
+  g_assert_cmpfloat_with_epsilon (a.median_step * 1e-9, rep->length, EPS);
+  for (int r = 0; r < 2; r++)
+    {
+      const PpWhyIdle *w = &rep->idle[r];
+      g_assert_cmpint (rep->idle_replica[r], ==, 0);
+      g_assert_cmpfloat_with_epsilon (w->runtime_parts[PP_WHY_RT_REPLICA_LATE], 3e-3, EPS);
+      g_assert_cmpfloat_with_epsilon (w->dp_comm, 1e-3, EPS);
+      assert_adds_up (w);
+      g_assert_cmpfloat_with_epsilon (a.bubble[r] * a.median_step * 1e-9,
+                                      w->schedule + w->imbalance + w->transfers + w->runtime, EPS);
+    }
+  /* each replica's bubble (info's and the Statistics tab's spread, a view
+   * of one replica) counts its waits alike: replica 0's is the headline's */
+  PpTimelineSpread spread[2];
+  g_assert_cmpint (pp_timeline_replica_bubbles (m, 2, spread), ==, 2);
+  PpTimelineReplicas one = { .replica = 0 };
+  PpTimelineModel *v = pp_timeline_view_new (m, &one);
+  double vb[2];
+  g_assert_cmpint (pp_timeline_model_step_bubbles (v, vb), ==, 2);
+  for (int r = 0; r < 2; r++)
+    {
+      g_assert_cmpfloat (spread[r].min, ==, a.bubble[r]);
+      g_assert_cmpfloat (vb[r], ==, a.bubble[r]);
+    }
+  pp_timeline_model_free (v);
+  pp_analysis_steps_clear (&a);
+  pp_why_report_free (rep);
+  pp_timeline_model_free (m);
+  pp_simulation_free (sim);
+  pp_cost_model_free (c);
+  pp_schedule_free (s);
+  g_array_free (spans, TRUE);
+  g_array_free (rep_of, TRUE);
+}
+
 /* Set-up before step 0 (the interleaved runtime's first-step set-up, a
  * lazy all-gather long before the first block) is never a step's: a run of
  * one whole step, step 0, with an UNSHARD 5 s before its first block
@@ -456,6 +566,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why-mesh/loss-is-last-stage-work", test_loss_is_last_stage_work);
   g_test_add_func ("/why-mesh/wait-for-slower-replica", test_wait_for_slower_replica);
   g_test_add_func ("/why-mesh/replica-wait-in-bubble", test_replica_wait_in_bubble);
+  g_test_add_func ("/why-mesh/bubble-is-why-idle", test_bubble_is_why_idle);
   g_test_add_func ("/why-mesh/setup-before-step0", test_setup_before_step0);
   g_test_add_func ("/why-mesh/median-copy", test_median_copy);
   return g_test_run ();

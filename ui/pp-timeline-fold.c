@@ -434,6 +434,25 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
       pp_timeline_model_view_set_bubbles (v, b, n_steps);
       free (b);
     }
+  else if (how->replica >= 0 && n_ranks > 0)
+    {
+      /* the replica's bubbles from the job, its waits for a slower one
+       * counted idle (they need the other replicas' spans) */
+      int D = pp_timeline_model_dp_size (src);
+      double *b = malloc (((size_t) D * (size_t) n_ranks + 1) * sizeof *b);
+      int *ns = malloc (((size_t) D + 1) * sizeof *ns);
+      if (b == NULL || ns == NULL)
+        {
+          free (b);
+          free (ns);
+          goto fail;
+        }
+      if (how->replica < D && pp_timeline_model_replica_step_bubbles (src, n_ranks, D, b, ns) > 0
+          && ns[how->replica] > 0)
+        pp_timeline_model_view_set_bubbles (v, b + (size_t) how->replica * (size_t) n_ranks, ns[how->replica]);
+      free (b);
+      free (ns);
+    }
   return v;
 fail:
   pp_timeline_model_free (v);
@@ -485,28 +504,22 @@ pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimeline
 {
   int D = pp_timeline_model_dp_size (src), n_rep = 0;
   double *val = calloc ((size_t) D * (size_t) (n_ranks > 0 ? n_ranks : 1), sizeof *val);
-  double *b = calloc ((size_t) (n_ranks > 0 ? n_ranks : 1) + 1, sizeof *b);
+  double *b = calloc ((size_t) D * (size_t) (n_ranks > 0 ? n_ranks : 1) + 1, sizeof *b);
+  int *ns = calloc ((size_t) D + 1, sizeof *ns);
   double *tmp = calloc ((size_t) D, sizeof *tmp);
   int32_t *dp_of = calloc ((size_t) D, sizeof *dp_of);
-  if (val == NULL || b == NULL || tmp == NULL || dp_of == NULL || n_ranks <= 0
+  if (val == NULL || b == NULL || ns == NULL || tmp == NULL || dp_of == NULL || n_ranks <= 0
       || pp_timeline_model_n_places (src) == 0)
     goto done;
+  /* each replica's, as its view reads it (its waits for a slower one idle) */
+  pp_timeline_model_replica_step_bubbles (src, n_ranks, D, b, ns);
   for (int dp = 0; dp < D; dp++)
-    {
-      PpTimelineReplicas how = { .replica = dp };
-      PpTimelineModel *v = pp_timeline_view_new (src, &how);
-      if (v == NULL)
-        continue;
-      int nr = pp_timeline_model_n_ranks (v);
-      double *bb = nr >= n_ranks ? b : NULL;
-      if (bb != NULL && pp_timeline_model_step_bubbles (v, bb) > 0)
-        {
-          for (int r = 0; r < n_ranks; r++)
-            val[(size_t) n_rep * (size_t) n_ranks + (size_t) r] = bb[r];
-          dp_of[n_rep++] = dp;
-        }
-      pp_timeline_model_free (v);
-    }
+    if (ns[dp] > 0)
+      {
+        memcpy (val + (size_t) n_rep * (size_t) n_ranks, b + (size_t) dp * (size_t) n_ranks,
+                (size_t) n_ranks * sizeof *val);
+        dp_of[n_rep++] = dp;
+      }
   for (int r = 0; r < n_ranks && n_rep > 0; r++)
     {
       PpTimelineSpread *s = &out[r];
@@ -531,6 +544,7 @@ pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimeline
 done:
   free (val);
   free (b);
+  free (ns);
   free (tmp);
   free (dp_of);
   return n_rep;

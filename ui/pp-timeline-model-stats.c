@@ -3,6 +3,7 @@
  * the counted steps and bubbles by the one analysis (pp-analysis.h), over
  * the median copy in a job of replicas. */
 #include "pp-timeline-model-internal.h"
+#include "pp-why.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,113 @@ cmp_place_key (const void *x, const void *y)
   return 0;
 }
 
+/* The waits for slower copies (pp_why_replica_waits, as Why measures
+ * them) of every place's spans, the copies c[n_copies] (sorted keys) the
+ * replicas: place i's from (*wait)[off[i]].  0, or -1 out of memory. */
+static int
+copy_waits (const PpTimelineModel *m, const Copy *c, int n_copies, size_t *off, int64_t **wait)
+{
+  int np = pp_timeline_model_n_places (m), rc = -1;
+  size_t total = 0, got;
+  for (int i = 0; i < np; i++)
+    {
+      off[i] = total;
+      pp_timeline_model_place_spans (m, i, &got);
+      total += got;
+    }
+  PpSpan *all = malloc ((total + 1) * sizeof *all);
+  int32_t *copy = malloc ((total + 1) * sizeof *copy), *of = malloc ((total + 1) * sizeof *of);
+  *wait = malloc ((total + 1) * sizeof **wait);
+  if (all == NULL || copy == NULL || of == NULL || *wait == NULL)
+    goto out;
+  for (int i = 0; i < np; i++)
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      const Copy *at = bsearch (&p->coord[PP_TRACE_MESH_DP], c, (size_t) n_copies, sizeof *c, cmp_place_key);
+      const PpSpan *sp = pp_timeline_model_place_spans (m, i, &got);
+      if (got > 0)
+        memcpy (all + off[i], sp, got * sizeof *sp);
+      for (size_t k = 0; k < got; k++)
+        copy[off[i] + k] = at != NULL ? (int32_t) (at - c) : -1;
+    }
+  rc = pp_why_replica_waits (all, copy, total, *wait, of);
+out:
+  free (all);
+  free (copy);
+  free (of);
+  return rc;
+}
+
+/* Every copy of a job of replicas (its distinct places off the pipeline
+ * axis, sorted) with its counted steps by the one analysis, its waits for
+ * slower copies in its collectives (Why's replica_late) idle as in Why:
+ * *out[*n_copies] (a copy without a whole step: n_steps 0), free with
+ * copies_free.  0, or -1 for no replicas or out of memory. */
+static int
+copies_steps (const PpTimelineModel *m, Copy **out, int *n_copies)
+{
+  int np = pp_timeline_model_n_places (m), nc = 0, rc = -1;
+  *out = NULL;
+  *n_copies = 0;
+  if (m->is_view || np < 2 || m->n_ranks <= 0)
+    return -1;
+  Copy *c = calloc ((size_t) np, sizeof *c);
+  const PpSpan **rows = calloc ((size_t) m->n_ranks, sizeof *rows);
+  size_t *n = calloc ((size_t) m->n_ranks, sizeof *n), *off = malloc (((size_t) np + 1) * sizeof *off);
+  const int64_t **wrows = calloc ((size_t) m->n_ranks, sizeof *wrows);
+  int64_t *wait = NULL;
+  if (c == NULL || rows == NULL || n == NULL || off == NULL || wrows == NULL)
+    goto out;
+  /* the copies' keys, sorted and distinct */
+  for (int i = 0; i < np; i++)
+    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
+  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
+  for (int i = 0; i < np; i++)
+    if (nc == 0 || cmp_place_key (c[i].key, c[nc - 1].key) != 0)
+      c[nc++] = c[i];
+  if (nc < 2 || copy_waits (m, c, nc, off, &wait) != 0)
+    goto out;
+  for (int j = 0; j < nc; j++)
+    {
+      memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
+      memset (n, 0, (size_t) m->n_ranks * sizeof *n);
+      memset (wrows, 0, (size_t) m->n_ranks * sizeof *wrows);
+      for (int i = 0; i < np; i++)
+        {
+          const PpTraceProcess *p = pp_timeline_model_place (m, i);
+          if (p->rank >= 0 && p->rank < m->n_ranks
+              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
+            {
+              rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
+              wrows[p->rank] = wait + off[i];
+            }
+        }
+      c[j].replica = j;
+      if (pp_analysis_steps (rows, n, wrows, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) != PP_OK)
+        memset (&c[j].a, 0, sizeof c[j].a);
+    }
+  *out = c;
+  *n_copies = nc;
+  c = NULL;
+  rc = 0;
+out:
+  free (c);
+  free (rows);
+  free (n);
+  free (wrows);
+  free (off);
+  free (wait);
+  return rc;
+}
+
+static void
+copies_free (Copy *c, int n_copies)
+{
+  for (int j = 0; c != NULL && j < n_copies; j++)
+    pp_analysis_steps_clear (&c[j].a);
+  free (c);
+}
+
 /* The counted steps of the median copy of a job of replicas (the one the
  * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
  * by step length, the lower of two middles), into out; its replica's
@@ -108,52 +216,23 @@ cmp_place_key (const void *x, const void *y)
 static int
 median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which[PP_TRACE_MESH_DIMS - 1])
 {
-  int np = pp_timeline_model_n_places (m), n_copies = 0, ok = 0;
+  Copy *c = NULL;
+  int n_copies = 0, k = 0, ok = 0, pick = -1;
   memset (out, 0, sizeof *out);
-  if (m->is_view || np < 2 || m->n_ranks <= 0)
+  if (copies_steps (m, &c, &n_copies) != 0)
     return 0;
-  Copy *c = calloc ((size_t) np, sizeof *c);
-  int *order = malloc ((size_t) np * sizeof *order);
-  const PpSpan **rows = calloc ((size_t) m->n_ranks, sizeof *rows);
-  size_t *n = calloc ((size_t) m->n_ranks, sizeof *n);
-  if (c == NULL || order == NULL || rows == NULL || n == NULL)
-    goto out;
-  /* the copies' keys, sorted and distinct */
-  for (int i = 0; i < np; i++)
-    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
-  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
-  for (int i = 0; i < np; i++)
-    if (n_copies == 0 || cmp_place_key (c[i].key, c[n_copies - 1].key) != 0)
-      c[n_copies++] = c[i];
-  if (n_copies < 2)
-    goto out;
-  int k = 0;
-  for (int j = 0; j < n_copies; j++)
+  int *order = malloc ((size_t) n_copies * sizeof *order);
+  double *lens = malloc ((size_t) n_copies * sizeof *lens);
+  int32_t *keys = malloc ((size_t) n_copies * sizeof *keys);
+  if (order != NULL && lens != NULL && keys != NULL)
     {
-      memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
-      memset (n, 0, (size_t) m->n_ranks * sizeof *n);
-      for (int i = 0; i < np; i++)
-        {
-          const PpTraceProcess *p = pp_timeline_model_place (m, i);
-          if (p->rank >= 0 && p->rank < m->n_ranks
-              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
-            rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
-        }
-      c[j].replica = j;
-      if (pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) == PP_OK && c[j].a.n_steps > 0)
-        order[k++] = j;
-    }
-  double *lens = k > 0 ? malloc ((size_t) k * sizeof *lens) : NULL;
-  int32_t *keys = k > 0 ? malloc ((size_t) k * sizeof *keys) : NULL;
-  int pick = -1;
-  if (lens != NULL && keys != NULL)
-    {
+      for (int j = 0; j < n_copies; j++)
+        if (c[j].a.n_steps > 0)
+          order[k++] = j;
       for (int i = 0; i < k; i++)
         lens[i] = c[order[i]].a.median_step, keys[i] = c[order[i]].replica;
       pick = pp_analysis_median_copy (lens, keys, k);   /* the rule Why picks by */
     }
-  free (lens);
-  free (keys);
   if (pick >= 0)
     {
       int med = order[pick];
@@ -162,14 +241,38 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which
       memcpy (which, c[med].key, sizeof c[med].key);
       ok = out->n_steps;
     }
-out:
-  for (int j = 0; c != NULL && j < n_copies; j++)
-    pp_analysis_steps_clear (&c[j].a);
-  free (c);
   free (order);
-  free (rows);
-  free (n);
+  free (lens);
+  free (keys);
+  copies_free (c, n_copies);
   return ok;
+}
+
+int
+pp_timeline_model_replica_step_bubbles (const PpTimelineModel *m, int n_ranks, int D, double *bubble, int *n_steps)
+{
+  Copy *c = NULL;
+  int n_copies = 0, got = 0;
+  for (int d = 0; d < D; d++)
+    n_steps[d] = 0;
+  if (m == NULL || D <= 0 || copies_steps (m, &c, &n_copies) != 0)
+    return 0;
+  for (int j = 0; j < n_copies; j++)
+    {
+      const PpAnalysisSteps *a = &c[j].a;
+      int32_t dp = c[j].key[0];
+      int lowest = 1;
+      for (int d = 1; d < PP_TRACE_MESH_DIMS - 1; d++)
+        lowest &= c[j].key[d] == 0;
+      if (!lowest || dp < 0 || dp >= D || a->n_steps == 0)
+        continue;
+      n_steps[dp] = a->n_steps;
+      got++;
+      for (int r = 0; r < n_ranks; r++)
+        bubble[(size_t) dp * (size_t) n_ranks + (size_t) r] = r < a->n_ranks ? a->bubble[r] : -1;
+    }
+  copies_free (c, n_copies);
+  return got;
 }
 
 int
@@ -234,7 +337,7 @@ pp_timeline_model_step_analysis (const PpTimelineModel *m, PpAnalysisSteps *out)
           rows[r] = m->ranks[r].spans;
           n[r] = m->ranks[r].n_spans;
         }
-      ok = pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, out, NULL) == PP_OK;
+      ok = pp_analysis_steps (rows, n, NULL, m->n_ranks, m->n_ranks, 0, out, NULL) == PP_OK;
     }
   free (rows);
   free (n);

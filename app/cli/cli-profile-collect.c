@@ -324,7 +324,7 @@ print_live_summary (Collector *c, const char *saved)
       pp_timeline_model_step_analysis (m, &a);
       pp_timeline_model_free (m);
     }
-  else if (pp_analysis_steps (rows, n, 1, n_ranks, 0, &a, NULL) != PP_OK)
+  else if (pp_analysis_steps (rows, n, NULL, 1, n_ranks, 0, &a, NULL) != PP_OK)
     return;
   if (a.n_steps > 0)
     {

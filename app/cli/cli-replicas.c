@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp-analysis.h"
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 
@@ -64,12 +65,13 @@ pp_cli_print_replicas (const PpTraceProcess *procs, size_t n_procs, const PpSpan
       it.process_info = procs[i];
       pp_timeline_model_add (m, &it);
     }
-  /* blocks and data-parallel communication: what the statistics and the
-   * table read (the app's model holds both; FSDP's actions are busy, not
-   * bubble, so info's figures are the app's) */
+  /* the work the one analysis counts (pp_analysis_span_counts: blocks,
+   * LOSS, data-parallel communication, OPT), as info's headline
+   * (step_analysis_of) reads it: the median copy's row here is the
+   * headline's bubble */
   it.type = PP_TRACE_ITEM_SPAN;
   for (size_t i = 0; i < n_spans; i++)
-    if (span_process[i] >= 0 && (pp_span_kind_is_block (spans[i].kind) || pp_span_kind_is_dp_comm (spans[i].kind)))
+    if (span_process[i] >= 0 && pp_analysis_span_counts (spans[i].kind))
       {
         it.process = span_process[i];
         it.span = spans[i];

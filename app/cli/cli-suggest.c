@@ -14,6 +14,7 @@
 
 #include "pp-analysis.h"
 #include "pp-suggest.h"
+#include "pp-timeline-model.h"
 #include "pp-trace.h"
 
 
@@ -92,7 +93,7 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
     }
   pp_trace_reader_free (r);
   const PpSpan *rows[1] = { spans };
-  PpStatus st = pp_analysis_steps (rows, &n_spans, 1, n_ranks, 0, an, &err);
+  PpStatus st = pp_analysis_steps (rows, &n_spans, NULL, 1, n_ranks, 0, an, &err);
   free (spans);
   if (st != PP_OK)
     {
@@ -173,6 +174,18 @@ pp_cli_suggest (int argc, char **argv)
     close (copy_fd);
   if (rc_desc != 0)
     goto out;
+  if (copy[0])
+    {
+      /* the measured row's step and bubble over the whole job, as info's:
+       * a copy's wait for a slower replica is idle, and needs the others */
+      PpTimelineModel *m = pp_timeline_model_new_from_file (path, NULL);
+      if (m != NULL)
+        {
+          pp_analysis_steps_clear (&an);
+          pp_timeline_model_step_analysis (m, &an);
+          pp_timeline_model_free (m);
+        }
+    }
   if (has_desc)
     {
       /* named as the candidates are (the app's What if names it so too) */
