@@ -15,6 +15,8 @@
  *   huge        P 1, one process whose own place says dp, tp, cp and ep of
  *               65,535 (the writer refuses it: its frame is patched after)
  *               (finding 6)
+ *   sparse      P 2, the processes of replicas dp 4 and 5 of 8 only (what
+ *               one node of a multi-node job holds) (finding 7)
  * A test tool, not installed. */
 #include <stddef.h>
 #include <stdio.h>
@@ -98,18 +100,19 @@ main (int argc, char **argv)
 {
   if (argc != 3)
     {
-      fprintf (stderr, "usage: pp-synth-hostile-mesh strings|same-place|wide|huge PATH\n");
+      fprintf (stderr, "usage: pp-synth-hostile-mesh strings|same-place|wide|huge|sparse PATH\n");
       return 2;
     }
   const char *kind = argv[1], *path = argv[2];
   int strings = strcmp (kind, "strings") == 0, same = strcmp (kind, "same-place") == 0;
   int wide = strcmp (kind, "wide") == 0, huge = strcmp (kind, "huge") == 0;
-  if (!strings && !same && !wide && !huge)
+  int sparse = strcmp (kind, "sparse") == 0;
+  if (!strings && !same && !wide && !huge && !sparse)
     {
       fprintf (stderr, "pp-synth-hostile-mesh: unknown kind '%s'\n", kind);
       return 2;
     }
-  int P = strings ? 2 : 1;
+  int P = strings || sparse ? 2 : 1;
   PpTraceDescription desc = { .n_ranks = P, .n_microbatches = 2, .n_virtual = 1,
                               .start_unix_ns = 1700000000000000000LL, .start_monotonic_ns = 1000000000 };
   snprintf (desc.schedule, sizeof desc.schedule, "GPipe");
@@ -128,6 +131,15 @@ main (int argc, char **argv)
     for (int r = 0; r < 2; r++)
       places[n++] = (PpTraceProcess) { .process = r, .rank = r, .coord = { r, 0, 0, 0, 0 },
                                        .size = { 2, 1, 1, 1, 1 }, .pid = 100 + r };
+  else if (sparse)
+    for (int d = 4; d < 6; d++)
+      for (int r = 0; r < 2; r++)
+        {
+          /* global rank G = pp x 8 + dp (torchtitan's layout) */
+          int g = r * 8 + d;
+          places[n++] = (PpTraceProcess) { .process = g, .rank = r, .coord = { r, d, 0, 0, 0 },
+                                           .size = { 2, 8, 1, 1, 1 }, .pid = 100 + g };
+        }
   else if (same)
     for (int g = 0; g < 2; g++)
       places[n++] = (PpTraceProcess) { .process = g, .rank = 0, .coord = { 0, 0, 0, 0, 0 },

@@ -16,6 +16,11 @@ pp-synth-hostile-mesh (exit codes, one-line messages, the bytes written):
       one line naming the file, never a number from an overflowed
       product; with SAN_CLI (info, export, render and suggest built
       under UBSan), no sanitizer report on any of them.
+   7. a trace holding replicas dp 4 and 5 of 8 (one node's): render
+      offers them by those dp values (--replicas 4 and 5 drawn, 0
+      refused in one line naming the file and what it holds), the fold
+      says 2 of 8; info says which it holds and prints the bubble over
+      them and the slowest replica by their dp.
 """
 
 import json
@@ -166,16 +171,67 @@ def check_mesh_sizes(cli, synth, tmp, san):
        "refuses in one line naming the file" + (", no UBSan report" if san else " (no UBSan build here)"))
 
 
+def check_sparse(cli, synth, tmp, san):
+    trace = os.path.join(tmp, "sparse.pptrace")
+    if run([synth, "sparse", trace]).returncode != 0:
+        fail("pp-synth-hostile-mesh sparse failed")
+    for dp in (4, 5):
+        svg = os.path.join(tmp, f"sparse{dp}.svg")
+        p = run([cli, "render", trace, "-o", svg, "--replicas", str(dp)])
+        if p.returncode != 0 or f"replica dp {dp} of 8 shown" not in p.stderr.decode():
+            fail(f"render --replicas {dp} of a trace of dp 4 and 5 of 8: exit {p.returncode}, {err_lines(p)}")
+        texts = [t.text or "" for t in ET.parse(svg).iter() if t.tag.endswith("text")]
+        for r in (0, 1):
+            if not any(f"rank {r} dp {dp}" in x for x in texts):
+                fail(f"render --replicas {dp}: no row 'rank {r} dp {dp}' in {texts}")
+    for dp in (0, 3, 6):
+        png = os.path.join(tmp, f"sparse{dp}.png")
+        p = run([cli, "render", trace, "-o", png, "--replicas", str(dp)])
+        lines = err_lines(p)
+        if p.returncode == 0 or len(lines) != 1 or trace not in lines[0] \
+                or "dp 4 and 5 of 8" not in lines[0] or os.path.exists(png):
+            fail(f"render --replicas {dp} (not held): exit {p.returncode}, stderr {lines}")
+    p = run([cli, "render", trace, "-o", os.path.join(tmp, "sparse-fold.png")])
+    if p.returncode != 0 or "2 of 8 replicas (dp 4 and 5) folded" not in p.stderr.decode():
+        fail(f"render (fold) of dp 4 and 5 of 8: exit {p.returncode}, {err_lines(p)}")
+    p = run([cli, "info", trace])
+    out = p.stdout.decode()
+    if p.returncode != 0 or "replicas held: 2 of 8 (dp 4 and 5" not in out \
+            or "2 of 8 replicas a pipeline rank" not in out:
+        fail(f"info of dp 4 and 5 of 8 does not say which replicas it holds: exit {p.returncode}\n{out}")
+    lines = out.splitlines()
+    try:
+        at = lines.index("bubble a step over 2 replicas (each replica's, as above; their median, least and largest):")
+    except ValueError:
+        fail(f"info of dp 4 and 5 of 8 prints no bubble over its replicas:\n{out}")
+    if not (lines[at + 1].startswith("  rank 0: median ") and lines[at + 2].startswith("  rank 1: median ")):
+        fail(f"info's bubble over replicas lacks a rank: {lines[at:at + 3]}")
+    slow = [x.split() for x in lines if x.startswith("  0      whole step")]
+    if len(slow) != 1 or slow[0][3:5] != ["dp", "5"]:
+        fail(f"info's slowest replica of step 0 is not dp 5 (the later one): {slow}")
+    if san is not None:
+        env = dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99")
+        for args in (["info", trace], ["render", trace, "-o", os.path.join(tmp, "s.png"), "--replicas", "5"],
+                     ["render", trace, "-o", os.path.join(tmp, "s.png"), "--replicas", "all"],
+                     ["export", trace, "--format", "why", "-o", os.path.join(tmp, "s.json")]):
+            p = run([san] + args, env=env)
+            if p.returncode != 0 or b"runtime error" in p.stderr:
+                fail(f"{args[0]} of dp 4 and 5 of 8 under UBSan: exit {p.returncode}: {p.stderr[-2000:]!r}")
+    ok("replicas dp 4 and 5 of 8: render draws --replicas 4 and 5, refuses 0, 3 and 6 in one line saying "
+       "what the file holds, the fold says 2 of 8; info says which it holds, their bubble and slowest by dp")
+
+
 def main():
     cli, synth_mesh, synth = sys.argv[1:4]
     san = sys.argv[4] if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else None
     tmp = tempfile.mkdtemp(prefix="pp-hostile-mesh-")
-    print("1..4")
+    print("1..5")
     try:
         check_merge_names_input(cli, synth_mesh, synth, tmp)
         check_strings(cli, synth, tmp)
         check_same_place(cli, synth, tmp)
         check_mesh_sizes(cli, synth, tmp, san)
+        check_sparse(cli, synth, tmp, san)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
