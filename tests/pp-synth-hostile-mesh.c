@@ -17,6 +17,11 @@
  *               (finding 6)
  *   sparse      P 2, the processes of replicas dp 4 and 5 of 8 only (what
  *               one node of a multi-node job holds) (finding 7)
+ *   counter-max P 1, one process, and a counter (loss, rank 0) at
+ *               INT64_MAX ns and one at INT64_MIN (finding 8)
+ *   new-kind    P 1, one process, each step with a span of kind 29 and a
+ *               counter of kind 14 (kinds newer than this reader)
+ *               (finding 8)
  * A test tool, not installed. */
 #include <stddef.h>
 #include <stdio.h>
@@ -100,14 +105,15 @@ main (int argc, char **argv)
 {
   if (argc != 3)
     {
-      fprintf (stderr, "usage: pp-synth-hostile-mesh strings|same-place|wide|huge|sparse PATH\n");
+      fprintf (stderr, "usage: pp-synth-hostile-mesh strings|same-place|wide|huge|sparse|counter-max|new-kind PATH\n");
       return 2;
     }
   const char *kind = argv[1], *path = argv[2];
   int strings = strcmp (kind, "strings") == 0, same = strcmp (kind, "same-place") == 0;
   int wide = strcmp (kind, "wide") == 0, huge = strcmp (kind, "huge") == 0;
-  int sparse = strcmp (kind, "sparse") == 0;
-  if (!strings && !same && !wide && !huge && !sparse)
+  int sparse = strcmp (kind, "sparse") == 0, cmax = strcmp (kind, "counter-max") == 0;
+  int newer = strcmp (kind, "new-kind") == 0;
+  if (!strings && !same && !wide && !huge && !sparse && !cmax && !newer)
     {
       fprintf (stderr, "pp-synth-hostile-mesh: unknown kind '%s'\n", kind);
       return 2;
@@ -163,6 +169,23 @@ main (int argc, char **argv)
     {
       snprintf (places[i].host, sizeof places[i].host, "%s", strings ? "node" HOSTILE : "node0");
       if (write_process (w, &places[i], &err) != 0)
+        return die (path, &err);
+    }
+  if (cmax)
+    {
+      PpCounter c[2] = { { .time_ns = INT64_MAX, .value = 1.5, .rank = 0, .step = 1, .kind = PP_COUNTER_LOSS },
+                         { .time_ns = INT64_MIN, .value = 2.5, .rank = 0, .step = 0, .kind = PP_COUNTER_LOSS } };
+      if (pp_trace_write_counter (w, &c[0], &err) != PP_OK || pp_trace_write_counter (w, &c[1], &err) != PP_OK)
+        return die (path, &err);
+    }
+  for (int s = 0; newer && s < 2; s++)
+    {
+      int64_t t0 = 1000000000 + (int64_t) s * 20000000 + 5000000;
+      PpSpan sp = { .start_ns = t0, .end_ns = t0 + 100000, .rank = 0, .stage = 0, .microbatch = -1,
+                    .step = s, .kind = 29, .device = 0xffff, .peer_rank = -1 };
+      PpCounter c = { .time_ns = t0, .value = 7.0 + s, .rank = 0, .step = s, .kind = 14 };
+      if (pp_trace_writer_set_process (w, 0, &err) != PP_OK || pp_trace_write_spans (w, &sp, 1, &err) != PP_OK
+          || pp_trace_write_counter (w, &c, &err) != PP_OK)
         return die (path, &err);
     }
   if (pp_trace_writer_close (w, &err) != PP_OK)

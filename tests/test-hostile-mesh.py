@@ -21,6 +21,13 @@ pp-synth-hostile-mesh (exit codes, one-line messages, the bytes written):
       refused in one line naming the file and what it holds), the fold
       says 2 of 8; info says which it holds and prints the bubble over
       them and the slowest replica by their dp.
+   8. pipescope's own Chrome export reads back: traces with a counter at
+      INT64_MAX and INT64_MIN, with a span and a counter of kinds newer
+      than this reader, of hostile strings, of sparse replicas, of a
+      job of replicas: export, import, export again gives the same JSON,
+      and info and the CSV of the import are the original's; what the
+      format cannot hold is said at export; import's refusal of a broken
+      event names it (its index and name, escaped).
 """
 
 import json
@@ -221,17 +228,98 @@ def check_sparse(cli, synth, tmp, san):
        "what the file holds, the fold says 2 of 8; info says which it holds, their bubble and slowest by dp")
 
 
+def info_lines(cli, trace):
+    p = run([cli, "info", trace])
+    if p.returncode != 0:
+        fail(f"info {trace}: exit {p.returncode}: {p.stderr!r}")
+    return [x for x in p.stdout.decode().splitlines() if not x.startswith(("trace: ", "plans: "))]
+
+
+def check_round_trip(cli, synth_mesh, synth, tmp):
+    traces = []
+    for kind in ("counter-max", "new-kind", "strings", "sparse"):
+        trace = os.path.join(tmp, f"rt-{kind}.pptrace")
+        if run([synth, kind, trace]).returncode != 0:
+            fail(f"pp-synth-hostile-mesh {kind} failed")
+        traces.append(trace)
+    base = os.path.join(tmp, "rt-mesh")
+    merged = base + ".pptrace"
+    if run([synth_mesh, base, "2", "2", "2", "2", "1f1b", "--comm", "--collectives"]).returncode != 0 \
+            or run([cli, "merge", "-o", merged] + [f"{base}.rank{g}" for g in range(4)]).returncode != 0:
+        fail("the job of replicas for the round trip was not made")
+    traces.append(merged)
+    for trace in traces:
+        js, back, js2 = trace + ".json", trace + ".back.pptrace", trace + ".2.json"
+        p = run([cli, "export", trace, "--format", "chrome", "-o", js])
+        if p.returncode != 0:
+            fail(f"export of {trace}: exit {p.returncode}: {err_lines(p)}")
+        notes = [x for x in err_lines(p) if x.startswith("pipescope-cli: note: ")]
+        want = {"counter-max": [f"pipescope-cli: note: {trace}: 2 counters at or past +-2^61 ns, the times "
+                                "pipescope draws: written at that limit, and left out of the run's zero"],
+                "strings": [f"pipescope-cli: note: {trace}: 7 strings (hosts, model, command, names) hold bytes "
+                            "that are not UTF-8, which JSON cannot: written with U+FFFD in their place"]}
+        kind = os.path.basename(trace)[3:-len(".pptrace")]
+        if notes != want.get(kind, []):
+            fail(f"export of {trace} does not say what it cannot hold, or says it of nothing: {err_lines(p)}")
+        p = run([cli, "import", js, "-o", back])
+        if p.returncode != 0:
+            fail(f"import of pipescope's own export of {trace}: exit {p.returncode}: {err_lines(p)}")
+        if run([cli, "export", back, "--format", "chrome", "-o", js2]).returncode != 0:
+            fail(f"export of the import of {trace} failed")
+        if open(js, "rb").read() != open(js2, "rb").read():
+            fail(f"the Chrome export of {trace} read back and exported again differs")
+        # (bytes that are not UTF-8 come back as U+FFFD, as said: info
+        # shows the one as \\xff, the other as the character)
+        if kind != "strings" and info_lines(cli, trace) != info_lines(cli, back):
+            fail(f"info of the import of {trace} is not the original's")
+        csv = []
+        for t in (trace, back):
+            if run([cli, "export", t, "--format", "csv", "-o", t + ".csv"]).returncode != 0:
+                fail(f"csv export of {t} failed")
+            csv.append(open(t + ".csv", "rb").read())
+        if csv[0] != csv[1] or len(csv[0].splitlines()) < 9:
+            fail(f"the spans of the import of {trace} are not the original's")
+    doc = json.load(open(traces[1] + ".json"))
+    newer = [e for e in doc["traceEvents"] if e.get("args", {}).get("kind") == 29]
+    if len(newer) != 2 or [c[2] for c in doc["pipescope"]["counters"]].count(14) != 2:
+        fail("the export does not write the newer span and counter kinds by number")
+    # a broken event: named by its index and name, its name escaped
+    doc = json.load(open(traces[0] + ".json"))
+    at = next(i for i, e in enumerate(doc["traceEvents"])
+              if e.get("ph") == "X" and "rank" in e.get("args", {}) and e.get("cat") != "plan")
+    doc["traceEvents"][at]["args"]["stage"] = "two"
+    doc["traceEvents"][at]["name"] = "F0\x1b[2J\nx"
+    bad = os.path.join(tmp, "rt-bad.json")
+    json.dump(doc, open(bad, "w"))
+    p = run([cli, "import", bad, "-o", os.path.join(tmp, "rt-bad.pptrace")])
+    lines = err_lines(p)
+    if p.returncode == 0 or len(lines) != 1 or f"traceEvents[{at}] ('F0" not in lines[0] or bad not in lines[0] \
+            or "\x1b" in lines[0]:
+        fail(f"import of a broken span event: exit {p.returncode}, stderr {lines}")
+    doc = json.load(open(traces[0] + ".json"))
+    doc["pipescope"]["counters"][1][3] = "soon"
+    json.dump(doc, open(bad, "w"))
+    p = run([cli, "import", bad, "-o", os.path.join(tmp, "rt-bad.pptrace")])
+    lines = err_lines(p)
+    if p.returncode == 0 or len(lines) != 1 or "counters[1]" not in lines[0]:
+        fail(f"import of a broken counter: exit {p.returncode}, stderr {lines}")
+    ok("Chrome round trip: counters at INT64_MAX and INT64_MIN (said at export), span and counter kinds newer "
+       "than the reader (by number), hostile strings, sparse replicas and a job of replicas export, import and "
+       "export again to the same JSON, info and CSV; import names a broken event by index and escaped name")
+
+
 def main():
     cli, synth_mesh, synth = sys.argv[1:4]
     san = sys.argv[4] if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else None
     tmp = tempfile.mkdtemp(prefix="pp-hostile-mesh-")
-    print("1..5")
+    print("1..6")
     try:
         check_merge_names_input(cli, synth_mesh, synth, tmp)
         check_strings(cli, synth, tmp)
         check_same_place(cli, synth, tmp)
         check_mesh_sizes(cli, synth, tmp, san)
         check_sparse(cli, synth, tmp, san)
+        check_round_trip(cli, synth_mesh, synth, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
