@@ -28,6 +28,11 @@ pp-synth-hostile-mesh (exit codes, one-line messages, the bytes written):
       and info and the CSV of the import are the original's; what the
       format cannot hold is said at export; import's refusal of a broken
       event names it (its index and name, escaped).
+   2. 11,000 one-process replicas of InterleavedZeroBubble at M 8192, V 4
+      (test-many-replicas counts the work; here the output): info reads
+      them all and says no whole step, export --format why and suggest
+      say so in one line naming the file (suggest named its in-memory
+      copy, /proc/self/fd/N), render draws the fold, one replica and all.
 """
 
 import json
@@ -308,11 +313,45 @@ def check_round_trip(cli, synth_mesh, synth, tmp):
        "export again to the same JSON, info and CSV; import names a broken event by index and escaped name")
 
 
+def check_many(cli, synth, tmp, san):
+    trace = os.path.join(tmp, "many.pptrace")
+    if run([synth, "many", trace]).returncode != 0:
+        fail("pp-synth-hostile-mesh many failed")
+    p = run([cli, "info", trace])
+    out = p.stdout.decode()
+    if p.returncode != 0 or "processes: 11000 (pp 2 × dp 11000 × tp 1)" not in out \
+            or "11000 replicas a pipeline rank" not in out or "replicas held" in out \
+            or "idle by cause: n/a (no whole step to analyse: no step has a block for every action of the " \
+               "InterleavedZeroBubble plan)" not in out:
+        fail(f"info of 11,000 replicas: exit {p.returncode}\n{out[-3000:]}")
+    for args, words in ((["export", trace, "--format", "why", "-o", os.path.join(tmp, "many.json")],
+                         "no whole step to analyse"),
+                        (["suggest", trace], "rank 1 has no measured F spans")):
+        p = run([cli] + args)
+        lines = err_lines(p)
+        if p.returncode != 1 or len(lines) != 1 or not lines[0].startswith(f"pipescope-cli: error: {trace}: ") \
+                or words not in lines[0]:
+            fail(f"{args[0]} of 11,000 replicas without a whole step: exit {p.returncode}, stderr {lines}")
+    for rep, note in (("fold", "11000 replicas folded"), ("10999", "replica dp 10999 of 11000 shown"),
+                      ("all", "11000 replicas unfolded")):
+        p = run([cli, "render", trace, "-o", os.path.join(tmp, "many.png"), "--replicas", rep])
+        if p.returncode != 0 or note not in p.stderr.decode():
+            fail(f"render --replicas {rep} of 11,000 replicas: exit {p.returncode}, {err_lines(p)}")
+    if san is not None:
+        env = dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=99")
+        for args in (["info", trace], ["render", trace, "-o", os.path.join(tmp, "s.png"), "--replicas", "all"]):
+            p = run([san] + args, env=env)
+            if p.returncode != 0 or b"runtime error" in p.stderr:
+                fail(f"{args[0]} of 11,000 replicas under UBSan: exit {p.returncode}: {p.stderr[-2000:]!r}")
+    ok("11,000 one-process replicas (InterleavedZeroBubble, M 8192, V 4): info reads them and says no whole step, "
+       "export why and suggest refuse in one line naming the file, render draws fold, one replica and all")
+
+
 def main():
     cli, synth_mesh, synth = sys.argv[1:4]
     san = sys.argv[4] if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else None
     tmp = tempfile.mkdtemp(prefix="pp-hostile-mesh-")
-    print("1..6")
+    print("1..7")
     try:
         check_merge_names_input(cli, synth_mesh, synth, tmp)
         check_strings(cli, synth, tmp)
@@ -320,6 +359,7 @@ def main():
         check_mesh_sizes(cli, synth, tmp, san)
         check_sparse(cli, synth, tmp, san)
         check_round_trip(cli, synth_mesh, synth, tmp)
+        check_many(cli, synth, tmp, san)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

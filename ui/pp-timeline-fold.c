@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp-analysis.h"
 #include "pp-timeline-model-private.h"
 
 int
@@ -420,9 +421,18 @@ view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS]
       }
 }
 
+static size_t n_views_built;
+
+size_t
+pp_timeline_views_built (void)
+{
+  return __atomic_load_n (&n_views_built, __ATOMIC_RELAXED);
+}
+
 PpTimelineModel *
 pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
 {
+  __atomic_fetch_add (&n_views_built, 1, __ATOMIC_RELAXED);
   PpTimelineModel *v = pp_timeline_model_new_like (src);
   int n_places = pp_timeline_model_n_places (src), n_ranks = pp_timeline_model_n_ranks (src);
   const char *word = pp_timeline_model_rank_word (src);
@@ -579,37 +589,78 @@ cmp_double (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* A place of a job of replicas by (dp, rank, its index): a replica's
+ * processes together, each rank's lowest place of the replica first. */
+typedef struct {
+  int32_t dp, rank;
+  int     i;
+} ByDp;
+
+static int
+cmp_by_dp (const void *a, const void *b)
+{
+  const ByDp *x = a, *y = b;
+  if (x->dp != y->dp)
+    return x->dp < y->dp ? -1 : 1;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
 int
 pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimelineSpread *out)
 {
-  /* the replicas the trace holds, by their dp (dp 4 and 5 of 8 in one
-   * node's trace) */
-  int32_t *dps = NULL;
-  int D = pp_timeline_model_replica_dps (src, &dps), n_rep = 0;
-  if (D < 0)
-    D = 0;
-  double *val = calloc ((size_t) (D > 0 ? D : 1) * (size_t) (n_ranks > 0 ? n_ranks : 1), sizeof *val);
-  double *b = calloc ((size_t) (n_ranks > 0 ? n_ranks : 1) + 1, sizeof *b);
-  double *tmp = calloc ((size_t) (D > 0 ? D : 1), sizeof *tmp);
-  int32_t *dp_of = calloc ((size_t) (D > 0 ? D : 1), sizeof *dp_of);
-  if (val == NULL || b == NULL || tmp == NULL || dp_of == NULL || n_ranks <= 0 || D == 0)
+  /* each replica's rows as its view (pp_timeline_view_new, replica dp)
+   * has them: each rank's lowest place of the replica, a rank no process
+   * placed as the model holds it; analysed by the one analysis without
+   * building the view (a view a replica copies the whole source: 11,000
+   * replicas took minutes).  The replicas are the dp values held. */
+  int np = pp_timeline_model_n_places (src), src_ranks = pp_timeline_model_n_ranks (src);
+  int n_rep = 0, D = 0;
+  ByDp *by = malloc ((size_t) (np > 0 ? np : 1) * sizeof *by);
+  double *val = NULL, *tmp = NULL;
+  int32_t *dp_of = NULL;
+  const PpSpan **rows = calloc ((size_t) (src_ranks > 0 ? src_ranks : 1), sizeof *rows);
+  size_t *nrow = calloc ((size_t) (src_ranks > 0 ? src_ranks : 1), sizeof *nrow);
+  unsigned char *placed = calloc ((size_t) (src_ranks > 0 ? src_ranks : 1), 1);
+  if (by == NULL || rows == NULL || nrow == NULL || placed == NULL || n_ranks <= 0 || np == 0
+      || src_ranks < n_ranks)
     goto done;
-  for (int k = 0; k < D; k++)
+  for (int i = 0; i < np; i++)
     {
-      int dp = dps[k];
-      PpTimelineReplicas how = { .replica = dp };
-      PpTimelineModel *v = pp_timeline_view_new (src, &how);
-      if (v == NULL)
-        continue;
-      int nr = pp_timeline_model_n_ranks (v);
-      double *bb = nr >= n_ranks ? b : NULL;
-      if (bb != NULL && pp_timeline_model_step_bubbles (v, bb) > 0)
+      const PpTraceProcess *p = pp_timeline_model_place (src, i);
+      by[i] = (ByDp) { p->coord[PP_TRACE_MESH_DP], p->rank, i };
+      if (p->rank >= 0 && p->rank < src_ranks)
+        placed[p->rank] = 1;
+    }
+  qsort (by, (size_t) np, sizeof *by, cmp_by_dp);
+  for (int i = 0; i < np; i++)
+    D += i == 0 || by[i].dp != by[i - 1].dp;
+  val = calloc ((size_t) D * (size_t) n_ranks, sizeof *val);
+  tmp = calloc ((size_t) D, sizeof *tmp);
+  dp_of = calloc ((size_t) D, sizeof *dp_of);
+  if (val == NULL || tmp == NULL || dp_of == NULL)
+    goto done;
+  for (int a = 0, b; a < np; a = b)
+    {
+      for (b = a; b < np && by[b].dp == by[a].dp; b++)
+        ;
+      for (int r = 0; r < src_ranks; r++)
+        {
+          rows[r] = placed[r] ? NULL : pp_timeline_model_spans (src, r);
+          nrow[r] = placed[r] ? 0 : pp_timeline_model_n_spans (src, r);
+        }
+      for (int j = a; j < b; j++)
+        if (by[j].rank >= 0 && by[j].rank < src_ranks && (j == a || by[j].rank != by[j - 1].rank))
+          rows[by[j].rank] = pp_timeline_model_place_spans (src, by[j].i, &nrow[by[j].rank]);
+      PpAnalysisSteps st;
+      if (pp_analysis_steps (rows, nrow, src_ranks, src_ranks, 0, &st, NULL) == PP_OK && st.n_steps > 0)
         {
           for (int r = 0; r < n_ranks; r++)
-            val[(size_t) n_rep * (size_t) n_ranks + (size_t) r] = bb[r];
-          dp_of[n_rep++] = dp;
+            val[(size_t) n_rep * (size_t) n_ranks + (size_t) r] = st.bubble[r];
+          dp_of[n_rep++] = by[a].dp;
         }
-      pp_timeline_model_free (v);
+      pp_analysis_steps_clear (&st);
     }
   for (int r = 0; r < n_ranks && n_rep > 0; r++)
     {
@@ -633,9 +684,11 @@ pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimeline
       s->median = n_rep % 2 ? tmp[n_rep / 2] : 0.5 * (tmp[n_rep / 2 - 1] + tmp[n_rep / 2]);
     }
 done:
-  free (dps);
+  free (by);
+  free (rows);
+  free (nrow);
+  free (placed);
   free (val);
-  free (b);
   free (tmp);
   free (dp_of);
   return n_rep;

@@ -60,6 +60,10 @@ PpStatus         pp_timeline_replicas_parse (const char *text, PpTimelineReplica
  * nothing), NULL out of memory.  Its replica_note says what it shows
  * ("2 replicas folded (median, mark to the latest end)"). */
 PpTimelineModel *pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how);
+/* How many views pp_timeline_view_new built in this process (a view
+ * copies its source: the statistics over replicas build none; tests count
+ * it). */
+size_t           pp_timeline_views_built (void);
 
 /* Whether blocks of this kind say a row is out of step (work blocks, not
  * device kernels or hand-offs: a late send follows its block). */

@@ -117,6 +117,26 @@ cmp_copy_length (const void *x, const void *y)
  * by step length, the lower of two middles), into out; its replica's
  * place (dp ...) into *which.  0 when m has no replicas or no copy has a
  * whole step (out cleared), else its counted steps. */
+/* A place by its copy's key, then rank, then place order: a copy's
+ * processes together (one pass over them all, not one a copy). */
+typedef struct {
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  int32_t rank;
+  int     i;
+} KeyedPlace;
+
+static int
+cmp_keyed_place (const void *x, const void *y)
+{
+  const KeyedPlace *a = x, *b = y;
+  int c = cmp_place_key (a->key, b->key);
+  if (c != 0)
+    return c;
+  if (a->rank != b->rank)
+    return a->rank < b->rank ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
 static int
 median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which[PP_TRACE_MESH_DIMS - 1])
 {
@@ -128,29 +148,33 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which
   int *order = malloc ((size_t) np * sizeof *order);
   const PpSpan **rows = calloc ((size_t) m->n_ranks, sizeof *rows);
   size_t *n = calloc ((size_t) m->n_ranks, sizeof *n);
-  if (c == NULL || order == NULL || rows == NULL || n == NULL)
+  KeyedPlace *kp = malloc ((size_t) np * sizeof *kp);
+  int k = 0;
+  if (c == NULL || order == NULL || rows == NULL || n == NULL || kp == NULL)
     goto out;
-  /* the copies' keys, sorted and distinct */
+  /* the copies' keys, sorted and distinct, each with its places */
   for (int i = 0; i < np; i++)
-    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
-  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      memcpy (kp[i].key, &p->coord[PP_TRACE_MESH_DP], sizeof kp[i].key);
+      kp[i].rank = p->rank;
+      kp[i].i = i;
+    }
+  qsort (kp, (size_t) np, sizeof *kp, cmp_keyed_place);
   for (int i = 0; i < np; i++)
-    if (n_copies == 0 || cmp_place_key (c[i].key, c[n_copies - 1].key) != 0)
-      c[n_copies++] = c[i];
+    if (i == 0 || cmp_place_key (kp[i].key, kp[i - 1].key) != 0)
+      memcpy (c[n_copies++].key, kp[i].key, sizeof c[0].key);
   if (n_copies < 2)
     goto out;
-  int k = 0;
-  for (int j = 0; j < n_copies; j++)
+  for (int j = 0, a = 0, b; j < n_copies; j++, a = b)
     {
+      for (b = a; b < np && cmp_place_key (kp[b].key, kp[a].key) == 0; b++)
+        ;
       memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
       memset (n, 0, (size_t) m->n_ranks * sizeof *n);
-      for (int i = 0; i < np; i++)
-        {
-          const PpTraceProcess *p = pp_timeline_model_place (m, i);
-          if (p->rank >= 0 && p->rank < m->n_ranks
-              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
-            rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
-        }
+      for (int x = a; x < b; x++)
+        if (kp[x].rank >= 0 && kp[x].rank < m->n_ranks)
+          rows[kp[x].rank] = pp_timeline_model_place_spans (m, kp[x].i, &n[kp[x].rank]);
       c[j].replica = j;
       if (pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) == PP_OK && c[j].a.n_steps > 0)
         order[k++] = j;
@@ -168,6 +192,7 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which
 out:
   for (int j = 0; c != NULL && j < n_copies; j++)
     pp_analysis_steps_clear (&c[j].a);
+  free (kp);
   free (c);
   free (order);
   free (rows);

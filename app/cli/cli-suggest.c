@@ -41,7 +41,8 @@ suggest_usage (FILE *out)
 /* The description of the trace, if any, and the one analysis of its
  * steps (the measured row's numbers); 0, or 1 with one line printed. */
 static int
-read_description (const char *path, PpTraceDescription *desc, bool *has, int n_ranks, PpAnalysisSteps *an)
+read_description (const char *path, const char *shown, PpTraceDescription *desc, bool *has, int n_ranks,
+                  PpAnalysisSteps *an)
 {
   PpSpan *spans = NULL;
   size_t n_spans = 0, cap = 0;
@@ -52,14 +53,14 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
   *has = false;
   if (r == NULL)
     {
-      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : strerror (errno));
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", shown, err.msg[0] ? err.msg : strerror (errno));
       return 1;
     }
   for (;;)
     {
       if (pp_trace_reader_next (r, &item, &err) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", shown, err.msg);
           pp_trace_reader_free (r);
           return 1;
         }
@@ -96,10 +97,25 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
   free (spans);
   if (st != PP_OK)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", shown, err.msg);
       return 1;
     }
   return 0;
+}
+
+/* err's line naming the trace the user gave: a job of replicas is read
+ * from an in-memory copy of one (/proc/self/fd/N), whose name means
+ * nothing to them. */
+static void
+say_error (const char *path, const char *copy, const char *msg)
+{
+  size_t lc = strlen (copy), lp = strlen (path);
+  if (lc > 0 && strncmp (msg, copy, lc) == 0)
+    fprintf (stderr, "pipescope-cli: error: %s%s\n", path, msg + lc);
+  else if (strncmp (msg, path, lp) == 0)
+    fprintf (stderr, "pipescope-cli: error: %s\n", msg);
+  else
+    fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, msg);
 }
 
 int
@@ -164,11 +180,11 @@ pp_cli_suggest (int argc, char **argv)
     {
       if (copy_fd >= 0)
         close (copy_fd);
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      say_error (path, copy, err.msg);
       return 1;
     }
   /* the copy lives as long as its descriptor: read it whole before closing */
-  int rc_desc = read_description (copy[0] ? copy : path, &desc, &has_desc, costs.ranks, &an);
+  int rc_desc = read_description (copy[0] ? copy : path, path, &desc, &has_desc, costs.ranks, &an);
   if (copy_fd >= 0)
     close (copy_fd);
   if (rc_desc != 0)

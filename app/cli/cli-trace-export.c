@@ -245,10 +245,10 @@ export_command (int argc, char **argv, PpCliSelection *keep)
     {
       PpError e = { 0 };
       if (!t.has_desc)
-        snprintf (e.msg, sizeof e.msg, "%s has no description: its schedule is unknown", path);
+        snprintf (e.msg, sizeof e.msg, "it has no description: its schedule is unknown");
       if (!t.has_desc || analyse_why (&t, &why, &why_ch, &why_s, &e) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s\n", e.msg);
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, e.msg);
           goto done;
         }
     }
