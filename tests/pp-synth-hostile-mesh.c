@@ -19,6 +19,9 @@
  *               one node of a multi-node job holds) (finding 7)
  *   counter-max P 1, one process, and a counter (loss, rank 0) at
  *               INT64_MAX ns and one at INT64_MIN (finding 8)
+ *   names       P 1, one process: the schedule's name and each span's
+ *               recorded name hold the bytes of strings (finding 9, the
+ *               names info and the analysis's messages print)
  *   many [N]    InterleavedZeroBubble P 2, M 8192, V 4 (a plan of
  *               65,536 actions a rank to build), N (11,000) replicas of
  *               one process each: process d at pp 0 dp d of N, one step of
@@ -154,7 +157,8 @@ main (int argc, char **argv)
   int wide = strcmp (kind, "wide") == 0, huge = strcmp (kind, "huge") == 0;
   int sparse = strcmp (kind, "sparse") == 0, cmax = strcmp (kind, "counter-max") == 0;
   int newer = strcmp (kind, "new-kind") == 0, many = strcmp (kind, "many") == 0;
-  if (!strings && !same && !wide && !huge && !sparse && !cmax && !newer && !many)
+  int names = strcmp (kind, "names") == 0;
+  if (!strings && !same && !wide && !huge && !sparse && !cmax && !newer && !many && !names)
     {
       fprintf (stderr, "pp-synth-hostile-mesh: unknown kind '%s'\n", kind);
       return 2;
@@ -162,7 +166,7 @@ main (int argc, char **argv)
   int P = strings || sparse || many ? 2 : 1;
   PpTraceDescription desc = { .n_ranks = P, .n_microbatches = many ? 8192 : 2, .n_virtual = many ? 4 : 1,
                               .start_unix_ns = 1700000000000000000LL, .start_monotonic_ns = 1000000000 };
-  snprintf (desc.schedule, sizeof desc.schedule, many ? "InterleavedZeroBubble" : "GPipe");
+  snprintf (desc.schedule, sizeof desc.schedule, "%s", many ? "InterleavedZeroBubble" : names ? "GPipe" HOSTILE : "GPipe");
   snprintf (desc.backend, sizeof desc.backend, "cpu");
   snprintf (desc.host, sizeof desc.host, "%s", strings ? "host" HOSTILE : "synth");
   snprintf (desc.model, sizeof desc.model, "%s", strings ? "model" HOSTILE : "issue 40");
@@ -223,6 +227,15 @@ main (int argc, char **argv)
       PpCounter c[2] = { { .time_ns = INT64_MAX, .value = 1.5, .rank = 0, .step = 1, .kind = PP_COUNTER_LOSS },
                          { .time_ns = INT64_MIN, .value = 2.5, .rank = 0, .step = 0, .kind = PP_COUNTER_LOSS } };
       if (pp_trace_write_counter (w, &c[0], &err) != PP_OK || pp_trace_write_counter (w, &c[1], &err) != PP_OK)
+        return die (path, &err);
+    }
+  if (names)
+    {
+      PpSpan sp = { .start_ns = 1000000000 + 2000000, .end_ns = 1000000000 + 2500000, .rank = 0, .stage = 0,
+                    .microbatch = 0, .step = 0, .kind = PP_SPAN_KERNEL, .device = 0, .peer_rank = -1,
+                    .name_id = 1 };
+      if (pp_trace_write_string (w, 1, "kernel" HOSTILE, &err) != PP_OK
+          || pp_trace_writer_set_process (w, 0, &err) != PP_OK || pp_trace_write_spans (w, &sp, 1, &err) != PP_OK)
         return die (path, &err);
     }
   for (int s = 0; newer && s < 2; s++)

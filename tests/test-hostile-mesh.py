@@ -7,7 +7,9 @@ pp-synth-hostile-mesh (exit codes, one-line messages, the bytes written):
    9. strings from a trace (hosts, model, command holding bytes that are
       not UTF-8, ESC sequences, newlines, quotes, '<', '&') escaped in
       every output: info's terminal text, the Chrome JSON (strict UTF-8,
-      parsed back), the SVG (parsed as XML, its text as drawn);
+      parsed back), the SVG (parsed as XML, its text as drawn); a
+      schedule's name so too where info, suggest and export why quote it
+      in a message;
   11. two processes at one place: info, render and export refuse it with
       one line naming the file and both processes, as merge does;
    6. mesh sizes of 65,535 in dp, tp, cp and ep (one place saying all
@@ -126,6 +128,23 @@ def check_strings(cli, synth, tmp):
         fail(f"render of the strings trace to PNG: exit {p.returncode}: {p.stderr!r}")
     ok("strings from a trace escaped: info (no control byte, no line of its own), Chrome JSON "
        "(strict UTF-8, parsed back), SVG (well-formed, text as drawn), PNG drawn")
+
+
+def check_names(cli, synth, tmp):
+    trace = os.path.join(tmp, "names.pptrace")
+    if run([synth, "names", trace]).returncode != 0:
+        fail("pp-synth-hostile-mesh names failed")
+    escaped = "GPipe\\x1b[2J\\x1b]0;owned\\x07\\xff\\xfe\\xc3( \"q\" <b>&amp;\\n\\rline2\\t\\xe2\\x82"
+    for args in (["info", trace], ["suggest", trace],
+                 ["export", trace, "--format", "why", "-o", os.path.join(tmp, "names.json")]):
+        p = run([cli] + args)
+        both = p.stdout + p.stderr
+        for b in HOSTILE_BYTES + [b"\n\rline2"]:
+            if b in both:
+                fail(f"{args[0]} printed the raw bytes {b!r} of the trace's schedule name: {both[-600:]!r}")
+        if escaped not in both.decode("utf-8"):
+            fail(f"{args[0]} does not quote the schedule's name escaped: {both[-600:]!r}")
+    ok("a schedule's name from the trace escaped where info, suggest and export why quote it")
 
 
 def refusals(cli, trace, tmp, with_suggest=False):
@@ -351,10 +370,11 @@ def main():
     cli, synth_mesh, synth = sys.argv[1:4]
     san = sys.argv[4] if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else None
     tmp = tempfile.mkdtemp(prefix="pp-hostile-mesh-")
-    print("1..7")
+    print("1..8")
     try:
         check_merge_names_input(cli, synth_mesh, synth, tmp)
         check_strings(cli, synth, tmp)
+        check_names(cli, synth, tmp)
         check_same_place(cli, synth, tmp)
         check_mesh_sizes(cli, synth, tmp, san)
         check_sparse(cli, synth, tmp, san)

@@ -248,7 +248,8 @@ export_command (int argc, char **argv, PpCliSelection *keep)
         snprintf (e.msg, sizeof e.msg, "it has no description: its schedule is unknown");
       if (!t.has_desc || analyse_why (&t, &why, &why_ch, &why_s, &e) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, e.msg);
+          char msg[1024];   /* it may quote the trace's schedule name */
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, pp_cli_text (e.msg, msg, sizeof msg));
           goto done;
         }
     }

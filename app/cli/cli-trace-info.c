@@ -628,7 +628,10 @@ pp_cli_info (int argc, char **argv)
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
     else
-      printf ("idle by cause: n/a (%s)\n", t.has_desc ? e.msg : "no description");
+      {
+        char msg[1024];   /* the analysis's message may quote the trace's schedule name */
+        printf ("idle by cause: n/a (%s)\n", t.has_desc ? pp_cli_text (e.msg, msg, sizeof msg) : "no description");
+      }
     pp_why_report_free (why);
   }
   printf ("dropped events: %" PRIu64 "\n", t.dropped);
