@@ -116,8 +116,9 @@ write_many (PpTraceWriter *w, int n, PpError *err)
 {
   for (int d = 0; d < n; d++)
     {
-      PpTraceProcess p = { .process = d, .rank = 0, .coord = { 0, d, 0, 0, 0 }, .size = { 2, n, 1, 1, 1 },
-                           .pid = 1000 + d };
+      /* pp 2 x dp N where the format holds it (65,535 processes at most) */
+      PpTraceProcess p = { .process = d, .rank = 0, .coord = { 0, d, 0, 0, 0 },
+                           .size = { 2 * n <= 65535 ? 2 : 1, n, 1, 1, 1 }, .pid = 1000 + d };
       snprintf (p.host, sizeof p.host, "node%d", d / 8);
       int64_t t0 = 1000000000 + (int64_t) d * 10000;
       PpSpan sp[2] = { { .start_ns = t0, .end_ns = t0 + 1000000, .rank = 0, .stage = 0, .microbatch = 0,
