@@ -9,11 +9,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="${PIPESCOPE_BUILD_DIR:-$here/build}"
 
-# Debian 12 packages the build and the tests need.
+# Debian 12 packages the build and the tests need (ccache: meson and
+# tests/fuzz/run-fuzz.sh compile through it where it is, so a second run
+# rebuilds only what changed).
 packages=(gcc pkg-config meson ninja-build python3 python3-venv python3-dev libglib2.0-dev libopenblas-dev zlib1g-dev
           libopenmpi-dev openmpi-bin
           libcairo2-dev libgtk-4-dev libadwaita-1-dev
-          xvfb xauth dbus-x11 desktop-file-utils appstream clang)
+          xvfb xauth dbus-x11 desktop-file-utils appstream clang ccache)
 
 die() { echo "dev.sh: $*" >&2; exit 1; }
 
@@ -90,7 +92,8 @@ torch_version() {   # VENV_PYTHON
   "$1" -c "import torch; print(torch.__version__.split('+')[0])"
 }
 # DeepSpeed for the tests of DeepSpeed pipeline jobs (tests/pytorch/
-# deepspeed-*): 0.19.8 (the newest) into the PyTorch 2.15 environment,
+# deepspeed-*): 0.19.8 (the newest) into the PyTorch 2.15 environment and
+# 0.16.9 (an older line users still run) into the 2.11 one, each
 # behind a marker of its own, without its compiled ops (DS_BUILD_OPS=0; the
 # test job leaves out the one op deepspeed.comm would JIT-build on CPU).
 # It failing skips the DeepSpeed tests, not the others.
@@ -136,6 +139,7 @@ torch_venvs() {
   megatron_core "$PIPESCOPE_TORCH_PYTHON" '0.16.*'
   megatron_core "$PIPESCOPE_TORCH211_PYTHON" '0.13.*'
   deepspeed_pkg "$PIPESCOPE_TORCH_PYTHON" 0.19.8
+  deepspeed_pkg "$PIPESCOPE_TORCH211_PYTHON" 0.16.9
   torchtitan "$PIPESCOPE_TORCH_PYTHON" 0.3.0
 }
 

@@ -75,6 +75,34 @@ pp_analysis_median (double *v, size_t n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static const double *copy_len;   /* qsort has no user data */
+static const int32_t *copy_key;
+
+static int
+cmp_copy (const void *a, const void *b)
+{
+  int x = *(const int *) a, y = *(const int *) b;
+  if (copy_len[x] != copy_len[y])
+    return copy_len[x] < copy_len[y] ? -1 : 1;
+  return (copy_key[x] > copy_key[y]) - (copy_key[x] < copy_key[y]);
+}
+
+int
+pp_analysis_median_copy (const double *len, const int32_t *key, int n)
+{
+  int *order = n > 0 ? malloc ((size_t) n * sizeof *order) : NULL;
+  if (order == NULL)
+    return -1;
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  copy_len = len;
+  copy_key = key;
+  qsort (order, (size_t) n, sizeof *order, cmp_copy);
+  int med = order[(n - 1) / 2];
+  free (order);
+  return med;
+}
+
 char *
 pp_analysis_format_percent (char *buf, size_t size, double fraction, int decimals)
 {

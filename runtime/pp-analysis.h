@@ -80,6 +80,14 @@ size_t pp_analysis_pick_steps (const int32_t *steps, size_t n, int32_t lowest, s
 /* The median of v[n] (reordered); 0 for n == 0. */
 double pp_analysis_median (double *v, size_t n);
 
+/* THE MEDIAN COPY of a job of replicas (the copy of the pipeline whose
+ * steps, critical path and costs the analysis reports): of n copies, copy
+ * i's step length len[i] and its order key[i] (its replica), the index i
+ * of the median by length, ties by key, the lower of two middles; -1 for
+ * n <= 0 or out of memory.  Why (pp-why-replicas.c) and the timeline's
+ * model both pick by it. */
+int    pp_analysis_median_copy (const double *len, const int32_t *key, int n);
+
 /* "12.3%" of a fraction with `decimals` digits, never "-0.0%" (a rounding
  * of a tiny negative reads 0); "–" for a negative sentinel or NaN when
  * dash is set.  Returns buf. */

@@ -146,7 +146,7 @@ pp_nccl_match (const PpSpan *spans, size_t n, PpNcclNameFunc name, void *user,
               w.device = 0xffff;
               w.stream = r->stream;
               w.peer_rank = r->peer_rank;
-              res[n_res++] = (PpNcclMatchedWait) { w, iv[j].part };
+              res[n_res++] = (PpNcclMatchedWait) { w, iv[j].part, (size_t) (r - spans) };
             }
         }
       g = end;

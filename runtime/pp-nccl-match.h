@@ -26,6 +26,7 @@ typedef const char *(*PpNcclNameFunc) (void *user, uint32_t name_id);
 typedef struct {
   PpSpan wait;   /* kind WAIT: the receiving side's rank, step, peer and communicator */
   int    part;   /* PpNcclPart (pp-nccl-split.h): PEER_LATE or TRANSFER */
+  size_t recv;   /* the receive's index in spans (its process, for a merge) */
 } PpNcclMatchedWait;
 
 /* The waits of every receive matched in spans (n of them, any order),

@@ -11,6 +11,7 @@
  * any replica beside it; the steps, critical path and costs are those of
  * the replica whose step length is the median.  One replica reads exactly
  * as pp_why_analyse_run.  No GLib. */
+#include "pp-analysis.h"
 #include "pp-why.h"
 #include "pp-why-private.h"
 
@@ -34,15 +35,6 @@ cmp_idle (const void *a, const void *b)
   double ix = x->rep->idle[sort_rank].measured, iy = y->rep->idle[sort_rank].measured;
   if (ix != iy)
     return ix < iy ? -1 : 1;
-  return (x->replica > y->replica) - (x->replica < y->replica);
-}
-
-static int
-cmp_length (const void *a, const void *b)
-{
-  const Analysed *x = &sort_analysed[*(const int *) a], *y = &sort_analysed[*(const int *) b];
-  if (x->rep->length != y->rep->length)
-    return x->rep->length < y->rep->length ? -1 : 1;
   return (x->replica > y->replica) - (x->replica < y->replica);
 }
 
@@ -173,13 +165,25 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       goto out;
     }
 
-  /* the median replica by step length: its steps, path and costs, and
-   * what to change, analysed again with the change asked for */
-  for (int i = 0; i < k; i++)
-    order[i] = i;
-  sort_analysed = got;
-  qsort (order, (size_t) k, sizeof *order, cmp_length);
-  int med = order[(k - 1) / 2];
+  /* the median replica by step length (pp_analysis_median_copy): its
+   * steps, path and costs, and what to change, analysed again with the
+   * change asked for */
+  double *lens = malloc ((size_t) k * sizeof *lens);
+  int32_t *keys = malloc ((size_t) k * sizeof *keys);
+  int med = -1;
+  if (lens != NULL && keys != NULL)
+    {
+      for (int i = 0; i < k; i++)
+        lens[i] = got[i].rep->length, keys[i] = got[i].replica;
+      med = pp_analysis_median_copy (lens, keys, k);
+    }
+  free (lens);
+  free (keys);
+  if (med < 0)
+    {
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
   int mb = got[med].replica >= 0 ? got[med].replica : n_buckets - 1;
   PpWhyReport *rep = NULL;
   PpWhyReplicaWaits mwt = { wby + first[mb], oby + first[mb] };
@@ -216,6 +220,7 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
           order[m++] = i;
       if (m == 0)
         continue;
+      sort_analysed = got;
       sort_rank = r;
       qsort (order, (size_t) m, sizeof *order, cmp_idle);
       const Analysed *mid = &got[order[(m - 1) / 2]], *hi = &got[order[m - 1]];

@@ -8,26 +8,27 @@
 void
 pp_why_print_idle (FILE *f, const PpWhyIdle *idle, int ranks, double scale, const char *unit)
 {
-  /* the data-parallel column only for a job that has such communication */
+  /* the data-parallel column only for a job that has such communication:
+   * work of the step, after the idle and its parts (not one of them) */
   int dp = 0;
   for (int r = 0; r < ranks; r++)
     dp |= idle[r].dp_comm > 0;
-  fprintf (f, "rank  %10s  %10s  %10s  %10s  %10s  %s most\n", "idle", "schedule", "imbalance",
-           "transfers", "runtime", dp ? "   dp_comm  " : "");
+  fprintf (f, "rank  %10s  %10s  %10s  %10s  %10s  %s%s\n", "idle", "schedule", "imbalance", "transfers",
+           "runtime", dp ? "most       " : "most", dp ? "| work: dp_comm" : "");
   for (int r = 0; r < ranks; r++)
     {
       const PpWhyIdle *w = &idle[r];
       int most = 0;
-      char dpc[32] = "";
+      char dpc[40] = "";
       for (int k = 1; k < PP_WHY_N_PARTS; k++)
         if (pp_why_idle_part (w, k) > pp_why_idle_part (w, most))
           most = k;
       if (dp)
-        snprintf (dpc, sizeof dpc, "%7.2f %-2s  ", w->dp_comm * scale, unit);
-      fprintf (f, "%4d  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %s%s\n", r,
+        snprintf (dpc, sizeof dpc, "|  %7.2f %s", w->dp_comm * scale, unit);
+      fprintf (f, "%4d  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %7.2f %-2s  %-*s%s\n", r,
                w->measured * scale, unit, w->schedule * scale, unit, w->imbalance * scale, unit,
-               w->transfers * scale, unit, w->runtime * scale, unit, dpc,
-               w->measured > 0 ? pp_why_part_name (most) : "-");
+               w->transfers * scale, unit, w->runtime * scale, unit, dp ? 11 : 0,
+               w->measured > 0 ? pp_why_part_name (most) : "-", dpc);
     }
 }
 

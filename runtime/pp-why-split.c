@@ -7,8 +7,7 @@
 
 #include <stdlib.h>
 
-static const char *const part_names[PP_WHY_N_PARTS] = { "schedule", "imbalance", "transfers", "runtime",
-                                                         "dp_comm" };
+static const char *const part_names[PP_WHY_N_PARTS] = { "schedule", "imbalance", "transfers", "runtime" };
 
 const char *
 pp_why_part_name (int part)
@@ -25,7 +24,6 @@ pp_why_idle_part (const PpWhyIdle *idle, int part)
     case 1: return idle->imbalance;
     case 2: return idle->transfers;
     case 3: return idle->runtime;
-    case 4: return idle->dp_comm;
     default: return 0;
     }
 }
@@ -64,7 +62,6 @@ pp_why_split_dp (PpWhyIdle *w, double balanced, double per_stage, double full, d
     d = 0;
   w->measured = measured - d;
   pp_why_split_levels (balanced, per_stage, full, w);
-  w->measured = measured;
   w->dp_comm = d;
 }
 

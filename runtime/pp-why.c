@@ -509,7 +509,6 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
           for (int q = 0; q < n_of; q++)
             t += rwait[(size_t) r * (size_t) n_of + (size_t) q];
           rw_total[r] = t < dp[r] ? t : dp[r];
-          dp[r] -= rw_total[r];
         }
       ws->step = rg->step;
       ws->start_ns = lo;
@@ -521,11 +520,20 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
       if (ws->idle == NULL)
         goto oom;
       rep->n_steps++;
+      /* the wait and the transfer both leave the idle the plan's levels
+       * split (a wait in the plan's bubble is not its schedule idle: the
+       * levels would hold it, and replica_late, capped to runtime, lose
+       * it); then the wait is idle again, runtime's, a cause of its own
+       * (replica_late), and the transfer alone dp_comm, work */
       if ((st = split_with_dp (s, cm, idle, dp, ws->idle, err)) != PP_OK)
         goto out;
       for (int r = 0; r < P; r++)
         {
           PpWhyIdle *w = &ws->idle[r];
+          double rw = rw_total[r] < w->dp_comm ? rw_total[r] : w->dp_comm;
+          w->dp_comm -= rw;
+          w->runtime += rw;
+          w->measured += rw;
           w->replica_wait = rw_total[r];
           for (int q = 0; q < n_of; q++)
             if (rwait[(size_t) r * (size_t) n_of + (size_t) q] > 0

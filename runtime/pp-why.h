@@ -83,12 +83,12 @@ enum {
 };
 
 typedef struct {
-  double measured;   /* = schedule + imbalance + transfers + runtime + dp_comm */
+  double measured;   /* idle: = schedule + imbalance + transfers + runtime */
   double schedule;
   double imbalance;
   double transfers;
   double runtime;
-  double dp_comm;    /* data-parallel communication: not bubble, a part of its own */
+  double dp_comm;    /* data-parallel communication: work of the step, not idle (not in measured) */
   /* runtime split (pp-why-runtime.h): sums to runtime, none negative;
    * runtime_measured[k] 1 where the trace measures part k (its spans or
    * counters are there), else the part is 0 for want of data */
@@ -111,11 +111,12 @@ typedef struct {
   double        replica_wait;
 } PpWhyIdle;
 
-/* The part names in order, "schedule", "imbalance", "transfers", "runtime",
- * "dp_comm" (index 0..4 as laid out in PpWhyIdle after measured). */
-#define PP_WHY_N_PARTS 5
+/* The idle's part names in order, "schedule", "imbalance", "transfers",
+ * "runtime" (index 0..3 as laid out in PpWhyIdle after measured).
+ * dp_comm is not one: data-parallel communication is work of the step. */
+#define PP_WHY_N_PARTS 4
 const char *pp_why_part_name (int part);
-/* The part by index (0 schedule .. 3 runtime, 4 dp_comm). */
+/* The part by index (0 schedule .. 3 runtime). */
 double      pp_why_idle_part (const PpWhyIdle *idle, int part);
 
 /* The four parts of one rank's idle out->measured from the idle of its
@@ -125,10 +126,10 @@ double      pp_why_idle_part (const PpWhyIdle *idle, int part);
 void        pp_why_split_levels (double balanced, double per_stage, double full, PpWhyIdle *out);
 
 /* Takes dp, a rank's data-parallel communication time in the step, out of
- * w's split as a part of its own: dp_comm = min (dp, measured), and the
- * other four parts split measured - dp_comm (its bubble) from the same
- * plan levels (pp_why_split_levels); measured is unchanged.  The parts
- * still add up to measured, none negative. */
+ * w's idle: it is work of the step.  w->measured comes in as the time the
+ * rank ran no other work; dp_comm = min (dp, measured), measured leaves
+ * as that less dp_comm, and the four parts split it from the plan levels
+ * (pp_why_split_levels): they add up to measured, none negative. */
 void        pp_why_split_dp (PpWhyIdle *w, double balanced, double per_stage, double full, double dp);
 
 /* Splits each rank's idle time under the measured per-stage costs (costs:

@@ -429,6 +429,8 @@ test_collective (void)
  * steps), each side a communicator of its own in this process; their
  * kernels' GPU stamps come back on the host clock, and the receive's wait
  * splits offline by the two kernels matched on the sequence number. */
+static void merged_split (Fx *fx, int64_t a, int64_t b, int64_t c);
+
 static void
 test_kernel_channels_v4 (void)
 {
@@ -514,9 +516,95 @@ test_kernel_channels_v4 (void)
   g_assert_cmpuint (w[0].wait.stream, ==, COMM_TAG);
   g_assert_cmpint (w[0].wait.step, ==, 3);
   free (w);
+  merged_split (&fx, 5000 + lag, 8000 + lag, 9000 + lag);
   g_array_unref (send);
   g_array_unref (recv);
   fx_free (&fx);
+}
+
+/* `merge` of the two sides' files (each NCCL rank a process of its own, as
+ * within a node) writes the receive's split: the plugin's spans of fx,
+ * those of communicator rank 0 into one rank file and of rank 1 into
+ * another, merged by the CLI; the merged trace holds, on the receiving
+ * rank, peer_late [a, b) and transfer [b, c). */
+static void
+merged_split (Fx *fx, int64_t a, int64_t b, int64_t c)
+{
+  char *in[2], *out = g_build_filename (fx->dir, "merged.pptrace", NULL);
+  for (int side = 0; side < 2; side++)
+    {
+      PpError e = { 0 };
+      in[side] = g_strdup_printf ("%s/side%d.pptrace", fx->dir, side);
+      PpTraceWriter *w = pp_trace_writer_new_path (in[side], PP_TRACE_NATIVE, &e);
+      g_assert_nonnull (w);
+      PpTraceDescription d = { .schedule = "1F1B", .backend = "cuda", .n_ranks = 2, .n_microbatches = 1,
+                               .n_virtual = 1 };
+      g_assert_cmpint (pp_trace_write_description (w, &d, &e), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_rank (w, side, 100 + side, "node", &e), ==, PP_OK);
+      GHashTableIter it;
+      gpointer id, name;
+      g_hash_table_iter_init (&it, fx->names);
+      while (g_hash_table_iter_next (&it, &id, &name))
+        g_assert_cmpint (pp_trace_write_string (w, GPOINTER_TO_UINT (id), name, &e), ==, PP_OK);
+      for (guint i = 0; i < fx->spans->len; i++)
+        {
+          PpSpan sp = g_array_index (fx->spans, PpSpan, i);
+          if (sp.stage != side)
+            continue;
+          sp.rank = side;
+          g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &e), ==, PP_OK);
+        }
+      g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+    }
+  const char *argv[] = { g_getenv ("PIPESCOPE_CLI"), "merge", "-o", out, in[0], in[1], NULL };
+  char *so = NULL;
+  int st = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &so, NULL,
+                               &st, NULL));
+  g_assert_true (g_spawn_check_wait_status (st, NULL));
+  g_assert_nonnull (strstr (so, "NCCL receives within a node: 2 wait spans"));
+
+  PpError e = { 0 };
+  PpTraceReader *r = pp_trace_reader_new_path (out, &e);
+  g_assert_nonnull (r);
+  GHashTable *names = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  PpTraceItem item;
+  int late = 0, xfer = 0;
+  while (pp_trace_reader_next (r, &item, &e) == PP_OK && item.type != PP_TRACE_ITEM_END)
+    if (item.type == PP_TRACE_ITEM_STRING)
+      g_hash_table_insert (names, GUINT_TO_POINTER (item.string.id), g_strdup (item.string.name));
+    else if (item.type == PP_TRACE_ITEM_SPAN && item.span.kind == PP_SPAN_WAIT)
+      {
+        const char *n = g_hash_table_lookup (names, GUINT_TO_POINTER (item.span.name_id));
+        g_assert_nonnull (n);
+        g_assert_cmpint (item.span.rank, ==, 1);   /* the receiving side */
+        g_assert_cmpint (item.span.peer_rank, ==, 0);
+        if (strcmp (n, "nccl:peer_late") == 0)
+          {
+            late++;
+            g_assert_cmpint (item.span.start_ns, ==, a);
+            g_assert_cmpint (item.span.end_ns, ==, b);
+          }
+        else if (strcmp (n, "nccl:transfer") == 0)
+          {
+            xfer++;
+            g_assert_cmpint (item.span.start_ns, ==, b);
+            g_assert_cmpint (item.span.end_ns, ==, c);
+          }
+      }
+  g_assert_cmpstr (e.msg, ==, "");
+  g_assert_cmpint (late, ==, 1);
+  g_assert_cmpint (xfer, ==, 1);
+  pp_trace_reader_free (r);
+  g_hash_table_unref (names);
+  for (int side = 0; side < 2; side++)
+    {
+      g_unlink (in[side]);
+      g_free (in[side]);
+    }
+  g_unlink (out);
+  g_free (out);
+  g_free (so);
 }
 
 /* A communicator torn down mid-operation: finalize with an operation, its

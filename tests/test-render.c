@@ -867,6 +867,54 @@ test_render_loss_blocks (void)
   pp_timeline_model_free (m);
 }
 
+/* Issue 36: set-up before step 0 (the interleaved runtime's first-step
+ * set-up, a lazy all-gather long before the first block) is never bubble:
+ * drawn without --steps, the bubble's hatch starts at the first block, as
+ * the analysis's first step does (pp-analysis.h).  Rank 0 all-gathers at
+ * 0-8 ms; the blocks run 10-22 ms: rank 1 has nothing before 12 ms, and
+ * only 10-12 ms of that is its bubble. */
+static void
+test_render_setup_not_bubble (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  const struct { int rank, kind; int64_t t0, t1; } spans[] = {
+    { 0, PP_SPAN_UNSHARD, 0, 8 * MS }, { 0, PP_SPAN_F, 10 * MS, 12 * MS }, { 1, PP_SPAN_F, 12 * MS, 14 * MS },
+    { 1, PP_SPAN_B, 14 * MS, 18 * MS }, { 0, PP_SPAN_B, 18 * MS, 22 * MS },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (spans); i++)
+    {
+      it.span = (PpSpan) { .start_ns = spans[i].t0, .end_ns = spans[i].t1, .rank = spans[i].rank,
+                           .stage = spans[i].rank, .microbatch = 0, .kind = (uint16_t) spans[i].kind,
+                           .peer_rank = -1 };
+      pp_timeline_model_add (m, &it);
+    }
+  int64_t a, b;
+  g_assert_cmpint (pp_timeline_model_step_extent (m, &a, &b), ==, 1);
+  g_assert_cmpint (a - pp_timeline_model_start_ns (m), ==, 10 * MS);
+  g_assert_cmpint (b - pp_timeline_model_start_ns (m), ==, 22 * MS);
+  PpTimelineView v;
+  PpTimelineLayout l;
+  double bub[3];
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1200, 200);
+  cairo_t *cr = cairo_create (s);
+  pp_timeline_view_init (&v, m, 1200, 200);
+  pp_timeline_render (cr, m, &v);
+  cairo_surface_flush (s);
+  pp_timeline_layout (m, &v, &l);
+  pp_timeline_color (-1, 0, bub);
+  double y1 = l.rows_y + l.row_h + l.block_h * 0.5;
+  for (int64_t t = MS; t < 9 * MS; t += MS)   /* the set-up: no hatch */
+    g_assert_cmpfloat (patch_share (s, pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + t), y1, bub,
+                                    0.05), ==, 0);
+  /* rank 1 waits for rank 0's first forward: the bubble */
+  g_assert_cmpfloat (patch_share (s, pp_timeline_x_of (&v, &l, pp_timeline_model_start_ns (m) + 11 * MS), y1,
+                                  bub, 0.05), >=, 0.5);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pp_timeline_model_free (m);
+}
+
 /* Issue 36: a plan's step holds its data-parallel actions (profile's
  * closing line printed the simulation's makespan with them, 605 ms, info
  * the extent of the compute actions, 479 ms, both "the plan at measured
@@ -1716,6 +1764,7 @@ main (int argc, char **argv)
   g_test_add_func ("/render/legend", test_render_legend);
   g_test_add_func ("/render/legend-below-rows", test_render_legend_below_rows);
   g_test_add_func ("/render/loss-blocks", test_render_loss_blocks);
+  g_test_add_func ("/render/setup-not-bubble", test_render_setup_not_bubble);
   g_test_add_func ("/render/plan-step-with-dp", test_plan_step_with_dp);
   g_test_add_func ("/render/filter-parse", test_filter_parse);
   g_test_add ("/render/focus", Fixture, NULL, fixture_setup, test_render_focus, fixture_teardown);

@@ -8,6 +8,7 @@
  *           REDUCE_GRAD 40-60 (beside B0 and B1), B1 55-75, OPT 80-85
  *   rank 1: F0 10-22, B0 22-44, F1 44-56, B1 56-80, W1 80-90
  * Blocks: 6 on rank 0 (the wait and the kernel are none), 5 on rank 1. */
+#include <cairo.h>
 #include <glib.h>
 #include <string.h>
 
@@ -333,6 +334,35 @@ check_histogram (const PpTimelineModel *m, const PpTimelineFilter *f)
   pp_span_histogram_clear (&h);
 }
 
+/* A row's name beside the bars: a long one is cut, at a character, with
+ * "…", to the width asked; a short one is left alone. */
+static void
+test_fit_label (void)
+{
+  cairo_surface_t *surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 10, 10);
+  cairo_t *cr = cairo_create (surf);
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 11);
+  char out[96];
+  cairo_text_extents_t e;
+  pp_span_histogram_fit_label (cr, "pp 0", 80, out, sizeof out);
+  g_assert_cmpstr (out, ==, "pp 0");
+  const char *lng = "pp 1 · dp 3 · tp 0 · ñode-ümlaut-host-with-a-long-name (pid 123456)";
+  cairo_text_extents (cr, lng, &e);
+  g_assert_cmpfloat (e.x_advance, >, 80);
+  pp_span_histogram_fit_label (cr, lng, 80, out, sizeof out);
+  cairo_text_extents (cr, out, &e);
+  g_assert_cmpfloat (e.x_advance, <=, 80);
+  g_assert_true (g_str_has_suffix (out, "…"));
+  g_assert_true (g_utf8_validate (out, -1, NULL));
+  g_assert_true (strncmp (out, "pp 1", 4) == 0);
+  /* nothing fits: "…" alone */
+  pp_span_histogram_fit_label (cr, lng, 1, out, sizeof out);
+  g_assert_cmpstr (out, ==, "…");
+  cairo_destroy (cr);
+  cairo_surface_destroy (surf);
+}
+
 static void
 test_histogram (void)
 {
@@ -383,5 +413,6 @@ main (int argc, char **argv)
   g_test_add_func ("/span-rows/sort-wide", test_rows_sort_wide);
   g_test_add_func ("/span-rows/find-count", test_rows_find);
   g_test_add_func ("/span-histogram/sums", test_histogram);
+  g_test_add_func ("/span-histogram/fit-label", test_fit_label);
   return g_test_run ();
 }

@@ -143,7 +143,7 @@ pp_span_histogram_compute (PpSpanHistogram *out, const PpTimelineModel *m, const
 
 #define HEAD_H    22.0
 #define AXIS_H    29.0
-#define LABEL_W   84.0
+#define LABEL_MIN 60.0   /* the rows' names' column: at least, at most a third of the width */
 #define GAP       10.0
 #define MIN_ROW_H 18.0
 #define MAX_ROW_H 44.0
@@ -174,12 +174,46 @@ kind_title (int kind)
 }
 
 static void
+row_name (const PpTimelineModel *m, int r, char *name, size_t size)
+{
+  if (m != NULL && r < pp_timeline_model_n_ranks (m))
+    pp_timeline_model_rank_label (m, r, name, size);
+  else
+    snprintf (name, size, "row %d", r);
+}
+
+static void
 text_at (cairo_t *cr, double x, double y, const char *s, double align)
 {
   cairo_text_extents_t e;
   cairo_text_extents (cr, s, &e);
   cairo_move_to (cr, x - align * e.x_advance, y);
   cairo_show_text (cr, s);
+}
+
+void
+pp_span_histogram_fit_label (cairo_t *cr, const char *name, double max_w, char *out, size_t size)
+{
+  snprintf (out, size, "%s", name);
+  cairo_text_extents_t e;
+  cairo_text_extents (cr, out, &e);
+  if (e.x_advance <= max_w)
+    return;
+  /* cut at a character's start (UTF-8), one at a time, until it and "…" fit */
+  size_t len = strlen (out);
+  while (len > 0)
+    {
+      do
+        len--;
+      while (len > 0 && ((unsigned char) out[len] & 0xC0) == 0x80);
+      if (len + 4 > size)
+        continue;
+      memcpy (out + len, "…", 4);   /* 3 bytes and the NUL */
+      cairo_text_extents (cr, out, &e);
+      if (e.x_advance <= max_w)
+        return;
+    }
+  snprintf (out, size, "…");
 }
 
 void
@@ -199,25 +233,34 @@ pp_span_histogram_draw (cairo_t *cr, const PpSpanHistogram *h, const PpTimelineM
     }
   double row_h = (height - HEAD_H - AXIS_H - 4) / h->n_rows;
   row_h = row_h < MIN_ROW_H ? MIN_ROW_H : row_h > MAX_ROW_H ? MAX_ROW_H : row_h;
-  double col_w = (width - LABEL_W - GAP * h->n_kinds) / h->n_kinds;
-  if (col_w < 40)
-    col_w = 40;
-
-  /* the rows' names */
+  /* the rows' names: their column as wide as the widest (a mesh's
+   * "pp 1 dp 3 tp 0" and its host), at most a third of the width, a longer
+   * name cut with "…", never over the bars */
+  double label_w = LABEL_MIN;
   for (int r = 0; r < h->n_rows; r++)
     {
       char name[96];
-      if (m != NULL && r < pp_timeline_model_n_ranks (m))
-        pp_timeline_model_rank_label (m, r, name, sizeof name);
-      else
-        snprintf (name, sizeof name, "row %d", r);
-      cairo_set_source_rgb (cr, fg, fg, fg);
-      text_at (cr, 4, HEAD_H + r * row_h + row_h / 2 + 4, name, 0);
+      row_name (m, r, name, sizeof name);
+      cairo_text_extents_t e;
+      cairo_text_extents (cr, name, &e);
+      label_w = fmax (label_w, e.x_advance + 12);
     }
+  label_w = fmin (label_w, fmax (LABEL_MIN, width / 3));
+  for (int r = 0; r < h->n_rows; r++)
+    {
+      char name[96], fit[96];
+      row_name (m, r, name, sizeof name);
+      pp_span_histogram_fit_label (cr, name, label_w - 8, fit, sizeof fit);
+      cairo_set_source_rgb (cr, fg, fg, fg);
+      text_at (cr, 4, HEAD_H + r * row_h + row_h / 2 + 4, fit, 0);
+    }
+  double col_w = (width - label_w - GAP * h->n_kinds) / h->n_kinds;
+  if (col_w < 40)
+    col_w = 40;
 
   for (int k = 0; k < h->n_kinds; k++)
     {
-      double x0 = LABEL_W + k * (col_w + GAP), rgb[3];
+      double x0 = label_w + k * (col_w + GAP), rgb[3];
       pp_timeline_color (h->kinds[k], dark, rgb);
       /* the column's title: its kind, its color */
       cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);

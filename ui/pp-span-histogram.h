@@ -46,3 +46,7 @@ double pp_span_histogram_edge_ns (const PpSpanHistogram *h, int k, int e);
 void   pp_span_histogram_draw (cairo_t *cr, const PpSpanHistogram *h, const PpTimelineModel *m,
                                double width, double height, int dark);
 double pp_span_histogram_min_height (const PpSpanHistogram *h);
+/* name into out (size bytes), cut at a character's start and ended with
+ * "…" where it is wider than max_w in cr's font ("…" alone where nothing
+ * else fits): a row's name beside the bars, never over them. */
+void   pp_span_histogram_fit_label (cairo_t *cr, const char *name, double max_w, char *out, size_t size);

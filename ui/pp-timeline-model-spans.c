@@ -191,6 +191,29 @@ pp_timeline_model_kinds_seen (const PpTimelineModel *m)
 }
 
 int
+pp_timeline_model_step_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
+{
+  if (!pp_timeline_model_span_extent (m, start, end))
+    return 0;
+  int64_t first = INT64_MAX;
+  for (int r = 0; r < m->n_ranks; r++)
+    {
+      const Rank *rk = &m->ranks[r];
+      settle ((PpTimelineModel *) m, r);
+      /* spans by start: the rank's first block ends the scan */
+      for (size_t i = 0; i < rk->n_spans && rk->spans[i].start_ns < first; i++)
+        if (pp_span_kind_is_block (rk->spans[i].kind))
+          {
+            first = rk->spans[i].start_ns;
+            break;
+          }
+    }
+  if (first != INT64_MAX && first > *start)
+    *start = first;
+  return 1;
+}
+
+int
 pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end)
 {
   if (m != NULL)

@@ -100,18 +100,6 @@ cmp_place_key (const void *x, const void *y)
   return 0;
 }
 
-static const Copy *sort_copies;   /* qsort has no user data */
-
-/* by median step, then replica: pp-why-replicas.c's order */
-static int
-cmp_copy_length (const void *x, const void *y)
-{
-  const Copy *a = &sort_copies[*(const int *) x], *b = &sort_copies[*(const int *) y];
-  if (a->a.median_step != b->a.median_step)
-    return a->a.median_step < b->a.median_step ? -1 : 1;
-  return (a->replica > b->replica) - (a->replica < b->replica);
-}
-
 /* The counted steps of the median copy of a job of replicas (the one the
  * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
  * by step length, the lower of two middles), into out; its replica's
@@ -179,11 +167,20 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which
       if (pp_analysis_steps (rows, n, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) == PP_OK && c[j].a.n_steps > 0)
         order[k++] = j;
     }
-  if (k > 0)
+  double *lens = k > 0 ? malloc ((size_t) k * sizeof *lens) : NULL;
+  int32_t *keys = k > 0 ? malloc ((size_t) k * sizeof *keys) : NULL;
+  int pick = -1;
+  if (lens != NULL && keys != NULL)
     {
-      sort_copies = c;
-      qsort (order, (size_t) k, sizeof *order, cmp_copy_length);
-      int med = order[(k - 1) / 2];
+      for (int i = 0; i < k; i++)
+        lens[i] = c[order[i]].a.median_step, keys[i] = c[order[i]].replica;
+      pick = pp_analysis_median_copy (lens, keys, k);   /* the rule Why picks by */
+    }
+  free (lens);
+  free (keys);
+  if (pick >= 0)
+    {
+      int med = order[pick];
       *out = c[med].a;
       memset (&c[med].a, 0, sizeof c[med].a);
       memcpy (which, c[med].key, sizeof c[med].key);

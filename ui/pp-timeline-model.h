@@ -199,6 +199,10 @@ const int32_t   *pp_timeline_model_step_numbers (const PpTimelineModel *m);
 /* First span start and last span end over all ranks (plans not counted);
  * 0 if there is no span. */
 int              pp_timeline_model_span_extent (const PpTimelineModel *m, int64_t *start, int64_t *end);
+/* The run's steps: from its first block (set-up before step 0 is never a
+ * step's, pp-analysis.h) to the last span end; the span extent where the
+ * model has no block.  0 if there is no span.  Where the bubble is drawn. */
+int              pp_timeline_model_step_extent (const PpTimelineModel *m, int64_t *start, int64_t *end);
 
 /* Loss per step (NaN where unknown), indexed by step: a job of replicas'
  * lowest replica's (dp 0), never two replicas' values on one series. */

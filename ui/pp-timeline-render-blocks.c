@@ -82,6 +82,54 @@ plan_box_covered (const Ctx *c, const Box *b)
   return 0;
 }
 
+/* qsort's context: the boxes being sorted (the renderer runs on one
+ * thread at a time per Ctx; the widget and the exports never share one) */
+static _Thread_local const Ctx *sort_ctx;
+
+static int
+cmp_box_x (const void *a, const void *b)
+{
+  float xa = sort_ctx->boxes[*(const size_t *) a].x, xb = sort_ctx->boxes[*(const size_t *) b].x;
+  return xa < xb ? -1 : xa > xb;
+}
+
+/* [*x0, *x1) (b's part on the plot) narrowed to its widest stretch that
+ * no smaller box starting inside b covers: such a box is drawn over b (a
+ * data-parallel collective nested in a block).  0 where nothing is left. */
+static int
+visible_part (const Ctx *c, const size_t *by_x, size_t n, const Box *b, double *x0, double *x1)
+{
+  /* the first box starting at or after b */
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (c->boxes[by_x[mid]].x < b->x)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  double best0 = 0, best1 = 0, at = *x0;
+  for (size_t k = lo; k < n; k++)
+    {
+      const Box *o = &c->boxes[by_x[k]];
+      if (o->x >= b->x + b->w || o->x >= *x1)
+        break;
+      if (o == b || o->w >= b->w)
+        continue;
+      if (o->x > at && o->x - at > best1 - best0)
+        best0 = at, best1 = o->x;
+      at = fmax (at, (double) o->x + o->w);
+    }
+  if (*x1 > at && *x1 - at > best1 - best0)
+    best0 = at, best1 = *x1;
+  if (best1 <= best0)
+    return 0;
+  *x0 = best0;
+  *x1 = best1;
+  return 1;
+}
+
 /* Fills the boxes of one lane, batched by color; outlines wide ones.
  * plan: 0 measured, 1 the plan, 2 the plan past its step's end (paler,
  * dashed, labelled where no other block lies under it). */
@@ -166,10 +214,37 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
   double fs = fmin (12, fmax (LABEL_MIN_FS, h * (plan ? 0.7 : 0.45))), cur = fs;
   font (cr, fs, !plan);
   char buf[48];
+  /* the lane's boxes by start: a block's label goes where no smaller box
+   * drawn over it (an FSDP reduce-scatter or all-gather nested in a B or
+   * F) hides it, never half over that box's own label ("2REDUCE_GRAD") */
+  size_t n_lane = 0, *by_x = NULL;
+  if (!plan)
+    {
+      by_x = malloc ((c->n_boxes ? c->n_boxes : 1) * sizeof *by_x);
+      for (size_t i = 0; by_x != NULL && i < c->n_boxes; i++)
+        if (c->boxes[i].lane == lane)
+          by_x[n_lane++] = i;
+      if (by_x != NULL)
+        {
+          sort_ctx = c;
+          qsort (by_x, n_lane, sizeof *by_x, cmp_box_x);
+        }
+    }
   for (size_t i = 0; i < c->n_boxes; i++)
     {
-      const Box *b = &c->boxes[i];
-      if (b->lane != lane || b->w < LABEL_MIN_FS * LABEL_EM + 3)
+      const Box *b0 = &c->boxes[i];
+      if (b0->lane != lane || b0->w < LABEL_MIN_FS * LABEL_EM + 3)
+        continue;
+      Box vis = *b0;
+      const Box *b = &vis;
+      double x0 = fmax (b0->x, c->l.x0), x1 = fmin (b0->x + b0->w, c->l.x1);
+      if (x1 <= x0)
+        continue;
+      if (by_x != NULL && !visible_part (c, by_x, n_lane, b0, &x0, &x1))
+        continue;
+      vis.x = (float) x0;
+      vis.w = (float) (x1 - x0);
+      if (b->w < LABEL_MIN_FS * LABEL_EM + 3)
         continue;
       double f = fs;
       if (!fit_label (c, b, f, buf, sizeof buf))
@@ -182,7 +257,7 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
         }
       if (f != cur)
         cairo_set_font_size (cr, cur = f);
-      if (plan == 2 && plan_box_covered (c, b))
+      if (plan == 2 && plan_box_covered (c, b0))
         continue;
       if (plan && c->v->drawn != NULL)
         c->v->drawn->plan_labels++;
@@ -191,9 +266,9 @@ draw_boxes (Ctx *c, cairo_t *cr, int r, int lane, int plan)
         set_rgb (cr, c->th.fg);
       else
         set_rgb (cr, luminance (col) < 0.5 ? (Rgb) { 1, 1, 1 } : (Rgb) { 0.08, 0.08, 0.08 });
-      double xc = fmax (b->x, c->l.x0) + fmin (b->w, c->l.x1 - fmax (b->x, c->l.x0)) / 2;
-      text_at (cr, buf, xc, y + h / 2 + f * 0.36, 0.5);
+      text_at (cr, buf, (x0 + x1) / 2, y + h / 2 + f * 0.36, 0.5);
     }
+  free (by_x);
 }
 
 /* The bubble's ground and hatch over a rectangle: on image surfaces (the

@@ -540,8 +540,9 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
     if (d != NULL && d->n_ranks > 0)
       c.P = d->n_ranks;
   }
-  /* The bubble spans the run's work: first span to last span. */
-  if (!pp_timeline_model_span_extent (m, &c.run0, &c.run1))
+  /* The bubble spans the run's steps: first block (set-up before step 0
+   * is no step's, never bubble) to last span. */
+  if (!pp_timeline_model_step_extent (m, &c.run0, &c.run1))
     {
       c.run0 = pp_timeline_model_start_ns (m);
       c.run1 = pp_timeline_model_end_ns (m);

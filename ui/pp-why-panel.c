@@ -61,16 +61,14 @@ static const double part_rgb[PP_WHY_N_PARTS][3] = {
   { 0.835, 0.369, 0.000 },   /* imbalance: vermillion */
   { 0.000, 0.620, 0.451 },   /* transfers: bluish green */
   { 0.800, 0.475, 0.655 },   /* runtime: reddish purple */
-  { 0.600, 0.200, 1.000 },   /* dp_comm: violet, as the timeline draws data-parallel blocks */
 };
 
-/* A part's name where a user reads it: the runtime's names, but
- * "dp_comm" (a JSON key) in words. */
+/* A part's name where a user reads it.  (dp_comm is no part: data-parallel
+ * communication is work of the step, told apart in the tooltip.) */
 static const char *
 part_label (int k)
 {
-  const char *name = pp_why_part_name (k);
-  return strcmp (name, "dp_comm") == 0 ? "data-parallel comm." : name;
+  return pp_why_part_name (k);
 }
 
 static double
@@ -131,23 +129,13 @@ draw_bars (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer da
     }
 }
 
-/* Does any rank have data-parallel communication (the part shown only then)? */
-static gboolean
-has_dp (const PpWhyPanel *self)
-{
-  for (int r = 0; r < self->ranks; r++)
-    if (self->idle[r].dp_comm > 0)
-      return TRUE;
-  return FALSE;
-}
-
 static void
 draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
 {
-  PpWhyPanel *self = data;
   double fg[3], x = LABEL_W;
   (void) width;
   (void) height;
+  (void) data;
   fg_color (GTK_WIDGET (area), fg);
   cairo_select_font_face (cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 12);
@@ -155,8 +143,6 @@ draw_legend (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
     {
       cairo_text_extents_t e;
       const char *name = part_label (k);
-      if (k == 4 && (self == NULL || !has_dp (self)))
-        continue;
       cairo_set_source_rgb (cr, part_rgb[k][0], part_rgb[k][1], part_rgb[k][2]);
       cairo_rectangle (cr, x, 4, 12, 12);
       cairo_fill (cr);
@@ -199,8 +185,6 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
   for (int k = 0; k < PP_WHY_N_PARTS; k++)
     {
       double v = pp_why_idle_part (i, k);
-      if (k == 4 && v <= 0)
-        continue;   /* no data-parallel communication */
       g_string_append_printf (s, "\n%s%s %.2f ms (%.0f%%)%s", k == under ? "<b>" : "", part_label (k),
                               v * 1e3, i->measured > 0 ? 100.0 * v / i->measured : 0.0,
                               k == under ? "</b>" : "");
@@ -210,6 +194,8 @@ query_tooltip (GtkWidget *w, int x, int y, gboolean keyboard, GtkTooltip *tip, g
           g_string_append_printf (s, "\n    %s %.2f ms (%.0f%% of runtime)", pp_why_runtime_part_name (q),
                                   i->runtime_parts[q] * 1e3, 100.0 * i->runtime_parts[q] / v);
     }
+  if (i->dp_comm > 0)
+    g_string_append_printf (s, "\nwork, not idle: data-parallel comm. %.2f ms", i->dp_comm * 1e3);
   gtk_tooltip_set_markup (tip, s->str);
   g_string_free (s, TRUE);
   return TRUE;
@@ -436,7 +422,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       gtk_label_set_text (GTK_LABEL (self->change), "");
       gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), 0);
       gtk_widget_queue_draw (self->bars);
-      gtk_widget_queue_draw (self->legend);   /* no results: no dp_comm entry */
+      gtk_widget_queue_draw (self->legend);
       pp_schedule_free (s);
       return;
     }
@@ -472,8 +458,6 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   g_free (t);
   gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
   gtk_widget_queue_draw (self->bars);
-  /* the legend shows dp_comm only when the results have some (has_dp):
-   * drawn once before any result, it must be drawn again now */
   gtk_widget_queue_draw (self->legend);
 
   /* what runtime is made of: a line per rank that has some */

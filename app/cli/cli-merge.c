@@ -34,6 +34,7 @@
  * order of global rank (pp_trace_number_unplaced), and their PROCESS
  * frames are written so, the flag kept. */
 #include "cli-merge.h"
+#include "cli-merge-nccl.h"
 
 #include "cli-commands.h"
 #include "cli-common.h"
@@ -223,6 +224,7 @@ typedef struct {
   int               *place_input; /* [PP_TRACE_MAX_PROCESSES]: 1 + its input, 0 none */
   int32_t           *place_hash;
   size_t             place_cap;   /* a power of two, twice the processes at most */
+  PpCliNccl          nccl;        /* NCCL's spans, for the receives' waits within a node */
   int                n_processes;
   int                plans;       /* PLAN_* of the plans copied */
   /* [n inputs]: the place an input's one process is given where the hook
@@ -448,9 +450,20 @@ copy_items (Merge *mg, int i, bool take_plan, int32_t process)
               id = mg->next_name++;
             }
           it.string.id = id;
+          if (pp_cli_nccl_name (&mg->nccl, id, it.string.name) != 0)
+            status = 1;
         }
       else if (it.type == PP_TRACE_ITEM_SPAN && it.span.name_id != 0)
-        it.span.name_id = idmap_get (&names, it.span.name_id);
+        {
+          it.span.name_id = idmap_get (&names, it.span.name_id);
+          if (pp_cli_nccl_span (&mg->nccl, &it.span, it.process) != 0)
+            status = 1;
+        }
+      if (status != 0)
+        {
+          fprintf (stderr, "pipescope-cli: error: out of memory merging %s\n", path);
+          break;
+        }
       if (pp_trace_write_item (mg->w, &it, &mg->werr) != PP_OK)
         status = WRITE_FAILED;
     }
@@ -632,6 +645,10 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
     for (int i = 0; i < n && status == 0; i++)
       if (i != ref)
         status = copy_items (&mg, i, false, process[i]);
+  /* NCCL's receives within a node: their waits, from the senders' kernels */
+  size_t n_nccl = 0;
+  if (status == 0 && pp_cli_nccl_write_split (&mg.nccl, mg.w, &mg.next_name, &n_nccl, &mg.werr) != PP_OK)
+    status = WRITE_FAILED;
   if (mg.w != NULL && pp_trace_writer_close (mg.w, &mg.werr) != PP_OK && status == 0)
     status = WRITE_FAILED;
   mg.w = NULL;
@@ -661,6 +678,9 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
   else
     printf ("merged %d trace%s of %s (P=%d) into %s\n", n, n == 1 ? "" : "s", descs[ref].schedule,
             descs[ref].n_ranks, out);
+  if (n_nccl > 0)
+    printf ("NCCL receives within a node: %zu wait span%s (peer_late, transfer) from their senders' "
+            "kernels\n", n_nccl, n_nccl == 1 ? "" : "s");
   if (mg.n_unplaced > 0)
     printf ("%d process%s whose place on the job's mesh the hook could not read: shown as replicas "
             "of their pipeline rank in order of global rank (place not read)\n", mg.n_unplaced,
@@ -685,6 +705,7 @@ done:
   free (mg.places);
   free (mg.place_input);
   free (mg.place_hash);
+  pp_cli_nccl_clear (&mg.nccl);
   return status;
 }
 

@@ -6,7 +6,8 @@
 # CLI's info, export, render and suggest under ASan + UBSan); runs every
 # seed file through the CLI's commands and every corpus input once through
 # both targets (the sanitizer run of the consumers over the corpus), then
-# fuzzes each target for SECONDS/2 (default 50 in all).  A
+# fuzzes each target for SECONDS/2 (default 50 in all; 0: no fuzzing, the
+# corpus once).  A
 # crash, a sanitizer report, a leak, an input over -rss_limit_mb or one
 # slower than -timeout is a finding: the script exits 1 and names it.
 # Without clang's libFuzzer it exits 77 (skip) with one line saying so.
@@ -15,6 +16,7 @@ src=$1
 out=$2
 total=${3:-50}
 cc=${CLANG:-clang}
+ccache=$(command -v ccache || true)
 mkdir -p "$out" || exit 1
 
 if ! command -v "$cc" >/dev/null 2>&1; then
@@ -24,6 +26,7 @@ printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){retu
 if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>/dev/null; then
   echo "run-fuzz: skipped: $cc cannot link -fsanitize=fuzzer (libFuzzer missing)"; exit 77
 fi
+cairo_cflags=$(pkg-config --cflags cairo 2>/dev/null)
 cairo_flags=$(pkg-config --cflags --libs cairo 2>/dev/null) || {
   echo "run-fuzz: skipped: no cairo development files"; exit 77; }
 # the CPU kernels under the bundled model (pp-why-change.c asks it for its costs)
@@ -48,15 +51,39 @@ runtime="$runtime $src/kernels/pp-kernels-cpu.c"
 # the timeline's model and renderer, whatever files they are split into
 ui="$(ls "$src"/ui/pp-timeline-model*.c "$src"/ui/pp-timeline-render*.c | tr '\n' ' ') $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
 
+# Every source is compiled once into OUTDIR/obj (in parallel, with the
+# fuzzer's coverage but not its main: -fsanitize=fuzzer-no-link) and linked
+# into each program that names it; a source is recompiled when it, a header
+# of the tree or this script is newer than its object.
+objflags="-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=gnu17"
+objinc="-I$src/probe -I$src/runtime -I$src/ui -I$src/kernels -I$src/import -I$src/app/cli"
+mkdir -p "$out/obj"
+stamp="$out/obj/.headers"
+if [ ! -e "$stamp" ] || [ -n "$(find "$src/probe" "$src/runtime" "$src/ui" "$src/kernels" "$src/import" "$src/app/cli" \
+       "$src/tests/fuzz/run-fuzz.sh" -name '*.h' -newer "$stamp" -o -name run-fuzz.sh -newer "$stamp" 2>/dev/null)" ]; then
+  rm -f "$out"/obj/*.o
+  touch "$stamp"
+fi
+obj_of() { # the object of a source: its path under SRCROOT, / as _
+  echo "$out/obj/$(echo "${1#"$src"/}" | tr / _ | sed 's/\.c$/.o/')"
+}
 build() { # name sources...
   name=$1; shift
-  # rebuilt when a source is newer than the binary
-  if [ -x "$out/$name" ] && [ -z "$(find "$@" "$src/tests/fuzz/run-fuzz.sh" -newer "$out/$name" 2>/dev/null)" ]; then
-    return 0
+  # each source with its object, compiled where missing or older, $(nproc) at once
+  for f in "$@"; do printf '%s %s\n' "$f" "$(obj_of "$f")"; done > "$out/$name.objs"
+  export cc ccache objflags objinc cairo_cflags
+  # shellcheck disable=SC2016
+  if ! xargs -P "$(nproc)" -n 2 sh -c '
+        if [ ! -e "$2" ] || [ "$1" -nt "$2" ]; then
+          # shellcheck disable=SC2086
+          $ccache $cc $objflags $objinc $cairo_cflags -c "$1" -o "$2" 2>"$2.log" || { echo "$1:"; cat "$2.log"; exit 255; }
+        fi' sh < "$out/$name.objs" >"$out/$name.log" 2>&1; then
+    echo "run-fuzz: error: compiling for $name failed:"; cat "$out/$name.log"; exit 1
   fi
+  objs=$(cut -d' ' -f2 "$out/$name.objs" | tr '\n' ' ')
   # shellcheck disable=SC2086
-  "$cc" $flags $inc "$@" -o "$out/$name" $cairo_flags -lm -lpthread 2>"$out/$name.log" || {
-    echo "run-fuzz: error: building $name failed:"; cat "$out/$name.log"; exit 1; }
+  "$cc" $flags $objs -o "$out/$name" $cairo_flags -lm -lpthread 2>"$out/$name.log" || {
+    echo "run-fuzz: error: linking $name failed:"; cat "$out/$name.log"; exit 1; }
 }
 build fuzz-reader "$src/tests/fuzz/fuzz-reader.c" $probe
 build fuzz-consumers "$src/tests/fuzz/fuzz-consumers.c" $probe $runtime $ui
@@ -129,6 +156,10 @@ for t in fuzz-reader fuzz-consumers fuzz-import; do
     echo "run-fuzz: FINDING: $t on the corpus:"; tail -40 "$out/$t.corpus.log"; status=1; continue
   fi
   secs=$((total / 2))
+  # SECONDS 0: the corpus once, no fuzzing (CI's test-fuzz; test-fuzz-long fuzzes)
+  if [ "$secs" -eq 0 ]; then
+    echo "run-fuzz: $t: $(ls "$c" | wc -l) corpus inputs once, no finding"; continue
+  fi
   # shellcheck disable=SC2086
   if ! "$out/$t" $limits -max_total_time="$secs" -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$out/$t-" "$c" >"$out/$t.log" 2>&1; then

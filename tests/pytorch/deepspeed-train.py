@@ -5,8 +5,11 @@ a stack of small MLP layers in a PipelineModule, trained by DeepSpeed's own
 PipelineEngine (TrainSchedule) or DualPipeVEngine through train_batch().
 
     torchrun --nproc-per-node W deepspeed-train.py --pp P [--dualpipev] --out DIR
+    torchrun --nproc-per-node W deepspeed-train.py --jobs NAME:P:M[:dualpipev],... --out DIR
 
-W = P x dp.  Each process writes DIR/process<G>.json: the losses train_batch
+W = P x dp.  --jobs runs several jobs one after the other in one launch (a
+test's plain reference runs: one interpreter and one DeepSpeed import for
+all), each from the same seeds as alone, into DIR/NAME/.  Each process writes DIR/process<G>.json: the losses train_batch
 returned (one a step), a checksum of its weights after the last step (bit for
 bit: the float32 bytes' hash), its place as DeepSpeed's grid says it (stage,
 data-parallel id, slice rank and their sizes), and the instructions its
@@ -95,35 +98,48 @@ def main():
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--batch", type=int, default=2, help="samples a micro-batch")
     ap.add_argument("--dualpipev", action="store_true")
+    ap.add_argument("--jobs", default="", help="NAME:P:M[:dualpipev],... run one after the other")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
     import deepspeed
-    from deepspeed.runtime.pipe import PipelineModule, LayerSpec
     from deepspeed.runtime.pipe import engine as ds_engine
     from deepspeed.runtime.pipe import schedule as ds_schedule
 
     import deepspeed.ops
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False   # no JIT build: gloo reduces
     deepspeed.init_distributed(dist_backend="gloo")
-    g, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(1234)
     log = {"on": True, "exec": False, "cmds": []}
     witness(ds_engine, ds_schedule, log)
+    if not a.jobs:
+        train(a, a.pp, a.microbatches, a.dualpipev, a.out, log)
+    for job in filter(None, a.jobs.split(",")):
+        name, pp, m, *v = job.split(":")
+        log.update(on=True, exec=False, cmds=[])
+        train(a, int(pp), int(m), v == ["dualpipev"], os.path.join(a.out, name), log)
+    dist.destroy_process_group()
 
+
+def train(a, pp, microbatches, dualpipev, out, log):
+    """One job: a pipeline of pp stages (DualPipeV's 2 x pp when dualpipev),
+    microbatches a step, a.steps steps; its record into out/process<G>.json."""
+    import deepspeed
+    from deepspeed.runtime.pipe import PipelineModule, LayerSpec
+    g, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(1234)
     specs = [LayerSpec(Layer, a.hidden) for _ in range(a.layers)]
     loss_fn = torch.nn.MSELoss()
-    if a.dualpipev:
+    if dualpipev:
         from deepspeed.runtime.pipe.dualpipev import DualPipeVModule
-        model = DualPipeVModule(layers=specs, num_stages=a.pp, loss_fn=loss_fn, partition_method="uniform")
+        model = DualPipeVModule(layers=specs, num_stages=pp, loss_fn=loss_fn, partition_method="uniform")
     else:
-        model = PipelineModule(layers=specs, num_stages=a.pp, loss_fn=loss_fn, partition_method="uniform")
+        model = PipelineModule(layers=specs, num_stages=pp, loss_fn=loss_fn, partition_method="uniform")
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    dp = world // a.pp
+    dp = world // pp
     config = {
         "train_micro_batch_size_per_gpu": a.batch,
-        "gradient_accumulation_steps": a.microbatches,
-        "train_batch_size": a.batch * a.microbatches * dp,
+        "gradient_accumulation_steps": microbatches,
+        "train_batch_size": a.batch * microbatches * dp,
         "steps_per_print": 10 ** 9,
         "wall_clock_breakdown": False,
     }
@@ -153,12 +169,11 @@ def main():
     place = {"pp": grid.get_stage_id(), "dp": grid.get_data_parallel_id(),
              "tp": grid.get_slice_parallel_rank(), "P": grid.get_pipe_parallel_world_size(),
              "D": grid.get_data_parallel_world_size(), "T": grid.get_slice_parallel_world_size()}
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"process{g}.json"), "w") as f:
         json.dump({"losses": losses, "weights": h.hexdigest(), "place": place,
-                   "cmds": log["cmds"], "M": a.microbatches, "step_s": step_s, "cpu_s": cpu_s}, f)
+                   "cmds": log["cmds"], "M": microbatches, "step_s": step_s, "cpu_s": cpu_s}, f)
     dist.barrier()
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

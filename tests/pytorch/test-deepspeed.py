@@ -3,18 +3,23 @@
 deepspeed-train.py, CPU, gloo, torchrun) under `pipescope-cli profile`, every
 case in one test, a TAP line a case:
 
-    test-deepspeed.py CLI
+    test-deepspeed.py CLI [PYVAR [CASE...]]
+
+PYVAR names the variable that gives the PyTorch environment's python
+(PIPESCOPE_TORCH_PYTHON: DeepSpeed 0.19; PIPESCOPE_TORCH211_PYTHON: the older
+line the hook knows, 0.16); CASEs choose among the cases (all by default).
 
     pp2dp2      4 processes, PipelineEngine (TrainSchedule), pp 2 x dp 2
     pp4         4 processes, PipelineEngine (TrainSchedule), pp 4, M 6
-    dualpipev   2 processes, DualPipeVEngine, pp 2 (4 stages), M 4
+    dualpipev   4 processes, DualPipeVEngine, pp 2 (4 stages) x dp 2, M 4
     unknown     a DeepSpeed version the hook does not know: one line, nothing
                 wrapped; the autoload engages the adapter on the pipe engine's
                 import (import deepspeed makes it) and not before (no torchrun)
     slots       `schedule -s DeepSpeed-1F1B --format instructions` against
                 DeepSpeed's own TrainSchedule over shapes (no torchrun)
 
-Each job runs twice, plain and under profile; asserted:
+Each job runs twice, plain and under profile (the three plain runs one after
+the other in one torchrun launch: deepspeed-train.py --jobs); asserted:
   * profile exits 0 and the hook engaged in every process (nothing said);
   * every process's losses and weights after the last step are the plain
     run's, bit for bit;
@@ -44,11 +49,12 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DS_LINE = "?"   # the DeepSpeed line under test ("0.19"), read from the environment
 STEPS = 3
 CASES = {   # world, pp, micro-batches, DualPipeV
     "pp2dp2": (4, 2, 4, False),
     "pp4": (4, 4, 6, False),
-    "dualpipev": (2, 2, 4, True),
+    "dualpipev": (4, 2, 4, True),
 }
 # an instruction -> the span kind it becomes (CommitP2P: none of its own)
 KIND = {"ForwardPass": "F", "BackwardPass": "B", "SendActivation": "SEND_F", "RecvActivation": "RECV_F",
@@ -103,14 +109,28 @@ def plans_of(events):
     return {r: [(k, s, m) for _, k, s, m in sorted(v)] for r, v in plans.items()}
 
 
-def case(cli, py, name, env, tmp):
+def plain_runs(py, env, out, names):
+    """The plain run of every case in names, one after the other in one
+    torchrun launch (every case has W processes) into out/NAME/."""
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    cases = {n: c for n, c in CASES.items() if n in names}
+    if not cases:
+        return
+    W = {c[0] for c in cases.values()}
+    assert len(W) == 1, "the plain runs share one launch: every case has as many processes"
+    jobs = ",".join(f"{n}:{P}:{M}" + (":dualpipev" if v else "") for n, (_, P, M, v) in cases.items())
+    run([torchrun, "--standalone", "--nproc-per-node", str(W.pop()), os.path.join(HERE, "deepspeed-train.py"),
+         "--steps", str(STEPS), "--jobs", jobs, "--out", out], env, "the plain runs")
+
+
+def case(cli, py, name, env, tmp, plain):
     W, P, M, dualpipev = CASES[name]
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "deepspeed-train.py"),
            "--pp", str(P), "--microbatches", str(M), "--steps", str(STEPS)] + (["--dualpipev"] if dualpipev else [])
-    plain, prof = os.path.join(tmp, "plain"), os.path.join(tmp, "prof")
+    plain = os.path.join(plain, name)
+    prof = os.path.join(tmp, "prof")
     trace = os.path.join(tmp, "job.pptrace")
-    run(job + ["--out", plain], env, "the plain run")
     p = run([cli, "profile", "--trace", trace, "--name", "dstest", "--"] + job + ["--out", prof],
             env, "the profiled run")
     said = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
@@ -127,7 +147,7 @@ def case(cli, py, name, env, tmp):
 
     info = run([cli, "info", trace], env, "info").stdout
     sched = "DeepSpeed-DualPipeV" if dualpipev else "DeepSpeed-1F1B"
-    want = [f"schedule: {sched} (P={P}, M={M}, V={2 if dualpipev else 1})", f"ranks: {P}", "DeepSpeed 0.19"]
+    want = [f"schedule: {sched} (P={P}, M={M}, V={2 if dualpipev else 1})", f"ranks: {P}", f"DeepSpeed {DS_LINE}."]
     if W > P:
         want.append(f"processes: {W} (pp {P} × dp {W // P}")
         want += [f"process {g}: pp {b['place']['pp']} dp {b['place']['dp']} tp {b['place']['tp']} host "
@@ -242,7 +262,7 @@ def unknown(cli, py, env):
     p = subprocess.run([py, "-c", UNKNOWN], env=dict(env, PYTHONPATH=pkg), capture_output=True, text=True,
                        timeout=300)
     lines = [l for l in p.stderr.splitlines() if l.startswith("pipescope:")]
-    want = ("pipescope: not recording: DeepSpeed 0.99.0 is not one this hook knows (0.19 to 0.19); "
+    want = ("pipescope: not recording: DeepSpeed 0.99.0 is not one this hook knows (0.16 to 0.19); "
             "set PIPESCOPE_DEEPSPEED_ANY=1 to try; the job runs untouched")
     if p.returncode != 0 or p.stdout.strip() != "left alone untouched" or lines != [want]:
         raise Failed(f"an unknown DeepSpeed: exit {p.returncode}, {p.stdout.strip()!r}, said {lines}:\n"
@@ -263,10 +283,12 @@ def unknown(cli, py, env):
 
 def main():
     global n_case
+    global DS_LINE
     cli = sys.argv[1]
-    py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
+    var = sys.argv[2] if len(sys.argv) > 2 else "PIPESCOPE_TORCH_PYTHON"
+    py = os.environ.get(var)
     if not py or not os.path.exists(py):
-        print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and DeepSpeed and sets it)")
+        print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and DeepSpeed and sets it)")
         return 0
     env = dict(os.environ, DS_ACCELERATOR="cpu", PYTHONWARNINGS="ignore")
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
@@ -275,17 +297,28 @@ def main():
                       capture_output=True).returncode != 0:
         print(f"1..0 # SKIP DeepSpeed is not installed in {py} (./dev.sh test installs it)")
         return 0
-    names = list(CASES) + ["unknown", "slots"]
+    v = subprocess.run([py, "-c", "from importlib import metadata; print(metadata.version('deepspeed'))"],
+                       env=env, capture_output=True, text=True)
+    DS_LINE = ".".join(v.stdout.strip().split(".")[:2])
+    names = sys.argv[3:] or list(CASES) + ["unknown", "slots"]
     print(f"1..{len(names)}")
     failed = 0
+    plain = tempfile.mkdtemp(prefix="pp-deepspeed-plain-")
+    plain_failed = None
+    try:
+        plain_runs(py, env, plain, names)
+    except (Failed, subprocess.TimeoutExpired, OSError) as e:
+        plain_failed = e
     for i, name in enumerate(names, 1):
         tmp = tempfile.mkdtemp(prefix="pp-deepspeed-")
         os.chmod(tmp, 0o700)
         try:
             if name in ("unknown", "slots"):
                 msg = (unknown if name == "unknown" else slots)(cli, py, env)
+            elif plain_failed is not None:
+                raise Failed(f"no plain run to compare with: {plain_failed}")
             else:
-                msg = case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp)
+                msg = case(cli, py, name, dict(env, XDG_RUNTIME_DIR=tmp), tmp, plain)
             print(f"ok {i} - {msg}")
         except (Failed, subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
             failed += 1
@@ -293,6 +326,7 @@ def main():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         sys.stdout.flush()
+    shutil.rmtree(plain, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -21,7 +21,9 @@ It runs the job twice, plain and under profile, and asserts:
     run's, bit for bit;
   * one trace holds every process (info: its processes, or ranks), the
     schedule named as megatron-core's (Megatron-1F1B, Megatron-Interleaved
-    with its group size), the loss recorded equal to the job's;
+    with its group size), the loss recorded equal to the job's, and
+    info's headline the job's loss as megatron reduces it (the mean of
+    the micro-batches' reports, then over the replicas);
   * each process's F and B blocks of every step, in the order of their
     start, are (kind, virtual stage, micro-batch) exactly as megatron-core
     ran them (the job's own witness: the calls megatron-core made of its
@@ -43,6 +45,7 @@ import collections
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -308,6 +311,16 @@ def check(cli, py, layout, env, tmp):
     want = sorted(sum(x) / len(x) for g in lasts for x in procs[g]["losses"])
     if len(got) != len(want) or any(abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(got, want)):
         fail(f"the losses recorded {got} are not the job's {want}")
+    # the headline (info): the job's loss as megatron reduces it, each
+    # step the mean of its micro-batches' reports, then the mean over the
+    # data-parallel replicas (Megatron-LM's average over the dp group)
+    info = run([cli, "info", trace], env, "info").stdout
+    job = [sum(sum(procs[g]["losses"][s]) / len(procs[g]["losses"][s]) for g in lasts) / len(lasts)
+           for s in range(len(procs[lasts[0]]["losses"]))]
+    m = re.search(r"^loss: (\S+) -> (\S+) \((\d+) values?", info, re.M)
+    if not m or int(m.group(3)) != len(job) or any(abs(float(m.group(i + 1)) - job[k]) > 1e-5 * max(1.0, abs(job[k]))
+                                                   for i, k in enumerate((0, len(job) - 1))):
+        fail(f"info's loss line {m.group(0) if m else None!r}; the job's loss, reduced as megatron does, {job}")
     # the plan lanes: the track named "plan rank R" (one a pipeline rank)
     lane = {}
     for e in ev:

@@ -55,7 +55,7 @@ import threading
 from . import core as _core
 from . import lib as _lib
 
-KNOWN = ((0, 19), (0, 19))   # the DeepSpeed lines whose pipe engine this hook knows (0.19.8 tested)
+KNOWN = ((0, 16), (0, 19))   # the DeepSpeed lines whose pipe engine this hook knows (0.16.9, 0.19.8 tested)
 
 _hook = None
 _lock = threading.Lock()
@@ -109,7 +109,7 @@ class _Hook(_core.Recorder):
         self.engine = engine
         self.pp = int(grid.get_stage_id())
         self.P = int(grid.get_pipe_parallel_world_size())
-        self.dualpipev = isinstance(getattr(engine, "_train_schedule", lambda: None)(),
+        self.dualpipev = isinstance(train_schedule(engine, self.sched_mod),
                                     getattr(self.sched_mod, "DualPipeVSchedule", ()))
         g = _core.global_rank(self.dist, self.pp)
         coord = [self.pp, int(grid.get_data_parallel_id()), int(grid.get_slice_parallel_rank()), 0, 0]
@@ -178,7 +178,7 @@ class _Hook(_core.Recorder):
         BackwardPass, in the order its steps() yields them."""
         self.planned = True
         try:
-            acts = plan_order(engine._train_schedule(), self.dualpipev, self.P, self.pp, self.M)
+            acts = plan_order(train_schedule(engine, self.sched_mod), self.dualpipev, self.P, self.pp, self.M)
         except Exception as e:
             _say(f"the plan not recorded ({e.__class__.__name__}: {e}); recording goes on")
             return
@@ -391,6 +391,18 @@ def _wrap_map(hook, cls):
     cls._INSTRUCTION_MAP = wrapped
 
 
+def train_schedule(engine, sched_mod):
+    """The schedule train_batch runs: the engine's own _train_schedule()
+    (newer lines; DualPipeVEngine's is DualPipeV's), or where it lacks one the
+    TrainSchedule that 0.16's train_batch builds inline, from the same
+    three attributes."""
+    own = getattr(engine, "_train_schedule", None)
+    if own is not None:
+        return own()
+    return sched_mod.TrainSchedule(micro_batches=engine.micro_batches, stages=engine.num_stages,
+                                   stage_id=engine.stage_id)
+
+
 def _version():
     try:
         # its distribution's metadata: the package itself may still be
@@ -411,7 +423,7 @@ def _check(engine_mod, sched_mod, version, vt):
         return (f"DeepSpeed {version} is not one this hook knows ({lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}); "
                 f"set PIPESCOPE_DEEPSPEED_ANY=1 to try")
     eng = getattr(engine_mod, "PipelineEngine", None)
-    missing = [n for n in ("train_batch", "_INSTRUCTION_MAP", "_train_schedule") if not hasattr(eng, n)]
+    missing = [n for n in ("train_batch", "_INSTRUCTION_MAP") if not hasattr(eng, n)]
     missing += [n for n in ("TrainSchedule",) if not hasattr(sched_mod, n)]
     if eng is not None and not missing:
         names = {c.__name__ for c in eng._INSTRUCTION_MAP}

@@ -120,14 +120,15 @@ class _Hook(_core.Recorder):
         self.p2p_depth = 0
         # data parallelism (issue 27), read at the rank's open: the stages
         # wrapped in DDP or FSDP2, and each FSDP2 module of a stage as
-        # (stage, first, last, bytes) in the order the runtime's
-        # UNSHARD/RESHARD reach them (stage.submod.modules())
+        # (stage, first, last) in the order the runtime's UNSHARD/RESHARD
+        # reach them (stage.submod.modules()); the bytes are read at each
+        # call (_fsdp_param_bytes)
         self.dp_stages = set()
         self.fsdp = {}
         self.fsdp_run = {}        # kind -> [stage, t0, t1, bytes]: one action's calls so far
         self.dp_depth = 0         # inside a recorded data-parallel action of the schedule's
         # FSDP2's own collectives (foreach_all_gather, its copy-out, foreach_reduce):
-        # id(FSDPParam) -> (its stage, the bytes its all-gather brings), read at the open
+        # id(FSDPParam) -> its stage, read at the open
         self.fsdp_params = {}
         self.dp_moved = 0         # bytes FSDP2's collectives moved so far inside the schedule's actions
         self.ddp = {}             # DDP stage -> the bytes its gradients' all-reduce takes in
@@ -174,8 +175,7 @@ class _Hook(_core.Recorder):
 
     def map_dp(self, stages):
         """Which stages are data-parallel (DDP, FSDP2), and their FSDP2
-        modules with the bytes each one's all-gather brings (its
-        parameters' full size): read once, at the rank's open."""
+        modules and parameters: read once, at the rank's open."""
         fsdp_cls = _fsdp_module()
         ddp_cls = getattr(getattr(self.torch, "nn", None), "parallel", None)
         ddp_cls = getattr(ddp_cls, "DistributedDataParallel", None)
@@ -189,9 +189,9 @@ class _Hook(_core.Recorder):
                 self.dp_stages.add(si)
                 mods = [m for m in mod.modules() if isinstance(m, fsdp_cls)]
                 for i, m in enumerate(mods):
-                    self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1, _fsdp_bytes(m))
+                    self.fsdp[id(m)] = (si, i == 0, i == len(mods) - 1)
                     for fp in _fsdp_params(m):
-                        self.fsdp_params[id(fp)] = (si, _fsdp_param_bytes(fp))
+                        self.fsdp_params[id(fp)] = si
 
     def fsdp_call(self, kind, m, t0, t1, moved=None):
         """One FSDP2 module's unshard or reshard call, part of its stage's
@@ -203,9 +203,8 @@ class _Hook(_core.Recorder):
         info = self.fsdp.get(id(m))
         if info is None:
             return
-        si, first, last, nbytes = info
-        if moved is not None:
-            nbytes = moved
+        si, first, last = info
+        nbytes = moved if moved is not None else _fsdp_bytes(m)
         run = self.fsdp_run.get(kind)
         if run is not None and (first or run[0] != si):
             self.fsdp_flush(kind)
@@ -684,13 +683,13 @@ def _fsdp_module():
 
 def _fsdp_bytes(m):
     """The bytes an FSDP2 module's all-gather brings: the full size of the
-    parameters it manages itself (a DTensor's numel is its full tensor's);
-    0 where FSDP's state cannot be read."""
+    parameters it manages itself (_fsdp_param_bytes); 0 where FSDP's state
+    cannot be read."""
     try:
         group = m._get_fsdp_state()._fsdp_param_group
         if group is None:
             return 0
-        return sum(fp.sharded_param.numel() * fp.sharded_param.element_size() for fp in group.fsdp_params)
+        return sum(_fsdp_param_bytes(fp) for fp in group.fsdp_params)
     except Exception:
         return 0
 
@@ -774,9 +773,16 @@ def _fsdp_params(m):
 
 
 def _fsdp_param_bytes(fp):
-    """The bytes an FSDPParam's all-gather brings: its full size."""
+    """The bytes an FSDPParam's all-gather brings: its full size (a
+    DTensor's numel is its full tensor's) in the dtype it is gathered in,
+    its mixed-precision param_dtype where it has one (bf16 parameters of
+    float32 storage: half the storage's bytes, counted twice before).  FSDP2
+    sets param_dtype at its lazy init, in the first forward: read at the
+    call, never at the rank's open."""
     try:
-        return fp.sharded_param.numel() * fp.sharded_param.element_size()
+        p = fp.sharded_param
+        dtype = getattr(fp, "param_dtype", None) or p.dtype
+        return p.numel() * dtype.itemsize
     except Exception:
         return 0
 
@@ -824,8 +830,7 @@ def _wrap_fsdp_collective(hook, orig, kind, pos):
         if grads_of is not None:
             return _nbytes(grads_of.of(args, kwargs))
         if issue:
-            get = hook.fsdp_params.get
-            return sum(get(id(fp), (0, 0))[1] for fp in fps)
+            return sum(_fsdp_param_bytes(fp) for fp in fps)
         return 0
 
     @functools.wraps(orig)
@@ -835,10 +840,10 @@ def _wrap_fsdp_collective(hook, orig, kind, pos):
             return orig(*args, **kwargs)
         try:
             fps = params_of.of(args, kwargs)
-            info = hook.fsdp_params.get(id(fps[0])) if fps else None
+            si = hook.fsdp_params.get(id(fps[0])) if fps else None
         except Exception:
-            info = None   # not a call the hook knows: as it is
-        if info is None:
+            si = None   # not a call the hook knows: as it is
+        if si is None:
             return orig(*args, **kwargs)
         # read before the call: foreach_reduce empties its list of gradients
         try:
@@ -853,7 +858,7 @@ def _wrap_fsdp_collective(hook, orig, kind, pos):
         t0 = r.now()
         out = orig(*args, **kwargs)
         try:
-            hook.dp_nested(kind, info[0], t0, r.now(), nbytes)
+            hook.dp_nested(kind, si, t0, r.now(), nbytes)
         except Exception as e:
             hook.fail("an FSDP collective", e)
         return out
