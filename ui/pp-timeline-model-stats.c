@@ -100,11 +100,6 @@ cmp_place_key (const void *x, const void *y)
   return 0;
 }
 
-/* The counted steps of the median copy of a job of replicas (the one the
- * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
- * by step length, the lower of two middles), into out; its replica's
- * place (dp ...) into *which.  0 when m has no replicas or no copy has a
- * whole step (out cleared), else its counted steps. */
 /* A place by its copy's key, then rank, then place order: a copy's
  * processes together (one pass over them all, not one a copy). */
 typedef struct {
@@ -125,6 +120,11 @@ cmp_keyed_place (const void *x, const void *y)
   return (a->i > b->i) - (a->i < b->i);
 }
 
+/* The counted steps of the median copy of a job of replicas (the one the
+ * why analysis reads its steps, path and costs from: pp_why_analyse_replicas,
+ * by step length, the lower of two middles), into out; its replica's
+ * place (dp ...) into *which.  0 when m has no replicas or no copy has a
+ * whole step (out cleared), else its counted steps. */
 static int
 median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which[PP_TRACE_MESH_DIMS - 1])
 {
