@@ -17,6 +17,7 @@
  * No GLib. */
 #include "pp-import-chrome.h"
 #include "pp-import-hash.h"
+#include "pp-trace-text.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,6 +43,23 @@ static PpStatus
 bad (Chrome *c, const char *what)
 {
   return pp_error_set (c->err, PP_EFORMAT, "%s: pipescope Chrome export: %s", c->name, what);
+}
+
+/* bad () naming the element: list[index], and its "name" where it has one
+ * (shown printable: it comes from the file), so that a user can find it */
+static PpStatus
+bad_at (Chrome *c, const char *list, size_t index, uint32_t node, const char *what)
+{
+  char name[80] = "", shown[120] = "";
+  uint32_t n = node != 0 && pp_json_node (c->doc, node)->type == PP_JSON_OBJECT ? pp_json_get (c->doc, node, "name") : 0;
+  if (n != 0 && pp_json_string (c->doc, n, name, sizeof name) >= 0)
+    {
+      char printable[100];
+      pp_trace_text_printable (name, printable, sizeof printable);
+      snprintf (shown, sizeof shown, " ('%s')", printable);
+    }
+  return pp_error_set (c->err, PP_EFORMAT, "%s: pipescope Chrome export: %s[%zu]%s: %s", c->name, list, index,
+                       shown, what);
 }
 
 static uint32_t
@@ -107,15 +125,26 @@ double_of (const PpJsonDoc *doc, uint32_t node, double *out)
   return true;
 }
 
-/* origin + ns, where ns counts from origin (a time the writer can hold). */
+/* The times pipescope draws lie within +-2^61 ns, and export writes a
+ * time past them at that limit: one counts from origin (itself within
+ * them) by at most 2^62 either way. */
+#define TIME_LIMIT ((int64_t) 1 << 61)
+
+static int64_t
+clamp_limit (int64_t t)
+{
+  return t > TIME_LIMIT ? TIME_LIMIT : t < -TIME_LIMIT ? -TIME_LIMIT : t;
+}
+
+/* origin + ns, where ns counts from origin, within the times pipescope
+ * draws (+-2^61 ns: a counter export wrote at the limit, as it was). */
 static bool
 time_of (Chrome *c, uint32_t node, int scale, int64_t *out)
 {
   int64_t v;
-  if (node == 0 || !pp_json_scaled (c->doc, node, scale, &v) || v > ((int64_t) 1 << 61)
-      || v < -((int64_t) 1 << 61))
+  if (node == 0 || !pp_json_scaled (c->doc, node, scale, &v) || v > 2 * TIME_LIMIT || v < -2 * TIME_LIMIT)
     return false;
-  *out = c->origin + v;
+  *out = clamp_limit (c->origin + v);
   return true;
 }
 
@@ -227,13 +256,14 @@ static PpStatus
 read_ranks (Chrome *c, uint32_t list)
 {
   const PpJsonDoc *doc = c->doc;
-  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e))
+  size_t i = 0;
+  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e), i++)
     {
       int32_t rank, pid;
       char host[64];
       if (!int32_of (doc, element (doc, e, 0), &rank) || !int32_of (doc, element (doc, e, 1), &pid)
           || rank < 0 || rank >= PP_TRACE_MAX_RANKS)
-        return bad (c, "a rank of 'ranks' is not [rank, pid, host]");
+        return bad_at (c, "ranks", i, e, "not [rank, pid, host]");
       copy_string (doc, element (doc, e, 2), host, sizeof host);
       PpStatus st = pp_trace_write_rank (c->w, rank, pid, host, c->err);
       if (st != PP_OK)
@@ -246,7 +276,8 @@ static PpStatus
 read_processes (Chrome *c, uint32_t list, PpImportSummary *sum)
 {
   const PpJsonDoc *doc = c->doc;
-  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e))
+  size_t i = 0;
+  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e), i++)
     {
       PpTraceProcess p;
       int64_t flags;
@@ -258,7 +289,7 @@ read_processes (Chrome *c, uint32_t list, PpImportSummary *sum)
         ok = int32_of (doc, element (doc, e, 5 + (unsigned) d), &p.coord[d])
              && int32_of (doc, element (doc, e, 5 + PP_TRACE_MESH_DIMS + (unsigned) d), &p.size[d]);
       if (!ok)
-        return bad (c, "a process of 'processes' is not [process, rank, flags, pid, host, coord x5, size x5]");
+        return bad_at (c, "processes", i, e, "not [process, rank, flags, pid, host, coord x5, size x5]");
       p.flags = (uint32_t) flags;
       copy_string (doc, element (doc, e, 4), p.host, sizeof p.host);
       PpStatus st = pp_trace_process_check (&p, c->err);
@@ -281,14 +312,15 @@ static PpStatus
 read_plans (Chrome *c, uint32_t list)
 {
   const PpJsonDoc *doc = c->doc;
-  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e))
+  size_t i = 0;
+  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0; e = next_of (doc, e), i++)
     {
       int32_t rank, timeline;
       uint32_t acts = pp_json_get (doc, e, "actions");
       if (!int32_of (doc, pp_json_get (doc, e, "rank"), &rank) || rank < 0 || rank >= PP_TRACE_MAX_RANKS
           || !int32_of (doc, pp_json_get (doc, e, "has_timeline"), &timeline)
           || pp_json_node (doc, acts)->type != PP_JSON_ARRAY || acts == 0)
-        return bad (c, "a plan of 'plans' lacks its rank, has_timeline or actions");
+        return bad_at (c, "plans", i, e, "lacks its rank, has_timeline or actions");
       size_t n = pp_json_node (doc, acts)->len, k = 0;
       PpTracePlanAction *a = calloc (n + 1, sizeof *a);
       if (a == NULL)
@@ -305,7 +337,7 @@ read_plans (Chrome *c, uint32_t list)
               || !double_of (doc, element (doc, x, 7), &p->planned_end))
             {
               free (a);
-              return bad (c, "a planned action is not [kind, stage, mb, sub_kind, sub_stage, sub_mb, start, end]");
+              return bad_at (c, "plans", i, e, "a planned action is not [kind, stage, mb, sub_kind, sub_stage, sub_mb, start, end]");
             }
         }
       PpStatus st = pp_trace_write_rank_plan (c->w, rank, a, n, timeline != 0, c->err);
@@ -322,7 +354,8 @@ read_markers (Chrome *c, uint32_t list)
   const PpJsonDoc *doc = c->doc;
   PpStatus st = PP_OK;
   int32_t current = -1;
-  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0 && st == PP_OK; e = next_of (doc, e))
+  size_t i = 0;
+  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0 && st == PP_OK; e = next_of (doc, e), i++)
     {
       int32_t rank, step, phase, process;
       int64_t t;
@@ -330,7 +363,7 @@ read_markers (Chrome *c, uint32_t list)
           || !int32_of (doc, element (doc, e, 2), &phase) || !time_of (c, element (doc, e, 3), 0, &t)
           || !int32_of (doc, element (doc, e, 4), &process) || process < -1 || process >= PP_TRACE_MAX_PROCESSES
           || (phase != PP_TRACE_STEP_BEGIN && phase != PP_TRACE_STEP_END))
-        return bad (c, "a step marker is not [rank, step, phase, ns, process]");
+        return bad_at (c, "markers", i, e, "not a step marker [rank, step, phase, ns, process]");
       if (process != current)
         st = pp_trace_writer_set_process (c->w, current = process, c->err);
       if (st == PP_OK)
@@ -345,16 +378,17 @@ read_counters (Chrome *c, uint32_t list)
   const PpJsonDoc *doc = c->doc;
   PpStatus st = PP_OK;
   int32_t current = -1;
-  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0 && st == PP_OK; e = next_of (doc, e))
+  size_t i = 0;
+  for (uint32_t e = first_child (doc, list, PP_JSON_ARRAY); e != 0 && st == PP_OK; e = next_of (doc, e), i++)
     {
       PpCounter k;
       int32_t kind, process;
       memset (&k, 0, sizeof k);
       if (!int32_of (doc, element (doc, e, 0), &k.rank) || !int32_of (doc, element (doc, e, 1), &k.step)
-          || !int32_of (doc, element (doc, e, 2), &kind) || kind < 0 || kind >= PP_N_COUNTER_KINDS
+          || !int32_of (doc, element (doc, e, 2), &kind) || kind < 0 || kind > UINT16_MAX
           || !time_of (c, element (doc, e, 3), 0, &k.time_ns) || !double_of (doc, element (doc, e, 4), &k.value)
           || !int32_of (doc, element (doc, e, 5), &process) || process < -1 || process >= PP_TRACE_MAX_PROCESSES)
-        return bad (c, "a counter is not [rank, step, kind, ns, value bits, process]");
+        return bad_at (c, "counters", i, e, "not a counter [rank, step, kind, ns, value bits, process]");
       k.kind = (uint16_t) kind;
       if (process != current)
         st = pp_trace_writer_set_process (c->w, current = process, c->err);
@@ -366,10 +400,15 @@ read_counters (Chrome *c, uint32_t list)
 
 /* ---- spans ---------------------------------------------------------------------- */
 
+/* A span kind: its name, or its number where the writer knew no name
+ * for it (a kind newer than that pipescope: kept as it was). */
 static int
 kind_of (const PpJsonDoc *doc, uint32_t node)
 {
   char buf[32];
+  int64_t num;
+  if (node != 0 && pp_json_int (doc, node, &num))
+    return num >= 0 && num <= UINT16_MAX ? (int) num : -1;
   if (node == 0 || pp_json_string (doc, node, buf, sizeof buf) < 0)
     return -1;
   for (int k = 0; k < PP_N_SPAN_KINDS; k++)
@@ -418,10 +457,10 @@ span_of (Chrome *c, uint32_t ev, Tagged *out, PpStatus *st)
       || !int32_of (doc, pp_json_get (doc, args, "microbatch"), &s->microbatch)
       || !int32_of (doc, pp_json_get (doc, args, "step"), &s->step)
       || !time_of (c, pp_json_get (doc, ev, "ts"), 3, &s->start_ns)
-      || !pp_json_scaled (doc, pp_json_get (doc, ev, "dur"), 3, &dur) || dur < 0 || dur > ((int64_t) 1 << 61))
+      || !pp_json_scaled (doc, pp_json_get (doc, ev, "dur"), 3, &dur) || dur < 0 || dur > 2 * TIME_LIMIT)
     return -1;
   s->kind = (uint16_t) kind;
-  s->end_ns = s->start_ns + dur;
+  s->end_ns = clamp_limit (s->start_ns + dur);
   uint32_t v;
   int64_t x;
   if ((v = pp_json_get (doc, args, "process")) != 0)
@@ -484,14 +523,15 @@ read_spans (Chrome *c, uint32_t events, PpImportSummary *sum, int *max_step)
   size_t n = 0, cap = 0;
   Tagged *all = NULL;
   PpStatus st = PP_OK;
-  for (uint32_t e = first_child (doc, events, PP_JSON_ARRAY); e != 0; e = next_of (doc, e))
+  size_t at = 0;
+  for (uint32_t e = first_child (doc, events, PP_JSON_ARRAY); e != 0; e = next_of (doc, e), at++)
     {
       Tagged t;
       int got = span_of (c, e, &t, &st);
       if (got < 0)
         {
           free (all);
-          return st != PP_OK ? st : bad (c, "a span event's args (rank, kind, stage, microbatch, step) or times are not what export writes");
+          return st != PP_OK ? st : bad_at (c, "traceEvents", at, e, "a span event whose args (rank, kind, stage, microbatch, step) or times are not what export writes");
         }
       if (got == 0)
         continue;
@@ -562,7 +602,7 @@ pp_import_chrome (const PpJsonDoc *doc, const char *name, PpTraceWriter *w, PpIm
     return pp_error_set (err, PP_EUNSUPPORTED, "%s: a pipescope Chrome export of format %" PRId64
                          ", this pipescope reads format %d: import it with the pipescope that wrote it",
                          name, format, CHROME_FORMAT);
-  if (!int_in (doc, pp_json_get (doc, meta, "origin_ns"), -((int64_t) 1 << 61), (int64_t) 1 << 61, &c.origin))
+  if (!int_in (doc, pp_json_get (doc, meta, "origin_ns"), -TIME_LIMIT, TIME_LIMIT, &c.origin))
     return bad (&c, "its 'pipescope' member has no origin_ns");
   snprintf (sum->schedule, sizeof sum->schedule, "unknown");
   if ((v = pp_json_get (doc, meta, "description")) != 0)

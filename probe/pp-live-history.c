@@ -26,6 +26,19 @@
 #include <sys/socket.h>
 
 #define STAGE_MAX             (256u * 1024u)
+#define STAGE_MIN             (16u * 1024u)
+#define STAGE_ALL_MAX         (64u * 1024u * 1024u)
+
+/* What a viewer stages at most before the socket takes it: 256 KiB, less
+ * when many are connected, so that all of them together stage 64 MiB at
+ * most (1,500 viewers that never read held 256 KiB each, 390 MB in all),
+ * never under 16 KiB; a frame larger than that is staged alone. */
+static size_t
+stage_max (const PpLiveServer *s)
+{
+  size_t n = s->n_viewers_arr > 0 ? s->n_viewers_arr : 1, per = STAGE_ALL_MAX / n;
+  return per > STAGE_MAX ? STAGE_MAX : per < STAGE_MIN ? STAGE_MIN : per;
+}
 
 static uint64_t
 frame_events (PpLiveServer *s, const uint8_t *f, uint32_t size, uint16_t type)
@@ -286,6 +299,7 @@ count_drop (PpLiveServer *s, Viewer *v, uint64_t n)
 int
 pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
 {
+  const size_t most = stage_max (s);
   if (!v->header_sent)
     {
       if (!s->hdr_done)
@@ -309,7 +323,7 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
             }
           if (e != NULL)
             {
-              if (pending (v) > 0 && pending (v) + e->size > STAGE_MAX)
+              if (pending (v) > 0 && pending (v) + e->size > most)
                 return 0;
               count_drop (s, v, e->cum - v->cum);
               if (pp_live_stage (v, e->data, e->size) < 0)
@@ -345,7 +359,7 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
               continue;
             }
           v->skipping = 0;
-          if (pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+          if (pending (v) > 0 && pending (v) + f->size > most)
             return 0;
           if (v->pend_drop > 0 && stage_dropped (s, v) < 0)
             return -1;
@@ -358,7 +372,7 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
         v->seq++;   /* a newer one of its rank (or id) follows: that one is sent */
       else
         {
-          if (!lagging && pending (v) > 0 && pending (v) + f->size > STAGE_MAX)
+          if (!lagging && pending (v) > 0 && pending (v) + f->size > most)
             return 0;
           if (pp_live_stage (v, f->data, f->size) < 0)
             return -1;

@@ -125,6 +125,14 @@ plans_cover (const PpTraceDescription *d, const PpWhyPlans *plans)
   return 1;
 }
 
+static size_t n_built;
+
+size_t
+pp_why_schedules_built (void)
+{
+  return __atomic_load_n (&n_built, __ATOMIC_RELAXED);
+}
+
 PpStatus
 pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans, PpSchedule **out,
                           PpError *err)
@@ -136,6 +144,7 @@ pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans, 
   int *n = NULL;
 
   *out = NULL;
+  __atomic_fetch_add (&n_built, 1, __ATOMIC_RELAXED);
   if (d == NULL || !plans_cover (d, plans))
     return pp_why_schedule_of_description (d, out, err);
   int P = d->n_ranks;

@@ -28,6 +28,22 @@ PpStatus pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPl
                                    PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
                                    PpError *err);
 
+/* pp_why_analyse_run_waits with the schedule built (taken: freed, or
+ * handed to *sched_out): a job of replicas builds it once for them all. */
+PpStatus pp_why_analyse_schedule_waits (const PpTraceDescription *desc, PpSchedule *s, const PpSpan *spans,
+                                        size_t n, const PpWhyReplicaWaits *waits, const PpCounter *counters,
+                                        size_t n_counters, int max_steps, PpWhyReport **out,
+                                        PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+
+/* s's compute actions (a whole step has a block for each). */
+long     pp_why_n_compute (const PpSchedule *s);
+/* PP_OK when spans[n] hold at least n_compute blocks (a whole step may
+ * be among them), else PP_EINVAL with the message the analysis gives: in
+ * O(n), so that a replica too small for a step costs its own spans, not
+ * the schedule's. */
+PpStatus pp_why_check_blocks (const PpSchedule *s, long n_compute, const PpSpan *spans, size_t n,
+                              PpError *err);
+
 /* pp_why_split, with dp[r] (may be NULL) each rank's data-parallel
  * communication in the step: its own part (pp_why_split_dp).  In
  * pp-why-split.c, for pp-why.c's steps. */

@@ -126,12 +126,19 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
   PpError first_err = { 0 };
   PpStatus st = PP_OK;
   int k = 0;
+  PpSchedule *s = NULL;
   if (first == NULL || got == NULL || order == NULL || by == NULL || cfirst == NULL || wby == NULL
       || oby == NULL || (counter_replica != NULL && n_counters > 0 && cby == NULL))
     {
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
     }
+  /* the schedule once for every replica (a plan of 65,536 actions a rank
+   * built 11,000 times took a minute), and a replica without the blocks
+   * of a whole step told so in its own spans' time */
+  if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
+    goto out;
+  long n_compute = pp_why_n_compute (s);
   for (int b = 0; b < n_buckets; b++)
     {
       PpError e = { 0 };
@@ -140,9 +147,10 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       if (first[b + 1] == first[b])
         continue;
       PpWhyReplicaWaits wt = { wby + first[b], oby + first[b] };
-      if (pp_why_analyse_run_waits (desc, plans, by + first[b], first[b + 1] - first[b], &wt,
-                                    cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
-                                    max_steps, &rep, NULL, NULL, &e) != PP_OK)
+      if (pp_why_check_blocks (s, n_compute, by + first[b], first[b + 1] - first[b], &e) != PP_OK
+          || pp_why_analyse_spans_waits (s, by + first[b], first[b + 1] - first[b], &wt,
+                                         cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
+                                         max_steps, &rep, &e) != PP_OK)
         {
           if (first_err.status == PP_OK)
             first_err = e;
@@ -179,9 +187,11 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
   int mb = got[med].replica >= 0 ? got[med].replica : n_buckets - 1;
   PpWhyReport *rep = NULL;
   PpWhyReplicaWaits mwt = { wby + first[mb], oby + first[mb] };
-  if ((st = pp_why_analyse_run_waits (desc, plans, by + first[mb], first[mb + 1] - first[mb], &mwt,
-                                      cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
-                                      max_steps, &rep, change, sched_out, err)) != PP_OK)
+  PpSchedule *taken = s;
+  s = NULL;
+  if ((st = pp_why_analyse_schedule_waits (desc, taken, by + first[mb], first[mb + 1] - first[mb], &mwt,
+                                           cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
+                                           max_steps, &rep, change, sched_out, err)) != PP_OK)
     goto out;
   int R = rep->ranks;
   rep->n_replicas = k;
@@ -222,6 +232,7 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
     }
   *out = rep;
 out:
+  pp_schedule_free (s);
   for (int i = 0; got != NULL && i < k; i++)
     pp_why_report_free (got[i].rep);
   free (got);

@@ -682,6 +682,23 @@ pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plan
     memset (change, 0, sizeof *change);
   if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
+  return pp_why_analyse_schedule_waits (desc, s, spans, n, waits, counters, n_counters, max_steps, out, change,
+                                        sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_schedule_waits (const PpTraceDescription *desc, PpSchedule *s, const PpSpan *spans, size_t n,
+                               const PpWhyReplicaWaits *waits, const PpCounter *counters, size_t n_counters,
+                               int max_steps, PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                               PpError *err)
+{
+  PpStatus st;
+
+  *out = NULL;
+  if (sched_out != NULL)
+    *sched_out = NULL;
+  if (change != NULL)
+    memset (change, 0, sizeof *change);
   if ((st = pp_why_analyse_spans_waits (s, spans, n, waits, counters, n_counters, max_steps, out,
                                         err)) != PP_OK)
     goto out;
@@ -706,6 +723,28 @@ out:
   else
     pp_schedule_free (s);
   return st;
+}
+
+long
+pp_why_n_compute (const PpSchedule *s)
+{
+  long n = 0;
+  for (int r = 0; r < s->ranks; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      n += pp_action_is_compute (&s->rank[r].actions[k]);
+  return n;
+}
+
+PpStatus
+pp_why_check_blocks (const PpSchedule *s, long n_compute, const PpSpan *spans, size_t n, PpError *err)
+{
+  long nb = 0;
+  for (size_t i = 0; i < n && nb < n_compute; i++)
+    nb += action_kind_of_span (spans[i].kind) >= 0 && spans[i].step >= 0;
+  if (nb >= n_compute)
+    return PP_OK;
+  return pp_error_set (err, PP_EINVAL,
+                       "no whole step to analyse: no step has a block for every action of the %s plan", s->name);
 }
 
 PpCostModel *

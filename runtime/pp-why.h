@@ -277,6 +277,9 @@ typedef struct {
  * problems. */
 PpStatus pp_why_schedule_of_trace (const PpTraceDescription *d, const PpWhyPlans *plans,
                                    PpSchedule **out, PpError *err);
+/* How many schedules pp_why_schedule_of_trace built in this process (a
+ * job of replicas builds one for them all: tests count it). */
+size_t   pp_why_schedules_built (void);
 
 /* s (the compute order pp_why_schedule_of_trace built) with the plans'
  * data-parallel actions (UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD:

@@ -7,6 +7,10 @@
      none overlapping a recorded block, transfer, wait or host span; a
      host wrapper (role host) records its kind around the call, its result
      and exception untouched; one of a kind not a host kind is refused.
+     A step run on another thread (fast.sched from there: a job that
+     starts a thread a step) gets no HOST_SCHEDULE span, as its wrapped
+     calls cut none: never one over the whole step with its blocks inside
+     (issue 40, finding 5).
   2. At each block's edges (fast.edges_open on this thread) the run-queue
      delay (where the kernel has schedstat) and the wrappers' own time as
      counters, each non-decreasing, each only when it changed; a block run
@@ -128,6 +132,19 @@ def main():
     other.join()
     fast.sched(-r.now())
     r.step(0, 1, r.now())
+
+    # a step on a thread of its own, as a job that starts one a step
+    def step_there():
+        r.step(1, 0, r.now())
+        fast.sched(r.now())
+        s.forward_one_chunk(3)
+        sum(i * i for i in range(20000))
+        s.forward_one_chunk(4)
+        fast.sched(-r.now())
+        r.step(1, 1, r.now())
+    there = threading.Thread(target=step_there)
+    there.start()
+    there.join()
     fast.set_on(0)
 
     # 3. the GC callback, on this thread
@@ -160,8 +177,8 @@ def main():
     sched = [x for x in rows if x["kind"] == "HOST_SCHEDULE"]
     rest = [x for x in rows if x["kind"] not in ("HOST_SCHEDULE", "GC")]
     kinds = [x["kind"] for x in rest]
-    # F 0, SEND_F, WAIT (charged to F 1), HOST_LOSS (the failed call: none), F 1, F 2
-    if kinds.count("HOST_LOSS") != 1 or kinds.count("F") != 3 or "SEND_F" not in kinds or "WAIT" not in kinds:
+    # F 0, SEND_F, WAIT (charged to F 1), HOST_LOSS (the failed call: none), F 1, F 2; F 3 and 4
+    if kinds.count("HOST_LOSS") != 1 or kinds.count("F") != 5 or "SEND_F" not in kinds or "WAIT" not in kinds:
         fail(f"the step's spans: {kinds}")
     for a in sched:
         for b in rest:
@@ -175,7 +192,7 @@ def main():
     if len(sched) != 8:
         fail(f"{len(sched)} HOST_SCHEDULE spans for the 8 stretches around 7 wrapped calls")
     ok(f"a step: {len(sched)} HOST_SCHEDULE spans between its wrapped calls, none overlapping a recorded span; "
-       "a host call recorded with its kind, its result and exception untouched")
+       "a host call recorded with its kind, its result and exception untouched; a step on another thread none")
 
     _, counters = raw_trace(trace)
     for kind, name in ((L.COUNTER_RUN_DELAY_NS, "RUN_DELAY_NS"), (L.COUNTER_PROBE_SELF_NS, "PROBE_SELF_NS"),

@@ -224,7 +224,8 @@ def main():
         # 48 + 34 + 30 + 8 and 62 a row (cli-render.c's fitted height)
         if heights != {"fold": 120 + 2 * 62, "all": 120 + 4 * 62, "1": 120 + 2 * 62}:
             fail(f"render's rows by --replicas (image heights): {heights}")
-        for bad, says in (("2", "--replicas 2: the job has replicas dp 0 to 1"), ("x", "--replicas takes fold")):
+        for bad, says in (("2", f"--replicas 2: {trace} holds replicas dp 0 and 1 of 2, not dp 2"),
+                          ("x", "--replicas takes fold")):
             r = subprocess.run([cli, "render", trace, "-o", os.path.join(tmp, "no.png"), "--replicas", bad],
                                capture_output=True, text=True, timeout=60)
             if r.returncode != 2 or says not in r.stderr or len(r.stderr.strip().splitlines()) != 1 \

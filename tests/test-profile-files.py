@@ -29,6 +29,8 @@ PyTorch).  Each check asserts files, exit codes and one-line messages:
      4094 to 4097 (global ranks past 4095, issue 40) are merged too; a
      file of global rank 65535 (past the format's) is named, kept, and
      profile exits 1.
+  7. 4,100 rank files of an earlier run beside the trace: the line says
+     all 4,100 (it looked at 4,096 at most, and said nothing of the rest).
 """
 
 import glob
@@ -345,8 +347,29 @@ def check_mesh(cli, tmp):
        "merged; a rank file past the format's processes named, kept, exit 1")
 
 
+def check_many_leftovers(cli, tmp):
+    d = os.path.join(tmp, "many-leftovers")
+    os.mkdir(d)
+    trace = os.path.join(d, "t.pptrace")
+    other = "00000000c0ffee43"
+    r = run(writer("write", 1), cwd=d, env=dict(os.environ, PIPESCOPE_TRACE=f"{trace}.{other}",
+                                               PIPESCOPE_JOB_ID=other))
+    first = f"{trace}.{other}.rank0"
+    if r.returncode != 0 or not os.path.exists(first):
+        fail(f"writing the leftover: {r.stderr}")
+    for g in range(1, 4100):
+        shutil.copyfile(first, f"{trace}.{other}.rank{g}")
+    p = profile(cli, d, ["--trace", "t.pptrace"], [sys.executable, "-c", "print('hello')"])
+    said = lines(p.stderr, "an earlier run")
+    if p.returncode != 1 or len(said) != 1 or other not in said[0] or "left 4100 rank files" not in said[0]:
+        fail(f"4,100 rank files of an earlier run: exit {p.returncode}, {said[:1]!r:.400}")
+    if len(glob.glob(f"{trace}.{other}.rank*")) != 4100:
+        fail("the earlier run's rank files were touched")
+    ok("4,100 rank files of an earlier run: one line says all 4,100, none touched")
+
+
 CHECKS = [check_folder_change, check_writability, check_leftovers, check_killed, check_full,
-          check_refused_names, check_mesh]
+          check_refused_names, check_mesh, check_many_leftovers]
 
 
 def main():

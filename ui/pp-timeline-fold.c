@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp-analysis.h"
 #include "pp-timeline-model-private.h"
 
 int
@@ -26,13 +27,91 @@ pp_timeline_model_has_replicas (const PpTimelineModel *m)
 int
 pp_timeline_model_dp_size (const PpTimelineModel *m)
 {
+  int n = pp_timeline_model_n_places (m), d = pp_timeline_model_dp_size_said (m);
+  /* a file may say any size: what is iterated or listed by replica stays
+   * within the processes there are */
+  return d < n ? d : n > 0 ? n : 1;
+}
+
+int
+pp_timeline_model_dp_size_said (const PpTimelineModel *m)
+{
   int n = pp_timeline_model_n_places (m), d = 1;
   for (int i = 0; i < n; i++)
     if (pp_timeline_model_place (m, i)->size[PP_TRACE_MESH_DP] > d)
       d = pp_timeline_model_place (m, i)->size[PP_TRACE_MESH_DP];
-  /* a file may say any size: what is iterated or listed by replica stays
-   * within the processes there are */
-  return d < n ? d : n > 0 ? n : 1;
+  return d;
+}
+
+static int
+cmp_dp (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
+int
+pp_timeline_model_replica_dps (const PpTimelineModel *m, int32_t **out)
+{
+  int n = pp_timeline_model_n_places (m), k = 0;
+  *out = NULL;
+  if (n <= 0)
+    return 0;
+  int32_t *d = malloc ((size_t) n * sizeof *d);
+  if (d == NULL)
+    return -1;
+  for (int i = 0; i < n; i++)
+    d[i] = pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP];
+  qsort (d, (size_t) n, sizeof *d, cmp_dp);
+  for (int i = 0; i < n; i++)
+    if (k == 0 || d[k - 1] != d[i])
+      d[k++] = d[i];
+  *out = d;
+  return k;
+}
+
+int
+pp_timeline_dps_holds (const int32_t *dps, int n, int32_t dp)
+{
+  return n > 0 && bsearch (&dp, dps, (size_t) n, sizeof *dps, cmp_dp) != NULL;
+}
+
+void
+pp_timeline_dps_words (const int32_t *dps, int n, char *buf, size_t size)
+{
+  enum { MAX_RUNS = 4 };
+  int32_t lo[MAX_RUNS + 1], hi[MAX_RUNS + 1];
+  int runs = 0, more = 0;
+  if (size == 0)
+    return;
+  for (int i = 0; i < n; i++)
+    if (runs > 0 && dps[i] == hi[runs - 1] + 1)
+      hi[runs - 1] = dps[i];
+    else if (runs < MAX_RUNS + 1)
+      {
+        lo[runs] = hi[runs] = dps[i];
+        runs++;
+      }
+    else
+      more = 1;
+  if (runs > MAX_RUNS)
+    {
+      more = 1;
+      runs = MAX_RUNS - 1;
+    }
+  size_t l = (size_t) snprintf (buf, size, "dp");
+  for (int r = 0; r < runs && l < size; r++)
+    {
+      const char *sep = r == 0 ? " " : r == runs - 1 && !more ? " and " : ", ";
+      if (lo[r] == hi[r])
+        l += (size_t) snprintf (buf + l, size - l, "%s%d", sep, lo[r]);
+      else if (hi[r] == lo[r] + 1 && runs == 1)
+        l += (size_t) snprintf (buf + l, size - l, "%s%d and %d", sep, lo[r], hi[r]);
+      else
+        l += (size_t) snprintf (buf + l, size - l, "%s%d to %d", sep, lo[r], hi[r]);
+    }
+  if (more && l < size)
+    snprintf (buf + l, size - l, ", ... (%d replicas)", n);
 }
 
 PpStatus
@@ -300,10 +379,23 @@ mesh_size (const PpTimelineModel *src, int32_t size[PP_TRACE_MESH_DIMS])
 /* What the view shows, for the header and the statistics. */
 static void
 view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS], int n_ranks,
-           char *buf, size_t n)
+           const int32_t *dps, int n_dps, char *buf, size_t n)
 {
   int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
   const char *what = per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes a rank";
+  /* a trace of some of the job's replicas (one node's): which */
+  char held[160] = "";
+  if (per == size[PP_TRACE_MESH_DP] && n_dps > 0 && n_dps < per)
+    {
+      char words[80];
+      pp_timeline_dps_words (dps, n_dps, words, sizeof words);
+      snprintf (held, sizeof held, "%d of ", n_dps);
+      if (how->replica < 0)
+        {
+          size_t l = strlen (held);
+          snprintf (held + l, sizeof held - l, "%lld %s (%s)", (long long) per, what, words);
+        }
+    }
   if (how->replica >= 0)
     {
       snprintf (buf, n, "replica dp %d of %d shown", how->replica, size[PP_TRACE_MESH_DP]);
@@ -311,10 +403,15 @@ view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS]
     }
   if (how->all)
     {
-      snprintf (buf, n, "%lld %s unfolded: a row a process", (long long) per, what);
+      if (held[0])
+        snprintf (buf, n, "%s unfolded: a row a process", held);
+      else
+        snprintf (buf, n, "%lld %s unfolded: a row a process", (long long) per, what);
       return;
     }
-  size_t l = (size_t) snprintf (buf, n, "%lld %s folded (median, mark to the latest end)", (long long) per, what);
+  size_t l = held[0] ? (size_t) snprintf (buf, n, "%s folded (median, mark to the latest end)", held)
+                     : (size_t) snprintf (buf, n, "%lld %s folded (median, mark to the latest end)",
+                                          (long long) per, what);
   int first = 1;
   for (int r = 0; r < how->n_unfolded && r < n_ranks && l < n; r++)
     if (how->unfolded[r])
@@ -324,9 +421,18 @@ view_note (const PpTimelineReplicas *how, const int32_t size[PP_TRACE_MESH_DIMS]
       }
 }
 
+static size_t n_views_built;
+
+size_t
+pp_timeline_views_built (void)
+{
+  return __atomic_load_n (&n_views_built, __ATOMIC_RELAXED);
+}
+
 PpTimelineModel *
 pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
 {
+  __atomic_fetch_add (&n_views_built, 1, __ATOMIC_RELAXED);
   PpTimelineModel *v = pp_timeline_model_new_like (src);
   int n_places = pp_timeline_model_n_places (src), n_ranks = pp_timeline_model_n_ranks (src);
   const char *word = pp_timeline_model_rank_word (src);
@@ -339,7 +445,10 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
   mesh_size (src, size);
   for (int r = 0; r < how->n_unfolded && how->unfolded != NULL; r++)
     any_unfolded |= how->unfolded[r] != 0;
-  view_note (how, size, n_ranks, note, sizeof note);
+  int32_t *dps = NULL;
+  int n_dps = how->replica < 0 ? pp_timeline_model_replica_dps (src, &dps) : 0;
+  view_note (how, size, n_ranks, dps, n_dps, note, sizeof note);
+  free (dps);
   /* a place the hook could not read is pipescope's numbering: said */
   for (int i = 0; i < n_places; i++)
     if (pp_timeline_model_place (src, i)->flags & PP_TRACE_PROCESS_UNPLACED)
@@ -583,13 +692,21 @@ size_t
 pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **out)
 {
   int n_places = pp_timeline_model_n_places (src), n_ranks = pp_timeline_model_n_ranks (src);
-  int D = pp_timeline_model_dp_size (src);
   size_t n_blocks = 0, n_steps = 0, n_out = 0;
-  int32_t *steps = NULL;
+  int32_t *steps = NULL, *dps = NULL;
   int64_t *end = NULL, *rep = NULL, *tmp = NULL;
   *out = NULL;
-  if (n_places < 2 || D < 2 || !pp_timeline_model_has_replicas (src))
+  if (n_places < 2 || !pp_timeline_model_has_replicas (src))
     return 0;
+  /* replicas by the dp values held (dp 4 and 5 of 8), rep[] by position */
+  int D = pp_timeline_model_replica_dps (src, &dps);
+  if (D < 0)
+    return SIZE_MAX;
+  if (D < 2)
+    {
+      free (dps);
+      return 0;
+    }
   for (int i = 0; i < n_places; i++)
     {
       size_t ns;
@@ -597,7 +714,10 @@ pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **ou
       n_blocks += ns;
     }
   if ((steps = malloc ((n_blocks + 1) * sizeof *steps)) == NULL)
-    return SIZE_MAX;
+    {
+      free (dps);
+      return SIZE_MAX;
+    }
   for (int i = 0; i < n_places; i++)
     {
       size_t ns;
@@ -634,7 +754,9 @@ pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **ou
     {
       size_t ns;
       const PpSpan *s = pp_timeline_model_place_spans (src, i, &ns);
-      int dp = pp_timeline_model_place (src, i)->coord[PP_TRACE_MESH_DP];
+      int32_t dp = pp_timeline_model_place (src, i)->coord[PP_TRACE_MESH_DP];
+      const int32_t *at = bsearch (&dp, dps, (size_t) D, sizeof *dps, cmp_dp);
+      size_t di = (size_t) (at - dps);
       for (size_t j = 0; j < ns; j++)
         if (pp_span_kind_is_block (s[j].kind) && s[j].step >= 0)
           {
@@ -642,8 +764,8 @@ pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **ou
             int64_t *e = &end[(size_t) i * n_steps + k];
             if (s[j].end_ns > *e)
               *e = s[j].end_ns;
-            if (dp >= 0 && dp < D && s[j].end_ns > rep[(size_t) dp * n_steps + k])
-              rep[(size_t) dp * n_steps + k] = s[j].end_ns;
+            if (s[j].end_ns > rep[di * n_steps + k])
+              rep[di * n_steps + k] = s[j].end_ns;
           }
     }
   for (size_t k = 0; k < n_steps; k++)
@@ -652,14 +774,14 @@ pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **ou
       size_t n = 0;
       int64_t best = INT64_MIN;
       int best_dp = -1;
-      for (int dp = 0; dp < D; dp++)
-        if (rep[(size_t) dp * n_steps + k] != INT64_MIN)
+      for (int di = 0; di < D; di++)
+        if (rep[(size_t) di * n_steps + k] != INT64_MIN)
           {
-            tmp[n++] = rep[(size_t) dp * n_steps + k];
+            tmp[n++] = rep[(size_t) di * n_steps + k];
             if (tmp[n - 1] > best)
               {
                 best = tmp[n - 1];
-                best_dp = dp;
+                best_dp = dps[di];
               }
           }
       if (n < 2)
@@ -697,6 +819,7 @@ pp_timeline_slowest_replicas (const PpTimelineModel *src, PpTimelineSlowest **ou
         }
     }
 done:
+  free (dps);
   free (steps);
   free (end);
   free (rep);

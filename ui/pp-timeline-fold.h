@@ -39,6 +39,19 @@ typedef struct {
 int              pp_timeline_model_has_replicas (const PpTimelineModel *m);
 /* The largest dp size of m's places, at most their number (1 without). */
 int              pp_timeline_model_dp_size (const PpTimelineModel *m);
+/* The largest dp size m's places say (1 without), for messages. */
+int              pp_timeline_model_dp_size_said (const PpTimelineModel *m);
+
+/* The dp values m's places hold, ascending, each once, into *out (the
+ * caller's to free): their number, 0 without places (*out NULL), -1 out
+ * of memory.  A trace of one node of a job holds some replicas of it (dp
+ * 4 and 5 of 8): they are offered by these, not by 0 .. size - 1. */
+int              pp_timeline_model_replica_dps (const PpTimelineModel *m, int32_t **out);
+/* Whether replica dp is among dps[0, n) (ascending). */
+int              pp_timeline_dps_holds (const int32_t *dps, int n, int32_t dp);
+/* dps[0, n) (ascending) in words: "dp 4", "dp 4 and 5", "dp 0 to 7",
+ * "dp 0 to 3, 6 and 9"; past a few runs the first ones and how many. */
+void             pp_timeline_dps_words (const int32_t *dps, int n, char *buf, size_t size);
 
 /* "fold", "all" or a replica dp N: PP_OK, or PP_EINVAL and one line. */
 PpStatus         pp_timeline_replicas_parse (const char *text, PpTimelineReplicas *out, PpError *err);
@@ -47,6 +60,10 @@ PpStatus         pp_timeline_replicas_parse (const char *text, PpTimelineReplica
  * nothing), NULL out of memory.  Its replica_note says what it shows
  * ("2 replicas folded (median, mark to the latest end)"). */
 PpTimelineModel *pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how);
+/* How many views pp_timeline_view_new built in this process (a view
+ * copies its source: the statistics over replicas build none; tests count
+ * it). */
+size_t           pp_timeline_views_built (void);
 
 /* Whether blocks of this kind say a row is out of step (work blocks, not
  * device kernels or hand-offs: a late send follows its block). */

@@ -148,10 +148,15 @@ append_span (Rank *rk, const PpSpan *in, int64_t offset)
     s.end_ns = s.start_ns;
   if (rk->n_spans == rk->cap_spans)
     {
-      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 256;
+      /* from 8: a job of 65,535 processes of a few spans each held 256 a
+       * process (1.3 GB), doubling keeps an append O(1) */
+      size_t cap = rk->cap_spans ? 2 * rk->cap_spans : 8;
       PpSpan *n = realloc (rk->spans, cap * sizeof *n);
       if (n == NULL)
         return;
+      /* zeroed: a span's padding bytes are then the same in every model
+       * (rows are compared whole) */
+      memset (n + rk->cap_spans, 0, (cap - rk->cap_spans) * sizeof *n);
       rk->spans = n;
       rk->cap_spans = cap;
     }

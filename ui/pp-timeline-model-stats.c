@@ -101,6 +101,27 @@ cmp_place_key (const void *x, const void *y)
   return 0;
 }
 
+/* A place by its copy's key, then rank, then place order: a copy's
+ * processes together (one pass over them all, not one a copy: 11,000
+ * replicas). */
+typedef struct {
+  int32_t key[PP_TRACE_MESH_DIMS - 1];
+  int32_t rank;
+  int     i;
+} KeyedPlace;
+
+static int
+cmp_keyed_place (const void *x, const void *y)
+{
+  const KeyedPlace *a = x, *b = y;
+  int c = cmp_place_key (a->key, b->key);
+  if (c != 0)
+    return c;
+  if (a->rank != b->rank)
+    return a->rank < b->rank ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
 /* The waits for slower copies (pp_why_replica_waits, as Why measures
  * them) of every place's spans, the copies c[n_copies] (sorted keys) the
  * replicas: place i's from (*wait)[off[i]].  0, or -1 out of memory. */
@@ -156,32 +177,37 @@ copies_steps (const PpTimelineModel *m, Copy **out, int *n_copies)
   size_t *n = calloc ((size_t) m->n_ranks, sizeof *n), *off = malloc (((size_t) np + 1) * sizeof *off);
   const int64_t **wrows = calloc ((size_t) m->n_ranks, sizeof *wrows);
   int64_t *wait = NULL;
-  if (c == NULL || rows == NULL || n == NULL || off == NULL || wrows == NULL)
+  KeyedPlace *kp = malloc ((size_t) np * sizeof *kp);
+  if (c == NULL || rows == NULL || n == NULL || off == NULL || wrows == NULL || kp == NULL)
     goto out;
-  /* the copies' keys, sorted and distinct */
+  /* the copies' keys, sorted and distinct, each with its places */
   for (int i = 0; i < np; i++)
-    memcpy (c[i].key, &pp_timeline_model_place (m, i)->coord[PP_TRACE_MESH_DP], sizeof c[i].key);
-  qsort (c, (size_t) np, sizeof *c, cmp_place_key);
+    {
+      const PpTraceProcess *p = pp_timeline_model_place (m, i);
+      memcpy (kp[i].key, &p->coord[PP_TRACE_MESH_DP], sizeof kp[i].key);
+      kp[i].rank = p->rank;
+      kp[i].i = i;
+    }
+  qsort (kp, (size_t) np, sizeof *kp, cmp_keyed_place);
   for (int i = 0; i < np; i++)
-    if (nc == 0 || cmp_place_key (c[i].key, c[nc - 1].key) != 0)
-      c[nc++] = c[i];
+    if (i == 0 || cmp_place_key (kp[i].key, kp[i - 1].key) != 0)
+      memcpy (c[nc++].key, kp[i].key, sizeof c[0].key);
   if (nc < 2 || copy_waits (m, c, nc, off, &wait) != 0)
     goto out;
-  for (int j = 0; j < nc; j++)
+  for (int j = 0, a = 0, b; j < nc; j++, a = b)
     {
+      for (b = a; b < np && cmp_place_key (kp[b].key, kp[a].key) == 0; b++)
+        ;
       memset (rows, 0, (size_t) m->n_ranks * sizeof *rows);
       memset (n, 0, (size_t) m->n_ranks * sizeof *n);
       memset (wrows, 0, (size_t) m->n_ranks * sizeof *wrows);
-      for (int i = 0; i < np; i++)
-        {
-          const PpTraceProcess *p = pp_timeline_model_place (m, i);
-          if (p->rank >= 0 && p->rank < m->n_ranks
-              && cmp_place_key (&p->coord[PP_TRACE_MESH_DP], c[j].key) == 0)
-            {
-              rows[p->rank] = pp_timeline_model_place_spans (m, i, &n[p->rank]);
-              wrows[p->rank] = wait + off[i];
-            }
-        }
+      /* each rank's lowest place of the copy (the first in kp's order) */
+      for (int x = b - 1; x >= a; x--)
+        if (kp[x].rank >= 0 && kp[x].rank < m->n_ranks)
+          {
+            rows[kp[x].rank] = pp_timeline_model_place_spans (m, kp[x].i, &n[kp[x].rank]);
+            wrows[kp[x].rank] = wait + off[kp[x].i];
+          }
       c[j].replica = j;
       if (pp_analysis_steps (rows, n, wrows, m->n_ranks, m->n_ranks, 0, &c[j].a, NULL) != PP_OK)
         memset (&c[j].a, 0, sizeof c[j].a);
@@ -191,6 +217,7 @@ copies_steps (const PpTimelineModel *m, Copy **out, int *n_copies)
   c = NULL;
   rc = 0;
 out:
+  free (kp);
   free (c);
   free (rows);
   free (n);

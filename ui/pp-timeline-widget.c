@@ -354,8 +354,12 @@ rebuild_view (PpTimelineWidget *self)
                                  .all = self->replica == -2,
                                  .unfolded = self->unfolded ? self->unfolded->data : NULL,
                                  .n_unfolded = self->unfolded ? (int) self->unfolded->len : 0 };
-      if (how.replica >= pp_timeline_model_dp_size (self->source))
+      /* a replica the trace holds (dp 4 and 5 of 8: not 0 .. 7) */
+      int32_t *dps = NULL;
+      int n_dps = how.replica >= 0 ? pp_timeline_model_replica_dps (self->source, &dps) : 0;
+      if (how.replica >= 0 && !pp_timeline_dps_holds (dps, n_dps, how.replica))
         how.replica = -1;
+      free (dps);
       self->view_model = pp_timeline_view_new (self->source, &how);
     }
   self->model = self->view_model != NULL ? self->view_model : self->source;

@@ -462,5 +462,21 @@ scan_ranks (Collector *c)
       if (!start_rank (c, client, j->pid, j->name))
         pp_live_client_free (client);
     }
+  if (c->n_ranks >= PROFILE_MAX_RANKS)
+    {
+      /* the bound of streams read live: the processes past it said (their
+       * rank files are merged all the same) */
+      int n_job = 0;
+      for (size_t i = 0; i < n; i++)
+        n_job += strcmp (jobs[i].job, c->job) == 0 && strcmp (jobs[i].name, c->job) != 0
+                 && strncmp (jobs[i].endpoint, "unix:", 5) == 0;
+      if (n_job - c->n_ranks > c->n_left_out_said)
+        {
+          c->n_left_out_said = n_job - c->n_ranks;
+          fprintf (stderr, "pipescope-cli: profile: the live view reads %d processes' streams at most; %d more "
+                   "of this job are left out of it (their rank files are merged all the same)\n",
+                   PROFILE_MAX_RANKS, c->n_left_out_said);
+        }
+    }
   free (jobs);
 }

@@ -73,6 +73,9 @@ struct Collector {
    * read from the next scan on (under lock) */
   struct { PpLiveClient *client; char peer[96]; } pushed[PROFILE_PUSH_QUEUE];
   int             n_pushed, n_pushed_total;
+  /* the job's processes past PROFILE_MAX_RANKS streams, said (the most
+   * said so far): the live view leaves them out, the merge does not */
+  int             n_left_out_said;
 };
 
 /* ---- cli-profile-env.c ---- */

@@ -210,21 +210,30 @@ pp_cli_render (int argc, char **argv)
       fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : "cannot read trace");
       return 1;
     }
-  if (!pp_timeline_model_has_replicas (m) && replicas.replica > 0)
+  if (replicas.replica >= 0)
     {
-      pp_timeline_model_free (m);
-      return pp_cli_usage_error ("--replicas %d: %s has one process a pipeline rank (replica dp 0)",
-                                 replicas.replica, path);
+      /* a replica the trace holds, by its dp: one node's trace may hold
+       * dp 4 and 5 of 8, and dp 0 is then none of them */
+      int32_t *dps = NULL;
+      int n_dps = pp_timeline_model_replica_dps (m, &dps);
+      int held = n_dps > 0 ? pp_timeline_dps_holds (dps, n_dps, replicas.replica) : replicas.replica == 0;
+      char words[96];
+      pp_timeline_dps_words (dps, n_dps, words, sizeof words);
+      free (dps);
+      if (!held)
+        {
+          int32_t size = pp_timeline_model_dp_size_said (m);
+          pp_timeline_model_free (m);
+          if (n_dps <= 0)
+            return pp_cli_usage_error ("--replicas %d: %s has one process a pipeline rank (replica dp 0)",
+                                       replicas.replica, path);
+          return pp_cli_usage_error ("--replicas %d: %s holds replica%s %s of %d, not dp %d", replicas.replica,
+                                     path, n_dps == 1 ? "" : "s", words, size, replicas.replica);
+        }
     }
   if (pp_timeline_model_has_replicas (m))
     {
       /* the rows: folded, unfolded or one replica (pp-timeline-fold.h) */
-      int D = pp_timeline_model_dp_size (m);
-      if (replicas.replica >= D)
-        {
-          pp_timeline_model_free (m);
-          return pp_cli_usage_error ("--replicas %d: the job has replicas dp 0 to %d", replicas.replica, D - 1);
-        }
       PpTimelineModel *view = pp_timeline_view_new (m, &replicas);
       pp_timeline_model_free (m);
       if ((m = view) == NULL)

@@ -39,10 +39,28 @@ suggest_usage (FILE *out)
          "  -n, --top N              print only the best N (default: all)\n", out);
 }
 
+/* err's line naming the trace the user gave: a job of replicas is read
+ * from an in-memory copy of one (/proc/self/fd/N), whose name means
+ * nothing to them. */
+static void
+say_error (const char *path, const char *copy, const char *raw)
+{
+  char msg[1024];
+  pp_cli_text (raw, msg, sizeof msg);   /* it may quote the trace's schedule name */
+  size_t lc = strlen (copy), lp = strlen (path);
+  if (lc > 0 && strncmp (msg, copy, lc) == 0)
+    fprintf (stderr, "pipescope-cli: error: %s%s\n", path, msg + lc);
+  else if (strncmp (msg, path, lp) == 0)
+    fprintf (stderr, "pipescope-cli: error: %s\n", msg);
+  else
+    fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, msg);
+}
+
 /* The description of the trace, if any, and the one analysis of its
  * steps (the measured row's numbers); 0, or 1 with one line printed. */
 static int
-read_description (const char *path, PpTraceDescription *desc, bool *has, int n_ranks, PpAnalysisSteps *an)
+read_description (const char *path, const char *shown, PpTraceDescription *desc, bool *has, int n_ranks,
+                  PpAnalysisSteps *an)
 {
   PpSpan *spans = NULL;
   size_t n_spans = 0, cap = 0;
@@ -53,14 +71,14 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
   *has = false;
   if (r == NULL)
     {
-      fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg[0] ? err.msg : strerror (errno));
+      say_error (shown, "", err.msg[0] ? err.msg : strerror (errno));
       return 1;
     }
   for (;;)
     {
       if (pp_trace_reader_next (r, &item, &err) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, err.msg);
+          say_error (shown, "", err.msg);
           pp_trace_reader_free (r);
           return 1;
         }
@@ -97,7 +115,7 @@ read_description (const char *path, PpTraceDescription *desc, bool *has, int n_r
   free (spans);
   if (st != PP_OK)
     {
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      say_error (shown, "", err.msg);
       return 1;
     }
   return 0;
@@ -115,7 +133,7 @@ pp_cli_suggest (int argc, char **argv)
   PpMeasuredCosts costs = { 0 };
   PpAnalysisSteps an = { 0 };
   PpSuggestion *all = NULL, *kept = NULL;
-  char measured_name[64];
+  char measured_name[64], measured_text[256];
   size_t n_all = 0, n_kept = 0;
   PpTraceDescription desc;
   PpError err = { 0 };
@@ -165,11 +183,11 @@ pp_cli_suggest (int argc, char **argv)
     {
       if (copy_fd >= 0)
         close (copy_fd);
-      fprintf (stderr, "pipescope-cli: error: %s\n", err.msg);
+      say_error (path, copy, err.msg);
       return 1;
     }
   /* the copy lives as long as its descriptor: read it whole before closing */
-  int rc_desc = read_description (copy[0] ? copy : path, &desc, &has_desc, costs.ranks, &an);
+  int rc_desc = read_description (copy[0] ? copy : path, path, &desc, &has_desc, costs.ranks, &an);
   if (copy_fd >= 0)
     close (copy_fd);
   if (rc_desc != 0)
@@ -191,7 +209,10 @@ pp_cli_suggest (int argc, char **argv)
       /* named as the candidates are (the app's What if names it so too) */
       pp_suggest_measured_name (desc.schedule, desc.n_virtual, costs.ranks, measured_name, sizeof measured_name,
                                 &mV);
-      measured = measured_name;
+      /* the trace's name for it, shown as the terminal cannot be told to
+       * do anything (a known schedule's name is as it was) */
+      pp_cli_text (measured_name, measured_text, sizeof measured_text);
+      measured = measured_text;
     }
 
   /* All candidates (to find the measured one), then those within the budget. */

@@ -81,7 +81,7 @@ write_counters (FILE *f, const Trace *t, int64_t base, const unsigned char *rows
       /* each process's own: two replicas' losses are two series */
       fprintf (f, ",\n{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%d,\"ts\":", name,
                out_pid (t, item_pid (t, t->counter_process[i], c->rank)));
-      print_us_since (f, c->time_ns, base);
+      print_us_since (f, clamp_time (c->time_ns), base);
       fprintf (f, ",\"args\":{\"%s\":%.9g}}", unit, v);
     }
   free (last);
@@ -174,8 +174,14 @@ write_chrome (FILE *f, const Trace *t, const AppView *v, int64_t base, bool run_
       print_us_since (f, t0, base);
       fputs (",\"dur\":", f);
       print_us_since (f, t1 > t0 ? t1 : t0, t0);
-      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":\"%s\",\"rank\":%d",
-               s->stage, s->microbatch, s->step, kn, s->rank);
+      fprintf (f, ",\"args\":{\"stage\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":", s->stage, s->microbatch,
+               s->step);
+      /* a kind newer than this pipescope: its number, which import keeps */
+      if (s->kind < PP_N_SPAN_KINDS && pp_span_kind_name ((PpSpanKind) s->kind) != NULL)
+        fprintf (f, "\"%s\"", kn);
+      else
+        fprintf (f, "%u", (unsigned) s->kind);
+      fprintf (f, ",\"rank\":%d", s->rank);
       if (t->span_process != NULL && t->span_process[i] >= 0)
         fprintf (f, ",\"process\":%d", t->span_process[i]);
       /* its recorded name (a kernel's, a block's label), for import */

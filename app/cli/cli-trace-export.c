@@ -16,6 +16,16 @@
 #include "cli-output.h"
 #include "cli-trace-private.h"
 
+/* What the JSON could not hold as the trace has it, said (json_string). */
+static void
+say_replaced (const char *path)
+{
+  size_t n = json_strings_replaced ();
+  if (n > 0)
+    fprintf (stderr, "pipescope-cli: note: %s: %zu string%s (hosts, model, command, names) hold bytes that are "
+             "not UTF-8, which JSON cannot: written with U+FFFD in their place\n", path, n, n == 1 ? "" : "s");
+}
+
 static void
 export_usage (FILE *out)
 {
@@ -204,6 +214,22 @@ export_command (int argc, char **argv, PpCliSelection *keep)
           fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, msg);
           goto done;
         }
+      /* what the format cannot hold is said, not dropped in silence */
+      size_t bad_spans, bad_markers, bad_counters;
+      if (times_unrepresentable (&t, &bad_spans, &bad_markers, &bad_counters) > 0)
+        {
+          char what[160];
+          size_t l = 0;
+          const size_t n[3] = { bad_spans, bad_markers, bad_counters };
+          static const char *const one[3] = { "span", "step marker", "counter" };
+          what[0] = '\0';
+          for (int k = 0; k < 3; k++)
+            if (n[k] > 0 && l < sizeof what)
+              l += (size_t) snprintf (what + l, sizeof what - l, "%s%zu %s%s", l ? ", " : "", n[k], one[k],
+                                      n[k] == 1 ? "" : "s");
+          fprintf (stderr, "pipescope-cli: note: %s: %s at or past +-2^61 ns, the times pipescope draws: "
+                   "written at that limit, and left out of the run's zero\n", path, what);
+        }
       int shared = clock == PP_CLI_CLOCK_REALTIME && format == 0 ? real_pids (&t, n_ranks_of (&t)) : 0;
       if (shared < 0)
         {
@@ -219,10 +245,11 @@ export_command (int argc, char **argv, PpCliSelection *keep)
     {
       PpError e = { 0 };
       if (!t.has_desc)
-        snprintf (e.msg, sizeof e.msg, "%s has no description: its schedule is unknown", path);
+        snprintf (e.msg, sizeof e.msg, "it has no description: its schedule is unknown");
       if (!t.has_desc || analyse_why (&t, &why, &why_ch, &why_s, &e) != PP_OK)
         {
-          fprintf (stderr, "pipescope-cli: error: %s\n", e.msg);
+          char msg[1024];   /* it may quote the trace's schedule name */
+          fprintf (stderr, "pipescope-cli: error: %s: %s\n", path, pp_cli_text (e.msg, msg, sizeof msg));
           goto done;
         }
     }
@@ -236,6 +263,7 @@ export_command (int argc, char **argv, PpCliSelection *keep)
       else
         wrc = format == 0 ? write_chrome (stdout, &t, &av, base, clock == PP_CLI_CLOCK_RUN)
               : write_csv (stdout, &t, base);
+      say_replaced (path);
       if (wrc != 0)
         fprintf (stderr, "pipescope-cli: error: out of memory\n");
       else if (ferror (stdout) | (fflush (stdout) != 0))
@@ -260,6 +288,7 @@ export_command (int argc, char **argv, PpCliSelection *keep)
       fprintf (stderr, "pipescope-cli: error: out of memory\n");
       goto done;
     }
+  say_replaced (path);
   e = ferror (f) ? (errno ? errno : EIO) : 0;
   if (fclose (f) != 0 && e == 0)
     e = errno;

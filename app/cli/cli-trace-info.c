@@ -18,6 +18,7 @@
 #include "cli-trace-private.h"
 #include "pp-analysis-loss.h"
 #include "pp-schedule-rules.h"
+#include "pp-timeline-fold.h"
 #include "pp-why-runtime.h"
 
 /* The RANK and CLOCK_OFFSET items by rank, in file order within a rank:
@@ -81,6 +82,13 @@ print_ranks (const Trace *t)
 /* "replica dp 0 of 2 shown" (and what that means for the numbers after
  * it) in a trace where pipeline ranks have several processes: the
  * analysis is the timeline's, one replica's. */
+static int
+cmp_i32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
 static void
 print_shown_replica (const Trace *t)
 {
@@ -104,12 +112,40 @@ print_shown_replica (const Trace *t)
   /* the timeline folds the replicas; the bubble below is one replica's,
    * idle by cause the median replica's */
   int64_t per = pp_trace_mesh_count (size, PP_TRACE_MESH_DP);
-  printf ("%lld %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
+  /* a trace of some of the job's replicas (one node's: dp 4 and 5 of 8)
+   * says which it holds */
+  int32_t *dps = malloc ((t->n_procs + 1) * sizeof *dps);
+  int n_dps = 0;
+  for (size_t i = 0; dps != NULL && i < t->n_procs; i++)
+    dps[n_dps++] = t->procs[i].coord[PP_TRACE_MESH_DP];
+  if (dps != NULL && n_dps > 0)
+    {
+      qsort (dps, (size_t) n_dps, sizeof *dps, cmp_i32);
+      int k = 0;
+      for (int i = 0; i < n_dps; i++)
+        if (k == 0 || dps[k - 1] != dps[i])
+          dps[k++] = dps[i];
+      n_dps = k;
+    }
+  if (per == size[PP_TRACE_MESH_DP] && n_dps > 0 && n_dps < per)
+    {
+      char words[96];
+      pp_timeline_dps_words (dps, n_dps, words, sizeof words);
+      printf ("replicas held: %d of %lld (%s; a trace of part of the job, as one node's)\n", n_dps,
+              (long long) per, words);
+    }
+  free (dps);
+  char count[64];
+  if (per == size[PP_TRACE_MESH_DP] && n_dps > 0 && n_dps < per)
+    snprintf (count, sizeof count, "%d of %lld", n_dps, (long long) per);
+  else
+    snprintf (count, sizeof count, "%lld", (long long) per);
+  printf ("%s %s a pipeline rank, folded in the timeline (median, mark to the latest end)%s; "
           "the steps, step times and bubble below are the median copy's (by step length, as the critical "
           "path's), the idle over the whole trace one replica's (dp %d, each pipeline rank's "
           "lowest place), idle by cause is over the %d copies of the pipeline, the spread over replicas after "
           "them; %zu of the %zu spans, every process's in the exports\n",
-          (long long) per, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
+          count, per == size[PP_TRACE_MESH_DP] ? "replicas" : "processes",
           t->n_unplaced > 0 ? " (place not read from the job: replicas numbered by global rank)" : "",
           shown[PP_TRACE_MESH_DP], t->n_replicas, t->n_spans, t->n_all_spans);
 }
@@ -276,13 +312,6 @@ print_step_bubbles (const Trace *t, int n_ranks)
       printf ("mean bubble a step: %s\n", pp_analysis_format_percent (pc, sizeof pc, a.bubble_mean, 1));
     }
   pp_analysis_steps_clear (&a);
-}
-
-static int
-cmp_i32 (const void *a, const void *b)
-{
-  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
-  return (x > y) - (x < y);
 }
 
 /* The step numbers of t's spans (one a run of equal ones: the spans come
@@ -599,7 +628,10 @@ pp_cli_info (int argc, char **argv)
         pp_why_print_change (stdout, &ch, 1e3, "ms");
       }
     else
-      printf ("idle by cause: n/a (%s)\n", t.has_desc ? e.msg : "no description");
+      {
+        char msg[1024];   /* the analysis's message may quote the trace's schedule name */
+        printf ("idle by cause: n/a (%s)\n", t.has_desc ? pp_cli_text (e.msg, msg, sizeof msg) : "no description");
+      }
     pp_why_report_free (why);
   }
   printf ("dropped events: %" PRIu64 "\n", t.dropped);

@@ -754,16 +754,47 @@ kind_name (int kind)
 int64_t
 run_start (const Trace *t, const AppView *v)
 {
+  /* a time at the model's limit (a counter at INT64_MIN) says nothing of
+   * when the run began: the zero is the run's, and such a time is written
+   * at the limit (time_unrepresentable) */
   int64_t z = v->origin;
   for (size_t i = 0; i < t->n_all_spans; i++)
-    z = clamp_time (t->spans[i].start_ns) < z ? clamp_time (t->spans[i].start_ns) : z;
+    if (!time_unrepresentable (t->spans[i].start_ns))
+      z = t->spans[i].start_ns < z ? t->spans[i].start_ns : z;
   for (size_t i = 0; i < t->n_markers; i++)
-    if (t->markers[i].rank >= 0)
-      z = clamp_time (t->markers[i].t) < z ? clamp_time (t->markers[i].t) : z;
+    if (t->markers[i].rank >= 0 && !time_unrepresentable (t->markers[i].t))
+      z = t->markers[i].t < z ? t->markers[i].t : z;
   for (size_t i = 0; t->n_all_spans > 0 && i < t->n_counters; i++)
-    if (isfinite (t->counters[i].value))
-      z = clamp_time (t->counters[i].time_ns) < z ? clamp_time (t->counters[i].time_ns) : z;
+    if (isfinite (t->counters[i].value) && !time_unrepresentable (t->counters[i].time_ns))
+      z = t->counters[i].time_ns < z ? t->counters[i].time_ns : z;
   return z;
+}
+
+/* Whether a time lies at or past the model's limit of +-2^61 ns (the
+ * exports write it at that limit). */
+bool
+time_unrepresentable (int64_t t)
+{
+  return t >= PP_TIMELINE_MAX_ABS_NS || t <= -PP_TIMELINE_MAX_ABS_NS;
+}
+
+/* How many kept spans, markers and counters have a time at or past the
+ * limit (time_unrepresentable): the exports say so. */
+size_t
+times_unrepresentable (const Trace *t, size_t *spans, size_t *markers, size_t *counters)
+{
+  *spans = *markers = *counters = 0;
+  for (size_t i = 0; i < t->n_all_spans; i++)
+    *spans += (time_unrepresentable (t->spans[i].start_ns) || time_unrepresentable (t->spans[i].end_ns))
+              && keep_item (t, t->span_process != NULL ? t->span_process[i] : -1, t->spans[i].rank,
+                            t->spans[i].step);
+  for (size_t i = 0; i < t->n_markers; i++)
+    *markers += time_unrepresentable (t->markers[i].t)
+                && keep_item (t, t->markers[i].process, t->markers[i].rank, t->markers[i].step);
+  for (size_t i = 0; i < t->n_counters; i++)
+    *counters += time_unrepresentable (t->counters[i].time_ns) && isfinite (t->counters[i].value)
+                 && keep_item (t, t->counter_process[i], t->counters[i].rank, t->counters[i].step);
+  return *spans + *markers + *counters;
 }
 
 /* The replica (dp) of what process wrote: 0 for a process without a place. */

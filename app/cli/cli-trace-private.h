@@ -148,6 +148,8 @@ void mesh_sizes (const Trace *t, int32_t size[PP_TRACE_MESH_DIMS]);
 int n_ranks_of (const Trace *t);
 const char *kind_name (int kind);
 int64_t run_start (const Trace *t, const AppView *v);
+bool time_unrepresentable (int64_t t);
+size_t times_unrepresentable (const Trace *t, size_t *spans, size_t *markers, size_t *counters);
 int32_t process_dp (const Trace *t, int32_t process);
 bool keep_item (const Trace *t, int32_t process, int32_t rank, int32_t step);
 bool keep_span (const Trace *t, size_t i);
@@ -160,6 +162,7 @@ int write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyRep
 /* ---- export ----------------------------------------------------------------- */
 
 /* cli-trace-write.c */
+size_t json_strings_replaced (void);
 void json_string (FILE *f, const char *s);
 void print_us_since (FILE *f, int64_t t, int64_t base);
 void print_ns_since (FILE *f, int64_t t, int64_t base);

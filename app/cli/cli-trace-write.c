@@ -8,13 +8,24 @@
 
 #include "pp-trace-text.h"
 
+/* strings json_string wrote with a byte that is not UTF-8 replaced */
+static size_t n_replaced;
+
+size_t
+json_strings_replaced (void)
+{
+  return n_replaced;
+}
+
 void
 json_string (FILE *f, const char *s)
 {
+  bool replaced = false;
   fputc ('"', f);
   /* valid UTF-8 out, whatever the trace holds (JSON readers refuse
-   * anything else): a byte that is not UTF-8 is U+FFFD, a control
-   * character (C1 and DEL too) escaped */
+   * anything else): a byte that is not UTF-8 is U+FFFD (written as the
+   * character, as one read back is written again), a control character
+   * (C1 and DEL too) escaped */
   while (*s)
     {
       int32_t cp;
@@ -22,7 +33,10 @@ json_string (FILE *f, const char *s)
       if (cp == '"' || cp == '\\')
         fprintf (f, "\\%c", cp);
       else if (cp < 0)
-        fputs ("\\ufffd", f);
+        {
+          fputs ("\xef\xbf\xbd", f);
+          replaced = true;
+        }
       else if (pp_trace_text_is_control (cp))
         fprintf (f, "\\u%04x", (unsigned) cp);
       else
@@ -30,6 +44,7 @@ json_string (FILE *f, const char *s)
       s += n;
     }
   fputc ('"', f);
+  n_replaced += replaced;
 }
 
 /* t - base in µs, where t >= base (base is the smallest start): the

@@ -55,6 +55,7 @@ struct _PpWindow
   PpCompareTable   *compare;
   GtkDropDown      *replicas_switch; /* a job of replicas: Fold, All, Replica 0.. */
   int               replicas_dp;     /* the replicas it lists (0: hidden) */
+  int32_t          *replica_dps;     /* their dp values, ascending (dp 4 and 5 of 8) */
   GtkToggleButton  *path_toggle;    /* the critical path over the upper timeline */
   GtkWidget        *path_overlay;
   /* find and filter; the details of the selected block or measured range */

@@ -252,25 +252,37 @@ update_replicas_switch (PpWindow *self)
 {
   PpTimelineWidget *t = self->timeline[0];
   PpTimelineModel *m = pp_timeline_widget_get_model (t);
-  int D = pp_timeline_widget_has_replicas (t) ? pp_timeline_model_dp_size (m) : 0;
-  if (D != self->replicas_dp)
+  /* the replicas by the dp values the trace holds: one node's trace may
+   * hold dp 4 and 5 of 8 */
+  int32_t *dps = NULL;
+  int D = pp_timeline_widget_has_replicas (t) ? pp_timeline_model_replica_dps (m, &dps) : 0;
+  if (D < 0)
+    D = 0;
+  if (D != self->replicas_dp || (D > 0 && memcmp (dps, self->replica_dps, (size_t) D * sizeof *dps) != 0))
     {
       GtkStringList *items = gtk_string_list_new (NULL);
       gtk_string_list_append (items, "Fold replicas");
       gtk_string_list_append (items, "A row a process");
-      for (int dp = 0; dp < D; dp++)
+      for (int k = 0; k < D; k++)
         {
           char name[32];
-          g_snprintf (name, sizeof name, "Replica %d", dp);
+          g_snprintf (name, sizeof name, "Replica %d", dps[k]);
           gtk_string_list_append (items, name);
         }
       self->replicas_dp = D;
+      free (self->replica_dps);
+      self->replica_dps = dps;
+      dps = NULL;
       gtk_drop_down_set_model (self->replicas_switch, G_LIST_MODEL (items));
       g_object_unref (items);
       gtk_widget_set_visible (GTK_WIDGET (self->replicas_switch), D > 0);
     }
+  free (dps);
   int r = pp_timeline_widget_get_replicas (t);
-  guint want = r == -2 ? 1 : r >= 0 ? (guint) r + 2 : 0;
+  guint want = r == -2 ? 1 : 0;
+  for (int k = 0; r >= 0 && k < self->replicas_dp; k++)
+    if (self->replica_dps[k] == r)
+      want = (guint) k + 2;
   if (D > 0 && gtk_drop_down_get_selected (self->replicas_switch) != want)
     gtk_drop_down_set_selected (self->replicas_switch, want);
 }
@@ -279,9 +291,10 @@ static void
 on_replicas_selected (GtkDropDown *dd, GParamSpec *pspec, PpWindow *self)
 {
   guint i = gtk_drop_down_get_selected (dd);
-  int want = i == 0 ? -1 : i == 1 ? -2 : (int) i - 2;
-  if (i == GTK_INVALID_LIST_POSITION || self->replicas_dp == 0
-      || want == pp_timeline_widget_get_replicas (self->timeline[0]))
+  if (i == GTK_INVALID_LIST_POSITION || self->replicas_dp == 0 || i >= (guint) self->replicas_dp + 2)
+    return;
+  int want = i == 0 ? -1 : i == 1 ? -2 : self->replica_dps[i - 2];
+  if (want == pp_timeline_widget_get_replicas (self->timeline[0]))
     return;
   pp_timeline_widget_set_replicas (self->timeline[0], want);
 }
@@ -1047,6 +1060,7 @@ pp_window_finalize (GObject *object)
   g_free (self->cli_path);
   g_free (self->mpirun_path);
   g_free (self->empty_default);
+  free (self->replica_dps);
   G_OBJECT_CLASS (pp_window_parent_class)->finalize (object);
 }
 

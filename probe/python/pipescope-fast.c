@@ -970,7 +970,11 @@ m_edges_open (PyObject *mod, PyObject *args)
 }
 
 /* sched(t): a step's schedule code runs from t (> 0) until the first
- * wrapper; sched(-t): the step ends at t, its last stretch recorded. */
+ * wrapper; sched(-t): the step ends at t, its last stretch recorded.  On
+ * the training thread only, as the wrappers cut the stretches: a step run
+ * on another thread (a job that starts a thread a step) has wrappers that
+ * cut nothing, and its whole step would have been one HOST_SCHEDULE span
+ * with its blocks inside (issue 40, finding 5). */
 static PyObject *
 m_sched (PyObject *mod, PyObject *arg)
 {
@@ -978,9 +982,10 @@ m_sched (PyObject *mod, PyObject *arg)
   long long t = PyLong_AsLongLong (arg);
   if (t == -1 && PyErr_Occurred ())
     return NULL;
-  if (t < 0 && S.sched_from > 0 && S.on && -t > S.sched_from)
+  int mine = PyThread_get_thread_ident () == S.edge_thread;
+  if (t < 0 && mine && S.sched_from > 0 && S.on && -t > S.sched_from)
     push (PIPESCOPE_HOST_SCHEDULE, -1, -1, S.step, S.sched_from, -t, -1, 0);
-  S.sched_from = t > 0 && S.on ? t : 0;
+  S.sched_from = t > 0 && S.on && mine ? t : 0;
   Py_RETURN_NONE;
 }
 
