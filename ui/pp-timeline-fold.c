@@ -547,18 +547,22 @@ pp_timeline_view_new (const PpTimelineModel *src, const PpTimelineReplicas *how)
     {
       /* the replica's bubbles from the job, its waits for a slower one
        * counted idle (they need the other replicas' spans) */
-      int D = pp_timeline_model_dp_size (src);
-      double *b = malloc (((size_t) D * (size_t) n_ranks + 1) * sizeof *b);
-      int *ns = malloc (((size_t) D + 1) * sizeof *ns);
-      if (b == NULL || ns == NULL)
+      int32_t *held = NULL;
+      int D = pp_timeline_model_replica_dps (src, &held);
+      double *b = malloc (((size_t) (D > 0 ? D : 0) * (size_t) n_ranks + 1) * sizeof *b);
+      int *ns = malloc (((size_t) (D > 0 ? D : 0) + 1) * sizeof *ns);
+      if (D < 0 || b == NULL || ns == NULL)
         {
+          free (held);
           free (b);
           free (ns);
           goto fail;
         }
-      if (how->replica < D && pp_timeline_model_replica_step_bubbles (src, n_ranks, D, b, ns) > 0
-          && ns[how->replica] > 0)
-        pp_timeline_model_view_set_bubbles (v, b + (size_t) how->replica * (size_t) n_ranks, ns[how->replica]);
+      const int32_t *at = D > 0 ? bsearch (&how->replica, held, (size_t) D, sizeof *held, cmp_dp) : NULL;
+      int k = at != NULL ? (int) (at - held) : -1;
+      if (k >= 0 && pp_timeline_model_replica_step_bubbles (src, n_ranks, held, D, b, ns) > 0 && ns[k] > 0)
+        pp_timeline_model_view_set_bubbles (v, b + (size_t) k * (size_t) n_ranks, ns[k]);
+      free (held);
       free (b);
       free (ns);
     }
@@ -611,23 +615,26 @@ cmp_double (const void *a, const void *b)
 int
 pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimelineSpread *out)
 {
-  int D = pp_timeline_model_dp_size (src), n_rep = 0;
-  double *val = calloc ((size_t) D * (size_t) (n_ranks > 0 ? n_ranks : 1), sizeof *val);
+  /* the replicas are the dp values held (one node's dp 4 and 5 of 8) */
+  int32_t *dps = NULL;
+  int D = pp_timeline_model_replica_dps (src, &dps), n_rep = 0;
+  if (D < 0)
+    D = 0;
+  double *val = calloc ((size_t) D * (size_t) (n_ranks > 0 ? n_ranks : 1) + 1, sizeof *val);
   double *b = calloc ((size_t) D * (size_t) (n_ranks > 0 ? n_ranks : 1) + 1, sizeof *b);
   int *ns = calloc ((size_t) D + 1, sizeof *ns);
-  double *tmp = calloc ((size_t) D, sizeof *tmp);
-  int32_t *dp_of = calloc ((size_t) D, sizeof *dp_of);
-  if (val == NULL || b == NULL || ns == NULL || tmp == NULL || dp_of == NULL || n_ranks <= 0
-      || pp_timeline_model_n_places (src) == 0)
+  double *tmp = calloc ((size_t) D + 1, sizeof *tmp);
+  int32_t *dp_of = calloc ((size_t) D + 1, sizeof *dp_of);
+  if (D == 0 || val == NULL || b == NULL || ns == NULL || tmp == NULL || dp_of == NULL || n_ranks <= 0)
     goto done;
   /* each replica's, as its view reads it (its waits for a slower one idle) */
-  pp_timeline_model_replica_step_bubbles (src, n_ranks, D, b, ns);
-  for (int dp = 0; dp < D; dp++)
-    if (ns[dp] > 0)
+  pp_timeline_model_replica_step_bubbles (src, n_ranks, dps, D, b, ns);
+  for (int k = 0; k < D; k++)
+    if (ns[k] > 0)
       {
-        memcpy (val + (size_t) n_rep * (size_t) n_ranks, b + (size_t) dp * (size_t) n_ranks,
+        memcpy (val + (size_t) n_rep * (size_t) n_ranks, b + (size_t) k * (size_t) n_ranks,
                 (size_t) n_ranks * sizeof *val);
-        dp_of[n_rep++] = dp;
+        dp_of[n_rep++] = dps[k];
       }
   for (int r = 0; r < n_ranks && n_rep > 0; r++)
     {
@@ -651,6 +658,7 @@ pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimeline
       s->median = n_rep % 2 ? tmp[n_rep / 2] : 0.5 * (tmp[n_rep / 2 - 1] + tmp[n_rep / 2]);
     }
 done:
+  free (dps);
   free (val);
   free (b);
   free (ns);

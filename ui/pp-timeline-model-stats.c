@@ -101,6 +101,13 @@ cmp_place_key (const void *x, const void *y)
   return 0;
 }
 
+static int
+cmp_int32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+  return (x > y) - (x < y);
+}
+
 /* A place by its copy's key, then rank, then place order: a copy's
  * processes together (one pass over them all, not one a copy: 11,000
  * replicas). */
@@ -276,23 +283,25 @@ median_copy_steps (const PpTimelineModel *m, PpAnalysisSteps *out, int32_t which
 }
 
 int
-pp_timeline_model_replica_step_bubbles (const PpTimelineModel *m, int n_ranks, int D, double *bubble, int *n_steps)
+pp_timeline_model_replica_step_bubbles (const PpTimelineModel *m, int n_ranks, const int32_t *dps, int n_dps,
+                                        double *bubble, int *n_steps)
 {
   Copy *c = NULL;
   int n_copies = 0, got = 0;
-  for (int d = 0; d < D; d++)
+  for (int d = 0; d < n_dps; d++)
     n_steps[d] = 0;
-  if (m == NULL || D <= 0 || copies_steps (m, &c, &n_copies) != 0)
+  if (m == NULL || n_dps <= 0 || copies_steps (m, &c, &n_copies) != 0)
     return 0;
   for (int j = 0; j < n_copies; j++)
     {
       const PpAnalysisSteps *a = &c[j].a;
-      int32_t dp = c[j].key[0];
+      const int32_t *at = bsearch (&c[j].key[0], dps, (size_t) n_dps, sizeof *dps, cmp_int32);
       int lowest = 1;
       for (int d = 1; d < PP_TRACE_MESH_DIMS - 1; d++)
         lowest &= c[j].key[d] == 0;
-      if (!lowest || dp < 0 || dp >= D || a->n_steps == 0)
+      if (!lowest || at == NULL || a->n_steps == 0)
         continue;
+      int dp = (int) (at - dps);
       n_steps[dp] = a->n_steps;
       got++;
       for (int r = 0; r < n_ranks; r++)

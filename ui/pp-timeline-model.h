@@ -257,12 +257,14 @@ int              pp_timeline_model_analysis_dp (const PpTimelineModel *m);
  * the job has one copy or none has a whole step. */
 int              pp_timeline_model_analysis_copy (const PpTimelineModel *m, int32_t coord[PP_TRACE_MESH_DIMS]);
 /* Each replica's bubble a step by the one analysis (its waits for a
- * slower replica idle, as in the median copy's): replica dp N's (its
- * lowest place's copy, as a view of replica N shows it), N < D, into
- * bubble[N * n_ranks + r], its counted steps into n_steps[N] (0: none).
+ * slower replica idle, as in the median copy's): of replica dps[k] (its
+ * lowest place's copy, as a view of that replica shows it; dps sorted,
+ * n_dps of them: pp_timeline_model_replica_dps) into
+ * bubble[k * n_ranks + r], its counted steps into n_steps[k] (0: none).
  * Returns how many replicas have a step (0: no replicas). */
-int              pp_timeline_model_replica_step_bubbles (const PpTimelineModel *m, int n_ranks, int D,
-                                                         double *bubble, int *n_steps);
+int              pp_timeline_model_replica_step_bubbles (const PpTimelineModel *m, int n_ranks,
+                                                         const int32_t *dps, int n_dps, double *bubble,
+                                                         int *n_steps);
 /* The spans each rank's numbers are of, rows[r][n[r]] for every rank: the
  * median copy's processes' (a job of replicas), else the rows'. */
 void             pp_timeline_model_analysis_rows (const PpTimelineModel *m, const PpSpan **rows, size_t *n);
