@@ -1022,6 +1022,32 @@ tick_demo_why (struct PpSelfTest *t)
   return TRUE;
 }
 
+/* stragglers and demo-stragglers: the Stragglers tab (pp-self-test-stragglers.c) */
+static gboolean
+tick_stragglers (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  gboolean demo = strcmp (t->mode, "demo-stragglers") == 0;
+  switch (pp_self_test_stragglers (t->win, run_at (t->win, 0), t->step, demo, &why))
+    {
+    case 0:
+      return FALSE;
+    case 1:
+      next_step (t);
+      return FALSE;
+    case 2:
+      t->done = TRUE;
+      if (demo)
+        say ("demo ready");
+      else
+        gtk_window_close (GTK_WINDOW (t->win));
+      return TRUE;
+    default:
+      fail (t, why ? why : "stragglers");
+      return TRUE;
+    }
+}
+
 /* spans: the Spans tab and Find (pp-self-test-spans.c) */
 static gboolean
 tick_spans (struct PpSelfTest *t)
@@ -1069,6 +1095,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "host-lane") == 0 ? tick_host_lane (t)
                     : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
                     : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
+                    : g_str_has_suffix (t->mode, "stragglers") ? tick_stragglers (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {
