@@ -49,7 +49,6 @@ pp_heatmap_color (double v, int dark, double rgb[3])
       t = fmin (1, -v / 0.5);
       to = cold;
     }
-  t = sqrt (t);   /* a 5 % straggler shows */
   for (int i = 0; i < 3; i++)
     rgb[i] = base + (to[i] - base) * t;
 }

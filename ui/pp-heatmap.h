@@ -27,8 +27,9 @@ void     pp_heatmap_draw (cairo_t *cr, const PpHeatmap *h, double width, double 
 int      pp_heatmap_hit (const PpHeatmap *h, double width, double height, double x, double y, int *row,
                          int *col);
 
-/* The cell's color: white-grey at 0, red at +100 % and more, blue at
- * -50 % and less (rgb in [0, 1]). */
+/* The cell's color: grey at 0, linearly to red at +100 % and more and to
+ * blue at -50 % and less (rgb in [0, 1]): a few per cent of noise stays
+ * pale. */
 void     pp_heatmap_color (double slowdown, int dark, double rgb[3]);
 
 /* The drawing into an image file (PNG, SVG or PDF by name's extension),
