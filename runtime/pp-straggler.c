@@ -1,6 +1,8 @@
 /* pp-straggler.c — stragglers across the mesh, and what each costs (see
  * pp-straggler.h for the rule).  No GLib. */
 #include "pp-straggler.h"
+#include "pp-schedule-private.h"
+#include "pp-schedule-rules.h"
 #include "pp-why-private.h"
 #include "pp-why-runtime.h"
 
@@ -56,6 +58,20 @@ same_copy_place (const PpTraceProcess *x, const PpTraceProcess *y)
          && x->coord[PP_TRACE_MESH_EP] == y->coord[PP_TRACE_MESH_EP];
 }
 
+static const PpTraceProcess *sort_kept;   /* qsort has no user data */
+
+static int
+cmp_copy_place (const void *a, const void *b)
+{
+  const PpTraceProcess *x = &sort_kept[*(const int32_t *) a], *y = &sort_kept[*(const int32_t *) b];
+  static const int order[] = { PP_TRACE_MESH_PP, PP_TRACE_MESH_TP, PP_TRACE_MESH_CP, PP_TRACE_MESH_EP,
+                               PP_TRACE_MESH_DP };
+  for (int i = 0; i < PP_TRACE_MESH_DIMS; i++)
+    if (x->coord[order[i]] != y->coord[order[i]])
+      return x->coord[order[i]] < y->coord[order[i]] ? -1 : 1;
+  return (x->process > y->process) - (x->process < y->process);
+}
+
 /* ---- the replay ---------------------------------------------------------------- */
 
 typedef struct {
@@ -72,7 +88,8 @@ simulate (const PpSchedule *s, const PpCostModel *c)
 {
   PpSimulation *sim = NULL;
   PpError e = { 0 };
-  if (pp_simulate (s, c, &sim, &e) != PP_OK)
+  /* the schedule's structure was checked once (pp_straggler_analyse) */
+  if (pp_simulate_checked (s, c, &sim, &e) != PP_OK)
     return NAN;
   double m = sim->makespan;
   pp_simulation_free (sim);
@@ -242,7 +259,7 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
   int32_t *bo = malloc ((n + 1) * sizeof *bo);
   PpCounter *bc = malloc ((n_counters + 1) * sizeof *bc);
   PpStatus st = PP_OK;
-  PpError first = { 0 };
+  PpError first_err = { 0 };
   int got = 0;
 
   if (wait == NULL || of == NULL || bs == NULL || bw == NULL || bo == NULL || bc == NULL
@@ -251,37 +268,64 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
     }
+  /* the spans and counters bucketed by replica once (a counting sort) */
+  size_t *first = calloc ((size_t) rp->n_rep + 2, sizeof *first), *cfirst = calloc ((size_t) rp->n_rep + 2,
+                                                                                       sizeof *cfirst);
+  if (first == NULL || cfirst == NULL)
+    {
+      free (first);
+      free (cfirst);
+      st = pp_error_set (err, PP_ENOMEM, "out of memory");
+      goto out;
+    }
+  for (size_t i = 0; i < n; i++)
+    if (replica[i] >= 0 && replica[i] < rp->n_rep)
+      first[replica[i] + 1]++;
+  for (size_t i = 0; crep != NULL && i < n_counters; i++)
+    if (crep[i] >= 0 && crep[i] < rp->n_rep)
+      cfirst[crep[i] + 1]++;
   for (int k = 0; k < rp->n_rep; k++)
     {
-      size_t m = 0, mc = 0;
-      for (size_t i = 0; i < n; i++)
-        if (replica[i] == k)
-          {
-            bs[m] = spans[i];
-            bw[m] = wait[i];
-            bo[m++] = of[i];
-          }
-      for (size_t i = 0; crep != NULL && i < n_counters; i++)
-        if (crep[i] == k)
-          bc[mc++] = counters[i];
+      first[k + 1] += first[k];
+      cfirst[k + 1] += cfirst[k];
+    }
+  for (size_t i = 0; i < n; i++)
+    if (replica[i] >= 0 && replica[i] < rp->n_rep)
+      {
+        size_t j = first[replica[i]]++;
+        bs[j] = spans[i];
+        bw[j] = wait[i];
+        bo[j] = of[i];
+      }
+  for (size_t i = 0; crep != NULL && i < n_counters; i++)
+    if (crep[i] >= 0 && crep[i] < rp->n_rep)
+      bc[cfirst[crep[i]]++] = counters[i];
+  /* each first[k] now ends bucket k: bucket k is [first[k - 1], first[k]) */
+  for (int k = 0; k < rp->n_rep; k++)
+    {
+      size_t lo = k > 0 ? first[k - 1] : 0, m = first[k] - lo;
+      size_t clo = k > 0 ? cfirst[k - 1] : 0, mc = cfirst[k] - clo;
       if (m == 0)
         continue;
-      PpWhyReplicaWaits wt = { bw, bo };
+      PpWhyReplicaWaits wt = { bw + lo, bo + lo };
       PpError e = { 0 };
-      if (pp_why_analyse_run_waits (desc, plans, bs, m, &wt, bc, mc, 0, &rp->rep[k], NULL, &rp->sched[k], &e)
+      if (pp_why_analyse_run_waits (desc, plans, bs + lo, m, &wt, bc + clo, mc, 0, &rp->rep[k], NULL, &rp->sched[k],
+                                    &e)
           != PP_OK)
         {
           rp->rep[k] = NULL;
           rp->sched[k] = NULL;
-          if (first.status == PP_OK)
-            first = e;
+          if (first_err.status == PP_OK)
+            first_err = e;
           continue;
         }
       got++;
     }
+  free (first);
+  free (cfirst);
   if (got == 0)
-    st = pp_error_set (err, first.status != PP_OK ? first.status : PP_EINVAL, "%s",
-                       first.msg[0] ? first.msg : "no whole step in any replica");
+    st = pp_error_set (err, first_err.status != PP_OK ? first_err.status : PP_EINVAL, "%s",
+                       first_err.msg[0] ? first_err.msg : "no whole step in any replica");
 out:
   free (wait);
   free (of);
@@ -449,51 +493,53 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
     }
 
   /* copies: the same pp, tp, cp, ep place; the median copy by time a step */
+  /* the processes in order of copy place (pp, tp, cp, ep), then dp: each
+   * run of one place is a group of copies */
+  for (size_t i = 0; i < np; i++)
+    grp[i] = (int32_t) i;
+  sort_kept = kept;
+  qsort (grp, np, sizeof *grp, cmp_copy_place);
+  int32_t *tie = malloc ((np + 1) * sizeof *tie);
+  if (tie == NULL)
+    {
+      free (kept);
+      goto oom;
+    }
   for (size_t a = 0; a < np;)
     {
-      int g = 0;
-      for (size_t b = 0; b < np; b++)
-        if (same_copy_place (&kept[a], &kept[b]))
-          grp[g++] = (int32_t) b;
-      /* each group is handled once, at its first member */
-      bool first_of = grp[0] == (int32_t) a;
-      if (first_of)
+      size_t e = a + 1;
+      while (e < np && same_copy_place (&kept[grp[a]], &kept[grp[e]]))
+        e++;
+      const int32_t *g = grp + a;
+      int n_g = (int) (e - a);
+      for (int i = 0; i < n_g; i++)
         {
-          int32_t *tie = malloc ((size_t) g * sizeof *tie);
-          if (tie == NULL)
-            {
-              free (kept);
-              goto oom;
-            }
-          for (int i = 0; i < g; i++)
-            {
-              vals[i] = total_time (r->procs[grp[i]].time);
-              tie[i] = r->procs[grp[i]].replica;
-            }
-          int med = grp[pp_why_median_index (vals, tie, g)];
-          for (int i = 0; i < g; i++)
-            {
-              r->procs[grp[i]].median_copy = med;
-              r->procs[grp[i]].n_copies = g;
-            }
-          /* each step's median of the copies' times */
-          for (int s = 0; s < S; s++)
-            {
-              int c = 0;
-              for (int i = 0; i < g; i++)
-                if (!isnan (r->step_time[(size_t) grp[i] * S + s]))
-                  {
-                    vals[c] = r->step_time[(size_t) grp[i] * S + s];
-                    tie[c++] = r->procs[grp[i]].replica;
-                  }
-              double v = c > 0 ? vals[pp_why_median_index (vals, tie, c)] : NAN;
-              for (int i = 0; i < g; i++)
-                r->step_median[(size_t) grp[i] * S + s] = v;
-            }
-          free (tie);
+          vals[i] = total_time (r->procs[g[i]].time);
+          tie[i] = r->procs[g[i]].replica;
         }
-      a++;
+      int med = g[pp_why_median_index (vals, tie, n_g)];
+      for (int i = 0; i < n_g; i++)
+        {
+          r->procs[g[i]].median_copy = med;
+          r->procs[g[i]].n_copies = n_g;
+        }
+      /* each step's median of the copies' times */
+      for (int k = 0; k < S; k++)
+        {
+          int c = 0;
+          for (int i = 0; i < n_g; i++)
+            if (!isnan (r->step_time[(size_t) g[i] * S + k]))
+              {
+                vals[c] = r->step_time[(size_t) g[i] * S + k];
+                tie[c++] = r->procs[g[i]].replica;
+              }
+          double v = c > 0 ? vals[pp_why_median_index (vals, tie, c)] : NAN;
+          for (int i = 0; i < n_g; i++)
+            r->step_median[(size_t) g[i] * S + k] = v;
+        }
+      a = e;
     }
+  free (tie);
   free (kept);
 
   /* slowdown and cause */
@@ -524,7 +570,9 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
     {
       if (rp.rep[k] == NULL)
         continue;
-      if (rp.rep[k]->costs == NULL || rp.sched[k] == NULL || (rp.base[k] = cost_copy (rp.rep[k]->costs)) == NULL)
+      if (rp.rep[k]->costs == NULL || rp.sched[k] == NULL
+          || pp_schedule_check_structure (rp.sched[k], NULL, NULL) != PP_OK
+          || (rp.base[k] = cost_copy (rp.rep[k]->costs)) == NULL)
         {
           pp_why_report_free (rp.rep[k]);
           rp.rep[k] = NULL;
@@ -566,44 +614,75 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
   r->items = malloc ((3 * np + 1) * sizeof *r->items);
   if (r->items == NULL)
     goto oom;
-  int n_hosts = 0;
+  /* each process's host and stage, numbered; a group is a number shared */
+  int32_t *host_of = malloc ((np + 1) * sizeof *host_of), *stage_of = malloc ((np + 1) * sizeof *stage_of);
+  int32_t *members = malloc ((np + 1) * sizeof *members);
+  if (host_of == NULL || stage_of == NULL || members == NULL)
+    {
+      free (host_of);
+      free (stage_of);
+      free (members);
+      goto oom;
+    }
+  int n_hosts = 0, n_dp = 0;
+  for (size_t p = 0; p < np; p++)
+    if (r->procs[p].dp + 1 > n_dp)
+      n_dp = r->procs[p].dp + 1;
+  /* members[h]: the first process of host h (the hosts are few) */
   for (size_t p = 0; p < np; p++)
     {
-      bool seen = false;
-      for (size_t q = 0; q < p && !seen; q++)
-        seen = strcmp (r->procs[q].host, r->procs[p].host) == 0;
-      n_hosts += !seen;
+      host_of[p] = -1;
+      for (int h = 0; h < n_hosts && host_of[p] < 0; h++)
+        if (strcmp (r->procs[members[h]].host, r->procs[p].host) == 0)
+          host_of[p] = h;
+      if (host_of[p] < 0)
+        {
+          members[n_hosts] = (int32_t) p;
+          host_of[p] = n_hosts++;
+        }
+      stage_of[p] = r->procs[p].pp * n_dp + r->procs[p].dp;
     }
-  for (int group = PP_STRAGGLER_GROUP_PROCESS; group <= PP_STRAGGLER_GROUP_HOST; group++)
-    for (size_t p = 0; p < np; p++)
-      {
-        const PpStragglerProcess *q = &r->procs[p];
-        int members = 0;
-        bool first_of = true;
-        for (size_t o = 0; o < np; o++)
-          {
-            const PpStragglerProcess *x = &r->procs[o];
-            bool in = group == PP_STRAGGLER_GROUP_PROCESS ? o == p
-                      : group == PP_STRAGGLER_GROUP_STAGE ? x->pp == q->pp && x->dp == q->dp
-                      : strcmp (x->host, q->host) == 0;
-            mask[o] = in;
-            members += in;
-            if (in && o < p)
-              first_of = false;
-          }
-        if (!first_of || (group != PP_STRAGGLER_GROUP_PROCESS && members < 2)
-            || (group == PP_STRAGGLER_GROUP_HOST && n_hosts < 2))
-          continue;
-        double v = replay (&rp, r->procs, np, mask);
-        double saving = r->replayed_step - v;
-        if (group == PP_STRAGGLER_GROUP_PROCESS)
-          r->procs[p].saving_s = saving;
-        int32_t best = (int32_t) p;
-        for (size_t o = 0; o < np; o++)
-          if (mask[o] && r->procs[o].saving_s > r->procs[best].saving_s)
-            best = (int32_t) o;
-        r->items[r->n_items++] = (PpStragglerItem) { group, best, members, saving };
-      }
+  for (size_t p = 0; p < np; p++)
+    {
+      mask[p] = true;
+      double saving = r->replayed_step - replay (&rp, r->procs, np, mask);
+      mask[p] = false;
+      r->procs[p].saving_s = saving;
+      r->items[r->n_items++] = (PpStragglerItem) { PP_STRAGGLER_GROUP_PROCESS, (int32_t) p, 1, saving };
+    }
+  for (int group = PP_STRAGGLER_GROUP_STAGE; group <= PP_STRAGGLER_GROUP_HOST; group++)
+    {
+      const int32_t *id = group == PP_STRAGGLER_GROUP_STAGE ? stage_of : host_of;
+      if (group == PP_STRAGGLER_GROUP_HOST && n_hosts < 2)
+        continue;
+      for (size_t p = 0; p < np; p++)
+        {
+          bool first_of = true;
+          int n_m = 0;
+          for (size_t o = 0; o < np && first_of; o++)
+            if (id[o] == id[p])
+              {
+                first_of = o >= p;
+                members[n_m++] = (int32_t) o;
+              }
+          if (!first_of || n_m < 2)
+            continue;
+          int32_t best = members[0];
+          for (int i = 0; i < n_m; i++)
+            {
+              mask[members[i]] = true;
+              if (r->procs[members[i]].saving_s > r->procs[best].saving_s)
+                best = members[i];
+            }
+          double v = replay (&rp, r->procs, np, mask);
+          for (int i = 0; i < n_m; i++)
+            mask[members[i]] = false;
+          r->items[r->n_items++] = (PpStragglerItem) { group, best, n_m, r->replayed_step - v };
+        }
+    }
+  free (host_of);
+  free (stage_of);
+  free (members);
   memset (mask, 0, np * sizeof *mask);
   qsort (r->items, r->n_items, sizeof *r->items, cmp_item);
 

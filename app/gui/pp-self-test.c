@@ -1022,13 +1022,14 @@ tick_demo_why (struct PpSelfTest *t)
   return TRUE;
 }
 
-/* stragglers and demo-stragglers: the Stragglers tab (pp-self-test-stragglers.c) */
+/* What a mode driven a step at a time in a file of its own answers
+ * (pp-self-test-spans.c, pp-self-test-stragglers.c): 0 again later, 1 the
+ * next step, 2 done (the window closed, or left open and "demo ready"
+ * said for a demo), else failed (why). */
 static gboolean
-tick_stragglers (struct PpSelfTest *t)
+tick_by_steps (struct PpSelfTest *t, int rc, const char *why, gboolean demo)
 {
-  g_autofree char *why = NULL;
-  gboolean demo = strcmp (t->mode, "demo-stragglers") == 0;
-  switch (pp_self_test_stragglers (t->win, run_at (t->win, 0), t->step, demo, &why))
+  switch (rc)
     {
     case 0:
       return FALSE;
@@ -1043,9 +1044,19 @@ tick_stragglers (struct PpSelfTest *t)
         gtk_window_close (GTK_WINDOW (t->win));
       return TRUE;
     default:
-      fail (t, why ? why : "stragglers");
+      fail (t, why ? why : t->mode);
       return TRUE;
     }
+}
+
+/* stragglers and demo-stragglers: the Stragglers tab (pp-self-test-stragglers.c) */
+static gboolean
+tick_stragglers (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  gboolean demo = strcmp (t->mode, "demo-stragglers") == 0;
+  int rc = pp_self_test_stragglers (t->win, run_at (t->win, 0), t->step, demo, &why);
+  return tick_by_steps (t, rc, why, demo);
 }
 
 /* spans: the Spans tab and Find (pp-self-test-spans.c) */
@@ -1053,21 +1064,8 @@ static gboolean
 tick_spans (struct PpSelfTest *t)
 {
   g_autofree char *why = NULL;
-  switch (pp_self_test_spans (t->win, t->step, &why))
-    {
-    case 0:
-      return FALSE;
-    case 1:
-      next_step (t);
-      return FALSE;
-    case 2:
-      t->done = TRUE;
-      gtk_window_close (GTK_WINDOW (t->win));
-      return TRUE;
-    default:
-      fail (t, why ? why : "spans");
-      return TRUE;
-    }
+  int rc = pp_self_test_spans (t->win, t->step, &why);
+  return tick_by_steps (t, rc, why, FALSE);
 }
 
 static gboolean
