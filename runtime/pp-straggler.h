@@ -124,6 +124,10 @@ PpStatus pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans 
                                PpStragglerReport **out, PpError *err);
 void     pp_straggler_report_free (PpStragglerReport *r);
 
+/* The most cells a heatmap is drawn with (n_pp x n_dp: a trace's places
+ * may claim a mesh far larger than its processes). */
+#define PP_STRAGGLER_HEATMAP_MAX_CELLS (1L << 22)
+
 /* The heatmap: cell[pp * n_dp + dp] the slowdown of place (pp, dp) over
  * the steps in [from_step, to_step] (its time summed over them over its
  * copies' medians summed, less 1; the largest of its tensor ranks), NAN

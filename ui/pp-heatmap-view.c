@@ -102,6 +102,12 @@ set_report (PpHeatmapView *self, PpStragglerReport *rep, const char *why)
   g_clear_pointer (&self->cell, g_free);
   g_clear_pointer (&self->proc, g_free);
   self->rep = rep;
+  if (rep != NULL && (size_t) rep->n_pp * (size_t) rep->n_dp > (size_t) PP_STRAGGLER_HEATMAP_MAX_CELLS)
+    {
+      pp_straggler_report_free (rep);
+      self->rep = rep = NULL;
+      why = "the trace's places make more stages x replicas than a heatmap draws";
+    }
   if (rep == NULL || rep->n_steps == 0)
     {
       char *t = g_strdup_printf ("Stragglers: %s", why);

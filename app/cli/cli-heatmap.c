@@ -37,6 +37,12 @@ pp_cli_render_heatmap (const char *path, const char *out, double width, double h
   int32_t from = step_a >= 0 ? (int32_t) step_a : r->steps[0];
   int32_t to = step_a >= 0 ? (int32_t) step_b : r->steps[r->n_steps - 1];
   size_t nc = (size_t) r->n_pp * (size_t) r->n_dp;
+  if (nc > (size_t) PP_STRAGGLER_HEATMAP_MAX_CELLS)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: its places make %d stages x %d replicas, more cells than a "
+                       "heatmap draws (%ld)\n", path, r->n_pp, r->n_dp, PP_STRAGGLER_HEATMAP_MAX_CELLS);
+      goto out;
+    }
   double *cell = malloc ((nc + 1) * sizeof *cell);
   if (cell == NULL)
     {
