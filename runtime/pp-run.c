@@ -199,6 +199,29 @@ record_data (PpRun *run, int step, int64_t t0, int64_t t1)
     pp_run_record_step_span (run, step, head, -1, -1, PP_SPAN_HOST_DATA, t0, t1, -1);
 }
 
+/* The straggler on purpose (PpRunConfig.slow_rank): compute that took
+ * took_ns takes factor times as long, the rest asleep as on a slower
+ * device (the thread leaves its core to the other ranks). */
+static void
+slow_down (int64_t took_ns, double factor)
+{
+  double x = (double) took_ns * (factor - 1);
+  if (!(x > 0) || x > 1e12)
+    return;
+  int64_t extra = (int64_t) x, until = pp_probe_now_ns () + extra;
+  /* asleep for all but the last 100 us (a sleep overshoots by tens of
+   * microseconds), then yielding until the deadline */
+  if (extra > 200000)
+    {
+      int64_t nap = extra - 100000;
+      struct timespec ts = { (time_t) (nap / 1000000000), (long) (nap % 1000000000) };
+      while (nanosleep (&ts, &ts) != 0 && errno == EINTR)
+        ;
+    }
+  while (pp_probe_now_ns () < until)
+    sched_yield ();
+}
+
 /* Runs one action.  PP_EIO without a message: the step was abandoned. */
 static PpStatus
 run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
@@ -214,10 +237,15 @@ run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
   pp_run_host_block_start (run, rk);
   if ((rc = b->action_begin (run, rk, a, w, n, err)) != PP_OK)
     return rc;
+  bool slow = rk->rank == run->cfg.slow_rank && run->cfg.slow_factor > 1;
   for (int i = 0; i < n && rc == PP_OK; i++)
     {
+      int64_t c0 = slow ? pp_probe_now_ns () : 0;
       if ((rc = b->compute (run, rk, &w[i], err)) != PP_OK)
         break;
+      /* before its end is read and its output sent: a slower device */
+      if (slow)
+        slow_down (pp_probe_now_ns () - c0, run->cfg.slow_factor);
       run->stages[w[i].stage].mb_state[w[i].k] |= pp_run_work_done_bits (w[i].kind);
       rc = b->work_end (run, rk, &w[i], i, err);
     }

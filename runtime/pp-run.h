@@ -76,6 +76,12 @@ typedef struct {
   PpProbe          *probe;        /* NULL: nothing recorded (this process's ranks only) */
   PpTransport      *transport;    /* borrowed; NULL: every rank a thread here (local) */
   volatile sig_atomic_t *stop;    /* NULL, or set to 1 (e.g. from a signal handler) to stop */
+  /* A straggler on purpose (issue 38): pipeline rank slow_rank's compute
+   * takes slow_factor times as long (CPU backend: after each action's
+   * compute the thread sleeps (slow_factor - 1) times its length, inside
+   * the block, as a slower device would take); slow_factor <= 1: none. */
+  int               slow_rank;
+  double            slow_factor;
 } PpRunConfig;
 
 typedef struct {

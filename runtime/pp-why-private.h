@@ -49,3 +49,8 @@ PpStatus pp_why_check_blocks (const PpSchedule *s, long n_compute, const PpSpan 
  * pp-why-split.c, for pp-why.c's steps. */
 PpStatus split_with_dp (const PpSchedule *s, const PpCostModel *costs, const double *measured_idle,
                         const double *dp, PpWhyIdle *out, PpError *err);
+
+/* The median of value[n] as the analysis over replicas takes it: the
+ * indices sorted by value, then by tie[i] (NULL: by index), and the lower
+ * of two middles; -1 for n <= 0.  pp-straggler.c's median copy too. */
+int pp_why_median_index (const double *value, const int32_t *tie, int n);

@@ -331,3 +331,36 @@ pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *
              r->idle[q].measured * scale, unit, r->idle_replica[q], r->idle_min[q] * scale, unit,
              r->idle_max[q] * scale, unit, r->idle_max_replica[q]);
 }
+
+/* ---- the median rule, for other analyses ---------------------------------- */
+
+static const double  *median_value;
+static const int32_t *median_tie;
+
+static int
+cmp_median (const void *a, const void *b)
+{
+  int i = *(const int *) a, j = *(const int *) b;
+  if (median_value[i] != median_value[j])
+    return median_value[i] < median_value[j] ? -1 : 1;
+  int32_t ti = median_tie != NULL ? median_tie[i] : i, tj = median_tie != NULL ? median_tie[j] : j;
+  return (ti > tj) - (ti < tj);
+}
+
+int
+pp_why_median_index (const double *value, const int32_t *tie, int n)
+{
+  if (n <= 0)
+    return -1;
+  int *order = malloc ((size_t) n * sizeof *order);
+  if (order == NULL)
+    return 0;
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  median_value = value;
+  median_tie = tie;
+  qsort (order, (size_t) n, sizeof *order, cmp_median);
+  int m = order[(n - 1) / 2];
+  free (order);
+  return m;
+}

@@ -370,6 +370,52 @@ test_app_replicas (void)
     }
 }
 
+/* ---- the Stragglers tab (issue 38) ------------------------------------------------ */
+
+/* A PP 2 x DP 3 job whose process at pp 1, dp 1 runs its blocks twice as
+ * long (pp-synth-mesh --slow-stage 1): the tab names it first, a click on
+ * its cell shows replica dp 1's rows, one step chosen counts one step. */
+static void
+test_app_stragglers (void)
+{
+  const char *synth = g_getenv ("PP_SYNTH_MESH"), *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (synth);
+  g_assert_nonnull (cli);
+  g_autofree char *dir = g_build_filename (tmp_dir, "stragglers", NULL);
+  g_autofree char *base = g_build_filename (dir, "job", NULL);
+  g_autofree char *trace = g_build_filename (dir, "job.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (merge, g_strdup (cli));
+  g_ptr_array_add (merge, g_strdup ("merge"));
+  g_ptr_array_add (merge, g_strdup ("-o"));
+  g_ptr_array_add (merge, g_strdup (trace));
+  for (int g = 0; g < 6; g++)
+    g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
+  g_ptr_array_add (merge, NULL);
+  const char *make[] = { synth, base, "2", "3", "4", "3", "1f1b", "--slow-stage", "1", NULL };
+  const char *const *cmds[] = { make, (const char *const *) merge->pdata };
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
+    {
+      int status = -1;
+      g_assert_true (g_spawn_sync (NULL, (char **) cmds[i], NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                                   NULL, &status, NULL));
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+    }
+  g_ptr_array_free (merge, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=stragglers", trace, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  /* process G = pp x D + dp = 1 x 3 + 1 */
+  g_assert_nonnull (strstr (out, "self-test: stragglers first: process 4 pp 1 dp 1\n"));
+  g_assert_nonnull (strstr (out, "self-test: stragglers opened: replica dp 1\n"));
+  g_assert_nonnull (strstr (out, "self-test: stragglers one step: 1\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: stragglers"));
+}
+
 /* ---- the host lane: a GC pause under the pointer (issue 29) ---------------------- */
 
 /* pp-synth-host's trace (GC pauses of 3.2 ms in rank 0's gaps): the
@@ -674,6 +720,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/second-instance", test_app_second_instance);
   g_test_add_func ("/app/profile", test_app_profile);
   g_test_add_func ("/app/replicas", test_app_replicas);
+  g_test_add_func ("/app/stragglers", test_app_stragglers);
   g_test_add_func ("/app/open-error", test_app_open_error);
   g_test_add_func ("/app/save", test_app_save);
   g_test_add_func ("/app/spans", test_app_spans);

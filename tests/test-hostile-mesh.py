@@ -14,7 +14,7 @@ pp-synth-hostile-mesh (exit codes, one-line messages, the bytes written):
       one line naming the file and both processes, as merge does;
    6. mesh sizes of 65,535 in dp, tp, cp and ep (one place saying all
       four, or five places whose largest sizes together do): info,
-      render (fold, all, one replica) and the exports refuse with
+      render (fold, all, one replica, the heatmap) and the exports refuse with
       one line naming the file, never a number from an overflowed
       product; with SAN_CLI (info, export, render and suggest built
       under UBSan), no sanitizer report on any of them.
@@ -154,6 +154,7 @@ def refusals(cli, trace, tmp, with_suggest=False):
             ("render", ["render", trace, "-o", out + ".png"]),
             ("render --replicas all", ["render", trace, "-o", out + ".png", "--replicas", "all"]),
             ("render --replicas 0", ["render", trace, "-o", out + ".png", "--replicas", "0"]),
+            ("render --heatmap", ["render", trace, "-o", out + ".png", "--heatmap"]),
             ("export chrome", ["export", trace, "--format", "chrome", "-o", out + ".json"]),
             ("export csv", ["export", trace, "--format", "csv", "-o", out + ".csv"]),
             ("export why", ["export", trace, "--format", "why", "-o", out + ".why.json"])]

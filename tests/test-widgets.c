@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pp-compare.h"
+#include "pp-heatmap-view.h"
 #include "pp-panels.h"
 #include "pp-span-table.h"
 #include "pp-suggest.h"
@@ -1073,6 +1074,83 @@ test_why_runtime_parts (void)
  * over every process's spans), not the one replica its rows show.  Replica
  * dp 0's rank 1 is slow (pp-synth-mesh --slow-stage 0), so rank 0 idles
  * more in dp 0: its median replica (the lower of two middles) is dp 1. */
+/* The Stragglers tab live (issue 38): a PP 2 x DP 3 job whose process at
+ * pp 1, dp 1 runs twice as slow (pp-synth-mesh --slow-stage 1), fed to a
+ * model as a live stream grows: its first 3 steps, then the rest.  The
+ * tab's analysis follows (more steps, the same straggler first), and its
+ * numbers are export --format why's for the whole trace. */
+static void
+feed (PpTimelineModel *m, const char *path, gboolean later)
+{
+  PpError e = { 0 };
+  PpTraceReader *r = pp_trace_reader_new_path (path, &e);
+  PpTraceItem it;
+  g_assert_nonnull (r);
+  while (pp_trace_reader_next (r, &it, &e) == PP_OK && it.type != PP_TRACE_ITEM_END)
+    {
+      gboolean is_later = it.type == PP_TRACE_ITEM_SPAN && it.span.step > 2;
+      if (is_later == later)
+        pp_timeline_model_add (m, &it);
+    }
+  pp_trace_reader_free (r);
+}
+
+static void
+test_stragglers_live (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-widgets-stragglers-");
+  char *base = pp_test_ctx_path (&c, "job"), *merged = pp_test_ctx_path (&c, "job.pptrace");
+  const char *argv[] = { g_getenv ("PIPESCOPE_SYNTH_MESH"), base, "2", "3", "4", "5", "1f1b",
+                         "--slow-stage", "1", NULL };
+  int status = -1;
+  g_assert_nonnull (argv[0]);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, 0, NULL, NULL, NULL, NULL, &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  char *in[6], *out = NULL, *err = NULL;
+  for (int g = 0; g < 6; g++)
+    in[g] = g_strdup_printf ("%s.rank%d", base, g);
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &err, "merge", "-o", merged, in[0], in[1], in[2], in[3], in[4],
+                                    in[5], NULL), ==, 0);
+  g_free (out);
+  g_free (err);
+
+  PpTimelineModel *m = pp_timeline_model_new ();
+  GtkWidget *v = g_object_ref_sink (pp_heatmap_view_new ());
+  feed (m, merged, FALSE);
+  pp_heatmap_view_update (PP_HEATMAP_VIEW (v), m);
+  const PpStragglerReport *r = pp_heatmap_view_get_report (PP_HEATMAP_VIEW (v));
+  g_assert_nonnull (r);
+  int n_before = r->n_steps;
+  g_assert_cmpint (r->steps[n_before - 1], ==, 2);
+  g_assert_cmpint (r->procs[r->items[0].proc].process, ==, 1 * 3 + 1);
+  feed (m, merged, TRUE);
+  pp_heatmap_view_update (PP_HEATMAP_VIEW (v), m);
+  r = pp_heatmap_view_get_report (PP_HEATMAP_VIEW (v));
+  g_assert_nonnull (r);
+  g_assert_cmpint (r->n_steps, >, n_before);
+  g_assert_cmpint (r->steps[r->n_steps - 1], ==, 4);
+  const PpStragglerProcess *q = &r->procs[r->items[0].proc];
+  g_assert_cmpint (q->process, ==, 1 * 3 + 1);
+  g_assert_true (q->saving_s > 0);
+  /* the tab's numbers are the CLI's */
+  g_assert_cmpint (pp_test_cli_run (NULL, &out, &err, "export", merged, "--format", "why", "-o", "-", NULL), ==, 0);
+  const char *at = strstr (out, "\"stragglers\": [\n    {\"process\": 4,");
+  g_assert_nonnull (at);
+  at = strstr (at, "\"saving_s\": ");
+  g_assert_nonnull (at);
+  g_assert_cmpfloat_with_epsilon (g_ascii_strtod (at + strlen ("\"saving_s\": "), NULL), q->saving_s, 1e-9);
+  g_free (out);
+  g_free (err);
+  g_object_unref (v);
+  pp_timeline_model_free (m);
+  for (int g = 0; g < 6; g++)
+    g_free (in[g]);
+  g_free (base);
+  g_free (merged);
+  pp_test_ctx_clear (&c);
+}
+
 static void
 test_why_replicas (void)
 {
@@ -2045,6 +2123,7 @@ main (int argc, char **argv)
   g_test_add_func ("/widgets/stats", test_stats_panel);
   g_test_add_func ("/widgets/stats-replicas", test_stats_replicas);
   g_test_add_func ("/widgets/why-replicas", test_why_replicas);
+  g_test_add_func ("/widgets/stragglers-live", test_stragglers_live);
   g_test_add_func ("/widgets/why-runtime-parts", test_why_runtime_parts);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);

@@ -9,6 +9,7 @@
 #include "pp-timeline-render.h"
 #include "pp-suggest.h"
 #include "pp-why.h"
+#include "pp-straggler.h"
 
 G_BEGIN_DECLS
 
@@ -139,6 +140,10 @@ int        pp_why_panel_get_n_rows (PpWhyPanel *self);
  * err's message. */
 gboolean   pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep, PpWhyChange *change,
                                  PpSchedule **s, PpError *err);
+/* Stragglers across the mesh (pp-straggler.h) over the same spans, plans,
+ * counters and places the Why tab analyses; FALSE (*out NULL) for a model
+ * without replicas or an error (err). */
+gboolean   pp_why_panel_stragglers (const PpTimelineModel *model, PpStragglerReport **out, PpError *err);
 /* The last analysis' "what to change", FALSE before one. */
 gboolean   pp_why_panel_get_change (PpWhyPanel *self, PpWhyChange *out);
 /* Rank r's idle split shown (a job of replicas: its median replica's, and

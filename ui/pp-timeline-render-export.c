@@ -103,11 +103,37 @@ pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v, const cha
   return pp_timeline_export_as (m, v, path, path, err);
 }
 
+typedef struct {
+  const PpTimelineModel *m;
+  const PpTimelineView  *v;
+} TimelineDraw;
+
+static void
+draw_timeline (cairo_t *cr, const void *data)
+{
+  const TimelineDraw *d = data;
+  pp_timeline_render (cr, d->m, d->v);
+}
+
 PpStatus
 pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v, const char *path,
                        const char *name, PpError *err)
 {
   PpTimelineView view;
+
+  if (m == NULL || v == NULL || path == NULL || name == NULL)
+    return pp_error_set (err, PP_EINVAL, "nothing to export");
+  view = *v;
+  view.show_header = 1;
+  view.show_legend = 1;
+  TimelineDraw d = { m, &view };
+  return pp_render_export_as (path, name, view.width, view.height, draw_timeline, &d, err);
+}
+
+PpStatus
+pp_render_export_as (const char *path, const char *name, double width, double height,
+                     PpRenderDrawFn draw, const void *data, PpError *err)
+{
   const char *dot;
   cairo_surface_t *s;
   cairo_status_t cs;
@@ -116,14 +142,11 @@ pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v, const 
   TextSink sink = { 0 };
   FILE *f;
 
-  if (m == NULL || v == NULL || path == NULL || name == NULL)
+  if (path == NULL || name == NULL || draw == NULL)
     return pp_error_set (err, PP_EINVAL, "nothing to export");
-  view = *v;
-  view.show_header = 1;
-  view.show_legend = 1;
-  if (view.width < 1 || view.height < 1 || view.width > 32767 || view.height > 32767)
+  if (width < 1 || height < 1 || width > 32767 || height > 32767)
     return pp_error_set (err, PP_EINVAL, "%s: size %.0fx%.0f is out of range (1 to 32767 px)",
-                         name, view.width, view.height);
+                         name, width, height);
   dot = strrchr (name, '.');
   if (dot != NULL && strcasecmp (dot, ".png") == 0)
     kind = 0;
@@ -140,19 +163,19 @@ pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v, const 
   if ((f = fopen (path, "wb")) == NULL)
     return pp_error_set (err, PP_EIO, "%s: cannot write: %s", name, strerror (errno));
   if (kind == 0)
-    s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (view.width),
-                                    (int) ceil (view.height));
+    s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width),
+                                    (int) ceil (height));
   else if (kind == 1)
     {
-      s = cairo_svg_surface_create_for_stream (export_write, f, view.width, view.height);
+      s = cairo_svg_surface_create_for_stream (export_write, f, width, height);
       /* a 1920-wide export is 1920 px wide, not 1920 pt (2560 px) */
       cairo_svg_surface_set_document_unit (s, CAIRO_SVG_UNIT_PX);
     }
   else
     /* the pixel size at 96 dpi (CSS's px): a 1123 x 794 drawing is an A4
      * page, not 1123 pt wide */
-    s = cairo_pdf_surface_create_for_stream (export_write, f, view.width * PDF_PT_PER_PX,
-                                             view.height * PDF_PT_PER_PX);
+    s = cairo_pdf_surface_create_for_stream (export_write, f, width * PDF_PT_PER_PX,
+                                             height * PDF_PT_PER_PX);
   cs = cairo_surface_status (s);
   if (cs != CAIRO_STATUS_SUCCESS)
     {
@@ -165,7 +188,7 @@ pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v, const 
     cairo_set_user_data (cr, &text_sink_key, &sink, NULL);
   if (kind == 2)
     cairo_scale (cr, PDF_PT_PER_PX, PDF_PT_PER_PX);
-  pp_timeline_render (cr, m, &view);
+  draw (cr, data);
   cs = cairo_status (cr);
   cairo_destroy (cr);
   if (cs == CAIRO_STATUS_SUCCESS && kind == 0)

@@ -179,3 +179,10 @@ PpStatus pp_timeline_export (const PpTimelineModel *m, const PpTimelineView *v,
  * extension says; messages name name. */
 PpStatus pp_timeline_export_as (const PpTimelineModel *m, const PpTimelineView *v,
                                 const char *path, const char *name, PpError *err);
+
+/* Any drawing to a file as the timeline's export writes it (PNG, SVG or
+ * PDF by name's extension, width x height px, a PDF page at 96 dpi):
+ * draw(cr, data) draws it.  The heatmap's export (pp-heatmap.h) too. */
+typedef void (*PpRenderDrawFn) (cairo_t *cr, const void *data);
+PpStatus pp_render_export_as (const char *path, const char *name, double width, double height,
+                              PpRenderDrawFn draw, const void *data, PpError *err);

@@ -334,6 +334,45 @@ last_steps_spans (const PpTimelineModel *m, int keep_steps, GArray *who)
   return a;
 }
 
+/* What the analyses over a model read: the spans of its last steps with
+ * the process of each, its plans, its block-edge counters with theirs and
+ * its places (a job of replicas).  Clear with inputs_clear. */
+typedef struct {
+  GArray                    *spans, *who;
+  const PpTracePlanAction  **pa;
+  size_t                    *pn;
+  int                        np;
+  const PpCounter           *ctr;
+  const int32_t             *ctr_who;
+  size_t                     n_ctr;
+  PpTraceProcess            *procs;
+  int                        n_places;
+} Inputs;
+
+static void
+inputs_of (const PpTimelineModel *model, Inputs *in)
+{
+  memset (in, 0, sizeof *in);
+  in->who = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  in->spans = last_steps_spans (model, 2 * PP_ANALYSIS_STEPS, in->who);
+  in->np = pp_timeline_model_plans (model, &in->pa, &in->pn);
+  in->n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
+  in->n_ctr = pp_timeline_model_edge_counters (model, &in->ctr, &in->ctr_who);
+  in->procs = g_new (PpTraceProcess, MAX (in->n_places, 1));
+  for (int i = 0; i < in->n_places; i++)
+    in->procs[i] = *pp_timeline_model_place (model, i);
+}
+
+static void
+inputs_clear (Inputs *in)
+{
+  free (in->pa);
+  free (in->pn);
+  g_array_free (in->spans, TRUE);
+  g_array_free (in->who, TRUE);
+  g_free (in->procs);
+}
+
 gboolean
 pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhyChange *ch_out,
                       PpSchedule **s_out, PpError *err)
@@ -341,7 +380,7 @@ pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhy
   const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
   PpWhyReport *rep = NULL;
   PpSchedule *s = NULL;
-  int keep = 2 * PP_ANALYSIS_STEPS;
+  Inputs in;
 
   *rep_out = NULL;
   if (d == NULL)
@@ -349,45 +388,48 @@ pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhy
       g_snprintf (err->msg, sizeof err->msg, "the trace does not describe its schedule");
       return FALSE;
     }
-  GArray *who = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  GArray *spans = last_steps_spans (model, keep, who);
-  const PpTracePlanAction **pa = NULL;
-  size_t *pn = NULL;
-  int np = pp_timeline_model_plans (model, &pa, &pn);
-  PpWhyPlans plans = { MAX (np, 0), pa, pn };
+  inputs_of (model, &in);
+  PpWhyPlans plans = { MAX (in.np, 0), in.pa, in.pn };
   /* over the replicas as info analyses them: each replica's pipeline
    * on its own, a rank's median replica shown */
-  int n_places = pp_timeline_model_has_replicas (model) ? pp_timeline_model_n_places (model) : 0;
   int32_t *replica = NULL, *ctr_replica = NULL;
-  const PpCounter *ctr = NULL;
-  const int32_t *ctr_who = NULL;
-  size_t n_ctr = pp_timeline_model_edge_counters (model, &ctr, &ctr_who);
-  if (n_places > 0)
+  if (in.n_places > 0)
     {
-      PpTraceProcess *procs = g_new (PpTraceProcess, n_places);
-      for (int i = 0; i < n_places; i++)
-        procs[i] = *pp_timeline_model_place (model, i);
-      replica = pp_why_replicas_of_spans (procs, (size_t) n_places, (const int32_t *) who->data,
-                                          spans->len, err);
-      if (n_ctr > 0)
-        ctr_replica = pp_why_replicas_of_spans (procs, (size_t) n_places, ctr_who, n_ctr, err);
-      g_free (procs);
+      replica = pp_why_replicas_of_spans (in.procs, (size_t) in.n_places, (const int32_t *) in.who->data,
+                                          in.spans->len, err);
+      if (in.n_ctr > 0)
+        ctr_replica = pp_why_replicas_of_spans (in.procs, (size_t) in.n_places, in.ctr_who, in.n_ctr, err);
     }
-  if (n_places == 0 || replica != NULL)
-    pp_why_analyse_replicas_counters (d, np > 0 ? &plans : NULL, (const PpSpan *) spans->data, replica,
-                                      spans->len, ctr, ctr_replica, n_ctr, 0, &rep, ch_out, &s, err);
+  if (in.n_places == 0 || replica != NULL)
+    pp_why_analyse_replicas_counters (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data, replica,
+                                      in.spans->len, in.ctr, ctr_replica, in.n_ctr, 0, &rep, ch_out, &s, err);
   free (replica);
   free (ctr_replica);
-  free (pa);
-  free (pn);
-  g_array_free (spans, TRUE);
-  g_array_free (who, TRUE);
+  inputs_clear (&in);
   *rep_out = rep;
   if (s_out != NULL)
     *s_out = s;
   else
     pp_schedule_free (s);
   return rep != NULL;
+}
+
+gboolean
+pp_why_panel_stragglers (const PpTimelineModel *model, PpStragglerReport **out, PpError *err)
+{
+  const PpTraceDescription *d = model != NULL ? pp_timeline_model_description (model) : NULL;
+  Inputs in;
+
+  *out = NULL;
+  if (d == NULL || !pp_timeline_model_has_replicas (model))
+    return FALSE;
+  inputs_of (model, &in);
+  PpWhyPlans plans = { MAX (in.np, 0), in.pa, in.pn };
+  pp_straggler_analyse (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data,
+                        (const int32_t *) in.who->data, in.spans->len, in.ctr, in.ctr_who, in.n_ctr, in.procs,
+                        (size_t) in.n_places, out, err);
+  inputs_clear (&in);
+  return *out != NULL;
 }
 
 void

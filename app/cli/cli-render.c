@@ -2,6 +2,7 @@
  * same function as the app's window. */
 #include "cli-commands.h"
 #include "cli-common.h"
+#include "cli-heatmap.h"
 #include "cli-output.h"
 
 #include <errno.h>
@@ -34,6 +35,10 @@ render_usage (FILE *out)
          "                        at 96 dpi (1123x794, 1056x816), and a PDF that size\n"
          "      --plan            draw the plan lane under each rank\n"
          "      --dark            dark palette\n"
+         "      --heatmap         instead of the timeline, a job of replicas' stragglers:\n"
+         "                        rows its stages, columns its replicas, each cell\n"
+         "                        colored by its slowdown against its copies over the\n"
+         "                        analysed steps (or --steps A-B); see docs/stragglers.md\n"
          "      --replicas fold|all|N  a job of replicas (data-parallel, tensor ranks):\n"
          "                        fold (default) a row a pipeline rank, its blocks the\n"
          "                        replicas' median with a mark to the latest end; all\n"
@@ -91,7 +96,7 @@ parse_size (const char *s, const char *what, double *out)
 int
 pp_cli_render (int argc, char **argv)
 {
-  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK, OPT_PAPER, OPT_REPLICAS };
+  enum { OPT_FROM = 256, OPT_TO, OPT_STEPS, OPT_PLAN, OPT_DARK, OPT_PAPER, OPT_REPLICAS, OPT_HEATMAP };
   static const struct option options[] = {
     { "output", required_argument, NULL, 'o' },
     { "width", required_argument, NULL, 'W' },
@@ -103,13 +108,14 @@ pp_cli_render (int argc, char **argv)
     { "dark", no_argument, NULL, OPT_DARK },
     { "paper", required_argument, NULL, OPT_PAPER },
     { "replicas", required_argument, NULL, OPT_REPLICAS },
+    { "heatmap", no_argument, NULL, OPT_HEATMAP },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *out = NULL, *path;
   double width = 1600, height = 0, from = -1, to = -1;
   long step_a = -1, step_b = -1;
-  int plan = 0, dark = 0, opt;
+  int plan = 0, dark = 0, heatmap = 0, opt;
   PpError err = { 0 };
   PpTimelineModel *m;
   PpTimelineView v;
@@ -177,6 +183,9 @@ pp_cli_render (int argc, char **argv)
         case OPT_DARK:
           dark = 1;
           break;
+        case OPT_HEATMAP:
+          heatmap = 1;
+          break;
         case ':':
           return pp_cli_usage_error ("option '%s' needs a value; see 'pipescope-cli render --help'",
                                      argv[optind - 1]);
@@ -204,6 +213,13 @@ pp_cli_render (int argc, char **argv)
   if (step_a >= 0 && (from >= 0 || to >= 0))
     return pp_cli_usage_error ("give --steps or --from/--to, not both");
 
+  if (heatmap)
+    {
+      if (from >= 0 || to >= 0 || plan || replicas.replica != -1 || replicas.all)
+        return pp_cli_usage_error ("--heatmap draws stages x replicas over steps: give --steps, not --from, "
+                                   "--to, --plan or --replicas");
+      return pp_cli_render_heatmap (path, out, width, height, step_a, step_b, dark);
+    }
   m = pp_timeline_model_new_from_file (path, &err);
   if (m == NULL)
     {

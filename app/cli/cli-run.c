@@ -48,7 +48,7 @@ run_usage (FILE *out)
          "                         [--gpu-partition green|streams] [--compute tf32|bf16|fp32]\n"
          "                         [--gpu-transport auto|nccl|copy] [--no-cupti]\n"
          "                         [--no-live] [--listen HOST:PORT] [--pin] [--exact-grads]\n"
-         "                         [--save-params FILE] [--name NAME]\n"
+         "                         [--save-params FILE] [--name NAME] [--slow RANK:FACTOR]\n"
          "       pipescope-cli run --csv FILE [same options but -s, -p, -m, -v]\n"
          "       mpirun -np P pipescope-cli run --schedule NAME --microbatches M ...\n"
          "\n"
@@ -106,6 +106,10 @@ run_usage (FILE *out)
          "                             it sets P, M and V\n"
          "      --exact-grads          sum micro-batch gradients in double, so every\n"
          "                             schedule takes bit for bit the same step (slower)\n"
+         "      --slow RANK:FACTOR     make a straggler on purpose: pipeline rank RANK's\n"
+         "                             compute takes FACTOR (1 to 100) times as long\n"
+         "                             (CPU backend; threads and MPI): see\n"
+         "                             docs/stragglers.md\n"
          "      --pin                  pin rank r's thread to CPU r mod the number of\n"
          "                             CPUs (steadier timings on an otherwise idle\n"
          "                             machine with at least P cores; off by default)\n"
@@ -354,6 +358,7 @@ enum {
   OPT_GPU_TRANSPORT,
   OPT_SAVE_PARAMS,
   OPT_NAME,
+  OPT_SLOW,
 };
 
 /* ---- MPI: rank 0's live stream serves every rank (the collector) ---------- */
@@ -547,6 +552,7 @@ pp_cli_run (int argc, char **argv)
     { "gpu-transport", required_argument, NULL, OPT_GPU_TRANSPORT },
     { "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
     { "name", required_argument, NULL, OPT_NAME },
+    { "slow", required_argument, NULL, OPT_SLOW },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -556,6 +562,8 @@ pp_cli_run (int argc, char **argv)
   char rank_trace[4096];
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
+  int slow_rank = -1;
+  double slow_factor = 0;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
   int shared_cores = 0;   /* > 0: the rank threads share this many cores */
   int gpu_transport = PP_RUN_TRANSPORT_AUTO;
@@ -649,6 +657,26 @@ pp_cli_run (int argc, char **argv)
         case OPT_PIN: pin = true; break;
         case OPT_CSV: csv = optarg; break;
         case OPT_EXACT_GRADS: exact_grads = true; break;
+        case OPT_SLOW:
+          {
+            char *end;
+            errno = 0;
+            long r = strtol (optarg, &end, 10);
+            double f = 0;
+            if (end != optarg && *end == ':')
+              {
+                const char *fs = end + 1;
+                f = strtod (fs, &end);
+                if (end == fs)
+                  f = 0;
+              }
+            if (errno != 0 || *end != '\0' || r < 0 || r > INT_MAX || !(f >= 1 && f <= 100))
+              return pp_cli_usage_error ("--slow takes RANK:FACTOR, a pipeline rank and a factor from 1 to 100 "
+                                         "(got '%s')", optarg);
+            slow_rank = (int) r;
+            slow_factor = f;
+          }
+          break;
         case OPT_GPU_PARTITION:
           if (strcmp (optarg, "green") == 0) gpu_partition = PP_RUN_GPU_GREEN;
           else if (strcmp (optarg, "streams") == 0) gpu_partition = PP_RUN_GPU_STREAMS;
@@ -791,6 +819,18 @@ pp_cli_run (int argc, char **argv)
       use_cuda = 0;
       snprintf (backend_note, sizeof backend_note,
                 "pipescope-cli: --exact-grads sums in double on the CPU; using the CPU backend");
+    }
+  if (slow_rank >= P)
+    return pp_cli_usage_error ("--slow %d: the job has pipeline ranks 0 to %d", slow_rank, P - 1);
+  if (use_cuda && slow_rank >= 0)
+    {
+      /* the slow rank sleeps inside its blocks: the CPU backend's compute */
+      if (strcmp (backend, "cuda") == 0)
+        return pp_cli_usage_error ("--slow is for the CPU backend (a GPU computes asynchronously); "
+                                   "use --backend cpu or drop --slow");
+      use_cuda = 0;
+      snprintf (backend_note, sizeof backend_note,
+                "pipescope-cli: --slow stretches the CPU backend's compute; using the CPU backend");
     }
   if (partition != NULL && strcmp (partition, "auto") == 0)
     partition = NULL;
@@ -1011,6 +1051,8 @@ pp_cli_run (int argc, char **argv)
     rc.data_seed = seed;
     rc.recompute = recompute;
     rc.exact_grads = exact_grads;
+    rc.slow_rank = slow_rank;
+    rc.slow_factor = slow_factor;
     rc.pin_threads = pin;
     rc.probe = job.probe;
     rc.stop = &pp_cli_stop_flag;

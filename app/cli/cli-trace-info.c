@@ -634,6 +634,15 @@ pp_cli_info (int argc, char **argv)
       }
     pp_why_report_free (why);
   }
+  /* issue 38: stragglers across the mesh (a job of replicas only) */
+  {
+    PpStragglerReport *sr = NULL;
+    PpError e = { 0 };
+    if (analyse_stragglers (&t, &sr, &e) != PP_OK)
+      printf ("stragglers: n/a (%s)\n", e.msg);
+    pp_straggler_print (stdout, sr, 10, 1e3, "ms");
+    pp_straggler_report_free (sr);
+  }
   printf ("dropped events: %" PRIu64 "\n", t.dropped);
   printf ("truncated: %s\n", t.truncated ? "yes (the file ends inside a frame)" : "no");
   trace_clear (&t);

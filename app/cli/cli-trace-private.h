@@ -28,6 +28,7 @@
 #include "cli-select.h"
 #include "pp-analysis.h"
 #include "pp-schedule.h"
+#include "pp-straggler.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
 #include "pp-why.h"
@@ -157,6 +158,7 @@ bool keep_span (const Trace *t, size_t i);
 /* cli-trace-why.c */
 PpStatus analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s, PpError *e);
 void step_analysis_of (const Trace *t, PpAnalysisSteps *a);
+PpStatus analyse_stragglers (const Trace *t, PpStragglerReport **out, PpError *e);
 int write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport *why, const PpWhyChange *ch);
 
 /* ---- export ----------------------------------------------------------------- */

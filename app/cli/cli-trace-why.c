@@ -58,6 +58,19 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
   return st;
 }
 
+/* Stragglers across the mesh (pp-straggler.h): every process of a job of
+ * replicas against its copies, and what each costs.  *out NULL for a trace
+ * of one pipeline. */
+PpStatus
+analyse_stragglers (const Trace *t, PpStragglerReport **out, PpError *e)
+{
+  *out = NULL;
+  if (t->n_replicas <= 1 || t->span_process == NULL || !t->has_desc)
+    return PP_OK;
+  return pp_straggler_analyse (&t->desc, &t->why_plans, t->spans, t->span_process, t->n_all_spans,
+                               t->counters, t->counter_process, t->n_counters, t->procs, t->n_procs, out, e);
+}
+
 /* The one analysis's steps of the spans info has read (not the file
  * again): blocks and data-parallel communication, busy and not bubble
  * (as the app's statistics); a job of replicas: every process's at its
@@ -119,7 +132,23 @@ write_why_json (FILE *f, const Trace *t, const PpSchedule *s, const PpWhyReport 
   fputs ("{\n  ", f);
   pp_analysis_write_json_member (f, &a);
   fputs (",\n", f);
-  fputs (buf + 2, f);   /* pp_why_write_json's object past its "{\n" */
+  /* pp_why_write_json's object past its "{\n" and before its "\n}\n",
+   * then the stragglers (issue 38) */
+  if (len >= 4 && strcmp (buf + len - 3, "\n}\n") == 0)
+    {
+      PpStragglerReport *sr = NULL;
+      PpError e = { 0 };
+      buf[len - 3] = '\0';
+      fputs (buf + 2, f);
+      fputs (",\n  ", f);
+      if (analyse_stragglers (t, &sr, &e) != PP_OK)
+        sr = NULL;
+      pp_straggler_write_json (f, sr);
+      pp_straggler_report_free (sr);
+      fputs ("\n}\n", f);
+    }
+  else
+    fputs (buf + 2, f);
   pp_analysis_steps_clear (&a);
   free (buf);
   return 0;

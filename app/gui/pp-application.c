@@ -36,7 +36,8 @@ static const GOptionEntry options[] = {
  * error and --self-test=help. */
 static const char *const self_test_modes[] = {
   "run", "attach", "bench-stream", "open", "open-error", "second-instance", "save", "profile", "replicas",
-  "spans", "host-lane", "demo", "demo-compare", "demo-attach", "demo-screenshot", "demo-why", NULL
+  "spans", "host-lane", "demo", "demo-compare", "demo-attach", "demo-screenshot", "demo-why", "stragglers",
+  "demo-stragglers", NULL
 };
 
 char *

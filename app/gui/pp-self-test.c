@@ -1022,12 +1022,14 @@ tick_demo_why (struct PpSelfTest *t)
   return TRUE;
 }
 
-/* spans: the Spans tab and Find (pp-self-test-spans.c) */
+/* What a mode driven a step at a time in a file of its own answers
+ * (pp-self-test-spans.c, pp-self-test-stragglers.c): 0 again later, 1 the
+ * next step, 2 done (the window closed, or left open and "demo ready"
+ * said for a demo), else failed (why). */
 static gboolean
-tick_spans (struct PpSelfTest *t)
+tick_by_steps (struct PpSelfTest *t, int rc, const char *why, gboolean demo)
 {
-  g_autofree char *why = NULL;
-  switch (pp_self_test_spans (t->win, t->step, &why))
+  switch (rc)
     {
     case 0:
       return FALSE;
@@ -1036,12 +1038,34 @@ tick_spans (struct PpSelfTest *t)
       return FALSE;
     case 2:
       t->done = TRUE;
-      gtk_window_close (GTK_WINDOW (t->win));
+      if (demo)
+        say ("demo ready");
+      else
+        gtk_window_close (GTK_WINDOW (t->win));
       return TRUE;
     default:
-      fail (t, why ? why : "spans");
+      fail (t, why ? why : t->mode);
       return TRUE;
     }
+}
+
+/* stragglers and demo-stragglers: the Stragglers tab (pp-self-test-stragglers.c) */
+static gboolean
+tick_stragglers (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  gboolean demo = strcmp (t->mode, "demo-stragglers") == 0;
+  int rc = pp_self_test_stragglers (t->win, run_at (t->win, 0), t->step, demo, &why);
+  return tick_by_steps (t, rc, why, demo);
+}
+
+/* spans: the Spans tab and Find (pp-self-test-spans.c) */
+static gboolean
+tick_spans (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  int rc = pp_self_test_spans (t->win, t->step, &why);
+  return tick_by_steps (t, rc, why, FALSE);
 }
 
 static gboolean
@@ -1069,6 +1093,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "host-lane") == 0 ? tick_host_lane (t)
                     : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
                     : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
+                    : g_str_has_suffix (t->mode, "stragglers") ? tick_stragglers (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
     {

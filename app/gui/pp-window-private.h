@@ -4,6 +4,7 @@
 
 #include "pp-compare.h"
 #include "pp-panels.h"
+#include "pp-heatmap-view.h"
 #include "pp-recording.h"
 #include "pp-span-table.h"
 #include "pp-timeline-widget.h"
@@ -50,6 +51,7 @@ struct _PpWindow
   PpMemoryChart    *memory;
   PpWhatifPanel    *whatif;
   PpWhyPanel       *why;
+  PpHeatmapView    *stragglers;     /* the Stragglers tab (issue 38) */
   AdwViewStack     *panels;
   AdwViewStackPage *compare_page;   /* shown while two runs are compared */
   PpCompareTable   *compare;
@@ -138,6 +140,10 @@ void pp_window_find_step              (PpWindow *self, int dir);
 /* pp-self-test-spans.c: step of --self-test=spans; 0 again later, 1 the
  * next step, 2 done, -1 failed (*why, g_free it). */
 int  pp_self_test_spans               (PpWindow *self, int step, char **why);
+/* pp-self-test-stragglers.c: step of --self-test=stragglers (demo: of
+ * demo-stragglers, which stays open) on run; 0 again later, 1 the next
+ * step, 2 done, -1 failed (*why). */
+int  pp_self_test_stragglers          (PpWindow *self, PpRecording *run, int step, gboolean demo, char **why);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

@@ -174,6 +174,7 @@ pp_window_update_panels (PpWindow *self)
   pp_memory_chart_update (self->memory, m);
   pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
   pp_why_panel_update (self->why, m);
+  pp_heatmap_view_update (self->stragglers, m);
   if (self->shown[1])
     {
       g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
@@ -297,6 +298,16 @@ on_replicas_selected (GtkDropDown *dd, GParamSpec *pspec, PpWindow *self)
   if (want == pp_timeline_widget_get_replicas (self->timeline[0]))
     return;
   pp_timeline_widget_set_replicas (self->timeline[0], want);
+}
+
+/* The Stragglers tab's cell clicked: that process's replica's rows. */
+static void
+on_straggler_open (PpHeatmapView *view, int process, int pp, int dp, PpWindow *self)
+{
+  if (!pp_timeline_widget_has_replicas (self->timeline[0]))
+    return;
+  pp_timeline_widget_set_replicas (self->timeline[0], dp);
+  update_replicas_switch (self);
 }
 
 /* Ctrl+U: every rank unfolded, or folded again. */
@@ -1082,6 +1093,7 @@ pp_window_class_init (PpWindowClass *klass)
   g_type_ensure (PP_TYPE_MEMORY_CHART);
   g_type_ensure (PP_TYPE_WHATIF_PANEL);
   g_type_ensure (PP_TYPE_WHY_PANEL);
+  g_type_ensure (PP_TYPE_HEATMAP_VIEW);
   g_type_ensure (PP_TYPE_COMPARE_TABLE);
   g_type_ensure (PP_TYPE_SPAN_TABLE);
 
@@ -1108,6 +1120,8 @@ pp_window_class_init (PpWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, PpWindow, loss);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, memory);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, whatif);
+  gtk_widget_class_bind_template_child (widget_class, PpWindow, stragglers);
+  gtk_widget_class_bind_template_callback (widget_class, on_straggler_open);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, why);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, panels);
   gtk_widget_class_bind_template_child (widget_class, PpWindow, compare_page);

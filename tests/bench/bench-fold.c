@@ -21,26 +21,13 @@
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-timeline-render.h"
+#include "bench-mesh.h"
 #include "bench-util.h"
 
 #define P 16
 #define D 128
 #define N_FRAMES 60
 #define N_RENDERS 3
-
-static void
-run (const char *const *argv)
-{
-  int status = -1;
-  GError *error = NULL;
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
-                     NULL, NULL, NULL, &status, &error)
-      || !g_spawn_check_wait_status (status, &error))
-    {
-      fprintf (stderr, "bench-fold: %s: %s\n", argv[0], error ? error->message : "failed");
-      exit (1);
-    }
-}
 
 /* The median frame while panning over the run, in ms. */
 static double
@@ -74,20 +61,8 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: bench-fold PP_SYNTH_MESH PIPESCOPE_CLI\n");
       return 2;
     }
-  char *dir = g_dir_make_tmp ("bench-fold-XXXXXX", NULL);
-  char *base = g_build_filename (dir, "job", NULL), *trace = g_build_filename (dir, "job.pptrace", NULL);
-  const char *synth[] = { argv[1], base, G_STRINGIFY (P), G_STRINGIFY (D), "32", "3", "1f1b", "--straggler", "77",
-                          NULL };
-  run (synth);
-  GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (merge, g_strdup (argv[2]));
-  g_ptr_array_add (merge, g_strdup ("merge"));
-  g_ptr_array_add (merge, g_strdup ("-o"));
-  g_ptr_array_add (merge, g_strdup (trace));
-  for (int g = 0; g < P * D; g++)
-    g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
-  g_ptr_array_add (merge, NULL);
-  run ((const char *const *) merge->pdata);
+  char *dir = NULL;
+  char *trace = bench_mesh_job (argv[1], argv[2], P, D, 32, 3, "--straggler", "77", &dir);
 
   PpError err = { 0 };
   double a = bench_now_ms ();
@@ -121,10 +96,10 @@ main (int argc, char **argv)
       const char *f[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "fold", NULL };
       const char *u[] = { argv[2], "render", trace, "-o", png, "-W", "1920", "-H", "1080", "--replicas", "all", NULL };
       a = bench_now_ms ();
-      run (f);
+      bench_run (f);
       rf[i] = bench_now_ms () - a;
       a = bench_now_ms ();
-      run (u);
+      bench_run (u);
       ra[i] = bench_now_ms () - a;
     }
   double mf = bench_median (rf, N_RENDERS), ma = bench_median (ra, N_RENDERS);
@@ -134,19 +109,8 @@ main (int argc, char **argv)
   pp_timeline_model_free (vf);
   pp_timeline_model_free (va);
   pp_timeline_model_free (src);
-  for (int g = 0; g < P * D; g++)
-    {
-      char *p = g_strdup_printf ("%s.rank%d", base, g);
-      g_remove (p);
-      g_free (p);
-    }
-  g_remove (trace);
   g_remove (png);
-  g_rmdir (dir);
-  g_ptr_array_unref (merge);
   g_free (png);
-  g_free (base);
-  g_free (trace);
-  g_free (dir);
+  bench_mesh_clear (dir, trace);
   return 0;
 }

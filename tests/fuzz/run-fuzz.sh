@@ -43,13 +43,13 @@ for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-sc
   runtime="$runtime $src/runtime/$f"
 done
 # the one analysis, whatever files it is split into
-runtime="$runtime $(ls "$src"/runtime/pp-why*.c "$src"/runtime/pp-analysis*.c | tr '\n' ' ')"
+runtime="$runtime $(ls "$src"/runtime/pp-why*.c "$src"/runtime/pp-analysis*.c | tr '\n' ' ') $src/runtime/pp-straggler.c"
 # pp-why-change.c asks the bundled model (pp-model.c, its parts laid out by
 # pp-chunk-layout.c) for its cost estimates;
 # the model links the CPU kernels (BLAS)
 runtime="$runtime $src/kernels/pp-kernels-cpu.c"
 # the timeline's model and renderer, whatever files they are split into
-ui="$(ls "$src"/ui/pp-timeline-model*.c "$src"/ui/pp-timeline-render*.c | tr '\n' ' ') $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c"
+ui="$(ls "$src"/ui/pp-timeline-model*.c "$src"/ui/pp-timeline-render*.c | tr '\n' ' ') $src/ui/pp-timeline-fold.c $src/ui/pp-timeline-summary.c $src/ui/pp-timeline-filter.c $src/ui/pp-timeline-host-lane.c $src/ui/pp-heatmap.c"
 
 # Every source is compiled once into OUTDIR/obj (in parallel, with the
 # fuzzer's coverage but not its main: -fsanitize=fuzzer-no-link) and linked
@@ -97,7 +97,7 @@ build fuzz-import "$src/tests/fuzz/fuzz-import.c" $imp $probe $runtime
 inc=$inc_plain
 cairo_flags=$cairo_flags_plain
 # the CLI's trace commands under ASan + UBSan (no fuzzer: a plain main)
-cli="$(ls "$src"/app/cli/cli-trace*.c | tr '\n' ' ') $src/app/cli/cli-render.c $src/app/cli/cli-suggest.c \
+cli="$(ls "$src"/app/cli/cli-trace*.c | tr '\n' ' ') $src/app/cli/cli-render.c $src/app/cli/cli-heatmap.c $src/app/cli/cli-suggest.c \
      $src/app/cli/cli-common.c $src/app/cli/cli-output.c $src/app/cli/cli-plan.c \
      $src/app/cli/cli-replicas.c $src/app/cli/cli-processes.c $src/app/cli/cli-select.c $src/app/cli/cli-clock.c"
 flags_fuzz=$flags
@@ -127,7 +127,8 @@ n_files=0
 for f in "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace; do
   n_files=$((n_files + 1))
   for cmd in "info $f" "export $f -o $out/x.json" "export $f --format csv -o $out/x.csv" \
-             "render $f -o $out/x.png" "suggest $f"; do
+             "export $f --format why -o $out/x.why.json" "render $f -o $out/x.png" \
+             "render $f --heatmap -o $out/h.png" "suggest $f"; do
     # shellcheck disable=SC2086
     ASAN_OPTIONS="$ASAN_OPTIONS:exitcode=99" UBSAN_OPTIONS="$UBSAN_OPTIONS:exitcode=99" \
       OPENBLAS_NUM_THREADS=1 "$out/san-trace-cli" $cmd >"$out/san.out" 2>"$out/san.err"
@@ -137,7 +138,7 @@ for f in "$src"/tests/fuzz/corpus/*.pptrace "$src"/tests/data/hostile/*.pptrace;
     fi
   done
 done
-echo "run-fuzz: san-trace-cli: info, export (chrome, csv), render, suggest over $n_files seed files"
+echo "run-fuzz: san-trace-cli: info, export (chrome, csv, why), render (--heatmap too), suggest over $n_files seed files"
 # the importer's seeds: small torch.profiler traces (JSON, one gzip'd) and
 # the small hostile ones (tests/fuzz/make-import-seeds.py); its heavy seeds
 # (a gzip bomb, nesting, the budget across files: tens of MiB gunzipped)

@@ -136,6 +136,8 @@ def main():
     ap.add_argument("--megatron-ddp", action="store_true",
                     help="each chunk in megatron-core's DistributedDataParallel (overlap_grad_reduce), "
                          "its finalize_model_grads; the job counts the gradient syncs it issues in backward")
+    ap.add_argument("--slow-forward", metavar="G:SECONDS",
+                    help="a straggler on purpose (issue 38): process G sleeps SECONDS in each of its forwards")
     ap.add_argument("--list", help="after the last step, write the names in this folder to the json")
     a = ap.parse_args()
 
@@ -215,9 +217,15 @@ def main():
             return loss * labels.numel(), n, {"lm loss": loss.detach().clone()}
         return loss, {"lm loss": loss.detach().clone()}   # before Megatron scales it in place
 
+    slow_s = 0.0
+    if a.slow_forward and int(a.slow_forward.split(":")[0]) == dist.get_rank():
+        slow_s = float(a.slow_forward.split(":")[1])
+
     def forward_step(data_iterator, model):
         b = next(data_iterator)
         log.append(("F", model.chunk, b["mb"]))
+        if slow_s:
+            time.sleep(slow_s)
         out = model(b["tokens"], b["mb"])
         from functools import partial
         return out, partial(loss_func, b["labels"])

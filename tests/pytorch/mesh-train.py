@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--list", help="a folder whose file names to note after the steps")
     ap.add_argument("--out", required=True)
     ap.add_argument("--width", type=int, default=WIDTH)
+    ap.add_argument("--slow-forward", metavar="G:SECONDS",
+                    help="a straggler on purpose (issue 38): process G sleeps SECONDS in each of its forwards")
     ap.add_argument("--timing", action="store_true",
                     help="note each step's wall and main-thread CPU time (bench-torch)")
     a = ap.parse_args()
@@ -199,6 +201,11 @@ def main():
         blocks[n_stages - 1] = Head(blocks[n_stages - 1], a.width)
         head = blocks[n_stages - 1].head
     comms = CommCount() if fsdp else None
+    if a.slow_forward:
+        slow_g, slow_s = a.slow_forward.split(":")
+        if int(slow_g) == g:
+            for s in mine:
+                blocks[s].register_forward_pre_hook(lambda m, i, t=float(slow_s): time.sleep(t))
     mods = []
     for s in mine:
         mod = blocks[s]
