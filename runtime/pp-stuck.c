@@ -40,23 +40,45 @@ open_now (const PpStuckProcess *p)
   return p->has_open && !p->gone && !(p->open.flags & PP_TRACE_OPEN_CLOSED) && p->open.kind >= 0;
 }
 
-/* Whether a waits for b (indices into ps). */
 static bool
-waits_for (const PpStuckProcess *ps, size_t a, size_t b)
+same_replica (const PpStuckProcess *p, const PpStuckProcess *q)
+{
+  for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
+    if (q->coord[d] != p->coord[d])
+      return false;
+  return true;
+}
+
+/* The process a's transfer is with (an index), or n: its peer in a's own
+ * pipeline (same dp, tp, cp, ep), by global rank first (PyTorch's P2P
+ * ops name the peer so) and else by pipeline rank (the bundled runtime,
+ * a job of one pipeline). */
+static size_t
+peer_of (const PpStuckProcess *ps, size_t n, size_t a)
+{
+  const PpStuckProcess *p = &ps[a];
+  int32_t peer = p->open.peer_rank;
+  if (peer < 0)
+    return n;
+  for (size_t b = 0; b < n; b++)
+    if (b != a && ps[b].process == peer && same_replica (p, &ps[b]))
+      return b;
+  for (size_t b = 0; b < n; b++)
+    if (b != a && ps[b].coord[PP_TRACE_MESH_PP] == peer && same_replica (p, &ps[b]))
+      return b;
+  return n;
+}
+
+/* Whether a waits for b (indices into ps[n]). */
+static bool
+waits_for (const PpStuckProcess *ps, size_t n, size_t a, size_t b)
 {
   const PpStuckProcess *p = &ps[a], *q = &ps[b];
   if (a == b || !open_now (p))
     return false;
   const PpTraceOpen *o = &p->open;
   if (is_transfer (o->kind))
-    {
-      if (o->peer_rank < 0 || q->coord[PP_TRACE_MESH_PP] != o->peer_rank)
-        return false;
-      for (int d = PP_TRACE_MESH_DP; d < PP_TRACE_MESH_DIMS; d++)
-        if (q->coord[d] != p->coord[d])
-          return false;
-      return true;
-    }
+    return peer_of (ps, n, a) == b;
   int coll = dp_collective (o->kind);
   if (coll == 0)
     return false;
@@ -155,7 +177,7 @@ waiter_words (const PpStuckProcess *ps, size_t n, size_t w, char *buf, size_t si
     }
   bool recv = ps[w].open.kind != PP_SPAN_SEND_F && ps[w].open.kind != PP_SPAN_SEND_B;
   for (size_t j = 0; j < n; j++)
-    if (waits_for (ps, w, j))
+    if (waits_for (ps, n, w, j))
       {
         snprintf (buf, size, "%s %s %d", act, recv ? "from" : "to", number (&ps[j]));
         return;
@@ -216,7 +238,7 @@ pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdict *v, char *
     }
   for (size_t a = 0; a < n; a++)
     for (size_t b = 0; b < n; b++)
-      out[a] += waits_for (ps, a, b);
+      out[a] += waits_for (ps, n, a, b);
   for (size_t a = 0; a < n; a++)
     v->n_waiting += out[a] > 0;
   Line l = { line, size, 0 };
@@ -230,7 +252,7 @@ pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdict *v, char *
         continue;
       bool waited = false;
       for (size_t a = 0; a < n && !waited; a++)
-        waited = waits_for (ps, a, r);
+        waited = waits_for (ps, n, a, r);
       if (!waited)
         continue;
       v->kind = PP_STUCK_ROOT;
@@ -243,7 +265,7 @@ pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdict *v, char *
           grew = false;
           for (size_t a = 0; a < n; a++)
             for (size_t b = 0; b < n && !reach[a]; b++)
-              if (reach[b] && waits_for (ps, a, b))
+              if (reach[b] && waits_for (ps, n, a, b))
                 reach[a] = grew = true;
         }
       size_t nw = 0;
@@ -315,7 +337,7 @@ pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdict *v, char *
           walk[len - 1] = at;
           size_t next = n;
           for (size_t b = 0; b < n && next == n; b++)
-            if (waits_for (ps, at, b))
+            if (waits_for (ps, n, at, b))
               next = b;
           if (next == n)
             break;

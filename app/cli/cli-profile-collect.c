@@ -76,6 +76,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
       rs->clock_offset = it->clock_offset.offset_ns;
     }
   pthread_mutex_lock (&c->lock);
+  profile_note_progress (rs, it);
   if (it->type != PP_TRACE_ITEM_DESCRIPTION || !c->described)
     {
       if (it->type == PP_TRACE_ITEM_DESCRIPTION)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "pp-live.h"
 #include "pp-trace.h"
@@ -45,6 +46,11 @@ typedef struct {
    * closing line's count */
   bool          have_place;
   PpTraceProcess place;
+  /* issue 37: its last OPEN frame (what it is doing now) and when it came
+   * (the collector's monotonic clock), under the collector's lock */
+  bool          have_open;
+  PpTraceOpen   open;
+  int64_t       open_at_ns;
 } RankStream;
 
 struct Collector {
@@ -73,7 +79,28 @@ struct Collector {
    * read from the next scan on (under lock) */
   struct { PpLiveClient *client; char peer[96]; } pushed[PROFILE_PUSH_QUEUE];
   int             n_pushed, n_pushed_total;
+  /* issue 37: when the job last made progress (an action ended: a span
+   * came, or a process's open action changed), the collector's monotonic
+   * clock; 0 before the first */
+  int64_t         progress_ns;
 };
+
+/* ---- cli-profile-stuck.c ---- */
+
+/* profile's own exit status when --hang-after ended a stuck job. */
+#define PROFILE_EXIT_STUCK 3
+/* A process whose OPEN frames stopped this long ago has no heartbeat. */
+#define PROFILE_HEARTBEAT_GONE_S 5
+
+/* Notes what item says of the job's progress and of rs's open action
+ * (under the lock). */
+void profile_note_progress (RankStream *rs, const PpTraceItem *it);
+/* When the job has made no progress for hang_after_s seconds (and made
+ * some before): true, with the diagnosis (lines) in line. */
+bool profile_stuck (Collector *c, double hang_after_s, char *line, size_t size);
+/* Ends the command pid (its process group, and each local rank process):
+ * SIGTERM, then SIGKILL after grace_s.  Returns the command's wait status. */
+int  profile_end_job (Collector *c, pid_t pid, int grace_s);
 
 /* ---- cli-profile-env.c ---- */
 
