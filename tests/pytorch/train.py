@@ -93,6 +93,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="Schedule1F1B")
     ap.add_argument("--csv", help="a pipescope-cli schedule --format csv file (the CSV runtime)")
+    ap.add_argument("--csv-format", default="compute_only", choices=["compute_only", "compute_comms"],
+                    help="the --csv file's format as PyTorch's _load_csv takes it (compute_comms: "
+                         "its sends and receives as written, e.g. a deadlock)")
     ap.add_argument("--cases", help="comma-separated schedule classes or 'csv', run one after another "
                                     "(DIR/<case>/rank<R>.json each)")
     ap.add_argument("--microbatches", type=int, default=4)
@@ -156,7 +159,7 @@ def run_case(a, schedule, csv_file, stages_per_rank, out, profile_trace, order_b
     M = a.microbatches
     if csv_file:
         sched = S._PipelineScheduleRuntime(stages, n_microbatches=M, loss_fn=loss_fn)
-        sched._load_csv(csv_file, "compute_only")
+        sched._load_csv(csv_file, a.csv_format)
     else:
         cls = getattr(S, schedule)
         sched = cls(stages if multi else stages[0], n_microbatches=M, loss_fn=loss_fn)
