@@ -202,7 +202,8 @@ PIPESCOPE_API int      pipescope_rank_unplaced (pipescope_rank *r, int process);
 /* What this rank is doing now (trace format 1.10, an OPEN frame to the
  * file and the live stream): the action it began at start_ns and has not
  * ended (kind a span kind, -1 for none), with its step, stage,
- * micro-batch and peer (-1: none), and where the training thread is
+ * micro-batch and peer (-1: none; with kind -1, start_ns is when the
+ * last action ended), and where the training thread is
  * ("train.py:88 forward", or NULL).  The caller's own thread calls it (a
  * heartbeat, about once a second, and when the action changes), never the
  * training thread: it writes, flushes and may block on a slow disk.

@@ -892,7 +892,7 @@ pipescope_open_action (pipescope_rank *r, int kind, int stage, int microbatch, i
   o.stage = kind < 0 ? -1 : stage;
   o.microbatch = kind < 0 ? -1 : microbatch;
   o.peer_rank = kind < 0 ? -1 : peer;
-  o.start_ns = kind < 0 ? 0 : start_ns;
+  o.start_ns = start_ns;   /* kind -1: when the last action ended, as the caller saw it */
   o.flags = closed ? PP_TRACE_OPEN_CLOSED : 0;
   copy_str (o.where, sizeof o.where, where);
   return write_all (r, write_open, &o);

@@ -247,7 +247,7 @@ _Static_assert (offsetof (PpTraceFrameProcess, host) == 64, "process frame layou
 typedef struct {
   PpTraceFrameHeader h;
   int64_t  time_ns;         /* when the hook's thread looked (monotonic, the rank's clock) */
-  int64_t  start_ns;        /* when the action began; 0 without one */
+  int64_t  start_ns;        /* when the action began (kind -1: the last ended); 0: not known */
   int32_t  rank;            /* pipeline rank */
   int32_t  step;
   int32_t  stage;

@@ -157,7 +157,7 @@ PpStatus pp_trace_number_unplaced (PpTraceProcess *ps, size_t n, PpError *err);
 
 typedef struct {
   int64_t  time_ns;            /* the rank's monotonic clock, as its spans */
-  int64_t  start_ns;           /* when the action began; 0 without one */
+  int64_t  start_ns;           /* when the action began (kind -1: the last ended); 0: not known */
   int32_t  rank;               /* pipeline rank, [0, PP_TRACE_MAX_RANKS) */
   int32_t  step;
   int32_t  stage;

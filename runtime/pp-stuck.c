@@ -345,17 +345,21 @@ pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdict *v, char *
         }
       if (seen[at] != 0 && out[at] > 0 && (size_t) seen[at] <= len)
         {
-          size_t from = (size_t) seen[at] - 1;
+          size_t from = (size_t) seen[at] - 1, first = from, m = len - from;
+          for (size_t k = from; k < len; k++)   /* said from its lowest process number on */
+            if (number (&ps[walk[k]]) < number (&ps[walk[first]]))
+              first = k;
           v->kind = PP_STUCK_CYCLE;
           put (&l, "stuck: deadlock: ");
-          for (size_t k = from; k < len && v->n < PP_STUCK_MAX; k++)
+          for (size_t j = 0; j < m && v->n < PP_STUCK_MAX; j++)
             {
+              size_t k = from + (first - from + j) % m;
               const PpStuckProcess *p = &ps[walk[k]];
               char place[192], words[160];
               place_words (p, place, sizeof place);
               waiter_words (ps, n, walk[k], words, sizeof words);
               v->who[v->n++] = number (p);
-              put (&l, "%sprocess %d (%s) in %s of step %d", k == from ? "" : ", ", number (p), place, words,
+              put (&l, "%sprocess %d (%s) in %s of step %d", j == 0 ? "" : ", ", number (p), place, words,
                    p->open.step);
               if (p->open.start_ns > 0 && p->open.time_ns >= p->open.start_ns)
                 put (&l, " for %.0f s", (double) (p->open.time_ns - p->open.start_ns) / 1e9);

@@ -100,6 +100,13 @@ test_cycle (void)
                    "process 1 (pp 1, host H, pid 101) in RECV_F mb 0 from 0 of step 0 for 41 s; "
                    "each waits for the next, none can go on\n");
 
+  /* the same cycle given the other way round is said the same way */
+  PpStuckProcess swapped[2] = { ps[1], ps[0] };
+  char again[1024];
+  g_assert_cmpint (pp_stuck_diagnose (swapped, 2, &v, again, sizeof again), ==, PP_STUCK_CYCLE);
+  g_assert_cmpstr (again, ==, line);
+  g_assert_cmpint (v.who[0], ==, 0);
+
   /* a third process waiting on the cycle does not make a root */
   PpStuckProcess three[3] = {
     proc (0, 0, 3, 1, PP_SPAN_RECV_B, 0, 0, 0, 1),

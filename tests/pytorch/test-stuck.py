@@ -10,7 +10,14 @@ torchrun of its own: a hung job cannot be reused):
             waits for it;
   deadlock  a CSV schedule with comm actions (PyTorch's compute_comms
             format, as in PyTorch #172668) whose ranks each receive before
-            they send: a cycle of two receives, processes 0 and 1.
+            they send: a cycle of two receives, processes 0 and 1;
+  microbatches  ranks that disagree on the number of micro-batches
+            (train.py --last-microbatches: 1F1B, M=4 on rank 0, 6 on rank
+            1): rank 0 ends its steps and waits in the job's end barrier,
+            outside any action, while rank 1 waits for a forward that never
+            comes: process 0 is the root, at the job's own line
+            (train.py ... main); the merge keeps both ranks' files as one
+            job, said in a warning.
 
 Each asserts profile's own exit code (3), the diagnosis it prints, that the
 trace is kept, and that `info` on the trace prints the same root or cycle
@@ -113,6 +120,30 @@ def check_deadlock(cli, py, env, tmp):
     return problems, err
 
 
+def check_microbatches(cli, py, env, tmp):
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"), "--schedule",
+           "Schedule1F1B", "--microbatches", "4", "--last-microbatches", "6", "--steps", "2",
+           "--out", os.path.join(tmp, "mb-out")]
+    rc, err, trace = profiled(cli, env, tmp, "microbatches", job)
+    problems = []
+    if rc != EXIT_STUCK:
+        problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
+    root = re.compile(r"^stuck: process 0 \(pp 0[^)]*\) in no recorded action for \d+ s, in train\.py:\d+ main; "
+                      r"process 1 waits for it: 1 in WAIT from 0$", re.M)
+    if not root.search(err):
+        problems.append("profile's diagnosis does not name process 0 (in the end barrier) the root")
+    if "disagree on the number of micro-batches" not in err:
+        problems.append("the merge did not say the ranks disagree on the number of micro-batches")
+    if not os.path.exists(trace):
+        problems.append("the trace was not kept")
+    else:
+        irc, text = info(cli, env, trace)
+        if irc != 0 or not root.search(text):
+            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    return problems, err
+
+
 def main():
     cli = sys.argv[1]
     py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
@@ -120,7 +151,8 @@ def main():
         print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and sets it)")
         return 0
     cases = [("a process asleep in a forward of PP 2 x DP 2 is the root", check_forward),
-             ("a deadlock of two receives (a CSV schedule) is a cycle", check_deadlock)]
+             ("a deadlock of two receives (a CSV schedule) is a cycle", check_deadlock),
+             ("ranks that disagree on the micro-batches: the one that ended is the root", check_microbatches)]
     print(f"1..{len(cases)}")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
