@@ -36,7 +36,10 @@ jobs_usage (FILE *out)
          "attach ('pipescope-cli record PID|NAME').  A job of several processes\n"
          "(mpirun) is one line: its rank 0's pid and name, whose stream carries\n"
          "every rank, and the ranks seen here of the job's, with their hosts; the\n"
-         "pid of any of its ranks attaches to the job, NAME.rR to rank R alone.\n", out);
+         "pid of any of its ranks attaches to the job, NAME.rR to rank R alone.\n"
+         "A job under 'profile' on which no action has ended for 10 median steps\n"
+         "and at least 30 s is marked STUCK, with the process everyone waits for\n"
+         "(its root) or the processes of its deadlock (docs/stuck.md).\n", out);
 }
 
 int
@@ -145,6 +148,13 @@ pp_cli_jobs (int argc, char **argv)
           printf (" here on %s%s", hosts[0] ? hosts : "-", j->rank == 0 ? "" : " (rank 0 is elsewhere)");
         }
       putchar ('\n');
+      /* issue 37: a job its collector found stuck (docs/stuck.md) */
+      for (size_t k = 0; k < n; k++)
+        if ((k == i || (j->job[0] && strcmp (jobs[k].job, j->job) == 0)) && jobs[k].stuck[0])
+          {
+            printf ("         STUCK: %s\n", jobs[k].stuck);
+            break;
+          }
     }
   free (jobs);
   return fflush (stdout) == 0 ? 0 : 1;

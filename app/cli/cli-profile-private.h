@@ -51,6 +51,7 @@ typedef struct {
   bool          have_open;
   PpTraceOpen   open;
   int64_t       open_at_ns;
+  int64_t       last_step_end_ns;   /* its last STEP_MARKER end (its clock); 0 none */
 } RankStream;
 
 struct Collector {
@@ -83,7 +84,18 @@ struct Collector {
    * came, or a process's open action changed), the collector's monotonic
    * clock; 0 before the first */
   int64_t         progress_ns;
+  /* the last steps' lengths (any process's, its own clock), for 'stuck':
+   * no action ended for 10 median steps and at least 30 s */
+  int64_t         step_ns[32];
+  int             n_step_ns;
+  char            stuck_said[256];   /* what the registry entry says now */
 };
+
+/* ---- cli-profile-collect.c ---- */
+
+/* Writes the collector's registry entry again with schedule and why the
+ * job is stuck ("": not), NULL leaving a field as it is. */
+void profile_register (Collector *c, const char *schedule, const char *stuck);
 
 /* ---- cli-profile-stuck.c ---- */
 
@@ -98,6 +110,12 @@ void profile_note_progress (RankStream *rs, const PpTraceItem *it);
 /* When the job has made no progress for hang_after_s seconds (and made
  * some before): true, with the diagnosis (lines) in line. */
 bool profile_stuck (Collector *c, double hang_after_s, char *line, size_t size);
+/* Says in the registry entry whether the job is stuck ('jobs' shows
+ * it): no action ended for PROFILE_STUCK_STEPS median steps and at least
+ * PROFILE_STUCK_MIN_S, and its root or cycle; cleared when it goes on. */
+#define PROFILE_STUCK_STEPS 10
+#define PROFILE_STUCK_MIN_S 30
+void profile_mark_stuck (Collector *c);
 /* Ends the command pid (its process group, and each local rank process):
  * SIGTERM, then SIGKILL after grace_s.  Returns the command's wait status. */
 int  profile_end_job (Collector *c, pid_t pid, int grace_s);

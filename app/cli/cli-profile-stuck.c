@@ -13,6 +13,9 @@
 
 #include "cli-stuck.h"
 
+static bool profile_stuck_verdict (Collector *c, double hang_after_s, PpStuckVerdict *v, char *line,
+                                   size_t size);
+
 static int64_t
 mono_ns (void)
 {
@@ -27,6 +30,12 @@ profile_note_progress (RankStream *rs, const PpTraceItem *it)
   Collector *c = rs->c;
   if (it->type == PP_TRACE_ITEM_SPAN)
     c->progress_ns = mono_ns ();
+  else if (it->type == PP_TRACE_ITEM_STEP_MARKER && it->step_marker.phase == PP_TRACE_STEP_END)
+    {
+      if (rs->last_step_end_ns > 0 && it->step_marker.time_ns > rs->last_step_end_ns)
+        c->step_ns[c->n_step_ns++ % 32] = it->step_marker.time_ns - rs->last_step_end_ns;
+      rs->last_step_end_ns = it->step_marker.time_ns;
+    }
   else if (it->type == PP_TRACE_ITEM_OPEN)
     {
       const PpTraceOpen *o = &it->open, *was = &rs->open;
@@ -39,12 +48,65 @@ profile_note_progress (RankStream *rs, const PpTraceItem *it)
     }
 }
 
+static int
+cmp_i64 (const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+  return (x > y) - (x < y);
+}
+
+void
+profile_mark_stuck (Collector *c)
+{
+  int64_t now = mono_ns (), steps[32];
+  pthread_mutex_lock (&c->lock);
+  int n = c->n_step_ns < 32 ? c->n_step_ns : 32;
+  memcpy (steps, c->step_ns, (size_t) n * sizeof *steps);
+  int64_t quiet = c->progress_ns > 0 ? now - c->progress_ns : 0;
+  pthread_mutex_unlock (&c->lock);
+  qsort (steps, (size_t) n, sizeof *steps, cmp_i64);
+  double after = PROFILE_STUCK_MIN_S;
+  if (n > 0 && PROFILE_STUCK_STEPS * (double) steps[n / 2] / 1e9 > after)
+    after = PROFILE_STUCK_STEPS * (double) steps[n / 2] / 1e9;
+  char lines[8192], said[256] = "";
+  PpStuckVerdict v;
+  if ((double) quiet >= after * 1e9 && profile_stuck_verdict (c, after, &v, lines, sizeof lines))
+    {
+      size_t len = (size_t) snprintf (said, sizeof said, "no action ended for %.0f s; ", (double) quiet / 1e9);
+      if (v.kind == PP_STUCK_NONE)
+        snprintf (said + len, sizeof said - len, "nobody waits for another");
+      for (int k = 0; k < v.n && len < sizeof said; k++)
+        len += (size_t) snprintf (said + len, sizeof said - len, "%s%d",
+                                  k == 0 ? (v.kind == PP_STUCK_ROOT ? (v.n == 1 ? "root process " : "root processes ")
+                                                                    : "deadlock of processes ") : ", ",
+                                  v.who[k]);
+      /* said again only when the root or cycle changes, or every 10 s */
+      if (strcmp (strchr (said, ';'), c->stuck_said[0] ? strchr (c->stuck_said, ';') : "") == 0
+          && quiet / 1000000000LL % 10 != 0)
+        return;
+    }
+  if (strcmp (said, c->stuck_said) != 0)
+    {
+      profile_register (c, NULL, said);
+      snprintf (c->stuck_said, sizeof c->stuck_said, "%s", said);
+    }
+}
+
 bool
 profile_stuck (Collector *c, double hang_after_s, char *line, size_t size)
+{
+  return profile_stuck_verdict (c, hang_after_s, NULL, line, size);
+}
+
+/* profile_stuck with the verdict (may be NULL). */
+static bool
+profile_stuck_verdict (Collector *c, double hang_after_s, PpStuckVerdict *v, char *line, size_t size)
 {
   int64_t now = mono_ns ();
   bool open = false;
   line[0] = '\0';
+  if (v)
+    memset (v, 0, sizeof *v);
   pthread_mutex_lock (&c->lock);
   if (c->progress_ns == 0 || (double) (now - c->progress_ns) < hang_after_s * 1e9)
     {
@@ -74,7 +136,7 @@ profile_stuck (Collector *c, double hang_after_s, char *line, size_t size)
       size_t len = (size_t) snprintf (line, size, "pipescope-cli: profile: no action ended on any process for "
                                       "%.0f s (--hang-after)\n", hang_after_s);
       if (len < size
-          && pp_cli_stuck (procs, n_procs, opens, n_opens, gone, NULL, line + len, size - len) == PP_STUCK_NONE)
+          && pp_cli_stuck (procs, n_procs, opens, n_opens, gone, v, line + len, size - len) == PP_STUCK_NONE)
         {
           /* nobody waits for another: each process's own action */
           for (size_t i = 0; i < n_opens && len < size; i++)
