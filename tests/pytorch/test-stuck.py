@@ -17,7 +17,10 @@ torchrun of its own: a hung job cannot be reused):
             outside any action, while rank 1 waits for a forward that never
             comes: process 0 is the root, at the job's own line
             (train.py ... main); the merge keeps both ranks' files as one
-            job, said in a warning.
+            job, said in a warning;
+  megatron  megatron-core (megatron-train.py, PP 2 x DP 2, its DDP), process
+            3 (pp 1 dp 1) asleep in its forward_step of step 1: the root,
+            every other process waiting for it.
 
 Each asserts profile's own exit code (3), the diagnosis it prints, that the
 trace is kept, and that `info` on the trace prints the same root or cycle
@@ -144,6 +147,32 @@ def check_microbatches(cli, py, env, tmp):
     return problems, err
 
 
+def check_megatron(cli, py, env, tmp):
+    try:
+        subprocess.run([py, "-c", "import megatron.core"], check=True, capture_output=True, timeout=120)
+    except Exception:
+        return None, "megatron-core is not installed beside PIPESCOPE_TORCH_PYTHON"
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    job = [torchrun, "--standalone", "--nproc-per-node", "4", os.path.join(HERE, "megatron-train.py"),
+           "--pp", "2", "--microbatches", "4", "--steps", "3", "--megatron-ddp", "--hang-process", "3",
+           "--out", os.path.join(tmp, "mg-out")]
+    rc, err, trace = profiled(cli, env, tmp, "megatron", job)
+    problems = []
+    if rc != EXIT_STUCK:
+        problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
+    root = re.compile(r"^stuck: process 3 \(pp 1 dp 1, host [^,]+, pid \d+\) in F mb 1 of step 1 for \d+ s, "
+                      r"in megatron-train\.py:\d+ forward_step; processes 0, 1, 2 wait for it: ", re.M)
+    if not root.search(err):
+        problems.append("profile's diagnosis does not name process 3 the root, in its forward_step")
+    if not os.path.exists(trace):
+        problems.append("the trace was not kept")
+    else:
+        irc, text = info(cli, env, trace)
+        if irc != 0 or not root.search(text):
+            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    return problems, err
+
+
 def main():
     cli = sys.argv[1]
     py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
@@ -152,7 +181,8 @@ def main():
         return 0
     cases = [("a process asleep in a forward of PP 2 x DP 2 is the root", check_forward),
              ("a deadlock of two receives (a CSV schedule) is a cycle", check_deadlock),
-             ("ranks that disagree on the micro-batches: the one that ended is the root", check_microbatches)]
+             ("ranks that disagree on the micro-batches: the one that ended is the root", check_microbatches),
+             ("a megatron-core process asleep in a forward is the root", check_megatron)]
     print(f"1..{len(cases)}")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
@@ -164,7 +194,9 @@ def main():
     try:
         for i, (what, fn) in enumerate(cases, 1):
             problems, err = fn(cli, py, env, tmp)
-            if problems:
+            if problems is None:
+                print(f"ok {i} - {what} # SKIP {err}")
+            elif problems:
                 failed += 1
                 print(f"not ok {i} - {what}")
                 for line in ("\n".join(problems) + "\nprofile said:\n" + err[-3000:]).splitlines():
