@@ -62,3 +62,22 @@ PpStuckKind pp_stuck_diagnose (const PpStuckProcess *ps, size_t n, PpStuckVerdic
 /* The action's words: "F mb 2 of step 2", "RECV_B mb 1", "the optimizer
  * of step 3", "no recorded action".  Into buf. */
 const char *pp_stuck_action_words (const PpTraceOpen *o, bool with_step, char *buf, size_t size);
+
+/* One process's last OPEN frame, by process (its global rank; -1: a trace
+ * without PROCESS frames, then by the frame's rank). */
+typedef struct {
+  int32_t     process;
+  PpTraceOpen open;
+} PpStuckOpen;
+
+/* Keeps o as process's last in *opens (grown as needed); false on no memory. */
+bool        pp_stuck_keep_open (PpStuckOpen **opens, size_t *n, size_t *cap, int32_t process,
+                                const PpTraceOpen *o);
+
+/* The verdict and its line for processes procs[n_procs] (may be 0: then
+ * every process is its pipeline rank, dp 0) with their last open actions
+ * opens[n_opens].  gone (may be NULL): [n_opens], true where that
+ * process's heartbeat stopped. */
+PpStuckKind pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens,
+                                  size_t n_opens, const bool *gone, PpStuckVerdict *v, char *line,
+                                  size_t size);

@@ -173,6 +173,45 @@ test_none (void)
   g_assert_cmpint (pp_stuck_diagnose (NULL, 0, NULL, NULL, 0), ==, PP_STUCK_NONE);
 }
 
+/* A trace's frames as info and profile take them: each process's last
+ * OPEN frame kept (one a process, the last wins), its place from its
+ * PROCESS frame; a trace without places: processes by pipeline rank. */
+static void
+test_from_places (void)
+{
+  PpTraceProcess procs[2] = {
+    { .process = 0, .rank = 0, .coord = { 0, 0, 0, 0, 0 }, .size = { 2, 1, 1, 1, 1 }, .pid = 7, .host = "a" },
+    { .process = 1, .rank = 1, .coord = { 1, 0, 0, 0, 0 }, .size = { 2, 1, 1, 1, 1 }, .pid = 8, .host = "b" },
+  };
+  PpTraceOpen recv = { .time_ns = 9 * S, .start_ns = 2 * S, .rank = 0, .step = 0, .stage = 0, .microbatch = 0,
+                       .peer_rank = 1, .kind = PP_SPAN_RECV_B };
+  PpTraceOpen f = { .time_ns = 9 * S, .start_ns = 1 * S, .rank = 1, .step = 0, .stage = 1, .microbatch = 3,
+                    .peer_rank = -1, .kind = PP_SPAN_F };
+  PpStuckOpen *opens = NULL;
+  size_t n = 0, cap = 0;
+  PpTraceOpen early = f;
+  early.kind = PP_SPAN_B;
+  g_assert_true (pp_stuck_keep_open (&opens, &n, &cap, 1, &early));
+  g_assert_true (pp_stuck_keep_open (&opens, &n, &cap, 0, &recv));
+  g_assert_true (pp_stuck_keep_open (&opens, &n, &cap, 1, &f));   /* the last wins */
+  g_assert_cmpuint (n, ==, 2);
+  PpStuckVerdict v;
+  char line[512];
+  g_assert_cmpint (pp_stuck_from_places (procs, 2, opens, n, NULL, &v, line, sizeof line), ==, PP_STUCK_ROOT);
+  g_assert_cmpstr (line, ==, "stuck: process 1 (pp 1, host b, pid 8) in F mb 3 of step 0 for 8 s; process 0 "
+                             "waits for it: 0 in RECV_B mb 0 from 1\n");
+  /* its heartbeat stopped: said so (gone is by index of opens: process 1 came first) */
+  g_assert_cmpint (opens[0].process, ==, 1);
+  const bool gone[2] = { true, false };
+  g_assert_cmpint (pp_stuck_from_places (procs, 2, opens, n, gone, &v, line, sizeof line), ==, PP_STUCK_ROOT);
+  g_assert_nonnull (strstr (line, "process 1 (pp 1, host b, pid 8) stopped sending its heartbeat"));
+  /* no PROCESS frames: by pipeline rank */
+  g_assert_cmpint (pp_stuck_from_places (NULL, 0, opens, n, NULL, &v, line, sizeof line), ==, PP_STUCK_ROOT);
+  g_assert_cmpint (v.who[0], ==, 1);
+  g_assert_nonnull (strstr (line, "stuck: process 1 (pp 1) in F mb 3"));
+  g_free (opens);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -181,5 +220,6 @@ main (int argc, char **argv)
   g_test_add_func ("/stuck/cycle", test_cycle);
   g_test_add_func ("/stuck/collective-missing", test_collective_missing);
   g_test_add_func ("/stuck/none", test_none);
+  g_test_add_func ("/stuck/from-places", test_from_places);
   return g_test_run ();
 }

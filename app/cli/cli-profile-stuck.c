@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli-stuck.h"
+#include "pp-stuck.h"
 
 static bool profile_stuck_verdict (Collector *c, double hang_after_s, PpStuckVerdict *v, char *line,
                                    size_t size);
@@ -114,7 +114,7 @@ profile_stuck_verdict (Collector *c, double hang_after_s, PpStuckVerdict *v, cha
       return false;
     }
   PpTraceProcess *procs = calloc ((size_t) c->n_ranks + 1, sizeof *procs);
-  PpCliOpen *opens = calloc ((size_t) c->n_ranks + 1, sizeof *opens);
+  PpStuckOpen *opens = calloc ((size_t) c->n_ranks + 1, sizeof *opens);
   bool *gone = calloc ((size_t) c->n_ranks + 1, sizeof *gone);
   size_t n_procs = 0, n_opens = 0;
   for (int k = 0; procs && opens && gone && k < c->n_ranks; k++)
@@ -136,7 +136,7 @@ profile_stuck_verdict (Collector *c, double hang_after_s, PpStuckVerdict *v, cha
       size_t len = (size_t) snprintf (line, size, "pipescope-cli: profile: no action ended on any process for "
                                       "%.0f s (--hang-after)\n", hang_after_s);
       if (len < size
-          && pp_cli_stuck (procs, n_procs, opens, n_opens, gone, v, line + len, size - len) == PP_STUCK_NONE)
+          && pp_stuck_from_places (procs, n_procs, opens, n_opens, gone, v, line + len, size - len) == PP_STUCK_NONE)
         {
           /* nobody waits for another: each process's own action */
           for (size_t i = 0; i < n_opens && len < size; i++)

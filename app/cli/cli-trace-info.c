@@ -607,7 +607,7 @@ pp_cli_info (int argc, char **argv)
   /* format 1.10: what each process was in when the trace ended, and
    * whom it waited for (docs/stuck.md) */
   char stuck[4096];
-  if (pp_cli_stuck (t.procs, t.n_procs, t.opens, t.n_opens, NULL, NULL, stuck, sizeof stuck) != PP_STUCK_NONE)
+  if (pp_stuck_from_places (t.procs, t.n_procs, t.opens, t.n_opens, NULL, NULL, stuck, sizeof stuck) != PP_STUCK_NONE)
     fputs (stuck, stdout);
   trace_clear (&t);
   return fflush (stdout) == 0 ? 0 : 1;

@@ -705,7 +705,7 @@ trace_load (const char *path, Trace *t)
           see_rank (t, item.process_info.rank);
           break;
         case PP_TRACE_ITEM_OPEN:
-          if (!pp_cli_open_keep (&t->opens, &t->n_opens, &t->cap_opens, item.process, &item.open))
+          if (!pp_stuck_keep_open (&t->opens, &t->n_opens, &t->cap_opens, item.process, &item.open))
             goto oom;
           break;
         case PP_TRACE_ITEM_DROPPED:

@@ -26,7 +26,7 @@
 #include <stdio.h>
 
 #include "cli-select.h"
-#include "cli-stuck.h"
+#include "pp-stuck.h"
 #include "pp-analysis.h"
 #include "pp-schedule.h"
 #include "pp-timeline-model.h"
@@ -110,7 +110,7 @@ typedef struct {
    * everything), and with --clock realtime each Chrome track's real pid,
    * [n_out_pids] by pipescope's track number (NULL: those numbers) */
   /* format 1.10: each process's last OPEN frame (cli-stuck.h) */
-  PpCliOpen         *opens;
+  PpStuckOpen         *opens;
   size_t             n_opens, cap_opens;
   const PpCliSelection *keep;
   int32_t              *out_pids;
