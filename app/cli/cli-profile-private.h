@@ -110,12 +110,13 @@ void profile_note_progress (RankStream *rs, const PpTraceItem *it);
 /* When the job has made no progress for hang_after_s seconds (and made
  * some before): true, with the diagnosis (lines) in line. */
 bool profile_stuck (Collector *c, double hang_after_s, char *line, size_t size);
-/* Says in the registry entry whether the job is stuck ('jobs' shows
- * it): no action ended for PROFILE_STUCK_STEPS median steps and at least
- * PROFILE_STUCK_MIN_S, and its root or cycle; cleared when it goes on. */
+/* What the registry entry must say of whether the job is stuck ('jobs'
+ * shows it): no action ended for PROFILE_STUCK_STEPS median steps and at
+ * least PROFILE_STUCK_MIN_S, and its root or cycle; "" when it goes on.
+ * True, with the text in out, when that changed (profile_register it). */
 #define PROFILE_STUCK_STEPS 10
 #define PROFILE_STUCK_MIN_S 30
-void profile_mark_stuck (Collector *c);
+bool profile_mark_stuck (Collector *c, char *out, size_t out_size);
 /* Ends the command pid (its process group, and each local rank process):
  * SIGTERM, then SIGKILL after grace_s.  Returns the command's wait status. */
 int  profile_end_job (Collector *c, pid_t pid, int grace_s);

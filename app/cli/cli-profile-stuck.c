@@ -55,8 +55,8 @@ cmp_i64 (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-void
-profile_mark_stuck (Collector *c)
+bool
+profile_mark_stuck (Collector *c, char *out, size_t out_size)
 {
   int64_t now = mono_ns (), steps[32];
   pthread_mutex_lock (&c->lock);
@@ -83,13 +83,13 @@ profile_mark_stuck (Collector *c)
       /* said again only when the root or cycle changes, or every 10 s */
       if (strcmp (strchr (said, ';'), c->stuck_said[0] ? strchr (c->stuck_said, ';') : "") == 0
           && quiet / 1000000000LL % 10 != 0)
-        return;
+        return false;
     }
-  if (strcmp (said, c->stuck_said) != 0)
-    {
-      profile_register (c, NULL, said);
-      snprintf (c->stuck_said, sizeof c->stuck_said, "%s", said);
-    }
+  if (strcmp (said, c->stuck_said) == 0)
+    return false;
+  snprintf (c->stuck_said, sizeof c->stuck_said, "%s", said);
+  snprintf (out, out_size, "%s", said);
+  return true;
 }
 
 bool

@@ -352,8 +352,9 @@ pp_cli_profile (int argc, char **argv)
         scan_ranks (&c);
       if (c.w && ++ticks % (PROFILE_PLAN_MS / PROFILE_SCAN_MS) == 0)
         live_plan (&c);
-      if (c.w)
-        profile_mark_stuck (&c);
+      char said[256];
+      if (c.w && profile_mark_stuck (&c, said, sizeof said))
+        profile_register (&c, NULL, said);
       char stuck_lines[8192];
       if (hang_after > 0 && c.w && profile_stuck (&c, hang_after, stuck_lines, sizeof stuck_lines))
         {
