@@ -453,3 +453,71 @@ pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuck
   free (ps);
   return k;
 }
+
+/* ---- a viewer's watch ---- */
+
+bool
+pp_stuck_watch_take (PpStuckWatch *w, const PpTraceItem *item, int64_t now_ns)
+{
+  if (item->type == PP_TRACE_ITEM_SPAN)
+    w->progress_ns = now_ns;
+  else if (item->type == PP_TRACE_ITEM_PROCESS)
+    {
+      for (size_t i = 0; i < w->n_places; i++)
+        if (w->places[i].process == item->process_info.process)
+          {
+            w->places[i] = item->process_info;
+            return true;
+          }
+      if (w->n_places == w->cap_places)
+        {
+          size_t c = w->cap_places ? 2 * w->cap_places : 16;
+          PpTraceProcess *g = realloc (w->places, c * sizeof *g);
+          if (g == NULL)
+            return false;
+          w->places = g;
+          w->cap_places = c;
+        }
+      w->places[w->n_places++] = item->process_info;
+    }
+  else if (item->type == PP_TRACE_ITEM_OPEN)
+    {
+      int32_t who = item->process >= 0 ? item->process : -1 - item->open.rank;
+      bool changed = true;
+      for (size_t i = 0; i < w->n_opens; i++)
+        if (w->opens[i].process == who)
+          {
+            const PpTraceOpen *was = &w->opens[i].open, *o = &item->open;
+            changed = o->kind != was->kind || o->step != was->step || o->stage != was->stage
+                      || o->microbatch != was->microbatch || o->start_ns != was->start_ns;
+            break;
+          }
+      if (changed)
+        w->progress_ns = now_ns;
+      return pp_stuck_keep_open (&w->opens, &w->n_opens, &w->cap_opens, item->process, &item->open);
+    }
+  return true;
+}
+
+PpStuckKind
+pp_stuck_watch_diagnose (const PpStuckWatch *w, double quiet_s, int64_t now_ns, PpStuckVerdict *v, char *line,
+                         size_t size)
+{
+  if (quiet_s > 0 && (w->progress_ns == 0 || (double) (now_ns - w->progress_ns) < quiet_s * 1e9))
+    {
+      if (v)
+        memset (v, 0, sizeof *v);
+      if (line && size)
+        line[0] = '\0';
+      return PP_STUCK_NONE;
+    }
+  return pp_stuck_from_places (w->places, w->n_places, w->opens, w->n_opens, NULL, v, line, size);
+}
+
+void
+pp_stuck_watch_clear (PpStuckWatch *w)
+{
+  free (w->opens);
+  free (w->places);
+  memset (w, 0, sizeof *w);
+}

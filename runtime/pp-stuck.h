@@ -81,3 +81,24 @@ bool        pp_stuck_keep_open (PpStuckOpen **opens, size_t *n, size_t *cap, int
 PpStuckKind pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens,
                                   size_t n_opens, const bool *gone, PpStuckVerdict *v, char *line,
                                   size_t size);
+
+/* What a viewer keeps of a job's stream to say whether and where it is
+ * stuck: each process's place and last OPEN frame, and when the job last
+ * made progress (a span came, or a process's open action changed), on the
+ * caller's clock.  Zero-initialize; pp_stuck_watch_clear frees. */
+typedef struct {
+  PpStuckOpen    *opens;
+  size_t          n_opens, cap_opens;
+  PpTraceProcess *places;
+  size_t          n_places, cap_places;
+  int64_t         progress_ns;   /* 0: none yet */
+} PpStuckWatch;
+
+/* Takes what item says (SPAN, PROCESS, OPEN; others are ignored) at
+ * now_ns; false on no memory. */
+bool        pp_stuck_watch_take (PpStuckWatch *w, const PpTraceItem *item, int64_t now_ns);
+/* The diagnosis of what w holds: PP_STUCK_NONE and "" when quiet_s > 0 and
+ * the job made progress within quiet_s seconds of now_ns, or nobody waits. */
+PpStuckKind pp_stuck_watch_diagnose (const PpStuckWatch *w, double quiet_s, int64_t now_ns,
+                                     PpStuckVerdict *v, char *line, size_t size);
+void        pp_stuck_watch_clear (PpStuckWatch *w);

@@ -168,12 +168,9 @@ struct _PpTimelineModel {
   /* the edge counters per row, in time order (row_edge_counters): row r's
    * are c[at[r] .. at[r + 1]), RUN_DELAY_NS first; valid for generation */
   struct { PpCounter *c; size_t *at; int n_ranks, built; uint64_t generation; } row_edge;
-  /* issue 37 (pp-timeline-model-stuck.c): each process's last OPEN frame
-   * and when the job last made progress (a span came, an open action
-   * changed; CLOCK_MONOTONIC here, 0 before) */
-  PpStuckOpen       *opens;
-  size_t             n_opens, cap_opens;
-  int64_t            progress_ns;
+  /* issue 37 (pp-timeline-model-stuck.c): each process's place and last
+   * OPEN frame, when the job last made progress (CLOCK_MONOTONIC here) */
+  PpStuckWatch       stuck;
 };
 
 /* What one file calls in another, by the file that has it, the lowest

@@ -1,11 +1,9 @@
 /* pp-timeline-model-stuck.c — what each process of the model's job is
  * doing now (trace format 1.10's OPEN frames, issue 37) and the stuck
- * diagnosis the window's banner shows: runtime/pp-stuck.c's, from the
- * processes' places and last open actions, as info prints it. */
+ * diagnosis the window's banner shows: runtime/pp-stuck.c's watch of the
+ * stream (places, last open actions, progress), as info prints it. */
 #include "pp-timeline-model-internal.h"
 
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 static int64_t
@@ -19,42 +17,17 @@ mono_ns (void)
 void
 stuck_take (PpTimelineModel *m, const PpTraceItem *item)
 {
-  if (item->type == PP_TRACE_ITEM_SPAN)
-    {
-      m->progress_ns = mono_ns ();
-      return;
-    }
-  if (item->type != PP_TRACE_ITEM_OPEN)
-    return;
-  int32_t who = item->process >= 0 ? item->process : -1 - item->open.rank;
-  for (size_t i = 0; i < m->n_opens; i++)
-    if (m->opens[i].process == who)
-      {
-        const PpTraceOpen *was = &m->opens[i].open, *o = &item->open;
-        if (o->kind != was->kind || o->step != was->step || o->stage != was->stage
-            || o->microbatch != was->microbatch || o->start_ns != was->start_ns)
-          m->progress_ns = mono_ns ();
-        break;
-      }
-  pp_stuck_keep_open (&m->opens, &m->n_opens, &m->cap_opens, item->process, &item->open);
+  pp_stuck_watch_take (&m->stuck, item, mono_ns ());
 }
 
 PpStuckKind
 pp_timeline_model_stuck (const PpTimelineModel *m, double quiet_s, char *line, size_t size)
 {
-  if (line != NULL && size > 0)
-    line[0] = '\0';
-  if (m == NULL || m->n_opens == 0
-      || (quiet_s > 0 && (m->progress_ns == 0 || (double) (mono_ns () - m->progress_ns) < quiet_s * 1e9)))
-    return PP_STUCK_NONE;
-  PpTraceProcess *places = calloc ((size_t) m->n_procs + 1, sizeof *places);
-  if (places == NULL)
-    return PP_STUCK_NONE;
-  size_t n = 0;
-  for (int i = 0; i < m->n_procs; i++)
-    if (m->procs[i].placed)
-      places[n++] = m->procs[i].place;
-  PpStuckKind k = pp_stuck_from_places (places, n, m->opens, m->n_opens, NULL, NULL, line, size);
-  free (places);
-  return k;
+  if (m == NULL)
+    {
+      if (line != NULL && size > 0)
+        line[0] = '\0';
+      return PP_STUCK_NONE;
+    }
+  return pp_stuck_watch_diagnose (&m->stuck, quiet_s, mono_ns (), NULL, line, size);
 }

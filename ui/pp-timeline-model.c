@@ -76,7 +76,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_cache.bubble);
   free (m->row_edge.c);
   free (m->row_edge.at);
-  free (m->opens);
+  pp_stuck_watch_clear (&m->stuck);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -148,7 +148,8 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
     return 0;
   m->generation++;
   /* what every process is doing now (issue 37), whichever replica shows */
-  if (!m->is_view && (item->type == PP_TRACE_ITEM_OPEN || item->type == PP_TRACE_ITEM_SPAN))
+  if (!m->is_view && (item->type == PP_TRACE_ITEM_OPEN || item->type == PP_TRACE_ITEM_SPAN
+                      || item->type == PP_TRACE_ITEM_PROCESS))
     stuck_take (m, item);
   if (item->type == PP_TRACE_ITEM_OPEN)
     return 1;

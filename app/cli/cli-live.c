@@ -19,7 +19,11 @@
 #include "pp-live.h"
 #include "pp-probe.h"
 #include "pp-registry.h"
+#include "pp-stuck.h"
 #include "pp-trace-sink.h"
+
+/* record: where the job is stuck, once no action has ended this long */
+#define RECORD_STUCK_S 30.0
 
 #define stop_signal pp_cli_stopping ()
 #define now_ns pp_cli_now_ns
@@ -172,7 +176,8 @@ record_usage (FILE *out)
          "events as they come (FILE is written as it goes, so it is readable at any\n"
          "moment).  Stops after --duration, on Ctrl-C, or when the job ends (exit\n"
          "0).  A job that dies or a connection that is lost exits 1; the file\n"
-         "keeps everything received.\n"
+         "keeps everything received.  When no action has ended on any process\n"
+         "for 30 s, it says where the job is stuck (docs/stuck.md) and goes on.\n"
          "\n"
          "  JOB                   a pid or a job name from 'pipescope-cli jobs', a\n"
          "                        socket path, or HOST:PORT of a job serving on TCP\n"
@@ -242,6 +247,8 @@ pp_cli_record (int argc, char **argv)
   uint64_t n_events = 0;
   int64_t deadline = INT64_MAX, last_flush;
   bool dirty = false;
+  PpStuckWatch watch = { 0 };
+  PpStuckVerdict said = { 0 };
 
   opterr = 0;
   optind = 1;
@@ -374,6 +381,19 @@ pp_cli_record (int argc, char **argv)
         goto write_fail;
       if (item.type == PP_TRACE_ITEM_SPAN || item.type == PP_TRACE_ITEM_COUNTER)
         n_events++;
+      /* issue 37: where the job is stuck, said once a verdict, when no
+       * action has ended for RECORD_STUCK_S (docs/stuck.md) */
+      pp_stuck_watch_take (&watch, &item, now_ns ());
+      PpStuckVerdict verdict;
+      char stuck[4096];
+      if (pp_stuck_watch_diagnose (&watch, RECORD_STUCK_S, now_ns (), &verdict, stuck, sizeof stuck) != PP_STUCK_NONE
+          && (verdict.kind != said.kind || verdict.n != said.n
+              || memcmp (verdict.who, said.who, (size_t) verdict.n * sizeof *verdict.who) != 0))
+        {
+          fprintf (stderr, "pipescope-cli: record: no action ended on any process for %.0f s\n%s",
+                   RECORD_STUCK_S, stuck);
+          said = verdict;
+        }
       dirty = true;
       if (now_ns () - last_flush >= 100 * 1000000LL)
         {
@@ -396,5 +416,6 @@ out:
   if (w)
     pp_trace_writer_close (w, NULL);
   pp_live_client_free (c);
+  pp_stuck_watch_clear (&watch);
   return status;
 }
