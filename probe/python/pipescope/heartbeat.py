@@ -23,6 +23,8 @@ LOOK_S = 0.25
 BEAT_S = 1.0
 STACK_AFTER_S = 2.0
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# the interpreter's own library (a venv's base's, where the job runs in one)
+_STDLIB = tuple(p + os.sep + "lib" for p in {sys.prefix, sys.base_prefix})
 
 
 def where(frame):
@@ -38,7 +40,7 @@ def where(frame):
         if first is None:
             first = text
         if not (path.startswith(_HERE) or "site-packages" in path or "dist-packages" in path
-                or path.startswith(sys.prefix + os.sep + "lib") or path.startswith("<")):
+                or path.startswith(_STDLIB) or path.startswith("<")):
             return text
         f = f.f_back
     return first or ""
