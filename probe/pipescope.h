@@ -199,6 +199,21 @@ PIPESCOPE_API int      pipescope_rank_place (pipescope_rank *r, int process, con
  * changing any call above: look it up by name. */
 PIPESCOPE_API int      pipescope_rank_unplaced (pipescope_rank *r, int process);
 
+/* What this rank is doing now (trace format 1.10, an OPEN frame to the
+ * file and the live stream): the action it began at start_ns and has not
+ * ended (kind a span kind, -1 for none), with its step, stage,
+ * micro-batch and peer (-1: none; with kind -1, start_ns is when the
+ * last action ended), and where the training thread is
+ * ("train.py:88 forward", or NULL).  The caller's own thread calls it (a
+ * heartbeat, about once a second, and when the action changes), never the
+ * training thread: it writes, flushes and may block on a slow disk.
+ * closed 1: the rank is closing (nothing of it stays open).  Returns 0, or
+ * -1 (NULL rank, a bad kind, a failed write).  Added to version 1
+ * without changing any call above: look it up by name. */
+PIPESCOPE_API int      pipescope_open_action (pipescope_rank *r, int kind, int stage, int microbatch,
+                                              int step, int peer, int64_t start_ns, const char *where,
+                                              int closed);
+
 /* Records dropped so far (rings full, or step markers past a queue of
  * 256 while the drain is stuck); 0 for NULL. */
 PIPESCOPE_API uint64_t pipescope_dropped (pipescope_rank *r);

@@ -871,6 +871,33 @@ pipescope_rank_unplaced (pipescope_rank *r, int process)
   return place_rank (r, process, coord, size, PP_TRACE_PROCESS_UNPLACED);
 }
 
+static PpStatus
+write_open (PpTraceWriter *w, void *arg, PpError *err)
+{
+  return pp_trace_write_open (w, arg, err);
+}
+
+int
+pipescope_open_action (pipescope_rank *r, int kind, int stage, int microbatch, int step, int peer,
+                       int64_t start_ns, const char *where, int closed)
+{
+  if (r == NULL || kind < -1 || kind > PP_SPAN_LOSS)
+    return -1;
+  PpTraceOpen o;
+  memset (&o, 0, sizeof o);
+  o.time_ns = pp_probe_now_ns ();
+  o.rank = r->rank;
+  o.kind = kind;
+  o.step = kind < 0 ? -1 : step;
+  o.stage = kind < 0 ? -1 : stage;
+  o.microbatch = kind < 0 ? -1 : microbatch;
+  o.peer_rank = kind < 0 ? -1 : peer;
+  o.start_ns = start_ns;   /* kind -1: when the last action ended, as the caller saw it */
+  o.flags = closed ? PP_TRACE_OPEN_CLOSED : 0;
+  copy_str (o.where, sizeof o.where, where);
+  return write_all (r, write_open, &o);
+}
+
 uint64_t
 pipescope_dropped (pipescope_rank *r)
 {

@@ -386,6 +386,8 @@ parse_job (const char *text, size_t size, PpJobInfo *job)
         unescape_into (job->tcp, sizeof job->tcp, v, vlen);
       else if (KEY ("job"))
         unescape_into (job->job, sizeof job->job, v, vlen);
+      else if (KEY ("stuck"))
+        unescape_into (job->stuck, sizeof job->stuck, v, vlen);
       else if (KEY ("rank") || KEY ("n_ranks"))
         {
           if (parse_int64 (v, vlen, &num) == 0 && num >= 0 && num <= 65536)
@@ -502,6 +504,8 @@ pp_registry_add_in (const char *dir, const PpJobInfo *job, PpError *err)
     bad |= put_line (buf, JOB_FILE_MAX, &len, "job", job->job, sizeof job->job)
            | put_line (buf, JOB_FILE_MAX, &len, "rank", num[3], sizeof num[3])
            | put_line (buf, JOB_FILE_MAX, &len, "n_ranks", num[4], sizeof num[4]);
+  if (job->stuck[0])
+    bad |= put_line (buf, JOB_FILE_MAX, &len, "stuck", job->stuck, sizeof job->stuck);
   if (bad)
     {
       free (buf);

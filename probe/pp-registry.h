@@ -43,6 +43,11 @@ typedef struct {
    * job's ranks; job "" and n_ranks 0 for a job of one process. */
   char    job[64];
   int32_t rank, n_ranks;
+  /* issue 37: "" or, in a collector's entry (profile's), why the job is
+   * stuck: no action ended on any process for 10 median steps and 30 s,
+   * and its root or cycle ("process 3 (pp 1 dp 1) in F mb 2 of step 2"
+   * ...); written by the collector as it sees it, read by 'jobs' */
+  char    stuck[256];
 } PpJobInfo;
 
 /* The registry directory (created if needed) into buf. */

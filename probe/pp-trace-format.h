@@ -1,4 +1,4 @@
-/* pp-trace-format.h — the trace file's on-disk layout, version 1.9.
+/* pp-trace-format.h — the trace file's on-disk layout, version 1.10.
  *
  * docs/trace-format.md is the specification; this header is its C form and
  * must agree with it.  Every struct is laid out with natural alignment and no
@@ -15,7 +15,7 @@
 
 #define PP_TRACE_MAGIC          "PPTRACE"  /* 8 bytes with the NUL */
 #define PP_TRACE_VERSION_MAJOR  1
-#define PP_TRACE_VERSION_MINOR  9   /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
+#define PP_TRACE_VERSION_MINOR  10  /* 1.1: RANK frames; 1.2: overlapped halves (SPAN_SUB);
                                        1.3: the header's job_id; 1.4: PROCESS frames and
                                        the frame header's process; 1.5: data-parallel
                                        span, action and counter kinds; 1.6: host
@@ -23,7 +23,9 @@
                                        on_cpu_ns block-edge counter; 1.8: the
                                        LAUNCH span kind, a GC span's stream
                                        (the collecting thread); 1.9: the LOSS
-                                       span kind, the loss_part counter */
+                                       span kind, the loss_part counter;
+                                       1.10: OPEN frames (what a process
+                                       is doing now, its heartbeat) */
 
 #define PP_TRACE_ORDER_LITTLE_CODE 1
 #define PP_TRACE_ORDER_BIG_CODE    2
@@ -56,6 +58,7 @@ typedef enum {
   PP_TRACE_FRAME_DROPPED      = 8,
   PP_TRACE_FRAME_RANK         = 9,   /* 1.1 */
   PP_TRACE_FRAME_PROCESS      = 10,  /* 1.4 */
+  PP_TRACE_FRAME_OPEN         = 11,  /* 1.10 */
 } PpTraceFrameType;
 
 /* Not a frame of any file: a rank's clock ping on its push to a collector
@@ -235,3 +238,23 @@ typedef struct {
 } PpTraceFrameProcess;
 _Static_assert (sizeof (PpTraceFrameProcess) == 128, "process frame");
 _Static_assert (offsetof (PpTraceFrameProcess, host) == 64, "process frame layout");
+
+/* 1.10: what a process is doing now: the action it began and has not
+ * ended (kind -1: none), as the hook's own thread saw it at time_ns (its
+ * heartbeat).  The last OPEN frame of a process is its state when the
+ * trace ended; one with PP_TRACE_OPEN_CLOSED says it closed its rank.  A
+ * reader before 1.10 skips the frame (an unknown type). */
+typedef struct {
+  PpTraceFrameHeader h;
+  int64_t  time_ns;         /* when the hook's thread looked (monotonic, the rank's clock) */
+  int64_t  start_ns;        /* when the action began (kind -1: the last ended); 0: not known */
+  int32_t  rank;            /* pipeline rank */
+  int32_t  step;
+  int32_t  stage;
+  int32_t  microbatch;
+  int32_t  peer_rank;       /* -1: none */
+  int16_t  kind;            /* PpSpanKind; -1: no action open */
+  uint16_t flags;           /* PP_TRACE_OPEN_* */
+  char     where[128];      /* the training thread's frame ("train.py:88 forward") or "" */
+} PpTraceFrameOpen;
+_Static_assert (sizeof (PpTraceFrameOpen) == 176, "open frame");

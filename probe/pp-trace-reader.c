@@ -85,6 +85,7 @@ frame_type_name (unsigned type)
     case PP_TRACE_FRAME_CLOCK_OFFSET: return "CLOCK_OFFSET";
     case PP_TRACE_FRAME_RANK:         return "RANK";
     case PP_TRACE_FRAME_PROCESS:      return "PROCESS";
+    case PP_TRACE_FRAME_OPEN:         return "OPEN";
     case PP_TRACE_FRAME_STRING:       return "STRING";
     case PP_TRACE_FRAME_DROPPED:      return "DROPPED";
     default:                          return "unknown";
@@ -568,6 +569,7 @@ min_size (unsigned type)
     case PP_TRACE_FRAME_CLOCK_OFFSET: return sizeof (PpTraceFrameClockOffset);
     case PP_TRACE_FRAME_RANK:         return sizeof (PpTraceFrameRank);
     case PP_TRACE_FRAME_PROCESS:      return sizeof (PpTraceFrameProcess);
+    case PP_TRACE_FRAME_OPEN:         return sizeof (PpTraceFrameOpen);
     case PP_TRACE_FRAME_STRING:       return sizeof (PpTraceFrameString);
     case PP_TRACE_FRAME_DROPPED:      return sizeof (PpTraceFrameDropped);
     default:                          return sizeof (PpTraceFrameHeader);
@@ -613,6 +615,8 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
       /* before 1.4 a PROCESS frame is a newer writer's unknown frame, and
        * the header's process was reserved */
       if (type == PP_TRACE_FRAME_PROCESS && r->minor < 4)
+        type = UINT16_MAX;
+      if (type == PP_TRACE_FRAME_OPEN && r->minor < 10)
         type = UINT16_MAX;
       if (size < min_size (type))
         return FRAME_FAIL (r, err, off, type, "size %" PRIu32 " is below the minimum %zu",
@@ -728,6 +732,28 @@ pp_trace_reader_next (PpTraceReader *r, PpTraceItem *item, PpError *err)
             if (pp_trace_process_check (p, &why) != PP_OK)
               return FRAME_FAIL (r, err, off, type, "%s", why.msg + strlen ("trace: "));
             item->type = PP_TRACE_ITEM_PROCESS;
+            return PP_OK;
+          }
+
+        case PP_TRACE_FRAME_OPEN:
+          {
+            PpTraceOpen *o = &item->open;
+            o->time_ns = ldi64 (r, f + offsetof (PpTraceFrameOpen, time_ns));
+            o->start_ns = ldi64 (r, f + offsetof (PpTraceFrameOpen, start_ns));
+            o->rank = ldi32 (r, f + offsetof (PpTraceFrameOpen, rank));
+            o->step = ldi32 (r, f + offsetof (PpTraceFrameOpen, step));
+            o->stage = ldi32 (r, f + offsetof (PpTraceFrameOpen, stage));
+            o->microbatch = ldi32 (r, f + offsetof (PpTraceFrameOpen, microbatch));
+            o->peer_rank = ldi32 (r, f + offsetof (PpTraceFrameOpen, peer_rank));
+            o->kind = (int16_t) ld16 (r, f + offsetof (PpTraceFrameOpen, kind));
+            o->flags = ld16 (r, f + offsetof (PpTraceFrameOpen, flags));
+            memcpy (o->where, f + offsetof (PpTraceFrameOpen, where), sizeof o->where);
+            o->where[sizeof o->where - 1] = '\0';
+            if (o->rank < 0 || o->rank >= PP_TRACE_MAX_RANKS)
+              return FRAME_FAIL (r, err, off, type, "rank %d outside [0, %d)", o->rank, PP_TRACE_MAX_RANKS);
+            if (o->kind < -1)
+              return FRAME_FAIL (r, err, off, type, "kind %d below -1", o->kind);
+            item->type = PP_TRACE_ITEM_OPEN;
             return PP_OK;
           }
 

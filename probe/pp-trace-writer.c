@@ -703,6 +703,36 @@ pp_trace_write_process (PpTraceWriter *w, const PpTraceProcess *p, PpError *err)
 }
 
 PpStatus
+pp_trace_write_open (PpTraceWriter *w, const PpTraceOpen *o, PpError *err)
+{
+  if (w == NULL || o == NULL)
+    return pp_error_set (err, PP_EINVAL, "trace: no writer or open action");
+  if (!rank_ok (o->rank))
+    return pp_error_set (err, PP_EINVAL, "trace: open action's rank %d outside [0, %d)", o->rank,
+                         PP_TRACE_MAX_RANKS);
+  if (o->kind < -1 || o->kind > INT16_MAX)
+    return pp_error_set (err, PP_EINVAL, "trace: open action's kind %d outside [-1, %d]", o->kind,
+                         INT16_MAX);
+  PpTraceFrameOpen f;
+  memset (&f, 0, sizeof f);
+  f.time_ns = (int64_t) w64 (w, (uint64_t) o->time_ns);
+  f.start_ns = (int64_t) w64 (w, (uint64_t) o->start_ns);
+  f.rank = (int32_t) w32 (w, (uint32_t) o->rank);
+  f.step = (int32_t) w32 (w, (uint32_t) o->step);
+  f.stage = (int32_t) w32 (w, (uint32_t) o->stage);
+  f.microbatch = (int32_t) w32 (w, (uint32_t) o->microbatch);
+  f.peer_rank = (int32_t) w32 (w, (uint32_t) o->peer_rank);
+  f.kind = (int16_t) w16 (w, (uint16_t) (int16_t) o->kind);
+  f.flags = w16 (w, (uint16_t) o->flags);
+  copy_str (f.where, o->where, sizeof f.where);
+  uint8_t *q;
+  RESERVE_OR_RETURN (q, w, sizeof f, 0, err);
+  memcpy (q, &f, sizeof f);
+  commit (w, q, sizeof f, PP_TRACE_FRAME_OPEN);
+  return PP_OK;
+}
+
+PpStatus
 pp_trace_writer_set_process (PpTraceWriter *w, int32_t process, PpError *err)
 {
   if (w == NULL)
@@ -872,6 +902,9 @@ write_item (PpTraceWriter *w, const PpTraceItem *item, PpError *err)
 
     case PP_TRACE_ITEM_PROCESS:
       return pp_trace_write_process (w, &item->process_info, err);
+
+    case PP_TRACE_ITEM_OPEN:
+      return pp_trace_write_open (w, &item->open, err);
 
     case PP_TRACE_ITEM_END:
     default:

@@ -148,6 +148,26 @@ PpStatus pp_trace_places_check (const PpTraceProcess *ps, size_t n, PpError *err
  * index; PP_ENOMEM, else PP_OK. */
 PpStatus pp_trace_number_unplaced (PpTraceProcess *ps, size_t n, PpError *err);
 
+/* What a process is doing now (format 1.10, an OPEN frame): the action
+ * it began and has not ended, as the hook's own thread saw it at time_ns
+ * (its heartbeat); kind -1 when none is open.  CLOSED: the process closed
+ * its rank (it ended; nothing of it is open). */
+#define PP_TRACE_OPEN_CLOSED 0x1u
+#define PP_TRACE_OPEN_WHERE_MAX 128
+
+typedef struct {
+  int64_t  time_ns;            /* the rank's monotonic clock, as its spans */
+  int64_t  start_ns;           /* when the action began (kind -1: the last ended); 0: not known */
+  int32_t  rank;               /* pipeline rank, [0, PP_TRACE_MAX_RANKS) */
+  int32_t  step;
+  int32_t  stage;
+  int32_t  microbatch;
+  int32_t  peer_rank;          /* -1: none */
+  int32_t  kind;               /* PpSpanKind, -1: none open */
+  uint32_t flags;              /* PP_TRACE_OPEN_* */
+  char     where[PP_TRACE_OPEN_WHERE_MAX];   /* NUL-terminated; "" when not taken */
+} PpTraceOpen;
+
 typedef enum {
   PP_TRACE_STEP_BEGIN = 0,
   PP_TRACE_STEP_END   = 1,
@@ -203,6 +223,8 @@ PpStatus pp_trace_write_process (PpTraceWriter *w, const PpTraceProcess *p, PpEr
  * [-1, PP_TRACE_MAX_PROCESSES).  pp_trace_write_item tags each item's
  * frame with the item's own process instead. */
 PpStatus pp_trace_writer_set_process (PpTraceWriter *w, int32_t process, PpError *err);
+/* The OPEN frame (format 1.10): what a process is doing now. */
+PpStatus pp_trace_write_open (PpTraceWriter *w, const PpTraceOpen *o, PpError *err);
 /* Interns name under id (>= 1) for PpSpan.name_id.  The last one for an id wins. */
 PpStatus pp_trace_write_string (PpTraceWriter *w, uint32_t id, const char *name,
                                 PpError *err);
@@ -233,6 +255,7 @@ typedef enum {
   PP_TRACE_ITEM_DROPPED,
   PP_TRACE_ITEM_RANK,
   PP_TRACE_ITEM_PROCESS,       /* 1.4 */
+  PP_TRACE_ITEM_OPEN,          /* 1.10 */
 } PpTraceItemType;
 
 typedef struct {
@@ -279,6 +302,7 @@ typedef struct {
       char    host[64];        /* NUL-terminated */
     } rank_info;
     PpTraceProcess process_info;
+    PpTraceOpen    open;          /* 1.10 */
   };
 } PpTraceItem;
 

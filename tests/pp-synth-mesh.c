@@ -159,7 +159,7 @@ main (int argc, char **argv)
 {
   if (argc < 7)
     {
-      fprintf (stderr, "usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide]\n");
+      fprintf (stderr, "usage: pp-synth-mesh BASE P D M STEPS gpipe|1f1b [--job-id HEX] [--collide] [--stuck G]\n");
       return 2;
     }
   const char *base = argv[1];
@@ -167,6 +167,7 @@ main (int argc, char **argv)
   int one_f_one_b = strcmp (argv[6], "1f1b") == 0;
   uint64_t job_id = 0;
   int collide = 0, comm = 0, offsets = 0, unplaced = 0, collectives = 0, straggler = -1, slow_dp = -1, early = -1;
+  int stuck = -1;   /* --stuck G: the job ended while process G was stuck (issue 37) */
   int64_t wall = 0;
   int loss_blocks = 0;
   for (int i = 7; i < argc; i++)
@@ -182,6 +183,8 @@ main (int argc, char **argv)
       unplaced = 1;
     else if (strcmp (argv[i], "--collectives") == 0)
       collectives = 1;
+    else if (strcmp (argv[i], "--stuck") == 0 && i + 1 < argc)
+      stuck = atoi (argv[++i]);
     else if (strcmp (argv[i], "--straggler") == 0 && i + 1 < argc)
       straggler = atoi (argv[++i]);
     else if (strcmp (argv[i], "--loss-blocks") == 0)
@@ -331,6 +334,22 @@ main (int argc, char **argv)
                               .kind = PP_COUNTER_COLLECTIVE_BYTES };
           if (collectives && (pp_trace_write_counter (w, &calls, &err) != PP_OK
                               || pp_trace_write_counter (w, &bytes, &err) != PP_OK))
+            return die (path, &err);
+        }
+      /* --stuck G (issue 37): the job ended while process G was in a
+       * forward (mb 1 of the step after the last, begun 40 s before the
+       * end), its pipeline peer before it waiting to receive its gradient:
+       * each one's last OPEN frame (format 1.10) */
+      int gp = stuck >= 0 ? stuck / D : -1, gd = stuck >= 0 ? stuck % D : -1;
+      if (stuck >= 0 && (g == stuck || (dp == gd && r == gp - 1)))
+        {
+          int64_t end = (int64_t) steps * step_ns + skew;
+          PpTraceOpen o = { .time_ns = end + 41000000000LL, .start_ns = end + 1000000000LL, .rank = r,
+                            .step = steps, .stage = r, .microbatch = 1, .peer_rank = g == stuck ? -1 : gp,
+                            .kind = g == stuck ? PP_SPAN_F : PP_SPAN_RECV_B };
+          if (g == stuck)
+            snprintf (o.where, sizeof o.where, "train.py:88 forward");
+          if (pp_trace_write_open (w, &o, &err) != PP_OK)
             return die (path, &err);
         }
       if (pp_trace_writer_close (w, &err) != PP_OK)

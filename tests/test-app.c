@@ -333,7 +333,7 @@ test_app_replicas (void)
   g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
   g_autofree char *r0 = g_strconcat (base, ".rank0", NULL), *r1 = g_strconcat (base, ".rank1", NULL);
   g_autofree char *r2 = g_strconcat (base, ".rank2", NULL), *r3 = g_strconcat (base, ".rank3", NULL);
-  const char *make[] = { synth, base, "2", "2", "4", "3", "1f1b", "--straggler", "1", NULL };
+  const char *make[] = { synth, base, "2", "2", "4", "3", "1f1b", "--straggler", "1", "--stuck", "3", NULL };
   const char *merge[] = { cli, "merge", "-o", trace, r0, r1, r2, r3, NULL };
   const char *const *cmds[] = { make, merge };
   for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
@@ -352,6 +352,11 @@ test_app_replicas (void)
   g_assert_true (g_subprocess_get_if_exited (app));
   g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
   g_assert_nonnull (strstr (out, "self-test: replicas folded: 2 rows (P 2, D 2)\n"));
+  /* issue 37: the trace ended with process 3 stuck in a forward, 1
+   * waiting for it: the banner over the timeline names it, as info does */
+  g_assert_nonnull (strstr (out, "self-test: stuck banner: stuck: process 3 (pp 1 dp 1, host node0, pid 1003) in F mb 1 of "
+                                 "step 3 for 40 s, in train.py:88 forward; process 1 waits for it: 1 in RECV_B "
+                                 "mb 1 from 3\n"));
   g_assert_nonnull (strstr (out, "self-test: replicas rank-1-unfolded: 3 rows (P 2, D 2)\n"));
   g_assert_nonnull (strstr (out, "self-test: replicas all: 4 rows (P 2, D 2)\n"));
   g_assert_nonnull (strstr (out, "self-test: replicas replica-1: 2 rows (P 2, D 2)\n"));

@@ -871,6 +871,44 @@ test_labels_fit (void)
   pp_test_ctx_clear (&c);
 }
 
+/* Issue 37: the model keeps each process's last OPEN frame (whichever
+ * replica shows) and says where its job is stuck, the line info prints: a
+ * trace that ended so (quiet 0); a live job only once no action has ended
+ * for the quiet seconds asked (a span just came: not stuck yet). */
+static void
+test_stuck (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  for (int g = 0; g < 4; g++)
+    {
+      PpTraceItem it = { .type = PP_TRACE_ITEM_PROCESS, .process = g };
+      it.process_info = (PpTraceProcess) { .process = g, .rank = g / 2, .coord = { g / 2, g % 2, 0, 0, 0 },
+                                           .size = { 2, 2, 1, 1, 1 }, .pid = 10 + g, .host = "h" };
+      pp_timeline_model_add (m, &it);
+      add_item_span (m, g, g / 2, 0, 1000000);
+    }
+  char line[1024];
+  g_assert_cmpint (pp_timeline_model_stuck (m, 0, line, sizeof line), ==, PP_STUCK_NONE);
+  g_assert_cmpstr (line, ==, "");
+  /* process 3 (pp 1 dp 1) in a forward; 1 (pp 0 dp 1) receives from it;
+   * 0 and 2 closed */
+  PpTraceItem f = { .type = PP_TRACE_ITEM_OPEN, .process = 3 };
+  f.open = (PpTraceOpen) { .time_ns = 50000000000LL, .start_ns = 8000000000LL, .rank = 1, .step = 2, .stage = 1,
+                           .microbatch = 2, .peer_rank = -1, .kind = PP_SPAN_F, .where = "train.py:88 forward" };
+  PpTraceItem r = { .type = PP_TRACE_ITEM_OPEN, .process = 1 };
+  r.open = (PpTraceOpen) { .time_ns = 50000000000LL, .start_ns = 9000000000LL, .rank = 0, .step = 2, .stage = 0,
+                           .microbatch = 1, .peer_rank = 3, .kind = PP_SPAN_RECV_B };
+  g_assert_cmpint (pp_timeline_model_add (m, &f), ==, 1);
+  g_assert_cmpint (pp_timeline_model_add (m, &r), ==, 1);
+  g_assert_cmpint (pp_timeline_model_stuck (m, 0, line, sizeof line), ==, PP_STUCK_ROOT);
+  g_assert_cmpstr (line, ==, "stuck: process 3 (pp 1 dp 1, host h, pid 13) in F mb 2 of step 2 for 42 s, in "
+                             "train.py:88 forward; process 1 waits for it: 1 in RECV_B mb 1 from 3\n");
+  /* live: its spans came just now */
+  g_assert_cmpint (pp_timeline_model_stuck (m, 3600, line, sizeof line), ==, PP_STUCK_NONE);
+  g_assert_cmpstr (line, ==, "");
+  pp_timeline_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -889,5 +927,6 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-fold/thin-mark-drawn", test_thin_mark_drawn);
   g_test_add_func ("/timeline-fold/labels-legible", test_labels_legible);
   g_test_add_func ("/timeline-fold/labels-fit", test_labels_fit);
+  g_test_add_func ("/timeline-fold/stuck", test_stuck);
   return g_test_run ();
 }

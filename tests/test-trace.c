@@ -1105,6 +1105,14 @@ item_repr (GString *out, const PpTraceItem *it)
         g_string_append_printf (out, " %d '%s'", p->pid, p->host);
         break;
       }
+    case PP_TRACE_ITEM_OPEN:
+      {
+        const PpTraceOpen *o = &it->open;
+        g_string_append_printf (out, " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %d %d %d %d %d %d %u '%s'",
+                                o->time_ns, o->start_ns, o->rank, o->step, o->stage, o->microbatch,
+                                o->peer_rank, o->kind, o->flags, o->where);
+        break;
+      }
     }
   g_string_append_c (out, '\n');
 }
@@ -1765,6 +1773,116 @@ test_job_id (Fixture *fx, gconstpointer unused)
     }
 }
 
+
+/* Format 1.10's OPEN frame: what a process is doing now.  Every field
+ * round-trips in both byte orders and through write_item; the same bytes
+ * said to be 1.9 read as a 1.9 reader reads them (the frame skipped, what
+ * is around it kept); a bad kind or rank is refused by the writer. */
+static void
+test_open (Fixture *fx, gconstpointer unused)
+{
+  (void) unused;
+  PpTraceOpen open = { .time_ns = 5000000000LL, .start_ns = 1000000000LL, .rank = 1, .step = 2,
+                       .stage = 1, .microbatch = 3, .peer_rank = 0, .kind = PP_SPAN_RECV_F,
+                       .flags = 0, .where = "train.py:88 forward" };
+  PpTraceOpen none = { .time_ns = 6000000000LL, .rank = 1, .step = -1, .stage = -1,
+                       .microbatch = -1, .peer_rank = -1, .kind = -1, .flags = PP_TRACE_OPEN_CLOSED };
+  PpSpan span = { .start_ns = 100, .end_ns = 200, .rank = 1, .stage = 1, .kind = PP_SPAN_F, .peer_rank = -1 };
+
+  for (int order = PP_TRACE_LITTLE; order <= PP_TRACE_BIG; order++)
+    {
+      char *path = fx_path (fx, "open.pptrace");
+      PpError err = { 0 };
+      PpTraceWriter *w = pp_trace_writer_new_path (path, order, &err);
+      g_assert_nonnull (w);
+      PpTraceOpen bad = open;
+      bad.kind = -2;
+      g_assert_cmpint (pp_trace_write_open (w, &bad, &err), ==, PP_EINVAL);
+      bad = open;
+      bad.rank = -1;
+      g_assert_cmpint (pp_trace_write_open (w, &bad, &err), ==, PP_EINVAL);
+      g_assert_cmpint (pp_trace_write_spans (w, &span, 1, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_open (w, &open, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_open (w, &none, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_write_spans (w, &span, 1, &err), ==, PP_OK);
+      g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+      PpTraceReader *r = pp_trace_reader_new_path (path, &err);
+      PpTraceItem it;
+      int n_open = 0, n_span = 0;
+      GString *orig = g_string_new (NULL), *again = g_string_new (NULL);
+      char *copy = fx_path (fx, "open-copy.pptrace");
+      PpTraceWriter *cw = pp_trace_writer_new_path (copy, PP_TRACE_NATIVE, &err);
+      for (;;)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          if (it.type == PP_TRACE_ITEM_OPEN)
+            {
+              const PpTraceOpen *o = &it.open, *want = n_open == 0 ? &open : &none;
+              g_assert_cmpint (o->time_ns, ==, want->time_ns);
+              g_assert_cmpint (o->start_ns, ==, want->start_ns);
+              g_assert_cmpint (o->rank, ==, want->rank);
+              g_assert_cmpint (o->step, ==, want->step);
+              g_assert_cmpint (o->stage, ==, want->stage);
+              g_assert_cmpint (o->microbatch, ==, want->microbatch);
+              g_assert_cmpint (o->peer_rank, ==, want->peer_rank);
+              g_assert_cmpint (o->kind, ==, want->kind);
+              g_assert_cmpuint (o->flags, ==, want->flags);
+              g_assert_cmpstr (o->where, ==, want->where);
+              n_open++;
+            }
+          n_span += it.type == PP_TRACE_ITEM_SPAN;
+          repr_offsets = FALSE;
+          item_repr (orig, &it);
+          repr_offsets = TRUE;
+          g_assert_cmpint (pp_trace_write_item (cw, &it, &err), ==, PP_OK);
+        }
+      g_assert_cmpint (n_open, ==, 2);
+      g_assert_cmpint (n_span, ==, 2);
+      pp_trace_reader_free (r);
+      g_assert_cmpint (pp_trace_writer_close (cw, &err), ==, PP_OK);
+      r = pp_trace_reader_new_path (copy, &err);
+      for (;;)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          repr_offsets = FALSE;
+          item_repr (again, &it);
+          repr_offsets = TRUE;
+        }
+      pp_trace_reader_free (r);
+      assert_same_text (again->str, orig->str);
+      g_string_free (again, TRUE);
+      g_string_free (orig, TRUE);
+
+      /* a 1.9 reader's view: the OPEN frames skipped, both spans kept */
+      gchar *data = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (path, &data, &len, NULL));
+      uint16_t v = order == PP_TRACE_LITTLE ? GUINT16_TO_LE (9) : GUINT16_TO_BE (9);
+      memcpy (data + offsetof (PpTraceFileHeader, version_minor), &v, 2);
+      r = pp_trace_reader_new_memory (data, len, &err);
+      n_span = 0;
+      for (;;)
+        {
+          next_item (r, &it);
+          if (it.type == PP_TRACE_ITEM_END)
+            break;
+          g_assert_cmpint (it.type, ==, PP_TRACE_ITEM_SPAN);
+          n_span++;
+        }
+      g_assert_cmpint (n_span, ==, 2);
+      g_assert_false (it.truncated);
+      pp_trace_reader_free (r);
+      g_free (data);
+      g_free (copy);
+      g_free (path);
+    }
+}
+
 /* 1.4: a PROCESS frame and the process in every frame header after it,
  * in either byte order; a copy through write_item keeps who wrote what;
  * the same bytes said to be 1.3 read as a 1.3 reader reads them (the
@@ -1949,5 +2067,6 @@ main (int argc, char **argv)
   ADD ("write-item", test_write_item);
   ADD ("job-id", test_job_id);
   ADD ("process", test_process);
+  ADD ("open", test_open);
   return g_test_run ();
 }

@@ -168,6 +168,9 @@ struct _PpTimelineModel {
   /* the edge counters per row, in time order (row_edge_counters): row r's
    * are c[at[r] .. at[r + 1]), RUN_DELAY_NS first; valid for generation */
   struct { PpCounter *c; size_t *at; int n_ranks, built; uint64_t generation; } row_edge;
+  /* issue 37 (pp-timeline-model-stuck.c): each process's place and last
+   * OPEN frame, when the job last made progress (CLOCK_MONOTONIC here) */
+  PpStuckWatch       stuck;
 };
 
 /* What one file calls in another, by the file that has it, the lowest
@@ -189,6 +192,9 @@ void widen_plan_extent (PpTimelineModel *m, int r);
 int place_plan (PpTimelineModel *m, int r);
 int set_plan_origin (PpTimelineModel *m, int64_t origin);
 int add_plan (PpTimelineModel *m, const PpTraceItem *item);
+
+/* pp-timeline-model-stuck.c */
+void stuck_take (PpTimelineModel *m, const PpTraceItem *item);
 
 /* pp-timeline-model-processes.c */
 int64_t offset_for (const PpTimelineModel *m, int r, int32_t process);

@@ -76,6 +76,7 @@ pp_timeline_model_free (PpTimelineModel *m)
   free (m->step_cache.bubble);
   free (m->row_edge.c);
   free (m->row_edge.at);
+  pp_stuck_watch_clear (&m->stuck);
   free (m->ranks);
   free (m->process_bits);
   free (m->raw_plans);
@@ -146,6 +147,12 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   if (m == NULL || item == NULL)
     return 0;
   m->generation++;
+  /* what every process is doing now (issue 37), whichever replica shows */
+  if (!m->is_view && (item->type == PP_TRACE_ITEM_OPEN || item->type == PP_TRACE_ITEM_SPAN
+                      || item->type == PP_TRACE_ITEM_PROCESS))
+    stuck_take (m, item);
+  if (item->type == PP_TRACE_ITEM_OPEN)
+    return 1;
   /* every process's spans are kept for the views over the replicas */
   if (item->process >= 0 && !m->is_view && item->type == PP_TRACE_ITEM_SPAN)
     proc_add_span (m, &item->span, item->process);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "pp-analysis.h"
+#include "pp-stuck.h"
 #include "pp-trace.h"
 
 typedef struct _PpTimelineModel PpTimelineModel;
@@ -273,3 +274,10 @@ void             pp_timeline_model_analysis_rows (const PpTimelineModel *m, cons
 void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int rank,
                                                int64_t t0, int64_t t1,
                                                PpTimelineRankStats *out);
+
+/* issue 37: the stuck diagnosis of the model's job (runtime/pp-stuck.c's
+ * line, as info prints it) from its processes' last OPEN frames, into
+ * line; PP_STUCK_NONE and "" when nobody waits, or when quiet_s > 0 and
+ * the job made progress (a span came, an action changed) within the last
+ * quiet_s seconds (a live job). */
+PpStuckKind pp_timeline_model_stuck (const PpTimelineModel *m, double quiet_s, char *line, size_t size);

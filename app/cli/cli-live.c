@@ -19,7 +19,11 @@
 #include "pp-live.h"
 #include "pp-probe.h"
 #include "pp-registry.h"
+#include "pp-stuck.h"
 #include "pp-trace-sink.h"
+
+/* record: where the job is stuck, once no action has ended this long */
+#define RECORD_STUCK_S 30.0
 
 #define stop_signal pp_cli_stopping ()
 #define now_ns pp_cli_now_ns
@@ -36,7 +40,10 @@ jobs_usage (FILE *out)
          "attach ('pipescope-cli record PID|NAME').  A job of several processes\n"
          "(mpirun) is one line: its rank 0's pid and name, whose stream carries\n"
          "every rank, and the ranks seen here of the job's, with their hosts; the\n"
-         "pid of any of its ranks attaches to the job, NAME.rR to rank R alone.\n", out);
+         "pid of any of its ranks attaches to the job, NAME.rR to rank R alone.\n"
+         "A job under 'profile' on which no action has ended for 10 median steps\n"
+         "and at least 30 s is marked STUCK, with the process everyone waits for\n"
+         "(its root) or the processes of its deadlock (docs/stuck.md).\n", out);
 }
 
 int
@@ -145,6 +152,13 @@ pp_cli_jobs (int argc, char **argv)
           printf (" here on %s%s", hosts[0] ? hosts : "-", j->rank == 0 ? "" : " (rank 0 is elsewhere)");
         }
       putchar ('\n');
+      /* issue 37: a job its collector found stuck (docs/stuck.md) */
+      for (size_t k = 0; k < n; k++)
+        if ((k == i || (j->job[0] && strcmp (jobs[k].job, j->job) == 0)) && jobs[k].stuck[0])
+          {
+            printf ("         STUCK: %s\n", jobs[k].stuck);
+            break;
+          }
     }
   free (jobs);
   return fflush (stdout) == 0 ? 0 : 1;
@@ -162,7 +176,8 @@ record_usage (FILE *out)
          "events as they come (FILE is written as it goes, so it is readable at any\n"
          "moment).  Stops after --duration, on Ctrl-C, or when the job ends (exit\n"
          "0).  A job that dies or a connection that is lost exits 1; the file\n"
-         "keeps everything received.\n"
+         "keeps everything received.  When no action has ended on any process\n"
+         "for 30 s, it says where the job is stuck (docs/stuck.md) and goes on.\n"
          "\n"
          "  JOB                   a pid or a job name from 'pipescope-cli jobs', a\n"
          "                        socket path, or HOST:PORT of a job serving on TCP\n"
@@ -232,6 +247,8 @@ pp_cli_record (int argc, char **argv)
   uint64_t n_events = 0;
   int64_t deadline = INT64_MAX, last_flush;
   bool dirty = false;
+  PpStuckWatch watch = { 0 };
+  PpStuckVerdict said = { 0 };
 
   opterr = 0;
   optind = 1;
@@ -364,6 +381,19 @@ pp_cli_record (int argc, char **argv)
         goto write_fail;
       if (item.type == PP_TRACE_ITEM_SPAN || item.type == PP_TRACE_ITEM_COUNTER)
         n_events++;
+      /* issue 37: where the job is stuck, said once a verdict, when no
+       * action has ended for RECORD_STUCK_S (docs/stuck.md) */
+      pp_stuck_watch_take (&watch, &item, now_ns ());
+      PpStuckVerdict verdict;
+      char stuck[4096];
+      if (pp_stuck_watch_diagnose (&watch, RECORD_STUCK_S, now_ns (), &verdict, stuck, sizeof stuck) != PP_STUCK_NONE
+          && (verdict.kind != said.kind || verdict.n != said.n
+              || memcmp (verdict.who, said.who, (size_t) verdict.n * sizeof *verdict.who) != 0))
+        {
+          fprintf (stderr, "pipescope-cli: record: no action ended on any process for %.0f s\n%s",
+                   RECORD_STUCK_S, stuck);
+          said = verdict;
+        }
       dirty = true;
       if (now_ns () - last_flush >= 100 * 1000000LL)
         {
@@ -386,5 +416,6 @@ out:
   if (w)
     pp_trace_writer_close (w, NULL);
   pp_live_client_free (c);
+  pp_stuck_watch_clear (&watch);
   return status;
 }

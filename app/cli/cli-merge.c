@@ -615,7 +615,18 @@ pp_cli_merge_files (const char *out, const char *const *inputs, int n)
       const PpTraceDescription *a = &descs[0], *b = &descs[i];
       if (peek (inputs[i], &descs[i], &rank0[i], &process[i], &peeked[i]) != 0)
         goto done;
-      if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
+      /* issue 37: ranks of one run (one job id) that disagree on the
+       * number of micro-batches are one job all the same, a broken one
+       * (it hangs): merged, said, so that its trace is kept */
+      uint64_t id_a = 0, id_b = 0;
+      if (i > 0 && a->n_microbatches != b->n_microbatches && strcmp (a->schedule, b->schedule) == 0
+          && a->n_ranks == b->n_ranks && a->n_virtual == b->n_virtual
+          && pp_trace_file_job_id (inputs[0], &id_a, NULL) == PP_OK
+          && pp_trace_file_job_id (inputs[i], &id_b, NULL) == PP_OK && id_a != 0 && id_a == id_b)
+        fprintf (stderr, "pipescope-cli: merge: warning: the ranks of one run disagree on the number of "
+                 "micro-batches: %s ran M=%d, %s M=%d; merged, the job described as M=%d\n", inputs[i],
+                 b->n_microbatches, inputs[0], a->n_microbatches, a->n_microbatches);
+      else if (i > 0 && (strcmp (a->schedule, b->schedule) != 0 || a->n_ranks != b->n_ranks
                     || a->n_microbatches != b->n_microbatches || a->n_virtual != b->n_virtual))
         {
           fprintf (stderr, "pipescope-cli: error: %s ran %s P=%d M=%d V=%d, %s ran %s P=%d M=%d V=%d: "

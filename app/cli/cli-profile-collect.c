@@ -21,17 +21,19 @@
 /* The collector registers before any rank has said which schedule it
  * runs ("pytorch"): once the first rank's description comes, its entry is
  * written again (whole, atomically, as pp_registry_add_in writes every
- * entry) with that schedule, which 'jobs' and the app's attach list show. */
-static void
-register_schedule (Collector *c, const char *schedule)
+ * entry) with that schedule, which 'jobs' and the app's attach list show;
+ * and so with why the job is stuck (issue 37), which 'jobs' shows.  NULL:
+ * that field as it is. */
+void
+profile_register (Collector *c, const char *schedule, const char *stuck)
 {
   PpJobInfo *jobs = NULL;
   size_t n = 0;
   const char *sock = c->server ? pp_live_server_socket_path (c->server) : NULL;
   char dir[PATH_MAX];
 
-  if (sock == NULL || schedule[0] == '\0' || (size_t) snprintf (dir, sizeof dir, "%s", sock) >= sizeof dir
-      || strrchr (dir, '/') == NULL)
+  if (sock == NULL || (schedule != NULL && schedule[0] == '\0')
+      || (size_t) snprintf (dir, sizeof dir, "%s", sock) >= sizeof dir || strrchr (dir, '/') == NULL)
     return;
   *strrchr (dir, '/') = '\0';   /* the entry lies beside the socket */
   if (pp_registry_list (&jobs, &n, NULL) != PP_OK)
@@ -39,7 +41,10 @@ register_schedule (Collector *c, const char *schedule)
   for (size_t i = 0; i < n; i++)
     if (jobs[i].pid == (int32_t) getpid () && strcmp (jobs[i].name, c->job) == 0)
       {
-        snprintf (jobs[i].schedule, sizeof jobs[i].schedule, "%s", schedule);
+        if (schedule != NULL)
+          snprintf (jobs[i].schedule, sizeof jobs[i].schedule, "%s", schedule);
+        if (stuck != NULL)
+          snprintf (jobs[i].stuck, sizeof jobs[i].stuck, "%s", stuck);
         pp_registry_add_in (dir, &jobs[i], NULL);
         break;
       }
@@ -76,6 +81,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
       rs->clock_offset = it->clock_offset.offset_ns;
     }
   pthread_mutex_lock (&c->lock);
+  profile_note_progress (rs, it);
   if (it->type != PP_TRACE_ITEM_DESCRIPTION || !c->described)
     {
       if (it->type == PP_TRACE_ITEM_DESCRIPTION)
@@ -86,7 +92,7 @@ collect_item (RankStream *rs, PpTraceItem *it)
         {
           c->desc = *it->description;
           c->have_desc = true;
-          register_schedule (c, c->desc.schedule);
+          profile_register (c, c->desc.schedule, NULL);
         }
     }
   if (it->type == PP_TRACE_ITEM_PLAN && c->kept != NULL && !it->plan.has_timeline

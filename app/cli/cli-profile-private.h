@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "pp-live.h"
 #include "pp-trace.h"
@@ -45,6 +46,12 @@ typedef struct {
    * closing line's count */
   bool          have_place;
   PpTraceProcess place;
+  /* issue 37: its last OPEN frame (what it is doing now) and when it came
+   * (the collector's monotonic clock), under the collector's lock */
+  bool          have_open;
+  PpTraceOpen   open;
+  int64_t       open_at_ns;
+  int64_t       last_step_end_ns;   /* its last STEP_MARKER end (its clock); 0 none */
 } RankStream;
 
 struct Collector {
@@ -76,7 +83,46 @@ struct Collector {
   /* the job's processes past PROFILE_MAX_RANKS streams, said (the most
    * said so far): the live view leaves them out, the merge does not */
   int             n_left_out_said;
+  /* issue 37: when the job last made progress (an action ended: a span
+   * came, or a process's open action changed), the collector's monotonic
+   * clock; 0 before the first */
+  int64_t         progress_ns;
+  /* the last steps' lengths (any process's, its own clock), for 'stuck':
+   * no action ended for 10 median steps and at least 30 s */
+  int64_t         step_ns[32];
+  int             n_step_ns;
+  char            stuck_said[256];   /* what the registry entry says now */
 };
+
+/* ---- cli-profile-collect.c ---- */
+
+/* Writes the collector's registry entry again with schedule and why the
+ * job is stuck ("": not), NULL leaving a field as it is. */
+void profile_register (Collector *c, const char *schedule, const char *stuck);
+
+/* ---- cli-profile-stuck.c ---- */
+
+/* profile's own exit status when --hang-after ended a stuck job. */
+#define PROFILE_EXIT_STUCK 3
+/* A process whose OPEN frames stopped this long ago has no heartbeat. */
+#define PROFILE_HEARTBEAT_GONE_S 5
+
+/* Notes what item says of the job's progress and of rs's open action
+ * (under the lock). */
+void profile_note_progress (RankStream *rs, const PpTraceItem *it);
+/* When the job has made no progress for hang_after_s seconds (and made
+ * some before): true, with the diagnosis (lines) in line. */
+bool profile_stuck (Collector *c, double hang_after_s, char *line, size_t size);
+/* What the registry entry must say of whether the job is stuck ('jobs'
+ * shows it): no action ended for PROFILE_STUCK_STEPS median steps and at
+ * least PROFILE_STUCK_MIN_S, and its root or cycle; "" when it goes on.
+ * True, with the text in out, when that changed (profile_register it). */
+#define PROFILE_STUCK_STEPS 10
+#define PROFILE_STUCK_MIN_S 30
+bool profile_mark_stuck (Collector *c, char *out, size_t out_size);
+/* Ends the command pid (its process group, and each local rank process):
+ * SIGTERM, then SIGKILL after grace_s.  Returns the command's wait status. */
+int  profile_end_job (Collector *c, pid_t pid, int grace_s);
 
 /* ---- cli-profile-env.c ---- */
 

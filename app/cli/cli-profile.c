@@ -69,6 +69,12 @@ profile_usage (FILE *out)
          "  --listen HOST:PORT    serve the job on TCP too (port 0: any; a token\n"
          "                        is printed, or read from --token-file)\n"
          "  --token-file FILE     the TCP token, from a file only you can read\n"
+         "  --hang-after S        when no action has ended on any process for S\n"
+         "                        seconds, print where each process is stuck (the\n"
+         "                        root everyone waits for, or the deadlock), keep\n"
+         "                        the trace with what each was in, end the job\n"
+         "                        (SIGTERM to its process group, SIGKILL 10 s\n"
+         "                        later) and exit 3 (docs/stuck.md)\n"
          "\n"
          "Example:\n"
          "  pipescope-cli profile --trace job.pptrace -- torchrun --nproc-per-node 2 train.py\n", out);
@@ -137,10 +143,13 @@ pp_cli_profile (int argc, char **argv)
     { "listen", required_argument, NULL, 'l' },
     { "token-file", required_argument, NULL, 'T' },
     { "no-trace", no_argument, NULL, 'N' },
+    { "hang-after", required_argument, NULL, 'H' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *trace = NULL, *name = NULL, *listen = NULL, *token_file = NULL;
+  double hang_after = 0;
+  bool hung = false;
   char lib[PATH_MAX], py[PATH_MAX], job[64], token[64] = "";
   Collector c;
   PpError err = { 0 };
@@ -161,6 +170,14 @@ pp_cli_profile (int argc, char **argv)
       case 'l': listen = optarg; break;
       case 'T': token_file = optarg; break;
       case 'N': no_trace = true; break;
+      case 'H':
+        {
+          char *end = NULL;
+          hang_after = strtod (optarg, &end);
+          if (end == optarg || *end != '\0' || !(hang_after > 0) || hang_after > 1e7)
+            return pp_cli_usage_error ("--hang-after '%s': seconds, a number above 0", optarg);
+          break;
+        }
       case 'h': profile_usage (stdout); return 0;
       case ':': return pp_cli_usage_error ("option '%s' needs a value", argv[optind - 1]);
       default:
@@ -308,6 +325,8 @@ pp_cli_profile (int argc, char **argv)
        * and mpirun pass on to their workers.  A profile gone before the
        * prctl cannot send it: then the command does not start. */
       prctl (PR_SET_PDEATHSIG, SIGTERM);
+      if (hang_after > 0)
+        setpgid (0, 0);   /* a group of its own, which --hang-after ends whole */
       if (getppid () != parent)
         _exit (128 + SIGTERM);
       execvp (cmd[0], cmd);
@@ -315,6 +334,8 @@ pp_cli_profile (int argc, char **argv)
       _exit (127);
     }
   child_pid = pid;
+  if (hang_after > 0)
+    setpgid (pid, pid);   /* as the child does: whichever runs first */
 
   int wstatus = 0, sigint_ticks = 0, ticks = 0;
   for (;;)
@@ -331,6 +352,19 @@ pp_cli_profile (int argc, char **argv)
         scan_ranks (&c);
       if (c.w && ++ticks % (PROFILE_PLAN_MS / PROFILE_SCAN_MS) == 0)
         live_plan (&c);
+      char said[256];
+      if (c.w && profile_mark_stuck (&c, said, sizeof said))
+        profile_register (&c, NULL, said);
+      char stuck_lines[8192];
+      if (hang_after > 0 && c.w && profile_stuck (&c, hang_after, stuck_lines, sizeof stuck_lines))
+        {
+          fputs (stuck_lines, stderr);
+          fprintf (stderr, "pipescope-cli: profile: ending the job (SIGTERM, SIGKILL 10 s later)\n");
+          fflush (stderr);
+          wstatus = profile_end_job (&c, pid, 10);
+          hung = true;
+          break;
+        }
       if (got_signal == SIGINT)
         {
           got_signal = 0;
@@ -343,6 +377,8 @@ pp_cli_profile (int argc, char **argv)
     }
   child_pid = 0;
   status = WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : WIFSIGNALED (wstatus) ? 128 + WTERMSIG (wstatus) : 1;
+  if (hung)
+    status = PROFILE_EXIT_STUCK;   /* profile ended it: its own code, whatever the command said */
   if (c.w)
     scan_ranks (&c);   /* streams pushed in the last moments */
 

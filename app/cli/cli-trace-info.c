@@ -645,6 +645,11 @@ pp_cli_info (int argc, char **argv)
   }
   printf ("dropped events: %" PRIu64 "\n", t.dropped);
   printf ("truncated: %s\n", t.truncated ? "yes (the file ends inside a frame)" : "no");
+  /* format 1.10: what each process was in when the trace ended, and
+   * whom it waited for (docs/stuck.md) */
+  char stuck[4096];
+  if (pp_stuck_from_places (t.procs, t.n_procs, t.opens, t.n_opens, NULL, NULL, stuck, sizeof stuck) != PP_STUCK_NONE)
+    fputs (stuck, stdout);
   trace_clear (&t);
   return fflush (stdout) == 0 ? 0 : 1;
 }

@@ -114,6 +114,7 @@ trace_clear (Trace *t)
   free (t->why_actions);
   free (t->why_n);
   free (t->out_pids);
+  free (t->opens);
 }
 
 /* Keeps a RANK or CLOCK_OFFSET item; false when out of memory. */
@@ -702,6 +703,10 @@ trace_load (const char *path, Trace *t)
           if (!keep_process (t, &item.process_info))
             goto oom;
           see_rank (t, item.process_info.rank);
+          break;
+        case PP_TRACE_ITEM_OPEN:
+          if (!pp_stuck_keep_open (&t->opens, &t->n_opens, &t->cap_opens, item.process, &item.open))
+            goto oom;
           break;
         case PP_TRACE_ITEM_DROPPED:
           /* saturating: a file's counts cannot wrap the sum */

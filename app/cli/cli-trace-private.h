@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "cli-select.h"
+#include "pp-stuck.h"
 #include "pp-analysis.h"
 #include "pp-schedule.h"
 #include "pp-straggler.h"
@@ -109,6 +110,9 @@ typedef struct {
   /* export only: what it keeps (--steps, --ranks, --replicas; NULL:
    * everything), and with --clock realtime each Chrome track's real pid,
    * [n_out_pids] by pipescope's track number (NULL: those numbers) */
+  /* format 1.10: each process's last OPEN frame (cli-stuck.h) */
+  PpStuckOpen         *opens;
+  size_t             n_opens, cap_opens;
   const PpCliSelection *keep;
   int32_t              *out_pids;
   size_t                n_out_pids;

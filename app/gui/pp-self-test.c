@@ -915,6 +915,9 @@ tick_replicas (struct PpSelfTest *t)
     }
   int rows = pp_timeline_widget_n_rows (tl);
   say ("replicas %s: %d rows (P %d, D %d)", want[t->step].name, rows, P, D);
+  if (t->step == 0)   /* issue 37: the banner over the timeline, as shown */
+    say ("stuck banner: %s", gtk_widget_get_visible (GTK_WIDGET (w->stuck_banner))
+                             ? gtk_label_get_text (w->stuck_banner) : "(none)");
   if (rows != want[t->step].rows)
     {
       g_autofree char *why = g_strdup_printf ("%s: %d rows, not %d", want[t->step].name, rows, want[t->step].rows);

@@ -45,6 +45,7 @@ struct _PpWindow
   PpTimelineWidget *timeline[2];
   GtkWidget        *timeline_box[2];
   GtkLabel         *timeline_label[2];
+  GtkLabel         *stuck_banner;   /* issue 37: where the shown job is stuck */
   GtkToggleButton  *plan_toggle;
   PpStatsPanel     *stats;
   PpLossChart      *loss;

@@ -322,11 +322,36 @@ action_unfold_replicas (GSimpleAction *a, GVariant *p, gpointer data)
   update_replicas_switch (self);
 }
 
+/* issue 37: the banner over the timeline names where the shown job is
+ * stuck (docs/stuck.md): a trace that ended so, or a live job on which no
+ * action has ended for STUCK_LIVE_S (the line runtime/pp-stuck.c says). */
+#define STUCK_LIVE_S 30.0
+static void
+update_stuck_banner (PpWindow *self)
+{
+  PpRecording *run = self->shown[0];
+  PpTimelineModel *m = run != NULL ? pp_recording_get_model (run) : NULL;
+  char line[2048] = "";
+  double quiet = run != NULL && pp_recording_get_state (run) == PP_RECORDING_LIVE ? STUCK_LIVE_S : 0;
+  if (m != NULL && pp_timeline_model_stuck (m, quiet, line, sizeof line) != PP_STUCK_NONE)
+    {
+      size_t n = strlen (line);
+      while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+      gtk_label_set_text (self->stuck_banner, line);
+      gtk_widget_set_visible (GTK_WIDGET (self->stuck_banner), TRUE);
+    }
+  else
+    gtk_widget_set_visible (GTK_WIDGET (self->stuck_banner), FALSE);
+}
+
 static void
 on_run_changed (PpRecording *run, PpWindow *self)
 {
   if (run == self->shown[0])
     pp_window_controls_from_run (self, run);
+  if (run == self->shown[0])
+    update_stuck_banner (self);
   for (int i = 0; i < 2; i++)
     if (self->shown[i] == run)
       pp_timeline_widget_model_changed (self->timeline[i]);
@@ -424,6 +449,7 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
         }
     }
   update_replicas_switch (self);
+  update_stuck_banner (self);
   /* Comparing: the timelines take most of the height, the panels the rest. */
   gboolean comparing = gtk_widget_get_visible (self->timeline_box[1]);
   if (b && !comparing)
@@ -1148,6 +1174,8 @@ pp_window_class_init (PpWindowClass *klass)
                                              G_STRUCT_OFFSET (PpWindow, timeline_box[0]));
   gtk_widget_class_bind_template_child_full (widget_class, "timeline_box_lower", FALSE,
                                              G_STRUCT_OFFSET (PpWindow, timeline_box[1]));
+  gtk_widget_class_bind_template_child_full (widget_class, "stuck_banner", FALSE,
+                                             G_STRUCT_OFFSET (PpWindow, stuck_banner));
   gtk_widget_class_bind_template_child_full (widget_class, "timeline_label_upper", FALSE,
                                              G_STRUCT_OFFSET (PpWindow, timeline_label[0]));
   gtk_widget_class_bind_template_child_full (widget_class, "timeline_label_lower", FALSE,

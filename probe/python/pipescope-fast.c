@@ -122,6 +122,12 @@ static struct
    * the rest of its call is recorded as cut_kind (DDP's all-reduce that
    * finishes inside the last backward); cut_t 0: none */
   int64_t cut_t, cut_kind, cut_stage, cut_bytes;
+  /* issue 37: the action the training thread is in now (kind -1: none),
+   * set and cleared around the wrapped call with a few stores, never a
+   * call; the hook's own thread reads it (open_action, under the GIL, as
+   * every store here is made): the stage, micro-batch and work objects
+   * are the wrapper's own references, alive while kind is set */
+  struct open_now { int64_t kind, step, t0; PyObject *stage, *mb, *work; } open;
 } S;
 
 static PyObject *str_stage_index, *str_tensor, *str_peer, *str_nbytes, *str_is_last, *str_loss_fn;
@@ -335,7 +341,10 @@ call_block (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
   int64_t t0 = S.now ();
   int64_t pre = edges ? t0 - S.entry_ns : 0;
   int64_t self0 = S.self_ns + pre;
+  struct open_now was = S.open;
+  S.open = (struct open_now) { S.on ? kind : -1, S.step, t0, stage_obj, mb_obj, NULL };
   PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
+  S.open = was;
   int64_t t1 = S.now ();
   int64_t d1 = edges ? run_delay (&c1) : -1;
   int64_t self1 = S.self_ns + pre;   /* with what ran of ours inside (a GC's) */
@@ -532,7 +541,10 @@ call_wait (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
   PyObject *work = arg_of (&w->params[P_FIRST], args, PyVectorcall_NARGS (nargsf), kwnames);
   int64_t t0 = S.now ();
+  struct open_now was = S.open;
+  S.open = (struct open_now) { S.on ? PIPESCOPE_WAIT : -1, S.step, t0, NULL, NULL, work };
   PyObject *out = call_orig (w->orig, args, nargsf, kwnames);
+  S.open = was;
   int64_t t1 = S.now ();
   S.orig_ns = t1 - t0;
   if (out != NULL && S.on)
@@ -1123,6 +1135,44 @@ m_state (PyObject *mod, PyObject *noargs)
                         (long long) S.self_ns, "self_calls", S.self_calls);
 }
 
+/* open_action(): the action the training thread is in now, as (kind,
+ * stage, mb, step, peer, t0), or None.  The hook's own thread calls it
+ * (issue 37): what the wrappers stored, the stage's index, the
+ * micro-batch and a wait's peer (its Work's, as call_wait finds it)
+ * read here, off the training thread. */
+static PyObject *
+m_open_action (PyObject *mod, PyObject *noargs)
+{
+  (void) mod, (void) noargs;
+  struct open_now o = S.open;
+  if (o.kind < 0 || S.rank == NULL)
+    Py_RETURN_NONE;
+  int64_t stage = -1, mb = -1, peer = -1;
+  if (o.stage != NULL && attr_int (o.stage, str_stage_index, &stage) < 0)
+    {
+      PyErr_Clear ();
+      stage = -1;
+    }
+  if (o.mb != NULL && as_int (o.mb, &mb) < 0)
+    {
+      PyErr_Clear ();
+      mb = -1;
+    }
+  if (o.work != NULL && PyList_Check (o.work))
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE (o.work) && peer < 0; i++)
+      {
+        const void *wk = PyList_GET_ITEM (o.work, i);
+        for (size_t k = 1; k <= RING && k <= S.work_next; k++)
+          if (S.works[(S.work_next - k) % RING].work == wk)
+            {
+              peer = S.works[(S.work_next - k) % RING].peer;
+              break;
+            }
+      }
+  return Py_BuildValue ("(LLLLLL)", (long long) o.kind, (long long) stage, (long long) mb,
+                        (long long) o.step, (long long) peer, (long long) o.t0);
+}
+
 static PyMethodDef methods[] = {
   { "wrap", m_wrap, METH_VARARGS,
     "wrap(role, orig, fallback, params[, kind]): a callable recording orig; role one of forward, "
@@ -1147,6 +1197,9 @@ static PyMethodDef methods[] = {
   { "set_overlap", m_set_overlap, METH_O, "A list blocks are gathered into instead of recorded, or None." },
   { "set_fail", m_set_fail, METH_O, "fail(what, exception), called once on a failure of the module's own." },
   { "state", m_state, METH_NOARGS, "The module's state, for tests." },
+  { "open_action", m_open_action, METH_NOARGS,
+    "The action the training thread is in now, (kind, stage, mb, step, peer, t0), or None; for the "
+    "hook's own thread" },
   { "edges_open", m_edges_open, METH_VARARGS,
     "The calling thread is the training thread: its blocks' edges get run-queue delay and self-time "
     "samples; True when schedstat can be read" },
@@ -1170,6 +1223,7 @@ PyInit__pipescope_fast (void)
   if (PyType_Ready (&WrapperType) < 0)
     return NULL;
   S.sched.fd = -1;   /* none yet (0 would be stdin) */
+  S.open.kind = -1;  /* no action open (0 would be a forward) */
   str_stage_index = PyUnicode_InternFromString ("stage_index");
   str_tensor = PyUnicode_InternFromString ("tensor");
   str_peer = PyUnicode_InternFromString ("peer");

@@ -131,6 +131,9 @@ def main():
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--hang-process", type=int, default=-1,
+                    help="this global rank sleeps for ever inside its forward of step 1, micro-batch 1 "
+                         "(issue 37's stuck job)")
     ap.add_argument("--per-token", action="store_true",
                     help="calculate_per_token_loss: loss_func returns (sum over tokens, tokens, report)")
     ap.add_argument("--megatron-ddp", action="store_true",
@@ -223,6 +226,9 @@ def main():
 
     def forward_step(data_iterator, model):
         b = next(data_iterator)
+        if a.hang_process == dist.get_rank() and len(losses) == 1 and b["mb"] == 1:
+            while True:   # the job's own bug: a forward that never returns
+                time.sleep(3600)
         log.append(("F", model.chunk, b["mb"]))
         if slow_s:
             time.sleep(slow_s)

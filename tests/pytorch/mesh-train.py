@@ -149,6 +149,11 @@ def main():
                     help="a straggler on purpose (issue 38): process G sleeps SECONDS in each of its forwards")
     ap.add_argument("--timing", action="store_true",
                     help="note each step's wall and main-thread CPU time (bench-torch)")
+    ap.add_argument("--hang-process", type=int, default=-1,
+                    help="this global rank sleeps for ever inside a forward of step --hang-step, "
+                         "micro-batch --hang-mb (issue 37's stuck job)")
+    ap.add_argument("--hang-step", type=int, default=1)
+    ap.add_argument("--hang-mb", type=int, default=1)
     a = ap.parse_args()
 
     dist.init_process_group("gloo")
@@ -275,6 +280,19 @@ def main():
     y = torch.randn(2 * a.microbatches, a.width, generator=gen)
     losses_by_step = []
     step_s, step_cpu_s, self_ns = [], [], []
+    if a.hang_process == g:
+        # the job's own bug: a forward that never returns (its mb-th of step hang_step)
+        forwards = [0]
+        block_forward = Block.forward
+
+        def hanging(self, x_in):
+            if len(losses_by_step) == a.hang_step:
+                forwards[0] += 1
+                if forwards[0] == a.hang_mb + 1:
+                    while True:
+                        time.sleep(3600)
+            return block_forward(self, x_in)
+        Block.forward = hanging
     for _ in range(a.steps):
         s0 = hook_self_ns() if a.timing else None
         t0, c0 = time.perf_counter(), time.thread_time()

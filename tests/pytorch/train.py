@@ -93,9 +93,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="Schedule1F1B")
     ap.add_argument("--csv", help="a pipescope-cli schedule --format csv file (the CSV runtime)")
+    ap.add_argument("--csv-format", default="compute_only", choices=["compute_only", "compute_comms"],
+                    help="the --csv file's format as PyTorch's _load_csv takes it (compute_comms: "
+                         "its sends and receives as written, e.g. a deadlock)")
     ap.add_argument("--cases", help="comma-separated schedule classes or 'csv', run one after another "
                                     "(DIR/<case>/rank<R>.json each)")
     ap.add_argument("--microbatches", type=int, default=4)
+    ap.add_argument("--last-microbatches", type=int, default=None,
+                    help="the last pipeline rank runs this many micro-batches of the same size instead "
+                         "(ranks that disagree: a job that hangs, issue 37)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2, help="linear layers per stage")
@@ -131,6 +137,8 @@ def main():
                      (a.csv_stages_per_rank or a.stages_per_rank) if csv_case else a.stages_per_rank,
                      os.path.join(a.out, case), a.profile_trace and f"{a.profile_trace}.{case}", order_by_step)
             dist.barrier()
+    if a.last_microbatches:
+        dist.barrier()   # the job's own end (a checkpoint's): ranks that disagree hang, not crash
     dist.destroy_process_group()
 
 
@@ -154,9 +162,13 @@ def run_case(a, schedule, csv_file, stages_per_rank, out, profile_trace, order_b
     stages = [PipelineStage(layers[s], s, n_stages, dev) for s in mine]
     loss_fn = torch.nn.MSELoss()
     M = a.microbatches
+    batch = a.batch
+    if a.last_microbatches and rank == world - 1:
+        batch = a.batch // M * a.last_microbatches
+        M = a.last_microbatches
     if csv_file:
         sched = S._PipelineScheduleRuntime(stages, n_microbatches=M, loss_fn=loss_fn)
-        sched._load_csv(csv_file, "compute_only")
+        sched._load_csv(csv_file, a.csv_format)
     else:
         cls = getattr(S, schedule)
         sched = cls(stages if multi else stages[0], n_microbatches=M, loss_fn=loss_fn)
@@ -164,8 +176,8 @@ def run_case(a, schedule, csv_file, stages_per_rank, out, profile_trace, order_b
     opt = torch.optim.SGD(params, lr=0.05)
 
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(a.batch, a.width, generator=g).to(dev)
-    y = torch.randn(a.batch, a.width, generator=g).to(dev)
+    x = torch.randn(batch, a.width, generator=g).to(dev)
+    y = torch.randn(batch, a.width, generator=g).to(dev)
     losses_by_step = []
     params_by_step = []
     times, cpu_times = [], []

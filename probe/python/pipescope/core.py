@@ -26,7 +26,9 @@ framework built on it.
 import os
 import socket
 import sys
+import threading
 
+from . import heartbeat as _heartbeat
 from . import host as _host
 from . import lib as _lib
 from .say import say   # noqa: F401  (the adapters' _core.say)
@@ -119,6 +121,14 @@ class Recorder:
         # the next one's entry (sched_in), within a step; 0: not in one
         self.py_sched = False
         self.sched_from = 0
+        # issue 37 (heartbeat.py): the action the training thread is in
+        # now through a Python wrapper, (kind, stage, mb, step, peer, t0)
+        # or None, and a DDP stage's all-reduce past its last gradient,
+        # (stage, kind, t) or None: stored here, read by the hook's own
+        # thread, which says them in the trace and the live stream
+        self.now_open = None
+        self.dp_open = None
+        self.heartbeat = None
 
     # ---- failure: never into the job ----------------------------------------
     def fail(self, what, exc):
@@ -182,6 +192,11 @@ class Recorder:
         if self.fast is not None:
             self.fast.set_fail(self.fail)
             self.sync_fast()
+        if os.environ.get("PIPESCOPE_HEARTBEAT") != "0":
+            try:
+                self.heartbeat = _heartbeat.Heartbeat(self, rank, threading.get_ident(), say)
+            except Exception as e:
+                say(f"no heartbeat ({e.__class__.__name__}: {e}); recording goes on")
         return rank
 
     @staticmethod
@@ -555,6 +570,9 @@ class Recorder:
             self.resolve_gpu(final=True)
         except Exception:
             pass
+        if self.heartbeat is not None:
+            self.heartbeat.close()
+            self.heartbeat = None
         self.rank = None
         self.sync_fast()
         if self.host is not None:
@@ -607,7 +625,12 @@ def run_block(hook, orig, kind, si, mb, cuda, args, kwargs):
         edges(now())
     t0 = now()
     hook.sched_in(t0)
-    out = orig(*args, **kwargs)
+    was = hook.now_open
+    hook.now_open = (kind, si, mb, hook.step_index - 1, -1, t0)
+    try:
+        out = orig(*args, **kwargs)
+    finally:
+        hook.now_open = was
     t1 = now()
     try:
         hook.block(kind, si, mb, t0, t1)
@@ -661,10 +684,12 @@ def opt_hooks(hook):
         if r is not None and not hook.failed and not hook.paused:
             try:
                 hook.opt_t0 = r.now()
+                hook.now_open = (_lib.OPT, -1, -1, hook.step_index - 1, -1, hook.opt_t0)
             except Exception as e:
                 hook.fail("the optimizer", e)
 
     def post(optimizer, args, kwargs):
+        hook.now_open = None
         r = hook.rank
         if r is not None and not hook.failed and hook.opt_t0 is not None:
             try:

@@ -474,6 +474,24 @@ class Rank:
             pass
         return done
 
+    def open_action(self, kind, stage, mb, step, peer, t0, where="", closed=False):
+        """What this rank is doing now (trace format 1.10's OPEN frame):
+        kind -1 for nothing open.  For the hook's own thread only (it
+        writes and flushes).  False where the library cannot say it."""
+        fn = getattr(self, "_open_fn", None)
+        if fn is None:
+            fn = getattr(self._lib, "pipescope_open_action", None)
+            if fn is None:
+                return False
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p] + [ctypes.c_int] * 5 + [ctypes.c_int64, ctypes.c_char_p, ctypes.c_int]
+            self._open_fn = fn
+        try:
+            return fn(self._h, int(kind), int(stage), int(mb), int(step), int(peer), int(t0),
+                      (where or "").encode("utf-8", "replace")[:127], 1 if closed else 0) == 0
+        except (TypeError, ValueError, OverflowError, ctypes.ArgumentError):
+            return False
+
     def dropped(self):
         self.flush()
         fast = self.fast.refused() if self.fast is not None else 0

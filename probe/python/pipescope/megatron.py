@@ -99,7 +99,12 @@ class _Req:
             return self._req.wait(*args, **kwargs)
         t0 = r.now()
         h.sched_in(t0)
-        out = self._req.wait(*args, **kwargs)
+        was = h.now_open
+        h.now_open = (_lib.WAIT, -1, -1, h.step_index - 1, self._peer, t0)   # issue 37: heartbeat.py
+        try:
+            out = self._req.wait(*args, **kwargs)
+        finally:
+            h.now_open = was
         try:
             t1 = r.now()
             h.pending_waits.append((self._peer, t0, t1))
@@ -618,6 +623,11 @@ _P2P_ARGS = (("tensor_send_next", _lib.SEND_F, 1), ("tensor_send_prev", _lib.SEN
              ("tensor_recv_prev", _lib.RECV_F, -1), ("tensor_recv_next", _lib.RECV_B, 1))
 
 
+# what a p2p call is while it runs: its first receive, else its first send
+_P2P_OPEN = (("tensor_recv_prev", _lib.RECV_F, -1), ("tensor_recv_next", _lib.RECV_B, 1),
+             ("tensor_send_next", _lib.SEND_F, 1), ("tensor_send_prev", _lib.SEND_B, -1))
+
+
 def _wrap_p2p(hook, orig):
     """_batched_p2p_ops / _p2p_ops (keyword-only in every version known)."""
 
@@ -628,7 +638,17 @@ def _wrap_p2p(hook, orig):
             return orig(*args, **kwargs)
         t0 = r.now()
         hook.sched_in(t0)
-        reqs = orig(*args, **kwargs)
+        # issue 37 (heartbeat.py): a synchronous p2p call is a receive (or
+        # a send) until it returns
+        was = hook.now_open
+        for name, kind, d in _P2P_OPEN:
+            if kwargs.get(name) is not None:
+                hook.now_open = (kind, hook.pp, -1, hook.step_index - 1, (hook.pp + d) % hook.P, t0)
+                break
+        try:
+            reqs = orig(*args, **kwargs)
+        finally:
+            hook.now_open = was
         t1 = r.now()
         try:
             step = hook.current_step()

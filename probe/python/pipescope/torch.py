@@ -549,11 +549,19 @@ def _wrap_wait(hook, orig):
         if r is None or hook.failed or hook.paused:
             return orig(*args, **kwargs)
         t0 = r.now()
-        out = orig(*args, **kwargs)
+        was = hook.now_open
+        try:
+            work = work_of.of(args, kwargs)
+            hook.now_open = (_lib.WAIT, -1, -1, hook.step_index - 1, work if isinstance(work, list) else -1, t0)
+        except Exception:
+            work = None
+        try:
+            out = orig(*args, **kwargs)
+        finally:
+            hook.now_open = was
         try:
             t1 = r.now()
             peer = -1
-            work = work_of.of(args, kwargs)
             if isinstance(work, list):
                 pop = hook.work_peer.pop
                 for w in work:
@@ -716,11 +724,14 @@ def _wrap_reduce(hook, orig, kind):
             return orig(*args, **kwargs)
         hook.dp_depth += 1
         m0 = hook.dp_moved
+        was = hook.now_open
         try:
             t0 = hook.rank.now()
+            hook.now_open = (kind, si, -1, hook.step_index - 1, -1, t0)
             out = orig(*args, **kwargs)
         finally:
             hook.dp_depth -= 1
+            hook.now_open = was
         try:
             # the bytes FSDP2's reduce-scatters moved inside it: FSDP2's
             # asynchronous finalize runs them in the wait (a stage with
@@ -928,15 +939,21 @@ def _wrap_nosync(hook, orig):
             if si in hook.ddp and getattr(st.device, "type", "cpu") != "cuda":
                 now = r.now
 
+                params = [p for p in st.submod.parameters() if p.requires_grad]
+                left = [len(params)]
+
                 def ready(_param):
                     last[0] = now()
-                handles = [p.register_post_accumulate_grad_hook(ready)
-                           for p in st.submod.parameters() if p.requires_grad]
+                    left[0] -= 1
+                    if left[0] == 0:   # the rest of the call is DDP's all-reduce (heartbeat.py)
+                        hook.dp_open = (si, _lib.SPAN_REDUCE_GRAD, last[0])
+                handles = [p.register_post_accumulate_grad_hook(ready) for p in params]
         except Exception as e:
             hook.fail("DDP's gradient all-reduce", e)
         try:
             out = orig(*args, **kwargs)
         finally:
+            hook.dp_open = None
             try:
                 for h in handles:
                     h.remove()
