@@ -5,11 +5,12 @@
  * Analysing every replica's spans as if they were one pipeline counts each
  * block D times and mixes one replica's hand-offs with another's.  Here
  * the spans are bucketed by replica, each bucket is a run of its own
- * (pp_why_analyse_run), and the reports are folded per pipeline rank: the
- * rank's median replica by measured idle (its whole split, so that the
- * parts still add up to its idle), with the least and the most idle of
- * any replica beside it; the steps, critical path and costs are those of
- * the replica whose step length is the median.  One replica reads exactly
+ * (pp_why_analyse_run), and the reports are folded per pipeline rank:
+ * every rank's row is the median copy's, the replica whose step length is
+ * the median (pp_analysis_median_copy: the copy the measured bubble, the
+ * steps, the critical path and the costs are read from too, so that Why's
+ * idle and the bubble are of one copy), with the least and the most idle
+ * of any replica beside it.  One replica reads exactly
  * as pp_why_analyse_run.  No GLib. */
 #include "pp-analysis.h"
 #include "pp-why.h"
@@ -211,7 +212,8 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       st = pp_error_set (err, PP_ENOMEM, "out of memory");
       goto out;
     }
-  /* per pipeline rank: its median replica by measured idle, and the spread */
+  /* per pipeline rank: the median copy's row (rep's own), and the spread
+   * of the idle over every replica */
   for (int r = 0; r < R; r++)
     {
       int m = 0;
@@ -223,9 +225,8 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       sort_analysed = got;
       sort_rank = r;
       qsort (order, (size_t) m, sizeof *order, cmp_idle);
-      const Analysed *mid = &got[order[(m - 1) / 2]], *hi = &got[order[m - 1]];
-      rep->idle[r] = mid->rep->idle[r];
-      rep->idle_replica[r] = mid->replica;
+      const Analysed *hi = &got[order[m - 1]];
+      rep->idle_replica[r] = got[med].replica;
       rep->idle_min[r] = got[order[0]].rep->idle[r].measured;
       rep->idle_max[r] = hi->rep->idle[r].measured;
       rep->idle_max_replica[r] = hi->replica;
@@ -323,7 +324,7 @@ pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *
   /* a copy is a place off the pipeline axis (dp, tp, cp, ep): a replica
    * of a job of replicas, a tensor rank of a job of tensor ranks */
   fprintf (f, "over %d copies of the pipeline (its replicas and tensor ranks, numbered by dp, then tp, cp, ep), "
-           "each analysed on its own: a rank's row is its median copy's (by idle), the path and steps copy "
+           "each analysed on its own: every rank's row, the path and the steps are copy "
            "%d's (the median step length); idle spread a rank:\n",
            r->n_replicas, r->median_replica);
   for (int q = 0; q < r->ranks; q++)

@@ -79,7 +79,7 @@ pp_why_write_replicas_json (FILE *f, const PpWhyReport *r)
 {
   if (r == NULL || r->n_replicas <= 1 || r->idle_min == NULL)
     return;
-  fprintf (f, ",\n  \"replicas\": {\"count\": %d, \"statistic\": \"median replica per rank by idle\", "
+  fprintf (f, ",\n  \"replicas\": {\"count\": %d, \"statistic\": \"the median copy by step length, every rank\", "
               "\"steps_of_replica\": %d, \"per_rank\": [", r->n_replicas, r->median_replica);
   for (int q = 0; q < r->ranks; q++)
     fprintf (f, "%s\n    {\"rank\": %d, \"replica\": %d, \"idle_min\": %.9g, \"idle_max\": %.9g, "

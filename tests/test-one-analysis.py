@@ -156,7 +156,7 @@ try:
        % (planned and planned.group(1), ip_step and ip_step.group(1)))
     steps, med, bub, mean = info_numbers(info)
     ok(med == "15.000", "mesh: info's median step is the median copy's, dp 1's 15 ms, not dp 0's 27 (%s)" % med)
-    ok(re.search(r"the path and steps copy 1's", info) is not None, "mesh: the why analysis's median copy is dp 1")
+    ok(re.search(r"the path and the steps are copy 1's", info) is not None, "mesh: the why analysis's median copy is dp 1")
     why = json.loads(cli("export", "--format", "why", mt, "-o", "-"))
     a = why.get("analysis", {})
     ok(med is not None and "%.3f" % (a.get("median_step", 0) * 1e3) == med, "mesh: why JSON's median step is info's")

@@ -309,7 +309,9 @@ test_wait_for_slower_replica (void)
   for (int r = 0; r < 2; r++)
     {
       const PpWhyIdle *w = &rep->idle[r];
-      /* the median replica by idle is 0 or 1: both waited */
+      /* every rank's row is the median copy's (by step length, as the
+       * bubble's): 0 or 1, both waited */
+      g_assert_cmpint (rep->idle_replica[r], ==, rep->median_replica);
       g_assert_cmpint (rep->idle_replica[r], !=, 2);
       assert_adds_up (w);
       double waited = 3e-3;
