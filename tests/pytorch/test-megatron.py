@@ -324,12 +324,12 @@ def check(cli, py, layout, env, tmp):
     # step the mean of its micro-batches' reports, then the mean over the
     # data-parallel replicas (Megatron-LM's average over the dp group)
     info = run([cli, "info", trace], env, "info").stdout
-    job = [sum(sum(procs[g]["losses"][s]) / len(procs[g]["losses"][s]) for g in lasts) / len(lasts)
+    reduced = [sum(sum(procs[g]["losses"][s]) / len(procs[g]["losses"][s]) for g in lasts) / len(lasts)
            for s in range(len(procs[lasts[0]]["losses"]))]
     m = re.search(r"^loss: (\S+) -> (\S+) \((\d+) values?", info, re.M)
-    if not m or int(m.group(3)) != len(job) or any(abs(float(m.group(i + 1)) - job[k]) > 1e-5 * max(1.0, abs(job[k]))
-                                                   for i, k in enumerate((0, len(job) - 1))):
-        fail(f"info's loss line {m.group(0) if m else None!r}; the job's loss, reduced as megatron does, {job}")
+    if not m or int(m.group(3)) != len(reduced) or any(abs(float(m.group(i + 1)) - reduced[k]) > 1e-5 * max(1.0, abs(reduced[k]))
+                                                   for i, k in enumerate((0, len(reduced) - 1))):
+        fail(f"info's loss line {m.group(0) if m else None!r}; the job's loss, reduced as megatron does, {reduced}")
     # the plan lanes: the track named "plan rank R" (one a pipeline rank)
     lane = {}
     for e in ev:
