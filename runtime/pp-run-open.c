@@ -115,6 +115,8 @@ heart_look (struct _PpRunHeart *h)
     {
       if (!run->ranks[r].started)
         continue;
+      if (stopped (run))
+        return;   /* asked again per rank: nothing of the ending run goes out */
       PpRunOpen o;
       pp_run_open_get (&run->ranks[r], &o);
       bool changed = !h->have[r] || memcmp (&o, &h->prev[r], sizeof o) != 0;
