@@ -169,7 +169,16 @@ pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int stage, int m
 {
   int64_t t0 = pp_probe_now_ns (), t1;
   const float *got = NULL;
+  PpRunOpen was;
+  bool peer = run->stages[ps].rank != rk->rank;
+  if (peer)
+    {
+      pp_run_open_get (rk, &was);
+      pp_run_open_set (rk, PP_SPAN_WAIT, stage, mb, run->step, run->stages[ps].rank, t0);
+    }
   PpStatus rc = run->transport->ops->acquire (run->transport, ps, grad, mb, &got, err);
+  if (peer)
+    pp_run_open_set (rk, was.kind, was.stage, was.mb, was.step, was.peer, was.t0);
 
   t1 = pp_probe_now_ns ();
   rk->wait_ns += t1 - t0;

@@ -65,6 +65,13 @@ typedef struct {
   bool           host_on;
   PpSchedstat    sched;
   int64_t        host_from, end_edge_ns;
+  /* What the rank's thread is in now (pp-run-open.c): the thread stores
+   * it, the run's heartbeat thread reads it; a sequence count, odd while
+   * the thread writes, keeps the reader from taking half of one. */
+  atomic_uint    open_seq;
+  atomic_int     open_kind, open_stage, open_mb, open_step, open_peer;
+  _Atomic int64_t open_t0;
+  atomic_bool    hanging;    /* in the sleep of PpRunConfig.hang */
 } PpRunRank;
 
 /* One work of an action (an OVERLAP_F_B has two): its identity and, once
@@ -195,6 +202,7 @@ struct _PpRun {
   int64_t         clock_offset, clock_rtt, clock_measured_at;
   int             clock_generation;
   PpBatchPool    *pool;       /* made by a backend: the next batch while devices run */
+  struct _PpRunHeart *heart;  /* the heartbeat thread (pp-run-open.c), NULL: none */
 };
 
 /* ---- helpers (pp-run-common.c) ------------------------------------------ */
@@ -225,6 +233,25 @@ PpStatus pp_run_wait_ready (PpRun *run, PpRunRank *rk, int ps, int grad, int sta
 /* The end of a rank's step: its optimizer span [t0, t1] and the times the
  * reports give until the next one. */
 void     pp_run_end_rank_step (PpRun *run, PpRunRank *rk, int64_t t0, int64_t t1);
+
+/* ---- what each rank is in now (pp-run-open.c) -------------------------- */
+
+/* On the rank's thread: it began kind (a span kind) at t0; a few stores. */
+void     pp_run_open_set (PpRunRank *rk, int kind, int stage, int mb, int step, int peer,
+                          int64_t t0);
+/* On the rank's thread: nothing open since t (when the last action ended). */
+void     pp_run_open_clear (PpRunRank *rk, int64_t t);
+/* The rank's open action (any thread): kind -1 for none. */
+typedef struct { int kind, stage, mb, step, peer; int64_t t0; } PpRunOpen;
+void     pp_run_open_get (PpRunRank *rk, PpRunOpen *o);
+/* Starts the heartbeat thread (cfg.open_sink set) once the ranks are; stops
+ * it, the last frame of each rank saying it closed unless the run was
+ * stopped (a stuck run keeps what it was in). */
+PpStatus pp_run_open_start (PpRun *run, PpError *err);
+void     pp_run_open_stop (PpRun *run);
+/* PpRunConfig.hang: rk sleeps here, inside its forward, until the run is
+ * stopped; true when it did (the step is then abandoned). */
+bool     pp_run_open_hang (PpRun *run, PpRunRank *rk, const PpAction *a);
 
 /* ---- the host between blocks (pp-run-host.c), on the rank's thread ---- */
 

@@ -234,9 +234,19 @@ run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
 
   if ((rc = prepare_action (run, rk, a, w, &n, err)) != PP_OK || n == 0)
     return rc;
+  pp_run_open_set (rk, pp_run_span_kind (a->kind), a->stage, a->microbatch, run->step, -1,
+                   pp_probe_now_ns ());
+  if (pp_run_open_hang (run, rk, a))
+    {
+      pp_run_abort_step (run);   /* stopped while it hung: the step is abandoned */
+      return PP_EIO;
+    }
   pp_run_host_block_start (run, rk);
   if ((rc = b->action_begin (run, rk, a, w, n, err)) != PP_OK)
-    return rc;
+    {
+      pp_run_open_clear (rk, pp_probe_now_ns ());
+      return rc;
+    }
   bool slow = rk->rank == run->cfg.slow_rank && run->cfg.slow_factor > 1;
   for (int i = 0; i < n && rc == PP_OK; i++)
     {
@@ -251,6 +261,7 @@ run_action (PpRun *run, PpRunRank *rk, const PpAction *a, PpError *err)
     }
   self_at_end = pp_run_host_self ();
   b->action_end (run, rk, a, rc, &t_end);
+  pp_run_open_clear (rk, pp_probe_now_ns ());
   if (rc == PP_OK)
     {
       record_memory (run, rk, t_end);
@@ -345,7 +356,11 @@ rank_main (void *data)
       pthread_mutex_unlock (&run->mu);
 
       if (task == TASK_OPTIMIZER)
-        run->backend->optimizer (run, rk);
+        {
+          pp_run_open_set (rk, PP_SPAN_OPT, -1, -1, run->step, -1, pp_probe_now_ns ());
+          run->backend->optimizer (run, rk);
+          pp_run_open_clear (rk, pp_probe_now_ns ());
+        }
       else
         run_rank_step (run, rk);
 
@@ -650,6 +665,8 @@ pp_run_new (const PpRunConfig *cfg, PpError *err)
       n_created++;
     }
   run->n_local = n_created;
+  if (pp_run_open_start (run, err) != PP_OK)
+    goto fail;
   return run;
 
 nomem:
@@ -1096,6 +1113,13 @@ pp_run_blocks_per_part (const PpRun *run, int *n_parts)
 }
 
 void
+pp_run_end_heartbeat (PpRun *run)
+{
+  if (run != NULL && run->ranks != NULL)
+    pp_run_open_stop (run);
+}
+
+void
 pp_run_free (PpRun *run)
 {
   const PpRunBackend *b;
@@ -1103,6 +1127,7 @@ pp_run_free (PpRun *run)
   if (run == NULL)
     return;
   b = run->backend;
+  pp_run_end_heartbeat (run);   /* its last frames, while the sink's writers are open */
   pp_batch_pool_free (run->pool);   /* before the buffers it may write */
   if (run->ranks != NULL)
     {

@@ -39,6 +39,7 @@
 #include "pp-schedule.h"
 #include "pp-simulate.h"
 #include "pp-status.h"
+#include "pp-trace.h"
 #include "pp-transport.h"
 
 enum { PP_BACKEND_CPU = 0, PP_BACKEND_CUDA = 1 };
@@ -82,6 +83,19 @@ typedef struct {
    * the block, as a slower device would take); slow_factor <= 1: none. */
   int               slow_rank;
   double            slow_factor;
+  /* What each rank of this process is doing now (issue 37; trace format
+   * 1.10's OPEN frames; docs/stuck.md): the rank's thread stores its open
+   * action (a block, a wait for a peer, the optimizer; a few stores), and a
+   * thread of the run's own calls open_sink with each rank's when it
+   * changes and at least once a second (the heartbeat), never from a rank's
+   * thread.  A nonzero return stops the heartbeat.  NULL: none. */
+  int             (*open_sink) (void *user, const PpTraceOpen *o);
+  void             *open_user;
+  /* A stuck rank on purpose (issue 37): with hang, pipeline rank hang_rank
+   * sleeps inside its first forward of step hang_step (from 0) until the
+   * run is stopped (*stop). */
+  int               hang;
+  int               hang_rank, hang_step;
 } PpRunConfig;
 
 typedef struct {
@@ -156,5 +170,10 @@ int        pp_run_clock_offset (const PpRun *run, int64_t *offset_ns, int64_t *r
 
 /* Blocks per part chosen by the partition, for reports. */
 const int *pp_run_blocks_per_part (const PpRun *run, int *n_parts);
+
+/* Stops the heartbeat of cfg.open_sink: each rank's last frame says it
+ * closed, unless the run was stopped (a stuck job being ended keeps what
+ * it was in).  Before the sink's writers close; pp_run_free does it too. */
+void       pp_run_end_heartbeat (PpRun *run);
 
 void       pp_run_free (PpRun *run);

@@ -86,10 +86,63 @@ pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, bool 
   return pp_cli_job_open_rank (job, schedule, cmdline, live, listen, trace, NULL, 0, 0);
 }
 
+static int open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
+                      const char *listen, const char *trace, const char *job_name, int rank,
+                      int n_ranks, bool member);
+
 int
 pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
                       const char *listen, const char *trace, const char *job_name, int rank,
                       int n_ranks)
+{
+  return open_rank (job, schedule, cmdline, live, listen, trace, job_name, rank, n_ranks, false);
+}
+
+static PpStatus
+write_job_id (PpTraceWriter *w, void *user, PpError *err)
+{
+  return pp_trace_writer_set_job_id (w, *(const uint64_t *) user, err);
+}
+
+int
+pp_cli_job_open_member (PpCliJob *job, const char *schedule, const char *cmdline, const char *listen,
+                        const char *job_name, int rank, int n_ranks)
+{
+  char path[4096];
+  const char *trace = getenv ("PIPESCOPE_TRACE");
+  if (trace != NULL && trace[0] != '\0')
+    {
+      /* by global rank, as the Python hook names it */
+      if (snprintf (path, sizeof path, "%s.rank%d", trace, rank) >= (int) sizeof path)
+        {
+          fprintf (stderr, "pipescope-cli: error: PIPESCOPE_TRACE is too long\n");
+          return 1;
+        }
+      trace = path;
+    }
+  else
+    trace = NULL;
+  if (open_rank (job, schedule, cmdline, true, listen, trace, job_name, rank, n_ranks, true) != 0)
+    return 1;
+  /* the run's id in the file's header: profile merges its own run's files */
+  const char *v = getenv ("PIPESCOPE_JOB_ID");
+  char *end = NULL;
+  uint64_t id = v != NULL && v[0] != '\0' ? strtoull (v, &end, 16) : 0;
+  PpError err = { 0 };
+  if (trace != NULL && id != 0 && end != NULL && *end == '\0'
+      && pp_recorder_write_one (job->rec, pp_recorder_n_writers (job->rec) - 1, write_job_id, &id, &err)
+         != PP_OK)
+    {
+      fprintf (stderr, "pipescope-cli: error: %s: %s\n", trace, err.msg);
+      pp_cli_job_abort (job);
+      return 1;
+    }
+  return 0;
+}
+
+static int
+open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live, const char *listen,
+           const char *trace, const char *job_name, int rank, int n_ranks, bool member)
 {
   PpError err = { 0 };
   PpLiveConfig cfg;
@@ -97,7 +150,7 @@ pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, 
 
   memset (job, 0, sizeof *job);
   job->live_index = -1;
-  if (job_name != NULL && rank > 0)
+  if (job_name != NULL && (rank > 0 || member))
     snprintf (job->name, sizeof job->name, "%.50s.r%d", job_name, rank);
   else if (job_name != NULL)
     snprintf (job->name, sizeof job->name, "%s", job_name);

@@ -57,6 +57,12 @@ int  pp_cli_job_open (PpCliJob *job, const char *schedule, const char *cmdline, 
 int  pp_cli_job_open_rank (PpCliJob *job, const char *schedule, const char *cmdline, bool live,
                            const char *listen, const char *trace, const char *job_name, int rank,
                            int n_ranks);
+/* The same for a process of a job that `pipescope-cli profile` collects
+ * (job_name its PIPESCOPE_JOB): every rank, 0 too, registers as
+ * "<job_name>.r<rank>" and writes $PIPESCOPE_TRACE.rank<rank> (none without
+ * it) with $PIPESCOPE_JOB_ID in its header, as the Python hook does. */
+int  pp_cli_job_open_member (PpCliJob *job, const char *schedule, const char *cmdline,
+                             const char *listen, const char *job_name, int rank, int n_ranks);
 /* Calls fn on every writer, then flushes it, under the lock the probe's
  * drain takes to deliver; any time, from any thread but the drain's.  What
  * a step recorded precedes what is written after it only once

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -110,6 +111,12 @@ run_usage (FILE *out)
          "                             compute takes FACTOR (1 to 100) times as long\n"
          "                             (CPU backend; threads and MPI): see\n"
          "                             docs/stragglers.md\n"
+         "      --hang RANK[:STEP]     make a stuck rank on purpose: pipeline rank RANK\n"
+         "                             sleeps inside its first forward of step STEP\n"
+         "                             (from 0; default 1) until the run is stopped\n"
+         "                             (threads and MPI; under mpirun, `pipescope-cli\n"
+         "                             profile --hang-after S` says where): see\n"
+         "                             docs/stuck.md\n"
          "      --pin                  pin rank r's thread to CPU r mod the number of\n"
          "                             CPUs (steadier timings on an otherwise idle\n"
          "                             machine with at least P cores; off by default)\n"
@@ -359,7 +366,28 @@ enum {
   OPT_SAVE_PARAMS,
   OPT_NAME,
   OPT_SLOW,
+  OPT_HANG,
 };
+
+/* ---- what each rank is doing now (issue 37): the run's heartbeat thread --------- */
+
+static PpStatus
+write_open (PpTraceWriter *w, void *user, PpError *err)
+{
+  return pp_trace_write_open (w, user, err);
+}
+
+/* PpRunConfig.open_sink: each rank's OPEN frame to the job's writers;
+ * says once where --hang made a rank stop. */
+static int
+open_to_job (void *user, const PpTraceOpen *o)
+{
+  static atomic_bool said;
+  if (o->where[0] && o->kind >= 0 && !atomic_exchange (&said, true))
+    fprintf (stderr, "pipescope-cli: --hang: pipeline rank %d sleeps in its forward of micro-batch %d of "
+             "step %d until the run is stopped\n", o->rank, o->microbatch, o->step);
+  return pp_cli_job_write (user, write_open, (void *) o);
+}
 
 /* ---- MPI: rank 0's live stream serves every rank (the collector) ---------- */
 
@@ -553,6 +581,7 @@ pp_cli_run (int argc, char **argv)
     { "save-params", required_argument, NULL, OPT_SAVE_PARAMS },
     { "name", required_argument, NULL, OPT_NAME },
     { "slow", required_argument, NULL, OPT_SLOW },
+    { "hang", required_argument, NULL, OPT_HANG },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -563,6 +592,7 @@ pp_cli_run (int argc, char **argv)
   int P = 0, M = 0, V = 0, L = 8, D = 64, B = 0, N = 100, opt;
   bool recompute = false, live = true, pin = false, exact_grads = false, no_cupti = false;
   int slow_rank = -1;
+  int hang_rank = -1, hang_step = 1;
   double slow_factor = 0;
   int gpu_partition = PP_RUN_GPU_AUTO, compute = PP_RUN_COMPUTE_TF32, use_cuda = 0;
   int shared_cores = 0;   /* > 0: the rank threads share this many cores */
@@ -677,6 +707,25 @@ pp_cli_run (int argc, char **argv)
             slow_factor = f;
           }
           break;
+        case OPT_HANG:
+          {
+            char *end;
+            errno = 0;
+            long r = strtol (optarg, &end, 10), st = 1;
+            if (end != optarg && *end == ':')
+              {
+                const char *ss = end + 1;
+                st = strtol (ss, &end, 10);
+                if (end == ss)
+                  st = -1;
+              }
+            if (errno != 0 || end == optarg || *end != '\0' || r < 0 || r > INT_MAX || st < 0 || st > INT_MAX)
+              return pp_cli_usage_error ("--hang takes RANK[:STEP], a pipeline rank and a step from 0 "
+                                         "(got '%s')", optarg);
+            hang_rank = (int) r;
+            hang_step = (int) st;
+          }
+          break;
         case OPT_GPU_PARTITION:
           if (strcmp (optarg, "green") == 0) gpu_partition = PP_RUN_GPU_GREEN;
           else if (strcmp (optarg, "streams") == 0) gpu_partition = PP_RUN_GPU_STREAMS;
@@ -778,6 +827,11 @@ pp_cli_run (int argc, char **argv)
             }
         }
     }
+  /* under `pipescope-cli profile` (it names its job in PIPESCOPE_JOB): each
+   * MPI process is a rank of profile's job, its trace profile's to merge */
+  const char *profiled = transport != NULL ? getenv ("PIPESCOPE_JOB") : NULL;
+  if (profiled != NULL && profiled[0] == '\0')
+    profiled = NULL;
   if (P == 0)
     return pp_cli_usage_error ("--ranks is required");
   if (M == 0)
@@ -820,6 +874,8 @@ pp_cli_run (int argc, char **argv)
       snprintf (backend_note, sizeof backend_note,
                 "pipescope-cli: --exact-grads sums in double on the CPU; using the CPU backend");
     }
+  if (hang_rank >= P)
+    return pp_cli_usage_error ("--hang %d: the job has pipeline ranks 0 to %d", hang_rank, P - 1);
   if (slow_rank >= P)
     return pp_cli_usage_error ("--slow %d: the job has pipeline ranks 0 to %d", slow_rank, P - 1);
   if (use_cuda && slow_rank >= 0)
@@ -1018,8 +1074,15 @@ pp_cli_run (int argc, char **argv)
         snprintf (shared_name, sizeof shared_name, "%s", name_arg);
       else
         snprintf (shared_name, sizeof shared_name, "%.40s-%ld", s->name, (long) pid0);
-      if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, shared_name,
-                                transport->process_rank, transport->n_processes) != 0)
+      if (profiled != NULL)
+        {
+          /* a process of profile's job: profile collects and merges */
+          if (pp_cli_job_open_member (&job, s->name, desc.cmdline, listen, profiled, transport->process_rank,
+                                      transport->n_processes) != 0)
+            goto out;
+        }
+      else if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, shared_name,
+                                     transport->process_rank, transport->n_processes) != 0)
         goto out;
     }
   else if (pp_cli_job_open_rank (&job, s->name, desc.cmdline, live, listen, trace, name_arg, 0, 0)
@@ -1027,7 +1090,7 @@ pp_cli_run (int argc, char **argv)
     goto out;
   /* MPI: rank 0's live stream serves the whole job; the others hand it
    * what they record at every step's end */
-  collect = transport != NULL && job.live_index >= 0;
+  collect = transport != NULL && job.live_index >= 0 && profiled == NULL;
   if (collect && transport->process_rank > 0 && pp_cli_job_collect (&job, transport->process_rank) != 0)
     goto out;
   {
@@ -1053,6 +1116,15 @@ pp_cli_run (int argc, char **argv)
     rc.exact_grads = exact_grads;
     rc.slow_rank = slow_rank;
     rc.slow_factor = slow_factor;
+    rc.hang = hang_rank >= 0;
+    rc.hang_rank = hang_rank;
+    rc.hang_step = hang_step;
+    const char *beat = getenv ("PIPESCOPE_HEARTBEAT");
+    if (beat == NULL || strcmp (beat, "0") != 0)
+      {
+        rc.open_sink = open_to_job;
+        rc.open_user = &job;
+      }
     rc.pin_threads = pin;
     rc.probe = job.probe;
     rc.stop = &pp_cli_stop_flag;
@@ -1337,6 +1409,7 @@ pp_cli_run (int argc, char **argv)
 
   pp_run_free (run);
   run = NULL;
+  pp_run_end_heartbeat (run);
   status = pp_cli_job_close (&job);
   if (status == 0 && why_from_trace && done > 0)
     print_why_of_trace (trace);

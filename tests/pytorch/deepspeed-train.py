@@ -16,7 +16,8 @@ data-parallel id, slice rank and their sizes), and the instructions its
 engine executed in the first step, in order, each with its micro-batch as the
 schedule maps it (the job's own witness, read from DeepSpeed's schedule
 objects, independent of the hook), and each step's wall and main-thread
-CPU seconds (bench-deepspeed).
+CPU seconds (bench-deepspeed).  --hang-process G makes global rank G sleep
+for ever in a forward (test-deepspeed's stuck case).
 
 DeepSpeed on CPU, in this job only (never in the hook): DS_ACCELERATOR=cpu,
 gloo, a torch optimizer handed to the engine (a config "Adam" builds
@@ -100,6 +101,10 @@ def main():
     ap.add_argument("--dualpipev", action="store_true")
     ap.add_argument("--jobs", default="", help="NAME:P:M[:dualpipev],... run one after the other")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--hang-process", type=int, default=-1,
+                    help="this global rank sleeps for ever inside its first forward of step --hang-step "
+                         "(issue 37's stuck job)")
+    ap.add_argument("--hang-step", type=int, default=1)
     a = ap.parse_args()
 
     import deepspeed
@@ -154,6 +159,16 @@ def train(a, pp, microbatches, dualpipev, out, log):
 
     data = batches()
     losses, step_s, cpu_s = [], [], []
+    if a.hang_process == g:
+        # the job's own bug: a forward that never returns (this process's first of step hang_step)
+        layer_forward = Layer.forward
+
+        def hanging(self, x):
+            if len(losses) == a.hang_step:
+                while True:
+                    time.sleep(3600)
+            return layer_forward(self, x)
+        Layer.forward = hanging
     for s in range(a.steps):
         t0, c0 = time.perf_counter(), time.thread_time()
         loss = engine.train_batch(data_iter=data)

@@ -99,6 +99,7 @@ class _Hook(_core.Recorder):
         # micro-batch, the previous step's) for TrainSchedule
         self.cur = None
         self.queued = []          # DualPipeV: transfers queued until CommitP2P
+        self.ds_peer_global = {}  # a transfer's peer stage -> its global rank (_open_of)
         self.wrapped_tables = set()   # engine classes whose _INSTRUCTION_MAP is ours
 
     # ---- the rank ------------------------------------------------------------
@@ -312,7 +313,19 @@ def _wrap_instruction(hook, cls_name, orig):
             return _core.run_block(hook, orig, block, stage, mb, hook.cuda, (self,) + args, kwargs)
         t0 = r.now()
         hook.sched_in(t0)
-        out = orig(self, *args, **kwargs)
+        # issue 37 (heartbeat.py): what the training thread is in until it returns
+        was = hook.now_open
+        try:
+            now = _open_of(hook, self, cls_name, transfer, phase, stage, mb, t0)
+        except Exception as e:
+            now = None
+            hook.fail("an instruction", e)
+        if now is not None:
+            hook.now_open = now
+        try:
+            out = orig(self, *args, **kwargs)
+        finally:
+            hook.now_open = was
         t1 = r.now()
         try:
             step = hook.current_step()
@@ -338,6 +351,31 @@ def _wrap_instruction(hook, cls_name, orig):
             hook.fail("an instruction", e)
         return out
     return instr
+
+
+def _open_of(hook, engine, cls_name, transfer, phase, stage, mb, t0):
+    """The open action (heartbeat.py) of an instruction other than a
+    block: a transfer with its peer's global rank (DeepSpeed's grid, each
+    peer's asked once), the gradient all-reduce, the optimizer; None for
+    the rest (loading a micro-batch, DualPipeV's CommitP2P)."""
+    step = hook.step_index - 1
+    if transfer is not None:
+        kind, d = transfer
+        ps = hook.pp + (d if not phase else -d)
+        peers = hook.ds_peer_global
+        g = peers.get(ps)
+        if g is None:
+            try:
+                g = int(engine.grid.stage_to_global(ps)) if 0 <= ps < hook.P else -1
+            except Exception:
+                g = ps    # its pipeline rank: pp-stuck.c reads either
+            peers[ps] = g
+        return (kind, stage, mb, step, g, t0)
+    if cls_name in ("ReduceGrads", "ReduceTiedGrads"):
+        return (_lib.SPAN_REDUCE_GRAD, hook.pp, -1, step, -1, t0)
+    if cls_name == "OptimizerStep":
+        return (_lib.OPT, -1, -1, step, -1, t0)
+    return None
 
 
 def _transfer_bytes(engine, cls_name, buffer_id):
