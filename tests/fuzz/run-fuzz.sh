@@ -38,7 +38,7 @@ probe="$src/probe/pp-trace-reader.c $src/probe/pp-trace-writer.c $src/probe/pp-t
 runtime=""
 for f in pp-action.c pp-schedule.c pp-schedule-catalog.c pp-schedule-csv.c pp-schedules-pytorch.c \
          pp-schedules-zb.c pp-schedule-dualpipe.c pp-schedule-rules.c pp-validate.c pp-simulate.c \
-         pp-schedule-megatron.c pp-closed-form.c pp-suggest.c \
+         pp-schedule-megatron.c pp-closed-form.c pp-suggest.c pp-stuck.c \
          pp-model.c pp-chunk-layout.c; do
   runtime="$runtime $src/runtime/$f"
 done
