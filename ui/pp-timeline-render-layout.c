@@ -27,6 +27,11 @@ pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m, double width
       if (first_step > v->t0_ns && first_step < v->t1_ns)
         v->t0_ns = first_step;
     }
+  /* a job whose processes are still in an action (a stuck job's kept
+   * trace): up to now, where its waits are drawn to */
+  int64_t now = pp_timeline_model_now_ns (m);
+  if (now > v->t1_ns && pp_timeline_model_n_spans_total (m) > 0)
+    v->t1_ns = now;
   if (v->t1_ns <= v->t0_ns)
     v->t1_ns = v->t0_ns + 1000000;
   v->width = width;
