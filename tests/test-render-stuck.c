@@ -122,6 +122,23 @@ test_cycle (void)
   pp_timeline_model_free (m);
 }
 
+/* Deadlocked before any action ended (no span at all): the view runs
+ * from the first open action to now, both rows marked. */
+static void
+test_cycle_no_spans (void)
+{
+  PpTimelineModel *m = pp_timeline_model_new ();
+  add_open (m, -1, 0, PP_SPAN_WAIT, 1, 7 * S, 11 * S, 0);
+  add_open (m, -1, 1, PP_SPAN_WAIT, 0, 8 * S, 11 * S, 0);
+  PpTimelineView v;
+  PpTimelineDrawn d = draw (m, 0, &v);
+  g_assert_cmpint (v.t0_ns, ==, 7 * S);
+  g_assert_cmpint (v.t1_ns, ==, 11 * S);
+  g_assert_cmpint (d.stuck_rows, ==, 2);
+  g_assert_cmpint (d.wait_arrows, ==, 2);
+  pp_timeline_model_free (m);
+}
+
 /* A job that ended: every process closed, nothing drawn; a live job that
  * made progress just now: nothing drawn until it is stuck by the rule. */
 static void
@@ -232,6 +249,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/render-stuck/root", test_root);
   g_test_add_func ("/render-stuck/cycle", test_cycle);
+  g_test_add_func ("/render-stuck/cycle-no-spans", test_cycle_no_spans);
   g_test_add_func ("/render-stuck/nothing", test_nothing);
   g_test_add_func ("/render-stuck/mesh", test_mesh);
   g_test_add_func ("/render-stuck/after", test_after);

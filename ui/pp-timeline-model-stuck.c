@@ -19,6 +19,10 @@ void
 stuck_take (PpTimelineModel *m, const PpTraceItem *item)
 {
   pp_stuck_watch_take (&m->stuck, item, mono_ns ());
+  /* a process in an action has its rank's row, spans or none (a job
+   * deadlocked before any action ended) */
+  if (item->type == PP_TRACE_ITEM_OPEN && item->open.rank >= 0 && item->open.rank < PP_TRACE_MAX_RANKS)
+    ensure_rank (m, item->open.rank);
 }
 
 PpStuckKind

@@ -20,6 +20,16 @@ draw_open (Ctx *c, cairo_t *cr, const PpTimelineOpen *o, int marked, int64_t now
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
   int64_t t0 = o->open.start_ns > 0 ? o->open.start_ns : o->open.time_ns;
+  if (o->open.kind < 0)
+    {
+      /* in no recorded action: stopped when its row's last span ended
+       * (the hook's "last ended" can be an earlier action of its own) */
+      size_t n = pp_timeline_model_n_spans (c->m, o->row);
+      const PpSpan *sp = pp_timeline_model_spans (c->m, o->row);
+      for (size_t i = 0; i < n; i++)
+        if (sp[i].end_ns > t0 && sp[i].end_ns <= now)
+          t0 = sp[i].end_ns;
+    }
   if (t0 > v->t1_ns || now < v->t0_ns)
     return;
   double xa = fmax (l->x0, pp_timeline_x_of (v, l, t0));
@@ -166,8 +176,8 @@ draw_stuck (Ctx *c, cairo_t *cr)
       for (size_t k = 0; k < e && !again; k++)
         again = pp_timeline_model_process_row (m, edges[k].from) == rf
                 && pp_timeline_model_process_row (m, edges[k].to) == rt;
-      if (!again)
-        draw_wait_arrow (c, cr, rf, rt, x);
+      if (!again)   /* upwards a little left: a cycle's two arrows apart */
+        draw_wait_arrow (c, cr, rf, rt, rt < rf ? x - 18 : x);
     }
   cairo_restore (cr);
 out:
