@@ -165,7 +165,7 @@ test_nothing (void)
  * dp 1) waits to receive from it, 2 (pp 1 dp 0) in the dp all-reduce of
  * stage 1 that 3 never joins.  A row a process: 3's row marked, arrows
  * 1 -> 3 and 2 -> 3; folded (a row a pipeline rank): one arrow, rank 0's
- * row to rank 1's, and 2's wait, on 3's row, draws none. */
+ * row to rank 1's, and 2's wait, on 3's marked row, is not drawn over it. */
 static void
 test_mesh (void)
 {
@@ -199,6 +199,7 @@ test_mesh (void)
   g_assert_cmpint (pp_timeline_model_process_row (v, 1), ==, 0);
   d = draw (v, 0, NULL);
   g_assert_cmpint (d.stuck_rows, ==, 1);
+  g_assert_cmpint (d.open_waits, ==, 1);   /* 2's wait is on 3's row, which is marked: one a row */
   g_assert_cmpint (d.wait_arrows, ==, 1);
   pp_timeline_model_free (v);
   pp_timeline_model_free (m);

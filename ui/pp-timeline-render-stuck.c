@@ -15,7 +15,7 @@ static const Rgb stuck_red = HEX (0xd62728);
 /* What process i is in, drawn on its row from its start to now: the
  * root's band (marked) or a wait's box. */
 static void
-draw_open (Ctx *c, cairo_t *cr, const PpTimelineOpen *o, int marked, int64_t now)
+draw_open (Ctx *c, cairo_t *cr, const PpTimelineOpen *o, int marked, int64_t now, const char *whom)
 {
   const PpTimelineView *v = c->v;
   const PpTimelineLayout *l = &c->l;
@@ -38,7 +38,9 @@ draw_open (Ctx *c, cairo_t *cr, const PpTimelineOpen *o, int marked, int64_t now
     xb = xa + 2;
   double top = l->rows_y + o->row * l->row_h, h = l->block_h;
   char words[256];
-  pp_stuck_action_words (&o->open, true, words, sizeof words);
+  char act[96];
+  pp_stuck_action_words (&o->open, true, act, sizeof act);
+  snprintf (words, sizeof words, "%s%s", act, whom);
   cairo_save (cr);
   if (marked)
     {
@@ -61,8 +63,6 @@ draw_open (Ctx *c, cairo_t *cr, const PpTimelineOpen *o, int marked, int64_t now
       cairo_set_line_width (cr, 2);
       cairo_rectangle (cr, xa + 1, top + 1, xb - xa - 2, h - 2);
       cairo_stroke (cr);
-      char act[96];
-      pp_stuck_action_words (&o->open, true, act, sizeof act);
       snprintf (words, sizeof words, "stuck: %s%s%s", act, o->open.where[0] ? ", in " : "", o->open.where);
       if (c->v->drawn != NULL)
         c->v->drawn->stuck_rows++;
@@ -151,20 +151,30 @@ draw_stuck (Ctx *c, cairo_t *cr)
   cairo_clip (cr);
   /* each process's open action: the verdict's (root or cycle) marked,
    * a waiting one's box; a process that neither waits nor is waited for
-   * (at work) is left as its blocks show it */
-  for (size_t i = 0; i < n_opens; i++)
-    {
-      const PpTimelineOpen *o = &opens[i];
-      if (o->row < 0 || o->row >= c->n_ranks || (o->open.flags & PP_TRACE_OPEN_CLOSED))
-        continue;
-      int named = 0, waits = 0;
-      for (int k = 0; k < verdict.n; k++)
-        named |= verdict.who[k] == o->number;
-      for (size_t e = 0; e < n_edges; e++)
-        waits |= edges[e].from == o->number;
-      if (named || waits)
-        draw_open (c, cr, o, named, now);   /* a root, or a process of the cycle */
-    }
+   * (at work) is left as its blocks show it.  One a row: a folded row
+   * holds its replicas, the marked one first, else the first that waits. */
+  uint8_t *taken = calloc ((size_t) c->n_ranks + 1, 1);
+  for (int pass = 0; pass < 2 && taken != NULL; pass++)
+    for (size_t i = 0; i < n_opens; i++)
+      {
+        const PpTimelineOpen *o = &opens[i];
+        if (o->row < 0 || o->row >= c->n_ranks || taken[o->row] || (o->open.flags & PP_TRACE_OPEN_CLOSED))
+          continue;
+        int named = 0, waits = 0;
+        char whom[64] = "";   /* " waits for 2", " waits for 1, 3" */
+        for (int k = 0; k < verdict.n; k++)
+          named |= verdict.who[k] == o->number;
+        for (size_t e = 0, len = 0; e < n_edges; e++)
+          if (edges[e].from == o->number && len < sizeof whom)
+            len += (size_t) snprintf (whom + len, sizeof whom - len, "%s%d", waits++ ? ", " : " waits for ",
+                                      edges[e].to);
+        if (pass == 0 ? named : waits)
+          {
+            draw_open (c, cr, o, named, now, named ? "" : whom);   /* named: a root, or a process of the cycle */
+            taken[o->row] = 1;
+          }
+      }
+  free (taken);
   /* the arrows, once a pair of rows (folded replicas share a row) */
   double x = fmin (c->l.x1 - 20, pp_timeline_x_of (v, &c->l, now) - 20);
   for (size_t e = 0; e < n_edges; e++)
