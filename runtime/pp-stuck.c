@@ -408,21 +408,15 @@ pp_stuck_keep_open (PpStuckOpen **opens, size_t *n, size_t *cap, int32_t process
   return true;
 }
 
-PpStuckKind
-pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens, size_t n_opens,
-              const bool *gone, PpStuckVerdict *v, char *line, size_t size)
+/* The processes of procs' places and opens' actions, ps[n_opens]
+ * (calloc'd), NULL on no memory. */
+static PpStuckProcess *
+processes_of (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens, size_t n_opens,
+              const bool *gone)
 {
-  if (n_opens == 0)
-    {
-      if (v)
-        memset (v, 0, sizeof *v);
-      if (line && size)
-        line[0] = '\0';
-      return PP_STUCK_NONE;
-    }
-  PpStuckProcess *ps = calloc (n_opens, sizeof *ps);
+  PpStuckProcess *ps = calloc (n_opens ? n_opens : 1, sizeof *ps);
   if (ps == NULL)
-    return PP_STUCK_NONE;
+    return NULL;
   for (size_t i = 0; i < n_opens; i++)
     {
       PpStuckProcess *p = &ps[i];
@@ -449,9 +443,84 @@ pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuck
           p->coord[PP_TRACE_MESH_PP] = p->open.rank;
         }
     }
+  return ps;
+}
+
+PpStuckKind
+pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens, size_t n_opens,
+              const bool *gone, PpStuckVerdict *v, char *line, size_t size)
+{
+  if (n_opens == 0)
+    {
+      if (v)
+        memset (v, 0, sizeof *v);
+      if (line && size)
+        line[0] = '\0';
+      return PP_STUCK_NONE;
+    }
+  PpStuckProcess *ps = processes_of (procs, n_procs, opens, n_opens, gone);
+  if (ps == NULL)
+    return PP_STUCK_NONE;
   PpStuckKind k = pp_stuck_diagnose (ps, n_opens, v, line, size);
   free (ps);
   return k;
+}
+
+size_t
+pp_stuck_edges (const PpStuckProcess *ps, size_t n, PpStuckEdge *edges, size_t max)
+{
+  size_t count = 0;
+  for (size_t a = 0; ps != NULL && a < n; a++)
+    for (size_t b = 0; b < n; b++)
+      if (waits_for (ps, n, a, b))
+        {
+          if (count < max && edges != NULL)
+            edges[count] = (PpStuckEdge) { number (&ps[a]), number (&ps[b]) };
+          count++;
+        }
+  return count;
+}
+
+size_t
+pp_stuck_edges_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens, size_t n_opens,
+                            const bool *gone, PpStuckEdge *edges, size_t max)
+{
+  if (n_opens == 0)
+    return 0;
+  PpStuckProcess *ps = processes_of (procs, n_procs, opens, n_opens, gone);
+  if (ps == NULL)
+    return 0;
+  size_t count = pp_stuck_edges (ps, n_opens, edges, max);
+  free (ps);
+  return count;
+}
+
+/* ---- when a job is stuck ---- */
+
+void
+pp_stuck_steps_add (PpStuckSteps *s, int64_t step_ns)
+{
+  if (step_ns > 0)
+    s->ns[s->n++ % PP_STUCK_STEPS_KEPT] = step_ns;
+}
+
+double
+pp_stuck_after_s (const PpStuckSteps *s)
+{
+  int64_t kept[PP_STUCK_STEPS_KEPT];
+  size_t n = s == NULL ? 0 : s->n < PP_STUCK_STEPS_KEPT ? s->n : PP_STUCK_STEPS_KEPT;
+  if (n == 0)
+    return PP_STUCK_AFTER_MIN_S;
+  memcpy (kept, s->ns, n * sizeof *kept);
+  for (size_t i = 1; i < n; i++)   /* at most 32: an insertion sort */
+    for (size_t j = i; j > 0 && kept[j - 1] > kept[j]; j--)
+      {
+        int64_t t = kept[j];
+        kept[j] = kept[j - 1];
+        kept[j - 1] = t;
+      }
+  double steps = PP_STUCK_AFTER_STEPS * (double) kept[(n - 1) / 2] / 1e9;
+  return steps > PP_STUCK_AFTER_MIN_S ? steps : PP_STUCK_AFTER_MIN_S;
 }
 
 /* ---- a viewer's watch ---- */
@@ -479,6 +548,19 @@ pp_stuck_watch_take (PpStuckWatch *w, const PpTraceItem *item, int64_t now_ns)
           w->cap_places = c;
         }
       w->places[w->n_places++] = item->process_info;
+    }
+  else if (item->type == PP_TRACE_ITEM_STEP_MARKER && item->step_marker.phase == PP_TRACE_STEP_END)
+    {
+      /* the step's length: from this process's last step end, on its clock */
+      PpTraceOpen end = { .time_ns = item->step_marker.time_ns, .rank = item->step_marker.rank, .kind = -1 };
+      int32_t who = item->process >= 0 ? item->process : -1 - end.rank;
+      for (size_t i = 0; i < w->n_step_ends; i++)
+        if (w->step_ends[i].process == who)
+          {
+            pp_stuck_steps_add (&w->steps, end.time_ns - w->step_ends[i].open.time_ns);
+            break;
+          }
+      return pp_stuck_keep_open (&w->step_ends, &w->n_step_ends, &w->cap_step_ends, item->process, &end);
     }
   else if (item->type == PP_TRACE_ITEM_OPEN)
     {
@@ -514,10 +596,54 @@ pp_stuck_watch_diagnose (const PpStuckWatch *w, double quiet_s, int64_t now_ns, 
   return pp_stuck_from_places (w->places, w->n_places, w->opens, w->n_opens, NULL, v, line, size);
 }
 
+double
+pp_stuck_watch_after_s (const PpStuckWatch *w)
+{
+  return pp_stuck_after_s (w != NULL ? &w->steps : NULL);
+}
+
+size_t
+pp_stuck_watch_edges (const PpStuckWatch *w, PpStuckEdge *edges, size_t max)
+{
+  return pp_stuck_edges_from_places (w->places, w->n_places, w->opens, w->n_opens, NULL, edges, max);
+}
+
+/* A copy of src[n] (NULL for none), *ok false on no memory. */
+static void *
+dup_array (const void *src, size_t n, size_t size, bool *ok)
+{
+  if (n == 0 || src == NULL)
+    return NULL;
+  void *d = malloc (n * size);
+  if (d == NULL)
+    *ok = false;
+  else
+    memcpy (d, src, n * size);
+  return d;
+}
+
+bool
+pp_stuck_watch_copy (PpStuckWatch *dst, const PpStuckWatch *src)
+{
+  bool ok = true;
+  pp_stuck_watch_clear (dst);
+  *dst = *src;
+  dst->opens = dup_array (src->opens, src->n_opens, sizeof *src->opens, &ok);
+  dst->places = dup_array (src->places, src->n_places, sizeof *src->places, &ok);
+  dst->step_ends = dup_array (src->step_ends, src->n_step_ends, sizeof *src->step_ends, &ok);
+  dst->cap_opens = dst->opens ? src->n_opens : 0;
+  dst->cap_places = dst->places ? src->n_places : 0;
+  dst->cap_step_ends = dst->step_ends ? src->n_step_ends : 0;
+  if (!ok)
+    pp_stuck_watch_clear (dst);
+  return ok;
+}
+
 void
 pp_stuck_watch_clear (PpStuckWatch *w)
 {
   free (w->opens);
   free (w->places);
+  free (w->step_ends);
   memset (w, 0, sizeof *w);
 }

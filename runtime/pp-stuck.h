@@ -82,6 +82,42 @@ PpStuckKind pp_stuck_from_places (const PpTraceProcess *procs, size_t n_procs, c
                                   size_t n_opens, const bool *gone, PpStuckVerdict *v, char *line,
                                   size_t size);
 
+/* The wait-for graph's edges: process from waits for process to
+ * (process numbers as PpStuckVerdict's who). */
+typedef struct {
+  int32_t from, to;
+} PpStuckEdge;
+
+/* The edges of ps[n] into edges[max] (may be NULL with max 0), in order
+ * of the waiting process: their number (more than max when some were left
+ * out).  The same waits_for the verdict reads: a view draws these, never
+ * its own. */
+size_t      pp_stuck_edges (const PpStuckProcess *ps, size_t n, PpStuckEdge *edges, size_t max);
+/* The same of pp_stuck_from_places's processes. */
+size_t      pp_stuck_edges_from_places (const PpTraceProcess *procs, size_t n_procs, const PpStuckOpen *opens,
+                                        size_t n_opens, const bool *gone, PpStuckEdge *edges, size_t max);
+
+/* ---- when a job is stuck (issue 37) ----
+ * A job is stuck when no action has ended on any process for
+ * PP_STUCK_AFTER_STEPS median steps and at least PP_STUCK_AFTER_MIN_S:
+ * profile's collector ('jobs'), record and the app all ask
+ * pp_stuck_after_s.  The steps are the last PP_STUCK_STEPS_KEPT lengths
+ * between a process's step ends (any process's, its own clock). */
+#define PP_STUCK_AFTER_STEPS 10
+#define PP_STUCK_AFTER_MIN_S 30.0
+#define PP_STUCK_STEPS_KEPT  32
+typedef struct {
+  int64_t  ns[PP_STUCK_STEPS_KEPT];
+  uint32_t n;                    /* lengths added (the last PP_STUCK_STEPS_KEPT kept) */
+} PpStuckSteps;
+
+/* Keeps a step's length (ignored unless > 0). */
+void        pp_stuck_steps_add (PpStuckSteps *s, int64_t step_ns);
+/* The seconds without an action ending after which the job is stuck:
+ * PP_STUCK_AFTER_STEPS times the median kept step (the lower middle), at
+ * least PP_STUCK_AFTER_MIN_S (that alone without steps; s may be NULL). */
+double      pp_stuck_after_s (const PpStuckSteps *s);
+
 /* What a viewer keeps of a job's stream to say whether and where it is
  * stuck: each process's place and last OPEN frame, and when the job last
  * made progress (a span came, or a process's open action changed), on the
@@ -92,13 +128,24 @@ typedef struct {
   PpTraceProcess *places;
   size_t          n_places, cap_places;
   int64_t         progress_ns;   /* 0: none yet */
+  PpStuckSteps    steps;         /* the last steps' lengths (STEP_MARKER ends) */
+  PpStuckOpen    *step_ends;     /* each process's last step end (open.time_ns) */
+  size_t          n_step_ends, cap_step_ends;
 } PpStuckWatch;
 
-/* Takes what item says (SPAN, PROCESS, OPEN; others are ignored) at
- * now_ns; false on no memory. */
+/* Takes what item says (SPAN, PROCESS, OPEN, STEP_MARKER's ends; others
+ * are ignored) at now_ns; false on no memory. */
 bool        pp_stuck_watch_take (PpStuckWatch *w, const PpTraceItem *item, int64_t now_ns);
 /* The diagnosis of what w holds: PP_STUCK_NONE and "" when quiet_s > 0 and
  * the job made progress within quiet_s seconds of now_ns, or nobody waits. */
 PpStuckKind pp_stuck_watch_diagnose (const PpStuckWatch *w, double quiet_s, int64_t now_ns,
                                      PpStuckVerdict *v, char *line, size_t size);
+/* The job is stuck by the rule after this long: pp_stuck_after_s of the
+ * steps w saw. */
+double      pp_stuck_watch_after_s (const PpStuckWatch *w);
+/* The wait-for graph's edges of what w holds, as pp_stuck_edges. */
+size_t      pp_stuck_watch_edges (const PpStuckWatch *w, PpStuckEdge *edges, size_t max);
+/* A copy of src into dst (zero-initialized; cleared first); false on no
+ * memory (dst then empty). */
+bool        pp_stuck_watch_copy (PpStuckWatch *dst, const PpStuckWatch *src);
 void        pp_stuck_watch_clear (PpStuckWatch *w);

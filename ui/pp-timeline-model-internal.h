@@ -195,6 +195,9 @@ int add_plan (PpTimelineModel *m, const PpTraceItem *item);
 
 /* pp-timeline-model-stuck.c */
 void stuck_take (PpTimelineModel *m, const PpTraceItem *item);
+/* A view's copy of src's watch, its open actions moved onto the spans'
+ * clock as src's are now; false on no memory. */
+bool stuck_copy (PpTimelineModel *v, const PpTimelineModel *src);
 
 /* pp-timeline-model-processes.c */
 int64_t offset_for (const PpTimelineModel *m, int r, int32_t process);

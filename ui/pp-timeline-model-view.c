@@ -33,6 +33,7 @@ pp_timeline_model_new_like (const PpTimelineModel *src)
       push_mark (v, src->marks[i].t, src->marks[i].step);
     }
   v->max_marked_step = src->max_marked_step;
+  stuck_copy (v, src);   /* no memory: the view draws no open action */
   v->provisional_step = src->provisional_step;
   for (size_t i = 0; i < src->n_strings; i++)
     add_string (v, src->strings[i].id, src->strings[i].name);

@@ -149,7 +149,7 @@ pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
   m->generation++;
   /* what every process is doing now (issue 37), whichever replica shows */
   if (!m->is_view && (item->type == PP_TRACE_ITEM_OPEN || item->type == PP_TRACE_ITEM_SPAN
-                      || item->type == PP_TRACE_ITEM_PROCESS))
+                      || item->type == PP_TRACE_ITEM_PROCESS || item->type == PP_TRACE_ITEM_STEP_MARKER))
     stuck_take (m, item);
   if (item->type == PP_TRACE_ITEM_OPEN)
     return 1;

@@ -281,3 +281,27 @@ void             pp_timeline_model_rank_stats (const PpTimelineModel *m, int ran
  * the job made progress (a span came, an action changed) within the last
  * quiet_s seconds (a live job). */
 PpStuckKind pp_timeline_model_stuck (const PpTimelineModel *m, double quiet_s, char *line, size_t size);
+/* When a live job is stuck: no action has ended for this many seconds
+ * (runtime/pp-stuck.c's rule, pp_stuck_after_s, over the steps the model's
+ * stream said: 10 median steps and at least 30 s). */
+double      pp_timeline_model_stuck_after_s (const PpTimelineModel *m);
+/* The verdict as pp_timeline_model_stuck, and the wait-for graph's edges
+ * (runtime/pp-stuck.c's, pp_stuck_watch_edges) into edges[max]: *n_edges
+ * their number (0 when PP_STUCK_NONE). */
+PpStuckKind pp_timeline_model_stuck_graph (const PpTimelineModel *m, double quiet_s, PpStuckVerdict *v,
+                                           PpStuckEdge *edges, size_t max, size_t *n_edges);
+/* A process's last open action, as the timeline draws it. */
+typedef struct {
+  int32_t     number;   /* the process's number as PpStuckEdge's (global rank, else pipeline rank) */
+  int         row;      /* the row that shows it, -1 none */
+  PpTraceOpen open;     /* its times on the spans' clock (start_ns 0: not known) */
+} PpTimelineOpen;
+/* The model's processes' last open actions into out[max]: their number. */
+size_t      pp_timeline_model_opens (const PpTimelineModel *m, PpTimelineOpen *out, size_t max);
+/* Now, as the model knows it: its latest end, or a process's latest
+ * OPEN frame (its heartbeat) of an action still open when later.  A stuck
+ * job's waits are drawn up to it. */
+int64_t     pp_timeline_model_now_ns (const PpTimelineModel *m);
+/* The row process number (as PpStuckEdge's) shows on: its own row, else
+ * its pipeline rank's; -1 none. */
+int         pp_timeline_model_process_row (const PpTimelineModel *m, int32_t number);

@@ -27,6 +27,26 @@ pp_timeline_view_init (PpTimelineView *v, const PpTimelineModel *m, double width
       if (first_step > v->t0_ns && first_step < v->t1_ns)
         v->t0_ns = first_step;
     }
+  /* a job whose processes are still in an action (a stuck job's kept
+   * trace): up to now, where its waits are drawn to */
+  int64_t now = pp_timeline_model_now_ns (m);
+  if (now > v->t1_ns)
+    {
+      if (pp_timeline_model_n_spans_total (m) == 0)
+        {
+          /* stuck before any action ended: from the first open action on
+           * (the run's start when the description says one before it) */
+          PpTimelineOpen o[64];
+          size_t n = pp_timeline_model_opens (m, o, 64);
+          int64_t first = INT64_MAX;
+          for (size_t i = 0; i < n && i < 64; i++)
+            if (o[i].open.start_ns > 0 && o[i].open.start_ns < first)
+              first = o[i].open.start_ns;
+          if (first != INT64_MAX && (v->t0_ns <= 0 || v->t0_ns > first))
+            v->t0_ns = first;
+        }
+      v->t1_ns = now;
+    }
   if (v->t1_ns <= v->t0_ns)
     v->t1_ns = v->t0_ns + 1000000;
   v->width = width;

@@ -16,10 +16,12 @@
  *   pp-timeline-render-focus.c   find and filter, the selection, arrows,
  *                                a lost stream, the measured range
  *   pp-timeline-render-zoomed.c  per-step summaries, folded rows' marks
+ *   pp-timeline-render-stuck.c   a stuck job: its root's row marked, the
+ *                                waits up to now, arrows to whom they wait for
  *   pp-timeline-render-export.c  PNG, SVG, PDF, PostScript files
  *
  * They call each other downwards only (test-layers): the export calls
- * the render, the render every part; frame, blocks, focus and zoomed call
+ * the render, the render every part; frame, blocks, focus, stuck and zoomed call
  * layout, text and palette (frame also blocks' hatch); layout calls plan
  * and text; palette, plan and text call no other part.
  * Nothing here is part of the render library's API.
@@ -195,6 +197,9 @@ void draw_focus (Ctx *c, cairo_t *cr);
 void draw_arrows (Ctx *c, cairo_t *cr);
 void draw_lost (Ctx *c, cairo_t *cr, int r);
 void draw_range (Ctx *c, cairo_t *cr, double rows_bottom);
+
+/* pp-timeline-render-stuck.c */
+void draw_stuck (Ctx *c, cairo_t *cr);
 
 /* pp-timeline-render-zoomed.c */
 double median_step_ns (const PpTimelineModel *m);

@@ -624,6 +624,7 @@ pp_timeline_render (cairo_t *cr, const PpTimelineModel *m, const PpTimelineView 
       draw_arrows (&c, cr);
       cairo_restore (cr);
     }
+    draw_stuck (&c, cr);   /* issue 37: clipped to the rows itself */
 
     /* Hover and selection: outlines over everything. */
     {

@@ -64,6 +64,13 @@ typedef struct {
   /* NULL, or where pp_timeline_render says what it drew (it adds to the
    * counts: zero it first).  Borrowed. */
   struct _PpTimelineDrawn *drawn;
+  /* Issue 37: a stuck job's open actions (the stuck process's row marked
+   * from its action's start to now, the waits up to now, arrows to whom
+   * they wait for: pp-timeline-render-stuck.c) are drawn when the model's
+   * last OPEN frames make a verdict (a kept trace); with stuck_live set
+   * (a live job) only once no action has ended for
+   * pp_timeline_model_stuck_after_s. */
+  int     stuck_live;
 } PpTimelineView;
 
 /* What one pp_timeline_render drew, for the tests and for a caller that
@@ -76,6 +83,9 @@ typedef struct _PpTimelineDrawn {
   int    legend_lines;      /* lines it took */
   int    summarized;        /* per-step bars instead of blocks */
   int    plan_notes;        /* plan lanes that say why they hold no plan (bars) */
+  int    stuck_rows;        /* open actions marked stuck (a root's, a cycle's) */
+  int    open_waits;        /* waits drawn up to now */
+  int    wait_arrows;       /* arrows from a waiting row to the row it waits for */
 } PpTimelineDrawn;
 
 /* A dependency drawn as an arrow: from the end of what was waited for to

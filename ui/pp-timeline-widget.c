@@ -148,7 +148,7 @@ model_extent (PpTimelineWidget *self, gint64 *start, gint64 *end)
   if (self->model == NULL)
     return FALSE;
   *start = pp_timeline_model_start_ns (self->model);
-  *end = pp_timeline_model_end_ns (self->model);
+  *end = pp_timeline_model_now_ns (self->model);   /* a stuck job's waits run up to now */
   if (pp_timeline_model_n_steps (self->model) > 0)
     {
       gint64 first = pp_timeline_model_step_starts (self->model)[0];
@@ -217,7 +217,7 @@ key_pan (PpTimelineWidget *self, double fraction)
   if (self->model == NULL || !self->range_valid)
     return;
   gint64 start = pp_timeline_model_start_ns (self->model);
-  gint64 end = pp_timeline_model_end_ns (self->model);
+  gint64 end = pp_timeline_model_now_ns (self->model);
   double dt = fraction * (double) (self->view.t1_ns - self->view.t0_ns);
   if (dt > 0)
     dt = MIN (dt, (double) MAX (0, end - self->view.t1_ns));
@@ -565,6 +565,16 @@ pp_timeline_widget_get_view (PpTimelineWidget *self, PpTimelineView *out)
   g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
   g_return_if_fail (out != NULL);
   current_view (self, out, NULL);
+}
+
+void
+pp_timeline_widget_set_stuck_live (PpTimelineWidget *self, gboolean live)
+{
+  g_return_if_fail (PP_IS_TIMELINE_WIDGET (self));
+  if (self->view.stuck_live == !!live)
+    return;
+  self->view.stuck_live = !!live;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
 void

@@ -82,6 +82,9 @@ int        pp_timeline_widget_n_rows (PpTimelineWidget *self);
  *          "range-measured" (the measured range changed or was cleared),
  *          "rows-changed" (a job of replicas folded or unfolded). */
 void       pp_timeline_widget_set_show_plan (PpTimelineWidget *self, gboolean show);
+/* Issue 37: the model is a live job's: a stuck job's waits are drawn only
+ * once it is stuck by the rule (PpTimelineView's stuck_live). */
+void       pp_timeline_widget_set_stuck_live (PpTimelineWidget *self, gboolean live);
 gboolean   pp_timeline_widget_get_show_plan (PpTimelineWidget *self);
 
 G_END_DECLS

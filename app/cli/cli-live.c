@@ -22,8 +22,6 @@
 #include "pp-stuck.h"
 #include "pp-trace-sink.h"
 
-/* record: where the job is stuck, once no action has ended this long */
-#define RECORD_STUCK_S 30.0
 
 #define stop_signal pp_cli_stopping ()
 #define now_ns pp_cli_now_ns
@@ -177,7 +175,8 @@ record_usage (FILE *out)
          "moment).  Stops after --duration, on Ctrl-C, or when the job ends (exit\n"
          "0).  A job that dies or a connection that is lost exits 1; the file\n"
          "keeps everything received.  When no action has ended on any process\n"
-         "for 30 s, it says where the job is stuck (docs/stuck.md) and goes on.\n"
+         "for 10 median steps and at least 30 s, it says where the job is stuck\n"
+         "(docs/stuck.md) and goes on.\n"
          "\n"
          "  JOB                   a pid or a job name from 'pipescope-cli jobs', a\n"
          "                        socket path, or HOST:PORT of a job serving on TCP\n"
@@ -382,16 +381,18 @@ pp_cli_record (int argc, char **argv)
       if (item.type == PP_TRACE_ITEM_SPAN || item.type == PP_TRACE_ITEM_COUNTER)
         n_events++;
       /* issue 37: where the job is stuck, said once a verdict, when no
-       * action has ended for RECORD_STUCK_S (docs/stuck.md) */
+       * action has ended for as long as runtime/pp-stuck.c's rule says
+       * (10 median steps, at least 30 s: docs/stuck.md) */
       pp_stuck_watch_take (&watch, &item, now_ns ());
       PpStuckVerdict verdict;
       char stuck[4096];
-      if (pp_stuck_watch_diagnose (&watch, RECORD_STUCK_S, now_ns (), &verdict, stuck, sizeof stuck) != PP_STUCK_NONE
+      double after = pp_stuck_watch_after_s (&watch);
+      if (pp_stuck_watch_diagnose (&watch, after, now_ns (), &verdict, stuck, sizeof stuck) != PP_STUCK_NONE
           && (verdict.kind != said.kind || verdict.n != said.n
               || memcmp (verdict.who, said.who, (size_t) verdict.n * sizeof *verdict.who) != 0))
         {
           fprintf (stderr, "pipescope-cli: record: no action ended on any process for %.0f s\n%s",
-                   RECORD_STUCK_S, stuck);
+                   after, stuck);
           said = verdict;
         }
       dirty = true;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "pp-live.h"
+#include "pp-stuck.h"
 #include "pp-trace.h"
 
 /* The job's processes (streams, and rank files TRACE.ID.rank<G>), G below
@@ -88,9 +89,8 @@ struct Collector {
    * clock; 0 before the first */
   int64_t         progress_ns;
   /* the last steps' lengths (any process's, its own clock), for 'stuck':
-   * no action ended for 10 median steps and at least 30 s */
-  int64_t         step_ns[32];
-  int             n_step_ns;
+   * runtime/pp-stuck.c's rule, pp_stuck_after_s */
+  PpStuckSteps    steps;
   char            stuck_said[256];   /* what the registry entry says now */
 };
 
@@ -114,11 +114,10 @@ void profile_note_progress (RankStream *rs, const PpTraceItem *it);
  * some before): true, with the diagnosis (lines) in line. */
 bool profile_stuck (Collector *c, double hang_after_s, char *line, size_t size);
 /* What the registry entry must say of whether the job is stuck ('jobs'
- * shows it): no action ended for PROFILE_STUCK_STEPS median steps and at
- * least PROFILE_STUCK_MIN_S, and its root or cycle; "" when it goes on.
+ * shows it): no action ended for as long as pp_stuck_after_s says (10
+ * median steps and at least 30 s), and its root or cycle; "" when it
+ * goes on.
  * True, with the text in out, when that changed (profile_register it). */
-#define PROFILE_STUCK_STEPS 10
-#define PROFILE_STUCK_MIN_S 30
 bool profile_mark_stuck (Collector *c, char *out, size_t out_size);
 /* Ends the command pid (its process group, and each local rank process):
  * SIGTERM, then SIGKILL after grace_s.  Returns the command's wait status. */

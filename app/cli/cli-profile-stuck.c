@@ -33,7 +33,7 @@ profile_note_progress (RankStream *rs, const PpTraceItem *it)
   else if (it->type == PP_TRACE_ITEM_STEP_MARKER && it->step_marker.phase == PP_TRACE_STEP_END)
     {
       if (rs->last_step_end_ns > 0 && it->step_marker.time_ns > rs->last_step_end_ns)
-        c->step_ns[c->n_step_ns++ % 32] = it->step_marker.time_ns - rs->last_step_end_ns;
+        pp_stuck_steps_add (&c->steps, it->step_marker.time_ns - rs->last_step_end_ns);
       rs->last_step_end_ns = it->step_marker.time_ns;
     }
   else if (it->type == PP_TRACE_ITEM_OPEN)
@@ -48,26 +48,14 @@ profile_note_progress (RankStream *rs, const PpTraceItem *it)
     }
 }
 
-static int
-cmp_i64 (const void *a, const void *b)
-{
-  int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-  return (x > y) - (x < y);
-}
-
 bool
 profile_mark_stuck (Collector *c, char *out, size_t out_size)
 {
-  int64_t now = mono_ns (), steps[32];
+  int64_t now = mono_ns ();
   pthread_mutex_lock (&c->lock);
-  int n = c->n_step_ns < 32 ? c->n_step_ns : 32;
-  memcpy (steps, c->step_ns, (size_t) n * sizeof *steps);
+  double after = pp_stuck_after_s (&c->steps);   /* the one rule: 'jobs', record, the app */
   int64_t quiet = c->progress_ns > 0 ? now - c->progress_ns : 0;
   pthread_mutex_unlock (&c->lock);
-  qsort (steps, (size_t) n, sizeof *steps, cmp_i64);
-  double after = PROFILE_STUCK_MIN_S;
-  if (n > 0 && PROFILE_STUCK_STEPS * (double) steps[n / 2] / 1e9 > after)
-    after = PROFILE_STUCK_STEPS * (double) steps[n / 2] / 1e9;
   char lines[8192], said[256] = "";
   PpStuckVerdict v;
   if ((double) quiet >= after * 1e9 && profile_stuck_verdict (c, after, &v, lines, sizeof lines))

@@ -324,15 +324,19 @@ action_unfold_replicas (GSimpleAction *a, GVariant *p, gpointer data)
 
 /* issue 37: the banner over the timeline names where the shown job is
  * stuck (docs/stuck.md): a trace that ended so, or a live job on which no
- * action has ended for STUCK_LIVE_S (the line runtime/pp-stuck.c says). */
-#define STUCK_LIVE_S 30.0
+ * action has ended for as long as runtime/pp-stuck.c's rule says (10
+ * median steps, at least 30 s: pp_timeline_model_stuck_after_s); the
+ * line runtime/pp-stuck.c says. */
 static void
 update_stuck_banner (PpWindow *self)
 {
   PpRecording *run = self->shown[0];
   PpTimelineModel *m = run != NULL ? pp_recording_get_model (run) : NULL;
   char line[2048] = "";
-  double quiet = run != NULL && pp_recording_get_state (run) == PP_RECORDING_LIVE ? STUCK_LIVE_S : 0;
+  gboolean live = run != NULL && pp_recording_get_state (run) == PP_RECORDING_LIVE;
+  double quiet = live ? pp_timeline_model_stuck_after_s (m) : 0;
+  for (int i = 0; i < 2; i++)   /* the timeline draws the waits by the same rule */
+    pp_timeline_widget_set_stuck_live (self->timeline[i], live);
   if (m != NULL && pp_timeline_model_stuck (m, quiet, line, sizeof line) != PP_STUCK_NONE)
     {
       size_t n = strlen (line);
