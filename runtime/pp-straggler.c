@@ -77,7 +77,9 @@ cmp_copy_place (const void *a, const void *b)
 typedef struct {
   int           n_rep, ranks_max;
   PpWhyReport **rep;      /* [n_rep], NULL where not analysed */
-  PpSchedule  **sched;    /* [n_rep] */
+  PpSchedule  **sched;    /* [n_rep]: shared, or NULL where not analysed */
+  PpSchedule   *shared;   /* the job's schedule, built once for every replica */
+  int           shared_ok;   /* 1: its structure checked, 0 not yet, -1 refused */
   PpCostModel **base;     /* [n_rep] measured costs, host time spread in */
   double       *span;     /* [n_rep] replayed step of each replica */
   int32_t      *slot;     /* [n_rep * ranks_max]: the process (index) at (replica, rank), -1 */
@@ -300,8 +302,14 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
   for (size_t i = 0; crep != NULL && i < n_counters; i++)
     if (crep[i] >= 0 && crep[i] < rp->n_rep)
       bc[cfirst[crep[i]]++] = counters[i];
+  /* the schedule once for every replica (as pp_why_analyse_replicas: a
+   * plan of 65,536 actions a rank built 11,000 times took a minute), and a
+   * replica without the blocks of a whole step told so from its own spans */
+  if (pp_why_schedule_of_trace (desc, plans, &rp->shared, &first_err) != PP_OK)
+    rp->shared = NULL;
+  long n_compute = rp->shared != NULL ? pp_why_n_compute (rp->shared) : 0;
   /* each first[k] now ends bucket k: bucket k is [first[k - 1], first[k]) */
-  for (int k = 0; k < rp->n_rep; k++)
+  for (int k = 0; rp->shared != NULL && k < rp->n_rep; k++)
     {
       size_t lo = k > 0 ? first[k - 1] : 0, m = first[k] - lo;
       size_t clo = k > 0 ? cfirst[k - 1] : 0, mc = cfirst[k] - clo;
@@ -309,9 +317,8 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
         continue;
       PpWhyReplicaWaits wt = { bw + lo, bo + lo };
       PpError e = { 0 };
-      if (pp_why_analyse_run_waits (desc, plans, bs + lo, m, &wt, bc + clo, mc, 0, &rp->rep[k], NULL, &rp->sched[k],
-                                    &e)
-          != PP_OK)
+      if (pp_why_check_blocks (rp->shared, n_compute, bs + lo, m, &e) != PP_OK
+          || pp_why_analyse_spans_waits (rp->shared, bs + lo, m, &wt, bc + clo, mc, 0, &rp->rep[k], &e) != PP_OK)
         {
           rp->rep[k] = NULL;
           rp->sched[k] = NULL;
@@ -319,6 +326,7 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
             first_err = e;
           continue;
         }
+      rp->sched[k] = rp->shared;
       got++;
     }
   free (first);
@@ -570,8 +578,10 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
     {
       if (rp.rep[k] == NULL)
         continue;
-      if (rp.rep[k]->costs == NULL || rp.sched[k] == NULL
-          || pp_schedule_check_structure (rp.sched[k], NULL, NULL) != PP_OK
+      /* the shared schedule's structure, checked once */
+      if (rp.sched[k] != NULL && rp.shared_ok == 0)
+        rp.shared_ok = pp_schedule_check_structure (rp.sched[k], NULL, NULL) == PP_OK ? 1 : -1;
+      if (rp.rep[k]->costs == NULL || rp.sched[k] == NULL || rp.shared_ok < 0
           || (rp.base[k] = cost_copy (rp.rep[k]->costs)) == NULL)
         {
           pp_why_report_free (rp.rep[k]);
@@ -705,11 +715,10 @@ done:
     {
       if (rp.rep != NULL)
         pp_why_report_free (rp.rep[k]);
-      if (rp.sched != NULL)
-        pp_schedule_free (rp.sched[k]);
       if (rp.base != NULL)
         pp_cost_model_free (rp.base[k]);
     }
+  pp_schedule_free (rp.shared);   /* every sched[k] is it */
   free (rp.rep);
   free (rp.sched);
   free (rp.base);

@@ -16,6 +16,7 @@
 #include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
+#include "pp-straggler.h"
 #include "pp-why.h"
 
 #define N_REP 2000
@@ -121,6 +122,43 @@ test_schedule_once (void)
   g_free (replica);
 }
 
+/* The straggler analysis of the same replicas builds the schedule once
+ * too (it built one a replica: info took 74 s on 11,000), each replica too
+ * small for a step told so from its own spans. */
+static void
+test_straggler_schedule_once (void)
+{
+  PpTraceDescription desc = { .n_ranks = 2, .n_microbatches = 8192, .n_virtual = 4 };
+  snprintf (desc.schedule, sizeof desc.schedule, "InterleavedZeroBubble");
+  PpSpan *spans = g_new0 (PpSpan, 2 * N_REP);
+  int32_t *process = g_new (int32_t, 2 * N_REP);
+  PpTraceProcess *procs = g_new0 (PpTraceProcess, N_REP);
+  for (int d = 0; d < N_REP; d++)
+    {
+      procs[d] = (PpTraceProcess) { .process = d, .rank = 0, .coord = { 0, d, 0, 0, 0 },
+                                    .size = { 1, N_REP, 1, 1, 1 }, .pid = 1000 + d };
+      for (int k = 0; k < 2; k++)
+        {
+          int64_t t0 = 1000 * MS_NS + d * 1000 + k * MS_NS;
+          spans[2 * d + k] = (PpSpan) { .start_ns = t0, .end_ns = t0 + MS_NS, .rank = 0, .stage = 0,
+                                        .microbatch = 0, .step = 0, .kind = k ? PP_SPAN_B : PP_SPAN_F,
+                                        .device = 0xffff, .peer_rank = -1 };
+          process[2 * d + k] = d;
+        }
+    }
+  PpStragglerReport *rep = NULL;
+  PpError err = { 0 };
+  size_t before = pp_why_schedules_built ();
+  PpStatus st = pp_straggler_analyse (&desc, NULL, spans, process, 2 * N_REP, NULL, NULL, 0, procs, N_REP, &rep,
+                                      &err);
+  g_assert_cmpuint (pp_why_schedules_built () - before, ==, 1);
+  g_assert_cmpint (st, !=, PP_OK);   /* no replica has a whole step */
+  pp_straggler_report_free (rep);
+  g_free (spans);
+  g_free (process);
+  g_free (procs);
+}
+
 /* The median copy's steps: the copy whose median step is the median of
  * them all (the lower of two middles), found in one pass over the places. */
 static void
@@ -155,6 +193,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/many-replicas/bubbles-without-views", test_bubbles_without_views);
   g_test_add_func ("/many-replicas/schedule-once", test_schedule_once);
+  g_test_add_func ("/many-replicas/straggler-schedule-once", test_straggler_schedule_once);
   g_test_add_func ("/many-replicas/median-copy", test_median_copy);
   return g_test_run ();
 }
