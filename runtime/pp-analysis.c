@@ -75,8 +75,8 @@ pp_analysis_median (double *v, size_t n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static const double *copy_len;   /* qsort has no user data */
-static const int32_t *copy_key;
+static _Thread_local const double *copy_len;   /* qsort has no user data (a thread each: the app analyses on a worker while it draws) */
+static _Thread_local const int32_t *copy_key;
 
 static int
 cmp_copy (const void *a, const void *b)

@@ -58,7 +58,7 @@ same_copy_place (const PpTraceProcess *x, const PpTraceProcess *y)
          && x->coord[PP_TRACE_MESH_EP] == y->coord[PP_TRACE_MESH_EP];
 }
 
-static const PpTraceProcess *sort_kept;   /* qsort has no user data */
+static _Thread_local const PpTraceProcess *sort_kept;   /* qsort has no user data; a thread each */
 
 static int
 cmp_copy_place (const void *a, const void *b)

@@ -25,8 +25,8 @@ typedef struct {
   int          replica;
 } Analysed;
 
-static const Analysed *sort_analysed;   /* qsort has no user data */
-static int sort_rank;
+static _Thread_local const Analysed *sort_analysed;   /* qsort has no user data; a thread each */
+static _Thread_local int sort_rank;
 
 /* By the rank's measured idle, then by replica: the order a median takes. */
 static int
@@ -249,7 +249,7 @@ out:
   return st;
 }
 
-static const PpTraceProcess *sort_procs;
+static _Thread_local const PpTraceProcess *sort_procs;
 
 static int
 cmp_pipeline (const void *a, const void *b)
@@ -335,8 +335,8 @@ pp_why_print_replicas (FILE *f, const PpWhyReport *r, double scale, const char *
 
 /* ---- the median rule, for other analyses ---------------------------------- */
 
-static const double  *median_value;
-static const int32_t *median_tie;
+static _Thread_local const double  *median_value;
+static _Thread_local const int32_t *median_tie;
 
 static int
 cmp_median (const void *a, const void *b)

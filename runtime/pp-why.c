@@ -88,7 +88,7 @@ typedef struct {
   size_t  first, n;     /* into the step-sorted span index */
 } StepRange;
 
-static const PpSpan *sort_spans;
+static _Thread_local const PpSpan *sort_spans;   /* a thread each: the app analyses on a worker */
 
 static int
 cmp_span_step (const void *a, const void *b)

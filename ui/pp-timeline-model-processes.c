@@ -220,7 +220,7 @@ proc_place (PpTimelineModel *m, const PpTraceProcess *pl)
     number_unplaced (m);
 }
 
-static const PpTimelineModel *places_sort_model;   /* qsort has no closure; one thread draws */
+static _Thread_local const PpTimelineModel *places_sort_model;   /* qsort has no closure; a thread each (the app analyses a snapshot on a worker) */
 
 static int
 cmp_place (const void *a, const void *b)
