@@ -77,6 +77,7 @@ typedef struct {
 
 struct _PpTimelineModel {
   int                has_desc;
+  int                frozen;        /* a snapshot (pp-timeline-model-snapshot.c): takes no add */
   int                truncated;     /* read from a file that ends inside a frame */
   PpTraceDescription desc;
   Rank              *ranks;

@@ -91,7 +91,7 @@ add_span (PpTimelineModel *m, const PpSpan *in, int64_t offset)
 int
 pp_timeline_model_set_rank_lost (PpTimelineModel *m, int rank, int64_t t_ns)
 {
-  if (m == NULL || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
+  if (m == NULL || m->frozen || rank < 0 || rank >= PP_TRACE_MAX_RANKS || ensure_rank (m, rank) != 0)
     return 0;
   Rank *r = &m->ranks[rank];
   m->generation++;

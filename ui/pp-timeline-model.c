@@ -144,7 +144,7 @@ add_string (PpTimelineModel *m, uint32_t id, const char *name)
 int
 pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item)
 {
-  if (m == NULL || item == NULL)
+  if (m == NULL || item == NULL || m->frozen)
     return 0;
   m->generation++;
   /* what every process is doing now (issue 37), whichever replica shows */

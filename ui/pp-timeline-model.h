@@ -6,7 +6,8 @@
  * activation memory), the description and the dropped-event count, and
  * answers what the renderer, the widgets and `pipescope-cli render` ask.
  * Plain C over cairo-free data; no GTK.  Not thread-safe: feed it on the
- * thread that draws (the app's main loop).
+ * thread that draws (the app's main loop); another thread reads a
+ * snapshot (pp_timeline_model_snapshot).
  */
 #pragma once
 
@@ -54,6 +55,14 @@ void             pp_timeline_model_free (PpTimelineModel *m);
  * its times (seconds from the run's start) are placed on the spans' clock
  * using the description's start_monotonic_ns. */
 int              pp_timeline_model_add (PpTimelineModel *m, const PpTraceItem *item);
+
+/* A copy of m as it is now, for an analysis on another thread (the app's
+ * panels): the model is not thread-safe even for readers (its queries
+ * settle and cache), so a worker reads a snapshot it owns alone, made on
+ * the thread that feeds m.  It answers every query as m did when it was
+ * made, takes no add, and is freed with pp_timeline_model_free.  NULL out
+ * of memory, or for a view (pp-timeline-fold.h). */
+PpTimelineModel *pp_timeline_model_snapshot (const PpTimelineModel *m);
 
 /* Reads a whole trace file into a new model; NULL with a one-line error. */
 PpTimelineModel *pp_timeline_model_new_from_file (const char *path, PpError *err);
