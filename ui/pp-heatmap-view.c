@@ -4,7 +4,9 @@
  * most named above it; a click on a cell emits "open-process" (the
  * window shows that replica's rows).  The numbers are pp-straggler.c's
  * (pp_why_panel_stragglers: the spans the Why tab reads), recomputed when
- * the model grows: live on an attached job. */
+ * the model grows: live on an attached job.  compute (the analysis, no
+ * GTK: the app runs it on a worker over a snapshot) is apart from apply
+ * (on the main loop). */
 #include "pp-heatmap-view.h"
 
 #include <math.h>
@@ -147,25 +149,70 @@ set_report (PpHeatmapView *self, PpStragglerReport *rep, const char *why)
   g_free (t);
 }
 
+/* What the tab shows of a model: the straggler analysis, or why none. */
+struct _PpHeatmapResult
+{
+  size_t             n_spans;   /* of the model analysed: update's key */
+  PpStragglerReport *rep;
+  char               why[PP_ERROR_MSG_MAX + 64];
+};
+
+void
+pp_heatmap_result_free (PpHeatmapResult *res)
+{
+  if (res == NULL)
+    return;
+  pp_straggler_report_free (res->rep);
+  g_free (res);
+}
+
+static size_t
+n_spans_analysed (const PpTimelineModel *model)
+{
+  return model != NULL ? pp_timeline_model_n_spans_total (model) + (size_t) pp_timeline_model_n_hidden_spans (model)
+                       : 0;
+}
+
+gboolean
+pp_heatmap_view_wants (PpHeatmapView *self, const PpTimelineModel *model)
+{
+  g_return_val_if_fail (PP_IS_HEATMAP_VIEW (self), FALSE);
+  return model != self->seen_model || n_spans_analysed (model) != self->seen_spans;
+}
+
+PpHeatmapResult *
+pp_heatmap_view_compute (const PpTimelineModel *model)
+{
+  PpHeatmapResult *res = g_new0 (PpHeatmapResult, 1);
+  PpError err = { 0 };
+  res->n_spans = n_spans_analysed (model);
+  if (model == NULL || !pp_timeline_model_has_replicas (model))
+    {
+      g_strlcpy (res->why, "the job has one process a pipeline rank: no copies to compare with", sizeof res->why);
+      return res;
+    }
+  pp_why_panel_stragglers (model, &res->rep, &err);
+  g_strlcpy (res->why, err.msg[0] ? err.msg : "no whole step in every replica yet", sizeof res->why);
+  return res;
+}
+
+void
+pp_heatmap_view_apply (PpHeatmapView *self, const PpTimelineModel *source, PpHeatmapResult *res)
+{
+  g_return_if_fail (PP_IS_HEATMAP_VIEW (self));
+  g_return_if_fail (res != NULL);
+  self->seen_model = source;
+  self->seen_spans = res->n_spans;
+  set_report (self, g_steal_pointer (&res->rep), res->why);
+  pp_heatmap_result_free (res);
+}
+
 void
 pp_heatmap_view_update (PpHeatmapView *self, const PpTimelineModel *model)
 {
   g_return_if_fail (PP_IS_HEATMAP_VIEW (self));
-  size_t n = model != NULL ? pp_timeline_model_n_spans_total (model)
-                             + (size_t) pp_timeline_model_n_hidden_spans (model) : 0;
-  if (model == self->seen_model && n == self->seen_spans)
-    return;
-  self->seen_model = model;
-  self->seen_spans = n;
-  PpStragglerReport *rep = NULL;
-  PpError err = { 0 };
-  if (model == NULL || !pp_timeline_model_has_replicas (model))
-    {
-      set_report (self, NULL, "the job has one process a pipeline rank: no copies to compare with");
-      return;
-    }
-  pp_why_panel_stragglers (model, &rep, &err);
-  set_report (self, rep, err.msg[0] ? err.msg : "no whole step in every replica yet");
+  if (pp_heatmap_view_wants (self, model))
+    pp_heatmap_view_apply (self, model, pp_heatmap_view_compute (model));
 }
 
 const PpStragglerReport *

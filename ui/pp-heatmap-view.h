@@ -17,6 +17,15 @@ G_DECLARE_FINAL_TYPE (PpHeatmapView, pp_heatmap_view, PP, HEATMAP_VIEW, GtkWidge
 GtkWidget *pp_heatmap_view_new (void);
 /* Re-analyses when the model changed or grew (call it a few times a second). */
 void       pp_heatmap_view_update (PpHeatmapView *self, const PpTimelineModel *model);
+/* update() in two halves, as the Why tab's (pp_why_panel_wants, _compute,
+ * _apply): wants on the main loop, compute (pp_why_panel_stragglers) on
+ * any thread over a model no other thread touches, apply on the main loop
+ * (takes res; source compared, never read). */
+typedef struct _PpHeatmapResult PpHeatmapResult;
+gboolean         pp_heatmap_view_wants (PpHeatmapView *self, const PpTimelineModel *model);
+PpHeatmapResult *pp_heatmap_view_compute (const PpTimelineModel *model);
+void             pp_heatmap_result_free (PpHeatmapResult *res);
+void             pp_heatmap_view_apply (PpHeatmapView *self, const PpTimelineModel *source, PpHeatmapResult *res);
 /* The analysis shown (NULL: none), for the tests. */
 const PpStragglerReport *pp_heatmap_view_get_report (PpHeatmapView *self);
 /* The steps the cells count (inclusive). */

@@ -45,6 +45,18 @@ typedef struct {
 /* Of the first max_ranks ranks (the rows a tab shows). */
 void       pp_stats_numbers (const PpTimelineModel *model, int max_ranks, PpStatsNumbers *out);
 void       pp_stats_numbers_clear (PpStatsNumbers *n);
+/* update() in two halves, for the app's worker thread (docs: the window
+ * never blocks).  compute: what the tab shows of model, its numbers
+ * (pp_stats_numbers) and texts; no GTK, any thread, on a model no other
+ * thread touches meanwhile (pp_timeline_model_snapshot); model may be
+ * NULL (no run).  apply: shows it, on the main loop, and keeps it
+ * (takes res).  update (self, m) is apply (self, compute (m)). */
+typedef struct _PpStatsResult PpStatsResult;
+PpStatsResult *pp_stats_panel_compute (const PpTimelineModel *model);
+void       pp_stats_result_free (PpStatsResult *res);
+void       pp_stats_panel_apply (PpStatsPanel *self, PpStatsResult *res);
+/* The numbers the tab shows (the last applied; NULL: no run), for the tests. */
+const PpStatsNumbers *pp_stats_panel_get_numbers (PpStatsPanel *self);
 
 /* Loss over steps. */
 /* Activation memory over time per rank (ACTIVATION_BYTES counters), each
@@ -87,6 +99,14 @@ GtkWidget *pp_whatif_panel_new (void);
  * thread, their rows delivered to the main loop when done (the previous
  * rows and "Ranking schedules…" meanwhile). */
 void       pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model);
+/* update() in two halves, as the Stats tab's: compute (the measured costs,
+ * pp_whatif_measured_costs, and row, pp_whatif_measured), any thread, no
+ * GTK, over a model no other thread touches; apply on the main loop (takes
+ * res; source compared, never read). */
+typedef struct _PpWhatifResult PpWhatifResult;
+PpWhatifResult *pp_whatif_panel_compute (const PpTimelineModel *model);
+void       pp_whatif_result_free (PpWhatifResult *res);
+void       pp_whatif_panel_apply (PpWhatifPanel *self, const PpTimelineModel *source, PpWhatifResult *res);
 /* Whether a worker thread is ranking now. */
 gboolean   pp_whatif_panel_is_working (PpWhatifPanel *self);
 /* The partition that would balance the measured stages (the Why tab's
@@ -128,6 +148,17 @@ void       pp_whatif_panel_set_partition (PpWhatifPanel *self, const char *parti
 G_DECLARE_FINAL_TYPE (PpWhyPanel, pp_why_panel, PP, WHY_PANEL, GtkWidget)
 GtkWidget *pp_why_panel_new (void);
 void       pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model);
+/* update() in two halves, as the Stats tab's (pp_stats_panel_compute):
+ * wants: whether model is another run, or has new spans or plans, since
+ * the last apply (update analyses only then); compute: the analysis
+ * (pp_why_panel_analyse) and what the tab shows of it, any thread, no
+ * GTK; apply: shows it (takes res), on the main loop; source is the model
+ * computed over (the one a snapshot was made of), compared, never read. */
+typedef struct _PpWhyResult PpWhyResult;
+gboolean     pp_why_panel_wants (PpWhyPanel *self, const PpTimelineModel *model);
+PpWhyResult *pp_why_panel_compute (const PpTimelineModel *model);
+void         pp_why_result_free (PpWhyResult *res);
+void         pp_why_panel_apply (PpWhyPanel *self, const PpTimelineModel *source, PpWhyResult *res);
 /* The analysed steps' critical paths on the model's clock, for the
  * timeline's overlay (valid until the next update). */
 const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);

@@ -8,7 +8,9 @@
  * replicas, each rank's bubble a step over them (median, least to largest,
  * the replica that idles most), as info prints it.  The numbers come from
  * pp_stats_numbers (no widget: a test reads the same); labels are reused
- * while the number of ranks stays the same.
+ * while the number of ranks stays the same.  compute (the numbers and the
+ * texts, no GTK: the app runs it on a worker over a snapshot of the
+ * model) is apart from apply (the labels, on the main loop).
  */
 #include "pp-panels.h"
 
@@ -36,6 +38,7 @@ struct _PpStatsPanel
   GtkWidget *plan_title;     /* the header of PLAN_COLUMN: which plan it is */
   GPtrArray *cells;          /* [n_rows * N_COLUMNS] labels, row-major (not owned) */
   int        n_rows;         /* ranks shown */
+  PpStatsResult *shown;      /* what they show (the last applied) */
 };
 
 G_DEFINE_FINAL_TYPE (PpStatsPanel, pp_stats_panel, GTK_TYPE_WIDGET)
@@ -162,8 +165,9 @@ pp_stats_numbers (const PpTimelineModel *m, int max_ranks, PpStatsNumbers *out)
     }
 }
 
-static void
-update_summary (PpStatsPanel *self, const PpTimelineModel *model, const PpStatsNumbers *num)
+/* The summary line over the table. */
+static char *
+summary_text (const PpTimelineModel *model, const PpStatsNumbers *num)
 {
   GString *s = g_string_new (NULL);
   size_t n_steps = pp_timeline_model_n_steps (model);
@@ -194,94 +198,148 @@ update_summary (PpStatsPanel *self, const PpTimelineModel *model, const PpStatsN
                             "the median copy's (replica dp %d, by step length), the last column over the replicas",
                             pp_timeline_model_n_processes (model), pp_timeline_model_n_replicas (model),
                             pp_timeline_model_analysis_dp (model));
+  return g_string_free (s, FALSE);
+}
 
-  if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->summary)), s->str) != 0)
-    gtk_label_set_text (GTK_LABEL (self->summary), s->str);
-  g_string_free (s, TRUE);
+typedef char StatsRow[N_COLUMNS][64];   /* a row's texts */
+
+/* What the tab shows of a model: the numbers and every text. */
+struct _PpStatsResult
+{
+  gboolean        have_model;
+  PpStatsNumbers  num;
+  int             n_all, n_ranks, n_rep;
+  char           *plan_title, *summary, *more;
+  StatsRow       *cells;                    /* [n_ranks] */
+};
+
+void
+pp_stats_result_free (PpStatsResult *r)
+{
+  if (r == NULL)
+    return;
+  pp_stats_numbers_clear (&r->num);
+  g_free (r->plan_title);
+  g_free (r->summary);
+  g_free (r->more);
+  g_free (r->cells);
+  g_free (r);
+}
+
+PpStatsResult *
+pp_stats_panel_compute (const PpTimelineModel *model)
+{
+  PpStatsResult *res = g_new0 (PpStatsResult, 1);
+  if (model == NULL)
+    return res;
+  res->have_model = TRUE;
+
+  int n_all = pp_timeline_model_n_ranks (model);
+  int n_ranks = n_all < PP_STATS_PANEL_MAX_ROWS ? n_all : PP_STATS_PANEL_MAX_ROWS;
+  res->n_all = n_all;
+  res->n_ranks = n_ranks;
+
+  /* Measured inside the steps (their compute windows), as the plan's bubble
+   * is per step: a GPU run's set-up and the time between steps would
+   * otherwise swamp it.  The whole run's idle share where no step is known. */
+  PpStatsNumbers *num = &res->num;
+  pp_stats_numbers (model, n_ranks, num);
+  res->plan_title = g_strdup_printf ("Bubble, %s", pp_analysis_plan_label (num->plan));
+  PpTimelineSpread *spread = g_new0 (PpTimelineSpread, n_all > 0 ? n_all : 1);
+  int n_rep = pp_timeline_model_has_replicas (model) ? pp_timeline_replica_bubbles (model, n_all, spread) : 0;
+  res->n_rep = n_rep;
+  res->summary = summary_text (model, num);
+  if (n_all > n_ranks)
+    res->more = g_strdup_printf ("%d more ranks: pipescope-cli info lists them all", n_all - n_ranks);
+  res->cells = g_new0 (StatsRow, MAX (n_ranks, 1));
+  for (int r = 0; r < n_ranks; r++)
+    {
+      const PpTimelineRankStats *st = &num->rank[r];
+      char (*cell)[64] = res->cells[r];
+      size_t size = sizeof cell[0];
+
+      pp_timeline_model_rank_label (model, r, cell[0], size);
+      format_percent (cell[1], size, num->measured[r]);
+      if (num->measured_is_idle && num->measured[r] >= 0)
+        {
+          /* not a bubble a step: named what it is */
+          g_autofree char *idle = g_strdup_printf ("idle %s", cell[1]);
+          g_strlcpy (cell[1], idle, size);
+        }
+      format_percent (cell[PLAN_COLUMN], size, num->planned[r]);
+      format_percent (cell[3], size, num->closed);
+      if (st->peak_inflight >= 0)
+        g_snprintf (cell[4], size, "%d", st->peak_inflight);
+      else
+        g_strlcpy (cell[4], "–", size);
+      if (st->peak_activation_bytes >= 0)
+        g_snprintf (cell[5], size, "%.1f", st->peak_activation_bytes / (1024.0 * 1024.0));
+      else
+        g_strlcpy (cell[5], "–", size);
+      /* "33.3% (32.1–35.0%, dp 1 most)": the median replica's, the spread,
+       * and which replica idles most where they differ */
+      if (n_rep > 1 && spread[r].n > 0 && spread[r].max > spread[r].min)
+        g_snprintf (cell[SPREAD_COLUMN], size, "%.1f%% (%.1f\u2013%.1f%%, dp %d most)", 100 * spread[r].median,
+                    100 * spread[r].min, 100 * spread[r].max, spread[r].max_dp);
+      else if (n_rep > 1 && spread[r].n > 0)
+        g_snprintf (cell[SPREAD_COLUMN], size, "%.1f%% (every replica)", 100 * spread[r].median);
+      else
+        g_strlcpy (cell[SPREAD_COLUMN], "\u2013", size);
+    }
+  g_free (spread);
+  return res;
+}
+
+static void
+set_text (GtkWidget *label, const char *text)
+{
+  if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (label)), text) != 0)
+    gtk_label_set_text (GTK_LABEL (label), text);
 }
 
 void
-pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
+pp_stats_panel_apply (PpStatsPanel *self, PpStatsResult *res)
 {
   g_return_if_fail (PP_IS_STATS_PANEL (self));
+  g_return_if_fail (res != NULL);
 
-  if (model == NULL)
+  pp_stats_result_free (self->shown);
+  self->shown = res;
+  if (!res->have_model)
     {
       ensure_rows (self, 0);
       gtk_widget_set_visible (self->more, FALSE);
       gtk_label_set_text (GTK_LABEL (self->summary), "No run");
       return;
     }
-
-  int n_all = pp_timeline_model_n_ranks (model);
-  int n_ranks = n_all < PP_STATS_PANEL_MAX_ROWS ? n_all : PP_STATS_PANEL_MAX_ROWS;
-  char buf[64];
-
-  /* Measured inside the steps (their compute windows), as the plan's bubble
-   * is per step: a GPU run's set-up and the time between steps would
-   * otherwise swamp it.  The whole run's idle share where no step is known. */
-  PpStatsNumbers num;
-  pp_stats_numbers (model, n_ranks, &num);
-  g_autofree char *plan_title = g_strdup_printf ("Bubble, %s", pp_analysis_plan_label (num.plan));
-  if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->plan_title)), plan_title) != 0)
-    gtk_label_set_text (GTK_LABEL (self->plan_title), plan_title);
-  PpTimelineSpread *spread = g_new0 (PpTimelineSpread, n_all > 0 ? n_all : 1);
-  int n_rep = pp_timeline_model_has_replicas (model) ? pp_timeline_replica_bubbles (model, n_all, spread) : 0;
-  gtk_widget_set_visible (self->spread_title, n_rep > 1);
-
-  update_summary (self, model, &num);
-  ensure_rows (self, n_ranks);
-  if (n_all > n_ranks)
+  set_text (self->plan_title, res->plan_title);
+  gtk_widget_set_visible (self->spread_title, res->n_rep > 1);
+  set_text (self->summary, res->summary);
+  ensure_rows (self, res->n_ranks);
+  if (res->more != NULL)
+    set_text (self->more, res->more);
+  gtk_widget_set_visible (self->more, res->more != NULL);
+  for (int r = 0; r < res->n_ranks; r++)
     {
-      char *more = g_strdup_printf ("%d more ranks: pipescope-cli info lists them all", n_all - n_ranks);
-      if (g_strcmp0 (gtk_label_get_text (GTK_LABEL (self->more)), more) != 0)
-        gtk_label_set_text (GTK_LABEL (self->more), more);
-      g_free (more);
-    }
-  gtk_widget_set_visible (self->more, n_all > n_ranks);
-  for (int r = 0; r < n_ranks; r++)
-    {
-      const PpTimelineRankStats *st = &num.rank[r];
-      int row = r + 1;
-
-      pp_timeline_model_rank_label (model, r, buf, sizeof buf);
-      set_cell (self, 0, row, buf);
-      format_percent (buf, sizeof buf, num.measured[r]);
-      if (num.measured_is_idle && num.measured[r] >= 0)
-        {
-          /* not a bubble a step: named what it is */
-          g_autofree char *idle = g_strdup_printf ("idle %s", buf);
-          g_strlcpy (buf, idle, sizeof buf);
-        }
-      set_cell (self, 1, row, buf);
-      format_percent (buf, sizeof buf, num.planned[r]);
-      set_cell (self, PLAN_COLUMN, row, buf);
-      format_percent (buf, sizeof buf, num.closed);
-      set_cell (self, 3, row, buf);
-      if (st->peak_inflight >= 0)
-        g_snprintf (buf, sizeof buf, "%d", st->peak_inflight);
-      else
-        g_strlcpy (buf, "–", sizeof buf);
-      set_cell (self, 4, row, buf);
-      if (st->peak_activation_bytes >= 0)
-        g_snprintf (buf, sizeof buf, "%.1f", st->peak_activation_bytes / (1024.0 * 1024.0));
-      else
-        g_strlcpy (buf, "–", sizeof buf);
-      set_cell (self, 5, row, buf);
-      /* "33.3% (32.1–35.0%, dp 1 most)": the median replica's, the spread,
-       * and which replica idles most where they differ */
-      buf[0] = '\0';
-      if (n_rep > 1 && spread[r].n > 0 && spread[r].max > spread[r].min)
-        g_snprintf (buf, sizeof buf, "%.1f%% (%.1f\u2013%.1f%%, dp %d most)", 100 * spread[r].median,
-                    100 * spread[r].min, 100 * spread[r].max, spread[r].max_dp);
-      else if (n_rep > 1 && spread[r].n > 0)
-        g_snprintf (buf, sizeof buf, "%.1f%% (every replica)", 100 * spread[r].median);
-      set_cell (self, SPREAD_COLUMN, row, buf[0] ? buf : "\u2013");
+      for (int c = 0; c < N_COLUMNS; c++)
+        set_cell (self, c, r + 1, res->cells[r][c]);
       GtkWidget *cell = g_ptr_array_index (self->cells, (guint) r * N_COLUMNS + SPREAD_COLUMN);
-      gtk_widget_set_visible (cell, n_rep > 1);
+      gtk_widget_set_visible (cell, res->n_rep > 1);
     }
-  pp_stats_numbers_clear (&num);
-  g_free (spread);
+}
+
+void
+pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_STATS_PANEL (self));
+  pp_stats_panel_apply (self, pp_stats_panel_compute (model));
+}
+
+const PpStatsNumbers *
+pp_stats_panel_get_numbers (PpStatsPanel *self)
+{
+  g_return_val_if_fail (PP_IS_STATS_PANEL (self), NULL);
+  return self->shown != NULL && self->shown->have_model ? &self->shown->num : NULL;
 }
 
 int
@@ -304,6 +362,7 @@ pp_stats_panel_dispose (GObject *object)
 
   g_clear_pointer (&self->box, gtk_widget_unparent);
   g_clear_pointer (&self->cells, g_ptr_array_unref);
+  g_clear_pointer (&self->shown, pp_stats_result_free);
   G_OBJECT_CLASS (pp_stats_panel_parent_class)->dispose (object);
 }
 

@@ -5,7 +5,9 @@
  * F, full backward and W of one micro-batch, summed over the rank's stages,
  * by suggest's rule: pp_measured_costs_from_spans)
  * and, when they changed, asks pp_suggest again, at most once a second: the
- * costs are kept, so a late change is not lost, only delayed.  Choosing a
+ * costs are kept, so a late change is not lost, only delayed.  The costs
+ * are compute's (no GTK: the app reads them on a worker from a snapshot of
+ * the model), the rest apply's (on the main loop).  Choosing a
  * row emits "apply" (schedule, ranks, micro-batches, stages per rank).
  */
 #include "pp-panels.h"
@@ -41,7 +43,8 @@ struct _PpWhatifPanel
   guint            pending_id;     /* timeout for a throttled recompute */
   gboolean         held_pointer, held_focus;   /* in the list: its rows stay put */
   gboolean         deferred;       /* a recompute waits for the list to be let go */
-  const PpTimelineModel *model;   /* the run the rows are for */
+  const PpTimelineModel *model;   /* the run the rows are for (compared, never read) */
+  const char      *rank_word;      /* what its ranks are called ("GPU") */
   PpFramework      framework;      /* who ran the job: each row says how it runs there */
   PpWhatifMeasured measured;       /* the measured configuration's row and its numbers */
   gboolean         have_measured;
@@ -250,7 +253,7 @@ show_results (PpWhatifPanel *self, PpStatus st, const PpError *err, PpSuggestion
     /* each row says whether it is predicted or, for the measured
      * configuration, measured */
     msg = g_strdup_printf ("Predicted from the costs measured on %d %s%s with %d micro-batches",
-                           self->costs.ranks, pp_timeline_model_rank_word (self->model),
+                           self->costs.ranks, self->rank_word != NULL ? self->rank_word : "rank",
                            self->costs.ranks == 1 ? "" : "s", self->costs.microbatches);
   gtk_label_set_text (GTK_LABEL (self->status), msg);
   g_free (msg);
@@ -450,28 +453,60 @@ schedule_recompute (PpWhatifPanel *self)
                                       on_pending_timeout, self);
 }
 
+/* What the tab ranks for a model: its measured costs and its measured
+ * configuration's row. */
+struct _PpWhatifResult
+{
+  gboolean         have_costs, have_measured;
+  PpMeasuredCosts  costs;
+  PpWhatifMeasured measured;
+  const char      *rank_word;   /* static: "GPU", "CPU rank", "rank" */
+};
+
 void
-pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
+pp_whatif_result_free (PpWhatifResult *res)
+{
+  if (res == NULL)
+    return;
+  measured_costs_clear (&res->costs);
+  g_free (res);
+}
+
+PpWhatifResult *
+pp_whatif_panel_compute (const PpTimelineModel *model)
+{
+  PpWhatifResult *res = g_new0 (PpWhatifResult, 1);
+  res->have_costs = model != NULL && pp_whatif_measured_costs (model, &res->costs);
+  res->have_measured = model != NULL && pp_whatif_measured (model, &res->measured);
+  res->rank_word = pp_timeline_model_rank_word (model);
+  return res;
+}
+
+void
+pp_whatif_panel_apply (PpWhatifPanel *self, const PpTimelineModel *source, PpWhatifResult *res)
 {
   g_return_if_fail (PP_IS_WHATIF_PANEL (self));
+  g_return_if_fail (res != NULL);
 
-  PpMeasuredCosts c = { 0 };
-  gboolean have = model != NULL && pp_whatif_measured_costs (model, &c);
+  PpMeasuredCosts c = res->costs;
+  gboolean have = res->have_costs;
+  memset (&res->costs, 0, sizeof res->costs);   /* taken */
+  self->rank_word = res->rank_word;
   /* another run: its rows now, whatever holds the list */
-  if (model != self->model)
+  if (source != self->model)
     {
-      self->model = model;
+      self->model = source;
       self->last_compute_us = 0;
     }
   self->framework = have ? c.framework : PP_FRAMEWORK_PIPESCOPE;
   /* the measured row's numbers: new ones redraw the rows, as new costs do */
-  PpWhatifMeasured mr;
-  gboolean have_mr = model != NULL && pp_whatif_measured (model, &mr);
+  gboolean have_mr = res->have_measured;
   gboolean mr_changed = have_mr != self->have_measured
-                        || (have_mr && memcmp (&mr, &self->measured, sizeof mr) != 0);
+                        || (have_mr && memcmp (&res->measured, &self->measured, sizeof res->measured) != 0);
   self->have_measured = have_mr;
   if (have_mr)
-    self->measured = mr;
+    self->measured = res->measured;
+  pp_whatif_result_free (res);
 
   if (!mr_changed && have == self->have_costs && (!have || measured_costs_equal (&c, &self->costs)))
     {
@@ -484,6 +519,13 @@ pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
   self->costs = c;
   self->have_costs = have;
   schedule_recompute (self);
+}
+
+void
+pp_whatif_panel_update (PpWhatifPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_WHATIF_PANEL (self));
+  pp_whatif_panel_apply (self, model, pp_whatif_panel_compute (model));
 }
 
 static void

@@ -13,7 +13,9 @@
  * spans of twice as many last steps, enough for the rule to find them
  * (a step still running is not whole), and runs only again when the model
  * has new spans: a trace of a million spans costs one pass to pick the
- * steps' spans out.
+ * steps' spans out.  compute (the analysis and the texts, no GTK: the app
+ * runs it on a worker over a snapshot of the model) is apart from apply
+ * (the labels and bars, on the main loop).
  */
 #include "pp-panels.h"
 
@@ -432,51 +434,79 @@ pp_why_panel_stragglers (const PpTimelineModel *model, PpStragglerReport **out, 
   return *out != NULL;
 }
 
-void
-pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
+/* What the tab shows of a model: the analysis's split, the texts, the
+ * critical path on the model's clock. */
+struct _PpWhyResult
 {
-  g_return_if_fail (PP_IS_WHY_PANEL (self));
+  size_t               n_spans, n_plans;   /* of the model analysed: update's key */
+  gboolean             ok;                  /* an analysis (else title says why not) */
+  char                *title, *runtime, *path, *change_text;
+  int                  ranks, n_replicas;
+  PpWhyIdle           *idle;                /* [ranks] */
+  char               (*labels)[48];         /* [ranks] */
+  PpTimelinePathBlock *crit;
+  size_t               n_crit;
+  PpWhyChange          change;
+};
 
-  /* the other replicas' spans count too: the analysis reads them */
-  size_t n_total = model != NULL ? pp_timeline_model_n_spans_total (model)
-                                   + (size_t) pp_timeline_model_n_hidden_spans (model) : 0;
-  size_t n_plans = pp_timeline_model_n_plan_items (model);
-  if (model == self->seen_model && n_total == self->seen_spans && n_plans == self->seen_plans)
+void
+pp_why_result_free (PpWhyResult *res)
+{
+  if (res == NULL)
     return;
-  self->seen_model = model;
-  self->seen_spans = n_total;
-  self->seen_plans = n_plans;
-  clear_results (self);
+  g_free (res->title);
+  g_free (res->runtime);
+  g_free (res->path);
+  g_free (res->change_text);
+  g_free (res->idle);
+  g_free (res->labels);
+  g_free (res->crit);
+  g_free (res);
+}
+
+/* The other replicas' spans count too: the analysis reads them. */
+static size_t
+n_spans_analysed (const PpTimelineModel *model)
+{
+  return model != NULL ? pp_timeline_model_n_spans_total (model) + (size_t) pp_timeline_model_n_hidden_spans (model)
+                       : 0;
+}
+
+gboolean
+pp_why_panel_wants (PpWhyPanel *self, const PpTimelineModel *model)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), FALSE);
+  return model != self->seen_model || n_spans_analysed (model) != self->seen_spans
+         || pp_timeline_model_n_plan_items (model) != self->seen_plans;
+}
+
+PpWhyResult *
+pp_why_panel_compute (const PpTimelineModel *model)
+{
+  PpWhyResult *res = g_new0 (PpWhyResult, 1);
+  res->n_spans = n_spans_analysed (model);
+  res->n_plans = pp_timeline_model_n_plan_items (model);
 
   PpWhyReport *rep = NULL;
   PpWhyChange ch;
   PpSchedule *s = NULL;
   PpError err = { 0 };
   pp_why_panel_analyse (model, &rep, &ch, &s, &err);
-
+  pp_schedule_free (s);
   if (rep == NULL)
     {
-      char *t = g_strdup_printf ("Idle time by cause: %s", err.msg[0] ? err.msg : "no whole step yet");
-      gtk_label_set_text (GTK_LABEL (self->title), t);
-      g_free (t);
-      gtk_label_set_text (GTK_LABEL (self->runtime), "");
-      gtk_label_set_text (GTK_LABEL (self->path), "");
-      gtk_label_set_text (GTK_LABEL (self->change), "");
-      gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), 0);
-      gtk_widget_queue_draw (self->bars);
-      gtk_widget_queue_draw (self->legend);
-      pp_schedule_free (s);
-      return;
+      res->title = g_strdup_printf ("Idle time by cause: %s", err.msg[0] ? err.msg : "no whole step yet");
+      return res;
     }
 
-  self->last_change = ch;
-  self->have_change = TRUE;
-  self->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
-  self->idle = g_memdup2 (rep->idle, (gsize) self->ranks * sizeof *self->idle);
-  self->n_replicas = rep->n_replicas;
-  self->labels = g_malloc0 ((gsize) MAX (self->ranks, 1) * sizeof *self->labels);
-  for (int r = 0; r < self->ranks; r++)
-    pp_timeline_model_rank_label (model, r, self->labels[r], sizeof self->labels[r]);
+  res->ok = TRUE;
+  res->change = ch;
+  res->ranks = MIN (rep->ranks, PP_STATS_PANEL_MAX_ROWS);
+  res->idle = g_memdup2 (rep->idle, (gsize) MAX (res->ranks, 1) * sizeof *res->idle);
+  res->n_replicas = rep->n_replicas;
+  res->labels = g_malloc0 ((gsize) MAX (res->ranks, 1) * sizeof *res->labels);
+  for (int r = 0; r < res->ranks; r++)
+    pp_timeline_model_rank_label (model, r, res->labels[r], sizeof res->labels[r]);
   double sum[PP_WHY_N_PARTS] = { 0 }, total = 0;
   for (int r = 0; r < rep->ranks; r++)
     {
@@ -491,27 +521,22 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
   char over[96] = "";
   if (rep->n_replicas > 1)
     g_snprintf (over, sizeof over, ", each rank's median copy of the pipeline of %d", rep->n_replicas);
-  char *t = g_strdup_printf ("Idle time by cause, a step (the mean over steps %d\u2013%d, %d step%s: "
-                             PP_ANALYSIS_STEP_RULE "%s): %.0f%% of it is %s",
-                             rep->steps[0].step, rep->steps[rep->n_steps - 1].step,
-                             rep->n_steps, rep->n_steps == 1 ? "" : "s", over,
-                             total > 0 ? 100.0 * sum[most] / total : 0.0, part_label (most));
-  gtk_label_set_text (GTK_LABEL (self->title), t);
-  g_free (t);
-  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
-  gtk_widget_queue_draw (self->bars);
-  gtk_widget_queue_draw (self->legend);
+  res->title = g_strdup_printf ("Idle time by cause, a step (the mean over steps %d\u2013%d, %d step%s: "
+                                PP_ANALYSIS_STEP_RULE "%s): %.0f%% of it is %s",
+                                rep->steps[0].step, rep->steps[rep->n_steps - 1].step,
+                                rep->n_steps, rep->n_steps == 1 ? "" : "s", over,
+                                total > 0 ? 100.0 * sum[most] / total : 0.0, part_label (most));
 
   /* what runtime is made of: a line per rank that has some */
   GString *rt = g_string_new ("Inside runtime (docs/why.md, \"Inside runtime\"):");
   gboolean any_rt = FALSE;
-  for (int r = 0; r < self->ranks; r++)
+  for (int r = 0; r < res->ranks; r++)
     {
-      const PpWhyIdle *w = &self->idle[r];
+      const PpWhyIdle *w = &res->idle[r];
       if (!(w->runtime > 0))
         continue;
       any_rt = TRUE;
-      g_string_append_printf (rt, "\n%s: %.2f ms", self->labels[r], w->runtime * 1e3);
+      g_string_append_printf (rt, "\n%s: %.2f ms", res->labels[r], w->runtime * 1e3);
       const char *sep = " = ";
       for (int q = 0; q < PP_WHY_N_RUNTIME_PARTS; q++)
         if (w->runtime_parts[q] > 0 || q == PP_WHY_RT_GC || q == PP_WHY_RT_DESCHEDULED
@@ -524,8 +549,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       if (w->late_peer >= 0 && w->runtime_parts[PP_WHY_RT_PEER_LATE] > 0)
         g_string_append_printf (rt, " (late: rank %d)", w->late_peer);
     }
-  gtk_label_set_text (GTK_LABEL (self->runtime), any_rt ? rt->str : "");
-  g_string_free (rt, TRUE);
+  res->runtime = g_string_free (rt, !any_rt);   /* NULL: none */
 
   /* the critical path's share per stage, the largest first named */
   GString *p = g_string_new ("Critical path: ");
@@ -539,8 +563,7 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
       g_string_append_printf (p, ", stage %d %.0f%%", q, 100.0 * rep->path_share[q]);
   g_string_append_printf (p, ", transfers %.0f%%, gaps %.0f%%", 100.0 * rep->path_transfer_share,
                           100.0 * rep->path_slack_share);
-  gtk_label_set_text (GTK_LABEL (self->path), p->str);
-  g_string_free (p, TRUE);
+  res->path = g_string_free (p, FALSE);
 
   GString *c = g_string_new (NULL);
   g_string_append_printf (c, "What to change: stage %d is the slowest (F+B %.2f ms a micro-batch, %.0f%% above the mean stage)",
@@ -552,27 +575,66 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
     g_string_append_printf (c, "; simulated with the ranks sharing this machine's %d core%s", ch.cores, ch.cores == 1 ? "" : "s");
   else if (ch.has_partition)
     g_string_append_printf (c, "; the partition %s already balances it", ch.current);
-  gtk_label_set_text (GTK_LABEL (self->change), c->str);
-  g_string_free (c, TRUE);
+  res->change_text = g_string_free (c, FALSE);
 
   /* every analysed step's path, on the spans' clock, for the timeline */
   size_t n = 0;
   for (int i = 0; i < rep->n_steps; i++)
     n += rep->steps[i].path.n;
-  self->crit = g_new (PpTimelinePathBlock, MAX (n, 1));
+  res->crit = g_new (PpTimelinePathBlock, MAX (n, 1));
   for (int i = 0; i < rep->n_steps; i++)
     {
       const PpWhyStep *ws = &rep->steps[i];
       for (size_t k = 0; k < ws->path.n; k++)
         {
           const PpWhyBlock *b = &ws->path.steps[k].block;
-          self->crit[self->n_crit++] = (PpTimelinePathBlock) {
+          res->crit[res->n_crit++] = (PpTimelinePathBlock) {
             b->rank, ws->start_ns + (int64_t) llround (b->start * 1e9),
             ws->start_ns + (int64_t) llround (b->end * 1e9), k > 0 };
         }
     }
   pp_why_report_free (rep);
-  pp_schedule_free (s);
+  return res;
+}
+
+void
+pp_why_panel_apply (PpWhyPanel *self, const PpTimelineModel *source, PpWhyResult *res)
+{
+  g_return_if_fail (PP_IS_WHY_PANEL (self));
+  g_return_if_fail (res != NULL);
+
+  self->seen_model = source;
+  self->seen_spans = res->n_spans;
+  self->seen_plans = res->n_plans;
+  clear_results (self);
+  gtk_label_set_text (GTK_LABEL (self->title), res->title);
+  gtk_label_set_text (GTK_LABEL (self->runtime), res->runtime != NULL ? res->runtime : "");
+  gtk_label_set_text (GTK_LABEL (self->path), res->path != NULL ? res->path : "");
+  gtk_label_set_text (GTK_LABEL (self->change), res->change_text != NULL ? res->change_text : "");
+  if (res->ok)
+    {
+      /* the result's arrays become the panel's */
+      self->last_change = res->change;
+      self->have_change = TRUE;
+      self->ranks = res->ranks;
+      self->n_replicas = res->n_replicas;
+      self->idle = g_steal_pointer (&res->idle);
+      self->labels = g_steal_pointer (&res->labels);
+      self->crit = g_steal_pointer (&res->crit);
+      self->n_crit = res->n_crit;
+    }
+  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (self->bars), (int) (self->ranks * ROW_H));
+  gtk_widget_queue_draw (self->bars);
+  gtk_widget_queue_draw (self->legend);
+  pp_why_result_free (res);
+}
+
+void
+pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
+{
+  g_return_if_fail (PP_IS_WHY_PANEL (self));
+  if (pp_why_panel_wants (self, model))
+    pp_why_panel_apply (self, model, pp_why_panel_compute (model));
 }
 
 const PpTimelinePathBlock *
