@@ -421,6 +421,61 @@ test_app_stragglers (void)
   g_assert_nonnull (strstr (out, "self-test: PASS: stragglers"));
 }
 
+/* ---- the panels analysed off the main loop (issue 40) ---------------------------- */
+
+/* A PP 4 x DP 256 job (1,024 processes, one slow replica): the Statistics,
+ * Why, Stragglers and What if tabs analyse it on a worker, so the main
+ * loop runs meanwhile (its ticks counted between the run shown and its
+ * analysis: none when the analysis ran inside that dispatch, as it did on
+ * the main loop), and what they show is what pp_stats_numbers,
+ * pp_why_panel_analyse and pp_why_panel_stragglers give directly.  The
+ * window then closes with an analysis running; its result is dropped and
+ * the app exits cleanly. */
+static void
+test_app_analysis (void)
+{
+  const char *synth = g_getenv ("PP_SYNTH_MESH"), *cli = g_getenv ("PIPESCOPE_CLI");
+  g_assert_nonnull (synth);
+  g_assert_nonnull (cli);
+  g_autofree char *dir = g_build_filename (tmp_dir, "analysis", NULL);
+  g_autofree char *base = g_build_filename (dir, "job", NULL);
+  g_autofree char *trace = g_build_filename (dir, "job.pptrace", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (merge, g_strdup (cli));
+  g_ptr_array_add (merge, g_strdup ("merge"));
+  g_ptr_array_add (merge, g_strdup ("-o"));
+  g_ptr_array_add (merge, g_strdup (trace));
+  for (int g = 0; g < 4 * 256; g++)
+    g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
+  g_ptr_array_add (merge, NULL);
+  const char *make[] = { synth, base, "4", "256", "8", "6", "1f1b", "--straggler", "3", NULL };
+  const char *const *cmds[] = { make, (const char *const *) merge->pdata };
+  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
+    {
+      int status = -1;
+      g_assert_true (g_spawn_sync (NULL, (char **) cmds[i], NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                                   NULL, &status, NULL));
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+    }
+  g_ptr_array_free (merge, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=analysis", trace, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+  const char *ticks = strstr (out, "self-test: analysis: ");
+  g_assert_nonnull (ticks);
+  g_assert_cmpuint (strtoul (ticks + strlen ("self-test: analysis: "), NULL, 10), >, 0);
+  g_assert_nonnull (strstr (out, " main-loop ticks while it ran\n"));
+  g_assert_nonnull (strstr (out, "self-test: analysis: as computed directly: 4 ranks, 5 steps counted, 4 Why rows, "));
+  g_assert_nonnull (strstr (out, "self-test: analysis: closing with an analysis running\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: analysis"));
+  g_assert_nonnull (strstr (out, "self-test: analysis: the window went during its analysis; its result came after it, "
+                                 "dropped\n"));
+}
+
 /* ---- the host lane: a GC pause under the pointer (issue 29) ---------------------- */
 
 /* pp-synth-host's trace (GC pauses of 3.2 ms in rank 0's gaps): the
@@ -730,6 +785,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/save", test_app_save);
   g_test_add_func ("/app/spans", test_app_spans);
   g_test_add_func ("/app/host-lane", test_app_host_lane);
+  g_test_add_func ("/app/analysis", test_app_analysis);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

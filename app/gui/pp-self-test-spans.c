@@ -29,8 +29,8 @@ say (const char *fmt, ...)
 }
 
 /* The window as it is on screen, to a PNG (what a person would see). */
-static gboolean
-save_window_png (GtkWidget *w, const char *path)
+gboolean
+pp_self_test_save_window_png (GtkWidget *w, const char *path)
 {
   int width = gtk_widget_get_width (w), height = gtk_widget_get_height (w);
   GskRenderer *r = gtk_native_get_renderer (GTK_NATIVE (w));
@@ -274,7 +274,7 @@ pp_self_test_spans (PpWindow *w, int step, char **why)
              * picture cannot be taken, so it is tried again, a few hundred
              * ticks at most, never a clock */
             static int tries;
-            if (!save_window_png (GTK_WIDGET (w), path))
+            if (!pp_self_test_save_window_png (GTK_WIDGET (w), path))
               {
                 if (++tries < 300)
                   return 0;

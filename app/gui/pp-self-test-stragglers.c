@@ -21,7 +21,9 @@ pp_self_test_stragglers (PpWindow *w, PpRecording *run, int step, gboolean demo,
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0 || w->shown[0] == NULL
       || !pp_timeline_widget_has_replicas (w->timeline[0]))
     return 0;
-  pp_heatmap_view_update (w->stragglers, m);
+  /* the window's analysis (on its worker) shown, as a person sees it */
+  if (w->analyses_shown == 0 || pp_window_analysis_busy (w))
+    return 0;
   if ((rep = pp_heatmap_view_get_report (w->stragglers)) == NULL || rep->n_items == 0)
     return 0;
   const PpStragglerProcess *q = &rep->procs[rep->items[0].proc];

@@ -25,7 +25,9 @@
  * the host lane and checks the tooltip names it (DIR/host-lane.png);
  * `--self-test=demo-why FILE` shows the file's last steps and the Why tab
  * and stays open, for a screenshot;
- * `--self-test=spans FILE`: the Spans tab and Find (pp-self-test-spans.c). */
+ * `--self-test=spans FILE`: the Spans tab and Find (pp-self-test-spans.c).
+ * `--self-test=analysis FILE`: the panels analysed off the main loop
+ * (pp-self-test-analysis.c). */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -1062,6 +1064,15 @@ tick_stragglers (struct PpSelfTest *t)
   return tick_by_steps (t, rc, why, demo);
 }
 
+/* analysis: the panels analysed off the main loop (pp-self-test-analysis.c) */
+static gboolean
+tick_analysis (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  int rc = pp_self_test_analysis (t->win, t->step, &why);
+  return tick_by_steps (t, rc, why, FALSE);
+}
+
 /* spans: the Spans tab and Find (pp-self-test-spans.c) */
 static gboolean
 tick_spans (struct PpSelfTest *t)
@@ -1096,6 +1107,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "host-lane") == 0 ? tick_host_lane (t)
                     : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
                     : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
+                    : strcmp (t->mode, "analysis") == 0 ? tick_analysis (t)
                     : g_str_has_suffix (t->mode, "stragglers") ? tick_stragglers (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)
@@ -1117,6 +1129,8 @@ pp_window_start_self_test (PpWindow *self, const char *mode)
   t->deadline = g_get_monotonic_time () + STEP_TIMEOUT_US;
   self->self_test = t;
   t->tick_id = g_timeout_add (100, self_test_tick, t);
+  if (strcmp (mode, "analysis") == 0)
+    pp_self_test_analysis_begin (self);
   say ("mode %s", mode);
 }
 
@@ -1127,6 +1141,8 @@ pp_self_test_window_closed (struct PpSelfTest *t)
     g_source_remove (t->tick_id);
   t->tick_id = 0;
   bench_stop (t);
+  if (self_test_result == 0 && t->done && strcmp (t->mode, "analysis") == 0)
+    pp_self_test_analysis_closing (t->win);
   if (self_test_result != 0)
     return;
   if (!t->done)

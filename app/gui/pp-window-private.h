@@ -82,6 +82,12 @@ struct _PpWindow
   gboolean          applying_whatif;
   gboolean          panels_dirty;
   guint             panels_id;
+  /* the panels' analysis on a worker (pp-window-analysis.c) */
+  guint             analysis_generation;  /* bumped as the run shown changes: an older result is dropped */
+  gboolean          analysis_running;     /* one in flight at most */
+  gboolean          analysis_pending;     /* asked again meanwhile: once more when it ends */
+  GCancellable     *analysis_cancel;      /* cancelled as the window goes */
+  guint             analyses_started, analyses_shown;   /* counted, for the self-test */
   guint             closing_id;
   gint64            closing_since;
   gboolean          closing;
@@ -125,6 +131,17 @@ PpRecording *pp_window_get_shown_run        (PpWindow *self);
 void     pp_window_show_save_trace_dialog (PpWindow *self);
 gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GError **error);
 
+/* pp-window-analysis.c: the Statistics, Why, Stragglers and What if tabs
+ * analyse the upper run on a worker thread over a snapshot of its model
+ * and show the result on the main loop.  start: now, or once the one in
+ * flight ends (at most one; requests meanwhile coalesce); reset: the run
+ * shown changed, a result under way is dropped; busy: one in flight or
+ * asked for; dispose: the window goes, a result that comes is dropped. */
+void     pp_window_analysis_start     (PpWindow *self);
+void     pp_window_analysis_reset     (PpWindow *self);
+gboolean pp_window_analysis_busy      (PpWindow *self);
+void     pp_window_analysis_dispose   (PpWindow *self);
+
 /* pp-window-details.c: the find entry and the details pane, wired to
  * the upper timeline (called once from init). */
 void pp_window_details_init           (PpWindow *self);
@@ -145,6 +162,17 @@ int  pp_self_test_spans               (PpWindow *self, int step, char **why);
  * demo-stragglers, which stays open) on run; 0 again later, 1 the next
  * step, 2 done, -1 failed (*why). */
 int  pp_self_test_stragglers          (PpWindow *self, PpRecording *run, int step, gboolean demo, char **why);
+
+/* The window as it is on screen, to a PNG (pp-self-test-spans.c). */
+gboolean pp_self_test_save_window_png (GtkWidget *w, const char *path);
+/* pp-self-test-analysis.c: --self-test=analysis FILE (the panels analysed
+ * off the main loop).  begin: as the mode starts (before the file is
+ * shown); step: as the other modes' (0 again later, 1 the next step, 2
+ * done, -1 failed, *why); closing: the window is about to be destroyed (an analysis starts,
+ * the app waits for the window to be finalized). */
+void pp_self_test_analysis_begin      (PpWindow *self);
+int  pp_self_test_analysis            (PpWindow *self, int step, char **why);
+void pp_self_test_analysis_closing    (PpWindow *self);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

@@ -157,6 +157,9 @@ on_control_changed (PpWindow *self)
 
 /* ---- showing runs -------------------------------------------------------------- */
 
+/* The panels that analyse the run (Statistics, Why, Stragglers, What if's
+ * costs) on a worker (pp-window-analysis.c), shown when it is done; the
+ * others here, now. */
 static void
 pp_window_update_panels (PpWindow *self)
 {
@@ -164,38 +167,29 @@ pp_window_update_panels (PpWindow *self)
   if (!run)
     return;
   PpTimelineModel *m = pp_recording_get_model (run);
-  pp_stats_panel_update (self->stats, m);
+  pp_window_analysis_start (self);
   if (self->shown[1])
     pp_loss_chart_update_compare (self->loss, m, pp_recording_get_title (run),
                                   pp_recording_get_model (self->shown[1]), pp_recording_get_title (self->shown[1]));
   else
     pp_loss_chart_update (self->loss, m);
-  pp_whatif_panel_update (self->whatif, m);
   pp_memory_chart_update (self->memory, m);
   pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
-  pp_why_panel_update (self->why, m);
-  pp_heatmap_view_update (self->stragglers, m);
   if (self->shown[1])
     {
       g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
       pp_compare_table_update (self->compare, m, na, pp_recording_get_model (self->shown[1]), nb);
     }
   pp_span_table_update (self->span_table);
-  /* What if offers the partition that would balance the stages */
-  PpWhyChange ch;
-  if (pp_why_panel_get_change (self->why, &ch) && ch.has_partition && ch.changed)
-    pp_whatif_panel_set_partition (self->whatif, ch.partition, ch.current, ch.predicted_step,
-                                   ch.current_step);
-  else
-    pp_whatif_panel_set_partition (self->whatif, NULL, NULL, 0, 0);
   gtk_widget_queue_draw (self->path_overlay);
   self->panels_dirty = FALSE;
 }
 
 /* The panels recompute over the whole run (statistics, measured costs), so
- * their cost grows with a live run: after an update that took d, the next
- * waits at least 10 d, which keeps them under a tenth of the main loop
- * however long the job streams. */
+ * their cost grows with a live run: after an update that took d of the
+ * main loop (the analyses' snapshot, the charts), the next waits at least
+ * 10 d, which keeps them under a tenth of the main loop however long the
+ * job streams; the analyses themselves run on a worker, one at a time. */
 static gboolean
 pp_window_panels_tick (gpointer data)
 {
@@ -436,6 +430,8 @@ on_run_message (PpRecording *run, const char *message, PpWindow *self)
 static void
 pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
 {
+  if (a != self->shown[0])
+    pp_window_analysis_reset (self);   /* another run's analysis is not shown */
   self->shown[0] = a;
   self->shown[1] = b;
   pp_window_controls_from_run (self, a);
@@ -1070,6 +1066,7 @@ pp_window_dispose (GObject *object)
   PpWindow *self = PP_WINDOW (object);
   g_clear_handle_id (&self->panels_id, g_source_remove);
   g_clear_handle_id (&self->closing_id, g_source_remove);
+  pp_window_analysis_dispose (self);
   g_clear_pointer (&self->self_test, pp_self_test_free);
   g_clear_pointer (&self->attach_pids, g_array_unref);
   if (self->run_list)

@@ -1,0 +1,155 @@
+/* pp-window-analysis.c — the panels that analyse the run on screen
+ * (Statistics, Why, Stragglers, What if's measured costs) computed on a
+ * worker thread, so that the window never blocks: a trace of 11,000
+ * replicas took the main loop for a third of a second and more on every
+ * refresh, a live job's analyses a few times a second.
+ *
+ * What is safe: the timeline model is not thread-safe even for readers
+ * (its const queries settle late spans, sort steps and places, fill
+ * caches), a live run grows it on the main loop, and a run removed from
+ * the list frees it.  So the worker never reads the run's model: it reads
+ * a snapshot (pp_timeline_model_snapshot), a copy made here on the main
+ * loop that the worker alone owns and frees.  The analyses' qsort
+ * closures are thread-local (runtime/), so the main loop may draw (fold,
+ * step bubbles) while the worker analyses.  Each panel's compute half
+ * (pp_stats_panel_compute, ...) touches no widget; its apply half runs
+ * here, in the task's callback, on the main loop.
+ *
+ * At most one analysis is in flight; a request meanwhile (a live run
+ * refreshes the panels a few times a second) is one more run when it
+ * ends, over the model as it is then.  A result is dropped when the run
+ * shown changed since it started (generation), and when the window went
+ * (its widgets are disposed: the callback touches none). */
+#include "pp-window-private.h"
+
+typedef struct {
+  PpTimelineModel       *snapshot;        /* the worker's alone; it frees it */
+  const PpTimelineModel *source;          /* the run's model it copies: compared, never read */
+  guint                  generation;
+  gboolean               want_why, want_stragglers;
+  PpStatsResult         *stats;
+  PpWhyResult           *why;
+  PpHeatmapResult       *stragglers;
+  PpWhatifResult        *whatif;
+} Job;
+
+static void
+job_free (gpointer data)
+{
+  Job *j = data;
+  pp_timeline_model_free (j->snapshot);
+  pp_stats_result_free (j->stats);
+  pp_why_result_free (j->why);
+  pp_heatmap_result_free (j->stragglers);
+  pp_whatif_result_free (j->whatif);
+  g_free (j);
+}
+
+static void
+analysis_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+  Job *j = data;
+  j->stats = pp_stats_panel_compute (j->snapshot);
+  if (j->want_why)
+    j->why = pp_why_panel_compute (j->snapshot);
+  if (j->want_stragglers)
+    j->stragglers = pp_heatmap_view_compute (j->snapshot);
+  j->whatif = pp_whatif_panel_compute (j->snapshot);
+  /* the copy goes here, not on the main loop */
+  g_clear_pointer (&j->snapshot, pp_timeline_model_free);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+analysis_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  PpWindow *self = PP_WINDOW (source);
+  Job *j = g_task_get_task_data (G_TASK (result));
+
+  self->analysis_running = FALSE;
+  /* the window went: its widgets are disposed (the task kept the window
+   * itself alive) */
+  if (g_cancellable_is_cancelled (g_task_get_cancellable (G_TASK (result))) || self->stats == NULL)
+    return;
+  if (j->generation == self->analysis_generation && self->shown[0] != NULL
+      && pp_recording_get_model (self->shown[0]) == j->source)
+    {
+      pp_stats_panel_apply (self->stats, g_steal_pointer (&j->stats));
+      if (j->why != NULL)
+        pp_why_panel_apply (self->why, j->source, g_steal_pointer (&j->why));
+      if (j->stragglers != NULL)
+        pp_heatmap_view_apply (self->stragglers, j->source, g_steal_pointer (&j->stragglers));
+      pp_whatif_panel_apply (self->whatif, j->source, g_steal_pointer (&j->whatif));
+      pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
+      /* What if offers the partition that would balance the stages */
+      PpWhyChange ch;
+      if (pp_why_panel_get_change (self->why, &ch) && ch.has_partition && ch.changed)
+        pp_whatif_panel_set_partition (self->whatif, ch.partition, ch.current, ch.predicted_step,
+                                       ch.current_step);
+      else
+        pp_whatif_panel_set_partition (self->whatif, NULL, NULL, 0, 0);
+      gtk_widget_queue_draw (self->path_overlay);   /* the Why tab's critical path */
+      self->analyses_shown++;
+    }
+  if (self->analysis_pending)
+    {
+      self->analysis_pending = FALSE;
+      pp_window_analysis_start (self);
+    }
+}
+
+void
+pp_window_analysis_start (PpWindow *self)
+{
+  PpRecording *run = self->shown[0];
+  if (run == NULL || self->stats == NULL)
+    return;
+  if (self->analysis_running)
+    {
+      self->analysis_pending = TRUE;
+      return;
+    }
+  PpTimelineModel *m = pp_recording_get_model (run);
+  Job *j = g_new0 (Job, 1);
+  j->source = m;
+  j->generation = self->analysis_generation;
+  j->want_why = pp_why_panel_wants (self->why, m);
+  j->want_stragglers = pp_heatmap_view_wants (self->stragglers, m);
+  if ((j->snapshot = pp_timeline_model_snapshot (m)) == NULL)
+    {
+      job_free (j);
+      pp_window_toast (self, "Out of memory: the panels were not analysed again");
+      return;
+    }
+  if (self->analysis_cancel == NULL)
+    self->analysis_cancel = g_cancellable_new ();
+  self->analysis_running = TRUE;
+  self->analyses_started++;
+  GTask *task = g_task_new (self, self->analysis_cancel, analysis_done, NULL);
+  g_task_set_source_tag (task, pp_window_analysis_start);
+  g_task_set_task_data (task, j, job_free);
+  g_task_run_in_thread (task, analysis_thread);
+  g_object_unref (task);
+}
+
+void
+pp_window_analysis_reset (PpWindow *self)
+{
+  self->analysis_generation++;
+  self->analysis_pending = FALSE;
+}
+
+gboolean
+pp_window_analysis_busy (PpWindow *self)
+{
+  return self->analysis_running || self->analysis_pending;
+}
+
+void
+pp_window_analysis_dispose (PpWindow *self)
+{
+  if (self->analysis_cancel != NULL)
+    g_cancellable_cancel (self->analysis_cancel);
+  g_clear_object (&self->analysis_cancel);
+  self->analysis_pending = FALSE;
+}
