@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pp-test-util.h"
+#include "pp-timeline-fold.h"
 #include "pp-timeline-model.h"
 #include "pp-trace.h"
 
@@ -165,6 +166,108 @@ test_note (void)
   g_assert_cmpstr (buf, ==, "");
 }
 
+/* Two models that answer alike: rows, places, steps, the one analysis. */
+static void
+assert_same_model (const PpTimelineModel *a, const PpTimelineModel *b)
+{
+  int P = pp_timeline_model_n_ranks (a);
+  g_assert_cmpint (P, ==, pp_timeline_model_n_ranks (b));
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (a), ==, pp_timeline_model_n_spans_total (b));
+  g_assert_cmpuint (pp_timeline_model_n_hidden_spans (a), ==, pp_timeline_model_n_hidden_spans (b));
+  g_assert_cmpint (pp_timeline_model_n_processes (a), ==, pp_timeline_model_n_processes (b));
+  for (int r = 0; r < P; r++)
+    {
+      gsize n = pp_timeline_model_n_spans (a, r);
+      g_assert_cmpuint (n, ==, pp_timeline_model_n_spans (b, r));
+      g_assert_cmpmem (pp_timeline_model_spans (a, r), n * sizeof (PpSpan), pp_timeline_model_spans (b, r),
+                       n * sizeof (PpSpan));
+    }
+  g_assert_cmpint (pp_timeline_model_n_places (a), ==, pp_timeline_model_n_places (b));
+  for (int i = 0; i < pp_timeline_model_n_places (a); i++)
+    {
+      gsize na, nb;
+      const PpSpan *sa = pp_timeline_model_place_spans (a, i, &na), *sb = pp_timeline_model_place_spans (b, i, &nb);
+      g_assert_cmpint (pp_timeline_model_place (a, i)->process, ==, pp_timeline_model_place (b, i)->process);
+      g_assert_cmpuint (na, ==, nb);
+      g_assert_cmpmem (sa, na * sizeof (PpSpan), sb, nb * sizeof (PpSpan));
+    }
+  gsize ns = pp_timeline_model_n_steps (a);
+  g_assert_cmpuint (ns, ==, pp_timeline_model_n_steps (b));
+  g_assert_cmpmem (pp_timeline_model_step_starts (a), ns * sizeof (int64_t), pp_timeline_model_step_starts (b),
+                   ns * sizeof (int64_t));
+  PpAnalysisSteps sa, sb;
+  g_assert_cmpint (pp_timeline_model_step_analysis (a, &sa), ==, pp_timeline_model_step_analysis (b, &sb));
+  g_assert_cmpfloat (sa.median_step, ==, sb.median_step);
+  g_assert_cmpfloat (sa.bubble_mean, ==, sb.bubble_mean);
+  g_assert_cmpint (pp_timeline_model_analysis_dp (a), ==, pp_timeline_model_analysis_dp (b));
+  pp_analysis_steps_clear (&sa);
+  pp_analysis_steps_clear (&sb);
+  PpTimelineSpread *xa = g_new0 (PpTimelineSpread, MAX (P, 1)), *xb = g_new0 (PpTimelineSpread, MAX (P, 1));
+  g_assert_cmpint (pp_timeline_replica_bubbles (a, P, xa), ==, pp_timeline_replica_bubbles (b, P, xb));
+  g_assert_cmpmem (xa, P * sizeof *xa, xb, P * sizeof *xb);
+  g_free (xa);
+  g_free (xb);
+}
+
+/* issue 40: the app's worker analyses a snapshot of a run's model: it
+ * answers as the model did when it was made, whatever the model takes
+ * after (a live run grows on the main loop meanwhile), and takes nothing
+ * itself.  Made halfway through a 3 x 4 job fed the higher replicas first
+ * (a lower place that comes later replaces the row's), it is the model of
+ * that half. */
+static void
+test_snapshot (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-replicas-");
+  write_job (&c, "job", 3, 4, 4, "1f1b");
+  PpTimelineModel *all = pp_timeline_model_new (), *half = pp_timeline_model_new (), *snap = NULL;
+  int n = 0;
+  for (int dp = 3; dp >= 0; dp--)
+    for (int r = 0; r < 3; r++, n++)
+      {
+        char name[64];
+        g_snprintf (name, sizeof name, "job.rank%d", r * 4 + dp);
+        char *path = pp_test_ctx_path (&c, name);
+        if (n == 7)
+          {
+            snap = pp_timeline_model_snapshot (all);
+            g_assert_nonnull (snap);
+          }
+        feed (all, path);
+        if (n < 7)
+          feed (half, path);
+        g_free (path);
+      }
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (all) + pp_timeline_model_n_hidden_spans (all), >,
+                    pp_timeline_model_n_spans_total (snap) + pp_timeline_model_n_hidden_spans (snap));
+  assert_same_model (snap, half);
+  /* a snapshot of the whole, and of it: the whole */
+  PpTimelineModel *whole = pp_timeline_model_snapshot (all), *again = pp_timeline_model_snapshot (whole);
+  assert_same_model (whole, all);
+  assert_same_model (again, all);
+  /* it takes no item */
+  size_t before = pp_timeline_model_n_spans_total (snap);
+  PpTraceItem it = { .type = PP_TRACE_ITEM_SPAN };
+  it.span = (PpSpan) { .start_ns = 1, .end_ns = 2, .rank = 0, .kind = PP_SPAN_F, .device = 0xffff, .peer_rank = -1 };
+  g_assert_cmpint (pp_timeline_model_add (snap, &it), ==, 0);
+  g_assert_cmpint (pp_timeline_model_set_rank_lost (snap, 0, 5), ==, 0);
+  g_assert_cmpuint (pp_timeline_model_n_spans_total (snap), ==, before);
+  g_assert_cmpint (pp_timeline_model_rank_lost (snap, 0), ==, INT64_MAX);
+  /* a view is no run: not copied */
+  PpTimelineReplicas how = { .replica = -1 };
+  PpTimelineModel *view = pp_timeline_view_new (all, &how);
+  g_assert_nonnull (view);
+  g_assert_null (pp_timeline_model_snapshot (view));
+  pp_timeline_model_free (view);
+  pp_timeline_model_free (again);
+  pp_timeline_model_free (whole);
+  pp_timeline_model_free (snap);
+  pp_timeline_model_free (half);
+  pp_timeline_model_free (all);
+  pp_test_ctx_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -175,5 +278,6 @@ main (int argc, char **argv)
   g_test_add_func ("/timeline-replicas/4x8", test_four_by_eight);
   g_test_add_func ("/timeline-replicas/one-replica", test_one_replica);
   g_test_add_func ("/timeline-replicas/note", test_note);
+  g_test_add_func ("/timeline-replicas/snapshot", test_snapshot);
   return g_test_run ();
 }
