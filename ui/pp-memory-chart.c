@@ -8,7 +8,9 @@
  * to simulate at once), so drawing never touches the model.  A rank's
  * bytes per micro-batch are its measured peak over its measured peak in
  * flight; the schedule's hold is that times the planned peak, and What
- * if's budget that times the budget.
+ * if's budget that times the budget.  compute (the copies and the
+ * simulation, no GTK: the app runs it on a worker over a snapshot) is
+ * apart from apply (on the main loop).
  */
 #include "pp-panels.h"
 #include "pp-chart.h"
@@ -21,7 +23,7 @@
 #include "pp-simulate.h"
 
 #define MAX_RANKS PP_MEMORY_CHART_MAX_RANKS
-/* ranks x micro-batches x stages a rank simulated on the main thread */
+/* ranks x micro-batches x stages a rank simulated (on the app's worker) */
 #define PLAN_MAX_WORK 65536
 
 typedef struct {
@@ -57,31 +59,12 @@ pp_memory_chart_new (void)
   return g_object_new (PP_TYPE_MEMORY_CHART, NULL);
 }
 
-static void simulate_plan (PpMemoryChart *self, const PpTimelineModel *model,
-                           const PpTraceDescription *d);
-
 /* The planned peak in flight per rank of the trace's schedule (its plans,
  * else the one its description names; -1 where not simulated), into
- * self->plan_peak, again only for another schedule or another plan. */
+ * peak[MAX_RANKS]: a simulation under uniform costs, where it is small
+ * enough. */
 static void
-plan_inflight (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceDescription *d)
-{
-  char key[sizeof self->plan_key];
-  g_snprintf (key, sizeof key, "%.63s P=%d M=%d V=%d plans=%zu", d->schedule, d->n_ranks,
-              d->n_microbatches, d->n_virtual, pp_timeline_model_n_plan_items (model));
-  if (strcmp (key, self->plan_key) != 0)
-    {
-      g_strlcpy (self->plan_key, key, sizeof self->plan_key);
-      for (int r = 0; r < MAX_RANKS; r++)
-        self->plan_peak[r] = -1;
-      simulate_plan (self, model, d);
-    }
-  for (int r = 0; r < self->n_ranks; r++)
-    self->series[r].planned = self->plan_peak[r];
-}
-
-static void
-simulate_plan (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceDescription *d)
+simulate_plan (const PpTimelineModel *model, const PpTraceDescription *d, int *peak)
 {
   PpSchedule *s = NULL;
   PpSimulation *sim = NULL;
@@ -93,6 +76,8 @@ simulate_plan (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceD
   size_t *pn = NULL;
   int np;
 
+  for (int r = 0; r < MAX_RANKS; r++)
+    peak[r] = -1;
   if (work <= 0 || work > PLAN_MAX_WORK)
     return;
   np = pp_timeline_model_plans (model, &pa, &pn);
@@ -105,10 +90,18 @@ simulate_plan (PpMemoryChart *self, const PpTimelineModel *model, const PpTraceD
   if ((c = pp_cost_model_new_uniform (s->n_stages, 1, 2, 1, 0)) != NULL
       && pp_simulate (s, c, &sim, &err) == PP_OK)
     for (int r = 0; r < MAX_RANKS && r < s->ranks; r++)
-      self->plan_peak[r] = sim->rank[r].peak_inflight;
+      peak[r] = sim->rank[r].peak_inflight;
   pp_simulation_free (sim);
   pp_cost_model_free (c);
   pp_schedule_free (s);
+}
+
+/* What the planned peaks depend on: the description and the plans. */
+static void
+plan_key (const PpTimelineModel *model, const PpTraceDescription *d, char *key, size_t size)
+{
+  g_snprintf (key, size, "%.63s P=%d M=%d V=%d plans=%zu", d->schedule, d->n_ranks,
+              d->n_microbatches, d->n_virtual, pp_timeline_model_n_plan_items (model));
 }
 
 /* Nothing to draw: no samples over time, or none above zero. */
@@ -125,20 +118,20 @@ chart_is_empty (PpMemoryChart *self)
  * memory (its hook sees blocks, not tensors), and saying "not yet" there
  * would promise what never comes. */
 static void
-empty_reason (PpMemoryChart *self, const PpTraceDescription *d)
+empty_reason (const Series *series, int n_ranks, const PpTraceDescription *d, char *empty, size_t size)
 {
   PpFramework fw = d ? pp_framework_of_description (d->schedule, d->model) : PP_FRAMEWORK_PIPESCOPE;
   /* point to Statistics' in-flight column only when it holds a count (an
    * imported torch.profiler trace has none: the column reads "–") */
   gboolean inflight = FALSE;
-  for (int r = 0; r < self->n_ranks; r++)
-    inflight |= self->series[r].inflight >= 0;
+  for (int r = 0; r < n_ranks; r++)
+    inflight |= series[r].inflight >= 0;
   if (fw != PP_FRAMEWORK_PIPESCOPE)
-    g_snprintf (self->empty, sizeof self->empty, "No activation memory: the hook records none for %s jobs%s",
+    g_snprintf (empty, size, "No activation memory: the hook records none for %s jobs%s",
                 fw == PP_FRAMEWORK_PYTORCH ? "PyTorch" : "megatron-core",
                 inflight ? " (micro-batches in flight are in Statistics)" : "");
   else
-    g_strlcpy (self->empty, "No activation memory reported yet", sizeof self->empty);
+    g_strlcpy (empty, "No activation memory reported yet", size);
 }
 
 const char *
@@ -148,55 +141,129 @@ pp_memory_chart_empty_reason (PpMemoryChart *self)
   return chart_is_empty (self) ? self->empty : NULL;
 }
 
+/* What the chart draws of a model: its samples and peaks, and the planned
+ * peaks where they were simulated again. */
+struct _PpMemoryResult
+{
+  Series  series[MAX_RANKS];   /* samples: g_array'd, taken by apply */
+  int     n_ranks, n_more;
+  int64_t t0, t1;
+  char    schedule[64];
+  char    empty[160];
+  char    plan_key[128];       /* "" without a description */
+  gboolean have_plan;          /* simulated for plan_key (else the chart's are for it) */
+  int     plan_peak[MAX_RANKS];
+};
+
+void
+pp_memory_result_free (PpMemoryResult *res)
+{
+  if (res == NULL)
+    return;
+  for (int r = 0; r < MAX_RANKS; r++)
+    if (res->series[r].samples != NULL)
+      g_array_unref (res->series[r].samples);
+  g_free (res);
+}
+
+const char *
+pp_memory_chart_plan_key (PpMemoryChart *self)
+{
+  g_return_val_if_fail (PP_IS_MEMORY_CHART (self), "");
+  return self->plan_key;
+}
+
+PpMemoryResult *
+pp_memory_chart_compute (const PpTimelineModel *model, const char *known_key)
+{
+  PpMemoryResult *res = g_new0 (PpMemoryResult, 1);
+  for (int r = 0; r < MAX_RANKS; r++)
+    {
+      res->series[r].samples = g_array_new (FALSE, FALSE, sizeof (PpTimelineMemorySample));
+      res->series[r].peak = -1;
+      res->series[r].inflight = -1;
+      res->series[r].planned = -1;
+      res->plan_peak[r] = -1;
+    }
+  res->t0 = INT64_MAX;
+  res->t1 = INT64_MIN;
+  if (model == NULL)
+    {
+      g_strlcpy (res->empty, "No run", sizeof res->empty);
+      return res;
+    }
+  int n = pp_timeline_model_n_ranks (model);
+  res->n_ranks = MIN (n, MAX_RANKS);
+  res->n_more = n - res->n_ranks;
+  for (int r = 0; r < res->n_ranks; r++)
+    {
+      Series *sr = &res->series[r];
+      size_t k = 0;
+      const PpTimelineMemorySample *v = pp_timeline_model_memory (model, r, &k);
+      PpTimelineRankStats st;
+      if (k > 0)
+        {
+          g_array_append_vals (sr->samples, v, (guint) k);
+          res->t0 = MIN (res->t0, v[0].t);
+          res->t1 = MAX (res->t1, v[k - 1].t);
+        }
+      pp_timeline_model_rank_stats (model, r, 0, 0, &st);
+      sr->peak = st.peak_activation_bytes;
+      sr->inflight = st.peak_inflight;
+      pp_timeline_model_rank_label (model, r, sr->label, sizeof sr->label);
+    }
+  const PpTraceDescription *d = pp_timeline_model_description (model);
+  if (d != NULL)
+    {
+      g_strlcpy (res->schedule, d->schedule, sizeof res->schedule);
+      /* simulated once for a schedule and its plans, not at every
+       * refresh of a live run */
+      plan_key (model, d, res->plan_key, sizeof res->plan_key);
+      if (known_key == NULL || strcmp (known_key, res->plan_key) != 0)
+        {
+          simulate_plan (model, d, res->plan_peak);
+          res->have_plan = TRUE;
+        }
+    }
+  empty_reason (res->series, res->n_ranks, d, res->empty, sizeof res->empty);
+  return res;
+}
+
+void
+pp_memory_chart_apply (PpMemoryChart *self, PpMemoryResult *res)
+{
+  g_return_if_fail (PP_IS_MEMORY_CHART (self));
+  g_return_if_fail (res != NULL);
+
+  if (res->have_plan)
+    {
+      g_strlcpy (self->plan_key, res->plan_key, sizeof self->plan_key);
+      memcpy (self->plan_peak, res->plan_peak, sizeof self->plan_peak);
+    }
+  /* planned peaks of another schedule than the one computed for: none */
+  gboolean plan_ok = res->plan_key[0] != '\0' && strcmp (self->plan_key, res->plan_key) == 0;
+  for (int r = 0; r < MAX_RANKS; r++)
+    {
+      GArray *old = self->series[r].samples;
+      self->series[r] = res->series[r];   /* its samples taken, ours given back to be freed */
+      res->series[r].samples = old;
+      self->series[r].planned = plan_ok && r < res->n_ranks ? self->plan_peak[r] : -1;
+    }
+  self->n_ranks = res->n_ranks;
+  self->n_more = res->n_more;
+  self->t0 = res->t0;
+  self->t1 = res->t1;
+  g_strlcpy (self->schedule, res->schedule, sizeof self->schedule);
+  g_strlcpy (self->empty, res->empty, sizeof self->empty);
+  pp_memory_result_free (res);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
 void
 pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model)
 {
   g_return_if_fail (PP_IS_MEMORY_CHART (self));
-
-  for (int r = 0; r < MAX_RANKS; r++)
-    {
-      g_array_set_size (self->series[r].samples, 0);
-      self->series[r].peak = -1;
-      self->series[r].inflight = -1;
-      self->series[r].planned = -1;
-    }
-  self->n_ranks = self->n_more = 0;
-  self->t0 = INT64_MAX;
-  self->t1 = INT64_MIN;
-  self->schedule[0] = '\0';
-  if (model != NULL)
-    {
-      int n = pp_timeline_model_n_ranks (model);
-      self->n_ranks = MIN (n, MAX_RANKS);
-      self->n_more = n - self->n_ranks;
-      for (int r = 0; r < self->n_ranks; r++)
-        {
-          Series *sr = &self->series[r];
-          size_t k = 0;
-          const PpTimelineMemorySample *v = pp_timeline_model_memory (model, r, &k);
-          PpTimelineRankStats st;
-          if (k > 0)
-            {
-              g_array_append_vals (sr->samples, v, (guint) k);
-              self->t0 = MIN (self->t0, v[0].t);
-              self->t1 = MAX (self->t1, v[k - 1].t);
-            }
-          pp_timeline_model_rank_stats (model, r, 0, 0, &st);
-          sr->peak = st.peak_activation_bytes;
-          sr->inflight = st.peak_inflight;
-          pp_timeline_model_rank_label (model, r, sr->label, sizeof sr->label);
-        }
-      const PpTraceDescription *d = pp_timeline_model_description (model);
-      if (d != NULL)
-        {
-          g_strlcpy (self->schedule, d->schedule, sizeof self->schedule);
-          plan_inflight (self, model, d);
-        }
-      empty_reason (self, d);
-    }
-  else
-    g_strlcpy (self->empty, "No run", sizeof self->empty);
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+  pp_memory_chart_apply (self, pp_memory_chart_compute (model, self->plan_key));
 }
 
 void

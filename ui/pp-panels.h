@@ -68,6 +68,17 @@ const PpStatsNumbers *pp_stats_panel_get_numbers (PpStatsPanel *self);
 G_DECLARE_FINAL_TYPE (PpMemoryChart, pp_memory_chart, PP, MEMORY_CHART, GtkWidget)
 GtkWidget  *pp_memory_chart_new (void);
 void        pp_memory_chart_update (PpMemoryChart *self, const PpTimelineModel *model);
+/* update() in two halves, as the Stats tab's: compute (the samples, peaks
+ * and, when the schedule or its plans are not those of known_key, the
+ * planned peaks simulated again) on any thread, no GTK, over a model no
+ * other thread touches; apply on the main loop (takes res).  plan_key:
+ * what the chart's planned peaks are for (read on the main loop, handed to
+ * compute). */
+typedef struct _PpMemoryResult PpMemoryResult;
+const char *pp_memory_chart_plan_key (PpMemoryChart *self);
+PpMemoryResult *pp_memory_chart_compute (const PpTimelineModel *model, const char *known_key);
+void        pp_memory_result_free (PpMemoryResult *res);
+void        pp_memory_chart_apply (PpMemoryChart *self, PpMemoryResult *res);
 void        pp_memory_chart_set_budget (PpMemoryChart *self, double microbatches);
 /* Rank r's line of the legend ("CPU rank 0: peak 0.62 MiB · 2 in flight
  * (1F1B: 2)", the last the schedule's planned peak of micro-batches held)
@@ -162,6 +173,9 @@ void         pp_why_panel_apply (PpWhyPanel *self, const PpTimelineModel *source
 /* The analysed steps' critical paths on the model's clock, for the
  * timeline's overlay (valid until the next update). */
 const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);
+/* Whether what the tab shows was analysed over model (its last apply's
+ * source): a run just shown has the previous one's until its own comes. */
+gboolean   pp_why_panel_is_for (PpWhyPanel *self, const PpTimelineModel *model);
 /* Rank rows shown (for the tests). */
 int        pp_why_panel_get_n_rows (PpWhyPanel *self);
 /* The analysis the tab shows, without a widget (a test reads the same):

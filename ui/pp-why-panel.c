@@ -637,6 +637,13 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
     pp_why_panel_apply (self, model, pp_why_panel_compute (model));
 }
 
+gboolean
+pp_why_panel_is_for (PpWhyPanel *self, const PpTimelineModel *model)
+{
+  g_return_val_if_fail (PP_IS_WHY_PANEL (self), FALSE);
+  return model != NULL && self->seen_model == model;
+}
+
 const PpTimelinePathBlock *
 pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n)
 {
