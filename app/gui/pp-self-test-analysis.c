@@ -12,8 +12,8 @@
  * computed here, directly ("self-test: analysis: as computed directly:
  * ...").  Then the window closes, an analysis started as it goes: its
  * result comes to a window disposed, which drops it; the app waits for
- * the window to be finalized, after that ("self-test: analysis: the window
- * went during its analysis; ...").  With PIPESCOPE_SELF_TEST_SHOTS=DIR the
+ * that ("self-test: analysis: the window went during its analysis; its
+ * result came after it, dropped").  With PIPESCOPE_SELF_TEST_SHOTS=DIR the
  * window once the results came, as DIR/analysis.png. */
 #include "pp-window-private.h"
 
@@ -48,30 +48,39 @@ pp_self_test_analysis_begin (PpWindow *w)
 /* ---- closing during an analysis ------------------------------------------------ */
 
 static GApplication *held;
+static guint         dropped_before;
 
-/* The window finalized: after its analysis' task let it go, the task's
- * callback having come to a window disposed. */
-static void
-window_finalized (gpointer data)
+/* Until every analysis under way has come back (a 1 ms tick counted on,
+ * no time bound): the closed window's must have been dropped. */
+static gboolean
+watch_closing (gpointer data)
 {
-  printf ("self-test: analysis: the window went during its analysis; its result came after it, dropped\n");
+  guint in_flight, dropped;
+  pp_window_analysis_counts (&in_flight, &dropped);
+  if (in_flight > 0)
+    return G_SOURCE_CONTINUE;
+  printf ("self-test: analysis: the window went during its analysis; its result came after it, %s\n",
+          dropped > dropped_before ? "dropped" : "NOT DROPPED");
   fflush (stdout);
   g_application_release (held);
   held = NULL;
+  return G_SOURCE_REMOVE;
 }
 
 void
 pp_self_test_analysis_closing (PpWindow *w)
 {
-  /* again, started in the dispatch that disposes the window: its result
+  /* again, started in the dispatch that destroys the window: its result
    * comes to a window that is gone, whatever the worker's speed */
+  guint in_flight;
+  pp_window_analysis_counts (&in_flight, &dropped_before);
   pp_window_analysis_start (w);
   if (!w->analysis_running)
     return;
   printf ("self-test: analysis: closing with an analysis running\n");
   held = G_APPLICATION (gtk_window_get_application (GTK_WINDOW (w)));
-  g_application_hold (held);   /* the app waits for the window to go */
-  g_object_set_data_full (G_OBJECT (w), "pp-self-test-analysis", w, window_finalized);
+  g_application_hold (held);   /* the app waits for the result */
+  g_timeout_add (1, watch_closing, NULL);
 }
 
 /* ---- the checks ---------------------------------------------------------------- */

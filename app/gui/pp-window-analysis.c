@@ -1,8 +1,9 @@
 /* pp-window-analysis.c — the panels that analyse the run on screen
- * (Statistics, Why, Stragglers, What if's measured costs) computed on a
- * worker thread, so that the window never blocks: a trace of 11,000
- * replicas took the main loop for a third of a second and more on every
- * refresh, a live job's analyses a few times a second.
+ * (Statistics, Why, Stragglers, What if's measured costs, the Memory
+ * chart's planned peaks) computed on a worker thread, so that the window
+ * never blocks: a trace of 11,000 replicas took the main loop for a third
+ * of a second and more as it opened, a live job's analyses a few times a
+ * second.
  *
  * What is safe: the timeline model is not thread-safe even for readers
  * (its const queries settle late spans, sort steps and places, fill
@@ -18,11 +19,19 @@
  * At most one analysis is in flight; a request meanwhile (a live run
  * refreshes the panels a few times a second) is one more run when it
  * ends, over the model as it is then.  A result is dropped when the run
- * shown changed since it started (generation), and when the window went
- * (its widgets are disposed: the callback touches none). */
+ * shown changed since it started (generation), and when the window went:
+ * the task holds it by a weak ref (GTK 4 disposes a window destroyed only
+ * when its last ref goes: a task's ref would keep it and its widgets) and
+ * its cancellable is cancelled as it closes, so the callback touches
+ * nothing of a window closed. */
 #include "pp-window-private.h"
 
+/* Analyses under way, and results dropped because their window went, in
+ * the process (for the self-test). */
+static guint n_in_flight, n_dropped;
+
 typedef struct {
+  GWeakRef               win;             /* the task holds no ref: a window closed goes */
   PpTimelineModel       *snapshot;        /* the worker's alone; it frees it */
   const PpTimelineModel *source;          /* the run's model it copies: compared, never read */
   guint                  generation;
@@ -31,17 +40,21 @@ typedef struct {
   PpWhyResult           *why;
   PpHeatmapResult       *stragglers;
   PpWhatifResult        *whatif;
+  char                   memory_key[128]; /* what the Memory chart's planned peaks are for */
+  PpMemoryResult        *memory;
 } Job;
 
 static void
 job_free (gpointer data)
 {
   Job *j = data;
+  g_weak_ref_clear (&j->win);
   pp_timeline_model_free (j->snapshot);
   pp_stats_result_free (j->stats);
   pp_why_result_free (j->why);
   pp_heatmap_result_free (j->stragglers);
   pp_whatif_result_free (j->whatif);
+  pp_memory_result_free (j->memory);
   g_free (j);
 }
 
@@ -55,6 +68,7 @@ analysis_thread (GTask *task, gpointer source, gpointer data, GCancellable *canc
   if (j->want_stragglers)
     j->stragglers = pp_heatmap_view_compute (j->snapshot);
   j->whatif = pp_whatif_panel_compute (j->snapshot);
+  j->memory = pp_memory_chart_compute (j->snapshot, j->memory_key);
   /* the copy goes here, not on the main loop */
   g_clear_pointer (&j->snapshot, pp_timeline_model_free);
   g_task_return_boolean (task, TRUE);
@@ -63,14 +77,18 @@ analysis_thread (GTask *task, gpointer source, gpointer data, GCancellable *canc
 static void
 analysis_done (GObject *source, GAsyncResult *result, gpointer data)
 {
-  PpWindow *self = PP_WINDOW (source);
   Job *j = g_task_get_task_data (G_TASK (result));
+  g_autoptr (PpWindow) self = g_weak_ref_get (&j->win);
 
+  n_in_flight--;
+  /* the window went (finalized, disposed, or destroyed: cancelled as it
+   * closed): nothing of it is touched */
+  if (self == NULL || g_cancellable_is_cancelled (g_task_get_cancellable (G_TASK (result))) || self->stats == NULL)
+    {
+      n_dropped++;
+      return;
+    }
   self->analysis_running = FALSE;
-  /* the window went: its widgets are disposed (the task kept the window
-   * itself alive) */
-  if (g_cancellable_is_cancelled (g_task_get_cancellable (G_TASK (result))) || self->stats == NULL)
-    return;
   if (j->generation == self->analysis_generation && self->shown[0] != NULL
       && pp_recording_get_model (self->shown[0]) == j->source)
     {
@@ -80,6 +98,7 @@ analysis_done (GObject *source, GAsyncResult *result, gpointer data)
       if (j->stragglers != NULL)
         pp_heatmap_view_apply (self->stragglers, j->source, g_steal_pointer (&j->stragglers));
       pp_whatif_panel_apply (self->whatif, j->source, g_steal_pointer (&j->whatif));
+      pp_memory_chart_apply (self->memory, g_steal_pointer (&j->memory));
       pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
       /* What if offers the partition that would balance the stages */
       PpWhyChange ch;
@@ -115,6 +134,7 @@ pp_window_analysis_start (PpWindow *self)
   j->generation = self->analysis_generation;
   j->want_why = pp_why_panel_wants (self->why, m);
   j->want_stragglers = pp_heatmap_view_wants (self->stragglers, m);
+  g_strlcpy (j->memory_key, pp_memory_chart_plan_key (self->memory), sizeof j->memory_key);
   if ((j->snapshot = pp_timeline_model_snapshot (m)) == NULL)
     {
       job_free (j);
@@ -125,7 +145,9 @@ pp_window_analysis_start (PpWindow *self)
     self->analysis_cancel = g_cancellable_new ();
   self->analysis_running = TRUE;
   self->analyses_started++;
-  GTask *task = g_task_new (self, self->analysis_cancel, analysis_done, NULL);
+  n_in_flight++;
+  g_weak_ref_init (&j->win, self);
+  GTask *task = g_task_new (NULL, self->analysis_cancel, analysis_done, NULL);
   g_task_set_source_tag (task, pp_window_analysis_start);
   g_task_set_task_data (task, j, job_free);
   g_task_run_in_thread (task, analysis_thread);
@@ -143,6 +165,13 @@ gboolean
 pp_window_analysis_busy (PpWindow *self)
 {
   return self->analysis_running || self->analysis_pending;
+}
+
+void
+pp_window_analysis_counts (guint *in_flight, guint *dropped)
+{
+  *in_flight = n_in_flight;
+  *dropped = n_dropped;
 }
 
 void

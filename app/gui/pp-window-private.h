@@ -131,16 +131,19 @@ PpRecording *pp_window_get_shown_run        (PpWindow *self);
 void     pp_window_show_save_trace_dialog (PpWindow *self);
 gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GError **error);
 
-/* pp-window-analysis.c: the Statistics, Why, Stragglers and What if tabs
- * analyse the upper run on a worker thread over a snapshot of its model
+/* pp-window-analysis.c: the Statistics, Why, Stragglers, What if and
+ * Memory tabs analyse the upper run on a worker thread over a snapshot of its model
  * and show the result on the main loop.  start: now, or once the one in
  * flight ends (at most one; requests meanwhile coalesce); reset: the run
  * shown changed, a result under way is dropped; busy: one in flight or
- * asked for; dispose: the window goes, a result that comes is dropped. */
+ * asked for; dispose: the window goes (closes), a result that comes is
+ * dropped. */
 void     pp_window_analysis_start     (PpWindow *self);
 void     pp_window_analysis_reset     (PpWindow *self);
 gboolean pp_window_analysis_busy      (PpWindow *self);
 void     pp_window_analysis_dispose   (PpWindow *self);
+/* In the process: analyses under way, results dropped as their window went. */
+void     pp_window_analysis_counts    (guint *in_flight, guint *dropped);
 
 /* pp-window-details.c: the find entry and the details pane, wired to
  * the upper timeline (called once from init). */

@@ -158,8 +158,8 @@ on_control_changed (PpWindow *self)
 /* ---- showing runs -------------------------------------------------------------- */
 
 /* The panels that analyse the run (Statistics, Why, Stragglers, What if's
- * costs) on a worker (pp-window-analysis.c), shown when it is done; the
- * others here, now. */
+ * costs, Memory) on a worker (pp-window-analysis.c), shown when it is
+ * done; the others here, now. */
 static void
 pp_window_update_panels (PpWindow *self)
 {
@@ -173,15 +173,12 @@ pp_window_update_panels (PpWindow *self)
                                   pp_recording_get_model (self->shown[1]), pp_recording_get_title (self->shown[1]));
   else
     pp_loss_chart_update (self->loss, m);
-  pp_memory_chart_update (self->memory, m);
-  pp_memory_chart_set_budget (self->memory, pp_whatif_panel_get_budget (self->whatif));
   if (self->shown[1])
     {
       g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
       pp_compare_table_update (self->compare, m, na, pp_recording_get_model (self->shown[1]), nb);
     }
   pp_span_table_update (self->span_table);
-  gtk_widget_queue_draw (self->path_overlay);
   self->panels_dirty = FALSE;
 }
 
@@ -583,6 +580,8 @@ draw_path_overlay (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpo
   (void) area;
   if (m == NULL || !self->shown[0] || pp_recording_get_model (self->shown[0]) != m)
     return;
+  if (!pp_why_panel_is_for (self->why, m))
+    return;   /* its analysis has not come yet: not the previous run's path */
   pp_timeline_widget_get_view (self->timeline[0], &v);
   v.width = width;
   v.height = height;
@@ -1019,6 +1018,7 @@ pp_window_closing_tick (gpointer data)
   GApplication *app = G_APPLICATION (gtk_window_get_application (GTK_WINDOW (self)));
   if (self->self_test)
     pp_self_test_window_closed (self->self_test);
+  pp_window_analysis_dispose (self);   /* a result under way is dropped */
   gtk_window_destroy (GTK_WINDOW (self));
   g_application_release (app);
   return G_SOURCE_REMOVE;
