@@ -215,6 +215,15 @@ pp_heatmap_view_update (PpHeatmapView *self, const PpTimelineModel *model)
     pp_heatmap_view_apply (self, model, pp_heatmap_view_compute (model));
 }
 
+void
+pp_heatmap_view_show_pending (PpHeatmapView *self)
+{
+  g_return_if_fail (PP_IS_HEATMAP_VIEW (self));
+  self->seen_model = NULL;
+  self->seen_spans = 0;
+  set_report (self, NULL, "analysing the run\u2026");
+}
+
 const PpStragglerReport *
 pp_heatmap_view_get_report (PpHeatmapView *self)
 {

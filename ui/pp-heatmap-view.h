@@ -26,6 +26,8 @@ gboolean         pp_heatmap_view_wants (PpHeatmapView *self, const PpTimelineMod
 PpHeatmapResult *pp_heatmap_view_compute (const PpTimelineModel *model);
 void             pp_heatmap_result_free (PpHeatmapResult *res);
 void             pp_heatmap_view_apply (PpHeatmapView *self, const PpTimelineModel *source, PpHeatmapResult *res);
+/* Another run shown, its analysis under way: says so, not the last run's. */
+void             pp_heatmap_view_show_pending (PpHeatmapView *self);
 /* The analysis shown (NULL: none), for the tests. */
 const PpStragglerReport *pp_heatmap_view_get_report (PpHeatmapView *self);
 /* The steps the cells count (inclusive). */

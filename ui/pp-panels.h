@@ -57,6 +57,9 @@ void       pp_stats_result_free (PpStatsResult *res);
 void       pp_stats_panel_apply (PpStatsPanel *self, PpStatsResult *res);
 /* The numbers the tab shows (the last applied; NULL: no run), for the tests. */
 const PpStatsNumbers *pp_stats_panel_get_numbers (PpStatsPanel *self);
+/* Another run shown, its analysis under way: "Analysing the run…", no
+ * rows (not the last run's numbers under another run's timeline). */
+void       pp_stats_panel_show_pending (PpStatsPanel *self);
 
 /* Loss over steps. */
 /* Activation memory over time per rank (ACTIVATION_BYTES counters), each
@@ -170,6 +173,8 @@ gboolean     pp_why_panel_wants (PpWhyPanel *self, const PpTimelineModel *model)
 PpWhyResult *pp_why_panel_compute (const PpTimelineModel *model);
 void         pp_why_result_free (PpWhyResult *res);
 void         pp_why_panel_apply (PpWhyPanel *self, const PpTimelineModel *source, PpWhyResult *res);
+/* Another run shown, its analysis under way: says so (wants is then TRUE). */
+void         pp_why_panel_show_pending (PpWhyPanel *self);
 /* The analysed steps' critical paths on the model's clock, for the
  * timeline's overlay (valid until the next update). */
 const PpTimelinePathBlock *pp_why_panel_get_critical_path (PpWhyPanel *self, size_t *n);

@@ -335,6 +335,16 @@ pp_stats_panel_update (PpStatsPanel *self, const PpTimelineModel *model)
   pp_stats_panel_apply (self, pp_stats_panel_compute (model));
 }
 
+void
+pp_stats_panel_show_pending (PpStatsPanel *self)
+{
+  g_return_if_fail (PP_IS_STATS_PANEL (self));
+  g_clear_pointer (&self->shown, pp_stats_result_free);
+  ensure_rows (self, 0);
+  gtk_widget_set_visible (self->more, FALSE);
+  gtk_label_set_text (GTK_LABEL (self->summary), "Analysing the run\u2026");
+}
+
 const PpStatsNumbers *
 pp_stats_panel_get_numbers (PpStatsPanel *self)
 {

@@ -637,6 +637,15 @@ pp_why_panel_update (PpWhyPanel *self, const PpTimelineModel *model)
     pp_why_panel_apply (self, model, pp_why_panel_compute (model));
 }
 
+void
+pp_why_panel_show_pending (PpWhyPanel *self)
+{
+  g_return_if_fail (PP_IS_WHY_PANEL (self));
+  PpWhyResult *res = g_new0 (PpWhyResult, 1);
+  res->title = g_strdup ("Idle time by cause: analysing the run\u2026");
+  pp_why_panel_apply (self, NULL, res);
+}
+
 gboolean
 pp_why_panel_is_for (PpWhyPanel *self, const PpTimelineModel *model)
 {

@@ -159,6 +159,13 @@ pp_window_analysis_reset (PpWindow *self)
 {
   self->analysis_generation++;
   self->analysis_pending = FALSE;
+  /* not the last run's numbers under another run's timeline */
+  if (self->stats != NULL)
+    {
+      pp_stats_panel_show_pending (self->stats);
+      pp_why_panel_show_pending (self->why);
+      pp_heatmap_view_show_pending (self->stragglers);
+    }
 }
 
 gboolean
