@@ -144,7 +144,6 @@ pp_window_analysis_start (PpWindow *self)
   if (self->analysis_cancel == NULL)
     self->analysis_cancel = g_cancellable_new ();
   self->analysis_running = TRUE;
-  self->analyses_started++;
   n_in_flight++;
   g_weak_ref_init (&j->win, self);
   GTask *task = g_task_new (NULL, self->analysis_cancel, analysis_done, NULL);
@@ -155,12 +154,12 @@ pp_window_analysis_start (PpWindow *self)
 }
 
 void
-pp_window_analysis_reset (PpWindow *self)
+pp_window_analysis_reset (PpWindow *self, PpRecording *next)
 {
   self->analysis_generation++;
   self->analysis_pending = FALSE;
   /* not the last run's numbers under another run's timeline */
-  if (self->stats != NULL)
+  if (self->stats != NULL && next != NULL)
     {
       pp_stats_panel_show_pending (self->stats);
       pp_why_panel_show_pending (self->why);

@@ -87,7 +87,7 @@ struct _PpWindow
   gboolean          analysis_running;     /* one in flight at most */
   gboolean          analysis_pending;     /* asked again meanwhile: once more when it ends */
   GCancellable     *analysis_cancel;      /* cancelled as the window goes */
-  guint             analyses_started, analyses_shown;   /* counted, for the self-test */
+  guint             analyses_shown;       /* results shown, counted for the self-test */
   guint             closing_id;
   gint64            closing_since;
   gboolean          closing;
@@ -135,11 +135,12 @@ gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GEr
  * Memory tabs analyse the upper run on a worker thread over a snapshot of its model
  * and show the result on the main loop.  start: now, or once the one in
  * flight ends (at most one; requests meanwhile coalesce); reset: the run
- * shown changed, a result under way is dropped; busy: one in flight or
+ * shown changed (to next, NULL none), a result under way is dropped and
+ * the tabs say they analyse next; busy: one in flight or
  * asked for; dispose: the window goes (closes), a result that comes is
  * dropped. */
 void     pp_window_analysis_start     (PpWindow *self);
-void     pp_window_analysis_reset     (PpWindow *self);
+void     pp_window_analysis_reset     (PpWindow *self, PpRecording *next);
 gboolean pp_window_analysis_busy      (PpWindow *self);
 void     pp_window_analysis_dispose   (PpWindow *self);
 /* In the process: analyses under way, results dropped as their window went. */

@@ -428,7 +428,7 @@ static void
 pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
 {
   if (a != self->shown[0])
-    pp_window_analysis_reset (self);   /* another run's analysis is not shown */
+    pp_window_analysis_reset (self, a);   /* another run's analysis is not shown */
   self->shown[0] = a;
   self->shown[1] = b;
   pp_window_controls_from_run (self, a);
