@@ -52,6 +52,7 @@ from torch.distributed.pipelining import schedules as S
 
 P = 2
 WIDTH = 16
+LAYOUTS = ["ddp", "fsdp", "fsdp-zbv", "tp", "dp-pp", "groups", "unplaced"]
 
 
 class Block(torch.nn.Module):
@@ -98,11 +99,20 @@ class CommCount:
     def __init__(self):
         self.depth, self.in_loss = 0, False
         self.steps = []
+        self.saved = []
         for names, kind, arg in ((("all_gather_single", "all_gather_into_tensor"), "ag", 0),
                                  (("reduce_scatter_single", "reduce_scatter_tensor"), "rs", 1)):
             for name in names:
                 if hasattr(dist, name):
+                    self.saved.append((name, getattr(dist, name)))
                     setattr(dist, name, self.counting(getattr(dist, name), kind, arg))
+
+    def close(self):
+        """torch.distributed's functions as they were (the next case of
+        --cases counts afresh)."""
+        for name, fn in self.saved:
+            setattr(dist, name, fn)
+        self.saved = []
 
     def counting(self, fn, kind, arg):
         def counted(*args, **kwargs):
@@ -138,8 +148,9 @@ def place_from_mesh(mesh):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", required=True,
-                    choices=["ddp", "fsdp", "fsdp-zbv", "tp", "dp-pp", "groups", "unplaced"])
+    ap.add_argument("--layout", choices=LAYOUTS)
+    ap.add_argument("--cases", help="layouts run one after another in this one job (comma list), each "
+                                    "as it runs alone, into OUT/LAYOUT (the tests' plain runs)")
     ap.add_argument("--microbatches", type=int, default=4)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--list", help="a folder whose file names to note after the steps")
@@ -155,8 +166,20 @@ def main():
     ap.add_argument("--hang-step", type=int, default=1)
     ap.add_argument("--hang-mb", type=int, default=1)
     a = ap.parse_args()
+    cases = a.cases.split(",") if a.cases else [a.layout]
+    if None in cases or any(c not in LAYOUTS for c in cases):
+        ap.error(f"--layout or --cases, of {', '.join(LAYOUTS)}")
 
     dist.init_process_group("gloo")
+    for layout in cases:
+        a.layout = layout
+        run_case(a, os.path.join(a.out, layout) if a.cases else a.out)
+    dist.destroy_process_group()
+
+
+def run_case(a, out):
+    """One layout's job, from its own seeds and groups: what a process
+    computes does not depend on the cases run before it."""
     g, world = dist.get_rank(), dist.get_world_size()
     mesh = None
     fsdp = a.layout in ("fsdp", "fsdp-zbv")
@@ -273,70 +296,75 @@ def main():
             own_calls[0] += 1
             return job_all_reduce(*args, **kwargs)
         funcol.all_reduce = counting_all_reduce
+    try:
+        # each data-parallel replica its own batch; tensor ranks the same
+        gen = torch.Generator().manual_seed(1 + dp)
+        x = torch.randn(2 * a.microbatches, a.width, generator=gen)
+        y = torch.randn(2 * a.microbatches, a.width, generator=gen)
+        losses_by_step = []
+        step_s, step_cpu_s, self_ns = [], [], []
+        if a.hang_process == g:
+            # the job's own bug: a forward that never returns (its mb-th of step hang_step)
+            forwards = [0]
+            block_forward = Block.forward
 
-    # each data-parallel replica its own batch; tensor ranks the same
-    gen = torch.Generator().manual_seed(1 + dp)
-    x = torch.randn(2 * a.microbatches, a.width, generator=gen)
-    y = torch.randn(2 * a.microbatches, a.width, generator=gen)
-    losses_by_step = []
-    step_s, step_cpu_s, self_ns = [], [], []
-    if a.hang_process == g:
-        # the job's own bug: a forward that never returns (its mb-th of step hang_step)
-        forwards = [0]
-        block_forward = Block.forward
+            def hanging(self, x_in):
+                if len(losses_by_step) == a.hang_step:
+                    forwards[0] += 1
+                    if forwards[0] == a.hang_mb + 1:
+                        while True:
+                            time.sleep(3600)
+                return block_forward(self, x_in)
+            Block.forward = hanging
+        for _ in range(a.steps):
+            s0 = hook_self_ns() if a.timing else None
+            t0, c0 = time.perf_counter(), time.thread_time()
+            opt.zero_grad()
+            if comms is not None:
+                comms.step()
+            loss_calls.append(0)
+            losses = []
+            kwargs = {}
+            if n_stages - 1 in mine:
+                kwargs.update(target=y, losses=losses)
+            if 0 in mine:
+                sched.step(x, **kwargs)
+            else:
+                sched.step(**kwargs)
+            opt.step()
+            step_s.append(time.perf_counter() - t0)
+            step_cpu_s.append(time.thread_time() - c0)
+            if s0 is not None:
+                self_ns.append(hook_self_ns() - s0)
+            losses_by_step.append([l.item() for l in losses])
+        listed = None
+        if a.list:
+            dist.barrier()   # every process has stepped: its trace file is open
+            listed = sorted(os.listdir(a.list))
 
-        def hanging(self, x_in):
-            if len(losses_by_step) == a.hang_step:
-                forwards[0] += 1
-                if forwards[0] == a.hang_mb + 1:
-                    while True:
-                        time.sleep(3600)
-            return block_forward(self, x_in)
-        Block.forward = hanging
-    for _ in range(a.steps):
-        s0 = hook_self_ns() if a.timing else None
-        t0, c0 = time.perf_counter(), time.thread_time()
-        opt.zero_grad()
+        # the schedule's own plan of this pipeline rank: its compute actions in
+        # order, and the runtime's lowered order (FSDP's actions) where it has one
+        order = [str(x) for x in (getattr(sched, "pipeline_order", None) or {}).get(pp, []) if x is not None]
+        lowered = getattr(sched, "pipeline_order_with_comms", None) or {}
+        lowered = [str(x) for x in lowered.get(pp, [])]
+
+        def full(p):
+            return p.full_tensor() if hasattr(p, "full_tensor") else p
+        checks = [float(full(p).detach().double().sum()) for p in params]
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, f"process{g}.json"), "w") as f:
+            json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
+                       "listed": listed, "torch": torch.__version__,
+                       "order": order, "lowered": lowered, "own_calls": own_calls[0],
+                       "fsdp_comms": comms.steps if comms is not None else None, "loss_calls": loss_calls,
+                       "step_s": step_s, "step_cpu_s": step_cpu_s, "hook_self_ns": self_ns}, f)
+        dist.barrier()
+    finally:
+        # the job's own patches undone: the next case starts as it would alone
+        if a.layout == "tp":
+            funcol.all_reduce = job_all_reduce
         if comms is not None:
-            comms.step()
-        loss_calls.append(0)
-        losses = []
-        kwargs = {}
-        if n_stages - 1 in mine:
-            kwargs.update(target=y, losses=losses)
-        if 0 in mine:
-            sched.step(x, **kwargs)
-        else:
-            sched.step(**kwargs)
-        opt.step()
-        step_s.append(time.perf_counter() - t0)
-        step_cpu_s.append(time.thread_time() - c0)
-        if s0 is not None:
-            self_ns.append(hook_self_ns() - s0)
-        losses_by_step.append([l.item() for l in losses])
-    listed = None
-    if a.list:
-        dist.barrier()   # every process has stepped: its trace file is open
-        listed = sorted(os.listdir(a.list))
-
-    # the schedule's own plan of this pipeline rank: its compute actions in
-    # order, and the runtime's lowered order (FSDP's actions) where it has one
-    order = [str(x) for x in (getattr(sched, "pipeline_order", None) or {}).get(pp, []) if x is not None]
-    lowered = getattr(sched, "pipeline_order_with_comms", None) or {}
-    lowered = [str(x) for x in lowered.get(pp, [])]
-
-    def full(p):
-        return p.full_tensor() if hasattr(p, "full_tensor") else p
-    checks = [float(full(p).detach().double().sum()) for p in params]
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
-        json.dump({"process": g, "coord": coord, "size": size, "losses": losses_by_step, "params": checks,
-                   "listed": listed, "torch": torch.__version__,
-                   "order": order, "lowered": lowered, "own_calls": own_calls[0],
-                   "fsdp_comms": comms.steps if comms is not None else None, "loss_calls": loss_calls,
-                   "step_s": step_s, "step_cpu_s": step_cpu_s, "hook_self_ns": self_ns}, f)
-    dist.barrier()
-    dist.destroy_process_group()
+            comms.close()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """test-torch-mesh.py — a job with more than one pipeline (4 processes: 2
 pipeline ranks of 2 processes each, on CPU with gloo under torchrun) under
-`pipescope-cli profile`, for one layout of tests/pytorch/mesh-train.py.
+`pipescope-cli profile`, for each layout of tests/pytorch/mesh-train.py.
 
-    test-torch-mesh.py CLI LAYOUT   (ddp, fsdp, fsdp-zbv, tp, dp-pp, groups, unplaced)
+    test-torch-mesh.py CLI [LAYOUT ...]   (ddp, fsdp, fsdp-zbv, tp, dp-pp, groups, unplaced;
+                                           all of them when none is named)
 
-It runs the job twice, plain and under profile, and asserts:
+The plain runs of every layout are one torchrun job (mesh-train.py
+--cases: each layout from its own seeds and groups, as it runs alone; the
+import of torch in 4 processes is most of a launch's cost, issue 42); each
+layout is then profiled as a job of its own.  One TAP line a layout.
+For each layout
+it asserts:
   * profile's exit status is the command's (0), and every process's losses
     and weights after the last step are the plain run's, bit for bit;
   * the hook recorded in every process (no "not recording", no "recording
@@ -38,6 +44,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORLD = 4
+LAYOUTS = ["ddp", "fsdp", "fsdp-zbv", "tp", "dp-pp", "groups", "unplaced"]
+JOB_ARGS = ["--steps", "2", "--microbatches", "4"]
 # the layout whose profiled run sets PIPESCOPE_LOSS=sum: the loss recorded
 # as the job's summed part (COUNTER_LOSS_PART), as for torchtitan's trainer
 LOSS_SUM_LAYOUT = "dp-pp"
@@ -51,9 +59,12 @@ from pp_tap import raw_trace  # noqa: E402
 import straggler_check  # noqa: E402
 
 
+class Failed(Exception):
+    """A layout's check failed: its TAP line says why; the others go on."""
+
+
 def fail(msg):
-    print("not ok 1 - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
+    raise Failed(msg)
 
 
 def run(cmd, env, what, timeout=300):
@@ -64,34 +75,53 @@ def run(cmd, env, what, timeout=300):
 
 
 def main():
-    cli, layout = sys.argv[1], sys.argv[2]
+    cli, layouts = sys.argv[1], sys.argv[2:] or LAYOUTS
     py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
     if not py or not os.path.exists(py):
         print("1..0 # SKIP PIPESCOPE_TORCH_PYTHON is not set (./dev.sh test installs PyTorch and sets it)")
         sys.exit(0)
-    print("1..1")
+    print(f"1..{len(layouts)}", flush=True)
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     tmp = tempfile.mkdtemp(prefix="pp-torch-mesh-")
+    failed = 0
     try:
-        check(cli, py, layout, env, tmp)
+        # every layout's plain run: one job
+        plain = os.path.join(tmp, "plain")
+        torchrun = os.path.join(os.path.dirname(py), "torchrun")
+        p = subprocess.run([torchrun, "--standalone", "--nproc-per-node", str(WORLD),
+                            os.path.join(HERE, "mesh-train.py"), "--cases", ",".join(layouts)] + JOB_ARGS
+                           + ["--out", plain], env=env, capture_output=True, text=True, timeout=600)
+        for i, layout in enumerate(layouts, 1):
+            try:
+                if p.returncode != 0:
+                    fail(f"the plain runs exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+                d = os.path.join(tmp, layout)
+                os.mkdir(d)
+                said = check(cli, py, layout, dict(env), d, os.path.join(plain, layout))
+                print(f"ok {i} - {said}", flush=True)
+            except (Failed, subprocess.TimeoutExpired) as e:
+                failed += 1
+                print(f"not ok {i} - {layout}: " + str(e).replace("\n", "\n# "), flush=True)
     finally:
         if os.environ.get("PP_TEST_KEEP"):   # to read the trace after a failure
             print(f"# kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if failed else 0)
 
 
-def check(cli, py, layout, env, tmp):
-    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
+def check(cli, py, layout, env, tmp, plain):
+    """The layout profiled, against its plain run's files in plain; what
+    the TAP line says."""
+    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the layout's own
     os.chmod(tmp, 0o700)
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", str(WORLD), os.path.join(HERE, "mesh-train.py"),
-           "--layout", layout, "--steps", "2", "--microbatches", "4"]
-    plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
+           "--layout", layout] + JOB_ARGS
+    prof, traces = (os.path.join(tmp, d) for d in ("prof", "traces"))
     os.mkdir(traces)
-    run(job + ["--out", plain], env, "the plain run")
     trace = os.path.join(traces, "job.pptrace")
     cmd = [cli, "profile", "--trace", trace, "--name", "meshtest", "--"] + job + ["--out", prof, "--list", traces]
     penv = dict(env, PIPESCOPE_LOSS="sum") if layout == LOSS_SUM_LAYOUT else env
@@ -184,7 +214,7 @@ def check(cli, py, layout, env, tmp):
     said += check_collectives(cli, env, tmp, trace, layout, plain, prof, places, rows)
     if layout == STRAGGLER_LAYOUT:
         said += check_straggler(cli, env, tmp, job, trace, places)
-    print(f"ok 1 - {layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
+    return (f"{layout}: {WORLD} processes, losses and weights bit for bit, one trace file a process "
           f"by global rank, each process at the place its mesh gives it: "
           + ", ".join(f"{g}=pp{c[0]}/dp{c[1]}/tp{c[2]}" for g, (c, s) in sorted(places.items())) + said)
 
