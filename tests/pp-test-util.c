@@ -80,6 +80,11 @@ pp_test_count (const char *hay, const char *needle)
 void
 pp_test_assert_one_line_error (const char *err)
 {
+  /* what came, where it is not one error line: a failure under CI's load
+   * says what the command printed */
+  if (!g_str_has_prefix (err, "pipescope-cli: error: ") || pp_test_count (err, "\n") != 1
+      || !g_str_has_suffix (err, "\n"))
+    g_printerr ("stderr was not one error line:\n%s\n(end of stderr)\n", err);
   g_assert_true (g_str_has_prefix (err, "pipescope-cli: error: "));
   g_assert_cmpint (pp_test_count (err, "\n"), ==, 1);
   g_assert_true (g_str_has_suffix (err, "\n"));

@@ -62,7 +62,9 @@ enum { ROLE_FORWARD, ROLE_BACKWARD, ROLE_WEIGHT, ROLE_GET_OPS, ROLE_BATCH_P2P, R
        ROLE_HOST, ROLE_LOSS };
 
 struct op_meta { const void *op; int32_t kind, stage, mb, peer; int64_t bytes; };
-struct work_peer { const void *work; int32_t peer; };
+/* a Work and the transfer it finishes (a wait's peer, and what the hook's
+ * own thread names as the open action: RECV_F mb 1 from 3) */
+struct work_peer { const void *work; int32_t peer, kind, stage, mb; };
 struct pending_wait { int32_t peer; int64_t t0, t1; };
 
 static struct
@@ -513,7 +515,7 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
         Py_CLEAR (works);
       goto done;
     }
-  int32_t peers[PEERS];
+  struct op_meta metas[PEERS];
   size_t known = 0;
   Py_ssize_t n = PyTuple_GET_SIZE (seq);
   for (Py_ssize_t i = 0; i < n; i++)
@@ -523,13 +525,14 @@ call_batch_p2p (Wrapper *w, PyObject *const *args, size_t nargsf, PyObject *kwna
         continue;
       push (m->kind, m->stage, m->mb, S.step, t0, t1, m->peer, m->bytes);
       if (known < PEERS)
-        peers[known] = m->peer;
+        metas[known] = *m;
       known++;
     }
   /* a Work an op: its wait learns the peer (only when they pair up) */
   if (known > 0 && known <= PEERS && PyList_Check (works) && (size_t) PyList_GET_SIZE (works) == known)
     for (size_t i = 0; i < known; i++)
-      S.works[S.work_next++ % RING] = (struct work_peer) { PyList_GET_ITEM (works, i), peers[i] };
+      S.works[S.work_next++ % RING] = (struct work_peer) { PyList_GET_ITEM (works, i), metas[i].peer,
+                                                           metas[i].kind, metas[i].stage, metas[i].mb };
 done:
   Py_XDECREF (seq);
   Py_XDECREF (ops);
@@ -1140,6 +1143,12 @@ m_state (PyObject *mod, PyObject *noargs)
  * (issue 37): what the wrappers stored, the stage's index, the
  * micro-batch and a wait's peer (its Work's, as call_wait finds it)
  * read here, off the training thread. */
+static int
+is_recv (int32_t kind)
+{
+  return kind == PIPESCOPE_RECV_F || kind == PIPESCOPE_RECV_B;
+}
+
 static PyObject *
 m_open_action (PyObject *mod, PyObject *noargs)
 {
@@ -1158,18 +1167,32 @@ m_open_action (PyObject *mod, PyObject *noargs)
       PyErr_Clear ();
       mb = -1;
     }
+  /* a wait on Works: the transfer it finishes, a receive where there is
+   * one (what the process waits for), named as that transfer with its
+   * micro-batch; one without a known transfer stays a WAIT */
+  int64_t kind = o.kind;
+  const struct work_peer *found = NULL;
   if (o.work != NULL && PyList_Check (o.work))
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE (o.work) && peer < 0; i++)
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE (o.work); i++)
       {
         const void *wk = PyList_GET_ITEM (o.work, i);
         for (size_t k = 1; k <= RING && k <= S.work_next; k++)
-          if (S.works[(S.work_next - k) % RING].work == wk)
-            {
-              peer = S.works[(S.work_next - k) % RING].peer;
-              break;
-            }
+          {
+            const struct work_peer *e = &S.works[(S.work_next - k) % RING];
+            if (e->work != wk)
+              continue;
+            if (found == NULL || (!is_recv (found->kind) && is_recv (e->kind)))
+              found = e;
+            break;
+          }
       }
-  return Py_BuildValue ("(LLLLLL)", (long long) o.kind, (long long) stage, (long long) mb,
+  if (found != NULL)
+    {
+      peer = found->peer;
+      if (found->kind >= 0)
+        kind = found->kind, stage = found->stage, mb = found->mb;
+    }
+  return Py_BuildValue ("(LLLLLL)", (long long) kind, (long long) stage, (long long) mb,
                         (long long) o.step, (long long) peer, (long long) o.t0);
 }
 

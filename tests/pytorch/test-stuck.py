@@ -83,7 +83,7 @@ def check_forward(cli, py, env, tmp):
     m = root.search(err)
     if m is None:
         problems.append("profile's diagnosis does not name process 3 the root, in its forward")
-    elif "2 in the dp all-reduce of stage 1" not in m.group(1) or "1 in WAIT from 3" not in m.group(1):
+    elif "2 in the dp all-reduce of stage 1" not in m.group(1) or "1 in RECV_B mb 0 from 3" not in m.group(1):
         problems.append(f"the waits are not process 1's receive from 3 and process 2's all-reduce: {m.group(1)}")
     if not os.path.exists(trace):
         problems.append("the trace was not kept")
@@ -109,8 +109,8 @@ def check_deadlock(cli, py, env, tmp):
     problems = []
     if rc != EXIT_STUCK:
         problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
-    cycle = re.compile(r"^stuck: deadlock: process 0 \(pp 0[^)]*\) in WAIT from 1 of step 0 for \d+ s[^;]*, "
-                       r"process 1 \(pp 1[^)]*\) in WAIT from 0 of step 0 for \d+ s[^;]*; each waits for the "
+    cycle = re.compile(r"^stuck: deadlock: process 0 \(pp 0[^)]*\) in RECV_B mb 0 from 1 of step 0 for \d+ s[^;]*, "
+                       r"process 1 \(pp 1[^)]*\) in RECV_F mb 0 from 0 of step 0 for \d+ s[^;]*; each waits for the "
                        r"next, none can go on$", re.M)
     if not cycle.search(err):
         problems.append("profile's diagnosis is not the cycle of processes 0 and 1")
@@ -133,7 +133,7 @@ def check_microbatches(cli, py, env, tmp):
     if rc != EXIT_STUCK:
         problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
     root = re.compile(r"^stuck: process 0 \(pp 0[^)]*\) in no recorded action for \d+ s, in train\.py:\d+ main; "
-                      r"process 1 waits for it: 1 in WAIT from 0$", re.M)
+                      r"process 1 waits for it: 1 in RECV_F mb \d+ from 0$", re.M)
     if not root.search(err):
         problems.append("profile's diagnosis does not name process 0 (in the end barrier) the root")
     if "disagree on the number of micro-batches" not in err:

@@ -4,9 +4,10 @@ thread (issue 37; trace format 1.10's OPEN frames; docs/stuck.md).
 The training thread only stores its open action: the C wrappers in their
 module state (lib.Rank.fast.open_action reads it), the Python wrappers in
 Recorder.now_open, a tuple (kind, stage, mb, step, peer, t0) or None; a wait
-whose peer is known only from its Work gives the Work list as peer, read
-here.  This thread looks four times a second and writes an OPEN frame when
-the action changed, and at least once a second (the heartbeat: a process
+whose transfer is known only from its Works gives the Work list as peer,
+read here: the wait is then named as the transfer it finishes (RECV_F mb 1
+from 3), as the C wrappers' open_action names it.  This thread looks four
+times a second and writes an OPEN frame when the action changed, and at least once a second (the heartbeat: a process
 whose frames stop is dead or frozen whole).  Once an action has lasted
 STACK_AFTER_S, it takes the training thread's Python stack
 (sys._current_frames) and names the innermost frame of the job's own code
@@ -18,6 +19,8 @@ import os
 import sys
 import threading
 import time
+
+from .lib import RECV_B as _RECV_B, RECV_F as _RECV_F
 
 LOOK_S = 0.25
 BEAT_S = 1.0
@@ -68,11 +71,16 @@ class Heartbeat:
             a = fast.open_action()
         b = self.hook.now_open
         if b is not None:
-            peer = b[4]
-            if isinstance(peer, list):   # a wait's Works: their peer, as the wrapper finds it
+            works = b[4]
+            if isinstance(works, list):   # a wait's Works: the transfer it finishes, a receive first
                 known = getattr(self.hook, "work_peer", {})
-                peer = next((p for p in (known.get(id(w)) for w in peer) if p is not None), -1)
-                b = b[:4] + (peer,) + b[5:]
+                ops = [m for m in (known.get(id(w)) for w in works) if m is not None]
+                ops.sort(key=lambda m: m[0] not in (_RECV_F, _RECV_B))
+                if ops:   # (kind, stage, mb, peer, bytes): named as that transfer, with its micro-batch
+                    kind, stage, mb, peer, _ = ops[0]
+                    b = (kind, stage, mb, b[3], peer, b[5])
+                else:
+                    b = b[:4] + (-1,) + b[5:]
             if a is None or b[5] >= a[5]:
                 a = b
         dp = self.hook.dp_open   # a DDP stage's last backward past its last gradient: the all-reduce

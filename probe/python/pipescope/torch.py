@@ -116,7 +116,7 @@ class _Hook(_core.Recorder):
         self.stage_mod = stage_mod
         self.sched = sched_mod
         self.op_meta = {}         # id(P2POp) -> (kind, stage, mb, peer, bytes)
-        self.work_peer = {}       # id(Work) -> the peer its op talks to
+        self.work_peer = {}       # id(Work) -> its op's (kind, stage, mb, peer, bytes)
         self.p2p_depth = 0
         # data parallelism (issue 27), read at the rank's open: the stages
         # wrapped in DDP or FSDP2, and each FSDP2 module of a stage as
@@ -526,12 +526,12 @@ def _wrap_batch_p2p(hook, orig):
                 if m is not None:
                     kind, stage, mb, peer, nbytes = m
                     r.transfer(kind, stage, mb, peer, nbytes, step, t0, t1)
-                    known.append(peer)
+                    known.append(m)
             # a Work an op: its wait learns the peer (only when they pair up)
             if known and isinstance(works, list) and len(works) == len(known):
                 peers = hook.work_peer
-                for w, peer in zip(works, known):
-                    peers[id(w)] = peer
+                for w, m in zip(works, known):
+                    peers[id(w)] = m
                 if len(peers) > 65536:
                     peers.clear()
         except Exception as e:
@@ -565,9 +565,9 @@ def _wrap_wait(hook, orig):
             if isinstance(work, list):
                 pop = hook.work_peer.pop
                 for w in work:
-                    p = pop(id(w), None)
-                    if p is not None:
-                        peer = p
+                    m = pop(id(w), None)
+                    if m is not None:
+                        peer = m[3]
             # charged to the block that comes next (its stage and micro-batch)
             hook.pending_waits.append((peer, t0, t1))
         except Exception as e:
