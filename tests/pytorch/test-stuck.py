@@ -83,7 +83,7 @@ def check_forward(cli, py, env, tmp):
     m = root.search(err)
     if m is None:
         problems.append("profile's diagnosis does not name process 3 the root, in its forward")
-    elif "2 in the dp all-reduce of stage 1" not in m.group(1) or "1 in RECV_B mb 0 from 3" not in m.group(1):
+    elif "2 in the dp all-reduce of stage 1" not in m.group(1) or "1 in RECV_B mb 1 from 3" not in m.group(1):
         problems.append(f"the waits are not process 1's receive from 3 and process 2's all-reduce: {m.group(1)}")
     if not os.path.exists(trace):
         problems.append("the trace was not kept")
@@ -162,8 +162,11 @@ def check_megatron(cli, py, env, tmp):
         problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
     root = re.compile(r"^stuck: process 3 \(pp 1 dp 1, host [^,]+, pid \d+\) in F mb 1 of step 1 for \d+ s, "
                       r"in megatron-train\.py:\d+ forward_step; processes 0, 1, 2 wait for it: ", re.M)
-    if not root.search(err):
+    m = root.search(err)
+    if m is None:
         problems.append("profile's diagnosis does not name process 3 the root, in its forward_step")
+    elif "1 in RECV_B from 3" not in err[m.end():].split("\n")[0]:
+        problems.append("process 1's wait is not named as its receive of a gradient from 3")
     if not os.path.exists(trace):
         problems.append("the trace was not kept")
     else:
@@ -203,6 +206,8 @@ def main():
                     print("# " + line)
             else:
                 print(f"ok {i} - {what}")
+                for line in re.findall(r"^stuck: .*$", err, re.M)[:1]:
+                    print("# " + line)   # what profile said
     finally:
         if os.environ.get("PP_TEST_KEEP"):
             print(f"# kept {tmp}")

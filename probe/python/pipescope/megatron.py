@@ -87,10 +87,12 @@ class _Req:
     """A request _p2p_ops or _batched_p2p_ops returned, handed on in its
     place: its wait() is timed; everything else is the request's own."""
 
-    __slots__ = ("_req", "_hook", "_peer")
+    __slots__ = ("_req", "_hook", "_peer", "_kind")
 
-    def __init__(self, req, hook, peer):
-        self._req, self._hook, self._peer = req, hook, peer
+    def __init__(self, req, hook, peer, kind):
+        # kind: the transfer it finishes (RECV_B ...), what the open action
+        # names while it waits; WAIT where a batch mixes them
+        self._req, self._hook, self._peer, self._kind = req, hook, peer, kind
 
     def wait(self, *args, **kwargs):
         h = self._hook
@@ -100,7 +102,7 @@ class _Req:
         t0 = r.now()
         h.sched_in(t0)
         was = h.now_open
-        h.now_open = (_lib.WAIT, -1, -1, h.step_index - 1, self._peer, t0)   # issue 37: heartbeat.py
+        h.now_open = (self._kind, -1, -1, h.step_index - 1, self._peer, t0)   # issue 37: heartbeat.py
         try:
             out = self._req.wait(*args, **kwargs)
         finally:
@@ -621,6 +623,7 @@ def _wrap_backward(hook, orig):
 # its peer on the pipeline (next: +1, previous: -1)
 _P2P_ARGS = (("tensor_send_next", _lib.SEND_F, 1), ("tensor_send_prev", _lib.SEND_B, -1),
              ("tensor_recv_prev", _lib.RECV_F, -1), ("tensor_recv_next", _lib.RECV_B, 1))
+_P2P_KIND = {name: kind for name, kind, _ in _P2P_ARGS}
 
 
 # what a p2p call is while it runs: its first receive, else its first send
@@ -669,11 +672,19 @@ def _wrap_p2p(hook, orig):
             # direction (_p2p_ops), or a list (batched: one peer if all agree)
             if isinstance(reqs, dict):
                 for k, q in list(reqs.items()):
-                    reqs[k] = _Req(q, hook, peers.get("tensor_" + k, -1))
+                    name = "tensor_" + k
+                    reqs[k] = _Req(q, hook, peers.get(name, -1), _P2P_KIND.get(name, _lib.WAIT))
             elif isinstance(reqs, list):
-                one = set(peers.values())
-                peer = one.pop() if len(one) == 1 else -1
-                reqs[:] = [_Req(q, hook, peer) for q in reqs]
+                # a batch's wait is named by its receive, and waits for that
+                # peer (send_forward_recv_backward waits for the gradient)
+                recvs = [n for n in peers if _P2P_KIND[n] in (_lib.RECV_F, _lib.RECV_B)]
+                if len(recvs) == 1:
+                    kind, peer = _P2P_KIND[recvs[0]], peers[recvs[0]]
+                else:
+                    one, kinds = set(peers.values()), {_P2P_KIND[n] for n in peers}
+                    peer = one.pop() if len(one) == 1 else -1
+                    kind = kinds.pop() if len(kinds) == 1 else _lib.WAIT
+                reqs[:] = [_Req(q, hook, peer, kind) for q in reqs]
             hook.sched_out(r.now())
         except Exception as e:
             hook.fail("a transfer", e)
