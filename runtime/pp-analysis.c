@@ -3,6 +3,7 @@
 #include "pp-analysis.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,15 +157,18 @@ finish (const int32_t *steps, const double *length, const double *bubble, size_t
       memcpy (tmp, length, n * sizeof *tmp);
       out->median_step = pp_analysis_median (tmp, n);
     }
+  /* the mean over the ranks with a bubble (a rank of which the trace
+   * holds no work has none: -1, "–") */
+  int with = 0;
   for (int r = 0; r < n_ranks; r++)
     {
       for (size_t i = 0; i < n; i++)
         tmp[i] = bubble[i * (size_t) n_ranks + (size_t) r];
-      out->bubble[r] = n > 0 ? pp_analysis_median (tmp, n) : -1;
-      out->bubble_mean += out->bubble[r] / n_ranks;
+      out->bubble[r] = n > 0 && tmp[0] >= 0 ? pp_analysis_median (tmp, n) : -1;
+      if (out->bubble[r] >= 0)
+        out->bubble_mean += out->bubble[r], with++;
     }
-  if (n == 0)
-    out->bubble_mean = -1;
+  out->bubble_mean = with > 0 ? out->bubble_mean / with : -1;
   free (tmp);
   return PP_OK;
 }
@@ -280,6 +284,7 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, const int64_t 
   StepAcc *acc = NULL;
   Picked *pk = NULL;
   double *len = NULL, *bub = NULL;
+  bool *held = NULL;
   size_t n_blocks = 0, n_acc = 0, n_whole = 0, first = 0, n_pk = 0, k;
   long fullest = 0;
   PpStatus st = PP_OK;
@@ -333,8 +338,17 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, const int64_t 
   bub = malloc ((k ? k : 1) * (size_t) n_ranks * sizeof *bub);
   if (len == NULL || bub == NULL)
     goto oom;
+  /* a rank with no block in a step idles all of it; one with no work in
+   * the trace at all (one node's files of a job, a process that recorded
+   * nothing) is not measured: -1 */
+  held = calloc ((size_t) n_ranks, sizeof *held);
+  if (held == NULL)
+    goto oom;
+  FOR_SPANS (sp)
+    if (is_step_work (sp, n_ranks))
+      held[sp->rank] = true;
   for (size_t i = 0; i < k * (size_t) n_ranks; i++)
-    bub[i] = 1.0;   /* a rank with no block in a step idles all of it */
+    bub[i] = held[i % (size_t) n_ranks] ? 1.0 : -1.0;
   /* the counted steps' work spans, by step, rank, start */
   const StepAcc *cs = acc + first;
   FOR_SPANS (sp)
@@ -392,6 +406,7 @@ pp_analysis_steps (const PpSpan *const *rows, const size_t *n_in, const int64_t 
 oom:
   st = pp_error_set (err, PP_ENOMEM, "out of memory");
 done:
+  free (held);
   free (nums);
   free (acc);
   free (pk);

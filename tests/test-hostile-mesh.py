@@ -344,6 +344,11 @@ def check_many(cli, synth, tmp, san):
             or "idle by cause: n/a (no whole step to analyse: no step has a block for every action of the " \
                "InterleavedZeroBubble plan)" not in out:
         fail(f"info of 11,000 replicas: exit {p.returncode}\n{out[-3000:]}")
+    # pipeline rank 1 has no process in the trace: not measured (no bubble
+    # of -100 % over the replicas, not 100 % idle), the means over rank 0
+    if "  rank 1 idle: \u2013 (no spans of it in the trace)\n" not in out or "-100" in out \
+            or "mean idle: 0.0% (of the ranks with spans)" not in out or "mean bubble a step: 0.0%" not in out:
+        fail(f"info of 11,000 replicas of rank 0 only measures rank 1:\n{out[-3000:]}")
     for args, words in ((["export", trace, "--format", "why", "-o", os.path.join(tmp, "many.json")],
                          "no whole step to analyse"),
                         (["suggest", trace], "rank 1 has no measured F spans")):

@@ -638,24 +638,30 @@ pp_timeline_replica_bubbles (const PpTimelineModel *src, int n_ranks, PpTimeline
       }
   for (int r = 0; r < n_ranks && n_rep > 0; r++)
     {
+      /* the replicas that hold rank r (a bubble of -1: a replica without
+       * that pipeline rank's process, as one node of a job holds): n of
+       * them, 0 where none does */
       PpTimelineSpread *s = &out[r];
-      s->n = n_rep;
-      s->min = s->max = val[r];
-      s->max_dp = dp_of[0];
+      int n = 0;
       for (int k = 0; k < n_rep; k++)
         {
           double x = val[(size_t) k * (size_t) n_ranks + (size_t) r];
-          tmp[k] = x;
-          if (x < s->min)
+          if (x < 0)
+            continue;
+          if (n == 0 || x < s->min)
             s->min = x;
-          if (x > s->max)
+          if (n == 0 || x > s->max)
             {
               s->max = x;
               s->max_dp = dp_of[k];
             }
+          tmp[n++] = x;
         }
-      qsort (tmp, (size_t) n_rep, sizeof *tmp, cmp_double);
-      s->median = n_rep % 2 ? tmp[n_rep / 2] : 0.5 * (tmp[n_rep / 2 - 1] + tmp[n_rep / 2]);
+      s->n = n;
+      if (n == 0)
+        continue;
+      qsort (tmp, (size_t) n, sizeof *tmp, cmp_double);
+      s->median = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
     }
 done:
   free (dps);

@@ -533,6 +533,7 @@ pp_cli_info (int argc, char **argv)
     {
       /* Differences of file times as unsigned: end >= start, so exact. */
       double len = (double) ((uint64_t) gend - (uint64_t) gstart), sum = 0;
+      int with = 0;   /* ranks with spans */
       int64_t (*iv)[2] = malloc ((t.n_spans + 1) * sizeof *iv);
       /* The spans bucketed by rank once (counting sort): each rank then
        * reads its own, not every span (ranks x spans). */
@@ -600,15 +601,23 @@ pp_cli_info (int argc, char **argv)
               else if (rv[i][1] > ce)
                 ce = rv[i][1];
             }
-          if (n > 0)
-            busy += (double) ((uint64_t) ce - (uint64_t) cs);
+          if (n == 0)
+            {
+              /* not measured: the trace holds nothing of it (one node's
+               * files, a process that recorded nothing) */
+              printf ("  rank %d idle: \u2013 (no spans of it in the trace)\n", r);
+              continue;
+            }
+          busy += (double) ((uint64_t) ce - (uint64_t) cs);
           double bubble = (len - busy) / len;
           sum += bubble;
+          with++;
           printf ("  rank %d idle: %.1f%% (busy %.3f ms)\n", r, 100.0 * bubble, busy / 1e6);
         }
       free (iv);
       free (first);
-      printf ("mean idle: %.1f%%\n", 100.0 * sum / n_ranks);
+      printf ("mean idle: %.1f%%%s\n", with > 0 ? 100.0 * sum / with : 0.0,
+              with < n_ranks ? " (of the ranks with spans)" : "");
     }
   else
     printf ("bubble: n/a (no spans)\n");
