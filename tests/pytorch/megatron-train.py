@@ -10,6 +10,16 @@ finalize_model_grads, the job counting the gradient syncs its buckets
 issue outside finalize_model_grads.
 
     torchrun --nproc-per-node W megatron-train.py --pp P [--vp V] --out DIR
+    torchrun --nproc-per-node W megatron-train.py --case 'NAME:ARGS' ... --out ROOT
+
+The second form runs several jobs of the same world size in one launch, one
+after the other (the test suite's plain reference runs: two imports of
+megatron-core a launch cost seconds of CPU each): each case as a launch of
+ARGS alone would run it, writing ROOT/NAME/; between cases megatron-core's
+global state is torn down (parallel_state, the micro-batch calculator, the
+RNG tracker) and the default generator set back to the state the process
+started with, so that a case's losses and weights are those of its own
+launch bit for bit.
 
 Each process writes DIR/process<G>.json: its losses (the last stage's, a
 step), a checksum of its weights after the last step (bit for bit: the
@@ -30,6 +40,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -120,7 +131,7 @@ def batches(step, m, mb_size, seq, vocab):
         yield {"mb": i, "tokens": tokens[:, :-1], "labels": tokens[:, 1:]}
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pp", type=int, default=2)
     ap.add_argument("--vp", type=int, default=1)
@@ -142,10 +153,60 @@ def main():
     ap.add_argument("--slow-forward", metavar="G:SECONDS",
                     help="a straggler on purpose (issue 38): process G sleeps SECONDS in each of its forwards")
     ap.add_argument("--list", help="after the last step, write the names in this folder to the json")
-    a = ap.parse_args()
+    ap.add_argument("--case", action="append", metavar="NAME:ARGS",
+                    help="run the job ARGS (these options) as case NAME, writing OUT/NAME/; "
+                         "several --case run one after the other in this launch")
+    return ap
 
+
+def cases(ap, a):
+    """The jobs this launch runs: (name, options) in order; name None for
+    the launch's one job."""
+    if not a.case:
+        return [(None, a)]
+    out, seen = [], set()
+    for spec in a.case:
+        name, sep, rest = spec.partition(":")
+        if not sep or not name or "/" in name or name in seen:
+            ap.error(f"--case {spec!r}: want NAME:ARGS, each NAME once and without '/'")
+        seen.add(name)
+        c = ap.parse_args(shlex.split(rest) + ["--out", os.path.join(a.out, name)])
+        if c.case:
+            ap.error(f"--case {spec!r}: a case holds no --case")
+        out.append((name, c))
+    return out
+
+
+def reset_megatron():
+    """megatron-core's global state back to a fresh process's: the groups
+    and buffers parallel_state keeps, the micro-batch calculator, the RNG
+    tracker (this job sets neither of the last two; a case must not
+    inherit them all the same)."""
+    from megatron.core import parallel_state as ps
+    ps.destroy_model_parallel()
+    import megatron.core.num_microbatches_calculator as nmc
+    nmc.unset_num_microbatches_calculator()
+    from megatron.core.tensor_parallel import random as tp_random
+    tp_random._CUDA_RNG_STATE_TRACKER = None
+    tp_random._CUDA_RNG_STATE_TRACKER_INITIALIZED = False
+
+
+def main():
+    ap = parser()
+    jobs = cases(ap, ap.parse_args())
     cpu_shims()
     dist.init_process_group("gloo")
+    rng = torch.get_rng_state()   # what a fresh process starts each job with
+    for i, (_, a) in enumerate(jobs):
+        if i:
+            reset_megatron()
+            torch.set_rng_state(rng)
+        run(a)
+    dist.destroy_process_group()
+
+
+def run(a):
+    """One job: megatron-core's groups set up, a.steps steps, the json."""
     from megatron.core import parallel_state as ps
     from megatron.core.pipeline_parallel import get_forward_backward_func
     from megatron.core.transformer import TransformerConfig
@@ -281,7 +342,6 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"process{g}.json"), "w") as f:
         json.dump(rec, f)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """test-megatron.py — a real megatron-core job (tests/pytorch/megatron-train.py,
-CPU, gloo, torchrun) under `pipescope-cli profile`, for one layout:
+CPU, gloo, torchrun) under `pipescope-cli profile`, for each layout named,
+one TAP line a layout:
 
-    test-megatron.py CLI LAYOUT [PYTHON_VARIABLE]
+    test-megatron.py CLI PYTHON_VARIABLE LAYOUT...
 
     1f1b           2 processes, pp 2, 1F1B (forward_backward_pipelining_without_interleaving)
     interleaved    2 processes, pp 2, V 2 (..._with_interleaving, overlap_p2p_comm)
@@ -14,7 +15,13 @@ CPU, gloo, torchrun) under `pipescope-cli profile`, for one layout:
                    the autoload engages the adapter on the schedules' import only
     (PYTHON_VARIABLE PIPESCOPE_TORCH211_PYTHON: the older megatron-core line, 1F1B)
 
-It runs the job twice, plain and under profile, and asserts:
+It runs each layout's job twice, plain and under profile.  The plain runs
+come first and share launches: the layouts of one world size run one after
+the other in one torchrun (megatron-train.py --case; importing
+megatron-core's schedules costs a process about 9 s of CPU), each exactly
+as its own launch would run it; a world size with one layout runs it as
+its own launch.  Then each layout's profiled run, alone, and its checks; a
+layout that fails is "not ok" and the others still run.  It asserts:
   * profile exits 0 and the hook engaged in every process (no "not
     recording", no "recording stopped");
   * every process's losses and weights after the last step are the plain
@@ -69,9 +76,12 @@ LAYOUTS = {   # world, pp, vp, micro-batches
 }
 
 
+class Failed(Exception):
+    """A layout's check failed: its TAP line says why."""
+
+
 def fail(msg):
-    print("not ok 1 - " + msg.replace("\n", "\n# "))
-    sys.exit(1)
+    raise Failed(msg)
 
 
 def run(cmd, env, what, timeout=400):
@@ -81,9 +91,47 @@ def run(cmd, env, what, timeout=400):
     return p
 
 
+def job_args(layout):
+    """megatron-train.py's options for a layout's job (less --out)."""
+    W, P, V, M = LAYOUTS[layout]
+    args = ["--pp", str(P), "--vp", str(V), "--microbatches", str(M), "--steps", "2"]
+    if layout == "dp":
+        args += ["--per-token", "--megatron-ddp"]
+    return args
+
+
+def plain_runs(py, layouts, env, root):
+    """The plain runs, ROOT/<layout>/process<G>.json: one launch a world
+    size.  Returns {layout: why its plain run failed}."""
+    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    by_world = collections.defaultdict(list)
+    for layout in layouts:
+        by_world[LAYOUTS[layout][0]].append(layout)
+    failed = {}
+    for W, group in by_world.items():
+        cmd = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")]
+        if len(group) == 1:
+            cmd += job_args(group[0]) + ["--out", os.path.join(root, group[0])]
+        else:
+            for layout in group:
+                cmd += ["--case", layout + ":" + " ".join(job_args(layout))]
+            cmd += ["--out", root]
+        what = f"the plain run ({', '.join(group)} in one launch)" if len(group) > 1 else "the plain run"
+        try:
+            run(cmd, env, what, timeout=400 * len(group))
+        except (Failed, subprocess.TimeoutExpired) as e:
+            failed.update((layout, str(e)) for layout in group)
+    return failed
+
+
 def main():
-    cli, layout = sys.argv[1], sys.argv[2]
-    var = sys.argv[3] if len(sys.argv) > 3 else "PIPESCOPE_TORCH_PYTHON"
+    cli, var, layouts = sys.argv[1], sys.argv[2], sys.argv[3:]
+    bad = [l for l in layouts if l not in LAYOUTS and l != "unknown"]
+    if not layouts or bad or len(set(layouts)) != len(layouts):
+        print(f"usage: test-megatron.py CLI PYTHON_VARIABLE LAYOUT... (each once, of "
+              f"{', '.join(list(LAYOUTS) + ['unknown'])}){': not ' + ', '.join(bad) if bad else ''}",
+              file=sys.stderr)
+        sys.exit(2)
     py = os.environ.get(var)
     if not py or not os.path.exists(py):
         print(f"1..0 # SKIP {var} is not set (./dev.sh test installs PyTorch and megatron-core and sets it)")
@@ -92,21 +140,39 @@ def main():
                       capture_output=True).returncode != 0:
         print(f"1..0 # SKIP megatron-core is not installed in {py} (./dev.sh test installs it)")
         sys.exit(0)
-    print("1..1")
+    print(f"1..{len(layouts)}", flush=True)
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONWARNINGS"] = "ignore"
-    if layout == "unknown":
-        return unknown(cli, py, env)
     tmp = tempfile.mkdtemp(prefix="pp-megatron-")
+    n_failed = 0
     try:
-        check(cli, py, layout, env, tmp)
+        os.chmod(tmp, 0o700)
+        plain = os.path.join(tmp, "plain")
+        plain_failed = plain_runs(py, [l for l in layouts if l != "unknown"],
+                                  dict(env, XDG_RUNTIME_DIR=tmp), plain)
+        for i, layout in enumerate(layouts, 1):
+            try:
+                if layout in plain_failed:
+                    fail(plain_failed[layout])
+                if layout == "unknown":
+                    said = unknown(cli, py, dict(env))
+                else:
+                    own = os.path.join(tmp, layout)
+                    os.mkdir(own)
+                    said = check(cli, py, layout, dict(env), own, os.path.join(plain, layout))
+                print(f"ok {i} - {said}", flush=True)
+            except Exception as e:   # a layout's failure, whatever it is, leaves the others to run
+                n_failed += 1
+                why = str(e) if isinstance(e, Failed) else f"{type(e).__name__}: {e}"
+                print(f"not ok {i} - {layout}: " + why.replace("\n", "\n# "), flush=True)
     finally:
         if os.environ.get("PP_TEST_KEEP"):   # to read the trace after a failure
             print(f"# kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if n_failed else 0)
 
 
 UNKNOWN = r"""
@@ -174,23 +240,22 @@ def unknown(cli, py, env):
     if p.returncode != 0 or p.stdout.split() != ["instrumented", "passed", "True", "passed", "True"] \
             or lines != [want]:
         fail(f"no pipelining: exit {p.returncode}, {p.stdout!r}, said {lines}:\n{p.stderr[-2000:]}")
-    print("ok 1 - unknown: megatron-core 0.99.0 left alone, said in one line, nothing wrapped; the autoload "
-          "engages the adapter when the schedules are imported, not before; forward_backward_no_pipelining "
-          "said once")
+    return ("unknown: megatron-core 0.99.0 left alone, said in one line, nothing wrapped; the autoload "
+            "engages the adapter when the schedules are imported, not before; forward_backward_no_pipelining "
+            "said once")
 
 
-def check(cli, py, layout, env, tmp):
-    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
+def check(cli, py, layout, env, tmp, plain):
+    """A layout's profiled run (and dp's slowed one) against its plain run's
+    json in PLAIN; returns its TAP line's text."""
+    env["XDG_RUNTIME_DIR"] = tmp   # a registry of the layout's own
     os.chmod(tmp, 0o700)
     W, P, V, M = LAYOUTS[layout]
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py"),
-           "--pp", str(P), "--vp", str(V), "--microbatches", str(M), "--steps", "2"]
-    if layout == "dp":
-        job += ["--per-token", "--megatron-ddp"]
-    plain, prof, traces = (os.path.join(tmp, d) for d in ("plain", "prof", "traces"))
+    job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")] \
+        + job_args(layout)
+    prof, traces = (os.path.join(tmp, d) for d in ("prof", "traces"))
     os.mkdir(traces)
-    run(job + ["--out", plain], env, "the plain run")
     trace = os.path.join(traces, "job.pptrace")
     p = run([cli, "profile", "--trace", trace, "--name", "megtest", "--"] + job + ["--out", prof],
             env, "the profiled run")
@@ -364,10 +429,10 @@ def check(cli, py, layout, env, tmp):
             + ["--out", os.path.join(tmp, "slowout"), "--slow-forward", f"{SLOW}:{SLOW_S}"], env, "the slowed run")
         said = straggler_check.compare(cli, env, run, fail, slow, trace, SLOW)
     keep = os.environ.get("PIPESCOPE_MEGATRON_KEEP")
-    if keep:   # for the README's screenshot
-        shutil.copy(trace, keep + ".pptrace")
-        shutil.copy(png, keep + ".png")
-    print(f"ok 1 - {layout}: {W} processes, pp {P} V {V} M {M} ({name}): losses and weights bit for bit, "
+    if keep:   # for the README's screenshot: KEEP-<layout>.pptrace and .png
+        shutil.copy(trace, f"{keep}-{layout}.pptrace")
+        shutil.copy(png, f"{keep}-{layout}.png")
+    return (f"{layout}: {W} processes, pp {P} V {V} M {M} ({name}): losses and weights bit for bit, "
           f"one trace, every process's {n_blocks // W} F and B a step in megatron-core's order and its plan, "
           f"{n_xfer} of each transfer, {counts['WAIT']} waits, {counts['OPT']} optimizer steps, "
           f"{n_loss} LOSS blocks each where its F ends"
