@@ -377,28 +377,30 @@ test_app_replicas (void)
 
 /* ---- the Stragglers tab (issue 38) ------------------------------------------------ */
 
-/* A PP 2 x DP 3 job whose process at pp 1, dp 1 runs its blocks twice as
- * long (pp-synth-mesh --slow-stage 1): the tab names it first, a click on
- * its cell shows replica dp 1's rows, one step chosen counts one step. */
-static void
-test_app_stragglers (void)
+/* A P x D job made by pp-synth-mesh (1F1B, M micro-batches, STEPS steps;
+ * FLAG VALUE one of its options) and merged into one trace in
+ * tmp_dir/NAME, whose path this returns. */
+static char *
+synth_job (const char *name, int P, int D, int M, int steps, const char *flag, const char *value)
 {
   const char *synth = g_getenv ("PP_SYNTH_MESH"), *cli = g_getenv ("PIPESCOPE_CLI");
   g_assert_nonnull (synth);
   g_assert_nonnull (cli);
-  g_autofree char *dir = g_build_filename (tmp_dir, "stragglers", NULL);
+  g_autofree char *dir = g_build_filename (tmp_dir, name, NULL);
   g_autofree char *base = g_build_filename (dir, "job", NULL);
-  g_autofree char *trace = g_build_filename (dir, "job.pptrace", NULL);
+  char *trace = g_build_filename (dir, "job.pptrace", NULL);
   g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
   GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
   g_ptr_array_add (merge, g_strdup (cli));
   g_ptr_array_add (merge, g_strdup ("merge"));
   g_ptr_array_add (merge, g_strdup ("-o"));
   g_ptr_array_add (merge, g_strdup (trace));
-  for (int g = 0; g < 6; g++)
+  for (int g = 0; g < P * D; g++)
     g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
   g_ptr_array_add (merge, NULL);
-  const char *make[] = { synth, base, "2", "3", "4", "3", "1f1b", "--slow-stage", "1", NULL };
+  g_autofree char *p = g_strdup_printf ("%d", P), *d = g_strdup_printf ("%d", D);
+  g_autofree char *m = g_strdup_printf ("%d", M), *n = g_strdup_printf ("%d", steps);
+  const char *make[] = { synth, base, p, d, m, n, "1f1b", flag, value, NULL };
   const char *const *cmds[] = { make, (const char *const *) merge->pdata };
   for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
     {
@@ -408,6 +410,16 @@ test_app_stragglers (void)
       g_assert_true (g_spawn_check_wait_status (status, NULL));
     }
   g_ptr_array_free (merge, TRUE);
+  return trace;
+}
+
+/* A PP 2 x DP 3 job whose process at pp 1, dp 1 runs its blocks twice as
+ * long (pp-synth-mesh --slow-stage 1): the tab names it first, a click on
+ * its cell shows replica dp 1's rows, one step chosen counts one step. */
+static void
+test_app_stragglers (void)
+{
+  g_autofree char *trace = synth_job ("stragglers", 2, 3, 4, 3, "--slow-stage", "1");
   g_autoptr (GError) error = NULL;
   g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=stragglers", trace, NULL);
   g_assert_no_error (error);
@@ -434,31 +446,7 @@ test_app_stragglers (void)
 static void
 test_app_analysis (void)
 {
-  const char *synth = g_getenv ("PP_SYNTH_MESH"), *cli = g_getenv ("PIPESCOPE_CLI");
-  g_assert_nonnull (synth);
-  g_assert_nonnull (cli);
-  g_autofree char *dir = g_build_filename (tmp_dir, "analysis", NULL);
-  g_autofree char *base = g_build_filename (dir, "job", NULL);
-  g_autofree char *trace = g_build_filename (dir, "job.pptrace", NULL);
-  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
-  GPtrArray *merge = g_ptr_array_new_with_free_func (g_free);
-  g_ptr_array_add (merge, g_strdup (cli));
-  g_ptr_array_add (merge, g_strdup ("merge"));
-  g_ptr_array_add (merge, g_strdup ("-o"));
-  g_ptr_array_add (merge, g_strdup (trace));
-  for (int g = 0; g < 4 * 256; g++)
-    g_ptr_array_add (merge, g_strdup_printf ("%s.rank%d", base, g));
-  g_ptr_array_add (merge, NULL);
-  const char *make[] = { synth, base, "4", "256", "8", "6", "1f1b", "--straggler", "3", NULL };
-  const char *const *cmds[] = { make, (const char *const *) merge->pdata };
-  for (guint i = 0; i < G_N_ELEMENTS (cmds); i++)
-    {
-      int status = -1;
-      g_assert_true (g_spawn_sync (NULL, (char **) cmds[i], NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
-                                   NULL, &status, NULL));
-      g_assert_true (g_spawn_check_wait_status (status, NULL));
-    }
-  g_ptr_array_free (merge, TRUE);
+  g_autofree char *trace = synth_job ("analysis", 4, 256, 8, 6, "--straggler", "3");
   g_autoptr (GError) error = NULL;
   g_autoptr (GSubprocess) app = spawn_app (&error, "--self-test=analysis", trace, NULL);
   g_assert_no_error (error);
