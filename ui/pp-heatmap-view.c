@@ -166,18 +166,11 @@ pp_heatmap_result_free (PpHeatmapResult *res)
   g_free (res);
 }
 
-static size_t
-n_spans_analysed (const PpTimelineModel *model)
-{
-  return model != NULL ? pp_timeline_model_n_spans_total (model) + (size_t) pp_timeline_model_n_hidden_spans (model)
-                       : 0;
-}
-
 gboolean
 pp_heatmap_view_wants (PpHeatmapView *self, const PpTimelineModel *model)
 {
   g_return_val_if_fail (PP_IS_HEATMAP_VIEW (self), FALSE);
-  return model != self->seen_model || n_spans_analysed (model) != self->seen_spans;
+  return model != self->seen_model || pp_timeline_model_n_spans_analysed (model) != self->seen_spans;
 }
 
 PpHeatmapResult *
@@ -185,7 +178,7 @@ pp_heatmap_view_compute (const PpTimelineModel *model)
 {
   PpHeatmapResult *res = g_new0 (PpHeatmapResult, 1);
   PpError err = { 0 };
-  res->n_spans = n_spans_analysed (model);
+  res->n_spans = pp_timeline_model_n_spans_analysed (model);
   if (model == NULL || !pp_timeline_model_has_replicas (model))
     {
       g_strlcpy (res->why, "the job has one process a pipeline rank: no copies to compare with", sizeof res->why);

@@ -147,6 +147,12 @@ pp_timeline_model_shown_dp (const PpTimelineModel *m)
   return dp < 0 ? 0 : dp;
 }
 
+size_t
+pp_timeline_model_n_spans_analysed (const PpTimelineModel *m)
+{
+  return m != NULL ? pp_timeline_model_n_spans_total (m) + (size_t) pp_timeline_model_n_hidden_spans (m) : 0;
+}
+
 uint64_t
 pp_timeline_model_n_hidden_spans (const PpTimelineModel *m)
 {

@@ -176,6 +176,9 @@ const PpTimelineFold *pp_timeline_model_fold (const PpTimelineModel *m, int row,
 int64_t          pp_timeline_model_start_ns (const PpTimelineModel *m);
 int64_t          pp_timeline_model_end_ns (const PpTimelineModel *m);    /* latest end */
 size_t           pp_timeline_model_n_spans_total (const PpTimelineModel *m);
+/* The spans an analysis reads: the rows' and the other replicas' (hidden)
+ * ones; a panel re-analyses when it changes. */
+size_t           pp_timeline_model_n_spans_analysed (const PpTimelineModel *m);
 
 /* Spans of a rank, sorted by start_ns; valid until the next add. */
 size_t           pp_timeline_model_n_spans (const PpTimelineModel *m, int rank);

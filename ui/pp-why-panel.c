@@ -464,19 +464,11 @@ pp_why_result_free (PpWhyResult *res)
   g_free (res);
 }
 
-/* The other replicas' spans count too: the analysis reads them. */
-static size_t
-n_spans_analysed (const PpTimelineModel *model)
-{
-  return model != NULL ? pp_timeline_model_n_spans_total (model) + (size_t) pp_timeline_model_n_hidden_spans (model)
-                       : 0;
-}
-
 gboolean
 pp_why_panel_wants (PpWhyPanel *self, const PpTimelineModel *model)
 {
   g_return_val_if_fail (PP_IS_WHY_PANEL (self), FALSE);
-  return model != self->seen_model || n_spans_analysed (model) != self->seen_spans
+  return model != self->seen_model || pp_timeline_model_n_spans_analysed (model) != self->seen_spans
          || pp_timeline_model_n_plan_items (model) != self->seen_plans;
 }
 
@@ -484,7 +476,7 @@ PpWhyResult *
 pp_why_panel_compute (const PpTimelineModel *model)
 {
   PpWhyResult *res = g_new0 (PpWhyResult, 1);
-  res->n_spans = n_spans_analysed (model);
+  res->n_spans = pp_timeline_model_n_spans_analysed (model);
   res->n_plans = pp_timeline_model_n_plan_items (model);
 
   PpWhyReport *rep = NULL;
