@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test-deepspeed.py — real DeepSpeed pipeline jobs (tests/pytorch/
-deepspeed-train.py, CPU, gloo, torchrun) under `pipescope-cli profile`, every
+deepspeed-train.py, CPU, gloo, forkrun.py) under `pipescope-cli profile`, every
 case in one test, a TAP line a case:
 
     test-deepspeed.py CLI [PYVAR [CASE...]]
@@ -24,7 +24,7 @@ line the hook knows, 0.16); CASEs choose among the cases (all by default).
                 kept and `info` on it prints the same line
 
 Each job runs twice, plain and under profile (the three plain runs one after
-the other in one torchrun launch: deepspeed-train.py --jobs); asserted:
+the other in one launch: deepspeed-train.py --jobs); asserted:
   * profile exits 0 and the hook engaged in every process (nothing said);
   * every process's losses and weights after the last step are the plain
     run's, bit for bit;
@@ -118,22 +118,22 @@ def plans_of(events):
 
 def plain_runs(py, env, out, names):
     """The plain run of every case in names, one after the other in one
-    torchrun launch (every case has W processes) into out/NAME/."""
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launch (every case has W processes) into out/NAME/."""
+    launcher = [py, os.path.join(HERE, "forkrun.py")]
     cases = {n: c for n, c in CASES.items() if n in names}
     if not cases:
         return
     W = {c[0] for c in cases.values()}
     assert len(W) == 1, "the plain runs share one launch: every case has as many processes"
     jobs = ",".join(f"{n}:{P}:{M}" + (":dualpipev" if v else "") for n, (_, P, M, v) in cases.items())
-    run([torchrun, "--standalone", "--nproc-per-node", str(W.pop()), os.path.join(HERE, "deepspeed-train.py"),
+    run(launcher + ["--standalone", "--nproc-per-node", str(W.pop()), os.path.join(HERE, "deepspeed-train.py"),
          "--steps", str(STEPS), "--jobs", jobs, "--out", out], env, "the plain runs")
 
 
 def case(cli, py, name, env, tmp, plain):
     W, P, M, dualpipev = CASES[name]
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "deepspeed-train.py"),
+    launcher = [py, os.path.join(HERE, "forkrun.py")]
+    job = launcher + ["--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "deepspeed-train.py"),
            "--pp", str(P), "--microbatches", str(M), "--steps", str(STEPS)] + (["--dualpipev"] if dualpipev else [])
     plain = os.path.join(plain, name)
     prof = os.path.join(tmp, "prof")
@@ -250,9 +250,9 @@ def slots(cli, py, env):
 def stuck(cli, py, env, tmp):
     """A process of a DeepSpeed job sleeps in a forward: the diagnosis
     names it, from the open actions the adapter sets (docs/stuck.md)."""
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launcher = [py, os.path.join(HERE, "forkrun.py")]
     trace = os.path.join(tmp, "stuck.pptrace")
-    job = [torchrun, "--standalone", "--nproc-per-node", "4", os.path.join(HERE, "deepspeed-train.py"),
+    job = launcher + ["--standalone", "--nproc-per-node", "4", os.path.join(HERE, "deepspeed-train.py"),
            "--pp", "2", "--microbatches", "4", "--steps", "3", "--hang-process", "3", "--out",
            os.path.join(tmp, "stuck-out")]
     p = subprocess.Popen([cli, "profile", "--hang-after", "5", "--trace", trace, "--name", "dsstuck", "--"] + job,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test-megatron.py — a real megatron-core job (tests/pytorch/megatron-train.py,
-CPU, gloo, torchrun) under `pipescope-cli profile`, for each layout named,
+CPU, gloo, forkrun.py) under `pipescope-cli profile`, for each layout named,
 one TAP line a layout:
 
     test-megatron.py CLI PYTHON_VARIABLE LAYOUT...
@@ -17,7 +17,7 @@ one TAP line a layout:
 
 It runs each layout's job twice, plain and under profile.  The plain runs
 come first and share launches: the layouts of one world size run one after
-the other in one torchrun (megatron-train.py --case; importing
+the other in one launch (megatron-train.py --case; importing
 megatron-core's schedules costs a process about 9 s of CPU), each exactly
 as its own launch would run it; a world size with one layout runs it as
 its own launch.  Then each layout's profiled run, alone, and its checks; a
@@ -103,13 +103,13 @@ def job_args(layout):
 def plain_runs(py, layouts, env, root):
     """The plain runs, ROOT/<layout>/process<G>.json: one launch a world
     size.  Returns {layout: why its plain run failed}."""
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launcher = [py, os.path.join(HERE, "forkrun.py"), "--preload", "torch._inductor.compile_fx"]
     by_world = collections.defaultdict(list)
     for layout in layouts:
         by_world[LAYOUTS[layout][0]].append(layout)
     failed = {}
     for W, group in by_world.items():
-        cmd = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")]
+        cmd = launcher + ["--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")]
         if len(group) == 1:
             cmd += job_args(group[0]) + ["--out", os.path.join(root, group[0])]
         else:
@@ -251,8 +251,8 @@ def check(cli, py, layout, env, tmp, plain):
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the layout's own
     os.chmod(tmp, 0o700)
     W, P, V, M = LAYOUTS[layout]
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")] \
+    launcher = [py, os.path.join(HERE, "forkrun.py"), "--preload", "torch._inductor.compile_fx"]
+    job = launcher + ["--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")] \
         + job_args(layout)
     prof, traces = (os.path.join(tmp, d) for d in ("prof", "traces"))
     os.mkdir(traces)

@@ -3,7 +3,8 @@
 hook's wrappers take every call PyTorch's functions take.
 
 A CASE is one of PyTorch's schedule classes: tests/pytorch/call-forms.py
-(2 ranks, CPU, gloo, torchrun) calls every function the hook wraps in every
+(2 ranks, CPU, gloo, launched by forkrun.py, torchrun's environment with
+the imports once) calls every function the hook wraps in every
 form its real signature allows (all positional, by keyword from any point
 on, self by keyword, defaults left out; the step bound, unbound, self by
 keyword), run
@@ -21,7 +22,7 @@ block a compute call and one transfer an op, per rank.
 
 CASE "patch": the issue's user, who patches get_fwd_recv_ops and
 get_bwd_recv_ops to count the receives and calls the originals by keyword,
-runs Schedule1F1B under `pipescope-cli profile -- torchrun ...`: it finishes
+runs Schedule1F1B under `pipescope-cli profile -- forkrun.py ...`: it finishes
 with the plain run's results, and its trace has both ranks, every step and
 one receive a counted op.
 
@@ -147,7 +148,7 @@ def check(cli, lib, cases, runs, py, tmp):
     # profile loads the hook beside this test, with LIB, as the hooked runs do
     env.update(PIPESCOPE_PYTHON=PKG, PIPESCOPE_LIB=lib)
     hooked = dict(env, PYTHONPATH=AUTO, PIPESCOPE_JOB="calls")
-    forms_py = [os.path.join(bindir, "torchrun"), "--standalone", "--nproc-per-node", "2",
+    forms_py = [py, os.path.join(HERE, "forkrun.py"), "--standalone", "--nproc-per-node", "2",
                 os.path.join(HERE, "call-forms.py"), "--steps", str(STEPS)]
     launches = [0]
 
@@ -176,7 +177,7 @@ def check(cli, lib, cases, runs, py, tmp):
             failed = True
             print(f"not ok {n} - {case}: {mode}: " + str(e).replace("\n", "\n# "))
         sys.stdout.flush()
-    print(f"# {launches[0]} torchrun launches for {len(runs)} runs")
+    print(f"# {launches[0]} launches for {len(runs)} runs")
     return 1 if failed else 0
 
 

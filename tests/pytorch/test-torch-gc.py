@@ -171,7 +171,7 @@ def run(cli, py, tmp):
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
     os.chmod(tmp, 0o700)
     trace, out = os.path.join(tmp, "job.pptrace"), os.path.join(tmp, "out")
-    job = [os.path.join(os.path.dirname(py), "torchrun"), "--standalone", "--nproc-per-node", "2",
+    job = [py, os.path.join(HERE, "forkrun.py"), "--standalone", "--nproc-per-node", "2",
            os.path.join(HERE, "gc-train.py"), "--steps", "6", "--thread-gc", str(HELPER_GCS), "--out", out]
     p = subprocess.run([cli, "profile", "--trace", trace, "--name", "gctest", "--"] + job, env=env,
                        capture_output=True, text=True, timeout=400)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """test-torch-mesh.py — a job with more than one pipeline (4 processes: 2
-pipeline ranks of 2 processes each, on CPU with gloo under torchrun) under
+pipeline ranks of 2 processes each, on CPU with gloo, launched by
+forkrun.py: torchrun's environment, the imports once, issue 42) under
 `pipescope-cli profile`, for each layout of tests/pytorch/mesh-train.py.
 
     test-torch-mesh.py CLI [LAYOUT ...]   (ddp, fsdp, fsdp-zbv, tp, dp-pp, groups, unplaced;
                                            all of them when none is named)
 
-The plain runs of every layout are one torchrun job (mesh-train.py
+The plain runs of every layout are one launch (mesh-train.py
 --cases: each layout from its own seeds and groups, as it runs alone; the
 import of torch in 4 processes is most of a launch's cost, issue 42); each
 layout is then profiled as a job of its own.  One TAP line a layout.
@@ -89,8 +90,8 @@ def main():
     try:
         # every layout's plain run: one job
         plain = os.path.join(tmp, "plain")
-        torchrun = os.path.join(os.path.dirname(py), "torchrun")
-        p = subprocess.run([torchrun, "--standalone", "--nproc-per-node", str(WORLD),
+        launcher = [py, os.path.join(HERE, "forkrun.py")]
+        p = subprocess.run(launcher + ["--standalone", "--nproc-per-node", str(WORLD),
                             os.path.join(HERE, "mesh-train.py"), "--cases", ",".join(layouts)] + JOB_ARGS
                            + ["--out", plain], env=env, capture_output=True, text=True, timeout=600)
         for i, layout in enumerate(layouts, 1):
@@ -117,8 +118,8 @@ def check(cli, py, layout, env, tmp, plain):
     the TAP line says."""
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the layout's own
     os.chmod(tmp, 0o700)
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", str(WORLD), os.path.join(HERE, "mesh-train.py"),
+    launcher = [py, os.path.join(HERE, "forkrun.py")]
+    job = launcher + ["--standalone", "--nproc-per-node", str(WORLD), os.path.join(HERE, "mesh-train.py"),
            "--layout", layout] + JOB_ARGS
     prof, traces = (os.path.join(tmp, d) for d in ("prof", "traces"))
     os.mkdir(traces)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test-torch.py — a real torch.distributed.pipelining job under
 `pipescope-cli profile`, for each of PyTorch's schedule classes given (or a
-CSV schedule), 2 ranks on CPU with gloo under torchrun.
+CSV schedule), 2 ranks on CPU with gloo, launched by forkrun.py
+(torchrun's environment, the imports once, issue 42); the live case under
+torchrun itself.
 
     test-torch.py CLI VAR CASE...
 
@@ -166,7 +168,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pp-torch-")
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the test's own
     os.chmod(tmp, 0o700)
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launcher = [py, os.path.join(HERE, "forkrun.py")]   # forkrun: issue 42
     launches = 0
 
     # every recorded case's plain run, under torch.profiler too: one job
@@ -188,7 +190,7 @@ def main():
                     subprocess.run([cli, "schedule", "-s", csvs[0], "-p", "2", "-m", str(M), "--format", "csv"],
                                    stdout=f, check=True)
             launches += 1
-            run([torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
+            run(launcher + ["--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
                  "--cases", ",".join(train_cases), "--microbatches", str(M), "--steps", str(STEPS),
                  "--record-order", "--out", plain, "--profile-trace", kineto]
                 + (["--csv", csvf, "--csv-stages-per-rank", "1"] if csvs else []),
@@ -208,17 +210,17 @@ def main():
                 fail(plain_failed)
             else:
                 launches += 1
-                said = check(cli, case, torchrun, env, d, csvf, plain, kineto)
+                said = check(cli, case, launcher, env, d, csvf, plain, kineto)
             print(f"ok {i} - {said}")
         except (Fail, subprocess.SubprocessError) as e:
             failed = True
             print(f"not ok {i} - {case}: " + str(e).replace("\n", "\n# "))
         sys.stdout.flush()
-    print(f"# {launches} torchrun launches for {len(cases)} cases")
+    print(f"# {launches} launches for {len(cases)} cases")
     sys.exit(1 if failed else 0)
 
 
-def check(cli, case, torchrun, env, tmp, csvf, plain_all, kineto_all):
+def check(cli, case, launcher, env, tmp, csvf, plain_all, kineto_all):
     """One recorded case, profiled as a job of its own, against its plain
     run (plain_all/<case>, kineto_all.<case>): what it said, or Fail."""
     python_hook = case.startswith("python-hook:")
@@ -235,7 +237,7 @@ def check(cli, case, torchrun, env, tmp, csvf, plain_all, kineto_all):
         args += ["--schedule", sched]
         pyname = sched
         train_case = sched
-    job = [torchrun, "--standalone", "--nproc-per-node", "2",
+    job = launcher + ["--standalone", "--nproc-per-node", "2",
            os.path.join(HERE, "train.py")] + args
     plain, prof = os.path.join(plain_all, train_case), os.path.join(tmp, "prof")
     kineto = f"{kineto_all}.{train_case}"
