@@ -17,11 +17,6 @@ line the hook knows, 0.16); CASEs choose among the cases (all by default).
                 import (import deepspeed makes it) and not before (no torchrun)
     slots       `schedule -s DeepSpeed-1F1B --format instructions` against
                 DeepSpeed's own TrainSchedule over shapes (no torchrun)
-    stuck       issue 37: pp 2 x dp 2 whose process 3 sleeps for ever in a
-                forward of step 1, under profile --hang-after: profile exits 3
-                naming process 3 (pp 1 dp 1) the root, in its F, in the job's
-                own frame, with the other three waiting for it; the trace is
-                kept and `info` on it prints the same line
 
 Each job runs twice, plain and under profile (the three plain runs one after
 the other in one launch: deepspeed-train.py --jobs); asserted:
@@ -48,8 +43,6 @@ import collections
 import csv
 import json
 import os
-import re
-import signal
 import shutil
 import subprocess
 import sys
@@ -247,40 +240,6 @@ def slots(cli, py, env):
             f"rank, {len(shapes)} shapes (P 2 to 8, M 1 to 16)")
 
 
-def stuck(cli, py, env, tmp):
-    """A process of a DeepSpeed job sleeps in a forward: the diagnosis
-    names it, from the open actions the adapter sets (docs/stuck.md)."""
-    launcher = [py, os.path.join(HERE, "forkrun.py")]
-    trace = os.path.join(tmp, "stuck.pptrace")
-    job = launcher + ["--standalone", "--nproc-per-node", "4", os.path.join(HERE, "deepspeed-train.py"),
-           "--pp", "2", "--microbatches", "4", "--steps", "3", "--hang-process", "3", "--out",
-           os.path.join(tmp, "stuck-out")]
-    p = subprocess.Popen([cli, "profile", "--hang-after", "5", "--trace", trace, "--name", "dsstuck", "--"] + job,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _, err = p.communicate(timeout=400)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)   # the bound: a hang of the test itself never lasts
-        _, err = p.communicate()
-    if p.returncode != 3:
-        raise Failed(f"profile --hang-after exited {p.returncode}, not 3:\n{err[-3000:]}")
-    root = re.compile(r"^stuck: process 3 \(pp 1 dp 1, host [^,]+, pid \d+\) in F mb \d+ of step 1 for \d+ s, "
-                      r"in deepspeed-train\.py:\d+ hanging; processes 0, 1, 2 wait for it: .*$", re.M)
-    said = root.search(err)
-    if said is None:
-        raise Failed("profile's diagnosis does not name process 3 the root with 0, 1, 2 waiting:\n"
-                     + "\n".join(l for l in err.splitlines() if l.startswith("stuck") or "profile" in l))
-    if not os.path.exists(trace):
-        raise Failed("the trace was not kept")
-    out = run([cli, "info", trace], env, "info on the stuck trace").stdout
-    kept = root.search(out)
-    def plain(line):
-        return re.sub(r" for \d+ s", "", line)
-    if kept is None or plain(kept.group(0)) != plain(said.group(0)):
-        raise Failed(f"info prints another diagnosis: {kept.group(0) if kept else None!r} vs {said.group(0)!r}")
-    return "stuck: " + plain(said.group(0))[len("stuck: "):] + " (profile exit 3, info the same)"
-
-
 UNKNOWN = r"""
 from importlib import metadata
 real = metadata.version
@@ -341,7 +300,7 @@ def main():
     v = subprocess.run([py, "-c", "from importlib import metadata; print(metadata.version('deepspeed'))"],
                        env=env, capture_output=True, text=True)
     DS_LINE = ".".join(v.stdout.strip().split(".")[:2])
-    names = sys.argv[3:] or list(CASES) + ["unknown", "slots", "stuck"]
+    names = sys.argv[3:] or list(CASES) + ["unknown", "slots"]
     print(f"1..{len(names)}")
     failed = 0
     plain = tempfile.mkdtemp(prefix="pp-deepspeed-plain-")
@@ -356,8 +315,6 @@ def main():
         try:
             if name in ("unknown", "slots"):
                 msg = (unknown if name == "unknown" else slots)(cli, py, env)
-            elif name == "stuck":
-                msg = stuck(cli, py, dict(env, XDG_RUNTIME_DIR=tmp), tmp)
             elif plain_failed is not None:
                 raise Failed(f"no plain run to compare with: {plain_failed}")
             else:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test-stuck.py CLI — stuck PyTorch jobs under `pipescope-cli profile
 --hang-after` (issue 37, docs/stuck.md), one test of several jobs (each a
-torchrun of its own: a hung job cannot be reused):
+launch of its own: a hung job cannot be reused; forward under torchrun,
+whose process tree profile ends, the others under forkrun.py, issue 42):
 
   forward   PP 2 x DP 2 (mesh-train.py --layout ddp), process 3 (pp 1 dp 1)
             sleeps for ever inside its second forward of step 1: the
@@ -20,7 +21,10 @@ torchrun of its own: a hung job cannot be reused):
             job, said in a warning;
   megatron  megatron-core (megatron-train.py, PP 2 x DP 2, its DDP), process
             3 (pp 1 dp 1) asleep in its forward_step of step 1: the root,
-            every other process waiting for it.
+            every other process waiting for it;
+  deepspeed DeepSpeed's PipelineEngine (deepspeed-train.py, pp 2 x dp 2),
+            process 3 asleep in a forward of step 1: the root, in its F, at
+            the job's own frame, the other three waiting for it.
 
 Each asserts profile's own exit code (3), the diagnosis it prints, that the
 trace is kept, and that `info` on the trace prints the same root or cycle
@@ -40,6 +44,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HANG_AFTER = "4"
+FORKRUN = os.path.join(HERE, "forkrun.py")
 EXIT_STUCK = 3
 
 
@@ -95,14 +100,14 @@ def check_forward(cli, py, env, tmp):
 
 
 def check_deadlock(cli, py, env, tmp):
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
+    launcher = [py, FORKRUN]
     csv_file = os.path.join(tmp, "deadlock.csv")
     with open(csv_file, "w") as f:
         # rank 0 needs stage 1's gradient (B0) before it sends its forward;
         # rank 1 needs that forward first
         f.write("0F0,0RECV_B0,0B0,0SEND_F0,0WAIT_SEND_F0\n"
                 "1RECV_F0,1F0,1SEND_B0,1B0,1WAIT_SEND_B0\n")
-    job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"), "--csv", csv_file,
+    job = launcher + ["--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"), "--csv", csv_file,
            "--csv-format", "compute_comms", "--stages-per-rank", "1", "--microbatches", "1", "--steps", "2",
            "--out", os.path.join(tmp, "dl-out")]
     rc, err, trace = profiled(cli, env, tmp, "deadlock", job)
@@ -124,8 +129,8 @@ def check_deadlock(cli, py, env, tmp):
 
 
 def check_microbatches(cli, py, env, tmp):
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"), "--schedule",
+    launcher = [py, FORKRUN]
+    job = launcher + ["--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"), "--schedule",
            "Schedule1F1B", "--microbatches", "4", "--last-microbatches", "6", "--steps", "2",
            "--out", os.path.join(tmp, "mb-out")]
     rc, err, trace = profiled(cli, env, tmp, "microbatches", job)
@@ -152,8 +157,8 @@ def check_megatron(cli, py, env, tmp):
         subprocess.run([py, "-c", "import megatron.core"], check=True, capture_output=True, timeout=120)
     except Exception:
         return None, "megatron-core is not installed beside PIPESCOPE_TORCH_PYTHON"
-    torchrun = os.path.join(os.path.dirname(py), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", "4", os.path.join(HERE, "megatron-train.py"),
+    launcher = [py, FORKRUN, "--preload", "torch._inductor.compile_fx"]
+    job = launcher + ["--standalone", "--nproc-per-node", "4", os.path.join(HERE, "megatron-train.py"),
            "--pp", "2", "--microbatches", "4", "--steps", "3", "--megatron-ddp", "--hang-process", "3",
            "--out", os.path.join(tmp, "mg-out")]
     rc, err, trace = profiled(cli, env, tmp, "megatron", job)
@@ -176,6 +181,30 @@ def check_megatron(cli, py, env, tmp):
     return problems, err
 
 
+def check_deepspeed(cli, py, env, tmp):
+    if subprocess.run([py, "-c", "import deepspeed.runtime.pipe.engine"], env=env, capture_output=True,
+                      timeout=300).returncode != 0:
+        return None, "DeepSpeed is not installed beside PIPESCOPE_TORCH_PYTHON"
+    job = [py, FORKRUN, "--standalone", "--nproc-per-node", "4", os.path.join(HERE, "deepspeed-train.py"),
+           "--pp", "2", "--microbatches", "4", "--steps", "3", "--hang-process", "3",
+           "--out", os.path.join(tmp, "ds-out")]
+    rc, err, trace = profiled(cli, env, tmp, "deepspeed", job)
+    problems = []
+    if rc != EXIT_STUCK:
+        problems.append(f"profile exited {rc}, not {EXIT_STUCK}")
+    root = re.compile(r"^stuck: process 3 \(pp 1 dp 1, host [^,]+, pid \d+\) in F mb \d+ of step 1 for \d+ s, "
+                      r"in deepspeed-train\.py:\d+ hanging; processes 0, 1, 2 wait for it: .*$", re.M)
+    if not root.search(err):
+        problems.append("profile's diagnosis does not name process 3 the root, in its forward")
+    if not os.path.exists(trace):
+        problems.append("the trace was not kept")
+    else:
+        irc, text = info(cli, env, trace)
+        if irc != 0 or not root.search(text):
+            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    return problems, err
+
+
 def main():
     cli = sys.argv[1]
     py = os.environ.get("PIPESCOPE_TORCH_PYTHON")
@@ -185,7 +214,8 @@ def main():
     cases = [("a process asleep in a forward of PP 2 x DP 2 is the root", check_forward),
              ("a deadlock of two receives (a CSV schedule) is a cycle", check_deadlock),
              ("ranks that disagree on the micro-batches: the one that ended is the root", check_microbatches),
-             ("a megatron-core process asleep in a forward is the root", check_megatron)]
+             ("a megatron-core process asleep in a forward is the root", check_megatron),
+             ("a DeepSpeed process asleep in a forward is the root", check_deepspeed)]
     print(f"1..{len(cases)}")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(py) + ":" + env.get("PATH", "")
