@@ -464,6 +464,49 @@ test_app_analysis (void)
                                  "dropped\n"));
 }
 
+/* A plan-only trace of schedule S on 4 ranks, M micro-batches, in tmp_dir/NAME. */
+static char *
+schedule_trace (const char *name, const char *s, const char *m)
+{
+  char *trace = g_build_filename (tmp_dir, name, NULL);
+  const char *make[] = { g_getenv ("PIPESCOPE_CLI"), "schedule", "-s", s, "-p", "4", "-m", m, "--trace", trace, NULL };
+  int status = -1;
+  g_assert_true (g_spawn_sync (NULL, (char **) make, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                               &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  return trace;
+}
+
+/* The Compare table of two runs is filled by the same worker (issue 40):
+ * in the dispatch that adds a second run the table has no rows and the
+ * analysis runs (on the main loop it had them at once); the pair changed
+ * meanwhile (GPipe against 1F1B, then against 1F1B with 12 micro-batches),
+ * the first pair's rows are dropped, the main loop runs until the second
+ * pair's come, and they are pp_compare_runs' (schedule, P, M, V, steps,
+ * median step, 4 ranks' bubbles, their mean: 11 rows; the mean bubble
+ * 3/9 against 3/15). */
+static void
+test_app_compare (void)
+{
+  g_autofree char *a = schedule_trace ("cmp-gpipe.pptrace", "GPipe", "6");
+  g_autofree char *b = schedule_trace ("cmp-1f1b.pptrace", "1F1B", "6");
+  g_autofree char *c = schedule_trace ("cmp-1f1b-12.pptrace", "1F1B", "12");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocess) app = spawn_app (&error, "--no-run", "--self-test=compare", a, b, c, NULL);
+  g_assert_no_error (error);
+  g_autofree char *out = read_all_lines (app, NULL, NULL);
+  g_assert_true (g_subprocess_get_if_exited (app));
+  g_assert_nonnull (strstr (out, "self-test: compare: two runs shown: 0 rows, the analysis running\n"));
+  const char *ticks = strstr (out, "self-test: compare: ");
+  g_assert_nonnull ((ticks = strstr (ticks, "\nself-test: compare: ")));
+  g_assert_cmpuint (strtoul (ticks + strlen ("\nself-test: compare: "), NULL, 10), >, 0);
+  g_assert_nonnull (strstr (out, " main-loop ticks while it ran; the first pair's rows dropped\n"));
+  g_assert_nonnull (strstr (out, "self-test: compare: as computed directly: 11 rows, Schedule: GPipe against 1F1B, "
+                                 "Bubble a step, mean: 33.3 % against 20.0 %\n"));
+  g_assert_nonnull (strstr (out, "self-test: PASS: compare"));
+  g_assert_cmpint (g_subprocess_get_exit_status (app), ==, 0);
+}
+
 /* ---- the host lane: a GC pause under the pointer (issue 29) ---------------------- */
 
 /* pp-synth-host's trace (GC pauses of 3.2 ms in rank 0's gaps): the
@@ -774,6 +817,7 @@ main (int argc, char **argv)
   g_test_add_func ("/app/spans", test_app_spans);
   g_test_add_func ("/app/host-lane", test_app_host_lane);
   g_test_add_func ("/app/analysis", test_app_analysis);
+  g_test_add_func ("/app/compare", test_app_compare);
   int rc = g_test_run ();
   pp_test_rm_rf (tmp_dir);
   g_free (tmp_dir);

@@ -629,6 +629,18 @@ test_compare_runs (void)
   GtkWidget *table = pp_compare_table_new ();
   g_object_ref_sink (table);
   pp_compare_table_update (PP_COMPARE_TABLE (table), a, "gpipe.pptrace — GPipe", b, "1f1b-12.pptrace — 1F1B");
+  const PpCompareRow *shown = NULL;
+  g_assert_cmpuint (pp_compare_table_get_rows (PP_COMPARE_TABLE (table), &shown), ==, 11);
+  g_assert_cmpstr (shown[0].b, ==, "1F1B");
+  /* another pair under way (the app's worker): none of these rows */
+  pp_compare_table_show_pending (PP_COMPARE_TABLE (table));
+  g_assert_cmpuint (pp_compare_table_get_rows (PP_COMPARE_TABLE (table), &shown), ==, 0);
+  g_assert_null (shown);
+  /* its rows computed apart (any thread), shown as they come */
+  pp_compare_table_apply (PP_COMPARE_TABLE (table), pp_compare_table_compute (b, a), "b", "a");
+  g_assert_cmpuint (pp_compare_table_get_rows (PP_COMPARE_TABLE (table), &shown), ==, 11);
+  g_assert_cmpstr (shown[0].a, ==, "1F1B");
+  g_assert_null (pp_compare_table_compute (a, NULL));
   g_object_unref (table);
   pp_timeline_model_free (a);
   pp_timeline_model_free (b);

@@ -132,11 +132,34 @@ pp_compare_runs (const PpTimelineModel *a, const PpTimelineModel *b, PpCompareRo
 
 /* ---- the table ------------------------------------------------------------------- */
 
+struct _PpCompareResult
+{
+  size_t       n;
+  PpCompareRow rows[MAX_ROWS];
+};
+
+PpCompareResult *
+pp_compare_table_compute (const PpTimelineModel *a, const PpTimelineModel *b)
+{
+  if (a == NULL || b == NULL)
+    return NULL;
+  PpCompareResult *res = g_new (PpCompareResult, 1);
+  res->n = pp_compare_runs (a, b, res->rows, MAX_ROWS);
+  return res;
+}
+
+void
+pp_compare_result_free (PpCompareResult *res)
+{
+  g_free (res);
+}
+
 struct _PpCompareTable
 {
-  GtkWidget  parent_instance;
-  GtkWidget *scroll;
-  GtkWidget *grid;
+  GtkWidget        parent_instance;
+  GtkWidget       *scroll;
+  GtkWidget       *grid;
+  PpCompareResult *shown;   /* the rows shown; NULL: none */
 };
 
 G_DEFINE_FINAL_TYPE (PpCompareTable, pp_compare_table, GTK_TYPE_WIDGET)
@@ -161,29 +184,36 @@ cell (const char *text, gboolean bold, gboolean dim, float xalign)
   return l;
 }
 
-void
-pp_compare_table_update (PpCompareTable *self, const PpTimelineModel *a, const char *name_a,
-                         const PpTimelineModel *b, const char *name_b)
+/* The grid emptied, and one dim line in it. */
+static void
+show_line (PpCompareTable *self, const char *text)
 {
-  g_return_if_fail (PP_IS_COMPARE_TABLE (self));
   GtkWidget *child;
   while ((child = gtk_widget_get_first_child (self->grid)))
     gtk_grid_remove (GTK_GRID (self->grid), child);
-  if (a == NULL || b == NULL)
+  g_clear_pointer (&self->shown, pp_compare_result_free);
+  if (text != NULL)
+    gtk_grid_attach (GTK_GRID (self->grid), cell (text, FALSE, TRUE, 0), 0, 0, 1, 1);
+}
+
+void
+pp_compare_table_apply (PpCompareTable *self, PpCompareResult *res, const char *name_a, const char *name_b)
+{
+  g_return_if_fail (PP_IS_COMPARE_TABLE (self));
+  if (res == NULL)
     {
-      gtk_grid_attach (GTK_GRID (self->grid), cell ("Select two runs (Ctrl-click) to compare them", FALSE, TRUE, 0),
-                       0, 0, 1, 1);
+      show_line (self, "Select two runs (Ctrl-click) to compare them");
       return;
     }
-  PpCompareRow rows[MAX_ROWS];
-  size_t n = pp_compare_runs (a, b, rows, MAX_ROWS);
+  show_line (self, NULL);
+  self->shown = res;
   gtk_grid_attach (GTK_GRID (self->grid), cell ("", TRUE, FALSE, 0), 0, 0, 1, 1);
-  gtk_grid_attach (GTK_GRID (self->grid), cell (name_a, TRUE, FALSE, 1), 1, 0, 1, 1);
-  gtk_grid_attach (GTK_GRID (self->grid), cell (name_b, TRUE, FALSE, 1), 2, 0, 1, 1);
+  gtk_grid_attach (GTK_GRID (self->grid), cell (name_a ? name_a : "", TRUE, FALSE, 1), 1, 0, 1, 1);
+  gtk_grid_attach (GTK_GRID (self->grid), cell (name_b ? name_b : "", TRUE, FALSE, 1), 2, 0, 1, 1);
   gtk_grid_attach (GTK_GRID (self->grid), cell ("lower / upper", TRUE, FALSE, 1), 3, 0, 1, 1);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < res->n; i++)
     {
-      const PpCompareRow *r = &rows[i];
+      const PpCompareRow *r = &res->rows[i];
       int y = (int) i + 1;
       gtk_grid_attach (GTK_GRID (self->grid), cell (r->what, FALSE, !r->differs, 0), 0, y, 1, 1);
       gtk_grid_attach (GTK_GRID (self->grid), cell (r->a, r->differs, !r->differs, 1), 1, y, 1, 1);
@@ -192,11 +222,35 @@ pp_compare_table_update (PpCompareTable *self, const PpTimelineModel *a, const c
     }
 }
 
+void
+pp_compare_table_update (PpCompareTable *self, const PpTimelineModel *a, const char *name_a,
+                         const PpTimelineModel *b, const char *name_b)
+{
+  g_return_if_fail (PP_IS_COMPARE_TABLE (self));
+  pp_compare_table_apply (self, pp_compare_table_compute (a, b), name_a, name_b);
+}
+
+void
+pp_compare_table_show_pending (PpCompareTable *self)
+{
+  g_return_if_fail (PP_IS_COMPARE_TABLE (self));
+  show_line (self, "Comparing the runs…");
+}
+
+size_t
+pp_compare_table_get_rows (PpCompareTable *self, const PpCompareRow **rows)
+{
+  g_return_val_if_fail (PP_IS_COMPARE_TABLE (self), 0);
+  *rows = self->shown != NULL ? self->shown->rows : NULL;
+  return self->shown != NULL ? self->shown->n : 0;
+}
+
 static void
 pp_compare_table_dispose (GObject *object)
 {
   PpCompareTable *self = PP_COMPARE_TABLE (object);
   g_clear_pointer (&self->scroll, gtk_widget_unparent);
+  g_clear_pointer (&self->shown, pp_compare_result_free);
   G_OBJECT_CLASS (pp_compare_table_parent_class)->dispose (object);
 }
 

@@ -37,7 +37,7 @@ static const GOptionEntry options[] = {
 static const char *const self_test_modes[] = {
   "run", "attach", "bench-stream", "open", "open-error", "second-instance", "save", "profile", "replicas",
   "spans", "host-lane", "demo", "demo-compare", "demo-attach", "demo-screenshot", "demo-why", "stragglers",
-  "demo-stragglers", "analysis", NULL
+  "demo-stragglers", "analysis", "compare", NULL
 };
 
 char *

@@ -27,7 +27,9 @@
  * and stays open, for a screenshot;
  * `--self-test=spans FILE`: the Spans tab and Find (pp-self-test-spans.c).
  * `--self-test=analysis FILE`: the panels analysed off the main loop
- * (pp-self-test-analysis.c). */
+ * (pp-self-test-analysis.c).
+ * `--self-test=compare A B C`: the Compare table of two runs filled off
+ * the main loop, a stale pair's rows dropped (pp-self-test-compare.c). */
 #include "pp-window-private.h"
 
 #include <errno.h>
@@ -1073,6 +1075,15 @@ tick_analysis (struct PpSelfTest *t)
   return tick_by_steps (t, rc, why, FALSE);
 }
 
+/* compare: the Compare table filled off the main loop (pp-self-test-compare.c) */
+static gboolean
+tick_compare (struct PpSelfTest *t)
+{
+  g_autofree char *why = NULL;
+  int rc = pp_self_test_compare (t->win, t->step, &why);
+  return tick_by_steps (t, rc, why, FALSE);
+}
+
 /* spans: the Spans tab and Find (pp-self-test-spans.c) */
 static gboolean
 tick_spans (struct PpSelfTest *t)
@@ -1108,6 +1119,7 @@ self_test_tick (gpointer data)
                     : strcmp (t->mode, "demo-why") == 0 ? tick_demo_why (t)
                     : strcmp (t->mode, "spans") == 0 ? tick_spans (t)
                     : strcmp (t->mode, "analysis") == 0 ? tick_analysis (t)
+                    : strcmp (t->mode, "compare") == 0 ? tick_compare (t)
                     : g_str_has_suffix (t->mode, "stragglers") ? tick_stragglers (t)
                     : strcmp (t->mode, "profile") == 0 ? tick_profile (t) : tick_demo (t);
   if (finished)

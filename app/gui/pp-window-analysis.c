@@ -1,9 +1,10 @@
 /* pp-window-analysis.c — the panels that analyse the run on screen
  * (Statistics, Why, Stragglers, What if's measured costs, the Memory
- * chart's planned peaks) computed on a worker thread, so that the window
- * never blocks: a trace of 11,000 replicas took the main loop for a third
- * of a second and more as it opened, a live job's analyses a few times a
- * second.
+ * chart's planned peaks) and the Compare table of two runs, computed on a
+ * worker thread, so that the window never blocks: a trace of 11,000
+ * replicas took the main loop for a third of a second and more as it
+ * opened, a live job's analyses a few times a second, and comparing it
+ * with another run as long again (its step analysis and bubbles, twice).
  *
  * What is safe: the timeline model is not thread-safe even for readers
  * (its const queries settle late spans, sort steps and places, fill
@@ -19,7 +20,8 @@
  * At most one analysis is in flight; a request meanwhile (a live run
  * refreshes the panels a few times a second) is one more run when it
  * ends, over the model as it is then.  A result is dropped when the run
- * shown changed since it started (generation), and when the window went:
+ * shown changed since it started (generation), its Compare rows when the
+ * pair compared changed (compare_generation), and when the window went:
  * the task holds it by a weak ref (GTK 4 disposes a window destroyed only
  * when its last ref goes: a task's ref would keep it and its widgets) and
  * its cancellable is cancelled as it closes, so the callback touches
@@ -35,6 +37,11 @@ typedef struct {
   PpTimelineModel       *snapshot;        /* the worker's alone; it frees it */
   const PpTimelineModel *source;          /* the run's model it copies: compared, never read */
   guint                  generation;
+  /* comparing: the lower run's, as snapshot and source are the upper's */
+  PpTimelineModel       *snapshot_b;
+  const PpTimelineModel *source_b;
+  guint                  compare_generation;
+  PpCompareResult       *compare;
   gboolean               want_why, want_stragglers;
   PpStatsResult         *stats;
   PpWhyResult           *why;
@@ -50,6 +57,8 @@ job_free (gpointer data)
   Job *j = data;
   g_weak_ref_clear (&j->win);
   pp_timeline_model_free (j->snapshot);
+  pp_timeline_model_free (j->snapshot_b);
+  pp_compare_result_free (j->compare);
   pp_stats_result_free (j->stats);
   pp_why_result_free (j->why);
   pp_heatmap_result_free (j->stragglers);
@@ -69,8 +78,11 @@ analysis_thread (GTask *task, gpointer source, gpointer data, GCancellable *canc
     j->stragglers = pp_heatmap_view_compute (j->snapshot);
   j->whatif = pp_whatif_panel_compute (j->snapshot);
   j->memory = pp_memory_chart_compute (j->snapshot, j->memory_key);
-  /* the copy goes here, not on the main loop */
+  if (j->snapshot_b != NULL)
+    j->compare = pp_compare_table_compute (j->snapshot, j->snapshot_b);
+  /* the copies go here, not on the main loop */
   g_clear_pointer (&j->snapshot, pp_timeline_model_free);
+  g_clear_pointer (&j->snapshot_b, pp_timeline_model_free);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -89,8 +101,23 @@ analysis_done (GObject *source, GAsyncResult *result, gpointer data)
       return;
     }
   self->analysis_running = FALSE;
-  if (j->generation == self->analysis_generation && self->shown[0] != NULL
-      && pp_recording_get_model (self->shown[0]) == j->source)
+  gboolean same_run = j->generation == self->analysis_generation && self->shown[0] != NULL
+                      && pp_recording_get_model (self->shown[0]) == j->source;
+  if (j->compare != NULL)
+    {
+      /* the rows of the pair compared now, else none (another pair's
+       * comparison is under way or asked for: its own rows come) */
+      if (same_run && j->compare_generation == self->compare_generation && self->shown[1] != NULL
+          && pp_recording_get_model (self->shown[1]) == j->source_b)
+        {
+          g_autofree char *na = pp_window_run_name (self->shown[0]), *nb = pp_window_run_name (self->shown[1]);
+          pp_compare_table_apply (self->compare, g_steal_pointer (&j->compare), na, nb);
+          self->compares_shown++;
+        }
+      else
+        self->compares_dropped++;
+    }
+  if (same_run)
     {
       pp_stats_panel_apply (self->stats, g_steal_pointer (&j->stats));
       if (j->why != NULL)
@@ -135,7 +162,13 @@ pp_window_analysis_start (PpWindow *self)
   j->want_why = pp_why_panel_wants (self->why, m);
   j->want_stragglers = pp_heatmap_view_wants (self->stragglers, m);
   g_strlcpy (j->memory_key, pp_memory_chart_plan_key (self->memory), sizeof j->memory_key);
-  if ((j->snapshot = pp_timeline_model_snapshot (m)) == NULL)
+  if (self->shown[1] != NULL)
+    {
+      j->source_b = pp_recording_get_model (self->shown[1]);
+      j->compare_generation = self->compare_generation;
+    }
+  if ((j->snapshot = pp_timeline_model_snapshot (m)) == NULL
+      || (j->source_b != NULL && (j->snapshot_b = pp_timeline_model_snapshot (j->source_b)) == NULL))
     {
       job_free (j);
       pp_window_toast (self, "Out of memory: the panels were not analysed again");
@@ -154,16 +187,26 @@ pp_window_analysis_start (PpWindow *self)
 }
 
 void
-pp_window_analysis_reset (PpWindow *self, PpRecording *next)
+pp_window_analysis_reset (PpWindow *self, PpRecording *a, PpRecording *b)
 {
-  self->analysis_generation++;
-  self->analysis_pending = FALSE;
-  /* not the last run's numbers under another run's timeline */
-  if (self->stats != NULL && next != NULL)
+  if (a != self->shown[0])
     {
-      pp_stats_panel_show_pending (self->stats);
-      pp_why_panel_show_pending (self->why);
-      pp_heatmap_view_show_pending (self->stragglers);
+      self->analysis_generation++;
+      self->analysis_pending = FALSE;
+      /* not the last run's numbers under another run's timeline */
+      if (self->stats != NULL && a != NULL)
+        {
+          pp_stats_panel_show_pending (self->stats);
+          pp_why_panel_show_pending (self->why);
+          pp_heatmap_view_show_pending (self->stragglers);
+        }
+    }
+  if (a != self->shown[0] || b != self->shown[1])
+    {
+      self->compare_generation++;
+      /* nor the last pair's rows under another pair's timelines */
+      if (self->compare != NULL && a != NULL && b != NULL)
+        pp_compare_table_show_pending (self->compare);
     }
 }
 

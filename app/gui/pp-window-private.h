@@ -88,6 +88,9 @@ struct _PpWindow
   gboolean          analysis_pending;     /* asked again meanwhile: once more when it ends */
   GCancellable     *analysis_cancel;      /* cancelled as the window goes */
   guint             analyses_shown;       /* results shown, counted for the self-test */
+  guint             compare_generation;   /* bumped as the pair compared changes */
+  guint             compares_shown;       /* Compare tables filled from a result, counted */
+  guint             compares_dropped;     /* results whose pair was no longer shown, counted */
   guint             closing_id;
   gint64            closing_since;
   gboolean          closing;
@@ -124,6 +127,8 @@ void pp_window_update_waiting         (PpWindow *self);
 void pp_window_reset_empty_page       (PpWindow *self);
 /* The primary run shown (NULL if none). */
 PpRecording *pp_window_get_shown_run        (PpWindow *self);
+/* A run as a timeline's label and the Compare table name it (g_free it). */
+char        *pp_window_run_name             (PpRecording *run);
 
 /* pp-save-trace.c: Save Trace… (Ctrl+Shift+S), and what it does once a
  * file is chosen (also used by the self-test): the shown run's trace
@@ -132,15 +137,18 @@ void     pp_window_show_save_trace_dialog (PpWindow *self);
 gboolean pp_window_save_trace_to          (PpWindow *self, const char *path, GError **error);
 
 /* pp-window-analysis.c: the Statistics, Why, Stragglers, What if and
- * Memory tabs analyse the upper run on a worker thread over a snapshot of its model
- * and show the result on the main loop.  start: now, or once the one in
- * flight ends (at most one; requests meanwhile coalesce); reset: the run
- * shown changed (to next, NULL none), a result under way is dropped and
- * the tabs say they analyse next; busy: one in flight or
- * asked for; dispose: the window goes (closes), a result that comes is
+ * Memory tabs analyse the upper run, and the Compare table the two runs
+ * compared, on a worker thread over snapshots of their models, and show
+ * the result on the main loop.  start: now, or once the one in flight
+ * ends (at most one; requests meanwhile coalesce); reset: the runs about
+ * to be shown (a upper, b compared; NULL none), called before they are:
+ * where the upper one changes, a result under way is dropped and the tabs
+ * say they analyse next; where the pair changes, its rows are dropped and
+ * the Compare table says it compares next; busy: one in flight or asked
+ * for; dispose: the window goes (closes), a result that comes is
  * dropped. */
 void     pp_window_analysis_start     (PpWindow *self);
-void     pp_window_analysis_reset     (PpWindow *self, PpRecording *next);
+void     pp_window_analysis_reset     (PpWindow *self, PpRecording *a, PpRecording *b);
 gboolean pp_window_analysis_busy      (PpWindow *self);
 void     pp_window_analysis_dispose   (PpWindow *self);
 /* In the process: analyses under way, results dropped as their window went. */
@@ -177,6 +185,11 @@ gboolean pp_self_test_save_window_png (GtkWidget *w, const char *path);
 void pp_self_test_analysis_begin      (PpWindow *self);
 int  pp_self_test_analysis            (PpWindow *self, int step, char **why);
 void pp_self_test_analysis_closing    (PpWindow *self);
+
+/* pp-self-test-compare.c: step of --self-test=compare A B C (the Compare
+ * table filled off the main loop), as the other modes' (0 again later, 1
+ * the next step, 2 done, -1 failed, *why). */
+int  pp_self_test_compare             (PpWindow *self, int step, char **why);
 
 /* pp-self-test.c */
 void pp_self_test_free                (struct PpSelfTest *t);

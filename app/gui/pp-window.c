@@ -33,8 +33,8 @@ pp_window_get_shown_run (PpWindow *self)
 /* A run as a timeline's label and the compare table name it: where it
  * comes from (its file, its job) and what it ran, so that two runs of one
  * schedule are told apart. */
-static char *
-run_name (PpRecording *run)
+char *
+pp_window_run_name (PpRecording *run)
 {
   const char *src = pp_recording_get_source (run), *title = pp_recording_get_title (run);
   if (g_strcmp0 (src, title) == 0)
@@ -56,7 +56,7 @@ pp_window_update_subtitle (PpWindow *self)
   PpRecording *run = self->shown[0];
   if (run && self->shown[1])
     {
-      g_autofree char *a = run_name (run), *b = run_name (self->shown[1]);
+      g_autofree char *a = pp_window_run_name (run), *b = pp_window_run_name (self->shown[1]);
       sub = g_strdup_printf ("%s  vs  %s", a, b);
     }
   else if (run)
@@ -158,8 +158,8 @@ on_control_changed (PpWindow *self)
 /* ---- showing runs -------------------------------------------------------------- */
 
 /* The panels that analyse the run (Statistics, Why, Stragglers, What if's
- * costs, Memory) on a worker (pp-window-analysis.c), shown when it is
- * done; the others here, now. */
+ * costs, Memory) and the Compare table on a worker (pp-window-analysis.c),
+ * shown when it is done; the others here, now. */
 static void
 pp_window_update_panels (PpWindow *self)
 {
@@ -173,11 +173,6 @@ pp_window_update_panels (PpWindow *self)
                                   pp_recording_get_model (self->shown[1]), pp_recording_get_title (self->shown[1]));
   else
     pp_loss_chart_update (self->loss, m);
-  if (self->shown[1])
-    {
-      g_autofree char *na = run_name (run), *nb = run_name (self->shown[1]);
-      pp_compare_table_update (self->compare, m, na, pp_recording_get_model (self->shown[1]), nb);
-    }
   pp_span_table_update (self->span_table);
   self->panels_dirty = FALSE;
 }
@@ -387,7 +382,7 @@ on_run_notify (PpRecording *run, GParamSpec *pspec, PpWindow *self)
     if (self->shown[i] == run)
       {
         pp_timeline_widget_set_live (self->timeline[i], pp_recording_get_state (run) == PP_RECORDING_LIVE);
-        g_autofree char *name = run_name (run);
+        g_autofree char *name = pp_window_run_name (run);
         gtk_label_set_text (self->timeline_label[i], name);
       }
   if (self->shown[0] == run)
@@ -427,8 +422,8 @@ on_run_message (PpRecording *run, const char *message, PpWindow *self)
 static void
 pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
 {
-  if (a != self->shown[0])
-    pp_window_analysis_reset (self, a);   /* another run's analysis is not shown */
+  /* another run's analysis, another pair's comparison, is not shown */
+  pp_window_analysis_reset (self, a, b);
   self->shown[0] = a;
   self->shown[1] = b;
   pp_window_controls_from_run (self, a);
@@ -440,7 +435,7 @@ pp_window_show_runs (PpWindow *self, PpRecording *a, PpRecording *b)
       pp_timeline_widget_set_live (self->timeline[i], r && pp_recording_get_state (r) == PP_RECORDING_LIVE);
       if (r)
         {
-          g_autofree char *name = run_name (r);
+          g_autofree char *name = pp_window_run_name (r);
           gtk_label_set_text (self->timeline_label[i], name);
           pp_timeline_widget_zoom_to_fit (self->timeline[i]);
         }
