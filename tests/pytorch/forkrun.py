@@ -2,15 +2,18 @@
 """forkrun.py — torchrun for the tests: the job's heavy imports once, then
 one fork a process (issue 42: the suite's budget).
 
-    python forkrun.py [--standalone] --nproc-per-node N [--preload MOD,...] SCRIPT [ARG ...]
+    python forkrun.py [--standalone] --nproc-per-node N [--framework NAME] [--preload MOD,...]
+                      SCRIPT [ARG ...]
 
 On these 2-core machines a launch's cost is mostly imports, not training:
 `import torch.distributed.pipelining` takes 5.4 s of CPU a process,
 megatron-core's schedules 8-9 s (they pull in torch._inductor), torchrun's
 own launcher 1.9 s.  A 4-process launch spent 20-40 s of CPU before its
-first step.  Here the launcher imports torch (and the modules --preload
-names) once, then forks N processes that run SCRIPT as `python SCRIPT ARG
-...` would, each with the environment torchrun gives its workers (RANK,
+first step.  Here the launcher imports torch once (and what the framework
+--framework names imports on top, and the modules --preload names; one not
+installed is passed over: these are savings, not needs), then forks N
+processes that run SCRIPT as `python SCRIPT ARG ...` would, each with
+the environment torchrun gives its workers (RANK,
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK,
 ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID).
 
@@ -50,11 +53,21 @@ HOOKED = ("torch.distributed.pipelining", "megatron.core.pipeline_parallel.sched
 # imports them; so do megatron-core and DeepSpeed): most of a process's
 # start, imported here once
 PRELOAD = ["torch", "torch.distributed", "torch.distributed.tensor", "torch._dynamo"]
+# what a framework's jobs import on top, measured with python -X importtime:
+# megatron-core 0.16 pulls in torch._inductor (1.1 s), wandb (0.7 s) and
+# tensorboard (0.1 s) before its schedules; DeepSpeed's own modules are
+# most of its import (and `import deepspeed` imports its pipe engine)
+FRAMEWORKS = {
+    "torch": [],
+    "megatron": ["torch._inductor.compile_fx", "wandb", "torch.utils.tensorboard"],
+    "deepspeed": [],
+}
 
 
 def usage(msg):
     sys.stderr.write(f"forkrun.py: {msg}\n"
-                     "usage: forkrun.py [--standalone] --nproc-per-node N [--preload MOD,...] SCRIPT [ARG ...]\n")
+                     "usage: forkrun.py [--standalone] --nproc-per-node N [--framework NAME] [--preload MOD,...] "
+                     "SCRIPT [ARG ...]\n")
     sys.exit(2)
 
 
@@ -64,9 +77,13 @@ def parse(argv):
         a = argv[i]
         if a == "--standalone":
             i += 1
-        elif a in ("--nproc-per-node", "--nproc_per_node", "--preload") and i + 1 < len(argv):
+        elif a in ("--nproc-per-node", "--nproc_per_node", "--preload", "--framework") and i + 1 < len(argv):
             if a == "--preload":
                 preload += [m for m in argv[i + 1].split(",") if m]
+            elif a == "--framework":
+                if argv[i + 1] not in FRAMEWORKS:
+                    usage(f"--framework is one of {', '.join(FRAMEWORKS)}, not '{argv[i + 1]}'")
+                preload += FRAMEWORKS[argv[i + 1]]
             else:
                 try:
                     n = int(argv[i + 1])
@@ -128,7 +145,10 @@ def main():
         usage(f"no script '{script}'")
     import importlib
     for m in PRELOAD + preload:
-        importlib.import_module(m)
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            pass   # not installed here (tensorboard beside PyTorch 2.11): the job goes without the saving
     early = [h for h in HOOKED if h in sys.modules]
     if early:
         sys.stderr.write(f"forkrun.py: --preload imported {', '.join(early)}, which each process must "

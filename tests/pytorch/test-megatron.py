@@ -97,7 +97,7 @@ def job_args(layout):
 def plain_runs(py, layouts, env, root):
     """The plain runs, ROOT/<layout>/process<G>.json: one launch a world
     size.  Returns {layout: why its plain run failed}."""
-    launcher = [py, os.path.join(HERE, "forkrun.py"), "--preload", "torch._inductor.compile_fx"]
+    launcher = [py, os.path.join(HERE, "forkrun.py"), "--framework", "megatron"]
     by_world = collections.defaultdict(list)
     for layout in layouts:
         by_world[LAYOUTS[layout][0]].append(layout)
@@ -245,7 +245,7 @@ def check(cli, py, layout, env, tmp, plain):
     env["XDG_RUNTIME_DIR"] = tmp   # a registry of the layout's own
     os.chmod(tmp, 0o700)
     W, P, V, M = LAYOUTS[layout]
-    launcher = [py, os.path.join(HERE, "forkrun.py"), "--preload", "torch._inductor.compile_fx"]
+    launcher = [py, os.path.join(HERE, "forkrun.py"), "--framework", "megatron"]
     job = launcher + ["--standalone", "--nproc-per-node", str(W), os.path.join(HERE, "megatron-train.py")] \
         + job_args(layout)
     prof, traces = (os.path.join(tmp, d) for d in ("prof", "traces"))

@@ -42,7 +42,7 @@ CASES = {
                   "process{g}.json"),
     "megatron-dp": ("megatron-train.py", ["--pp", "2", "--vp", "1", "--microbatches", "4", "--steps", "2",
                                           "--per-token", "--megatron-ddp"],
-                    ["--preload", "torch._inductor.compile_fx"], None),
+                    ["--framework", "megatron"], None),
 }
 
 

@@ -157,7 +157,7 @@ def check_megatron(cli, py, env, tmp):
         subprocess.run([py, "-c", "import megatron.core"], check=True, capture_output=True, timeout=120)
     except Exception:
         return None, "megatron-core is not installed beside PIPESCOPE_TORCH_PYTHON"
-    launcher = [py, FORKRUN, "--preload", "torch._inductor.compile_fx"]
+    launcher = [py, FORKRUN, "--framework", "megatron"]
     job = launcher + ["--standalone", "--nproc-per-node", "4", os.path.join(HERE, "megatron-train.py"),
            "--pp", "2", "--microbatches", "4", "--steps", "3", "--megatron-ddp", "--hang-process", "3",
            "--out", os.path.join(tmp, "mg-out")]
