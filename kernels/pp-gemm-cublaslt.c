@@ -9,7 +9,7 @@
  */
 #include "pp-kernels-cuda.h"
 
-#include <cublasLt.h>
+#include "pp-cublaslt-api.h"
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,6 +45,10 @@ typedef struct {
 
 #define PP_CUBLASLT_PLANS 64
 
+/* the library's functions (opened by pp_cublaslt_new, which every other
+ * call here follows: each needs its context) */
+static const PpCublasLtApi *const lt = &pp_cublaslt_fns;
+
 struct PpCublasLt {
   cublasLtHandle_t handle;
   void            *workspace;
@@ -60,13 +64,13 @@ static void
 plan_clear (Plan *p)
 {
   if (p->desc != NULL)
-    cublasLtMatmulDescDestroy (p->desc);
+    lt->MatmulDescDestroy (p->desc);
   if (p->lay_a != NULL)
-    cublasLtMatrixLayoutDestroy (p->lay_a);
+    lt->MatrixLayoutDestroy (p->lay_a);
   if (p->lay_b != NULL)
-    cublasLtMatrixLayoutDestroy (p->lay_b);
+    lt->MatrixLayoutDestroy (p->lay_b);
   if (p->lay_c != NULL)
-    cublasLtMatrixLayoutDestroy (p->lay_c);
+    lt->MatrixLayoutDestroy (p->lay_c);
   memset (p, 0, sizeof *p);
 }
 
@@ -74,7 +78,7 @@ static PpStatus
 lt_error (PpError *err, const char *what, cublasStatus_t s)
 {
   return pp_error_set (err, PP_EIO, "cuBLASLt %s failed: %s (%s)", what,
-                       cublasLtGetStatusName (s), cublasLtGetStatusString (s));
+                       lt->GetStatusName (s), lt->GetStatusString (s));
 }
 
 PpCublasLt *
@@ -84,13 +88,15 @@ pp_cublaslt_new (PpError *err)
   if (pp_cuda_device_count (&count, err) != PP_OK)
     return NULL;
 
+  if (pp_cublaslt_api (err) == NULL)
+    return NULL;
   PpCublasLt *ctx = calloc (1, sizeof *ctx);
   if (ctx == NULL)
     {
       pp_error_set (err, PP_ENOMEM, "cuBLASLt context: out of memory");
       return NULL;
     }
-  cublasStatus_t s = cublasLtCreate (&ctx->handle);
+  cublasStatus_t s = lt->Create (&ctx->handle);
   if (s != CUBLAS_STATUS_SUCCESS)
     {
       lt_error (err, "handle creation", s);
@@ -103,7 +109,7 @@ pp_cublaslt_new (PpError *err)
       (void) cudaGetLastError ();
       pp_error_set (err, PP_ENOMEM, "cuBLASLt workspace (%zu MiB): %s",
                     PP_CUBLASLT_WORKSPACE >> 20, cudaGetErrorString (e));
-      cublasLtDestroy (ctx->handle);
+      lt->Destroy (ctx->handle);
       free (ctx);
       return NULL;
     }
@@ -121,7 +127,7 @@ pp_cublaslt_free (PpCublasLt *ctx)
   /* cudaFree waits for the device, so no call still uses the workspace */
   cudaFree (ctx->workspace);
   cudaFree (ctx->bf16);
-  cublasLtDestroy (ctx->handle);
+  lt->Destroy (ctx->handle);
   free (ctx);
 }
 
@@ -175,58 +181,58 @@ plan_build (PpCublasLt *ctx, Plan *p, const LtCall *c, PpError *err)
   /* column-major view: D^T[n,m] = op(B)^T[n,k] op(A)^T[k,m] */
   cublasOperation_t op_b = c->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_a = c->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LT_TRY (cublasLtMatmulDescCreate (&p->desc, c->compute, CUDA_R_32F), "descriptor");
-  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSA,
+  LT_TRY (lt->MatmulDescCreate (&p->desc, c->compute, CUDA_R_32F), "descriptor");
+  LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                           &op_b, sizeof op_b), "TRANSA");
-  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSB,
+  LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                           &op_a, sizeof op_a), "TRANSB");
-  LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+  LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                           &c->epilogue, sizeof c->epilogue), "EPILOGUE");
   if (c->bias != NULL)
-    LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+    LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                             &c->bias, sizeof c->bias), "BIAS_POINTER");
   if (c->aux != NULL)
     {
       int64_t ld_aux = c->n;
-      LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+      LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                               &c->aux, sizeof c->aux), "AUX_POINTER");
-      LT_TRY (cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+      LT_TRY (lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                                               &ld_aux, sizeof ld_aux), "AUX_LD");
     }
 
   /* row-major B [k,n] is column-major [n,k] (ld n); B^T stored [n,k] is [k,n] (ld k) */
   if (c->trans_b)
-    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_b, c->ab_type, c->k, c->n, c->k), "layout B");
+    LT_TRY (lt->MatrixLayoutCreate (&p->lay_b, c->ab_type, c->k, c->n, c->k), "layout B");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_b, c->ab_type, c->n, c->k, c->n), "layout B");
+    LT_TRY (lt->MatrixLayoutCreate (&p->lay_b, c->ab_type, c->n, c->k, c->n), "layout B");
   if (c->trans_a)
-    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_a, c->ab_type, c->m, c->k, c->m), "layout A");
+    LT_TRY (lt->MatrixLayoutCreate (&p->lay_a, c->ab_type, c->m, c->k, c->m), "layout A");
   else
-    LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_a, c->ab_type, c->k, c->m, c->k), "layout A");
-  LT_TRY (cublasLtMatrixLayoutCreate (&p->lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
+    LT_TRY (lt->MatrixLayoutCreate (&p->lay_a, c->ab_type, c->k, c->m, c->k), "layout A");
+  LT_TRY (lt->MatrixLayoutCreate (&p->lay_c, CUDA_R_32F, c->n, c->m, c->n), "layout C");
 
   uint64_t ws = ctx->workspace_size;
-  LT_TRY (cublasLtMatmulPreferenceCreate (&pref), "preference");
-  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  LT_TRY (lt->MatmulPreferenceCreate (&pref), "preference");
+  LT_TRY (lt->MatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &ws, sizeof ws), "workspace preference");
-  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+  LT_TRY (lt->MatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                                                 &p->key.al_b, sizeof p->key.al_b),
           "alignment preference");
-  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+  LT_TRY (lt->MatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                                                 &p->key.al_a, sizeof p->key.al_a),
           "alignment preference");
-  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+  LT_TRY (lt->MatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                                                 &p->key.al_c, sizeof p->key.al_c),
           "alignment preference");
-  LT_TRY (cublasLtMatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+  LT_TRY (lt->MatmulPreferenceSetAttribute (pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                 &p->key.al_d, sizeof p->key.al_d),
           "alignment preference");
 
   cublasLtMatmulHeuristicResult_t heur;
   int found = 0;
-  s = cublasLtMatmulAlgoGetHeuristic (ctx->handle, p->desc, p->lay_b, p->lay_a, p->lay_c,
+  s = lt->MatmulAlgoGetHeuristic (ctx->handle, p->desc, p->lay_b, p->lay_a, p->lay_c,
                                       p->lay_c, pref, 1, &heur, &found);
-  cublasLtMatmulPreferenceDestroy (pref);
+  lt->MatmulPreferenceDestroy (pref);
   pref = NULL;
   /* kept: an algorithm, or cuBLASLt's "none for this"; anything else (out
    * of memory, an internal error) may pass, so it is not remembered */
@@ -244,7 +250,7 @@ plan_build (PpCublasLt *ctx, Plan *p, const LtCall *c, PpError *err)
 
 lt_fail:
   if (pref != NULL)
-    cublasLtMatmulPreferenceDestroy (pref);
+    lt->MatmulPreferenceDestroy (pref);
   plan_clear (p);
   return lt_error (err, what, s);
 #undef LT_TRY
@@ -311,17 +317,17 @@ lt_matmul (PpCublasLt *ctx, void *stream, const LtCall *c, PpError *err)
     return pp_error_set (err, PP_EUNSUPPORTED,
                          "cuBLASLt has no algorithm for %s%s GEMM %dx%dx%d (epilogue %d): %s",
                          c->trans_a ? "T" : "N", c->trans_b ? "T" : "N", c->m, c->n, c->k,
-                         (int) c->epilogue, cublasLtGetStatusName (p->status));
+                         (int) c->epilogue, lt->GetStatusName (p->status));
   /* this call's pointers: the plan was made for their alignments only */
   if (c->bias != NULL
-      && (s = cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+      && (s = lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                               &c->bias, sizeof c->bias)) != CUBLAS_STATUS_SUCCESS)
     return lt_error (err, "BIAS_POINTER", s);
   if (c->aux != NULL
-      && (s = cublasLtMatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+      && (s = lt->MatmulDescSetAttribute (p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                               &c->aux, sizeof c->aux)) != CUBLAS_STATUS_SUCCESS)
     return lt_error (err, "AUX_POINTER", s);
-  s = cublasLtMatmul (ctx->handle, p->desc, &c->alpha, c->Bin, p->lay_b, c->Ain, p->lay_a,
+  s = lt->Matmul (ctx->handle, p->desc, &c->alpha, c->Bin, p->lay_b, c->Ain, p->lay_a,
                       &c->beta, c->C, p->lay_c, c->D, p->lay_c, &p->algo,
                       ctx->workspace, ctx->workspace_size, (cudaStream_t) stream);
   if (s != CUBLAS_STATUS_SUCCESS)
