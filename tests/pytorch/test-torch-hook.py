@@ -102,8 +102,8 @@ def main():
         fail(f"the shadowed sitecustomize did not run: {p.stdout!r} {p.stderr!r}")
     ok("the sitecustomize it shadows still runs")
 
-    torchrun = os.path.join(os.path.dirname(python), "torchrun")
-    job = [torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
+    # launched by forkrun.py (torchrun's environment, the imports once, issue 42)
+    job = [python, os.path.join(HERE, "forkrun.py"), "--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train.py"),
            "--schedule", "Schedule1F1B", "--microbatches", "4", "--steps", "3"]
     full = os.path.join(tmp, "full")
     env = dict(base, PATH=os.path.dirname(python) + ":" + os.environ.get("PATH", ""))
