@@ -77,6 +77,7 @@ struct _PpWindow
   gboolean          syncing_range;
   gboolean          syncing_selection;
   guint             pick_seq;       /* runs get a pick number as they join the selection */
+  guint             open_seq;       /* files opened get a number, 1 up: the list keeps their order */
   GtkLabel         *panels_label;   /* comparing: which run the panels describe */
   PpModelShape        whatif_model;   /* the model What if ranked for; zeros: defaults */
   gboolean          applying_whatif;

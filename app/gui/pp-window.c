@@ -699,18 +699,28 @@ pp_window_scroll_runs_to_end (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* The run joins the list at pos (the end where past it), selected. */
 static void
-pp_window_add_run (PpWindow *self, PpRecording *run)
+pp_window_add_run_at (PpWindow *self, PpRecording *run, guint pos)
 {
   g_signal_connect_object (run, "changed", G_CALLBACK (on_run_changed), self, 0);
   g_signal_connect_object (run, "notify", G_CALLBACK (on_run_notify), self, 0);
   g_signal_connect_object (run, "message", G_CALLBACK (on_run_message), self, 0);
-  g_list_store_append (self->runs, run);
   guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+  if (pos > n)
+    pos = n;
+  g_list_store_insert (self->runs, pos, run);
   gtk_list_box_unselect_all (self->run_list);
-  gtk_list_box_select_row (self->run_list, gtk_list_box_get_row_at_index (self->run_list, n - 1));
-  /* the new run is the last row: show it once the list has its height */
-  g_idle_add_full (G_PRIORITY_LOW, pp_window_scroll_runs_to_end, g_object_ref (self), g_object_unref);
+  gtk_list_box_select_row (self->run_list, gtk_list_box_get_row_at_index (self->run_list, (int) pos));
+  /* a new last row: show it once the list has its height */
+  if (pos == n)
+    g_idle_add_full (G_PRIORITY_LOW, pp_window_scroll_runs_to_end, g_object_ref (self), g_object_unref);
+}
+
+static void
+pp_window_add_run (PpWindow *self, PpRecording *run)
+{
+  pp_window_add_run_at (self, run, G_MAXUINT);
 }
 
 /* ---- what the window does ------------------------------------------------------- */
@@ -832,7 +842,20 @@ open_file_done (GObject *source, GAsyncResult *result, gpointer data)
     }
   gboolean cut = pp_timeline_model_truncated (m);
   g_autoptr (PpRecording) run = pp_recording_new_file (m, path);
-  pp_window_add_run (self, run);
+  /* files read on threads end in any order; the list keeps the order they
+   * were opened in (`pipescope A B C` lists A, B, C): before the first run
+   * opened after this one that is already in */
+  guint seq = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (result), "pp-open-seq"));
+  g_object_set_data (G_OBJECT (run), "pp-open-seq", GUINT_TO_POINTER (seq));
+  guint pos = G_MAXUINT, n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+  for (guint i = 0; i < n && pos == G_MAXUINT; i++)
+    {
+      g_autoptr (GObject) other = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      guint o = GPOINTER_TO_UINT (g_object_get_data (other, "pp-open-seq"));
+      if (o > seq)
+        pos = i;
+    }
+  pp_window_add_run_at (self, run, pos);
   if (cut)
     {
       g_autofree char *base = g_path_get_basename (path);
@@ -861,6 +884,7 @@ pp_window_open_file (PpWindow *self, GFile *file)
     }
   g_autoptr (GTask) task = g_task_new (self, NULL, open_file_done, NULL);
   g_task_set_task_data (task, path, g_free);
+  g_object_set_data (G_OBJECT (task), "pp-open-seq", GUINT_TO_POINTER (++self->open_seq));
   g_task_run_in_thread (task, open_file_thread);
 }
 
