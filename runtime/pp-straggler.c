@@ -318,7 +318,7 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
       PpWhyReplicaWaits wt = { bw + lo, bo + lo };
       PpError e = { 0 };
       if (pp_why_check_blocks (rp->shared, n_compute, bs + lo, m, &e) != PP_OK
-          || pp_why_analyse_spans_waits (rp->shared, bs + lo, m, &wt, bc + clo, mc, 0, &rp->rep[k], &e) != PP_OK)
+          || pp_why_analyse_spans_waits (rp->shared, bs + lo, m, &wt, bc + clo, mc, NULL, 0, &rp->rep[k], &e) != PP_OK)
         {
           rp->rep[k] = NULL;
           rp->sched[k] = NULL;
