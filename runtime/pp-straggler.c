@@ -252,7 +252,7 @@ cmp_item (const void *a, const void *b)
 static PpStatus
 analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
               const int32_t *replica, size_t n, const PpCounter *counters, const int32_t *crep,
-              size_t n_counters, Replay *rp, PpError *err)
+              size_t n_counters, const PpWhyNames *names, Replay *rp, PpError *err)
 {
   int64_t *wait = malloc ((n + 1) * sizeof *wait);
   int32_t *of = malloc ((n + 1) * sizeof *of);
@@ -318,7 +318,7 @@ analyse_each (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpS
       PpWhyReplicaWaits wt = { bw + lo, bo + lo };
       PpError e = { 0 };
       if (pp_why_check_blocks (rp->shared, n_compute, bs + lo, m, &e) != PP_OK
-          || pp_why_analyse_spans_waits (rp->shared, bs + lo, m, &wt, bc + clo, mc, 0, &rp->rep[k], &e) != PP_OK)
+          || pp_why_analyse_spans_waits (rp->shared, bs + lo, m, &wt, bc + clo, mc, names, 0, &rp->rep[k], &e) != PP_OK)
         {
           rp->rep[k] = NULL;
           rp->sched[k] = NULL;
@@ -349,6 +349,17 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
                       const int32_t *span_process, size_t n, const PpCounter *counters,
                       const int32_t *counter_process, size_t n_counters, const PpTraceProcess *procs_in,
                       size_t n_procs_in, PpStragglerReport **out, PpError *err)
+{
+  return pp_straggler_analyse_named (desc, plans, spans, span_process, n, counters, counter_process, n_counters,
+                                     procs_in, n_procs_in, NULL, out, err);
+}
+
+PpStatus
+pp_straggler_analyse_named (const PpTraceDescription *desc, const PpWhyPlans *plans, const PpSpan *spans,
+                            const int32_t *span_process, size_t n, const PpCounter *counters,
+                            const int32_t *counter_process, size_t n_counters,
+                            const PpTraceProcess *procs_in, size_t n_procs_in, const PpWhyNames *names,
+                            PpStragglerReport **out, PpError *err)
 {
   *out = NULL;
   if (span_process == NULL || n_procs_in < 2)
@@ -403,8 +414,8 @@ pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans *plans, c
   rp.span = calloc ((size_t) rp.n_rep, sizeof *rp.span);
   if (rp.rep == NULL || rp.sched == NULL || rp.base == NULL || rp.span == NULL)
     goto oom;
-  if ((st = analyse_each (desc, plans, spans, replica, n, counters, crep, crep != NULL ? n_counters : 0, &rp,
-                          err)) != PP_OK)
+  if ((st = analyse_each (desc, plans, spans, replica, n, counters, crep, crep != NULL ? n_counters : 0, names,
+                          &rp, err)) != PP_OK)
     goto done;
   for (int k = 0; k < rp.n_rep; k++)
     if (rp.rep[k] != NULL && rp.rep[k]->ranks > rp.ranks_max)

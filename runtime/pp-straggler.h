@@ -122,6 +122,13 @@ PpStatus pp_straggler_analyse (const PpTraceDescription *desc, const PpWhyPlans 
                                const PpCounter *counters, const int32_t *counter_process,
                                size_t n_counters, const PpTraceProcess *procs, size_t n_procs,
                                PpStragglerReport **out, PpError *err);
+/* The same with the spans' names (pp-why.h's PpWhyNames; NULL none): each
+ * replica's Why analysis reads its WAITs' NCCL parts, as the Why tab's. */
+PpStatus pp_straggler_analyse_named (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                     const PpSpan *spans, const int32_t *span_process, size_t n,
+                                     const PpCounter *counters, const int32_t *counter_process,
+                                     size_t n_counters, const PpTraceProcess *procs, size_t n_procs,
+                                     const PpWhyNames *names, PpStragglerReport **out, PpError *err);
 void     pp_straggler_report_free (PpStragglerReport *r);
 
 /* The most cells a heatmap is drawn with (n_pp x n_dp: a trace's places

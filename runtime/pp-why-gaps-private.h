@@ -21,10 +21,12 @@ typedef struct {
  * (disjoint), but launch: its LAUNCH spans as they are, by end.
  * host[0]: the training thread's GC pauses; other_gc: the collections of
  * the process's other threads (a GC span's stream, format 1.8); wait: its
- * WAIT spans (a wait that released the GIL). */
+ * WAIT spans (a wait that released the GIL), every one; arrive: those
+ * that wait for a peer (rule 3's marks: all but the local ones), local:
+ * the local ones (pp_why_wait_is_local: its own device busy). */
 typedef struct {
-  Iv     *work, *host[N_HOST], *kern, *launch, *other_gc, *wait;
-  size_t  n_work, n_host[N_HOST], n_kern, n_launch, n_other_gc, n_wait;
+  Iv     *work, *host[N_HOST], *kern, *launch, *other_gc, *wait, *arrive, *local;
+  size_t  n_work, n_host[N_HOST], n_kern, n_launch, n_other_gc, n_wait, n_arrive, n_local;
   Sample *smp[N_SAMPLED];
   size_t  n_smp[N_SAMPLED];
 } RankIx;

@@ -77,6 +77,8 @@ pp_why_runtime_index_free (PpWhyRuntimeIndex *ix)
       free (x->launch);
       free (x->other_gc);
       free (x->wait);
+      free (x->arrive);
+      free (x->local);
       for (int k = 0; k < N_HOST; k++)
         free (x->host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -87,12 +89,49 @@ pp_why_runtime_index_free (PpWhyRuntimeIndex *ix)
   free (ix);
 }
 
+int
+pp_why_wait_is_local (const char *name)
+{
+  return name != NULL
+         && (strcmp (name, "nccl:local") == 0 || strcmp (name, "nccl:RecvGPUWait") == 0
+             || strcmp (name, "nccl:SendGPUWait") == 0);
+}
+
+/* The names of the WAITs seen so far: a trace has a few (NCCL's parts and
+ * states), its WAITs many, and the lookup is the caller's (a search). */
+#define N_SEEN 16
+typedef struct {
+  PpWhyNameFunc name;
+  void         *user;
+  uint32_t      id[N_SEEN];
+  unsigned char local[N_SEEN];
+  int           n;
+} WaitNames;
+
+static int
+wait_local (WaitNames *wn, uint32_t id)
+{
+  if (wn->name == NULL || id == 0)
+    return 0;   /* unnamed: a wait for a peer, as every WAIT always was */
+  for (int i = 0; i < wn->n; i++)
+    if (wn->id[i] == id)
+      return wn->local[i];
+  int local = pp_why_wait_is_local (wn->name (wn->user, id));
+  if (wn->n < N_SEEN)
+    {
+      wn->id[wn->n] = id;
+      wn->local[wn->n++] = (unsigned char) local;
+    }
+  return local;
+}
+
 /* Counts, allocates, fills: two passes over the records; only rank only
  * when only >= 0 (the others' lists stay empty). */
 static PpWhyRuntimeIndex *
 index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, size_t n_counters,
-             int ranks, int only, PpError *err)
+             int ranks, int only, PpWhyNameFunc name, void *user, PpError *err)
 {
+  WaitNames wn = { .name = name, .user = user };
   PpWhyRuntimeIndex *ix = calloc (1, sizeof *ix);
   if (ix == NULL || ranks < 0 || (ix->r = calloc ((size_t) ranks + 1, sizeof *ix->r)) == NULL)
     goto oom;
@@ -115,7 +154,16 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
           else if (pp_span_gc_other_thread (sp))
             list = x->other_gc, n = &x->n_other_gc, ix->host_seen[0] = 1;
           else if (sp->kind == PP_SPAN_WAIT)
-            list = x->wait, n = &x->n_wait;
+            {
+              /* every WAIT (other_gc's holes), and as what it waits for */
+              int local = wait_local (&wn, sp->name_id);
+              Iv *as = local ? x->local : x->arrive;
+              size_t *n_as = local ? &x->n_local : &x->n_arrive;
+              if (pass == 1)
+                as[*n_as] = iv;
+              ++*n_as;
+              list = x->wait, n = &x->n_wait;
+            }
           else if (h >= 0)
             list = x->host[h], n = &x->n_host[h], ix->host_seen[h] = 1;
           else if (sp->kind == PP_SPAN_KERNEL)
@@ -149,7 +197,9 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
               || (x->kern = malloc ((x->n_kern + 1) * sizeof *x->kern)) == NULL
               || (x->launch = malloc ((x->n_launch + 1) * sizeof *x->launch)) == NULL
               || (x->other_gc = malloc ((x->n_other_gc + 1) * sizeof *x->other_gc)) == NULL
-              || (x->wait = malloc ((x->n_wait + 1) * sizeof *x->wait)) == NULL)
+              || (x->wait = malloc ((x->n_wait + 1) * sizeof *x->wait)) == NULL
+              || (x->arrive = malloc ((x->n_arrive + 1) * sizeof *x->arrive)) == NULL
+              || (x->local = malloc ((x->n_local + 1) * sizeof *x->local)) == NULL)
             goto oom;
           for (int k = 0; k < N_HOST; k++)
             if ((x->host[k] = malloc ((x->n_host[k] + 1) * sizeof *x->host[k])) == NULL)
@@ -157,7 +207,7 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
           for (int k = 0; k < N_SAMPLED; k++)
             if ((x->smp[k] = malloc ((x->n_smp[k] + 1) * sizeof *x->smp[k])) == NULL)
               goto oom;
-          x->n_work = x->n_kern = x->n_launch = x->n_other_gc = x->n_wait = 0;
+          x->n_work = x->n_kern = x->n_launch = x->n_other_gc = x->n_wait = x->n_arrive = x->n_local = 0;
           memset (x->n_host, 0, sizeof x->n_host);
           memset (x->n_smp, 0, sizeof x->n_smp);
         }
@@ -171,6 +221,8 @@ index_build (const PpSpan *spans, size_t n_spans, const PpCounter *counters, siz
         qsort (x->launch, x->n_launch, sizeof *x->launch, cmp_iv_end);
       x->n_other_gc = merge (x->other_gc, x->n_other_gc);
       x->n_wait = merge (x->wait, x->n_wait);
+      x->n_arrive = merge (x->arrive, x->n_arrive);
+      x->n_local = merge (x->local, x->n_local);
       for (int k = 0; k < N_HOST; k++)
         x->n_host[k] = merge (x->host[k], x->n_host[k]);
       for (int k = 0; k < N_SAMPLED; k++)
@@ -187,9 +239,9 @@ oom:
 
 PpWhyRuntimeIndex *
 pp_why_runtime_index_new (const PpSpan *spans, size_t n_spans, const PpCounter *counters,
-                          size_t n_counters, int ranks, PpError *err)
+                          size_t n_counters, int ranks, PpWhyNameFunc name, void *user, PpError *err)
 {
-  return index_build (spans, n_spans, counters, n_counters, ranks, -1, err);
+  return index_build (spans, n_spans, counters, n_counters, ranks, -1, name, user, err);
 }
 
 /* The first interval of v[n] (disjoint, sorted) ending after t. */
@@ -413,6 +465,16 @@ pp_why_gap_parts (PpWhyRuntimeIndex *ix, const RankIx *x, int64_t a, int64_t b, 
   size_t nh = n;
   if (add_clipped (ix, &n, x->kern, x->n_kern, ca, cb) != 0)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
+  /* and the local waits (the rank's own device busy in a receive:
+   * pp_why_wait_is_local), the union of the two (an NCCL receive's
+   * kernel covers its local wait) */
+  if (x->n_local > 0)
+    {
+      if (add_clipped (ix, &n, x->local, x->n_local, ca, cb) != 0)
+        return pp_error_set (err, PP_ENOMEM, "out of memory");
+      if (n > nh)
+        n = nh + merge (ix->scratch + nh, n - nh);
+    }
   /* (no pointer arithmetic on a scratch never grown: NULL + 0 is undefined) */
   double kern = n > nh ? measure (ix->scratch + nh, n - nh) : 0;
   parts[PP_WHY_RT_USER_KERNELS] = pp_why_capped (kern * 1e-9, left);
@@ -510,7 +572,7 @@ pp_why_runtime_gaps (const PpSpan *spans, size_t n_spans, const PpCounter *count
   if (to_ns <= from_ns)
     return PP_OK;
   /* the one rank only: the host lane asks per row, every frame */
-  PpWhyRuntimeIndex *ix = index_build (spans, n_spans, counters, n_counters, rank + 1, rank, err);
+  PpWhyRuntimeIndex *ix = index_build (spans, n_spans, counters, n_counters, rank + 1, rank, NULL, NULL, err);
   if (ix == NULL)
     return PP_ENOMEM;
   GapList l = { 0 };

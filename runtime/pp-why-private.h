@@ -19,21 +19,23 @@ typedef struct {
  * (NULL: a pipeline of its own, replica_late not measured). */
 PpStatus pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
                                      const PpWhyReplicaWaits *waits, const PpCounter *counters,
-                                     size_t n_counters, int max_steps, PpWhyReport **out, PpError *err);
+                                     size_t n_counters, const PpWhyNames *names, int max_steps,
+                                     PpWhyReport **out, PpError *err);
 
 /* pp_why_analyse_run_counters, the same. */
 PpStatus pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plans,
                                    const PpSpan *spans, size_t n, const PpWhyReplicaWaits *waits,
-                                   const PpCounter *counters, size_t n_counters, int max_steps,
-                                   PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
-                                   PpError *err);
+                                   const PpCounter *counters, size_t n_counters,
+                                   const PpWhyNames *names, int max_steps, PpWhyReport **out,
+                                   PpWhyChange *change, PpSchedule **sched_out, PpError *err);
 
 /* pp_why_analyse_run_waits with the schedule built (taken: freed, or
  * handed to *sched_out): a job of replicas builds it once for them all. */
 PpStatus pp_why_analyse_schedule_waits (const PpTraceDescription *desc, PpSchedule *s, const PpSpan *spans,
                                         size_t n, const PpWhyReplicaWaits *waits, const PpCounter *counters,
-                                        size_t n_counters, int max_steps, PpWhyReport **out,
-                                        PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+                                        size_t n_counters, const PpWhyNames *names, int max_steps,
+                                        PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                                        PpError *err);
 
 /* s's compute actions (a whole step has a block for each). */
 long     pp_why_n_compute (const PpSchedule *s);

@@ -85,6 +85,18 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
                                   size_t n_counters, int max_steps, PpWhyReport **out,
                                   PpWhyChange *change, PpSchedule **sched_out, PpError *err)
 {
+  return pp_why_analyse_replicas_named (desc, plans, spans, replica, n, counters, counter_replica, n_counters,
+                                        NULL, max_steps, out, change, sched_out, err);
+}
+
+PpStatus
+pp_why_analyse_replicas_named (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                               const PpSpan *spans, const int32_t *replica, size_t n,
+                               const PpCounter *counters, const int32_t *counter_replica,
+                               size_t n_counters, const PpWhyNames *names, int max_steps,
+                               PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
+                               PpError *err)
+{
   int n_buckets = 0;
   bool any_unplaced = false;
   for (size_t i = 0; replica != NULL && i < n; i++)
@@ -95,8 +107,8 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
     }
   n_buckets += any_unplaced;
   if (n_buckets <= 1)
-    return pp_why_analyse_run_counters (desc, plans, spans, n, counters, n_counters, max_steps, out,
-                                        change, sched_out, err);
+    return pp_why_analyse_run_waits (desc, plans, spans, n, NULL, counters, n_counters, names, max_steps, out,
+                                     change, sched_out, err);
 
   *out = NULL;
   if (sched_out != NULL)
@@ -151,7 +163,7 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
       if (pp_why_check_blocks (s, n_compute, by + first[b], first[b + 1] - first[b], &e) != PP_OK
           || pp_why_analyse_spans_waits (s, by + first[b], first[b + 1] - first[b], &wt,
                                          cby != NULL ? cby + cfirst[b] : NULL, cfirst[b + 1] - cfirst[b],
-                                         max_steps, &rep, &e) != PP_OK)
+                                         names, max_steps, &rep, &e) != PP_OK)
         {
           if (first_err.status == PP_OK)
             first_err = e;
@@ -192,7 +204,7 @@ pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const PpWhyPla
   s = NULL;
   if ((st = pp_why_analyse_schedule_waits (desc, taken, by + first[mb], first[mb + 1] - first[mb], &mwt,
                                            cby != NULL ? cby + cfirst[mb] : NULL, cfirst[mb + 1] - cfirst[mb],
-                                           max_steps, &rep, change, sched_out, err)) != PP_OK)
+                                           names, max_steps, &rep, change, sched_out, err)) != PP_OK)
     goto out;
   int R = rep->ranks;
   rep->n_replicas = k;

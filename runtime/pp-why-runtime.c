@@ -21,7 +21,7 @@ static const char *const part_meanings[] = {
   "data loading, batch splitting",
   "zero_grad and gradient bookkeeping",
   "pipescope's own recording (shown, never hidden)",
-  "the rank's device kernels between blocks",
+  "the rank's device kernels between blocks, and its GPU busy inside a receive (NCCL's nccl:local)",
   "the device idle while the host was still launching its next work",
   "the thread on a CPU in the gap beyond the named host parts and the probe: host work the probe did not name",
   "waiting for a peer's output longer than the plan's transfer time",
@@ -105,19 +105,21 @@ add_gap_after (PpWhyRuntimeIndex *ix, int q, int64_t t, double *causes, PpError 
 }
 
 /* When the input of a block starting at start_s (seconds from lo_ns)
- * really came: the end of the rank's last recorded WAIT that ends in
- * (ready_s, start_s] (a receive returns when the data is there); -INFINITY
- * where the rank recorded none. */
+ * really came: the end of the rank's last recorded WAIT for a peer that
+ * ends in (ready_s, start_s] (a receive returns when the data is there);
+ * -INFINITY where the rank recorded none.  A local WAIT after it (an NCCL
+ * receive's "nccl:local": its own GPU had not taken the data yet) is not
+ * read: the data was there, and that time is user_kernels (rule 1). */
 static double
 measured_arrival (const RankIx *x, int64_t lo_ns, double ready_s, double start_s)
 {
-  if (x->n_wait == 0)
+  if (x->n_arrive == 0)
     return -INFINITY;
   int64_t upto = lo_ns + (int64_t) llround (start_s * 1e9);
-  size_t k = pp_why_first_ending_after (x->wait, x->n_wait, upto);
+  size_t k = pp_why_first_ending_after (x->arrive, x->n_arrive, upto);
   if (k == 0)
     return -INFINITY;
-  double end = (double) (x->wait[k - 1].b - lo_ns) * 1e-9;
+  double end = (double) (x->arrive[k - 1].b - lo_ns) * 1e-9;
   return end > ready_s ? end : -INFINITY;
 }
 
@@ -343,7 +345,7 @@ pp_why_runtime_step (const PpWhyRuntimeIndex *cix, const PpSchedule *s, int64_t 
       for (int k = 0; k < N_HOST; k++)
         w->runtime_measured[PP_WHY_RT_GC + k] = ix->host_seen[k];
       w->runtime_measured[PP_WHY_RT_PROBE] = x->n_smp[1] > 1;
-      w->runtime_measured[PP_WHY_RT_USER_KERNELS] = x->n_kern > 0;
+      w->runtime_measured[PP_WHY_RT_USER_KERNELS] = x->n_kern > 0 || x->n_local > 0;
       w->runtime_measured[PP_WHY_RT_LAUNCH_GAP] = x->n_launch > 0;
       w->runtime_measured[PP_WHY_RT_HOST_OTHER] = x->n_smp[2] > 1;
       w->runtime_measured[PP_WHY_RT_PEER_LATE] = 1;

@@ -60,7 +60,12 @@
  *                     kinds before it (GC first) already cover;
  *      probe          the PROBE_SELF_NS difference across the gap, as
  *                     descheduled;
- *      user_kernels   the rank's KERNEL spans' overlap with the gap;
+ *      user_kernels   the rank's KERNEL spans' overlap with the gap, and
+ *                     its local WAITs' (pp_why_wait_is_local: NCCL's
+ *                     "nccl:local", the rank's own GPU busy inside a
+ *                     receive, neither the peer nor the data moving),
+ *                     the union of the two: the device-side part, the
+ *                     one for the rank's own device at work;
  *      launch_gap     the device idle while the host was in the calls
  *                     that launched its next work: the union of the
  *                     rank's LAUNCH spans (format 1.8: a launch an idle
@@ -94,7 +99,11 @@
  *    block end plus the plan's transfer time, pp_schedule_dependencies,
  *    or, where later, the end of the rank's own recorded WAIT before the
  *    block: the input came late although its block ended in time, the
- *    peer having done host work, a GC, before handing it over; later
+ *    peer having done host work, a GC, before handing it over.  A local
+ *    WAIT is no such mark: the data was there when the WAIT before it
+ *    ended (an NCCL receive's "nccl:peer_late" or "nccl:transfer" part),
+ *    and its time is the rank's own, user_kernels (rule 1), charged before
+ *    peer_late; later
  *    than the rank's own previous block end, or the window start for its
  *    first block) beyond the full plan's idle of the rank, capped to what
  *    runtime has left.  The peer whose late blocks made the rank wait
@@ -137,18 +146,32 @@ typedef struct {
 
 /* Rank's idle gaps in [from_ns, to_ns] from a run's spans and counters
  * (either may be NULL with 0), in time order, malloc'd into *out (NULL
- * when none).  For the timeline's host lane. */
+ * when none).  For the timeline's host lane.  The spans are read unnamed
+ * (no local WAIT in user_kernels): the lane draws descheduled alone,
+ * which comes before it and no name changes. */
 PpStatus pp_why_runtime_gaps (const PpSpan *spans, size_t n_spans, const PpCounter *counters,
                               size_t n_counters, int rank, int64_t from_ns, int64_t to_ns,
                               PpWhyGap **out, size_t *n_out, PpError *err);
 
-/* The spans and counters of a run indexed per rank, for the analysis. */
+/* The spans and counters of a run indexed per rank, for the analysis.
+ * name (may be NULL: every span unnamed) resolves a span's name_id, as
+ * pp_nccl_match's does; only WAIT spans' names are asked for, each of
+ * the first 16 ids once (a trace has a few).  A local WAIT (pp_why_wait_is_local) is read as the
+ * rules above say; every other WAIT, named or not, as a wait for a peer. */
 typedef struct PpWhyRuntimeIndex PpWhyRuntimeIndex;
 
 PpWhyRuntimeIndex *pp_why_runtime_index_new (const PpSpan *spans, size_t n_spans,
                                              const PpCounter *counters, size_t n_counters,
-                                             int ranks, PpError *err);
+                                             int ranks, PpWhyNameFunc name, void *user,
+                                             PpError *err);
 void               pp_why_runtime_index_free (PpWhyRuntimeIndex *ix);
+
+/* Whether a WAIT span of this name (NULL: none) is the rank's own device
+ * busy, not a wait for a peer: NCCL's "nccl:local" part of a receive's or
+ * a send's wait (pp-nccl-split.h: this GPU had not taken or handed over
+ * the data), and the proxy step states it is made of, "nccl:RecvGPUWait"
+ * and "nccl:SendGPUWait" (the plugin writes them beside the split). */
+int pp_why_wait_is_local (const char *name);
 
 /* Fills idle[r].runtime_parts, runtime_measured and the late peer of every
  * rank of one step (window [lo_ns, hi_ns]) whose split idle[] already

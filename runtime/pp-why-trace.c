@@ -32,6 +32,69 @@ grow_with_process (void **items, size_t elem, int32_t **process, size_t n, size_
   return 0;
 }
 
+/* The trace's span names the analysis reads: NCCL's ("nccl:..."; its
+ * WAITs' parts, pp_why_wait_is_local), the last one for an id winning as
+ * in a trace.  A few in a trace: a linear search. */
+typedef struct {
+  uint32_t *id;
+  char    **text;
+  size_t    n, cap;
+} Names;
+
+static const char *
+name_of (void *user, uint32_t id)
+{
+  const Names *nm = user;
+  for (size_t i = 0; i < nm->n; i++)
+    if (nm->id[i] == id)
+      return nm->text[i];
+  return NULL;
+}
+
+static int
+names_add (Names *nm, uint32_t id, const char *text)
+{
+  if (text == NULL || strncmp (text, "nccl:", 5) != 0)
+    return 0;
+  char *t = strdup (text);
+  if (t == NULL)
+    return -1;
+  for (size_t i = 0; i < nm->n; i++)
+    if (nm->id[i] == id)
+      {
+        free (nm->text[i]);
+        nm->text[i] = t;
+        return 0;
+      }
+  if (nm->n == nm->cap)
+    {
+      size_t nc = nm->cap ? 2 * nm->cap : 16;
+      uint32_t *gi = realloc (nm->id, nc * sizeof *gi);
+      if (gi != NULL)
+        nm->id = gi;
+      char **gt = gi != NULL ? realloc (nm->text, nc * sizeof *gt) : NULL;
+      if (gt == NULL)
+        {
+          free (t);
+          return -1;
+        }
+      nm->text = gt;
+      nm->cap = nc;
+    }
+  nm->id[nm->n] = id;
+  nm->text[nm->n++] = t;
+  return 0;
+}
+
+static void
+names_clear (Names *nm)
+{
+  for (size_t i = 0; i < nm->n; i++)
+    free (nm->text[i]);
+  free (nm->id);
+  free (nm->text);
+}
+
 PpStatus
 pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyChange *change,
                       PpSchedule **sched_out, PpError *err)
@@ -56,6 +119,7 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
   PpTracePlanAction **plan = NULL;   /* [PP_TRACE_MAX_RANKS] each rank's last plan */
   size_t *n_plan = NULL;
   int plan_ranks = 0;
+  Names names = { 0 };
   PpError rerr = { 0 };
   PpStatus st = PP_OK;
 
@@ -123,6 +187,14 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
             }
           proc_off[item.process] = item.clock_offset.offset_ns;
           has_proc_off[item.process] = 1;
+        }
+      else if (item.type == PP_TRACE_ITEM_STRING)
+        {
+          if (names_add (&names, item.string.id, item.string.name) != 0)
+            {
+              st = pp_error_set (err, PP_ENOMEM, "out of memory");
+              goto out;
+            }
         }
       else if (item.type == PP_TRACE_ITEM_PROCESS)
         {
@@ -203,11 +275,13 @@ pp_why_analyse_trace (const char *path, int max_steps, PpWhyReport **out, PpWhyC
     }
   {
     PpWhyPlans plans = { plan_ranks, (const PpTracePlanAction *const *) plan, n_plan };
-    st = pp_why_analyse_replicas_counters (&desc, &plans, spans, replica, n, ctr, ctr_replica, n_ctr,
-                                           max_steps, out, change, sched_out, err);
+    PpWhyNames nm = { name_of, &names };
+    st = pp_why_analyse_replicas_named (&desc, &plans, spans, replica, n, ctr, ctr_replica, n_ctr, &nm,
+                                        max_steps, out, change, sched_out, err);
   }
 out:
   pp_trace_reader_free (rd);
+  names_clear (&names);
   free (spans);
   free (span_process);
   free (ctr);

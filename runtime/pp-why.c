@@ -228,13 +228,22 @@ pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans, size_t 
                                const PpCounter *counters, size_t n_counters, int max_steps,
                                PpWhyReport **out, PpError *err)
 {
-  return pp_why_analyse_spans_waits (s, spans, n, NULL, counters, n_counters, max_steps, out, err);
+  return pp_why_analyse_spans_waits (s, spans, n, NULL, counters, n_counters, NULL, max_steps, out, err);
+}
+
+PpStatus
+pp_why_analyse_spans_named (const PpSchedule *s, const PpSpan *spans, size_t n,
+                            const PpCounter *counters, size_t n_counters, const PpWhyNames *names,
+                            int max_steps, PpWhyReport **out, PpError *err)
+{
+  return pp_why_analyse_spans_waits (s, spans, n, NULL, counters, n_counters, names, max_steps, out, err);
 }
 
 PpStatus
 pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
                             const PpWhyReplicaWaits *waits, const PpCounter *counters,
-                            size_t n_counters, int max_steps, PpWhyReport **out, PpError *err)
+                            size_t n_counters, const PpWhyNames *names, int max_steps,
+                            PpWhyReport **out, PpError *err)
 {
   PpWhyRuntimeIndex *rix = NULL;
   PpWhyReport *rep = NULL;
@@ -378,7 +387,8 @@ pp_why_analyse_spans_waits (const PpSchedule *s, const PpSpan *spans, size_t n,
   dpn = calloc ((size_t) PP_COST_N_DP * (size_t) S, sizeof *dpn);
   if (dp == NULL || dpsum == NULL || dpn == NULL || rwait == NULL)
     goto oom;
-  if ((rix = pp_why_runtime_index_new (spans, n, counters, n_counters, P, err)) == NULL)
+  if ((rix = pp_why_runtime_index_new (spans, n, counters, n_counters, P, names != NULL ? names->name : NULL,
+                                       names != NULL ? names->user : NULL, err)) == NULL)
     {
       st = PP_ENOMEM;
       goto out;
@@ -661,16 +671,16 @@ pp_why_analyse_run_counters (const PpTraceDescription *desc, const PpWhyPlans *p
                              size_t n_counters, int max_steps, PpWhyReport **out,
                              PpWhyChange *change, PpSchedule **sched_out, PpError *err)
 {
-  return pp_why_analyse_run_waits (desc, plans, spans, n, NULL, counters, n_counters, max_steps, out,
+  return pp_why_analyse_run_waits (desc, plans, spans, n, NULL, counters, n_counters, NULL, max_steps, out,
                                    change, sched_out, err);
 }
 
 PpStatus
 pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plans,
                           const PpSpan *spans, size_t n, const PpWhyReplicaWaits *waits,
-                          const PpCounter *counters, size_t n_counters, int max_steps,
-                          PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
-                          PpError *err)
+                          const PpCounter *counters, size_t n_counters, const PpWhyNames *names,
+                          int max_steps, PpWhyReport **out, PpWhyChange *change,
+                          PpSchedule **sched_out, PpError *err)
 {
   PpSchedule *s = NULL;
   PpStatus st;
@@ -682,15 +692,15 @@ pp_why_analyse_run_waits (const PpTraceDescription *desc, const PpWhyPlans *plan
     memset (change, 0, sizeof *change);
   if ((st = pp_why_schedule_of_trace (desc, plans, &s, err)) != PP_OK)
     return st;
-  return pp_why_analyse_schedule_waits (desc, s, spans, n, waits, counters, n_counters, max_steps, out, change,
-                                        sched_out, err);
+  return pp_why_analyse_schedule_waits (desc, s, spans, n, waits, counters, n_counters, names, max_steps, out,
+                                        change, sched_out, err);
 }
 
 PpStatus
 pp_why_analyse_schedule_waits (const PpTraceDescription *desc, PpSchedule *s, const PpSpan *spans, size_t n,
                                const PpWhyReplicaWaits *waits, const PpCounter *counters, size_t n_counters,
-                               int max_steps, PpWhyReport **out, PpWhyChange *change, PpSchedule **sched_out,
-                               PpError *err)
+                               const PpWhyNames *names, int max_steps, PpWhyReport **out, PpWhyChange *change,
+                               PpSchedule **sched_out, PpError *err)
 {
   PpStatus st;
 
@@ -699,7 +709,7 @@ pp_why_analyse_schedule_waits (const PpTraceDescription *desc, PpSchedule *s, co
     *sched_out = NULL;
   if (change != NULL)
     memset (change, 0, sizeof *change);
-  if ((st = pp_why_analyse_spans_waits (s, spans, n, waits, counters, n_counters, max_steps, out,
+  if ((st = pp_why_analyse_spans_waits (s, spans, n, waits, counters, n_counters, names, max_steps, out,
                                         err)) != PP_OK)
     goto out;
   if (change != NULL)

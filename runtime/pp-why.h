@@ -73,7 +73,7 @@ enum {
   PP_WHY_RT_HOST_DATA,        /* data loading, batch splitting */
   PP_WHY_RT_HOST_ZERO_GRAD,   /* zero_grad and gradient bookkeeping */
   PP_WHY_RT_PROBE,            /* pipescope's own recording */
-  PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks */
+  PP_WHY_RT_USER_KERNELS,     /* the rank's device kernels between blocks, its GPU busy in a receive */
   PP_WHY_RT_LAUNCH_GAP,       /* the device idle while the host still launched its next work */
   PP_WHY_RT_HOST_OTHER,       /* the thread on a CPU beyond the named host parts */
   PP_WHY_RT_PEER_LATE,        /* a dependency later than the plan's transfer */
@@ -243,6 +243,25 @@ PpStatus pp_why_analyse_spans_counters (const PpSchedule *s, const PpSpan *spans
                                         const PpCounter *counters, size_t n_counters,
                                         int max_steps, PpWhyReport **out, PpError *err);
 
+/* A span's name (NULL where it has none): the trace's string table, as
+ * pp_nccl_match takes it (pp-nccl-match.h).  The analysis reads the
+ * names of WAIT spans only: NCCL's profiler plugin splits a receive's
+ * wait into "nccl:peer_late", "nccl:transfer" and "nccl:local" parts
+ * (docs/nccl-plugin.md), and the local part is the rank's own GPU, not
+ * the peer (pp-why-runtime.h, rules 1 and 3). */
+typedef const char *(*PpWhyNameFunc) (void *user, uint32_t name_id);
+typedef struct {
+  PpWhyNameFunc name;
+  void         *user;
+} PpWhyNames;
+
+/* pp_why_analyse_spans_counters with the spans' names (NULL, or a NULL
+ * name: every span unnamed, as pp_why_analyse_spans_counters). */
+PpStatus pp_why_analyse_spans_named (const PpSchedule *s, const PpSpan *spans, size_t n,
+                                     const PpCounter *counters, size_t n_counters,
+                                     const PpWhyNames *names, int max_steps, PpWhyReport **out,
+                                     PpError *err);
+
 /* The schedule a trace's description names, rebuilt (P x M x V at most
  * PP_SUGGEST_MAX_WORK); PP_EINVAL with one line otherwise. */
 PpStatus pp_why_schedule_of_description (const PpTraceDescription *d, PpSchedule **out,
@@ -388,6 +407,15 @@ PpStatus pp_why_analyse_replicas_counters (const PpTraceDescription *desc, const
                                            const PpCounter *counters, const int32_t *counter_replica,
                                            size_t n_counters, int max_steps, PpWhyReport **out,
                                            PpWhyChange *change, PpSchedule **sched_out, PpError *err);
+
+/* The same with the spans' names (NULL: none; PpWhyNames), for a trace
+ * read with its string table: info, export --format why, the Why tab. */
+PpStatus pp_why_analyse_replicas_named (const PpTraceDescription *desc, const PpWhyPlans *plans,
+                                        const PpSpan *spans, const int32_t *replica, size_t n,
+                                        const PpCounter *counters, const int32_t *counter_replica,
+                                        size_t n_counters, const PpWhyNames *names, int max_steps,
+                                        PpWhyReport **out, PpWhyChange *change,
+                                        PpSchedule **sched_out, PpError *err);
 
 /* The replica of each of n spans (span_process[i]: the process that wrote
  * it, -1 none) from a trace's PROCESS frames procs[n_procs] as read (a

@@ -607,6 +607,132 @@ test_peer_late_wait (void)
   pp_schedule_free (s);
 }
 
+/* NCCL's profiler plugin splits a receive's wait into named WAITs
+ * (docs/nccl-plugin.md).  The names these tests give their ids. */
+static const char *const nccl_names[] = { NULL, "nccl:peer_late", "nccl:local", "nccl:RecvWait",
+                                          "nccl:RecvGPUWait" };
+
+static const char *
+nccl_name (void *user, uint32_t id)
+{
+  (void) user;
+  return id < G_N_ELEMENTS (nccl_names) ? nccl_names[id] : NULL;
+}
+
+/* test_peer_late_wait's run (rank 1's B of micro-batch 1 and everything
+ * after 5 ms late by 3 ms; rank 0 idle [2, 8], 3 ms of it planned) with
+ * rank 0's wait for it split as NCCL splits a receive: "nccl:peer_late"
+ * [2, 6] (rank 1 had not sent), then "nccl:local" [6, 8] (rank 0's own
+ * GPU had not taken the data); states: the plugin's proxy step spans
+ * beside the split, "nccl:RecvWait" and "nccl:RecvGPUWait" over the same
+ * times. */
+static Run
+nccl_run (const PpSchedule *s, int states)
+{
+  Run run = blocks (s, 5 * MS, 3 * MS);
+  for (int k = 0; k < (states ? 2 : 1); k++)
+    {
+      host (&run, 0, PP_SPAN_WAIT, 2, 6);
+      g_array_index (run.spans, PpSpan, run.spans->len - 1).name_id = k == 0 ? 1 : 3;
+      host (&run, 0, PP_SPAN_WAIT, 6, 8);
+      g_array_index (run.spans, PpSpan, run.spans->len - 1).name_id = k == 0 ? 2 : 4;
+    }
+  return run;
+}
+
+/* The data came at 6 ms, when the peer_late part ended: rank 0's wait for
+ * rank 1 is [2, 6], 1 ms beyond its plan's 3 ms of idle (peer_late, rank 1
+ * named), and the 2 ms of nccl:local its own GPU's (user_kernels), not
+ * rank 1's.  Read without names, every WAIT is a wait for the peer as it
+ * always was: the whole runtime, 3 ms, is peer_late. */
+static void
+assert_nccl_split (const PpWhyIdle *w, int named)
+{
+  g_assert_cmpfloat_with_epsilon (w->runtime, 3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w, PEER_LATE), named ? 1e-3 : 3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w, USER_KERNELS), named ? 2e-3 : 0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (PART (w, UNATTRIBUTED), 0, 1e-9);
+  g_assert_cmpint (w->runtime_measured[PP_WHY_RT_USER_KERNELS], ==, named);
+  g_assert_cmpint (w->late_peer, ==, 1);
+  assert_parts_sum (w);
+}
+
+static void
+test_nccl_local (void)
+{
+  PpSchedule *s = plan ();
+  PpWhyNames names = { nccl_name, NULL };
+  for (int states = 0; states < 2; states++)
+    for (int named = 0; named < 2; named++)
+      {
+        Run run = nccl_run (s, states);
+        PpWhyReport *rep = NULL;
+        PpError err = { 0 };
+        g_assert_cmpint (pp_why_analyse_spans_named (s, (const PpSpan *) run.spans->data, run.spans->len, NULL, 0,
+                                                     named ? &names : NULL, 0, &rep, &err), ==, PP_OK);
+        g_test_message ("states %d, named %d: peer_late %.6f, user_kernels %.6f", states, named,
+                        PART (&rep->idle[0], PEER_LATE), PART (&rep->idle[0], USER_KERNELS));
+        assert_nccl_split (&rep->idle[0], named);
+        assert_nccl_split (&rep->steps[0].idle[0], named);
+        pp_why_report_free (rep);
+        run_free (&run);
+      }
+  pp_schedule_free (s);
+}
+
+/* The same read from a file, its names in its string table: the trace's
+ * analysis, info and export --format why read them. */
+static void
+test_nccl_local_trace (void)
+{
+  PpTestCtx ctx;
+  pp_test_ctx_init (&ctx, "why-runtime-nccl");
+  PpSchedule *s = plan ();
+  Run run = nccl_run (s, 1);
+  char *path = pp_test_ctx_path (&ctx, "run.pptrace"), *j = pp_test_ctx_path (&ctx, "why.json");
+  PpError err = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &err);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &err), ==, PP_OK);
+  for (uint32_t id = 1; id < G_N_ELEMENTS (nccl_names); id++)
+    g_assert_cmpint (pp_trace_write_string (w, id, nccl_names[id], &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_spans (w, (const PpSpan *) run.spans->data, run.spans->len, &err), ==, PP_OK);
+  g_assert_cmpint (pp_trace_writer_close (w, &err), ==, PP_OK);
+
+  PpWhyReport *rep = NULL;
+  g_assert_cmpint (pp_why_analyse_trace (path, 0, &rep, NULL, NULL, &err), ==, PP_OK);
+  assert_nccl_split (&rep->idle[0], 1);
+  pp_why_report_free (rep);
+
+  char *out = NULL, *e = NULL, *json = NULL;
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "info", path, NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "user_kernels 2.00 (67%), peer_late 1.00 (33%)"));
+  g_assert_nonnull (strstr (out, "\n  user_kernels: the rank's device kernels between blocks, and its GPU busy "
+                                 "inside a receive (NCCL's nccl:local)\n"));
+  g_free (out);
+  g_free (e);
+  g_assert_cmpint (pp_test_cli_run (ctx.envp, &out, &e, "export", path, "--format", "why", "-o", j, NULL), ==, 0);
+  g_assert_true (g_file_get_contents (j, &json, NULL, NULL));
+  /* rank 0's, in the mean and the step */
+  g_assert_cmpint (pp_test_count (json, "\"user_kernels\": 0.002,"), ==, 2);
+  g_assert_cmpint (pp_test_count (json, "\"peer_late\": 0.001,"), ==, 2);
+  g_free (json);
+  g_free (out);
+  g_free (e);
+  g_free (path);
+  g_free (j);
+  run_free (&run);
+  pp_schedule_free (s);
+  pp_test_ctx_clear (&ctx);
+}
+
 /* run written to path: a description, then the spans and counters with
  * rank 1's at shift ns from their times, then (shift != 0) rank 1's
  * CLOCK_OFFSET of -shift, after all of them: the reader must move them
@@ -771,5 +897,7 @@ main (int argc, char **argv)
   g_test_add_func ("/why-runtime/hostile-launches", test_hostile_launches);
   g_test_add_func ("/why-runtime/clock-offset-after", test_clock_offset_after);
   g_test_add_func ("/why-runtime/cli", test_cli);
+  g_test_add_func ("/why-runtime/nccl-local", test_nccl_local);
+  g_test_add_func ("/why-runtime/nccl-local-trace", test_nccl_local_trace);
   return g_test_run ();
 }

@@ -232,6 +232,77 @@ test_why_runtime_parts (void)
   pp_test_ctx_clear (&c);
 }
 
+/* The Why tab reads the trace's span names as info does (issue 41): rank
+ * 0's wait for rank 1's late B (everything from 5 ms 3 ms late) split by
+ * NCCL into "nccl:peer_late" [2, 6] ms and "nccl:local" [6, 8]: the 2 ms
+ * local are rank 0's own GPU (user_kernels), and rank 1 is late by the
+ * wait to 6 beyond the plan's 3 ms of idle, 1 ms (not the whole 3 ms of
+ * runtime, which a tab reading no names would show). */
+static void
+test_why_nccl_local (void)
+{
+  PpTestCtx c;
+  pp_test_ctx_init (&c, "pp-widgets-why-nccl-");
+  char *path = pp_test_ctx_path (&c, "run.pptrace");
+  PpSchedule *s = pp_test_generate ("GPipe", 2, 2, 1);
+  PpSimulation *sim = pp_test_simulate (s, 1e-3, 2e-3, 0, 0);
+  PpError e = { 0 };
+  PpTraceWriter *w = pp_trace_writer_new_path (path, PP_TRACE_NATIVE, &e);
+  g_assert_nonnull (w);
+  PpTraceDescription d;
+  memset (&d, 0, sizeof d);
+  g_strlcpy (d.schedule, "GPipe", sizeof d.schedule);
+  g_strlcpy (d.backend, "cpu", sizeof d.backend);
+  d.n_ranks = 2;
+  d.n_microbatches = 2;
+  d.n_virtual = 1;
+  g_assert_cmpint (pp_trace_write_description (w, &d, &e), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (w, 1, "nccl:peer_late", &e), ==, PP_OK);
+  g_assert_cmpint (pp_trace_write_string (w, 2, "nccl:local", &e), ==, PP_OK);
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < s->rank[r].n_actions; k++)
+      {
+        const PpAction *a = &s->rank[r].actions[k];
+        int64_t t0 = llround (sim->timeline[r][k].start * 1e9), t1 = llround (sim->timeline[r][k].end * 1e9);
+        int64_t late = t0 >= 5 * MS ? 3 * MS : 0;
+        PpSpan sp = { .rank = r, .stage = a->stage, .microbatch = a->microbatch, .peer_rank = -1,
+                      .kind = a->kind == PP_ACT_F ? PP_SPAN_F : PP_SPAN_B,
+                      .start_ns = t0 + late, .end_ns = t1 + late };
+        g_assert_cmpint (pp_trace_write_spans (w, &sp, 1, &e), ==, PP_OK);
+      }
+  for (int part = 0; part < 2; part++)
+    {
+      PpSpan wt = { .rank = 0, .stage = -1, .microbatch = -1, .peer_rank = 1, .kind = PP_SPAN_WAIT,
+                    .name_id = (uint32_t) part + 1, .start_ns = part == 0 ? 2 * MS : 6 * MS,
+                    .end_ns = part == 0 ? 6 * MS : 8 * MS };
+      g_assert_cmpint (pp_trace_write_spans (w, &wt, 1, &e), ==, PP_OK);
+    }
+  g_assert_cmpint (pp_trace_writer_close (w, &e), ==, PP_OK);
+
+  PpTimelineModel *m = pp_timeline_model_new_from_file (path, &e);
+  g_assert_nonnull (m);
+  GtkWidget *p = pp_why_panel_new ();
+  g_object_ref_sink (p);
+  pp_why_panel_update (PP_WHY_PANEL (p), m);
+  PpWhyIdle got;
+  int n_rep = 0;
+  g_assert_true (pp_why_panel_get_idle (PP_WHY_PANEL (p), 0, &got, &n_rep));
+  g_assert_cmpfloat_with_epsilon (got.runtime, 3e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (got.runtime_parts[PP_WHY_RT_PEER_LATE], 1e-3, 1e-9);
+  g_assert_cmpfloat_with_epsilon (got.runtime_parts[PP_WHY_RT_USER_KERNELS], 2e-3, 1e-9);
+  g_assert_cmpint (got.late_peer, ==, 1);
+  GString *text = g_string_new (NULL);
+  collect_labels (p, text);
+  g_assert_nonnull (strstr (text->str, "user_kernels 67%"));
+  g_string_free (text, TRUE);
+  g_object_unref (p);
+  pp_timeline_model_free (m);
+  pp_simulation_free (sim);
+  pp_schedule_free (s);
+  g_free (path);
+  pp_test_ctx_clear (&c);
+}
+
 /* The Why tab of a 2 x 2 job says what info and export --format why say:
  * each pipeline rank's median replica over the two (pp_why_analyse_replicas
  * over every process's spans), not the one replica its rows show.  Replica
@@ -1270,6 +1341,7 @@ test_widgets_panels_register (void)
   g_test_add_func ("/widgets/why-replicas", test_why_replicas);
   g_test_add_func ("/widgets/stragglers-live", test_stragglers_live);
   g_test_add_func ("/widgets/why-runtime-parts", test_why_runtime_parts);
+  g_test_add_func ("/widgets/why-nccl-local", test_why_nccl_local);
   g_test_add_func ("/widgets/timeline-replicas", test_timeline_replicas);
   g_test_add_func ("/widgets/loss-chart", test_loss_chart);
   g_test_add_func ("/widgets/loss-chart-replicas", test_loss_chart_replicas);

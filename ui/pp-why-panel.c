@@ -375,6 +375,14 @@ inputs_clear (Inputs *in)
   g_free (in->procs);
 }
 
+/* A span's name for the analysis (its WAITs' NCCL parts: pp-why.h's
+ * PpWhyNames). */
+static const char *
+model_name (void *user, uint32_t id)
+{
+  return pp_timeline_model_string (user, id);
+}
+
 gboolean
 pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhyChange *ch_out,
                       PpSchedule **s_out, PpError *err)
@@ -402,9 +410,11 @@ pp_why_panel_analyse (const PpTimelineModel *model, PpWhyReport **rep_out, PpWhy
       if (in.n_ctr > 0)
         ctr_replica = pp_why_replicas_of_spans (in.procs, (size_t) in.n_places, in.ctr_who, in.n_ctr, err);
     }
+  PpWhyNames names = { model_name, (void *) model };
   if (in.n_places == 0 || replica != NULL)
-    pp_why_analyse_replicas_counters (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data, replica,
-                                      in.spans->len, in.ctr, ctr_replica, in.n_ctr, 0, &rep, ch_out, &s, err);
+    pp_why_analyse_replicas_named (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data, replica,
+                                   in.spans->len, in.ctr, ctr_replica, in.n_ctr, &names, 0, &rep, ch_out, &s,
+                                   err);
   free (replica);
   free (ctr_replica);
   inputs_clear (&in);
@@ -427,9 +437,10 @@ pp_why_panel_stragglers (const PpTimelineModel *model, PpStragglerReport **out, 
     return FALSE;
   inputs_of (model, &in);
   PpWhyPlans plans = { MAX (in.np, 0), in.pa, in.pn };
-  pp_straggler_analyse (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data,
-                        (const int32_t *) in.who->data, in.spans->len, in.ctr, in.ctr_who, in.n_ctr, in.procs,
-                        (size_t) in.n_places, out, err);
+  PpWhyNames names = { model_name, (void *) model };
+  pp_straggler_analyse_named (d, in.np > 0 ? &plans : NULL, (const PpSpan *) in.spans->data,
+                              (const int32_t *) in.who->data, in.spans->len, in.ctr, in.ctr_who, in.n_ctr,
+                              in.procs, (size_t) in.n_places, &names, out, err);
   inputs_clear (&in);
   return *out != NULL;
 }

@@ -28,6 +28,14 @@ replicas_of (const Trace *t, bool *oom)
   return r;
 }
 
+/* A span's name for the analysis (its WAITs' NCCL parts: pp-why.h's
+ * PpWhyNames). */
+static const char *
+why_name (void *user, uint32_t id)
+{
+  return trace_string (user, id);
+}
+
 /* The why analysis of a trace: per pipeline rank over the replicas, each
  * replica's pipeline on its own (pp_why_analyse_replicas); a trace of one
  * pipeline as it always was. */
@@ -50,9 +58,10 @@ analyse_why (const Trace *t, PpWhyReport **why, PpWhyChange *ch, PpSchedule **s,
       int32_t g = t->counter_process[i];
       crep[i] = g >= 0 && t->proc_at != NULL && t->proc_at[g] >= 0 ? t->proc_replica[t->proc_at[g]] : -1;
     }
-  PpStatus st = pp_why_analyse_replicas_counters (&t->desc, &t->why_plans, t->spans, rep,
-                                                  rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
-                                                  crep, t->n_counters, 0, why, ch, s, e);
+  PpWhyNames names = { why_name, (void *) t };
+  PpStatus st = pp_why_analyse_replicas_named (&t->desc, &t->why_plans, t->spans, rep,
+                                               rep != NULL ? t->n_all_spans : t->n_spans, t->counters,
+                                               crep, t->n_counters, &names, 0, why, ch, s, e);
   free (rep);
   free (crep);
   return st;
@@ -67,8 +76,10 @@ analyse_stragglers (const Trace *t, PpStragglerReport **out, PpError *e)
   *out = NULL;
   if (t->n_replicas <= 1 || t->span_process == NULL || !t->has_desc)
     return PP_OK;
-  return pp_straggler_analyse (&t->desc, &t->why_plans, t->spans, t->span_process, t->n_all_spans,
-                               t->counters, t->counter_process, t->n_counters, t->procs, t->n_procs, out, e);
+  PpWhyNames names = { why_name, (void *) t };
+  return pp_straggler_analyse_named (&t->desc, &t->why_plans, t->spans, t->span_process, t->n_all_spans,
+                                     t->counters, t->counter_process, t->n_counters, t->procs, t->n_procs,
+                                     &names, out, e);
 }
 
 /* The one analysis's steps of the spans info has read (not the file
