@@ -105,7 +105,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def child(rank, n, port, run_id, script, args):
+def child(rank, n, port, run_id, script, args, parent):
     """Runs SCRIPT as this process's main program; its exit status."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
@@ -114,6 +114,8 @@ def child(rank, n, port, run_id, script, args):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except Exception:
         pass
+    if os.getppid() != parent:   # the launcher went before the line above
+        return 1
     os.environ.update({
         "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_WORLD_SIZE": str(n),
         "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(n),
@@ -157,11 +159,11 @@ def main():
     port, run_id = free_port(), uuid.uuid4().hex[:12]
     sys.stdout.flush()
     sys.stderr.flush()
-    pids = {}
+    pids, me = {}, os.getpid()
     for rank in range(n):
         pid = os.fork()
         if pid == 0:
-            code = child(rank, n, port, run_id, script, args)
+            code = child(rank, n, port, run_id, script, args, me)
             sys.stdout.flush()
             sys.stderr.flush()
             return code   # through sys.exit: the job's atexit handlers run
