@@ -1130,7 +1130,7 @@ test_live_slow_at_end (void)
   job_write (&job, 0, N, 4096, 0);
   GThread *t = g_thread_new ("ender", ender_run, &job);
   /* past the final drain's idle bound (200 ms): the job gives up on us */
-  g_usleep (600 * 1000);
+  g_usleep (400 * 1000);
   Viewer *v = viewer_new ("", N);
   uint64_t got[4] = { 0 }, lost[4] = { 0 }, lost_other = 0;
   PpTraceItem item;
