@@ -307,6 +307,7 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
       if (pp_live_stage (v, s->hdr, s->hdr_size) < 0)
         return -1;
       v->header_sent = 1;
+      v->mark = v->len;   /* the header is not a frame */
     }
   for (;;)
     {
@@ -381,6 +382,204 @@ pp_live_viewer_fill (PpLiveServer *s, Viewer *v)
     }
 }
 
+/* Moves the viewer's mark past the frames it has begun to send, while
+ * they are still in its buffer.  SIZE_MAX: not known (the push's line and
+ * clock pings are not frames; a size that cannot be a frame). */
+static void
+mark_sent (PpLiveServer *s, Viewer *v)
+{
+  if (v->outbound)
+    v->mark = SIZE_MAX;
+  while (v->mark < v->off)
+    {
+      uint32_t size;
+      memcpy (&size, v->buf + v->mark, 4);
+      size = s32 (s, size);
+      if (size < sizeof (PpTraceFrameHeader) || size > v->len - v->mark)
+        {
+          v->mark = SIZE_MAX;
+          break;
+        }
+      v->mark += size;
+    }
+}
+
+/* Ranks lie in [0, 65536) (docs/trace-format.md); a count of any other
+ * goes to rank -1's DROPPED frame. */
+#define RANKS_COUNTED 65536
+
+/* The rank of the span whose compact slot is at o (its extension's, where
+ * it has one). */
+static int32_t
+span_rank (PpLiveServer *s, const uint8_t *f, uint32_t size, uint32_t o)
+{
+  uint8_t flags = f[o + offsetof (PpTraceDiskSpan, flags)];
+  if ((flags & PP_TRACE_SPAN_EXT) && o + 80 <= size
+      && (f[o + 40 + offsetof (PpTraceDiskSpanExt, flags)] & PP_TRACE_SPAN_IS_EXT))
+    {
+      uint32_t r;
+      memcpy (&r, f + o + 40 + offsetof (PpTraceDiskSpanExt, rank), 4);
+      return (int32_t) s32 (s, r);
+    }
+  uint16_t r;
+  memcpy (&r, f + o + offsetof (PpTraceDiskSpan, rank), 2);
+  return (int16_t) s16 (s, r);
+}
+
+static void
+count_rank (uint64_t *by_rank, uint64_t *other, int32_t rank, uint64_t n)
+{
+  if (rank >= 0 && rank < RANKS_COUNTED)
+    by_rank[rank] += n;
+  else
+    *other += n;
+}
+
+/* Counts a frame the cut leaves out, by the rank of each of its events:
+ * spans and counters by theirs, a step marker as -1 (an event, as the
+ * history counts it, whose rank a DROPPED frame would mistake: rank 0's
+ * markers speak for every rank).  1 when it is left out, 0 when it goes
+ * as it is (names, plans, clock offsets, the stream's DROPPED frames). */
+static int
+cut_frame (PpLiveServer *s, const uint8_t *f, uint32_t size, uint16_t type, uint64_t *by_rank,
+           uint64_t *other)
+{
+  if (type == PP_TRACE_FRAME_SPANS)
+    {
+      for (uint32_t o = sizeof (PpTraceFrameHeader); o + sizeof (PpTraceDiskSpan) <= size;
+           o += sizeof (PpTraceDiskSpan))
+        if (!(f[o + offsetof (PpTraceDiskSpan, flags)] & PP_TRACE_SPAN_IS_EXT))
+          count_rank (by_rank, other, span_rank (s, f, size, o), 1);
+      return 1;
+    }
+  if (type == PP_TRACE_FRAME_COUNTER && size >= sizeof (PpTraceFrameCounter))
+    {
+      uint32_t rank;
+      memcpy (&rank, f + offsetof (PpTraceFrameCounter, rank), 4);
+      count_rank (by_rank, other, (int32_t) s32 (s, rank), 1);
+      return 1;
+    }
+  if (type == PP_TRACE_FRAME_STEP_MARKER)
+    {
+      *other += 1;
+      return 1;
+    }
+  return 0;
+}
+
+/* The job ends and the viewer has not caught up within the final drain's
+ * time (pp-live-server.c): what it still lacks is counted, not cut off
+ * unsaid.  Lock held, on the server thread.  The spans and counters it
+ * has not begun to receive (those staged and not begun too: a viewer that
+ * barely reads must still get to the count) are left out and counted by
+ * their rank, in a DROPPED frame of each rank, as a collector's own drops
+ * are: a viewer still tells a quiet rank from a lossy one.  Step markers
+ * are left out and counted as rank -1's; the small frames (names, plans,
+ * clock offsets, the stream's DROPPED frames) go as they are.  What the
+ * history had already lost for it is counted as the fill counts it.  A
+ * frame partly sent is finished first.  0, or -1 when out of memory (the
+ * viewer is then dropped). */
+int
+pp_live_viewer_cut (PpLiveServer *s, Viewer *v)
+{
+  uint64_t other = 0;
+  uint64_t *by_rank = calloc (RANKS_COUNTED, sizeof *by_rank);
+  int r = -1;
+
+  if (by_rank == NULL)
+    return -1;
+  if (!v->header_sent)
+    {
+      if (!s->hdr_done)
+        goto done_ok;
+      if (pp_live_stage (v, s->hdr, s->hdr_size) < 0)
+        goto out;
+      v->header_sent = 1;
+      v->mark = v->len;
+    }
+  if (!v->outbound && v->mark != SIZE_MAX && v->mark >= v->off && v->mark <= v->len)
+    {
+      size_t in = v->mark, out = v->mark;
+      while (in + sizeof (PpTraceFrameHeader) <= v->len)
+        {
+          uint32_t size;
+          uint16_t type;
+          memcpy (&size, v->buf + in, 4);
+          memcpy (&type, v->buf + in + 4, 2);
+          size = s32 (s, size);
+          type = s16 (s, type);
+          if (size < sizeof (PpTraceFrameHeader) || size > v->len - in)
+            break;   /* cannot be (whole frames are staged): the rest goes as it is */
+          if (!cut_frame (s, v->buf + in, size, type, by_rank, &other))
+            {
+              memmove (v->buf + out, v->buf + in, size);
+              out += size;
+            }
+          in += size;
+        }
+      memmove (v->buf + out, v->buf + in, v->len - in);
+      v->len = out + (v->len - in);
+    }
+  while (v->seq < s->first_seq)
+    {
+      /* as the fill walks what the history lost: the retained frames go,
+       * the rest is counted */
+      const Kept *e = pp_live_kept_next (s, v->seq, s->first_seq);
+      if (e == NULL)
+        {
+          other += s->base_cum - v->cum;
+          v->cum = s->base_cum;
+          v->seq = s->first_seq;
+        }
+      else if (e->data == NULL)
+        {
+          other += e->gone;
+          v->seq = e->seq + 1;
+        }
+      else
+        {
+          other += e->cum - v->cum;
+          if (pp_live_stage (v, e->data, e->size) < 0)
+            goto out;
+          v->cum = e->cum;
+          v->seq = e->seq + 1;
+        }
+    }
+  for (; v->seq < s->next_seq; v->seq++)
+    {
+      Frame *f = &s->frames[s->head + (v->seq - s->first_seq)];
+      if (f->superseded)
+        continue;
+      v->cum += f->events;
+      if (!cut_frame (s, f->data, f->size, f->type, by_rank, &other)
+          && pp_live_stage (v, f->data, f->size) < 0)
+        goto out;
+    }
+  s->dropped += other;   /* the ranks' below; what was pending is in already */
+  other += v->pend_drop;
+  v->pend_drop = 0;
+  for (int32_t rank = -1; rank < RANKS_COUNTED; rank++)
+    {
+      uint64_t n = rank < 0 ? other : by_rank[rank];
+      if (n == 0)
+        continue;
+      uint8_t d[sizeof (PpTraceFrameDropped)] = { 0 };
+      put32 (s, d, sizeof d);
+      put16 (s, d + 4, PP_TRACE_FRAME_DROPPED);
+      put32 (s, d + offsetof (PpTraceFrameDropped, rank), (uint32_t) rank);
+      put64 (s, d + offsetof (PpTraceFrameDropped, count), n);
+      if (pp_live_stage (v, d, sizeof d) < 0)
+        goto out;
+      if (rank >= 0)
+        s->dropped += n;
+    }
+done_ok:
+  r = 0;
+out:
+  free (by_rank);
+  return r;
+}
+
 /* Sends what the viewer has, refilling from the history; never blocks.
  * Returns 1 if some bytes went out. */
 int
@@ -399,7 +598,7 @@ pp_live_viewer_pump (PpLiveServer *s, Viewer *v)
     {
       if (pending (v) == 0)
         {
-          v->off = v->len = 0;
+          v->off = v->len = v->mark = 0;
           pthread_mutex_lock (&s->lock);
           r = pp_live_viewer_fill (s, v);
           pthread_mutex_unlock (&s->lock);
@@ -415,6 +614,7 @@ pp_live_viewer_pump (PpLiveServer *s, Viewer *v)
       if (n > 0)
         {
           v->off += (size_t) n;
+          mark_sent (s, v);
           progress = 1;
           continue;
         }

@@ -183,6 +183,9 @@ typedef struct {
   int      skipping;
   uint8_t *buf;        /* staging: whole frames */
   size_t   off, len, cap;
+  size_t   mark;       /* a frame boundary in buf, at or after off: the frames from
+                        * it are unsent (not kept for the push: its line and pings
+                        * are not frames) */
 } Viewer;
 
 struct _PpLiveServer {
@@ -294,11 +297,13 @@ static inline int
 pp_live_stage (Viewer *v, const void *data, size_t n)
 {
   if (v->off > 0 && v->off == v->len)
-    v->off = v->len = 0;
+    v->off = v->len = v->mark = 0;
   if (v->len + n > v->cap && v->off > 0)
     {
       memmove (v->buf, v->buf + v->off, v->len - v->off);
       v->len -= v->off;
+      if (v->mark != SIZE_MAX)
+        v->mark -= v->off;
       v->off = 0;
     }
   if (grow ((void **) &v->buf, &v->cap, v->len + n, 1) < 0)
@@ -313,6 +318,10 @@ pp_live_stage (Viewer *v, const void *data, size_t n)
  * from it to a viewer's staging buffer (-1 when out of memory). */
 int      pp_live_history_append (PpLiveServer *s, const uint8_t *p, size_t n);
 int      pp_live_viewer_fill (PpLiveServer *s, Viewer *v);
+/* At the job's end, a viewer the final drain could not bring up to date:
+ * what it lacks is counted in DROPPED frames by rank, the small frames
+ * staged (-1 when out of memory). */
+int      pp_live_viewer_cut (PpLiveServer *s, Viewer *v);
 int      pp_live_history_evict_oldest (PpLiveServer *s);
 void     pp_live_history_free (PpLiveServer *s);
 
