@@ -210,6 +210,7 @@ struct _PpLiveServer {
   int   tcp_port;
 
   size_t lag_bytes;
+  int    end_grace_ms;               /* PpLiveConfig.end_grace_ms, or 1 s */
   size_t history_max;
   size_t chunk_size;
 

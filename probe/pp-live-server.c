@@ -427,7 +427,8 @@ final_drain (PpLiveServer *s)
         }
       /* after the cut, what is left is small: the whole time for it (a
        * viewer on a loaded machine may be starved a moment) */
-      if (all_done || t - start >= DRAIN_TOTAL_MS || (!cut && t - last_progress >= DRAIN_IDLE_MS))
+      if (all_done || t - start >= (cut ? s->end_grace_ms : DRAIN_TOTAL_MS)
+          || (!cut && t - last_progress >= DRAIN_IDLE_MS))
         break;
       if (grow ((void **) &pfds, &pcap, s->n_viewers_arr + 1, sizeof *pfds) < 0)
         break;
@@ -664,6 +665,7 @@ pp_live_server_new (const PpLiveConfig *cfg, PpError *err)
   s->unix_fd = s->tcp_fd = s->wake_r = s->wake_w = -1;
   s->pid = (int32_t) getpid ();
   s->lag_bytes = cfg->viewer_lag_bytes ? cfg->viewer_lag_bytes : DEFAULT_LAG_BYTES;
+  s->end_grace_ms = cfg->end_grace_ms > 0 ? cfg->end_grace_ms : DRAIN_TOTAL_MS;
   s->history_max = cfg->history_max_bytes ? cfg->history_max_bytes : (size_t) DEFAULT_HISTORY_MAX;
   s->kept.max = cfg->retained_max_bytes ? cfg->retained_max_bytes : s->history_max / 4;
   if (!cfg->retained_max_bytes && s->kept.max < RETAINED_MIN)

@@ -54,6 +54,11 @@ typedef struct {
    * told of it in its DROPPED count. */
   size_t      retained_max_bytes;
   int         no_register;       /* 1: serve without a registry entry (tests) */
+  /* At the job's end, how long a viewer still behind gets for what is left
+   * after its lack was counted (final_drain's cut); 0: 1 s.  A test sets a
+   * hang guard here, so that what it checks cannot depend on how soon a
+   * loaded machine runs its reader. */
+  int         end_grace_ms;
   /* one rank of a job of several processes: the job's name, this rank, the
    * job's ranks (the registry entry's job, rank, n_ranks); NULL, 0, 0: no */
   const char *job;
