@@ -38,16 +38,6 @@ probe (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static PpRecording *
-run_at (PpWindow *w, guint i)
-{
-  if (i >= g_list_model_get_n_items (G_LIST_MODEL (w->runs)))
-    return NULL;
-  PpRecording *r = g_list_model_get_item (G_LIST_MODEL (w->runs), i);
-  g_object_unref (r);   /* the store keeps it */
-  return r;
-}
-
 static void
 select_only (PpWindow *w, int i)
 {
@@ -60,14 +50,14 @@ static int
 show_first (PpWindow *w, int step)
 {
   for (guint i = 0; i < 3; i++)
-    if (run_at (w, i) == NULL || pp_timeline_model_n_spans_total (pp_recording_get_model (run_at (w, i))) == 0)
+    if (pp_self_test_run_at (w, i) == NULL || pp_timeline_model_n_spans_total (pp_recording_get_model (pp_self_test_run_at (w, i))) == 0)
       return 0;
   if (step == 0)
     {
       select_only (w, 0);
       return 1;
     }
-  if (w->shown[0] != run_at (w, 0) || w->shown[1] != NULL || w->analyses_shown == 0 || pp_window_analysis_busy (w))
+  if (w->shown[0] != pp_self_test_run_at (w, 0) || w->shown[1] != NULL || w->analyses_shown == 0 || pp_window_analysis_busy (w))
     return 0;
   return 1;
 }
@@ -84,14 +74,14 @@ compare_two (PpWindow *w, char **why)
   gboolean running = w->analysis_running;
   printf ("self-test: compare: two runs shown: %zu rows, the analysis %s\n", n, running ? "running" : "NOT RUNNING");
   fflush (stdout);
-  if (w->shown[1] != run_at (w, 1) || n != 0 || !running || w->compares_shown != shown_before)
+  if (w->shown[1] != pp_self_test_run_at (w, 1) || n != 0 || !running || w->compares_shown != shown_before)
     {
       *why = g_strdup ("the Compare table should be filled by the worker, after the dispatch that shows two runs");
       return -1;
     }
   gtk_list_box_unselect_row (w->run_list, gtk_list_box_get_row_at_index (w->run_list, 1));
   gtk_list_box_select_row (w->run_list, gtk_list_box_get_row_at_index (w->run_list, 2));
-  if (w->shown[0] != run_at (w, 0) || w->shown[1] != run_at (w, 2))
+  if (w->shown[0] != pp_self_test_run_at (w, 0) || w->shown[1] != pp_self_test_run_at (w, 2))
     {
       *why = g_strdup ("runs 1 and 3 should be compared");
       return -1;

@@ -99,8 +99,8 @@ fail (struct PpSelfTest *t, const char *why)
   gtk_window_close (GTK_WINDOW (t->win));
 }
 
-static PpRecording *
-run_at (PpWindow *w, guint i)
+PpRecording *
+pp_self_test_run_at (PpWindow *w, guint i)
 {
   if (i >= g_list_model_get_n_items (G_LIST_MODEL (w->runs)))
     return NULL;
@@ -128,7 +128,7 @@ static gboolean
 tick_run (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpRecording *r0 = pp_self_test_run_at (w, 0), *r1 = pp_self_test_run_at (w, 1);
   switch (t->step)
     {
     case 0:
@@ -331,7 +331,7 @@ tick_run (struct PpSelfTest *t)
 
     case 4:
       {
-        PpRecording *r2 = run_at (w, 2);
+        PpRecording *r2 = pp_self_test_run_at (w, 2);
         if (!r2 || !pp_recording_has_spans_on_every_rank (r2))
           return FALSE;
         PpTimelineModel *m = pp_recording_get_model (r2);
@@ -357,7 +357,7 @@ static gboolean
 tick_attach (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   switch (t->step)
     {
     case 0:
@@ -464,7 +464,7 @@ static gboolean
 tick_demo (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpRecording *r0 = pp_self_test_run_at (w, 0), *r1 = pp_self_test_run_at (w, 1);
   gboolean compare = strcmp (t->mode, "demo-compare") == 0;
   switch (t->step)
     {
@@ -562,7 +562,7 @@ static gboolean
 tick_bench_stream (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   switch (t->step)
     {
     case 0:
@@ -630,7 +630,7 @@ static gboolean
 tick_profile (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = t->step > 0 ? run_at (w, t->profiled) : NULL;
+  PpRecording *r0 = t->step > 0 ? pp_self_test_run_at (w, t->profiled) : NULL;
   switch (t->step)
     {
     case 0:
@@ -743,7 +743,7 @@ static gboolean
 tick_open (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
     return FALSE;
@@ -768,7 +768,7 @@ static gboolean
 tick_save (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0), *r1 = run_at (w, 1);
+  PpRecording *r0 = pp_self_test_run_at (w, 0), *r1 = pp_self_test_run_at (w, 1);
   PpTimelineModel *m0 = r0 ? pp_recording_get_model (r0) : NULL;
   switch (t->step)
     {
@@ -876,7 +876,7 @@ tick_replicas (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
   PpTimelineWidget *tl = w->timeline[0];
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0 || !pp_timeline_widget_has_replicas (tl))
     return FALSE;
@@ -945,7 +945,7 @@ tick_host_lane (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
   PpTimelineWidget *tl = w->timeline[0];
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0)
     return FALSE;
@@ -1016,7 +1016,7 @@ static gboolean
 tick_demo_why (struct PpSelfTest *t)
 {
   PpWindow *w = t->win;
-  PpRecording *r0 = run_at (w, 0);
+  PpRecording *r0 = pp_self_test_run_at (w, 0);
   PpTimelineModel *m = r0 ? pp_recording_get_model (r0) : NULL;
   if (m == NULL || pp_timeline_model_n_spans_total (m) == 0 || w->shown[0] == NULL)
     return FALSE;
@@ -1062,7 +1062,7 @@ tick_stragglers (struct PpSelfTest *t)
 {
   g_autofree char *why = NULL;
   gboolean demo = strcmp (t->mode, "demo-stragglers") == 0;
-  int rc = pp_self_test_stragglers (t->win, run_at (t->win, 0), t->step, demo, &why);
+  int rc = pp_self_test_stragglers (t->win, pp_self_test_run_at (t->win, 0), t->step, demo, &why);
   return tick_by_steps (t, rc, why, demo);
 }
 

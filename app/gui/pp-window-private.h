@@ -178,6 +178,8 @@ int  pp_self_test_stragglers          (PpWindow *self, PpRecording *run, int ste
 
 /* The window as it is on screen, to a PNG (pp-self-test-spans.c). */
 gboolean pp_self_test_save_window_png (GtkWidget *w, const char *path);
+/* The run at row i of the window's list (the list keeps it), NULL past the end. */
+PpRecording *pp_self_test_run_at (PpWindow *w, guint i);
 /* pp-self-test-analysis.c: --self-test=analysis FILE (the panels analysed
  * off the main loop).  begin: as the mode starts (before the file is
  * shown); step: as the other modes' (0 again later, 1 the next step, 2
