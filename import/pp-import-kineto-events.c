@@ -8,6 +8,88 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- what the import holds ------------------------------------------------ */
+
+bool
+budget_take (Budget *b, size_t bytes, bool kept)
+{
+  if (b == NULL)
+    return true;
+  if (bytes > PP_IMPORT_MAX_MEMORY - b->held || (kept && bytes > PP_IMPORT_MAX_KEPT - b->kept))
+    {
+      b->over = true;
+      return false;
+    }
+  b->held += bytes;
+  if (kept)
+    b->kept += bytes;
+  return true;
+}
+
+void
+budget_give (Budget *b, size_t bytes, bool kept)
+{
+  if (b == NULL)
+    return;
+  b->held -= bytes < b->held ? bytes : b->held;
+  if (kept)
+    b->kept -= bytes < b->kept ? bytes : b->kept;
+}
+
+/* Room for one more item in *p, an array of *cap items of size bytes
+ * kept: twice as many, or as many more as the budget b leaves (the
+ * last doubling would refuse what fits); false past it (b->over) or out
+ * of memory. */
+static bool
+grow (Budget *b, void **p, size_t *cap, size_t first, size_t size)
+{
+  size_t nc = *cap ? *cap * 2 : first;
+  if (b != NULL)
+    {
+      size_t left_held = PP_IMPORT_MAX_MEMORY - b->held, left_kept = PP_IMPORT_MAX_KEPT - b->kept;
+      size_t room = (left_held < left_kept ? left_held : left_kept) / size;
+      if (nc - *cap > room)
+        nc = *cap + room;
+      if (nc == *cap)
+        {
+          b->over = true;
+          return false;
+        }
+    }
+  void *g = realloc (*p, nc * size);
+  if (g == NULL)
+    return false;
+  budget_take (b, (nc - *cap) * size, true);
+  *p = g;
+  *cap = nc;
+  return true;
+}
+
+/* *p, an array of *cap items of size bytes of which n are used, cut to
+ * n (a failed realloc keeps it whole); the bytes given back to b. */
+static void
+trim (Budget *b, void **p, size_t *cap, size_t n, size_t size)
+{
+  if (n == *cap)
+    return;
+  void *g = n > 0 ? realloc (*p, n * size) : NULL;
+  if (n > 0 && g == NULL)
+    return;
+  if (n == 0)
+    free (*p);
+  budget_give (b, (*cap - n) * size, true);
+  *p = g;
+  *cap = n;
+}
+
+void
+rank_trim (RankData *rd)
+{
+  trim (rd->budget, (void **) &rd->ev, &rd->cap_ev, rd->n_ev, sizeof *rd->ev);
+  trim (rd->budget, (void **) &rd->launch, &rd->cap_launch, rd->n_launch, sizeof *rd->launch);
+  trim (rd->budget, (void **) &rd->op, &rd->cap_op, rd->n_op, sizeof *rd->op);
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 /* The id of name (interned on first sight), 0 when out of memory. */
@@ -17,9 +99,12 @@ intern (Names *nm, const char *name)
   if ((size_t) nm->n * 2 + 2 > nm->tcap)
     {
       size_t nc = nm->tcap ? nm->tcap * 2 : 256;
+      if (!budget_take (nm->budget, nc * sizeof (uint32_t), true))
+        return 0;
       uint32_t *t = calloc (nc, sizeof *t);
       if (t == NULL)
         return 0;
+      budget_give (nm->budget, nm->tcap * sizeof (uint32_t), true);
       for (uint32_t id = 1; id <= nm->n; id++)
         {
           /* keyed (pp-import-hash.h): a file cannot choose colliding names */
@@ -46,13 +131,14 @@ intern (Names *nm, const char *name)
   pp_import_hash_probed (k);
   if (nm->n == nm->cap)
     {
-      uint32_t nc = nm->cap ? nm->cap * 2 : 64;
-      char **g = realloc (nm->names, nc * sizeof *g);
-      if (g == NULL)
+      size_t cap = nm->cap;
+      if (cap >= UINT32_MAX / 2 || !grow (nm->budget, (void **) &nm->names, &cap, 64, sizeof *nm->names))
         return 0;
-      nm->names = g;
-      nm->cap = nc;
+      nm->cap = (uint32_t) cap;
     }
+  /* the copy and malloc's header */
+  if (!budget_take (nm->budget, strlen (name) + 1 + 16, true))
+    return 0;
   char *copy = strdup (name);
   if (copy == NULL)
     return 0;
@@ -76,15 +162,8 @@ names_clear (Names *nm)
 bool
 push_ev (RankData *rd, const Ev *e)
 {
-  if (rd->n_ev == rd->cap_ev)
-    {
-      size_t nc = rd->cap_ev ? rd->cap_ev * 2 : 256;
-      Ev *g = realloc (rd->ev, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->ev = g;
-      rd->cap_ev = nc;
-    }
+  if (rd->n_ev == rd->cap_ev && !grow (rd->budget, (void **) &rd->ev, &rd->cap_ev, 256, sizeof *rd->ev))
+    return false;
   rd->ev[rd->n_ev++] = *e;
   return true;
 }
@@ -92,15 +171,9 @@ push_ev (RankData *rd, const Ev *e)
 bool
 push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
 {
-  if (rd->n_launch == rd->cap_launch)
-    {
-      size_t nc = rd->cap_launch ? rd->cap_launch * 2 : 256;
-      Launch *g = realloc (rd->launch, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->launch = g;
-      rd->cap_launch = nc;
-    }
+  if (rd->n_launch == rd->cap_launch
+      && !grow (rd->budget, (void **) &rd->launch, &rd->cap_launch, 256, sizeof *rd->launch))
+    return false;
   rd->launch[rd->n_launch++] = (Launch) { corr, ts, tid };
   return true;
 }
@@ -108,15 +181,8 @@ push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
 bool
 push_op (RankData *rd, int64_t start, int64_t end, int64_t tid, bool comm)
 {
-  if (rd->n_op == rd->cap_op)
-    {
-      size_t nc = rd->cap_op ? rd->cap_op * 2 : 1024;
-      Op *g = realloc (rd->op, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->op = g;
-      rd->cap_op = nc;
-    }
+  if (rd->n_op == rd->cap_op && !grow (rd->budget, (void **) &rd->op, &rd->cap_op, 1024, sizeof *rd->op))
+    return false;
   rd->op[rd->n_op++] = (Op) { start, end, tid, comm };
   return true;
 }
@@ -544,5 +610,10 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
     }
   return PP_OK;
 nomem:
+  if (rd->budget != NULL && rd->budget->over)
+    return pp_error_set (err, PP_EFORMAT,
+                         "%s: more events to keep than an import holds (%zu MiB of events from all the "
+                         "files, %zu MiB at once with a file's JSON): refused",
+                         rd->name, PP_IMPORT_MAX_KEPT >> 20, PP_IMPORT_MAX_MEMORY >> 20);
   return pp_error_set (err, PP_ENOMEM, "%s: out of memory", rd->name);
 }

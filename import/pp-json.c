@@ -20,6 +20,8 @@ typedef struct {
   PpJsonNode *nodes;   /* NULL: only count them */
   size_t      n;
   size_t      bytes_per_value;   /* counting: the budget (0 none) */
+  size_t      max_values;        /* counting: what the memory given holds (0 no bound) */
+  bool        over_memory;       /* counting stopped at max_values */
 } Builder;
 
 static bool
@@ -57,6 +59,11 @@ add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint3
     {
       if (b->bytes_per_value > 0 && b->n >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
         return OVER_BUDGET;
+      if (b->max_values > 0 && b->n >= b->max_values)
+        {
+          b->over_memory = true;
+          return OVER_BUDGET;
+        }
       return (uint32_t) b->n++;
     }
   uint32_t i = (uint32_t) b->n++;
@@ -316,6 +323,11 @@ fail:
     return pp_error_set (err, PP_EFORMAT, "bad JSON at byte %zu (line %zu): %s", pos, line, why);
   }
 over:
+  if (b->over_memory)
+    return pp_error_set (err, PP_EFORMAT,
+                         "reading its JSON values takes more than the %zu MiB of memory left for them "
+                         "(%zu values in its first %zu bytes, %zu bytes each): refused",
+                         (b->max_values * sizeof (PpJsonNode)) >> 20, b->n + 1, pos, sizeof (PpJsonNode));
   return pp_error_set (err, PP_EFORMAT,
                        "too many JSON values: %zu in the first %zu bytes (a text may hold one per "
                        "%zu bytes and %d more): refused", b->n + 1, pos, b->bytes_per_value,
@@ -323,12 +335,14 @@ over:
 }
 
 PpStatus
-pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
+pp_json_parse (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes, PpJsonDoc *doc,
                PpError *err)
 {
-  Builder count = { NULL, 0, bytes_per_value };
+  Builder count = { NULL, 0, bytes_per_value, 0, false };
   PpStatus st;
 
+  if (max_bytes > 0)
+    count.max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
   memset (doc, 0, sizeof *doc);
   doc->text = text;
   doc->size = size;
@@ -339,7 +353,7 @@ pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc 
   /* a node index is a uint32 (no text under PP_JSON_MAX_BYTES reaches it) */
   if (count.n >= OVER_BUDGET)
     return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count.n);
-  Builder fill = { malloc (count.n * sizeof *fill.nodes), 0, 0 };
+  Builder fill = { malloc (count.n * sizeof *fill.nodes), 0, 0, 0, false };
   if (fill.nodes == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count.n);
   parse (text, size, &fill, NULL);   /* the same text: it passes again */

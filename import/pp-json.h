@@ -11,7 +11,11 @@
  * value per k bytes, in every prefix of it; more is PP_EFORMAT with one
  * line, said before any node is allocated and as soon as a prefix is too
  * dense (a text of n bytes may hold n / 2 values, 8 times its size in
- * nodes: [0,0,0,...]).  Time is linear (two passes: one counts, one fills).
+ * nodes: [0,0,0,...]).  With max_bytes (0: none), the nodes may take at
+ * most that much memory: a document of more values is PP_EFORMAT with one
+ * line, said as soon as the count passes it and before any node is
+ * allocated (the caller's memory budget, the text held apart).  Time is
+ * linear (two passes: one counts, one fills).
  *
  * Numbers are kept as text and converted exactly, with no locale (the app
  * runs under the user's LC_NUMERIC): pp_json_scaled gives value x 10^k
@@ -61,8 +65,8 @@ typedef struct {
   size_t      n_nodes;
 } PpJsonDoc;
 
-PpStatus pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
-                        PpError *err);
+PpStatus pp_json_parse (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes,
+                        PpJsonDoc *doc, PpError *err);
 void     pp_json_doc_clear (PpJsonDoc *doc);
 
 static inline const PpJsonNode *

@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   PpError err = { 0 };
   PpJsonDoc doc;
-  if (pp_json_parse ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, &doc, &err) == PP_OK)
+  if (pp_json_parse ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, PP_IMPORT_MAX_MEMORY, &doc, &err) == PP_OK)
     {
       char buf[64];
       int64_t v;
