@@ -175,7 +175,8 @@ bool push_op (RankData *rd, int64_t start, int64_t end, int64_t tid, bool comm);
 /* The arrays cut to what they hold once the file is read (their doubling
  * is no event kept), given back to the budget. */
 void rank_trim (RankData *rd);
-PpStatus extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err);
+PpStatus extract (Import *im, RankData *rd, const PpJsonDoc *d, const char *text, size_t size,
+                  size_t events_at, PpError *err);
 
 /* pp-import-kineto-ranks.c */
 void ev_extent (RankData *rd);

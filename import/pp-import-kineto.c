@@ -7,8 +7,10 @@
  * files' text together is held to one budget (pp_import_budget).  What is
  * held at once, the file being read and the events kept, is counted as it
  * is allocated (im.budget, PP_IMPORT_MAX_MEMORY): the file's text and its
- * bytes as the file is read, its nodes before they are allocated, each
- * array of events as it grows.  Then the
+ * bytes as the file is read, the nodes of what is outside its traceEvents
+ * before they are allocated, each array of events as it grows.  The
+ * traceEvents are read one event at a time (extract), each event's nodes
+ * bounded by PP_IMPORT_MAX_EVENT and reused for the next.  Then the
  * ranks are put together, the plan rebuilt, and everything goes out through
  * the trace writer; nothing of the format is written here.
  *
@@ -88,9 +90,18 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
       im.ranks[i].budget = &im.budget;
       budget_take (&im.budget, size, false);   /* it fit what was left */
       size_t file_held = size;
-      /* the nodes, in what the text leaves (at least one byte: 0 is no bound) */
-      size_t nodes_max = PP_IMPORT_MAX_MEMORY - im.budget.held;
-      st = pp_json_parse (text, size, PP_IMPORT_BYTES_PER_VALUE, nodes_max > 0 ? nodes_max : 1, &doc, err);
+      /* the nodes of all but the events, in what the text leaves (at
+       * least one byte: 0 is no bound); the events' are each event's */
+      size_t nodes_max = PP_IMPORT_MAX_MEMORY - im.budget.held, events_at;
+      st = pp_json_parse_outer (text, size, PP_IMPORT_BYTES_PER_VALUE, nodes_max > 0 ? nodes_max : 1,
+                                "traceEvents", &doc, &events_at, err);
+      if (st == PP_OK && n == 1 && pp_import_chrome_is_pipescope (&doc))
+        {
+          /* pipescope's own export, read whole: nodes for all its values */
+          pp_json_doc_clear (&doc);
+          nodes_max = PP_IMPORT_MAX_MEMORY - im.budget.held;
+          st = pp_json_parse (text, size, PP_IMPORT_BYTES_PER_VALUE, nodes_max > 0 ? nodes_max : 1, &doc, err);
+        }
       if (st == PP_OK)
         {
           budget_take (&im.budget, doc.n_nodes * sizeof *doc.nodes, false);
@@ -101,6 +112,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
           char msg[PP_ERROR_MSG_MAX];
           snprintf (msg, sizeof msg, "%s", err ? err->msg : "");
           pp_error_set (err, st, "%s: %s", name, msg);
+          pp_json_doc_clear (&doc);
           free (text);
           goto out;
         }
@@ -116,7 +128,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
           free (text);
           goto out;
         }
-      st = extract (&im, &im.ranks[i], &doc, err);
+      st = extract (&im, &im.ranks[i], &doc, text, size, events_at, err);
       pp_json_doc_clear (&doc);
       free (text);
       budget_give (&im.budget, file_held, false);

@@ -82,11 +82,14 @@
  * small events, within the budget of text, held 6.2 GiB): an import holds
  * at most PP_IMPORT_MAX_MEMORY at once while it reads, counted before each
  * allocation: the file being read (its bytes while they are gunzipped, its
- * JSON text, the text's nodes, 16 bytes a value), and the events kept of
- * the files read so far (at most PP_IMPORT_MAX_KEPT of it, names
- * included).  With the CLI's own 220 MiB resident (its libraries) an import
- * stays under 1 GiB.  A real trace holds about 2.5 times its JSON text as it
- * is read: a file of up to some 250 MiB of JSON imports.
+ * JSON text, the nodes of what is outside its traceEvents, 16 bytes a
+ * value), and the events kept of the files read so far (at most
+ * PP_IMPORT_MAX_KEPT of it, names included).  The traceEvents are read
+ * one event at a time (pp_json_elements), its nodes at most
+ * PP_IMPORT_MAX_EVENT, reused for the next.  With the CLI's own 220 MiB
+ * resident (its libraries) an import stays under 1 GiB.  A real trace
+ * keeps about a fifth of its JSON text as events: files of some 450 MiB
+ * of JSON each import.
  *
  * Past a bound, one line says which and the import stops.  Nothing
  * recurses.  No GLib.
@@ -108,6 +111,7 @@
 #define PP_IMPORT_MAX_MEMORY ((size_t) 640 << 20) /* held at once while the files are read */
 #define PP_IMPORT_MAX_KEPT   ((size_t) 256 << 20) /* of it, the events kept of all the files */
 #define PP_IMPORT_BYTES_PER_VALUE 4               /* the densest text a file's values may be */
+#define PP_IMPORT_MAX_EVENT  ((size_t) 16 << 20)  /* the nodes of one event (a million values) */
 #define PP_IMPORT_MAX_STAGES 4096
 #define PP_IMPORT_MAX_MICROBATCHES (1 << 20)
 #define PP_IMPORT_MAX_STEP   (1 << 30)            /* ProfilerStep#N past it: not a step */

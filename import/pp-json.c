@@ -18,11 +18,22 @@ typedef struct {
 
 typedef struct {
   PpJsonNode *nodes;   /* NULL: only count them */
-  size_t      n;
+  size_t      n;                 /* nodes (counting: those that will be) */
+  size_t      seen;              /* values read, those without nodes too */
   size_t      bytes_per_value;   /* counting: the budget (0 none) */
   size_t      max_values;        /* counting: what the memory given holds (0 no bound) */
   bool        over_memory;       /* counting stopped at max_values */
+  /* pp_json_parse_outer: the arrays whose elements get no nodes */
+  const char *lazy_key;          /* NULL: none */
+  int         lazy_depth;        /* inside one (its depth + 1), 0 not */
+  bool        key_lazy;          /* the top-level key just read is lazy_key */
+  size_t      lazy_at;           /* where the first began, SIZE_MAX none */
+  /* pp_json_parse_value: one value, then stop */
+  bool        one_value;
+  size_t      end;               /* where it ended */
 } Builder;
+
+static bool key_is (const char *t, uint32_t off, uint32_t len, uint8_t escaped, const char *key);
 
 static bool
 is_blank (char c)
@@ -50,15 +61,22 @@ hex_value (char c)
 /* Appends a node (or counts it), linked under the innermost open
  * container, for a value that begins at byte at; its index, or
  * OVER_BUDGET when counting finds more values than the text so far may
- * hold (a bomb stops at its first few hundred KiB, not at its end). */
+ * hold (a bomb stops at its first few hundred KiB, not at its end).  A
+ * value inside a lazy array is counted against the text, but gets no
+ * node (0). */
 static uint32_t
 add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint32_t len,
           uint8_t escaped, size_t at)
 {
+  bool lazy = b->lazy_depth > 0 && depth >= b->lazy_depth;
+  if (b->nodes == NULL && b->bytes_per_value > 0
+      && b->seen >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
+    return OVER_BUDGET;
+  b->seen++;
+  if (lazy)
+    return 0;
   if (b->nodes == NULL)
     {
-      if (b->bytes_per_value > 0 && b->n >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
-        return OVER_BUDGET;
       if (b->max_values > 0 && b->n >= b->max_values)
         {
           b->over_memory = true;
@@ -180,18 +198,23 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
          WANT_COMMA_OR_CLOSE, WANT_END } want = WANT_VALUE;
 
   /* a UTF-8 byte order mark, which some editors and Windows tools write */
-  if (size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
+  if (!b->one_value && size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
     pos = 3;
 
   for (;;)
     {
+      if (want == WANT_END && b->one_value)
+        {
+          b->end = pos;
+          return PP_OK;
+        }
       while (pos < size && is_blank (text[pos]))
         pos++;
       if (pos >= size)
         {
           if (want == WANT_END)
             return PP_OK;
-          why = b->n == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
+          why = b->seen == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
           goto fail;
         }
       char c = text[pos];
@@ -221,6 +244,8 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
             {
               pos++;
               depth--;
+              if (depth < b->lazy_depth)
+                b->lazy_depth = 0;
               want = depth == 0 ? WANT_END : WANT_COMMA_OR_CLOSE;
               continue;
             }
@@ -250,6 +275,8 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
             goto fail;
           if (add_node (b, stack, depth, PP_JSON_STRING, off, len, esc, at) == OVER_BUDGET)
             goto over;
+          if (depth == 1 && b->lazy_key != NULL)
+            b->key_lazy = key_is (text, off, len, esc, b->lazy_key);
           want = WANT_COLON;
           continue;
         }
@@ -263,11 +290,20 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
               goto fail;
             }
           uint8_t type = c == '{' ? PP_JSON_OBJECT : PP_JSON_ARRAY;
+          /* the document, or the top-level member lazy_key, an array */
+          bool lazy = b->lazy_key != NULL && b->lazy_depth == 0 && type == PP_JSON_ARRAY
+                      && (depth == 0 || (depth == 1 && b->key_lazy));
           if ((stack[depth].node = add_node (b, stack, depth, type, 0, 0, 0, at)) == OVER_BUDGET)
             goto over;
           stack[depth].last = 0;
           stack[depth].type = type;
           depth++;
+          if (lazy)
+            {
+              b->lazy_depth = depth;
+              if (b->lazy_at == SIZE_MAX)
+                b->lazy_at = at;
+            }
           pos++;
           want = c == '{' ? WANT_KEY_OR_CLOSE : WANT_VALUE_OR_CLOSE;
           continue;
@@ -330,35 +366,113 @@ over:
                          (b->max_values * sizeof (PpJsonNode)) >> 20, b->n + 1, pos, sizeof (PpJsonNode));
   return pp_error_set (err, PP_EFORMAT,
                        "too many JSON values: %zu in the first %zu bytes (a text may hold one per "
-                       "%zu bytes and %d more): refused", b->n + 1, pos, b->bytes_per_value,
+                       "%zu bytes and %d more): refused", b->seen + 1, pos, b->bytes_per_value,
                        PP_JSON_FREE_VALUES);
+}
+
+/* Counts the values of text into count, then fills that many nodes into
+ * doc (its nodes reused when they are enough), with fill set as count
+ * was but for the nodes. */
+static PpStatus
+parse_into (const char *text, size_t size, Builder *count, size_t max_bytes, PpJsonDoc *doc, PpError *err)
+{
+  PpStatus st;
+
+  if (max_bytes > 0)
+    count->max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
+  doc->text = text;
+  doc->size = size;
+  doc->n_nodes = 0;
+  if (size > PP_JSON_MAX_BYTES)
+    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
+  if ((st = parse (text, size, count, err)) != PP_OK)
+    return st;
+  /* a node index is a uint32 (no text under PP_JSON_MAX_BYTES reaches it) */
+  if (count->n >= OVER_BUDGET)
+    return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count->n);
+  if (count->n > doc->cap_nodes || doc->nodes == NULL)
+    {
+      size_t cap = count->n > 0 ? count->n : 1;
+      PpJsonNode *nodes = realloc (doc->nodes, cap * sizeof *nodes);
+      if (nodes == NULL)
+        return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count->n);
+      doc->nodes = nodes;
+      doc->cap_nodes = cap;
+    }
+  Builder fill = *count;
+  fill.nodes = doc->nodes;
+  fill.n = fill.seen = 0;
+  fill.bytes_per_value = fill.max_values = 0;
+  fill.lazy_depth = 0;
+  fill.key_lazy = false;
+  fill.lazy_at = SIZE_MAX;
+  parse (text, size, &fill, NULL);   /* the same text: it passes again */
+  doc->n_nodes = fill.n;
+  doc->size = count->one_value ? count->end : size;
+  return PP_OK;
 }
 
 PpStatus
 pp_json_parse (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes, PpJsonDoc *doc,
                PpError *err)
 {
-  Builder count = { NULL, 0, bytes_per_value, 0, false };
-  PpStatus st;
-
-  if (max_bytes > 0)
-    count.max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
+  Builder count = { .bytes_per_value = bytes_per_value, .lazy_at = SIZE_MAX };
   memset (doc, 0, sizeof *doc);
-  doc->text = text;
-  doc->size = size;
-  if (size > PP_JSON_MAX_BYTES)
-    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
-  if ((st = parse (text, size, &count, err)) != PP_OK)
+  return parse_into (text, size, &count, max_bytes, doc, err);
+}
+
+PpStatus
+pp_json_parse_outer (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes,
+                     const char *key, PpJsonDoc *doc, size_t *array_at, PpError *err)
+{
+  Builder count = { .bytes_per_value = bytes_per_value, .lazy_key = key, .lazy_at = SIZE_MAX };
+  memset (doc, 0, sizeof *doc);
+  PpStatus st = parse_into (text, size, &count, max_bytes, doc, err);
+  *array_at = count.lazy_at;
+  return st;
+}
+
+PpStatus
+pp_json_parse_value (const char *text, size_t size, size_t max_bytes, PpJsonDoc *doc, PpError *err)
+{
+  Builder count = { .lazy_at = SIZE_MAX, .one_value = true };
+  return parse_into (text, size, &count, max_bytes, doc, err);
+}
+
+void
+pp_json_elements_init (PpJsonElements *it, const char *text, size_t size, size_t array_at)
+{
+  it->text = text;
+  it->size = size;
+  it->pos = array_at + 1;
+  it->index = 0;
+  it->done = array_at >= size || text[array_at] != '[';
+}
+
+PpStatus
+pp_json_elements_next (PpJsonElements *it, size_t max_bytes, PpJsonDoc *elem, bool *got, PpError *err)
+{
+  const char *t = it->text;
+  *got = false;
+  while (!it->done && it->pos < it->size && is_blank (t[it->pos]))
+    it->pos++;
+  if (it->done || it->pos >= it->size || t[it->pos] == ']')
+    {
+      it->done = true;
+      return PP_OK;
+    }
+  PpStatus st = pp_json_parse_value (t + it->pos, it->size - it->pos, max_bytes, elem, err);
+  if (st != PP_OK)
     return st;
-  /* a node index is a uint32 (no text under PP_JSON_MAX_BYTES reaches it) */
-  if (count.n >= OVER_BUDGET)
-    return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count.n);
-  Builder fill = { malloc (count.n * sizeof *fill.nodes), 0, 0, 0, false };
-  if (fill.nodes == NULL)
-    return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count.n);
-  parse (text, size, &fill, NULL);   /* the same text: it passes again */
-  doc->nodes = fill.nodes;
-  doc->n_nodes = fill.n;
+  it->pos += elem->size;
+  while (it->pos < it->size && is_blank (t[it->pos]))
+    it->pos++;
+  if (it->pos < it->size && t[it->pos] == ',')
+    it->pos++;
+  else
+    it->done = true;   /* ']': the text was checked whole */
+  it->index++;
+  *got = true;
   return PP_OK;
 }
 
@@ -441,6 +555,25 @@ decode_one (const char *t, size_t end, size_t *i, char out[4])
   out[2] = (char) (0x80 | ((cp >> 6) & 0x3f));
   out[3] = (char) (0x80 | (cp & 0x3f));
   return 4;
+}
+
+/* Is the key at t[off..off+len) key (escapes decoded)? */
+static bool
+key_is (const char *t, uint32_t off, uint32_t len, uint8_t escaped, const char *key)
+{
+  size_t kl = strlen (key);
+  if (!escaped)
+    return len == kl && memcmp (t + off, key, kl) == 0;
+  size_t i = off, end = (size_t) off + len, w = 0;
+  while (i < end)
+    {
+      char ch[4];
+      int k = decode_one (t, end, &i, ch);
+      if (w + (size_t) k > kl || memcmp (key + w, ch, (size_t) k) != 0)
+        return false;
+      w += (size_t) k;
+    }
+  return w == kl;
 }
 
 long

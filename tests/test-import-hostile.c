@@ -31,8 +31,9 @@
  *   in a folder alike; a world_size no rank or stage justifies cut down
  *   and said;
  * - what an import holds at once is bounded (issue 40): JSON text past
- *   the memory left, values whose nodes would pass it, events kept of
- *   all the files past theirs, each one line, under 1 GiB resident.
+ *   the memory left, values beside the events whose nodes would pass it,
+ *   an event of a million values, events kept of all the files past
+ *   theirs, each one line, under 1 GiB resident.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -275,8 +276,10 @@ test_value_bomb (void)
  * their arrays doubled).  Measured before: 6.2 GiB resident for 1000 MiB
  * in 13 MiB, 44 s.  Each is one line naming the file and the bound it
  * met, exit 2, nothing written, under 1 GiB resident: the text refused
- * as it passes what is left, the values as they are counted, the events
- * as their arrays grow (pp-import.h: PP_IMPORT_MAX_MEMORY). */
+ * as it passes what is left, the values outside traceEvents as they are
+ * counted (those of the events are one event's at a time: an event of a
+ * million values or more is refused by its index), the events as their
+ * arrays grow (pp-import.h: PP_IMPORT_MAX_MEMORY, PP_IMPORT_MAX_EVENT). */
 static void
 test_memory (void)
 {
@@ -288,17 +291,28 @@ test_memory (void)
   const char *kernel = "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1},";
   gsize per_mib = (1 << 20) / strlen (kernel);
   /* what is left: 640 MiB less the gzip'd bytes, less the text */
-  struct { const char *name; gsize mib; const char *says, *more; } one[] = {
-    { "text.json.gz", 700, ": gunzips to more than the 632 MiB of memory the import has left for it",
+  struct { const char *name; gsize mib; const char *head, *body, *tail, *says, *more; } one[] = {
+    { "text.json.gz", 700, "{\"traceEvents\":[", kernel, "{}]}",
+      ": gunzips to more than the 632 MiB of memory the import has left for it",
       " (an import holds at most 640 MiB at once: a file, its JSON and the events kept): refused" },
-    { "values.json.gz", 300, ": reading its JSON values takes more than the 340 MiB of memory left for them (",
+    /* 300 MiB of values beside the events, 4 bytes each: 1.2 GB of nodes */
+    { "values.json.gz", 300, "{\"traceEvents\":[], \"junk\":[", "0,  ", "0]}",
+      ": reading its JSON values takes more than the 339 MiB of memory left for them (",
       " bytes, 16 bytes each): refused" },
+    /* 5.9 million kernels kept: 570 MB, past what the text leaves */
+    { "kernels.json.gz", 300, "{\"traceEvents\":[", kernel, "{}]}",
+      ": more events to keep than an import holds (256 MiB of events from all the files, 640 MiB at once "
+      "with a file's JSON): refused", "" },
+    /* one event of 2 million values: 32 MB of nodes for one event */
+    { "event.json.gz", 8, "{\"traceEvents\":[{\"ph\":\"X\"}, {\"ph\":\"X\",\"args\":{\"a\":[", "0,  ",
+      "0]}}]}", ": event 1 of its traceEvents is too large to read: reading its JSON values takes more than "
+      "the 16 MiB of memory left for them (", " bytes, 16 bytes each): refused" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (one); i++)
     {
       /* padded to a hundredth of the text: inside the gzip ratio */
-      char *f = write_gz (&c, one[i].name, "{\"traceEvents\":[", kernel, one[i].mib * per_mib, "{}]}",
-                          (one[i].mib << 20) / 99);
+      gsize n = (one[i].mib << 20) / strlen (one[i].body);
+      char *f = write_gz (&c, one[i].name, one[i].head, one[i].body, n, one[i].tail, (one[i].mib << 20) / 99);
       const char *args[] = { "import", f, "-o", o, NULL };
       g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 2);
       pp_test_assert_one_line_error (err);
