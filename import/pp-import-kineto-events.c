@@ -38,25 +38,27 @@ budget_give (Budget *b, size_t bytes, bool kept)
 }
 
 /* Room for one more item in *p, an array of *cap items of size bytes
- * kept: twice as many, or as many more as the budget b leaves (the
- * last doubling would refuse what fits); false past it (b->over) or out
- * of memory. */
+ * kept: twice as many, or half as many more as the budget b leaves (a
+ * file keeps three arrays: the one that doubled last would take what the
+ * others need, and refuse a file whose events fit); false past it
+ * (b->over) or out of memory. */
 static bool
 grow (Budget *b, void **p, size_t *cap, size_t first, size_t size)
 {
-  size_t nc = *cap ? *cap * 2 : first;
+  size_t more = *cap ? *cap : first;
   if (b != NULL)
     {
       size_t left_held = PP_IMPORT_MAX_MEMORY - b->held, left_kept = PP_IMPORT_MAX_KEPT - b->kept;
       size_t room = (left_held < left_kept ? left_held : left_kept) / size;
-      if (nc - *cap > room)
-        nc = *cap + room;
-      if (nc == *cap)
+      if (more > room / 2)
+        more = room / 2 > 0 ? room / 2 : room;
+      if (more == 0)
         {
           b->over = true;
           return false;
         }
     }
+  size_t nc = *cap + more;
   void *g = realloc (*p, nc * size);
   if (g == NULL)
     return false;
