@@ -572,7 +572,8 @@ read_spans (Chrome *c, uint32_t events, PpImportSummary *sum, int *max_step)
     }
   /* each process's spans under its tag, in the order they came, in as
    * few frames as the writer can make of them */
-  qsort (all, n, sizeof *all, cmp_tagged);
+  if (n > 1)
+    qsort (all, n, sizeof *all, cmp_tagged);   /* all is NULL when there are none */
   PpSpan *run = malloc ((n + 1) * sizeof *run);
   if (run == NULL)
     {
