@@ -4,7 +4,9 @@
  * PP_JSON_MAX_DEPTH): no recursion, so no input can exhaust the C stack.
  * It runs twice: once to check the text and count its values, which the
  * caller's budget is held against before anything is allocated, then to
- * fill exactly that many nodes (no array grown by doubling, no slack). */
+ * fill exactly that many nodes (no array grown by doubling, no slack).
+ * One small value (an element of a large array, pp_json_parse_value) is
+ * read once, into nodes grown as they come, up to the bound given. */
 #include "pp-json.h"
 
 #include <stdlib.h>
@@ -31,6 +33,8 @@ typedef struct {
   /* pp_json_parse_value: one value, then stop */
   bool        one_value;
   size_t      end;               /* where it ended */
+  PpJsonDoc  *grow;              /* one pass: its nodes grown as they come (to max_values) */
+  bool        out_of_memory;
 } Builder;
 
 static bool key_is (const char *t, uint32_t off, uint32_t len, uint8_t escaped, const char *key);
@@ -75,7 +79,7 @@ add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint3
   b->seen++;
   if (lazy)
     return 0;
-  if (b->nodes == NULL)
+  if (b->nodes == NULL && b->grow == NULL)
     {
       if (b->max_values > 0 && b->n >= b->max_values)
         {
@@ -83,6 +87,25 @@ add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint3
           return OVER_BUDGET;
         }
       return (uint32_t) b->n++;
+    }
+  if (b->grow != NULL && b->n == b->grow->cap_nodes)
+    {
+      if ((b->max_values > 0 && b->n >= b->max_values) || b->n >= OVER_BUDGET - 1)
+        {
+          b->over_memory = true;
+          return OVER_BUDGET;
+        }
+      size_t cap = b->n < 32 ? 64 : b->n * 2;
+      if (b->max_values > 0 && cap > b->max_values)
+        cap = b->max_values;
+      PpJsonNode *g = realloc (b->grow->nodes, cap * sizeof *g);
+      if (g == NULL)
+        {
+          b->out_of_memory = true;
+          return OVER_BUDGET;
+        }
+      b->grow->nodes = b->nodes = g;
+      b->grow->cap_nodes = cap;
     }
   uint32_t i = (uint32_t) b->n++;
   PpJsonNode *n = &b->nodes[i];
@@ -359,6 +382,8 @@ fail:
     return pp_error_set (err, PP_EFORMAT, "bad JSON at byte %zu (line %zu): %s", pos, line, why);
   }
 over:
+  if (b->out_of_memory)
+    return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", b->n);
   if (b->over_memory)
     return pp_error_set (err, PP_EFORMAT,
                          "reading its JSON values takes more than the %zu MiB of memory left for them "
@@ -408,7 +433,7 @@ parse_into (const char *text, size_t size, Builder *count, size_t max_bytes, PpJ
   fill.lazy_at = SIZE_MAX;
   parse (text, size, &fill, NULL);   /* the same text: it passes again */
   doc->n_nodes = fill.n;
-  doc->size = count->one_value ? count->end : size;
+  doc->size = size;
   return PP_OK;
 }
 
@@ -435,8 +460,21 @@ pp_json_parse_outer (const char *text, size_t size, size_t bytes_per_value, size
 PpStatus
 pp_json_parse_value (const char *text, size_t size, size_t max_bytes, PpJsonDoc *doc, PpError *err)
 {
-  Builder count = { .lazy_at = SIZE_MAX, .one_value = true };
-  return parse_into (text, size, &count, max_bytes, doc, err);
+  Builder b = { .nodes = doc->nodes, .lazy_at = SIZE_MAX, .one_value = true, .grow = doc };
+  PpStatus st;
+
+  if (max_bytes > 0)
+    b.max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
+  doc->text = text;
+  doc->size = 0;
+  doc->n_nodes = 0;
+  if (size > PP_JSON_MAX_BYTES)
+    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
+  if ((st = parse (text, size, &b, err)) != PP_OK)
+    return st;
+  doc->n_nodes = b.n;
+  doc->size = b.end;
+  return PP_OK;
 }
 
 void

@@ -90,7 +90,8 @@ PpStatus pp_json_parse_outer (const char *text, size_t size, size_t bytes_per_va
 /* The one value text begins with (no blank before it), into doc, whose
  * nodes (none, or those of an earlier value) are reused or grown: doc's
  * text is text and its size the value's bytes; what follows it is not
- * read.  max_bytes bounds its nodes as pp_json_parse's does. */
+ * read.  One pass, the nodes grown as they come to at most max_bytes
+ * (0: no bound): a value of more is pp_json_parse's PP_EFORMAT line. */
 PpStatus pp_json_parse_value (const char *text, size_t size, size_t max_bytes, PpJsonDoc *doc,
                               PpError *err);
 
