@@ -31,6 +31,7 @@ typedef struct {
   const char      *name;
   PpTraceWriter   *w;
   PpError         *err;
+  size_t           mem;      /* what the import has left, for the spans (pp-import.h) */
   int64_t          origin;
   /* recorded names, interned: open addressing over ids (0 empty) */
   char           **names;    /* [n_names + 1], names[id] */
@@ -537,7 +538,18 @@ read_spans (Chrome *c, uint32_t events, PpImportSummary *sum, int *max_step)
         continue;
       if (n == cap)
         {
-          size_t nc = cap ? cap * 2 : 4096;
+          /* the spans and their copy in runs below, in what the import has
+           * left: as many more as fit, then one line */
+          size_t nc = cap ? cap * 2 : 4096, room = c->mem / (sizeof *all + sizeof (PpSpan));
+          if (nc > room)
+            nc = room;
+          if (nc <= cap)
+            {
+              free (all);
+              return pp_error_set (c->err, PP_EFORMAT,
+                                   "%s: more spans than an import holds (%zu of them, with its JSON, are "
+                                   "%zu MiB): refused", c->name, n, PP_IMPORT_MAX_MEMORY >> 20);
+            }
           Tagged *g = realloc (all, nc * sizeof *g);
           if (g == NULL)
             {
@@ -560,7 +572,8 @@ read_spans (Chrome *c, uint32_t events, PpImportSummary *sum, int *max_step)
     }
   /* each process's spans under its tag, in the order they came, in as
    * few frames as the writer can make of them */
-  qsort (all, n, sizeof *all, cmp_tagged);
+  if (n > 1)
+    qsort (all, n, sizeof *all, cmp_tagged);   /* all is NULL when there are none */
   PpSpan *run = malloc ((n + 1) * sizeof *run);
   if (run == NULL)
     {
@@ -583,10 +596,10 @@ read_spans (Chrome *c, uint32_t events, PpImportSummary *sum, int *max_step)
 }
 
 PpStatus
-pp_import_chrome (const PpJsonDoc *doc, const char *name, PpTraceWriter *w, PpImportSummary *sum,
-                  PpError *err)
+pp_import_chrome (const PpJsonDoc *doc, const char *name, size_t mem, PpTraceWriter *w,
+                  PpImportSummary *sum, PpError *err)
 {
-  Chrome c = { .doc = doc, .name = name, .w = w, .err = err };
+  Chrome c = { .doc = doc, .name = name, .w = w, .err = err, .mem = mem };
   uint32_t meta = pp_json_get (doc, 0, "pipescope"), v;
   int64_t format, dropped = 0;
   PpStatus st = PP_OK;

@@ -12,6 +12,8 @@
 bool     pp_import_chrome_is_pipescope (const PpJsonDoc *doc);
 /* Writes the run doc holds into w: description, ranks, processes, plans,
  * spans, step markers, counters, dropped.  name is the file's, for
- * messages; sum says what was read (from_export set). */
-PpStatus pp_import_chrome (const PpJsonDoc *doc, const char *name, PpTraceWriter *w,
+ * messages; mem what the import has left of its memory (pp-import.h), for
+ * the spans held as they are sorted (more: PP_EFORMAT, one line); sum says
+ * what was read (from_export set). */
+PpStatus pp_import_chrome (const PpJsonDoc *doc, const char *name, size_t mem, PpTraceWriter *w,
                            PpImportSummary *sum, PpError *err);

@@ -5,8 +5,93 @@
 #include "pp-import-kineto-private.h"
 #include "pp-import-hash.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- what the import holds ------------------------------------------------ */
+
+bool
+budget_take (Budget *b, size_t bytes, bool kept)
+{
+  if (b == NULL)
+    return true;
+  if (bytes > PP_IMPORT_MAX_MEMORY - b->held || (kept && bytes > PP_IMPORT_MAX_KEPT - b->kept))
+    {
+      b->over = true;
+      return false;
+    }
+  b->held += bytes;
+  if (kept)
+    b->kept += bytes;
+  return true;
+}
+
+void
+budget_give (Budget *b, size_t bytes, bool kept)
+{
+  if (b == NULL)
+    return;
+  b->held -= bytes < b->held ? bytes : b->held;
+  if (kept)
+    b->kept -= bytes < b->kept ? bytes : b->kept;
+}
+
+/* Room for one more item in *p, an array of *cap items of size bytes
+ * kept: twice as many, or half as many more as the budget b leaves (a
+ * file keeps three arrays: the one that doubled last would take what the
+ * others need, and refuse a file whose events fit); false past it
+ * (b->over) or out of memory. */
+static bool
+grow (Budget *b, void **p, size_t *cap, size_t first, size_t size)
+{
+  size_t more = *cap ? *cap : first;
+  if (b != NULL)
+    {
+      size_t left_held = PP_IMPORT_MAX_MEMORY - b->held, left_kept = PP_IMPORT_MAX_KEPT - b->kept;
+      size_t room = (left_held < left_kept ? left_held : left_kept) / size;
+      if (more > room / 2)
+        more = room / 2 > 0 ? room / 2 : room;
+      if (more == 0)
+        {
+          b->over = true;
+          return false;
+        }
+    }
+  size_t nc = *cap + more;
+  void *g = realloc (*p, nc * size);
+  if (g == NULL)
+    return false;
+  budget_take (b, (nc - *cap) * size, true);
+  *p = g;
+  *cap = nc;
+  return true;
+}
+
+/* *p, an array of *cap items of size bytes of which n are used, cut to
+ * n (a failed realloc keeps it whole); the bytes given back to b. */
+static void
+trim (Budget *b, void **p, size_t *cap, size_t n, size_t size)
+{
+  if (n == *cap)
+    return;
+  void *g = n > 0 ? realloc (*p, n * size) : NULL;
+  if (n > 0 && g == NULL)
+    return;
+  if (n == 0)
+    free (*p);
+  budget_give (b, (*cap - n) * size, true);
+  *p = g;
+  *cap = n;
+}
+
+void
+rank_trim (RankData *rd)
+{
+  trim (rd->budget, (void **) &rd->ev, &rd->cap_ev, rd->n_ev, sizeof *rd->ev);
+  trim (rd->budget, (void **) &rd->launch, &rd->cap_launch, rd->n_launch, sizeof *rd->launch);
+  trim (rd->budget, (void **) &rd->op, &rd->cap_op, rd->n_op, sizeof *rd->op);
+}
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -17,9 +102,12 @@ intern (Names *nm, const char *name)
   if ((size_t) nm->n * 2 + 2 > nm->tcap)
     {
       size_t nc = nm->tcap ? nm->tcap * 2 : 256;
+      if (!budget_take (nm->budget, nc * sizeof (uint32_t), true))
+        return 0;
       uint32_t *t = calloc (nc, sizeof *t);
       if (t == NULL)
         return 0;
+      budget_give (nm->budget, nm->tcap * sizeof (uint32_t), true);
       for (uint32_t id = 1; id <= nm->n; id++)
         {
           /* keyed (pp-import-hash.h): a file cannot choose colliding names */
@@ -46,13 +134,14 @@ intern (Names *nm, const char *name)
   pp_import_hash_probed (k);
   if (nm->n == nm->cap)
     {
-      uint32_t nc = nm->cap ? nm->cap * 2 : 64;
-      char **g = realloc (nm->names, nc * sizeof *g);
-      if (g == NULL)
+      size_t cap = nm->cap;
+      if (cap >= UINT32_MAX / 2 || !grow (nm->budget, (void **) &nm->names, &cap, 64, sizeof *nm->names))
         return 0;
-      nm->names = g;
-      nm->cap = nc;
+      nm->cap = (uint32_t) cap;
     }
+  /* the copy and malloc's header */
+  if (!budget_take (nm->budget, strlen (name) + 1 + 16, true))
+    return 0;
   char *copy = strdup (name);
   if (copy == NULL)
     return 0;
@@ -76,15 +165,8 @@ names_clear (Names *nm)
 bool
 push_ev (RankData *rd, const Ev *e)
 {
-  if (rd->n_ev == rd->cap_ev)
-    {
-      size_t nc = rd->cap_ev ? rd->cap_ev * 2 : 256;
-      Ev *g = realloc (rd->ev, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->ev = g;
-      rd->cap_ev = nc;
-    }
+  if (rd->n_ev == rd->cap_ev && !grow (rd->budget, (void **) &rd->ev, &rd->cap_ev, 256, sizeof *rd->ev))
+    return false;
   rd->ev[rd->n_ev++] = *e;
   return true;
 }
@@ -92,15 +174,9 @@ push_ev (RankData *rd, const Ev *e)
 bool
 push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
 {
-  if (rd->n_launch == rd->cap_launch)
-    {
-      size_t nc = rd->cap_launch ? rd->cap_launch * 2 : 256;
-      Launch *g = realloc (rd->launch, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->launch = g;
-      rd->cap_launch = nc;
-    }
+  if (rd->n_launch == rd->cap_launch
+      && !grow (rd->budget, (void **) &rd->launch, &rd->cap_launch, 256, sizeof *rd->launch))
+    return false;
   rd->launch[rd->n_launch++] = (Launch) { corr, ts, tid };
   return true;
 }
@@ -108,15 +184,8 @@ push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid)
 bool
 push_op (RankData *rd, int64_t start, int64_t end, int64_t tid, bool comm)
 {
-  if (rd->n_op == rd->cap_op)
-    {
-      size_t nc = rd->cap_op ? rd->cap_op * 2 : 1024;
-      Op *g = realloc (rd->op, nc * sizeof *g);
-      if (g == NULL)
-        return false;
-      rd->op = g;
-      rd->cap_op = nc;
-    }
+  if (rd->n_op == rd->cap_op && !grow (rd->budget, (void **) &rd->op, &rd->cap_op, 1024, sizeof *rd->op))
+    return false;
   rd->op[rd->n_op++] = (Op) { start, end, tid, comm };
   return true;
 }
@@ -290,23 +359,236 @@ read_mesh_place (const PpJsonDoc *d, uint32_t pgs, int64_t g, int64_t ws, RankDa
   return true;
 }
 
-/* Reads one file's document into rd.  PP_EFORMAT with one line for what
- * is not a trace. */
-PpStatus
-extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
+/* One event (node e of d, an element of traceEvents) into rd: false when
+ * it is past the budget or out of memory. */
+static bool
+event_of (Import *im, RankData *rd, const PpJsonDoc *d, uint32_t e, int64_t base)
 {
-  uint32_t root = 0, events;
-  int64_t base = 0;
   char name[PP_TRACE_STRING_MAX + 1];
+
+  if (d->nodes[e].type != PP_JSON_OBJECT)
+    {
+      im->skipped++;
+      return true;
+    }
+  uint32_t ph = pp_json_get (d, e, "ph");
+  uint32_t nm = pp_json_get (d, e, "name");
+  uint32_t cat = pp_json_get (d, e, "cat");
+  uint32_t args = pp_json_get (d, e, "args");
+  int64_t ts, dur = 0;
+
+  /* the launch end of a flow from a CPU call to its kernel */
+  if ((pp_json_string_is (d, ph, "s")) && pp_json_string_is (d, cat, "ac2g"))
+    {
+      int64_t id;
+      if (pp_json_int (d, pp_json_get (d, e, "id"), &id)
+          && time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
+        if (!push_launch (rd, id, ts, int_or (d, pp_json_get (d, e, "tid"), -1)))
+          return false;
+      return true;
+    }
+  if (!pp_json_string_is (d, ph, "X"))
+    return true;
+  if (pp_json_string (d, nm, name, sizeof name) < 0)
+    return true;
+  if (!time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
+    {
+      im->skipped++;
+      return true;
+    }
+  uint32_t dn = pp_json_get (d, e, "dur");
+  if (dn != 0 && (!pp_json_scaled (d, dn, 3, &dur) || dur < 0 || dur > ((int64_t) 1 << 50)))
+    {
+      im->skipped++;
+      return true;
+    }
+
+  Ev ev;
+  memset (&ev, 0, sizeof ev);
+  ev.start = ts;
+  ev.end = ts + dur;
+  ev.tid = int_or (d, pp_json_get (d, e, "tid"), -1);
+  ev.corr = -1;
+  ev.stage = ev.mb = ev.sub_kind = ev.sub_stage = ev.sub_mb = -1;
+  ev.step = -1;
+  ev.peer = -1;
+  ev.device = 0xffff;
+
+  bool gpu = pp_json_string_is (d, cat, "kernel") || pp_json_string_is (d, cat, "gpu_memcpy")
+             || pp_json_string_is (d, cat, "gpu_memset");
+  if (gpu)
+    {
+      ev.what = EV_DEVICE;
+      ev.kind = pp_json_string_is (d, cat, "kernel") ? PP_SPAN_KERNEL
+                : pp_json_string_is (d, cat, "gpu_memcpy") ? PP_SPAN_MEMCPY : PP_SPAN_MEMSET;
+      ev.corr = int_or (d, pp_json_get (d, args, "correlation"), -1);
+      int64_t dev = int_or (d, pp_json_get (d, args, "device"), int_or (d, pp_json_get (d, e, "pid"), 0));
+      int64_t stream = int_or (d, pp_json_get (d, args, "stream"), ev.tid);
+      ev.device = dev >= 0 && dev < 0xffff ? (uint16_t) dev : 0;
+      ev.stream = stream > 0 && stream < UINT32_MAX ? (uint32_t) stream : 0;
+      int64_t bytes = int_or (d, pp_json_get (d, args, "bytes"), 0);
+      ev.bytes = bytes > 0 ? (uint64_t) bytes : 0;
+      ev.name_id = intern (&im->names, name);
+      if (ev.name_id == 0 || !push_ev (rd, &ev))
+        return false;
+      return true;
+    }
+
+  /* a CPU call that launched device work */
+  uint32_t corr = pp_json_get (d, args, "correlation");
+  if (corr != 0 && (pp_json_string_is (d, cat, "cuda_runtime") || pp_json_string_is (d, cat, "cuda_driver")
+                    || pp_json_string_is (d, cat, "runtime")))
+    {
+      int64_t c;
+      if (pp_json_int (d, corr, &c) && !push_launch (rd, c, ts, ev.tid))
+        return false;
+      return true;
+    }
+
+  if (rd->pid == 0)
+    {
+      int64_t pid = int_or (d, pp_json_get (d, e, "pid"), 0);
+      if (pid > 0 && pid < INT32_MAX)
+        rd->pid = (int32_t) pid;
+    }
+
+  /* the GPU side of a record_function range (CUDA): the CPU side is
+   * the block, its kernels come under it by correlation */
+  if (pp_json_string_is (d, cat, "gpu_user_annotation"))
+    return true;
+  /* the label, cut at its first comma (an NVTX suffix: ", seq = 5") */
+  char *comma = strchr (name, ',');
+  if (comma)
+    *comma = '\0';
+
+  int level, dir;
+  if (strncmp (name, "PP:", 3) == 0)
+    {
+      PpAction a;
+      if (pp_action_parse (name + 3, &a, NULL) != PP_OK)
+        return true;   /* WAIT_SEND_F0, ... */
+      if (a.kind == PP_ACT_UNSHARD || a.kind == PP_ACT_RESHARD || a.kind == PP_ACT_REDUCE_GRAD
+          || a.kind == PP_ACT_WAIT_REDUCE_GRAD)
+        {
+          /* data-parallel communication: a block of its own, not the
+           * pipeline's (it names a stage, no micro-batch) */
+          if (a.stage < 0 || a.stage >= PP_IMPORT_MAX_STAGES)
+            {
+              im->skipped++;
+              return true;
+            }
+          ev.what = EV_DP;
+          a.microbatch = -1;
+        }
+      else if (pp_action_is_compute (&a))
+        {
+          if (!action_in_bounds (&a))
+            {
+              im->skipped++;
+              return true;
+            }
+          ev.what = EV_BLOCK;
+          rd->n_pp++;
+        }
+      else if (a.kind == PP_ACT_SEND_F || a.kind == PP_ACT_RECV_F
+               || a.kind == PP_ACT_SEND_B || a.kind == PP_ACT_RECV_B)
+        {
+          if (!action_in_bounds (&a))
+            {
+              im->skipped++;
+              return true;
+            }
+          ev.what = EV_LABEL_XFER;
+        }
+      else
+        return true;
+      ev.kind = a.kind;
+      ev.stage = a.stage;
+      ev.mb = a.microbatch;
+      ev.sub_kind = a.sub_kind;
+      ev.sub_stage = a.sub_stage;
+      ev.sub_mb = a.sub_microbatch;
+    }
+  else if (gpipe_label (name, &ev.kind, &ev.mb))
+    {
+      ev.what = EV_BLOCK;
+      ev.gpipe = 1;
+      rd->n_gpipe++;
+    }
+  else if (strncmp (name, "ProfilerStep#", 13) == 0)
+    {
+      /* digits only; a number no training loop reaches (the steps
+       * are sized by those present, but int32 arithmetic on them is
+       * not) makes no sense: left out and counted */
+      const char *p = name + 13;
+      long n = 0;
+      if (*p == '\0')
+        return true;
+      for (; *p >= '0' && *p <= '9' && n <= PP_IMPORT_MAX_STEP; p++)
+        n = n * 10 + (*p - '0');
+      if (*p != '\0' && (*p < '0' || *p > '9'))
+        return true;   /* not a step's name */
+      if (n > PP_IMPORT_MAX_STEP)
+        {
+          im->skipped++;
+          return true;
+        }
+      ev.what = EV_STEP;
+      ev.kind = (int32_t) n;
+      if (n < rd->min_step)
+        rd->min_step = (int) n;
+      rd->n_steps++;
+    }
+  else if (strncmp (name, "Optimizer.step#", 15) == 0)
+    ev.what = EV_OPT;
+  else if ((dir = xfer_of_name (name, d, args, &level)) >= 0)
+    {
+      if (!push_op (rd, ev.start, ev.end, ev.tid, true))
+        return false;
+      ev.what = EV_XFER;
+      ev.kind = dir;
+      ev.level = level;
+      if (level == 1)
+        {
+          int64_t ne = int_or (d, pp_json_get (d, args, "In msg nelems"), 0);
+          int sz = dtype_size (d, pp_json_get (d, args, "dtype"));
+          if (ne > 0 && ne < ((int64_t) 1 << 40))
+            ev.bytes = (uint64_t) ne * (uint64_t) sz;
+        }
+    }
+  else
+    {
+      /* the operators between a block's waits: its compute */
+      bool comm = is_comm_name (name);
+      if ((comm || pp_json_string_is (d, cat, "cpu_op") || pp_json_string_is (d, cat, "Operator"))
+          && !push_op (rd, ev.start, ev.end, ev.tid, comm))
+        return false;
+      return true;
+    }
+  ev.name_id = intern (&im->names, name);
+  if (ev.name_id == 0 || !push_ev (rd, &ev))
+    return false;
+  return true;
+}
+
+/* Reads one file into rd: its document d as pp_json_parse_outer read
+ * text (size bytes), the traceEvents array at events_at without nodes.
+ * PP_EFORMAT with one line for what is not a trace. */
+PpStatus
+extract (Import *im, RankData *rd, const PpJsonDoc *d, const char *text, size_t size, size_t events_at,
+         PpError *err)
+{
+  uint32_t root = 0;
+  int64_t base = 0;
 
   rd->rank = rd->world = -1;
   rd->pid = 0;
   rd->min_step = INT32_MAX;
   if (d->nodes[0].type == PP_JSON_ARRAY)
-    events = 0;     /* the bare array form of the Chrome trace format */
+    ;               /* the bare array form of the Chrome trace format */
   else if (d->nodes[0].type == PP_JSON_OBJECT)
     {
-      events = pp_json_get (d, root, "traceEvents");
+      uint32_t events = pp_json_get (d, root, "traceEvents");
       if (events == 0 || d->nodes[events].type != PP_JSON_ARRAY)
         return pp_error_set (err, PP_EFORMAT,
                              "%s: not a torch.profiler trace (no traceEvents array)", rd->name);
@@ -337,212 +619,37 @@ extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err)
     return pp_error_set (err, PP_EFORMAT, "%s: not a torch.profiler trace (a JSON %s)", rd->name,
                          d->nodes[0].type == PP_JSON_STRING ? "string" : "scalar");
 
-  for (uint32_t e = d->nodes[events].off; e != 0; e = d->nodes[e].next)
+  /* the events, one at a time: only the largest one's nodes at once */
+  PpJsonElements it;
+  PpJsonDoc ed = { 0 };
+  PpStatus st = PP_OK;
+  pp_json_elements_init (&it, text, size, events_at);
+  for (;;)
     {
-      if (d->nodes[e].type != PP_JSON_OBJECT)
+      bool got;
+      if ((st = pp_json_elements_next (&it, PP_IMPORT_MAX_EVENT, &ed, &got, err)) != PP_OK)
         {
-          im->skipped++;
-          continue;
+          char msg[PP_ERROR_MSG_MAX];
+          snprintf (msg, sizeof msg, "%s", err ? err->msg : "");
+          st = pp_error_set (err, st, "%s: event %zu of its traceEvents is too large to read: %s", rd->name,
+                             it.index, msg);
+          break;
         }
-      uint32_t ph = pp_json_get (d, e, "ph");
-      uint32_t nm = pp_json_get (d, e, "name");
-      uint32_t cat = pp_json_get (d, e, "cat");
-      uint32_t args = pp_json_get (d, e, "args");
-      int64_t ts, dur = 0;
-
-      /* the launch end of a flow from a CPU call to its kernel */
-      if ((pp_json_string_is (d, ph, "s")) && pp_json_string_is (d, cat, "ac2g"))
+      if (!got)
+        break;
+      if (!event_of (im, rd, &ed, 0, base))
         {
-          int64_t id;
-          if (pp_json_int (d, pp_json_get (d, e, "id"), &id)
-              && time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
-            if (!push_launch (rd, id, ts, int_or (d, pp_json_get (d, e, "tid"), -1)))
-              goto nomem;
-          continue;
+          st = PP_ENOMEM;
+          break;
         }
-      if (!pp_json_string_is (d, ph, "X"))
-        continue;
-      if (pp_json_string (d, nm, name, sizeof name) < 0)
-        continue;
-      if (!time_ns (d, pp_json_get (d, e, "ts"), base, &ts))
-        {
-          im->skipped++;
-          continue;
-        }
-      uint32_t dn = pp_json_get (d, e, "dur");
-      if (dn != 0 && (!pp_json_scaled (d, dn, 3, &dur) || dur < 0 || dur > ((int64_t) 1 << 50)))
-        {
-          im->skipped++;
-          continue;
-        }
-
-      Ev ev;
-      memset (&ev, 0, sizeof ev);
-      ev.start = ts;
-      ev.end = ts + dur;
-      ev.tid = int_or (d, pp_json_get (d, e, "tid"), -1);
-      ev.corr = -1;
-      ev.stage = ev.mb = ev.sub_kind = ev.sub_stage = ev.sub_mb = -1;
-      ev.step = -1;
-      ev.peer = -1;
-      ev.device = 0xffff;
-
-      bool gpu = pp_json_string_is (d, cat, "kernel") || pp_json_string_is (d, cat, "gpu_memcpy")
-                 || pp_json_string_is (d, cat, "gpu_memset");
-      if (gpu)
-        {
-          ev.what = EV_DEVICE;
-          ev.kind = pp_json_string_is (d, cat, "kernel") ? PP_SPAN_KERNEL
-                    : pp_json_string_is (d, cat, "gpu_memcpy") ? PP_SPAN_MEMCPY : PP_SPAN_MEMSET;
-          ev.corr = int_or (d, pp_json_get (d, args, "correlation"), -1);
-          int64_t dev = int_or (d, pp_json_get (d, args, "device"), int_or (d, pp_json_get (d, e, "pid"), 0));
-          int64_t stream = int_or (d, pp_json_get (d, args, "stream"), ev.tid);
-          ev.device = dev >= 0 && dev < 0xffff ? (uint16_t) dev : 0;
-          ev.stream = stream > 0 && stream < UINT32_MAX ? (uint32_t) stream : 0;
-          int64_t bytes = int_or (d, pp_json_get (d, args, "bytes"), 0);
-          ev.bytes = bytes > 0 ? (uint64_t) bytes : 0;
-          ev.name_id = intern (&im->names, name);
-          if (ev.name_id == 0 || !push_ev (rd, &ev))
-            goto nomem;
-          continue;
-        }
-
-      /* a CPU call that launched device work */
-      uint32_t corr = pp_json_get (d, args, "correlation");
-      if (corr != 0 && (pp_json_string_is (d, cat, "cuda_runtime") || pp_json_string_is (d, cat, "cuda_driver")
-                        || pp_json_string_is (d, cat, "runtime")))
-        {
-          int64_t c;
-          if (pp_json_int (d, corr, &c) && !push_launch (rd, c, ts, ev.tid))
-            goto nomem;
-          continue;
-        }
-
-      if (rd->pid == 0)
-        {
-          int64_t pid = int_or (d, pp_json_get (d, e, "pid"), 0);
-          if (pid > 0 && pid < INT32_MAX)
-            rd->pid = (int32_t) pid;
-        }
-
-      /* the GPU side of a record_function range (CUDA): the CPU side is
-       * the block, its kernels come under it by correlation */
-      if (pp_json_string_is (d, cat, "gpu_user_annotation"))
-        continue;
-      /* the label, cut at its first comma (an NVTX suffix: ", seq = 5") */
-      char *comma = strchr (name, ',');
-      if (comma)
-        *comma = '\0';
-
-      int level, dir;
-      if (strncmp (name, "PP:", 3) == 0)
-        {
-          PpAction a;
-          if (pp_action_parse (name + 3, &a, NULL) != PP_OK)
-            continue;   /* WAIT_SEND_F0, ... */
-          if (a.kind == PP_ACT_UNSHARD || a.kind == PP_ACT_RESHARD || a.kind == PP_ACT_REDUCE_GRAD
-              || a.kind == PP_ACT_WAIT_REDUCE_GRAD)
-            {
-              /* data-parallel communication: a block of its own, not the
-               * pipeline's (it names a stage, no micro-batch) */
-              if (a.stage < 0 || a.stage >= PP_IMPORT_MAX_STAGES)
-                {
-                  im->skipped++;
-                  continue;
-                }
-              ev.what = EV_DP;
-              a.microbatch = -1;
-            }
-          else if (pp_action_is_compute (&a))
-            {
-              if (!action_in_bounds (&a))
-                {
-                  im->skipped++;
-                  continue;
-                }
-              ev.what = EV_BLOCK;
-              rd->n_pp++;
-            }
-          else if (a.kind == PP_ACT_SEND_F || a.kind == PP_ACT_RECV_F
-                   || a.kind == PP_ACT_SEND_B || a.kind == PP_ACT_RECV_B)
-            {
-              if (!action_in_bounds (&a))
-                {
-                  im->skipped++;
-                  continue;
-                }
-              ev.what = EV_LABEL_XFER;
-            }
-          else
-            continue;
-          ev.kind = a.kind;
-          ev.stage = a.stage;
-          ev.mb = a.microbatch;
-          ev.sub_kind = a.sub_kind;
-          ev.sub_stage = a.sub_stage;
-          ev.sub_mb = a.sub_microbatch;
-        }
-      else if (gpipe_label (name, &ev.kind, &ev.mb))
-        {
-          ev.what = EV_BLOCK;
-          ev.gpipe = 1;
-          rd->n_gpipe++;
-        }
-      else if (strncmp (name, "ProfilerStep#", 13) == 0)
-        {
-          /* digits only; a number no training loop reaches (the steps
-           * are sized by those present, but int32 arithmetic on them is
-           * not) makes no sense: left out and counted */
-          const char *p = name + 13;
-          long n = 0;
-          if (*p == '\0')
-            continue;
-          for (; *p >= '0' && *p <= '9' && n <= PP_IMPORT_MAX_STEP; p++)
-            n = n * 10 + (*p - '0');
-          if (*p != '\0' && (*p < '0' || *p > '9'))
-            continue;   /* not a step's name */
-          if (n > PP_IMPORT_MAX_STEP)
-            {
-              im->skipped++;
-              continue;
-            }
-          ev.what = EV_STEP;
-          ev.kind = (int32_t) n;
-          if (n < rd->min_step)
-            rd->min_step = (int) n;
-          rd->n_steps++;
-        }
-      else if (strncmp (name, "Optimizer.step#", 15) == 0)
-        ev.what = EV_OPT;
-      else if ((dir = xfer_of_name (name, d, args, &level)) >= 0)
-        {
-          if (!push_op (rd, ev.start, ev.end, ev.tid, true))
-            goto nomem;
-          ev.what = EV_XFER;
-          ev.kind = dir;
-          ev.level = level;
-          if (level == 1)
-            {
-              int64_t ne = int_or (d, pp_json_get (d, args, "In msg nelems"), 0);
-              int sz = dtype_size (d, pp_json_get (d, args, "dtype"));
-              if (ne > 0 && ne < ((int64_t) 1 << 40))
-                ev.bytes = (uint64_t) ne * (uint64_t) sz;
-            }
-        }
-      else
-        {
-          /* the operators between a block's waits: its compute */
-          bool comm = is_comm_name (name);
-          if ((comm || pp_json_string_is (d, cat, "cpu_op") || pp_json_string_is (d, cat, "Operator"))
-              && !push_op (rd, ev.start, ev.end, ev.tid, comm))
-            goto nomem;
-          continue;
-        }
-      ev.name_id = intern (&im->names, name);
-      if (ev.name_id == 0 || !push_ev (rd, &ev))
-        goto nomem;
     }
-  return PP_OK;
-nomem:
+  pp_json_doc_clear (&ed);
+  if (st != PP_ENOMEM)
+    return st;
+  if (rd->budget != NULL && rd->budget->over)
+    return pp_error_set (err, PP_EFORMAT,
+                         "%s: more events to keep than an import holds (%zu MiB of events from all the "
+                         "files, %zu MiB at once with a file's JSON): refused",
+                         rd->name, PP_IMPORT_MAX_KEPT >> 20, PP_IMPORT_MAX_MEMORY >> 20);
   return pp_error_set (err, PP_ENOMEM, "%s: out of memory", rd->name);
 }

@@ -69,6 +69,22 @@ typedef struct {
   int32_t comm;
 } Op;
 
+/* What the import holds while it reads (pp-import.h: PP_IMPORT_MAX_MEMORY,
+ * PP_IMPORT_MAX_KEPT), counted before each allocation: the file being read
+ * (its text and nodes) and the events kept (arrays at their capacity, the
+ * names).  An allocation past it is refused and over set, so that the
+ * import says which bound it met, not "out of memory". */
+typedef struct {
+  size_t held;              /* bytes held now */
+  size_t kept;              /* of them, the events kept */
+  bool   over;
+} Budget;
+
+/* Takes bytes (kept: of the events kept) from b; false, with b->over
+ * set, past a bound.  b may be NULL: nothing counted. */
+bool budget_take (Budget *b, size_t bytes, bool kept);
+void budget_give (Budget *b, size_t bytes, bool kept);
+
 typedef struct {
   const char *name;
   int     rank, world;      /* -1: not given; rank: the pipeline rank once placed */
@@ -96,6 +112,7 @@ typedef struct {
   int     mark_step;        /* -1: no step began with its first block */
   int64_t mark_time;        /* the end of that block */
   int64_t ext_lo, ext_hi;   /* the time its events cover (ev_extent) */
+  Budget *budget;           /* the import's: what its arrays take */
 } RankData;
 
 /* interned names */
@@ -104,6 +121,7 @@ typedef struct {
   uint32_t  n, cap;
   uint32_t *table;          /* open addressing over ids, 0 empty */
   size_t    tcap;
+  Budget   *budget;         /* the import's: what the names take */
 } Names;
 
 typedef struct {
@@ -113,6 +131,7 @@ typedef struct {
                              * gives its order (its first replica), -1 none */
   Names     names;
   size_t    skipped;
+  Budget    budget;
 } Import;
 
 /* Where the walks of compute_extent over a rank's operators (sorted by
@@ -153,7 +172,11 @@ void names_clear (Names *nm);
 bool push_ev (RankData *rd, const Ev *e);
 bool push_launch (RankData *rd, int64_t corr, int64_t ts, int64_t tid);
 bool push_op (RankData *rd, int64_t start, int64_t end, int64_t tid, bool comm);
-PpStatus extract (Import *im, RankData *rd, const PpJsonDoc *d, PpError *err);
+/* The arrays cut to what they hold once the file is read (their doubling
+ * is no event kept), given back to the budget. */
+void rank_trim (RankData *rd);
+PpStatus extract (Import *im, RankData *rd, const PpJsonDoc *d, const char *text, size_t size,
+                  size_t events_at, PpError *err);
 
 /* pp-import-kineto-ranks.c */
 void ev_extent (RankData *rd);

@@ -27,18 +27,28 @@ ev_extent (RankData *rd)
 
 /* from's events and launches join to's (another time window of its rank);
  * from is emptied. */
+static PpStatus
+merge_failed (const RankData *to, const RankData *from, PpError *err)
+{
+  if (to->budget != NULL && to->budget->over)
+    return pp_error_set (err, PP_EFORMAT,
+                         "%s: its events and those of %s, traces of one rank, are more than an import "
+                         "holds (%zu MiB of events): refused", from->name, to->name, PP_IMPORT_MAX_KEPT >> 20);
+  return pp_error_set (err, PP_ENOMEM, "out of memory");
+}
+
 PpStatus
 merge_rank (RankData *to, RankData *from, PpError *err)
 {
   for (size_t k = 0; k < from->n_ev; k++)
     if (!push_ev (to, &from->ev[k]))
-      return pp_error_set (err, PP_ENOMEM, "out of memory");
+      return merge_failed (to, from, err);
   for (size_t k = 0; k < from->n_launch; k++)
     if (!push_launch (to, from->launch[k].corr, from->launch[k].ts, from->launch[k].tid))
-      return pp_error_set (err, PP_ENOMEM, "out of memory");
+      return merge_failed (to, from, err);
   for (size_t k = 0; k < from->n_op; k++)
     if (!push_op (to, from->op[k].start, from->op[k].end, from->op[k].tid, from->op[k].comm))
-      return pp_error_set (err, PP_ENOMEM, "out of memory");
+      return merge_failed (to, from, err);
   if (from->ext_lo < to->ext_lo) to->ext_lo = from->ext_lo;
   if (from->ext_hi > to->ext_hi) to->ext_hi = from->ext_hi;
   to->n_pp += from->n_pp;
@@ -48,9 +58,12 @@ merge_rank (RankData *to, RankData *from, PpError *err)
     to->min_step = from->min_step;
   if (to->pid == 0)
     to->pid = from->pid;
+  budget_give (from->budget, from->cap_ev * sizeof *from->ev + from->cap_launch * sizeof *from->launch
+                                + from->cap_op * sizeof *from->op, true);
   free (from->ev);
   free (from->launch);
   free (from->op);
+  from->cap_ev = from->cap_launch = from->cap_op = 0;
   from->ev = NULL;
   from->launch = NULL;
   from->op = NULL;

@@ -4,7 +4,13 @@
  * Each file is parsed (pp-json.c), reduced to the few events that matter
  * (labels, transfers, steps, device work, launches), and freed before the
  * next is read: memory is the largest file plus those events, and all the
- * files' text together is held to one budget (pp_import_budget).  Then the
+ * files' text together is held to one budget (pp_import_budget).  What is
+ * held at once, the file being read and the events kept, is counted as it
+ * is allocated (im.budget, PP_IMPORT_MAX_MEMORY): the file's text and its
+ * bytes as the file is read, the nodes of what is outside its traceEvents
+ * before they are allocated, each array of events as it grows.  The
+ * traceEvents are read one event at a time (extract), each event's nodes
+ * bounded by PP_IMPORT_MAX_EVENT and reused for the next.  Then the
  * ranks are put together, the plan rebuilt, and everything goes out through
  * the trace writer; nothing of the format is written here.
  *
@@ -20,9 +26,9 @@
 #include <unistd.h>
 
 /* An import's inputs: what input i adds to the budget (pp_import_cost),
- * and its JSON text, at most limit bytes. */
+ * and its JSON text, at most limit bytes, holding at most mem bytes. */
 typedef PpStatus (*CostFunc) (void *user, size_t i, size_t *cost, PpError *err);
-typedef PpStatus (*LoadFunc) (void *user, size_t i, size_t limit, const char **name, char **text,
+typedef PpStatus (*LoadFunc) (void *user, size_t i, size_t limit, size_t mem, const char **name, char **text,
                               size_t *size, PpError *err);
 
 static PpStatus
@@ -56,6 +62,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
   if (im.ranks == NULL)
     return pp_error_set (err, PP_ENOMEM, "out of memory");
   im.n = n;
+  im.names.budget = &im.budget;
 
   /* one budget of JSON text for all the inputs together */
   size_t budget = 0;
@@ -75,16 +82,37 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
       size_t size = 0;
       const char *name = NULL;
       PpJsonDoc doc;
-      if ((st = load (user, i, budget, &name, &text, &size, err)) != PP_OK)
+      /* what the events kept so far leave of the memory, for the file */
+      if ((st = load (user, i, budget, PP_IMPORT_MAX_MEMORY - im.budget.held, &name, &text, &size, err)) != PP_OK)
         goto out;
       budget -= size;
       im.ranks[i].name = name;
-      st = pp_json_parse (text, size, PP_IMPORT_BYTES_PER_VALUE, &doc, err);
+      im.ranks[i].budget = &im.budget;
+      budget_take (&im.budget, size, false);   /* it fit what was left */
+      size_t file_held = size;
+      /* the nodes of all but the events, in what the text leaves (at
+       * least one byte: 0 is no bound); the events' are each event's */
+      size_t nodes_max = PP_IMPORT_MAX_MEMORY - im.budget.held, events_at;
+      st = pp_json_parse_outer (text, size, PP_IMPORT_BYTES_PER_VALUE, nodes_max > 0 ? nodes_max : 1,
+                                "traceEvents", &doc, &events_at, err);
+      if (st == PP_OK && n == 1 && pp_import_chrome_is_pipescope (&doc))
+        {
+          /* pipescope's own export, read whole: nodes for all its values */
+          pp_json_doc_clear (&doc);
+          nodes_max = PP_IMPORT_MAX_MEMORY - im.budget.held;
+          st = pp_json_parse (text, size, PP_IMPORT_BYTES_PER_VALUE, nodes_max > 0 ? nodes_max : 1, &doc, err);
+        }
+      if (st == PP_OK)
+        {
+          budget_take (&im.budget, doc.n_nodes * sizeof *doc.nodes, false);
+          file_held += doc.n_nodes * sizeof *doc.nodes;
+        }
       if (st != PP_OK)
         {
           char msg[PP_ERROR_MSG_MAX];
           snprintf (msg, sizeof msg, "%s", err ? err->msg : "");
           pp_error_set (err, st, "%s: %s", name, msg);
+          pp_json_doc_clear (&doc);
           free (text);
           goto out;
         }
@@ -92,7 +120,7 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
         {
           /* pipescope's own export: the run it came from, whole */
           if (n == 1)
-            st = pp_import_chrome (&doc, name, w, sum, err);
+            st = pp_import_chrome (&doc, name, PP_IMPORT_MAX_MEMORY - im.budget.held, w, sum, err);
           else
             st = pp_error_set (err, PP_EINVAL, "%s is pipescope's Chrome export of a whole run: "
                                "import it alone, not with other traces", name);
@@ -100,11 +128,13 @@ import_run (size_t n, CostFunc cost, LoadFunc load, void *user, PpTraceWriter *w
           free (text);
           goto out;
         }
-      st = extract (&im, &im.ranks[i], &doc, err);
+      st = extract (&im, &im.ranks[i], &doc, text, size, events_at, err);
       pp_json_doc_clear (&doc);
       free (text);
+      budget_give (&im.budget, file_held, false);
       if (st != PP_OK)
         goto out;
+      rank_trim (&im.ranks[i]);
       ev_extent (&im.ranks[i]);
     }
 
@@ -1132,12 +1162,12 @@ cost_memory (void *user, size_t i, size_t *cost, PpError *err)
 }
 
 static PpStatus
-load_memory (void *user, size_t i, size_t limit, const char **name, char **text, size_t *size,
+load_memory (void *user, size_t i, size_t limit, size_t mem, const char **name, char **text, size_t *size,
              PpError *err)
 {
   const MemoryLoad *ml = user;
   *name = ml->in[i].name ? ml->in[i].name : "(input)";
-  return pp_import_decode (*name, ml->in[i].data, ml->in[i].size, limit, text, size, err);
+  return pp_import_decode (*name, ml->in[i].data, ml->in[i].size, limit, mem, text, size, err);
 }
 
 PpStatus
@@ -1160,12 +1190,12 @@ cost_file (void *user, size_t i, size_t *cost, PpError *err)
 }
 
 static PpStatus
-load_file (void *user, size_t i, size_t limit, const char **name, char **text, size_t *size,
+load_file (void *user, size_t i, size_t limit, size_t mem, const char **name, char **text, size_t *size,
            PpError *err)
 {
   const FileLoad *fl = user;
   *name = fl->paths[i];
-  return pp_import_read_file (fl->paths[i], limit, text, size, err);
+  return pp_import_read_file (fl->paths[i], limit, mem, text, size, err);
 }
 
 PpStatus

@@ -1,6 +1,7 @@
 /* pp-import-read.c — an input's bytes as JSON text: a file read whole,
  * gunzipped when it starts with the gzip magic, within the bounds of
- * pp-import.h (a gzip bomb stops at its budget, not at the disk's end). */
+ * pp-import.h (a gzip bomb stops at its budget, not at the disk's end, and
+ * at the memory the import has left). */
 #include "pp-import.h"
 
 #include <errno.h>
@@ -47,18 +48,33 @@ over_budget (PpError *err, const char *name, size_t limit, bool gz)
                        PP_IMPORT_MIN_BUDGET >> 20);
 }
 
+/* The one line of an input over the memory the import has left (mem
+ * bytes: the text, and a file's bytes while they are gunzipped). */
+static PpStatus
+over_memory (PpError *err, const char *name, size_t mem, const char *what)
+{
+  return pp_error_set (err, PP_EFORMAT,
+                       "%s: %s more than the %zu MiB of memory the import has left for it (an import "
+                       "holds at most %zu MiB at once: a file, its JSON and the events kept): refused",
+                       name, what, mem >> 20, PP_IMPORT_MAX_MEMORY >> 20);
+}
+
 PpStatus
-pp_import_decode (const char *name, const void *in, size_t n, size_t limit, char **data,
+pp_import_decode (const char *name, const void *in, size_t n, size_t limit, size_t mem, char **data,
                   size_t *size, PpError *err)
 {
   *data = NULL;
   *size = 0;
   if (limit > PP_IMPORT_MAX_BYTES)
     limit = PP_IMPORT_MAX_BYTES;
+  /* the tighter bound names itself */
+  bool by_memory = mem < limit;
+  if (by_memory)
+    limit = mem;
   if (!is_gzip (in, n))
     {
       if (n > limit)
-        return over_budget (err, name, limit, false);
+        return by_memory ? over_memory (err, name, mem, "holds") : over_budget (err, name, limit, false);
       char *t = malloc (n + 1);
       if (t == NULL)
         return pp_error_set (err, PP_ENOMEM, "%s: out of memory", name);
@@ -92,7 +108,7 @@ pp_import_decode (const char *name, const void *in, size_t n, size_t limit, char
         {
           if (cap >= limit)
             {
-              st = over_budget (err, name, limit, true);
+              st = by_memory ? over_memory (err, name, mem, "gunzips to") : over_budget (err, name, limit, true);
               break;
             }
           size_t nc = cap * 2 > limit ? limit : cap * 2;
@@ -197,7 +213,7 @@ pp_import_file_cost (const char *path, size_t *cost, PpError *err)
 }
 
 PpStatus
-pp_import_read_file (const char *path, size_t limit, char **data, size_t *size, PpError *err)
+pp_import_read_file (const char *path, size_t limit, size_t mem, char **data, size_t *size, PpError *err)
 {
   struct stat sb;
   int fd;
@@ -215,6 +231,12 @@ pp_import_read_file (const char *path, size_t limit, char **data, size_t *size, 
       close (fd);
       return pp_error_set (err, PP_EFORMAT, "%s: larger than %zu MiB: refused", path,
                            PP_IMPORT_MAX_BYTES >> 20);
+    }
+  /* its bytes are held while they are gunzipped: said before they are read */
+  if ((uint64_t) sb.st_size > mem)
+    {
+      close (fd);
+      return over_memory (err, path, mem, "is");
     }
   raw = malloc ((size_t) sb.st_size + 1);
   if (raw == NULL)
@@ -241,7 +263,7 @@ pp_import_read_file (const char *path, size_t limit, char **data, size_t *size, 
   close (fd);
   if (is_gzip (raw, n))
     {
-      st = pp_import_decode (path, raw, n, limit, data, size, err);
+      st = pp_import_decode (path, raw, n, limit, mem - n, data, size, err);
       free (raw);
       return st;
     }

@@ -76,8 +76,23 @@
  * PP_IMPORT_MIN_BUDGET, once); a file's JSON values are bounded by its text
  * (one per PP_IMPORT_BYTES_PER_VALUE bytes: real traces have one per 11);
  * what is kept of each file (its events) is linear in its text, and every
- * pass over them is linear or n log n.  Past a bound, one line says which
- * and the import stops.  Nothing recurses.  No GLib.
+ * pass over them is linear or n log n.
+ *
+ * And a bound on memory, whatever the input (issue 40: a 13 MiB gzip of
+ * small events, within the budget of text, held 6.2 GiB): an import holds
+ * at most PP_IMPORT_MAX_MEMORY at once while it reads, counted before each
+ * allocation: the file being read (its bytes while they are gunzipped, its
+ * JSON text, the nodes of what is outside its traceEvents, 16 bytes a
+ * value), and the events kept of the files read so far (at most
+ * PP_IMPORT_MAX_KEPT of it, names included).  The traceEvents are read
+ * one event at a time (pp_json_elements), its nodes at most
+ * PP_IMPORT_MAX_EVENT, reused for the next.  With the CLI's own 220 MiB
+ * resident (its libraries) an import stays under 1 GiB.  A real trace
+ * keeps about a fifth of its JSON text as events: files of some 450 MiB
+ * of JSON each import.
+ *
+ * Past a bound, one line says which and the import stops.  Nothing
+ * recurses.  No GLib.
  */
 #pragma once
 
@@ -93,7 +108,10 @@
  * to 13 times; what gzips 100 times is a bomb more likely than a trace */
 #define PP_IMPORT_MAX_RATIO  100
 #define PP_IMPORT_MIN_BUDGET ((size_t) 64 << 20)  /* small inputs may still give this, in all */
+#define PP_IMPORT_MAX_MEMORY ((size_t) 640 << 20) /* held at once while the files are read */
+#define PP_IMPORT_MAX_KEPT   ((size_t) 256 << 20) /* of it, the events kept of all the files */
 #define PP_IMPORT_BYTES_PER_VALUE 4               /* the densest text a file's values may be */
+#define PP_IMPORT_MAX_EVENT  ((size_t) 16 << 20)  /* the nodes of one event (a million values) */
 #define PP_IMPORT_MAX_STAGES 4096
 #define PP_IMPORT_MAX_MICROBATCHES (1 << 20)
 #define PP_IMPORT_MAX_STEP   (1 << 30)            /* ProfilerStep#N past it: not a step */
@@ -141,14 +159,16 @@ size_t   pp_import_budget (size_t costs);
 
 /* Reads path whole (gunzipped when it starts with the gzip magic) into
  * *data (malloc'd, NUL-terminated): at most limit bytes of text (what is
- * left of the import's budget) and PP_IMPORT_MAX_BYTES; past it,
- * PP_EFORMAT with one line. */
-PpStatus pp_import_read_file (const char *path, size_t limit, char **data, size_t *size,
+ * left of the import's budget) and PP_IMPORT_MAX_BYTES, and at most mem
+ * bytes of memory held at once (the file's bytes and its text: what the
+ * import's memory has left); past either, PP_EFORMAT with one line, said
+ * before the file is read where its size tells. */
+PpStatus pp_import_read_file (const char *path, size_t limit, size_t mem, char **data, size_t *size,
                               PpError *err);
 /* Gunzips (or copies) in[n] into *data (malloc'd, NUL-terminated), bounded
- * the same way. */
-PpStatus pp_import_decode (const char *name, const void *in, size_t n, size_t limit, char **data,
-                           size_t *size, PpError *err);
+ * the same way (mem bounds the text: in is the caller's). */
+PpStatus pp_import_decode (const char *name, const void *in, size_t n, size_t limit, size_t mem,
+                           char **data, size_t *size, PpError *err);
 
 /* Converts the inputs (one per rank) into w: description, rank frames,
  * plan, names, step markers, spans.  sum may be NULL. */

@@ -4,7 +4,9 @@
  * PP_JSON_MAX_DEPTH): no recursion, so no input can exhaust the C stack.
  * It runs twice: once to check the text and count its values, which the
  * caller's budget is held against before anything is allocated, then to
- * fill exactly that many nodes (no array grown by doubling, no slack). */
+ * fill exactly that many nodes (no array grown by doubling, no slack).
+ * One small value (an element of a large array, pp_json_parse_value) is
+ * read once, into nodes grown as they come, up to the bound given. */
 #include "pp-json.h"
 
 #include <stdlib.h>
@@ -18,9 +20,24 @@ typedef struct {
 
 typedef struct {
   PpJsonNode *nodes;   /* NULL: only count them */
-  size_t      n;
+  size_t      n;                 /* nodes (counting: those that will be) */
+  size_t      seen;              /* values read, those without nodes too */
   size_t      bytes_per_value;   /* counting: the budget (0 none) */
+  size_t      max_values;        /* counting: what the memory given holds (0 no bound) */
+  bool        over_memory;       /* counting stopped at max_values */
+  /* pp_json_parse_outer: the arrays whose elements get no nodes */
+  const char *lazy_key;          /* NULL: none */
+  int         lazy_depth;        /* inside one (its depth + 1), 0 not */
+  bool        key_lazy;          /* the top-level key just read is lazy_key */
+  size_t      lazy_at;           /* where the first began, SIZE_MAX none */
+  /* pp_json_parse_value: one value, then stop */
+  bool        one_value;
+  size_t      end;               /* where it ended */
+  PpJsonDoc  *grow;              /* one pass: its nodes grown as they come (to max_values) */
+  bool        out_of_memory;
 } Builder;
+
+static bool key_is (const char *t, uint32_t off, uint32_t len, uint8_t escaped, const char *key);
 
 static bool
 is_blank (char c)
@@ -48,16 +65,47 @@ hex_value (char c)
 /* Appends a node (or counts it), linked under the innermost open
  * container, for a value that begins at byte at; its index, or
  * OVER_BUDGET when counting finds more values than the text so far may
- * hold (a bomb stops at its first few hundred KiB, not at its end). */
+ * hold (a bomb stops at its first few hundred KiB, not at its end).  A
+ * value inside a lazy array is counted against the text, but gets no
+ * node (0). */
 static uint32_t
 add_node (Builder *b, Level *stack, int depth, uint8_t type, uint32_t off, uint32_t len,
           uint8_t escaped, size_t at)
 {
-  if (b->nodes == NULL)
+  bool lazy = b->lazy_depth > 0 && depth >= b->lazy_depth;
+  if (b->nodes == NULL && b->bytes_per_value > 0
+      && b->seen >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
+    return OVER_BUDGET;
+  b->seen++;
+  if (lazy)
+    return 0;
+  if (b->nodes == NULL && b->grow == NULL)
     {
-      if (b->bytes_per_value > 0 && b->n >= PP_JSON_FREE_VALUES + at / b->bytes_per_value)
-        return OVER_BUDGET;
+      if (b->max_values > 0 && b->n >= b->max_values)
+        {
+          b->over_memory = true;
+          return OVER_BUDGET;
+        }
       return (uint32_t) b->n++;
+    }
+  if (b->grow != NULL && b->n == b->grow->cap_nodes)
+    {
+      if ((b->max_values > 0 && b->n >= b->max_values) || b->n >= OVER_BUDGET - 1)
+        {
+          b->over_memory = true;
+          return OVER_BUDGET;
+        }
+      size_t cap = b->n < 32 ? 64 : b->n * 2;
+      if (b->max_values > 0 && cap > b->max_values)
+        cap = b->max_values;
+      PpJsonNode *g = realloc (b->grow->nodes, cap * sizeof *g);
+      if (g == NULL)
+        {
+          b->out_of_memory = true;
+          return OVER_BUDGET;
+        }
+      b->grow->nodes = b->nodes = g;
+      b->grow->cap_nodes = cap;
     }
   uint32_t i = (uint32_t) b->n++;
   PpJsonNode *n = &b->nodes[i];
@@ -173,18 +221,23 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
          WANT_COMMA_OR_CLOSE, WANT_END } want = WANT_VALUE;
 
   /* a UTF-8 byte order mark, which some editors and Windows tools write */
-  if (size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
+  if (!b->one_value && size >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0)
     pos = 3;
 
   for (;;)
     {
+      if (want == WANT_END && b->one_value)
+        {
+          b->end = pos;
+          return PP_OK;
+        }
       while (pos < size && is_blank (text[pos]))
         pos++;
       if (pos >= size)
         {
           if (want == WANT_END)
             return PP_OK;
-          why = b->n == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
+          why = b->seen == 0 ? "no JSON value (empty)" : "the JSON ends early (cut short?)";
           goto fail;
         }
       char c = text[pos];
@@ -214,6 +267,8 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
             {
               pos++;
               depth--;
+              if (depth < b->lazy_depth)
+                b->lazy_depth = 0;
               want = depth == 0 ? WANT_END : WANT_COMMA_OR_CLOSE;
               continue;
             }
@@ -243,6 +298,8 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
             goto fail;
           if (add_node (b, stack, depth, PP_JSON_STRING, off, len, esc, at) == OVER_BUDGET)
             goto over;
+          if (depth == 1 && b->lazy_key != NULL)
+            b->key_lazy = key_is (text, off, len, esc, b->lazy_key);
           want = WANT_COLON;
           continue;
         }
@@ -256,11 +313,20 @@ parse (const char *text, size_t size, Builder *b, PpError *err)
               goto fail;
             }
           uint8_t type = c == '{' ? PP_JSON_OBJECT : PP_JSON_ARRAY;
+          /* the document, or the top-level member lazy_key, an array */
+          bool lazy = b->lazy_key != NULL && b->lazy_depth == 0 && type == PP_JSON_ARRAY
+                      && (depth == 0 || (depth == 1 && b->key_lazy));
           if ((stack[depth].node = add_node (b, stack, depth, type, 0, 0, 0, at)) == OVER_BUDGET)
             goto over;
           stack[depth].last = 0;
           stack[depth].type = type;
           depth++;
+          if (lazy)
+            {
+              b->lazy_depth = depth;
+              if (b->lazy_at == SIZE_MAX)
+                b->lazy_at = at;
+            }
           pos++;
           want = c == '{' ? WANT_KEY_OR_CLOSE : WANT_VALUE_OR_CLOSE;
           continue;
@@ -316,35 +382,135 @@ fail:
     return pp_error_set (err, PP_EFORMAT, "bad JSON at byte %zu (line %zu): %s", pos, line, why);
   }
 over:
+  if (b->out_of_memory)
+    return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", b->n);
+  if (b->over_memory)
+    return pp_error_set (err, PP_EFORMAT,
+                         "reading its JSON values takes more than the %zu MiB of memory left for them "
+                         "(%zu values in its first %zu bytes, %zu bytes each): refused",
+                         (b->max_values * sizeof (PpJsonNode)) >> 20, b->n + 1, pos, sizeof (PpJsonNode));
   return pp_error_set (err, PP_EFORMAT,
                        "too many JSON values: %zu in the first %zu bytes (a text may hold one per "
-                       "%zu bytes and %d more): refused", b->n + 1, pos, b->bytes_per_value,
+                       "%zu bytes and %d more): refused", b->seen + 1, pos, b->bytes_per_value,
                        PP_JSON_FREE_VALUES);
 }
 
-PpStatus
-pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
-               PpError *err)
+/* Counts the values of text into count, then fills that many nodes into
+ * doc (its nodes reused when they are enough), with fill set as count
+ * was but for the nodes. */
+static PpStatus
+parse_into (const char *text, size_t size, Builder *count, size_t max_bytes, PpJsonDoc *doc, PpError *err)
 {
-  Builder count = { NULL, 0, bytes_per_value };
   PpStatus st;
 
-  memset (doc, 0, sizeof *doc);
+  if (max_bytes > 0)
+    count->max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
   doc->text = text;
   doc->size = size;
+  doc->n_nodes = 0;
   if (size > PP_JSON_MAX_BYTES)
     return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
-  if ((st = parse (text, size, &count, err)) != PP_OK)
+  if ((st = parse (text, size, count, err)) != PP_OK)
     return st;
   /* a node index is a uint32 (no text under PP_JSON_MAX_BYTES reaches it) */
-  if (count.n >= OVER_BUDGET)
-    return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count.n);
-  Builder fill = { malloc (count.n * sizeof *fill.nodes), 0, 0 };
-  if (fill.nodes == NULL)
-    return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count.n);
+  if (count->n >= OVER_BUDGET)
+    return pp_error_set (err, PP_EFORMAT, "%zu JSON values: refused", count->n);
+  if (count->n > doc->cap_nodes || doc->nodes == NULL)
+    {
+      size_t cap = count->n > 0 ? count->n : 1;
+      PpJsonNode *nodes = realloc (doc->nodes, cap * sizeof *nodes);
+      if (nodes == NULL)
+        return pp_error_set (err, PP_ENOMEM, "out of memory reading JSON (%zu values)", count->n);
+      doc->nodes = nodes;
+      doc->cap_nodes = cap;
+    }
+  Builder fill = *count;
+  fill.nodes = doc->nodes;
+  fill.n = fill.seen = 0;
+  fill.bytes_per_value = fill.max_values = 0;
+  fill.lazy_depth = 0;
+  fill.key_lazy = false;
+  fill.lazy_at = SIZE_MAX;
   parse (text, size, &fill, NULL);   /* the same text: it passes again */
-  doc->nodes = fill.nodes;
   doc->n_nodes = fill.n;
+  doc->size = size;
+  return PP_OK;
+}
+
+PpStatus
+pp_json_parse (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes, PpJsonDoc *doc,
+               PpError *err)
+{
+  Builder count = { .bytes_per_value = bytes_per_value, .lazy_at = SIZE_MAX };
+  memset (doc, 0, sizeof *doc);
+  return parse_into (text, size, &count, max_bytes, doc, err);
+}
+
+PpStatus
+pp_json_parse_outer (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes,
+                     const char *key, PpJsonDoc *doc, size_t *array_at, PpError *err)
+{
+  Builder count = { .bytes_per_value = bytes_per_value, .lazy_key = key, .lazy_at = SIZE_MAX };
+  memset (doc, 0, sizeof *doc);
+  PpStatus st = parse_into (text, size, &count, max_bytes, doc, err);
+  *array_at = count.lazy_at;
+  return st;
+}
+
+PpStatus
+pp_json_parse_value (const char *text, size_t size, size_t max_bytes, PpJsonDoc *doc, PpError *err)
+{
+  Builder b = { .nodes = doc->nodes, .lazy_at = SIZE_MAX, .one_value = true, .grow = doc };
+  PpStatus st;
+
+  if (max_bytes > 0)
+    b.max_values = max_bytes / sizeof (PpJsonNode) > 0 ? max_bytes / sizeof (PpJsonNode) : 1;
+  doc->text = text;
+  doc->size = 0;
+  doc->n_nodes = 0;
+  if (size > PP_JSON_MAX_BYTES)
+    return pp_error_set (err, PP_EFORMAT, "more than %zu bytes of JSON", PP_JSON_MAX_BYTES);
+  if ((st = parse (text, size, &b, err)) != PP_OK)
+    return st;
+  doc->n_nodes = b.n;
+  doc->size = b.end;
+  return PP_OK;
+}
+
+void
+pp_json_elements_init (PpJsonElements *it, const char *text, size_t size, size_t array_at)
+{
+  it->text = text;
+  it->size = size;
+  it->pos = array_at + 1;
+  it->index = 0;
+  it->done = array_at >= size || text[array_at] != '[';
+}
+
+PpStatus
+pp_json_elements_next (PpJsonElements *it, size_t max_bytes, PpJsonDoc *elem, bool *got, PpError *err)
+{
+  const char *t = it->text;
+  *got = false;
+  while (!it->done && it->pos < it->size && is_blank (t[it->pos]))
+    it->pos++;
+  if (it->done || it->pos >= it->size || t[it->pos] == ']')
+    {
+      it->done = true;
+      return PP_OK;
+    }
+  PpStatus st = pp_json_parse_value (t + it->pos, it->size - it->pos, max_bytes, elem, err);
+  if (st != PP_OK)
+    return st;
+  it->pos += elem->size;
+  while (it->pos < it->size && is_blank (t[it->pos]))
+    it->pos++;
+  if (it->pos < it->size && t[it->pos] == ',')
+    it->pos++;
+  else
+    it->done = true;   /* ']': the text was checked whole */
+  it->index++;
+  *got = true;
   return PP_OK;
 }
 
@@ -427,6 +593,25 @@ decode_one (const char *t, size_t end, size_t *i, char out[4])
   out[2] = (char) (0x80 | ((cp >> 6) & 0x3f));
   out[3] = (char) (0x80 | (cp & 0x3f));
   return 4;
+}
+
+/* Is the key at t[off..off+len) key (escapes decoded)? */
+static bool
+key_is (const char *t, uint32_t off, uint32_t len, uint8_t escaped, const char *key)
+{
+  size_t kl = strlen (key);
+  if (!escaped)
+    return len == kl && memcmp (t + off, key, kl) == 0;
+  size_t i = off, end = (size_t) off + len, w = 0;
+  while (i < end)
+    {
+      char ch[4];
+      int k = decode_one (t, end, &i, ch);
+      if (w + (size_t) k > kl || memcmp (key + w, ch, (size_t) k) != 0)
+        return false;
+      w += (size_t) k;
+    }
+  return w == kl;
 }
 
 long

@@ -11,7 +11,21 @@
  * value per k bytes, in every prefix of it; more is PP_EFORMAT with one
  * line, said before any node is allocated and as soon as a prefix is too
  * dense (a text of n bytes may hold n / 2 values, 8 times its size in
- * nodes: [0,0,0,...]).  Time is linear (two passes: one counts, one fills).
+ * nodes: [0,0,0,...]).  With max_bytes (0: none), the nodes may take at
+ * most that much memory: a document of more values is PP_EFORMAT with one
+ * line, said as soon as the count passes it and before any node is
+ * allocated (the caller's memory budget, the text held apart).  Time is
+ * linear (two passes: one counts, one fills).
+ *
+ * A document too large for nodes of all its values is read in parts:
+ * pp_json_parse_outer checks the whole text as pp_json_parse does (the
+ * same errors at the same offsets, every value counted against
+ * bytes_per_value) but gives no nodes to the elements of one array, the
+ * document itself or its top-level member key (torch.profiler's
+ * traceEvents); pp_json_elements then reads that array's elements one at
+ * a time, each a small document of its own (pp_json_parse_value), its
+ * nodes reused for the next.  Memory is then the text, the nodes of what
+ * is outside the array and those of its largest element.
  *
  * Numbers are kept as text and converted exactly, with no locale (the app
  * runs under the user's LC_NUMERIC): pp_json_scaled gives value x 10^k
@@ -59,11 +73,45 @@ typedef struct {
   size_t      size;
   PpJsonNode *nodes;
   size_t      n_nodes;
+  size_t      cap_nodes;   /* what nodes holds */
 } PpJsonDoc;
 
-PpStatus pp_json_parse (const char *text, size_t size, size_t bytes_per_value, PpJsonDoc *doc,
-                        PpError *err);
+PpStatus pp_json_parse (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes,
+                        PpJsonDoc *doc, PpError *err);
 void     pp_json_doc_clear (PpJsonDoc *doc);
+
+/* pp_json_parse, but the elements of the array that is the document, or
+ * of each array that is its top-level member key, get no nodes (that
+ * array's node is empty): *array_at is where the first such array
+ * begins (its '['), SIZE_MAX when there is none.  Only max_bytes of
+ * nodes, those outside it, bound by memory. */
+PpStatus pp_json_parse_outer (const char *text, size_t size, size_t bytes_per_value, size_t max_bytes,
+                              const char *key, PpJsonDoc *doc, size_t *array_at, PpError *err);
+/* The one value text begins with (no blank before it), into doc, whose
+ * nodes (none, or those of an earlier value) are reused or grown: doc's
+ * text is text and its size the value's bytes; what follows it is not
+ * read.  One pass, the nodes grown as they come to at most max_bytes
+ * (0: no bound): a value of more is pp_json_parse's PP_EFORMAT line. */
+PpStatus pp_json_parse_value (const char *text, size_t size, size_t max_bytes, PpJsonDoc *doc,
+                              PpError *err);
+
+/* The elements of an array, in a text pp_json_parse_outer has checked,
+ * one at a time. */
+typedef struct {
+  const char *text;
+  size_t      size;
+  size_t      pos;      /* where the next element is */
+  size_t      index;    /* how many were read */
+  bool        done;
+} PpJsonElements;
+
+/* array_at: the array's '[' in text (pp_json_parse_outer's array_at). */
+void     pp_json_elements_init (PpJsonElements *it, const char *text, size_t size, size_t array_at);
+/* The next element into elem (pp_json_parse_value; *got false past the
+ * last): elem's nodes are replaced, clear it once done.  An element
+ * whose nodes pass max_bytes is pp_json_parse's PP_EFORMAT. */
+PpStatus pp_json_elements_next (PpJsonElements *it, size_t max_bytes, PpJsonDoc *elem, bool *got,
+                                PpError *err);
 
 static inline const PpJsonNode *
 pp_json_node (const PpJsonDoc *doc, uint32_t i)

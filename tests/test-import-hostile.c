@@ -29,7 +29,11 @@
  *   budget of JSON for all the files (past it one line; its densest
  *   events imported); more than 4096 traces refused in one line, named or
  *   in a folder alike; a world_size no rank or stage justifies cut down
- *   and said.
+ *   and said;
+ * - what an import holds at once is bounded (issue 40): JSON text past
+ *   the memory left, values beside the events whose nodes would pass it,
+ *   an event of a million values, events kept of all the files past
+ *   theirs, each one line, under 1 GiB resident.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -260,6 +264,88 @@ test_value_bomb (void)
       g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
       g_free (out); g_free (err); g_free (f);
     }
+  g_free (o);
+  pp_test_ctx_clear (&c);
+}
+
+/* issue 40: what an import holds is bounded, not only its text.  A 7 MiB
+ * gzip of small kernel events (within 100 times) gunzipped to 700 MiB of
+ * JSON, whose 15 million values were 2.2 GB more; 300 MiB in 3 MiB parsed
+ * (1.3 GB) and kept 5.9 million events (570 MB more); three files of 50
+ * MiB each kept their events one after the other (100 MB each, 190 MB as
+ * their arrays doubled).  Measured before: 6.2 GiB resident for 1000 MiB
+ * in 13 MiB, 44 s.  Each is one line naming the file and the bound it
+ * met, exit 2, nothing written, under 1 GiB resident: the text refused
+ * as it passes what is left, the values outside traceEvents as they are
+ * counted (those of the events are one event's at a time: an event of a
+ * million values or more is refused by its index), the events as their
+ * arrays grow (pp-import.h: PP_IMPORT_MAX_MEMORY, PP_IMPORT_MAX_EVENT). */
+static void
+test_memory (void)
+{
+  Ctx c;
+  char *out, *err;
+  long rss;
+  pp_test_ctx_init (&c, "pp-import-hostile");
+  char *o = pp_test_ctx_path (&c, "memory.pptrace");
+  const char *kernel = "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1},";
+  gsize per_mib = (1 << 20) / strlen (kernel);
+  /* what is left: 640 MiB less the gzip'd bytes, less the text */
+  struct { const char *name; gsize mib; const char *head, *body, *tail, *says, *more; } one[] = {
+    { "text.json.gz", 700, "{\"traceEvents\":[", kernel, "{}]}",
+      ": gunzips to more than the 632 MiB of memory the import has left for it",
+      " (an import holds at most 640 MiB at once: a file, its JSON and the events kept): refused" },
+    /* 300 MiB of values beside the events, 4 bytes each: 1.2 GB of nodes */
+    { "values.json.gz", 300, "{\"traceEvents\":[], \"junk\":[", "0,  ", "0]}",
+      ": reading its JSON values takes more than the 339 MiB of memory left for them (",
+      " bytes, 16 bytes each): refused" },
+    /* 5.9 million kernels kept: 570 MB, past what the text leaves */
+    { "kernels.json.gz", 300, "{\"traceEvents\":[", kernel, "{}]}",
+      ": more events to keep than an import holds (256 MiB of events from all the files, 640 MiB at once "
+      "with a file's JSON): refused", "" },
+    /* one event of 2 million values: 32 MB of nodes for one event */
+    { "event.json.gz", 8, "{\"traceEvents\":[{\"ph\":\"X\"}, {\"ph\":\"X\",\"args\":{\"a\":[", "0,  ",
+      "0]}}]}", ": event 1 of its traceEvents is too large to read: reading its JSON values takes more than "
+      "the 16 MiB of memory left for them (", " bytes, 16 bytes each): refused" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (one); i++)
+    {
+      /* padded to a hundredth of the text: inside the gzip ratio */
+      gsize n = (one[i].mib << 20) / strlen (one[i].body);
+      char *f = write_gz (&c, one[i].name, one[i].head, one[i].body, n, one[i].tail, (one[i].mib << 20) / 99);
+      const char *args[] = { "import", f, "-o", o, NULL };
+      g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 2);
+      pp_test_assert_one_line_error (err);
+      char *want = g_strconcat (f, one[i].says, NULL);
+      if (strstr (err, want) == NULL || strstr (err, one[i].more) == NULL)
+        g_error ("%s said: %s", one[i].name, err);
+      g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+      g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+      g_free (want); g_free (out); g_free (err); g_free (f);
+    }
+
+  /* events kept of all the files: the third's are past the bound */
+  char *f[3];
+  for (int r = 0; r < 3; r++)
+    {
+      char name[32], *head = g_strdup_printf ("{\"distributedInfo\": {\"rank\": %d, \"world_size\": 3}, "
+                                              "\"traceEvents\": [", r);
+      g_snprintf (name, sizeof name, "kernels%d.json.gz", r);
+      f[r] = write_gz (&c, name, head, kernel, 50 * per_mib, "{}]}", (50 << 20) / 99);
+      g_free (head);
+    }
+  const char *args[] = { "import", f[0], f[1], f[2], "-o", o, NULL };
+  g_assert_cmpint (run_bounded (&c, &out, &err, &rss, args), ==, 2);
+  pp_test_assert_one_line_error (err);
+  char *want = g_strconcat (f[2], ": more events to keep than an import holds (256 MiB of events from all the "
+                                  "files, 640 MiB at once with a file's JSON): refused", NULL);
+  if (strstr (err, want) == NULL)
+    g_error ("three files of kernels said: %s", err);
+  g_assert_cmpint (rss, <, BOUND_RSS_KIB);
+  g_assert_false (g_file_test (o, G_FILE_TEST_EXISTS));
+  g_free (want); g_free (out); g_free (err);
+  for (int r = 0; r < 3; r++)
+    g_free (f[r]);
   g_free (o);
   pp_test_ctx_clear (&c);
 }
@@ -925,6 +1011,7 @@ main (int argc, char **argv)
   g_test_add_func ("/import-hostile/usage", test_usage);
   g_test_add_func ("/import-hostile/nested-blocks", test_nested_blocks);
   g_test_add_func ("/import-hostile/value-bomb", test_value_bomb);
+  g_test_add_func ("/import-hostile/memory", test_memory);
   g_test_add_func ("/import-hostile/huge-steps", test_huge_steps);
   g_test_add_func ("/import-hostile/one-budget", test_one_budget);
   g_test_add_func ("/import-hostile/many-files", test_many_files);

@@ -45,8 +45,13 @@ import_usage (FILE *out)
          "ranks, spans, steps, plan, counters and description.\n", out);
   fprintf (out, "\n"
            "At most %d traces at once (a folder's count one each).  The traces may\n"
-           "gunzip to %d times their size, at least %zu MiB of JSON in all.\n",
-           PP_IMPORT_MAX_FILES, PP_IMPORT_MAX_RATIO, PP_IMPORT_MIN_BUDGET >> 20);
+           "gunzip to %d times their size, at least %zu MiB of JSON in all.  An\n"
+           "import holds at most %zu MiB at once (a file's JSON and the events\n"
+           "kept, %zu MiB of them; the values of one event at most %zu MiB): a\n"
+           "real trace of up to some 450 MiB of JSON a file imports, more is\n"
+           "refused in one line.\n",
+           PP_IMPORT_MAX_FILES, PP_IMPORT_MAX_RATIO, PP_IMPORT_MIN_BUDGET >> 20, PP_IMPORT_MAX_MEMORY >> 20,
+           PP_IMPORT_MAX_KEPT >> 20, PP_IMPORT_MAX_EVENT >> 20);
   fputs ("\n"
          "  -o, --output OUT   the trace to write (refused if it is one of the inputs)\n", out);
 }

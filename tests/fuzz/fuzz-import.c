@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   PpError err = { 0 };
   PpJsonDoc doc;
-  if (pp_json_parse ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, &doc, &err) == PP_OK)
+  if (pp_json_parse ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, PP_IMPORT_MAX_MEMORY, &doc, &err) == PP_OK)
     {
       char buf[64];
       int64_t v;
@@ -63,6 +63,21 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
           (void) pp_json_get (&doc, i, "traceEvents");
         }
       pp_json_doc_clear (&doc);
+    }
+  /* the same text read as the import reads it: traceEvents an event at a time */
+  size_t at;
+  if (pp_json_parse_outer ((const char *) data, size, PP_IMPORT_BYTES_PER_VALUE, PP_IMPORT_MAX_MEMORY,
+                           "traceEvents", &doc, &at, &err) == PP_OK)
+    {
+      pp_json_doc_clear (&doc);
+      PpJsonElements it;
+      PpJsonDoc e = { 0 };
+      bool got;
+      pp_json_elements_init (&it, (const char *) data, size, at);
+      while (at != SIZE_MAX && pp_json_elements_next (&it, PP_IMPORT_MAX_EVENT, &e, &got, &err) == PP_OK && got)
+        for (uint32_t i = 0; i < e.n_nodes; i++)
+          (void) pp_json_get (&e, i, "ph");
+      pp_json_doc_clear (&e);
     }
 
   static PpImportInput in[PP_IMPORT_MAX_FILES + 1];
