@@ -74,6 +74,17 @@ def info(cli, env, trace):
     return rc, out + err
 
 
+def kept(cli, env, trace, pattern, what, problems):
+    """The trace was kept, and `info` on it prints what matches pattern (what
+    profile said: the root or the cycle); else what is wrong, into problems."""
+    if not os.path.exists(trace):
+        problems.append("the trace was not kept")
+        return
+    irc, text = info(cli, env, trace)
+    if irc != 0 or not pattern.search(text):
+        problems.append(f"info on the trace (exit {irc}) does not print {what}:\n{text[-1500:]}")
+
+
 def check_forward(cli, py, env, tmp):
     torchrun = os.path.join(os.path.dirname(py), "torchrun")
     job = [torchrun, "--standalone", "--nproc-per-node", "4", os.path.join(HERE, "mesh-train.py"),
@@ -90,12 +101,7 @@ def check_forward(cli, py, env, tmp):
         problems.append("profile's diagnosis does not name process 3 the root, in its forward")
     elif "2 in the dp all-reduce of stage 1" not in m.group(1) or "1 in RECV_B mb 1 from 3" not in m.group(1):
         problems.append(f"the waits are not process 1's receive from 3 and process 2's all-reduce: {m.group(1)}")
-    if not os.path.exists(trace):
-        problems.append("the trace was not kept")
-    else:
-        irc, text = info(cli, env, trace)
-        if irc != 0 or not root.search(text):
-            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    kept(cli, env, trace, root, "the same root", problems)
     return problems, err
 
 
@@ -119,12 +125,7 @@ def check_deadlock(cli, py, env, tmp):
                        r"next, none can go on$", re.M)
     if not cycle.search(err):
         problems.append("profile's diagnosis is not the cycle of processes 0 and 1")
-    if not os.path.exists(trace):
-        problems.append("the trace was not kept")
-    else:
-        irc, text = info(cli, env, trace)
-        if irc != 0 or not cycle.search(text):
-            problems.append(f"info on the trace (exit {irc}) does not print the cycle:\n{text[-1500:]}")
+    kept(cli, env, trace, cycle, "the cycle", problems)
     return problems, err
 
 
@@ -143,12 +144,7 @@ def check_microbatches(cli, py, env, tmp):
         problems.append("profile's diagnosis does not name process 0 (in the end barrier) the root")
     if "disagree on the number of micro-batches" not in err:
         problems.append("the merge did not say the ranks disagree on the number of micro-batches")
-    if not os.path.exists(trace):
-        problems.append("the trace was not kept")
-    else:
-        irc, text = info(cli, env, trace)
-        if irc != 0 or not root.search(text):
-            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    kept(cli, env, trace, root, "the same root", problems)
     return problems, err
 
 
@@ -172,12 +168,7 @@ def check_megatron(cli, py, env, tmp):
         problems.append("profile's diagnosis does not name process 3 the root, in its forward_step")
     elif "1 in RECV_B from 3" not in err[m.end():].split("\n")[0]:
         problems.append("process 1's wait is not named as its receive of a gradient from 3")
-    if not os.path.exists(trace):
-        problems.append("the trace was not kept")
-    else:
-        irc, text = info(cli, env, trace)
-        if irc != 0 or not root.search(text):
-            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    kept(cli, env, trace, root, "the same root", problems)
     return problems, err
 
 
@@ -196,12 +187,7 @@ def check_deepspeed(cli, py, env, tmp):
                       r"in deepspeed-train\.py:\d+ hanging; processes 0, 1, 2 wait for it: .*$", re.M)
     if not root.search(err):
         problems.append("profile's diagnosis does not name process 3 the root, in its forward")
-    if not os.path.exists(trace):
-        problems.append("the trace was not kept")
-    else:
-        irc, text = info(cli, env, trace)
-        if irc != 0 or not root.search(text):
-            problems.append(f"info on the trace (exit {irc}) does not print the same root:\n{text[-1500:]}")
+    kept(cli, env, trace, root, "the same root", problems)
     return problems, err
 
 
